@@ -1,0 +1,229 @@
+// ColliderSet: the authoritative set of colliders of one game session, with a
+// dynamic AABB tree broad phase, batched atomic changes, and overlap / cast /
+// raycast world queries (single and batched).
+//
+// Thread safety: const member functions may run concurrently with each other;
+// Apply() must not run concurrently with anything else on the same set (the
+// server serializes changes with a reader/writer lock).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "hitbox/collide.h"
+#include "hitbox/math.h"
+#include "hitbox/shapes.h"
+#include "hitbox/status.h"
+
+namespace hitbox {
+
+/// Largest valid layer index; layers are 0..31.
+inline constexpr uint32_t kMaxLayer = 31;
+/// Tolerance on |q| - 1 for quaternions accepted from callers.
+inline constexpr double kQuatNormTolerance = 1e-6;
+
+/// One collider of a set.
+struct Collider {
+  /// Stable caller-chosen id, unique within the set.
+  uint64_t id = 0;
+  Shape shape;
+  Pose pose;
+  /// Collision layer in [0, 31]; a query sees it when mask & (1 << layer).
+  uint32_t layer = 0;
+  /// Opaque caller data returned with hits.
+  uint64_t user_data = 0;
+};
+
+/// One entry of a change batch.
+struct ColliderChange {
+  enum class Kind : uint8_t {
+    kAdd,      ///< insert a new collider (id must be unused)
+    kReplace,  ///< replace shape, pose, layer and user data of an existing id
+    kMove,     ///< set the pose of an existing id (shape, layer, user data kept)
+    kRemove,   ///< remove an existing id
+  };
+  Kind kind = Kind::kAdd;
+  /// For kAdd/kReplace the full collider; kMove uses id + pose; kRemove uses id.
+  Collider collider;
+
+  static ColliderChange Add(const Collider& c) { return {Kind::kAdd, c}; }
+  static ColliderChange Replace(const Collider& c) { return {Kind::kReplace, c}; }
+  static ColliderChange Move(uint64_t id, const Pose& pose) {
+    ColliderChange ch{Kind::kMove, {}};
+    ch.collider.id = id;
+    ch.collider.pose = pose;
+    return ch;
+  }
+  static ColliderChange Remove(uint64_t id) {
+    ColliderChange ch{Kind::kRemove, {}};
+    ch.collider.id = id;
+    return ch;
+  }
+};
+
+/// Which colliders a query may report.
+struct QueryFilter {
+  /// Bit i set: colliders on layer i are candidates. Default: all layers.
+  uint32_t mask = 0xFFFFFFFFu;
+  /// Ids never reported (small lists; linear scan).
+  std::vector<uint64_t> ignore;
+  /// Most hits to report; 0 means no limit. For "all hits" casts the first
+  /// max_hits in (fraction, id) order are kept; for overlaps the first
+  /// max_hits in id order.
+  uint32_t max_hits = 0;
+
+  bool Accepts(uint64_t id, uint32_t layer) const;
+};
+
+/// "What does this shape overlap?"
+struct OverlapQuery {
+  Shape shape;
+  Pose pose;
+  QueryFilter filter;
+  /// Fill OverlapHit::contact (penetration depth, normal, points).
+  bool want_contact = false;
+};
+
+/// "Where does this shape moving by `translation` first hit?"
+struct CastQuery {
+  Shape shape;
+  Pose pose;
+  /// World-frame translation in metres; the shape does not rotate.
+  Vec3 translation;
+  QueryFilter filter;
+  /// false: the closest hit only; true: every hit sorted by (fraction, id).
+  bool all_hits = false;
+};
+
+/// "What does this ray hit?"
+struct RayQuery {
+  Vec3 origin;
+  /// The ray's end is origin + translation (metres).
+  Vec3 translation;
+  QueryFilter filter;
+  /// false: the closest hit only; true: every hit sorted by (fraction, id).
+  bool all_hits = false;
+};
+
+/// A query of any kind, for batches.
+using Query = std::variant<OverlapQuery, CastQuery, RayQuery>;
+
+/// One collider reported by an overlap query.
+struct OverlapHit {
+  uint64_t id = 0;
+  uint64_t user_data = 0;
+  /// Set when the query asked for contacts. A = the query shape, B = the
+  /// collider: normal is the direction to move the collider to separate.
+  std::optional<Contact> contact;
+};
+
+/// One collider reported by a cast or raycast.
+struct CastHit {
+  uint64_t id = 0;
+  uint64_t user_data = 0;
+  /// Fraction of the translation in [0, 1]; hit point = start + fraction * translation.
+  double fraction = 0.0;
+  /// Unit normal at impact, from the collider towards the moving shape/ray.
+  Vec3 normal;
+  /// World contact point at impact.
+  Vec3 point;
+  /// True when the query started overlapping this collider (fraction 0).
+  bool started_overlapping = false;
+  /// Penetration depth in metres when started_overlapping (rays: 0).
+  double depth = 0.0;
+};
+
+/// Result of one query of a batch: overlaps for an OverlapQuery, hits for
+/// casts and rays (empty: nothing hit).
+struct QueryResult {
+  std::vector<OverlapHit> overlaps;
+  std::vector<CastHit> hits;
+};
+
+/// Runs tasks on a fixed set of worker threads (created once, reused).
+class ThreadPool;
+
+class ColliderSet {
+ public:
+  ColliderSet();
+  ~ColliderSet();
+  ColliderSet(ColliderSet&&) noexcept;
+  ColliderSet& operator=(ColliderSet&&) noexcept;
+  ColliderSet(const ColliderSet&) = delete;
+  ColliderSet& operator=(const ColliderSet&) = delete;
+
+  /// Validates every change (in order, so a batch may add then move an id),
+  /// then applies all of them and bumps the revision; or rejects the whole
+  /// batch with an error naming the entry index and field and changes
+  /// nothing. Codes: kInvalidArgument (bad shape, non-finite pose, non-unit
+  /// quaternion, layer > 31), kAlreadyExists (add of an existing id),
+  /// kNotFound (replace/move/remove of an unknown id).
+  Status Apply(std::span<const ColliderChange> changes);
+
+  /// Bulk load of many new colliders into an empty or non-empty set: same
+  /// validation and atomicity as Apply() with kAdd entries, but builds the
+  /// tree top-down when the set was empty.
+  Status AddBulk(std::span<const Collider> colliders);
+
+  /// Number of applied batches since construction (starts at 0).
+  uint64_t revision() const;
+  /// Number of colliders.
+  size_t size() const;
+  /// The collider with `id`, or nullptr.
+  const Collider* Find(uint64_t id) const;
+  /// Union of the world bounds of all colliders (empty box when none).
+  Aabb Bounds() const;
+  /// Calls fn for every collider, in unspecified order.
+  void ForEach(const std::function<void(const Collider&)>& fn) const;
+  /// Bytes of heap used by the set, tree and id index.
+  size_t MemoryBytes() const;
+
+  /// Overlap query; hits sorted by id.
+  void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const;
+  /// Cast query; hits sorted by (fraction, id); one hit unless all_hits.
+  void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
+  /// Raycast query; hits sorted by (fraction, id); one hit unless all_hits.
+  void Raycast(const RayQuery& q, std::vector<CastHit>* hits) const;
+  /// Runs one query of any kind.
+  void Run(const Query& q, QueryResult* result) const;
+  /// Runs a batch; results[i] answers queries[i]. Uses `pool` (may be null)
+  /// when the batch is large enough to pay for it; results are identical
+  /// whatever the thread count.
+  void RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
+                ThreadPool* pool = nullptr) const;
+
+  /// Checks a query's shape/pose/translation for NaN, infinities and
+  /// non-unit quaternions; the error names the field (prefixed by `field`).
+  static Status ValidateQuery(const Query& q, const std::string& field = "query");
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A fixed pool of worker threads for RunBatch.
+class ThreadPool {
+ public:
+  /// `threads` workers; 0 means std::thread::hardware_concurrency().
+  explicit ThreadPool(size_t threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  size_t size() const;
+  /// Runs fn(i) for i in [0, count), split across the workers and the
+  /// calling thread; returns when all are done.
+  void ParallelFor(size_t count, const std::function<void(size_t)>& fn);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hitbox

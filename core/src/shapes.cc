@@ -1,0 +1,175 @@
+#include "hitbox/shapes.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace hitbox {
+namespace {
+
+bool PositiveFinite(double v) { return std::isfinite(v) && v > 0.0; }
+bool NonNegativeFinite(double v) { return std::isfinite(v) && v >= 0.0; }
+
+std::string Num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+Error BadSize(const char* shape, const char* field, double v, const char* rule) {
+  return {ErrorCode::kInvalidArgument,
+          std::string(shape) + "." + field + " must be " + rule + ", got " + Num(v)};
+}
+
+}  // namespace
+
+const char* ShapeKindName(ShapeKind kind) {
+  switch (kind) {
+    case ShapeKind::kSphere: return "sphere";
+    case ShapeKind::kBox: return "box";
+    case ShapeKind::kCapsule: return "capsule";
+    case ShapeKind::kCylinder: return "cylinder";
+  }
+  return "unknown";
+}
+
+Result<Shape> Shape::Make(const Sphere& s) {
+  if (!PositiveFinite(s.radius)) return BadSize("sphere", "radius", s.radius, "finite and > 0");
+  Shape shape;
+  shape.kind_ = ShapeKind::kSphere;
+  shape.radius_ = s.radius;
+  return shape;
+}
+
+Result<Shape> Shape::Make(const Box& b) {
+  static const char* kFields[3] = {"half_extents.x", "half_extents.y", "half_extents.z"};
+  for (int i = 0; i < 3; ++i) {
+    if (!PositiveFinite(b.half_extents[i])) {
+      return BadSize("box", kFields[i], b.half_extents[i], "finite and > 0");
+    }
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kBox;
+  shape.radius_ = 0.0;
+  shape.half_extents_ = b.half_extents;
+  return shape;
+}
+
+Result<Shape> Shape::Make(const Capsule& c) {
+  if (!PositiveFinite(c.radius)) return BadSize("capsule", "radius", c.radius, "finite and > 0");
+  if (!NonNegativeFinite(c.half_height)) {
+    return BadSize("capsule", "half_height", c.half_height, "finite and >= 0");
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kCapsule;
+  shape.radius_ = c.radius;
+  shape.half_height_ = c.half_height;
+  return shape;
+}
+
+Result<Shape> Shape::Make(const Cylinder& c) {
+  if (!PositiveFinite(c.radius)) return BadSize("cylinder", "radius", c.radius, "finite and > 0");
+  if (!NonNegativeFinite(c.half_height)) {
+    return BadSize("cylinder", "half_height", c.half_height, "finite and >= 0");
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kCylinder;
+  shape.radius_ = c.radius;
+  shape.half_height_ = c.half_height;
+  return shape;
+}
+
+Aabb Shape::LocalBounds() const {
+  switch (kind_) {
+    case ShapeKind::kSphere: return Aabb::FromCenterExtents({}, Vec3::Splat(radius_));
+    case ShapeKind::kBox: return Aabb::FromCenterExtents({}, half_extents_);
+    case ShapeKind::kCapsule:
+      return Aabb::FromCenterExtents({}, {radius_, half_height_ + radius_, radius_});
+    case ShapeKind::kCylinder:
+      return Aabb::FromCenterExtents({}, {radius_, half_height_, radius_});
+  }
+  return {};
+}
+
+Aabb Shape::WorldBounds(const Pose& pose) const {
+  switch (kind_) {
+    case ShapeKind::kSphere:
+      return Aabb::FromCenterExtents(pose.position, Vec3::Splat(radius_));
+    case ShapeKind::kBox: {
+      // Extent along world axis i = sum_j |R_ij| * e_j.
+      const Mat33 r = pose.rotation.ToMatrix().Abs();
+      return Aabb::FromCenterExtents(pose.position, r * half_extents_);
+    }
+    case ShapeKind::kCapsule: {
+      const Vec3 axis = pose.rotation.Rotate({0, half_height_, 0}).Abs();
+      return Aabb::FromCenterExtents(pose.position, axis + Vec3::Splat(radius_));
+    }
+    case ShapeKind::kCylinder: {
+      // Disc of radius r with normal a: extent along axis i is r * sqrt(1 - a_i^2).
+      const Vec3 a = pose.rotation.Rotate({0, 1, 0});
+      const Vec3 disc{radius_ * std::sqrt(std::max(0.0, 1.0 - a.x * a.x)),
+                      radius_ * std::sqrt(std::max(0.0, 1.0 - a.y * a.y)),
+                      radius_ * std::sqrt(std::max(0.0, 1.0 - a.z * a.z))};
+      return Aabb::FromCenterExtents(pose.position, (a * half_height_).Abs() + disc);
+    }
+  }
+  return {};
+}
+
+Vec3 Shape::Support(const Vec3& d) const {
+  switch (kind_) {
+    case ShapeKind::kSphere: {
+      const double len = d.Length();
+      return len > 0.0 ? d * (radius_ / len) : Vec3{radius_, 0, 0};
+    }
+    case ShapeKind::kBox:
+      return {d.x >= 0 ? half_extents_.x : -half_extents_.x,
+              d.y >= 0 ? half_extents_.y : -half_extents_.y,
+              d.z >= 0 ? half_extents_.z : -half_extents_.z};
+    case ShapeKind::kCapsule: {
+      const double len = d.Length();
+      const Vec3 s = len > 0.0 ? d * (radius_ / len) : Vec3{radius_, 0, 0};
+      return {s.x, s.y + (d.y >= 0 ? half_height_ : -half_height_), s.z};
+    }
+    case ShapeKind::kCylinder: {
+      const double len_xz = std::sqrt(d.x * d.x + d.z * d.z);
+      const double y = d.y >= 0 ? half_height_ : -half_height_;
+      if (len_xz > 0.0) return {d.x * (radius_ / len_xz), y, d.z * (radius_ / len_xz)};
+      return {radius_, y, 0.0};
+    }
+  }
+  return {};
+}
+
+double Shape::BoundingRadius() const {
+  switch (kind_) {
+    case ShapeKind::kSphere: return radius_;
+    case ShapeKind::kBox: return half_extents_.Length();
+    case ShapeKind::kCapsule: return radius_ + half_height_;
+    case ShapeKind::kCylinder: return std::sqrt(radius_ * radius_ + half_height_ * half_height_);
+  }
+  return 0.0;
+}
+
+std::string Shape::ToString() const {
+  switch (kind_) {
+    case ShapeKind::kSphere: return "sphere{radius=" + Num(radius_) + "}";
+    case ShapeKind::kBox: return "box{half_extents=" + hitbox::ToString(half_extents_) + "}";
+    case ShapeKind::kCapsule:
+      return "capsule{radius=" + Num(radius_) + ", half_height=" + Num(half_height_) + "}";
+    case ShapeKind::kCylinder:
+      return "cylinder{radius=" + Num(radius_) + ", half_height=" + Num(half_height_) + "}";
+  }
+  return "unknown";
+}
+
+std::string ToString(const Vec3& v) {
+  return "{" + Num(v.x) + ", " + Num(v.y) + ", " + Num(v.z) + "}";
+}
+std::string ToString(const Quat& q) {
+  return "{" + Num(q.x) + ", " + Num(q.y) + ", " + Num(q.z) + ", " + Num(q.w) + "}";
+}
+std::string ToString(const Pose& p) {
+  return "Pose{" + ToString(p.position) + ", Quat" + ToString(p.rotation) + "}";
+}
+
+}  // namespace hitbox

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Hitbox developer entry point: installs what is missing, builds, then runs or tests.
+#
+#   bash scripts/hitbox.sh run     install deps, build, start hitboxd with a demo world
+#   bash scripts/hitbox.sh test    install deps, build everything, run every test (CTest)
+#   bash scripts/hitbox.sh deps    only install missing Debian packages
+#   bash scripts/hitbox.sh build   deps + build (Release, into ./build)
+#
+# Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release),
+# JOBS (default nproc), HITBOX_CMAKE_ARGS (extra cmake arguments).
+# The Dockerfile's build stage runs this same script, so it is the one source of
+# truth for dependencies.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+BUILD_TYPE="${BUILD_TYPE:-Release}"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+# Build-time packages (Debian bookworm). Runtime-only images need just the
+# shared libraries these pull in (see docker/Dockerfile).
+BUILD_PACKAGES=(
+  build-essential cmake ninja-build pkg-config ccache git ca-certificates
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libspdlog-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+deps() {
+  local missing=()
+  for p in "${BUILD_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    echo "[hitbox] all build packages present"
+    return
+  fi
+  echo "[hitbox] installing: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+configure() {
+  local launcher=()
+  if command -v ccache >/dev/null 2>&1; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  # shellcheck disable=SC2086
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
+    "${launcher[@]}" ${HITBOX_CMAKE_ARGS:-}
+}
+
+build() {
+  deps
+  configure
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+case "${1:-}" in
+  deps) deps ;;
+  build) build ;;
+  test)
+    build
+    cd "$BUILD_DIR"
+    ctest --output-on-failure -j "$JOBS" --timeout 900
+    ;;
+  run)
+    build
+    shift || true
+    exec "$BUILD_DIR/bin/hitbox-demo" "$@"
+    ;;
+  *)
+    echo "usage: bash scripts/hitbox.sh run|test|deps|build" >&2
+    exit 2
+    ;;
+esac
