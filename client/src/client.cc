@@ -20,6 +20,7 @@ namespace {
 
 namespace v1 = ::hitbox::v1;
 using Clock = std::chrono::system_clock;
+using Steady = std::chrono::steady_clock;
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const ClientOptions& options) {
@@ -139,12 +140,6 @@ struct Client::Impl {
                                      : (uint64_t{std::random_device{}()} << 32) ^
                                            std::random_device{}()) {}
 
-  Clock::time_point Deadline(const CallOptions& call) const {
-    const auto timeout = call.timeout.value_or(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(options.default_timeout));
-    return Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
-  }
-
   void Prepare(grpc::ClientContext* ctx, Clock::time_point deadline) const {
     ctx->set_deadline(deadline);
     if (options.wait_for_ready) ctx->set_wait_for_ready(true);
@@ -176,18 +171,31 @@ struct Client::Impl {
   template <typename Attempt>
   RpcStatus Run(std::string_view method, bool retryable, const CallOptions& call,
                 Attempt&& attempt) {
-    const Clock::time_point deadline = Deadline(call);
+    const auto timeout = call.timeout.value_or(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options.default_timeout));
+    // gRPC gets a wall-clock deadline; local checks use the steady clock.
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+    const Steady::time_point steady_deadline =
+        Steady::now() + std::chrono::duration_cast<Steady::duration>(timeout);
     const int max_attempts = std::max(1, options.retry.max_attempts);
     for (int n = 1;; ++n) {
       grpc::ClientContext ctx;
       Prepare(&ctx, deadline);
+      // gRPC rounds deadlines up to whole milliseconds; a call whose deadline
+      // has already passed is not sent at all.
+      if (Steady::now() >= steady_deadline) {
+        return {RpcCode::kDeadlineExceeded,
+                std::string(method) + ": the deadline passed before attempt " +
+                    std::to_string(n) + " could be sent"};
+      }
       const RpcStatus status = internal::FromGrpc(attempt(&ctx, &retryable));
       if (status.ok() || status.code() != RpcCode::kUnavailable || !retryable ||
           !call.allow_retry || n >= max_attempts) {
         return status;
       }
       const std::chrono::milliseconds wait = Backoff(n);
-      if (Clock::now() + wait >= deadline) return status;
+      if (Steady::now() + wait >= steady_deadline) return status;
       if (options.on_retry) options.on_retry(method, n, status, wait);
       std::this_thread::sleep_for(wait);
     }
