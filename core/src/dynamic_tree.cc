@@ -572,15 +572,15 @@ double DynamicTree::AreaRatio() const {
   const double root_area = Area(nodes_[root_]);
   if (!(root_area > 0.0)) return 0.0;
   double total = 0.0;
-  TraversalStack<uint32_t> stack;
-  stack.Push(root_);
-  while (!stack.Empty()) {
-    const uint32_t i = stack.Pop();
+  std::vector<uint32_t> stack{root_};
+  while (!stack.empty()) {
+    const uint32_t i = stack.back();
+    stack.pop_back();
     const TreeNode& n = nodes_[i];
     if (n.IsLeaf()) continue;
     if (i != root_) total += Area(n);
-    stack.Push(n.child1);
-    stack.Push(n.child2);
+    stack.push_back(n.child1);
+    stack.push_back(n.child2);
   }
   return total / root_area;
 }

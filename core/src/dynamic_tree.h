@@ -182,32 +182,23 @@ class DynamicTree {
   uint32_t leaf_count_ = 0;
 };
 
-/// A stack of node indices for traversal: a fixed inline array, spilling to
-/// the heap only for pathological tree heights.
-template <typename T, size_t kInline = 128>
-class TraversalStack {
+/// Storage for a traversal stack of `n` entries: inline for ordinary tree
+/// heights, on the heap only for pathological ones.
+template <typename T, size_t kInline = 256>
+class TraversalBuffer {
  public:
-  void Push(const T& v) {
-    if (size_ < kInline) {
-      inline_[size_++] = v;
-    } else {
-      overflow_.push_back(v);
-      ++size_;
+  explicit TraversalBuffer(size_t n) {
+    if (n > kInline) {
+      heap_.resize(n);
+      data_ = heap_.data();
     }
   }
-  T Pop() {
-    --size_;
-    if (size_ < kInline) return inline_[size_];
-    T v = overflow_.back();
-    overflow_.pop_back();
-    return v;
-  }
-  bool Empty() const { return size_ == 0; }
+  T* data() { return data_; }
 
  private:
   T inline_[kInline];
-  size_t size_ = 0;
-  std::vector<T> overflow_;
+  T* data_ = inline_;
+  std::vector<T> heap_;
 };
 
 inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
@@ -226,10 +217,14 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t ma
   const TreeNode* nodes = tree.nodes();
   const bool all_layers = mask == 0xFFFFFFFFu;
   if (!BoxesOverlap(nodes[root], box)) return;
-  TraversalStack<uint32_t> stack;
-  stack.Push(root);
-  while (!stack.Empty()) {
-    const uint32_t i = stack.Pop();
+  // Depth-first: the stack never holds more than height + 1 entries, so it is
+  // sized once and pushed without bounds checks (branch-free pushes).
+  TraversalBuffer<uint32_t> buffer(tree.Height() + 2);
+  uint32_t* stack = buffer.data();
+  size_t sp = 0;
+  stack[sp++] = root;
+  while (sp > 0) {
+    const uint32_t i = stack[--sp];
     const TreeNode& n = nodes[i];
     if (n.IsLeaf()) {
       if ((mask >> n.child2) & 1u) fn(n.Item(), n.child2);
@@ -243,8 +238,10 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t ma
       h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
       h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
     }
-    if (h2) stack.Push(c2);
-    if (h1) stack.Push(c1);
+    stack[sp] = c2;
+    sp += h2;
+    stack[sp] = c1;
+    sp += h1;
   }
 }
 
@@ -305,10 +302,12 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
   };
   double t_root;
   if (!seg.Entry(nodes[root], max_fraction, &t_root)) return;
-  TraversalStack<Entry> stack;
-  stack.Push({root, t_root});
-  while (!stack.Empty()) {
-    const Entry e = stack.Pop();
+  TraversalBuffer<Entry> buffer(tree.Height() + 2);
+  Entry* stack = buffer.data();
+  size_t sp = 0;
+  stack[sp++] = {root, t_root};
+  while (sp > 0) {
+    const Entry e = stack[--sp];
     if (e.t > max_fraction) continue;
     const TreeNode& n = nodes[e.node];
     if (n.IsLeaf()) {
@@ -320,27 +319,24 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
     }
     const uint32_t c1 = n.child1;
     const uint32_t c2 = n.child2;
-    double ta, tb;
-    bool ha = seg.Entry(nodes[c1], max_fraction, &ta);
-    bool hb = seg.Entry(nodes[c2], max_fraction, &tb);
+    double t1, t2;
+    bool h1 = seg.Entry(nodes[c1], max_fraction, &t1);
+    bool h2 = seg.Entry(nodes[c2], max_fraction, &t2);
     if (!all_layers) {
-      ha = ha && (tree.LayerMask(c1) & mask) != 0;
-      hb = hb && (tree.LayerMask(c2) & mask) != 0;
+      h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
+      h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
     }
-    if (ha && hb) {
-      // Push the farther first so the nearer is visited first.
-      if (ta <= tb) {
-        stack.Push({c2, tb});
-        stack.Push({c1, ta});
-      } else {
-        stack.Push({c1, ta});
-        stack.Push({c2, tb});
-      }
-    } else if (ha) {
-      stack.Push({c1, ta});
-    } else if (hb) {
-      stack.Push({c2, tb});
-    }
+    // Push the farther child first so the nearer is visited first; selects
+    // instead of branches.
+    const bool swap = t2 < t1;
+    const Entry near{swap ? c2 : c1, swap ? t2 : t1};
+    const Entry far{swap ? c1 : c2, swap ? t1 : t2};
+    const bool h_near = swap ? h2 : h1;
+    const bool h_far = swap ? h1 : h2;
+    stack[sp] = far;
+    sp += h_far;
+    stack[sp] = near;
+    sp += h_near;
   }
 }
 
