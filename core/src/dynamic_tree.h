@@ -201,6 +201,15 @@ class TraversalBuffer {
   std::vector<T> heap_;
 };
 
+/// Hints the cache to load the children of `node` (a no-op for leaves).
+inline void PrefetchChildren(const TreeNode* nodes, uint32_t node) {
+  const TreeNode& n = nodes[node];
+  if (!n.IsLeaf()) {
+    __builtin_prefetch(&nodes[n.child1]);
+    __builtin_prefetch(&nodes[n.child2]);
+  }
+}
+
 inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
   // Non-short-circuit & keeps this branch-free.
   return (n.min[0] <= b.max[0]) & (b.min[0] <= n.max[0]) & (n.min[1] <= b.max[1]) &
@@ -238,6 +247,10 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t ma
       h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
       h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
     }
+    // Start fetching the grandchildren (one line per child pair) while the
+    // rest of the stack is worked on: traversal is bound by memory latency.
+    if (h1) PrefetchChildren(nodes, c1);
+    if (h2) PrefetchChildren(nodes, c2);
     stack[sp] = c2;
     sp += h2;
     stack[sp] = c1;
@@ -333,6 +346,8 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
     const Entry far{swap ? c1 : c2, swap ? t1 : t2};
     const bool h_near = swap ? h2 : h1;
     const bool h_far = swap ? h1 : h2;
+    if (h1) PrefetchChildren(nodes, c1);
+    if (h2) PrefetchChildren(nodes, c2);
     stack[sp] = far;
     sp += h_far;
     stack[sp] = near;
