@@ -252,9 +252,13 @@ inline void SortSmall(double* v, int n) {
   }
 }
 
-/// Smallest root in [lo, hi] of f(t) = a t^2 + 2 b t + c, given f(lo) > 0
-/// (the ray enters the set f <= 0 from outside). Tangent roots count.
+/// Smallest t in [lo, hi] with f(t) = a t^2 + 2 b t + c <= 0 (lo itself when
+/// f(lo) <= 0), for a ray entering the set f <= 0. Tangent roots count.
 inline bool FirstQuadraticRoot(double a, double b, double c, double lo, double hi, double* t) {
+  if ((a * lo + 2.0 * b) * lo + c <= 0.0) {
+    *t = lo;  // already touching at the start of the piece (rounding at a boundary)
+    return true;
+  }
   if (a <= 0.0) {
     // Linear (a == 0): 2 b t + c = 0.
     if (b >= 0.0) return false;
@@ -307,12 +311,15 @@ inline RayOutcome RayRoundedBox(const Vec3& o, const Vec3& d, const Vec3& e, dou
                                                                          : RayOutcome::kInside;
     }
   }
+  // (The origin may be inside the grown box yet outside the rounded one: then
+  // the walk below starts at t = 0.)
   RayEntry grown;
-  if (RayBox(o, d, e + Vec3::Splat(rho), &grown) != RayOutcome::kHit) return RayOutcome::kMiss;
+  const RayOutcome grown_out = RayBox(o, d, e + Vec3::Splat(rho), &grown);
+  if (grown_out == RayOutcome::kMiss) return RayOutcome::kMiss;
   const Vec3 p = o + d * grown.t;
   int outside = 0;
   for (int i = 0; i < 3; ++i) outside += std::fabs(p[i]) > e[i] ? 1 : 0;
-  if (outside <= 1) {
+  if (grown_out == RayOutcome::kHit && outside <= 1) {
     *out = grown;
     return RayOutcome::kHit;
   }
@@ -408,8 +415,9 @@ inline RayOutcome RayRoundedCylinder(const Vec3& o, const Vec3& d, double r, dou
     }
   }
   RayEntry grown;
-  if (RayCylinder(o, d, r + rho, h + rho, &grown) != RayOutcome::kHit) return RayOutcome::kMiss;
-  {
+  const RayOutcome grown_out = RayCylinder(o, d, r + rho, h + rho, &grown);
+  if (grown_out == RayOutcome::kMiss) return RayOutcome::kMiss;
+  if (grown_out == RayOutcome::kHit) {
     const Vec3 p = o + d * grown.t;
     if (std::fabs(p.y) <= h || p.x * p.x + p.z * p.z <= r * r) {
       *out = grown;
