@@ -77,11 +77,17 @@ class HitboxdProcess {
 
   /// SIGSTOP: the process keeps its socket but answers nothing.
   void Pause() {
-    if (pid_ > 0) kill(pid_, SIGSTOP);
+    if (pid_ <= 0) return;
+    kill(pid_, SIGSTOP);
+    int status = 0;
+    waitpid(pid_, &status, WUNTRACED);  // returns once the process is stopped
   }
   /// SIGCONT after Pause().
   void Resume() {
-    if (pid_ > 0) kill(pid_, SIGCONT);
+    if (pid_ <= 0) return;
+    kill(pid_, SIGCONT);
+    int status = 0;
+    waitpid(pid_, &status, WCONTINUED);
   }
   /// SIGKILL and reap: a crash; the port is free afterwards.
   void Kill() {
