@@ -131,7 +131,7 @@ class DynamicTree {
   void Build(std::span<const BuildItem> items, std::vector<uint32_t>* leaves);
   /// Removes every node and frees nothing (capacity kept).
   void Clear();
-  /// Makes room for `leaves` leaves (2 * leaves - 1 nodes) without reallocation.
+  /// Makes room for `leaves` leaves (2 * leaves nodes) without reallocation.
   void Reserve(size_t leaves);
 
   uint32_t root() const { return root_; }
