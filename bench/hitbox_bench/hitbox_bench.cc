@@ -161,6 +161,7 @@ int Main(int argc, char** argv) {
 
   // Tree update rates on a copy loaded the same way.
   double insert_rate = 0, move_small_first = 0, move_small = 0, move_large = 0, remove_rate = 0;
+  double bytes_incremental = 0;
   {
     std::mt19937_64 rng(42);
     std::uniform_real_distribution<double> small(-0.05, 0.05), large(-20.0, 20.0);
@@ -169,6 +170,10 @@ int Main(int argc, char** argv) {
     adds.reserve(n);
     for (const Collider& c : file.colliders) adds.push_back(ColliderChange::Add(c));
     insert_rate = ApplyRate(&churn, adds, 1000);
+    if (churn.size() > 0) {
+      bytes_incremental =
+          static_cast<double>(churn.MemoryBytes()) / static_cast<double>(churn.size());
+    }
     ColliderSet moved;
     (void)moved.AddBulk(file.colliders);
     std::vector<Pose> poses;
@@ -212,9 +217,9 @@ int Main(int argc, char** argv) {
     std::printf("}, \"tree\": {\"height\": %d, \"nodes\": %zu, \"area_ratio\": %.2f, "
                 "\"insert_per_s\": %.0f, \"move_small_first_per_s\": %.0f, "
                 "\"move_small_per_s\": %.0f, \"move_large_per_s\": %.0f, "
-                "\"remove_per_s\": %.0f}}\n",
+                "\"remove_per_s\": %.0f, \"bytes_per_collider_incremental\": %.1f}}\n",
                 tree_stats.height, tree_stats.nodes, tree_stats.area_ratio, insert_rate,
-                move_small_first, move_small, move_large, remove_rate);
+                move_small_first, move_small, move_large, remove_rate, bytes_incremental);
   } else {
     std::printf("%s: %zu colliders, %zu queries (load %.2f s)\n", file.name.c_str(), n,
                 file.queries.size(), load_s);
@@ -233,6 +238,7 @@ int Main(int argc, char** argv) {
     std::printf("tree updates per second (batches of 1000): insert %.0f, small move (first, "
                 "from tight boxes) %.0f, small move %.0f, large move %.0f, remove %.0f\n",
                 insert_rate, move_small_first, move_small, move_large, remove_rate);
+    std::printf("bytes/collider after %zu single adds (Apply): %.1f\n", n, bytes_incremental);
   }
   return total_mismatches == 0 ? 0 : 1;
 }

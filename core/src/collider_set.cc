@@ -142,12 +142,10 @@ CastHit MakeHit(const Collider& c, const CastResult& r) {
   return h;
 }
 
-template <typename T>
-void GrowFor(std::vector<T>* v, size_t n) {
-  // Grow by 1/4 rather than 2x to keep bytes per collider bounded.
-  if (n <= v->capacity()) return;
-  v->reserve(std::max(n, v->capacity() + v->capacity() / 4 + 16));
-}
+// Capacity after growing past `cap`: by 1/16 (not 2x), which keeps the bytes
+// per collider within budget (<= 256 including tree and index) at the cost of
+// ~16 copies per collider over a long run of single adds.
+size_t GrownCapacity(size_t cap) { return cap + cap / 16 + 64; }
 
 }  // namespace
 
@@ -176,9 +174,13 @@ struct ColliderSet::Impl {
 
   void Add(const Collider& c) {
     const uint32_t i = static_cast<uint32_t>(colliders.size());
-    GrowFor(&colliders, colliders.size() + 1);
-    GrowFor(&leaf_of, leaf_of.size() + 1);
-    GrowFor(&radius, radius.size() + 1);
+    if (colliders.size() == colliders.capacity()) {
+      const size_t cap = GrownCapacity(colliders.capacity());
+      colliders.reserve(cap);
+      leaf_of.reserve(cap);
+      radius.reserve(cap);
+      tree.Reserve(cap);
+    }
     colliders.push_back(c);
     radius.push_back(RoundUp(c.shape.BoundingRadius()));
     colliders.back().pose = Normalized(c.pose);

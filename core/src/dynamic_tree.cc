@@ -52,8 +52,9 @@ void SetBox(TreeNode* n, const FloatAabb& b) {
 
 void DynamicTree::Grow() {
   const size_t old_cap = nodes_.size();
-  // Grow by 1/4 (not 2x) to keep the bytes per collider bounded.
-  const size_t new_cap = std::max<size_t>(16, old_cap + old_cap / 4);
+  // Grow by 1/16 (not 2x) to keep the bytes per collider bounded. The
+  // collider set reserves ahead, so this is a fallback.
+  const size_t new_cap = old_cap + old_cap / 16 + 64;
   nodes_.reserve(new_cap);
   info_.reserve(new_cap);
   nodes_.resize(new_cap);
@@ -67,7 +68,7 @@ void DynamicTree::Grow() {
 }
 
 void DynamicTree::Reserve(size_t leaves) {
-  const size_t want = leaves == 0 ? 0 : 2 * leaves - 1;
+  const size_t want = 2 * leaves;
   if (want <= nodes_.size()) return;
   const size_t old_cap = nodes_.size();
   nodes_.reserve(want);

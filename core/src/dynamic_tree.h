@@ -131,7 +131,7 @@ class DynamicTree {
   void Build(std::span<const BuildItem> items, std::vector<uint32_t>* leaves);
   /// Removes every node and frees nothing (capacity kept).
   void Clear();
-  /// Makes room for `leaves` leaves (2 * leaves - 1 nodes) without reallocation.
+  /// Makes room for `leaves` leaves (2 * leaves nodes) without reallocation.
   void Reserve(size_t leaves);
 
   uint32_t root() const { return root_; }
@@ -284,7 +284,8 @@ struct SegmentSetup {
 
   /// Entry fraction of the segment into the node box grown by `extent`,
   /// clipped to [0, max_t]; false when it does not reach the box by max_t.
-  bool Entry(const TreeNode& n, double max_t, double* t_enter) const {
+  __attribute__((always_inline)) bool Entry(const TreeNode& n, double max_t,
+                                            double* t_enter) const {
     double t0 = 0.0;
     double t1 = max_t;
     for (int i = 0; i < 3; ++i) {
