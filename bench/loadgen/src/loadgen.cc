@@ -179,7 +179,15 @@ Latency Summarize(std::vector<double>* samples) {
 Status LoadScene(const std::shared_ptr<grpc::Channel>& channel, const std::string& session_id,
                  const std::vector<Collider>& colliders, size_t batch, bool replace) {
   auto stub = v1::Hitbox::NewStub(channel);
-  if (replace) {
+  bool exists = false;
+  {
+    grpc::ClientContext ctx;
+    v1::GetSessionRequest req;
+    v1::SessionInfo info;
+    req.set_session_id(session_id);
+    exists = stub->GetSession(&ctx, req, &info).ok();
+  }
+  if (replace && exists) {
     grpc::ClientContext ctx;
     v1::DeleteSessionRequest req;
     v1::DeleteSessionResponse resp;
