@@ -142,12 +142,10 @@ CastHit MakeHit(const Collider& c, const CastResult& r) {
   return h;
 }
 
-template <typename T>
-void GrowFor(std::vector<T>* v, size_t n) {
-  // Grow by 1/4 rather than 2x to keep bytes per collider bounded.
-  if (n <= v->capacity()) return;
-  v->reserve(std::max(n, v->capacity() + v->capacity() / 4 + 16));
-}
+// Capacity after growing past `cap`: by 1/16 (not 2x), which keeps the bytes
+// per collider within budget (<= 256 including tree and index) at the cost of
+// ~16 copies per collider over a long run of single adds.
+size_t GrownCapacity(size_t cap) { return cap + cap / 16 + 64; }
 
 }  // namespace
 
@@ -163,6 +161,8 @@ struct ColliderSet::Impl {
   std::vector<Collider> colliders;
   /// Tree leaf of colliders[i].
   std::vector<uint32_t> leaf_of;
+  /// Bounding radius of colliders[i] (about its position), rounded up.
+  std::vector<float> radius;
   DynamicTree tree;
   IdIndex index;
   uint64_t revision = 0;
@@ -174,9 +174,15 @@ struct ColliderSet::Impl {
 
   void Add(const Collider& c) {
     const uint32_t i = static_cast<uint32_t>(colliders.size());
-    GrowFor(&colliders, colliders.size() + 1);
-    GrowFor(&leaf_of, leaf_of.size() + 1);
+    if (colliders.size() == colliders.capacity()) {
+      const size_t cap = GrownCapacity(colliders.capacity());
+      colliders.reserve(cap);
+      leaf_of.reserve(cap);
+      radius.reserve(cap);
+      tree.Reserve(cap);
+    }
     colliders.push_back(c);
+    radius.push_back(RoundUp(c.shape.BoundingRadius()));
     colliders.back().pose = Normalized(c.pose);
     index.Insert(c.id, i, KeyOf());
     const Collider& s = colliders.back();
@@ -187,6 +193,7 @@ struct ColliderSet::Impl {
     Collider& s = colliders[i];
     s = c;
     s.pose = Normalized(c.pose);
+    radius[i] = RoundUp(s.shape.BoundingRadius());
     if (tree.node(leaf_of[i]).child2 != s.layer) tree.SetLeafLayer(leaf_of[i], s.layer);
     tree.MoveLeaf(leaf_of[i], SlackBounds(s.shape, s.pose).Expanded(kFatMargin));
   }
@@ -205,11 +212,13 @@ struct ColliderSet::Impl {
     if (i != last) {
       colliders[i] = colliders[last];
       leaf_of[i] = leaf_of[last];
+      radius[i] = radius[last];
       tree.SetLeafItem(leaf_of[i], i);
       index.Update(colliders[i].id, i, KeyOf());
     }
     colliders.pop_back();
     leaf_of.pop_back();
+    radius.pop_back();
   }
 
   void RebuildTree() {
@@ -328,11 +337,13 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders) {
     // Large load: append everything and rebuild the tree top-down.
     m.colliders.reserve(total);
     m.leaf_of.reserve(total);
+    m.radius.reserve(total);
     m.index.Reserve(total, m.KeyOf());
     for (const Collider& c : colliders) {
       const uint32_t i = static_cast<uint32_t>(m.colliders.size());
       m.colliders.push_back(c);
       m.colliders.back().pose = Normalized(c.pose);
+      m.radius.push_back(RoundUp(c.shape.BoundingRadius()));
       m.index.Insert(c.id, i, m.KeyOf());
     }
     m.RebuildTree();
@@ -364,6 +375,7 @@ void ColliderSet::ForEach(const std::function<void(const Collider&)>& fn) const 
 size_t ColliderSet::MemoryBytes() const {
   const Impl& m = *impl_;
   return m.colliders.capacity() * sizeof(Collider) + m.leaf_of.capacity() * sizeof(uint32_t) +
+         m.radius.capacity() * sizeof(float) +
          m.tree.MemoryBytes() + m.index.MemoryBytes();
 }
 
@@ -412,7 +424,7 @@ void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* 
                           q.filter.ignore.end()) {
       return;
     }
-    const double r = r_q + c.shape.BoundingRadius();
+    const double r = r_q + radius[item];
     if ((c.pose.position - pose.position).LengthSq() > r * r) return;
     if (!hitbox::Overlap(q.shape, pose, c.shape, c.pose)) return;
     OverlapHit h;
@@ -458,7 +470,7 @@ void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) con
       return max_t;
     }
     double t;
-    if (!SphereSweepEntry(pose.position, q.translation, r_q + c.shape.BoundingRadius(),
+    if (!SphereSweepEntry(pose.position, q.translation, r_q + radius[item],
                           c.pose.position, max_t, &t)) {
       return max_t;
     }
@@ -498,7 +510,7 @@ void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) c
       return max_t;
     }
     double t;
-    if (!SphereSweepEntry(q.origin, q.translation, c.shape.BoundingRadius() + kBoxSlack,
+    if (!SphereSweepEntry(q.origin, q.translation, radius[item] + kBoxSlack,
                           c.pose.position, max_t, &t)) {
       return max_t;
     }

@@ -95,6 +95,10 @@ struct CallOptions {
   std::optional<std::chrono::nanoseconds> timeout;
   /// false: no retry for this call even if it is idempotent.
   bool allow_retry = true;
+  /// true: wait (up to the deadline) for the server to be reachable instead of
+  /// failing fast with UNAVAILABLE, e.g. right after a server restart.
+  /// ClientOptions::wait_for_ready makes every call do so.
+  bool wait_for_ready = false;
 };
 
 /// Per-session limits; 0 in a field means "the server's default".
