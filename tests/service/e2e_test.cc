@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -313,6 +314,84 @@ TEST(HitboxdTest, TwoSessionsStreamConcurrently) {
   for (const std::string& f : a.get()) ADD_FAILURE() << f;
   for (const std::string& f : b.get()) ADD_FAILURE() << f;
   EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+// A client that stops reading its Tick stream is not buffered without bound
+// and does not hold up another stream on another session: the server reads
+// its next tick only after the previous response was written.
+TEST(HitboxdTest, StalledStreamDoesNotBlockOthers) {
+  Daemon d;
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "stalled");
+  CreateSession(stub.get(), "live");
+  {
+    v1::ApplyChangesRequest req;
+    req.set_session_id("stalled");
+    for (int i = 0; i < 1000; ++i) {
+      *req.add_changes()->mutable_add() = testing_service::SphereMsg(i, 0.5, {i * 0.01, 0, 0});
+    }
+    grpc::ClientContext ctx;
+    v1::ApplyChangesResponse resp;
+    ASSERT_TRUE(stub->ApplyChanges(&ctx, req, &resp).ok());
+  }
+  // Stream A: every tick (~15 kB) answers ~1000 hits (tens of kB); it never reads.
+  grpc::ClientContext stalled_ctx;
+  auto stalled = stub->Tick(&stalled_ctx);
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    v1::TickRequest req;
+    req.set_session_id("stalled");
+    v1::OverlapQuery* o = req.add_queries()->mutable_overlap();
+    o->mutable_shape()->mutable_sphere()->set_radius(100);
+    for (int i = 0; i < 300; ++i) {  // cheap misses that make each request ~15 kB
+      v1::RayQuery* r = req.add_queries()->mutable_raycast();
+      r->mutable_origin()->set_x(1e4 + i);
+      r->mutable_translation()->set_y(1);
+    }
+    for (int t = 0; t < 100000; ++t) {
+      req.set_tick(t);
+      if (!stalled->Write(req)) break;  // blocks once flow control pushes back
+      ++written;
+      if (t == 0) req.clear_session_id();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Stream B on another session runs normally meanwhile.
+  const std::vector<std::string> failures = StreamAndCompare(d.channel(), "live", 5, 50);
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+  // The stalled writer is pushed back: its count of written ticks stops
+  // growing (the server stopped reading), far below its 100000 ticks.
+  int last = -1;
+  for (int i = 0; i < 40 && written.load() != last; ++i) {
+    last = written.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  EXPECT_EQ(written.load(), last) << "the server kept reading a stream whose client does not read";
+  EXPECT_LT(last, 100000);
+  std::printf("stalled stream: %d ticks written before flow control pushed back\n", last);
+  stalled_ctx.TryCancel();
+  writer.join();
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+// SIGTERM with an open, idle tick stream: the stream is cancelled after the
+// grace period and the daemon still exits 0.
+TEST(HitboxdTest, ShutdownCancelsOpenStreamsAfterGrace) {
+  Daemon d({"--shutdown-grace-ms", "300"});
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "s");
+  grpc::ClientContext ctx;
+  auto stream = stub->Tick(&ctx);
+  v1::TickRequest req;
+  req.set_session_id("s");
+  v1::TickResponse resp;
+  ASSERT_TRUE(stream->Write(req) && stream->Read(&resp));
+  EXPECT_FALSE(resp.has_error());
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_FALSE(stream->Read(&resp));
+  EXPECT_FALSE(stream->Finish().ok());
 }
 
 // Every conformance case file answered through the service: colliders loaded
