@@ -69,7 +69,10 @@ SubResult S2D(const Vec3* w, int i, int j, int k) {
     r.lambda[i] = c[0] / mu;
     r.lambda[j] = c[1] / mu;
     r.lambda[k] = c[2] / mu;
-    r.v = w[i] * r.lambda[i] + w[j] * r.lambda[j] + w[k] * r.lambda[k];
+    // The projection itself, not sum(lambda * w): its direction is the
+    // triangle's normal, accurate even when |v| is far below |w| (the
+    // weighted sum's direction is then rounding noise).
+    r.v = p0;
     r.vv = r.v.LengthSq();
     return r;
   }
@@ -174,6 +177,8 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
   bool converged = cores_overlap;
   bool decided = false;
   bool v_from_simplex = false;  // the start point is not a simplex point
+  bool stalled = false;         // stopped by rounding, not by the bounds
+  double last_gap = 0.0;        // |v|^2 - v.w of the last support point
   int it = 0;
   while (!converged && !decided && it < settings.max_iterations) {
     ++it;
@@ -199,10 +204,12 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
       converged = true;
       break;
     }
+    last_gap = vv - vw;
     bool duplicate = false;
     for (int m = 0; m < n; ++m) duplicate |= (sw[m] == w);
     if (duplicate) {
       converged = true;
+      stalled = true;
       break;
     }
     sw[n] = w;
@@ -251,10 +258,19 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
     if (!progress) {
       // Rounding stalled the descent: the current v is as good as it gets.
       converged = true;
+      stalled = true;
       break;
     }
   }
 
+  // A stall with the bounds still apart and v within kGjkUncertainTolerance
+  // of the origin: rounding cannot tell touching from a shallow overlap, so
+  // it counts as touching (cores overlap, depth ~0).
+  const double uncertain = kGjkUncertainTolerance * out.scale;
+  if (stalled && !cores_overlap && vv - last_gap <= touch * std::sqrt(vv) &&
+      vv <= uncertain * uncertain) {
+    cores_overlap = true;
+  }
   out.iterations = it;
   out.simplex_size = n;
   for (int m = 0; m < n; ++m) {

@@ -391,8 +391,16 @@ void GjkPair(Query query, const Shape& a, const Pose& pa, const Shape& b, const 
                out);
     return;
   }
-  const internal::EpaResult e = internal::Epa(ca, cb, rel, g);
-  SetContact(pa, e.normal, e.depth, e.point_a, out);
+  // The cores overlap: EPA on the cores alone, then add the margins. For a
+  // point p inside a convex core C, the distance to the boundary of C grown
+  // by a ball of radius m is exactly the distance to C's boundary plus m, so
+  // only the flat and cylindrical parts go through EPA.
+  ConvexCore core_a = ca;
+  ConvexCore core_b = cb;
+  core_a.margin = 0.0;
+  core_b.margin = 0.0;
+  const internal::EpaResult e = internal::Epa(core_a, core_b, rel, g);
+  SetContact(pa, e.normal, e.depth + margins, e.point_a + e.normal * ca.margin, out);
 }
 
 using PairFn = void (*)(Query, const Shape&, const Pose&, const Shape&, const Pose&,
