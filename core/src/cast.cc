@@ -77,11 +77,13 @@ LocalCast CastRayFromSphereB(const Shape& a, const Pose& a_in_b, const Vec3& v, 
 
 LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
   const double ha = a.half_height(), hb = b.half_height();
-  const double ra = a.radius(), rb = b.radius();
+  return CastSegmentSegment(a_in_b.TransformPoint({0, -ha, 0}), a_in_b.TransformPoint({0, ha, 0}),
+                            a.radius(), v, {0, -hb, 0}, {0, hb, 0}, b.radius());
+}
+
+LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
+                             const Vec3& b0, const Vec3& b1, double rb) {
   const double rsum = ra + rb;
-  const Vec3 a0 = a_in_b.TransformPoint({0, -ha, 0});
-  const Vec3 a1 = a_in_b.TransformPoint({0, ha, 0});
-  const Vec3 b0{0, -hb, 0}, b1{0, hb, 0};
   double s, u;
   Vec3 ca, cb;
   const double d2 = ClosestPtSegmentSegment(a0, a1, b0, b1, &s, &u, &ca, &cb);

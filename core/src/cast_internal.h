@@ -52,6 +52,10 @@ LocalCast CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, co
                            const CastSettings& settings);
 
 LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+/// Capsule [a0, a1] radius ra moving by v against capsule [b0, b1] radius rb
+/// (all in one frame): the closed-form segment sweep behind CastCapsuleCapsule.
+LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
+                             const Vec3& b0, const Vec3& b1, double rb);
 LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
 
 /// `n` with any component along `translation` removed when t > 0, so an
