@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "cast_internal.h"
+#include "closest_points.h"
 #include "hitbox/collide.h"
 #include "ray_primitives.h"
 
@@ -84,12 +85,10 @@ LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, 
 LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
                              const Vec3& b0, const Vec3& b1, double rb) {
   const double rsum = ra + rb;
-  double s, u;
-  Vec3 ca, cb;
-  const double d2 = ClosestPtSegmentSegment(a0, a1, b0, b1, &s, &u, &ca, &cb);
-  if (d2 <= rsum * rsum) {
-    const Vec3 n = UnitOr(ca - cb, AnyPerpendicular(UnitOr(a1 - a0, {0, 1, 0})));
-    return Started(n, cb + n * std::min(rb, std::sqrt(d2) * 0.5));
+  const ClosestPair start = ClosestSegmentSegment(a0, a1, b0, b1);
+  if (start.distance_sq <= rsum * rsum) {
+    const Vec3 n = UnitOr(start.p - start.q, AnyPerpendicular(UnitOr(a1 - a0, {0, 1, 0})));
+    return Started(n, start.q + n * std::min(rb, std::sqrt(start.distance_sq) * 0.5));
   }
   double best = kInf;
   Vec3 normal;
@@ -142,8 +141,7 @@ LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Ve
   r.state = CastState::kHit;
   r.t = best;
   r.normal = normal;
-  ClosestPtSegmentSegment(a0 + v * best, a1 + v * best, b0, b1, &s, &u, &ca, &cb);
-  r.point = cb + normal * rb;
+  r.point = ClosestSegmentSegment(a0 + v * best, a1 + v * best, b0, b1).q + normal * rb;
   return r;
 }
 
@@ -263,10 +261,8 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   if (na == 1 && nb == 1) {
     // Edge against edge.
     const Vec3 da = ax[free_a] * ea[free_a], db = bx[free_b] * eb[free_b];
-    double s, u;
-    Vec3 pa, pb;
-    ClosestPtSegmentSegment(fa - da, fa + da, fb - db, fb + db, &s, &u, &pa, &pb);
-    r.point = (pa + pb) * 0.5;
+    const ClosestPair cp = ClosestSegmentSegment(fa - da, fa + da, fb - db, fb + db);
+    r.point = (cp.p + cp.q) * 0.5;
   } else if (na <= nb) {
     const Vec3 p = ClampToBox(fa, Vec3{}, bx, eb);
     r.point = ClampToBox(p, ca, ax, ea);
