@@ -281,9 +281,29 @@ CastMethod MethodFor(ShapeKind a, ShapeKind b) {
   return CastMethod::kConservative;
 }
 
+bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+  // Ray from A's centre against B's bounding sphere grown by A's (Ericson 5.5.7).
+  const double r = (a.BoundingRadius() + b.BoundingRadius()) * (1.0 + 1e-12);
+  const Vec3& o = a_in_b.position;
+  const double c = o.LengthSq() - r * r;
+  if (c <= 0.0) return false;
+  const double bb = Dot(o, v);
+  if (bb >= 0.0) return true;
+  const double vv = v.LengthSq();
+  // Closest approach beyond r, or the entry beyond t = 1 (c > -2b - vv <=> f(1) > 0 with f' < 0 at 1).
+  if (bb * bb - vv * c < 0.0) return true;
+  return c + 2.0 * bb + vv > 0.0 && bb + vv < 0.0;
+}
+
 LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                     const CastSettings& settings) {
-  switch (MethodFor(a.kind(), b.kind())) {
+  const CastMethod method = MethodFor(a.kind(), b.kind());
+  // Bounding spheres first for the costlier methods: most far misses end here.
+  if (method != CastMethod::kSphereRay && method != CastMethod::kRayFromSphereB &&
+      BoundingSpheresMiss(a, a_in_b, v, b)) {
+    return {};
+  }
+  switch (method) {
     case CastMethod::kSphereRay: return CastSphereRay(a, a_in_b, v, b);
     case CastMethod::kRayFromSphereB: return CastRayFromSphereB(a, a_in_b, v, b);
     case CastMethod::kCapsuleCapsule: return CastCapsuleCapsule(a, a_in_b, v, b);
