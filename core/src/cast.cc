@@ -92,21 +92,9 @@ LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Ve
   }
   double best = kInf;
   Vec3 normal;
-  RayEntry e;
-  // End points of A moving by v against capsule B grown by ra.
-  for (const Vec3& p : {a0, a1}) {
-    if (RaySegmentCapsule(p, v, b0, b1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
-      best = e.t;
-      normal = e.normal;
-    }
-  }
-  // End points of B moving by -v against capsule A grown by rb.
-  for (const Vec3& p : {b0, b1}) {
-    if (RaySegmentCapsule(p, -v, a0, a1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
-      best = e.t;
-      normal = -e.normal;
-    }
-  }
+  bool face_hit = false;
+  // The face first: a hit there is where the ray crosses a boundary plane of
+  // the convex sum from outside, hence its entry point.
   // Face of the parallelogram {b - a}: offset planes at distance rsum.
   const Vec3 ea = a1 - a0, eb = b1 - b0;
   const Vec3 cr = Cross(eb, ea);
@@ -118,7 +106,7 @@ LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Ve
     const double dv = Dot(v, nf);
     if (std::fabs(d0) > rsum && d0 * dv < 0.0) {
       const double tf = (std::fabs(d0) - rsum) / std::fabs(dv);
-      if (tf < best && tf <= 1.0) {
+      if (tf <= 1.0) {
         // In-plane coordinates of the hit: x - m0 = u * eb - w * ea + h * nf.
         const Vec3 x = v * tf - m0;
         const Vec3 g2 = -ea;
@@ -131,8 +119,27 @@ LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Ve
           if (uu >= 0.0 && uu <= 1.0 && ww >= 0.0 && ww <= 1.0) {
             best = tf;
             normal = d0 > 0.0 ? nf : -nf;
+            face_hit = true;
           }
         }
+      }
+    }
+  }
+  // Otherwise the entry is on one of the four edge capsules.
+  RayEntry e;
+  if (!face_hit) {
+    // End points of A moving by v against capsule B grown by ra.
+    for (const Vec3& p : {a0, a1}) {
+      if (RaySegmentCapsule(p, v, b0, b1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
+        best = e.t;
+        normal = e.normal;
+      }
+    }
+    // End points of B moving by -v against capsule A grown by rb.
+    for (const Vec3& p : {b0, b1}) {
+      if (RaySegmentCapsule(p, -v, a0, a1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
+        best = e.t;
+        normal = -e.normal;
       }
     }
   }
