@@ -195,12 +195,10 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   bool miss = false;
   // One separating axis L: A's projection moves from s0 at rate sv, overlap
   // with B's while |s| <= rA + rB.
-  auto axis = [&](Vec3 l, bool is_face) {
-    if (!is_face) {
-      const double l2 = l.LengthSq();
-      if (l2 < 1e-18) return;  // parallel edges: the face axes cover this direction
-      l = l / std::sqrt(l2);
-    }
+  // Entry and exit times are ratios of projections, so a cross axis needs no
+  // normalising; only the winning axis is normalised at the end.
+  auto axis = [&](const Vec3& l, bool is_face) {
+    if (!is_face && l.LengthSq() < 1e-18) return;  // parallel edges: face axes cover it
     const double rsum = ea.x * std::fabs(Dot(l, ax[0])) + ea.y * std::fabs(Dot(l, ax[1])) +
                         ea.z * std::fabs(Dot(l, ax[2])) + eb.x * std::fabs(l.x) +
                         eb.y * std::fabs(l.y) + eb.z * std::fabs(l.z);
@@ -255,6 +253,7 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
     return Started(n, ClampToBox(c, Vec3{}, bx, eb));
   }
   if (miss || t_enter > t_exit || t_enter > 1.0) return {};
+  normal = normal / normal.Length();
   LocalCast r;
   r.state = CastState::kHit;
   r.t = std::max(t_enter, 0.0);
