@@ -157,13 +157,18 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
   // A stall is accepted as contact when the remaining gap moves the fraction
   // by at most 1e-7 * max(1, |v|): gap <= that * closing speed, and <= 1e-7 m.
   const double frac_tol = 1e-7 * std::max(1.0, v.Length());
+  // Regular stop: the gap moves the fraction by at most 1e-8 * max(1, |v|).
+  auto accept_gap = [&]() {
+    const double closing = std::max(0.0, -Dot(normal, v));
+    return std::max(tol, std::min(1e-7, 0.1 * frac_tol * closing));
+  };
   auto stall_gap = [&]() {
     const double closing = std::max(0.0, -Dot(normal, v));
     return std::max(tol, std::min(1e-7, frac_tol * closing));
   };
   int restarts = 0;
   while (it < max_iterations) {
-    if (dist <= margin + tol) {
+    if (dist <= margin + accept_gap()) {
       converged = true;
       break;
     }
@@ -246,7 +251,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
       break;
     }
   }
-  if (dist > margin + (converged ? stall_gap() : tol)) {
+  if (dist > margin + (converged ? stall_gap() : accept_gap())) {
     // Out of iterations or stalled while apart: lambda is still a lower bound.
     out.state = GjkRaycastResult::State::kFailed;
     out.lambda = lambda;

@@ -88,8 +88,11 @@ TEST(CastTest, StartInsideAndZeroTranslationEveryPair) {
       const CastResult r = Cast(a, pa, {5, 0, 0}, b, Pose({0, 0, 0}));
       EXPECT_EQ(r.state, CastState::kStartedOverlapping) << PairName(ka, kb);
       EXPECT_EQ(r.fraction, 0.0);
-      EXPECT_GE(r.depth, 0.0);
+      EXPECT_GT(r.depth, 0.1) << PairName(ka, kb);  // deep overlap: ComputeContact's depth
       ExpectUnit(r.normal, PairName(ka, kb));
+      // Moving A out by depth along the normal leaves the shapes (nearly) touching.
+      const Pose out(pa.position + r.normal * (r.depth + 1e-6), pa.rotation);
+      EXPECT_FALSE(Overlap(a, out, b, Pose({0, 0, 0}))) << PairName(ka, kb);
       const CastResult z = Cast(a, pa, {0, 0, 0}, b, Pose({0, 0, 0}));
       EXPECT_EQ(z.state, CastState::kStartedOverlapping) << PairName(ka, kb);
       const CastResult m = Cast(a, Pose({0, 9, 0}), {0, 0, 0}, b, Pose({0, 0, 0}));
@@ -212,7 +215,8 @@ void RunPropertyTest(ShapeKind ka, ShapeKind kb, int count, uint64_t seed) {
     const auto dist = [&](double t) {
       return testing::GjkSeparation(c.a, Moved(c.pa, c.v * t), c.b, c.pb);
     };
-    const auto overlap = [&](double t) { return dist(t) <= 0.0; };
+    // Bisection on the public Overlap test (closed forms / GJK of the narrow phase).
+    const auto overlap = [&](double t) { return Overlap(c.a, Moved(c.pa, c.v * t), c.b, c.pb); };
     const testing::RefCast ref = testing::ReferenceFirstContact(dist, overlap);
     // Cases within 1e-9 m of touching are ambiguous for either side.
     const double d0 = dist(0.0);
