@@ -168,6 +168,37 @@ TEST(CastTest, CapsuleCapsuleFace) {
   EXPECT_NEAR(p.fraction, (3.0 - 0.75) / 4.0, 1e-12);
 }
 
+// A sphere meeting a box corner and a cylinder rim (the rounded parts of the
+// grown targets: three capsule-like pieces and the torus), and the same
+// contacts with the roles swapped.
+TEST(CastTest, SphereOnBoxCornerAndCylinderRim) {
+  const Shape ball = *Shape::MakeSphere(1.0);
+  const Shape box = *Shape::MakeBox({1, 1, 1});
+  // Along the diagonal: the centre stops 1 m short of the corner (-1, -1, -1).
+  const double f_corner = (4.0 * std::sqrt(3.0) - 1.0) / (10.0 * std::sqrt(3.0));
+  CastResult r = Cast(ball, Pose({-5, -5, -5}), {10, 10, 10}, box, Pose());
+  ASSERT_EQ(r.state, CastState::kHit);
+  EXPECT_NEAR(r.fraction, f_corner, 1e-12);
+  EXPECT_TRUE(testing::VecNear(r.normal, Vec3{-1, -1, -1} / std::sqrt(3.0), 1e-12));
+  EXPECT_TRUE(testing::VecNear(r.point, {-1, -1, -1}, 1e-12));
+  r = Cast(box, Pose({5, 5, 5}), {-10, -10, -10}, ball, Pose());
+  ASSERT_EQ(r.state, CastState::kHit);
+  EXPECT_NEAR(r.fraction, f_corner, 1e-12);
+  EXPECT_TRUE(testing::VecNear(r.normal, Vec3{1, 1, 1} / std::sqrt(3.0), 1e-12));
+  // Towards the rim point (-1, 1, 0) of a cylinder: the centre stops 0.5 m away.
+  const Shape small = *Shape::MakeSphere(0.5);
+  const Shape cyl = *Shape::MakeCylinder(1.0, 1.0);
+  const double f_rim = 0.5 - 0.5 / (4.0 * std::sqrt(2.0));
+  r = Cast(small, Pose({-3, 3, 0}), {4, -4, 0}, cyl, Pose());
+  ASSERT_EQ(r.state, CastState::kHit);
+  EXPECT_NEAR(r.fraction, f_rim, 1e-12);
+  EXPECT_TRUE(testing::VecNear(r.normal, Vec3{-1, 1, 0} / std::sqrt(2.0), 1e-9));
+  EXPECT_TRUE(testing::VecNear(r.point, {-1, 1, 0}, 1e-9));
+  r = Cast(cyl, Pose({3, -3, 0}), {-4, 4, 0}, small, Pose());
+  ASSERT_EQ(r.state, CastState::kHit);
+  EXPECT_NEAR(r.fraction, f_rim, 1e-12);
+}
+
 // Bad input never crashes and reports a miss.
 TEST(CastTest, NonFiniteInputIsAMiss) {
   const Shape s = *Shape::MakeSphere(1.0);
