@@ -1,0 +1,333 @@
+// hitbox::Client: the C++ client of the Hitbox collision service
+// (proto/hitbox/v1/hitbox.proto), speaking in core's types (Shape, Pose,
+// Collider, ColliderChange, Query, QueryResult) so that game server code reads
+// like a physics API. No protobuf or gRPC type appears in this header.
+//
+// Errors: every call returns RpcStatus or RpcResult<T> (rpc_status.h) with the
+// gRPC code number and the server's message unchanged. Nothing throws.
+//
+// Deadlines: every call has one: ClientOptions::default_timeout, or
+// CallOptions::timeout for that call. The deadline covers the whole call,
+// retries and backoff included.
+//
+// Retries: UNAVAILABLE (server down, restarting, unreachable) is retried with
+// exponential backoff and jitter (RetryPolicy) for idempotent calls only:
+// GetSession, ListSessions, GetColliders, ListColliders, Query, and
+// CreateSession *with* an explicit id (a retried create may then answer
+// ALREADY_EXISTS if an earlier attempt reached the server). CreateSession
+// without an id, DeleteSession, ApplyChanges and tick streams are never retried.
+//
+// Thread safety: a Client may be used from any number of threads at once.
+// A TickStream too (see there).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hitbox/collider_set.h"
+#include "hitbox/math.h"
+#include "hitbox/rpc_status.h"
+#include "hitbox/shapes.h"
+
+namespace grpc {
+class Channel;
+}  // namespace grpc
+
+namespace hitbox {
+
+/// How UNAVAILABLE is retried on idempotent calls: attempt n (n >= 2) waits
+/// min(max_backoff, initial_backoff * multiplier^(n-2)) scaled by a random
+/// factor in [1 - jitter, 1 + jitter], never past the call's deadline.
+struct RetryPolicy {
+  /// Total attempts including the first, >= 1; 1 disables retries.
+  int max_attempts = 5;
+  /// Wait before the second attempt.
+  std::chrono::milliseconds initial_backoff{50};
+  /// Upper bound of one wait (before jitter).
+  std::chrono::milliseconds max_backoff{2000};
+  /// Growth of the wait per attempt, >= 1.
+  double multiplier = 2.0;
+  /// Relative jitter in [0, 1]: each wait is scaled by a uniform factor in [1 - jitter, 1 + jitter].
+  double jitter = 0.2;
+};
+
+/// Called before each retry wait (for logging or tests): the rpc name
+/// (e.g. "GetSession"), the attempt that failed (1-based), its status and the
+/// wait before the next attempt. Runs on the calling thread; must not throw.
+using RetryObserver = std::function<void(std::string_view method, int failed_attempt,
+                                         const RpcStatus& status,
+                                         std::chrono::milliseconds backoff)>;
+
+/// Options of a Client, fixed at construction.
+struct ClientOptions {
+  /// Deadline of a call that sets no CallOptions::timeout, retries included. > 0.
+  std::chrono::milliseconds default_timeout{5000};
+  /// Retry of UNAVAILABLE on idempotent calls.
+  RetryPolicy retry;
+  /// Largest message sent or received, bytes (gRPC's default receive cap is 4 MiB).
+  int max_message_bytes = 64 << 20;
+  /// true: calls wait (up to their deadline) for the channel to connect
+  /// instead of failing fast with UNAVAILABLE. Only used by the address constructor's
+  /// channel and by every call; retries rarely matter then.
+  bool wait_for_ready = false;
+  /// Reconnect backoff of the channel made from an address (gRPC's default
+  /// would wait up to 120 s after a server restart).
+  std::chrono::milliseconds min_reconnect_backoff{100};
+  std::chrono::milliseconds max_reconnect_backoff{2000};
+  /// Seed of the retry jitter; 0 draws one from std::random_device.
+  uint64_t jitter_seed = 0;
+  /// Optional hook run before each retry.
+  RetryObserver on_retry;
+};
+
+/// Per-call overrides.
+struct CallOptions {
+  /// This call's deadline, from now, covering retries; unset: ClientOptions::default_timeout.
+  std::optional<std::chrono::nanoseconds> timeout;
+  /// false: no retry for this call even if it is idempotent.
+  bool allow_retry = true;
+};
+
+/// Per-session limits; 0 in a field means "the server's default".
+struct SessionLimits {
+  /// Most colliders the session may hold.
+  uint64_t max_colliders = 0;
+  /// Most changes in one ApplyChanges call or tick.
+  uint32_t max_changes_per_message = 0;
+  /// Most queries in one Query call or tick.
+  uint32_t max_queries_per_message = 0;
+};
+
+/// What CreateSession asks for.
+struct SessionSpec {
+  /// Wanted id: 1..128 characters of [A-Za-z0-9._:-]; empty: the server picks one.
+  std::string session_id;
+  /// Limits; zero fields take the server defaults.
+  SessionLimits limits;
+};
+
+/// A session's state, as the server reports it.
+struct SessionInfo {
+  std::string session_id;
+  /// Number of colliders in the set.
+  uint64_t collider_count = 0;
+  /// Number of change batches applied since creation (0 when new).
+  uint64_t revision = 0;
+  /// Union of the colliders' world bounds, metres; unset when the set is empty.
+  std::optional<Aabb> bounds;
+  /// The limits in force, server defaults filled in.
+  SessionLimits limits;
+  /// Creation time, milliseconds since the Unix epoch.
+  int64_t created_unix_ms = 0;
+};
+
+/// Outcome of an accepted change batch.
+struct ApplyResult {
+  /// The session's revision after the batch.
+  uint64_t revision = 0;
+  /// Number of colliders after the batch.
+  uint64_t collider_count = 0;
+};
+
+/// Colliders read at one revision (GetColliders: in requested order;
+/// ListColliders: the whole set sorted by id).
+struct ColliderSnapshot {
+  uint64_t revision = 0;
+  std::vector<Collider> colliders;
+};
+
+/// One page of a ListColliders stream.
+struct ColliderPage {
+  /// Revision of the snapshot being streamed (the same for every page).
+  uint64_t revision = 0;
+  /// Number of colliders in the whole snapshot.
+  uint64_t total = 0;
+  /// This page's colliders, sorted by id across the stream.
+  std::vector<Collider> colliders;
+};
+
+/// Called with each page of ListColliders on the calling thread; return false to stop early.
+using ColliderPageCallback = std::function<bool(const ColliderPage& page)>;
+
+/// Answers of a Query batch.
+struct QueryBatchResult {
+  /// The revision every query was answered at.
+  uint64_t revision = 0;
+  /// results[i] answers queries[i].
+  std::vector<QueryResult> results;
+};
+
+/// Answer of one tick of a TickStream.
+struct TickResult {
+  /// The tick number the stream assigned (1, 2, 3, ... per stream).
+  uint64_t tick = 0;
+  /// The session's revision after this tick's changes; the queries saw it.
+  uint64_t revision = 0;
+  /// results[i] answers the tick's queries[i].
+  std::vector<QueryResult> results;
+};
+
+/// Options of a tick stream.
+struct TickStreamOptions {
+  /// Deadline of the whole stream from when it opens; unset: none (a stream lives as long as the game).
+  std::optional<std::chrono::nanoseconds> timeout;
+  /// Most ticks in flight (sent, not yet answered); Tick() beyond it fails at
+  /// once with RESOURCE_EXHAUSTED. >= 1.
+  size_t max_in_flight = 1024;
+};
+
+/// Called once with a tick's outcome, on a gRPC thread (or on the caller's
+/// thread when the tick fails before it is sent). Must be quick and must not throw.
+using TickCallback = std::function<void(RpcResult<TickResult> result)>;
+
+/// A bidirectional Tick stream bound to one session: each Tick() sends
+/// changes + queries and yields the tick's revision and query results.
+///
+/// Several ticks may be in flight; each result is matched to its tick by the
+/// tick number. A tick the server rejects (bad change, unknown collider, ...)
+/// fails alone with the server's code and message and the stream goes on.
+///
+/// When the stream breaks (server stopped or restarted, network loss, session
+/// deleted, deadline, Cancel()), every pending tick fails with the stream's
+/// status: UNAVAILABLE when the server went away, NOT_FOUND when the session
+/// was deleted, CANCELLED after Cancel(). Later Tick() calls fail at once with
+/// that same status; the stream never reconnects by itself. To recover after a
+/// server restart (sessions live in server memory, so they are gone), create
+/// the session again, reload its colliders, and open a new stream.
+///
+/// Thread safety: all members may be called from any thread at once.
+/// Implemented with gRPC's callback API (grpc::ClientBidiReactor): writes are
+/// queued and sent one at a time in call order; callbacks and futures are
+/// completed on gRPC's threads.
+class TickStream {
+ public:
+  virtual ~TickStream() = default;
+
+  /// Sends one tick; the future yields its result or its error.
+  virtual std::future<RpcResult<TickResult>> Tick(std::span<const ColliderChange> changes,
+                                                  std::span<const Query> queries) = 0;
+  /// Sends one tick; `done` is called once with its result or its error.
+  virtual void Tick(std::span<const ColliderChange> changes, std::span<const Query> queries,
+                    TickCallback done) = 0;
+  /// Number of ticks sent and not yet answered.
+  virtual size_t pending() const = 0;
+  /// True once the stream has ended (broken, cancelled or finished).
+  virtual bool done() const = 0;
+  /// The status the stream ended with; OK while it is running.
+  virtual RpcStatus status() const = 0;
+  /// Half-closes the stream, waits for every pending tick to be answered, and
+  /// returns the final status. Tick() afterwards fails with FAILED_PRECONDITION.
+  virtual RpcStatus Finish() = 0;
+  /// Cancels the stream: pending ticks fail with CANCELLED. Returns at once.
+  virtual void Cancel() = 0;
+};
+
+/// Client of one Hitbox server (or of whatever the channel balances over).
+class Client {
+ public:
+  /// Connects (lazily) to `address` ("host:port", "unix:/path", ...) without TLS.
+  explicit Client(const std::string& address, ClientOptions options = {});
+  /// Uses an existing channel (in-process server, custom credentials, tests).
+  explicit Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  /// The options in force.
+  const ClientOptions& options() const;
+  /// The address given at construction; empty for an injected channel.
+  const std::string& address() const;
+
+  // --- Sessions -----------------------------------------------------------
+
+  /// Creates an empty session (spec.session_id empty: the server picks the id).
+  RpcResult<SessionInfo> CreateSession(const SessionSpec& spec = {}, const CallOptions& call = {});
+  /// Creates an empty session with this id and the server's default limits.
+  RpcResult<SessionInfo> CreateSession(std::string session_id, const CallOptions& call = {});
+  /// Describes one session (NOT_FOUND when unknown).
+  RpcResult<SessionInfo> GetSession(std::string_view session_id, const CallOptions& call = {});
+  /// Every session of the server, sorted by id.
+  RpcResult<std::vector<SessionInfo>> ListSessions(const CallOptions& call = {});
+  /// Deletes a session and its colliders (NOT_FOUND when unknown). Never retried.
+  RpcStatus DeleteSession(std::string_view session_id, const CallOptions& call = {});
+
+  // --- Colliders ----------------------------------------------------------
+
+  /// Applies a batch atomically, in order. With `expected_revision` the batch
+  /// applies only at that revision (else FAILED_PRECONDITION). Never retried.
+  RpcResult<ApplyResult> ApplyChanges(std::string_view session_id,
+                                      std::span<const ColliderChange> changes,
+                                      std::optional<uint64_t> expected_revision = std::nullopt,
+                                      const CallOptions& call = {});
+  /// Adds new colliders (one atomic batch).
+  RpcResult<ApplyResult> AddColliders(std::string_view session_id,
+                                      std::span<const Collider> colliders,
+                                      const CallOptions& call = {});
+  /// Sets the pose of one existing collider.
+  RpcResult<ApplyResult> MoveCollider(std::string_view session_id, uint64_t collider_id,
+                                      const Pose& pose, const CallOptions& call = {});
+  /// Removes colliders by id (one atomic batch; any unknown id: NOT_FOUND, nothing removed).
+  RpcResult<ApplyResult> RemoveColliders(std::string_view session_id,
+                                         std::span<const uint64_t> collider_ids,
+                                         const CallOptions& call = {});
+  /// Reads colliders by id, in the requested order (any unknown id: NOT_FOUND).
+  RpcResult<ColliderSnapshot> GetColliders(std::string_view session_id,
+                                           std::span<const uint64_t> collider_ids,
+                                           const CallOptions& call = {});
+  /// Reads the whole set (all pages collected), sorted by id. page_size 0: server default.
+  RpcResult<ColliderSnapshot> ListColliders(std::string_view session_id, uint32_t page_size = 0,
+                                            const CallOptions& call = {});
+  /// Streams the whole set page by page into `on_page` (return false to stop;
+  /// stopping early is OK). Retried on UNAVAILABLE only before the first page.
+  RpcStatus ListColliders(std::string_view session_id, const ColliderPageCallback& on_page,
+                          uint32_t page_size = 0, const CallOptions& call = {});
+
+  // --- Queries ------------------------------------------------------------
+
+  /// Answers a batch of mixed queries, in order, all at one revision.
+  RpcResult<QueryBatchResult> Query(std::string_view session_id, std::span<const hitbox::Query> queries,
+                                    const CallOptions& call = {});
+  /// Colliders that `shape` at `pose` overlaps (touching counts), sorted by id.
+  RpcResult<std::vector<OverlapHit>> Overlap(std::string_view session_id, const Shape& shape,
+                                             const Pose& pose, const QueryFilter& filter = {},
+                                             bool want_contact = false,
+                                             const CallOptions& call = {});
+  /// The first collider `shape` hits when moved from `pose` by `translation`
+  /// (world, metres, no rotation); nullopt when nothing is hit.
+  RpcResult<std::optional<CastHit>> Sweep(std::string_view session_id, const Shape& shape,
+                                          const Pose& pose, const Vec3& translation,
+                                          const QueryFilter& filter = {},
+                                          const CallOptions& call = {});
+  /// Every collider hit along the sweep, sorted by (fraction, id).
+  RpcResult<std::vector<CastHit>> SweepAll(std::string_view session_id, const Shape& shape,
+                                           const Pose& pose, const Vec3& translation,
+                                           const QueryFilter& filter = {},
+                                           const CallOptions& call = {});
+  /// The first collider the ray origin -> origin + translation hits; nullopt when none.
+  RpcResult<std::optional<CastHit>> Raycast(std::string_view session_id, const Vec3& origin,
+                                            const Vec3& translation,
+                                            const QueryFilter& filter = {},
+                                            const CallOptions& call = {});
+
+  // --- Tick stream --------------------------------------------------------
+
+  /// Opens a Tick stream on `session_id`. Never fails here: an unreachable
+  /// server or unknown session shows up as the error of the first tick(s).
+  std::unique_ptr<TickStream> OpenTickStream(std::string session_id,
+                                             const TickStreamOptions& options = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hitbox

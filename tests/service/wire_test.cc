@@ -1,0 +1,263 @@
+// hitbox_wire: proto <-> core conversion, validation messages naming the field
+// path, and the status-code mapping.
+#include "hitbox/wire/convert.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace hitbox {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Collider SphereCollider(uint64_t id, double radius) {
+  v1::Collider c;
+  c.set_id(id);
+  c.mutable_shape()->mutable_sphere()->set_radius(radius);
+  return c;
+}
+
+// The example of the issue: a negative box half-extent names the full path.
+TEST(WireTest, BadBoxHalfExtentNamesFullPath) {
+  v1::ApplyChangesRequest req;
+  for (int i = 0; i < 3; ++i) *req.add_changes()->mutable_add() = SphereCollider(i, 1);
+  v1::Collider* c = req.add_changes()->mutable_add();
+  c->set_id(9);
+  v1::Vec3* he = c->mutable_shape()->mutable_box()->mutable_half_extents();
+  he->set_x(1);
+  he->set_y(-1);
+  he->set_z(1);
+  std::vector<ColliderChange> out;
+  const Status s = wire::FromProto(req.changes(), &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "changes[3].add.shape.box.half_extents.y must be finite and > 0, got -1");
+}
+
+// A zero quaternion is rejected with its norm in the message.
+TEST(WireTest, ZeroQuaternionIsRejected) {
+  v1::QueryRequest req;
+  v1::CastQuery* cast = req.add_queries()->mutable_cast();
+  cast->mutable_shape()->mutable_sphere()->set_radius(1);
+  cast->mutable_pose()->mutable_rotation();  // present, all zeros
+  std::vector<Query> out;
+  const Status s = wire::FromProto(req.queries(), &out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "queries[0].cast.pose.rotation: quaternion norm 0 is not 1 (tolerance 1e-6)");
+}
+
+// Missing sub-messages and unset oneofs are INVALID_ARGUMENT naming the field.
+TEST(WireTest, MissingRequiredPartsNameTheField) {
+  std::vector<ColliderChange> changes;
+  v1::ApplyChangesRequest req;
+  req.add_changes();  // change oneof unset
+  Status s = wire::FromProto(req.changes(), &changes);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("changes[0]: no change set"));
+
+  req.Clear();
+  req.add_changes()->mutable_add()->set_id(1);  // no shape
+  s = wire::FromProto(req.changes(), &changes);
+  EXPECT_EQ(s.message(), "changes[0].add.shape is required");
+
+  req.Clear();
+  req.add_changes()->mutable_add()->mutable_shape();  // shape kind unset
+  s = wire::FromProto(req.changes(), &changes);
+  EXPECT_THAT(s.message(), HasSubstr("changes[0].add.shape: no shape kind set"));
+
+  req.Clear();
+  req.add_changes()->mutable_move()->set_id(4);  // no pose
+  s = wire::FromProto(req.changes(), &changes);
+  EXPECT_EQ(s.message(), "changes[0].move.pose is required");
+
+  std::vector<Query> queries;
+  v1::QueryRequest q;
+  q.add_queries()->mutable_raycast();
+  q.add_queries();  // kind unset
+  s = wire::FromProto(q.queries(), &queries);
+  EXPECT_THAT(s.message(), HasSubstr("queries[1]: no query kind set"));
+
+  q.Clear();
+  q.add_queries()->mutable_overlap();
+  s = wire::FromProto(q.queries(), &queries);
+  EXPECT_EQ(s.message(), "queries[0].overlap.shape is required");
+}
+
+// Every non-finite or out-of-range number is caught, with its value.
+TEST(WireTest, NonFiniteAndOutOfRangeValues) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  v1::Collider c = SphereCollider(1, nan);
+  EXPECT_EQ(wire::FromProto(c, "c").error().message,
+            "c.shape.sphere.radius must be finite and > 0, got nan");
+  c = SphereCollider(1, 0);
+  EXPECT_EQ(wire::FromProto(c, "c").error().message,
+            "c.shape.sphere.radius must be finite and > 0, got 0");
+  c = SphereCollider(1, 1);
+  c.mutable_pose()->mutable_position()->set_z(-inf);
+  EXPECT_EQ(wire::FromProto(c, "c").error().message,
+            "c.pose.position.z must be finite, got -inf");
+  c = SphereCollider(1, 1);
+  c.set_layer(32);
+  EXPECT_EQ(wire::FromProto(c, "c").error().message, "c.layer must be in [0, 31], got 32");
+
+  v1::Shape s;
+  s.mutable_capsule()->set_radius(1);
+  s.mutable_capsule()->set_half_height(-0.5);
+  EXPECT_EQ(wire::FromProto(s, "s").error().message,
+            "s.capsule.half_height must be finite and >= 0, got -0.5");
+  s.mutable_cylinder()->set_radius(-2);
+  EXPECT_EQ(wire::FromProto(s, "s").error().message,
+            "s.cylinder.radius must be finite and > 0, got -2");
+
+  v1::Quat q;
+  q.set_w(1.00001);
+  EXPECT_THAT(wire::FromProto(q, "q").error().message, HasSubstr("q: quaternion norm 1.00001"));
+  q.set_x(nan);
+  EXPECT_EQ(wire::FromProto(q, "q").error().message, "q.x must be finite, got nan");
+
+  v1::QueryFilter f;
+  for (int i = 0; i <= wire::kMaxIgnoreIds; ++i) f.add_ignore_ids(i);
+  EXPECT_THAT(wire::FromProto(f, "f").error().message, HasSubstr("f.ignore_ids: 257 ids"));
+
+  v1::Query rq;
+  rq.mutable_raycast()->mutable_translation()->set_y(nan);
+  EXPECT_EQ(wire::FromProto(rq, "queries[5]").error().message,
+            "queries[5].raycast.translation.y must be finite, got nan");
+}
+
+// Quaternions within tolerance are accepted and normalized exactly; absent
+// pose parts default to the identity.
+TEST(WireTest, PoseDefaultsAndNormalization) {
+  v1::Pose p;
+  Result<Pose> pose = wire::FromProto(p, "p");
+  ASSERT_TRUE(pose.ok());
+  EXPECT_EQ(pose->position, Vec3(0, 0, 0));
+  EXPECT_EQ(pose->rotation, Quat::Identity());
+  p.mutable_rotation()->set_w(1 + 5e-7);
+  pose = wire::FromProto(p, "p");
+  ASSERT_TRUE(pose.ok());
+  EXPECT_NEAR(pose->rotation.Length(), 1.0, 1e-15);
+
+  v1::QueryFilter f;
+  Result<QueryFilter> filter = wire::FromProto(f, "f");
+  ASSERT_TRUE(filter.ok());
+  EXPECT_EQ(filter->mask, 0xFFFFFFFFu);
+  f.set_mask(0);
+  EXPECT_EQ(wire::FromProto(f, "f")->mask, 0u);
+}
+
+// core -> proto -> core is the identity for random colliders, changes and queries.
+TEST(WireTest, RoundTripRandom) {
+  std::mt19937_64 rng(12345);
+  std::uniform_real_distribution<double> u(-100, 100), pos(0.01, 5);
+  auto random_shape = [&]() {
+    switch (rng() % 4) {
+      case 0: return *Shape::MakeSphere(pos(rng));
+      case 1: return *Shape::MakeBox({pos(rng), pos(rng), pos(rng)});
+      case 2: return *Shape::MakeCapsule(pos(rng), pos(rng));
+      default: return *Shape::MakeCylinder(pos(rng), pos(rng));
+    }
+  };
+  auto random_pose = [&]() {
+    return Pose({u(rng), u(rng), u(rng)}, Quat(u(rng), u(rng), u(rng), u(rng)).Normalized());
+  };
+  for (int i = 0; i < 500; ++i) {
+    Collider c;
+    c.id = rng();
+    c.shape = random_shape();
+    c.pose = random_pose();
+    c.layer = static_cast<uint32_t>(rng() % 32);
+    c.user_data = rng();
+    v1::Collider pc;
+    wire::ToProto(c, &pc);
+    Result<Collider> back = wire::FromProto(pc, "c");
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->id, c.id);
+    EXPECT_EQ(back->shape, c.shape) << c.shape.ToString();
+    EXPECT_EQ(back->pose.position, c.pose.position);
+    EXPECT_NEAR(back->pose.rotation.x, c.pose.rotation.x, 1e-15);
+    EXPECT_NEAR(back->pose.rotation.w, c.pose.rotation.w, 1e-15);
+    EXPECT_EQ(back->layer, c.layer);
+    EXPECT_EQ(back->user_data, c.user_data);
+
+    CastQuery cq;
+    cq.shape = random_shape();
+    cq.pose = random_pose();
+    cq.translation = {u(rng), u(rng), u(rng)};
+    cq.filter.mask = static_cast<uint32_t>(rng());
+    cq.filter.ignore = {rng(), rng()};
+    cq.filter.max_hits = 7;
+    cq.all_hits = (i % 2) == 0;
+    v1::Query pq;
+    wire::ToProto(Query(cq), &pq);
+    Result<Query> qb = wire::FromProto(pq, "q");
+    ASSERT_TRUE(qb.ok()) << qb.error().message;
+    const auto& cb = std::get<CastQuery>(*qb);
+    EXPECT_EQ(cb.shape, cq.shape);
+    EXPECT_EQ(cb.translation, cq.translation);
+    EXPECT_EQ(cb.filter.mask, cq.filter.mask);
+    EXPECT_EQ(cb.filter.ignore, cq.filter.ignore);
+    EXPECT_EQ(cb.filter.max_hits, 7u);
+    EXPECT_EQ(cb.all_hits, cq.all_hits);
+  }
+}
+
+// Results round-trip (server ToProto, client ResultFromProto).
+TEST(WireTest, ResultsRoundTrip) {
+  QueryResult r;
+  OverlapHit oh{3, 4, Contact{0.25, {0, 0, 1}, {1, 2, 3}, {1, 2, 2.75}}};
+  r.overlaps = {oh, OverlapHit{5, 6, std::nullopt}};
+  r.hits = {CastHit{7, 8, 0.5, {1, 0, 0}, {2, 3, 4}, true, 0.125}};
+  v1::QueryResult p;
+  wire::ToProto(r, 99, &p);
+  EXPECT_EQ(p.tag(), 99u);
+  const QueryResult b = wire::ResultFromProto(p);
+  ASSERT_EQ(b.overlaps.size(), 2u);
+  EXPECT_EQ(b.overlaps[0].id, 3u);
+  ASSERT_TRUE(b.overlaps[0].contact.has_value());
+  EXPECT_EQ(b.overlaps[0].contact->depth, 0.25);
+  EXPECT_EQ(b.overlaps[0].contact->point_b, Vec3(1, 2, 2.75));
+  EXPECT_FALSE(b.overlaps[1].contact.has_value());
+  ASSERT_EQ(b.hits.size(), 1u);
+  EXPECT_EQ(b.hits[0].fraction, 0.5);
+  EXPECT_TRUE(b.hits[0].started_overlapping);
+  EXPECT_EQ(b.hits[0].depth, 0.125);
+  EXPECT_EQ(b.hits[0].point, Vec3(2, 3, 4));
+}
+
+// Session ids: 1..128 of [A-Za-z0-9._:-].
+TEST(WireTest, SessionIds) {
+  EXPECT_TRUE(wire::ValidateSessionId("match-42:eu_west.1").ok());
+  EXPECT_EQ(wire::ValidateSessionId("").code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(wire::ValidateSessionId("a b").message(), HasSubstr("session_id: character 1"));
+  EXPECT_THAT(wire::ValidateSessionId(std::string(129, 'a')).message(), HasSubstr("129"));
+  EXPECT_TRUE(wire::ValidateSessionId(std::string(128, 'a')).ok());
+}
+
+// ErrorCode <-> grpc::StatusCode keeps the names.
+TEST(WireTest, StatusMapping) {
+  const ErrorCode codes[] = {ErrorCode::kInvalidArgument, ErrorCode::kNotFound,
+                             ErrorCode::kAlreadyExists, ErrorCode::kResourceExhausted,
+                             ErrorCode::kFailedPrecondition, ErrorCode::kInternal};
+  for (ErrorCode c : codes) {
+    EXPECT_EQ(wire::FromGrpcCode(wire::ToGrpcCode(c)), c);
+    EXPECT_STREQ(wire::GrpcCodeName(wire::ToGrpcCode(c)), ErrorCodeName(c));
+  }
+  const grpc::Status g = wire::ToGrpcStatus(Status(ErrorCode::kNotFound, "collider 7"));
+  EXPECT_EQ(g.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(g.error_message(), "collider 7");
+  EXPECT_TRUE(wire::ToGrpcStatus(Status::Ok()).ok());
+  const Status back = wire::FromGrpcStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  EXPECT_EQ(back.code(), ErrorCode::kInternal);
+  EXPECT_EQ(back.message(), "UNAVAILABLE: down");
+}
+
+}  // namespace
+}  // namespace hitbox

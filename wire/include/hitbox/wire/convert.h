@@ -1,0 +1,125 @@
+// hitbox_wire: conversion between the hitbox.v1 wire messages and the core
+// types, in both directions, plus the ErrorCode <-> grpc::StatusCode mapping.
+//
+// proto -> core conversions validate everything a message can get wrong on
+// its own (NaN/inf, non-unit quaternions, zero or negative sizes, unset
+// oneofs, layer > 31, too many ignore ids) and fail with kInvalidArgument and
+// a message that names the field path, e.g.
+//   "changes[3].add.shape.box.half_extents.y must be finite and > 0, got -1"
+//   "queries[0].cast.pose.rotation: quaternion norm 0 is not 1 (tolerance 1e-6)"
+// Checks that need a collider set (unknown or duplicate ids, limits) are the
+// server's job. Paths are built only when an error is reported, so a valid
+// batch costs no string work.
+//
+// The server uses FromProto for requests and ToProto for answers; the client
+// uses ToProto for requests and FromProto for answers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <google/protobuf/repeated_field.h>
+#include <grpcpp/support/status.h>
+
+#include "hitbox/collider_set.h"
+#include "hitbox/status.h"
+#include "hitbox/v1/collision.pb.h"
+#include "hitbox/v1/geometry.pb.h"
+#include "hitbox/v1/hitbox.pb.h"
+
+namespace hitbox::wire {
+
+/// Most ids in one QueryFilter.ignore_ids (checked linearly per candidate).
+inline constexpr int kMaxIgnoreIds = 256;
+/// Longest session id, characters.
+inline constexpr size_t kMaxSessionIdLength = 128;
+
+template <typename T>
+using Repeated = google::protobuf::RepeatedPtrField<T>;
+
+// ---------------------------------------------------------------------------
+// Status mapping.
+
+/// The gRPC code of the same name as `code` (kInternal -> INTERNAL).
+grpc::StatusCode ToGrpcCode(ErrorCode code);
+/// The ErrorCode of the same name; codes without one (UNAVAILABLE, CANCELLED,
+/// DEADLINE_EXCEEDED, ...) map to kInternal. Never called with OK.
+ErrorCode FromGrpcCode(grpc::StatusCode code);
+/// OK for an ok Status, else the mapped code with the same message.
+grpc::Status ToGrpcStatus(const Status& status);
+/// Ok for an OK grpc::Status, else the mapped code; for codes without an
+/// ErrorCode the message is prefixed with the gRPC code name.
+Status FromGrpcStatus(const grpc::Status& status);
+/// "INVALID_ARGUMENT", "NOT_FOUND", ... for any gRPC code.
+const char* GrpcCodeName(grpc::StatusCode code);
+
+// ---------------------------------------------------------------------------
+// Session ids.
+
+/// Checks 1..128 characters of [A-Za-z0-9._:-]; the error names `field`.
+Status ValidateSessionId(std::string_view id, std::string_view field = "session_id");
+
+// ---------------------------------------------------------------------------
+// proto -> core (validating). `field` is the path of the message itself and
+// prefixes every error message.
+
+/// Every component finite.
+Result<Vec3> FromProto(const v1::Vec3& v, std::string_view field);
+/// Finite components and | |q| - 1 | <= 1e-6; the result is normalized.
+Result<Quat> FromProto(const v1::Quat& q, std::string_view field);
+/// Absent position: origin; absent rotation: identity.
+Result<Pose> FromProto(const v1::Pose& p, std::string_view field);
+/// Exactly one kind set, sizes finite and in range.
+Result<Shape> FromProto(const v1::Shape& s, std::string_view field);
+/// Shape required, pose optional, layer <= 31.
+Result<Collider> FromProto(const v1::Collider& c, std::string_view field);
+/// One change; the change oneof must be set.
+Result<ColliderChange> FromProto(const v1::ColliderChange& c, std::string_view field);
+/// Mask absent: all layers; at most kMaxIgnoreIds ignore ids. max_hits is
+/// copied as is (the server clamps it).
+Result<QueryFilter> FromProto(const v1::QueryFilter& f, std::string_view field);
+/// A query of any kind; the kind oneof must be set. The tag is not part of
+/// the core query (see Query.tag).
+Result<Query> FromProto(const v1::Query& q, std::string_view field);
+
+/// A whole change list; errors are named "<field>[i]...." (field "changes").
+Status FromProto(const Repeated<v1::ColliderChange>& changes, std::vector<ColliderChange>* out,
+                 std::string_view field = "changes");
+/// A whole query list; errors are named "<field>[i]...." (field "queries").
+Status FromProto(const Repeated<v1::Query>& queries, std::vector<Query>* out,
+                 std::string_view field = "queries");
+
+/// Answers, for clients. Not validated beyond structure: they come from the
+/// server. Unset vectors read as zero.
+Vec3 ResultFromProto(const v1::Vec3& v);
+Aabb ResultFromProto(const v1::Aabb& b);
+OverlapHit ResultFromProto(const v1::OverlapHit& h);
+CastHit ResultFromProto(const v1::CastHit& h);
+QueryResult ResultFromProto(const v1::QueryResult& r);
+
+// ---------------------------------------------------------------------------
+// core -> proto.
+
+void ToProto(const Vec3& v, v1::Vec3* out);
+void ToProto(const Quat& q, v1::Quat* out);
+void ToProto(const Pose& p, v1::Pose* out);
+void ToProto(const Aabb& b, v1::Aabb* out);
+void ToProto(const Shape& s, v1::Shape* out);
+void ToProto(const Collider& c, v1::Collider* out);
+void ToProto(const ColliderChange& c, v1::ColliderChange* out);
+/// Mask is always written (so an all-ones mask round-trips exactly).
+void ToProto(const QueryFilter& f, v1::QueryFilter* out);
+/// Leaves out->tag unchanged.
+void ToProto(const Query& q, v1::Query* out);
+void ToProto(const Contact& c, v1::Contact* out);
+void ToProto(const OverlapHit& h, v1::OverlapHit* out);
+void ToProto(const CastHit& h, v1::CastHit* out);
+/// Fills overlaps and hits; sets out->tag = tag.
+void ToProto(const QueryResult& r, uint64_t tag, v1::QueryResult* out);
+
+/// Shortest text that reads back to the same double ("-1", "0.1", "nan", "inf").
+std::string FormatDouble(double v);
+
+}  // namespace hitbox::wire

@@ -1,0 +1,593 @@
+#include "hitbox/wire/convert.h"
+
+#include <charconv>
+#include <cmath>
+#include <utility>
+
+namespace hitbox::wire {
+namespace {
+
+// A field path built lazily: a chain of stack frames, turned into text only
+// when an error is reported ("changes[3].add.shape.box.half_extents.y").
+class Path {
+ public:
+  explicit Path(std::string_view root) : root_(root) {}
+  Path(const Path* parent, const char* name) : parent_(parent), name_(name) {}
+  Path(const Path* parent, int index) : parent_(parent), index_(index) {}
+
+  std::string ToString() const {
+    std::string s;
+    Append(&s);
+    return s;
+  }
+
+ private:
+  void Append(std::string* s) const {
+    if (parent_ == nullptr) {
+      s->append(root_);
+      return;
+    }
+    parent_->Append(s);
+    if (name_ != nullptr) {
+      if (!s->empty()) s->push_back('.');
+      s->append(name_);
+    } else {
+      s->push_back('[');
+      s->append(std::to_string(index_));
+      s->push_back(']');
+    }
+  }
+
+  const Path* parent_ = nullptr;
+  std::string_view root_;
+  const char* name_ = nullptr;
+  int index_ = -1;
+};
+
+Error Invalid(const Path& path, std::string_view what) {
+  std::string msg = path.ToString();
+  msg.append(what);
+  return Error{ErrorCode::kInvalidArgument, std::move(msg)};
+}
+
+// "<path> must be finite, got nan"
+Status CheckFinite(double v, const Path& path) {
+  if (std::isfinite(v)) return Status::Ok();
+  return Invalid(path, " must be finite, got " + FormatDouble(v));
+}
+
+// "<path> must be finite and > 0, got -1"
+Status CheckPositive(double v, const Path& path) {
+  if (std::isfinite(v) && v > 0.0) return Status::Ok();
+  return Invalid(path, " must be finite and > 0, got " + FormatDouble(v));
+}
+
+// "<path> must be finite and >= 0, got -1"
+Status CheckNonNegative(double v, const Path& path) {
+  if (std::isfinite(v) && v >= 0.0) return Status::Ok();
+  return Invalid(path, " must be finite and >= 0, got " + FormatDouble(v));
+}
+
+Result<Vec3> Vec(const v1::Vec3& v, const Path& path) {
+  if (Status s = CheckFinite(v.x(), Path(&path, "x")); !s.ok()) return s;
+  if (Status s = CheckFinite(v.y(), Path(&path, "y")); !s.ok()) return s;
+  if (Status s = CheckFinite(v.z(), Path(&path, "z")); !s.ok()) return s;
+  return Vec3{v.x(), v.y(), v.z()};
+}
+
+Result<Quat> Rot(const v1::Quat& q, const Path& path) {
+  if (Status s = CheckFinite(q.x(), Path(&path, "x")); !s.ok()) return s;
+  if (Status s = CheckFinite(q.y(), Path(&path, "y")); !s.ok()) return s;
+  if (Status s = CheckFinite(q.z(), Path(&path, "z")); !s.ok()) return s;
+  if (Status s = CheckFinite(q.w(), Path(&path, "w")); !s.ok()) return s;
+  const Quat r{q.x(), q.y(), q.z(), q.w()};
+  const double norm = r.Length();
+  static_assert(kQuatNormTolerance == 1e-6, "update the message below");
+  if (!(std::fabs(norm - 1.0) <= kQuatNormTolerance)) {
+    return Invalid(path, ": quaternion norm " + FormatDouble(norm) + " is not 1 (tolerance 1e-6)");
+  }
+  return r.Normalized();
+}
+
+Result<Pose> PoseOf(const v1::Pose& p, const Path& path) {
+  Pose pose;
+  if (p.has_position()) {
+    Result<Vec3> v = Vec(p.position(), Path(&path, "position"));
+    if (!v.ok()) return v.error();
+    pose.position = *v;
+  }
+  if (p.has_rotation()) {
+    Result<Quat> q = Rot(p.rotation(), Path(&path, "rotation"));
+    if (!q.ok()) return q.error();
+    pose.rotation = *q;
+  }
+  return pose;
+}
+
+Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
+  switch (s.kind_case()) {
+    case v1::Shape::kSphere: {
+      const Path p(&path, "sphere");
+      if (Status st = CheckPositive(s.sphere().radius(), Path(&p, "radius")); !st.ok()) return st;
+      return Shape::MakeSphere(s.sphere().radius());
+    }
+    case v1::Shape::kBox: {
+      const Path p(&path, "box");
+      const Path he(&p, "half_extents");
+      const v1::Vec3& e = s.box().half_extents();
+      if (!s.box().has_half_extents()) return Invalid(he, " is required");
+      if (Status st = CheckPositive(e.x(), Path(&he, "x")); !st.ok()) return st;
+      if (Status st = CheckPositive(e.y(), Path(&he, "y")); !st.ok()) return st;
+      if (Status st = CheckPositive(e.z(), Path(&he, "z")); !st.ok()) return st;
+      return Shape::MakeBox({e.x(), e.y(), e.z()});
+    }
+    case v1::Shape::kCapsule: {
+      const Path p(&path, "capsule");
+      if (Status st = CheckPositive(s.capsule().radius(), Path(&p, "radius")); !st.ok()) return st;
+      if (Status st = CheckNonNegative(s.capsule().half_height(), Path(&p, "half_height"));
+          !st.ok()) {
+        return st;
+      }
+      return Shape::MakeCapsule(s.capsule().radius(), s.capsule().half_height());
+    }
+    case v1::Shape::kCylinder: {
+      const Path p(&path, "cylinder");
+      if (Status st = CheckPositive(s.cylinder().radius(), Path(&p, "radius")); !st.ok()) {
+        return st;
+      }
+      if (Status st = CheckNonNegative(s.cylinder().half_height(), Path(&p, "half_height"));
+          !st.ok()) {
+        return st;
+      }
+      return Shape::MakeCylinder(s.cylinder().radius(), s.cylinder().half_height());
+    }
+    case v1::Shape::KIND_NOT_SET:
+      break;
+  }
+  return Invalid(path, ": no shape kind set (expected one of sphere, box, capsule, cylinder)");
+}
+
+Result<Shape> RequiredShape(bool has, const v1::Shape& s, const Path& parent) {
+  const Path path(&parent, "shape");
+  if (!has) return Invalid(path, " is required");
+  return ShapeOf(s, path);
+}
+
+Result<Collider> ColliderOf(const v1::Collider& c, const Path& path) {
+  Collider out;
+  out.id = c.id();
+  Result<Shape> shape = RequiredShape(c.has_shape(), c.shape(), path);
+  if (!shape.ok()) return shape.error();
+  out.shape = *shape;
+  if (c.has_pose()) {
+    Result<Pose> pose = PoseOf(c.pose(), Path(&path, "pose"));
+    if (!pose.ok()) return pose.error();
+    out.pose = *pose;
+  }
+  if (c.layer() > kMaxLayer) {
+    return Invalid(Path(&path, "layer"), " must be in [0, 31], got " + std::to_string(c.layer()));
+  }
+  out.layer = c.layer();
+  out.user_data = c.user_data();
+  return out;
+}
+
+Result<ColliderChange> ChangeOf(const v1::ColliderChange& c, const Path& path) {
+  switch (c.change_case()) {
+    case v1::ColliderChange::kAdd: {
+      Result<Collider> col = ColliderOf(c.add(), Path(&path, "add"));
+      if (!col.ok()) return col.error();
+      return ColliderChange::Add(*col);
+    }
+    case v1::ColliderChange::kReplace: {
+      Result<Collider> col = ColliderOf(c.replace(), Path(&path, "replace"));
+      if (!col.ok()) return col.error();
+      return ColliderChange::Replace(*col);
+    }
+    case v1::ColliderChange::kMove: {
+      const Path p(&path, "move");
+      if (!c.move().has_pose()) return Invalid(Path(&p, "pose"), " is required");
+      Result<Pose> pose = PoseOf(c.move().pose(), Path(&p, "pose"));
+      if (!pose.ok()) return pose.error();
+      return ColliderChange::Move(c.move().id(), *pose);
+    }
+    case v1::ColliderChange::kRemove:
+      return ColliderChange::Remove(c.remove());
+    case v1::ColliderChange::CHANGE_NOT_SET:
+      break;
+  }
+  return Invalid(path, ": no change set (expected one of add, replace, move, remove)");
+}
+
+Result<QueryFilter> FilterOf(const v1::QueryFilter& f, const Path& path) {
+  QueryFilter out;
+  if (f.has_mask()) out.mask = f.mask();
+  if (f.ignore_ids_size() > kMaxIgnoreIds) {
+    return Invalid(Path(&path, "ignore_ids"), ": " + std::to_string(f.ignore_ids_size()) +
+                                                  " ids, at most " +
+                                                  std::to_string(kMaxIgnoreIds) + " allowed");
+  }
+  out.ignore.assign(f.ignore_ids().begin(), f.ignore_ids().end());
+  out.max_hits = f.max_hits();
+  return out;
+}
+
+Result<Query> QueryOf(const v1::Query& q, const Path& path) {
+  switch (q.kind_case()) {
+    case v1::Query::kOverlap: {
+      const Path p(&path, "overlap");
+      const v1::OverlapQuery& in = q.overlap();
+      OverlapQuery out;
+      Result<Shape> shape = RequiredShape(in.has_shape(), in.shape(), p);
+      if (!shape.ok()) return shape.error();
+      out.shape = *shape;
+      if (in.has_pose()) {
+        Result<Pose> pose = PoseOf(in.pose(), Path(&p, "pose"));
+        if (!pose.ok()) return pose.error();
+        out.pose = *pose;
+      }
+      Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"));
+      if (!filter.ok()) return filter.error();
+      out.filter = std::move(*filter);
+      out.want_contact = in.want_contact();
+      return Query(std::move(out));
+    }
+    case v1::Query::kCast: {
+      const Path p(&path, "cast");
+      const v1::CastQuery& in = q.cast();
+      CastQuery out;
+      Result<Shape> shape = RequiredShape(in.has_shape(), in.shape(), p);
+      if (!shape.ok()) return shape.error();
+      out.shape = *shape;
+      if (in.has_pose()) {
+        Result<Pose> pose = PoseOf(in.pose(), Path(&p, "pose"));
+        if (!pose.ok()) return pose.error();
+        out.pose = *pose;
+      }
+      Result<Vec3> t = Vec(in.translation(), Path(&p, "translation"));
+      if (!t.ok()) return t.error();
+      out.translation = *t;
+      Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"));
+      if (!filter.ok()) return filter.error();
+      out.filter = std::move(*filter);
+      out.all_hits = in.all_hits();
+      return Query(std::move(out));
+    }
+    case v1::Query::kRaycast: {
+      const Path p(&path, "raycast");
+      const v1::RayQuery& in = q.raycast();
+      RayQuery out;
+      Result<Vec3> o = Vec(in.origin(), Path(&p, "origin"));
+      if (!o.ok()) return o.error();
+      out.origin = *o;
+      Result<Vec3> t = Vec(in.translation(), Path(&p, "translation"));
+      if (!t.ok()) return t.error();
+      out.translation = *t;
+      Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"));
+      if (!filter.ok()) return filter.error();
+      out.filter = std::move(*filter);
+      out.all_hits = in.all_hits();
+      return Query(std::move(out));
+    }
+    case v1::Query::KIND_NOT_SET:
+      break;
+  }
+  return Invalid(path, ": no query kind set (expected one of overlap, cast, raycast)");
+}
+
+Vec3 V(const v1::Vec3& v) { return {v.x(), v.y(), v.z()}; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+std::string FormatDouble(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, res.ptr);
+}
+
+grpc::StatusCode ToGrpcCode(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
+    case ErrorCode::kNotFound: return grpc::StatusCode::NOT_FOUND;
+    case ErrorCode::kAlreadyExists: return grpc::StatusCode::ALREADY_EXISTS;
+    case ErrorCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case ErrorCode::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
+    case ErrorCode::kInternal: return grpc::StatusCode::INTERNAL;
+  }
+  return grpc::StatusCode::INTERNAL;
+}
+
+ErrorCode FromGrpcCode(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT: return ErrorCode::kInvalidArgument;
+    case grpc::StatusCode::NOT_FOUND: return ErrorCode::kNotFound;
+    case grpc::StatusCode::ALREADY_EXISTS: return ErrorCode::kAlreadyExists;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return ErrorCode::kResourceExhausted;
+    case grpc::StatusCode::FAILED_PRECONDITION: return ErrorCode::kFailedPrecondition;
+    default: return ErrorCode::kInternal;
+  }
+}
+
+const char* GrpcCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    default: return "UNKNOWN";
+  }
+}
+
+grpc::Status ToGrpcStatus(const Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(ToGrpcCode(status.code()), status.message());
+}
+
+Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return Status::Ok();
+  const ErrorCode code = FromGrpcCode(status.error_code());
+  if (code == ErrorCode::kInternal && status.error_code() != grpc::StatusCode::INTERNAL) {
+    return Status(code, std::string(GrpcCodeName(status.error_code())) + ": " +
+                            status.error_message());
+  }
+  return Status(code, status.error_message());
+}
+
+Status ValidateSessionId(std::string_view id, std::string_view field) {
+  auto bad = [&](const std::string& what) {
+    return Status(ErrorCode::kInvalidArgument, std::string(field) + what);
+  };
+  if (id.empty()) return bad(" is required (1..128 characters of [A-Za-z0-9._:-])");
+  if (id.size() > kMaxSessionIdLength) {
+    return bad(" is " + std::to_string(id.size()) + " characters long, at most 128 allowed");
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '-';
+    if (!ok) {
+      return bad(": character " + std::to_string(i) + " (byte " +
+                 std::to_string(static_cast<unsigned char>(c)) +
+                 ") is not one of [A-Za-z0-9._:-]");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Vec3> FromProto(const v1::Vec3& v, std::string_view field) { return Vec(v, Path(field)); }
+Result<Quat> FromProto(const v1::Quat& q, std::string_view field) { return Rot(q, Path(field)); }
+Result<Pose> FromProto(const v1::Pose& p, std::string_view field) {
+  return PoseOf(p, Path(field));
+}
+Result<Shape> FromProto(const v1::Shape& s, std::string_view field) {
+  return ShapeOf(s, Path(field));
+}
+Result<Collider> FromProto(const v1::Collider& c, std::string_view field) {
+  return ColliderOf(c, Path(field));
+}
+Result<ColliderChange> FromProto(const v1::ColliderChange& c, std::string_view field) {
+  return ChangeOf(c, Path(field));
+}
+Result<QueryFilter> FromProto(const v1::QueryFilter& f, std::string_view field) {
+  return FilterOf(f, Path(field));
+}
+Result<Query> FromProto(const v1::Query& q, std::string_view field) {
+  return QueryOf(q, Path(field));
+}
+
+Status FromProto(const Repeated<v1::ColliderChange>& changes, std::vector<ColliderChange>* out,
+                 std::string_view field) {
+  const Path root(field);
+  out->clear();
+  out->reserve(changes.size());
+  for (int i = 0; i < changes.size(); ++i) {
+    Result<ColliderChange> c = ChangeOf(changes.Get(i), Path(&root, i));
+    if (!c.ok()) return c.error();
+    out->push_back(std::move(*c));
+  }
+  return Status::Ok();
+}
+
+Status FromProto(const Repeated<v1::Query>& queries, std::vector<Query>* out,
+                 std::string_view field) {
+  const Path root(field);
+  out->clear();
+  out->reserve(queries.size());
+  for (int i = 0; i < queries.size(); ++i) {
+    Result<Query> q = QueryOf(queries.Get(i), Path(&root, i));
+    if (!q.ok()) return q.error();
+    out->push_back(std::move(*q));
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------
+
+Vec3 ResultFromProto(const v1::Vec3& v) { return V(v); }
+
+Aabb ResultFromProto(const v1::Aabb& b) { return Aabb(V(b.min()), V(b.max())); }
+
+OverlapHit ResultFromProto(const v1::OverlapHit& h) {
+  OverlapHit out;
+  out.id = h.id();
+  out.user_data = h.user_data();
+  if (h.has_contact()) {
+    Contact c;
+    c.depth = h.contact().depth();
+    c.normal = V(h.contact().normal());
+    c.point_a = V(h.contact().point_a());
+    c.point_b = V(h.contact().point_b());
+    out.contact = c;
+  }
+  return out;
+}
+
+CastHit ResultFromProto(const v1::CastHit& h) {
+  CastHit out;
+  out.id = h.id();
+  out.user_data = h.user_data();
+  out.fraction = h.fraction();
+  out.normal = V(h.normal());
+  out.point = V(h.point());
+  out.started_overlapping = h.started_overlapping();
+  out.depth = h.depth();
+  return out;
+}
+
+QueryResult ResultFromProto(const v1::QueryResult& r) {
+  QueryResult out;
+  out.overlaps.reserve(r.overlaps_size());
+  for (const v1::OverlapHit& h : r.overlaps()) out.overlaps.push_back(ResultFromProto(h));
+  out.hits.reserve(r.hits_size());
+  for (const v1::CastHit& h : r.hits()) out.hits.push_back(ResultFromProto(h));
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+
+void ToProto(const Vec3& v, v1::Vec3* out) {
+  out->set_x(v.x);
+  out->set_y(v.y);
+  out->set_z(v.z);
+}
+
+void ToProto(const Quat& q, v1::Quat* out) {
+  out->set_x(q.x);
+  out->set_y(q.y);
+  out->set_z(q.z);
+  out->set_w(q.w);
+}
+
+void ToProto(const Pose& p, v1::Pose* out) {
+  ToProto(p.position, out->mutable_position());
+  ToProto(p.rotation, out->mutable_rotation());
+}
+
+void ToProto(const Aabb& b, v1::Aabb* out) {
+  ToProto(b.min, out->mutable_min());
+  ToProto(b.max, out->mutable_max());
+}
+
+void ToProto(const Shape& s, v1::Shape* out) {
+  switch (s.kind()) {
+    case ShapeKind::kSphere:
+      out->mutable_sphere()->set_radius(s.radius());
+      break;
+    case ShapeKind::kBox:
+      ToProto(s.half_extents(), out->mutable_box()->mutable_half_extents());
+      break;
+    case ShapeKind::kCapsule:
+      out->mutable_capsule()->set_radius(s.radius());
+      out->mutable_capsule()->set_half_height(s.half_height());
+      break;
+    case ShapeKind::kCylinder:
+      out->mutable_cylinder()->set_radius(s.radius());
+      out->mutable_cylinder()->set_half_height(s.half_height());
+      break;
+  }
+}
+
+void ToProto(const Collider& c, v1::Collider* out) {
+  out->set_id(c.id);
+  ToProto(c.shape, out->mutable_shape());
+  ToProto(c.pose, out->mutable_pose());
+  out->set_layer(c.layer);
+  out->set_user_data(c.user_data);
+}
+
+void ToProto(const ColliderChange& c, v1::ColliderChange* out) {
+  switch (c.kind) {
+    case ColliderChange::Kind::kAdd:
+      ToProto(c.collider, out->mutable_add());
+      break;
+    case ColliderChange::Kind::kReplace:
+      ToProto(c.collider, out->mutable_replace());
+      break;
+    case ColliderChange::Kind::kMove:
+      out->mutable_move()->set_id(c.collider.id);
+      ToProto(c.collider.pose, out->mutable_move()->mutable_pose());
+      break;
+    case ColliderChange::Kind::kRemove:
+      out->set_remove(c.collider.id);
+      break;
+  }
+}
+
+void ToProto(const QueryFilter& f, v1::QueryFilter* out) {
+  out->set_mask(f.mask);
+  out->mutable_ignore_ids()->Assign(f.ignore.begin(), f.ignore.end());
+  out->set_max_hits(f.max_hits);
+}
+
+void ToProto(const Query& q, v1::Query* out) {
+  if (const auto* o = std::get_if<OverlapQuery>(&q)) {
+    v1::OverlapQuery* p = out->mutable_overlap();
+    ToProto(o->shape, p->mutable_shape());
+    ToProto(o->pose, p->mutable_pose());
+    ToProto(o->filter, p->mutable_filter());
+    p->set_want_contact(o->want_contact);
+  } else if (const auto* c = std::get_if<CastQuery>(&q)) {
+    v1::CastQuery* p = out->mutable_cast();
+    ToProto(c->shape, p->mutable_shape());
+    ToProto(c->pose, p->mutable_pose());
+    ToProto(c->translation, p->mutable_translation());
+    ToProto(c->filter, p->mutable_filter());
+    p->set_all_hits(c->all_hits);
+  } else if (const auto* r = std::get_if<RayQuery>(&q)) {
+    v1::RayQuery* p = out->mutable_raycast();
+    ToProto(r->origin, p->mutable_origin());
+    ToProto(r->translation, p->mutable_translation());
+    ToProto(r->filter, p->mutable_filter());
+    p->set_all_hits(r->all_hits);
+  }
+}
+
+void ToProto(const Contact& c, v1::Contact* out) {
+  out->set_depth(c.depth);
+  ToProto(c.normal, out->mutable_normal());
+  ToProto(c.point_a, out->mutable_point_a());
+  ToProto(c.point_b, out->mutable_point_b());
+}
+
+void ToProto(const OverlapHit& h, v1::OverlapHit* out) {
+  out->set_id(h.id);
+  out->set_user_data(h.user_data);
+  if (h.contact) ToProto(*h.contact, out->mutable_contact());
+}
+
+void ToProto(const CastHit& h, v1::CastHit* out) {
+  out->set_id(h.id);
+  out->set_user_data(h.user_data);
+  out->set_fraction(h.fraction);
+  ToProto(h.normal, out->mutable_normal());
+  ToProto(h.point, out->mutable_point());
+  out->set_started_overlapping(h.started_overlapping);
+  out->set_depth(h.depth);
+}
+
+void ToProto(const QueryResult& r, uint64_t tag, v1::QueryResult* out) {
+  out->set_tag(tag);
+  out->mutable_overlaps()->Reserve(static_cast<int>(r.overlaps.size()));
+  for (const OverlapHit& h : r.overlaps) ToProto(h, out->add_overlaps());
+  out->mutable_hits()->Reserve(static_cast<int>(r.hits.size()));
+  for (const CastHit& h : r.hits) ToProto(h, out->add_hits());
+}
+
+}  // namespace hitbox::wire
