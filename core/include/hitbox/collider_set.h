@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -201,6 +202,23 @@ class ColliderSet {
   /// Checks a query's shape/pose/translation for NaN, infinities and
   /// non-unit quaternions; the error names the field (prefixed by `field`).
   static Status ValidateQuery(const Query& q, const std::string& field = "query");
+
+  /// Broad-phase statistics, for benchmarks and tests.
+  struct TreeStats {
+    /// Tree height (a single leaf: 0).
+    int height = 0;
+    /// Allocated tree nodes (2 * size() - 1 when not empty).
+    size_t nodes = 0;
+    /// Sum of internal node surface areas / root area (SAH cost; lower is better).
+    double area_ratio = 0.0;
+  };
+  TreeStats GetTreeStats() const;
+  /// Rebuilds the tree top-down over the current colliders (tight boxes); the
+  /// answers of queries do not change. Does not bump the revision.
+  void RebuildTree();
+  /// Checks the internal structure (tree links, heights, boxes contain the
+  /// colliders, id index); "" when valid, else the first problem. For tests.
+  std::string TreeValidate() const;
 
  private:
   struct Impl;

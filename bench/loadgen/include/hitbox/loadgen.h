@@ -1,0 +1,171 @@
+// hitbox_loadgen: drives a running hitboxd over gRPC and measures it.
+//
+//   - GenerateScene / GenerateQueries: seeded synthetic worlds and query mixes
+//     (the same numbers for the service and the in-process baseline).
+//   - LoadScene: creates a session and fills it in batches under the limits.
+//   - RunTicks: K concurrent Tick streams, each tick N moves + M queries;
+//     reports ticks/s, queries/s and tick round-trip latency percentiles.
+//   - RunUnary: single Query rpcs back to back; round-trip percentiles.
+//   - RunInProcess: ColliderSet::RunBatch on the same scene, the baseline the
+//     service is compared with.
+// Every run is bounded by a count and by a wall-clock duration. Used by the
+// hitbox-loadgen program and by `hitboxctl bench`.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/channel.h>
+
+#include "hitbox/collider_set.h"
+#include "hitbox/status.h"
+
+namespace hitbox::loadgen {
+
+/// A synthetic world: colliders of all four kinds, uniformly placed and
+/// randomly rotated in the cube [-half_size, half_size]^3.
+struct SceneOptions {
+  /// Number of colliders (ids 1..colliders).
+  size_t colliders = 50000;
+  /// Half-size of the world cube, metres.
+  double half_size = 150.0;
+  /// Range of radii / half-extents, metres.
+  double min_size = 0.1;
+  double max_size = 3.0;
+  /// Layers used: 0..layers-1 (1..32).
+  uint32_t layers = 4;
+  uint64_t seed = 1;
+};
+
+/// The relative share of each query kind and their reach.
+struct QueryMix {
+  /// Relative weights (need not sum to 1; all 0 means overlaps only).
+  double overlap = 1.0;
+  double cast = 1.0;
+  double raycast = 1.0;
+  /// Longest cast translation, metres.
+  double cast_length = 30.0;
+  /// Longest ray, metres.
+  double ray_length = 60.0;
+  /// Largest query shape radius / half-extent, metres.
+  double max_query_size = 2.0;
+};
+
+/// Parses "overlap=1,cast=1,raycast=1" (any subset, any order).
+Result<QueryMix> ParseQueryMix(const std::string& text);
+
+/// Colliders of a generated scene.
+std::vector<Collider> GenerateScene(const SceneOptions& options);
+/// Union of the world bounds of `scene` (a 20 m cube about the origin when empty).
+Aabb SceneBounds(const std::vector<Collider>& scene);
+/// `count` seeded queries spread over `bounds` with the given mix.
+std::vector<Query> GenerateQueries(const Aabb& bounds, const QueryMix& mix, size_t count,
+                                   uint64_t seed);
+
+/// Latency percentiles of a run, microseconds.
+struct Latency {
+  uint64_t count = 0;
+  double mean_us = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  double p999_us = 0;
+  double max_us = 0;
+};
+/// Percentiles of `samples_us` (sorted in place); zeros when empty.
+Latency Summarize(std::vector<double>* samples_us);
+
+/// Creates session `session_id` (deleting an existing one first when
+/// `replace`), then adds `colliders` in ApplyChanges batches of `batch`.
+Status LoadScene(const std::shared_ptr<grpc::Channel>& channel, const std::string& session_id,
+                 const std::vector<Collider>& colliders, size_t batch = 4096,
+                 bool replace = true);
+
+/// Options of a tick-stream run.
+struct TickOptions {
+  std::string session_id = "loadgen";
+  /// Concurrent Tick streams (one thread each).
+  size_t streams = 4;
+  /// Ticks per stream; the run also stops at `duration`.
+  uint64_t ticks = 1000;
+  std::chrono::milliseconds duration{10000};
+  /// Moves of existing colliders per tick (stream s moves ids s+1, s+1+K, ...).
+  size_t moves_per_tick = 16;
+  /// Queries per tick.
+  size_t queries_per_tick = 16;
+  QueryMix mix;
+  uint64_t seed = 7;
+  /// Ticks per stream not measured at the start (connection warm-up).
+  uint64_t warmup_ticks = 20;
+};
+
+/// What a tick run measured.
+struct TickReport {
+  uint64_t ticks = 0;
+  uint64_t queries = 0;
+  uint64_t hits = 0;
+  /// Ticks answered with TickResponse.error, or streams that failed.
+  uint64_t errors = 0;
+  std::string first_error;
+  double seconds = 0;
+  double ticks_per_s = 0;
+  double queries_per_s = 0;
+  /// Tick round trip (write request to response read).
+  Latency latency;
+};
+
+/// Runs K concurrent Tick streams against a session holding `scene`
+/// (LoadScene first). Fails only when no stream could be opened.
+Result<TickReport> RunTicks(const std::shared_ptr<grpc::Channel>& channel,
+                            const std::vector<Collider>& scene, const TickOptions& options);
+
+/// Options of a unary run: single Query rpcs, one at a time.
+struct UnaryOptions {
+  std::string session_id = "loadgen";
+  /// Calls; the run also stops at `duration`.
+  uint64_t calls = 20000;
+  std::chrono::milliseconds duration{10000};
+  /// Queries per call (1 = single-query round trip).
+  size_t queries_per_call = 1;
+  QueryMix mix;
+  uint64_t seed = 11;
+  uint64_t warmup_calls = 200;
+};
+
+struct UnaryReport {
+  uint64_t calls = 0;
+  uint64_t errors = 0;
+  std::string first_error;
+  double seconds = 0;
+  double calls_per_s = 0;
+  double queries_per_s = 0;
+  Latency latency;
+};
+
+Result<UnaryReport> RunUnary(const std::shared_ptr<grpc::Channel>& channel,
+                             const std::vector<Collider>& scene, const UnaryOptions& options);
+
+/// In-process baseline: ColliderSet::RunBatch over batches of `batch` queries.
+struct InProcessReport {
+  uint64_t queries = 0;
+  double seconds = 0;
+  double queries_per_s = 0;
+};
+/// Builds a ColliderSet of `scene` and runs batches of `batch` generated
+/// queries (same generator as RunTicks) until `max_queries` or `duration`.
+/// `threads` > 1 uses a ThreadPool, as hitboxd does.
+Result<InProcessReport> RunInProcess(const std::vector<Collider>& scene, const QueryMix& mix,
+                                     size_t batch, uint64_t max_queries,
+                                     std::chrono::milliseconds duration, size_t threads,
+                                     uint64_t seed = 7);
+
+/// One-line human-readable summaries.
+std::string ToString(const Latency& l);
+std::string ToString(const TickReport& r);
+std::string ToString(const UnaryReport& r);
+std::string ToString(const InProcessReport& r);
+
+}  // namespace hitbox::loadgen

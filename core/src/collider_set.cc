@@ -1,0 +1,580 @@
+// ColliderSet: dense collider arrays with swap-remove, a compact id index, a
+// dynamic AABB tree, and the world queries that run on them.
+#include "hitbox/collider_set.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "dynamic_tree.h"
+#include "id_index.h"
+
+namespace hitbox {
+namespace {
+
+/// Leaf boxes are the tight world bounds grown by this much (metres), so
+/// that the tree never culls a pair the narrow phase (whose tolerances are
+/// ~1e-9 m) would call touching. Also the slack of the bounding-sphere checks.
+constexpr double kBoxSlack = 1e-4;
+/// Extra margin of "fat" leaf boxes for colliders added or moved one by one:
+/// moves that stay inside the fat box do not touch the tree.
+constexpr double kFatMargin = 0.1;
+/// Batches with at least this many queries use the thread pool.
+constexpr size_t kParallelBatchMin = 64;
+/// Queries per ParallelFor task.
+constexpr size_t kParallelChunk = 16;
+
+// Shortest text that reads back to the same double, e.g. "1.2", "1e-6".
+std::string Num(double v) {
+  char buf[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string s = buf;
+  // "1e-06" -> "1e-6"
+  const size_t e = s.find('e');
+  if (e != std::string::npos) {
+    size_t digits = e + 1;
+    if (digits < s.size() && (s[digits] == '-' || s[digits] == '+')) ++digits;
+    while (digits + 1 < s.size() && s[digits] == '0') s.erase(digits, 1);
+    if (s[e + 1] == '+') s.erase(e + 1, 1);
+  }
+  return s;
+}
+
+Status Invalid(const std::string& field, const std::string& what) {
+  return Status(ErrorCode::kInvalidArgument, field + ": " + what);
+}
+
+// Re-validates a shape's parameters (a Shape is valid by construction, but
+// may have been copied from memory a caller filled in).
+Status CheckShape(const Shape& s, const std::string& field) {
+  Result<Shape> r = Shape::MakeSphere(1.0);
+  switch (s.kind()) {
+    case ShapeKind::kSphere: r = Shape::Make(s.AsSphere()); break;
+    case ShapeKind::kBox: r = Shape::Make(s.AsBox()); break;
+    case ShapeKind::kCapsule: r = Shape::Make(s.AsCapsule()); break;
+    case ShapeKind::kCylinder: r = Shape::Make(s.AsCylinder()); break;
+    default: return Invalid(field, "unknown shape kind");
+  }
+  if (!r.ok()) return Invalid(field, r.error().message);
+  return Status::Ok();
+}
+
+Status CheckVec(const Vec3& v, const std::string& field) {
+  if (!v.IsFinite()) return Invalid(field, "not finite " + ToString(v));
+  return Status::Ok();
+}
+
+Status CheckRotation(const Quat& q, const std::string& field) {
+  if (!q.IsFinite()) return Invalid(field, "not finite " + ToString(q));
+  const double n = q.Length();
+  if (!(std::fabs(n - 1.0) <= kQuatNormTolerance)) {
+    return Invalid(field, "quaternion norm " + Num(n) + " is not 1 (tolerance " +
+                              Num(kQuatNormTolerance) + ")");
+  }
+  return Status::Ok();
+}
+
+Status CheckPose(const Pose& p, const std::string& field) {
+  if (Status s = CheckVec(p.position, field + ".position"); !s.ok()) return s;
+  return CheckRotation(p.rotation, field + ".rotation");
+}
+
+Status CheckCollider(const Collider& c, const std::string& field) {
+  if (Status s = CheckShape(c.shape, field + ".shape"); !s.ok()) return s;
+  if (Status s = CheckPose(c.pose, field + ".pose"); !s.ok()) return s;
+  if (c.layer > kMaxLayer) {
+    return Invalid(field + ".layer", std::to_string(c.layer) + " is > " + std::to_string(kMaxLayer));
+  }
+  return Status::Ok();
+}
+
+Pose Normalized(const Pose& p) { return {p.position, p.rotation.Normalized()}; }
+
+// Tight world box plus slack: what the tree must contain for a collider.
+Aabb SlackBounds(const Shape& s, const Pose& p) {
+  return s.WorldBounds(p).Expanded(kBoxSlack);
+}
+
+// Entry fraction of a sphere of radius r centred at `from` moving by `d`
+// into a sphere of radius `rb` at `b`: a lower bound on the first contact of
+// any shapes inside them (Ericson, RTCD 5.3.2, intersecting a ray with a
+// sphere). Returns false when they never meet within [0, max_t].
+inline bool SphereSweepEntry(const Vec3& from, const Vec3& d, double r, const Vec3& b,
+                             double max_t, double* t) {
+  const Vec3 m = from - b;
+  const double c = Dot(m, m) - r * r;
+  if (c <= 0.0) {
+    *t = 0.0;
+    return true;
+  }
+  const double bq = Dot(m, d);
+  if (bq >= 0.0) return false;  // outside and moving away (or not moving)
+  const double a = Dot(d, d);
+  const double disc = bq * bq - a * c;
+  if (disc < 0.0) return false;
+  const double t0 = (-bq - std::sqrt(disc)) / a;
+  if (t0 > max_t) return false;
+  *t = t0;
+  return true;
+}
+
+bool HitLess(const CastHit& a, const CastHit& b) {
+  if (a.fraction != b.fraction) return a.fraction < b.fraction;
+  return a.id < b.id;
+}
+
+CastHit MakeHit(const Collider& c, const CastResult& r) {
+  CastHit h;
+  h.id = c.id;
+  h.user_data = c.user_data;
+  h.fraction = r.fraction;
+  h.normal = r.normal;
+  h.point = r.point;
+  h.started_overlapping = r.state == CastState::kStartedOverlapping;
+  h.depth = r.depth;
+  return h;
+}
+
+template <typename T>
+void GrowFor(std::vector<T>* v, size_t n) {
+  // Grow by 1/4 rather than 2x to keep bytes per collider bounded.
+  if (n <= v->capacity()) return;
+  v->reserve(std::max(n, v->capacity() + v->capacity() / 4 + 16));
+}
+
+}  // namespace
+
+bool QueryFilter::Accepts(uint64_t id, uint32_t layer) const {
+  if (layer > kMaxLayer || ((mask >> layer) & 1u) == 0) return false;
+  for (uint64_t x : ignore) {
+    if (x == id) return false;
+  }
+  return true;
+}
+
+struct ColliderSet::Impl {
+  std::vector<Collider> colliders;
+  /// Tree leaf of colliders[i].
+  std::vector<uint32_t> leaf_of;
+  DynamicTree tree;
+  IdIndex index;
+  uint64_t revision = 0;
+
+  auto KeyOf() const {
+    return [this](uint32_t i) { return colliders[i].id; };
+  }
+  uint32_t IndexOf(uint64_t id) const { return index.Find(id, KeyOf()); }
+
+  void Add(const Collider& c) {
+    const uint32_t i = static_cast<uint32_t>(colliders.size());
+    GrowFor(&colliders, colliders.size() + 1);
+    GrowFor(&leaf_of, leaf_of.size() + 1);
+    colliders.push_back(c);
+    colliders.back().pose = Normalized(c.pose);
+    index.Insert(c.id, i, KeyOf());
+    const Collider& s = colliders.back();
+    leaf_of.push_back(tree.CreateLeaf(SlackBounds(s.shape, s.pose).Expanded(kFatMargin), i, s.layer));
+  }
+
+  void Replace(uint32_t i, const Collider& c) {
+    Collider& s = colliders[i];
+    s = c;
+    s.pose = Normalized(c.pose);
+    if (tree.node(leaf_of[i]).child2 != s.layer) tree.SetLeafLayer(leaf_of[i], s.layer);
+    tree.MoveLeaf(leaf_of[i], SlackBounds(s.shape, s.pose).Expanded(kFatMargin));
+  }
+
+  void Move(uint32_t i, const Pose& pose) {
+    Collider& s = colliders[i];
+    s.pose = Normalized(pose);
+    const Aabb box = SlackBounds(s.shape, s.pose);
+    if (!tree.LeafContains(leaf_of[i], box)) tree.MoveLeaf(leaf_of[i], box.Expanded(kFatMargin));
+  }
+
+  void Remove(uint32_t i) {
+    tree.DestroyLeaf(leaf_of[i]);
+    index.Erase(colliders[i].id, KeyOf());
+    const uint32_t last = static_cast<uint32_t>(colliders.size() - 1);
+    if (i != last) {
+      colliders[i] = colliders[last];
+      leaf_of[i] = leaf_of[last];
+      tree.SetLeafItem(leaf_of[i], i);
+      index.Update(colliders[i].id, i, KeyOf());
+    }
+    colliders.pop_back();
+    leaf_of.pop_back();
+  }
+
+  void RebuildTree() {
+    std::vector<DynamicTree::BuildItem> items(colliders.size());
+    for (size_t i = 0; i < colliders.size(); ++i) {
+      const Collider& c = colliders[i];
+      items[i] = {SlackBounds(c.shape, c.pose), static_cast<uint32_t>(i), c.layer};
+    }
+    leaf_of.resize(colliders.size());
+    tree.Build(items, &leaf_of);
+  }
+
+  void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const;
+  void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
+  void Raycast(const RayQuery& q, std::vector<CastHit>* hits) const;
+};
+
+ColliderSet::ColliderSet() : impl_(std::make_unique<Impl>()) {}
+ColliderSet::~ColliderSet() = default;
+ColliderSet::ColliderSet(ColliderSet&&) noexcept = default;
+ColliderSet& ColliderSet::operator=(ColliderSet&&) noexcept = default;
+
+Status ColliderSet::Apply(std::span<const ColliderChange> changes) {
+  Impl& m = *impl_;
+  if (m.colliders.size() + changes.size() > DynamicTree::kMaxItems / 2) {
+    return Status(ErrorCode::kResourceExhausted, "changes: too many colliders");
+  }
+  // Pass 1: validate in order against the set plus the batch's own effect.
+  std::unordered_map<uint64_t, bool> exists_after;  // ids touched by the batch
+  auto exists = [&](uint64_t id) {
+    auto it = exists_after.find(id);
+    if (it != exists_after.end()) return it->second;
+    return m.IndexOf(id) != IdIndex::kEmpty;
+  };
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const ColliderChange& ch = changes[i];
+    const std::string field = "changes[" + std::to_string(i) + "]";
+    const uint64_t id = ch.collider.id;
+    switch (ch.kind) {
+      case ColliderChange::Kind::kAdd:
+        if (Status s = CheckCollider(ch.collider, field); !s.ok()) return s;
+        if (exists(id)) {
+          return Status(ErrorCode::kAlreadyExists,
+                        field + ".id: collider " + std::to_string(id) + " already exists");
+        }
+        exists_after[id] = true;
+        break;
+      case ColliderChange::Kind::kReplace:
+        if (Status s = CheckCollider(ch.collider, field); !s.ok()) return s;
+        if (!exists(id)) {
+          return Status(ErrorCode::kNotFound,
+                        field + ".id: collider " + std::to_string(id) + " not found");
+        }
+        break;
+      case ColliderChange::Kind::kMove:
+        if (Status s = CheckPose(ch.collider.pose, field + ".pose"); !s.ok()) return s;
+        if (!exists(id)) {
+          return Status(ErrorCode::kNotFound,
+                        field + ".id: collider " + std::to_string(id) + " not found");
+        }
+        break;
+      case ColliderChange::Kind::kRemove:
+        if (!exists(id)) {
+          return Status(ErrorCode::kNotFound,
+                        field + ".id: collider " + std::to_string(id) + " not found");
+        }
+        exists_after[id] = false;
+        break;
+      default:
+        return Invalid(field + ".kind", "unknown change kind");
+    }
+  }
+  // Pass 2: apply; every step is known to succeed.
+  for (const ColliderChange& ch : changes) {
+    switch (ch.kind) {
+      case ColliderChange::Kind::kAdd: m.Add(ch.collider); break;
+      case ColliderChange::Kind::kReplace: m.Replace(m.IndexOf(ch.collider.id), ch.collider); break;
+      case ColliderChange::Kind::kMove: m.Move(m.IndexOf(ch.collider.id), ch.collider.pose); break;
+      case ColliderChange::Kind::kRemove: m.Remove(m.IndexOf(ch.collider.id)); break;
+    }
+  }
+  ++m.revision;
+  return Status::Ok();
+}
+
+Status ColliderSet::AddBulk(std::span<const Collider> colliders) {
+  Impl& m = *impl_;
+  if (m.colliders.size() + colliders.size() > DynamicTree::kMaxItems / 2) {
+    return Status(ErrorCode::kResourceExhausted, "colliders: too many colliders");
+  }
+  for (size_t i = 0; i < colliders.size(); ++i) {
+    const std::string field = "colliders[" + std::to_string(i) + "]";
+    if (Status s = CheckCollider(colliders[i], field); !s.ok()) return s;
+    if (m.IndexOf(colliders[i].id) != IdIndex::kEmpty) {
+      return Status(ErrorCode::kAlreadyExists,
+                    field + ".id: collider " + std::to_string(colliders[i].id) + " already exists");
+    }
+  }
+  // Duplicates within the batch: report the earliest entry repeating an id.
+  {
+    std::vector<std::pair<uint64_t, size_t>> ids(colliders.size());
+    for (size_t i = 0; i < colliders.size(); ++i) ids[i] = {colliders[i].id, i};
+    std::sort(ids.begin(), ids.end());
+    size_t worst = colliders.size();
+    for (size_t i = 1; i < ids.size(); ++i) {
+      if (ids[i].first == ids[i - 1].first) worst = std::min(worst, ids[i].second);
+    }
+    if (worst < colliders.size()) {
+      return Status(ErrorCode::kAlreadyExists,
+                    "colliders[" + std::to_string(worst) + "].id: collider " +
+                        std::to_string(colliders[worst].id) + " repeats an earlier entry");
+    }
+  }
+  const size_t total = m.colliders.size() + colliders.size();
+  if (colliders.size() >= m.colliders.size()) {
+    // Large load: append everything and rebuild the tree top-down.
+    m.colliders.reserve(total);
+    m.leaf_of.reserve(total);
+    m.index.Reserve(total, m.KeyOf());
+    for (const Collider& c : colliders) {
+      const uint32_t i = static_cast<uint32_t>(m.colliders.size());
+      m.colliders.push_back(c);
+      m.colliders.back().pose = Normalized(c.pose);
+      m.index.Insert(c.id, i, m.KeyOf());
+    }
+    m.RebuildTree();
+  } else {
+    for (const Collider& c : colliders) m.Add(c);
+  }
+  ++m.revision;
+  return Status::Ok();
+}
+
+uint64_t ColliderSet::revision() const { return impl_->revision; }
+size_t ColliderSet::size() const { return impl_->colliders.size(); }
+
+const Collider* ColliderSet::Find(uint64_t id) const {
+  const uint32_t i = impl_->IndexOf(id);
+  return i == IdIndex::kEmpty ? nullptr : &impl_->colliders[i];
+}
+
+Aabb ColliderSet::Bounds() const {
+  Aabb b;
+  for (const Collider& c : impl_->colliders) b = b.Union(c.shape.WorldBounds(c.pose));
+  return b;
+}
+
+void ColliderSet::ForEach(const std::function<void(const Collider&)>& fn) const {
+  for (const Collider& c : impl_->colliders) fn(c);
+}
+
+size_t ColliderSet::MemoryBytes() const {
+  const Impl& m = *impl_;
+  return m.colliders.capacity() * sizeof(Collider) + m.leaf_of.capacity() * sizeof(uint32_t) +
+         m.tree.MemoryBytes() + m.index.MemoryBytes();
+}
+
+std::string ColliderSet::TreeValidate() const {
+  const Impl& m = *impl_;
+  std::string err = m.tree.Validate();
+  if (!err.empty()) return err;
+  if (m.tree.LeafCount() != m.colliders.size()) return "leaf count differs from collider count";
+  for (size_t i = 0; i < m.colliders.size(); ++i) {
+    const Collider& c = m.colliders[i];
+    const TreeNode& n = m.tree.node(m.leaf_of[i]);
+    if (!n.IsLeaf() || n.Item() != i) return "leaf_of[" + std::to_string(i) + "] is wrong";
+    if (n.child2 != c.layer) return "leaf layer of collider " + std::to_string(c.id) + " is stale";
+    if (!m.tree.LeafContains(m.leaf_of[i], c.shape.WorldBounds(c.pose))) {
+      return "leaf box of collider " + std::to_string(c.id) + " does not contain it";
+    }
+    if (m.IndexOf(c.id) != i) return "id index of collider " + std::to_string(c.id) + " is wrong";
+  }
+  if (m.index.size() != m.colliders.size()) return "id index size differs from collider count";
+  return "";
+}
+
+void ColliderSet::RebuildTree() { impl_->RebuildTree(); }
+
+ColliderSet::TreeStats ColliderSet::GetTreeStats() const {
+  const Impl& m = *impl_;
+  TreeStats s;
+  s.height = m.tree.Height();
+  s.nodes = m.tree.NodeCount();
+  s.area_ratio = m.tree.AreaRatio();
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Queries
+
+void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
+  hits->clear();
+  const Pose pose = Normalized(q.pose);
+  const FloatAabb box = FloatAabb::Outward(q.shape.WorldBounds(pose).Expanded(kBoxSlack));
+  const double r_q = q.shape.BoundingRadius() + kBoxSlack;
+  const bool has_ignore = !q.filter.ignore.empty();
+  QueryTree(tree, box, q.filter.mask, [&](uint32_t item, uint32_t) {
+    const Collider& c = colliders[item];
+    if (has_ignore && std::find(q.filter.ignore.begin(), q.filter.ignore.end(), c.id) !=
+                          q.filter.ignore.end()) {
+      return;
+    }
+    const double r = r_q + c.shape.BoundingRadius();
+    if ((c.pose.position - pose.position).LengthSq() > r * r) return;
+    if (!hitbox::Overlap(q.shape, pose, c.shape, c.pose)) return;
+    OverlapHit h;
+    h.id = c.id;
+    h.user_data = item;  // index for now; replaced below
+    hits->push_back(h);
+  });
+  std::sort(hits->begin(), hits->end(),
+            [](const OverlapHit& a, const OverlapHit& b) { return a.id < b.id; });
+  if (q.filter.max_hits != 0 && hits->size() > q.filter.max_hits) hits->resize(q.filter.max_hits);
+  for (OverlapHit& h : *hits) {
+    const Collider& c = colliders[static_cast<size_t>(h.user_data)];
+    h.user_data = c.user_data;
+    if (q.want_contact) {
+      Contact contact;
+      if (!ComputeContact(q.shape, pose, c.shape, c.pose, &contact)) {
+        // Touching within the narrow phase's tolerance: zero depth.
+        contact = Contact{};
+        contact.depth = 0.0;
+        const Vec3 d = c.pose.position - pose.position;
+        contact.normal = d.LengthSq() > 0.0 ? d.Normalized() : Vec3{0, 1, 0};
+        contact.point_a = contact.point_b = 0.5 * (pose.position + c.pose.position);
+      }
+      h.contact = contact;
+    }
+  }
+}
+
+void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
+  hits->clear();
+  const Pose pose = Normalized(q.pose);
+  const Aabb box = q.shape.WorldBounds(pose);
+  const SegmentSetup seg(box.Center(), q.translation, box.Extents() + Vec3::Splat(kBoxSlack));
+  const double r_q = q.shape.BoundingRadius() + kBoxSlack;
+  const bool has_ignore = !q.filter.ignore.empty();
+  const bool all = q.all_hits;
+  bool have_best = false;
+  CastHit best;
+  CastTree(tree, seg, q.filter.mask, 1.0, [&](uint32_t item, uint32_t, double max_t) {
+    const Collider& c = colliders[item];
+    if (has_ignore && std::find(q.filter.ignore.begin(), q.filter.ignore.end(), c.id) !=
+                          q.filter.ignore.end()) {
+      return max_t;
+    }
+    double t;
+    if (!SphereSweepEntry(pose.position, q.translation, r_q + c.shape.BoundingRadius(),
+                          c.pose.position, max_t, &t)) {
+      return max_t;
+    }
+    const CastResult r = hitbox::Cast(q.shape, pose, q.translation, c.shape, c.pose);
+    if (!r.hit()) return max_t;
+    CastHit h = MakeHit(c, r);
+    if (all) {
+      hits->push_back(h);
+      return max_t;
+    }
+    if (!have_best || HitLess(h, best)) {
+      best = h;
+      have_best = true;
+      return std::min(max_t, h.fraction);
+    }
+    return max_t;
+  });
+  if (all) {
+    std::sort(hits->begin(), hits->end(), HitLess);
+    if (q.filter.max_hits != 0 && hits->size() > q.filter.max_hits) hits->resize(q.filter.max_hits);
+  } else if (have_best) {
+    hits->push_back(best);
+  }
+}
+
+void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
+  hits->clear();
+  const SegmentSetup seg(q.origin, q.translation, Vec3::Splat(kBoxSlack));
+  const bool has_ignore = !q.filter.ignore.empty();
+  const bool all = q.all_hits;
+  bool have_best = false;
+  CastHit best;
+  CastTree(tree, seg, q.filter.mask, 1.0, [&](uint32_t item, uint32_t, double max_t) {
+    const Collider& c = colliders[item];
+    if (has_ignore && std::find(q.filter.ignore.begin(), q.filter.ignore.end(), c.id) !=
+                          q.filter.ignore.end()) {
+      return max_t;
+    }
+    double t;
+    if (!SphereSweepEntry(q.origin, q.translation, c.shape.BoundingRadius() + kBoxSlack,
+                          c.pose.position, max_t, &t)) {
+      return max_t;
+    }
+    const CastResult r = hitbox::Raycast(q.origin, q.translation, c.shape, c.pose);
+    if (!r.hit()) return max_t;
+    CastHit h = MakeHit(c, r);
+    if (all) {
+      hits->push_back(h);
+      return max_t;
+    }
+    if (!have_best || HitLess(h, best)) {
+      best = h;
+      have_best = true;
+      return std::min(max_t, h.fraction);
+    }
+    return max_t;
+  });
+  if (all) {
+    std::sort(hits->begin(), hits->end(), HitLess);
+    if (q.filter.max_hits != 0 && hits->size() > q.filter.max_hits) hits->resize(q.filter.max_hits);
+  } else if (have_best) {
+    hits->push_back(best);
+  }
+}
+
+void ColliderSet::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
+  impl_->Overlap(q, hits);
+}
+void ColliderSet::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
+  impl_->Cast(q, hits);
+}
+void ColliderSet::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
+  impl_->Raycast(q, hits);
+}
+
+void ColliderSet::Run(const Query& q, QueryResult* result) const {
+  result->overlaps.clear();
+  result->hits.clear();
+  if (const auto* o = std::get_if<OverlapQuery>(&q)) {
+    impl_->Overlap(*o, &result->overlaps);
+  } else if (const auto* c = std::get_if<CastQuery>(&q)) {
+    impl_->Cast(*c, &result->hits);
+  } else if (const auto* r = std::get_if<RayQuery>(&q)) {
+    impl_->Raycast(*r, &result->hits);
+  }
+}
+
+void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
+                           ThreadPool* pool) const {
+  const size_t n = std::min(queries.size(), results.size());
+  if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
+    for (size_t i = 0; i < n; ++i) Run(queries[i], &results[i]);
+    return;
+  }
+  const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
+  pool->ParallelFor(chunks, [&](size_t chunk) {
+    const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
+    for (size_t i = chunk * kParallelChunk; i < end; ++i) Run(queries[i], &results[i]);
+  });
+}
+
+Status ColliderSet::ValidateQuery(const Query& q, const std::string& field) {
+  if (const auto* o = std::get_if<OverlapQuery>(&q)) {
+    if (Status s = CheckShape(o->shape, field + ".shape"); !s.ok()) return s;
+    return CheckPose(o->pose, field + ".pose");
+  }
+  if (const auto* c = std::get_if<CastQuery>(&q)) {
+    if (Status s = CheckShape(c->shape, field + ".shape"); !s.ok()) return s;
+    if (Status s = CheckPose(c->pose, field + ".pose"); !s.ok()) return s;
+    return CheckVec(c->translation, field + ".translation");
+  }
+  if (const auto* r = std::get_if<RayQuery>(&q)) {
+    if (Status s = CheckVec(r->origin, field + ".origin"); !s.ok()) return s;
+    return CheckVec(r->translation, field + ".translation");
+  }
+  return Invalid(field, "empty query");
+}
+
+}  // namespace hitbox

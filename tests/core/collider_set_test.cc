@@ -1,0 +1,461 @@
+// ColliderSet: batch validation and atomicity, id index and swap-remove,
+// memory per collider, and world queries (overlap / cast / raycast, single
+// and batched, 1 or N threads) against a brute-force reference that calls
+// the narrow phase on every collider, on seeded random scenes with churn.
+#include "hitbox/collider_set.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <atomic>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "test_util.h"
+
+namespace hitbox {
+namespace {
+
+using testing::Random;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Collider MakeCollider(uint64_t id, const Shape& shape, const Pose& pose, uint32_t layer = 0) {
+  Collider c;
+  c.id = id;
+  c.shape = shape;
+  c.pose = pose;
+  c.layer = layer;
+  c.user_data = id * 10 + 1;
+  return c;
+}
+
+Collider RandomCollider(Random& rng, uint64_t id, double world) {
+  return MakeCollider(id, rng.MakeShape(static_cast<ShapeKind>(rng.Int(0, 3)), 0.2, 2.0),
+                      Pose(rng.InBox(world), rng.Rotation()),
+                      static_cast<uint32_t>(rng.Int(0, 31)));
+}
+
+// Everything observable about a set, for "unchanged" checks.
+std::map<uint64_t, std::tuple<ShapeKind, double, double, double, double, uint32_t, uint64_t>>
+Snapshot(const ColliderSet& set) {
+  std::map<uint64_t, std::tuple<ShapeKind, double, double, double, double, uint32_t, uint64_t>> m;
+  set.ForEach([&](const Collider& c) {
+    m[c.id] = {c.shape.kind(), c.shape.radius(), c.pose.position.x, c.pose.position.y,
+               c.pose.rotation.w, c.layer, c.user_data};
+  });
+  return m;
+}
+
+// Each bad entry is rejected with its index and field; nothing changes.
+TEST(ColliderSetTest, RejectsBadBatchesWhole) {
+  ColliderSet set;
+  const Shape sphere = *Shape::MakeSphere(1.0);
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(MakeCollider(1, sphere, Pose({0, 0, 0}))),
+                                    ColliderChange::Add(MakeCollider(2, sphere, Pose({5, 0, 0})))})
+                  .ok());
+  ASSERT_EQ(set.revision(), 1u);
+  const auto before = Snapshot(set);
+
+  struct Bad {
+    ColliderChange change;
+    ErrorCode code;
+    std::string message_part;
+  };
+  Collider bad_quat = MakeCollider(10, sphere, Pose({0, 0, 0}, Quat{0, 0, 0, 1.2}));
+  Collider nan_pos = MakeCollider(11, sphere, Pose({kNaN, 0, 0}));
+  Collider bad_layer = MakeCollider(12, sphere, Pose({0, 0, 0}), 32);
+  const std::vector<Bad> bads = {
+      {ColliderChange::Add(bad_quat), ErrorCode::kInvalidArgument,
+       "changes[3].pose.rotation: quaternion norm 1.2 is not 1 (tolerance 1e-6)"},
+      {ColliderChange::Add(nan_pos), ErrorCode::kInvalidArgument, "changes[3].pose.position"},
+      {ColliderChange::Add(bad_layer), ErrorCode::kInvalidArgument, "changes[3].layer"},
+      {ColliderChange::Add(MakeCollider(2, sphere, Pose())), ErrorCode::kAlreadyExists,
+       "changes[3].id"},
+      {ColliderChange::Add(MakeCollider(100, sphere, Pose())), ErrorCode::kAlreadyExists,
+       "changes[3].id"},  // 100 is added by entry 0 of the batch
+      {ColliderChange::Move(77, Pose()), ErrorCode::kNotFound, "changes[3].id"},
+      {ColliderChange::Remove(77), ErrorCode::kNotFound, "changes[3].id"},
+      {ColliderChange::Replace(MakeCollider(77, sphere, Pose())), ErrorCode::kNotFound,
+       "changes[3].id"},
+      {ColliderChange::Move(1, Pose({0, 0, 0}, Quat{0, 0, 0, kNaN})), ErrorCode::kInvalidArgument,
+       "changes[3].pose.rotation"},
+      {ColliderChange::Move(5, Pose()), ErrorCode::kNotFound, "changes[3].id"},  // removed by [2]
+  };
+  for (const Bad& bad : bads) {
+    std::vector<ColliderChange> batch = {
+        ColliderChange::Add(MakeCollider(100, sphere, Pose({9, 9, 9}))),
+        ColliderChange::Add(MakeCollider(5, sphere, Pose({1, 9, 9}))),
+        ColliderChange::Remove(5),
+        bad.change,
+        ColliderChange::Move(1, Pose({3, 3, 3})),
+    };
+    const Status s = set.Apply(batch);
+    ASSERT_FALSE(s.ok()) << bad.message_part;
+    EXPECT_EQ(s.code(), bad.code) << s.ToString();
+    EXPECT_NE(s.message().find(bad.message_part), std::string::npos) << s.ToString();
+    EXPECT_EQ(set.revision(), 1u);
+    EXPECT_EQ(Snapshot(set), before);
+    EXPECT_EQ(set.Find(100), nullptr);
+    EXPECT_EQ(set.TreeValidate(), "");
+  }
+}
+
+// A batch may add then move an id, or add, remove and add it again.
+TEST(ColliderSetTest, ValidatesInOrder) {
+  ColliderSet set;
+  const Shape box = *Shape::MakeBox({1, 2, 3});
+  const Shape sphere = *Shape::MakeSphere(0.5);
+  const Status s = set.Apply(std::vector{
+      ColliderChange::Add(MakeCollider(7, box, Pose({0, 0, 0}))),
+      ColliderChange::Move(7, Pose({10, 0, 0})),
+      ColliderChange::Add(MakeCollider(8, box, Pose({0, 0, 0}))),
+      ColliderChange::Remove(8),
+      ColliderChange::Add(MakeCollider(8, sphere, Pose({0, 5, 0}), 3)),
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(set.size(), 2u);
+  EXPECT_EQ(set.revision(), 1u);
+  ASSERT_NE(set.Find(7), nullptr);
+  EXPECT_EQ(set.Find(7)->pose.position, Vec3(10, 0, 0));
+  EXPECT_EQ(set.Find(7)->shape.kind(), ShapeKind::kBox);
+  ASSERT_NE(set.Find(8), nullptr);
+  EXPECT_EQ(set.Find(8)->shape.kind(), ShapeKind::kSphere);
+  EXPECT_EQ(set.Find(8)->layer, 3u);
+  EXPECT_EQ(set.TreeValidate(), "");
+}
+
+// Accepted quaternions are stored normalized.
+TEST(ColliderSetTest, NormalizesQuaternions) {
+  ColliderSet set;
+  const Quat q = Quat{0.1, 0.2, 0.3, 0.9}.Normalized();
+  const Quat off{q.x * (1 + 5e-7), q.y * (1 + 5e-7), q.z * (1 + 5e-7), q.w * (1 + 5e-7)};
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(
+                            MakeCollider(1, *Shape::MakeSphere(1), Pose({0, 0, 0}, off)))})
+                  .ok());
+  EXPECT_NEAR(set.Find(1)->pose.rotation.Length(), 1.0, 1e-15);
+}
+
+// Bulk load: validation names the entry; duplicate ids inside the batch too.
+TEST(ColliderSetTest, AddBulkValidates) {
+  ColliderSet set;
+  Random rng(9);
+  std::vector<Collider> cs;
+  for (uint64_t i = 0; i < 100; ++i) cs.push_back(RandomCollider(rng, i + 1, 50));
+  cs[40].id = cs[12].id;
+  Status s = set.AddBulk(cs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::kAlreadyExists);
+  EXPECT_NE(s.message().find("colliders[40].id"), std::string::npos) << s.ToString();
+  cs[40].id = 41;
+  cs[55].pose.rotation = Quat{0, 0, 0, 2};
+  s = set.AddBulk(cs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("colliders[55].pose.rotation"), std::string::npos) << s.ToString();
+  EXPECT_EQ(set.size(), 0u);
+  EXPECT_EQ(set.revision(), 0u);
+  cs[55].pose.rotation = Quat{};
+  ASSERT_TRUE(set.AddBulk(cs).ok());
+  EXPECT_EQ(set.size(), 100u);
+  EXPECT_EQ(set.revision(), 1u);
+  EXPECT_EQ(set.TreeValidate(), "");
+  for (const Collider& c : cs) ASSERT_NE(set.Find(c.id), nullptr);
+}
+
+// Ids of any 64-bit value; swap-remove keeps the index right.
+TEST(ColliderSetTest, IdIndexSurvivesChurn) {
+  ColliderSet set;
+  Random rng(11);
+  std::map<uint64_t, Vec3> model;
+  for (int round = 0; round < 200; ++round) {
+    std::vector<ColliderChange> batch;
+    std::map<uint64_t, Vec3> next = model;
+    for (int k = 0; k < 30; ++k) {
+      const uint64_t id = (static_cast<uint64_t>(rng.Int(0, 300)) << 40) ^ 0xFFFF000000000001ull;
+      if (next.count(id)) {
+        if (rng.Int(0, 1)) {
+          batch.push_back(ColliderChange::Remove(id));
+          next.erase(id);
+        } else {
+          const Vec3 p = rng.InBox(100);
+          batch.push_back(ColliderChange::Move(id, Pose(p)));
+          next[id] = p;
+        }
+      } else {
+        const Collider c = RandomCollider(rng, id, 100);
+        batch.push_back(ColliderChange::Add(c));
+        next[id] = c.pose.position;
+      }
+    }
+    ASSERT_TRUE(set.Apply(batch).ok());
+    model = next;
+    ASSERT_EQ(set.size(), model.size());
+    for (const auto& [id, p] : model) {
+      const Collider* c = set.Find(id);
+      ASSERT_NE(c, nullptr) << id;
+      ASSERT_EQ(c->pose.position, p);
+    }
+    ASSERT_EQ(set.TreeValidate(), "") << "round " << round;
+  }
+}
+
+// <= 256 bytes per collider including tree and id index.
+TEST(ColliderSetTest, MemoryPerCollider) {
+  Random rng(5);
+  std::vector<Collider> cs;
+  for (uint64_t i = 0; i < 50000; ++i) cs.push_back(RandomCollider(rng, i * 7919 + 3, 150));
+  ColliderSet set;
+  ASSERT_TRUE(set.AddBulk(cs).ok());
+  const double per = static_cast<double>(set.MemoryBytes()) / static_cast<double>(set.size());
+  EXPECT_LE(per, 256.0);
+  // Moves (some leaving their fat boxes) do not allocate.
+  std::vector<ColliderChange> moves;
+  for (const Collider& c : cs) moves.push_back(ColliderChange::Move(c.id, Pose(rng.InBox(150))));
+  ASSERT_TRUE(set.Apply(moves).ok());
+  EXPECT_LE(static_cast<double>(set.MemoryBytes()) / static_cast<double>(set.size()), 256.0);
+  EXPECT_EQ(set.TreeValidate(), "");
+}
+
+TEST(ColliderSetTest, ValidateQueryNamesField) {
+  CastQuery c;
+  c.translation = {1, kNaN, 0};
+  Status s = ColliderSet::ValidateQuery(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("query.translation"), std::string::npos) << s.ToString();
+  OverlapQuery o;
+  o.pose.rotation = Quat{0, 0, 1, 1};
+  s = ColliderSet::ValidateQuery(o, "queries[4]");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("queries[4].pose.rotation: quaternion norm"), std::string::npos)
+      << s.ToString();
+  RayQuery r;
+  r.origin = {0, std::numeric_limits<double>::infinity(), 0};
+  EXPECT_FALSE(ColliderSet::ValidateQuery(r).ok());
+  r.origin = {};
+  EXPECT_TRUE(ColliderSet::ValidateQuery(r).ok());
+}
+
+// ---------------------------------------------------------------------------
+// Brute-force reference world queries: the narrow phase on every collider.
+
+bool Ignored(const QueryFilter& f, const Collider& c) {
+  return !f.Accepts(c.id, c.layer);
+}
+
+std::vector<uint64_t> RefOverlap(const std::vector<Collider>& all, const OverlapQuery& q) {
+  std::vector<uint64_t> ids;
+  const Pose pose(q.pose.position, q.pose.rotation.Normalized());
+  for (const Collider& c : all) {
+    if (!Ignored(q.filter, c) && Overlap(q.shape, pose, c.shape, c.pose)) ids.push_back(c.id);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (q.filter.max_hits && ids.size() > q.filter.max_hits) ids.resize(q.filter.max_hits);
+  return ids;
+}
+
+std::vector<std::pair<double, uint64_t>> RefCast(const std::vector<Collider>& all,
+                                                 const Query& query) {
+  std::vector<std::pair<double, uint64_t>> hits;
+  bool all_hits = false;
+  uint32_t max_hits = 0;
+  for (const Collider& c : all) {
+    CastResult r;
+    if (const auto* cq = std::get_if<CastQuery>(&query)) {
+      if (Ignored(cq->filter, c)) continue;
+      r = Cast(cq->shape, Pose(cq->pose.position, cq->pose.rotation.Normalized()), cq->translation,
+               c.shape, c.pose);
+      all_hits = cq->all_hits;
+      max_hits = cq->filter.max_hits;
+    } else {
+      const auto& rq = std::get<RayQuery>(query);
+      if (Ignored(rq.filter, c)) continue;
+      r = Raycast(rq.origin, rq.translation, c.shape, c.pose);
+      all_hits = rq.all_hits;
+      max_hits = rq.filter.max_hits;
+    }
+    if (r.hit()) hits.push_back({r.fraction, c.id});
+  }
+  std::sort(hits.begin(), hits.end());
+  if (!all_hits && hits.size() > 1) hits.resize(1);
+  if (all_hits && max_hits && hits.size() > max_hits) hits.resize(max_hits);
+  return hits;
+}
+
+QueryFilter RandomFilter(Random& rng, const std::vector<Collider>& all) {
+  QueryFilter f;
+  if (rng.Int(0, 2) == 0) f.mask = static_cast<uint32_t>(rng.engine()());
+  if (rng.Int(0, 2) == 0 && !all.empty()) {
+    for (int k = rng.Int(1, 4); k > 0; --k) f.ignore.push_back(all[rng.Int(0, static_cast<int>(all.size()) - 1)].id);
+  }
+  if (rng.Int(0, 3) == 0) f.max_hits = static_cast<uint32_t>(rng.Int(1, 3));
+  return f;
+}
+
+std::vector<Query> RandomQueries(Random& rng, const std::vector<Collider>& all, int n,
+                                 double world) {
+  std::vector<Query> qs;
+  for (int i = 0; i < n; ++i) {
+    const Shape shape = rng.MakeShape(static_cast<ShapeKind>(rng.Int(0, 3)), 0.2, 3.0);
+    Vec3 origin = rng.InBox(world);
+    if (!all.empty() && rng.Int(0, 2) == 0) {
+      origin = all[rng.Int(0, static_cast<int>(all.size()) - 1)].pose.position + rng.InBox(1.0);  // start inside
+    }
+    const Pose pose(origin, rng.Rotation());
+    Vec3 d = rng.InBox(world);
+    if (rng.Int(0, 10) == 0) d = Vec3{};
+    switch (rng.Int(0, 2)) {
+      case 0: {
+        OverlapQuery q{shape, pose, RandomFilter(rng, all), rng.Int(0, 1) == 1};
+        qs.push_back(q);
+        break;
+      }
+      case 1: {
+        CastQuery q{shape, pose, d, RandomFilter(rng, all), rng.Int(0, 1) == 1};
+        qs.push_back(q);
+        break;
+      }
+      default: {
+        RayQuery q{origin, d, RandomFilter(rng, all), rng.Int(0, 1) == 1};
+        qs.push_back(q);
+        break;
+      }
+    }
+  }
+  return qs;
+}
+
+void CheckAgainstReference(const ColliderSet& set, const std::vector<Query>& qs,
+                           const std::vector<QueryResult>& results, const std::string& where) {
+  std::vector<Collider> all;
+  set.ForEach([&](const Collider& c) { all.push_back(c); });
+  for (size_t i = 0; i < qs.size(); ++i) {
+    const QueryResult& r = results[i];
+    if (const auto* o = std::get_if<OverlapQuery>(&qs[i])) {
+      std::vector<uint64_t> got;
+      for (const OverlapHit& h : r.overlaps) {
+        got.push_back(h.id);
+        ASSERT_EQ(h.user_data, set.Find(h.id)->user_data);
+        ASSERT_EQ(h.contact.has_value(), o->want_contact);
+        if (h.contact) {
+          ASSERT_NEAR(h.contact->normal.Length(), 1.0, 1e-9);
+        }
+      }
+      ASSERT_EQ(got, RefOverlap(all, *o))
+          << where << " overlap " << i << ": " << o->shape.ToString() << " @ " << ToString(o->pose);
+    } else {
+      std::vector<std::pair<double, uint64_t>> got;
+      for (const CastHit& h : r.hits) got.push_back({h.fraction, h.id});
+      ASSERT_EQ(got, RefCast(all, qs[i])) << where << " cast/ray " << i;
+      for (const CastHit& h : r.hits) {
+        if (h.started_overlapping) {
+          ASSERT_EQ(h.fraction, 0.0);
+        }
+      }
+    }
+  }
+}
+
+// The tree-backed queries equal brute force on >= 1000 random scenes with
+// masks, ignore lists, max hits and churn; RunBatch equals Run on 1 or N threads.
+TEST(ColliderSetTest, QueriesMatchBruteForce) {
+  ThreadPool pool(3);
+  for (int scene = 0; scene < 1000; ++scene) {
+    Random rng(20000 + scene);
+    const double world = rng.Int(0, 3) == 0 ? 8.0 : 30.0;
+    const Vec3 far = rng.Int(0, 5) == 0 ? Vec3{20000, -5000, 12000} : Vec3{};
+    ColliderSet set;
+    std::vector<Collider> cs;
+    const int n = rng.Int(0, 60);
+    for (int i = 0; i < n; ++i) {
+      Collider c = RandomCollider(rng, static_cast<uint64_t>(rng.engine()()), world);
+      c.pose.position += far;
+      cs.push_back(c);
+    }
+    std::sort(cs.begin(), cs.end(), [](auto& a, auto& b) { return a.id < b.id; });
+    cs.erase(std::unique(cs.begin(), cs.end(), [](auto& a, auto& b) { return a.id == b.id; }),
+             cs.end());
+    if (scene % 2) {
+      ASSERT_TRUE(set.AddBulk(cs).ok());
+    } else {
+      std::vector<ColliderChange> adds;
+      for (const Collider& c : cs) adds.push_back(ColliderChange::Add(c));
+      ASSERT_TRUE(set.Apply(adds).ok());
+    }
+    const std::string where = "scene seed " + std::to_string(20000 + scene);
+    for (int round = 0; round < 2; ++round) {
+      std::vector<Collider> all;
+      set.ForEach([&](const Collider& c) { all.push_back(c); });
+      std::vector<Query> qs = RandomQueries(rng, all, 12, world);
+      for (Query& q : qs) {
+        std::visit([&](auto& x) {
+          if constexpr (requires { x.pose; }) x.pose.position += far;
+          else x.origin += far;
+        }, q);
+      }
+      std::vector<QueryResult> results(qs.size());
+      set.RunBatch(qs, results);
+      CheckAgainstReference(set, qs, results, where + " round " + std::to_string(round));
+      if (::testing::Test::HasFatalFailure()) return;
+      // Batched on a pool: identical (repeat queries to pass the threshold).
+      std::vector<Query> many;
+      for (int k = 0; k < 8; ++k) many.insert(many.end(), qs.begin(), qs.end());
+      std::vector<QueryResult> par(many.size());
+      set.RunBatch(many, par, &pool);
+      for (size_t i = 0; i < many.size(); ++i) {
+        const QueryResult& a = results[i % qs.size()];
+        ASSERT_EQ(a.overlaps.size(), par[i].overlaps.size());
+        ASSERT_EQ(a.hits.size(), par[i].hits.size());
+        for (size_t k = 0; k < a.hits.size(); ++k) {
+          ASSERT_EQ(a.hits[k].id, par[i].hits[k].id);
+          ASSERT_EQ(a.hits[k].fraction, par[i].hits[k].fraction);
+        }
+      }
+      // Churn: moves (small and teleports), removes, adds, replaces.
+      std::vector<ColliderChange> batch;
+      for (const Collider& c : all) {
+        switch (rng.Int(0, 5)) {
+          case 0: batch.push_back(ColliderChange::Move(c.id, Pose(c.pose.position + rng.InBox(0.05),
+                                                                  c.pose.rotation)));
+            break;
+          case 1: batch.push_back(ColliderChange::Move(c.id, Pose(rng.InBox(world) + far,
+                                                                  rng.Rotation())));
+            break;
+          case 2: batch.push_back(ColliderChange::Remove(c.id)); break;
+          case 3: {
+            Collider r = RandomCollider(rng, c.id, world);
+            r.pose.position += far;
+            batch.push_back(ColliderChange::Replace(r));
+            break;
+          }
+          default: break;
+        }
+      }
+      for (int k = rng.Int(0, 10); k > 0; --k) {
+        Collider c = RandomCollider(rng, static_cast<uint64_t>(rng.engine()()), world);
+        c.pose.position += far;
+        batch.push_back(ColliderChange::Add(c));
+      }
+      ASSERT_TRUE(set.Apply(batch).ok());
+      ASSERT_EQ(set.TreeValidate(), "") << where;
+      if (round == 0 && scene % 3 == 0) set.RebuildTree();
+    }
+  }
+}
+
+TEST(ThreadPoolTest, RunsEveryIndexOnce) {
+  for (size_t threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.size(), threads);
+    for (int rep = 0; rep < 50; ++rep) {
+      std::vector<std::atomic<int>> hits(1000);
+      pool.ParallelFor(hits.size(), [&](size_t i) { hits[i]++; });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hitbox
