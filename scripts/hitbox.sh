@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hitbox developer entry point: installs what is missing, builds, then runs or tests.
 #
-#   bash scripts/hitbox.sh run     install deps, build, start hitboxd with a demo world
+#   bash scripts/hitbox.sh run     install deps, build, start hitboxd --demo (extra args go to hitboxd)
 #   bash scripts/hitbox.sh test    install deps, build everything, run every test (CTest)
 #   bash scripts/hitbox.sh deps    only install missing Debian packages
 #   bash scripts/hitbox.sh build   deps + build (Release, into ./build)
@@ -87,7 +87,8 @@ case "${1:-}" in
   run)
     build
     shift || true
-    exec "$BUILD_DIR/bin/hitbox-demo" "$@"
+    # Ctrl-C (SIGINT) or SIGTERM stops it gracefully.
+    exec "$BUILD_DIR/bin/hitboxd" --demo "$@"
     ;;
   *)
     echo "usage: bash scripts/hitbox.sh run|test|deps|build" >&2

@@ -1,123 +1,476 @@
-// Placeholder implementation: every call answers UNIMPLEMENTED until the
-// transport lands (the public API in client.h is final).
+// hitbox::Client over gRPC: unary calls with the sync stub (deadline + retry
+// loop on the calling thread), ListColliders with the sync reader, and the
+// Tick stream with the callback API (tick_stream.cc). proto <-> core
+// conversion is hitbox_wire's.
 #include "hitbox/client.h"
 
+#include <algorithm>
+#include <random>
+#include <thread>
+#include <utility>
+
 #include <grpcpp/grpcpp.h>
+
+#include "client_internal.h"
+#include "hitbox/v1/hitbox.grpc.pb.h"
+#include "hitbox/wire/convert.h"
 
 namespace hitbox {
 namespace {
 
-RpcStatus Unimplemented(const char* what) {
-  return {RpcCode::kUnimplemented, std::string("hitbox::Client::") + what + " is not implemented yet"};
+namespace v1 = ::hitbox::v1;
+using Clock = std::chrono::system_clock;
+using Steady = std::chrono::steady_clock;
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  const int min_ms = static_cast<int>(std::max<int64_t>(1, options.min_reconnect_backoff.count()));
+  const int max_ms = static_cast<int>(
+      std::max<int64_t>(min_ms, options.max_reconnect_backoff.count()));
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, min_ms);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, min_ms);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
-class UnimplementedTickStream final : public TickStream {
- public:
-  std::future<RpcResult<TickResult>> Tick(std::span<const ColliderChange>,
-                                          std::span<const hitbox::Query>) override {
-    std::promise<RpcResult<TickResult>> p;
-    p.set_value(Unimplemented("Tick"));
-    return p.get_future();
+SessionLimits LimitsFromProto(const v1::SessionLimits& l) {
+  SessionLimits out;
+  out.max_colliders = l.max_colliders();
+  out.max_changes_per_message = l.max_changes_per_message();
+  out.max_queries_per_message = l.max_queries_per_message();
+  out.max_hits_per_query = l.max_hits_per_query();
+  return out;
+}
+
+void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out) {
+  out->set_max_colliders(l.max_colliders);
+  out->set_max_changes_per_message(l.max_changes_per_message);
+  out->set_max_queries_per_message(l.max_queries_per_message);
+  out->set_max_hits_per_query(l.max_hits_per_query);
+}
+
+SessionInfo InfoFromProto(const v1::SessionInfo& s) {
+  SessionInfo out;
+  out.session_id = s.session_id();
+  out.collider_count = s.collider_count();
+  out.revision = s.revision();
+  if (s.has_bounds()) out.bounds = wire::ResultFromProto(s.bounds());
+  out.limits = LimitsFromProto(s.limits());
+  out.created_unix_ms = s.created_unix_ms();
+  return out;
+}
+
+// Colliders of an answer; the server's data is valid, so a failure here means
+// a broken server or a version mismatch, reported as INTERNAL.
+RpcStatus CollidersFromProto(const wire::Repeated<v1::Collider>& in, std::vector<Collider>* out) {
+  out->reserve(out->size() + static_cast<size_t>(in.size()));
+  for (int i = 0; i < in.size(); ++i) {
+    Result<Collider> c = wire::FromProto(in[i], "colliders[" + std::to_string(i) + "]");
+    if (!c.ok()) {
+      return {RpcCode::kInternal, "the server sent an invalid collider: " + c.error().message};
+    }
+    out->push_back(std::move(*c));
   }
-  void Tick(std::span<const ColliderChange>, std::span<const hitbox::Query>,
-            TickCallback done) override {
-    if (done) done(Unimplemented("Tick"));
+  return {};
+}
+
+void ChangesToProto(std::span<const ColliderChange> changes,
+                    wire::Repeated<v1::ColliderChange>* out) {
+  out->Reserve(static_cast<int>(changes.size()));
+  for (const ColliderChange& c : changes) wire::ToProto(c, out->Add());
+}
+
+void QueriesToProto(std::span<const hitbox::Query> queries, wire::Repeated<v1::Query>* out) {
+  out->Reserve(static_cast<int>(queries.size()));
+  for (size_t i = 0; i < queries.size(); ++i) {
+    v1::Query* q = out->Add();
+    wire::ToProto(queries[i], q);
+    q->set_tag(i);
   }
-  size_t pending() const override { return 0; }
-  bool done() const override { return true; }
-  RpcStatus status() const override { return Unimplemented("Tick"); }
-  RpcStatus Finish() override { return Unimplemented("Tick"); }
-  void Cancel() override {}
-};
+}
 
 }  // namespace
+
+namespace internal {
+
+RpcStatus FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return {};
+  return {static_cast<RpcCode>(status.error_code()), status.error_message()};
+}
+
+RpcStatus ResultsFromProto(const wire::Repeated<v1::QueryResult>& in, size_t expected,
+                           std::vector<QueryResult>* out) {
+  if (static_cast<size_t>(in.size()) != expected) {
+    return {RpcCode::kInternal, "the server answered " + std::to_string(in.size()) +
+                                    " query results for " + std::to_string(expected) +
+                                    " queries"};
+  }
+  out->clear();
+  out->reserve(expected);
+  for (const v1::QueryResult& r : in) out->push_back(wire::ResultFromProto(r));
+  return {};
+}
+
+void TickToProto(const std::string& session_id, uint64_t tick,
+                 std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
+                 v1::TickRequest* out) {
+  out->set_session_id(session_id);
+  out->set_tick(tick);
+  ChangesToProto(changes, out->mutable_changes());
+  QueriesToProto(queries, out->mutable_queries());
+}
+
+}  // namespace internal
 
 struct Client::Impl {
   ClientOptions options;
   std::string address;
   std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Hitbox::Stub> stub;
+  std::mutex rng_mu;
+  std::mt19937_64 rng;
+
+  Impl(ClientOptions opts, std::string addr, std::shared_ptr<grpc::Channel> ch)
+      : options(std::move(opts)), address(std::move(addr)), channel(std::move(ch)),
+        stub(v1::Hitbox::NewStub(channel)),
+        rng(options.jitter_seed != 0 ? options.jitter_seed
+                                     : (uint64_t{std::random_device{}()} << 32) ^
+                                           std::random_device{}()) {}
+
+  void Prepare(grpc::ClientContext* ctx, Clock::time_point deadline) const {
+    ctx->set_deadline(deadline);
+    if (options.wait_for_ready) ctx->set_wait_for_ready(true);
+  }
+
+  // Wait before attempt `failed_attempt + 1` (see RetryPolicy).
+  std::chrono::milliseconds Backoff(int failed_attempt) {
+    const RetryPolicy& p = options.retry;
+    double ms = static_cast<double>(p.initial_backoff.count());
+    const double mult = std::max(1.0, p.multiplier);
+    for (int i = 1; i < failed_attempt && ms < static_cast<double>(p.max_backoff.count()); ++i) {
+      ms *= mult;
+    }
+    ms = std::min(ms, static_cast<double>(p.max_backoff.count()));
+    const double jitter = std::clamp(p.jitter, 0.0, 1.0);
+    double u;
+    {
+      std::lock_guard<std::mutex> lock(rng_mu);
+      u = std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
+    }
+    ms *= 1.0 + jitter * u;
+    return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, ms)));
+  }
+
+  // Runs attempt(ctx) until it succeeds, fails with anything but UNAVAILABLE,
+  // is not retryable, runs out of attempts, or the next wait would pass the
+  // deadline. `retryable` may be cleared by the attempt (e.g. once a stream
+  // has delivered data).
+  template <typename Attempt>
+  RpcStatus Run(std::string_view method, bool retryable, const CallOptions& call,
+                Attempt&& attempt) {
+    const auto timeout = call.timeout.value_or(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options.default_timeout));
+    // gRPC gets a wall-clock deadline; local checks use the steady clock.
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+    const Steady::time_point steady_deadline =
+        Steady::now() + std::chrono::duration_cast<Steady::duration>(timeout);
+    const int max_attempts = std::max(1, options.retry.max_attempts);
+    for (int n = 1;; ++n) {
+      grpc::ClientContext ctx;
+      Prepare(&ctx, deadline);
+      // gRPC rounds deadlines up to whole milliseconds; a call whose deadline
+      // has already passed is not sent at all.
+      if (Steady::now() >= steady_deadline) {
+        return {RpcCode::kDeadlineExceeded,
+                std::string(method) + ": the deadline passed before attempt " +
+                    std::to_string(n) + " could be sent"};
+      }
+      const RpcStatus status = internal::FromGrpc(attempt(&ctx, &retryable));
+      if (status.ok() || status.code() != RpcCode::kUnavailable || !retryable ||
+          !call.allow_retry || n >= max_attempts) {
+        return status;
+      }
+      const std::chrono::milliseconds wait = Backoff(n);
+      if (Steady::now() + wait >= steady_deadline) return status;
+      if (options.on_retry) options.on_retry(method, n, status, wait);
+      std::this_thread::sleep_for(wait);
+    }
+  }
+
+  template <typename Request, typename Response>
+  RpcStatus Unary(std::string_view method, bool retryable, const CallOptions& call,
+                  grpc::Status (v1::Hitbox::Stub::*fn)(grpc::ClientContext*, const Request&,
+                                                        Response*),
+                  const Request& request, Response* response) {
+    return Run(method, retryable, call, [&](grpc::ClientContext* ctx, bool*) {
+      response->Clear();
+      return (stub.get()->*fn)(ctx, request, response);
+    });
+  }
+
+  std::unique_ptr<TickStream> OpenTickStream(std::string session_id,
+                                             const TickStreamOptions& tick_options) {
+    return internal::StartTickStream(channel, std::move(session_id), tick_options,
+                                     options.wait_for_ready);
+  }
 };
 
-Client::Client(const std::string& address, ClientOptions options) : impl_(new Impl) {
-  impl_->options = std::move(options);
-  impl_->address = address;
-  impl_->channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+Client::Client(const std::string& address, ClientOptions options) {
+  std::shared_ptr<grpc::Channel> channel = MakeChannel(address, options);
+  impl_ = std::make_unique<Impl>(std::move(options), address, std::move(channel));
 }
-Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options) : impl_(new Impl) {
-  impl_->options = std::move(options);
-  impl_->channel = std::move(channel);
-}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options), std::string(), std::move(channel))) {}
+
 Client::~Client() = default;
 
 const ClientOptions& Client::options() const { return impl_->options; }
 const std::string& Client::address() const { return impl_->address; }
 
-RpcResult<SessionInfo> Client::CreateSession(const SessionSpec&, const CallOptions&) {
-  return Unimplemented("CreateSession");
+// --- Sessions ---------------------------------------------------------------
+
+RpcResult<SessionInfo> Client::CreateSession(const SessionSpec& spec, const CallOptions& call) {
+  v1::CreateSessionRequest req;
+  req.set_session_id(spec.session_id);
+  LimitsToProto(spec.limits, req.mutable_limits());
+  v1::SessionInfo resp;
+  // With an explicit id a retry cannot create a second session (at worst it
+  // answers ALREADY_EXISTS); without one it could, so it is never retried.
+  const bool retryable = !spec.session_id.empty();
+  RpcStatus s = impl_->Unary("CreateSession", retryable, call,
+                             &v1::Hitbox::Stub::CreateSession, req, &resp);
+  if (!s.ok()) return s;
+  return InfoFromProto(resp);
 }
+
 RpcResult<SessionInfo> Client::CreateSession(std::string session_id, const CallOptions& call) {
   return CreateSession(SessionSpec{std::move(session_id), {}}, call);
 }
-RpcResult<SessionInfo> Client::GetSession(std::string_view, const CallOptions&) {
-  return Unimplemented("GetSession");
+
+RpcResult<SessionInfo> Client::GetSession(std::string_view session_id, const CallOptions& call) {
+  v1::GetSessionRequest req;
+  req.set_session_id(std::string(session_id));
+  v1::SessionInfo resp;
+  RpcStatus s = impl_->Unary("GetSession", true, call, &v1::Hitbox::Stub::GetSession, req, &resp);
+  if (!s.ok()) return s;
+  return InfoFromProto(resp);
 }
-RpcResult<std::vector<SessionInfo>> Client::ListSessions(const CallOptions&) {
-  return Unimplemented("ListSessions");
+
+RpcResult<std::vector<SessionInfo>> Client::ListSessions(const CallOptions& call) {
+  v1::ListSessionsRequest req;
+  v1::ListSessionsResponse resp;
+  RpcStatus s =
+      impl_->Unary("ListSessions", true, call, &v1::Hitbox::Stub::ListSessions, req, &resp);
+  if (!s.ok()) return s;
+  std::vector<SessionInfo> out;
+  out.reserve(static_cast<size_t>(resp.sessions_size()));
+  for (const v1::SessionInfo& info : resp.sessions()) out.push_back(InfoFromProto(info));
+  return out;
 }
-RpcStatus Client::DeleteSession(std::string_view, const CallOptions&) {
-  return Unimplemented("DeleteSession");
+
+RpcStatus Client::DeleteSession(std::string_view session_id, const CallOptions& call) {
+  v1::DeleteSessionRequest req;
+  req.set_session_id(std::string(session_id));
+  v1::DeleteSessionResponse resp;
+  return impl_->Unary("DeleteSession", false, call, &v1::Hitbox::Stub::DeleteSession, req, &resp);
 }
-RpcResult<ApplyResult> Client::ApplyChanges(std::string_view, std::span<const ColliderChange>,
-                                            std::optional<uint64_t>, const CallOptions&) {
-  return Unimplemented("ApplyChanges");
+
+// --- Colliders --------------------------------------------------------------
+
+RpcResult<ApplyResult> Client::ApplyChanges(std::string_view session_id,
+                                            std::span<const ColliderChange> changes,
+                                            std::optional<uint64_t> expected_revision,
+                                            const CallOptions& call) {
+  v1::ApplyChangesRequest req;
+  req.set_session_id(std::string(session_id));
+  ChangesToProto(changes, req.mutable_changes());
+  if (expected_revision) req.set_expected_revision(*expected_revision);
+  v1::ApplyChangesResponse resp;
+  RpcStatus s =
+      impl_->Unary("ApplyChanges", false, call, &v1::Hitbox::Stub::ApplyChanges, req, &resp);
+  if (!s.ok()) return s;
+  return ApplyResult{resp.revision(), resp.collider_count()};
 }
-RpcResult<ApplyResult> Client::AddColliders(std::string_view, std::span<const Collider>,
-                                            const CallOptions&) {
-  return Unimplemented("AddColliders");
+
+RpcResult<ApplyResult> Client::AddColliders(std::string_view session_id,
+                                            std::span<const Collider> colliders,
+                                            const CallOptions& call) {
+  std::vector<ColliderChange> changes;
+  changes.reserve(colliders.size());
+  for (const Collider& c : colliders) changes.push_back(ColliderChange::Add(c));
+  return ApplyChanges(session_id, changes, std::nullopt, call);
 }
-RpcResult<ApplyResult> Client::MoveCollider(std::string_view, uint64_t, const Pose&,
-                                            const CallOptions&) {
-  return Unimplemented("MoveCollider");
+
+RpcResult<ApplyResult> Client::MoveCollider(std::string_view session_id, uint64_t collider_id,
+                                            const Pose& pose, const CallOptions& call) {
+  const ColliderChange change = ColliderChange::Move(collider_id, pose);
+  return ApplyChanges(session_id, std::span<const ColliderChange>(&change, 1), std::nullopt, call);
 }
-RpcResult<ApplyResult> Client::RemoveColliders(std::string_view, std::span<const uint64_t>,
-                                               const CallOptions&) {
-  return Unimplemented("RemoveColliders");
+
+RpcResult<ApplyResult> Client::RemoveColliders(std::string_view session_id,
+                                               std::span<const uint64_t> collider_ids,
+                                               const CallOptions& call) {
+  std::vector<ColliderChange> changes;
+  changes.reserve(collider_ids.size());
+  for (uint64_t id : collider_ids) changes.push_back(ColliderChange::Remove(id));
+  return ApplyChanges(session_id, changes, std::nullopt, call);
 }
-RpcResult<ColliderSnapshot> Client::GetColliders(std::string_view, std::span<const uint64_t>,
-                                                 const CallOptions&) {
-  return Unimplemented("GetColliders");
+
+RpcResult<ColliderSnapshot> Client::GetColliders(std::string_view session_id,
+                                                 std::span<const uint64_t> collider_ids,
+                                                 const CallOptions& call) {
+  v1::GetCollidersRequest req;
+  req.set_session_id(std::string(session_id));
+  req.mutable_ids()->Add(collider_ids.begin(), collider_ids.end());
+  v1::GetCollidersResponse resp;
+  RpcStatus s =
+      impl_->Unary("GetColliders", true, call, &v1::Hitbox::Stub::GetColliders, req, &resp);
+  if (!s.ok()) return s;
+  ColliderSnapshot out;
+  out.revision = resp.revision();
+  if (RpcStatus c = CollidersFromProto(resp.colliders(), &out.colliders); !c.ok()) return c;
+  return out;
 }
-RpcResult<ColliderSnapshot> Client::ListColliders(std::string_view, uint32_t, const CallOptions&) {
-  return Unimplemented("ListColliders");
+
+RpcResult<ColliderSnapshot> Client::ListColliders(std::string_view session_id, uint32_t page_size,
+                                                  const CallOptions& call) {
+  ColliderSnapshot out;
+  bool first = true;
+  // Collecting everything makes the whole stream idempotent: a retry starts over.
+  RpcStatus conversion;
+  v1::ListCollidersRequest req;
+  req.set_session_id(std::string(session_id));
+  req.set_page_size(page_size);
+  RpcStatus s = impl_->Run("ListColliders", true, call, [&](grpc::ClientContext* ctx, bool*) {
+    out = ColliderSnapshot{};
+    first = true;
+    std::unique_ptr<grpc::ClientReader<v1::ListCollidersResponse>> reader =
+        impl_->stub->ListColliders(ctx, req);
+    v1::ListCollidersResponse page;
+    while (reader->Read(&page)) {
+      if (first) {
+        out.revision = page.revision();
+        out.colliders.reserve(static_cast<size_t>(std::min<uint64_t>(page.total(), 1u << 20)));
+        first = false;
+      }
+      conversion = CollidersFromProto(page.colliders(), &out.colliders);
+      if (!conversion.ok()) {
+        ctx->TryCancel();
+        break;
+      }
+    }
+    return reader->Finish();
+  });
+  if (!conversion.ok()) return conversion;
+  if (!s.ok()) return s;
+  return out;
 }
-RpcStatus Client::ListColliders(std::string_view, const ColliderPageCallback&, uint32_t,
-                                const CallOptions&) {
-  return Unimplemented("ListColliders");
+
+RpcStatus Client::ListColliders(std::string_view session_id, const ColliderPageCallback& on_page,
+                                uint32_t page_size, const CallOptions& call) {
+  v1::ListCollidersRequest req;
+  req.set_session_id(std::string(session_id));
+  req.set_page_size(page_size);
+  RpcStatus conversion;
+  bool stopped = false;
+  RpcStatus s =
+      impl_->Run("ListColliders", true, call, [&](grpc::ClientContext* ctx, bool* retryable) {
+        std::unique_ptr<grpc::ClientReader<v1::ListCollidersResponse>> reader =
+            impl_->stub->ListColliders(ctx, req);
+        v1::ListCollidersResponse msg;
+        while (reader->Read(&msg)) {
+          *retryable = false;  // the caller has seen data: a retry would repeat it
+          ColliderPage page;
+          page.revision = msg.revision();
+          page.total = msg.total();
+          conversion = CollidersFromProto(msg.colliders(), &page.colliders);
+          if (!conversion.ok() || !on_page(page)) {
+            stopped = true;
+            ctx->TryCancel();
+            break;
+          }
+        }
+        return reader->Finish();
+      });
+  if (!conversion.ok()) return conversion;
+  if (stopped) return {};
+  return s;
 }
-RpcResult<QueryBatchResult> Client::Query(std::string_view, std::span<const hitbox::Query>,
-                                          const CallOptions&) {
-  return Unimplemented("Query");
+
+// --- Queries ----------------------------------------------------------------
+
+RpcResult<QueryBatchResult> Client::Query(std::string_view session_id,
+                                          std::span<const hitbox::Query> queries,
+                                          const CallOptions& call) {
+  v1::QueryRequest req;
+  req.set_session_id(std::string(session_id));
+  QueriesToProto(queries, req.mutable_queries());
+  v1::QueryResponse resp;
+  RpcStatus s = impl_->Unary("Query", true, call, &v1::Hitbox::Stub::Query, req, &resp);
+  if (!s.ok()) return s;
+  QueryBatchResult out;
+  out.revision = resp.revision();
+  if (RpcStatus r = internal::ResultsFromProto(resp.results(), queries.size(), &out.results);
+      !r.ok()) {
+    return r;
+  }
+  return out;
 }
-RpcResult<std::vector<OverlapHit>> Client::Overlap(std::string_view, const Shape&, const Pose&,
-                                                   const QueryFilter&, bool, const CallOptions&) {
-  return Unimplemented("Overlap");
+
+RpcResult<std::vector<OverlapHit>> Client::Overlap(std::string_view session_id,
+                                                   const Shape& shape, const Pose& pose,
+                                                   const QueryFilter& filter, bool want_contact,
+                                                   const CallOptions& call) {
+  const hitbox::Query q = OverlapQuery{shape, pose, filter, want_contact};
+  RpcResult<QueryBatchResult> r = Query(session_id, std::span<const hitbox::Query>(&q, 1), call);
+  if (!r.ok()) return r.status();
+  return std::move(r->results.front().overlaps);
 }
-RpcResult<std::optional<CastHit>> Client::Sweep(std::string_view, const Shape&, const Pose&,
-                                                const Vec3&, const QueryFilter&,
-                                                const CallOptions&) {
-  return Unimplemented("Sweep");
+
+RpcResult<std::vector<CastHit>> Client::SweepAll(std::string_view session_id, const Shape& shape,
+                                                 const Pose& pose, const Vec3& translation,
+                                                 const QueryFilter& filter,
+                                                 const CallOptions& call) {
+  const hitbox::Query q = CastQuery{shape, pose, translation, filter, /*all_hits=*/true};
+  RpcResult<QueryBatchResult> r = Query(session_id, std::span<const hitbox::Query>(&q, 1), call);
+  if (!r.ok()) return r.status();
+  return std::move(r->results.front().hits);
 }
-RpcResult<std::vector<CastHit>> Client::SweepAll(std::string_view, const Shape&, const Pose&,
-                                                 const Vec3&, const QueryFilter&,
-                                                 const CallOptions&) {
-  return Unimplemented("SweepAll");
+
+RpcResult<std::optional<CastHit>> Client::Sweep(std::string_view session_id, const Shape& shape,
+                                                const Pose& pose, const Vec3& translation,
+                                                const QueryFilter& filter,
+                                                const CallOptions& call) {
+  const hitbox::Query q = CastQuery{shape, pose, translation, filter, /*all_hits=*/false};
+  RpcResult<QueryBatchResult> r = Query(session_id, std::span<const hitbox::Query>(&q, 1), call);
+  if (!r.ok()) return r.status();
+  const std::vector<CastHit>& hits = r->results.front().hits;
+  if (hits.empty()) return std::optional<CastHit>();
+  return std::optional<CastHit>(hits.front());
 }
-RpcResult<std::optional<CastHit>> Client::Raycast(std::string_view, const Vec3&, const Vec3&,
-                                                  const QueryFilter&, const CallOptions&) {
-  return Unimplemented("Raycast");
+
+RpcResult<std::optional<CastHit>> Client::Raycast(std::string_view session_id, const Vec3& origin,
+                                                  const Vec3& translation,
+                                                  const QueryFilter& filter,
+                                                  const CallOptions& call) {
+  const hitbox::Query q = RayQuery{origin, translation, filter, /*all_hits=*/false};
+  RpcResult<QueryBatchResult> r = Query(session_id, std::span<const hitbox::Query>(&q, 1), call);
+  if (!r.ok()) return r.status();
+  const std::vector<CastHit>& hits = r->results.front().hits;
+  if (hits.empty()) return std::optional<CastHit>();
+  return std::optional<CastHit>(hits.front());
 }
-std::unique_ptr<TickStream> Client::OpenTickStream(std::string, const TickStreamOptions&) {
-  return std::make_unique<UnimplementedTickStream>();
+
+// --- Tick stream ------------------------------------------------------------
+
+std::unique_ptr<TickStream> Client::OpenTickStream(std::string session_id,
+                                                   const TickStreamOptions& options) {
+  return impl_->OpenTickStream(std::move(session_id), options);
 }
 
 }  // namespace hitbox

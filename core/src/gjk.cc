@@ -256,6 +256,12 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
   }
 
   out.iterations = it;
+  out.simplex_size = n;
+  for (int m = 0; m < n; ++m) {
+    out.simplex_w[m] = sw[m];
+    out.simplex_a[m] = sa[m];
+    out.simplex_b[m] = sb[m];
+  }
   out.core_point_a = core_a;
   out.core_point_b = core_b;
   out.cores_overlap = cores_overlap;

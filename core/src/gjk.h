@@ -157,6 +157,13 @@ struct GjkResult {
   int iterations = 0;
   /// The pair's length scale used for the absolute tolerance (metres).
   double scale = 0.0;
+  /// Final simplex: support points w = a - b of the cores' Minkowski
+  /// difference and their parents a (on A's core) and b (on B's core), A's
+  /// frame. When the cores overlap it holds (to tolerance) the origin; EPA starts from it.
+  int simplex_size = 0;
+  Vec3 simplex_w[4];
+  Vec3 simplex_a[4];
+  Vec3 simplex_b[4];
 };
 
 /// GJK distance between core A (at the origin of its own frame) and core B

@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hitbox/collide.h"
 #include "hitbox/math.h"
@@ -63,6 +67,81 @@ class Random {
  private:
   std::mt19937_64 rng_;
 };
+
+/// Distance in metres from world point `p` to the solid shape at `pose` (0
+/// inside), in closed form; a reference for narrow-phase tests.
+inline double PointToShapeDistance(const Shape& s, const Pose& pose, const Vec3& p) {
+  const Vec3 q = pose.InverseTransformPoint(p);
+  switch (s.kind()) {
+    case ShapeKind::kSphere: return std::max(0.0, q.Length() - s.radius());
+    case ShapeKind::kBox: return Max(q.Abs() - s.half_extents(), Vec3{}).Length();
+    case ShapeKind::kCapsule: {
+      const double y = std::clamp(q.y, -s.half_height(), s.half_height());
+      return std::max(0.0, (q - Vec3{0, y, 0}).Length() - s.radius());
+    }
+    case ShapeKind::kCylinder: {
+      const double dr = std::max(0.0, std::sqrt(q.x * q.x + q.z * q.z) - s.radius());
+      const double dy = std::max(0.0, std::fabs(q.y) - s.half_height());
+      return std::sqrt(dr * dr + dy * dy);
+    }
+  }
+  return 0.0;
+}
+
+/// The 16 ordered pairs of shape kinds.
+inline std::vector<std::pair<ShapeKind, ShapeKind>> AllKindPairs() {
+  std::vector<std::pair<ShapeKind, ShapeKind>> out;
+  for (int i = 0; i < kShapeKindCount; ++i) {
+    for (int j = 0; j < kShapeKindCount; ++j) {
+      out.emplace_back(static_cast<ShapeKind>(i), static_cast<ShapeKind>(j));
+    }
+  }
+  return out;
+}
+
+/// "sphere_box" style name of an ordered pair, for test and benchmark labels.
+inline std::string PairName(ShapeKind a, ShapeKind b) {
+  return std::string(ShapeKindName(a)) + "_" + ShapeKindName(b);
+}
+
+/// A random shape of `kind`: usually sizes in [0.1, 2] m; one in five is thin
+/// or tiny (a dimension of ~1e-3 m, aspect ratios up to ~1000:1).
+inline Shape VariedShape(Random& rng, ShapeKind kind) {
+  if (rng.Int(0, 4) != 0) return rng.MakeShape(kind);
+  const double tiny = rng.Uniform(5e-4, 2e-3);
+  const double big = rng.Uniform(0.2, 1.0);
+  const bool tiny_first = rng.Int(0, 1) == 0;
+  switch (kind) {
+    case ShapeKind::kSphere: return *Shape::MakeSphere(tiny);
+    case ShapeKind::kBox: {
+      Vec3 h{big, big, big};
+      h[rng.Int(0, 2)] = tiny;
+      if (rng.Int(0, 1) == 0) h[rng.Int(0, 2)] = tiny;
+      return *Shape::MakeBox(h);
+    }
+    case ShapeKind::kCapsule:
+      return tiny_first ? *Shape::MakeCapsule(tiny, big) : *Shape::MakeCapsule(big, tiny);
+    case ShapeKind::kCylinder:
+      return tiny_first ? *Shape::MakeCylinder(tiny, big) : *Shape::MakeCylinder(big, tiny);
+  }
+  return {};
+}
+
+/// Poses for a pair placed around `origin`: random rotations, B's centre at a
+/// random distance up to 1.3x the sum of bounding radii from A's, so that a
+/// good share of pairs overlap and the rest are near misses.
+inline std::pair<Pose, Pose> NearbyPoses(Random& rng, const Shape& a, const Shape& b,
+                                         const Vec3& origin = {}) {
+  const double reach = a.BoundingRadius() + b.BoundingRadius();
+  const Pose pa{origin + rng.InBox(1.0), rng.Rotation()};
+  const Pose pb{pa.position + rng.UnitVector() * (reach * rng.Uniform(0.0, 1.3)), rng.Rotation()};
+  return {pa, pb};
+}
+
+/// `pose` moved by `offset`.
+inline Pose Translated(const Pose& pose, const Vec3& offset) {
+  return Pose{pose.position + offset, pose.rotation};
+}
 
 /// "A=<shape> @ <pose>, B=<shape> @ <pose>" at full precision, for pasting a
 /// failing random case into a regression test.

@@ -105,6 +105,8 @@ struct SessionLimits {
   uint32_t max_changes_per_message = 0;
   /// Most queries in one Query call or tick.
   uint32_t max_queries_per_message = 0;
+  /// Most hits reported per query (QueryFilter::max_hits of 0 or above it is clamped to it).
+  uint32_t max_hits_per_query = 0;
 };
 
 /// What CreateSession asks for.

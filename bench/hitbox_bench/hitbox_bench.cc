@@ -1,0 +1,226 @@
+// hitbox-bench: loads a conformance case file (.json or .json.gz), builds a
+// ColliderSet, checks every answer against the file (exit 1 on any
+// mismatch), and measures:
+//   - build time (AddBulk, best of 3) and bytes per collider;
+//   - queries per second per kind on one thread and on a pool (RunBatch);
+//   - tree update rates: insert, small moves, large moves, remove.
+//
+//   hitbox-bench FILE [--json] [--threads N] [--min-time S]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hitbox/cases/case_file.h"
+#include "hitbox/collider_set.h"
+
+namespace hitbox {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using cases::QueryKind;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct KindStats {
+  size_t queries = 0;
+  size_t mismatches = 0;
+  double qps_1 = 0.0;
+  double qps_all = 0.0;
+};
+
+// Median queries per second of repeated RunBatch calls over `qs`.
+double MeasureQps(const ColliderSet& set, const std::vector<Query>& qs, ThreadPool* pool,
+                  double min_time) {
+  if (qs.empty()) return 0.0;
+  std::vector<QueryResult> results(qs.size());
+  std::vector<double> rates;
+  const Clock::time_point start = Clock::now();
+  while (rates.size() < 3 || (Seconds(start, Clock::now()) < min_time && rates.size() < 1000)) {
+    const Clock::time_point a = Clock::now();
+    set.RunBatch(qs, results, pool);
+    const Clock::time_point b = Clock::now();
+    rates.push_back(static_cast<double>(qs.size()) / std::max(1e-9, Seconds(a, b)));
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+// Applies `changes` in batches of `batch`; returns changes per second.
+double ApplyRate(ColliderSet* set, const std::vector<ColliderChange>& changes, size_t batch) {
+  const Clock::time_point a = Clock::now();
+  for (size_t i = 0; i < changes.size(); i += batch) {
+    const size_t n = std::min(batch, changes.size() - i);
+    const Status s = set->Apply(std::span<const ColliderChange>(changes.data() + i, n));
+    if (!s.ok()) {
+      std::fprintf(stderr, "apply failed: %s\n", s.ToString().c_str());
+      return 0.0;
+    }
+  }
+  return static_cast<double>(changes.size()) / std::max(1e-9, Seconds(a, Clock::now()));
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"Hitbox benchmark over a conformance case file"};
+  std::string path;
+  bool json = false;
+  size_t threads = 0;
+  double min_time = 1.0;
+  app.add_option("file", path, "case file (.json or .json.gz)")->required();
+  app.add_flag("--json", json, "print one JSON object");
+  app.add_option("--threads", threads, "pool threads for the all-cores figures (0 = all cores)");
+  app.add_option("--min-time", min_time, "seconds to repeat each measurement (at least 3 runs)");
+  CLI11_PARSE(app, argc, argv);
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+
+  const Clock::time_point t_load = Clock::now();
+  Result<cases::CaseFile> loaded = cases::LoadCaseFile(path);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
+    return 2;
+  }
+  const cases::CaseFile& file = *loaded;
+  const double load_s = Seconds(t_load, Clock::now());
+
+  // Build: best of 3 bulk loads into a fresh set.
+  double build_ms = 1e300;
+  ColliderSet set;
+  for (int rep = 0; rep < 3; ++rep) {
+    ColliderSet fresh;
+    const Clock::time_point a = Clock::now();
+    const Status s = fresh.AddBulk(file.colliders);
+    const double ms = Seconds(a, Clock::now()) * 1e3;
+    if (!s.ok()) {
+      std::fprintf(stderr, "AddBulk: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    build_ms = std::min(build_ms, ms);
+    if (rep == 0) set = std::move(fresh);
+  }
+  const size_t n = set.size();
+  const double bytes_per_collider =
+      n ? static_cast<double>(set.MemoryBytes()) / static_cast<double>(n) : 0.0;
+  const ColliderSet::TreeStats tree_stats = set.GetTreeStats();
+
+  // Check every answer, on one thread and on the pool.
+  ThreadPool pool(threads);
+  const std::vector<Query> all = cases::Queries(file);
+  KindStats kinds[cases::kQueryKindCount];
+  std::vector<Query> by_kind[cases::kQueryKindCount];
+  {
+    std::vector<QueryResult> r1(all.size()), rn(all.size());
+    set.RunBatch(all, r1, nullptr);
+    set.RunBatch(all, rn, &pool);
+    size_t printed = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      const cases::CaseQuery& q = file.queries[i];
+      KindStats& k = kinds[static_cast<int>(q.kind)];
+      by_kind[static_cast<int>(q.kind)].push_back(all[i]);
+      ++k.queries;
+      cases::Verdict v = cases::CheckAnswer(q, file.expected[i], r1[i]);
+      if (v.ok) {
+        v = cases::CheckAnswer(q, file.expected[i], rn[i]);
+        if (!v.ok) v.reason = "(pool) " + v.reason;
+      }
+      if (!v.ok) {
+        ++k.mismatches;
+        if (printed++ < 50) {
+          std::fprintf(stderr, "MISMATCH %s query %llu (%s): %s\n", file.name.c_str(),
+                       static_cast<unsigned long long>(q.id), cases::QueryKindName(q.kind),
+                       v.reason.c_str());
+        }
+      }
+    }
+  }
+  for (int k = 0; k < cases::kQueryKindCount; ++k) {
+    kinds[k].qps_1 = MeasureQps(set, by_kind[k], nullptr, min_time);
+    kinds[k].qps_all = MeasureQps(set, by_kind[k], &pool, min_time);
+  }
+
+  // Tree update rates on a copy loaded the same way.
+  double insert_rate = 0, move_small_first = 0, move_small = 0, move_large = 0, remove_rate = 0;
+  {
+    std::mt19937_64 rng(42);
+    std::uniform_real_distribution<double> small(-0.05, 0.05), large(-20.0, 20.0);
+    ColliderSet churn;
+    std::vector<ColliderChange> adds;
+    adds.reserve(n);
+    for (const Collider& c : file.colliders) adds.push_back(ColliderChange::Add(c));
+    insert_rate = ApplyRate(&churn, adds, 1000);
+    ColliderSet moved;
+    (void)moved.AddBulk(file.colliders);
+    std::vector<Pose> poses;
+    for (const Collider& c : file.colliders) poses.push_back(c.pose);
+    auto moves = [&](std::uniform_real_distribution<double>& d) {
+      std::vector<ColliderChange> ch;
+      ch.reserve(n);
+      for (size_t i = 0; i < file.colliders.size(); ++i) {
+        poses[i].position += Vec3{d(rng), d(rng), d(rng)};
+        ch.push_back(ColliderChange::Move(file.colliders[i].id, poses[i]));
+      }
+      return ch;
+    };
+    auto m1 = moves(small);
+    move_small_first = ApplyRate(&moved, m1, 1000);  // leaves start tight: most reinsert
+    auto m2 = moves(small);
+    move_small = ApplyRate(&moved, m2, 1000);  // now inside fat boxes
+    auto m3 = moves(large);
+    move_large = ApplyRate(&moved, m3, 1000);
+    std::vector<ColliderChange> removes;
+    for (const Collider& c : file.colliders) removes.push_back(ColliderChange::Remove(c.id));
+    remove_rate = ApplyRate(&moved, removes, 1000);
+  }
+
+  size_t total_mismatches = 0;
+  for (const KindStats& k : kinds) total_mismatches += k.mismatches;
+  if (json) {
+    std::printf("{\"file\": \"%s\", \"colliders\": %zu, \"load_s\": %.3f, \"build_ms\": %.3f, "
+                "\"bytes_per_collider\": %.1f, \"threads\": %zu, \"kinds\": {",
+                file.name.c_str(), n, load_s, build_ms, bytes_per_collider, pool.size());
+    bool first = true;
+    for (int k = 0; k < cases::kQueryKindCount; ++k) {
+      if (kinds[k].queries == 0) continue;
+      std::printf("%s\"%s\": {\"queries\": %zu, \"mismatches\": %zu, \"qps_1\": %.0f, "
+                  "\"qps_all\": %.0f}",
+                  first ? "" : ", ", cases::QueryKindName(static_cast<QueryKind>(k)),
+                  kinds[k].queries, kinds[k].mismatches, kinds[k].qps_1, kinds[k].qps_all);
+      first = false;
+    }
+    std::printf("}, \"tree\": {\"height\": %d, \"nodes\": %zu, \"area_ratio\": %.2f, "
+                "\"insert_per_s\": %.0f, \"move_small_first_per_s\": %.0f, "
+                "\"move_small_per_s\": %.0f, \"move_large_per_s\": %.0f, "
+                "\"remove_per_s\": %.0f}}\n",
+                tree_stats.height, tree_stats.nodes, tree_stats.area_ratio, insert_rate,
+                move_small_first, move_small, move_large, remove_rate);
+  } else {
+    std::printf("%s: %zu colliders, %zu queries (load %.2f s)\n", file.name.c_str(), n,
+                file.queries.size(), load_s);
+    std::printf("build (AddBulk, best of 3): %.2f ms; %.1f bytes/collider; tree height %d, "
+                "SAH area ratio %.2f\n",
+                build_ms, bytes_per_collider, tree_stats.height, tree_stats.area_ratio);
+    std::printf("%-8s %8s %10s %14s %14s\n", "kind", "queries", "mismatch", "qps (1 thread)",
+                "qps (pool)");
+    for (int k = 0; k < cases::kQueryKindCount; ++k) {
+      if (kinds[k].queries == 0) continue;
+      std::printf("%-8s %8zu %10zu %14.0f %14.0f\n",
+                  cases::QueryKindName(static_cast<QueryKind>(k)), kinds[k].queries,
+                  kinds[k].mismatches, kinds[k].qps_1, kinds[k].qps_all);
+    }
+    std::printf("pool threads: %zu\n", pool.size());
+    std::printf("tree updates per second (batches of 1000): insert %.0f, small move (first, "
+                "from tight boxes) %.0f, small move %.0f, large move %.0f, remove %.0f\n",
+                insert_rate, move_small_first, move_small, move_large, remove_rate);
+  }
+  return total_mismatches == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace hitbox
+
+int main(int argc, char** argv) { return hitbox::Main(argc, argv); }

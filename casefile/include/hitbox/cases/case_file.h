@@ -1,0 +1,82 @@
+// Conformance case files (format "hitbox-cases/1", see shared/cases/FORMAT.md):
+// loading (.json or .json.gz) into core types, and checking a ColliderSet's
+// answers against the expected ones.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hitbox/collider_set.h"
+#include "hitbox/status.h"
+
+namespace hitbox::cases {
+
+/// The kind of a case query.
+enum class QueryKind : uint8_t { kOverlap = 0, kSweep = 1, kRaycast = 2 };
+inline constexpr int kQueryKindCount = 3;
+/// "overlap", "sweep" or "raycast".
+const char* QueryKindName(QueryKind kind);
+
+/// One query of a case file.
+struct CaseQuery {
+  /// Query id from the file (unique within the file).
+  uint64_t id = 0;
+  QueryKind kind = QueryKind::kOverlap;
+  /// OverlapQuery, CastQuery (closest hit) or RayQuery (closest hit).
+  Query query;
+};
+
+/// The expected answer of one query.
+struct Expected {
+  uint64_t id = 0;
+  /// Overlap: colliders that must be reported.
+  std::vector<uint64_t> hits;
+  /// Overlap: colliders within 1e-6 of touching (either answer is right).
+  std::vector<uint64_t> maybe;
+  /// Sweep / raycast: first collider hit; nullopt = nothing within the translation.
+  std::optional<uint64_t> hit;
+  /// Sweep / raycast: fraction of the translation at first contact, in [0, 1].
+  double fraction = 0.0;
+  /// Sweep / raycast: allowed |reported - fraction|.
+  double tolerance = 0.0;
+  /// Sweep / raycast: colliders touched within tolerance of the same fraction.
+  std::vector<uint64_t> also;
+};
+
+/// A loaded case file.
+struct CaseFile {
+  /// File name without folder.
+  std::string name;
+  std::string scenario;
+  std::vector<Collider> colliders;
+  std::vector<CaseQuery> queries;
+  /// expected[i] answers queries[i] (same id, checked at load).
+  std::vector<Expected> expected;
+};
+
+/// Reads a case file; .gz files are decompressed with zlib. Errors name the
+/// file and the JSON path of the bad field.
+[[nodiscard]] Result<CaseFile> LoadCaseFile(const std::string& path);
+
+/// The case files (*.json, *.json.gz) in `dir`, sorted by name.
+std::vector<std::string> ListCaseFiles(const std::string& dir);
+
+/// Verdict on one answer.
+struct Verdict {
+  bool ok = true;
+  /// Why not, with ids and fractions (empty when ok).
+  std::string reason;
+};
+
+/// Checks a result by FORMAT.md's rules: overlap reports every `hits` id and
+/// nothing outside hits ∪ maybe; sweep / raycast report `hit` or one of
+/// `also` within `tolerance` of `fraction` (nothing when hit is null), with a
+/// unit normal not pointing along the motion unless the fraction is 0.
+Verdict CheckAnswer(const CaseQuery& query, const Expected& expected, const QueryResult& result);
+
+/// The queries of a file as a batch (in file order).
+std::vector<Query> Queries(const CaseFile& file);
+
+}  // namespace hitbox::cases

@@ -1,0 +1,322 @@
+#include "hitbox/cases/case_file.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace hitbox::cases {
+namespace {
+
+using nlohmann::json;
+
+// Parse errors carry the JSON path of the offending field.
+struct ParseError {
+  std::string path;
+  std::string what;
+};
+
+const json& Field(const json& j, const char* key, const std::string& path) {
+  if (!j.is_object() || !j.contains(key)) throw ParseError{path + "." + key, "missing"};
+  return j.at(key);
+}
+
+double Number(const json& j, const std::string& path) {
+  if (!j.is_number()) throw ParseError{path, "not a number"};
+  return j.get<double>();
+}
+
+uint64_t Uint64(const json& j, const std::string& path) {
+  // nlohmann keeps non-negative integers as exact uint64 (never via double).
+  if (j.is_number_unsigned()) return j.get<uint64_t>();
+  if (j.is_number_integer() && j.get<int64_t>() >= 0) return static_cast<uint64_t>(j.get<int64_t>());
+  throw ParseError{path, "not an unsigned integer"};
+}
+
+Vec3 ReadVec3(const json& j, const std::string& path) {
+  if (!j.is_array() || j.size() != 3) throw ParseError{path, "expected [x, y, z]"};
+  return {Number(j[0], path + "[0]"), Number(j[1], path + "[1]"), Number(j[2], path + "[2]")};
+}
+
+Quat ReadQuat(const json& j, const std::string& path) {
+  if (!j.is_array() || j.size() != 4) throw ParseError{path, "expected [x, y, z, w]"};
+  return {Number(j[0], path + "[0]"), Number(j[1], path + "[1]"), Number(j[2], path + "[2]"),
+          Number(j[3], path + "[3]")};
+}
+
+Shape ReadShape(const json& j, const std::string& path) {
+  if (!j.is_object() || j.size() != 1) throw ParseError{path, "expected one shape kind"};
+  const std::string kind = j.begin().key();
+  const json& s = j.begin().value();
+  const std::string p = path + "." + kind;
+  Result<Shape> r = Shape::MakeSphere(1.0);
+  if (kind == "sphere") {
+    r = Shape::MakeSphere(Number(Field(s, "radius", p), p + ".radius"));
+  } else if (kind == "box") {
+    r = Shape::MakeBox(ReadVec3(Field(s, "half_extents", p), p + ".half_extents"));
+  } else if (kind == "capsule") {
+    r = Shape::MakeCapsule(Number(Field(s, "radius", p), p + ".radius"),
+                           Number(Field(s, "half_height", p), p + ".half_height"));
+  } else if (kind == "cylinder") {
+    r = Shape::MakeCylinder(Number(Field(s, "radius", p), p + ".radius"),
+                            Number(Field(s, "half_height", p), p + ".half_height"));
+  } else {
+    throw ParseError{path, "unknown shape kind '" + kind + "'"};
+  }
+  if (!r.ok()) throw ParseError{p, r.error().message};
+  return *r;
+}
+
+uint32_t ReadMask(const json& q, const std::string& path) {
+  if (!q.contains("mask")) return 0xFFFFFFFFu;
+  const uint64_t m = Uint64(q.at("mask"), path + ".mask");
+  if (m > 0xFFFFFFFFull) throw ParseError{path + ".mask", "exceeds 32 bits"};
+  return static_cast<uint32_t>(m);
+}
+
+std::vector<uint64_t> IdList(const json& j, const char* key, const std::string& path) {
+  std::vector<uint64_t> out;
+  if (!j.contains(key)) return out;
+  const json& a = j.at(key);
+  if (!a.is_array()) throw ParseError{path + "." + key, "not an array"};
+  for (size_t i = 0; i < a.size(); ++i) {
+    out.push_back(Uint64(a[i], path + "." + key + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (f == nullptr) return false;
+    char buf[1 << 16];
+    for (;;) {
+      const int n = gzread(f, buf, sizeof(buf));
+      if (n < 0) {
+        gzclose(f);
+        return false;
+      }
+      if (n == 0) break;
+      out->append(buf, static_cast<size_t>(n));
+    }
+    gzclose(f);
+    return true;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+bool Contains(const std::vector<uint64_t>& v, uint64_t id) {
+  return std::find(v.begin(), v.end(), id) != v.end();
+}
+
+std::string Num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+const char* QueryKindName(QueryKind kind) {
+  switch (kind) {
+    case QueryKind::kOverlap: return "overlap";
+    case QueryKind::kSweep: return "sweep";
+    case QueryKind::kRaycast: return "raycast";
+  }
+  return "unknown";
+}
+
+Result<CaseFile> LoadCaseFile(const std::string& path) {
+  std::string text;
+  if (!ReadFile(path, &text)) return Error{ErrorCode::kNotFound, path + ": cannot read"};
+  CaseFile file;
+  file.name = std::filesystem::path(path).filename().string();
+  try {
+    const json doc = json::parse(text);
+    text.clear();
+    const std::string format = Field(doc, "format", "").get<std::string>();
+    if (format != "hitbox-cases/1") throw ParseError{".format", "unsupported '" + format + "'"};
+    if (doc.contains("scenario") && doc.at("scenario").is_string()) {
+      file.scenario = doc.at("scenario").get<std::string>();
+    }
+    const json& colliders = Field(doc, "colliders", "");
+    file.colliders.reserve(colliders.size());
+    for (size_t i = 0; i < colliders.size(); ++i) {
+      const json& c = colliders[i];
+      const std::string p = "colliders[" + std::to_string(i) + "]";
+      Collider col;
+      col.id = Uint64(Field(c, "id", p), p + ".id");
+      const uint64_t layer = c.contains("layer") ? Uint64(c.at("layer"), p + ".layer") : 0;
+      if (layer > kMaxLayer) throw ParseError{p + ".layer", "exceeds 31"};
+      col.layer = static_cast<uint32_t>(layer);
+      col.shape = ReadShape(Field(c, "shape", p), p + ".shape");
+      col.pose.position = ReadVec3(Field(c, "position", p), p + ".position");
+      col.pose.rotation = ReadQuat(Field(c, "rotation", p), p + ".rotation");
+      col.user_data = col.id;
+      file.colliders.push_back(col);
+    }
+    const json& queries = Field(doc, "queries", "");
+    file.queries.reserve(queries.size());
+    for (size_t i = 0; i < queries.size(); ++i) {
+      const json& q = queries[i];
+      const std::string p = "queries[" + std::to_string(i) + "]";
+      CaseQuery cq;
+      cq.id = Uint64(Field(q, "id", p), p + ".id");
+      if (q.contains("overlap")) {
+        const json& o = q.at("overlap");
+        const std::string op = p + ".overlap";
+        OverlapQuery oq;
+        oq.shape = ReadShape(Field(o, "shape", op), op + ".shape");
+        oq.pose.position = ReadVec3(Field(o, "position", op), op + ".position");
+        oq.pose.rotation = ReadQuat(Field(o, "rotation", op), op + ".rotation");
+        oq.filter.mask = ReadMask(o, op);
+        cq.kind = QueryKind::kOverlap;
+        cq.query = oq;
+      } else if (q.contains("sweep")) {
+        const json& s = q.at("sweep");
+        const std::string sp = p + ".sweep";
+        CastQuery c;
+        c.shape = ReadShape(Field(s, "shape", sp), sp + ".shape");
+        c.pose.position = ReadVec3(Field(s, "position", sp), sp + ".position");
+        c.pose.rotation = ReadQuat(Field(s, "rotation", sp), sp + ".rotation");
+        c.translation = ReadVec3(Field(s, "translation", sp), sp + ".translation");
+        c.filter.mask = ReadMask(s, sp);
+        cq.kind = QueryKind::kSweep;
+        cq.query = c;
+      } else if (q.contains("raycast")) {
+        const json& r = q.at("raycast");
+        const std::string rp = p + ".raycast";
+        RayQuery rq;
+        rq.origin = ReadVec3(Field(r, "origin", rp), rp + ".origin");
+        rq.translation = ReadVec3(Field(r, "translation", rp), rp + ".translation");
+        rq.filter.mask = ReadMask(r, rp);
+        cq.kind = QueryKind::kRaycast;
+        cq.query = rq;
+      } else {
+        throw ParseError{p, "no overlap, sweep or raycast"};
+      }
+      file.queries.push_back(std::move(cq));
+    }
+    const json& expected = Field(doc, "expected", "");
+    if (expected.size() != file.queries.size()) {
+      throw ParseError{".expected", "has " + std::to_string(expected.size()) + " answers for " +
+                                        std::to_string(file.queries.size()) + " queries"};
+    }
+    file.expected.reserve(expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const json& e = expected[i];
+      const std::string p = "expected[" + std::to_string(i) + "]";
+      Expected ex;
+      ex.id = Uint64(Field(e, "id", p), p + ".id");
+      if (ex.id != file.queries[i].id) throw ParseError{p + ".id", "does not match queries[i].id"};
+      if (file.queries[i].kind == QueryKind::kOverlap) {
+        ex.hits = IdList(e, "hits", p);
+        ex.maybe = IdList(e, "maybe", p);
+      } else {
+        const json& hit = Field(e, "hit", p);
+        if (!hit.is_null()) {
+          ex.hit = Uint64(hit, p + ".hit");
+          ex.fraction = Number(Field(e, "fraction", p), p + ".fraction");
+          ex.tolerance = e.contains("tolerance") ? Number(e.at("tolerance"), p + ".tolerance") : 1e-4;
+          ex.also = IdList(e, "also", p);
+        }
+      }
+      file.expected.push_back(std::move(ex));
+    }
+  } catch (const ParseError& e) {
+    return Error{ErrorCode::kInvalidArgument, path + ": " + e.path + ": " + e.what};
+  } catch (const json::exception& e) {
+    return Error{ErrorCode::kInvalidArgument, path + ": " + e.what()};
+  }
+  return file;
+}
+
+std::vector<std::string> ListCaseFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string name = entry.path().filename().string();
+    auto ends = [&](const std::string& suffix) {
+      return name.size() > suffix.size() &&
+             name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (ends(".json") || ends(".json.gz")) out.push_back(entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<Query> Queries(const CaseFile& file) {
+  std::vector<Query> qs;
+  qs.reserve(file.queries.size());
+  for (const CaseQuery& q : file.queries) qs.push_back(q.query);
+  return qs;
+}
+
+Verdict CheckAnswer(const CaseQuery& query, const Expected& ex, const QueryResult& result) {
+  Verdict v;
+  auto fail = [&](std::string why) {
+    v.ok = false;
+    v.reason = std::move(why);
+    return v;
+  };
+  if (query.kind == QueryKind::kOverlap) {
+    std::vector<uint64_t> got;
+    for (const OverlapHit& h : result.overlaps) got.push_back(h.id);
+    for (uint64_t id : ex.hits) {
+      if (!Contains(got, id)) return fail("missed collider " + std::to_string(id));
+    }
+    for (uint64_t id : got) {
+      if (!Contains(ex.hits, id) && !Contains(ex.maybe, id)) {
+        return fail("reported collider " + std::to_string(id) + " which it does not touch");
+      }
+    }
+    return v;
+  }
+  if (!ex.hit) {
+    if (!result.hits.empty()) {
+      return fail("expected no hit, got collider " + std::to_string(result.hits[0].id) +
+                  " at fraction " + Num(result.hits[0].fraction));
+    }
+    return v;
+  }
+  if (result.hits.empty()) {
+    return fail("expected collider " + std::to_string(*ex.hit) + " at fraction " +
+                Num(ex.fraction) + ", got no hit");
+  }
+  const CastHit& h = result.hits[0];
+  if (h.id != *ex.hit && !Contains(ex.also, h.id)) {
+    return fail("expected collider " + std::to_string(*ex.hit) + " at fraction " +
+                Num(ex.fraction) + ", got collider " + std::to_string(h.id) + " at fraction " +
+                Num(h.fraction));
+  }
+  if (!(std::fabs(h.fraction - ex.fraction) <= ex.tolerance)) {
+    return fail("collider " + std::to_string(h.id) + ": fraction " + Num(h.fraction) +
+                ", expected " + Num(ex.fraction) + " +- " + Num(ex.tolerance));
+  }
+  if (!(std::fabs(h.normal.Length() - 1.0) <= 1e-6)) {
+    return fail("collider " + std::to_string(h.id) + ": normal " + ToString(h.normal) +
+                " is not unit length");
+  }
+  const Vec3 translation = query.kind == QueryKind::kSweep
+                               ? std::get<CastQuery>(query.query).translation
+                               : std::get<RayQuery>(query.query).translation;
+  if (h.fraction != 0.0 && Dot(h.normal, translation) > 1e-6) {
+    return fail("collider " + std::to_string(h.id) + ": normal " + ToString(h.normal) +
+                " points along the motion " + ToString(translation));
+  }
+  return v;
+}
+
+}  // namespace hitbox::cases

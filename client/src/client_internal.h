@@ -1,0 +1,35 @@
+// Internals shared by client.cc and tick_stream.cc (not installed).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <grpcpp/support/status.h>
+
+#include "hitbox/client.h"
+#include "hitbox/v1/hitbox.grpc.pb.h"
+#include "hitbox/wire/convert.h"
+
+namespace hitbox::internal {
+
+/// The gRPC status as an RpcStatus: same code number, message unchanged.
+RpcStatus FromGrpc(const grpc::Status& status);
+
+/// Query results of an answer into `out`; INTERNAL when their count is not `expected`.
+RpcStatus ResultsFromProto(const wire::Repeated<v1::QueryResult>& in, size_t expected,
+                           std::vector<QueryResult>* out);
+
+/// Fills a TickRequest (query tags are their indices).
+void TickToProto(const std::string& session_id, uint64_t tick,
+                 std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
+                 v1::TickRequest* out);
+
+/// Opens a Tick stream with the callback API on `channel` (kept alive by the stream).
+std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
+                                            std::string session_id,
+                                            const TickStreamOptions& options,
+                                            bool wait_for_ready);
+
+}  // namespace hitbox::internal

@@ -1,0 +1,261 @@
+// The Tick stream over gRPC's callback API (grpc::ClientBidiReactor).
+//
+// State, all under mu_:
+//   pending_      tick number -> callback, for every tick accepted and not answered
+//   queue_        requests waiting for the single outstanding write
+//   writing_      a StartWrite (or StartWritesDone) is outstanding
+//   ended_        the stream has a final status (OnDone started): Tick() fails at once
+//   done_         OnDone finished: gRPC will never touch this object again
+// One read is always outstanding from construction until the stream ends, so
+// OnDone (the last reaction) comes only after the server closed the stream or
+// the call was cancelled. Callbacks and Start* calls are made without holding
+// mu_ (a reaction may run on another thread at any time).
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <grpcpp/grpcpp.h>
+
+#include "client_internal.h"
+
+namespace hitbox::internal {
+namespace {
+
+class TickStreamImpl final : public TickStream,
+                             public grpc::ClientBidiReactor<v1::TickRequest, v1::TickResponse> {
+ public:
+  TickStreamImpl(std::shared_ptr<grpc::Channel> channel, std::string session_id,
+                 const TickStreamOptions& options, bool wait_for_ready)
+      : channel_(std::move(channel)),
+        stub_(v1::Hitbox::NewStub(channel_)),
+        session_id_(std::move(session_id)),
+        max_in_flight_(std::max<size_t>(1, options.max_in_flight)) {
+    if (options.timeout) {
+      ctx_.set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                            *options.timeout));
+    }
+    if (wait_for_ready) ctx_.set_wait_for_ready(true);
+    stub_->async()->Tick(&ctx_, this);
+    StartRead(&response_);
+    StartCall();
+  }
+
+  ~TickStreamImpl() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!done_) {
+      lock.unlock();
+      ctx_.TryCancel();
+      lock.lock();
+      done_cv_.wait(lock, [this] { return done_; });
+    }
+  }
+
+  std::future<RpcResult<TickResult>> Tick(std::span<const ColliderChange> changes,
+                                          std::span<const hitbox::Query> queries) override {
+    auto promise = std::make_shared<std::promise<RpcResult<TickResult>>>();
+    std::future<RpcResult<TickResult>> future = promise->get_future();
+    Tick(changes, queries,
+         [promise](RpcResult<TickResult> result) { promise->set_value(std::move(result)); });
+    return future;
+  }
+
+  void Tick(std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
+            TickCallback done) override {
+    RpcStatus refused;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ended_) {
+        refused = final_status_.ok()
+                      ? RpcStatus(RpcCode::kFailedPrecondition, "the tick stream has finished")
+                      : final_status_;
+      } else if (finishing_) {
+        refused = RpcStatus(RpcCode::kFailedPrecondition, "the tick stream is finishing");
+      } else if (pending_.size() >= max_in_flight_) {
+        refused = RpcStatus(RpcCode::kResourceExhausted,
+                            "tick stream has " + std::to_string(pending_.size()) +
+                                " ticks in flight (max_in_flight " +
+                                std::to_string(max_in_flight_) + ")");
+      } else {
+        const uint64_t tick = next_tick_++;
+        queue_.emplace_back();
+        TickToProto(session_id_, tick, changes, queries, &queue_.back());
+        pending_.emplace(tick, Pending{std::move(done), queries.size()});
+      }
+    }
+    if (!refused.ok()) {
+      Call(done, std::move(refused));
+      return;
+    }
+    PumpWrites();
+  }
+
+  size_t pending() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pending_.size();
+  }
+
+  bool done() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ended_;
+  }
+
+  RpcStatus status() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return final_status_;
+  }
+
+  RpcStatus Finish() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finishing_ = true;
+    }
+    PumpWrites();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [this] { return done_; });
+    return final_status_;
+  }
+
+  void Cancel() override { ctx_.TryCancel(); }
+
+  // --- Reactions (gRPC threads) ---------------------------------------------
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      // A failed write means the stream is broken; OnDone will report why.
+      if (!ok) broken_writes_ = true;
+    }
+    PumpWrites();
+  }
+
+  void OnWritesDoneDone(bool /*ok*/) override {}
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream is ending; OnDone follows
+    Pending entry;
+    bool found = false;
+    RpcResult<TickResult> result = RpcStatus(RpcCode::kInternal, "unset");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(response_.tick());
+      if (it != pending_.end()) {
+        entry = std::move(it->second);
+        pending_.erase(it);
+        found = true;
+      }
+    }
+    if (found) result = Convert(response_, entry.query_count);
+    StartRead(&response_);  // response_ is no longer needed
+    if (found) Call(entry.done, std::move(result));
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    std::map<uint64_t, Pending> orphans;
+    RpcStatus failure;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      final_status_ = FromGrpc(status);
+      ended_ = true;
+      orphans.swap(pending_);
+      queue_.clear();
+      failure = final_status_.ok() ? RpcStatus(RpcCode::kAborted,
+                                               "the server closed the tick stream before "
+                                               "answering this tick")
+                                   : final_status_;
+    }
+    for (auto& [tick, entry] : orphans) Call(entry.done, failure);
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    done_cv_.notify_all();
+    // Nothing of *this may be touched after the lock is released: the owner
+    // may destroy the stream as soon as it sees done_.
+  }
+
+ private:
+  struct Pending {
+    TickCallback done;
+    size_t query_count = 0;
+  };
+
+  static void Call(const TickCallback& done, RpcResult<TickResult> result) {
+    if (!done) return;
+    try {
+      done(std::move(result));
+    } catch (...) {
+      // A throwing callback must not unwind into gRPC's threads.
+    }
+  }
+
+  static RpcResult<TickResult> Convert(const v1::TickResponse& r, size_t query_count) {
+    if (r.has_error() && r.error().code() != 0) {
+      return RpcStatus(static_cast<RpcCode>(r.error().code()), r.error().message());
+    }
+    TickResult out;
+    out.tick = r.tick();
+    out.revision = r.revision();
+    if (RpcStatus s = ResultsFromProto(r.results(), query_count, &out.results); !s.ok()) return s;
+    return out;
+  }
+
+  // Starts the next queued write, or the half-close once Finish() was asked
+  // and the queue is empty. At most one write is outstanding.
+  void PumpWrites() {
+    enum { kNothing, kWrite, kWritesDone } action = kNothing;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (writing_ || ended_ || broken_writes_ || writes_done_) return;
+      if (!queue_.empty()) {
+        write_buf_ = std::move(queue_.front());
+        queue_.pop_front();
+        writing_ = true;
+        action = kWrite;
+      } else if (finishing_) {
+        writes_done_ = true;
+        action = kWritesDone;
+      }
+    }
+    if (action == kWrite) {
+      StartWrite(&write_buf_);
+    } else if (action == kWritesDone) {
+      StartWritesDone();
+    }
+  }
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Hitbox::Stub> stub_;
+  grpc::ClientContext ctx_;
+  const std::string session_id_;
+  const size_t max_in_flight_;
+
+  mutable std::mutex mu_;
+  std::condition_variable done_cv_;
+  uint64_t next_tick_ = 1;
+  std::deque<v1::TickRequest> queue_;
+  v1::TickRequest write_buf_;   // owned by the outstanding StartWrite
+  v1::TickResponse response_;   // owned by the outstanding StartRead
+  std::map<uint64_t, Pending> pending_;
+  bool writing_ = false;
+  bool broken_writes_ = false;
+  bool finishing_ = false;
+  bool writes_done_ = false;
+  bool ended_ = false;
+  bool done_ = false;
+  RpcStatus final_status_;
+};
+
+}  // namespace
+
+std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
+                                            std::string session_id,
+                                            const TickStreamOptions& options,
+                                            bool wait_for_ready) {
+  return std::make_unique<TickStreamImpl>(std::move(channel), std::move(session_id), options,
+                                          wait_for_ready);
+}
+
+}  // namespace hitbox::internal

@@ -1,0 +1,460 @@
+// Narrow phase: Overlap, ComputeContact and ComputeDistance for every ordered
+// pair of {sphere, box, capsule, cylinder}.
+//
+// Each unordered pair has one implementation, written for the order
+// kind(A) <= kind(B) (sphere < box < capsule < cylinder); Dispatch() below is
+// the only place that chooses it, swapping the arguments for mirrored pairs
+// and flipping the results back. Every pair works in the local frame of one
+// of its shapes (relative pose via Pose::RelativeTo), so a pair 20 km from the
+// world origin is as accurate as the same pair at the origin.
+//
+// Closed forms: sphere-sphere; sphere-box (centre clamped into the box);
+// sphere-capsule and capsule-capsule (segment distance, Ericson RTCD 5.1.9);
+// sphere-cylinder (closest point on the cylinder); box-capsule (exact
+// segment-box distance, then a 6-axis SAT when the segment touches the box);
+// box-box (15-axis separating axis test, Gottschalk et al. 1996 / RTCD 4.4.1).
+// GJK (gjk.h) with the capsule radius as a margin decides the rest; EPA
+// (epa.h) gives their penetration when the cores themselves overlap.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "closest_points.h"
+#include "epa.h"
+#include "gjk.h"
+#include "hitbox/collide.h"
+
+namespace hitbox {
+namespace {
+
+using internal::ClosestPair;
+using internal::ConvexCore;
+using internal::GjkResult;
+using internal::GjkSettings;
+using internal::GjkState;
+
+/// Below this fraction of the pair's scale a closest-point difference is too
+/// short to give a reliable direction; the "deep" branch of each pair is used.
+constexpr double kDirectionEpsilon = 1e-12;
+/// Cross-product axes shorter than this (sine of the angle between two edges)
+/// are skipped by the SATs: the edges are parallel and the face axes decide.
+constexpr double kParallelEpsilon = 1e-12;
+
+/// Which query a pair function answers.
+enum class Query { kOverlap, kContact, kDistance };
+
+/// The answer of one pair, in the world frame.
+struct PairAnswer {
+  bool overlap = false;
+  Contact contact;
+  DistanceResult distance;
+};
+
+Vec3 Sign(double v, const Vec3& axis) { return v < 0.0 ? -axis : axis; }
+
+/// Fills a contact in the frame `frame` (local -> world), given local normal,
+/// depth and point_a; point_b follows from the contract point_b = point_a - depth * n.
+void SetContact(const Pose& frame, const Vec3& normal, double depth, const Vec3& point_a,
+                PairAnswer* out) {
+  out->overlap = true;
+  out->contact.depth = std::max(0.0, depth);
+  out->contact.normal = frame.TransformDirection(normal);
+  out->contact.point_a = frame.TransformPoint(point_a);
+  out->contact.point_b = frame.TransformPoint(point_a - normal * out->contact.depth);
+}
+
+void SetDistance(const Pose& frame, double distance, const Vec3& point_a, const Vec3& point_b,
+                 PairAnswer* out) {
+  out->overlap = distance <= 0.0;
+  out->distance.distance = std::max(0.0, distance);
+  out->distance.point_a = frame.TransformPoint(point_a);
+  out->distance.point_b = frame.TransformPoint(point_b);
+}
+
+// ---------------------------------------------------------------------------
+// Rounded point/segment pairs: the core closest points (p on A's core, q on
+// B's core) and the sum of the radii decide everything. `deep_normal` is the
+// direction used when the cores touch (difference too short to normalise).
+
+void RoundedPair(Query query, const Pose& frame, const Vec3& p, const Vec3& q, double ra,
+                 double rb, double scale, const Vec3& deep_normal, PairAnswer* out) {
+  const Vec3 diff = q - p;
+  const double d = diff.Length();
+  const double radii = ra + rb;
+  if (query == Query::kOverlap) {
+    out->overlap = diff.LengthSq() <= radii * radii;
+    return;
+  }
+  if (query == Query::kDistance) {
+    const Vec3 n = d > 0.0 ? diff / d : deep_normal;
+    SetDistance(frame, d - radii, p + n * ra, q - n * rb, out);
+    return;
+  }
+  if (diff.LengthSq() > radii * radii) return;
+  const Vec3 n = d > kDirectionEpsilon * scale ? diff / d : deep_normal;
+  SetContact(frame, n, radii - d, p + n * ra, out);
+}
+
+/// Sphere A, sphere B: in A's frame.
+void SphereSphere(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                  PairAnswer* out) {
+  const Vec3 c = pa.RelativeTo(pb).position;
+  const double scale = a.radius() + b.radius() + c.Length();
+  RoundedPair(query, pa, {}, c, a.radius(), b.radius(), scale, {0, 1, 0}, out);
+}
+
+/// Sphere A, capsule B: in B's frame, sphere centre against B's segment.
+void SphereCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                   PairAnswer* out) {
+  const Vec3 c = pb.RelativeTo(pa).position;
+  const double h = b.half_height();
+  const Vec3 q{0.0, std::clamp(c.y, -h, h), 0.0};
+  const double scale = a.radius() + b.radius() + h + c.Length();
+  // Deep: push the capsule sideways, perpendicular to its axis.
+  RoundedPair(query, pb, c, q, a.radius(), b.radius(), scale, {1, 0, 0}, out);
+}
+
+/// Capsule A, capsule B: in A's frame, segment against segment (RTCD 5.1.9).
+void CapsuleCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                    PairAnswer* out) {
+  const Pose rel = pa.RelativeTo(pb);
+  const Vec3 axis_b = rel.rotation.Rotate({0, 1, 0});
+  const Vec3 hb = axis_b * b.half_height();
+  const Vec3 ha{0, a.half_height(), 0};
+  const ClosestPair cp = internal::ClosestSegmentSegment(-ha, ha, rel.position - hb,
+                                                         rel.position + hb);
+  const double scale = a.radius() + b.radius() + a.half_height() + b.half_height() +
+                       rel.position.Length();
+  // Deep: the common perpendicular of the axes (any perpendicular when parallel).
+  Vec3 deep = Cross(Vec3{0, 1, 0}, axis_b);
+  deep = deep.LengthSq() > kParallelEpsilon * kParallelEpsilon ? deep.Normalized()
+                                                               : Vec3{1, 0, 0};
+  if (Dot(deep, rel.position) < 0.0) deep = -deep;
+  RoundedPair(query, pa, cp.p, cp.q, a.radius(), b.radius(), scale, deep, out);
+}
+
+/// Sphere A, box B: in B's frame, centre clamped into the box.
+void SphereBox(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+               PairAnswer* out) {
+  const Vec3 c = pb.RelativeTo(pa).position;
+  const Vec3& h = b.half_extents();
+  const Vec3 q = Max(Min(c, h), -h);
+  const double r = a.radius();
+  const double d_sq = (c - q).LengthSq();
+  if (query == Query::kOverlap) {
+    out->overlap = d_sq <= r * r;
+    return;
+  }
+  const double d = std::sqrt(d_sq);
+  const double scale = r + h.Length() + c.Length();
+  if (query == Query::kDistance) {
+    const Vec3 n = d > 0.0 ? (q - c) / d : Vec3{0, 1, 0};
+    SetDistance(pb, d - r, c + n * r, q, out);
+    return;
+  }
+  if (d_sq > r * r) return;
+  if (d > kDirectionEpsilon * scale) {
+    const Vec3 n = (q - c) / d;  // from the sphere centre into the box
+    SetContact(pb, n, r - d, c + n * r, out);
+    return;
+  }
+  // Centre inside (or on) the box: leave through the nearest face.
+  int axis = 0;
+  double face = h.x - std::fabs(c.x);
+  for (int i = 1; i < 3; ++i) {
+    const double f = h[i] - std::fabs(c[i]);
+    if (f < face) face = f, axis = i;
+  }
+  Vec3 e{};
+  e[axis] = 1.0;
+  const Vec3 n = c[axis] < 0.0 ? e : -e;  // the box moves away from the centre's side
+  SetContact(pb, n, std::max(0.0, face) + r, c + n * r, out);
+}
+
+/// Sphere A, cylinder B: in B's frame, closest point on the solid cylinder.
+void SphereCylinder(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                    PairAnswer* out) {
+  const Vec3 c = pb.RelativeTo(pa).position;
+  const double rc = b.radius();
+  const double h = b.half_height();
+  const Vec3 q = internal::ClosestPointOnCylinder(c, rc, h);
+  const double r = a.radius();
+  const double d_sq = (c - q).LengthSq();
+  if (query == Query::kOverlap) {
+    out->overlap = d_sq <= r * r;
+    return;
+  }
+  const double d = std::sqrt(d_sq);
+  const double scale = r + rc + h + c.Length();
+  if (query == Query::kDistance) {
+    const Vec3 n = d > 0.0 ? (q - c) / d : Vec3{0, 1, 0};
+    SetDistance(pb, d - r, c + n * r, q, out);
+    return;
+  }
+  if (d_sq > r * r) return;
+  if (d > kDirectionEpsilon * scale) {
+    const Vec3 n = (q - c) / d;
+    SetContact(pb, n, r - d, c + n * r, out);
+    return;
+  }
+  // Centre inside (or on) the cylinder: leave through the nearest cap or the side.
+  const double radial = std::sqrt(c.x * c.x + c.z * c.z);
+  const double side = rc - radial;
+  const double cap = h - std::fabs(c.y);
+  Vec3 n;
+  double inner;
+  if (cap <= side) {
+    n = c.y < 0.0 ? Vec3{0, 1, 0} : Vec3{0, -1, 0};
+    inner = cap;
+  } else {
+    n = radial > 0.0 ? Vec3{-c.x / radial, 0.0, -c.z / radial} : Vec3{-1, 0, 0};
+    inner = side;
+  }
+  SetContact(pb, n, std::max(0.0, inner) + r, c + n * r, out);
+}
+
+/// Box A, capsule B: in A's frame, exact segment-box closest points; when the
+/// segment touches the box, the 6-axis SAT of box against segment (3 face
+/// normals, 3 edge x segment axes) plus the radius gives the exact depth.
+void BoxCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                PairAnswer* out) {
+  const Pose rel = pa.RelativeTo(pb);
+  const Vec3 u = rel.rotation.Rotate({0, b.half_height(), 0});
+  const Vec3& h = a.half_extents();
+  const ClosestPair cp = internal::ClosestSegmentBox(rel.position - u, rel.position + u, h);
+  const double r = b.radius();
+  if (query == Query::kOverlap) {
+    out->overlap = cp.distance_sq <= r * r;
+    return;
+  }
+  const double d = std::sqrt(cp.distance_sq);
+  const double scale = r + h.Length() + b.half_height() + rel.position.Length();
+  if (query == Query::kDistance) {
+    const Vec3 n = d > 0.0 ? (cp.p - cp.q) / d : Vec3{0, 1, 0};
+    SetDistance(pa, d - r, cp.q, cp.p - n * r, out);
+    return;
+  }
+  if (cp.distance_sq > r * r) return;
+  if (d > kDirectionEpsilon * scale) {
+    const Vec3 n = (cp.p - cp.q) / d;  // from the box towards the segment
+    SetContact(pa, n, r - d, cp.q, out);
+    return;
+  }
+  const Vec3& c = rel.position;
+  double best_pen = std::numeric_limits<double>::infinity();
+  Vec3 best_n{0, 1, 0};
+  auto try_axis = [&](const Vec3& n) {
+    const double proj = Dot(c, n);
+    const double pen = h.x * std::fabs(n.x) + h.y * std::fabs(n.y) + h.z * std::fabs(n.z) +
+                       std::fabs(Dot(u, n)) - std::fabs(proj);
+    if (pen < best_pen) best_pen = pen, best_n = Sign(proj, n);
+  };
+  for (int i = 0; i < 3; ++i) {
+    Vec3 e{};
+    e[i] = 1.0;
+    try_axis(e);
+  }
+  const double u_len = u.Length();
+  for (int i = 0; i < 3; ++i) {
+    Vec3 e{};
+    e[i] = 1.0;
+    const Vec3 axis = Cross(e, u);
+    const double len = axis.Length();
+    if (len > kParallelEpsilon * u_len && len > 0.0) try_axis(axis / len);
+  }
+  const double depth = std::max(0.0, best_pen) + r;
+  // Deepest point of the capsule inside the box: its support along -n.
+  const Vec3 seg_end = Dot(u, best_n) > 0.0 ? c - u : c + u;
+  const Vec3 point_b = seg_end - best_n * r;
+  SetContact(pa, best_n, depth, point_b + best_n * depth, out);
+}
+
+/// Box A, box B: 15-axis separating axis test in A's frame (Gottschalk, Lin,
+/// Manocha, "OBBTree", SIGGRAPH 1996; RTCD 4.4.1). Cross axes are normalised,
+/// and skipped when the two edges are parallel (|sin| < kParallelEpsilon),
+/// instead of RTCD's epsilon on |R|, so no axis ever reports a false separation.
+/// The minimum-overlap axis is the exact penetration depth of two boxes.
+void BoxBox(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+            PairAnswer* out) {
+  const Pose rel = pa.RelativeTo(pb);
+  if (query == Query::kDistance) {
+    const GjkResult g = internal::GjkDistance(ConvexCore::FromShape(a), ConvexCore::FromShape(b), rel);
+    SetDistance(pa, g.state == GjkState::kOverlapping ? 0.0 : g.distance, g.point_a, g.point_b,
+                out);
+    return;
+  }
+  const Vec3& ha = a.half_extents();
+  const Vec3& hb = b.half_extents();
+  const Mat33 m = rel.rotation.ToMatrix();
+  const Vec3 bx[3] = {m.Column(0), m.Column(1), m.Column(2)};  // B's axes in A's frame
+  const Vec3& t = rel.position;
+  double best_pen = std::numeric_limits<double>::infinity();
+  Vec3 best_n{0, 1, 0};
+  int best_kind = 0;  // 0: A face, 1: B face, 2: edge pair
+  int best_i = 0, best_j = 0;
+  // Returns false when `n` separates (early out for overlap queries).
+  auto test = [&](const Vec3& n, int kind, int i, int j) {
+    const double proj = Dot(t, n);
+    const double ra = ha.x * std::fabs(n.x) + ha.y * std::fabs(n.y) + ha.z * std::fabs(n.z);
+    const double rb = hb.x * std::fabs(Dot(n, bx[0])) + hb.y * std::fabs(Dot(n, bx[1])) +
+                      hb.z * std::fabs(Dot(n, bx[2]));
+    const double pen = ra + rb - std::fabs(proj);
+    if (pen < 0.0) return false;
+    if (pen < best_pen) {
+      best_pen = pen;
+      best_n = Sign(proj, n);
+      best_kind = kind;
+      best_i = i;
+      best_j = j;
+    }
+    return true;
+  };
+  for (int i = 0; i < 3; ++i) {
+    Vec3 e{};
+    e[i] = 1.0;
+    if (!test(e, 0, i, 0)) return;
+  }
+  for (int j = 0; j < 3; ++j) {
+    if (!test(bx[j], 1, j, 0)) return;
+  }
+  for (int i = 0; i < 3; ++i) {
+    Vec3 e{};
+    e[i] = 1.0;
+    for (int j = 0; j < 3; ++j) {
+      const Vec3 axis = Cross(e, bx[j]);
+      const double len = axis.Length();
+      if (len <= kParallelEpsilon) continue;
+      if (!test(axis / len, 2, i, j)) return;
+    }
+  }
+  out->overlap = true;
+  if (query == Query::kOverlap) return;
+
+  const Vec3& n = best_n;
+  const double depth = best_pen;
+  // Support vertex of B along -n (in A's frame) and of A along n.
+  auto b_support = [&](const Vec3& dir) {
+    Vec3 p = t;
+    for (int k = 0; k < 3; ++k) p += bx[k] * (Dot(dir, bx[k]) >= 0.0 ? hb[k] : -hb[k]);
+    return p;
+  };
+  const Vec3 a_vertex{n.x >= 0.0 ? ha.x : -ha.x, n.y >= 0.0 ? ha.y : -ha.y,
+                      n.z >= 0.0 ? ha.z : -ha.z};
+  Vec3 point_a;
+  if (best_kind == 0) {
+    point_a = b_support(-n) + n * depth;  // B's deepest vertex, lifted onto A's face
+  } else if (best_kind == 1) {
+    point_a = a_vertex;
+  } else {
+    // Edge of A along axis i through A's support vertex, edge of B along b_j
+    // through B's support vertex: their closest points.
+    Vec3 ea = a_vertex;
+    ea[best_i] = 0.0;
+    Vec3 a0 = ea, a1 = ea;
+    a0[best_i] = -ha[best_i];
+    a1[best_i] = ha[best_i];
+    const Vec3 vb = b_support(-n);
+    const Vec3 eb = vb - bx[best_j] * (Dot(vb - t, bx[best_j]));
+    const ClosestPair cp = internal::ClosestSegmentSegment(a0, a1, eb - bx[best_j] * hb[best_j],
+                                                           eb + bx[best_j] * hb[best_j]);
+    point_a = cp.p;
+  }
+  SetContact(pa, n, depth, point_a, out);
+}
+
+/// Pairs with no closed form (box-cylinder, capsule-cylinder,
+/// cylinder-cylinder): GJK on the cores with the capsule radius as margin;
+/// EPA on the full shapes when the cores themselves overlap.
+void GjkPair(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+             PairAnswer* out) {
+  const Pose rel = pa.RelativeTo(pb);
+  const ConvexCore ca = ConvexCore::FromShape(a);
+  const ConvexCore cb = ConvexCore::FromShape(b);
+  GjkSettings settings;
+  settings.decide_only = query == Query::kOverlap;
+  const GjkResult g = internal::GjkDistance(ca, cb, rel, settings);
+  // A capped run decides by its best estimate (upper bound on the distance).
+  const bool overlap = g.state == GjkState::kOverlapping;
+  if (query == Query::kOverlap) {
+    out->overlap = overlap;
+    return;
+  }
+  if (query == Query::kDistance) {
+    SetDistance(pa, overlap ? 0.0 : g.distance, g.point_a, g.point_b, out);
+    return;
+  }
+  if (!overlap) return;
+  const double margins = ca.margin + cb.margin;
+  if (!g.cores_overlap && g.core_distance > kDirectionEpsilon * g.scale) {
+    // Only the margins overlap: the core normal is exact.
+    SetContact(pa, g.normal, margins - g.core_distance, g.core_point_a + g.normal * ca.margin,
+               out);
+    return;
+  }
+  const internal::EpaResult e = internal::Epa(ca, cb, rel, g);
+  SetContact(pa, e.normal, e.depth, e.point_a, out);
+}
+
+using PairFn = void (*)(Query, const Shape&, const Pose&, const Shape&, const Pose&,
+                        PairAnswer*);
+
+/// The implementation for kind(a) <= kind(b).
+PairFn Canonical(ShapeKind a, ShapeKind b) {
+  switch (a) {
+    case ShapeKind::kSphere:
+      switch (b) {
+        case ShapeKind::kSphere: return SphereSphere;
+        case ShapeKind::kBox: return SphereBox;
+        case ShapeKind::kCapsule: return SphereCapsule;
+        case ShapeKind::kCylinder: return SphereCylinder;
+      }
+      break;
+    case ShapeKind::kBox:
+      switch (b) {
+        case ShapeKind::kBox: return BoxBox;
+        case ShapeKind::kCapsule: return BoxCapsule;
+        default: return GjkPair;  // box-cylinder
+      }
+    case ShapeKind::kCapsule:
+      if (b == ShapeKind::kCapsule) return CapsuleCapsule;
+      return GjkPair;  // capsule-cylinder
+    case ShapeKind::kCylinder: return GjkPair;
+  }
+  return GjkPair;
+}
+
+/// The one place that picks a pair implementation: mirrored pairs run with A
+/// and B swapped, then the contact normal and the witness points are flipped back.
+PairAnswer Dispatch(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+  PairAnswer out;
+  if (static_cast<int>(a.kind()) <= static_cast<int>(b.kind())) {
+    Canonical(a.kind(), b.kind())(query, a, pa, b, pb, &out);
+    return out;
+  }
+  Canonical(b.kind(), a.kind())(query, b, pb, a, pa, &out);
+  std::swap(out.contact.point_a, out.contact.point_b);
+  out.contact.normal = -out.contact.normal;
+  std::swap(out.distance.point_a, out.distance.point_b);
+  return out;
+}
+
+}  // namespace
+
+bool Overlap(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b) {
+  return Dispatch(Query::kOverlap, a, pose_a, b, pose_b).overlap;
+}
+
+bool ComputeContact(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,
+                    Contact* contact) {
+  const PairAnswer r = Dispatch(Query::kContact, a, pose_a, b, pose_b);
+  if (!r.overlap) return false;
+  if (contact != nullptr) *contact = r.contact;
+  return true;
+}
+
+DistanceResult ComputeDistance(const Shape& a, const Pose& pose_a, const Shape& b,
+                               const Pose& pose_b) {
+  return Dispatch(Query::kDistance, a, pose_a, b, pose_b).distance;
+}
+
+}  // namespace hitbox

@@ -1,0 +1,179 @@
+#include "server.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include "hitbox/wire/convert.h"
+
+namespace hitbox::server {
+namespace {
+
+constexpr const char* kServiceName = "hitbox.v1.Hitbox";
+
+void SetHealth(grpc::Server* server, bool serving) {
+  if (grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService()) {
+    health->SetServingStatus(serving);
+    health->SetServingStatus(kServiceName, serving);
+  }
+}
+
+// Writes the port to `path` atomically (temp file + rename).
+bool WritePortFile(const std::string& path, int port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return false;
+    out << port << "\n";
+    if (!out.flush()) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& options) {
+  std::unique_ptr<HitboxServer> s(new HitboxServer());
+  s->service_ = std::make_unique<HitboxService>(options.service);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(s->service_.get());
+  const uint64_t max_bytes = options.service.limits.max_message_bytes;
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(max_bytes, INT_MAX)));
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return Error{ErrorCode::kFailedPrecondition, "cannot listen on " + options.listen};
+  }
+  SetHealth(s->server_.get(), true);
+  return s;
+}
+
+HitboxServer::~HitboxServer() {
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now());
+    server_->Wait();
+  }
+}
+
+std::shared_ptr<grpc::Channel> HitboxServer::InProcessChannel() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  return server_->InProcessChannel(args);
+}
+
+void HitboxServer::Shutdown(std::chrono::milliseconds grace) {
+  SetHealth(server_.get(), false);
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+}
+
+void HitboxServer::Wait() { server_->Wait(); }
+
+Status CreateDemoSession(HitboxService& service) {
+  v1::CreateSessionRequest create;
+  create.set_session_id("demo");
+  v1::SessionInfo info;
+  if (grpc::Status st = service.DoCreateSession(create, &info); !st.ok()) {
+    return wire::FromGrpcStatus(st);
+  }
+  // A floor, then 300 seeded colliders of every kind above it, on layers 0..3.
+  std::mt19937_64 rng(2024);
+  std::uniform_real_distribution<double> pos(-40.0, 40.0), height(0.5, 20.0), size(0.3, 2.5),
+      angle(-M_PI, M_PI);
+  v1::ApplyChangesRequest req;
+  req.set_session_id("demo");
+  Collider floor;
+  floor.id = 1;
+  floor.shape = *Shape::MakeBox({50, 0.5, 50});
+  floor.pose = Pose({0, -0.5, 0});
+  wire::ToProto(floor, req.add_changes()->mutable_add());
+  for (uint64_t id = 2; id <= 301; ++id) {
+    Collider c;
+    c.id = id;
+    switch (id % 4) {
+      case 0: c.shape = *Shape::MakeSphere(size(rng)); break;
+      case 1: c.shape = *Shape::MakeBox({size(rng), size(rng), size(rng)}); break;
+      case 2: c.shape = *Shape::MakeCapsule(size(rng) * 0.5, size(rng)); break;
+      default: c.shape = *Shape::MakeCylinder(size(rng), size(rng) * 0.5); break;
+    }
+    c.pose = Pose({pos(rng), height(rng), pos(rng)},
+                  Quat::FromAxisAngle(Vec3(0.3, 1.0, 0.2).Normalized(), angle(rng)));
+    c.layer = static_cast<uint32_t>(id % 4);
+    c.user_data = 1000 + id;
+    wire::ToProto(c, req.add_changes()->mutable_add());
+  }
+  v1::ApplyChangesResponse resp;
+  return wire::FromGrpcStatus(service.DoApplyChanges(req, &resp));
+}
+
+int RunServer(const ServerOptions& options) {
+  // Block the stop signals in every thread (gRPC's threads inherit the mask);
+  // one thread takes them with sigwait, so no work runs in a signal handler.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  Result<std::unique_ptr<HitboxServer>> started = HitboxServer::Start(options);
+  if (!started.ok()) {
+    spdlog::error("{}", started.error().message);
+    return 1;
+  }
+  HitboxServer& server = **started;
+  const ServerLimits& l = options.service.limits;
+  const size_t threads =
+      options.service.threads == 0 ? std::max(1u, std::thread::hardware_concurrency())
+                                   : options.service.threads;
+  const std::string host = options.listen.substr(0, options.listen.rfind(':'));
+  spdlog::info(
+      "hitboxd listening on {} (port {}); limits: max_sessions={} max_colliders={} "
+      "max_changes={} max_queries={} max_hits={} max_message_bytes={}; query threads={}; "
+      "shutdown grace={}ms",
+      options.listen, server.port(), l.max_sessions, l.session.max_colliders,
+      l.session.max_changes_per_message, l.session.max_queries_per_message,
+      l.session.max_hits_per_query, l.max_message_bytes, threads, options.shutdown_grace.count());
+  if (options.demo) {
+    if (Status s = CreateDemoSession(server.service()); !s.ok()) {
+      spdlog::error("demo world: {}", s.ToString());
+    } else {
+      const std::string addr =
+          (host == "0.0.0.0" || host == "[::]" ? std::string("localhost") : host) + ":" +
+          std::to_string(server.port());
+      spdlog::info("demo: session 'demo' holds 301 colliders; try: grpcurl -plaintext -d "
+                   "'{{\"session_id\":\"demo\",\"queries\":[{{\"raycast\":{{\"origin\":{{\"x\":-45,"
+                   "\"y\":5}},\"translation\":{{\"x\":90}}}}}}]}}' {} hitbox.v1.Hitbox/Query",
+                   addr);
+    }
+  }
+  if (!options.port_file.empty() && !WritePortFile(options.port_file, server.port())) {
+    spdlog::error("cannot write the port file {}", options.port_file);
+    server.Shutdown(std::chrono::milliseconds(0));
+    server.Wait();
+    return 1;
+  }
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    spdlog::info("received {}: health NOT_SERVING, finishing in-flight calls (grace {}ms)",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", options.shutdown_grace.count());
+    server.Shutdown(options.shutdown_grace);
+  });
+  server.Wait();
+  stopper.join();
+  spdlog::info("hitboxd stopped");
+  return 0;
+}
+
+}  // namespace hitbox::server

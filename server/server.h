@@ -1,0 +1,62 @@
+// Starting and stopping hitboxd: RunServer (used by main) and HitboxServer
+// (used by RunServer and by in-process tests).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "hitbox/status.h"
+#include "service.h"
+
+namespace hitbox::server {
+
+/// Everything hitboxd's flags configure.
+struct ServerOptions {
+  /// Listen address, host:port ("127.0.0.1:0" picks a free port).
+  std::string listen = "0.0.0.0:50051";
+  ServiceOptions service;
+  /// How long in-flight calls may run on after SIGINT/SIGTERM before being cancelled.
+  std::chrono::milliseconds shutdown_grace{5000};
+  /// Create session "demo" with a small mixed world at start.
+  bool demo = false;
+  /// When not empty, the bound port is written to this file once listening.
+  std::string port_file;
+};
+
+/// A running gRPC server with the Hitbox service, health checking and reflection.
+class HitboxServer {
+ public:
+  /// Builds and starts the server. Fails when the address cannot be bound.
+  static Result<std::unique_ptr<HitboxServer>> Start(const ServerOptions& options);
+  ~HitboxServer();
+
+  /// The bound port (the chosen one when listening on port 0).
+  int port() const { return port_; }
+  HitboxService& service() { return *service_; }
+  /// A channel to this server that skips the network.
+  std::shared_ptr<grpc::Channel> InProcessChannel();
+  /// Health goes NOT_SERVING, then in-flight calls get until now + grace to
+  /// finish before they are cancelled. Returns when the server has stopped.
+  void Shutdown(std::chrono::milliseconds grace);
+  /// Blocks until Shutdown() completed.
+  void Wait();
+
+ private:
+  HitboxServer() = default;
+  std::unique_ptr<HitboxService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+/// Adds the demo world (a few hundred mixed colliders) as session "demo".
+Status CreateDemoSession(HitboxService& service);
+
+/// Starts the server, waits for SIGINT or SIGTERM, shuts down gracefully.
+/// Returns the process exit code (0 after a clean shutdown).
+int RunServer(const ServerOptions& options);
+
+}  // namespace hitbox::server

@@ -1,0 +1,563 @@
+#include "service.h"
+
+#include <algorithm>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "hitbox/wire/convert.h"
+
+namespace hitbox::server {
+namespace {
+
+using google::protobuf::RepeatedPtrField;
+
+/// Default ListColliders page size (colliders per message).
+constexpr uint32_t kDefaultPageSize = 1024;
+
+grpc::Status Grpc(grpc::StatusCode code, std::string message) {
+  return grpc::Status(code, std::move(message));
+}
+
+QueryFilter* FilterOf(hitbox::Query& q) {
+  return std::visit([](auto& x) { return &x.filter; }, q);
+}
+
+// Streams a snapshot of a session's colliders, one page per write; the next
+// page is built only after the previous write completed (flow control).
+class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListCollidersResponse> {
+ public:
+  ListCollidersReactor(std::vector<Collider> snapshot, uint64_t revision, uint32_t page_size)
+      : snapshot_(std::move(snapshot)), revision_(revision), page_size_(page_size) {
+    NextWrite();
+  }
+  /// Ends the call at once with an error.
+  explicit ListCollidersReactor(const grpc::Status& error) { Finish(error); }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "ListColliders: client went away"));
+      return;
+    }
+    NextWrite();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void NextWrite() {
+    if (sent_any_ && next_ >= snapshot_.size()) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    page_.Clear();
+    page_.set_revision(revision_);
+    page_.set_total(snapshot_.size());
+    const size_t end = std::min(snapshot_.size(), next_ + page_size_);
+    page_.mutable_colliders()->Reserve(static_cast<int>(end - next_));
+    for (; next_ < end; ++next_) wire::ToProto(snapshot_[next_], page_.add_colliders());
+    sent_any_ = true;
+    StartWrite(&page_);
+  }
+
+  std::vector<Collider> snapshot_;
+  uint64_t revision_ = 0;
+  uint32_t page_size_ = kDefaultPageSize;
+  size_t next_ = 0;
+  bool sent_any_ = false;
+  v1::ListCollidersResponse page_;
+};
+
+// One Tick stream: reads a request only after the previous response was
+// written, so a client that stops reading is never buffered without bound;
+// the tick runs on the callback thread and takes only its session's lock.
+class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse> {
+ public:
+  explicit TickReactor(HitboxService* service) : service_(service) { StartRead(&request_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client finished writing (or the call was cancelled)
+      Finish(grpc::Status::OK);
+      return;
+    }
+    response_.Clear();
+    service_->DoTick(&stream_, request_, &response_);
+    StartWrite(&response_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "Tick: client went away"));
+      return;
+    }
+    StartRead(&request_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  HitboxService* const service_;
+  HitboxService::TickStream stream_;
+  v1::TickRequest request_;
+  v1::TickResponse response_;
+};
+
+}  // namespace
+
+void ResultsToProto(const std::vector<QueryResult>& results, const RepeatedPtrField<v1::Query>& queries,
+                    RepeatedPtrField<v1::QueryResult>* out) {
+  out->Reserve(static_cast<int>(results.size()));
+  for (size_t i = 0; i < results.size(); ++i) {
+    wire::ToProto(results[i], queries.Get(static_cast<int>(i)).tag(), out->Add());
+  }
+}
+
+HitboxService::HitboxService(const ServiceOptions& options)
+    : options_(options), sessions_(options.limits.max_sessions) {
+  size_t threads = options.threads;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
+}
+
+HitboxService::~HitboxService() = default;
+
+grpc::Status HitboxService::Rejected(const char* rpc, const std::string& session,
+                                     grpc::Status status) const {
+  if (!status.ok()) {
+    spdlog::warn("{} rejected (session '{}'): {}: {}", rpc, session,
+                 wire::GrpcCodeName(status.error_code()), status.error_message());
+  }
+  return status;
+}
+
+grpc::Status HitboxService::Resolve(const std::string& id, std::shared_ptr<Session>* out) const {
+  if (Status s = wire::ValidateSessionId(id); !s.ok()) return wire::ToGrpcStatus(s);
+  *out = sessions_.Find(id);
+  if (*out == nullptr) {
+    return Grpc(grpc::StatusCode::NOT_FOUND, "session_id: session '" + id + "' not found");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status HitboxService::ConvertChanges(const Session& s,
+                                           const RepeatedPtrField<v1::ColliderChange>& in,
+                                           std::vector<ColliderChange>* out) const {
+  const uint32_t max = s.limits().max_changes_per_message;
+  if (static_cast<uint64_t>(in.size()) > max) {
+    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "changes: " + std::to_string(in.size()) + " changes, at most " +
+                    std::to_string(max) + " per message (limits.max_changes_per_message)");
+  }
+  return wire::ToGrpcStatus(wire::FromProto(in, out, "changes"));
+}
+
+grpc::Status HitboxService::ConvertQueries(const Session& s,
+                                           const RepeatedPtrField<v1::Query>& in,
+                                           std::vector<hitbox::Query>* out) const {
+  const uint32_t max = s.limits().max_queries_per_message;
+  if (static_cast<uint64_t>(in.size()) > max) {
+    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "queries: " + std::to_string(in.size()) + " queries, at most " +
+                    std::to_string(max) + " per message (limits.max_queries_per_message)");
+  }
+  if (Status st = wire::FromProto(in, out, "queries"); !st.ok()) return wire::ToGrpcStatus(st);
+  const uint32_t cap = s.limits().max_hits_per_query;
+  for (hitbox::Query& q : *out) {
+    QueryFilter* f = FilterOf(q);
+    if (f->max_hits == 0 || f->max_hits > cap) f->max_hits = cap;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
+                                        std::optional<uint64_t> expected_revision) const {
+  ColliderSet& set = s.set();
+  if (expected_revision && *expected_revision != set.revision()) {
+    return Grpc(grpc::StatusCode::FAILED_PRECONDITION,
+                "expected_revision: the session is at revision " + std::to_string(set.revision()) +
+                    ", not " + std::to_string(*expected_revision));
+  }
+  if (changes.empty()) return grpc::Status::OK;
+  // Replay the batch over the set's ids so the error names the entry, and count.
+  std::unordered_map<uint64_t, bool> overlay;  // id -> exists after the entries so far
+  auto exists = [&](uint64_t id) {
+    const auto it = overlay.find(id);
+    return it != overlay.end() ? it->second : set.Find(id) != nullptr;
+  };
+  bool all_adds = true;
+  int64_t count = static_cast<int64_t>(set.size());
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const ColliderChange& c = changes[i];
+    const uint64_t id = c.collider.id;
+    const std::string at = "changes[" + std::to_string(i) + "]";
+    switch (c.kind) {
+      case ColliderChange::Kind::kAdd:
+        if (exists(id)) {
+          return Grpc(grpc::StatusCode::ALREADY_EXISTS,
+                      at + ".add.id: collider " + std::to_string(id) + " already exists");
+        }
+        overlay[id] = true;
+        ++count;
+        break;
+      case ColliderChange::Kind::kReplace:
+      case ColliderChange::Kind::kMove:
+        all_adds = false;
+        if (!exists(id)) {
+          return Grpc(grpc::StatusCode::NOT_FOUND,
+                      at + (c.kind == ColliderChange::Kind::kMove ? ".move.id" : ".replace.id") +
+                          ": collider " + std::to_string(id) + " not found");
+        }
+        break;
+      case ColliderChange::Kind::kRemove:
+        all_adds = false;
+        if (!exists(id)) {
+          return Grpc(grpc::StatusCode::NOT_FOUND,
+                      at + ".remove: collider " + std::to_string(id) + " not found");
+        }
+        overlay[id] = false;
+        --count;
+        break;
+    }
+  }
+  if (static_cast<uint64_t>(count) > s.limits().max_colliders) {
+    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "changes: the session would hold " + std::to_string(count) +
+                    " colliders, at most " + std::to_string(s.limits().max_colliders) +
+                    " allowed (limits.max_colliders)");
+  }
+  Status st;
+  if (all_adds) {
+    std::vector<Collider> adds;
+    adds.reserve(changes.size());
+    for (const ColliderChange& c : changes) adds.push_back(c.collider);
+    st = set.AddBulk(adds);
+  } else {
+    st = set.Apply(changes);
+  }
+  return wire::ToGrpcStatus(st);
+}
+
+void HitboxService::RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
+                              std::vector<QueryResult>* results) const {
+  results->resize(queries.size());
+  s.set().RunBatch(queries, *results, pool_.get());
+}
+
+void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
+  info->set_session_id(s.id());
+  {
+    std::shared_lock<std::shared_mutex> lock(s.mutex());
+    info->set_collider_count(s.set().size());
+    info->set_revision(s.set().revision());
+    if (s.set().size() > 0) wire::ToProto(s.set().Bounds(), info->mutable_bounds());
+  }
+  v1::SessionLimits* l = info->mutable_limits();
+  l->set_max_colliders(s.limits().max_colliders);
+  l->set_max_changes_per_message(s.limits().max_changes_per_message);
+  l->set_max_queries_per_message(s.limits().max_queries_per_message);
+  l->set_max_hits_per_query(s.limits().max_hits_per_query);
+  info->set_created_unix_ms(s.created_unix_ms());
+}
+
+// ---------------------------------------------------------------------------
+// rpc bodies
+
+grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
+                                            v1::SessionInfo* resp) {
+  const SessionLimits& max = options_.limits.session;
+  SessionLimits limits = max;
+  const v1::SessionLimits& in = req.limits();
+  auto lower = [](const char* name, uint64_t want, uint64_t server_max, auto* field) {
+    if (want == 0) return grpc::Status::OK;
+    if (want > server_max) {
+      return Grpc(grpc::StatusCode::INVALID_ARGUMENT,
+                  std::string("limits.") + name + ": " + std::to_string(want) +
+                      " exceeds the server maximum " + std::to_string(server_max));
+    }
+    *field = static_cast<std::remove_pointer_t<decltype(field)>>(want);
+    return grpc::Status::OK;
+  };
+  grpc::Status st;
+  if (st = lower("max_colliders", in.max_colliders(), max.max_colliders, &limits.max_colliders);
+      !st.ok()) {
+    return st;
+  }
+  if (st = lower("max_changes_per_message", in.max_changes_per_message(),
+                 max.max_changes_per_message, &limits.max_changes_per_message);
+      !st.ok()) {
+    return st;
+  }
+  if (st = lower("max_queries_per_message", in.max_queries_per_message(),
+                 max.max_queries_per_message, &limits.max_queries_per_message);
+      !st.ok()) {
+    return st;
+  }
+  if (st = lower("max_hits_per_query", in.max_hits_per_query(), max.max_hits_per_query,
+                 &limits.max_hits_per_query);
+      !st.ok()) {
+    return st;
+  }
+  Result<std::shared_ptr<Session>> created = sessions_.Create(req.session_id(), limits);
+  if (!created.ok()) return wire::ToGrpcStatus(created.status());
+  const Session& s = **created;
+  spdlog::info("session '{}' created (max_colliders={}, max_changes={}, max_queries={}, "
+               "max_hits={}; {} sessions)",
+               s.id(), limits.max_colliders, limits.max_changes_per_message,
+               limits.max_queries_per_message, limits.max_hits_per_query, sessions_.size());
+  Describe(s, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status HitboxService::DoGetSession(const v1::GetSessionRequest& req, v1::SessionInfo* resp) {
+  std::shared_ptr<Session> s;
+  if (grpc::Status st = Resolve(req.session_id(), &s); !st.ok()) return st;
+  Describe(*s, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status HitboxService::DoListSessions(v1::ListSessionsResponse* resp) {
+  for (const std::shared_ptr<Session>& s : sessions_.List()) Describe(*s, resp->add_sessions());
+  return grpc::Status::OK;
+}
+
+grpc::Status HitboxService::DoDeleteSession(const v1::DeleteSessionRequest& req) {
+  if (Status s = wire::ValidateSessionId(req.session_id()); !s.ok()) {
+    return wire::ToGrpcStatus(s);
+  }
+  std::shared_ptr<Session> s = sessions_.Remove(req.session_id());
+  if (s == nullptr) {
+    return Grpc(grpc::StatusCode::NOT_FOUND,
+                "session_id: session '" + req.session_id() + "' not found");
+  }
+  spdlog::info("session '{}' deleted ({} colliders, revision {}; {} sessions left)", s->id(),
+               s->set().size(), s->set().revision(), sessions_.size());
+  return grpc::Status::OK;
+}
+
+grpc::Status HitboxService::DoApplyChanges(const v1::ApplyChangesRequest& req,
+                                           v1::ApplyChangesResponse* resp) {
+  std::shared_ptr<Session> s;
+  if (grpc::Status st = Resolve(req.session_id(), &s); !st.ok()) return st;
+  std::vector<ColliderChange> changes;
+  if (grpc::Status st = ConvertChanges(*s, req.changes(), &changes); !st.ok()) return st;
+  std::unique_lock<std::shared_mutex> lock(s->mutex());
+  if (s->deleted()) {
+    return Grpc(grpc::StatusCode::NOT_FOUND,
+                "session_id: session '" + req.session_id() + "' was deleted");
+  }
+  const std::optional<uint64_t> expected =
+      req.has_expected_revision() ? std::optional<uint64_t>(req.expected_revision()) : std::nullopt;
+  if (grpc::Status st = ApplyLocked(*s, changes, expected); !st.ok()) return st;
+  resp->set_revision(s->set().revision());
+  resp->set_collider_count(s->set().size());
+  return grpc::Status::OK;
+}
+
+grpc::Status HitboxService::DoGetColliders(const v1::GetCollidersRequest& req,
+                                           v1::GetCollidersResponse* resp) {
+  std::shared_ptr<Session> s;
+  if (grpc::Status st = Resolve(req.session_id(), &s); !st.ok()) return st;
+  const uint32_t max = std::max(s->limits().max_queries_per_message, options_.limits.max_page_size);
+  if (static_cast<uint64_t>(req.ids_size()) > max) {
+    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "ids: " + std::to_string(req.ids_size()) + " ids, at most " + std::to_string(max) +
+                    " per message (use ListColliders for more)");
+  }
+  std::vector<Collider> found;
+  found.reserve(req.ids_size());
+  {
+    std::shared_lock<std::shared_mutex> lock(s->mutex());
+    if (s->deleted()) {
+      return Grpc(grpc::StatusCode::NOT_FOUND,
+                  "session_id: session '" + req.session_id() + "' was deleted");
+    }
+    for (int i = 0; i < req.ids_size(); ++i) {
+      const Collider* c = s->set().Find(req.ids(i));
+      if (c == nullptr) {
+        return Grpc(grpc::StatusCode::NOT_FOUND, "ids[" + std::to_string(i) + "]: collider " +
+                                                     std::to_string(req.ids(i)) + " not found");
+      }
+      found.push_back(*c);
+    }
+    resp->set_revision(s->set().revision());
+  }
+  for (const Collider& c : found) wire::ToProto(c, resp->add_colliders());
+  return grpc::Status::OK;
+}
+
+grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryResponse* resp) {
+  std::shared_ptr<Session> s;
+  if (grpc::Status st = Resolve(req.session_id(), &s); !st.ok()) return st;
+  std::vector<hitbox::Query> queries;
+  if (grpc::Status st = ConvertQueries(*s, req.queries(), &queries); !st.ok()) return st;
+  std::vector<QueryResult> results;
+  {
+    std::shared_lock<std::shared_mutex> lock(s->mutex());
+    if (s->deleted()) {
+      return Grpc(grpc::StatusCode::NOT_FOUND,
+                  "session_id: session '" + req.session_id() + "' was deleted");
+    }
+    RunLocked(*s, queries, &results);
+    resp->set_revision(s->set().revision());
+  }
+  ResultsToProto(results, req.queries(), resp->mutable_results());
+  return grpc::Status::OK;
+}
+
+void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
+                           v1::TickResponse* resp) {
+  resp->set_tick(req.tick());
+  auto fail = [&](const grpc::Status& st) {
+    Rejected("Tick", stream->session_id.empty() ? req.session_id() : stream->session_id, st);
+    resp->clear_results();
+    resp->mutable_error()->set_code(static_cast<int32_t>(st.error_code()));
+    resp->mutable_error()->set_message(st.error_message());
+  };
+  // Bind / check the session id.
+  if (!req.session_id().empty()) {
+    if (stream->session_id.empty()) {
+      if (Status s = wire::ValidateSessionId(req.session_id()); !s.ok()) {
+        return fail(wire::ToGrpcStatus(s));
+      }
+      stream->session_id = req.session_id();
+    } else if (req.session_id() != stream->session_id) {
+      return fail(Grpc(grpc::StatusCode::INVALID_ARGUMENT,
+                       "session_id: this stream is bound to session '" + stream->session_id +
+                           "', got '" + req.session_id() + "'"));
+    }
+  }
+  if (stream->session_id.empty()) {
+    return fail(Grpc(grpc::StatusCode::INVALID_ARGUMENT,
+                     "session_id: the first tick of a stream must name the session"));
+  }
+  if (stream->session == nullptr) {
+    stream->session = sessions_.Find(stream->session_id);
+    if (stream->session == nullptr) {
+      return fail(Grpc(grpc::StatusCode::NOT_FOUND,
+                       "session_id: session '" + stream->session_id + "' not found"));
+    }
+  }
+  Session& s = *stream->session;
+  const auto deleted = [&] {
+    return Grpc(grpc::StatusCode::NOT_FOUND,
+                "session_id: session '" + stream->session_id + "' was deleted");
+  };
+  if (s.deleted()) return fail(deleted());
+
+  std::vector<ColliderChange> changes;
+  if (grpc::Status st = ConvertChanges(s, req.changes(), &changes); !st.ok()) return fail(st);
+  std::vector<hitbox::Query> queries;
+  if (grpc::Status st = ConvertQueries(s, req.queries(), &queries); !st.ok()) return fail(st);
+
+  std::vector<QueryResult> results;
+  if (!changes.empty()) {
+    std::unique_lock<std::shared_mutex> lock(s.mutex());
+    if (s.deleted()) return fail(deleted());
+    if (grpc::Status st = ApplyLocked(s, changes, std::nullopt); !st.ok()) return fail(st);
+    RunLocked(s, queries, &results);
+    resp->set_revision(s.set().revision());
+  } else {
+    std::shared_lock<std::shared_mutex> lock(s.mutex());
+    if (s.deleted()) return fail(deleted());
+    RunLocked(s, queries, &results);
+    resp->set_revision(s.set().revision());
+  }
+  ResultsToProto(results, req.queries(), resp->mutable_results());
+}
+
+// ---------------------------------------------------------------------------
+// Callback API entry points.
+
+grpc::ServerUnaryReactor* HitboxService::CreateSession(grpc::CallbackServerContext* ctx,
+                                                       const v1::CreateSessionRequest* req,
+                                                       v1::SessionInfo* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(Rejected("CreateSession", req->session_id(), DoCreateSession(*req, resp)));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* HitboxService::GetSession(grpc::CallbackServerContext* ctx,
+                                                    const v1::GetSessionRequest* req,
+                                                    v1::SessionInfo* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  grpc::Status st = DoGetSession(*req, resp);
+  if (st.error_code() != grpc::StatusCode::NOT_FOUND) st = Rejected("GetSession", req->session_id(), st);
+  reactor->Finish(st);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* HitboxService::ListSessions(grpc::CallbackServerContext* ctx,
+                                                      const v1::ListSessionsRequest*,
+                                                      v1::ListSessionsResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(DoListSessions(resp));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* HitboxService::DeleteSession(grpc::CallbackServerContext* ctx,
+                                                       const v1::DeleteSessionRequest* req,
+                                                       v1::DeleteSessionResponse*) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(Rejected("DeleteSession", req->session_id(), DoDeleteSession(*req)));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* HitboxService::ApplyChanges(grpc::CallbackServerContext* ctx,
+                                                      const v1::ApplyChangesRequest* req,
+                                                      v1::ApplyChangesResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(Rejected("ApplyChanges", req->session_id(), DoApplyChanges(*req, resp)));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* HitboxService::GetColliders(grpc::CallbackServerContext* ctx,
+                                                      const v1::GetCollidersRequest* req,
+                                                      v1::GetCollidersResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(Rejected("GetColliders", req->session_id(), DoGetColliders(*req, resp)));
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListColliders(
+    grpc::CallbackServerContext*, const v1::ListCollidersRequest* req) {
+  std::shared_ptr<Session> s;
+  if (grpc::Status st = Resolve(req->session_id(), &s); !st.ok()) {
+    return new ListCollidersReactor(Rejected("ListColliders", req->session_id(), st));
+  }
+  uint32_t page = req->page_size() == 0 ? kDefaultPageSize : req->page_size();
+  page = std::min(page, options_.limits.max_page_size);
+  std::vector<Collider> snapshot;
+  uint64_t revision = 0;
+  {
+    std::shared_lock<std::shared_mutex> lock(s->mutex());
+    if (s->deleted()) {
+      return new ListCollidersReactor(Rejected(
+          "ListColliders", req->session_id(),
+          Grpc(grpc::StatusCode::NOT_FOUND,
+               "session_id: session '" + req->session_id() + "' was deleted")));
+    }
+    snapshot.reserve(s->set().size());
+    s->set().ForEach([&](const Collider& c) { snapshot.push_back(c); });
+    revision = s->set().revision();
+  }
+  std::sort(snapshot.begin(), snapshot.end(),
+            [](const Collider& a, const Collider& b) { return a.id < b.id; });
+  return new ListCollidersReactor(std::move(snapshot), revision, page);
+}
+
+grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
+                                               const v1::QueryRequest* req,
+                                               v1::QueryResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(Rejected("Query", req->session_id(), DoQuery(*req, resp)));
+  return reactor;
+}
+
+grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* HitboxService::Tick(
+    grpc::CallbackServerContext*) {
+  return new TickReactor(this);
+}
+
+}  // namespace hitbox::server

@@ -1,0 +1,119 @@
+// The hitbox.v1.Hitbox service on the gRPC callback API: a thin adapter from
+// the wire messages (hitbox_wire) to sessions of ColliderSets, with limits,
+// status codes and threading.
+//
+// Locking: the session map lock is held only for lookups; each session's
+// shared_mutex is taken shared by queries and reads, exclusively by changes
+// (so a batch is atomic and queries never see half of it). Validation and
+// proto conversion happen outside every lock. A tick with changes runs its
+// queries under the same exclusive lock, so they see exactly its changes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "hitbox/collider_set.h"
+#include "hitbox/v1/hitbox.grpc.pb.h"
+#include "session.h"
+
+namespace hitbox::server {
+
+/// Configuration of the service.
+struct ServiceOptions {
+  ServerLimits limits;
+  /// Worker threads of the query pool for large batches (0: hardware threads,
+  /// 1: no pool, batches run on the calling thread).
+  size_t threads = 0;
+};
+
+class HitboxService final : public v1::Hitbox::CallbackService {
+ public:
+  explicit HitboxService(const ServiceOptions& options);
+  ~HitboxService() override;
+
+  grpc::ServerUnaryReactor* CreateSession(grpc::CallbackServerContext* ctx,
+                                          const v1::CreateSessionRequest* req,
+                                          v1::SessionInfo* resp) override;
+  grpc::ServerUnaryReactor* GetSession(grpc::CallbackServerContext* ctx,
+                                       const v1::GetSessionRequest* req,
+                                       v1::SessionInfo* resp) override;
+  grpc::ServerUnaryReactor* ListSessions(grpc::CallbackServerContext* ctx,
+                                         const v1::ListSessionsRequest* req,
+                                         v1::ListSessionsResponse* resp) override;
+  grpc::ServerUnaryReactor* DeleteSession(grpc::CallbackServerContext* ctx,
+                                          const v1::DeleteSessionRequest* req,
+                                          v1::DeleteSessionResponse* resp) override;
+  grpc::ServerUnaryReactor* ApplyChanges(grpc::CallbackServerContext* ctx,
+                                         const v1::ApplyChangesRequest* req,
+                                         v1::ApplyChangesResponse* resp) override;
+  grpc::ServerUnaryReactor* GetColliders(grpc::CallbackServerContext* ctx,
+                                         const v1::GetCollidersRequest* req,
+                                         v1::GetCollidersResponse* resp) override;
+  grpc::ServerWriteReactor<v1::ListCollidersResponse>* ListColliders(
+      grpc::CallbackServerContext* ctx, const v1::ListCollidersRequest* req) override;
+  grpc::ServerUnaryReactor* Query(grpc::CallbackServerContext* ctx, const v1::QueryRequest* req,
+                                  v1::QueryResponse* resp) override;
+  grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* Tick(
+      grpc::CallbackServerContext* ctx) override;
+
+  // The rpc bodies, callable directly (tests, the demo world, the tick reactor).
+  grpc::Status DoCreateSession(const v1::CreateSessionRequest& req, v1::SessionInfo* resp);
+  grpc::Status DoGetSession(const v1::GetSessionRequest& req, v1::SessionInfo* resp);
+  grpc::Status DoListSessions(v1::ListSessionsResponse* resp);
+  grpc::Status DoDeleteSession(const v1::DeleteSessionRequest& req);
+  grpc::Status DoApplyChanges(const v1::ApplyChangesRequest& req, v1::ApplyChangesResponse* resp);
+  grpc::Status DoGetColliders(const v1::GetCollidersRequest& req, v1::GetCollidersResponse* resp);
+  grpc::Status DoQuery(const v1::QueryRequest& req, v1::QueryResponse* resp);
+
+  /// Per-stream state of a Tick stream.
+  struct TickStream {
+    /// Session id bound by the first tick that named a valid one.
+    std::string session_id;
+    /// The session, once resolved (kept even after it is deleted).
+    std::shared_ptr<Session> session;
+  };
+  /// Runs one tick: fills resp (results or error). Never fails the stream.
+  void DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp);
+
+  /// The server's sessions.
+  SessionRegistry& sessions() { return sessions_; }
+  const ServiceOptions& options() const { return options_; }
+
+ private:
+  // Finds a session by id: INVALID_ARGUMENT for a malformed id, NOT_FOUND.
+  grpc::Status Resolve(const std::string& id, std::shared_ptr<Session>* out) const;
+  // Converts and checks the count of a change list (no lock needed).
+  grpc::Status ConvertChanges(const Session& s,
+                              const google::protobuf::RepeatedPtrField<v1::ColliderChange>& in,
+                              std::vector<ColliderChange>* out) const;
+  // Converts and checks a query list, clamping max_hits (no lock needed).
+  grpc::Status ConvertQueries(const Session& s,
+                              const google::protobuf::RepeatedPtrField<v1::Query>& in,
+                              std::vector<hitbox::Query>* out) const;
+  // Applies converted changes; the caller holds the exclusive lock.
+  grpc::Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
+                           std::optional<uint64_t> expected_revision) const;
+  // Runs converted queries; the caller holds the session lock (either mode).
+  void RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
+                 std::vector<QueryResult>* results) const;
+  // Fills a SessionInfo; takes the shared lock.
+  void Describe(const Session& s, v1::SessionInfo* info) const;
+  // Logs a rejected request at warning level and passes the status through.
+  grpc::Status Rejected(const char* rpc, const std::string& session, grpc::Status status) const;
+
+  const ServiceOptions options_;
+  SessionRegistry sessions_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+/// Converts core results to proto, tagging each with its query's tag.
+void ResultsToProto(const std::vector<QueryResult>& results,
+                    const google::protobuf::RepeatedPtrField<v1::Query>& queries,
+                    google::protobuf::RepeatedPtrField<v1::QueryResult>* out);
+
+}  // namespace hitbox::server
