@@ -61,5 +61,6 @@ void AddLoadCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddQueryCommands(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddCheckCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action);
+void AddRouteCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 
 }  // namespace hitbox::ctl

@@ -3,7 +3,7 @@
 //   hitboxctl [--address HOST:PORT] [--timeout S] [--json] <command> ...
 //
 // Commands: health, sessions list|create|get|delete, load, overlap, cast,
-// raycast, check, bench (`hitboxctl <command> --help` for each). Human tables
+// raycast, check, bench, route (`hitboxctl <command> --help` for each). Human tables
 // by default, one JSON document on stdout with --json. Exit codes: 0 success,
 // 1 error (the server's message on stderr) or failed check, 2 bad usage.
 #include <cstdio>
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   AddQueryCommands(app, global, action);
   AddCheckCommand(app, global, action);
   AddBenchCommand(app, global, action);
+  AddRouteCommand(app, global, action);
 
   try {
     app.parse(argc, argv);

@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "hitbox/client_pool.h"
 #include "process.h"
 
 namespace hitbox::ctl_test {
@@ -95,6 +97,9 @@ TEST_F(CtlTest, HealthServingExitsZero) {
   EXPECT_NE(r.out.find("SERVING"), std::string::npos) << r.out;
   const json doc = CtlJson({"health"});
   EXPECT_EQ(doc.value("status", ""), "SERVING") << doc.dump();
+  // Exactly the Docker HEALTHCHECK's form: address from the environment, timeout after the command.
+  const RunResult hc = Run({kCtl, "health", "--timeout", "2"}, {"HITBOX_ADDRESS=" + server_.address()});
+  EXPECT_EQ(hc.code, 0) << hc.out << hc.err;
 }
 
 // Nothing listening: non-zero exit and the gRPC error on stderr.
@@ -400,6 +405,29 @@ TEST_F(CtlTest, BenchUnary) {
                                "--streams", "1", "--duration", "2"});
   EXPECT_EQ(human.code, 0) << human.out << human.err;
   EXPECT_NE(human.out.find("QUERIES/S"), std::string::npos) << human.out;
+}
+
+// --- route ----------------------------------------------------------------
+
+// `route` names the same owner as the client library's rendezvous hashing, for
+// seeded random session ids, from --pool and from HITBOX_POOL.
+TEST_F(CtlTest, RouteMatchesClientPool) {
+  const std::vector<std::string> pool = {"hitboxd-0.hitboxd-pool:50051", "hitboxd-1.hitboxd-pool:50051",
+                                         "hitboxd-2.hitboxd-pool:50051"};
+  const std::string joined = pool[0] + "," + pool[1] + "," + pool[2];
+  std::mt19937_64 rng(20240611);
+  for (int i = 0; i < 12; ++i) {
+    const std::string session = "arena-" + std::to_string(rng() % 100000);
+    const std::string want = pool[RendezvousPick(pool, session)];
+    const RunResult r = Run({kCtl, "route", session, "--pool", joined});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, want + "\n") << session;
+    const RunResult env = Run({kCtl, "--json", "route", session}, {"HITBOX_POOL=" + joined});
+    const json doc = json::parse(env.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << env.out << env.err;
+    EXPECT_EQ(doc.value("address", ""), want) << session;
+  }
+  EXPECT_EQ(Run({kCtl, "route", "x"}, {"HITBOX_POOL="}).code, 1);  // no pool
 }
 
 }  // namespace
