@@ -20,21 +20,6 @@ if [ "$#" -eq 0 ]; then
   exit 2
 fi
 
-owner() {
-  # dpkg records one spelling of a path; with merged /usr, ldd may report another.
-  local lib="$1" real
-  real="$(readlink -f "$lib")"
-  local candidates=("$lib" "$real" "/usr$lib" "/usr$real" "${lib#/usr}" "${real#/usr}")
-  for p in "${candidates[@]}"; do
-    if out="$(dpkg -S "$p" 2>/dev/null)"; then
-      echo "${out%%:*}" | sed 's/,.*//'
-      return 0
-    fi
-  done
-  echo "runtime-deps: no Debian package owns $lib" >&2
-  return 1
-}
-
 libs=()
 for bin in "$@"; do
   if [ ! -x "$bin" ]; then
@@ -50,7 +35,36 @@ for bin in "$@"; do
     < <(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
 done
 
-mapfile -t packages < <(for l in "${libs[@]}"; do owner "$l"; done | sort -u)
+# dpkg records one spelling of a path; with merged /usr, ldd may report another.
+# Ask dpkg about every spelling of every library at once (one slow call).
+mapfile -t uniq < <(printf '%s\n' "${libs[@]}" | sort -u)
+spellings() {
+  local lib="$1" real
+  real="$(readlink -f "$lib")"
+  printf '%s\n' "$lib" "$real" "/usr$lib" "/usr$real" "${lib#/usr}" "${real#/usr}"
+}
+mapfile -t candidates < <(for l in "${uniq[@]}"; do spellings "$l"; done | sort -u)
+declare -A owner_of
+while IFS= read -r line; do
+  # "pkg[:arch][, pkg2[:arch]]: /path"
+  path="${line##*: }"
+  pkg="${line%%: /*}"
+  pkg="${pkg%%,*}"
+  owner_of["$path"]="${pkg%%:*}"
+done < <(dpkg -S "${candidates[@]}" 2>/dev/null || true)
+packages=()
+for l in "${uniq[@]}"; do
+  found=""
+  while read -r p; do
+    if [ -n "${owner_of[$p]:-}" ]; then found="${owner_of[$p]}"; break; fi
+  done < <(spellings "$l")
+  if [ -z "$found" ]; then
+    echo "runtime-deps: no Debian package owns $l" >&2
+    exit 1
+  fi
+  packages+=("$found")
+done
+mapfile -t packages < <(printf '%s\n' "${packages[@]}" | sort -u)
 
 if [ -z "$check" ]; then
   printf '%s\n' "${packages[@]}"

@@ -36,7 +36,7 @@ class CtlTest : public ::testing::Test {
   /// Runs hitboxctl --address <server> ARGS with HITBOX_ADDRESS unset.
   RunResult Ctl(std::vector<std::string> args) {
     args.insert(args.begin(), {kCtl, "--address", server_.address(), "--timeout", "20"});
-    return Run(args, {"HITBOX_ADDRESS="});
+    return RunProcess(args, {"HITBOX_ADDRESS="});
   }
   /// Runs hitboxctl --json ARGS, expects exit 0 and returns the parsed stdout.
   json CtlJson(std::vector<std::string> args) {
@@ -98,22 +98,22 @@ TEST_F(CtlTest, HealthServingExitsZero) {
   const json doc = CtlJson({"health"});
   EXPECT_EQ(doc.value("status", ""), "SERVING") << doc.dump();
   // Exactly the Docker HEALTHCHECK's form: address from the environment, timeout after the command.
-  const RunResult hc = Run({kCtl, "health", "--timeout", "2"}, {"HITBOX_ADDRESS=" + server_.address()});
+  const RunResult hc = RunProcess({kCtl, "health", "--timeout", "2"}, {"HITBOX_ADDRESS=" + server_.address()});
   EXPECT_EQ(hc.code, 0) << hc.out << hc.err;
 }
 
 // Nothing listening: non-zero exit and the gRPC error on stderr.
 TEST_F(CtlTest, HealthUnreachableFails) {
-  const RunResult r = Run({kCtl, "--address", "127.0.0.1:1", "--timeout", "2", "health"});
+  const RunResult r = RunProcess({kCtl, "--address", "127.0.0.1:1", "--timeout", "2", "health"});
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("UNAVAILABLE"), std::string::npos) << r.err;
 }
 
 // HITBOX_ADDRESS is the default address when --address is not given.
 TEST_F(CtlTest, AddressFromEnvironment) {
-  const RunResult r = Run({kCtl, "health"}, {"HITBOX_ADDRESS=" + server_.address()});
+  const RunResult r = RunProcess({kCtl, "health"}, {"HITBOX_ADDRESS=" + server_.address()});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  const RunResult bad = Run({kCtl, "--timeout", "2", "health"}, {"HITBOX_ADDRESS=127.0.0.1:1"});
+  const RunResult bad = RunProcess({kCtl, "--timeout", "2", "health"}, {"HITBOX_ADDRESS=127.0.0.1:1"});
   EXPECT_NE(bad.code, 0);
 }
 
@@ -245,7 +245,7 @@ TEST_F(CtlTest, LoadServerRejectionRollsBack) {
   json first = {{"colliders", {Sphere(100, 1, {0, 0, 0}), Sphere(101, 1, {5, 0, 0})}}};
   CtlJson({"load", "roll", WriteTemp(first.dump()), "--create"});
   json second = {{"colliders", json::array()}};
-  for (uint64_t id = 1; id <= 5; ++id) second["colliders"].push_back(Sphere(id, 1, {0, 10.0 * id, 0}));
+  for (uint64_t id = 1; id <= 5; ++id) second["colliders"].push_back(Sphere(id, 1, {0, 10.0 * static_cast<double>(id), 0}));
   second["colliders"].push_back(Sphere(101, 1, {0, 0, 9}));  // index 5: exists on the server
   second["colliders"].push_back(Sphere(6, 1, {0, 0, 20}));
   const RunResult r = Ctl({"load", "roll", WriteTemp(second.dump()), "--batch", "2"});
@@ -372,19 +372,31 @@ TEST_F(CtlTest, CheckDemoScene) {
   EXPECT_EQ(CtlJson({"sessions", "get", "demo-check"}).value("collider_count", 0u), 240u);
 }
 
-// A wrong expected answer fails the check (exit 1) and names the query.
+// A wrong expected answer fails the check (exit 1) and names the query; the
+// right ones pass. Query 2's sphere at x = 10 cannot touch the unit sphere,
+// yet the file claims it does.
 TEST_F(CtlTest, CheckReportsFailures) {
   json doc = {{"format", "hitbox-cases/1"},
               {"scenario", "wrong"},
               {"colliders", {Sphere(1, 1.0, {0, 0, 0})}},
               {"queries",
-               {{{"id", 1}, {"raycast", {{"origin", {-5, 0, 0}}, {"translation", {10, 0, 0}}}}},
-                {{"id", 2}, {"overlap", {{"shape", {{"sphere", {{"radius", 0.5}}}}}, {"position", {0, 0, 0}}, {"rotation", {0, 0, 0, 1}}}}}}},
-              {"expected", {{{"id", 1}, {"hit", nullptr}}, {{"id", 2}, {"hits", {1}}}}}};
+               {{{"id", 1}, {"raycast", {{"origin", {-5, 9, 0}}, {"translation", {10, 0, 0}}}}},
+                {{"id", 2}, {"overlap", {{"shape", {{"sphere", {{"radius", 0.5}}}}}, {"position", {10, 0, 0}}, {"rotation", {0, 0, 0, 1}}}}},
+                {{"id", 3}, {"overlap", {{"shape", {{"sphere", {{"radius", 0.5}}}}}, {"position", {1.2, 0, 0}}, {"rotation", {0, 0, 0, 1}}}}}}},
+              {"expected", {{{"id", 1}, {"hit", nullptr}}, {{"id", 2}, {"hits", {1}}}, {{"id", 3}, {"hits", {1}}}}}};
   const RunResult r = Ctl({"check", WriteTemp(doc.dump())});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("query 1 (raycast)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("query 2 (overlap)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("query 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("overlap       1 /      2 passed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
+  const RunResult rj = Ctl({"--json", "check", WriteTemp(doc.dump())});
+  EXPECT_EQ(rj.code, 1);
+  const json j = json::parse(rj.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << rj.out << rj.err;
+  EXPECT_FALSE(j.value("passed", true));
+  EXPECT_EQ(j.value("failed", 0u), 1u);
+  EXPECT_EQ(j.at("kinds").at("overlap").value("passed", 0), 1);
   EXPECT_TRUE(CtlJson({"sessions", "list"}).at("sessions").empty());
 }
 
@@ -419,15 +431,15 @@ TEST_F(CtlTest, RouteMatchesClientPool) {
   for (int i = 0; i < 12; ++i) {
     const std::string session = "arena-" + std::to_string(rng() % 100000);
     const std::string want = pool[RendezvousPick(pool, session)];
-    const RunResult r = Run({kCtl, "route", session, "--pool", joined});
+    const RunResult r = RunProcess({kCtl, "route", session, "--pool", joined});
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out, want + "\n") << session;
-    const RunResult env = Run({kCtl, "--json", "route", session}, {"HITBOX_POOL=" + joined});
+    const RunResult env = RunProcess({kCtl, "--json", "route", session}, {"HITBOX_POOL=" + joined});
     const json doc = json::parse(env.out, nullptr, false);
     ASSERT_FALSE(doc.is_discarded()) << env.out << env.err;
     EXPECT_EQ(doc.value("address", ""), want) << session;
   }
-  EXPECT_EQ(Run({kCtl, "route", "x"}, {"HITBOX_POOL="}).code, 1);  // no pool
+  EXPECT_EQ(RunProcess({kCtl, "route", "x"}, {"HITBOX_POOL="}).code, 1);  // no pool
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ inline int WaitFor(pid_t pid, std::chrono::seconds timeout) {
 }
 
 /// Runs a program to completion (killed after `timeout`).
-inline RunResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
+inline RunResult RunProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env = {},
                      std::chrono::seconds timeout = std::chrono::seconds(120)) {
   const std::string out = TempPath("hitboxctl-out");
   const std::string err = TempPath("hitboxctl-err");
