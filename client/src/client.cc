@@ -140,9 +140,10 @@ struct Client::Impl {
                                      : (uint64_t{std::random_device{}()} << 32) ^
                                            std::random_device{}()) {}
 
-  void Prepare(grpc::ClientContext* ctx, Clock::time_point deadline) const {
+  void Prepare(grpc::ClientContext* ctx, Clock::time_point deadline,
+               const CallOptions& call) const {
     ctx->set_deadline(deadline);
-    if (options.wait_for_ready) ctx->set_wait_for_ready(true);
+    if (options.wait_for_ready || call.wait_for_ready) ctx->set_wait_for_ready(true);
   }
 
   // Wait before attempt `failed_attempt + 1` (see RetryPolicy).
@@ -181,7 +182,7 @@ struct Client::Impl {
     const int max_attempts = std::max(1, options.retry.max_attempts);
     for (int n = 1;; ++n) {
       grpc::ClientContext ctx;
-      Prepare(&ctx, deadline);
+      Prepare(&ctx, deadline, call);
       // gRPC rounds deadlines up to whole milliseconds; a call whose deadline
       // has already passed is not sent at all.
       if (Steady::now() >= steady_deadline) {

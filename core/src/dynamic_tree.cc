@@ -52,8 +52,9 @@ void SetBox(TreeNode* n, const FloatAabb& b) {
 
 void DynamicTree::Grow() {
   const size_t old_cap = nodes_.size();
-  // Grow by 1/4 (not 2x) to keep the bytes per collider bounded.
-  const size_t new_cap = std::max<size_t>(16, old_cap + old_cap / 4);
+  // Grow by 1/16 (not 2x) to keep the bytes per collider bounded. The
+  // collider set reserves ahead, so this is a fallback.
+  const size_t new_cap = old_cap + old_cap / 16 + 64;
   nodes_.reserve(new_cap);
   info_.reserve(new_cap);
   nodes_.resize(new_cap);
@@ -67,7 +68,7 @@ void DynamicTree::Grow() {
 }
 
 void DynamicTree::Reserve(size_t leaves) {
-  const size_t want = leaves == 0 ? 0 : 2 * leaves - 1;
+  const size_t want = 2 * leaves;
   if (want <= nodes_.size()) return;
   const size_t old_cap = nodes_.size();
   nodes_.reserve(want);
@@ -387,15 +388,19 @@ void DynamicTree::RemoveLeaf(uint32_t leaf) {
 void DynamicTree::Build(std::span<const BuildItem> items, std::vector<uint32_t>* leaves) {
   Clear();
   if (items.empty()) return;
-  Reserve(items.size());
-  // Nodes are allocated in depth-first pre-order: each internal node is
-  // followed by its first subtree. Rebuild the free list so that allocation
-  // goes 0, 1, 2, ...
-  free_list_ = kNull;
-  for (size_t i = nodes_.size(); i-- > 0;) {
-    nodes_[i].child1 = free_list_;
-    free_list_ = static_cast<uint32_t>(i);
+  // Root at 0; the two children of every internal node are allocated as a
+  // pair (2k, 2k + 1) in one 64-byte line, pairs in depth-first order, so a
+  // traversal step that tests both children touches one cache line. Slot 1
+  // stays free.
+  const size_t needed = 2 * items.size();
+  if (nodes_.size() < needed) {
+    nodes_.reserve(needed);
+    info_.reserve(needed);
+    nodes_.resize(needed);
+    info_.resize(needed);
   }
+  std::vector<bool> used(nodes_.size(), false);
+  uint32_t next_pair = 2;
 
   struct Prim {
     FloatAabb box;
@@ -411,11 +416,11 @@ void DynamicTree::Build(std::span<const BuildItem> items, std::vector<uint32_t>*
   }
 
   struct Task {
-    uint32_t begin, end, parent;
-    bool first;  // first child of parent
+    uint32_t begin, end, node, parent;
   };
   std::vector<Task> tasks;
-  tasks.push_back({0, static_cast<uint32_t>(prims.size()), kNull, true});
+  tasks.push_back({0, static_cast<uint32_t>(prims.size()), 0, kNull});
+  root_ = 0;
   constexpr int kBins = 16;
   struct Bin {
     TreeNode box;
@@ -424,15 +429,10 @@ void DynamicTree::Build(std::span<const BuildItem> items, std::vector<uint32_t>*
   while (!tasks.empty()) {
     const Task t = tasks.back();
     tasks.pop_back();
-    const uint32_t node = AllocateNode();
-    info_[node].parent = t.parent;
-    if (t.parent == kNull) {
-      root_ = node;
-    } else if (t.first) {
-      nodes_[t.parent].child1 = node;
-    } else {
-      nodes_[t.parent].child2 = node;
-    }
+    const uint32_t node = t.node;
+    used[node] = true;
+    ++node_count_;
+    info_[node] = {t.parent, 0, 0};
     if (t.end - t.begin == 1) {
       const Prim& p = prims[t.begin];
       const BuildItem& it = items[p.index];
@@ -541,13 +541,26 @@ void DynamicTree::Build(std::span<const BuildItem> items, std::vector<uint32_t>*
                          return a.index < b.index;
                        });
     }
-    // The first child is popped next (pre-order), so push it last.
-    tasks.push_back({mid, t.end, node, false});
-    tasks.push_back({t.begin, mid, node, true});
+    const uint32_t c1 = next_pair;
+    next_pair += 2;
+    nodes_[node].child1 = c1;
+    nodes_[node].child2 = c1 + 1;
+    // The first child is popped next (depth-first), so push it last.
+    tasks.push_back({mid, t.end, c1 + 1, node});
+    tasks.push_back({t.begin, mid, c1, node});
+  }
+  // Free list: every unused slot, lowest index first.
+  free_list_ = kNull;
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    if (used[i]) continue;
+    nodes_[i].child1 = free_list_;
+    nodes_[i].child2 = kNull;
+    info_[i] = {kNull, 0, 0xFFFFFFFFu};
+    free_list_ = static_cast<uint32_t>(i);
   }
   // Children come after their parents: heights and layer masks bottom-up.
   for (size_t i = nodes_.size(); i-- > 0;) {
-    if (i >= node_count_) continue;
+    if (!used[i]) continue;
     TreeNode& n = nodes_[i];
     if (n.IsLeaf()) continue;
     info_[i].height = 1 + std::max(info_[n.child1].height, info_[n.child2].height);
@@ -560,15 +573,15 @@ double DynamicTree::AreaRatio() const {
   const double root_area = Area(nodes_[root_]);
   if (!(root_area > 0.0)) return 0.0;
   double total = 0.0;
-  TraversalStack<uint32_t> stack;
-  stack.Push(root_);
-  while (!stack.Empty()) {
-    const uint32_t i = stack.Pop();
+  std::vector<uint32_t> stack{root_};
+  while (!stack.empty()) {
+    const uint32_t i = stack.back();
+    stack.pop_back();
     const TreeNode& n = nodes_[i];
     if (n.IsLeaf()) continue;
     if (i != root_) total += Area(n);
-    stack.Push(n.child1);
-    stack.Push(n.child2);
+    stack.push_back(n.child1);
+    stack.push_back(n.child2);
   }
   return total / root_area;
 }

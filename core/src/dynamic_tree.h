@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -70,6 +71,25 @@ struct TreeNode {
 };
 static_assert(sizeof(TreeNode) == 32);
 
+/// Allocator returning `kAlign`-byte aligned storage (node pairs share a cache line).
+template <typename T, size_t kAlign>
+struct AlignedAllocator {
+  using value_type = T;
+  template <typename U>
+  struct rebind {
+    using other = AlignedAllocator<U, kAlign>;
+  };
+  AlignedAllocator() = default;
+  template <typename U>
+  AlignedAllocator(const AlignedAllocator<U, kAlign>&) {}  // NOLINT: allocator rebind
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlign)));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(kAlign)); }
+  template <typename U>
+  bool operator==(const AlignedAllocator<U, kAlign>&) const { return true; }
+};
+
 /// Dynamic bounding volume hierarchy over items (dense indices < 2^31).
 class DynamicTree {
  public:
@@ -111,7 +131,7 @@ class DynamicTree {
   void Build(std::span<const BuildItem> items, std::vector<uint32_t>* leaves);
   /// Removes every node and frees nothing (capacity kept).
   void Clear();
-  /// Makes room for `leaves` leaves (2 * leaves - 1 nodes) without reallocation.
+  /// Makes room for `leaves` leaves (2 * leaves nodes) without reallocation.
   void Reserve(size_t leaves);
 
   uint32_t root() const { return root_; }
@@ -154,7 +174,7 @@ class DynamicTree {
   void Rotate(uint32_t node);
   void Grow();
 
-  std::vector<TreeNode> nodes_;
+  std::vector<TreeNode, AlignedAllocator<TreeNode, 64>> nodes_;
   std::vector<NodeInfo> info_;
   uint32_t root_ = kNull;
   uint32_t free_list_ = kNull;
@@ -162,99 +182,131 @@ class DynamicTree {
   uint32_t leaf_count_ = 0;
 };
 
-/// A stack of node indices for traversal: a fixed inline array, spilling to
-/// the heap only for pathological tree heights.
-template <typename T, size_t kInline = 128>
-class TraversalStack {
+/// Storage for a traversal stack of `n` entries: inline for ordinary tree
+/// heights, on the heap only for pathological ones.
+template <typename T, size_t kInline = 256>
+class TraversalBuffer {
  public:
-  void Push(const T& v) {
-    if (size_ < kInline) {
-      inline_[size_++] = v;
-    } else {
-      overflow_.push_back(v);
-      ++size_;
+  explicit TraversalBuffer(size_t n) {
+    if (n > kInline) {
+      heap_.resize(n);
+      data_ = heap_.data();
     }
   }
-  T Pop() {
-    --size_;
-    if (size_ < kInline) return inline_[size_];
-    T v = overflow_.back();
-    overflow_.pop_back();
-    return v;
-  }
-  bool Empty() const { return size_ == 0; }
+  T* data() { return data_; }
 
  private:
   T inline_[kInline];
-  size_t size_ = 0;
-  std::vector<T> overflow_;
+  T* data_ = inline_;
+  std::vector<T> heap_;
 };
 
+/// Prefetch hook that does nothing (when the caller has no per-item data).
+struct NoItemPrefetch {
+  void operator()(uint32_t) const {}
+};
+
+/// Hints the cache to load what visiting `node` will read next: its children
+/// (one line when they are a pair), or for a leaf the caller's item data.
+template <typename ItemPrefetch>
+inline void PrefetchNext(const TreeNode* nodes, uint32_t node, const ItemPrefetch& item_prefetch) {
+  const TreeNode& n = nodes[node];
+  if (!n.IsLeaf()) {
+    __builtin_prefetch(&nodes[n.child1]);
+    __builtin_prefetch(&nodes[n.child2]);
+  } else {
+    item_prefetch(n.Item());
+  }
+}
+
+inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
+  // Non-short-circuit & keeps this branch-free.
+  return (n.min[0] <= b.max[0]) & (b.min[0] <= n.max[0]) & (n.min[1] <= b.max[1]) &
+         (b.min[1] <= n.max[1]) & (n.min[2] <= b.max[2]) & (b.min[2] <= n.max[2]);
+}
+
 /// Calls fn(item, layer) for every leaf whose box overlaps `box` (touching
-/// counts) and whose layer bit is in `mask`.
-template <typename Fn>
-inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t mask, Fn&& fn) {
-  if (tree.root() == DynamicTree::kNull) return;
+/// counts) and whose layer bit is in `mask`. Children are tested before they
+/// are pushed (the two children of a node usually share a cache line).
+/// item_prefetch(item) is called when a leaf is pushed, to prefetch its data.
+template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
+inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t mask, Fn&& fn,
+                      const ItemPrefetch& item_prefetch = {}) {
+  const uint32_t root = tree.root();
+  if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
   const bool all_layers = mask == 0xFFFFFFFFu;
-  TraversalStack<uint32_t> stack;
-  stack.Push(tree.root());
-  while (!stack.Empty()) {
-    const uint32_t i = stack.Pop();
+  if (!BoxesOverlap(nodes[root], box)) return;
+  // Depth-first: the stack never holds more than height + 1 entries, so it is
+  // sized once and pushed without bounds checks (branch-free pushes).
+  TraversalBuffer<uint32_t> buffer(tree.Height() + 2);
+  uint32_t* stack = buffer.data();
+  size_t sp = 0;
+  stack[sp++] = root;
+  while (sp > 0) {
+    const uint32_t i = stack[--sp];
     const TreeNode& n = nodes[i];
-    if (n.min[0] > box.max[0] || n.max[0] < box.min[0] || n.min[1] > box.max[1] ||
-        n.max[1] < box.min[1] || n.min[2] > box.max[2] || n.max[2] < box.min[2]) {
-      continue;
-    }
     if (n.IsLeaf()) {
       if ((mask >> n.child2) & 1u) fn(n.Item(), n.child2);
       continue;
     }
-    if (!all_layers && (tree.LayerMask(i) & mask) == 0) continue;
-    stack.Push(n.child2);
-    stack.Push(n.child1);
+    const uint32_t c1 = n.child1;
+    const uint32_t c2 = n.child2;
+    bool h1 = BoxesOverlap(nodes[c1], box);
+    bool h2 = BoxesOverlap(nodes[c2], box);
+    if (!all_layers) {
+      h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
+      h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
+    }
+    // Start fetching the grandchildren (one line per child pair) while the
+    // rest of the stack is worked on: traversal is bound by memory latency.
+    if (h1) PrefetchNext(nodes, c1, item_prefetch);
+    if (h2) PrefetchNext(nodes, c2, item_prefetch);
+    stack[sp] = c2;
+    sp += h2;
+    stack[sp] = c1;
+    sp += h1;
   }
 }
 
-/// A segment (ray or the centre of a swept box) prepared for slab tests
+/// A segment (ray, or the centre of a swept box) prepared for slab tests
 /// against node boxes grown by `extent` (the Minkowski sum with a box).
+/// Slab test: Kay and Kajiya 1986; Ericson, RTCD 5.3.3; branch-free form with
+/// min/max of the two plane fractions (Williams et al. 2005).
 struct SegmentSetup {
-  Vec3 origin;
-  Vec3 translation;
-  /// Half-extents added to every node box (zero for rays).
-  Vec3 extent;
-  Vec3 inv;
-  bool parallel[3];
+  /// origin - extent and origin + extent: node min/max are compared to these.
+  double lo[3];
+  double hi[3];
+  /// 1 / translation per axis; +kHuge for a zero (or denormal) component,
+  /// which turns "inside the slab" into an unbounded interval and "outside"
+  /// into an empty one without NaNs.
+  double inv[3];
 
-  SegmentSetup(const Vec3& o, const Vec3& d, const Vec3& e) : origin(o), translation(d), extent(e) {
+  static constexpr double kHuge = 1e300;
+
+  SegmentSetup(const Vec3& origin, const Vec3& translation, const Vec3& extent) {
     for (int i = 0; i < 3; ++i) {
-      parallel[i] = d[i] == 0.0;
-      inv[i] = parallel[i] ? 0.0 : 1.0 / d[i];
+      lo[i] = origin[i] + extent[i];  // node.min - extent - origin = node.min - lo
+      hi[i] = origin[i] - extent[i];  // node.max + extent - origin = node.max - hi
+      const double d = translation[i];
+      inv[i] = std::fabs(d) > 1e-300 ? 1.0 / d : kHuge;
     }
   }
 
-  /// Entry fraction of the segment into node box grown by `extent`, clipped
-  /// to [0, max_t]; returns false when it does not reach the box by max_t.
-  /// Slab test: Kay and Kajiya 1986; Ericson, RTCD 5.3.3.
-  bool Entry(const TreeNode& n, double max_t, double* t_enter) const {
+  /// Entry fraction of the segment into the node box grown by `extent`,
+  /// clipped to [0, max_t]; false when it does not reach the box by max_t.
+  __attribute__((always_inline)) bool Entry(const TreeNode& n, double max_t,
+                                            double* t_enter) const {
     double t0 = 0.0;
     double t1 = max_t;
     for (int i = 0; i < 3; ++i) {
-      const double lo = static_cast<double>(n.min[i]) - extent[i] - origin[i];
-      const double hi = static_cast<double>(n.max[i]) + extent[i] - origin[i];
-      if (parallel[i]) {
-        if (lo > 0.0 || hi < 0.0) return false;
-        continue;
-      }
-      double a = lo * inv[i];
-      double b = hi * inv[i];
-      if (a > b) std::swap(a, b);
-      t0 = std::max(t0, a);
-      t1 = std::min(t1, b);
-      if (t0 > t1) return false;
+      const double a = (static_cast<double>(n.min[i]) - lo[i]) * inv[i];
+      const double b = (static_cast<double>(n.max[i]) - hi[i]) * inv[i];
+      t0 = std::max(t0, std::min(a, b));
+      t1 = std::min(t1, std::max(a, b));
     }
     *t_enter = t0;
-    return true;
+    return t0 <= t1;
   }
 };
 
@@ -262,10 +314,11 @@ struct SegmentSetup {
 /// max fraction, nearer boxes first. fn(item, layer, max_fraction) returns the
 /// new max fraction (return max_fraction unchanged to keep going; a smaller
 /// value prunes everything entered after it; a negative value stops).
-template <typename Fn>
+template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
 inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t mask,
-                     double max_fraction, Fn&& fn) {
-  if (tree.root() == DynamicTree::kNull) return;
+                     double max_fraction, Fn&& fn, const ItemPrefetch& item_prefetch = {}) {
+  const uint32_t root = tree.root();
+  if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
   const bool all_layers = mask == 0xFFFFFFFFu;
   struct Entry {
@@ -273,11 +326,13 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
     double t;
   };
   double t_root;
-  if (!seg.Entry(nodes[tree.root()], max_fraction, &t_root)) return;
-  TraversalStack<Entry> stack;
-  stack.Push({tree.root(), t_root});
-  while (!stack.Empty()) {
-    const Entry e = stack.Pop();
+  if (!seg.Entry(nodes[root], max_fraction, &t_root)) return;
+  TraversalBuffer<Entry> buffer(tree.Height() + 2);
+  Entry* stack = buffer.data();
+  size_t sp = 0;
+  stack[sp++] = {root, t_root};
+  while (sp > 0) {
+    const Entry e = stack[--sp];
     if (e.t > max_fraction) continue;
     const TreeNode& n = nodes[e.node];
     if (n.IsLeaf()) {
@@ -289,27 +344,26 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
     }
     const uint32_t c1 = n.child1;
     const uint32_t c2 = n.child2;
-    double ta, tb;
-    bool ha = seg.Entry(nodes[c1], max_fraction, &ta);
-    bool hb = seg.Entry(nodes[c2], max_fraction, &tb);
+    double t1, t2;
+    bool h1 = seg.Entry(nodes[c1], max_fraction, &t1);
+    bool h2 = seg.Entry(nodes[c2], max_fraction, &t2);
     if (!all_layers) {
-      ha = ha && (tree.LayerMask(c1) & mask) != 0;
-      hb = hb && (tree.LayerMask(c2) & mask) != 0;
+      h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
+      h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
     }
-    if (ha && hb) {
-      // Push the farther first so the nearer is visited first.
-      if (ta <= tb) {
-        stack.Push({c2, tb});
-        stack.Push({c1, ta});
-      } else {
-        stack.Push({c1, ta});
-        stack.Push({c2, tb});
-      }
-    } else if (ha) {
-      stack.Push({c1, ta});
-    } else if (hb) {
-      stack.Push({c2, tb});
-    }
+    // Push the farther child first so the nearer is visited first; selects
+    // instead of branches.
+    const bool swap = t2 < t1;
+    const Entry near{swap ? c2 : c1, swap ? t2 : t1};
+    const Entry far{swap ? c1 : c2, swap ? t1 : t2};
+    const bool h_near = swap ? h2 : h1;
+    const bool h_far = swap ? h1 : h2;
+    if (h1) PrefetchNext(nodes, c1, item_prefetch);
+    if (h2) PrefetchNext(nodes, c2, item_prefetch);
+    stack[sp] = far;
+    sp += h_far;
+    stack[sp] = near;
+    sp += h_near;
   }
 }
 

@@ -301,6 +301,23 @@ TEST_P(ClientFakeTest, RetriesIdempotentCallsOnly) {
   }
 }
 
+// The paged ListColliders retries only before its first page: after data was
+// handed to the caller, a retry would repeat it.
+TEST_P(ClientFakeTest, PagedListRetriesOnlyBeforeFirstPage) {
+  ASSERT_TRUE(client_->CreateSession("s").ok());
+  std::vector<Collider> colliders(5);
+  for (uint64_t i = 0; i < colliders.size(); ++i) colliders[i].id = i;
+  ASSERT_TRUE(client_->AddColliders("s", colliders).ok());
+  const int before = server_.service().calls("ListColliders");
+  server_.service().FailNext(2);
+  size_t seen = 0;
+  RpcStatus st = client_->ListColliders(
+      "s", [&](const ColliderPage& p) { return seen += p.colliders.size(), true; }, 2);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(seen, 5u);
+  EXPECT_EQ(server_.service().calls("ListColliders") - before, 3);
+}
+
 // Attempts stop at max_attempts; allow_retry=false disables retries per call.
 TEST_P(ClientFakeTest, RetryLimits) {
   ASSERT_TRUE(client_->CreateSession("s").ok());

@@ -217,6 +217,17 @@ TEST(ColliderSetTest, MemoryPerCollider) {
   ASSERT_TRUE(set.Apply(moves).ok());
   EXPECT_LE(static_cast<double>(set.MemoryBytes()) / static_cast<double>(set.size()), 256.0);
   EXPECT_EQ(set.TreeValidate(), "");
+  // Growing one batch of adds at a time stays within budget at every size.
+  ColliderSet grown;
+  for (size_t i = 0; i < cs.size(); i += 500) {
+    std::vector<ColliderChange> adds;
+    for (size_t k = i; k < std::min(cs.size(), i + 500); ++k) adds.push_back(ColliderChange::Add(cs[k]));
+    ASSERT_TRUE(grown.Apply(adds).ok());
+    if (grown.size() >= 2000) {
+      ASSERT_LE(static_cast<double>(grown.MemoryBytes()) / static_cast<double>(grown.size()), 256.0)
+          << grown.size() << " colliders";
+    }
+  }
 }
 
 TEST(ColliderSetTest, ValidateQueryNamesField) {

@@ -95,6 +95,10 @@ struct CallOptions {
   std::optional<std::chrono::nanoseconds> timeout;
   /// false: no retry for this call even if it is idempotent.
   bool allow_retry = true;
+  /// true: wait (up to the deadline) for the server to be reachable instead of
+  /// failing fast with UNAVAILABLE, e.g. right after a server restart.
+  /// ClientOptions::wait_for_ready makes every call do so.
+  bool wait_for_ready = false;
 };
 
 /// Per-session limits; 0 in a field means "the server's default".
@@ -188,7 +192,8 @@ struct TickStreamOptions {
 };
 
 /// Called once with a tick's outcome, on a gRPC thread (or on the caller's
-/// thread when the tick fails before it is sent). Must be quick and must not throw.
+/// thread when the tick fails before it is sent). Must be quick and must not
+/// throw; it may call Tick() again but must not destroy its TickStream.
 using TickCallback = std::function<void(RpcResult<TickResult> result)>;
 
 /// A bidirectional Tick stream bound to one session: each Tick() sends
@@ -205,6 +210,9 @@ using TickCallback = std::function<void(RpcResult<TickResult> result)>;
 /// that same status; the stream never reconnects by itself. To recover after a
 /// server restart (sessions live in server memory, so they are gone), create
 /// the session again, reload its colliders, and open a new stream.
+///
+/// Destroying a TickStream cancels it (pending ticks fail with CANCELLED) and
+/// waits for gRPC to let go of it. A stream may outlive its Client.
 ///
 /// Thread safety: all members may be called from any thread at once.
 /// Implemented with gRPC's callback API (grpc::ClientBidiReactor): writes are

@@ -1,0 +1,71 @@
+// Internals of Cast() and Raycast(), exposed to the tests (cross-checking the
+// closed forms against the conservative-advancement path) and benchmarks.
+//
+// Everything here works in the local frame of the target B: the moving shape
+// A is placed by `a_in_b` (= pose_b.RelativeTo(pose_a)) and moves by `v`
+// (B-frame translation). Normals point from B towards A.
+#pragma once
+
+#include <cmath>
+
+#include "hitbox/collide.h"
+#include "hitbox/math.h"
+#include "hitbox/shapes.h"
+#include "ray_primitives.h"
+
+namespace hitbox::internal {
+
+/// Ray against `shape` (local frame) grown by a ball of radius `rho` >= 0.
+RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double rho,
+                       RayEntry* out);
+
+/// Result of a cast in B's local frame.
+struct LocalCast {
+  CastState state = CastState::kMiss;
+  /// Fraction of `v` in [0, 1] at first contact (0 when started overlapping).
+  double t = 1.0;
+  /// Unit normal from B towards A (B frame). When started overlapping: a
+  /// fallback separation direction used if ComputeContact cannot give one.
+  Vec3 normal{0, 1, 0};
+  /// Contact point (B frame) at the moment of impact.
+  Vec3 point;
+};
+
+/// Which method Cast() uses for the ordered pair (a, b).
+enum class CastMethod : uint8_t {
+  kSphereRay,        ///< sphere A: ray against B grown by A's radius (closed form)
+  kRayFromSphereB,   ///< sphere B: ray from B's centre against A grown by B's radius
+  kCapsuleCapsule,   ///< segment sweep: 4 end-point capsule rays + parallelogram face
+  kBoxBox,           ///< separating-axis test over 15 axes with entry/exit times
+  kConservative,     ///< GJK distance + Newton / conservative advancement
+};
+CastMethod MethodFor(ShapeKind a, ShapeKind b);
+
+/// Closed-form or iterative cast in B's frame, chosen by MethodFor().
+LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                    const CastSettings& settings);
+
+/// Generic cast for any pair: Newton iteration on the convex distance
+/// d(t) = dist(A + t v, B) from GJK (van den Bergen 2004's conservative
+/// advancement along the ray; monotone from the left because d is convex).
+LocalCast CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                           const CastSettings& settings);
+
+LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+/// Capsule [a0, a1] radius ra moving by v against capsule [b0, b1] radius rb
+/// (all in one frame): the closed-form segment sweep behind CastCapsuleCapsule.
+LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
+                             const Vec3& b0, const Vec3& b1, double rb);
+LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+
+/// `n` with any component along `translation` removed when t > 0, so an
+/// impact normal never points along the motion (rounding at grazing contacts).
+inline Vec3 FixImpactNormal(const Vec3& n, const Vec3& translation, double t) {
+  if (!(t > 0.0)) return n;
+  const double dn = Dot(n, translation);
+  if (dn <= 0.0) return n;
+  const Vec3 m = n - translation * (dn / translation.LengthSq());
+  return UnitOr(m, -translation);
+}
+
+}  // namespace hitbox::internal

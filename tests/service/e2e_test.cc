@@ -1,0 +1,469 @@
+// End-to-end: the built hitboxd binary on a free loopback port, driven over a
+// real channel: health, tick streams checked against an in-process
+// ColliderSet fed the same changes, two sessions streamed at once, every
+// conformance case file answered through the service, and SIGTERM -> exit 0.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "hitbox/cases/case_file.h"
+#include "service_util.h"
+
+namespace hitbox {
+namespace {
+
+using testing_service::WorldGen;
+namespace fs = std::filesystem;
+
+// A hitboxd child process on 127.0.0.1 with a port chosen by the kernel.
+class Daemon {
+ public:
+  explicit Daemon(std::vector<std::string> extra = {}) {
+    dir_ = fs::temp_directory_path() /
+           ("hitboxd-test-" + std::to_string(getpid()) + "-" + std::to_string(counter_++));
+    fs::create_directories(dir_);
+    const std::string port_file = (dir_ / "port").string();
+    log_ = (dir_ / "hitboxd.log").string();
+    std::vector<std::string> args = {std::string(HITBOX_BINARY_DIR) + "/bin/hitboxd",
+                                     "--listen", "127.0.0.1:0", "--port-file", port_file,
+                                     "--log-level", "warn", "--threads", "2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int log_fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_ = fork();
+    if (pid_ == 0) {  // only async-signal-safe calls until exec
+      if (log_fd >= 0) {
+        dup2(log_fd, 1);
+        dup2(log_fd, 2);
+      }
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    if (log_fd >= 0) close(log_fd);
+    // Wait for the port file (written once listening).
+    for (int i = 0; i < 200 && port_ == 0; ++i) {
+      std::ifstream in(port_file);
+      int p = 0;
+      if (in >> p) port_ = p;
+      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    if (port_ != 0) {
+      grpc::ChannelArguments ch_args;
+      ch_args.SetMaxReceiveMessageSize(64 << 20);
+      channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port_),
+                                           grpc::InsecureChannelCredentials(), ch_args);
+    }
+  }
+  ~Daemon() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  int port() const { return port_; }
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  std::string Log() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  // grpc.health.v1.Health/Check for the whole server: 1 SERVING, 2 NOT_SERVING,
+  // -1 when the call failed. (Encoded by hand: an empty request, and a response
+  // whose field 1 is the status varint.)
+  int Health() const {
+    grpc::GenericStub stub(channel_);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    grpc::ByteBuffer request, response;
+    grpc::Slice empty("");
+    request = grpc::ByteBuffer(&empty, 1);
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                   [&](grpc::Status s) { done.set_value(s); });
+    const grpc::Status st = done.get_future().get();
+    if (!st.ok()) return -1;
+    std::vector<grpc::Slice> slices;
+    if (!response.Dump(&slices).ok()) return -1;
+    std::string bytes;
+    for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    if (bytes.size() == 2 && bytes[0] == 0x08) return bytes[1];
+    return bytes.empty() ? 0 : -1;
+  }
+
+  bool WaitServing() const {
+    for (int i = 0; i < 100; ++i) {
+      if (Health() == 1) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
+  // Sends SIGTERM and returns the exit status (-1: killed or timed out).
+  int Terminate(std::chrono::seconds timeout = std::chrono::seconds(15)) {
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path dir_;
+  std::string log_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+void CreateSession(v1::Hitbox::Stub* stub, const std::string& id) {
+  grpc::ClientContext ctx;
+  v1::CreateSessionRequest req;
+  req.set_session_id(id);
+  v1::SessionInfo info;
+  const grpc::Status st = stub->CreateSession(&ctx, req, &info);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+}
+
+// Drives `ticks` ticks of random adds, moves, replaces, removes and queries on
+// session `id` over one Tick stream, mirroring every change into a local
+// ColliderSet, and checks every answer is identical. Returns failures.
+std::vector<std::string> StreamAndCompare(const std::shared_ptr<grpc::Channel>& channel,
+                                          const std::string& id, uint64_t seed, int ticks) {
+  std::vector<std::string> failures;
+  auto stub = v1::Hitbox::NewStub(channel);
+  grpc::ClientContext ctx;
+  auto stream = stub->Tick(&ctx);
+  WorldGen gen(seed, 40.0);
+  ColliderSet local;
+  std::vector<uint64_t> live;
+  uint64_t next_id = 1;
+  for (int t = 0; t < ticks && failures.size() < 10; ++t) {
+    v1::TickRequest req;
+    if (t == 0) req.set_session_id(id);
+    req.set_tick(static_cast<uint64_t>(t) + 100);
+    std::vector<ColliderChange> changes;
+    const int n_adds = t == 0 ? 200 : static_cast<int>(gen.Next() % 4);
+    for (int i = 0; i < n_adds; ++i) {
+      changes.push_back(ColliderChange::Add(gen.RandomCollider(next_id)));
+      live.push_back(next_id++);
+    }
+    if (t > 0) {
+      for (int i = 0; i < 8 && !live.empty(); ++i) {
+        const uint64_t target = live[gen.Next() % live.size()];
+        changes.push_back(ColliderChange::Move(target, gen.RandomPose()));
+      }
+      if (gen.Next() % 3 == 0 && !live.empty()) {
+        Collider c = gen.RandomCollider(live[gen.Next() % live.size()]);
+        changes.push_back(ColliderChange::Replace(c));
+      }
+      if (gen.Next() % 3 == 0 && live.size() > 10) {
+        const size_t k = gen.Next() % live.size();
+        changes.push_back(ColliderChange::Remove(live[k]));
+        live.erase(live.begin() + static_cast<long>(k));
+      }
+    }
+    for (ColliderChange& c : changes) {
+      wire::ToProto(c, req.add_changes());  // what the server gets
+      c = testing_service::ThroughWire(c);  // what it makes of it
+    }
+    std::vector<Query> queries;
+    const int n_queries = 1 + static_cast<int>(gen.Next() % 24);
+    for (int i = 0; i < n_queries; ++i) {
+      const Query q0 = gen.RandomQuery();
+      v1::Query* pq = req.add_queries();
+      wire::ToProto(q0, pq);
+      pq->set_tag(static_cast<uint64_t>(i));
+      Query q = testing_service::ThroughWire(q0);
+      std::visit([](auto& x) { if (x.filter.max_hits == 0) x.filter.max_hits = 1024; }, q);
+      queries.push_back(q);
+    }
+    if (Status s = local.Apply(changes); !s.ok()) {
+      failures.push_back("local apply failed: " + s.ToString());
+      break;
+    }
+    v1::TickResponse resp;
+    if (!stream->Write(req) || !stream->Read(&resp)) {
+      failures.push_back("stream broke at tick " + std::to_string(t));
+      break;
+    }
+    if (resp.has_error()) {
+      failures.push_back("tick " + std::to_string(t) + " error: " + resp.error().message());
+      continue;
+    }
+    if (resp.tick() != req.tick()) failures.push_back("tick echo mismatch at " + std::to_string(t));
+    if (resp.revision() != local.revision()) {
+      failures.push_back("revision " + std::to_string(resp.revision()) + " vs local " +
+                         std::to_string(local.revision()));
+    }
+    if (resp.results_size() != n_queries) {
+      failures.push_back("result count mismatch at tick " + std::to_string(t));
+      continue;
+    }
+    std::vector<QueryResult> want(queries.size());
+    local.RunBatch(queries, want);
+    for (int i = 0; i < n_queries; ++i) {
+      const std::string diff =
+          testing_service::DiffResults(wire::ResultFromProto(resp.results(i)), want[i]);
+      if (!diff.empty() || resp.results(i).tag() != static_cast<uint64_t>(i)) {
+        failures.push_back("session " + id + " tick " + std::to_string(t) + " query " +
+                           std::to_string(i) + ": " + diff + " query=" +
+                           req.queries(i).ShortDebugString());
+      }
+    }
+  }
+  stream->WritesDone();
+  const grpc::Status st = stream->Finish();
+  if (!st.ok()) failures.push_back("stream finished with " + st.error_message());
+  return failures;
+}
+
+// The daemon starts healthy, answers, and exits 0 on SIGTERM after health NOT_SERVING.
+TEST(HitboxdTest, StartsServingAndStopsOnSigterm) {
+  Daemon d({"--demo"});
+  ASSERT_NE(d.port(), 0) << d.Log();
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  grpc::ClientContext ctx;
+  v1::GetSessionRequest req;
+  req.set_session_id("demo");
+  v1::SessionInfo info;
+  ASSERT_TRUE(stub->GetSession(&ctx, req, &info).ok());
+  EXPECT_EQ(info.collider_count(), 301u);
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+// Flags and environment variables configure the limits.
+TEST(HitboxdTest, LimitsFromFlagsAndEnvironment) {
+  setenv("HITBOX_MAX_QUERIES", "3", 1);
+  Daemon d({"--max-sessions", "1"});
+  unsetenv("HITBOX_MAX_QUERIES");
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "one");
+  {
+    grpc::ClientContext ctx;
+    v1::CreateSessionRequest req;
+    req.set_session_id("two");
+    v1::SessionInfo info;
+    EXPECT_EQ(stub->CreateSession(&ctx, req, &info).error_code(),
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  v1::QueryRequest q;
+  q.set_session_id("one");
+  for (int i = 0; i < 4; ++i) q.add_queries()->mutable_raycast();
+  grpc::ClientContext ctx;
+  v1::QueryResponse resp;
+  const grpc::Status st = stub->Query(&ctx, q, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(st.error_message(), ::testing::HasSubstr("at most 3"));
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+// Many ticks of interleaved changes and queries give answers identical to an
+// in-process ColliderSet fed the same changes.
+TEST(HitboxdTest, TickStreamMatchesInProcess) {
+  Daemon d;
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "match");
+  const std::vector<std::string> failures = StreamAndCompare(d.channel(), "match", 1234, 300);
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+// Two sessions streamed concurrently stay independent and both match.
+TEST(HitboxdTest, TwoSessionsStreamConcurrently) {
+  Daemon d;
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "red");
+  CreateSession(stub.get(), "blue");
+  auto a = std::async(std::launch::async, StreamAndCompare, d.channel(), "red", 1, 200);
+  auto b = std::async(std::launch::async, StreamAndCompare, d.channel(), "blue", 2, 200);
+  for (const std::string& f : a.get()) ADD_FAILURE() << f;
+  for (const std::string& f : b.get()) ADD_FAILURE() << f;
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+// A client that stops reading its Tick stream is not buffered without bound
+// and does not hold up another stream on another session: the server reads
+// its next tick only after the previous response was written.
+TEST(HitboxdTest, StalledStreamDoesNotBlockOthers) {
+  Daemon d;
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "stalled");
+  CreateSession(stub.get(), "live");
+  {
+    v1::ApplyChangesRequest req;
+    req.set_session_id("stalled");
+    for (int i = 0; i < 1000; ++i) {
+      *req.add_changes()->mutable_add() = testing_service::SphereMsg(i, 0.5, {i * 0.01, 0, 0});
+    }
+    grpc::ClientContext ctx;
+    v1::ApplyChangesResponse resp;
+    ASSERT_TRUE(stub->ApplyChanges(&ctx, req, &resp).ok());
+  }
+  // Stream A: every tick (~15 kB) answers ~1000 hits (tens of kB); it never reads.
+  grpc::ClientContext stalled_ctx;
+  auto stalled = stub->Tick(&stalled_ctx);
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    v1::TickRequest req;
+    req.set_session_id("stalled");
+    v1::OverlapQuery* o = req.add_queries()->mutable_overlap();
+    o->mutable_shape()->mutable_sphere()->set_radius(100);
+    for (int i = 0; i < 300; ++i) {  // cheap misses that make each request ~15 kB
+      v1::RayQuery* r = req.add_queries()->mutable_raycast();
+      r->mutable_origin()->set_x(1e4 + i);
+      r->mutable_translation()->set_y(1);
+    }
+    for (int t = 0; t < 100000; ++t) {
+      req.set_tick(t);
+      if (!stalled->Write(req)) break;  // blocks once flow control pushes back
+      ++written;
+      if (t == 0) req.clear_session_id();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Stream B on another session runs normally meanwhile.
+  const std::vector<std::string> failures = StreamAndCompare(d.channel(), "live", 5, 50);
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+  // The stalled writer is pushed back: its count of written ticks stops
+  // growing (the server stopped reading), far below its 100000 ticks.
+  int last = -1;
+  for (int i = 0; i < 40 && written.load() != last; ++i) {
+    last = written.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  EXPECT_EQ(written.load(), last) << "the server kept reading a stream whose client does not read";
+  EXPECT_LT(last, 100000);
+  std::printf("stalled stream: %d ticks written before flow control pushed back\n", last);
+  stalled_ctx.TryCancel();
+  writer.join();
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+// SIGTERM with an open, idle tick stream: the stream is cancelled after the
+// grace period and the daemon still exits 0.
+TEST(HitboxdTest, ShutdownCancelsOpenStreamsAfterGrace) {
+  Daemon d({"--shutdown-grace-ms", "300"});
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "s");
+  grpc::ClientContext ctx;
+  auto stream = stub->Tick(&ctx);
+  v1::TickRequest req;
+  req.set_session_id("s");
+  v1::TickResponse resp;
+  ASSERT_TRUE(stream->Write(req) && stream->Read(&resp));
+  EXPECT_FALSE(resp.has_error());
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_FALSE(stream->Read(&resp));
+  EXPECT_FALSE(stream->Finish().ok());
+}
+
+// Every conformance case file answered through the service: colliders loaded
+// in batches under the limits, queries sent in batches, checked by FORMAT.md.
+class HitboxdCasesTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HitboxdCasesTest, AnswersMatchReference) {
+  Result<cases::CaseFile> loaded = cases::LoadCaseFile(GetParam());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  const cases::CaseFile& file = *loaded;
+  Daemon d({"--max-changes", "4096", "--max-queries", "1024"});
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "cases");
+  constexpr size_t kChangeBatch = 4096, kQueryBatch = 1024;
+  for (size_t start = 0; start < file.colliders.size(); start += kChangeBatch) {
+    v1::ApplyChangesRequest req;
+    req.set_session_id("cases");
+    for (size_t i = start; i < std::min(file.colliders.size(), start + kChangeBatch); ++i) {
+      wire::ToProto(file.colliders[i], req.add_changes()->mutable_add());
+    }
+    grpc::ClientContext ctx;
+    v1::ApplyChangesResponse resp;
+    const grpc::Status st = stub->ApplyChanges(&ctx, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  const std::vector<Query> queries = cases::Queries(file);
+  int failed = 0;
+  int failed_by_kind[cases::kQueryKindCount] = {};
+  for (size_t start = 0; start < queries.size(); start += kQueryBatch) {
+    v1::QueryRequest req;
+    req.set_session_id("cases");
+    const size_t end = std::min(queries.size(), start + kQueryBatch);
+    for (size_t i = start; i < end; ++i) {
+      v1::Query* q = req.add_queries();
+      wire::ToProto(queries[i], q);
+      q->set_tag(file.queries[i].id);
+    }
+    grpc::ClientContext ctx;
+    v1::QueryResponse resp;
+    const grpc::Status st = stub->Query(&ctx, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    ASSERT_EQ(resp.results_size(), static_cast<int>(end - start));
+    for (size_t i = start; i < end; ++i) {
+      const v1::QueryResult& r = resp.results(static_cast<int>(i - start));
+      ASSERT_EQ(r.tag(), file.queries[i].id);
+      const cases::Verdict v =
+          cases::CheckAnswer(file.queries[i], file.expected[i], wire::ResultFromProto(r));
+      if (!v.ok) ++failed_by_kind[static_cast<int>(file.queries[i].kind)];
+      if (!v.ok && ++failed <= 20) {
+        ADD_FAILURE() << file.name << " query " << file.queries[i].id << " ("
+                      << cases::QueryKindName(file.queries[i].kind) << "): " << v.reason;
+      }
+    }
+  }
+  EXPECT_EQ(failed, 0) << "of " << queries.size() << " queries in " << file.name << " (overlap "
+                       << failed_by_kind[0] << ", sweep " << failed_by_kind[1] << ", raycast "
+                       << failed_by_kind[2] << " failed)";
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = fs::path(info.param).filename().string();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, HitboxdCasesTest,
+                         ::testing::ValuesIn(cases::ListCaseFiles(HITBOX_CASES_DIR)), CaseName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(HitboxdCasesTest);
+
+}  // namespace
+}  // namespace hitbox
