@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "cast_internal.h"
+#include "closest_points.h"
 #include "hitbox/collide.h"
 #include "ray_primitives.h"
 
@@ -84,30 +85,16 @@ LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, 
 LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
                              const Vec3& b0, const Vec3& b1, double rb) {
   const double rsum = ra + rb;
-  double s, u;
-  Vec3 ca, cb;
-  const double d2 = ClosestPtSegmentSegment(a0, a1, b0, b1, &s, &u, &ca, &cb);
-  if (d2 <= rsum * rsum) {
-    const Vec3 n = UnitOr(ca - cb, AnyPerpendicular(UnitOr(a1 - a0, {0, 1, 0})));
-    return Started(n, cb + n * std::min(rb, std::sqrt(d2) * 0.5));
+  const ClosestPair start = ClosestSegmentSegment(a0, a1, b0, b1);
+  if (start.distance_sq <= rsum * rsum) {
+    const Vec3 n = UnitOr(start.p - start.q, AnyPerpendicular(UnitOr(a1 - a0, {0, 1, 0})));
+    return Started(n, start.q + n * std::min(rb, std::sqrt(start.distance_sq) * 0.5));
   }
   double best = kInf;
   Vec3 normal;
-  RayEntry e;
-  // End points of A moving by v against capsule B grown by ra.
-  for (const Vec3& p : {a0, a1}) {
-    if (RaySegmentCapsule(p, v, b0, b1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
-      best = e.t;
-      normal = e.normal;
-    }
-  }
-  // End points of B moving by -v against capsule A grown by rb.
-  for (const Vec3& p : {b0, b1}) {
-    if (RaySegmentCapsule(p, -v, a0, a1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
-      best = e.t;
-      normal = -e.normal;
-    }
-  }
+  bool face_hit = false;
+  // The face first: a hit there is where the ray crosses a boundary plane of
+  // the convex sum from outside, hence its entry point.
   // Face of the parallelogram {b - a}: offset planes at distance rsum.
   const Vec3 ea = a1 - a0, eb = b1 - b0;
   const Vec3 cr = Cross(eb, ea);
@@ -119,7 +106,7 @@ LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Ve
     const double dv = Dot(v, nf);
     if (std::fabs(d0) > rsum && d0 * dv < 0.0) {
       const double tf = (std::fabs(d0) - rsum) / std::fabs(dv);
-      if (tf < best && tf <= 1.0) {
+      if (tf <= 1.0) {
         // In-plane coordinates of the hit: x - m0 = u * eb - w * ea + h * nf.
         const Vec3 x = v * tf - m0;
         const Vec3 g2 = -ea;
@@ -132,8 +119,27 @@ LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Ve
           if (uu >= 0.0 && uu <= 1.0 && ww >= 0.0 && ww <= 1.0) {
             best = tf;
             normal = d0 > 0.0 ? nf : -nf;
+            face_hit = true;
           }
         }
+      }
+    }
+  }
+  // Otherwise the entry is on one of the four edge capsules.
+  RayEntry e;
+  if (!face_hit) {
+    // End points of A moving by v against capsule B grown by ra.
+    for (const Vec3& p : {a0, a1}) {
+      if (RaySegmentCapsule(p, v, b0, b1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
+        best = e.t;
+        normal = e.normal;
+      }
+    }
+    // End points of B moving by -v against capsule A grown by rb.
+    for (const Vec3& p : {b0, b1}) {
+      if (RaySegmentCapsule(p, -v, a0, a1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
+        best = e.t;
+        normal = -e.normal;
       }
     }
   }
@@ -142,8 +148,7 @@ LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Ve
   r.state = CastState::kHit;
   r.t = best;
   r.normal = normal;
-  ClosestPtSegmentSegment(a0 + v * best, a1 + v * best, b0, b1, &s, &u, &ca, &cb);
-  r.point = cb + normal * rb;
+  r.point = ClosestSegmentSegment(a0 + v * best, a1 + v * best, b0, b1).q + normal * rb;
   return r;
 }
 
@@ -190,12 +195,10 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   bool miss = false;
   // One separating axis L: A's projection moves from s0 at rate sv, overlap
   // with B's while |s| <= rA + rB.
-  auto axis = [&](Vec3 l, bool is_face) {
-    if (!is_face) {
-      const double l2 = l.LengthSq();
-      if (l2 < 1e-18) return;  // parallel edges: the face axes cover this direction
-      l = l / std::sqrt(l2);
-    }
+  // Entry and exit times are ratios of projections, so a cross axis needs no
+  // normalising; only the winning axis is normalised at the end.
+  auto axis = [&](const Vec3& l, bool is_face) {
+    if (!is_face && l.LengthSq() < 1e-18) return;  // parallel edges: face axes cover it
     const double rsum = ea.x * std::fabs(Dot(l, ax[0])) + ea.y * std::fabs(Dot(l, ax[1])) +
                         ea.z * std::fabs(Dot(l, ax[2])) + eb.x * std::fabs(l.x) +
                         eb.y * std::fabs(l.y) + eb.z * std::fabs(l.z);
@@ -250,6 +253,7 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
     return Started(n, ClampToBox(c, Vec3{}, bx, eb));
   }
   if (miss || t_enter > t_exit || t_enter > 1.0) return {};
+  normal = normal / normal.Length();
   LocalCast r;
   r.state = CastState::kHit;
   r.t = std::max(t_enter, 0.0);
@@ -263,10 +267,8 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   if (na == 1 && nb == 1) {
     // Edge against edge.
     const Vec3 da = ax[free_a] * ea[free_a], db = bx[free_b] * eb[free_b];
-    double s, u;
-    Vec3 pa, pb;
-    ClosestPtSegmentSegment(fa - da, fa + da, fb - db, fb + db, &s, &u, &pa, &pb);
-    r.point = (pa + pb) * 0.5;
+    const ClosestPair cp = ClosestSegmentSegment(fa - da, fa + da, fb - db, fb + db);
+    r.point = (cp.p + cp.q) * 0.5;
   } else if (na <= nb) {
     const Vec3 p = ClampToBox(fa, Vec3{}, bx, eb);
     r.point = ClampToBox(p, ca, ax, ea);
@@ -285,9 +287,29 @@ CastMethod MethodFor(ShapeKind a, ShapeKind b) {
   return CastMethod::kConservative;
 }
 
+bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+  // Ray from A's centre against B's bounding sphere grown by A's (Ericson 5.5.7).
+  const double r = (a.BoundingRadius() + b.BoundingRadius()) * (1.0 + 1e-12);
+  const Vec3& o = a_in_b.position;
+  const double c = o.LengthSq() - r * r;
+  if (c <= 0.0) return false;
+  const double bb = Dot(o, v);
+  if (bb >= 0.0) return true;
+  const double vv = v.LengthSq();
+  // Closest approach beyond r, or the entry beyond t = 1 (c > -2b - vv <=> f(1) > 0 with f' < 0 at 1).
+  if (bb * bb - vv * c < 0.0) return true;
+  return c + 2.0 * bb + vv > 0.0 && bb + vv < 0.0;
+}
+
 LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                     const CastSettings& settings) {
-  switch (MethodFor(a.kind(), b.kind())) {
+  const CastMethod method = MethodFor(a.kind(), b.kind());
+  // Bounding spheres first for the costlier methods: most far misses end here.
+  if (method != CastMethod::kSphereRay && method != CastMethod::kRayFromSphereB &&
+      BoundingSpheresMiss(a, a_in_b, v, b)) {
+    return {};
+  }
+  switch (method) {
     case CastMethod::kSphereRay: return CastSphereRay(a, a_in_b, v, b);
     case CastMethod::kRayFromSphereB: return CastRayFromSphereB(a, a_in_b, v, b);
     case CastMethod::kCapsuleCapsule: return CastCapsuleCapsule(a, a_in_b, v, b);

@@ -41,6 +41,10 @@ enum class CastMethod : uint8_t {
 };
 CastMethod MethodFor(ShapeKind a, ShapeKind b);
 
+/// True when the bounding spheres of A (moving by v) and B never meet in [0, 1]
+/// (a conservative early-out: false does not imply contact).
+bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+
 /// Closed-form or iterative cast in B's frame, chosen by MethodFor().
 LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                     const CastSettings& settings);

@@ -101,8 +101,10 @@ bool OriginOutsidePlane(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3&
   return sp * sd < 0.0;
 }
 
-bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
-  static constexpr int kFaces[4][4] = {{0, 1, 2, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 3, 2, 0}};
+// When x did not move since the triangle y[0..2] was solved, the origin lies
+// on y[3]'s side of it (`newest_only`): only the faces through y[3] are tried.
+bool ClosestOnTetrahedron(const Vec3* y, bool newest_only, double w[4]) {
+  static constexpr int kFaces[4][4] = {{1, 3, 2, 0}, {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 1, 2, 3}};
   // A flat tetrahedron (e.g. four support points on one box face) holds
   // nothing: take the best of its faces.
   const Vec3 e1 = y[1] - y[0], e2 = y[2] - y[0], e3 = y[3] - y[0];
@@ -112,7 +114,8 @@ bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
   bool inside = true;
   double best = std::numeric_limits<double>::infinity();
   double wt[4] = {0, 0, 0, 0};
-  for (const auto& f : kFaces) {
+  for (int fi = 0; fi < (newest_only && !flat ? 3 : 4); ++fi) {
+    const int* f = kFaces[fi];
     if (!flat && !OriginOutsidePlane(y[f[0]], y[f[1]], y[f[2]], y[f[3]])) continue;
     inside = false;
     double wf[3];
@@ -147,23 +150,27 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
   double w[4] = {1, 0, 0, 0};
   int n = 0;
   // Initial direction: from C's interior point (B's origin - A's origin) to x.
-  Vec3 dir = x + a_in_b.position;
+  // With a known lower bound, its contact normal is a better first guess.
+  Vec3 dir = advanced ? normal_start * (x + a_in_b.position).Length() : x + a_in_b.position;
   Vec3 normal = advanced ? normal_start : UnitOr(dir, -v);
   int it = 0;
   bool converged = false;
   double dist = dir.Length();
   bool dist_from_simplex = false;  // the first direction is not a simplex point
   constexpr int kMaxRestarts = 1;
-  // A stall is accepted as contact when the remaining gap moves the fraction
-  // by at most 1e-7 * max(1, |v|): gap <= that * closing speed, and <= 1e-7 m.
-  const double frac_tol = 1e-7 * std::max(1.0, v.Length());
-  auto stall_gap = [&]() {
+  // Stop when the remaining gap moves the fraction by at most
+  // 1e-7 * clamp(|v|, 1, 4) (the closing speed along the normal converts gap
+  // to fraction; the cap keeps any two answers within 1e-6), with the gap at
+  // most 1e-6 m; a stall is accepted on the same terms. `tolerance` is the floor.
+  const double frac_tol = 1e-7 * std::clamp(v.Length(), 1.0, 4.0);
+  auto accept_gap = [&]() {
     const double closing = std::max(0.0, -Dot(normal, v));
-    return std::max(tol, std::min(1e-7, frac_tol * closing));
+    return std::max(tol, std::min(1e-6, frac_tol * closing));
   };
+  auto stall_gap = accept_gap;
   int restarts = 0;
   while (it < max_iterations) {
-    if (dist <= margin + tol) {
+    if (dist <= margin + accept_gap()) {
       converged = true;
       break;
     }
@@ -206,7 +213,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
       case 1: w[0] = 1.0; break;
       case 2: ClosestOnSegment(y[0], y[1], w); break;
       case 3: ClosestOnTriangle(y[0], y[1], y[2], w); break;
-      default: inside = ClosestOnTetrahedron(y, w); break;
+      default: inside = ClosestOnTetrahedron(y, !advanced_now, w); break;
     }
     if (inside) {
       // x lies inside C: in contact at lambda.
@@ -246,7 +253,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
       break;
     }
   }
-  if (dist > margin + (converged ? stall_gap() : tol)) {
+  if (dist > margin + (converged ? stall_gap() : accept_gap())) {
     // Out of iterations or stalled while apart: lambda is still a lower bound.
     out.state = GjkRaycastResult::State::kFailed;
     out.lambda = lambda;

@@ -263,6 +263,56 @@ TEST(HitboxdTest, StartsServingAndStopsOnSigterm) {
   EXPECT_EQ(d.Terminate(), 0) << d.Log();
 }
 
+// Server reflection is on (so grpcurl works without .proto files): the
+// service list names hitbox.v1.Hitbox and health, and the Hitbox descriptor
+// is served. (Messages encoded by hand: ServerReflectionRequest field 7
+// list_services, field 4 file_containing_symbol.)
+TEST(HitboxdTest, ServerReflectionListsTheService) {
+  Daemon d;
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  grpc::GenericStub stub(d.channel());
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto call =
+      stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  auto wait = [&](intptr_t want) {
+    void* tag = nullptr;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && ok && reinterpret_cast<intptr_t>(tag) == want;
+  };
+  auto exchange = [&](const std::string& request, intptr_t tag) {
+    grpc::Slice slice(request);
+    grpc::ByteBuffer out(&slice, 1), in;
+    call->Write(out, reinterpret_cast<void*>(tag));
+    if (!wait(tag)) return std::string("<write failed>");
+    call->Read(&in, reinterpret_cast<void*>(tag + 1));
+    if (!wait(tag + 1)) return std::string("<read failed>");
+    std::vector<grpc::Slice> slices;
+    (void)in.Dump(&slices);
+    std::string bytes;
+    for (const grpc::Slice& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    return bytes;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(wait(1));
+  const std::string services = exchange(std::string("\x3a\x00", 2), 10);
+  EXPECT_THAT(services, ::testing::HasSubstr("hitbox.v1.Hitbox"));
+  EXPECT_THAT(services, ::testing::HasSubstr("grpc.health.v1.Health"));
+  const std::string symbol = "hitbox.v1.Hitbox";
+  const std::string file = exchange(std::string("\x22") + static_cast<char>(symbol.size()) + symbol, 20);
+  EXPECT_THAT(file, ::testing::HasSubstr("hitbox/v1/hitbox.proto"));
+  EXPECT_THAT(file, ::testing::HasSubstr("TickRequest"));
+  call->WritesDone(reinterpret_cast<void*>(30));
+  ASSERT_TRUE(wait(30));
+  grpc::Status st;
+  call->Finish(&st, reinterpret_cast<void*>(31));
+  ASSERT_TRUE(wait(31));
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  cq.Shutdown();
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
 // Flags and environment variables configure the limits.
 TEST(HitboxdTest, LimitsFromFlagsAndEnvironment) {
   setenv("HITBOX_MAX_QUERIES", "3", 1);
