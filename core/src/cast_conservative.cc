@@ -6,12 +6,11 @@
 // margin, and, if that stalls, Newton's method on the GJK distance (gjk.h).
 //
 // Tolerance: the ray cast stops when the remaining gap would move the
-// fraction by less than 1e-8 * max(1, |translation|) (and the gap is below
-// 1e-7 m), or below CastSettings::linear_tolerance; it accepts a stall within
-// 1e-7 * max(1, |translation|) of the fraction. The fraction is a lower bound
-// of the exact one within that bound, except at near-grazing contacts where
-// the time of impact itself is ill-conditioned. At most
-// CastSettings::max_iterations iterations in each loop.
+// fraction by less than 1e-7 * clamp(|translation|, 1, 4) (and the gap is
+// below 1e-6 m), or below CastSettings::linear_tolerance. The fraction is a
+// lower bound of the exact one within that bound (<= 1e-7 * max(1, |v|), the
+// target), except at near-grazing contacts where the time of impact itself is
+// ill-conditioned. At most CastSettings::max_iterations iterations per loop.
 #include <algorithm>
 #include <cmath>
 

@@ -158,18 +158,16 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
   double dist = dir.Length();
   bool dist_from_simplex = false;  // the first direction is not a simplex point
   constexpr int kMaxRestarts = 1;
-  // A stall is accepted as contact when the remaining gap moves the fraction
-  // by at most 1e-7 * max(1, |v|): gap <= that * closing speed, and <= 1e-7 m.
-  const double frac_tol = 1e-7 * std::max(1.0, v.Length());
-  // Regular stop: the gap moves the fraction by at most 1e-8 * max(1, |v|).
+  // Stop when the remaining gap moves the fraction by at most
+  // 1e-7 * clamp(|v|, 1, 4) (the closing speed along the normal converts gap
+  // to fraction; the cap keeps any two answers within 1e-6), with the gap at
+  // most 1e-6 m; a stall is accepted on the same terms. `tolerance` is the floor.
+  const double frac_tol = 1e-7 * std::clamp(v.Length(), 1.0, 4.0);
   auto accept_gap = [&]() {
     const double closing = std::max(0.0, -Dot(normal, v));
-    return std::max(tol, std::min(1e-7, 0.1 * frac_tol * closing));
+    return std::max(tol, std::min(1e-6, frac_tol * closing));
   };
-  auto stall_gap = [&]() {
-    const double closing = std::max(0.0, -Dot(normal, v));
-    return std::max(tol, std::min(1e-7, frac_tol * closing));
-  };
+  auto stall_gap = accept_gap;
   int restarts = 0;
   while (it < max_iterations) {
     if (dist <= margin + accept_gap()) {

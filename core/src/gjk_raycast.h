@@ -11,12 +11,13 @@
 // bound of the time of impact) and the plane's normal becomes the contact
 // normal; otherwise c joins the simplex, whose closest point to x gives the
 // next direction. It stops when x is within R + gap of the simplex (hence of
-// C), gap = max(tolerance, min(1e-7 m, 1e-8 * max(1, |v|) * closing speed)),
-// so the fraction is within 1e-8 * max(1, |v|) of the time of impact. On a
-// curved rim GJK converges linearly and may stall in rounding: a stall within
-// ten times that gap is accepted; beyond it the simplex is restarted once,
-// then kFailed hands the lower bound l to a fallback. The plane that set l
-// touches C + R at x(l), so the normal is a supporting normal at the contact.
+// C), gap = max(tolerance, min(1e-6 m, 1e-7 * clamp(|v|, 1, 4) * closing
+// speed)), so the fraction is within 1e-7 * clamp(|v|, 1, 4) <= 4e-7 of the
+// time of impact (and never after it). On a curved rim GJK converges linearly
+// and may stall in rounding: a stall within the gap is accepted; beyond it the
+// simplex is restarted once, then kFailed hands the lower bound l to a
+// fallback. The plane that set l touches C + R at x(l), so the normal is a
+// supporting normal at the contact.
 #pragma once
 
 #include "gjk.h"

@@ -359,6 +359,32 @@ TEST_P(CastPairTest, ClosedFormMatchesConservative) {
   }
 }
 
+// Extreme scales (sizes 1e-3..1e2 m, translations up to 1e4 m, flat discs,
+// zero-length capsules): results stay finite, fractions in [0, 1], unit normals.
+TEST_P(CastPairTest, ExtremeInputsStayWellFormed) {
+  const auto [ka, kb] = GetParam();
+  Random rng(99 + 10 * static_cast<int>(ka) + static_cast<int>(kb));
+  for (int i = 0; i < 2000; ++i) {
+    const double scale = std::pow(10.0, rng.Uniform(-3.0, 2.0));
+    Shape a = rng.MakeShape(ka, 0.01 * scale, scale);
+    Shape b = rng.MakeShape(kb, 0.01 * scale, scale);
+    if (rng.Int(0, 4) == 0 && kb == ShapeKind::kCylinder) b = *Shape::MakeCylinder(scale, 0.0);
+    if (rng.Int(0, 4) == 0 && ka == ShapeKind::kCapsule) a = *Shape::MakeCapsule(scale, 0.0);
+    const Pose pb(rng.InBox(scale), rng.Rotation());
+    const Pose pa(pb.position + rng.InBox(4.0 * scale), rng.Rotation());
+    const Vec3 v = (pb.position - pa.position) * rng.Uniform(0.0, 3.0) +
+                   rng.InBox(rng.Int(0, 1) ? 1e4 : scale);
+    const CastResult r = Cast(a, pa, v, b, pb);
+    ASSERT_TRUE(r.fraction >= 0.0 && r.fraction <= 1.0) << Describe({a, b, pa, pb, v});
+    ASSERT_TRUE(r.normal.IsFinite() && std::fabs(r.normal.Length() - 1.0) < 1e-9)
+        << Describe({a, b, pa, pb, v});
+    ASSERT_TRUE(r.point.IsFinite() && std::isfinite(r.depth)) << Describe({a, b, pa, pb, v});
+    if (r.state == CastState::kHit && r.fraction > 0.0) {
+      ASSERT_LE(Dot(r.normal, v), 1e-6) << Describe({a, b, pa, pb, v});
+    }
+  }
+}
+
 std::vector<std::pair<ShapeKind, ShapeKind>> AllPairs() {
   std::vector<std::pair<ShapeKind, ShapeKind>> v;
   for (ShapeKind a : kKinds) {
