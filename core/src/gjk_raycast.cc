@@ -101,9 +101,7 @@ bool OriginOutsidePlane(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3&
   return sp * sd < 0.0;
 }
 
-// When x did not move since the triangle y[0..2] was solved, the origin lies
-// on y[3]'s side of it (`newest_only`): only the faces through y[3] are tried.
-bool ClosestOnTetrahedron(const Vec3* y, bool newest_only, double w[4]) {
+bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
   static constexpr int kFaces[4][4] = {{1, 3, 2, 0}, {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 1, 2, 3}};
   // A flat tetrahedron (e.g. four support points on one box face) holds
   // nothing: take the best of its faces.
@@ -114,7 +112,9 @@ bool ClosestOnTetrahedron(const Vec3* y, bool newest_only, double w[4]) {
   bool inside = true;
   double best = std::numeric_limits<double>::infinity();
   double wt[4] = {0, 0, 0, 0};
-  for (int fi = 0; fi < (newest_only && !flat ? 3 : 4); ++fi) {
+  // (All four faces: skipping the old one, as exact GJK allows, misjudges
+  // "inside" when rounding on a sliver triangle left its closest point off.)
+  for (int fi = 0; fi < 4; ++fi) {
     const int* f = kFaces[fi];
     if (!flat && !OriginOutsidePlane(y[f[0]], y[f[1]], y[f[2]], y[f[3]])) continue;
     inside = false;
@@ -213,7 +213,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
       case 1: w[0] = 1.0; break;
       case 2: ClosestOnSegment(y[0], y[1], w); break;
       case 3: ClosestOnTriangle(y[0], y[1], y[2], w); break;
-      default: inside = ClosestOnTetrahedron(y, !advanced_now, w); break;
+      default: inside = ClosestOnTetrahedron(y, w); break;
     }
     if (inside) {
       // x lies inside C: in contact at lambda.
