@@ -325,17 +325,21 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
                 const Pose& pose_b, const CastSettings& settings) {
   CastResult result;
   if (!pose_a.IsFinite() || !pose_b.IsFinite() || !translation.IsFinite()) return result;
-  const Pose a_in_b = pose_b.RelativeTo(pose_a);
-  const Vec3 v = pose_b.InverseTransformDirection(translation);
+  // A in B's frame (as Pose::RelativeTo: positions subtracted first), with
+  // B's rotation as a matrix for the four rotations below.
+  const Mat33 rb = pose_b.rotation.ToMatrix();
+  Pose a_in_b;
+  a_in_b.position = rb.TransposeMul(pose_a.position - pose_b.position);
+  if (a.kind() != ShapeKind::kSphere) a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
+  const Vec3 v = rb.TransposeMul(translation);
   const internal::LocalCast lc = internal::CastLocal(a, a_in_b, v, b, settings);
   switch (lc.state) {
     case CastState::kMiss: return result;
     case CastState::kHit:
       result.state = CastState::kHit;
       result.fraction = lc.t;
-      result.normal =
-          internal::FixImpactNormal(pose_b.TransformDirection(lc.normal), translation, lc.t);
-      result.point = pose_b.TransformPoint(lc.point);
+      result.normal = internal::FixImpactNormal(rb * lc.normal, translation, lc.t);
+      result.point = pose_b.position + rb * lc.point;
       return result;
     case CastState::kStartedOverlapping: {
       result.state = CastState::kStartedOverlapping;
@@ -348,9 +352,9 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
         result.point = (contact.point_a + contact.point_b) * 0.5;
       } else {
         // Touching within rounding (or no contact solver answer): depth 0.
-        result.normal = pose_b.TransformDirection(lc.normal);
+        result.normal = rb * lc.normal;
         result.depth = 0.0;
-        result.point = pose_b.TransformPoint(lc.point);
+        result.point = pose_b.position + rb * lc.point;
       }
       return result;
     }

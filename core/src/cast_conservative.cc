@@ -1,16 +1,16 @@
 // Casts without a closed form (capsule-box, capsule-cylinder, box-cylinder,
-// cylinder-anything): bounding capsules first (closed-form capsule sweep: a
-// miss of the bounds is a miss, and their time of impact is a lower bound),
-// then the GJK ray cast of gjk_raycast.h (van den Bergen 2004) on the shapes'
-// cores with the sphere / capsule radius as a margin.
+// cylinder-anything): bounding spheres and bounding capsules first (closed-form
+// sweeps: a miss of the bounds is a miss, and the capsules' time of impact is
+// a lower bound to start from), then the GJK ray cast of gjk_raycast.h (van
+// den Bergen 2004) on the shapes' cores with the sphere / capsule radius as a
+// margin, and, if that stalls, Newton's method on the GJK distance (gjk.h).
 //
-// Tolerance: the cast stops when the moving core is within
-// CastSettings::linear_tolerance (1e-9 m by default) of touching; the
-// reported fraction is a lower bound of the exact one, off by at most about
-// linear_tolerance / (closing speed along the normal), i.e. well below
-// 1e-7 * max(1, |translation|) except at near-grazing contacts, where the
-// time of impact itself is ill-conditioned. At most
-// CastSettings::max_iterations GJK iterations.
+// Tolerance: the ray cast stops when the remaining gap would move the
+// fraction by less than 1e-7 * clamp(|translation|, 1, 4) (and the gap is
+// below 1e-6 m), or below CastSettings::linear_tolerance. The fraction is a
+// lower bound of the exact one within that bound (<= 1e-7 * max(1, |v|), the
+// target), except at near-grazing contacts where the time of impact itself is
+// ill-conditioned. At most CastSettings::max_iterations iterations per loop.
 #include <algorithm>
 #include <cmath>
 

@@ -102,7 +102,7 @@ bool OriginOutsidePlane(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3&
 }
 
 bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
-  static constexpr int kFaces[4][4] = {{0, 1, 2, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 3, 2, 0}};
+  static constexpr int kFaces[4][4] = {{1, 3, 2, 0}, {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 1, 2, 3}};
   // A flat tetrahedron (e.g. four support points on one box face) holds
   // nothing: take the best of its faces.
   const Vec3 e1 = y[1] - y[0], e2 = y[2] - y[0], e3 = y[3] - y[0];
@@ -112,7 +112,10 @@ bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
   bool inside = true;
   double best = std::numeric_limits<double>::infinity();
   double wt[4] = {0, 0, 0, 0};
-  for (const auto& f : kFaces) {
+  // (All four faces: skipping the old one, as exact GJK allows, misjudges
+  // "inside" when rounding on a sliver triangle left its closest point off.)
+  for (int fi = 0; fi < 4; ++fi) {
+    const int* f = kFaces[fi];
     if (!flat && !OriginOutsidePlane(y[f[0]], y[f[1]], y[f[2]], y[f[3]])) continue;
     inside = false;
     double wf[3];
@@ -147,25 +150,24 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
   double w[4] = {1, 0, 0, 0};
   int n = 0;
   // Initial direction: from C's interior point (B's origin - A's origin) to x.
-  Vec3 dir = x + a_in_b.position;
+  // With a known lower bound, its contact normal is a better first guess.
+  Vec3 dir = advanced ? normal_start * (x + a_in_b.position).Length() : x + a_in_b.position;
   Vec3 normal = advanced ? normal_start : UnitOr(dir, -v);
   int it = 0;
   bool converged = false;
   double dist = dir.Length();
   bool dist_from_simplex = false;  // the first direction is not a simplex point
   constexpr int kMaxRestarts = 1;
-  // A stall is accepted as contact when the remaining gap moves the fraction
-  // by at most 1e-7 * max(1, |v|): gap <= that * closing speed, and <= 1e-7 m.
-  const double frac_tol = 1e-7 * std::max(1.0, v.Length());
-  // Regular stop: the gap moves the fraction by at most 1e-8 * max(1, |v|).
+  // Stop when the remaining gap moves the fraction by at most
+  // 1e-7 * clamp(|v|, 1, 4) (the closing speed along the normal converts gap
+  // to fraction; the cap keeps any two answers within 1e-6), with the gap at
+  // most 1e-6 m; a stall is accepted on the same terms. `tolerance` is the floor.
+  const double frac_tol = 1e-7 * std::clamp(v.Length(), 1.0, 4.0);
   auto accept_gap = [&]() {
     const double closing = std::max(0.0, -Dot(normal, v));
-    return std::max(tol, std::min(1e-7, 0.1 * frac_tol * closing));
+    return std::max(tol, std::min(1e-6, frac_tol * closing));
   };
-  auto stall_gap = [&]() {
-    const double closing = std::max(0.0, -Dot(normal, v));
-    return std::max(tol, std::min(1e-7, frac_tol * closing));
-  };
+  auto stall_gap = accept_gap;
   int restarts = 0;
   while (it < max_iterations) {
     if (dist <= margin + accept_gap()) {

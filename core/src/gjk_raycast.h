@@ -1,7 +1,7 @@
 // GJK ray cast: the first time a translating convex core (plus margin) touches
 // another. Gino van den Bergen, "Ray casting against general convex objects
-// with application to continuous collision detection" (2004), with the
-// simplex restarted at each advance as in Box2D's b2ShapeCast.
+// with application to continuous collision detection" (2004): the simplex is
+// kept across advances (its points stay points of C, only x moves).
 //
 // The moving shape A (placed by a_in_b in B's frame) touches B at time l when
 // the point x(l) = l * v lies in C + ball(R), with C = B - A the Minkowski
@@ -10,9 +10,14 @@
 // by R, l advances to that plane (a plane bounds C + R, so l stays a lower
 // bound of the time of impact) and the plane's normal becomes the contact
 // normal; otherwise c joins the simplex, whose closest point to x gives the
-// next direction. It stops when x is within R + tolerance of the simplex
-// (hence of C). The plane that set l touches C + R at x(l) exactly, so the
-// reported normal is a supporting normal at the contact.
+// next direction. It stops when x is within R + gap of the simplex (hence of
+// C), gap = max(tolerance, min(1e-6 m, 1e-7 * clamp(|v|, 1, 4) * closing
+// speed)), so the fraction is within 1e-7 * clamp(|v|, 1, 4) <= 4e-7 of the
+// time of impact (and never after it). On a curved rim GJK converges linearly
+// and may stall in rounding: a stall within the gap is accepted; beyond it the
+// simplex is restarted once, then kFailed hands the lower bound l to a
+// fallback. The plane that set l touches C + R at x(l), so the normal is a
+// supporting normal at the contact.
 #pragma once
 
 #include "gjk.h"

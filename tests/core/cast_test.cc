@@ -168,6 +168,37 @@ TEST(CastTest, CapsuleCapsuleFace) {
   EXPECT_NEAR(p.fraction, (3.0 - 0.75) / 4.0, 1e-12);
 }
 
+// A sphere meeting a box corner and a cylinder rim (the rounded parts of the
+// grown targets: three capsule-like pieces and the torus), and the same
+// contacts with the roles swapped.
+TEST(CastTest, SphereOnBoxCornerAndCylinderRim) {
+  const Shape ball = *Shape::MakeSphere(1.0);
+  const Shape box = *Shape::MakeBox({1, 1, 1});
+  // Along the diagonal: the centre stops 1 m short of the corner (-1, -1, -1).
+  const double f_corner = (4.0 * std::sqrt(3.0) - 1.0) / (10.0 * std::sqrt(3.0));
+  CastResult r = Cast(ball, Pose({-5, -5, -5}), {10, 10, 10}, box, Pose());
+  ASSERT_EQ(r.state, CastState::kHit);
+  EXPECT_NEAR(r.fraction, f_corner, 1e-12);
+  EXPECT_TRUE(testing::VecNear(r.normal, Vec3{-1, -1, -1} / std::sqrt(3.0), 1e-12));
+  EXPECT_TRUE(testing::VecNear(r.point, {-1, -1, -1}, 1e-12));
+  r = Cast(box, Pose({5, 5, 5}), {-10, -10, -10}, ball, Pose());
+  ASSERT_EQ(r.state, CastState::kHit);
+  EXPECT_NEAR(r.fraction, f_corner, 1e-12);
+  EXPECT_TRUE(testing::VecNear(r.normal, Vec3{1, 1, 1} / std::sqrt(3.0), 1e-12));
+  // Towards the rim point (-1, 1, 0) of a cylinder: the centre stops 0.5 m away.
+  const Shape small = *Shape::MakeSphere(0.5);
+  const Shape cyl = *Shape::MakeCylinder(1.0, 1.0);
+  const double f_rim = 0.5 - 0.5 / (4.0 * std::sqrt(2.0));
+  r = Cast(small, Pose({-3, 3, 0}), {4, -4, 0}, cyl, Pose());
+  ASSERT_EQ(r.state, CastState::kHit);
+  EXPECT_NEAR(r.fraction, f_rim, 1e-12);
+  EXPECT_TRUE(testing::VecNear(r.normal, Vec3{-1, 1, 0} / std::sqrt(2.0), 1e-9));
+  EXPECT_TRUE(testing::VecNear(r.point, {-1, 1, 0}, 1e-9));
+  r = Cast(cyl, Pose({3, -3, 0}), {-4, 4, 0}, small, Pose());
+  ASSERT_EQ(r.state, CastState::kHit);
+  EXPECT_NEAR(r.fraction, f_rim, 1e-12);
+}
+
 // Bad input never crashes and reports a miss.
 TEST(CastTest, NonFiniteInputIsAMiss) {
   const Shape s = *Shape::MakeSphere(1.0);
@@ -324,6 +355,32 @@ TEST_P(CastPairTest, ClosedFormMatchesConservative) {
       ADD_FAILURE() << PairName(ka, kb) << " closed form " << static_cast<int>(x.state) << " t="
                     << x.t << " vs conservative " << static_cast<int>(y.state) << " t=" << y.t
                     << "\n  " << Describe(c);
+    }
+  }
+}
+
+// Extreme scales (sizes 1e-3..1e2 m, translations up to 1e4 m, flat discs,
+// zero-length capsules): results stay finite, fractions in [0, 1], unit normals.
+TEST_P(CastPairTest, ExtremeInputsStayWellFormed) {
+  const auto [ka, kb] = GetParam();
+  Random rng(99 + 10 * static_cast<int>(ka) + static_cast<int>(kb));
+  for (int i = 0; i < 2000; ++i) {
+    const double scale = std::pow(10.0, rng.Uniform(-3.0, 2.0));
+    Shape a = rng.MakeShape(ka, 0.01 * scale, scale);
+    Shape b = rng.MakeShape(kb, 0.01 * scale, scale);
+    if (rng.Int(0, 4) == 0 && kb == ShapeKind::kCylinder) b = *Shape::MakeCylinder(scale, 0.0);
+    if (rng.Int(0, 4) == 0 && ka == ShapeKind::kCapsule) a = *Shape::MakeCapsule(scale, 0.0);
+    const Pose pb(rng.InBox(scale), rng.Rotation());
+    const Pose pa(pb.position + rng.InBox(4.0 * scale), rng.Rotation());
+    const Vec3 v = (pb.position - pa.position) * rng.Uniform(0.0, 3.0) +
+                   rng.InBox(rng.Int(0, 1) ? 1e4 : scale);
+    const CastResult r = Cast(a, pa, v, b, pb);
+    ASSERT_TRUE(r.fraction >= 0.0 && r.fraction <= 1.0) << Describe({a, b, pa, pb, v});
+    ASSERT_TRUE(r.normal.IsFinite() && std::fabs(r.normal.Length() - 1.0) < 1e-9)
+        << Describe({a, b, pa, pb, v});
+    ASSERT_TRUE(r.point.IsFinite() && std::isfinite(r.depth)) << Describe({a, b, pa, pb, v});
+    if (r.state == CastState::kHit && r.fraction > 0.0) {
+      ASSERT_LE(Dot(r.normal, v), 1e-6) << Describe({a, b, pa, pb, v});
     }
   }
 }
