@@ -7,7 +7,9 @@
 #   bash scripts/hitbox.sh build   deps + build (Release, into ./build)
 #
 # Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release),
-# JOBS (default nproc), HITBOX_CMAKE_ARGS (extra cmake arguments).
+# JOBS (default nproc), HITBOX_CMAKE_ARGS (extra cmake arguments),
+# HITBOX_BUILD_TESTS / HITBOX_BUILD_BENCHMARKS (ON|OFF; unset: the CMake
+# default, ON), HITBOX_TARGETS (space-separated targets to build; unset: all).
 # The Dockerfile's build stage runs this same script, so it is the one source of
 # truth for dependencies.
 set -euo pipefail
@@ -51,15 +53,27 @@ configure() {
   if command -v ccache >/dev/null 2>&1; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   fi
+  local options=()
+  if [ -n "${HITBOX_BUILD_TESTS:-}" ]; then
+    options+=(-DHITBOX_BUILD_TESTS="$HITBOX_BUILD_TESTS")
+  fi
+  if [ -n "${HITBOX_BUILD_BENCHMARKS:-}" ]; then
+    options+=(-DHITBOX_BUILD_BENCHMARKS="$HITBOX_BUILD_BENCHMARKS")
+  fi
   # shellcheck disable=SC2086
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
-    "${launcher[@]}" ${HITBOX_CMAKE_ARGS:-}
+    "${launcher[@]}" "${options[@]}" ${HITBOX_CMAKE_ARGS:-}
 }
 
 build() {
   deps
   configure
-  cmake --build "$BUILD_DIR" -j "$JOBS"
+  local targets=()
+  if [ -n "${HITBOX_TARGETS:-}" ]; then
+    # shellcheck disable=SC2206
+    targets=(--target ${HITBOX_TARGETS})
+  fi
+  cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
 }
 
 case "${1:-}" in

@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--max-message-bytes", l.max_message_bytes,
-                 "largest request message accepted, bytes (gRPC max receive message size)")
+                 "largest request message accepted, bytes (gRPC max receive message size); "
+                 "also bounds the hits of one answer (about 64 bytes each)")
       ->envname("HITBOX_MAX_MESSAGE_BYTES")
       ->check(CLI::Range(uint64_t{1024}, uint64_t{2147483647}))
       ->capture_default_str();

@@ -1,6 +1,8 @@
 #include "service.h"
 
 #include <algorithm>
+#include <span>
+#include <variant>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -19,6 +21,11 @@ using google::protobuf::RepeatedPtrField;
 
 /// Default ListColliders page size (colliders per message).
 constexpr uint32_t kDefaultPageSize = 1024;
+/// Bytes a hit is assumed to take in a response (a CastHit is ~100 at most,
+/// an OverlapHit without contact ~25), for the per-response hit budget.
+constexpr uint64_t kBytesPerHit = 64;
+/// Queries run per RunBatch call between checks of the hit budget.
+constexpr size_t kQueryChunk = 1024;
 
 grpc::Status Grpc(grpc::StatusCode code, std::string message) {
   return grpc::Status(code, std::move(message));
@@ -239,10 +246,33 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
   return wire::ToGrpcStatus(st);
 }
 
-void HitboxService::RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
-                              std::vector<QueryResult>* results) const {
+uint64_t HitboxService::HitBudget() const {
+  return std::max<uint64_t>(1, options_.limits.max_message_bytes / kBytesPerHit);
+}
+
+grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
+                                      std::vector<QueryResult>* results) const {
   results->resize(queries.size());
-  s.set().RunBatch(queries, *results, pool_.get());
+  const uint64_t budget = HitBudget();
+  uint64_t hits = 0;
+  for (size_t start = 0; start < queries.size(); start += kQueryChunk) {
+    const size_t n = std::min(kQueryChunk, queries.size() - start);
+    s.set().RunBatch(std::span<const hitbox::Query>(queries).subspan(start, n),
+                     std::span<QueryResult>(*results).subspan(start, n), pool_.get());
+    for (size_t i = start; i < start + n; ++i) {
+      hits += (*results)[i].overlaps.size() + (*results)[i].hits.size();
+    }
+    if (hits > budget) {
+      results->clear();
+      return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                  "queries: the answers to queries[0.." + std::to_string(start + n - 1) +
+                      "] already hold " + std::to_string(hits) + " hits, more than the " +
+                      std::to_string(budget) +
+                      " that fit in one message (--max-message-bytes); lower filter.max_hits "
+                      "or split the batch");
+    }
+  }
+  return grpc::Status::OK;
 }
 
 void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
@@ -399,7 +429,7 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
       return Grpc(grpc::StatusCode::NOT_FOUND,
                   "session_id: session '" + req.session_id() + "' was deleted");
     }
-    RunLocked(*s, queries, &results);
+    if (grpc::Status st = RunLocked(*s, queries, &results); !st.ok()) return st;
     resp->set_revision(s->set().revision());
   }
   ResultsToProto(results, req.queries(), resp->mutable_results());
@@ -432,6 +462,13 @@ void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
     return fail(Grpc(grpc::StatusCode::INVALID_ARGUMENT,
                      "session_id: the first tick of a stream must name the session"));
   }
+  const auto deleted = [&] {
+    stream->session.reset();
+    stream->session_deleted = true;
+    return Grpc(grpc::StatusCode::NOT_FOUND,
+                "session_id: session '" + stream->session_id + "' was deleted");
+  };
+  if (stream->session_deleted) return fail(deleted());
   if (stream->session == nullptr) {
     stream->session = sessions_.Find(stream->session_id);
     if (stream->session == nullptr) {
@@ -439,11 +476,9 @@ void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
                        "session_id: session '" + stream->session_id + "' not found"));
     }
   }
-  Session& s = *stream->session;
-  const auto deleted = [&] {
-    return Grpc(grpc::StatusCode::NOT_FOUND,
-                "session_id: session '" + stream->session_id + "' was deleted");
-  };
+  // Keeps the session alive for this tick even if deleted() resets the stream's pointer.
+  const std::shared_ptr<Session> session = stream->session;
+  Session& s = *session;
   if (s.deleted()) return fail(deleted());
 
   std::vector<ColliderChange> changes;
@@ -453,15 +488,36 @@ void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
 
   std::vector<QueryResult> results;
   if (!changes.empty()) {
+    // The queries run after the changes are applied, so their hit budget must
+    // hold whatever they find: check the worst case (sum of max_hits) first.
+    uint64_t worst = 0;
+    for (const hitbox::Query& q : queries) {
+      worst += std::visit(
+          [](const auto& x) -> uint64_t {
+            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, OverlapQuery>) {
+              return x.filter.max_hits;
+            } else {
+              return x.all_hits ? x.filter.max_hits : 1;
+            }
+          },
+          q);
+    }
+    if (worst > HitBudget()) {
+      return fail(Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       "queries: a tick with changes may return at most " +
+                           std::to_string(HitBudget()) + " hits (--max-message-bytes), these " +
+                           "queries could return " + std::to_string(worst) +
+                           " (sum of filter.max_hits); lower max_hits or split the tick"));
+    }
     std::unique_lock<std::shared_mutex> lock(s.mutex());
     if (s.deleted()) return fail(deleted());
     if (grpc::Status st = ApplyLocked(s, changes, std::nullopt); !st.ok()) return fail(st);
-    RunLocked(s, queries, &results);
+    if (grpc::Status st = RunLocked(s, queries, &results); !st.ok()) return fail(st);
     resp->set_revision(s.set().revision());
   } else {
     std::shared_lock<std::shared_mutex> lock(s.mutex());
     if (s.deleted()) return fail(deleted());
-    RunLocked(s, queries, &results);
+    if (grpc::Status st = RunLocked(s, queries, &results); !st.ok()) return fail(st);
     resp->set_revision(s.set().revision());
   }
   ResultsToProto(results, req.queries(), resp->mutable_results());

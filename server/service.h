@@ -74,8 +74,11 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   struct TickStream {
     /// Session id bound by the first tick that named a valid one.
     std::string session_id;
-    /// The session, once resolved (kept even after it is deleted).
+    /// The session, once resolved.
     std::shared_ptr<Session> session;
+    /// The session was deleted: every later tick is NOT_FOUND (and the
+    /// stream no longer holds the session's memory).
+    bool session_deleted = false;
   };
   /// Runs one tick: fills resp (results or error). Never fails the stream.
   void DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp);
@@ -98,9 +101,13 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   // Applies converted changes; the caller holds the exclusive lock.
   grpc::Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
                            std::optional<uint64_t> expected_revision) const;
-  // Runs converted queries; the caller holds the session lock (either mode).
-  void RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
-                 std::vector<QueryResult>* results) const;
+  // Runs converted queries in chunks; the caller holds the session lock
+  // (either mode). RESOURCE_EXHAUSTED as soon as the answers hold more hits
+  // than fit in max_message_bytes (so memory stays bounded).
+  grpc::Status RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
+                         std::vector<QueryResult>* results) const;
+  // Most hits one response may carry: max_message_bytes / kBytesPerHit.
+  uint64_t HitBudget() const;
   // Fills a SessionInfo; takes the shared lock.
   void Describe(const Session& s, v1::SessionInfo* info) const;
   // Logs a rejected request at warning level and passes the status through.

@@ -3,6 +3,7 @@
 //   hitbox-loadgen --target 127.0.0.1:50051 --mode tick --streams 4 --queries 256
 //   hitbox-loadgen --target 127.0.0.1:50051 --mode unary --calls 20000
 //   hitbox-loadgen --mode inproc --queries 256          (no server needed)
+//   hitbox-loadgen --case ../shared/cases/big.json --mode all --queries 256
 //
 // Creates session --session with a generated scene (unless --no-load), runs the
 // chosen mode and prints one report line per measurement.
@@ -46,6 +47,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--session", session, "session id to create and use")->capture_default_str();
   app.add_flag("--no-load", no_load, "use the existing session as is (scene still generated for query bounds)");
+  std::string case_file;
+  app.add_option("--case", case_file,
+                 "take the scene and the queries from this conformance case file instead of "
+                 "generating them (e.g. ../shared/cases/big.json)");
   app.add_option("--colliders", scene_opts.colliders, "colliders in the generated scene")
       ->capture_default_str();
   app.add_option("--half-size", scene_opts.half_size, "half-size of the world cube, metres")
@@ -86,13 +91,30 @@ int main(int argc, char** argv) {
   tick.mix = unary.mix = *mix;
   tick.duration = unary.duration = duration;
 
-  const std::vector<Collider> scene = loadgen::GenerateScene(scene_opts);
-  std::printf("scene: %zu colliders in a cube of half-size %g m (seed %llu)\n", scene.size(),
-              scene_opts.half_size, static_cast<unsigned long long>(scene_opts.seed));
+  std::vector<Collider> scene;
+  if (!case_file.empty()) {
+    Result<loadgen::CaseScene> loaded = loadgen::LoadCaseScene(case_file);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "hitbox-loadgen: --case: %s\n", loaded.error().message.c_str());
+      return 2;
+    }
+    scene = std::move(loaded->colliders);
+    tick.queries = loaded->queries;
+    unary.queries = std::move(loaded->queries);
+    std::printf("scene: %zu colliders and %zu queries from %s\n", scene.size(),
+                unary.queries.size(), case_file.c_str());
+  } else {
+    scene = loadgen::GenerateScene(scene_opts);
+    std::printf("scene: %zu colliders in a cube of half-size %g m (seed %llu)\n", scene.size(),
+                scene_opts.half_size, static_cast<unsigned long long>(scene_opts.seed));
+  }
 
   if (mode == "inproc" || mode == "all") {
-    Result<loadgen::InProcessReport> r = loadgen::RunInProcess(
-        scene, *mix, tick.queries_per_tick, ~0ull, duration, threads);
+    Result<loadgen::InProcessReport> r =
+        tick.queries.empty()
+            ? loadgen::RunInProcess(scene, *mix, tick.queries_per_tick, ~0ull, duration, threads)
+            : loadgen::RunInProcess(scene, tick.queries, tick.queries_per_tick, ~0ull, duration,
+                                    threads);
     if (!r.ok()) {
       std::fprintf(stderr, "in-process run failed: %s\n", r.error().message.c_str());
       return 1;

@@ -13,12 +13,16 @@
 //   box     vs box      separating-axis test over the 15 axes with the time
 //                        interval of overlap on each (Ericson, RTCD 5.5.8
 //                        generalised to OBBs; Gottschalk et al. 1996 axes)
+//   capsule vs box      (either way) Newton's method on the exact convex
+//                        segment-box distance (closest_points.h): monotone
+//                        from the left, quadratic convergence
 // The remaining pairs use CastConservative (cast_conservative.cc).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "cast_internal.h"
+#include "closest_points.h"
 #include "hitbox/collide.h"
 #include "ray_primitives.h"
 
@@ -77,35 +81,23 @@ LocalCast CastRayFromSphereB(const Shape& a, const Pose& a_in_b, const Vec3& v, 
 
 LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
   const double ha = a.half_height(), hb = b.half_height();
-  const double ra = a.radius(), rb = b.radius();
+  return CastSegmentSegment(a_in_b.TransformPoint({0, -ha, 0}), a_in_b.TransformPoint({0, ha, 0}),
+                            a.radius(), v, {0, -hb, 0}, {0, hb, 0}, b.radius());
+}
+
+LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
+                             const Vec3& b0, const Vec3& b1, double rb) {
   const double rsum = ra + rb;
-  const Vec3 a0 = a_in_b.TransformPoint({0, -ha, 0});
-  const Vec3 a1 = a_in_b.TransformPoint({0, ha, 0});
-  const Vec3 b0{0, -hb, 0}, b1{0, hb, 0};
-  double s, u;
-  Vec3 ca, cb;
-  const double d2 = ClosestPtSegmentSegment(a0, a1, b0, b1, &s, &u, &ca, &cb);
-  if (d2 <= rsum * rsum) {
-    const Vec3 n = UnitOr(ca - cb, AnyPerpendicular(UnitOr(a1 - a0, {0, 1, 0})));
-    return Started(n, cb + n * std::min(rb, std::sqrt(d2) * 0.5));
+  const ClosestPair start = ClosestSegmentSegment(a0, a1, b0, b1);
+  if (start.distance_sq <= rsum * rsum) {
+    const Vec3 n = UnitOr(start.p - start.q, AnyPerpendicular(UnitOr(a1 - a0, {0, 1, 0})));
+    return Started(n, start.q + n * std::min(rb, std::sqrt(start.distance_sq) * 0.5));
   }
   double best = kInf;
   Vec3 normal;
-  RayEntry e;
-  // End points of A moving by v against capsule B grown by ra.
-  for (const Vec3& p : {a0, a1}) {
-    if (RaySegmentCapsule(p, v, b0, b1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
-      best = e.t;
-      normal = e.normal;
-    }
-  }
-  // End points of B moving by -v against capsule A grown by rb.
-  for (const Vec3& p : {b0, b1}) {
-    if (RaySegmentCapsule(p, -v, a0, a1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
-      best = e.t;
-      normal = -e.normal;
-    }
-  }
+  bool face_hit = false;
+  // The face first: a hit there is where the ray crosses a boundary plane of
+  // the convex sum from outside, hence its entry point.
   // Face of the parallelogram {b - a}: offset planes at distance rsum.
   const Vec3 ea = a1 - a0, eb = b1 - b0;
   const Vec3 cr = Cross(eb, ea);
@@ -117,7 +109,7 @@ LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, 
     const double dv = Dot(v, nf);
     if (std::fabs(d0) > rsum && d0 * dv < 0.0) {
       const double tf = (std::fabs(d0) - rsum) / std::fabs(dv);
-      if (tf < best && tf <= 1.0) {
+      if (tf <= 1.0) {
         // In-plane coordinates of the hit: x - m0 = u * eb - w * ea + h * nf.
         const Vec3 x = v * tf - m0;
         const Vec3 g2 = -ea;
@@ -130,8 +122,27 @@ LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, 
           if (uu >= 0.0 && uu <= 1.0 && ww >= 0.0 && ww <= 1.0) {
             best = tf;
             normal = d0 > 0.0 ? nf : -nf;
+            face_hit = true;
           }
         }
+      }
+    }
+  }
+  // Otherwise the entry is on one of the four edge capsules.
+  RayEntry e;
+  if (!face_hit) {
+    // End points of A moving by v against capsule B grown by ra.
+    for (const Vec3& p : {a0, a1}) {
+      if (RaySegmentCapsule(p, v, b0, b1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
+        best = e.t;
+        normal = e.normal;
+      }
+    }
+    // End points of B moving by -v against capsule A grown by rb.
+    for (const Vec3& p : {b0, b1}) {
+      if (RaySegmentCapsule(p, -v, a0, a1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
+        best = e.t;
+        normal = -e.normal;
       }
     }
   }
@@ -140,8 +151,7 @@ LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, 
   r.state = CastState::kHit;
   r.t = best;
   r.normal = normal;
-  ClosestPtSegmentSegment(a0 + v * best, a1 + v * best, b0, b1, &s, &u, &ca, &cb);
-  r.point = cb + normal * rb;
+  r.point = ClosestSegmentSegment(a0 + v * best, a1 + v * best, b0, b1).q + normal * rb;
   return r;
 }
 
@@ -188,12 +198,10 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   bool miss = false;
   // One separating axis L: A's projection moves from s0 at rate sv, overlap
   // with B's while |s| <= rA + rB.
-  auto axis = [&](Vec3 l, bool is_face) {
-    if (!is_face) {
-      const double l2 = l.LengthSq();
-      if (l2 < 1e-18) return;  // parallel edges: the face axes cover this direction
-      l = l / std::sqrt(l2);
-    }
+  // Entry and exit times are ratios of projections, so a cross axis needs no
+  // normalising; only the winning axis is normalised at the end.
+  auto axis = [&](const Vec3& l, bool is_face) {
+    if (!is_face && l.LengthSq() < 1e-18) return;  // parallel edges: face axes cover it
     const double rsum = ea.x * std::fabs(Dot(l, ax[0])) + ea.y * std::fabs(Dot(l, ax[1])) +
                         ea.z * std::fabs(Dot(l, ax[2])) + eb.x * std::fabs(l.x) +
                         eb.y * std::fabs(l.y) + eb.z * std::fabs(l.z);
@@ -248,6 +256,7 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
     return Started(n, ClampToBox(c, Vec3{}, bx, eb));
   }
   if (miss || t_enter > t_exit || t_enter > 1.0) return {};
+  normal = normal / normal.Length();
   LocalCast r;
   r.state = CastState::kHit;
   r.t = std::max(t_enter, 0.0);
@@ -261,10 +270,8 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   if (na == 1 && nb == 1) {
     // Edge against edge.
     const Vec3 da = ax[free_a] * ea[free_a], db = bx[free_b] * eb[free_b];
-    double s, u;
-    Vec3 pa, pb;
-    ClosestPtSegmentSegment(fa - da, fa + da, fb - db, fb + db, &s, &u, &pa, &pb);
-    r.point = (pa + pb) * 0.5;
+    const ClosestPair cp = ClosestSegmentSegment(fa - da, fa + da, fb - db, fb + db);
+    r.point = (cp.p + cp.q) * 0.5;
   } else if (na <= nb) {
     const Vec3 p = ClampToBox(fa, Vec3{}, bx, eb);
     r.point = ClampToBox(p, ca, ax, ea);
@@ -275,21 +282,130 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   return r;
 }
 
+namespace {
+
+// Segment [p0, p1] grown by r, moving by v, against the box [-e, e] (all in
+// the box frame). d(t) = dist(segment + t v, box) - r is convex in t and
+// exact in closed form (ClosestSegmentBox, a piecewise quadratic), so Newton's
+// step t += d / (-n . v), n the unit direction from the box to the segment, is
+// monotone from the left (never passes the time of impact), quadratic at a
+// transversal contact. `normal` is from the box towards the segment.
+struct SegmentBoxSweep {
+  CastState state = CastState::kMiss;
+  double t = 1.0;
+  Vec3 normal{0, 1, 0};
+  Vec3 on_box;  // contact point on the box
+};
+
+SegmentBoxSweep SweepSegmentBox(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+                                const Vec3& e, double t_start, const CastSettings& settings) {
+  SegmentBoxSweep out;
+  const double tol = std::max(settings.linear_tolerance, 0.0);
+  double t = t_start;
+  ClosestPair cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
+  double dist = std::sqrt(cp.distance_sq);
+  if (t == 0.0 && dist <= r + tol) {
+    out.state = CastState::kStartedOverlapping;
+    out.t = 0.0;
+    out.normal = UnitOr(cp.p - cp.q, UnitOr((p0 + p1) * 0.5, -v));
+    out.on_box = cp.q;
+    return out;
+  }
+  for (int it = 0; it < std::max(settings.max_iterations, 1); ++it) {
+    const Vec3 n = UnitOr(cp.p - cp.q, -v);
+    const double closing = -Dot(n, v);
+    const double gap = dist - r;
+    if (gap <= tol) {
+      // One last Newton step (still a lower bound) for a fraction at machine precision.
+      if (gap > 0.0 && closing > 0.0) t = std::min(1.0, t + gap / closing);
+      out.state = CastState::kHit;
+      out.t = t;
+      out.normal = n;
+      out.on_box = cp.q;
+      return out;
+    }
+    if (closing <= 0.0) return out;  // not approaching: d is non-decreasing from here
+    const double next = t + gap / closing;
+    if (!(next <= 1.0)) return out;
+    if (next <= t) return out;  // no progress in floating point while apart
+    t = next;
+    cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
+    dist = std::sqrt(cp.distance_sq);
+  }
+  return out;  // iteration cap (a tangent approach converging too slowly): miss
+}
+
+}  // namespace
+
+LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         const CastSettings& settings) {
+  LocalCast r;
+  if (a.kind() == ShapeKind::kCapsule) {
+    // Capsule A moving in the frame of box B.
+    const double h = a.half_height();
+    const SegmentBoxSweep s =
+        SweepSegmentBox(a_in_b.TransformPoint({0, -h, 0}), a_in_b.TransformPoint({0, h, 0}),
+                        a.radius(), v, b.half_extents(), 0.0, settings);
+    r.state = s.state;
+    r.t = s.t;
+    r.normal = s.normal;
+    r.point = s.on_box;
+    return r;
+  }
+  // Box A moving against capsule B: in A's frame the capsule moves by -v.
+  const double h = b.half_height();
+  const SegmentBoxSweep s = SweepSegmentBox(
+      a_in_b.InverseTransformPoint({0, -h, 0}), a_in_b.InverseTransformPoint({0, h, 0}),
+      b.radius(), a_in_b.InverseTransformDirection(-v), a.half_extents(), 0.0, settings);
+  r.state = s.state;
+  r.t = s.t;
+  // Normal from A's box towards B's capsule, in B's frame, reversed.
+  r.normal = -a_in_b.TransformDirection(s.normal);
+  // The box point touching the capsule, with A moved to the moment of impact.
+  r.point = a_in_b.TransformPoint(s.on_box) + v * s.t;
+  return r;
+}
+
 CastMethod MethodFor(ShapeKind a, ShapeKind b) {
   if (a == ShapeKind::kSphere) return CastMethod::kSphereRay;
   if (b == ShapeKind::kSphere) return CastMethod::kRayFromSphereB;
   if (a == ShapeKind::kCapsule && b == ShapeKind::kCapsule) return CastMethod::kCapsuleCapsule;
   if (a == ShapeKind::kBox && b == ShapeKind::kBox) return CastMethod::kBoxBox;
+  if ((a == ShapeKind::kCapsule && b == ShapeKind::kBox) ||
+      (a == ShapeKind::kBox && b == ShapeKind::kCapsule)) {
+    return CastMethod::kCapsuleBox;
+  }
   return CastMethod::kConservative;
+}
+
+bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+  // Ray from A's centre against B's bounding sphere grown by A's (Ericson 5.5.7).
+  const double r = (a.BoundingRadius() + b.BoundingRadius()) * (1.0 + 1e-12);
+  const Vec3& o = a_in_b.position;
+  const double c = o.LengthSq() - r * r;
+  if (c <= 0.0) return false;
+  const double bb = Dot(o, v);
+  if (bb >= 0.0) return true;
+  const double vv = v.LengthSq();
+  // Closest approach beyond r, or the entry beyond t = 1 (c > -2b - vv <=> f(1) > 0 with f' < 0 at 1).
+  if (bb * bb - vv * c < 0.0) return true;
+  return c + 2.0 * bb + vv > 0.0 && bb + vv < 0.0;
 }
 
 LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                     const CastSettings& settings) {
-  switch (MethodFor(a.kind(), b.kind())) {
+  const CastMethod method = MethodFor(a.kind(), b.kind());
+  // Bounding spheres first for the costlier methods: most far misses end here.
+  if (method != CastMethod::kSphereRay && method != CastMethod::kRayFromSphereB &&
+      BoundingSpheresMiss(a, a_in_b, v, b)) {
+    return {};
+  }
+  switch (method) {
     case CastMethod::kSphereRay: return CastSphereRay(a, a_in_b, v, b);
     case CastMethod::kRayFromSphereB: return CastRayFromSphereB(a, a_in_b, v, b);
     case CastMethod::kCapsuleCapsule: return CastCapsuleCapsule(a, a_in_b, v, b);
     case CastMethod::kBoxBox: return CastBoxBox(a, a_in_b, v, b);
+    case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
     case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
   }
   return {};
@@ -301,17 +417,21 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
                 const Pose& pose_b, const CastSettings& settings) {
   CastResult result;
   if (!pose_a.IsFinite() || !pose_b.IsFinite() || !translation.IsFinite()) return result;
-  const Pose a_in_b = pose_b.RelativeTo(pose_a);
-  const Vec3 v = pose_b.InverseTransformDirection(translation);
+  // A in B's frame (as Pose::RelativeTo: positions subtracted first), with
+  // B's rotation as a matrix for the four rotations below.
+  const Mat33 rb = pose_b.rotation.ToMatrix();
+  Pose a_in_b;
+  a_in_b.position = rb.TransposeMul(pose_a.position - pose_b.position);
+  if (a.kind() != ShapeKind::kSphere) a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
+  const Vec3 v = rb.TransposeMul(translation);
   const internal::LocalCast lc = internal::CastLocal(a, a_in_b, v, b, settings);
   switch (lc.state) {
     case CastState::kMiss: return result;
     case CastState::kHit:
       result.state = CastState::kHit;
       result.fraction = lc.t;
-      result.normal =
-          internal::FixImpactNormal(pose_b.TransformDirection(lc.normal), translation, lc.t);
-      result.point = pose_b.TransformPoint(lc.point);
+      result.normal = internal::FixImpactNormal(rb * lc.normal, translation, lc.t);
+      result.point = pose_b.position + rb * lc.point;
       return result;
     case CastState::kStartedOverlapping: {
       result.state = CastState::kStartedOverlapping;
@@ -324,9 +444,9 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
         result.point = (contact.point_a + contact.point_b) * 0.5;
       } else {
         // Touching within rounding (or no contact solver answer): depth 0.
-        result.normal = pose_b.TransformDirection(lc.normal);
+        result.normal = rb * lc.normal;
         result.depth = 0.0;
-        result.point = pose_b.TransformPoint(lc.point);
+        result.point = pose_b.position + rb * lc.point;
       }
       return result;
     }

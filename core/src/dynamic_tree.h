@@ -201,12 +201,21 @@ class TraversalBuffer {
   std::vector<T> heap_;
 };
 
-/// Hints the cache to load the children of `node` (a no-op for leaves).
-inline void PrefetchChildren(const TreeNode* nodes, uint32_t node) {
+/// Prefetch hook that does nothing (when the caller has no per-item data).
+struct NoItemPrefetch {
+  void operator()(uint32_t) const {}
+};
+
+/// Hints the cache to load what visiting `node` will read next: its children
+/// (one line when they are a pair), or for a leaf the caller's item data.
+template <typename ItemPrefetch>
+inline void PrefetchNext(const TreeNode* nodes, uint32_t node, const ItemPrefetch& item_prefetch) {
   const TreeNode& n = nodes[node];
   if (!n.IsLeaf()) {
     __builtin_prefetch(&nodes[n.child1]);
     __builtin_prefetch(&nodes[n.child2]);
+  } else {
+    item_prefetch(n.Item());
   }
 }
 
@@ -219,8 +228,10 @@ inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
 /// Calls fn(item, layer) for every leaf whose box overlaps `box` (touching
 /// counts) and whose layer bit is in `mask`. Children are tested before they
 /// are pushed (the two children of a node usually share a cache line).
-template <typename Fn>
-inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t mask, Fn&& fn) {
+/// item_prefetch(item) is called when a leaf is pushed, to prefetch its data.
+template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
+inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t mask, Fn&& fn,
+                      const ItemPrefetch& item_prefetch = {}) {
   const uint32_t root = tree.root();
   if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
@@ -249,8 +260,8 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t ma
     }
     // Start fetching the grandchildren (one line per child pair) while the
     // rest of the stack is worked on: traversal is bound by memory latency.
-    if (h1) PrefetchChildren(nodes, c1);
-    if (h2) PrefetchChildren(nodes, c2);
+    if (h1) PrefetchNext(nodes, c1, item_prefetch);
+    if (h2) PrefetchNext(nodes, c2, item_prefetch);
     stack[sp] = c2;
     sp += h2;
     stack[sp] = c1;
@@ -303,9 +314,9 @@ struct SegmentSetup {
 /// max fraction, nearer boxes first. fn(item, layer, max_fraction) returns the
 /// new max fraction (return max_fraction unchanged to keep going; a smaller
 /// value prunes everything entered after it; a negative value stops).
-template <typename Fn>
+template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
 inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t mask,
-                     double max_fraction, Fn&& fn) {
+                     double max_fraction, Fn&& fn, const ItemPrefetch& item_prefetch = {}) {
   const uint32_t root = tree.root();
   if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
@@ -347,8 +358,8 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
     const Entry far{swap ? c1 : c2, swap ? t1 : t2};
     const bool h_near = swap ? h2 : h1;
     const bool h_far = swap ? h1 : h2;
-    if (h1) PrefetchChildren(nodes, c1);
-    if (h2) PrefetchChildren(nodes, c2);
+    if (h1) PrefetchNext(nodes, c1, item_prefetch);
+    if (h2) PrefetchNext(nodes, c2, item_prefetch);
     stack[sp] = far;
     sp += h_far;
     stack[sp] = near;

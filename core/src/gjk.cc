@@ -69,7 +69,12 @@ SubResult S2D(const Vec3* w, int i, int j, int k) {
     r.lambda[i] = c[0] / mu;
     r.lambda[j] = c[1] / mu;
     r.lambda[k] = c[2] / mu;
-    r.v = w[i] * r.lambda[i] + w[j] * r.lambda[j] + w[k] * r.lambda[k];
+    // For a well-shaped triangle, the projection itself rather than
+    // sum(lambda * w): its direction is the triangle's normal, accurate even
+    // when |v| is far below |w| (the weighted sum's direction is then
+    // rounding noise). For a thin one the normal is the noisy part.
+    const bool well_shaped = nn > 1e-8 * e1.LengthSq() * e2.LengthSq();
+    r.v = well_shaped ? p0 : w[i] * r.lambda[i] + w[j] * r.lambda[j] + w[k] * r.lambda[k];
     r.vv = r.v.LengthSq();
     return r;
   }
@@ -161,7 +166,10 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
 
   // Simplex: support points w = a - b of the Minkowski difference and their
   // parents on each core.
-  Vec3 sw[4], sa[4], sb[4];
+  // Kept directly in the result (no extra zeroing or copying).
+  Vec3* const sw = out.simplex_w;
+  Vec3* const sa = out.simplex_a;
+  Vec3* const sb = out.simplex_b;
   int n = 0;
 
   // Start from the centres: both cores contain their local origin, so
@@ -174,6 +182,19 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
   bool converged = cores_overlap;
   bool decided = false;
   bool v_from_simplex = false;  // the start point is not a simplex point
+  bool stalled = false;         // stopped by rounding, not by the bounds
+  // Restarts replace the simplex by the single point v (a point of A - B
+  // with known parents), which drops the sliver that stalled the descent.
+  constexpr int kMaxRestarts = 4;
+  int restarts = 0;
+  auto Restart = [&]() {
+    sw[0] = v;
+    sa[0] = core_a;
+    sb[0] = core_b;
+    n = 1;
+    ++restarts;
+  };
+  double last_gap = 0.0;        // |v|^2 - v.w of the last support point
   int it = 0;
   while (!converged && !decided && it < settings.max_iterations) {
     ++it;
@@ -191,6 +212,7 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
       // Upper bound |v| below it: overlapping for sure.
       if (vlen <= touch) {
         decided = true;
+        cores_overlap = vlen <= abs_tol;
         break;
       }
     }
@@ -199,10 +221,16 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
       converged = true;
       break;
     }
+    last_gap = vv - vw;
     bool duplicate = false;
     for (int m = 0; m < n; ++m) duplicate |= (sw[m] == w);
     if (duplicate) {
+      if (restarts < kMaxRestarts) {
+        Restart();
+        continue;
+      }
       converged = true;
+      stalled = true;
       break;
     }
     sw[n] = w;
@@ -249,19 +277,28 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
       break;
     }
     if (!progress) {
-      // Rounding stalled the descent: the current v is as good as it gets.
+      // Rounding stalled the descent (a sliver simplex): restart from the
+      // best point alone a few times, then accept v as good as it gets.
+      if (restarts < kMaxRestarts) {
+        Restart();
+        continue;
+      }
       converged = true;
+      stalled = true;
       break;
     }
   }
 
+  // A stall with the bounds still apart and v within kGjkUncertainTolerance
+  // of the origin: rounding cannot tell touching from a shallow overlap, so
+  // it counts as touching (cores overlap, depth ~0).
+  const double uncertain = kGjkUncertainTolerance * out.scale;
+  if (stalled && !cores_overlap && vv - last_gap <= touch * std::sqrt(vv) &&
+      vv <= uncertain * uncertain) {
+    cores_overlap = true;
+  }
   out.iterations = it;
   out.simplex_size = n;
-  for (int m = 0; m < n; ++m) {
-    out.simplex_w[m] = sw[m];
-    out.simplex_a[m] = sa[m];
-    out.simplex_b[m] = sb[m];
-  }
   out.core_point_a = core_a;
   out.core_point_b = core_b;
   out.cores_overlap = cores_overlap;

@@ -23,7 +23,10 @@
 //   max(kGjkRelativeTolerance * distance, kGjkAbsoluteTolerance * scale),
 // and the cores count as overlapping when the closest point of the Minkowski
 // difference is within kGjkAbsoluteTolerance * scale of the origin
-// (1e-13 * scale, i.e. 2e-12 m for two 10 m shapes). Every loop has a fixed cap.
+// (1e-13 * scale, i.e. 2e-12 m for two 10 m shapes). If rounding stalls the
+// iteration before the bounds meet while the lower bound is still negative
+// and |v| <= kGjkUncertainTolerance * scale, the pair counts as touching: an
+// overlap decision is then exact to 1e-9 * scale. Every loop has a fixed cap.
 #pragma once
 
 #include <cstdint>
@@ -35,9 +38,13 @@
 namespace hitbox::internal {
 
 /// Relative tolerance on the GJK distance (gap between bounds / distance).
-inline constexpr double kGjkRelativeTolerance = 1e-12;
+inline constexpr double kGjkRelativeTolerance = 1e-10;
 /// Absolute tolerance of GJK, as a fraction of the pair's `scale` (see above).
 inline constexpr double kGjkAbsoluteTolerance = 1e-13;
+/// When rounding stalls GJK before its bounds meet (a sliver simplex next to
+/// the origin) and the lower bound is negative, a pair whose upper bound is
+/// within this fraction of `scale` counts as touching (cores overlapping).
+inline constexpr double kGjkUncertainTolerance = 1e-9;
 
 /// A convex set given by a support mapping: a core (point, segment, box or
 /// cylinder) in its local frame, grown by a ball of radius `margin` (Minkowski sum).

@@ -52,6 +52,9 @@ struct PairAnswer {
 
 Vec3 Sign(double v, const Vec3& axis) { return v < 0.0 ? -axis : axis; }
 
+/// |x| + |y| + |z|: a cheap length scale (>= the Euclidean length).
+double Norm1(const Vec3& v) { return std::fabs(v.x) + std::fabs(v.y) + std::fabs(v.z); }
+
 /// Fills a contact in the frame `frame` (local -> world), given local normal,
 /// depth and point_a; point_b follows from the contract point_b = point_a - depth * n.
 void SetContact(const Pose& frame, const Vec3& normal, double depth, const Vec3& point_a,
@@ -76,31 +79,36 @@ void SetDistance(const Pose& frame, double distance, const Vec3& point_a, const 
 // B's core) and the sum of the radii decide everything. `deep_normal` is the
 // direction used when the cores touch (difference too short to normalise).
 
+template <typename DeepNormal>
 void RoundedPair(Query query, const Pose& frame, const Vec3& p, const Vec3& q, double ra,
-                 double rb, double scale, const Vec3& deep_normal, PairAnswer* out) {
+                 double rb, double scale, const DeepNormal& deep_normal, PairAnswer* out) {
   const Vec3 diff = q - p;
-  const double d = diff.Length();
   const double radii = ra + rb;
+  const double d_sq = diff.LengthSq();
   if (query == Query::kOverlap) {
-    out->overlap = diff.LengthSq() <= radii * radii;
+    out->overlap = d_sq <= radii * radii;
     return;
   }
+  const double d = std::sqrt(d_sq);
   if (query == Query::kDistance) {
-    const Vec3 n = d > 0.0 ? diff / d : deep_normal;
+    const Vec3 n = d > 0.0 ? diff / d : deep_normal();
     SetDistance(frame, d - radii, p + n * ra, q - n * rb, out);
     return;
   }
-  if (diff.LengthSq() > radii * radii) return;
-  const Vec3 n = d > kDirectionEpsilon * scale ? diff / d : deep_normal;
+  if (d_sq > radii * radii) return;
+  const Vec3 n = d > kDirectionEpsilon * scale ? diff / d : deep_normal();
   SetContact(frame, n, radii - d, p + n * ra, out);
 }
+
+Vec3 UnitY() { return {0, 1, 0}; }
+Vec3 UnitX() { return {1, 0, 0}; }
 
 /// Sphere A, sphere B: in A's frame.
 void SphereSphere(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                   PairAnswer* out) {
   const Vec3 c = pa.RelativeTo(pb).position;
-  const double scale = a.radius() + b.radius() + c.Length();
-  RoundedPair(query, pa, {}, c, a.radius(), b.radius(), scale, {0, 1, 0}, out);
+  const double scale = a.radius() + b.radius() + Norm1(c);
+  RoundedPair(query, pa, {}, c, a.radius(), b.radius(), scale, UnitY, out);
 }
 
 /// Sphere A, capsule B: in B's frame, sphere centre against B's segment.
@@ -109,9 +117,9 @@ void SphereCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, 
   const Vec3 c = pb.RelativeTo(pa).position;
   const double h = b.half_height();
   const Vec3 q{0.0, std::clamp(c.y, -h, h), 0.0};
-  const double scale = a.radius() + b.radius() + h + c.Length();
+  const double scale = a.radius() + b.radius() + h + Norm1(c);
   // Deep: push the capsule sideways, perpendicular to its axis.
-  RoundedPair(query, pb, c, q, a.radius(), b.radius(), scale, {1, 0, 0}, out);
+  RoundedPair(query, pb, c, q, a.radius(), b.radius(), scale, UnitX, out);
 }
 
 /// Capsule A, capsule B: in A's frame, segment against segment (RTCD 5.1.9).
@@ -124,12 +132,13 @@ void CapsuleCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b,
   const ClosestPair cp = internal::ClosestSegmentSegment(-ha, ha, rel.position - hb,
                                                          rel.position + hb);
   const double scale = a.radius() + b.radius() + a.half_height() + b.half_height() +
-                       rel.position.Length();
+                       Norm1(rel.position);
   // Deep: the common perpendicular of the axes (any perpendicular when parallel).
-  Vec3 deep = Cross(Vec3{0, 1, 0}, axis_b);
-  deep = deep.LengthSq() > kParallelEpsilon * kParallelEpsilon ? deep.Normalized()
-                                                               : Vec3{1, 0, 0};
-  if (Dot(deep, rel.position) < 0.0) deep = -deep;
+  const auto deep = [&]() {
+    Vec3 n = Cross(Vec3{0, 1, 0}, axis_b);
+    n = n.LengthSq() > kParallelEpsilon * kParallelEpsilon ? n.Normalized() : Vec3{1, 0, 0};
+    return Dot(n, rel.position) < 0.0 ? -n : n;
+  };
   RoundedPair(query, pa, cp.p, cp.q, a.radius(), b.radius(), scale, deep, out);
 }
 
@@ -146,7 +155,7 @@ void SphereBox(Query query, const Shape& a, const Pose& pa, const Shape& b, cons
     return;
   }
   const double d = std::sqrt(d_sq);
-  const double scale = r + h.Length() + c.Length();
+  const double scale = r + Norm1(h) + Norm1(c);
   if (query == Query::kDistance) {
     const Vec3 n = d > 0.0 ? (q - c) / d : Vec3{0, 1, 0};
     SetDistance(pb, d - r, c + n * r, q, out);
@@ -185,7 +194,7 @@ void SphereCylinder(Query query, const Shape& a, const Pose& pa, const Shape& b,
     return;
   }
   const double d = std::sqrt(d_sq);
-  const double scale = r + rc + h + c.Length();
+  const double scale = r + rc + h + Norm1(c);
   if (query == Query::kDistance) {
     const Vec3 n = d > 0.0 ? (q - c) / d : Vec3{0, 1, 0};
     SetDistance(pb, d - r, c + n * r, q, out);
@@ -228,7 +237,7 @@ void BoxCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, con
     return;
   }
   const double d = std::sqrt(cp.distance_sq);
-  const double scale = r + h.Length() + b.half_height() + rel.position.Length();
+  const double scale = r + Norm1(h) + b.half_height() + Norm1(rel.position);
   if (query == Query::kDistance) {
     const Vec3 n = d > 0.0 ? (cp.p - cp.q) / d : Vec3{0, 1, 0};
     SetDistance(pa, d - r, cp.q, cp.p - n * r, out);
@@ -269,6 +278,42 @@ void BoxCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, con
   SetContact(pa, best_n, depth, point_b + best_n * depth, out);
 }
 
+/// The overlap-only SAT of two boxes in A's frame, in the matrix form of
+/// RTCD 4.4.1: r[i][j] = A axis i . B axis j, t = B's centre. Cross axes
+/// A_i x B_j are used unnormalised (only the sign of the gap matters) and
+/// skipped when the two edges are parallel (|sin| < kParallelEpsilon).
+bool BoxBoxOverlap(const Vec3& ha, const Vec3& hb, const Mat33& r, const Vec3& t) {
+  double abs_r[3][3];
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) abs_r[i][j] = std::fabs(r.row[i][j]);
+  }
+  for (int i = 0; i < 3; ++i) {
+    const double rb = hb.x * abs_r[i][0] + hb.y * abs_r[i][1] + hb.z * abs_r[i][2];
+    if (std::fabs(t[i]) > ha[i] + rb) return false;
+  }
+  for (int j = 0; j < 3; ++j) {
+    const double ra = ha.x * abs_r[0][j] + ha.y * abs_r[1][j] + ha.z * abs_r[2][j];
+    const double proj = t.x * r.row[0][j] + t.y * r.row[1][j] + t.z * r.row[2][j];
+    if (std::fabs(proj) > ra + hb[j]) return false;
+  }
+  constexpr double kParallelSq = kParallelEpsilon * kParallelEpsilon;
+  for (int i = 0; i < 3; ++i) {
+    const int i1 = (i + 1) % 3;
+    const int i2 = (i + 2) % 3;
+    for (int j = 0; j < 3; ++j) {
+      // |A_i x B_j|^2 = 1 - r[i][j]^2: the components of B_j off A_i.
+      if (r.row[i1][j] * r.row[i1][j] + r.row[i2][j] * r.row[i2][j] <= kParallelSq) continue;
+      const int j1 = (j + 1) % 3;
+      const int j2 = (j + 2) % 3;
+      const double ra = ha[i1] * abs_r[i2][j] + ha[i2] * abs_r[i1][j];
+      const double rb = hb[j1] * abs_r[i][j2] + hb[j2] * abs_r[i][j1];
+      const double proj = t[i2] * r.row[i1][j] - t[i1] * r.row[i2][j];
+      if (std::fabs(proj) > ra + rb) return false;
+    }
+  }
+  return true;
+}
+
 /// Box A, box B: 15-axis separating axis test in A's frame (Gottschalk, Lin,
 /// Manocha, "OBBTree", SIGGRAPH 1996; RTCD 4.4.1). Cross axes are normalised,
 /// and skipped when the two edges are parallel (|sin| < kParallelEpsilon),
@@ -286,8 +331,12 @@ void BoxBox(Query query, const Shape& a, const Pose& pa, const Shape& b, const P
   const Vec3& ha = a.half_extents();
   const Vec3& hb = b.half_extents();
   const Mat33 m = rel.rotation.ToMatrix();
-  const Vec3 bx[3] = {m.Column(0), m.Column(1), m.Column(2)};  // B's axes in A's frame
   const Vec3& t = rel.position;
+  if (query == Query::kOverlap) {
+    out->overlap = BoxBoxOverlap(ha, hb, m, t);
+    return;
+  }
+  const Vec3 bx[3] = {m.Column(0), m.Column(1), m.Column(2)};  // B's axes in A's frame
   double best_pen = std::numeric_limits<double>::infinity();
   Vec3 best_n{0, 1, 0};
   int best_kind = 0;  // 0: A face, 1: B face, 2: edge pair
@@ -322,9 +371,10 @@ void BoxBox(Query query, const Shape& a, const Pose& pa, const Shape& b, const P
     e[i] = 1.0;
     for (int j = 0; j < 3; ++j) {
       const Vec3 axis = Cross(e, bx[j]);
-      const double len = axis.Length();
-      if (len <= kParallelEpsilon) continue;
-      if (!test(axis / len, 2, i, j)) return;
+      const double len_sq = axis.LengthSq();
+      if (len_sq <= kParallelEpsilon * kParallelEpsilon) continue;
+      // Overlap only needs the sign of the gap: no need to normalise.
+      if (!test(query == Query::kOverlap ? axis : axis / std::sqrt(len_sq), 2, i, j)) return;
     }
   }
   out->overlap = true;
@@ -371,8 +421,14 @@ void GjkPair(Query query, const Shape& a, const Pose& pa, const Shape& b, const 
   const ConvexCore ca = ConvexCore::FromShape(a);
   const ConvexCore cb = ConvexCore::FromShape(b);
   GjkSettings settings;
-  settings.decide_only = query == Query::kOverlap;
-  const GjkResult g = internal::GjkDistance(ca, cb, rel, settings);
+  settings.decide_only = query != Query::kDistance;
+  GjkResult g = internal::GjkDistance(ca, cb, rel, settings);
+  if (query == Query::kContact && g.state == GjkState::kOverlapping && !g.cores_overlap &&
+      ca.margin + cb.margin > 0.0) {
+    // Only the margins may overlap: the shallow contact needs the exact core distance.
+    settings.decide_only = false;
+    g = internal::GjkDistance(ca, cb, rel, settings);
+  }
   // A capped run decides by its best estimate (upper bound on the distance).
   const bool overlap = g.state == GjkState::kOverlapping;
   if (query == Query::kOverlap) {
@@ -391,8 +447,16 @@ void GjkPair(Query query, const Shape& a, const Pose& pa, const Shape& b, const 
                out);
     return;
   }
-  const internal::EpaResult e = internal::Epa(ca, cb, rel, g);
-  SetContact(pa, e.normal, e.depth, e.point_a, out);
+  // The cores overlap: EPA on the cores alone, then add the margins. For a
+  // point p inside a convex core C, the distance to the boundary of C grown
+  // by a ball of radius m is exactly the distance to C's boundary plus m, so
+  // only the flat and cylindrical parts go through EPA.
+  ConvexCore core_a = ca;
+  ConvexCore core_b = cb;
+  core_a.margin = 0.0;
+  core_b.margin = 0.0;
+  const internal::EpaResult e = internal::Epa(core_a, core_b, rel, g);
+  SetContact(pa, e.normal, e.depth + margins, e.point_a + e.normal * ca.margin, out);
 }
 
 using PairFn = void (*)(Query, const Shape&, const Pose&, const Shape&, const Pose&,

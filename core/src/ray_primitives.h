@@ -507,40 +507,4 @@ inline RayOutcome RayRoundedCylinder(const Vec3& o, const Vec3& d, double r, dou
   return RayOutcome::kMiss;
 }
 
-/// Closest points of segments [p1, q1] and [p2, q2] (Ericson, RTCD 5.1.9);
-/// returns the squared distance and the parameters s, t in [0, 1].
-inline double ClosestPtSegmentSegment(const Vec3& p1, const Vec3& q1, const Vec3& p2,
-                                      const Vec3& q2, double* s, double* t, Vec3* c1, Vec3* c2) {
-  const Vec3 d1 = q1 - p1, d2 = q2 - p2, r = p1 - p2;
-  const double a = d1.LengthSq(), e = d2.LengthSq(), f = Dot(d2, r);
-  constexpr double kEps = 1e-300;
-  if (a <= kEps && e <= kEps) {
-    *s = *t = 0.0;
-  } else if (a <= kEps) {
-    *s = 0.0;
-    *t = std::clamp(f / e, 0.0, 1.0);
-  } else {
-    const double c = Dot(d1, r);
-    if (e <= kEps) {
-      *t = 0.0;
-      *s = std::clamp(-c / a, 0.0, 1.0);
-    } else {
-      const double b = Dot(d1, d2);
-      const double denom = a * e - b * b;
-      *s = denom > 0.0 ? std::clamp((b * f - c * e) / denom, 0.0, 1.0) : 0.0;
-      *t = (b * *s + f) / e;
-      if (*t < 0.0) {
-        *t = 0.0;
-        *s = std::clamp(-c / a, 0.0, 1.0);
-      } else if (*t > 1.0) {
-        *t = 1.0;
-        *s = std::clamp((b - c) / a, 0.0, 1.0);
-      }
-    }
-  }
-  *c1 = p1 + d1 * *s;
-  *c2 = p2 + d2 * *t;
-  return (*c1 - *c2).LengthSq();
-}
-
 }  // namespace hitbox::internal

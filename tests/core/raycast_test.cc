@@ -185,6 +185,26 @@ TEST_P(RaycastShapeTest, MatchesBisection) {
   EXPECT_GT(inside, 100);
 }
 
+// Extreme scales and flat discs: finite results, fraction in [0, 1], unit
+// normal that never points along the ray after the start.
+TEST_P(RaycastShapeTest, ExtremeInputsStayWellFormed) {
+  const ShapeKind kind = GetParam();
+  Random rng(7 + static_cast<int>(kind));
+  for (int i = 0; i < 5000; ++i) {
+    const double scale = std::pow(10.0, rng.Uniform(-3.0, 2.0));
+    Shape s = rng.MakeShape(kind, 0.01 * scale, scale);
+    if (kind == ShapeKind::kCylinder && rng.Int(0, 3) == 0) s = *Shape::MakeCylinder(scale, 0.0);
+    const Pose p(rng.InBox(scale), rng.Rotation());
+    const Vec3 o = p.position + rng.InBox(3.0 * scale);
+    const Vec3 d = (p.position - o) * rng.Uniform(0.0, 3.0) + rng.InBox(rng.Int(0, 1) ? 1e4 : scale);
+    const CastResult r = Raycast(o, d, s, p);
+    ASSERT_TRUE(r.fraction >= 0.0 && r.fraction <= 1.0) << s.ToString();
+    ASSERT_TRUE(r.normal.IsFinite() && std::fabs(r.normal.Length() - 1.0) < 1e-9)
+        << s.ToString() << " " << ToString(p) << " o=" << ToString(o) << " d=" << ToString(d);
+    if (r.state == CastState::kHit && r.fraction > 0.0) ASSERT_LE(Dot(r.normal, d), 1e-6);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllShapes, RaycastShapeTest, ::testing::ValuesIn(kKinds),
                          [](const auto& param_info) {
                            return std::string(ShapeKindName(param_info.param));

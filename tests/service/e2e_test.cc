@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -262,6 +263,56 @@ TEST(HitboxdTest, StartsServingAndStopsOnSigterm) {
   EXPECT_EQ(d.Terminate(), 0) << d.Log();
 }
 
+// Server reflection is on (so grpcurl works without .proto files): the
+// service list names hitbox.v1.Hitbox and health, and the Hitbox descriptor
+// is served. (Messages encoded by hand: ServerReflectionRequest field 7
+// list_services, field 4 file_containing_symbol.)
+TEST(HitboxdTest, ServerReflectionListsTheService) {
+  Daemon d;
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  grpc::GenericStub stub(d.channel());
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto call =
+      stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  auto wait = [&](intptr_t want) {
+    void* tag = nullptr;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && ok && reinterpret_cast<intptr_t>(tag) == want;
+  };
+  auto exchange = [&](const std::string& request, intptr_t tag) {
+    grpc::Slice slice(request);
+    grpc::ByteBuffer out(&slice, 1), in;
+    call->Write(out, reinterpret_cast<void*>(tag));
+    if (!wait(tag)) return std::string("<write failed>");
+    call->Read(&in, reinterpret_cast<void*>(tag + 1));
+    if (!wait(tag + 1)) return std::string("<read failed>");
+    std::vector<grpc::Slice> slices;
+    (void)in.Dump(&slices);
+    std::string bytes;
+    for (const grpc::Slice& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    return bytes;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(wait(1));
+  const std::string services = exchange(std::string("\x3a\x00", 2), 10);
+  EXPECT_THAT(services, ::testing::HasSubstr("hitbox.v1.Hitbox"));
+  EXPECT_THAT(services, ::testing::HasSubstr("grpc.health.v1.Health"));
+  const std::string symbol = "hitbox.v1.Hitbox";
+  const std::string file = exchange(std::string("\x22") + static_cast<char>(symbol.size()) + symbol, 20);
+  EXPECT_THAT(file, ::testing::HasSubstr("hitbox/v1/hitbox.proto"));
+  EXPECT_THAT(file, ::testing::HasSubstr("TickRequest"));
+  call->WritesDone(reinterpret_cast<void*>(30));
+  ASSERT_TRUE(wait(30));
+  grpc::Status st;
+  call->Finish(&st, reinterpret_cast<void*>(31));
+  ASSERT_TRUE(wait(31));
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  cq.Shutdown();
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
 // Flags and environment variables configure the limits.
 TEST(HitboxdTest, LimitsFromFlagsAndEnvironment) {
   setenv("HITBOX_MAX_QUERIES", "3", 1);
@@ -313,6 +364,84 @@ TEST(HitboxdTest, TwoSessionsStreamConcurrently) {
   for (const std::string& f : a.get()) ADD_FAILURE() << f;
   for (const std::string& f : b.get()) ADD_FAILURE() << f;
   EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+// A client that stops reading its Tick stream is not buffered without bound
+// and does not hold up another stream on another session: the server reads
+// its next tick only after the previous response was written.
+TEST(HitboxdTest, StalledStreamDoesNotBlockOthers) {
+  Daemon d;
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "stalled");
+  CreateSession(stub.get(), "live");
+  {
+    v1::ApplyChangesRequest req;
+    req.set_session_id("stalled");
+    for (int i = 0; i < 1000; ++i) {
+      *req.add_changes()->mutable_add() = testing_service::SphereMsg(i, 0.5, {i * 0.01, 0, 0});
+    }
+    grpc::ClientContext ctx;
+    v1::ApplyChangesResponse resp;
+    ASSERT_TRUE(stub->ApplyChanges(&ctx, req, &resp).ok());
+  }
+  // Stream A: every tick (~15 kB) answers ~1000 hits (tens of kB); it never reads.
+  grpc::ClientContext stalled_ctx;
+  auto stalled = stub->Tick(&stalled_ctx);
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    v1::TickRequest req;
+    req.set_session_id("stalled");
+    v1::OverlapQuery* o = req.add_queries()->mutable_overlap();
+    o->mutable_shape()->mutable_sphere()->set_radius(100);
+    for (int i = 0; i < 300; ++i) {  // cheap misses that make each request ~15 kB
+      v1::RayQuery* r = req.add_queries()->mutable_raycast();
+      r->mutable_origin()->set_x(1e4 + i);
+      r->mutable_translation()->set_y(1);
+    }
+    for (int t = 0; t < 100000; ++t) {
+      req.set_tick(t);
+      if (!stalled->Write(req)) break;  // blocks once flow control pushes back
+      ++written;
+      if (t == 0) req.clear_session_id();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Stream B on another session runs normally meanwhile.
+  const std::vector<std::string> failures = StreamAndCompare(d.channel(), "live", 5, 50);
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+  // The stalled writer is pushed back: its count of written ticks stops
+  // growing (the server stopped reading), far below its 100000 ticks.
+  int last = -1;
+  for (int i = 0; i < 40 && written.load() != last; ++i) {
+    last = written.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  EXPECT_EQ(written.load(), last) << "the server kept reading a stream whose client does not read";
+  EXPECT_LT(last, 100000);
+  std::printf("stalled stream: %d ticks written before flow control pushed back\n", last);
+  stalled_ctx.TryCancel();
+  writer.join();
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
+// SIGTERM with an open, idle tick stream: the stream is cancelled after the
+// grace period and the daemon still exits 0.
+TEST(HitboxdTest, ShutdownCancelsOpenStreamsAfterGrace) {
+  Daemon d({"--shutdown-grace-ms", "300"});
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "s");
+  grpc::ClientContext ctx;
+  auto stream = stub->Tick(&ctx);
+  v1::TickRequest req;
+  req.set_session_id("s");
+  v1::TickResponse resp;
+  ASSERT_TRUE(stream->Write(req) && stream->Read(&resp));
+  EXPECT_FALSE(resp.has_error());
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_FALSE(stream->Read(&resp));
+  EXPECT_FALSE(stream->Finish().ok());
 }
 
 // Every conformance case file answered through the service: colliders loaded

@@ -673,3 +673,62 @@ TEST_F(ServiceTest, QueriesNeverSeeHalfABatch) {
 
 }  // namespace
 }  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+// Answers are bounded by the message size: a Query whose hits would not fit is
+// RESOURCE_EXHAUSTED, and a tick with changes whose queries could overflow is
+// rejected before its changes apply (nothing changes).
+TEST(ServiceLimitsTest, HitBudgetFollowsMaxMessageBytes) {
+  server::ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.service.threads = 1;
+  o.service.limits.max_message_bytes = 4096;  // 64 hits of 64 bytes
+  o.service.limits.session.max_hits_per_query = 8;
+  Result<std::unique_ptr<server::HitboxServer>> started = server::HitboxServer::Start(o);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  server::HitboxService& svc = (*started)->service();
+  v1::CreateSessionRequest create;
+  create.set_session_id("b");
+  v1::SessionInfo info;
+  ASSERT_TRUE(svc.DoCreateSession(create, &info).ok());
+  v1::ApplyChangesRequest add;
+  add.set_session_id("b");
+  for (int i = 0; i < 20; ++i) *add.add_changes()->mutable_add() = SphereMsg(i, 1, {0.1 * i, 0, 0});
+  v1::ApplyChangesResponse applied;
+  ASSERT_TRUE(svc.DoApplyChanges(add, &applied).ok());
+
+  v1::QueryRequest q;
+  q.set_session_id("b");
+  for (int i = 0; i < 12; ++i) {
+    q.add_queries()->mutable_overlap()->mutable_shape()->mutable_sphere()->set_radius(50);
+  }
+  v1::QueryResponse resp;
+  grpc::Status st = svc.DoQuery(q, &resp);  // 12 x 8 = 96 hits > 64
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(st.error_message(), HasSubstr("max_hits"));
+  q.mutable_queries()->DeleteSubrange(8, 4);  // 8 x 8 = 64 fits
+  resp.Clear();
+  ASSERT_TRUE(svc.DoQuery(q, &resp).ok());
+  EXPECT_EQ(resp.results_size(), 8);
+
+  server::HitboxService::TickStream stream;
+  v1::TickRequest tick;
+  tick.set_session_id("b");
+  tick.add_changes()->set_remove(3);
+  for (int i = 0; i < 9; ++i) *tick.add_queries() = q.queries(0);  // worst case 72 > 64
+  v1::TickResponse tresp;
+  svc.DoTick(&stream, tick, &tresp);
+  ASSERT_TRUE(tresp.has_error());
+  EXPECT_EQ(tresp.error().code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  v1::GetSessionRequest get;
+  get.set_session_id("b");
+  ASSERT_TRUE(svc.DoGetSession(get, &info).ok());
+  EXPECT_EQ(info.collider_count(), 20u);  // the remove did not apply
+  EXPECT_EQ(info.revision(), 1u);
+  (*started)->Shutdown(std::chrono::milliseconds(0));
+}
+
+}  // namespace
+}  // namespace hitbox

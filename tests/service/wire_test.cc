@@ -89,6 +89,17 @@ TEST(WireTest, MissingRequiredPartsNameTheField) {
   EXPECT_EQ(s.message(), "queries[0].overlap.shape is required");
 }
 
+// A shape kind this server does not know (a newer client's field 5) reads as
+// an unset oneof: INVALID_ARGUMENT naming the field, not a crash.
+TEST(WireTest, UnknownShapeKindIsRejected) {
+  v1::Shape s;
+  ASSERT_TRUE(s.ParseFromString(std::string("\x2a\x02\x08\x01", 4)));  // field 5 {1: 1}
+  const Result<Shape> r = wire::FromProto(s, "queries[2].overlap.shape");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_THAT(r.error().message, HasSubstr("queries[2].overlap.shape: no shape kind set"));
+}
+
 // Every non-finite or out-of-range number is caught, with its value.
 TEST(WireTest, NonFiniteAndOutOfRangeValues) {
   const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -15,11 +15,22 @@ Result<InProcessReport> RunInProcess(const std::vector<Collider>& scene, const Q
                                      size_t batch, uint64_t max_queries,
                                      std::chrono::milliseconds duration, size_t threads,
                                      uint64_t seed) {
+  return RunInProcess(scene,
+                      GenerateQueries(SceneBounds(scene), mix,
+                                      std::max<size_t>(4096, std::max<size_t>(batch, 1) * 4), seed),
+                      batch, max_queries, duration, threads);
+}
+
+Result<InProcessReport> RunInProcess(const std::vector<Collider>& scene,
+                                     const std::vector<Query>& queries, size_t batch,
+                                     uint64_t max_queries, std::chrono::milliseconds duration,
+                                     size_t threads) {
   ColliderSet set;
   if (Status s = set.AddBulk(scene); !s.ok()) return Error(s.error());
   batch = std::max<size_t>(batch, 1);
-  const std::vector<Query> queries =
-      GenerateQueries(SceneBounds(scene), mix, std::max<size_t>(4096, batch * 4), seed);
+  if (queries.size() < batch) {
+    return Error{ErrorCode::kInvalidArgument, "fewer queries than one batch"};
+  }
   std::unique_ptr<ThreadPool> pool;
   if (threads > 1) pool = std::make_unique<ThreadPool>(threads);
   std::vector<QueryResult> results(batch);

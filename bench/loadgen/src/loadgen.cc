@@ -179,7 +179,15 @@ Latency Summarize(std::vector<double>* samples) {
 Status LoadScene(const std::shared_ptr<grpc::Channel>& channel, const std::string& session_id,
                  const std::vector<Collider>& colliders, size_t batch, bool replace) {
   auto stub = v1::Hitbox::NewStub(channel);
-  if (replace) {
+  bool exists = false;
+  {
+    grpc::ClientContext ctx;
+    v1::GetSessionRequest req;
+    v1::SessionInfo info;
+    req.set_session_id(session_id);
+    exists = stub->GetSession(&ctx, req, &info).ok();
+  }
+  if (replace && exists) {
     grpc::ClientContext ctx;
     v1::DeleteSessionRequest req;
     v1::DeleteSessionResponse resp;
@@ -215,7 +223,8 @@ Result<TickReport> RunTicks(const std::shared_ptr<grpc::Channel>& channel,
   const Aabb bounds = SceneBounds(scene);
   // A shared pool of pre-converted queries; each tick takes the next slice.
   const size_t pool_size = std::max<size_t>(4096, o.queries_per_tick * 4);
-  const std::vector<Query> queries = GenerateQueries(bounds, o.mix, pool_size, o.seed);
+  const std::vector<Query> queries =
+      o.queries.empty() ? GenerateQueries(bounds, o.mix, pool_size, o.seed) : o.queries;
   std::vector<v1::Query> proto_queries(queries.size());
   for (size_t i = 0; i < queries.size(); ++i) {
     wire::ToProto(queries[i], &proto_queries[i]);
@@ -321,7 +330,10 @@ Result<UnaryReport> RunUnary(const std::shared_ptr<grpc::Channel>& channel,
   auto stub = v1::Hitbox::NewStub(channel);
   const Aabb bounds = SceneBounds(scene);
   const size_t per_call = std::max<size_t>(o.queries_per_call, 1);
-  const std::vector<Query> queries = GenerateQueries(bounds, o.mix, std::max<size_t>(4096, per_call * 4), o.seed);
+  const std::vector<Query> queries =
+      o.queries.size() >= per_call
+          ? o.queries
+          : GenerateQueries(bounds, o.mix, std::max<size_t>(4096, per_call * 4), o.seed);
   std::vector<v1::QueryRequest> requests;
   for (size_t start = 0; start + per_call <= queries.size() && requests.size() < 4096; start += per_call) {
     v1::QueryRequest req;

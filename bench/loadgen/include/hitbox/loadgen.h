@@ -97,6 +97,8 @@ struct TickOptions {
   /// Queries per tick.
   size_t queries_per_tick = 16;
   QueryMix mix;
+  /// When not empty, ticks cycle through these queries instead of generated ones.
+  std::vector<Query> queries;
   uint64_t seed = 7;
   /// Ticks per stream not measured at the start (connection warm-up).
   uint64_t warmup_ticks = 20;
@@ -131,6 +133,8 @@ struct UnaryOptions {
   /// Queries per call (1 = single-query round trip).
   size_t queries_per_call = 1;
   QueryMix mix;
+  /// When not empty, calls cycle through these queries instead of generated ones.
+  std::vector<Query> queries;
   uint64_t seed = 11;
   uint64_t warmup_calls = 200;
 };
@@ -161,6 +165,19 @@ Result<InProcessReport> RunInProcess(const std::vector<Collider>& scene, const Q
                                      size_t batch, uint64_t max_queries,
                                      std::chrono::milliseconds duration, size_t threads,
                                      uint64_t seed = 7);
+
+/// The same over given queries (cycled), e.g. a case file's.
+Result<InProcessReport> RunInProcess(const std::vector<Collider>& scene,
+                                     const std::vector<Query>& queries, size_t batch,
+                                     uint64_t max_queries, std::chrono::milliseconds duration,
+                                     size_t threads);
+
+/// A scene and its queries read from a conformance case file (hitbox_cases).
+struct CaseScene {
+  std::vector<Collider> colliders;
+  std::vector<Query> queries;
+};
+Result<CaseScene> LoadCaseScene(const std::string& path);
 
 /// One-line human-readable summaries.
 std::string ToString(const Latency& l);

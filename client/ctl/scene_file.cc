@@ -1,0 +1,213 @@
+#include "scene_file.h"
+
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <unordered_map>
+
+namespace hitbox::ctl {
+namespace {
+
+Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
+
+Result<std::string> ReadAll(const std::string& path) {
+  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  std::string data;
+  if (gz) {
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (f == nullptr) return Invalid("cannot open " + path);
+    char buf[1 << 16];
+    int n = 0;
+    while ((n = gzread(f, buf, sizeof(buf))) > 0) data.append(buf, static_cast<size_t>(n));
+    int errnum = 0;
+    const char* msg = gzerror(f, &errnum);
+    const bool failed = n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END);
+    const std::string error = failed ? std::string(msg) : "";
+    gzclose(f);
+    if (failed) return Invalid(path + ": gzip error: " + error);
+    return data;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return Invalid("cannot open " + path);
+  char buf[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) data.append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return Invalid("error reading " + path);
+  return data;
+}
+
+// A JSON number as a finite double, or an error naming `field`.
+Result<double> Number(const nlohmann::json& j, const std::string& field) {
+  if (!j.is_number()) return Invalid(field + " must be a number, got " + j.dump());
+  const double v = j.get<double>();
+  if (!std::isfinite(v)) return Invalid(field + " must be finite");
+  return v;
+}
+
+Result<Vec3> ReadVec3(const nlohmann::json& j, const std::string& field) {
+  if (!j.is_array() || j.size() != 3) {
+    return Invalid(field + " must be an array of 3 numbers [x, y, z], got " + j.dump());
+  }
+  double v[3];
+  for (size_t i = 0; i < 3; ++i) {
+    auto n = Number(j[i], field + "[" + std::to_string(i) + "]");
+    if (!n.ok()) return n.error();
+    v[i] = *n;
+  }
+  return Vec3{v[0], v[1], v[2]};
+}
+
+Result<Quat> ReadQuat(const nlohmann::json& j, const std::string& field) {
+  if (!j.is_array() || j.size() != 4) {
+    return Invalid(field + " must be an array of 4 numbers [x, y, z, w], got " + j.dump());
+  }
+  double v[4];
+  for (size_t i = 0; i < 4; ++i) {
+    auto n = Number(j[i], field + "[" + std::to_string(i) + "]");
+    if (!n.ok()) return n.error();
+    v[i] = *n;
+  }
+  const Quat q{v[0], v[1], v[2], v[3]};
+  if (!q.IsNormalized(kQuatNormTolerance)) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.17g", q.Length());
+    return Invalid(field + ": quaternion norm " + buf + " is not 1 (tolerance 1e-6)");
+  }
+  return q.Normalized();
+}
+
+Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field) {
+  if (!j.is_object() || j.size() != 1) {
+    return Invalid(field + " must be an object with exactly one of sphere, box, capsule, cylinder");
+  }
+  const auto& [kind, body] = *j.items().begin();
+  const std::string f = field + "." + kind;
+  if (!body.is_object()) return Invalid(f + " must be an object");
+  auto get = [&](const char* key) -> Result<double> {
+    if (!body.contains(key)) return Invalid(f + "." + key + " is missing");
+    return Number(body.at(key), f + "." + key);
+  };
+  Result<Shape> shape = Invalid("");
+  if (kind == "sphere") {
+    auto r = get("radius");
+    if (!r.ok()) return r.error();
+    shape = Shape::MakeSphere(*r);
+  } else if (kind == "box") {
+    if (!body.contains("half_extents")) return Invalid(f + ".half_extents is missing");
+    auto h = ReadVec3(body.at("half_extents"), f + ".half_extents");
+    if (!h.ok()) return h.error();
+    shape = Shape::MakeBox(*h);
+  } else if (kind == "capsule" || kind == "cylinder") {
+    auto r = get("radius");
+    if (!r.ok()) return r.error();
+    auto h = get("half_height");
+    if (!h.ok()) return h.error();
+    shape = kind == "capsule" ? Shape::MakeCapsule(*r, *h) : Shape::MakeCylinder(*r, *h);
+  } else {
+    return Invalid(field + ": unknown shape kind '" + kind +
+                   "' (expected sphere, box, capsule or cylinder)");
+  }
+  if (!shape.ok()) return Invalid(f + ": " + shape.error().message);
+  return shape;
+}
+
+}  // namespace
+
+Result<nlohmann::json> ReadJsonFile(const std::string& path) {
+  auto text = ReadAll(path);
+  if (!text.ok()) return text.error();
+  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    // Parse again with exceptions only to get the position of the error.
+    try {
+      const nlohmann::json again = nlohmann::json::parse(*text);
+      (void)again;
+    } catch (const nlohmann::json::parse_error& e) {
+      return Invalid(path + ": not valid JSON: " + e.what());
+    }
+    return Invalid(path + ": not valid JSON");
+  }
+  return doc;
+}
+
+std::string DescribeEntry(const nlohmann::json& entries, size_t index) {
+  std::string s = "colliders[" + std::to_string(index) + "]";
+  if (entries.is_array() && index < entries.size()) {
+    const auto& e = entries[index];
+    if (e.is_object() && e.contains("id")) s += " (id " + e.at("id").dump() + ")";
+  }
+  return s;
+}
+
+Result<Collider> ParseCollider(const nlohmann::json& entry, size_t index) {
+  const std::string where = "colliders[" + std::to_string(index) + "]";
+  if (!entry.is_object()) return Invalid(where + " must be an object, got " + entry.dump());
+  const std::string who =
+      entry.contains("id") ? where + " (id " + entry.at("id").dump() + ")" : where;
+  auto fail = [&](const Error& e) -> Error { return Invalid(who + ": " + e.message); };
+
+  Collider c;
+  if (!entry.contains("id")) return Invalid(where + ": id is missing");
+  const auto& id = entry.at("id");
+  if (!id.is_number_unsigned()) {
+    return Invalid(who + ": id must be an unsigned 64-bit integer, got " + id.dump());
+  }
+  c.id = id.get<uint64_t>();
+  if (!entry.contains("shape")) return Invalid(who + ": shape is missing");
+  auto shape = ReadShape(entry.at("shape"), "shape");
+  if (!shape.ok()) return fail(shape.error());
+  c.shape = *shape;
+  if (entry.contains("layer")) {
+    const auto& layer = entry.at("layer");
+    if (!layer.is_number_unsigned() || layer.get<uint64_t>() > kMaxLayer) {
+      return Invalid(who + ": layer must be an integer in [0, 31], got " + layer.dump());
+    }
+    c.layer = static_cast<uint32_t>(layer.get<uint64_t>());
+  }
+  if (entry.contains("position")) {
+    auto p = ReadVec3(entry.at("position"), "position");
+    if (!p.ok()) return fail(p.error());
+    c.pose.position = *p;
+  }
+  if (entry.contains("rotation")) {
+    auto q = ReadQuat(entry.at("rotation"), "rotation");
+    if (!q.ok()) return fail(q.error());
+    c.pose.rotation = *q;
+  }
+  if (entry.contains("user_data")) {
+    const auto& u = entry.at("user_data");
+    if (!u.is_number_unsigned()) {
+      return Invalid(who + ": user_data must be an unsigned 64-bit integer, got " + u.dump());
+    }
+    c.user_data = u.get<uint64_t>();
+  }
+  return c;
+}
+
+Result<std::vector<Collider>> ParseScene(const nlohmann::json& doc) {
+  if (!doc.is_object() || !doc.contains("colliders")) {
+    return Invalid("the document has no \"colliders\" array");
+  }
+  const auto& entries = doc.at("colliders");
+  if (!entries.is_array()) return Invalid("\"colliders\" must be an array");
+  std::vector<Collider> colliders;
+  colliders.reserve(entries.size());
+  std::unordered_map<uint64_t, size_t> first_index;
+  first_index.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    auto c = ParseCollider(entries[i], i);
+    if (!c.ok()) return c.error();
+    const auto [it, inserted] = first_index.emplace(c->id, i);
+    if (!inserted) {
+      return Invalid(DescribeEntry(entries, i) + ": duplicate id, first used by colliders[" +
+                     std::to_string(it->second) + "]");
+    }
+    colliders.push_back(*c);
+  }
+  return colliders;
+}
+
+}  // namespace hitbox::ctl

@@ -1,0 +1,446 @@
+// hitboxctl end to end: each test starts a real hitboxd on a free loopback
+// port and runs the hitboxctl binary as a subprocess, checking exit codes,
+// human output, and --json output parsed with nlohmann-json. Expected query
+// answers come from closed-form geometry of small hand-built scenes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hitbox/client_pool.h"
+#include "process.h"
+
+namespace hitbox::ctl_test {
+namespace {
+
+using nlohmann::json;
+
+const std::string kCtl = std::string(HITBOX_BINARY_DIR) + "/bin/hitboxctl";
+const std::string kDemoScene = std::string(HITBOX_SOURCE_DIR) + "/docker/demo/scene.json";
+
+class CtlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.ok()) << "hitboxd did not start:\n" << server_.log();
+  }
+  void TearDown() override {
+    for (const std::string& p : temp_files_) std::remove(p.c_str());
+  }
+
+  /// Runs hitboxctl --address <server> ARGS with HITBOX_ADDRESS unset.
+  RunResult Ctl(std::vector<std::string> args) {
+    args.insert(args.begin(), {kCtl, "--address", server_.address(), "--timeout", "20"});
+    return RunProcess(args, {"HITBOX_ADDRESS="});
+  }
+  /// Runs hitboxctl --json ARGS, expects exit 0 and returns the parsed stdout.
+  json CtlJson(std::vector<std::string> args) {
+    args.insert(args.begin(), "--json");
+    const RunResult r = Ctl(args);
+    EXPECT_EQ(r.code, 0) << Describe(args, r);
+    const json doc = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(doc.is_discarded()) << "not JSON: " << Describe(args, r);
+    return doc.is_discarded() ? json::object() : doc;
+  }
+  static std::string Describe(const std::vector<std::string>& args, const RunResult& r) {
+    std::string cmd = "hitboxctl";
+    for (const auto& a : args) cmd += " " + a;
+    return cmd + "\nexit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+  }
+  /// Writes `doc` to a temporary .json file removed at TearDown.
+  std::string WriteTemp(const std::string& text) {
+    const std::string path = TempPath("ctl-scene") + ".json";
+    std::ofstream(path) << text;
+    temp_files_.push_back(path);
+    temp_files_.push_back(path.substr(0, path.size() - 5));
+    return path;
+  }
+
+  Hitboxd server_;
+  std::vector<std::string> temp_files_;
+};
+
+json Sphere(uint64_t id, double r, std::vector<double> pos, uint32_t layer = 0) {
+  return {{"id", id}, {"layer", layer}, {"shape", {{"sphere", {{"radius", r}}}}},
+          {"position", pos}, {"rotation", {0, 0, 0, 1}}};
+}
+json Box(uint64_t id, std::vector<double> half, std::vector<double> pos, uint32_t layer = 0) {
+  return {{"id", id}, {"layer", layer}, {"shape", {{"box", {{"half_extents", half}}}}},
+          {"position", pos}, {"rotation", {0, 0, 0, 1}}};
+}
+
+// A small scene with closed-form answers: a unit sphere at the origin
+// (layer 0), a unit cube at x = 5 (layer 1), a capsule at y = 5 (layer 2).
+json SmallScene() {
+  json capsule = {{"id", 3}, {"layer", 2}, {"shape", {{"capsule", {{"radius", 0.5}, {"half_height", 1.0}}}}},
+                  {"position", {0, 5, 0}}};
+  return {{"colliders", {Sphere(1, 1.0, {0, 0, 0}), Box(2, {1, 1, 1}, {5, 0, 0}, 1), capsule}}};
+}
+
+std::vector<uint64_t> HitIds(const json& doc) {
+  std::vector<uint64_t> ids;
+  for (const auto& h : doc.at("hits")) ids.push_back(h.at("id").get<uint64_t>());
+  return ids;
+}
+
+// --- health ---------------------------------------------------------------
+
+// A running server answers SERVING and the command exits 0 (what the Docker HEALTHCHECK relies on).
+TEST_F(CtlTest, HealthServingExitsZero) {
+  const RunResult r = Ctl({"health"});
+  EXPECT_EQ(r.code, 0) << Describe({"health"}, r);
+  EXPECT_NE(r.out.find("SERVING"), std::string::npos) << r.out;
+  const json doc = CtlJson({"health"});
+  EXPECT_EQ(doc.value("status", ""), "SERVING") << doc.dump();
+  // Exactly the Docker HEALTHCHECK's form: address from the environment, timeout after the command.
+  const RunResult hc = RunProcess({kCtl, "health", "--timeout", "2"}, {"HITBOX_ADDRESS=" + server_.address()});
+  EXPECT_EQ(hc.code, 0) << hc.out << hc.err;
+}
+
+// Nothing listening: non-zero exit and the gRPC error on stderr.
+TEST_F(CtlTest, HealthUnreachableFails) {
+  const RunResult r = RunProcess({kCtl, "--address", "127.0.0.1:1", "--timeout", "2", "health"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("UNAVAILABLE"), std::string::npos) << r.err;
+}
+
+// HITBOX_ADDRESS is the default address when --address is not given.
+TEST_F(CtlTest, AddressFromEnvironment) {
+  const RunResult r = RunProcess({kCtl, "health"}, {"HITBOX_ADDRESS=" + server_.address()});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const RunResult bad = RunProcess({kCtl, "--timeout", "2", "health"}, {"HITBOX_ADDRESS=127.0.0.1:1"});
+  EXPECT_NE(bad.code, 0);
+}
+
+// --- usage ----------------------------------------------------------------
+
+// No command, an unknown command or a malformed flag value: exit code 2.
+TEST_F(CtlTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Ctl({}).code, 2);
+  EXPECT_EQ(Ctl({"frobnicate"}).code, 2);
+  const RunResult neg = Ctl({"overlap", "s", "--sphere", "-1"});
+  EXPECT_EQ(neg.code, 2);
+  EXPECT_NE(neg.err.find("radius"), std::string::npos) << neg.err;
+  const RunResult rot = Ctl({"overlap", "s", "--sphere", "1", "--rot", "1,1,1,1"});
+  EXPECT_EQ(rot.code, 2);
+  EXPECT_NE(rot.err.find("quaternion"), std::string::npos) << rot.err;
+  EXPECT_EQ(Ctl({"overlap", "s", "--sphere", "1", "--box", "1,1,1"}).code, 2);  // two shapes
+  EXPECT_EQ(Ctl({"overlap", "s", "--sphere", "1", "--pos", "1,2"}).code, 2);
+  EXPECT_EQ(Ctl({"raycast", "s", "--origin", "0,0,0"}).code, 2);  // --translation required
+  EXPECT_EQ(Ctl({"--help"}).code, 0);
+}
+
+// --- sessions -------------------------------------------------------------
+
+// create / list / get / delete, with the server's errors for duplicates and unknown ids.
+TEST_F(CtlTest, SessionsLifecycle) {
+  const json created = CtlJson({"sessions", "create", "arena-1", "--max-colliders", "500"});
+  EXPECT_EQ(created.value("session_id", ""), "arena-1");
+  EXPECT_EQ(created.at("limits").value("max_colliders", 0), 500u);
+
+  const json list = CtlJson({"sessions", "list"});
+  ASSERT_EQ(list.at("sessions").size(), 1u) << list.dump();
+  EXPECT_EQ(list.at("sessions")[0].value("session_id", ""), "arena-1");
+  EXPECT_EQ(list.at("sessions")[0].value("collider_count", 99), 0u);
+
+  const json got = CtlJson({"sessions", "get", "arena-1"});
+  EXPECT_EQ(got.value("revision", 99), 0u);
+  EXPECT_TRUE(got.at("bounds").is_null());
+
+  const RunResult human = Ctl({"sessions", "list"});
+  EXPECT_EQ(human.code, 0);
+  EXPECT_NE(human.out.find("arena-1"), std::string::npos) << human.out;
+
+  const RunResult dup = Ctl({"sessions", "create", "arena-1"});
+  EXPECT_EQ(dup.code, 1);
+  EXPECT_NE(dup.err.find("ALREADY_EXISTS"), std::string::npos) << dup.err;
+
+  const RunResult bad_id = Ctl({"sessions", "create", "no spaces allowed"});
+  EXPECT_EQ(bad_id.code, 1);
+  EXPECT_NE(bad_id.err.find("INVALID_ARGUMENT"), std::string::npos) << bad_id.err;
+
+  EXPECT_EQ(Ctl({"sessions", "delete", "arena-1"}).code, 0);
+  const RunResult gone = Ctl({"sessions", "get", "arena-1"});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_NE(gone.err.find("NOT_FOUND"), std::string::npos) << gone.err;
+  EXPECT_EQ(Ctl({"sessions", "delete", "arena-1"}).code, 1);
+  EXPECT_TRUE(CtlJson({"sessions", "list"}).at("sessions").empty());
+
+  // Without an id the server picks one.
+  const json picked = CtlJson({"sessions", "create"});
+  EXPECT_FALSE(picked.value("session_id", "").empty()) << picked.dump();
+}
+
+// --- load -----------------------------------------------------------------
+
+// Loading the demo scene in small batches: every collider arrives, in
+// ceil(n / batch) ApplyChanges calls.
+TEST_F(CtlTest, LoadSceneInBatches) {
+  std::ifstream f(kDemoScene);
+  const json scene = json::parse(f);
+  const size_t n = scene.at("colliders").size();
+  ASSERT_GT(n, 100u);
+  const json r = CtlJson({"load", "demo", kDemoScene, "--create", "--batch", "37"});
+  EXPECT_EQ(r.value("loaded", 0u), n);
+  EXPECT_EQ(r.value("batches", 0u), (n + 36) / 37);
+  EXPECT_EQ(r.value("collider_count", 0u), n);
+  const json info = CtlJson({"sessions", "get", "demo"});
+  EXPECT_EQ(info.value("collider_count", 0u), n);
+  EXPECT_FALSE(info.at("bounds").is_null());
+
+  // Loading the same file again: every id exists, the server refuses the first entry.
+  const RunResult again = Ctl({"load", "demo", kDemoScene});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.err.find("ALREADY_EXISTS"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("colliders[0] (id 1)"), std::string::npos) << again.err;
+}
+
+// A bad entry is reported with its index and id before anything is sent.
+TEST_F(CtlTest, LoadMalformedEntryNamesPosition) {
+  json doc = {{"colliders", {Sphere(10, 1, {0, 0, 0}), Sphere(20, 1, {3, 0, 0}), Sphere(30, 1, {6, 0, 0}),
+                             Sphere(40, -2.5, {9, 0, 0}), Sphere(50, 1, {12, 0, 0})}}};
+  const std::string path = WriteTemp(doc.dump());
+  const RunResult r = Ctl({"load", "bad", path, "--create"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("colliders[3] (id 40)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("radius"), std::string::npos) << r.err;
+  // Validation happens first: the session was never created.
+  EXPECT_EQ(Ctl({"sessions", "get", "bad"}).code, 1);
+
+  // Other kinds of bad entries, each named by position.
+  struct Bad {
+    json entry;
+    std::string expect;
+  };
+  const std::vector<Bad> bads = {
+      {{{"id", 7}, {"shape", {{"cone", {{"radius", 1}}}}}}, "unknown shape kind"},
+      {{{"id", 7}, {"shape", {{"sphere", {{"radius", 1}}}}}, {"layer", 32}}, "layer"},
+      {{{"id", 7}, {"shape", {{"sphere", {{"radius", 1}}}}}, {"rotation", {0, 0, 0, 2}}}, "quaternion"},
+      {{{"id", 7}, {"shape", {{"box", {{"half_extents", {1, 1}}}}}}}, "half_extents"},
+      {{{"id", -7}, {"shape", {{"sphere", {{"radius", 1}}}}}}, "id must be"},
+      {{{"shape", {{"sphere", {{"radius", 1}}}}}}, "id is missing"},
+      {Sphere(10, 1, {0, 0, 0}), "duplicate id"},
+  };
+  for (const Bad& b : bads) {
+    json d = {{"colliders", {Sphere(10, 1, {0, 0, 0}), b.entry}}};
+    const RunResult rb = Ctl({"load", "bad", WriteTemp(d.dump()), "--create"});
+    EXPECT_EQ(rb.code, 1) << b.entry.dump();
+    EXPECT_NE(rb.err.find("colliders[1]"), std::string::npos) << b.entry.dump() << "\n" << rb.err;
+    EXPECT_NE(rb.err.find(b.expect), std::string::npos) << b.entry.dump() << "\n" << rb.err;
+  }
+
+  const RunResult syntax = Ctl({"load", "bad", WriteTemp("{\"colliders\": [ {\"id\": 1,, } ]}")});
+  EXPECT_EQ(syntax.code, 1);
+  EXPECT_NE(syntax.err.find("not valid JSON"), std::string::npos) << syntax.err;
+}
+
+// A batch the server rejects (an id that already exists) names the file entry,
+// and the batches this run had already added are taken out again.
+TEST_F(CtlTest, LoadServerRejectionRollsBack) {
+  json first = {{"colliders", {Sphere(100, 1, {0, 0, 0}), Sphere(101, 1, {5, 0, 0})}}};
+  CtlJson({"load", "roll", WriteTemp(first.dump()), "--create"});
+  json second = {{"colliders", json::array()}};
+  for (uint64_t id = 1; id <= 5; ++id) second["colliders"].push_back(Sphere(id, 1, {0, 10.0 * static_cast<double>(id), 0}));
+  second["colliders"].push_back(Sphere(101, 1, {0, 0, 9}));  // index 5: exists on the server
+  second["colliders"].push_back(Sphere(6, 1, {0, 0, 20}));
+  const RunResult r = Ctl({"load", "roll", WriteTemp(second.dump()), "--batch", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("colliders[5] (id 101)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ALREADY_EXISTS"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("removed the 4 colliders"), std::string::npos) << r.err;
+  EXPECT_EQ(CtlJson({"sessions", "get", "roll"}).value("collider_count", 0u), 2u);
+
+  // Unknown session without --create: NOT_FOUND, exit 1.
+  const RunResult missing = Ctl({"load", "nope", kDemoScene});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("NOT_FOUND"), std::string::npos) << missing.err;
+}
+
+// --- queries --------------------------------------------------------------
+
+class CtlQueryTest : public CtlTest {
+ protected:
+  void SetUp() override {
+    CtlTest::SetUp();
+    CtlJson({"load", "q", WriteTemp(SmallScene().dump()), "--create"});
+  }
+};
+
+// Overlap: a sphere of radius 0.5 at x = 0.9 overlaps only the unit sphere,
+// with penetration depth 1 + 0.5 - 0.9 = 0.6 along +x.
+TEST_F(CtlQueryTest, Overlap) {
+  const json r = CtlJson({"overlap", "q", "--sphere", "0.5", "--pos", "0.9,0,0", "--contact"});
+  EXPECT_EQ(HitIds(r), std::vector<uint64_t>({1}));
+  ASSERT_TRUE(r.at("hits")[0].contains("contact")) << r.dump();
+  EXPECT_NEAR(r.at("hits")[0].at("contact").at("depth").get<double>(), 0.6, 1e-9);
+  // A big sphere sees everything; the mask keeps layer 1 only (the cube).
+  EXPECT_EQ(HitIds(CtlJson({"overlap", "q", "--sphere", "20"})), std::vector<uint64_t>({1, 2, 3}));
+  EXPECT_EQ(HitIds(CtlJson({"overlap", "q", "--sphere", "20", "--mask", "0x2"})),
+            std::vector<uint64_t>({2}));
+  EXPECT_EQ(HitIds(CtlJson({"overlap", "q", "--sphere", "20", "--ignore", "1,3"})),
+            std::vector<uint64_t>({2}));
+  EXPECT_EQ(HitIds(CtlJson({"overlap", "q", "--sphere", "20", "--max-hits", "2"})).size(), 2u);
+  // A box of half-size 0.8 at x = 2: unrotated it spans x >= 1.2 and misses the
+  // unit sphere; turned 45 degrees about z its edge reaches x = 2 - 0.8 * sqrt(2) = 0.87.
+  char rot45[96];
+  std::snprintf(rot45, sizeof(rot45), "0,0,%.17g,%.17g", std::sin(M_PI / 8), std::cos(M_PI / 8));
+  EXPECT_TRUE(HitIds(CtlJson({"overlap", "q", "--box", "0.8,0.8,0.8", "--pos", "2,0,0"})).empty());
+  EXPECT_EQ(HitIds(CtlJson({"overlap", "q", "--box", "0.8,0.8,0.8", "--pos", "2,0,0", "--rot", rot45})),
+            std::vector<uint64_t>({1}));
+  const RunResult human = Ctl({"overlap", "q", "--capsule", "0.5,1", "--pos", "0,3,0"});
+  EXPECT_EQ(human.code, 0);
+  EXPECT_NE(human.out.find("ID"), std::string::npos) << human.out;  // the table header
+  EXPECT_NE(human.out.find("3"), std::string::npos) << human.out;
+}
+
+// Raycast along +x from x = -5: the unit sphere first at fraction 4/20, the
+// cube (x = 4) at 9/20; both with --all, in order.
+TEST_F(CtlQueryTest, Raycast) {
+  const json first = CtlJson({"raycast", "q", "--origin", "-5,0,0", "--translation", "20,0,0"});
+  ASSERT_EQ(HitIds(first), std::vector<uint64_t>({1}));
+  const json& hit = first.at("hits")[0];
+  EXPECT_NEAR(hit.at("fraction").get<double>(), 0.2, 1e-9);
+  EXPECT_NEAR(hit.at("normal")[0].get<double>(), -1.0, 1e-9);
+  EXPECT_NEAR(hit.at("point")[0].get<double>(), -1.0, 1e-9);
+  const json all = CtlJson({"raycast", "q", "--origin", "-5,0,0", "--translation", "20,0,0", "--all"});
+  ASSERT_EQ(HitIds(all), std::vector<uint64_t>({1, 2}));
+  EXPECT_NEAR(all.at("hits")[1].at("fraction").get<double>(), 0.45, 1e-9);
+  EXPECT_TRUE(HitIds(CtlJson({"raycast", "q", "--origin", "-5,0,0", "--translation", "20,0,0",
+                              "--mask", "4"}))
+                  .empty());
+  const RunResult human = Ctl({"raycast", "q", "--origin", "-5,0,0", "--translation", "20,0,0"});
+  EXPECT_EQ(human.code, 0);
+  EXPECT_NE(human.out.find("FRACTION"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("0.2"), std::string::npos) << human.out;
+  const RunResult miss = Ctl({"raycast", "q", "--origin", "-5,50,0", "--translation", "20,0,0"});
+  EXPECT_EQ(miss.code, 0);
+  EXPECT_NE(miss.out.find("no hits"), std::string::npos) << miss.out;
+}
+
+// Sphere cast of radius 0.5 along +x from x = -5: touches the unit sphere
+// when its centre is at x = -1.5, fraction 3.5/20.
+TEST_F(CtlQueryTest, Cast) {
+  const json r = CtlJson({"cast", "q", "--sphere", "0.5", "--pos", "-5,0,0", "--translation", "20,0,0"});
+  ASSERT_EQ(HitIds(r), std::vector<uint64_t>({1}));
+  EXPECT_NEAR(r.at("hits")[0].at("fraction").get<double>(), 3.5 / 20.0, 1e-6);
+  EXPECT_FALSE(r.at("hits")[0].at("started_overlapping").get<bool>());
+  // Starting inside: fraction 0 and started_overlapping.
+  const json inside = CtlJson({"cast", "q", "--cylinder", "0.5,0.5", "--translation", "0,0,1"});
+  ASSERT_EQ(HitIds(inside), std::vector<uint64_t>({1}));
+  EXPECT_EQ(inside.at("hits")[0].at("fraction").get<double>(), 0.0);
+  EXPECT_TRUE(inside.at("hits")[0].at("started_overlapping").get<bool>());
+}
+
+// Server errors reach stderr with a non-zero exit.
+TEST_F(CtlQueryTest, QueryErrors) {
+  const RunResult r = Ctl({"overlap", "missing", "--sphere", "1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos) << r.err;
+}
+
+// --- check ----------------------------------------------------------------
+
+// A shared case file passes through the service, per kind, and the scratch session is removed.
+TEST_F(CtlTest, CheckCaseFilePasses) {
+  const std::string path = std::string(HITBOX_CASES_DIR) + "/mixed.json";
+  std::ifstream f(path);
+  ASSERT_TRUE(f) << "missing " << path;
+  const json cases = json::parse(f);
+  const json r = CtlJson({"check", path, "--query-batch", "300"});
+  EXPECT_TRUE(r.value("passed", false)) << r.dump(2);
+  EXPECT_EQ(r.value("colliders", 0u), cases.at("colliders").size());
+  size_t total = 0;
+  for (const auto& [kind, counts] : r.at("kinds").items()) {
+    EXPECT_EQ(counts.at("passed"), counts.at("total")) << kind;
+    total += counts.at("total").get<size_t>();
+  }
+  EXPECT_EQ(total, cases.at("queries").size());
+  EXPECT_TRUE(CtlJson({"sessions", "list"}).at("sessions").empty());
+}
+
+// The demo scene shipped for docker compose passes too; human output as the conformance test prints it.
+TEST_F(CtlTest, CheckDemoScene) {
+  const RunResult r = Ctl({"check", kDemoScene, "--session", "demo-check", "--keep"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("passed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS"), std::string::npos) << r.out;
+  EXPECT_EQ(CtlJson({"sessions", "get", "demo-check"}).value("collider_count", 0u), 240u);
+}
+
+// A wrong expected answer fails the check (exit 1) and names the query; the
+// right ones pass. Query 2's sphere at x = 10 cannot touch the unit sphere,
+// yet the file claims it does.
+TEST_F(CtlTest, CheckReportsFailures) {
+  json doc = {{"format", "hitbox-cases/1"},
+              {"scenario", "wrong"},
+              {"colliders", {Sphere(1, 1.0, {0, 0, 0})}},
+              {"queries",
+               {{{"id", 1}, {"raycast", {{"origin", {-5, 9, 0}}, {"translation", {10, 0, 0}}}}},
+                {{"id", 2}, {"overlap", {{"shape", {{"sphere", {{"radius", 0.5}}}}}, {"position", {10, 0, 0}}, {"rotation", {0, 0, 0, 1}}}}},
+                {{"id", 3}, {"overlap", {{"shape", {{"sphere", {{"radius", 0.5}}}}}, {"position", {1.2, 0, 0}}, {"rotation", {0, 0, 0, 1}}}}}}},
+              {"expected", {{{"id", 1}, {"hit", nullptr}}, {{"id", 2}, {"hits", {1}}}, {{"id", 3}, {"hits", {1}}}}}};
+  const RunResult r = Ctl({"check", WriteTemp(doc.dump())});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("query 2 (overlap)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("query 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("overlap       1 /      2 passed"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
+  const RunResult rj = Ctl({"--json", "check", WriteTemp(doc.dump())});
+  EXPECT_EQ(rj.code, 1);
+  const json j = json::parse(rj.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << rj.out << rj.err;
+  EXPECT_FALSE(j.value("passed", true));
+  EXPECT_EQ(j.value("failed", 0u), 1u);
+  EXPECT_EQ(j.at("kinds").at("overlap").value("passed", 0), 1);
+  EXPECT_TRUE(CtlJson({"sessions", "list"}).at("sessions").empty());
+}
+
+// --- bench ----------------------------------------------------------------
+
+// A short unary run reports calls and latency, with no errors, and cleans up its session.
+TEST_F(CtlTest, BenchUnary) {
+  const json r = CtlJson({"bench", "--mode", "unary", "--colliders", "500", "--calls", "100",
+                          "--duration", "2"});
+  ASSERT_EQ(r.at("runs").size(), 1u) << r.dump();
+  const json& run = r.at("runs")[0];
+  EXPECT_EQ(run.value("mode", ""), "unary");
+  EXPECT_GT(run.value("calls", 0u), 0u);
+  EXPECT_EQ(run.value("errors", 1u), 0u);
+  EXPECT_GT(run.at("latency").value("p50_us", 0.0), 0.0);
+  EXPECT_TRUE(CtlJson({"sessions", "list"}).at("sessions").empty());
+  const RunResult human = Ctl({"bench", "--mode", "tick", "--colliders", "300", "--ticks", "30",
+                               "--streams", "1", "--duration", "2"});
+  EXPECT_EQ(human.code, 0) << human.out << human.err;
+  EXPECT_NE(human.out.find("QUERIES/S"), std::string::npos) << human.out;
+}
+
+// --- route ----------------------------------------------------------------
+
+// `route` names the same owner as the client library's rendezvous hashing, for
+// seeded random session ids, from --pool and from HITBOX_POOL.
+TEST_F(CtlTest, RouteMatchesClientPool) {
+  const std::vector<std::string> pool = {"hitboxd-0.hitboxd-pool:50051", "hitboxd-1.hitboxd-pool:50051",
+                                         "hitboxd-2.hitboxd-pool:50051"};
+  const std::string joined = pool[0] + "," + pool[1] + "," + pool[2];
+  std::mt19937_64 rng(20240611);
+  for (int i = 0; i < 12; ++i) {
+    const std::string session = "arena-" + std::to_string(rng() % 100000);
+    const std::string want = pool[RendezvousPick(pool, session)];
+    const RunResult r = RunProcess({kCtl, "route", session, "--pool", joined});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, want + "\n") << session;
+    const RunResult env = RunProcess({kCtl, "--json", "route", session}, {"HITBOX_POOL=" + joined});
+    const json doc = json::parse(env.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << env.out << env.err;
+    EXPECT_EQ(doc.value("address", ""), want) << session;
+  }
+  EXPECT_EQ(RunProcess({kCtl, "route", "x"}, {"HITBOX_POOL="}).code, 1);  // no pool
+}
+
+}  // namespace
+}  // namespace hitbox::ctl_test

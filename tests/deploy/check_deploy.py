@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""Static checks of docker/ (no Docker engine needed).
+
+  python3 check_deploy.py --repo ROOT [--mini-yaml] CHECK...
+
+Checks (each one a CTest test):
+  dockerfile  docker/Dockerfile: every COPY source exists in the repo and is not
+              excluded by the .dockerignore; every script a RUN step names exists
+              and was copied into the stage before it runs; the build stage calls
+              scripts/hitbox.sh (deps, then build of hitboxd and hitboxctl); the
+              runtime stage runs as non-root, EXPOSEs the gRPC port, has a
+              HEALTHCHECK running `hitboxctl health` and starts hitboxd; the
+              HITBOX_* variables it sets are read by the programs.
+  compose     docker/compose.yaml: build contexts and Dockerfiles exist, bind
+              mounts exist, files the commands use exist in the mounts,
+              depends_on names services.
+  k8s         docker/k8s/*.yaml parse; workloads' selectors match their pod
+              labels; hitboxd containers have gRPC liveness and readiness probes
+              on a declared port; the pool's StatefulSet, headless Service and
+              member list agree.
+  yaml        the fallback YAML reader (mini_yaml.py) gives the same documents
+              as PyYAML on every file above (skipped without PyYAML).
+PyYAML is used when installed; --mini-yaml (or its absence) uses mini_yaml.py.
+"""
+
+import argparse
+import fnmatch
+import glob
+import os
+import re
+import shlex
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mini_yaml  # noqa: E402
+
+FAILURES = []
+
+
+def fail(msg):
+    FAILURES.append(msg)
+    print("FAIL: " + msg)
+
+
+def expect(cond, msg):
+    if not cond:
+        fail(msg)
+    return cond
+
+
+def load_yaml_all(path, use_mini):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if not use_mini:
+        try:
+            import yaml  # type: ignore
+            return list(d for d in yaml.safe_load_all(text) if d is not None)
+        except ImportError:
+            pass
+    return mini_yaml.load_all(text)
+
+
+# --- Dockerfile -------------------------------------------------------------
+
+def dockerfile_instructions(path):
+    """(line, INSTRUCTION, argument text) with continuations joined and comments dropped."""
+    out, buf, start = [], "", 0
+    with open(path, encoding="utf-8") as f:
+        for number, raw in enumerate(f, start=1):
+            line = raw.rstrip("\n")
+            if not buf and (not line.strip() or line.lstrip().startswith("#")):
+                continue
+            if buf and line.lstrip().startswith("#"):
+                continue
+            if not buf:
+                start = number
+            if line.endswith("\\"):
+                buf += line[:-1] + " "
+                continue
+            buf += line
+            word, _, rest = buf.strip().partition(" ")
+            out.append((start, word.upper(), rest.strip()))
+            buf = ""
+    return out
+
+
+def dockerignore_patterns(repo, dockerfile):
+    for candidate in (dockerfile + ".dockerignore", os.path.join(repo, ".dockerignore")):
+        if os.path.exists(candidate):
+            with open(candidate, encoding="utf-8") as f:
+                return [l.strip().rstrip("/") for l in f
+                        if l.strip() and not l.startswith("#")]
+    return []
+
+
+def ignored(path, patterns):
+    parts = path.strip("/").split("/")
+    for pat in patterns:
+        for i in range(1, len(parts) + 1):
+            if fnmatch.fnmatch("/".join(parts[:i]), pat):
+                return True
+    return False
+
+
+def split_flags(args):
+    words = shlex.split(args)
+    flags = {}
+    rest = []
+    for w in words:
+        if w.startswith("--") and not rest:
+            k, _, v = w[2:].partition("=")
+            flags[k] = v
+        else:
+            rest.append(w)
+    return flags, rest
+
+
+def exec_form(args):
+    args = args.strip()
+    if args.startswith("["):
+        import json
+        return json.loads(args)
+    return shlex.split(args)
+
+
+def program_sources(repo):
+    """Text of the C++ sources of hitboxd and hitboxctl, to find the env vars they read."""
+    texts = {}
+    for name, folders in (("hitboxd", ["server"]), ("hitboxctl", ["client/ctl", "client/src"])):
+        text = ""
+        for folder in folders:
+            for p in glob.glob(os.path.join(repo, folder, "**", "*.*"), recursive=True):
+                if p.endswith((".cc", ".h")):
+                    with open(p, encoding="utf-8", errors="replace") as f:
+                        text += f.read()
+        texts[name] = text
+    return texts
+
+
+def check_env_read(repo, program, names, where):
+    text = program_sources(repo)[program]
+    if not text:
+        print(f"note: no {program} sources yet; {where} env vars not checked")
+        return
+    for name in names:
+        expect('"' + name + '"' in text,
+               f"{where}: {name} is set for {program} but its sources never read it")
+
+
+def check_dockerfile(repo):
+    dockerfile = os.path.join(repo, "docker", "Dockerfile")
+    if not expect(os.path.exists(dockerfile), "docker/Dockerfile is missing"):
+        return
+    patterns = dockerignore_patterns(repo, dockerfile)
+    instructions = dockerfile_instructions(dockerfile)
+    args = {}
+    stages = []  # dicts: name, base, copied (paths in the image), runs, ...
+    for line, op, arg in instructions:
+        where = f"docker/Dockerfile:{line}"
+        if op == "ARG":
+            k, _, v = arg.partition("=")
+            if not stages:
+                args[k] = v
+            continue
+        if op == "FROM":
+            m = re.match(r"^(\S+)(?:\s+AS\s+(\S+))?$", arg, re.IGNORECASE)
+            expect(m is not None, f"{where}: cannot read FROM {arg!r}")
+            base = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda x: args.get(x.group(1) or x.group(2), ""),
+                          m.group(1))
+            stages.append({"name": m.group(2) or str(len(stages)), "base": base, "copied": [],
+                           "runs": [], "workdir": "/", "env": {}, "line": line, "ops": []})
+            continue
+        if not expect(stages, f"{where}: {op} before FROM"):
+            return
+        st = stages[-1]
+        st["ops"].append((line, op, arg))
+        if op == "WORKDIR":
+            st["workdir"] = os.path.join(st["workdir"], arg)
+        elif op in ("COPY", "ADD"):
+            expect(op == "COPY", f"{where}: use COPY, not ADD")
+            flags, words = split_flags(arg)
+            srcs, dest = words[:-1], words[-1]
+            dest_abs = os.path.normpath(os.path.join(st["workdir"], dest))
+            if "from" in flags:
+                names = [s["name"] for s in stages[:-1]]
+                expect(flags["from"] in names, f"{where}: COPY --from={flags['from']} names no earlier stage")
+                for s in srcs:
+                    expect(s.startswith("/src/build/bin/"),
+                           f"{where}: {s} is not a program from the build stage's build/bin")
+                    st.setdefault("programs", []).append(os.path.basename(s))
+                continue
+            for s in srcs:
+                path = os.path.normpath(os.path.join(repo, s))
+                expect(os.path.exists(path), f"{where}: COPY source {s} does not exist in the repo")
+                if s not in (".", "./"):
+                    expect(not ignored(s, patterns), f"{where}: COPY source {s} is excluded by .dockerignore")
+                if s in (".", "./"):
+                    st["copied"].append((dest_abs, "."))
+                else:
+                    target = dest_abs if len(srcs) == 1 and not dest.endswith("/") \
+                        else os.path.join(dest_abs, os.path.basename(s))
+                    st["copied"].append((target, s))
+        elif op == "RUN":
+            st["runs"].append((line, arg))
+            # Every repo script a RUN names must exist and have been copied in.
+            for word in re.findall(r"(?:^|[\s=\"'])((?:scripts|docker)/[\w./-]+)", arg):
+                where_w = f"{where}: RUN uses {word}"
+                expect(os.path.exists(os.path.join(repo, word)), f"{where_w}, which does not exist")
+                in_image = os.path.normpath(os.path.join(st["workdir"], word))
+                ok = any(dst == in_image or (src == "." and in_image.startswith(dst + "/"))
+                         for dst, src in st["copied"])
+                expect(ok, f"{where_w} before it is copied into the stage")
+        elif op == "ENV":
+            for k, v in re.findall(r"(\w+)=(\"[^\"]*\"|\S+)", arg):
+                st["env"][k] = v.strip('"')
+        elif op in ("USER", "EXPOSE", "HEALTHCHECK", "ENTRYPOINT", "CMD"):
+            st[op] = arg
+
+    if not expect(len(stages) >= 2, "Dockerfile: expected a multi-stage build (build + runtime)"):
+        return
+    build, runtime = stages[0], stages[-1]
+    for st in stages:
+        expect(st["base"] == "debian:bookworm-slim",
+               f"Dockerfile:{st['line']}: stage {st['name']} is based on {st['base']!r}, "
+               "not debian:bookworm-slim")
+
+    runs = " ; ".join(a for _, a in build["runs"])
+    deps_at = runs.find("scripts/hitbox.sh deps")
+    build_at = runs.find("scripts/hitbox.sh build")
+    expect(deps_at >= 0, "Dockerfile: build stage never runs `bash scripts/hitbox.sh deps`")
+    expect(build_at >= 0, "Dockerfile: build stage never runs `bash scripts/hitbox.sh build`")
+    expect(deps_at < build_at, "Dockerfile: `hitbox.sh deps` must come before the build")
+    expect("apt-get" not in runs,
+           "Dockerfile: the build stage installs packages itself; scripts/hitbox.sh is the one source")
+    m = re.search(r"HITBOX_TARGETS=\"([^\"]+)\"", runs)
+    built = set(m.group(1).split()) if m else {"hitboxd", "hitboxctl"}
+    expect({"hitboxd", "hitboxctl"} <= built, "Dockerfile: build stage must build hitboxd and hitboxctl")
+    for prog in runtime.get("programs", []):
+        expect(prog in built, f"Dockerfile: runtime copies {prog}, which the build stage does not build")
+    expect({"hitboxd", "hitboxctl"} <= set(runtime.get("programs", [])),
+           "Dockerfile: runtime stage must contain hitboxd and hitboxctl")
+    # scripts/hitbox.sh must understand the variables the Dockerfile passes.
+    with open(os.path.join(repo, "scripts", "hitbox.sh"), encoding="utf-8") as f:
+        script = f.read()
+    for var in set(re.findall(r"\b(HITBOX_[A-Z_]+|BUILD_DIR|JOBS)=", runs)):
+        expect(var in script, f"Dockerfile: passes {var} but scripts/hitbox.sh does not read it")
+
+    user = runtime.get("USER", "").split(":")[0]
+    expect(user not in ("", "root", "0"), "Dockerfile: runtime stage must run as a non-root USER")
+    expose = runtime.get("EXPOSE", "")
+    expect("50051" in expose.split(), "Dockerfile: runtime stage must EXPOSE 50051")
+    hc = runtime.get("HEALTHCHECK", "")
+    cmd = hc.partition("CMD")[2]
+    expect("hitboxctl" in cmd and "health" in cmd, "Dockerfile: HEALTHCHECK must run `hitboxctl health`")
+    entry = exec_form(runtime.get("ENTRYPOINT", "[]"))
+    expect(entry[:1] == ["hitboxd"], "Dockerfile: ENTRYPOINT must start hitboxd")
+    env = runtime["env"]
+    port = env.get("HITBOX_LISTEN", "").rpartition(":")[2]
+    expect(port in expose.split(), f"Dockerfile: HITBOX_LISTEN port {port!r} is not EXPOSEd")
+    check_env_read(repo, "hitboxd", [k for k in env if k.startswith("HITBOX_") and k != "HITBOX_ADDRESS"],
+                   "Dockerfile ENV")
+    check_env_read(repo, "hitboxctl", [k for k in env if k == "HITBOX_ADDRESS"], "Dockerfile ENV")
+    # The runtime stage installs only libraries: no -dev package, no compiler.
+    with open(os.path.join(repo, "docker", "runtime-packages.txt"), encoding="utf-8") as f:
+        pkgs = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    for p in pkgs:
+        expect(not p.endswith("-dev") and p not in ("build-essential", "cmake", "g++", "gcc"),
+               f"runtime-packages.txt: {p} is a build package")
+
+
+# --- compose ----------------------------------------------------------------
+
+def check_compose(repo, use_mini):
+    path = os.path.join(repo, "docker", "compose.yaml")
+    if not expect(os.path.exists(path), "docker/compose.yaml is missing"):
+        return
+    base = os.path.dirname(path)
+    docs = load_yaml_all(path, use_mini)
+    expect(len(docs) == 1, "compose.yaml: expected one document")
+    services = docs[0].get("services", {})
+    expect("hitboxd" in services, "compose.yaml: no hitboxd service")
+    images = {}
+    for name, svc in services.items():
+        where = f"compose.yaml: service {name}"
+        build = svc.get("build")
+        if build is not None:
+            if isinstance(build, str):
+                build = {"context": build}
+            ctx = os.path.normpath(os.path.join(base, build.get("context", ".")))
+            expect(os.path.isdir(ctx), f"{where}: build context {build.get('context')} does not exist")
+            dockerfile = os.path.join(ctx, build.get("dockerfile", "Dockerfile"))
+            expect(os.path.isfile(dockerfile), f"{where}: Dockerfile {dockerfile} does not exist")
+        if "image" in svc:
+            images.setdefault(svc["image"], []).append(name)
+        expect(build is not None or any(
+            "build" in services[o] for o in images.get(svc.get("image"), []) if o != name),
+            f"{where}: image {svc.get('image')} is neither built here nor by another service")
+        mounts = {}
+        for vol in svc.get("volumes", []) or []:
+            src, _, rest = (vol if isinstance(vol, str) else
+                            f"{vol.get('source')}:{vol.get('target')}").partition(":")
+            target = rest.split(":")[0]
+            if src.startswith((".", "/")):
+                host = os.path.normpath(os.path.join(base, src))
+                expect(os.path.exists(host), f"{where}: bind mount source {src} does not exist")
+                mounts[target] = host
+        deps = svc.get("depends_on", {}) or {}
+        for dep in (deps if isinstance(deps, (list, dict)) else []):
+            expect(dep in services, f"{where}: depends_on {dep}, which is not a service")
+        command = svc.get("command", [])
+        text = " ".join(command) if isinstance(command, list) else str(command or "")
+        for target, host in mounts.items():
+            for used in re.findall(re.escape(target.rstrip("/")) + r"/[\w./-]+", text):
+                rel = used[len(target.rstrip("/")) + 1:]
+                expect(os.path.exists(os.path.join(host, rel)),
+                       f"{where}: command uses {used}, but {os.path.join(host, rel)} does not exist")
+        for env_name in (svc.get("environment") or {}):
+            if name == "hitboxd":
+                check_env_read(repo, "hitboxd", [env_name], f"compose.yaml {name}")
+            elif env_name == "HITBOX_ADDRESS":
+                check_env_read(repo, "hitboxctl", [env_name], f"compose.yaml {name}")
+
+
+# --- Kubernetes -------------------------------------------------------------
+
+def containers_of(doc):
+    spec = doc.get("spec", {}).get("template", {}).get("spec", {})
+    return spec.get("containers", []) or []
+
+
+def check_k8s(repo, use_mini):
+    files = sorted(glob.glob(os.path.join(repo, "docker", "k8s", "*.yaml")))
+    expect(len(files) >= 2, "docker/k8s: expected the sidecar and the pool manifests")
+    for path in files:
+        name = os.path.relpath(path, repo)
+        try:
+            docs = load_yaml_all(path, use_mini)
+        except Exception as e:  # noqa: BLE001 - any parse error is a failure
+            fail(f"{name}: does not parse: {e}")
+            continue
+        expect(docs, f"{name}: no documents")
+        services = {d["metadata"]["name"]: d for d in docs
+                    if isinstance(d, dict) and d.get("kind") == "Service"}
+        by_kind = {}
+        for i, doc in enumerate(docs):
+            where = f"{name} document {i + 1}"
+            if not expect(isinstance(doc, dict), f"{where}: not a mapping"):
+                continue
+            for key in ("apiVersion", "kind", "metadata"):
+                expect(key in doc, f"{where}: missing {key}")
+            expect(bool(doc.get("metadata", {}).get("name")), f"{where}: missing metadata.name")
+            kind = doc.get("kind")
+            by_kind.setdefault(kind, []).append(doc)
+            if kind in ("Deployment", "StatefulSet"):
+                where = f"{name} {kind} {doc['metadata']['name']}"
+                selector = doc["spec"].get("selector", {}).get("matchLabels", {})
+                labels = doc["spec"]["template"]["metadata"].get("labels", {})
+                expect(selector and all(labels.get(k) == v for k, v in selector.items()),
+                       f"{where}: selector {selector} does not match the pod labels {labels}")
+                hitboxd = [c for c in containers_of(doc) if "hitbox" in str(c.get("image", ""))]
+                expect(hitboxd, f"{where}: no hitboxd container")
+                for c in containers_of(doc):
+                    expect(bool(c.get("image")), f"{where}: container {c.get('name')} has no image")
+                for c in hitboxd:
+                    ports = {p.get("containerPort") for p in c.get("ports", [])}
+                    names = {p.get("name") for p in c.get("ports", [])}
+                    for probe in ("livenessProbe", "readinessProbe"):
+                        grpc = (c.get(probe) or {}).get("grpc")
+                        if expect(grpc is not None, f"{where}: {c['name']} has no gRPC {probe}"):
+                            expect(grpc.get("port") in ports | names,
+                                   f"{where}: {probe} port {grpc.get('port')} is not a container port")
+                    env = {e["name"]: e.get("value") for e in c.get("env", [])}
+                    listen = str(env.get("HITBOX_LISTEN", "")).rpartition(":")[2]
+                    expect(listen.isdigit() and int(listen) in ports,
+                           f"{where}: HITBOX_LISTEN {env.get('HITBOX_LISTEN')} is not a container port")
+                    expect(not listen or not env.get("HITBOX_LISTEN", "").startswith("127."),
+                           f"{where}: hitboxd must listen on the pod IP for the kubelet's gRPC probes")
+                    check_env_read(repo, "hitboxd", [k for k in env if k.startswith("HITBOX_")], where)
+                pod_sc = doc["spec"]["template"]["spec"].get("securityContext", {})
+                for c in hitboxd:
+                    sc = c.get("securityContext", {})
+                    expect(sc.get("runAsNonRoot") or pod_sc.get("runAsNonRoot"),
+                           f"{where}: {c['name']} must run as non-root (runAsNonRoot)")
+                    expect(sc.get("runAsUser", pod_sc.get("runAsUser", 1)) != 0,
+                           f"{where}: {c['name']} runs as uid 0")
+            if kind == "StatefulSet":
+                svc_name = doc["spec"].get("serviceName")
+                svc = services.get(svc_name)
+                where = f"{name} StatefulSet {doc['metadata']['name']}"
+                if expect(svc is not None, f"{where}: serviceName {svc_name} is not a Service in the file"):
+                    expect(svc["spec"].get("clusterIP") == "None", f"{where}: Service {svc_name} is not headless")
+                    labels = doc["spec"]["template"]["metadata"]["labels"]
+                    expect(all(labels.get(k) == v for k, v in svc["spec"]["selector"].items()),
+                           f"{where}: Service {svc_name} does not select the pods")
+        for cm in by_kind.get("ConfigMap", []):
+            pool = cm.get("data", {}).get("HITBOX_POOL")
+            sts = by_kind.get("StatefulSet", [])
+            if pool is None or not sts:
+                continue
+            st = sts[0]
+            replicas = st["spec"].get("replicas", 1)
+            want = [f"{st['metadata']['name']}-{i}.{st['spec']['serviceName']}:50051"
+                    for i in range(replicas)]
+            got = [a.strip() for a in pool.split(",")]
+            expect(got == want, f"{name}: HITBOX_POOL {got} does not list the {replicas} pods {want}")
+
+
+def check_yaml_reader(repo):
+    try:
+        import yaml  # type: ignore
+    except ImportError:
+        print("note: PyYAML not installed; mini_yaml cross-check skipped")
+        return
+    files = sorted(glob.glob(os.path.join(repo, "docker", "**", "*.yaml"), recursive=True))
+    expect(files, "no YAML files under docker/")
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        want = [d for d in yaml.safe_load_all(text) if d is not None]
+        got = mini_yaml.load_all(text)
+        expect(got == want, f"{os.path.relpath(path, repo)}: mini_yaml reads {got!r}, PyYAML {want!r}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repo", required=True)
+    ap.add_argument("--mini-yaml", action="store_true", help="never use PyYAML")
+    ap.add_argument("checks", nargs="+", choices=["dockerfile", "compose", "k8s", "yaml"])
+    a = ap.parse_args()
+    repo = os.path.abspath(a.repo)
+    for check in a.checks:
+        if check == "dockerfile":
+            check_dockerfile(repo)
+        elif check == "compose":
+            check_compose(repo, a.mini_yaml)
+        elif check == "k8s":
+            check_k8s(repo, a.mini_yaml)
+        elif check == "yaml":
+            check_yaml_reader(repo)
+    if FAILURES:
+        print(f"{len(FAILURES)} problem(s)")
+        return 1
+    print("ok: " + ", ".join(a.checks))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
