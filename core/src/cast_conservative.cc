@@ -1,9 +1,10 @@
 // Casts without a closed form (capsule-cylinder, box-cylinder and cylinder
-// against box / capsule / cylinder): bounding spheres and bounding capsules first (closed-form
-// sweeps: a miss of the bounds is a miss, and the capsules' time of impact is
-// a lower bound to start from), then the GJK ray cast of gjk_raycast.h (van
-// den Bergen 2004) on the shapes' cores with the sphere / capsule radius as a
-// margin, and, if that stalls, Newton's method on the GJK distance (gjk.h).
+// against box / capsule / cylinder): bounding spheres and bounding capsules
+// first (closed-form sweeps: a miss of the bounds is a miss, and the capsules'
+// time of impact is a lower bound to start from), then the GJK ray cast of
+// gjk_raycast.h (van den Bergen 2004) on the shapes' cores with the sphere /
+// capsule radius as a margin, and, if that stalls, Newton's method on the GJK
+// distance (gjk.h).
 //
 // Tolerance: the ray cast stops when the remaining gap would move the
 // fraction by less than 1e-7 * clamp(|translation|, 1, 4) (and the gap is
