@@ -202,7 +202,9 @@ TEST_P(RaycastShapeTest, ExtremeInputsStayWellFormed) {
     ASSERT_TRUE(r.fraction >= 0.0 && r.fraction <= 1.0) << s.ToString();
     ASSERT_TRUE(r.normal.IsFinite() && std::fabs(r.normal.Length() - 1.0) < 1e-9)
         << s.ToString() << " " << ToString(p) << " o=" << ToString(o) << " d=" << ToString(d);
-    if (r.state == CastState::kHit && r.fraction > 0.0) ASSERT_LE(Dot(r.normal, d), 1e-6);
+    if (r.state == CastState::kHit && r.fraction > 0.0) {
+      ASSERT_LE(Dot(r.normal, d), 1e-6);
+    }
   }
 }
 
