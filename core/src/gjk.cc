@@ -212,6 +212,7 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
       // Upper bound |v| below it: overlapping for sure.
       if (vlen <= touch) {
         decided = true;
+        cores_overlap = vlen <= abs_tol;
         break;
       }
     }

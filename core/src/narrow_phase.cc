@@ -421,8 +421,14 @@ void GjkPair(Query query, const Shape& a, const Pose& pa, const Shape& b, const 
   const ConvexCore ca = ConvexCore::FromShape(a);
   const ConvexCore cb = ConvexCore::FromShape(b);
   GjkSettings settings;
-  settings.decide_only = query == Query::kOverlap;
-  const GjkResult g = internal::GjkDistance(ca, cb, rel, settings);
+  settings.decide_only = query != Query::kDistance;
+  GjkResult g = internal::GjkDistance(ca, cb, rel, settings);
+  if (query == Query::kContact && g.state == GjkState::kOverlapping && !g.cores_overlap &&
+      ca.margin + cb.margin > 0.0) {
+    // Only the margins may overlap: the shallow contact needs the exact core distance.
+    settings.decide_only = false;
+    g = internal::GjkDistance(ca, cb, rel, settings);
+  }
   // A capped run decides by its best estimate (upper bound on the distance).
   const bool overlap = g.state == GjkState::kOverlapping;
   if (query == Query::kOverlap) {
