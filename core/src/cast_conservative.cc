@@ -65,6 +65,14 @@ LocalCast CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v
   double t = t0;
   placed.position = a_in_b.position + v * t;
   GjkResult g = GjkDistance(core_b, core_a, placed);
+  if (t0 == 0.0 && (g.state == GjkState::kOverlapping || g.distance <= tol)) {
+    LocalCast r;  // touching at the start: started overlapping, as everywhere
+    r.state = CastState::kStartedOverlapping;
+    r.t = 0.0;
+    r.normal = g.cores_overlap ? n0 : g.normal;
+    r.point = (g.point_a + g.point_b) * 0.5;
+    return r;
+  }
   double last_closing = 0.0;
   Vec3 last_normal = n0;
   for (int it = 0; it < std::max(settings.max_iterations, 1); ++it) {
