@@ -13,6 +13,9 @@
 //   box     vs box      separating-axis test over the 15 axes with the time
 //                        interval of overlap on each (Ericson, RTCD 5.5.8
 //                        generalised to OBBs; Gottschalk et al. 1996 axes)
+//   capsule vs box      (either way) Newton's method on the exact convex
+//                        segment-box distance (closest_points.h): monotone
+//                        from the left, quadratic convergence
 // The remaining pairs use CastConservative (cast_conservative.cc).
 #include <algorithm>
 #include <cmath>
@@ -279,11 +282,99 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   return r;
 }
 
+namespace {
+
+// Segment [p0, p1] grown by r, moving by v, against the box [-e, e] (all in
+// the box frame). d(t) = dist(segment + t v, box) - r is convex in t and
+// exact in closed form (ClosestSegmentBox, a piecewise quadratic), so Newton's
+// step t += d / (-n . v), n the unit direction from the box to the segment, is
+// monotone from the left (never passes the time of impact), quadratic at a
+// transversal contact. `normal` is from the box towards the segment.
+struct SegmentBoxSweep {
+  CastState state = CastState::kMiss;
+  double t = 1.0;
+  Vec3 normal{0, 1, 0};
+  Vec3 on_box;  // contact point on the box
+};
+
+SegmentBoxSweep SweepSegmentBox(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+                                const Vec3& e, double t_start, const CastSettings& settings) {
+  SegmentBoxSweep out;
+  const double tol = std::max(settings.linear_tolerance, 0.0);
+  double t = t_start;
+  ClosestPair cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
+  double dist = std::sqrt(cp.distance_sq);
+  if (t == 0.0 && dist <= r + tol) {
+    out.state = CastState::kStartedOverlapping;
+    out.t = 0.0;
+    out.normal = UnitOr(cp.p - cp.q, UnitOr((p0 + p1) * 0.5, -v));
+    out.on_box = cp.q;
+    return out;
+  }
+  for (int it = 0; it < std::max(settings.max_iterations, 1); ++it) {
+    const Vec3 n = UnitOr(cp.p - cp.q, -v);
+    const double closing = -Dot(n, v);
+    const double gap = dist - r;
+    if (gap <= tol) {
+      // One last Newton step (still a lower bound) for a fraction at machine precision.
+      if (gap > 0.0 && closing > 0.0) t = std::min(1.0, t + gap / closing);
+      out.state = CastState::kHit;
+      out.t = t;
+      out.normal = n;
+      out.on_box = cp.q;
+      return out;
+    }
+    if (closing <= 0.0) return out;  // not approaching: d is non-decreasing from here
+    const double next = t + gap / closing;
+    if (!(next <= 1.0)) return out;
+    if (next <= t) return out;  // no progress in floating point while apart
+    t = next;
+    cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
+    dist = std::sqrt(cp.distance_sq);
+  }
+  return out;  // iteration cap (a tangent approach converging too slowly): miss
+}
+
+}  // namespace
+
+LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         const CastSettings& settings) {
+  LocalCast r;
+  if (a.kind() == ShapeKind::kCapsule) {
+    // Capsule A moving in the frame of box B.
+    const double h = a.half_height();
+    const SegmentBoxSweep s =
+        SweepSegmentBox(a_in_b.TransformPoint({0, -h, 0}), a_in_b.TransformPoint({0, h, 0}),
+                        a.radius(), v, b.half_extents(), 0.0, settings);
+    r.state = s.state;
+    r.t = s.t;
+    r.normal = s.normal;
+    r.point = s.on_box;
+    return r;
+  }
+  // Box A moving against capsule B: in A's frame the capsule moves by -v.
+  const double h = b.half_height();
+  const SegmentBoxSweep s = SweepSegmentBox(
+      a_in_b.InverseTransformPoint({0, -h, 0}), a_in_b.InverseTransformPoint({0, h, 0}),
+      b.radius(), a_in_b.InverseTransformDirection(-v), a.half_extents(), 0.0, settings);
+  r.state = s.state;
+  r.t = s.t;
+  // Normal from A's box towards B's capsule, in B's frame, reversed.
+  r.normal = -a_in_b.TransformDirection(s.normal);
+  // The box point touching the capsule, with A moved to the moment of impact.
+  r.point = a_in_b.TransformPoint(s.on_box) + v * s.t;
+  return r;
+}
+
 CastMethod MethodFor(ShapeKind a, ShapeKind b) {
   if (a == ShapeKind::kSphere) return CastMethod::kSphereRay;
   if (b == ShapeKind::kSphere) return CastMethod::kRayFromSphereB;
   if (a == ShapeKind::kCapsule && b == ShapeKind::kCapsule) return CastMethod::kCapsuleCapsule;
   if (a == ShapeKind::kBox && b == ShapeKind::kBox) return CastMethod::kBoxBox;
+  if ((a == ShapeKind::kCapsule && b == ShapeKind::kBox) ||
+      (a == ShapeKind::kBox && b == ShapeKind::kCapsule)) {
+    return CastMethod::kCapsuleBox;
+  }
   return CastMethod::kConservative;
 }
 
@@ -314,6 +405,7 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
     case CastMethod::kRayFromSphereB: return CastRayFromSphereB(a, a_in_b, v, b);
     case CastMethod::kCapsuleCapsule: return CastCapsuleCapsule(a, a_in_b, v, b);
     case CastMethod::kBoxBox: return CastBoxBox(a, a_in_b, v, b);
+    case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
     case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
   }
   return {};

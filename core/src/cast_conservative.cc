@@ -1,5 +1,5 @@
-// Casts without a closed form (capsule-box, capsule-cylinder, box-cylinder,
-// cylinder-anything): bounding spheres and bounding capsules first (closed-form
+// Casts without a closed form (capsule-cylinder, box-cylinder and cylinder
+// against box / capsule / cylinder): bounding spheres and bounding capsules first (closed-form
 // sweeps: a miss of the bounds is a miss, and the capsules' time of impact is
 // a lower bound to start from), then the GJK ray cast of gjk_raycast.h (van
 // den Bergen 2004) on the shapes' cores with the sphere / capsule radius as a
