@@ -13,6 +13,9 @@
 //   box     vs box      separating-axis test over the 15 axes with the time
 //                        interval of overlap on each (Ericson, RTCD 5.5.8
 //                        generalised to OBBs; Gottschalk et al. 1996 axes)
+//   capsule vs box      (either way) Newton's method on the exact convex
+//                        segment-box distance (closest_points.h): monotone
+//                        from the left, quadratic convergence
 // The remaining pairs use CastConservative (cast_conservative.cc).
 #include <algorithm>
 #include <cmath>
@@ -279,11 +282,99 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   return r;
 }
 
+namespace {
+
+// Segment [p0, p1] grown by r, moving by v, against the box [-e, e] (all in
+// the box frame). d(t) = dist(segment + t v, box) - r is convex in t and
+// exact in closed form (ClosestSegmentBox, a piecewise quadratic), so Newton's
+// step t += d / (-n . v), n the unit direction from the box to the segment, is
+// monotone from the left (never passes the time of impact), quadratic at a
+// transversal contact. `normal` is from the box towards the segment.
+struct SegmentBoxSweep {
+  CastState state = CastState::kMiss;
+  double t = 1.0;
+  Vec3 normal{0, 1, 0};
+  Vec3 on_box;  // contact point on the box
+};
+
+SegmentBoxSweep SweepSegmentBox(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+                                const Vec3& e, double t_start, const CastSettings& settings) {
+  SegmentBoxSweep out;
+  const double tol = std::max(settings.linear_tolerance, 0.0);
+  double t = t_start;
+  ClosestPair cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
+  double dist = std::sqrt(cp.distance_sq);
+  if (t == 0.0 && dist <= r + tol) {
+    out.state = CastState::kStartedOverlapping;
+    out.t = 0.0;
+    out.normal = UnitOr(cp.p - cp.q, UnitOr((p0 + p1) * 0.5, -v));
+    out.on_box = cp.q;
+    return out;
+  }
+  for (int it = 0; it < std::max(settings.max_iterations, 1); ++it) {
+    const Vec3 n = UnitOr(cp.p - cp.q, -v);
+    const double closing = -Dot(n, v);
+    const double gap = dist - r;
+    if (gap <= tol) {
+      // One last Newton step (still a lower bound) for a fraction at machine precision.
+      if (gap > 0.0 && closing > 0.0) t = std::min(1.0, t + gap / closing);
+      out.state = CastState::kHit;
+      out.t = t;
+      out.normal = n;
+      out.on_box = cp.q;
+      return out;
+    }
+    if (closing <= 0.0) return out;  // not approaching: d is non-decreasing from here
+    const double next = t + gap / closing;
+    if (!(next <= 1.0)) return out;
+    if (next <= t) return out;  // no progress in floating point while apart
+    t = next;
+    cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
+    dist = std::sqrt(cp.distance_sq);
+  }
+  return out;  // iteration cap (a tangent approach converging too slowly): miss
+}
+
+}  // namespace
+
+LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         const CastSettings& settings) {
+  LocalCast r;
+  if (a.kind() == ShapeKind::kCapsule) {
+    // Capsule A moving in the frame of box B.
+    const double h = a.half_height();
+    const SegmentBoxSweep s =
+        SweepSegmentBox(a_in_b.TransformPoint({0, -h, 0}), a_in_b.TransformPoint({0, h, 0}),
+                        a.radius(), v, b.half_extents(), 0.0, settings);
+    r.state = s.state;
+    r.t = s.t;
+    r.normal = s.normal;
+    r.point = s.on_box;
+    return r;
+  }
+  // Box A moving against capsule B: in A's frame the capsule moves by -v.
+  const double h = b.half_height();
+  const SegmentBoxSweep s = SweepSegmentBox(
+      a_in_b.InverseTransformPoint({0, -h, 0}), a_in_b.InverseTransformPoint({0, h, 0}),
+      b.radius(), a_in_b.InverseTransformDirection(-v), a.half_extents(), 0.0, settings);
+  r.state = s.state;
+  r.t = s.t;
+  // Normal from A's box towards B's capsule, in B's frame, reversed.
+  r.normal = -a_in_b.TransformDirection(s.normal);
+  // The box point touching the capsule, with A moved to the moment of impact.
+  r.point = a_in_b.TransformPoint(s.on_box) + v * s.t;
+  return r;
+}
+
 CastMethod MethodFor(ShapeKind a, ShapeKind b) {
   if (a == ShapeKind::kSphere) return CastMethod::kSphereRay;
   if (b == ShapeKind::kSphere) return CastMethod::kRayFromSphereB;
   if (a == ShapeKind::kCapsule && b == ShapeKind::kCapsule) return CastMethod::kCapsuleCapsule;
   if (a == ShapeKind::kBox && b == ShapeKind::kBox) return CastMethod::kBoxBox;
+  if ((a == ShapeKind::kCapsule && b == ShapeKind::kBox) ||
+      (a == ShapeKind::kBox && b == ShapeKind::kCapsule)) {
+    return CastMethod::kCapsuleBox;
+  }
   return CastMethod::kConservative;
 }
 
@@ -296,7 +387,8 @@ bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
   const double bb = Dot(o, v);
   if (bb >= 0.0) return true;
   const double vv = v.LengthSq();
-  // Closest approach beyond r, or the entry beyond t = 1 (c > -2b - vv <=> f(1) > 0 with f' < 0 at 1).
+  // No real root (closest approach beyond r), or the entry root beyond t = 1:
+  // f(t) = vv t^2 + 2 bb t + c still positive and decreasing at t = 1.
   if (bb * bb - vv * c < 0.0) return true;
   return c + 2.0 * bb + vv > 0.0 && bb + vv < 0.0;
 }
@@ -314,6 +406,7 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
     case CastMethod::kRayFromSphereB: return CastRayFromSphereB(a, a_in_b, v, b);
     case CastMethod::kCapsuleCapsule: return CastCapsuleCapsule(a, a_in_b, v, b);
     case CastMethod::kBoxBox: return CastBoxBox(a, a_in_b, v, b);
+    case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
     case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
   }
   return {};
@@ -325,17 +418,23 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
                 const Pose& pose_b, const CastSettings& settings) {
   CastResult result;
   if (!pose_a.IsFinite() || !pose_b.IsFinite() || !translation.IsFinite()) return result;
-  const Pose a_in_b = pose_b.RelativeTo(pose_a);
-  const Vec3 v = pose_b.InverseTransformDirection(translation);
+  // A in B's frame (as Pose::RelativeTo: positions subtracted first), with
+  // B's rotation as a matrix for the four rotations below.
+  const Mat33 rb = pose_b.rotation.ToMatrix();
+  Pose a_in_b;
+  a_in_b.position = rb.TransposeMul(pose_a.position - pose_b.position);
+  if (a.kind() != ShapeKind::kSphere) {
+    a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
+  }
+  const Vec3 v = rb.TransposeMul(translation);
   const internal::LocalCast lc = internal::CastLocal(a, a_in_b, v, b, settings);
   switch (lc.state) {
     case CastState::kMiss: return result;
     case CastState::kHit:
       result.state = CastState::kHit;
       result.fraction = lc.t;
-      result.normal =
-          internal::FixImpactNormal(pose_b.TransformDirection(lc.normal), translation, lc.t);
-      result.point = pose_b.TransformPoint(lc.point);
+      result.normal = internal::FixImpactNormal(rb * lc.normal, translation, lc.t);
+      result.point = pose_b.position + rb * lc.point;
       return result;
     case CastState::kStartedOverlapping: {
       result.state = CastState::kStartedOverlapping;
@@ -348,9 +447,9 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
         result.point = (contact.point_a + contact.point_b) * 0.5;
       } else {
         // Touching within rounding (or no contact solver answer): depth 0.
-        result.normal = pose_b.TransformDirection(lc.normal);
+        result.normal = rb * lc.normal;
         result.depth = 0.0;
-        result.point = pose_b.TransformPoint(lc.point);
+        result.point = pose_b.position + rb * lc.point;
       }
       return result;
     }

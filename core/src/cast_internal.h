@@ -37,7 +37,8 @@ enum class CastMethod : uint8_t {
   kRayFromSphereB,   ///< sphere B: ray from B's centre against A grown by B's radius
   kCapsuleCapsule,   ///< segment sweep: 4 end-point capsule rays + parallelogram face
   kBoxBox,           ///< separating-axis test over 15 axes with entry/exit times
-  kConservative,     ///< GJK distance + Newton / conservative advancement
+  kCapsuleBox,       ///< capsule and box either way: Newton on the exact segment-box distance
+  kConservative,     ///< GJK ray cast (van den Bergen 2004) on cores with margins
 };
 CastMethod MethodFor(ShapeKind a, ShapeKind b);
 
@@ -61,6 +62,9 @@ LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, 
 LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
                              const Vec3& b0, const Vec3& b1, double rb);
 LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+/// Capsule against box or box against capsule (the caller picks the order).
+LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         const CastSettings& settings);
 
 /// `n` with any component along `translation` removed when t > 0, so an
 /// impact normal never points along the motion (rounding at grazing contacts).

@@ -166,7 +166,10 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
 
   // Simplex: support points w = a - b of the Minkowski difference and their
   // parents on each core.
-  Vec3 sw[4], sa[4], sb[4];
+  // Kept directly in the result (no extra zeroing or copying).
+  Vec3* const sw = out.simplex_w;
+  Vec3* const sa = out.simplex_a;
+  Vec3* const sb = out.simplex_b;
   int n = 0;
 
   // Start from the centres: both cores contain their local origin, so
@@ -209,6 +212,7 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
       // Upper bound |v| below it: overlapping for sure.
       if (vlen <= touch) {
         decided = true;
+        cores_overlap = vlen <= abs_tol;
         break;
       }
     }
@@ -295,11 +299,6 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
   }
   out.iterations = it;
   out.simplex_size = n;
-  for (int m = 0; m < n; ++m) {
-    out.simplex_w[m] = sw[m];
-    out.simplex_a[m] = sa[m];
-    out.simplex_b[m] = sb[m];
-  }
   out.core_point_a = core_a;
   out.core_point_b = core_b;
   out.cores_overlap = cores_overlap;

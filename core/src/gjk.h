@@ -38,7 +38,7 @@
 namespace hitbox::internal {
 
 /// Relative tolerance on the GJK distance (gap between bounds / distance).
-inline constexpr double kGjkRelativeTolerance = 1e-12;
+inline constexpr double kGjkRelativeTolerance = 1e-10;
 /// Absolute tolerance of GJK, as a fraction of the pair's `scale` (see above).
 inline constexpr double kGjkAbsoluteTolerance = 1e-13;
 /// When rounding stalls GJK before its bounds meet (a sliver simplex next to

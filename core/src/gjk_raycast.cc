@@ -8,10 +8,10 @@
 namespace hitbox::internal {
 namespace {
 
-// A simplex vertex: a point c = pb - pa of C = B - A with its parents.
+// A simplex vertex: a point c = pb - pa of C = B - A, with its parent pb on B
+// (for the contact point).
 struct Vertex {
   Vec3 c;
-  Vec3 pa;  // support point of A's core at its start pose (B frame)
   Vec3 pb;  // support point of B's core (B frame)
 };
 
@@ -101,9 +101,7 @@ bool OriginOutsidePlane(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3&
   return sp * sd < 0.0;
 }
 
-// When x did not move since the triangle y[0..2] was solved, the origin lies
-// on y[3]'s side of it (`newest_only`): only the faces through y[3] are tried.
-bool ClosestOnTetrahedron(const Vec3* y, bool newest_only, double w[4]) {
+bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
   static constexpr int kFaces[4][4] = {{1, 3, 2, 0}, {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 1, 2, 3}};
   // A flat tetrahedron (e.g. four support points on one box face) holds
   // nothing: take the best of its faces.
@@ -114,7 +112,9 @@ bool ClosestOnTetrahedron(const Vec3* y, bool newest_only, double w[4]) {
   bool inside = true;
   double best = std::numeric_limits<double>::infinity();
   double wt[4] = {0, 0, 0, 0};
-  for (int fi = 0; fi < (newest_only && !flat ? 3 : 4); ++fi) {
+  // (All four faces: skipping the old one, as exact GJK allows, misjudges
+  // "inside" when rounding on a sliver triangle left its closest point off.)
+  for (int fi = 0; fi < 4; ++fi) {
     const int* f = kFaces[fi];
     if (!flat && !OriginOutsidePlane(y[f[0]], y[f[1]], y[f[2]], y[f[3]])) continue;
     inside = false;
@@ -140,7 +140,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
                             const ConvexCore& b, double lambda_start, const Vec3& normal_start,
                             double tolerance, int max_iterations) {
   GjkRaycastResult out;
-  const PlacedCore pa(a, a_in_b);  // A's core in B's frame at its start pose
+  const PlacedCore placed_a(a, a_in_b);  // A's core in B's frame at its start pose
   const double margin = a.margin + b.margin;
   const double tol = std::max(tolerance, 0.0);
   double lambda = lambda_start;
@@ -179,8 +179,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
     // Support of C = B - A along nd: farthest of B, nearest of A.
     Vertex s;
     s.pb = b.CoreSupport(nd);
-    s.pa = pa.CoreSupport(-nd);
-    s.c = s.pb - s.pa;
+    s.c = s.pb - placed_a.CoreSupport(-nd);
     // Plane through c + margin * nd with normal nd bounds C + R.
     const double plane = Dot(nd, s.c) + margin;
     const double xn = Dot(nd, x);
@@ -213,7 +212,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
       case 1: w[0] = 1.0; break;
       case 2: ClosestOnSegment(y[0], y[1], w); break;
       case 3: ClosestOnTriangle(y[0], y[1], y[2], w); break;
-      default: inside = ClosestOnTetrahedron(y, !advanced_now, w); break;
+      default: inside = ClosestOnTetrahedron(y, w); break;
     }
     if (inside) {
       // x lies inside C: in contact at lambda.

@@ -33,23 +33,23 @@ CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
   CastResult result;
   if (!origin.IsFinite() || !translation.IsFinite() || !pose_b.IsFinite()) return result;
   // Local frame of B; origin - position first keeps 20 km coordinates exact.
-  const Vec3 o = pose_b.InverseTransformPoint(origin);
-  const Vec3 d = pose_b.InverseTransformDirection(translation);
+  const Mat33 rb = pose_b.rotation.ToMatrix();
+  const Vec3 o = rb.TransposeMul(origin - pose_b.position);
+  const Vec3 d = rb.TransposeMul(translation);
   internal::RayEntry entry;
   switch (internal::RayInflated(o, d, b, 0.0, &entry)) {
     case internal::RayOutcome::kMiss: return result;
     case internal::RayOutcome::kInside:
       result.state = CastState::kStartedOverlapping;
       result.fraction = 0.0;
-      result.normal = pose_b.TransformDirection(entry.normal);
+      result.normal = rb * entry.normal;
       result.point = origin;
       result.depth = 0.0;
       return result;
     case internal::RayOutcome::kHit:
       result.state = CastState::kHit;
       result.fraction = entry.t;
-      result.normal = internal::FixImpactNormal(pose_b.TransformDirection(entry.normal),
-                                                translation, entry.t);
+      result.normal = internal::FixImpactNormal(rb * entry.normal, translation, entry.t);
       result.point = origin + translation * entry.t;
       return result;
   }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -285,6 +286,35 @@ TEST_P(OverlapConformanceTest, BruteForceMatchesExpected) {
 INSTANTIATE_TEST_SUITE_P(Cases, OverlapConformanceTest,
                          ::testing::Values("mixed", "far_from_origin", "thin_and_tiny", "grazing",
                                            "layers", "axis_aligned"));
+
+}  // namespace
+}  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+// Non-finite poses (callers are meant to validate them) must not crash or
+// hang any query of any pair: every loop has a fixed cap.
+TEST(OverlapTest, NonFinitePosesTerminate) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const Shape shapes[4] = {*Shape::MakeSphere(1), *Shape::MakeBox({1, 2, 3}),
+                           *Shape::MakeCapsule(0.5, 1), *Shape::MakeCylinder(0.5, 1)};
+  const Pose bad[3] = {Pose{Vec3{nan, 0, 0}}, Pose{Vec3{inf, 0, 0}},
+                       Pose{Vec3{0, 0, 0}, Quat{nan, 0, 0, 1}}};
+  for (const Shape& a : shapes) {
+    for (const Shape& b : shapes) {
+      for (const Pose& p : bad) {
+        Contact c;
+        (void)Overlap(a, Pose{}, b, p);
+        (void)ComputeContact(a, Pose{}, b, p, &c);
+        (void)ComputeDistance(a, Pose{}, b, p);
+        (void)Overlap(a, p, b, Pose{});
+      }
+    }
+  }
+  SUCCEED();
+}
 
 }  // namespace
 }  // namespace hitbox
