@@ -69,7 +69,16 @@ ClosestPair ClosestSegmentBox(const Vec3& a, const Vec3& b, const Vec3& half_ext
     }
   }
   knots[count++] = 1.0;
-  std::sort(knots, knots + count);
+  // Insertion sort: at most 8 values.
+  for (int i = 1; i < count; ++i) {
+    const double k = knots[i];
+    int j = i - 1;
+    while (j >= 0 && knots[j] > k) {
+      knots[j + 1] = knots[j];
+      --j;
+    }
+    knots[j + 1] = k;
+  }
 
   auto evaluate = [&](double t) {
     ClosestPair c;

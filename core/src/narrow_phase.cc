@@ -103,12 +103,13 @@ void RoundedPair(Query query, const Pose& frame, const Vec3& p, const Vec3& q, d
 Vec3 UnitY() { return {0, 1, 0}; }
 Vec3 UnitX() { return {1, 0, 0}; }
 
-/// Sphere A, sphere B: in A's frame.
+/// Sphere A, sphere B: centre distance.
 void SphereSphere(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                   PairAnswer* out) {
-  const Vec3 c = pa.RelativeTo(pb).position;
+  // Rotations do not matter: work in a frame parallel to the world's at A's centre.
+  const Vec3 c = pb.position - pa.position;
   const double scale = a.radius() + b.radius() + Norm1(c);
-  RoundedPair(query, pa, {}, c, a.radius(), b.radius(), scale, UnitY, out);
+  RoundedPair(query, Pose{pa.position}, {}, c, a.radius(), b.radius(), scale, UnitY, out);
 }
 
 /// Sphere A, capsule B: in B's frame, sphere centre against B's segment.
@@ -230,8 +231,22 @@ void BoxCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, con
   const Pose rel = pa.RelativeTo(pb);
   const Vec3 u = rel.rotation.Rotate({0, b.half_height(), 0});
   const Vec3& h = a.half_extents();
-  const ClosestPair cp = internal::ClosestSegmentBox(rel.position - u, rel.position + u, h);
   const double r = b.radius();
+  if (query == Query::kOverlap) {
+    // Quick answers first: the capsule's bounding box in A's frame misses the
+    // box grown by r (separated), or the segment's midpoint is in the box.
+    const Vec3 c = rel.position.Abs();
+    const Vec3 reach = h + u.Abs() + Vec3::Splat(r);
+    if (c.x > reach.x || c.y > reach.y || c.z > reach.z) {
+      out->overlap = false;
+      return;
+    }
+    if (c.x <= h.x && c.y <= h.y && c.z <= h.z) {
+      out->overlap = true;
+      return;
+    }
+  }
+  const ClosestPair cp = internal::ClosestSegmentBox(rel.position - u, rel.position + u, h);
   if (query == Query::kOverlap) {
     out->overlap = cp.distance_sq <= r * r;
     return;

@@ -4,6 +4,7 @@
 // conformance case file answered through the service, and SIGTERM -> exit 0.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +51,7 @@ class Daemon {
     const int log_fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_ = fork();
     if (pid_ == 0) {  // only async-signal-safe calls until exec
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a killed test process
       if (log_fd >= 0) {
         dup2(log_fd, 1);
         dup2(log_fd, 2);
