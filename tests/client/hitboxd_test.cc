@@ -16,6 +16,7 @@
 #include "hitbox/client.h"
 #include "hitbox/client_pool.h"
 #include "hitbox/collide.h"
+#include "hitbox/wire/convert.h"
 #include "hitboxd_process.h"
 #include "test_util.h"
 
@@ -60,6 +61,15 @@ bool CoreCastsWork() {
     return hit;
   }();
   return works;
+}
+
+// The message the server's validation gives a change batch: the batch as
+// the client encodes it, decoded by hitbox_wire as the server does.
+std::string WireError(const std::vector<ColliderChange>& changes) {
+  v1::ApplyChangesRequest req;
+  for (const ColliderChange& c : changes) wire::ToProto(c, req.add_changes());
+  std::vector<ColliderChange> decoded;
+  return wire::FromProto(req.changes(), &decoded).message();
 }
 
 // A unit sphere at the origin.
@@ -239,6 +249,8 @@ TEST_F(HitboxdTest, BadInputRejectedWithServerMessage) {
   EXPECT_EQ(r.code(), RpcCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("changes[1]"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("position.y"), std::string::npos) << r.status().message();
+  // Byte for byte what the server's validation (hitbox_wire) says about it.
+  EXPECT_EQ(r.status().message(), WireError(batch));
 
   Collider bad_layer;
   bad_layer.id = 9;
@@ -247,6 +259,7 @@ TEST_F(HitboxdTest, BadInputRejectedWithServerMessage) {
   r = client_->ApplyChanges("bad-input", layer_batch);
   EXPECT_EQ(r.code(), RpcCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("layer"), std::string::npos) << r.status().message();
+  EXPECT_EQ(r.status().message(), WireError(layer_batch));
 
   const std::vector<ColliderChange> quat = {
       ColliderChange::Move(1, Pose({0, 0, 0}, Quat(0, 0, 0, 2)))};

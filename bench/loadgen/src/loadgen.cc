@@ -251,16 +251,35 @@ Result<TickReport> RunTicks(const std::shared_ptr<grpc::Channel>& channel,
     local.reserve(static_cast<size_t>(std::min<uint64_t>(o.ticks, 1000000)));
     uint64_t ticks = 0, nq = 0, hits = 0, errors = 0;
     std::string first_error;
+    // Requests are built once per slice of the query pool and reused (only
+    // the tick number and the moves change), so the client spends little CPU.
+    const size_t per_tick = o.queries_per_tick;
+    const size_t slices =
+        per_tick == 0 ? 1 : std::max<size_t>(1, std::min<size_t>(64, proto_queries.size() / per_tick));
+    std::vector<v1::TickRequest> templates(slices);
     size_t qpos = (s * 7919) % proto_queries.size();
+    for (v1::TickRequest& tr : templates) {
+      tr.mutable_queries()->Reserve(static_cast<int>(per_tick));
+      for (size_t q = 0; q < per_tick; ++q) {
+        *tr.add_queries() = proto_queries[qpos];
+        qpos = (qpos + 1) % proto_queries.size();
+      }
+    }
     size_t mpos = 0;
+    v1::TickResponse resp;
     Clock::time_point start{}, end{};
     bool stream_ok = true;
     for (uint64_t t = 0; t < o.warmup_ticks + o.ticks; ++t) {
       if (Clock::now() >= deadline) break;
       if (t == o.warmup_ticks) start = Clock::now();
-      v1::TickRequest req;
-      if (t == 0) req.set_session_id(o.session_id);
+      v1::TickRequest& req = templates[t % templates.size()];
+      if (t == 0) {
+        req.set_session_id(o.session_id);
+      } else {
+        req.clear_session_id();
+      }
       req.set_tick(t);
+      req.clear_changes();
       for (size_t m = 0; m < o.moves_per_tick && !mine.empty(); ++m) {
         const Collider& c = scene[mine[mpos++ % mine.size()]];
         v1::MoveCollider* mv = req.add_changes()->mutable_move();
@@ -268,12 +287,7 @@ Result<TickReport> RunTicks(const std::shared_ptr<grpc::Channel>& channel,
         const Pose p(c.pose.position + Vec3(jitter(rng), jitter(rng), jitter(rng)), c.pose.rotation);
         wire::ToProto(p, mv->mutable_pose());
       }
-      for (size_t q = 0; q < o.queries_per_tick; ++q) {
-        *req.add_queries() = proto_queries[qpos];
-        qpos = (qpos + 1) % proto_queries.size();
-      }
       const Clock::time_point t0 = Clock::now();
-      v1::TickResponse resp;
       if (!stream->Write(req) || !stream->Read(&resp)) {
         stream_ok = false;
         break;
@@ -345,11 +359,11 @@ Result<UnaryReport> RunUnary(const std::shared_ptr<grpc::Channel>& channel,
   std::vector<double> samples;
   const Clock::time_point deadline = Clock::now() + o.duration;
   Clock::time_point start{};
+  v1::QueryResponse resp;
   for (uint64_t i = 0; i < o.warmup_calls + o.calls; ++i) {
     if (Clock::now() >= deadline) break;
     if (i == o.warmup_calls) start = Clock::now();
     grpc::ClientContext ctx;
-    v1::QueryResponse resp;
     const Clock::time_point t0 = Clock::now();
     const grpc::Status s = stub->Query(&ctx, requests[i % requests.size()], &resp);
     const Clock::time_point t1 = Clock::now();
