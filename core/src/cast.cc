@@ -301,6 +301,7 @@ SegmentBoxSweep SweepSegmentBox(const Vec3& p0, const Vec3& p1, double r, const 
                                 const Vec3& e, double t_start, const CastSettings& settings) {
   SegmentBoxSweep out;
   const double tol = std::max(settings.linear_tolerance, 0.0);
+  const double t_max = FractionBound(settings);
   double t = t_start;
   ClosestPair cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
   double dist = std::sqrt(cp.distance_sq);
@@ -326,7 +327,8 @@ SegmentBoxSweep SweepSegmentBox(const Vec3& p0, const Vec3& p1, double r, const 
     }
     if (closing <= 0.0) return out;  // not approaching: d is non-decreasing from here
     const double next = t + gap / closing;
-    if (!(next <= 1.0)) return out;
+    // Past the bound: the time of impact (>= next) is later than asked for.
+    if (!(next <= t_max)) return out;
     if (next <= t) return out;  // no progress in floating point while apart
     t = next;
     cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
@@ -378,7 +380,8 @@ CastMethod MethodFor(ShapeKind a, ShapeKind b) {
   return CastMethod::kConservative;
 }
 
-bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         double t_max) {
   // Ray from A's centre against B's bounding sphere grown by A's (Ericson 5.5.7).
   const double r = (a.BoundingRadius() + b.BoundingRadius()) * (1.0 + 1e-12);
   const Vec3& o = a_in_b.position;
@@ -387,10 +390,10 @@ bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
   const double bb = Dot(o, v);
   if (bb >= 0.0) return true;
   const double vv = v.LengthSq();
-  // No real root (closest approach beyond r), or the entry root beyond t = 1:
-  // f(t) = vv t^2 + 2 bb t + c still positive and decreasing at t = 1.
+  // No real root (closest approach beyond r), or the entry root beyond t_max:
+  // f(t) = vv t^2 + 2 bb t + c still positive and decreasing at t = t_max.
   if (bb * bb - vv * c < 0.0) return true;
-  return c + 2.0 * bb + vv > 0.0 && bb + vv < 0.0;
+  return c + t_max * (2.0 * bb + vv * t_max) > 0.0 && bb + vv * t_max < 0.0;
 }
 
 LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
@@ -398,7 +401,7 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
   const CastMethod method = MethodFor(a.kind(), b.kind());
   // Bounding spheres first for the costlier methods: most far misses end here.
   if (method != CastMethod::kSphereRay && method != CastMethod::kRayFromSphereB &&
-      BoundingSpheresMiss(a, a_in_b, v, b)) {
+      BoundingSpheresMiss(a, a_in_b, v, b, FractionBound(settings))) {
     return {};
   }
   switch (method) {

@@ -100,7 +100,7 @@ LocalCast CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v
     }
     if (last_closing <= 0.0) return {};  // not approaching: d is non-decreasing from here
     const double next = t + g.distance / last_closing;
-    if (!(next <= 1.0) || next <= t) return {};
+    if (!(next <= FractionBound(settings)) || next <= t) return {};
     t = next;
     placed.position = a_in_b.position + v * t;
     g = GjkDistance(core_b, core_a, placed);
@@ -125,6 +125,8 @@ LocalCast CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, co
                                                a_in_b.TransformPoint(a1), ra, v, b0, b1, rb);
     if (bound.state == CastState::kMiss) return {};
     if (bound.state == CastState::kHit) {
+      // The bounds' time of impact is a lower bound: past max_fraction, so is the cast's.
+      if (bound.t > FractionBound(settings)) return {};
       t_start = bound.t;
       n_start = bound.normal;
     }
@@ -133,7 +135,7 @@ LocalCast CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, co
   const ConvexCore core_b = ConvexCore::FromShape(b);
   const GjkRaycastResult g =
       GjkRaycast(core_a, a_in_b, v, core_b, t_start, n_start, settings.linear_tolerance,
-                 std::max(settings.max_iterations, 1));
+                 std::max(settings.max_iterations, 1), FractionBound(settings));
   LocalCast r;
   switch (g.state) {
     case GjkRaycastResult::State::kMiss: return r;

@@ -42,9 +42,18 @@ enum class CastMethod : uint8_t {
 };
 CastMethod MethodFor(ShapeKind a, ShapeKind b);
 
-/// True when the bounding spheres of A (moving by v) and B never meet in [0, 1]
-/// (a conservative early-out: false does not imply contact).
-bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+/// CastSettings::max_fraction clamped for use: values in [0, 1] as given,
+/// anything else (NaN, negative, > 1) as 1 (no bound).
+inline double FractionBound(const CastSettings& settings) {
+  const double m = settings.max_fraction;
+  return (m >= 0.0 && m < 1.0) ? m : 1.0;
+}
+
+/// True when the bounding spheres of A (moving by v) and B never meet in
+/// [0, t_max], t_max in [0, 1] (a conservative early-out: false does not imply
+/// contact).
+bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         double t_max = 1.0);
 
 /// Closed-form or iterative cast in B's frame, chosen by MethodFor().
 LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -243,6 +244,19 @@ struct ColliderSet::Impl {
   void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const;
   void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
   void Raycast(const RayQuery& q, std::vector<CastHit>* hits) const;
+  /// Answers queries[begin, end) into results[begin, end), interleaving the
+  /// traversals of queries of the same kind.
+  void RunRange(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
+                size_t end) const;
+
+  struct OverlapJob;
+  struct HitCollector;
+  struct CastJob;
+  struct RayJob;
+  template <typename Q, typename J, typename Cursor, typename BeginFn, typename StepFn>
+  void Interleave(std::span<const Query> queries, std::span<QueryResult> results,
+                  const std::vector<uint32_t>& idx, const BeginFn& begin,
+                  const StepFn& step) const;
 };
 
 ColliderSet::ColliderSet() : impl_(std::make_unique<Impl>()) {}
@@ -420,132 +434,286 @@ ColliderSet::TreeStats ColliderSet::GetTreeStats() const {
 
 // ---------------------------------------------------------------------------
 // Queries
+//
+// Each query kind is a job: set up from the query, fed the candidate leaves
+// of a tree traversal (Leaf), then finished (sorting, contacts). Run() drives
+// one job with QueryTree / CastTree; RunBatch() steps up to kInterleave jobs
+// of one kind in turn with the cursors of dynamic_tree.h so their cache
+// misses overlap. Both feed each job the same leaves in the same order.
 
-void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
-  hits->clear();
-  const Pose pose = Normalized(q.pose);
-  const FloatAabb box = FloatAabb::Outward(q.shape.WorldBounds(pose).Expanded(kBoxSlack));
-  const double r_q = q.shape.BoundingRadius() + kBoxSlack;
-  const bool has_ignore = !q.filter.ignore.empty();
-  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
-  QueryTree(tree, box, q.filter.mask, [&](uint32_t item, uint32_t) {
-    const Collider& c = colliders[item];
-    if (has_ignore && std::find(q.filter.ignore.begin(), q.filter.ignore.end(), c.id) !=
-                          q.filter.ignore.end()) {
+/// Traversals stepped in turn by RunBatch (enough to cover a memory latency).
+constexpr size_t kInterleave = 8;
+
+struct ColliderSet::Impl::OverlapJob {
+  const ColliderSet::Impl* m = nullptr;
+  const OverlapQuery* q = nullptr;
+  std::vector<OverlapHit>* hits = nullptr;
+  Pose pose;
+  FloatAabb box;
+  double r_q = 0.0;
+  bool has_ignore = false;
+
+  void Start(const ColliderSet::Impl& set, const OverlapQuery& query,
+             std::vector<OverlapHit>* out) {
+    m = &set;
+    q = &query;
+    hits = out;
+    hits->clear();
+    pose = Normalized(q->pose);
+    box = FloatAabb::Outward(q->shape.WorldBounds(pose).Expanded(kBoxSlack));
+    r_q = q->shape.BoundingRadius() + kBoxSlack;
+    has_ignore = !q->filter.ignore.empty();
+  }
+  void Leaf(uint32_t item) {
+    const Collider& c = m->colliders[item];
+    if (has_ignore && std::find(q->filter.ignore.begin(), q->filter.ignore.end(), c.id) !=
+                          q->filter.ignore.end()) {
       return;
     }
-    const double r = r_q + radius[item];
+    const double r = r_q + m->radius[item];
     if ((c.pose.position - pose.position).LengthSq() > r * r) return;
-    if (!hitbox::Overlap(q.shape, pose, c.shape, c.pose)) return;
+    if (!hitbox::Overlap(q->shape, pose, c.shape, c.pose)) return;
     OverlapHit h;
     h.id = c.id;
-    h.user_data = item;  // index for now; replaced below
+    h.user_data = item;  // index for now; replaced in Finish
     hits->push_back(h);
-  }, prefetch);
-  std::sort(hits->begin(), hits->end(),
-            [](const OverlapHit& a, const OverlapHit& b) { return a.id < b.id; });
-  if (q.filter.max_hits != 0 && hits->size() > q.filter.max_hits) hits->resize(q.filter.max_hits);
-  for (OverlapHit& h : *hits) {
-    const Collider& c = colliders[static_cast<size_t>(h.user_data)];
-    h.user_data = c.user_data;
-    if (q.want_contact) {
-      Contact contact;
-      if (!ComputeContact(q.shape, pose, c.shape, c.pose, &contact)) {
-        // Touching within the narrow phase's tolerance: zero depth.
-        contact = Contact{};
-        contact.depth = 0.0;
-        const Vec3 d = c.pose.position - pose.position;
-        contact.normal = d.LengthSq() > 0.0 ? d.Normalized() : Vec3{0, 1, 0};
-        contact.point_a = contact.point_b = 0.5 * (pose.position + c.pose.position);
+  }
+  void Finish() {
+    std::sort(hits->begin(), hits->end(),
+              [](const OverlapHit& a, const OverlapHit& b) { return a.id < b.id; });
+    if (q->filter.max_hits != 0 && hits->size() > q->filter.max_hits) {
+      hits->resize(q->filter.max_hits);
+    }
+    for (OverlapHit& h : *hits) {
+      const Collider& c = m->colliders[static_cast<size_t>(h.user_data)];
+      h.user_data = c.user_data;
+      if (q->want_contact) {
+        Contact contact;
+        if (!ComputeContact(q->shape, pose, c.shape, c.pose, &contact)) {
+          // Touching within the narrow phase's tolerance: zero depth.
+          contact = Contact{};
+          contact.depth = 0.0;
+          const Vec3 d = c.pose.position - pose.position;
+          contact.normal = d.LengthSq() > 0.0 ? d.Normalized() : Vec3{0, 1, 0};
+          contact.point_a = contact.point_b = 0.5 * (pose.position + c.pose.position);
+        }
+        h.contact = contact;
       }
-      h.contact = contact;
     }
   }
+};
+
+/// State shared by sweeps and rays: the closest hit so far, or all hits.
+struct ColliderSet::Impl::HitCollector {
+  std::vector<CastHit>* hits = nullptr;
+  const QueryFilter* filter = nullptr;
+  bool all = false;
+  bool have_best = false;
+  CastHit best;
+
+  void Start(std::vector<CastHit>* out, const QueryFilter& f, bool all_hits) {
+    hits = out;
+    hits->clear();
+    filter = &f;
+    all = all_hits;
+    have_best = false;
+  }
+  bool Ignored(uint64_t id) const {
+    return !filter->ignore.empty() &&
+           std::find(filter->ignore.begin(), filter->ignore.end(), id) != filter->ignore.end();
+  }
+  /// Records a hit; returns the new max fraction of the traversal.
+  double Add(const Collider& c, const CastResult& r, double max_t) {
+    CastHit h = MakeHit(c, r);
+    if (all) {
+      hits->push_back(h);
+      return max_t;
+    }
+    if (!have_best || HitLess(h, best)) {
+      best = h;
+      have_best = true;
+      return std::min(max_t, h.fraction);
+    }
+    return max_t;
+  }
+  void Finish() {
+    if (all) {
+      std::sort(hits->begin(), hits->end(), HitLess);
+      if (filter->max_hits != 0 && hits->size() > filter->max_hits) hits->resize(filter->max_hits);
+    } else if (have_best) {
+      hits->push_back(best);
+    }
+  }
+};
+
+struct ColliderSet::Impl::CastJob {
+  const ColliderSet::Impl* m = nullptr;
+  const CastQuery* q = nullptr;
+  Pose pose;
+  SegmentSetup seg;
+  double r_q = 0.0;
+  HitCollector out;
+
+  void Start(const ColliderSet::Impl& set, const CastQuery& query, std::vector<CastHit>* hits) {
+    m = &set;
+    q = &query;
+    out.Start(hits, q->filter, q->all_hits);
+    pose = Normalized(q->pose);
+    const Aabb box = q->shape.WorldBounds(pose);
+    seg = SegmentSetup(box.Center(), q->translation, box.Extents() + Vec3::Splat(kBoxSlack));
+    r_q = q->shape.BoundingRadius() + kBoxSlack;
+  }
+  double Leaf(uint32_t item, double max_t) {
+    const Collider& c = m->colliders[item];
+    if (out.Ignored(c.id)) return max_t;
+    double t;
+    if (!SphereSweepEntry(pose.position, q->translation, r_q + m->radius[item], c.pose.position,
+                          max_t, &t)) {
+      return max_t;
+    }
+    // Closest-hit mode: the pair may stop as soon as it is known to come later
+    // than the best hit so far (ties at max_t still get the exact fraction).
+    CastSettings settings;
+    if (!out.all) settings.max_fraction = max_t;
+    const CastResult r = hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
+    if (!r.hit()) return max_t;
+    return out.Add(c, r, max_t);
+  }
+  void Finish() { out.Finish(); }
+};
+
+struct ColliderSet::Impl::RayJob {
+  const ColliderSet::Impl* m = nullptr;
+  const RayQuery* q = nullptr;
+  SegmentSetup seg;
+  HitCollector out;
+
+  void Start(const ColliderSet::Impl& set, const RayQuery& query, std::vector<CastHit>* hits) {
+    m = &set;
+    q = &query;
+    out.Start(hits, q->filter, q->all_hits);
+    seg = SegmentSetup(q->origin, q->translation, Vec3::Splat(kBoxSlack));
+  }
+  double Leaf(uint32_t item, double max_t) {
+    const Collider& c = m->colliders[item];
+    if (out.Ignored(c.id)) return max_t;
+    double t;
+    if (!SphereSweepEntry(q->origin, q->translation, m->radius[item] + kBoxSlack,
+                          c.pose.position, max_t, &t)) {
+      return max_t;
+    }
+    const CastResult r = hitbox::Raycast(q->origin, q->translation, c.shape, c.pose);
+    if (!r.hit()) return max_t;
+    return out.Add(c, r, max_t);
+  }
+  void Finish() { out.Finish(); }
+};
+
+void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
+  OverlapJob job;
+  job.Start(*this, q, hits);
+  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
+  QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
+            prefetch);
+  job.Finish();
 }
 
 void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
-  hits->clear();
-  const Pose pose = Normalized(q.pose);
-  const Aabb box = q.shape.WorldBounds(pose);
-  const SegmentSetup seg(box.Center(), q.translation, box.Extents() + Vec3::Splat(kBoxSlack));
-  const double r_q = q.shape.BoundingRadius() + kBoxSlack;
-  const bool has_ignore = !q.filter.ignore.empty();
-  const bool all = q.all_hits;
-  bool have_best = false;
-  CastHit best;
+  CastJob job;
+  job.Start(*this, q, hits);
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
-  CastTree(tree, seg, q.filter.mask, 1.0, [&](uint32_t item, uint32_t, double max_t) {
-    const Collider& c = colliders[item];
-    if (has_ignore && std::find(q.filter.ignore.begin(), q.filter.ignore.end(), c.id) !=
-                          q.filter.ignore.end()) {
-      return max_t;
-    }
-    double t;
-    if (!SphereSweepEntry(pose.position, q.translation, r_q + radius[item],
-                          c.pose.position, max_t, &t)) {
-      return max_t;
-    }
-    const CastResult r = hitbox::Cast(q.shape, pose, q.translation, c.shape, c.pose);
-    if (!r.hit()) return max_t;
-    CastHit h = MakeHit(c, r);
-    if (all) {
-      hits->push_back(h);
-      return max_t;
-    }
-    if (!have_best || HitLess(h, best)) {
-      best = h;
-      have_best = true;
-      return std::min(max_t, h.fraction);
-    }
-    return max_t;
-  }, prefetch);
-  if (all) {
-    std::sort(hits->begin(), hits->end(), HitLess);
-    if (q.filter.max_hits != 0 && hits->size() > q.filter.max_hits) hits->resize(q.filter.max_hits);
-  } else if (have_best) {
-    hits->push_back(best);
-  }
+  CastTree(tree, job.seg, q.filter.mask, 1.0,
+           [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+           prefetch);
+  job.Finish();
 }
 
 void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
-  hits->clear();
-  const SegmentSetup seg(q.origin, q.translation, Vec3::Splat(kBoxSlack));
-  const bool has_ignore = !q.filter.ignore.empty();
-  const bool all = q.all_hits;
-  bool have_best = false;
-  CastHit best;
+  RayJob job;
+  job.Start(*this, q, hits);
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
-  CastTree(tree, seg, q.filter.mask, 1.0, [&](uint32_t item, uint32_t, double max_t) {
-    const Collider& c = colliders[item];
-    if (has_ignore && std::find(q.filter.ignore.begin(), q.filter.ignore.end(), c.id) !=
-                          q.filter.ignore.end()) {
-      return max_t;
+  CastTree(tree, job.seg, q.filter.mask, 1.0,
+           [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+           prefetch);
+  job.Finish();
+}
+
+// Runs the queries of one kind (Q) among queries[idx[k]] with up to
+// kInterleave jobs (J) stepped in turn; Begin(job, cursor) starts a cursor.
+template <typename Q, typename J, typename Cursor, typename BeginFn, typename StepFn>
+void ColliderSet::Impl::Interleave(std::span<const Query> queries,
+                                   std::span<QueryResult> results,
+                                   const std::vector<uint32_t>& idx, const BeginFn& begin,
+                                   const StepFn& step) const {
+  const Impl& m = *this;
+  J jobs[kInterleave];
+  Cursor cursors[kInterleave];
+  bool live[kInterleave] = {};
+  size_t next = 0;
+  size_t active = 0;
+  auto start = [&](size_t s) {
+    while (next < idx.size()) {
+      const uint32_t i = idx[next++];
+      const Q& q = std::get<Q>(queries[i]);
+      if constexpr (std::is_same_v<Q, OverlapQuery>) {
+        jobs[s].Start(m, q, &results[i].overlaps);
+      } else {
+        jobs[s].Start(m, q, &results[i].hits);
+      }
+      begin(jobs[s], cursors[s]);
+      live[s] = true;
+      return true;
     }
-    double t;
-    if (!SphereSweepEntry(q.origin, q.translation, radius[item] + kBoxSlack,
-                          c.pose.position, max_t, &t)) {
-      return max_t;
+    live[s] = false;
+    return false;
+  };
+  for (size_t s = 0; s < kInterleave; ++s) active += start(s);
+  while (active > 0) {
+    for (size_t s = 0; s < kInterleave; ++s) {
+      if (!live[s]) continue;
+      if (step(jobs[s], cursors[s])) continue;
+      jobs[s].Finish();
+      if (!start(s)) --active;
     }
-    const CastResult r = hitbox::Raycast(q.origin, q.translation, c.shape, c.pose);
-    if (!r.hit()) return max_t;
-    CastHit h = MakeHit(c, r);
-    if (all) {
-      hits->push_back(h);
-      return max_t;
-    }
-    if (!have_best || HitLess(h, best)) {
-      best = h;
-      have_best = true;
-      return std::min(max_t, h.fraction);
-    }
-    return max_t;
-  }, prefetch);
-  if (all) {
-    std::sort(hits->begin(), hits->end(), HitLess);
-    if (q.filter.max_hits != 0 && hits->size() > q.filter.max_hits) hits->resize(q.filter.max_hits);
-  } else if (have_best) {
-    hits->push_back(best);
   }
+}
+
+void ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<QueryResult> results,
+                                 size_t begin, size_t end) const {
+  std::vector<uint32_t> by_kind[3];
+  for (size_t i = begin; i < end; ++i) {
+    results[i].overlaps.clear();
+    results[i].hits.clear();
+    const size_t k = queries[i].index();
+    if (k < 3) by_kind[k].push_back(static_cast<uint32_t>(i));
+  }
+  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
+  Interleave<OverlapQuery, OverlapJob, BoxCursor>(
+      queries, results, by_kind[0],
+      [this](OverlapJob& job, BoxCursor& cur) { cur.Begin(tree, job.box, job.q->filter.mask); },
+      [&](OverlapJob& job, BoxCursor& cur) {
+        return cur.Step([&](uint32_t item, uint32_t) { job.Leaf(item); }, prefetch);
+      });
+  Interleave<CastQuery, CastJob, SegmentCursor>(
+      queries, results, by_kind[1],
+      [this](CastJob& job, SegmentCursor& cur) {
+        cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
+      },
+      [&](CastJob& job, SegmentCursor& cur) {
+        return cur.Step(
+            [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+            prefetch);
+      });
+  Interleave<RayQuery, RayJob, SegmentCursor>(
+      queries, results, by_kind[2],
+      [this](RayJob& job, SegmentCursor& cur) {
+        cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
+      },
+      [&](RayJob& job, SegmentCursor& cur) {
+        return cur.Step(
+            [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+            prefetch);
+      });
 }
 
 void ColliderSet::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
@@ -574,13 +742,13 @@ void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult
                            ThreadPool* pool) const {
   const size_t n = std::min(queries.size(), results.size());
   if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
-    for (size_t i = 0; i < n; ++i) Run(queries[i], &results[i]);
+    impl_->RunRange(queries, results, 0, n);
     return;
   }
   const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
   pool->ParallelFor(chunks, [&](size_t chunk) {
     const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
-    for (size_t i = chunk * kParallelChunk; i < end; ++i) Run(queries[i], &results[i]);
+    impl_->RunRange(queries, results, chunk * kParallelChunk, end);
   });
 }
 

@@ -284,6 +284,8 @@ struct SegmentSetup {
 
   static constexpr double kHuge = 1e300;
 
+  /// Unset (fields uninitialised); assign a constructed one before use.
+  SegmentSetup() = default;
   SegmentSetup(const Vec3& origin, const Vec3& translation, const Vec3& extent) {
     for (int i = 0; i < 3; ++i) {
       lo[i] = origin[i] + extent[i];  // node.min - extent - origin = node.min - lo
@@ -366,5 +368,155 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
     sp += h_near;
   }
 }
+
+// ---------------------------------------------------------------------------
+// Interleaved traversal. One descent is a chain of dependent cache misses (a
+// node's children are known only once the node is loaded), ~one per level,
+// which leaves the core idle. The cursors below run the same traversals as
+// QueryTree / CastTree one node per Step(): a step works on the node whose
+// line it prefetched in the previous step, then pops and prefetches the next.
+// Stepping several cursors in turn keeps several misses in flight ("AMAC":
+// Kocberber et al., "Asynchronous Memory Access Chaining", VLDB 2015). Each
+// cursor visits the same nodes and calls its leaf function in the same order
+// as the one-shot function, so answers are identical.
+
+/// QueryTree as a resumable traversal.
+class BoxCursor {
+ public:
+  /// Starts a traversal of `tree` for leaves overlapping `box` on `mask`.
+  void Begin(const DynamicTree& tree, const FloatAabb& box, uint32_t mask) {
+    tree_ = &tree;
+    box_ = box;
+    mask_ = mask;
+    sp_ = 0;
+    pending_ = DynamicTree::kNull;
+    const uint32_t root = tree.root();
+    if (root == DynamicTree::kNull || !BoxesOverlap(tree.node(root), box)) return;
+    stack_.resize(static_cast<size_t>(tree.Height()) + 2);
+    stack_[sp_++] = root;
+  }
+
+  /// Does one node's work: fn(item, layer) for a leaf. Returns false when done.
+  template <typename Fn, typename ItemPrefetch>
+  bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
+    const TreeNode* nodes = tree_->nodes();
+    if (pending_ != DynamicTree::kNull) {
+      const TreeNode& n = nodes[pending_];
+      pending_ = DynamicTree::kNull;
+      if (n.IsLeaf()) {
+        if ((mask_ >> n.child2) & 1u) fn(n.Item(), n.child2);
+      } else {
+        const uint32_t c1 = n.child1;
+        const uint32_t c2 = n.child2;
+        bool h1 = BoxesOverlap(nodes[c1], box_);
+        bool h2 = BoxesOverlap(nodes[c2], box_);
+        if (mask_ != 0xFFFFFFFFu) {
+          h1 = h1 && (tree_->LayerMask(c1) & mask_) != 0;
+          h2 = h2 && (tree_->LayerMask(c2) & mask_) != 0;
+        }
+        stack_[sp_] = c2;
+        sp_ += h2;
+        stack_[sp_] = c1;
+        sp_ += h1;
+      }
+    }
+    if (sp_ == 0) return false;
+    pending_ = stack_[--sp_];
+    PrefetchNext(nodes, pending_, item_prefetch);
+    return true;
+  }
+
+ private:
+  const DynamicTree* tree_ = nullptr;
+  FloatAabb box_;
+  uint32_t mask_ = 0;
+  std::vector<uint32_t> stack_;
+  size_t sp_ = 0;
+  uint32_t pending_ = DynamicTree::kNull;
+};
+
+/// CastTree as a resumable traversal.
+class SegmentCursor {
+ public:
+  /// Starts a traversal of `tree` along `seg` (kept by pointer) on `mask`.
+  void Begin(const DynamicTree& tree, const SegmentSetup* seg, uint32_t mask,
+             double max_fraction) {
+    tree_ = &tree;
+    seg_ = seg;
+    mask_ = mask;
+    max_fraction_ = max_fraction;
+    sp_ = 0;
+    has_pending_ = false;
+    const uint32_t root = tree.root();
+    double t_root;
+    if (root == DynamicTree::kNull || !seg->Entry(tree.node(root), max_fraction, &t_root)) return;
+    stack_.resize(static_cast<size_t>(tree.Height()) + 2);
+    stack_[sp_++] = {root, t_root};
+  }
+
+  /// Does one node's work: for a leaf, max_fraction = fn(item, layer,
+  /// max_fraction) (negative stops). Returns false when done.
+  template <typename Fn, typename ItemPrefetch>
+  bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
+    const TreeNode* nodes = tree_->nodes();
+    if (has_pending_) {
+      has_pending_ = false;
+      if (pending_.t <= max_fraction_) {
+        const TreeNode& n = nodes[pending_.node];
+        if (n.IsLeaf()) {
+          if ((mask_ >> n.child2) & 1u) {
+            max_fraction_ = fn(n.Item(), n.child2, max_fraction_);
+            if (max_fraction_ < 0.0) {
+              sp_ = 0;
+              return false;
+            }
+          }
+        } else {
+          const uint32_t c1 = n.child1;
+          const uint32_t c2 = n.child2;
+          double t1, t2;
+          bool h1 = seg_->Entry(nodes[c1], max_fraction_, &t1);
+          bool h2 = seg_->Entry(nodes[c2], max_fraction_, &t2);
+          if (mask_ != 0xFFFFFFFFu) {
+            h1 = h1 && (tree_->LayerMask(c1) & mask_) != 0;
+            h2 = h2 && (tree_->LayerMask(c2) & mask_) != 0;
+          }
+          const bool swap = t2 < t1;
+          const Entry near{swap ? c2 : c1, swap ? t2 : t1};
+          const Entry far{swap ? c1 : c2, swap ? t1 : t2};
+          const bool h_near = swap ? h2 : h1;
+          const bool h_far = swap ? h1 : h2;
+          stack_[sp_] = far;
+          sp_ += h_far;
+          stack_[sp_] = near;
+          sp_ += h_near;
+        }
+      }
+    }
+    while (sp_ > 0) {
+      const Entry e = stack_[--sp_];
+      if (e.t > max_fraction_) continue;
+      pending_ = e;
+      has_pending_ = true;
+      PrefetchNext(nodes, e.node, item_prefetch);
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  struct Entry {
+    uint32_t node;
+    double t;
+  };
+  const DynamicTree* tree_ = nullptr;
+  const SegmentSetup* seg_ = nullptr;
+  uint32_t mask_ = 0;
+  double max_fraction_ = 1.0;
+  std::vector<Entry> stack_;
+  size_t sp_ = 0;
+  Entry pending_{0, 0.0};
+  bool has_pending_ = false;
+};
 
 }  // namespace hitbox

@@ -138,7 +138,7 @@ bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
 
 GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3& v,
                             const ConvexCore& b, double lambda_start, const Vec3& normal_start,
-                            double tolerance, int max_iterations) {
+                            double tolerance, int max_iterations, double lambda_max) {
   GjkRaycastResult out;
   const PlacedCore placed_a(a, a_in_b);  // A's core in B's frame at its start pose
   const double margin = a.margin + b.margin;
@@ -188,7 +188,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
       const double vn = Dot(nd, v);
       if (vn >= 0.0) return out;  // moving away from (or along) the plane: miss
       const double next = plane / vn;  // lambda with lambda * (nd . v) = plane
-      if (!(next <= 1.0)) return out;
+      if (!(next <= lambda_max)) return out;  // later than wanted (or never)
       if (next > lambda) {
         lambda = next;
         x = v * lambda;

@@ -46,9 +46,10 @@ struct GjkRaycastResult {
 /// `b` at the origin of B's frame, starting at l = `lambda_start` (a known
 /// lower bound, 0 when none) with `normal_start` as the contact normal should
 /// the shapes already touch there. `tolerance`: gap in metres accepted as
-/// contact.
+/// contact. `lambda_max` in [0, 1]: once the lower bound passes it, the cast
+/// stops with kMiss (the time of impact is later than the caller cares for).
 GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3& v,
                             const ConvexCore& b, double lambda_start, const Vec3& normal_start,
-                            double tolerance, int max_iterations);
+                            double tolerance, int max_iterations, double lambda_max = 1.0);
 
 }  // namespace hitbox::internal

@@ -51,6 +51,11 @@ struct CastSettings {
   double linear_tolerance = 1e-9;
   /// Iteration cap of the conservative-advancement loop.
   int max_iterations = 64;
+  /// Upper bound on the fraction of interest, in [0, 1]: a cast whose time of
+  /// impact is certainly later than this may stop early and report a miss
+  /// (world sweeps pass their best fraction so far). Hits at or before it are
+  /// reported exactly as with the default 1.
+  double max_fraction = 1.0;
 };
 
 /// Result of Cast() or Raycast().
