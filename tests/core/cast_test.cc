@@ -382,6 +382,48 @@ TEST_P(CastPairTest, ExtremeInputsStayWellFormed) {
   }
 }
 
+// CastSettings::max_fraction: a hit at or before the bound is reported exactly
+// as without it; one after it is either that same hit or a miss; a miss stays
+// a miss. Bounds just below, at and above the unbounded fraction, and random.
+TEST_P(CastPairTest, MaxFractionOnlyDropsLaterHits) {
+  const auto [ka, kb] = GetParam();
+  Random rng(4242 + 10 * static_cast<int>(ka) + static_cast<int>(kb));
+  int dropped = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const RandomCase c = MakeCase(rng, ka, kb);
+    const CastResult full = Cast(c.a, c.pa, c.v, c.b, c.pb);
+    const double bounds[] = {full.fraction, std::nextafter(full.fraction, 0.0),
+                             full.fraction * 0.5, full.fraction + 1e-9, rng.Uniform(0.0, 1.0), 0.0};
+    for (double m : bounds) {
+      CastSettings settings;
+      settings.max_fraction = m;
+      const CastResult r = Cast(c.a, c.pa, c.v, c.b, c.pb, settings);
+      const std::string what = PairName(ka, kb) + " max_fraction=" + ToString(Vec3{m, 0, 0}) +
+                               " full t=" + ToString(Vec3{full.fraction, 0, 0}) + "\n  " +
+                               Describe(c);
+      if (!full.hit()) {
+        ASSERT_FALSE(r.hit()) << what;
+        continue;
+      }
+      if (full.fraction <= m || r.hit()) {
+        ASSERT_EQ(r.state, full.state) << what;
+        ASSERT_EQ(r.fraction, full.fraction) << what;
+        ASSERT_EQ(r.normal, full.normal) << what;
+        ASSERT_EQ(r.point, full.point) << what;
+      } else {
+        ++dropped;
+      }
+    }
+  }
+  // The bound does prune (later hits exist among the bounds above) for every
+  // method but the sphere closed forms (which ignore it: no cheaper bound).
+  const internal::CastMethod method = internal::MethodFor(ka, kb);
+  if (method != internal::CastMethod::kSphereRay &&
+      method != internal::CastMethod::kRayFromSphereB) {
+    EXPECT_GT(dropped, 0) << PairName(ka, kb);
+  }
+}
+
 std::vector<std::pair<ShapeKind, ShapeKind>> AllPairs() {
   std::vector<std::pair<ShapeKind, ShapeKind>> v;
   for (ShapeKind a : kKinds) {
