@@ -481,12 +481,12 @@ void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
   Session& s = *session;
   if (s.deleted()) return fail(deleted());
 
-  std::vector<ColliderChange> changes;
+  std::vector<ColliderChange>& changes = stream->changes;
   if (grpc::Status st = ConvertChanges(s, req.changes(), &changes); !st.ok()) return fail(st);
-  std::vector<hitbox::Query> queries;
+  std::vector<hitbox::Query>& queries = stream->queries;
   if (grpc::Status st = ConvertQueries(s, req.queries(), &queries); !st.ok()) return fail(st);
 
-  std::vector<QueryResult> results;
+  std::vector<QueryResult>& results = stream->results;
   if (!changes.empty()) {
     // The queries run after the changes are applied, so their hit budget must
     // hold whatever they find: check the worst case (sum of max_hits) first.

@@ -79,6 +79,10 @@ class HitboxService final : public v1::Hitbox::CallbackService {
     /// The session was deleted: every later tick is NOT_FOUND (and the
     /// stream no longer holds the session's memory).
     bool session_deleted = false;
+    /// Scratch reused from tick to tick (keeps its capacity).
+    std::vector<ColliderChange> changes;
+    std::vector<hitbox::Query> queries;
+    std::vector<QueryResult> results;
   };
   /// Runs one tick: fills resp (results or error). Never fails the stream.
   void DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp);

@@ -55,8 +55,8 @@ nlohmann::json LatencyJson(const loadgen::Latency& l) {
 }
 
 std::vector<std::string> LatencyCells(const loadgen::Latency& l) {
-  return {FormatNumber(l.mean_us, 4), FormatNumber(l.p50_us, 4), FormatNumber(l.p99_us, 4),
-          FormatNumber(l.p999_us, 4), FormatNumber(l.max_us, 4)};
+  return {FormatFixed(l.mean_us, 1), FormatFixed(l.p50_us, 1), FormatFixed(l.p99_us, 1),
+          FormatFixed(l.p999_us, 1), FormatFixed(l.max_us, 1)};
 }
 
 int RunBench(const GlobalOptions& global, BenchArgs a) {
@@ -84,7 +84,7 @@ int RunBench(const GlobalOptions& global, BenchArgs a) {
     auto r = loadgen::RunInProcess(scene, *mix, a.tick.queries_per_tick, ~0ull, duration, a.threads);
     if (!r.ok()) return Fail("bench: in-process run: " + r.error().message);
     table.AddRow({"inproc batch=" + std::to_string(a.tick.queries_per_tick), "-",
-                  FormatNumber(r->queries_per_s, 6), "-", "-", "-", "-", "-", "0"});
+                  FormatFixed(r->queries_per_s, 0), "-", "-", "-", "-", "-", "0"});
     runs.push_back({{"mode", "inproc"}, {"batch", a.tick.queries_per_tick}, {"threads", a.threads},
                     {"queries", r->queries}, {"seconds", r->seconds},
                     {"queries_per_s", r->queries_per_s}});
@@ -108,8 +108,8 @@ int RunBench(const GlobalOptions& global, BenchArgs a) {
         code = Fail("bench: tick run: " + r.error().message);
       } else {
         std::vector<std::string> row = {"tick streams=" + std::to_string(a.tick.streams),
-                                        FormatNumber(r->ticks_per_s, 6),
-                                        FormatNumber(r->queries_per_s, 6)};
+                                        FormatFixed(r->ticks_per_s, 0),
+                                        FormatFixed(r->queries_per_s, 0)};
         for (auto& c : LatencyCells(r->latency)) row.push_back(c);
         row.push_back(std::to_string(r->errors));
         table.AddRow(row);
@@ -129,8 +129,8 @@ int RunBench(const GlobalOptions& global, BenchArgs a) {
         code = Fail("bench: unary run: " + r.error().message);
       } else {
         std::vector<std::string> row = {"unary queries/call=" + std::to_string(a.unary.queries_per_call),
-                                        FormatNumber(r->calls_per_s, 6),
-                                        FormatNumber(r->queries_per_s, 6)};
+                                        FormatFixed(r->calls_per_s, 0),
+                                        FormatFixed(r->queries_per_s, 0)};
         for (auto& c : LatencyCells(r->latency)) row.push_back(c);
         row.push_back(std::to_string(r->errors));
         table.AddRow(row);

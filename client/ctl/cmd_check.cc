@@ -28,7 +28,7 @@ struct CheckArgs {
   std::string file;
   std::string session;
   bool keep = false;
-  size_t change_batch = 1000;
+  size_t change_batch = 4096;
   size_t query_batch = 1000;
   size_t max_failures = 25;
 };

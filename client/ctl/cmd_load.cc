@@ -24,7 +24,7 @@ struct LoadArgs {
   std::string session;
   std::string file;
   bool create = false;
-  size_t batch = 1000;
+  size_t batch = 4096;
   bool keep_partial = false;
 };
 

@@ -52,6 +52,12 @@ std::string FormatNumber(double v, int digits) {
   return buf;
 }
 
+std::string FormatFixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+  return buf;
+}
+
 std::string FormatVec3(const Vec3& v, int digits) {
   return FormatNumber(v.x, digits) + "," + FormatNumber(v.y, digits) + "," +
          FormatNumber(v.z, digits);
@@ -59,7 +65,12 @@ std::string FormatVec3(const Vec3& v, int digits) {
 
 std::string FormatBounds(const std::optional<Aabb>& bounds) {
   if (!bounds || bounds->IsEmpty()) return "-";
-  return "[" + FormatVec3(bounds->min, 4) + "]..[" + FormatVec3(bounds->max, 4) + "]";
+  std::string out = "[";
+  out += FormatVec3(bounds->min, 4);
+  out += "]..[";
+  out += FormatVec3(bounds->max, 4);
+  out += "]";
+  return out;
 }
 
 std::string FormatUnixMs(int64_t unix_ms) {

@@ -33,6 +33,8 @@ class Table {
 
 /// A double with up to `digits` significant digits ("0.25", "1e-07").
 std::string FormatNumber(double v, int digits = 6);
+/// A double with exactly `decimals` digits after the point ("1465.2").
+std::string FormatFixed(double v, int decimals);
 /// "x,y,z" with FormatNumber components.
 std::string FormatVec3(const Vec3& v, int digits = 6);
 /// "[minx,miny,minz]..[maxx,maxy,maxz]", or "-" when empty.

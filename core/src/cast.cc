@@ -387,7 +387,8 @@ bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
   const double bb = Dot(o, v);
   if (bb >= 0.0) return true;
   const double vv = v.LengthSq();
-  // Closest approach beyond r, or the entry beyond t = 1 (c > -2b - vv <=> f(1) > 0 with f' < 0 at 1).
+  // No real root (closest approach beyond r), or the entry root beyond t = 1:
+  // f(t) = vv t^2 + 2 bb t + c still positive and decreasing at t = 1.
   if (bb * bb - vv * c < 0.0) return true;
   return c + 2.0 * bb + vv > 0.0 && bb + vv < 0.0;
 }
@@ -422,7 +423,9 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
   const Mat33 rb = pose_b.rotation.ToMatrix();
   Pose a_in_b;
   a_in_b.position = rb.TransposeMul(pose_a.position - pose_b.position);
-  if (a.kind() != ShapeKind::kSphere) a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
+  if (a.kind() != ShapeKind::kSphere) {
+    a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
+  }
   const Vec3 v = rb.TransposeMul(translation);
   const internal::LocalCast lc = internal::CastLocal(a, a_in_b, v, b, settings);
   switch (lc.state) {

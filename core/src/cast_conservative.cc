@@ -1,9 +1,10 @@
 // Casts without a closed form (capsule-cylinder, box-cylinder and cylinder
-// against box / capsule / cylinder): bounding spheres and bounding capsules first (closed-form
-// sweeps: a miss of the bounds is a miss, and the capsules' time of impact is
-// a lower bound to start from), then the GJK ray cast of gjk_raycast.h (van
-// den Bergen 2004) on the shapes' cores with the sphere / capsule radius as a
-// margin, and, if that stalls, Newton's method on the GJK distance (gjk.h).
+// against box / capsule / cylinder): bounding spheres and bounding capsules
+// first (closed-form sweeps: a miss of the bounds is a miss, and the capsules'
+// time of impact is a lower bound to start from), then the GJK ray cast of
+// gjk_raycast.h (van den Bergen 2004) on the shapes' cores with the sphere /
+// capsule radius as a margin, and, if that stalls, Newton's method on the GJK
+// distance (gjk.h).
 //
 // Tolerance: the ray cast stops when the remaining gap would move the
 // fraction by less than 1e-7 * clamp(|translation|, 1, 4) (and the gap is
@@ -64,6 +65,14 @@ LocalCast CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v
   double t = t0;
   placed.position = a_in_b.position + v * t;
   GjkResult g = GjkDistance(core_b, core_a, placed);
+  if (t0 == 0.0 && (g.state == GjkState::kOverlapping || g.distance <= tol)) {
+    LocalCast r;  // touching at the start: started overlapping, as everywhere
+    r.state = CastState::kStartedOverlapping;
+    r.t = 0.0;
+    r.normal = g.cores_overlap ? n0 : g.normal;
+    r.point = (g.point_a + g.point_b) * 0.5;
+    return r;
+  }
   double last_closing = 0.0;
   Vec3 last_normal = n0;
   for (int it = 0; it < std::max(settings.max_iterations, 1); ++it) {

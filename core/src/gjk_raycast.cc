@@ -8,10 +8,10 @@
 namespace hitbox::internal {
 namespace {
 
-// A simplex vertex: a point c = pb - pa of C = B - A with its parents.
+// A simplex vertex: a point c = pb - pa of C = B - A, with its parent pb on B
+// (for the contact point).
 struct Vertex {
   Vec3 c;
-  Vec3 pa;  // support point of A's core at its start pose (B frame)
   Vec3 pb;  // support point of B's core (B frame)
 };
 
@@ -140,7 +140,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
                             const ConvexCore& b, double lambda_start, const Vec3& normal_start,
                             double tolerance, int max_iterations) {
   GjkRaycastResult out;
-  const PlacedCore pa(a, a_in_b);  // A's core in B's frame at its start pose
+  const PlacedCore placed_a(a, a_in_b);  // A's core in B's frame at its start pose
   const double margin = a.margin + b.margin;
   const double tol = std::max(tolerance, 0.0);
   double lambda = lambda_start;
@@ -179,8 +179,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
     // Support of C = B - A along nd: farthest of B, nearest of A.
     Vertex s;
     s.pb = b.CoreSupport(nd);
-    s.pa = pa.CoreSupport(-nd);
-    s.c = s.pb - s.pa;
+    s.c = s.pb - placed_a.CoreSupport(-nd);
     // Plane through c + margin * nd with normal nd bounds C + R.
     const double plane = Dot(nd, s.c) + margin;
     const double xn = Dot(nd, x);

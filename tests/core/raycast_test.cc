@@ -196,12 +196,15 @@ TEST_P(RaycastShapeTest, ExtremeInputsStayWellFormed) {
     if (kind == ShapeKind::kCylinder && rng.Int(0, 3) == 0) s = *Shape::MakeCylinder(scale, 0.0);
     const Pose p(rng.InBox(scale), rng.Rotation());
     const Vec3 o = p.position + rng.InBox(3.0 * scale);
-    const Vec3 d = (p.position - o) * rng.Uniform(0.0, 3.0) + rng.InBox(rng.Int(0, 1) ? 1e4 : scale);
+    const Vec3 d =
+        (p.position - o) * rng.Uniform(0.0, 3.0) + rng.InBox(rng.Int(0, 1) ? 1e4 : scale);
     const CastResult r = Raycast(o, d, s, p);
     ASSERT_TRUE(r.fraction >= 0.0 && r.fraction <= 1.0) << s.ToString();
     ASSERT_TRUE(r.normal.IsFinite() && std::fabs(r.normal.Length() - 1.0) < 1e-9)
         << s.ToString() << " " << ToString(p) << " o=" << ToString(o) << " d=" << ToString(d);
-    if (r.state == CastState::kHit && r.fraction > 0.0) ASSERT_LE(Dot(r.normal, d), 1e-6);
+    if (r.state == CastState::kHit && r.fraction > 0.0) {
+      ASSERT_LE(Dot(r.normal, d), 1e-6);
+    }
   }
 }
 

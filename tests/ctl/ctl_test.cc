@@ -200,6 +200,22 @@ TEST_F(CtlTest, LoadSceneInBatches) {
   EXPECT_NE(again.err.find("colliders[0] (id 1)"), std::string::npos) << again.err;
 }
 
+// On a terminal (a pty from script(1)) a multi-batch load draws a progress
+// bar on stderr; piped, it prints none.
+TEST_F(CtlTest, LoadProgressBarOnlyOnTerminal) {
+  const RunResult piped = Ctl({"load", "p1", kDemoScene, "--create", "--batch", "20"});
+  EXPECT_EQ(piped.code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("colliders"), std::string::npos) << piped.err;
+  if (access("/usr/bin/script", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/script for a pty";
+  const std::string cmd = kCtl + " --address " + server_.address() + " load p2 " + kDemoScene +
+                          " --create --batch 20";
+  const RunResult tty = RunProcess({"/usr/bin/script", "-qec", cmd, "/dev/null"}, {"HITBOX_ADDRESS="});
+  EXPECT_EQ(tty.code, 0) << tty.out << tty.err;
+  EXPECT_NE(tty.out.find("240/240 colliders"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("[###"), std::string::npos) << tty.out;
+  EXPECT_EQ(CtlJson({"sessions", "get", "p2"}).value("collider_count", 0u), 240u);
+}
+
 // A bad entry is reported with its index and id before anything is sent.
 TEST_F(CtlTest, LoadMalformedEntryNamesPosition) {
   json doc = {{"colliders", {Sphere(10, 1, {0, 0, 0}), Sphere(20, 1, {3, 0, 0}), Sphere(30, 1, {6, 0, 0}),

@@ -73,15 +73,18 @@ struct ClientOptions {
   std::chrono::milliseconds default_timeout{5000};
   /// Retry of UNAVAILABLE on idempotent calls.
   RetryPolicy retry;
-  /// Largest message sent or received, bytes (gRPC's default receive cap is 4 MiB).
+  /// Largest message sent or received, bytes (gRPC's default receive cap is
+  /// 4 MiB). Applies to the channel the address constructor makes; an
+  /// injected channel keeps its own settings.
   int max_message_bytes = 64 << 20;
-  /// true: calls wait (up to their deadline) for the channel to connect
-  /// instead of failing fast with UNAVAILABLE. Only used by the address constructor's
-  /// channel and by every call; retries rarely matter then.
+  /// true: every call and tick stream waits (up to its deadline) for the
+  /// channel to connect instead of failing fast with UNAVAILABLE (so retries
+  /// rarely happen). See also CallOptions::wait_for_ready.
   bool wait_for_ready = false;
-  /// Reconnect backoff of the channel made from an address (gRPC's default
-  /// would wait up to 120 s after a server restart).
+  /// Shortest reconnect backoff of the channel the address constructor makes.
   std::chrono::milliseconds min_reconnect_backoff{100};
+  /// Longest reconnect backoff of that channel (gRPC's default, 120 s, would
+  /// leave a client offline for minutes after a server restart).
   std::chrono::milliseconds max_reconnect_backoff{2000};
   /// Seed of the retry jitter; 0 draws one from std::random_device.
   uint64_t jitter_seed = 0;
