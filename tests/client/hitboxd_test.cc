@@ -411,6 +411,25 @@ TEST_F(HitboxdTest, ServerKilledMidStreamThenRecovered) {
   EXPECT_EQ(fresh->Finish().code(), RpcCode::kOk);
 }
 
+// A graceful stop (SIGTERM, as in a rolling deploy): ticks sent before it are
+// answered, the open stream then ends with an error, and later ticks fail at
+// once with that error.
+TEST(HitboxdGracefulStopTest, StreamEndsWithError) {
+  HitboxdProcess server(0, {"--shutdown-grace-ms", "200"});
+  ASSERT_TRUE(server.running());
+  Client client(server.address(), TestOptions());
+  ASSERT_TRUE(client.CreateSession("deploy").ok());
+  std::unique_ptr<TickStream> stream = client.OpenTickStream("deploy");
+  std::vector<std::future<RpcResult<TickResult>>> before;
+  for (int i = 0; i < 5; ++i) before.push_back(stream->Tick({}, {}));
+  for (auto& f : before) EXPECT_TRUE(f.get().ok());
+  EXPECT_EQ(server.Terminate(), 0);  // returns once the process has exited
+  RpcResult<TickResult> after = stream->Tick({}, {}).get();
+  EXPECT_EQ(after.code(), RpcCode::kUnavailable) << after.status().ToString();
+  EXPECT_TRUE(stream->done());
+  EXPECT_EQ(stream->status().code(), RpcCode::kUnavailable);
+}
+
 // Rendezvous routing over three hitboxd processes: sessions spread over all
 // three, each session's calls reach its own process (ListSessions on each
 // shows exactly its sessions), and removing one process only moves its sessions.
