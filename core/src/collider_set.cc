@@ -522,6 +522,15 @@ struct ColliderSet::Impl::HitCollector {
     return !filter->ignore.empty() &&
            std::find(filter->ignore.begin(), filter->ignore.end(), id) != filter->ignore.end();
   }
+  /// Largest fraction at which a hit on collider `id` could still win in
+  /// closest-hit mode, given the traversal's max fraction `max_t` (the best
+  /// fraction so far once there is one); -1 when it cannot win. A hit ties
+  /// with the best at equal fraction and then wins only with a lower id.
+  double WinningBound(uint64_t id, double max_t) const {
+    if (all || !have_best || id < best.id || max_t < best.fraction) return max_t;
+    if (best.fraction <= 0.0) return -1.0;
+    return std::nextafter(best.fraction, 0.0);
+  }
   /// Records a hit; returns the new max fraction of the traversal.
   double Add(const Collider& c, const CastResult& r, double max_t) {
     CastHit h = MakeHit(c, r);
@@ -571,10 +580,15 @@ struct ColliderSet::Impl::CastJob {
                           max_t, &t)) {
       return max_t;
     }
-    // Closest-hit mode: the pair may stop as soon as it is known to come later
-    // than the best hit so far (ties at max_t still get the exact fraction).
+    // Closest-hit mode: the pair may stop as soon as it is known to come
+    // later than the best hit so far, or to tie with it at a higher id (which
+    // also skips the contact solver for a second started-overlapping pair).
     CastSettings settings;
-    if (!out.all) settings.max_fraction = max_t;
+    if (!out.all) {
+      const double bound = out.WinningBound(c.id, max_t);
+      if (bound < 0.0) return max_t;
+      settings.max_fraction = bound;
+    }
     const CastResult r = hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
     if (!r.hit()) return max_t;
     return out.Add(c, r, max_t);
@@ -598,6 +612,7 @@ struct ColliderSet::Impl::RayJob {
     const Collider& c = m->colliders[item];
     if (out.Ignored(c.id)) return max_t;
     double t;
+    if (out.WinningBound(c.id, max_t) < 0.0) return max_t;
     if (!SphereSweepEntry(q->origin, q->translation, m->radius[item] + kBoxSlack,
                           c.pose.position, max_t, &t)) {
       return max_t;
