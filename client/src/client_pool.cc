@@ -28,21 +28,35 @@ ClientPool::ClientPool(const std::vector<std::string>& addresses, ClientFactory 
   for (const std::string& a : addresses) AddAddress(a);
 }
 
+namespace {
+
+// RendezvousPick over the entries' addresses, without copying them.
+template <typename Entries>
+size_t PickEntry(const Entries& entries, std::string_view session_id) {
+  size_t best = entries.size();
+  uint64_t best_score = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const uint64_t score = RendezvousScore(entries[i].address, session_id);
+    if (best == entries.size() || score > best_score ||
+        (score == best_score && entries[i].address < entries[best].address)) {
+      best = i;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 std::shared_ptr<Client> ClientPool::ForSession(std::string_view session_id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> names;
-  names.reserve(entries_.size());
-  for (const Entry& e : entries_) names.push_back(e.address);
-  const size_t i = RendezvousPick(names, session_id);
+  const size_t i = PickEntry(entries_, session_id);
   return i < entries_.size() ? entries_[i].client : nullptr;
 }
 
 std::string ClientPool::AddressFor(std::string_view session_id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> names;
-  names.reserve(entries_.size());
-  for (const Entry& e : entries_) names.push_back(e.address);
-  const size_t i = RendezvousPick(names, session_id);
+  const size_t i = PickEntry(entries_, session_id);
   return i < entries_.size() ? entries_[i].address : std::string();
 }
 

@@ -79,18 +79,18 @@ void SetDistance(const Pose& frame, double distance, const Vec3& point_a, const 
 // B's core) and the sum of the radii decide everything. `deep_normal` is the
 // direction used when the cores touch (difference too short to normalise).
 
-template <typename DeepNormal>
-void RoundedPair(Query query, const Pose& frame, const Vec3& p, const Vec3& q, double ra,
+template <Query query, typename DeepNormal>
+void RoundedPair(const Pose& frame, const Vec3& p, const Vec3& q, double ra,
                  double rb, double scale, const DeepNormal& deep_normal, PairAnswer* out) {
   const Vec3 diff = q - p;
   const double radii = ra + rb;
   const double d_sq = diff.LengthSq();
-  if (query == Query::kOverlap) {
+  if constexpr (query == Query::kOverlap) {
     out->overlap = d_sq <= radii * radii;
     return;
   }
   const double d = std::sqrt(d_sq);
-  if (query == Query::kDistance) {
+  if constexpr (query == Query::kDistance) {
     const Vec3 n = d > 0.0 ? diff / d : deep_normal();
     SetDistance(frame, d - radii, p + n * ra, q - n * rb, out);
     return;
@@ -104,27 +104,30 @@ Vec3 UnitY() { return {0, 1, 0}; }
 Vec3 UnitX() { return {1, 0, 0}; }
 
 /// Sphere A, sphere B: centre distance.
-void SphereSphere(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+template <Query query>
+void SphereSphere(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                   PairAnswer* out) {
   // Rotations do not matter: work in a frame parallel to the world's at A's centre.
   const Vec3 c = pb.position - pa.position;
   const double scale = a.radius() + b.radius() + Norm1(c);
-  RoundedPair(query, Pose{pa.position}, {}, c, a.radius(), b.radius(), scale, UnitY, out);
+  RoundedPair<query>(Pose{pa.position}, {}, c, a.radius(), b.radius(), scale, UnitY, out);
 }
 
 /// Sphere A, capsule B: in B's frame, sphere centre against B's segment.
-void SphereCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+template <Query query>
+void SphereCapsule(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                    PairAnswer* out) {
   const Vec3 c = pb.RelativeTo(pa).position;
   const double h = b.half_height();
   const Vec3 q{0.0, std::clamp(c.y, -h, h), 0.0};
   const double scale = a.radius() + b.radius() + h + Norm1(c);
   // Deep: push the capsule sideways, perpendicular to its axis.
-  RoundedPair(query, pb, c, q, a.radius(), b.radius(), scale, UnitX, out);
+  RoundedPair<query>(pb, c, q, a.radius(), b.radius(), scale, UnitX, out);
 }
 
 /// Capsule A, capsule B: in A's frame, segment against segment (RTCD 5.1.9).
-void CapsuleCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+template <Query query>
+void CapsuleCapsule(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                     PairAnswer* out) {
   const Pose rel = pa.RelativeTo(pb);
   const Vec3 axis_b = rel.rotation.Rotate({0, 1, 0});
@@ -140,24 +143,25 @@ void CapsuleCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b,
     n = n.LengthSq() > kParallelEpsilon * kParallelEpsilon ? n.Normalized() : Vec3{1, 0, 0};
     return Dot(n, rel.position) < 0.0 ? -n : n;
   };
-  RoundedPair(query, pa, cp.p, cp.q, a.radius(), b.radius(), scale, deep, out);
+  RoundedPair<query>(pa, cp.p, cp.q, a.radius(), b.radius(), scale, deep, out);
 }
 
 /// Sphere A, box B: in B's frame, centre clamped into the box.
-void SphereBox(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+template <Query query>
+void SphereBox(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                PairAnswer* out) {
   const Vec3 c = pb.RelativeTo(pa).position;
   const Vec3& h = b.half_extents();
   const Vec3 q = Max(Min(c, h), -h);
   const double r = a.radius();
   const double d_sq = (c - q).LengthSq();
-  if (query == Query::kOverlap) {
+  if constexpr (query == Query::kOverlap) {
     out->overlap = d_sq <= r * r;
     return;
   }
   const double d = std::sqrt(d_sq);
   const double scale = r + Norm1(h) + Norm1(c);
-  if (query == Query::kDistance) {
+  if constexpr (query == Query::kDistance) {
     const Vec3 n = d > 0.0 ? (q - c) / d : Vec3{0, 1, 0};
     SetDistance(pb, d - r, c + n * r, q, out);
     return;
@@ -182,7 +186,8 @@ void SphereBox(Query query, const Shape& a, const Pose& pa, const Shape& b, cons
 }
 
 /// Sphere A, cylinder B: in B's frame, closest point on the solid cylinder.
-void SphereCylinder(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+template <Query query>
+void SphereCylinder(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                     PairAnswer* out) {
   const Vec3 c = pb.RelativeTo(pa).position;
   const double rc = b.radius();
@@ -190,13 +195,13 @@ void SphereCylinder(Query query, const Shape& a, const Pose& pa, const Shape& b,
   const Vec3 q = internal::ClosestPointOnCylinder(c, rc, h);
   const double r = a.radius();
   const double d_sq = (c - q).LengthSq();
-  if (query == Query::kOverlap) {
+  if constexpr (query == Query::kOverlap) {
     out->overlap = d_sq <= r * r;
     return;
   }
   const double d = std::sqrt(d_sq);
   const double scale = r + rc + h + Norm1(c);
-  if (query == Query::kDistance) {
+  if constexpr (query == Query::kDistance) {
     const Vec3 n = d > 0.0 ? (q - c) / d : Vec3{0, 1, 0};
     SetDistance(pb, d - r, c + n * r, q, out);
     return;
@@ -226,13 +231,14 @@ void SphereCylinder(Query query, const Shape& a, const Pose& pa, const Shape& b,
 /// Box A, capsule B: in A's frame, exact segment-box closest points; when the
 /// segment touches the box, the 6-axis SAT of box against segment (3 face
 /// normals, 3 edge x segment axes) plus the radius gives the exact depth.
-void BoxCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+template <Query query>
+void BoxCapsule(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                 PairAnswer* out) {
   const Pose rel = pa.RelativeTo(pb);
   const Vec3 u = rel.rotation.Rotate({0, b.half_height(), 0});
   const Vec3& h = a.half_extents();
   const double r = b.radius();
-  if (query == Query::kOverlap) {
+  if constexpr (query == Query::kOverlap) {
     // Quick answers first: the capsule's bounding box in A's frame misses the
     // box grown by r (separated), or the segment's midpoint is in the box.
     const Vec3 c = rel.position.Abs();
@@ -247,13 +253,13 @@ void BoxCapsule(Query query, const Shape& a, const Pose& pa, const Shape& b, con
     }
   }
   const ClosestPair cp = internal::ClosestSegmentBox(rel.position - u, rel.position + u, h);
-  if (query == Query::kOverlap) {
+  if constexpr (query == Query::kOverlap) {
     out->overlap = cp.distance_sq <= r * r;
     return;
   }
   const double d = std::sqrt(cp.distance_sq);
   const double scale = r + Norm1(h) + b.half_height() + Norm1(rel.position);
-  if (query == Query::kDistance) {
+  if constexpr (query == Query::kDistance) {
     const Vec3 n = d > 0.0 ? (cp.p - cp.q) / d : Vec3{0, 1, 0};
     SetDistance(pa, d - r, cp.q, cp.p - n * r, out);
     return;
@@ -334,10 +340,11 @@ bool BoxBoxOverlap(const Vec3& ha, const Vec3& hb, const Mat33& r, const Vec3& t
 /// and skipped when the two edges are parallel (|sin| < kParallelEpsilon),
 /// instead of RTCD's epsilon on |R|, so no axis ever reports a false separation.
 /// The minimum-overlap axis is the exact penetration depth of two boxes.
-void BoxBox(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+template <Query query>
+void BoxBox(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
             PairAnswer* out) {
   const Pose rel = pa.RelativeTo(pb);
-  if (query == Query::kDistance) {
+  if constexpr (query == Query::kDistance) {
     const GjkResult g = internal::GjkDistance(ConvexCore::FromShape(a), ConvexCore::FromShape(b), rel);
     SetDistance(pa, g.state == GjkState::kOverlapping ? 0.0 : g.distance, g.point_a, g.point_b,
                 out);
@@ -347,7 +354,7 @@ void BoxBox(Query query, const Shape& a, const Pose& pa, const Shape& b, const P
   const Vec3& hb = b.half_extents();
   const Mat33 m = rel.rotation.ToMatrix();
   const Vec3& t = rel.position;
-  if (query == Query::kOverlap) {
+  if constexpr (query == Query::kOverlap) {
     out->overlap = BoxBoxOverlap(ha, hb, m, t);
     return;
   }
@@ -393,7 +400,7 @@ void BoxBox(Query query, const Shape& a, const Pose& pa, const Shape& b, const P
     }
   }
   out->overlap = true;
-  if (query == Query::kOverlap) return;
+  if constexpr (query == Query::kOverlap) return;
 
   const Vec3& n = best_n;
   const double depth = best_pen;
@@ -430,7 +437,8 @@ void BoxBox(Query query, const Shape& a, const Pose& pa, const Shape& b, const P
 /// Pairs with no closed form (box-cylinder, capsule-cylinder,
 /// cylinder-cylinder): GJK on the cores with the capsule radius as margin;
 /// EPA on the full shapes when the cores themselves overlap.
-void GjkPair(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+template <Query query>
+void GjkPair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
              PairAnswer* out) {
   const Pose rel = pa.RelativeTo(pb);
   const ConvexCore ca = ConvexCore::FromShape(a);
@@ -446,11 +454,11 @@ void GjkPair(Query query, const Shape& a, const Pose& pa, const Shape& b, const 
   }
   // A capped run decides by its best estimate (upper bound on the distance).
   const bool overlap = g.state == GjkState::kOverlapping;
-  if (query == Query::kOverlap) {
+  if constexpr (query == Query::kOverlap) {
     out->overlap = overlap;
     return;
   }
-  if (query == Query::kDistance) {
+  if constexpr (query == Query::kDistance) {
     SetDistance(pa, overlap ? 0.0 : g.distance, g.point_a, g.point_b, out);
     return;
   }
@@ -474,43 +482,33 @@ void GjkPair(Query query, const Shape& a, const Pose& pa, const Shape& b, const 
   SetContact(pa, e.normal, e.depth + margins, e.point_a + e.normal * ca.margin, out);
 }
 
-using PairFn = void (*)(Query, const Shape&, const Pose&, const Shape&, const Pose&,
-                        PairAnswer*);
-
-/// The implementation for kind(a) <= kind(b).
-PairFn Canonical(ShapeKind a, ShapeKind b) {
-  switch (a) {
-    case ShapeKind::kSphere:
-      switch (b) {
-        case ShapeKind::kSphere: return SphereSphere;
-        case ShapeKind::kBox: return SphereBox;
-        case ShapeKind::kCapsule: return SphereCapsule;
-        case ShapeKind::kCylinder: return SphereCylinder;
-      }
-      break;
-    case ShapeKind::kBox:
-      switch (b) {
-        case ShapeKind::kBox: return BoxBox;
-        case ShapeKind::kCapsule: return BoxCapsule;
-        default: return GjkPair;  // box-cylinder
-      }
-    case ShapeKind::kCapsule:
-      if (b == ShapeKind::kCapsule) return CapsuleCapsule;
-      return GjkPair;  // capsule-cylinder
-    case ShapeKind::kCylinder: return GjkPair;
+/// Runs the implementation for kind(a) <= kind(b) (a direct call, so each
+/// query's code is compiled into the pair function).
+template <Query query>
+void RunCanonical(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                  PairAnswer* out) {
+  switch (static_cast<int>(a.kind()) * kShapeKindCount + static_cast<int>(b.kind())) {
+    case 0: SphereSphere<query>(a, pa, b, pb, out); return;     // sphere-sphere
+    case 1: SphereBox<query>(a, pa, b, pb, out); return;        // sphere-box
+    case 2: SphereCapsule<query>(a, pa, b, pb, out); return;    // sphere-capsule
+    case 3: SphereCylinder<query>(a, pa, b, pb, out); return;   // sphere-cylinder
+    case 5: BoxBox<query>(a, pa, b, pb, out); return;           // box-box
+    case 6: BoxCapsule<query>(a, pa, b, pb, out); return;       // box-capsule
+    case 10: CapsuleCapsule<query>(a, pa, b, pb, out); return;  // capsule-capsule
+    default: GjkPair<query>(a, pa, b, pb, out); return;  // box-, capsule-, cylinder-cylinder
   }
-  return GjkPair;
 }
 
 /// The one place that picks a pair implementation: mirrored pairs run with A
 /// and B swapped, then the contact normal and the witness points are flipped back.
-PairAnswer Dispatch(Query query, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+template <Query query>
+PairAnswer Dispatch(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
   PairAnswer out;
   if (static_cast<int>(a.kind()) <= static_cast<int>(b.kind())) {
-    Canonical(a.kind(), b.kind())(query, a, pa, b, pb, &out);
+    RunCanonical<query>(a, pa, b, pb, &out);
     return out;
   }
-  Canonical(b.kind(), a.kind())(query, b, pb, a, pa, &out);
+  RunCanonical<query>(b, pb, a, pa, &out);
   std::swap(out.contact.point_a, out.contact.point_b);
   out.contact.normal = -out.contact.normal;
   std::swap(out.distance.point_a, out.distance.point_b);
@@ -520,12 +518,12 @@ PairAnswer Dispatch(Query query, const Shape& a, const Pose& pa, const Shape& b,
 }  // namespace
 
 bool Overlap(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b) {
-  return Dispatch(Query::kOverlap, a, pose_a, b, pose_b).overlap;
+  return Dispatch<Query::kOverlap>(a, pose_a, b, pose_b).overlap;
 }
 
 bool ComputeContact(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,
                     Contact* contact) {
-  const PairAnswer r = Dispatch(Query::kContact, a, pose_a, b, pose_b);
+  const PairAnswer r = Dispatch<Query::kContact>(a, pose_a, b, pose_b);
   if (!r.overlap) return false;
   if (contact != nullptr) *contact = r.contact;
   return true;
@@ -533,7 +531,7 @@ bool ComputeContact(const Shape& a, const Pose& pose_a, const Shape& b, const Po
 
 DistanceResult ComputeDistance(const Shape& a, const Pose& pose_a, const Shape& b,
                                const Pose& pose_b) {
-  return Dispatch(Query::kDistance, a, pose_a, b, pose_b).distance;
+  return Dispatch<Query::kDistance>(a, pose_a, b, pose_b).distance;
 }
 
 }  // namespace hitbox

@@ -22,7 +22,10 @@ namespace hitbox::testing {
 class HitboxdProcess {
  public:
   /// Starts hitboxd on 127.0.0.1:`port` (0: a free port, read from --port-file).
-  explicit HitboxdProcess(int port = 0) { Start(port); }
+  explicit HitboxdProcess(int port = 0, std::vector<std::string> extra_args = {})
+      : extra_args_(std::move(extra_args)) {
+    Start(port);
+  }
   ~HitboxdProcess() { Kill(); }
   HitboxdProcess(const HitboxdProcess&) = delete;
   HitboxdProcess& operator=(const HitboxdProcess&) = delete;
@@ -48,6 +51,7 @@ class HitboxdProcess {
     std::vector<std::string> args = {binary,       "--listen",    listen,
                                      "--port-file", port_file_, "--log-level",
                                      "warn",        "--threads",   "1"};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -116,6 +120,7 @@ class HitboxdProcess {
   }
 
  private:
+  std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   int port_ = 0;
   std::string port_file_;

@@ -119,6 +119,7 @@ TEST(ClientPoolTest, RoutesToOwnerFakeServers) {
     RpcResult<SessionInfo> r = pool.CreateSession(SessionSpec{id, {}});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     owner[id] = pool.AddressFor(id);
+    EXPECT_EQ(owner[id], addresses[RendezvousPick(addresses, id)]);
     EXPECT_EQ(pool.ForSession(id), pool.ForAddress(owner[id]));
     EXPECT_TRUE(pool.ForSession(id)->GetSession(id).ok());
   }

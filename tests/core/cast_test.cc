@@ -51,8 +51,7 @@ TEST(CastTest, HeadOnHitEveryPair) {
       const CastResult r = Cast(a, pa, {12, 0, 0}, b, pb);
       ASSERT_EQ(r.state, CastState::kHit) << PairName(ka, kb);
       EXPECT_NEAR(r.fraction, 4.0 / 12.0, 1e-9) << PairName(ka, kb);
-      // (Iterative pairs: the normal comes from GJK at a 1e-9 m gap.)
-      EXPECT_TRUE(testing::VecNear(r.normal, {-1, 0, 0}, 1e-5)) << PairName(ka, kb);
+      EXPECT_TRUE(testing::VecNear(r.normal, {-1, 0, 0}, 1e-9)) << PairName(ka, kb);
       EXPECT_NEAR(r.point.x, -1.0, 1e-6) << PairName(ka, kb);
       EXPECT_EQ(r.depth, 0.0);
     }
@@ -293,11 +292,9 @@ void RunPropertyTest(ShapeKind ka, ShapeKind kb, int count, uint64_t seed) {
         }
         const double gap =
             testing::SupportGap(c.a, Moved(c.pa, c.v * r.fraction), c.b, c.pb, r.normal);
-        // Iterative pairs take the normal from GJK at a 1e-6 m gap, where GJK's
-        // stopping rule (absolute 1e-13 * scale) leaves it accurate to ~1e-3
-        // against a curved cylinder (see cast_conservative.cc).
-        const double gap_tol =
-            internal::MethodFor(ka, kb) == internal::CastMethod::kConservative ? 1e-3 : 1e-6;
+        // The normal is a supporting normal of both shapes at the contact
+        // (closed forms exactly; the GJK ray cast by the plane that set t).
+        const double gap_tol = 1e-6;
         if (std::fabs(gap) > gap_tol) {
           ok = false;
           why += " normal is not a contact normal (support gap " + std::to_string(gap) + ")";

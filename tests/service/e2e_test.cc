@@ -61,7 +61,7 @@ class Daemon {
     }
     if (log_fd >= 0) close(log_fd);
     // Wait for the port file (written once listening).
-    for (int i = 0; i < 200 && port_ == 0; ++i) {
+    for (int i = 0; i < 800 && port_ == 0; ++i) {  // up to 20 s on a loaded machine
       std::ifstream in(port_file);
       int p = 0;
       if (in >> p) port_ = p;
@@ -116,7 +116,7 @@ class Daemon {
   }
 
   bool WaitServing() const {
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < 300; ++i) {  // up to ~15 s on a loaded machine
       if (Health() == 1) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

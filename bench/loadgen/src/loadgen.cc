@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include <grpcpp/client_context.h>
 
 #include "hitbox/v1/hitbox.grpc.pb.h"
@@ -20,6 +22,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// User + system CPU seconds of this process so far.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
 double Micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
 Quat RandomRotation(std::mt19937_64& rng) {
@@ -324,9 +334,11 @@ Result<TickReport> RunTicks(const std::shared_ptr<grpc::Channel>& channel,
       last_end = std::max(last_end, end);
     }
   };
+  const double cpu0 = ProcessCpuSeconds();
   std::vector<std::thread> threads;
   for (size_t s = 0; s < k; ++s) threads.emplace_back(worker, s);
   for (std::thread& t : threads) t.join();
+  total.client_cpu_seconds = ProcessCpuSeconds() - cpu0;
   if (opened.load() == 0) {
     return Error{ErrorCode::kInternal, "no tick stream worked: " + total.first_error};
   }
@@ -402,6 +414,8 @@ std::string ToString(const TickReport& r) {
                 static_cast<unsigned long long>(r.hits), static_cast<unsigned long long>(r.errors),
                 r.seconds, r.ticks_per_s, r.queries_per_s);
   std::string s = buf + ToString(r.latency);
+  std::snprintf(buf, sizeof(buf), "; client cpu %.2fs", r.client_cpu_seconds);
+  s += buf;
   if (!r.first_error.empty()) s += "; first error: " + r.first_error;
   return s;
 }

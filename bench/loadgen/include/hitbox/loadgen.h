@@ -117,6 +117,9 @@ struct TickReport {
   double queries_per_s = 0;
   /// Tick round trip (write request to response read).
   Latency latency;
+  /// CPU seconds this (client) process used during the run: on a shared
+  /// machine, what the load generator took away from the server.
+  double client_cpu_seconds = 0;
 };
 
 /// Runs K concurrent Tick streams against a session holding `scene`
