@@ -257,6 +257,9 @@ def check_dockerfile(repo):
     env = runtime["env"]
     port = env.get("HITBOX_LISTEN", "").rpartition(":")[2]
     expect(port in expose.split(), f"Dockerfile: HITBOX_LISTEN port {port!r} is not EXPOSEd")
+    hc_port = env.get("HITBOX_ADDRESS", "localhost:50051").rpartition(":")[2]
+    expect(hc_port == port, f"Dockerfile: the HEALTHCHECK dials port {hc_port} (HITBOX_ADDRESS) "
+                            f"but hitboxd listens on {port} (HITBOX_LISTEN)")
     check_env_read(repo, "hitboxd", [k for k in env if k.startswith("HITBOX_") and k != "HITBOX_ADDRESS"],
                    "Dockerfile ENV")
     check_env_read(repo, "hitboxctl", [k for k in env if k == "HITBOX_ADDRESS"], "Dockerfile ENV")
