@@ -9,8 +9,9 @@ Checks (each one a CTest test):
               and was copied into the stage before it runs; the build stage calls
               scripts/hitbox.sh (deps, then build of hitboxd and hitboxctl); the
               runtime stage runs as non-root, EXPOSEs the gRPC port, has a
-              HEALTHCHECK running `hitboxctl health` and starts hitboxd; the
-              HITBOX_* variables it sets are read by the programs.
+              HEALTHCHECK running `hitboxctl health` on the port hitboxd listens
+              on, and starts hitboxd; the HITBOX_* variables it sets are read by
+              the programs.
   compose     docker/compose.yaml: build contexts and Dockerfiles exist, bind
               mounts exist, files the commands use exist in the mounts,
               depends_on names services.
