@@ -9,8 +9,9 @@ Checks (each one a CTest test):
               and was copied into the stage before it runs; the build stage calls
               scripts/hitbox.sh (deps, then build of hitboxd and hitboxctl); the
               runtime stage runs as non-root, EXPOSEs the gRPC port, has a
-              HEALTHCHECK running `hitboxctl health` and starts hitboxd; the
-              HITBOX_* variables it sets are read by the programs.
+              HEALTHCHECK running `hitboxctl health` on the port hitboxd listens
+              on, and starts hitboxd; the HITBOX_* variables it sets are read by
+              the programs.
   compose     docker/compose.yaml: build contexts and Dockerfiles exist, bind
               mounts exist, files the commands use exist in the mounts,
               depends_on names services.
@@ -257,6 +258,9 @@ def check_dockerfile(repo):
     env = runtime["env"]
     port = env.get("HITBOX_LISTEN", "").rpartition(":")[2]
     expect(port in expose.split(), f"Dockerfile: HITBOX_LISTEN port {port!r} is not EXPOSEd")
+    hc_port = env.get("HITBOX_ADDRESS", "localhost:50051").rpartition(":")[2]
+    expect(hc_port == port, f"Dockerfile: the HEALTHCHECK dials port {hc_port} (HITBOX_ADDRESS) "
+                            f"but hitboxd listens on {port} (HITBOX_LISTEN)")
     check_env_read(repo, "hitboxd", [k for k in env if k.startswith("HITBOX_") and k != "HITBOX_ADDRESS"],
                    "Dockerfile ENV")
     check_env_read(repo, "hitboxctl", [k for k in env if k == "HITBOX_ADDRESS"], "Dockerfile ENV")
