@@ -26,8 +26,9 @@ constexpr double kBoxSlack = 1e-4;
 constexpr double kFatMargin = 0.1;
 /// Batches with at least this many queries use the thread pool.
 constexpr size_t kParallelBatchMin = 64;
-/// Queries per ParallelFor task.
-constexpr size_t kParallelChunk = 16;
+/// Queries per ParallelFor task (enough for each kind to fill the
+/// interleaved traversals of RunRange).
+constexpr size_t kParallelChunk = 32;
 
 // Shortest text that reads back to the same double, e.g. "1.2", "1e-6".
 std::string Num(double v) {
@@ -255,8 +256,7 @@ struct ColliderSet::Impl {
   struct RayJob;
   template <typename Q, typename J, typename Cursor, typename BeginFn, typename StepFn>
   void Interleave(std::span<const Query> queries, std::span<QueryResult> results,
-                  const std::vector<uint32_t>& idx, const BeginFn& begin,
-                  const StepFn& step) const;
+                  size_t first, size_t last, const BeginFn& begin, const StepFn& step) const;
 };
 
 ColliderSet::ColliderSet() : impl_(std::make_unique<Impl>()) {}
@@ -653,23 +653,24 @@ void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) c
   job.Finish();
 }
 
-// Runs the queries of one kind (Q) among queries[idx[k]] with up to
-// kInterleave jobs (J) stepped in turn; Begin(job, cursor) starts a cursor.
+// Runs the queries of kind Q among queries[first, last) with up to
+// kInterleave jobs (J) stepped in turn; begin(job, cursor) starts a cursor.
 template <typename Q, typename J, typename Cursor, typename BeginFn, typename StepFn>
 void ColliderSet::Impl::Interleave(std::span<const Query> queries,
-                                   std::span<QueryResult> results,
-                                   const std::vector<uint32_t>& idx, const BeginFn& begin,
-                                   const StepFn& step) const {
+                                   std::span<QueryResult> results, size_t first, size_t last,
+                                   const BeginFn& begin, const StepFn& step) const {
   const Impl& m = *this;
   J jobs[kInterleave];
   Cursor cursors[kInterleave];
   bool live[kInterleave] = {};
-  size_t next = 0;
+  size_t next = first;
   size_t active = 0;
   auto start = [&](size_t s) {
-    while (next < idx.size()) {
-      const uint32_t i = idx[next++];
-      const Q& q = std::get<Q>(queries[i]);
+    while (next < last) {
+      const size_t i = next++;
+      const Q* qp = std::get_if<Q>(&queries[i]);
+      if (qp == nullptr) continue;  // another kind: its own pass
+      const Q& q = *qp;
       if constexpr (std::is_same_v<Q, OverlapQuery>) {
         jobs[s].Start(m, q, &results[i].overlaps);
       } else {
@@ -695,22 +696,19 @@ void ColliderSet::Impl::Interleave(std::span<const Query> queries,
 
 void ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<QueryResult> results,
                                  size_t begin, size_t end) const {
-  std::vector<uint32_t> by_kind[3];
   for (size_t i = begin; i < end; ++i) {
     results[i].overlaps.clear();
     results[i].hits.clear();
-    const size_t k = queries[i].index();
-    if (k < 3) by_kind[k].push_back(static_cast<uint32_t>(i));
   }
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
   Interleave<OverlapQuery, OverlapJob, BoxCursor>(
-      queries, results, by_kind[0],
+      queries, results, begin, end,
       [this](OverlapJob& job, BoxCursor& cur) { cur.Begin(tree, job.box, job.q->filter.mask); },
       [&](OverlapJob& job, BoxCursor& cur) {
         return cur.Step([&](uint32_t item, uint32_t) { job.Leaf(item); }, prefetch);
       });
   Interleave<CastQuery, CastJob, SegmentCursor>(
-      queries, results, by_kind[1],
+      queries, results, begin, end,
       [this](CastJob& job, SegmentCursor& cur) {
         cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
       },
@@ -720,7 +718,7 @@ void ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<Query
             prefetch);
       });
   Interleave<RayQuery, RayJob, SegmentCursor>(
-      queries, results, by_kind[2],
+      queries, results, begin, end,
       [this](RayJob& job, SegmentCursor& cur) {
         cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
       },

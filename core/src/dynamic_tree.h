@@ -380,6 +380,31 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
 // cursor visits the same nodes and calls its leaf function in the same order
 // as the one-shot function, so answers are identical.
 
+/// Stack of a cursor: inline for ordinary tree heights (no allocation per
+/// query), on the heap only for pathological ones. Not movable once Reset.
+template <typename T, size_t kInline = 64>
+class CursorStack {
+ public:
+  CursorStack() = default;
+  CursorStack(const CursorStack&) = delete;
+  CursorStack& operator=(const CursorStack&) = delete;
+  /// Makes room for `n` entries (contents undefined).
+  void Reset(size_t n) {
+    if (n > kInline) {
+      if (heap_.size() < n) heap_.resize(n);
+      data_ = heap_.data();
+    } else {
+      data_ = inline_;
+    }
+  }
+  T& operator[](size_t i) { return data_[i]; }
+
+ private:
+  T inline_[kInline];
+  T* data_ = inline_;
+  std::vector<T> heap_;
+};
+
 /// QueryTree as a resumable traversal.
 class BoxCursor {
  public:
@@ -392,7 +417,7 @@ class BoxCursor {
     pending_ = DynamicTree::kNull;
     const uint32_t root = tree.root();
     if (root == DynamicTree::kNull || !BoxesOverlap(tree.node(root), box)) return;
-    stack_.resize(static_cast<size_t>(tree.Height()) + 2);
+    stack_.Reset(static_cast<size_t>(tree.Height()) + 2);
     stack_[sp_++] = root;
   }
 
@@ -430,7 +455,7 @@ class BoxCursor {
   const DynamicTree* tree_ = nullptr;
   FloatAabb box_;
   uint32_t mask_ = 0;
-  std::vector<uint32_t> stack_;
+  CursorStack<uint32_t> stack_;
   size_t sp_ = 0;
   uint32_t pending_ = DynamicTree::kNull;
 };
@@ -450,7 +475,7 @@ class SegmentCursor {
     const uint32_t root = tree.root();
     double t_root;
     if (root == DynamicTree::kNull || !seg->Entry(tree.node(root), max_fraction, &t_root)) return;
-    stack_.resize(static_cast<size_t>(tree.Height()) + 2);
+    stack_.Reset(static_cast<size_t>(tree.Height()) + 2);
     stack_[sp_++] = {root, t_root};
   }
 
@@ -513,7 +538,7 @@ class SegmentCursor {
   const SegmentSetup* seg_ = nullptr;
   uint32_t mask_ = 0;
   double max_fraction_ = 1.0;
-  std::vector<Entry> stack_;
+  CursorStack<Entry> stack_;
   size_t sp_ = 0;
   Entry pending_{0, 0.0};
   bool has_pending_ = false;
