@@ -319,4 +319,43 @@ Verdict CheckAnswer(const CaseQuery& query, const Expected& ex, const QueryResul
   return v;
 }
 
+Report CheckAll(const CaseFile& file, std::span<const QueryResult> results,
+                size_t max_failures) {
+  Report report;
+  const size_t n = std::min(results.size(), file.queries.size());
+  for (size_t i = 0; i < file.queries.size(); ++i) {
+    const CaseQuery& q = file.queries[i];
+    const int k = static_cast<int>(q.kind);
+    ++report.total[k];
+    const Verdict v = i < n ? CheckAnswer(q, file.expected[i], results[i])
+                            : Verdict{false, "no result"};
+    if (v.ok) {
+      ++report.passed[k];
+      continue;
+    }
+    ++report.failed;
+    if (report.failures.size() < max_failures) {
+      report.failures.push_back(file.name + " query " + std::to_string(q.id) + " (" +
+                                QueryKindName(q.kind) + "): " + v.reason);
+    }
+  }
+  return report;
+}
+
+std::string Report::ToString(const CaseFile& file) const {
+  std::string out = file.name + ": " + std::to_string(file.colliders.size()) + " colliders\n";
+  for (int k = 0; k < kQueryKindCount; ++k) {
+    if (total[k] == 0) continue;
+    char line[96];
+    std::snprintf(line, sizeof(line), "  %-8s %6d / %6d passed\n",
+                  QueryKindName(static_cast<QueryKind>(k)), passed[k], total[k]);
+    out += line;
+  }
+  for (const std::string& f : failures) out += "FAIL " + f + "\n";
+  if (failed > failures.size()) {
+    out += "... and " + std::to_string(failed - failures.size()) + " more failures\n";
+  }
+  return out;
+}
+
 }  // namespace hitbox::cases

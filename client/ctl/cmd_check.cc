@@ -118,24 +118,11 @@ int RunCheck(const GlobalOptions& global, const CheckArgs& args) {
     }
   }
 
-  int total[cases::kQueryKindCount] = {};
-  int passed[cases::kQueryKindCount] = {};
-  std::vector<std::string> failures;
-  size_t failed = 0;
-  for (size_t i = 0; i < queries.size(); ++i) {
-    const int k = static_cast<int>(file.queries[i].kind);
-    ++total[k];
-    const cases::Verdict v = cases::CheckAnswer(file.queries[i], file.expected[i], results[i]);
-    if (v.ok) {
-      ++passed[k];
-    } else {
-      ++failed;
-      if (failures.size() < args.max_failures) {
-        failures.push_back(file.name + " query " + std::to_string(file.queries[i].id) + " (" +
-                           cases::QueryKindName(file.queries[i].kind) + "): " + v.reason);
-      }
-    }
-  }
+  const cases::Report report = cases::CheckAll(file, results, args.max_failures);
+  const int* total = report.total;
+  const int* passed = report.passed;
+  const std::vector<std::string>& failures = report.failures;
+  const size_t failed = report.failed;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

@@ -46,31 +46,17 @@ TEST_P(ConformanceTest, AnswersMatchReference) {
   ThreadPool pool(2);
   set.RunBatch(queries, results, &pool);
 
-  int total[cases::kQueryKindCount] = {};
-  int passed[cases::kQueryKindCount] = {};
-  std::vector<std::string> failures;
-  for (size_t i = 0; i < queries.size(); ++i) {
-    const int k = static_cast<int>(file.queries[i].kind);
-    ++total[k];
-    const cases::Verdict v = cases::CheckAnswer(file.queries[i], file.expected[i], results[i]);
-    if (v.ok) {
-      ++passed[k];
-    } else if (failures.size() < 25) {
-      failures.push_back(file.name + " query " + std::to_string(file.queries[i].id) + " (" +
-                         cases::QueryKindName(file.queries[i].kind) + "): " + v.reason);
-    }
-  }
-  std::printf("%s: %zu colliders\n", file.name.c_str(), file.colliders.size());
+  const cases::Report report = cases::CheckAll(file, results);
+  std::printf("%s", report.ToString(file).c_str());
   for (int k = 0; k < cases::kQueryKindCount; ++k) {
-    if (total[k] == 0) continue;
-    std::printf("  %-8s %6d / %6d passed\n", cases::QueryKindName(static_cast<QueryKind>(k)),
-                passed[k], total[k]);
+    if (report.total[k] == 0) continue;
     ::testing::Test::RecordProperty(std::string(cases::QueryKindName(static_cast<QueryKind>(k))) +
                                         "_passed",
-                                    std::to_string(passed[k]) + "/" + std::to_string(total[k]));
+                                    std::to_string(report.passed[k]) + "/" +
+                                        std::to_string(report.total[k]));
   }
-  for (const std::string& f : failures) ADD_FAILURE() << f;
-  for (int k = 0; k < cases::kQueryKindCount; ++k) EXPECT_EQ(passed[k], total[k]);
+  for (const std::string& f : report.failures) ADD_FAILURE() << f;
+  for (int k = 0; k < cases::kQueryKindCount; ++k) EXPECT_EQ(report.passed[k], report.total[k]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ConformanceTest, ::testing::ValuesIn(CaseFiles()), TestName);

@@ -83,8 +83,12 @@ TEST(DistanceTest, RandomPairs) {
       const std::string where = PairName(ka, kb) + " " + DescribePair(a, pa, b, pb);
       ASSERT_TRUE(std::isfinite(r.distance) && r.distance >= 0.0) << where;
       const bool overlap = Overlap(a, pa, b, pb);
-      if (r.distance > 1e-9) ASSERT_FALSE(overlap) << where << " distance " << r.distance;
-      if (r.distance == 0.0) ASSERT_TRUE(overlap) << where;
+      if (r.distance > 1e-9) {
+        ASSERT_FALSE(overlap) << where << " distance " << r.distance;
+      }
+      if (r.distance == 0.0) {
+        ASSERT_TRUE(overlap) << where;
+      }
       const internal::GjkResult g = internal::GjkDistance(a, pa, b, pb);
       ASSERT_NEAR(r.distance, g.distance, 1e-9) << where;
       const DistanceResult m = ComputeDistance(b, pb, a, pa);

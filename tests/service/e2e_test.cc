@@ -471,8 +471,7 @@ TEST_P(HitboxdCasesTest, AnswersMatchReference) {
     ASSERT_TRUE(st.ok()) << st.error_message();
   }
   const std::vector<Query> queries = cases::Queries(file);
-  int failed = 0;
-  int failed_by_kind[cases::kQueryKindCount] = {};
+  std::vector<QueryResult> results(queries.size());
   for (size_t start = 0; start < queries.size(); start += kQueryBatch) {
     v1::QueryRequest req;
     req.set_session_id("cases");
@@ -490,18 +489,12 @@ TEST_P(HitboxdCasesTest, AnswersMatchReference) {
     for (size_t i = start; i < end; ++i) {
       const v1::QueryResult& r = resp.results(static_cast<int>(i - start));
       ASSERT_EQ(r.tag(), file.queries[i].id);
-      const cases::Verdict v =
-          cases::CheckAnswer(file.queries[i], file.expected[i], wire::ResultFromProto(r));
-      if (!v.ok) ++failed_by_kind[static_cast<int>(file.queries[i].kind)];
-      if (!v.ok && ++failed <= 20) {
-        ADD_FAILURE() << file.name << " query " << file.queries[i].id << " ("
-                      << cases::QueryKindName(file.queries[i].kind) << "): " << v.reason;
-      }
+      results[i] = wire::ResultFromProto(r);
     }
   }
-  EXPECT_EQ(failed, 0) << "of " << queries.size() << " queries in " << file.name << " (overlap "
-                       << failed_by_kind[0] << ", sweep " << failed_by_kind[1] << ", raycast "
-                       << failed_by_kind[2] << " failed)";
+  const cases::Report report = cases::CheckAll(file, results, 20);
+  for (const std::string& f : report.failures) ADD_FAILURE() << f;
+  EXPECT_TRUE(report.ok()) << report.ToString(file);
   EXPECT_EQ(d.Terminate(), 0) << d.Log();
 }
 

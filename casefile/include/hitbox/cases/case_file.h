@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,26 @@ struct Verdict {
 /// `also` within `tolerance` of `fraction` (nothing when hit is null), with a
 /// unit normal not pointing along the motion unless the fraction is 0.
 Verdict CheckAnswer(const CaseQuery& query, const Expected& expected, const QueryResult& result);
+
+/// Verdicts on every answer of a file, counted per query kind.
+struct Report {
+  int total[kQueryKindCount] = {};
+  int passed[kQueryKindCount] = {};
+  /// Number of wrong answers.
+  size_t failed = 0;
+  /// The first wrong answers: "<file> query <id> (<kind>): <reason>".
+  std::vector<std::string> failures;
+
+  bool ok() const { return failed == 0; }
+  /// "<file>: N colliders" then one "  <kind>  passed / total passed" line per
+  /// kind present, then the listed failures.
+  std::string ToString(const CaseFile& file) const;
+};
+
+/// Checks results[i] against file.expected[i] for every query with
+/// CheckAnswer, keeping the first `max_failures` failures.
+Report CheckAll(const CaseFile& file, std::span<const QueryResult> results,
+                size_t max_failures = 25);
 
 /// The queries of a file as a batch (in file order).
 std::vector<Query> Queries(const CaseFile& file);
