@@ -301,11 +301,15 @@ struct SegmentSetup {
                                             double* t_enter) const {
     double t0 = 0.0;
     double t1 = max_t;
+    // Selects written as `x < y ? x : y` so they compile to minsd/maxsd, not
+    // branches (no NaN can arise: inv is finite and the boxes are finite).
     for (int i = 0; i < 3; ++i) {
       const double a = (static_cast<double>(n.min[i]) - lo[i]) * inv[i];
       const double b = (static_cast<double>(n.max[i]) - hi[i]) * inv[i];
-      t0 = std::max(t0, std::min(a, b));
-      t1 = std::min(t1, std::max(a, b));
+      const double near = a < b ? a : b;
+      const double far = a > b ? a : b;
+      t0 = near > t0 ? near : t0;
+      t1 = far < t1 ? far : t1;
     }
     *t_enter = t0;
     return t0 <= t1;
@@ -334,7 +338,9 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
   size_t sp = 0;
   stack[sp++] = {root, t_root};
   while (sp > 0) {
-    const Entry e = stack[--sp];
+    // Field by field (see SegmentCursor::Step: store-to-load forwarding).
+    --sp;
+    const Entry e{stack[sp].node, stack[sp].t};
     if (e.t > max_fraction) continue;
     const TreeNode& n = nodes[e.node];
     if (n.IsLeaf()) {
@@ -519,11 +525,16 @@ class SegmentCursor {
       }
     }
     while (sp_ > 0) {
-      const Entry e = stack_[--sp_];
-      if (e.t > max_fraction_) continue;
-      pending_ = e;
+      // Field by field: a 16-byte copy would read the padding after `node`
+      // too, which defeats store-to-load forwarding of the 4-byte push.
+      --sp_;
+      const double t = stack_[sp_].t;
+      if (t > max_fraction_) continue;
+      const uint32_t node = stack_[sp_].node;
+      pending_.node = node;
+      pending_.t = t;
       has_pending_ = true;
-      PrefetchNext(nodes, e.node, item_prefetch);
+      PrefetchNext(nodes, node, item_prefetch);
       return true;
     }
     return false;
