@@ -124,6 +124,21 @@ BENCHMARK(BM_SetOverlap);
 BENCHMARK(BM_SetSweep);
 BENCHMARK(BM_SetRaycast);
 
+// Batched on one thread: RunBatch interleaves the traversals of same-kind
+// queries (compare with the one-query-at-a-time figures above).
+void RunBatchOneThread(benchmark::State& state, const std::vector<Query>& qs) {
+  const Scene& s = GetScene();
+  std::vector<QueryResult> results(qs.size());
+  for (auto _ : state) s.set.RunBatch(qs, results, nullptr);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(qs.size()));
+}
+void BM_SetOverlapBatch(benchmark::State& state) { RunBatchOneThread(state, GetScene().overlaps); }
+void BM_SetSweepBatch(benchmark::State& state) { RunBatchOneThread(state, GetScene().sweeps); }
+void BM_SetRaycastBatch(benchmark::State& state) { RunBatchOneThread(state, GetScene().rays); }
+BENCHMARK(BM_SetOverlapBatch);
+BENCHMARK(BM_SetSweepBatch);
+BENCHMARK(BM_SetRaycastBatch);
+
 // Batched on a pool of all cores.
 void BM_SetRaycastBatchPool(benchmark::State& state) {
   const Scene& s = GetScene();
