@@ -12,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "client_internal.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "hitbox/wire/convert.h"
 
@@ -130,12 +131,14 @@ struct Client::Impl {
   std::string address;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Hitbox::Stub> stub;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_stub;
   std::mutex rng_mu;
   std::mt19937_64 rng;
 
   Impl(ClientOptions opts, std::string addr, std::shared_ptr<grpc::Channel> ch)
       : options(std::move(opts)), address(std::move(addr)), channel(std::move(ch)),
         stub(v1::Hitbox::NewStub(channel)),
+        health_stub(grpc::health::v1::Health::NewStub(channel)),
         rng(options.jitter_seed != 0 ? options.jitter_seed
                                      : (uint64_t{std::random_device{}()} << 32) ^
                                            std::random_device{}()) {}
@@ -251,6 +254,28 @@ RpcResult<SessionInfo> Client::CreateSession(const SessionSpec& spec, const Call
 
 RpcResult<SessionInfo> Client::CreateSession(std::string session_id, const CallOptions& call) {
   return CreateSession(SessionSpec{std::move(session_id), {}}, call);
+}
+
+const char* HealthStatusName(HealthStatus status) {
+  switch (status) {
+    case HealthStatus::kUnknown: return "UNKNOWN";
+    case HealthStatus::kServing: return "SERVING";
+    case HealthStatus::kNotServing: return "NOT_SERVING";
+    case HealthStatus::kServiceUnknown: return "SERVICE_UNKNOWN";
+  }
+  return "UNKNOWN";
+}
+
+RpcResult<HealthStatus> Client::CheckHealth(std::string_view service, const CallOptions& call) {
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(std::string(service));
+  grpc::health::v1::HealthCheckResponse resp;
+  RpcStatus s = impl_->Run("Health.Check", true, call, [&](grpc::ClientContext* ctx, bool*) {
+    resp.Clear();
+    return impl_->health_stub->Check(ctx, req, &resp);
+  });
+  if (!s.ok()) return s;
+  return static_cast<HealthStatus>(resp.status());
 }
 
 RpcResult<SessionInfo> Client::GetSession(std::string_view session_id, const CallOptions& call) {

@@ -23,6 +23,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "hitbox/cases/case_file.h"
 #include "service_util.h"
 
@@ -93,26 +94,14 @@ class Daemon {
   }
 
   // grpc.health.v1.Health/Check for the whole server: 1 SERVING, 2 NOT_SERVING,
-  // -1 when the call failed. (Encoded by hand: an empty request, and a response
-  // whose field 1 is the status varint.)
+  // -1 when the call failed.
   int Health() const {
-    grpc::GenericStub stub(channel_);
+    auto stub = grpc::health::v1::Health::NewStub(channel_);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    grpc::ByteBuffer request, response;
-    grpc::Slice empty("");
-    request = grpc::ByteBuffer(&empty, 1);
-    std::promise<grpc::Status> done;
-    stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                   [&](grpc::Status s) { done.set_value(s); });
-    const grpc::Status st = done.get_future().get();
-    if (!st.ok()) return -1;
-    std::vector<grpc::Slice> slices;
-    if (!response.Dump(&slices).ok()) return -1;
-    std::string bytes;
-    for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    if (bytes.size() == 2 && bytes[0] == 0x08) return bytes[1];
-    return bytes.empty() ? 0 : -1;
+    grpc::health::v1::HealthCheckResponse response;
+    const grpc::Status st = stub->Check(&ctx, grpc::health::v1::HealthCheckRequest(), &response);
+    return st.ok() ? static_cast<int>(response.status()) : -1;
   }
 
   bool WaitServing() const {

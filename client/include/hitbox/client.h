@@ -104,6 +104,16 @@ struct CallOptions {
   bool wait_for_ready = false;
 };
 
+/// Serving status from the standard gRPC health check (grpc.health.v1).
+enum class HealthStatus : int {
+  kUnknown = 0,
+  kServing = 1,
+  kNotServing = 2,    ///< e.g. while hitboxd shuts down
+  kServiceUnknown = 3,
+};
+/// "UNKNOWN", "SERVING", "NOT_SERVING" or "SERVICE_UNKNOWN".
+const char* HealthStatusName(HealthStatus status);
+
 /// Per-session limits; 0 in a field means "the server's default".
 struct SessionLimits {
   /// Most colliders the session may hold.
@@ -259,6 +269,13 @@ class Client {
   const ClientOptions& options() const;
   /// The address given at construction; empty for an injected channel.
   const std::string& address() const;
+
+  // --- Server -------------------------------------------------------------
+
+  /// The server's health (grpc.health.v1.Health/Check); an empty `service`
+  /// asks about the whole server. An unreachable server is an error
+  /// (UNAVAILABLE / DEADLINE_EXCEEDED), not a status. Idempotent: retried.
+  RpcResult<HealthStatus> CheckHealth(std::string_view service = {}, const CallOptions& call = {});
 
   // --- Sessions -----------------------------------------------------------
 
