@@ -3,6 +3,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <absl/synchronization/mutex.h>
 #include <spdlog/spdlog.h>
 
 #include "server.h"
@@ -77,6 +78,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_level(spdlog::level::from_str(log_level));
+  // Debian's Abseil is built without NDEBUG, so every absl::Mutex lock inside
+  // gRPC feeds a process-wide deadlock-detection graph (a global lock, stack
+  // traces); release builds of gRPC run without it. Turn it off here.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   o.shutdown_grace = std::chrono::milliseconds(grace_ms);
   return hitbox::server::RunServer(o);
 }
