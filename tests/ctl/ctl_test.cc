@@ -2,6 +2,10 @@
 // port and runs the hitboxctl binary as a subprocess, checking exit codes,
 // human output, and --json output parsed with nlohmann-json. Expected query
 // answers come from closed-form geometry of small hand-built scenes.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -207,6 +211,10 @@ TEST_F(CtlTest, LoadProgressBarOnlyOnTerminal) {
   EXPECT_EQ(piped.code, 0) << piped.err;
   EXPECT_EQ(piped.err.find("colliders"), std::string::npos) << piped.err;
   if (access("/usr/bin/script", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/script for a pty";
+  // Containers and chroots without /dev/pts can't give script(1) a terminal.
+  const int pty = posix_openpt(O_RDWR | O_NOCTTY);
+  if (pty < 0) GTEST_SKIP() << "no pseudo-terminals on this machine (/dev/pts not mounted?)";
+  close(pty);
   const std::string cmd = kCtl + " --address " + server_.address() + " load p2 " + kDemoScene +
                           " --create --batch 20";
   const RunResult tty = RunProcess({"/usr/bin/script", "-qec", cmd, "/dev/null"}, {"HITBOX_ADDRESS="});
