@@ -212,20 +212,28 @@ Result<QueryFilter> FilterOf(const v1::QueryFilter& f, const Path& path) {
   return out;
 }
 
+// The required shape and optional pose (absent: identity) of an overlap or
+// cast query message.
+template <typename QueryMessage>
+Status PlacedShapeOf(const QueryMessage& in, const Path& p, Shape* shape, Pose* pose) {
+  Result<Shape> s = RequiredShape(in.has_shape(), in.shape(), p);
+  if (!s.ok()) return s.error();
+  *shape = *s;
+  if (in.has_pose()) {
+    Result<Pose> placed = PoseOf(in.pose(), Path(&p, "pose"));
+    if (!placed.ok()) return placed.error();
+    *pose = *placed;
+  }
+  return Status::Ok();
+}
+
 Result<Query> QueryOf(const v1::Query& q, const Path& path) {
   switch (q.kind_case()) {
     case v1::Query::kOverlap: {
       const Path p(&path, "overlap");
       const v1::OverlapQuery& in = q.overlap();
       OverlapQuery out;
-      Result<Shape> shape = RequiredShape(in.has_shape(), in.shape(), p);
-      if (!shape.ok()) return shape.error();
-      out.shape = *shape;
-      if (in.has_pose()) {
-        Result<Pose> pose = PoseOf(in.pose(), Path(&p, "pose"));
-        if (!pose.ok()) return pose.error();
-        out.pose = *pose;
-      }
+      if (Status s = PlacedShapeOf(in, p, &out.shape, &out.pose); !s.ok()) return s.error();
       Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"));
       if (!filter.ok()) return filter.error();
       out.filter = std::move(*filter);
@@ -236,14 +244,7 @@ Result<Query> QueryOf(const v1::Query& q, const Path& path) {
       const Path p(&path, "cast");
       const v1::CastQuery& in = q.cast();
       CastQuery out;
-      Result<Shape> shape = RequiredShape(in.has_shape(), in.shape(), p);
-      if (!shape.ok()) return shape.error();
-      out.shape = *shape;
-      if (in.has_pose()) {
-        Result<Pose> pose = PoseOf(in.pose(), Path(&p, "pose"));
-        if (!pose.ok()) return pose.error();
-        out.pose = *pose;
-      }
+      if (Status s = PlacedShapeOf(in, p, &out.shape, &out.pose); !s.ok()) return s.error();
       Result<Vec3> t = Vec(in.translation(), Path(&p, "translation"));
       if (!t.ok()) return t.error();
       out.translation = *t;
