@@ -24,11 +24,11 @@ using testing::Translated;
 using testing::VariedShape;
 using testing::VecNear;
 
-Shape SphereR(double r) { return *Shape::MakeSphere(r); }
-Shape BoxH(double x, double y, double z) { return *Shape::MakeBox({x, y, z}); }
-Shape CapsuleRH(double r, double h) { return *Shape::MakeCapsule(r, h); }
-Shape CylinderRH(double r, double h) { return *Shape::MakeCylinder(r, h); }
-Pose At(double x, double y, double z) { return Pose{Vec3{x, y, z}}; }
+using testing::At;
+using testing::BoxH;
+using testing::CapsuleRH;
+using testing::CylinderRH;
+using testing::SphereR;
 
 /// Checks the contract of a contact: finite, unit normal, point_b = point_a -
 /// depth * normal, and moving B by depth * normal leaves A and B touching

@@ -22,11 +22,11 @@ using testing::Translated;
 using testing::VariedShape;
 using testing::VecNear;
 
-Shape SphereR(double r) { return *Shape::MakeSphere(r); }
-Shape BoxH(double x, double y, double z) { return *Shape::MakeBox({x, y, z}); }
-Shape CapsuleRH(double r, double h) { return *Shape::MakeCapsule(r, h); }
-Shape CylinderRH(double r, double h) { return *Shape::MakeCylinder(r, h); }
-Pose At(double x, double y, double z) { return Pose{Vec3{x, y, z}}; }
+using testing::At;
+using testing::BoxH;
+using testing::CapsuleRH;
+using testing::CylinderRH;
+using testing::SphereR;
 
 // Distances with known answers, in both argument orders.
 TEST(DistanceTest, HandMade) {

@@ -18,21 +18,18 @@ namespace hitbox {
 namespace {
 
 using testing::AllKindPairs;
+using testing::AtRot;
 using testing::DescribePair;
 using testing::NearbyPoses;
 using testing::PairName;
 using testing::Random;
 using testing::Translated;
 using testing::VariedShape;
-
-Shape SphereR(double r) { return *Shape::MakeSphere(r); }
-Shape BoxH(double x, double y, double z) { return *Shape::MakeBox({x, y, z}); }
-Shape CapsuleRH(double r, double h) { return *Shape::MakeCapsule(r, h); }
-Shape CylinderRH(double r, double h) { return *Shape::MakeCylinder(r, h); }
-Pose At(double x, double y, double z) { return Pose{Vec3{x, y, z}}; }
-Pose AtRot(double x, double y, double z, const Vec3& axis, double angle) {
-  return Pose{Vec3{x, y, z}, Quat::FromAxisAngle(axis, angle)};
-}
+using testing::At;
+using testing::BoxH;
+using testing::CapsuleRH;
+using testing::CylinderRH;
+using testing::SphereR;
 
 /// Checks Overlap in both argument orders.
 void ExpectOverlap(bool expected, const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {

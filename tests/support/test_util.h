@@ -35,6 +35,17 @@ inline ::testing::AssertionResult PoseNear(const Pose& a, const Pose& b, double 
   return ::testing::AssertionFailure() << ToString(a) << " vs " << ToString(b);
 }
 
+/// Scenario helpers for hand-made cases: valid shapes (aborting the test
+/// binary on a bad literal is fine here) and poses from plain numbers.
+inline Shape SphereR(double r) { return *Shape::MakeSphere(r); }
+inline Shape BoxH(double x, double y, double z) { return *Shape::MakeBox({x, y, z}); }
+inline Shape CapsuleRH(double r, double h) { return *Shape::MakeCapsule(r, h); }
+inline Shape CylinderRH(double r, double h) { return *Shape::MakeCylinder(r, h); }
+inline Pose At(double x, double y, double z) { return Pose{Vec3{x, y, z}}; }
+inline Pose AtRot(double x, double y, double z, const Vec3& axis, double angle) {
+  return Pose{Vec3{x, y, z}, Quat::FromAxisAngle(axis, angle)};
+}
+
 /// Deterministic random source for property tests.
 class Random {
  public:
