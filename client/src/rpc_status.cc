@@ -32,6 +32,8 @@ RpcCode ToRpcCode(ErrorCode code) {
     case ErrorCode::kAlreadyExists: return RpcCode::kAlreadyExists;
     case ErrorCode::kResourceExhausted: return RpcCode::kResourceExhausted;
     case ErrorCode::kFailedPrecondition: return RpcCode::kFailedPrecondition;
+    case ErrorCode::kDeadlineExceeded: return RpcCode::kDeadlineExceeded;
+    case ErrorCode::kCancelled: return RpcCode::kCancelled;
     case ErrorCode::kInternal: return RpcCode::kInternal;
   }
   return RpcCode::kInternal;

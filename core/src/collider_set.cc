@@ -3,6 +3,7 @@
 #include "hitbox/collider_set.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -70,6 +71,9 @@ Status CheckShape(const Shape& s, const std::string& field) {
 
 Status CheckVec(const Vec3& v, const std::string& field) {
   if (!v.IsFinite()) return Invalid(field, "not finite " + ToString(v));
+  if (!InCoordinateRange(v)) {
+    return Invalid(field, "outside +-" + Num(kMaxCoordinate) + " metres " + ToString(v));
+  }
   return Status::Ok();
 }
 
@@ -245,18 +249,21 @@ struct ColliderSet::Impl {
   void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const;
   void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
   void Raycast(const RayQuery& q, std::vector<CastHit>* hits) const;
+  struct BatchControl;
   /// Answers queries[begin, end) into results[begin, end), interleaving the
-  /// traversals of queries of the same kind.
-  void RunRange(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
-                size_t end) const;
+  /// traversals of queries of the same kind. With a control (may be null),
+  /// charges the work to it and returns false as soon as it says stop.
+  bool RunRange(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
+                size_t end, BatchControl* control) const;
 
   struct OverlapJob;
   struct HitCollector;
   struct CastJob;
   struct RayJob;
   template <typename Q, typename J, typename Cursor, typename BeginFn, typename StepFn>
-  void Interleave(std::span<const Query> queries, std::span<QueryResult> results,
-                  size_t first, size_t last, const BeginFn& begin, const StepFn& step) const;
+  bool Interleave(std::span<const Query> queries, std::span<QueryResult> results,
+                  size_t first, size_t last, BatchControl* control, const BeginFn& begin,
+                  const StepFn& step) const;
 };
 
 ColliderSet::ColliderSet() : impl_(std::make_unique<Impl>()) {}
@@ -444,13 +451,25 @@ ColliderSet::TreeStats ColliderSet::GetTreeStats() const {
 /// Traversals stepped in turn by RunBatch (enough to cover a memory latency).
 constexpr size_t kInterleave = 8;
 
+/// Narrow-phase pair tests of a job, counted for budgets (jobs of one
+/// RunRange share one counter).
+struct PairCounter {
+  uint64_t count = 0;
+};
+
+/// Orders overlap hits by id: the heap of the max_hits lowest ids keeps the
+/// highest on top.
+inline bool IdLess(const OverlapHit& a, const OverlapHit& b) { return a.id < b.id; }
+
 struct ColliderSet::Impl::OverlapJob {
   const ColliderSet::Impl* m = nullptr;
   const OverlapQuery* q = nullptr;
   std::vector<OverlapHit>* hits = nullptr;
+  PairCounter* pairs = nullptr;
   Pose pose;
   FloatAabb box;
   double r_q = 0.0;
+  uint32_t cap = 0;
   bool has_ignore = false;
 
   void Start(const ColliderSet::Impl& set, const OverlapQuery& query,
@@ -459,6 +478,7 @@ struct ColliderSet::Impl::OverlapJob {
     q = &query;
     hits = out;
     hits->clear();
+    cap = q->filter.max_hits;
     pose = Normalized(q->pose);
     box = FloatAabb::Outward(q->shape.WorldBounds(pose).Expanded(kBoxSlack));
     r_q = q->shape.BoundingRadius() + kBoxSlack;
@@ -470,20 +490,32 @@ struct ColliderSet::Impl::OverlapJob {
                           q->filter.ignore.end()) {
       return;
     }
+    // With max_hits, keep only the lowest ids found so far (a max-heap by
+    // id): a higher id than the heap's top cannot make the cut.
+    const bool full = cap != 0 && hits->size() == cap;
+    if (full && c.id > hits->front().id) return;
     const double r = r_q + m->radius[item];
     if ((c.pose.position - pose.position).LengthSq() > r * r) return;
+    ++pairs->count;
     if (!hitbox::Overlap(q->shape, pose, c.shape, c.pose)) return;
     OverlapHit h;
     h.id = c.id;
     h.user_data = item;  // index for now; replaced in Finish
-    hits->push_back(h);
+    if (cap == 0) {
+      hits->push_back(h);
+      return;
+    }
+    if (full) {
+      std::pop_heap(hits->begin(), hits->end(), IdLess);
+      hits->back() = h;
+    } else {
+      hits->push_back(h);
+    }
+    std::push_heap(hits->begin(), hits->end(), IdLess);
   }
   void Finish() {
-    std::sort(hits->begin(), hits->end(),
-              [](const OverlapHit& a, const OverlapHit& b) { return a.id < b.id; });
-    if (q->filter.max_hits != 0 && hits->size() > q->filter.max_hits) {
-      hits->resize(q->filter.max_hits);
-    }
+    std::sort(hits->begin(), hits->end(), IdLess);
+    if (q->want_contact) pairs->count += hits->size();
     for (OverlapHit& h : *hits) {
       const Collider& c = m->colliders[static_cast<size_t>(h.user_data)];
       h.user_data = c.user_data;
@@ -509,6 +541,9 @@ struct ColliderSet::Impl::HitCollector {
   const QueryFilter* filter = nullptr;
   bool all = false;
   bool have_best = false;
+  /// All-hits mode with max_hits: `hits` is a max-heap (by HitLess) of at
+  /// most cap hits, the worst on top.
+  uint32_t cap = 0;
   CastHit best;
 
   void Start(std::vector<CastHit>* out, const QueryFilter& f, bool all_hits) {
@@ -516,27 +551,47 @@ struct ColliderSet::Impl::HitCollector {
     hits->clear();
     filter = &f;
     all = all_hits;
+    cap = all_hits ? f.max_hits : 0;
     have_best = false;
+  }
+  /// The hit a new one must beat (HitLess) to be kept, or nullptr when any
+  /// hit is kept: the best in closest-hit mode, the heap's worst when full.
+  const CastHit* ToBeat() const {
+    if (!all) return have_best ? &best : nullptr;
+    return cap != 0 && hits->size() == cap ? &hits->front() : nullptr;
   }
   bool Ignored(uint64_t id) const {
     return !filter->ignore.empty() &&
            std::find(filter->ignore.begin(), filter->ignore.end(), id) != filter->ignore.end();
   }
-  /// Largest fraction at which a hit on collider `id` could still win in
-  /// closest-hit mode, given the traversal's max fraction `max_t` (the best
-  /// fraction so far once there is one); -1 when it cannot win. A hit ties
-  /// with the best at equal fraction and then wins only with a lower id.
+  /// Largest fraction at which a hit on collider `id` could still be kept,
+  /// given the traversal's max fraction `max_t` (at most the fraction of the
+  /// hit to beat, once there is one); -1 when it cannot be kept. A hit ties
+  /// with the one to beat at equal fraction and then wins only with a lower id.
   double WinningBound(uint64_t id, double max_t) const {
-    if (all || !have_best || id < best.id || max_t < best.fraction) return max_t;
-    if (best.fraction <= 0.0) return -1.0;
-    return std::nextafter(best.fraction, 0.0);
+    const CastHit* rival = ToBeat();
+    if (rival == nullptr || id < rival->id || max_t < rival->fraction) return max_t;
+    if (rival->fraction <= 0.0) return -1.0;
+    return std::nextafter(rival->fraction, 0.0);
   }
   /// Records a hit; returns the new max fraction of the traversal.
   double Add(const Collider& c, const CastResult& r, double max_t) {
     CastHit h = MakeHit(c, r);
     if (all) {
-      hits->push_back(h);
-      return max_t;
+      if (cap == 0) {
+        hits->push_back(h);
+        return max_t;
+      }
+      if (hits->size() == cap) {
+        if (!HitLess(h, hits->front())) return max_t;
+        std::pop_heap(hits->begin(), hits->end(), HitLess);
+        hits->back() = h;
+      } else {
+        hits->push_back(h);
+      }
+      std::push_heap(hits->begin(), hits->end(), HitLess);
+      // Once full, nothing entered later than the worst kept hit can be kept.
+      return hits->size() == cap ? std::min(max_t, hits->front().fraction) : max_t;
     }
     if (!have_best || HitLess(h, best)) {
       best = h;
@@ -548,7 +603,6 @@ struct ColliderSet::Impl::HitCollector {
   void Finish() {
     if (all) {
       std::sort(hits->begin(), hits->end(), HitLess);
-      if (filter->max_hits != 0 && hits->size() > filter->max_hits) hits->resize(filter->max_hits);
     } else if (have_best) {
       hits->push_back(best);
     }
@@ -558,6 +612,7 @@ struct ColliderSet::Impl::HitCollector {
 struct ColliderSet::Impl::CastJob {
   const ColliderSet::Impl* m = nullptr;
   const CastQuery* q = nullptr;
+  PairCounter* pairs = nullptr;
   Pose pose;
   SegmentSetup seg;
   double r_q = 0.0;
@@ -580,15 +635,15 @@ struct ColliderSet::Impl::CastJob {
                           max_t, &t)) {
       return max_t;
     }
-    // Closest-hit mode: the pair may stop as soon as it is known to come
-    // later than the best hit so far, or to tie with it at a higher id (which
-    // also skips the contact solver for a second started-overlapping pair).
+    // The pair may stop as soon as it is known to come later than the hit to
+    // beat (the best so far, or the worst of a full all-hits heap), or to tie
+    // with it at a higher id (which also skips the contact solver for a
+    // second started-overlapping pair).
     CastSettings settings;
-    if (!out.all) {
-      const double bound = out.WinningBound(c.id, max_t);
-      if (bound < 0.0) return max_t;
-      settings.max_fraction = bound;
-    }
+    const double bound = out.WinningBound(c.id, max_t);
+    if (bound < 0.0) return max_t;
+    settings.max_fraction = bound;
+    ++pairs->count;
     const CastResult r = hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
     if (!r.hit()) return max_t;
     return out.Add(c, r, max_t);
@@ -599,6 +654,7 @@ struct ColliderSet::Impl::CastJob {
 struct ColliderSet::Impl::RayJob {
   const ColliderSet::Impl* m = nullptr;
   const RayQuery* q = nullptr;
+  PairCounter* pairs = nullptr;
   SegmentSetup seg;
   HitCollector out;
 
@@ -617,6 +673,7 @@ struct ColliderSet::Impl::RayJob {
                           c.pose.position, max_t, &t)) {
       return max_t;
     }
+    ++pairs->count;
     const CastResult r = hitbox::Raycast(q->origin, q->translation, c.shape, c.pose);
     if (!r.hit()) return max_t;
     return out.Add(c, r, max_t);
@@ -626,6 +683,8 @@ struct ColliderSet::Impl::RayJob {
 
 void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
   OverlapJob job;
+  PairCounter pairs;
+  job.pairs = &pairs;
   job.Start(*this, q, hits);
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
   QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
@@ -635,6 +694,8 @@ void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* 
 
 void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
   CastJob job;
+  PairCounter pairs;
+  job.pairs = &pairs;
   job.Start(*this, q, hits);
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
   CastTree(tree, job.seg, q.filter.mask, 1.0,
@@ -645,6 +706,8 @@ void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) con
 
 void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
   RayJob job;
+  PairCounter pairs;
+  job.pairs = &pairs;
   job.Start(*this, q, hits);
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
   CastTree(tree, job.seg, q.filter.mask, 1.0,
@@ -653,16 +716,66 @@ void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) c
   job.Finish();
 }
 
+/// Work between two checks of a batch's budget, deadline and cancellation:
+/// tree steps (a few microseconds of work).
+constexpr uint64_t kCheckEvery = 1024;
+
+/// The shared state of one budgeted batch: work so far (all threads), and
+/// why it stopped, if it did.
+struct ColliderSet::Impl::BatchControl {
+  const QueryBudget* budget = nullptr;
+  std::atomic<uint64_t> nodes{0};
+  std::atomic<uint64_t> pair_tests{0};
+  /// 0 while running; else 1 + the ErrorCode that stopped it.
+  std::atomic<int> stop{0};
+
+  bool Stopped() const { return stop.load(std::memory_order_relaxed) != 0; }
+  void Stop(ErrorCode code) {
+    int expected = 0;
+    stop.compare_exchange_strong(expected, 1 + static_cast<int>(code));
+  }
+  /// Adds work done by one thread; false when the batch must stop.
+  bool Charge(uint64_t n, uint64_t p) {
+    const uint64_t total_nodes = nodes.fetch_add(n, std::memory_order_relaxed) + n;
+    const uint64_t total_pairs = pair_tests.fetch_add(p, std::memory_order_relaxed) + p;
+    if (Stopped()) return false;
+    if ((budget->max_nodes != 0 && total_nodes > budget->max_nodes) ||
+        (budget->max_pair_tests != 0 && total_pairs > budget->max_pair_tests)) {
+      Stop(ErrorCode::kResourceExhausted);
+      return false;
+    }
+    return Poll();
+  }
+  /// Checks the deadline and the cancellation only.
+  bool Poll() {
+    if (budget->deadline != std::chrono::steady_clock::time_point::max() &&
+        std::chrono::steady_clock::now() >= budget->deadline) {
+      Stop(ErrorCode::kDeadlineExceeded);
+      return false;
+    }
+    if (budget->cancelled && budget->cancelled()) {
+      Stop(ErrorCode::kCancelled);
+      return false;
+    }
+    return !Stopped();
+  }
+};
+
 // Runs the queries of kind Q among queries[first, last) with up to
 // kInterleave jobs (J) stepped in turn; begin(job, cursor) starts a cursor.
+// Returns false when `control` (may be null) stopped it.
 template <typename Q, typename J, typename Cursor, typename BeginFn, typename StepFn>
-void ColliderSet::Impl::Interleave(std::span<const Query> queries,
+bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
                                    std::span<QueryResult> results, size_t first, size_t last,
-                                   const BeginFn& begin, const StepFn& step) const {
+                                   BatchControl* control, const BeginFn& begin,
+                                   const StepFn& step) const {
   const Impl& m = *this;
   J jobs[kInterleave];
   Cursor cursors[kInterleave];
   bool live[kInterleave] = {};
+  PairCounter pairs;
+  uint64_t steps = 0;
+  uint64_t charged_pairs = 0;
   size_t next = first;
   size_t active = 0;
   auto start = [&](size_t s) {
@@ -671,6 +784,7 @@ void ColliderSet::Impl::Interleave(std::span<const Query> queries,
       const Q* qp = std::get_if<Q>(&queries[i]);
       if (qp == nullptr) continue;  // another kind: its own pass
       const Q& q = *qp;
+      jobs[s].pairs = &pairs;
       if constexpr (std::is_same_v<Q, OverlapQuery>) {
         jobs[s].Start(m, q, &results[i].overlaps);
       } else {
@@ -683,32 +797,43 @@ void ColliderSet::Impl::Interleave(std::span<const Query> queries,
     live[s] = false;
     return false;
   };
+  const auto charge = [&] {
+    const bool go = control->Charge(steps, pairs.count - charged_pairs);
+    steps = 0;
+    charged_pairs = pairs.count;
+    return go;
+  };
   for (size_t s = 0; s < kInterleave; ++s) active += start(s);
   while (active > 0) {
     for (size_t s = 0; s < kInterleave; ++s) {
       if (!live[s]) continue;
+      ++steps;
       if (step(jobs[s], cursors[s])) continue;
       jobs[s].Finish();
       if (!start(s)) --active;
     }
+    if (control != nullptr && steps >= kCheckEvery && !charge()) return false;
   }
+  return control == nullptr || charge();
 }
 
-void ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<QueryResult> results,
-                                 size_t begin, size_t end) const {
+bool ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<QueryResult> results,
+                                 size_t begin, size_t end, BatchControl* control) const {
   for (size_t i = begin; i < end; ++i) {
     results[i].overlaps.clear();
     results[i].hits.clear();
   }
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
-  Interleave<OverlapQuery, OverlapJob, BoxCursor>(
-      queries, results, begin, end,
+  if (control != nullptr && !control->Poll()) return false;
+  const bool ok = Interleave<OverlapQuery, OverlapJob, BoxCursor>(
+      queries, results, begin, end, control,
       [this](OverlapJob& job, BoxCursor& cur) { cur.Begin(tree, job.box, job.q->filter.mask); },
       [&](OverlapJob& job, BoxCursor& cur) {
         return cur.Step([&](uint32_t item, uint32_t) { job.Leaf(item); }, prefetch);
       });
-  Interleave<CastQuery, CastJob, SegmentCursor>(
-      queries, results, begin, end,
+  if (!ok) return false;
+  const bool ok2 = Interleave<CastQuery, CastJob, SegmentCursor>(
+      queries, results, begin, end, control,
       [this](CastJob& job, SegmentCursor& cur) {
         cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
       },
@@ -717,8 +842,9 @@ void ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<Query
             [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
             prefetch);
       });
-  Interleave<RayQuery, RayJob, SegmentCursor>(
-      queries, results, begin, end,
+  if (!ok2) return false;
+  return Interleave<RayQuery, RayJob, SegmentCursor>(
+      queries, results, begin, end, control,
       [this](RayJob& job, SegmentCursor& cur) {
         cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
       },
@@ -755,14 +881,57 @@ void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult
                            ThreadPool* pool) const {
   const size_t n = std::min(queries.size(), results.size());
   if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
-    impl_->RunRange(queries, results, 0, n);
+    impl_->RunRange(queries, results, 0, n, nullptr);
     return;
   }
   const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
   pool->ParallelFor(chunks, [&](size_t chunk) {
     const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
-    impl_->RunRange(queries, results, chunk * kParallelChunk, end);
+    impl_->RunRange(queries, results, chunk * kParallelChunk, end, nullptr);
   });
+}
+
+Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
+                             ThreadPool* pool, const QueryBudget& budget, QueryWork* work) const {
+  const size_t n = std::min(queries.size(), results.size());
+  Impl::BatchControl control;
+  control.budget = &budget;
+  if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
+    impl_->RunRange(queries, results, 0, n, &control);
+  } else {
+    const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
+    pool->ParallelFor(chunks, [&](size_t chunk) {
+      if (control.Stopped()) return;
+      const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
+      impl_->RunRange(queries, results, chunk * kParallelChunk, end, &control);
+    });
+  }
+  if (work != nullptr) {
+    work->nodes = control.nodes.load();
+    work->pair_tests = control.pair_tests.load();
+  }
+  const int stop = control.stop.load();
+  if (stop == 0) return Status::Ok();
+  for (size_t i = 0; i < n; ++i) {
+    // Release the memory too: a stopped batch may have been a huge one.
+    std::vector<OverlapHit>().swap(results[i].overlaps);
+    std::vector<CastHit>().swap(results[i].hits);
+  }
+  const auto code = static_cast<ErrorCode>(stop - 1);
+  switch (code) {
+    case ErrorCode::kDeadlineExceeded:
+      return Status(code, "queries: the deadline passed after " + std::to_string(control.nodes) +
+                              " tree nodes and " + std::to_string(control.pair_tests) +
+                              " pair tests");
+    case ErrorCode::kCancelled: return Status(code, "queries: cancelled");
+    default:
+      return Status(code, "queries: the batch needs more than its budget of " +
+                              std::to_string(budget.max_nodes) + " tree nodes and " +
+                              std::to_string(budget.max_pair_tests) +
+                              " pair tests (0: unlimited); it had used " +
+                              std::to_string(control.nodes) + " and " +
+                              std::to_string(control.pair_tests));
+  }
 }
 
 Status ColliderSet::ValidateQuery(const Query& q, const std::string& field) {

@@ -6,8 +6,13 @@
 namespace hitbox {
 namespace {
 
-bool PositiveFinite(double v) { return std::isfinite(v) && v > 0.0; }
-bool NonNegativeFinite(double v) { return std::isfinite(v) && v >= 0.0; }
+// A size in [kMinShapeSize, kMaxShapeSize] (false for NaN).
+bool SizeInRange(double v) { return v >= kMinShapeSize && v <= kMaxShapeSize; }
+// A half height: 0, or a size in range.
+bool HalfHeightInRange(double v) { return v == 0.0 || SizeInRange(v); }
+
+constexpr const char* kSizeRule = "finite and in [1e-7, 1e6] metres";
+constexpr const char* kHalfHeightRule = "0 or finite and in [1e-7, 1e6] metres";
 
 std::string Num(double v) {
   char buf[40];
@@ -33,7 +38,7 @@ const char* ShapeKindName(ShapeKind kind) {
 }
 
 Result<Shape> Shape::Make(const Sphere& s) {
-  if (!PositiveFinite(s.radius)) return BadSize("sphere", "radius", s.radius, "finite and > 0");
+  if (!SizeInRange(s.radius)) return BadSize("sphere", "radius", s.radius, kSizeRule);
   Shape shape;
   shape.kind_ = ShapeKind::kSphere;
   shape.radius_ = s.radius;
@@ -43,8 +48,8 @@ Result<Shape> Shape::Make(const Sphere& s) {
 Result<Shape> Shape::Make(const Box& b) {
   static const char* kFields[3] = {"half_extents.x", "half_extents.y", "half_extents.z"};
   for (int i = 0; i < 3; ++i) {
-    if (!PositiveFinite(b.half_extents[i])) {
-      return BadSize("box", kFields[i], b.half_extents[i], "finite and > 0");
+    if (!SizeInRange(b.half_extents[i])) {
+      return BadSize("box", kFields[i], b.half_extents[i], kSizeRule);
     }
   }
   Shape shape;
@@ -55,9 +60,9 @@ Result<Shape> Shape::Make(const Box& b) {
 }
 
 Result<Shape> Shape::Make(const Capsule& c) {
-  if (!PositiveFinite(c.radius)) return BadSize("capsule", "radius", c.radius, "finite and > 0");
-  if (!NonNegativeFinite(c.half_height)) {
-    return BadSize("capsule", "half_height", c.half_height, "finite and >= 0");
+  if (!SizeInRange(c.radius)) return BadSize("capsule", "radius", c.radius, kSizeRule);
+  if (!HalfHeightInRange(c.half_height)) {
+    return BadSize("capsule", "half_height", c.half_height, kHalfHeightRule);
   }
   Shape shape;
   shape.kind_ = ShapeKind::kCapsule;
@@ -67,9 +72,9 @@ Result<Shape> Shape::Make(const Capsule& c) {
 }
 
 Result<Shape> Shape::Make(const Cylinder& c) {
-  if (!PositiveFinite(c.radius)) return BadSize("cylinder", "radius", c.radius, "finite and > 0");
-  if (!NonNegativeFinite(c.half_height)) {
-    return BadSize("cylinder", "half_height", c.half_height, "finite and >= 0");
+  if (!SizeInRange(c.radius)) return BadSize("cylinder", "radius", c.radius, kSizeRule);
+  if (!HalfHeightInRange(c.half_height)) {
+    return BadSize("cylinder", "half_height", c.half_height, kHalfHeightRule);
   }
   Shape shape;
   shape.kind_ = ShapeKind::kCylinder;

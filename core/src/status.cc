@@ -9,6 +9,8 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kAlreadyExists: return "ALREADY_EXISTS";
     case ErrorCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
     case ErrorCode::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case ErrorCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case ErrorCode::kCancelled: return "CANCELLED";
     case ErrorCode::kInternal: return "INTERNAL";
   }
   return "UNKNOWN";

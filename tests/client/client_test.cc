@@ -585,7 +585,7 @@ TEST(RpcStatusTest, NamesAndConversions) {
   EXPECT_EQ(from_core.message(), "too many");
   for (ErrorCode e : {ErrorCode::kInvalidArgument, ErrorCode::kNotFound, ErrorCode::kAlreadyExists,
                       ErrorCode::kResourceExhausted, ErrorCode::kFailedPrecondition,
-                      ErrorCode::kInternal}) {
+                      ErrorCode::kDeadlineExceeded, ErrorCode::kCancelled, ErrorCode::kInternal}) {
     EXPECT_EQ(static_cast<int>(ToRpcCode(e)), static_cast<int>(wire::ToGrpcCode(e)));
   }
   RpcResult<int> bad = RpcStatus();  // OK without a value is a bug, reported

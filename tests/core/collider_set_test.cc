@@ -519,3 +519,155 @@ TEST(ThreadPoolTest, RunsEveryIndexOnce) {
 
 }  // namespace
 }  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+// A flat grid of n x n unit spheres 2 m apart (ids 1..n*n), the shape of the
+// world in which one huge overlap used to gather every collider first.
+ColliderSet SphereGrid(int n) {
+  std::vector<Collider> cs;
+  cs.reserve(static_cast<size_t>(n) * n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      cs.push_back(MakeCollider(static_cast<uint64_t>(i * n + j + 1), *Shape::MakeSphere(1.0),
+                                Pose({2.0 * i, 0, 2.0 * j})));
+    }
+  }
+  ColliderSet set;
+  EXPECT_TRUE(set.AddBulk(cs).ok());
+  return set;
+}
+
+// max_hits bounds what a query keeps while it runs, not only what it
+// returns: a huge overlap keeps the lowest ids and skips the narrow phase
+// for the rest; casts and rays keep the first hits in (fraction, id) order.
+TEST(QueryBudgetTest, MaxHitsKeepsTheBestAsItGoes) {
+  const ColliderSet set = SphereGrid(60);
+  OverlapQuery big;
+  big.shape = *Shape::MakeSphere(1000.0);
+  big.filter.max_hits = 5;
+  CastQuery sweep;
+  sweep.shape = *Shape::MakeSphere(0.5);
+  sweep.pose = Pose({-10, 0, 0.3});
+  sweep.translation = {200, 0, 0};
+  sweep.all_hits = true;
+  sweep.filter.max_hits = 7;
+  RayQuery ray;
+  ray.origin = {-10, 0.2, 2.1};
+  ray.translation = {200, 0, 0};
+  ray.all_hits = true;
+  ray.filter.max_hits = 3;
+  const std::vector<Query> qs = {big, sweep, ray};
+  std::vector<QueryResult> bounded(3);
+  QueryWork work;
+  ASSERT_TRUE(set.RunBatch(qs, bounded, nullptr, QueryBudget{}, &work).ok());
+  ASSERT_EQ(bounded[0].overlaps.size(), 5u);
+  for (size_t k = 0; k < 5; ++k) EXPECT_EQ(bounded[0].overlaps[k].id, k + 1);
+  // Far fewer pair tests than the 3600 candidates of the overlap alone.
+  EXPECT_LT(work.pair_tests, 1000u);
+  EXPECT_GT(work.nodes, 3600u);
+
+  // The same answers as keeping every hit and cutting afterwards.
+  std::vector<Query> unbounded_qs = qs;
+  std::get<CastQuery>(unbounded_qs[1]).filter.max_hits = 0;
+  std::get<RayQuery>(unbounded_qs[2]).filter.max_hits = 0;
+  std::vector<QueryResult> all(3);
+  set.RunBatch(unbounded_qs, all);
+  ASSERT_EQ(bounded[1].hits.size(), 7u);
+  ASSERT_EQ(bounded[2].hits.size(), 3u);
+  ASSERT_GE(all[1].hits.size(), 30u);
+  for (size_t k = 0; k < 7; ++k) {
+    EXPECT_EQ(bounded[1].hits[k].id, all[1].hits[k].id);
+    EXPECT_EQ(bounded[1].hits[k].fraction, all[1].hits[k].fraction);
+  }
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(bounded[2].hits[k].id, all[2].hits[k].id);
+  // The single-query path agrees.
+  std::vector<OverlapHit> one;
+  set.Overlap(big, &one);
+  ASSERT_EQ(one.size(), 5u);
+  EXPECT_EQ(one[4].id, 5u);
+}
+
+// A batch that needs more nodes or pair tests than its budget stops with
+// RESOURCE_EXHAUSTED, its results cleared; within budget it answers exactly
+// as without one. The pooled path stops too.
+TEST(QueryBudgetTest, WorkBudgetStopsRunawayBatches) {
+  const ColliderSet set = SphereGrid(100);
+  ThreadPool pool(2);
+  OverlapQuery big;
+  big.shape = *Shape::MakeSphere(1000.0);
+  big.filter.max_hits = 1024;
+  RayQuery ray;
+  ray.origin = {-5, 0, 0};
+  ray.translation = {10, 0, 0};
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    std::vector<Query> qs(100, big);
+    std::vector<QueryResult> results(qs.size());
+    QueryBudget budget;
+    budget.max_nodes = 50'000;
+    QueryWork work;
+    const Status st = set.RunBatch(qs, results, p, budget, &work);
+    ASSERT_EQ(st.code(), ErrorCode::kResourceExhausted) << st.ToString();
+    EXPECT_NE(st.message().find("50000 tree nodes"), std::string::npos) << st.message();
+    EXPECT_GT(work.nodes, 50'000u);
+    EXPECT_LT(work.nodes, 50'000u + 2 * 8 * 1024 + 4096) << "stops soon after the limit";
+    for (const QueryResult& r : results) EXPECT_TRUE(r.overlaps.empty());
+
+    budget = QueryBudget{};
+    budget.max_pair_tests = 100;
+    EXPECT_EQ(set.RunBatch(qs, results, p, budget, &work).code(), ErrorCode::kResourceExhausted);
+
+    // Small queries under a budget: the same answers as the plain batch.
+    std::vector<Query> small(200, ray);
+    std::vector<QueryResult> a(small.size()), b(small.size());
+    set.RunBatch(small, a, p);
+    budget = QueryBudget{};
+    budget.max_nodes = 1'000'000;
+    budget.max_pair_tests = 1'000'000;
+    ASSERT_TRUE(set.RunBatch(small, b, p, budget, &work).ok());
+    EXPECT_GT(work.pair_tests, 0u);
+    for (size_t i = 0; i < small.size(); ++i) {
+      ASSERT_EQ(a[i].hits.size(), 1u);
+      ASSERT_EQ(b[i].hits.size(), 1u);
+      EXPECT_EQ(a[i].hits[0].id, b[i].hits[0].id);
+      EXPECT_EQ(a[i].hits[0].fraction, b[i].hits[0].fraction);
+    }
+  }
+}
+
+// Deadlines and cancellation stop a batch, also inside one long query, soon
+// after they happen (here: a batch of a few seconds stops well within 1 s of
+// its 30 ms deadline even on a loaded machine).
+TEST(QueryBudgetTest, DeadlineAndCancellationStopInsideLongQueries) {
+  const ColliderSet set = SphereGrid(300);
+  OverlapQuery big;
+  big.shape = *Shape::MakeSphere(1000.0);  // 90k candidates, no max_hits: all tested
+  const std::vector<Query> qs(400, big);
+  std::vector<QueryResult> results(qs.size());
+  ThreadPool pool(2);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    QueryBudget budget;
+    budget.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+    EXPECT_EQ(set.RunBatch(qs, results, p, budget).code(), ErrorCode::kDeadlineExceeded);
+
+    const auto start = std::chrono::steady_clock::now();
+    budget.deadline = start + std::chrono::milliseconds(30);
+    QueryWork work;
+    const Status st = set.RunBatch(qs, results, p, budget, &work);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(st.code(), ErrorCode::kDeadlineExceeded) << st.ToString();
+    EXPECT_LT(took, std::chrono::milliseconds(1000));
+    EXPECT_LT(work.pair_tests, 400u * 90'000u);
+    for (const QueryResult& r : results) EXPECT_TRUE(r.overlaps.empty());
+
+    std::atomic<int> polls{0};
+    budget = QueryBudget{};
+    budget.cancelled = [&] { return polls.fetch_add(1) >= 20; };
+    EXPECT_EQ(set.RunBatch(qs, results, p, budget).code(), ErrorCode::kCancelled);
+    EXPECT_LT(polls.load(), 200);
+  }
+}
+
+}  // namespace
+}  // namespace hitbox

@@ -37,7 +37,7 @@ TEST(WireTest, BadBoxHalfExtentNamesFullPath) {
   const Status s = wire::FromProto(req.changes(), &out);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "changes[3].add.shape.box.half_extents.y must be finite and > 0, got -1");
+  EXPECT_EQ(s.message(), "changes[3].add.shape.box.half_extents.y must be finite and in [1e-7, 1e6] metres, got -1");
 }
 
 // A zero quaternion is rejected with its norm in the message.
@@ -106,10 +106,10 @@ TEST(WireTest, NonFiniteAndOutOfRangeValues) {
   const double inf = std::numeric_limits<double>::infinity();
   v1::Collider c = SphereCollider(1, nan);
   EXPECT_EQ(wire::FromProto(c, "c").error().message,
-            "c.shape.sphere.radius must be finite and > 0, got nan");
+            "c.shape.sphere.radius must be finite and in [1e-7, 1e6] metres, got nan");
   c = SphereCollider(1, 0);
   EXPECT_EQ(wire::FromProto(c, "c").error().message,
-            "c.shape.sphere.radius must be finite and > 0, got 0");
+            "c.shape.sphere.radius must be finite and in [1e-7, 1e6] metres, got 0");
   c = SphereCollider(1, 1);
   c.mutable_pose()->mutable_position()->set_z(-inf);
   EXPECT_EQ(wire::FromProto(c, "c").error().message,
@@ -122,10 +122,34 @@ TEST(WireTest, NonFiniteAndOutOfRangeValues) {
   s.mutable_capsule()->set_radius(1);
   s.mutable_capsule()->set_half_height(-0.5);
   EXPECT_EQ(wire::FromProto(s, "s").error().message,
-            "s.capsule.half_height must be finite and >= 0, got -0.5");
+            "s.capsule.half_height must be 0 or finite and in [1e-7, 1e6] metres, got -0.5");
   s.mutable_cylinder()->set_radius(-2);
   EXPECT_EQ(wire::FromProto(s, "s").error().message,
-            "s.cylinder.radius must be finite and > 0, got -2");
+            "s.cylinder.radius must be finite and in [1e-7, 1e6] metres, got -2");
+
+  // The accepted ranges (geometry.proto): sizes in [1e-7, 1e6], coordinates
+  // within +-1e9; both ends are inclusive.
+  c = SphereCollider(1, 1e308);
+  EXPECT_EQ(wire::FromProto(c, "c").error().message,
+            "c.shape.sphere.radius must be finite and in [1e-7, 1e6] metres, got 1e+308");
+  c = SphereCollider(1, 5e-324);
+  EXPECT_EQ(wire::FromProto(c, "c").error().message,
+            "c.shape.sphere.radius must be finite and in [1e-7, 1e6] metres, got 5e-324");
+  EXPECT_TRUE(wire::FromProto(SphereCollider(1, 1e-7), "c").ok());
+  EXPECT_TRUE(wire::FromProto(SphereCollider(1, 1e6), "c").ok());
+  EXPECT_FALSE(wire::FromProto(SphereCollider(1, 1.000001e6), "c").ok());
+  s.mutable_capsule()->set_radius(1);
+  s.mutable_capsule()->set_half_height(5e-324);
+  EXPECT_EQ(wire::FromProto(s, "s").error().message,
+            "s.capsule.half_height must be 0 or finite and in [1e-7, 1e6] metres, got 5e-324");
+  s.mutable_capsule()->set_half_height(0);
+  EXPECT_TRUE(wire::FromProto(s, "s").ok());
+  c = SphereCollider(1, 1);
+  c.mutable_pose()->mutable_position()->set_y(1e9);
+  EXPECT_TRUE(wire::FromProto(c, "c").ok());
+  c.mutable_pose()->mutable_position()->set_y(-1.5e9);
+  EXPECT_EQ(wire::FromProto(c, "c").error().message,
+            "c.pose.position.y must be within +-1e9 metres, got -1.5e+09");
 
   v1::Quat q;
   q.set_w(1.00001);
@@ -256,7 +280,8 @@ TEST(WireTest, SessionIds) {
 TEST(WireTest, StatusMapping) {
   const ErrorCode codes[] = {ErrorCode::kInvalidArgument, ErrorCode::kNotFound,
                              ErrorCode::kAlreadyExists, ErrorCode::kResourceExhausted,
-                             ErrorCode::kFailedPrecondition, ErrorCode::kInternal};
+                             ErrorCode::kFailedPrecondition, ErrorCode::kDeadlineExceeded,
+                             ErrorCode::kCancelled, ErrorCode::kInternal};
   for (ErrorCode c : codes) {
     EXPECT_EQ(wire::FromGrpcCode(wire::ToGrpcCode(c)), c);
     EXPECT_STREQ(wire::GrpcCodeName(wire::ToGrpcCode(c)), ErrorCodeName(c));

@@ -56,22 +56,31 @@ Status CheckFinite(double v, const Path& path) {
   return Invalid(path, " must be finite, got " + FormatDouble(v));
 }
 
-// "<path> must be finite and > 0, got -1"
-Status CheckPositive(double v, const Path& path) {
-  if (std::isfinite(v) && v > 0.0) return Status::Ok();
-  return Invalid(path, " must be finite and > 0, got " + FormatDouble(v));
+// "<path> must be finite and within +-1e9 metres, got 1e+308"
+Status CheckCoordinate(double v, const Path& path) {
+  static_assert(kMaxCoordinate == 1e9, "update the message below");
+  if (!std::isfinite(v)) return Invalid(path, " must be finite, got " + FormatDouble(v));
+  if (InCoordinateRange(v)) return Status::Ok();
+  return Invalid(path, " must be within +-1e9 metres, got " + FormatDouble(v));
 }
 
-// "<path> must be finite and >= 0, got -1"
-Status CheckNonNegative(double v, const Path& path) {
-  if (std::isfinite(v) && v >= 0.0) return Status::Ok();
-  return Invalid(path, " must be finite and >= 0, got " + FormatDouble(v));
+// "<path> must be in [1e-7, 1e6] metres, got -1": a radius or half extent.
+Status CheckSize(double v, const Path& path) {
+  static_assert(kMinShapeSize == 1e-7 && kMaxShapeSize == 1e6, "update the message below");
+  if (v >= kMinShapeSize && v <= kMaxShapeSize) return Status::Ok();
+  return Invalid(path, " must be finite and in [1e-7, 1e6] metres, got " + FormatDouble(v));
+}
+
+// "<path> must be 0 or in [1e-7, 1e6] metres, got 5e-324": a half height.
+Status CheckHalfHeight(double v, const Path& path) {
+  if (v == 0.0 || (v >= kMinShapeSize && v <= kMaxShapeSize)) return Status::Ok();
+  return Invalid(path, " must be 0 or finite and in [1e-7, 1e6] metres, got " + FormatDouble(v));
 }
 
 Result<Vec3> Vec(const v1::Vec3& v, const Path& path) {
-  if (Status s = CheckFinite(v.x(), Path(&path, "x")); !s.ok()) return s;
-  if (Status s = CheckFinite(v.y(), Path(&path, "y")); !s.ok()) return s;
-  if (Status s = CheckFinite(v.z(), Path(&path, "z")); !s.ok()) return s;
+  if (Status s = CheckCoordinate(v.x(), Path(&path, "x")); !s.ok()) return s;
+  if (Status s = CheckCoordinate(v.y(), Path(&path, "y")); !s.ok()) return s;
+  if (Status s = CheckCoordinate(v.z(), Path(&path, "z")); !s.ok()) return s;
   return Vec3{v.x(), v.y(), v.z()};
 }
 
@@ -108,7 +117,7 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
   switch (s.kind_case()) {
     case v1::Shape::kSphere: {
       const Path p(&path, "sphere");
-      if (Status st = CheckPositive(s.sphere().radius(), Path(&p, "radius")); !st.ok()) return st;
+      if (Status st = CheckSize(s.sphere().radius(), Path(&p, "radius")); !st.ok()) return st;
       return Shape::MakeSphere(s.sphere().radius());
     }
     case v1::Shape::kBox: {
@@ -116,15 +125,15 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
       const Path he(&p, "half_extents");
       const v1::Vec3& e = s.box().half_extents();
       if (!s.box().has_half_extents()) return Invalid(he, " is required");
-      if (Status st = CheckPositive(e.x(), Path(&he, "x")); !st.ok()) return st;
-      if (Status st = CheckPositive(e.y(), Path(&he, "y")); !st.ok()) return st;
-      if (Status st = CheckPositive(e.z(), Path(&he, "z")); !st.ok()) return st;
+      if (Status st = CheckSize(e.x(), Path(&he, "x")); !st.ok()) return st;
+      if (Status st = CheckSize(e.y(), Path(&he, "y")); !st.ok()) return st;
+      if (Status st = CheckSize(e.z(), Path(&he, "z")); !st.ok()) return st;
       return Shape::MakeBox({e.x(), e.y(), e.z()});
     }
     case v1::Shape::kCapsule: {
       const Path p(&path, "capsule");
-      if (Status st = CheckPositive(s.capsule().radius(), Path(&p, "radius")); !st.ok()) return st;
-      if (Status st = CheckNonNegative(s.capsule().half_height(), Path(&p, "half_height"));
+      if (Status st = CheckSize(s.capsule().radius(), Path(&p, "radius")); !st.ok()) return st;
+      if (Status st = CheckHalfHeight(s.capsule().half_height(), Path(&p, "half_height"));
           !st.ok()) {
         return st;
       }
@@ -132,10 +141,10 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
     }
     case v1::Shape::kCylinder: {
       const Path p(&path, "cylinder");
-      if (Status st = CheckPositive(s.cylinder().radius(), Path(&p, "radius")); !st.ok()) {
+      if (Status st = CheckSize(s.cylinder().radius(), Path(&p, "radius")); !st.ok()) {
         return st;
       }
-      if (Status st = CheckNonNegative(s.cylinder().half_height(), Path(&p, "half_height"));
+      if (Status st = CheckHalfHeight(s.cylinder().half_height(), Path(&p, "half_height"));
           !st.ok()) {
         return st;
       }
@@ -297,6 +306,8 @@ grpc::StatusCode ToGrpcCode(ErrorCode code) {
     case ErrorCode::kAlreadyExists: return grpc::StatusCode::ALREADY_EXISTS;
     case ErrorCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
     case ErrorCode::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
+    case ErrorCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case ErrorCode::kCancelled: return grpc::StatusCode::CANCELLED;
     case ErrorCode::kInternal: return grpc::StatusCode::INTERNAL;
   }
   return grpc::StatusCode::INTERNAL;
@@ -309,6 +320,8 @@ ErrorCode FromGrpcCode(grpc::StatusCode code) {
     case grpc::StatusCode::ALREADY_EXISTS: return ErrorCode::kAlreadyExists;
     case grpc::StatusCode::RESOURCE_EXHAUSTED: return ErrorCode::kResourceExhausted;
     case grpc::StatusCode::FAILED_PRECONDITION: return ErrorCode::kFailedPrecondition;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return ErrorCode::kDeadlineExceeded;
+    case grpc::StatusCode::CANCELLED: return ErrorCode::kCancelled;
     default: return ErrorCode::kInternal;
   }
 }

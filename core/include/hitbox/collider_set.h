@@ -7,6 +7,7 @@
 // server serializes changes with a reader/writer lock).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -76,7 +77,9 @@ struct QueryFilter {
   std::vector<uint64_t> ignore;
   /// Most hits to report; 0 means no limit. For "all hits" casts the first
   /// max_hits in (fraction, id) order are kept; for overlaps the first
-  /// max_hits in id order.
+  /// max_hits in id order. Queries keep only these as they go (a bounded
+  /// heap), so a query never holds more than max_hits hits, and candidates
+  /// that could not make the cut skip the narrow phase.
   uint32_t max_hits = 0;
 
   bool Accepts(uint64_t id, uint32_t layer) const;
@@ -147,6 +150,27 @@ struct QueryResult {
   std::vector<CastHit> hits;
 };
 
+/// Bounds on the work of one batch, and how to stop it early (RunBatch).
+struct QueryBudget {
+  /// Most tree nodes all queries of the batch may visit together; 0: no limit.
+  uint64_t max_nodes = 0;
+  /// Most narrow-phase pair tests (one query against one collider, contacts
+  /// included) of the whole batch; 0: no limit.
+  uint64_t max_pair_tests = 0;
+  /// Past this time the batch stops with kDeadlineExceeded.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// Polled with the deadline (every ~1000 nodes, i.e. every few
+  /// microseconds of work); true stops the batch with kCancelled. May be
+  /// called from several threads at once.
+  std::function<bool()> cancelled;
+};
+
+/// Work a batch did: tree nodes visited and narrow-phase pair tests.
+struct QueryWork {
+  uint64_t nodes = 0;
+  uint64_t pair_tests = 0;
+};
+
 /// Runs tasks on a fixed set of worker threads (created once, reused).
 class ThreadPool;
 
@@ -198,6 +222,14 @@ class ColliderSet {
   /// whatever the thread count.
   void RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
                 ThreadPool* pool = nullptr) const;
+  /// RunBatch under a budget: Ok with every result filled; or
+  /// kResourceExhausted (max_nodes or max_pair_tests would be passed: `work`
+  /// tells which), kDeadlineExceeded or kCancelled, with the results cleared.
+  /// Stops within a few microseconds of work of the deadline or the
+  /// cancellation, also inside one long query. `work` (may be null) receives
+  /// the work done.
+  Status RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
+                  ThreadPool* pool, const QueryBudget& budget, QueryWork* work = nullptr) const;
 
   /// Checks a query's shape/pose/translation for NaN, infinities and
   /// non-unit quaternions; the error names the field (prefixed by `field`).

@@ -18,6 +18,23 @@ namespace hitbox {
 enum class ShapeKind : uint8_t { kSphere = 0, kBox = 1, kCapsule = 2, kCylinder = 3 };
 inline constexpr int kShapeKindCount = 4;
 
+/// Accepted ranges of every size and coordinate, chosen so that no answer can
+/// overflow or lose all precision: squared distances, cross products and
+/// support points of anything in range stay far below 1e300, and the
+/// smallest size still has ~1e9 representable steps across it near the origin.
+/// Smallest radius, half extent or non-zero half height, metres.
+inline constexpr double kMinShapeSize = 1e-7;
+/// Largest radius, half extent or half height, metres.
+inline constexpr double kMaxShapeSize = 1e6;
+/// Largest |component| of a position, ray origin or translation, metres.
+inline constexpr double kMaxCoordinate = 1e9;
+
+/// True when v is finite and |v| <= kMaxCoordinate.
+inline bool InCoordinateRange(double v) { return v >= -kMaxCoordinate && v <= kMaxCoordinate; }
+inline bool InCoordinateRange(const Vec3& v) {
+  return InCoordinateRange(v.x) && InCoordinateRange(v.y) && InCoordinateRange(v.z);
+}
+
 /// "sphere", "box", "capsule" or "cylinder".
 const char* ShapeKindName(ShapeKind kind);
 

@@ -15,6 +15,8 @@ enum class ErrorCode {
   kAlreadyExists,       ///< a duplicate id
   kResourceExhausted,   ///< a configured limit would be exceeded
   kFailedPrecondition,  ///< the operation is not valid in the current state
+  kDeadlineExceeded,    ///< the caller's deadline passed before the work finished
+  kCancelled,           ///< the caller cancelled the work
   kInternal,            ///< a bug: never expected
 };
 
