@@ -49,6 +49,24 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_MAX_HITS")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-nodes-per-message", l.session.max_nodes_per_message,
+                 "work budget of one Query request or tick: tree nodes visited by all its "
+                 "queries (sessions may ask for less)")
+      ->envname("HITBOX_MAX_NODES_PER_MESSAGE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-pair-tests-per-message", l.session.max_pair_tests_per_message,
+                 "work budget of one Query request or tick: narrow-phase pair tests of all its "
+                 "queries (sessions may ask for less)")
+      ->envname("HITBOX_MAX_PAIR_TESTS_PER_MESSAGE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-inflight-bytes", l.max_inflight_bytes,
+                 "bytes the answers of all calls in flight may hold together; past it, "
+                 "queries get RESOURCE_EXHAUSTED (retry)")
+      ->envname("HITBOX_MAX_INFLIGHT_BYTES")
+      ->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 50))
+      ->capture_default_str();
   app.add_option("--max-message-bytes", l.max_message_bytes,
                  "largest request message accepted, bytes (gRPC max receive message size); "
                  "also bounds the hits of one answer (about 64 bytes each)")

@@ -1,6 +1,7 @@
 #include "service.h"
 
 #include <algorithm>
+#include <bit>
 #include <span>
 #include <variant>
 #include <mutex>
@@ -24,8 +25,57 @@ constexpr uint32_t kDefaultPageSize = 1024;
 /// Bytes a hit is assumed to take in a response (a CastHit is ~100 at most,
 /// an OverlapHit without contact ~25), for the per-response hit budget.
 constexpr uint64_t kBytesPerHit = 64;
-/// Queries run per RunBatch call between checks of the hit budget.
+/// Most queries run per RunBatch call between checks of the hit budget.
 constexpr size_t kQueryChunk = 1024;
+/// Most bytes the results of one chunk may hold at worst (every query
+/// finding max_hits hits): chunks are cut shorter to stay under it, so the
+/// in-flight reservation is never far above what is really held.
+constexpr uint64_t kChunkWorstBytes = 16ull << 20;
+/// Bytes a query's entry in a response message takes besides its hits.
+constexpr uint64_t kBytesPerResult = 16;
+
+// Most bytes the hits of one query's result can hold: its vector's capacity
+// once it has grown to max_hits (or 1 for closest-hit queries).
+uint64_t WorstResultBytes(const hitbox::Query& q) {
+  return std::visit(
+      [](const auto& x) -> uint64_t {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, OverlapQuery>) {
+          return std::bit_ceil(uint64_t{std::max(1u, x.filter.max_hits)}) * sizeof(OverlapHit);
+        } else {
+          const uint64_t hits = x.all_hits ? std::max(1u, x.filter.max_hits) : 1;
+          return std::bit_ceil(hits) * sizeof(CastHit);
+        }
+      },
+      q);
+}
+
+// Bytes the hits of a result hold now.
+uint64_t HeldBytes(const QueryResult& r) {
+  return r.overlaps.capacity() * sizeof(OverlapHit) + r.hits.capacity() * sizeof(CastHit);
+}
+
+// Undoes an applied change batch: every id it touched gets back its state
+// from `before` (the first entry per id is its state before the batch), and
+// the set its revision.
+void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before,
+              uint64_t revision) {
+  std::vector<ColliderChange> undo;
+  std::unordered_map<uint64_t, bool> seen;
+  for (const auto& [id, old] : before) {
+    if (!seen.emplace(id, true).second) continue;
+    const bool now = set.Find(id) != nullptr;
+    if (old && now) undo.push_back(ColliderChange::Replace(*old));
+    if (old && !now) undo.push_back(ColliderChange::Add(*old));
+    if (!old && now) undo.push_back(ColliderChange::Remove(id));
+  }
+  const Status st = set.Apply(undo);
+  if (!st.ok()) spdlog::error("tick rollback failed (a bug): {}", st.ToString());
+  set.RestoreRevision(revision);
+}
+
+// Frees the results' memory (not only their sizes).
+void Release(std::vector<QueryResult>* results) { std::vector<QueryResult>().swap(*results); }
 
 grpc::Status Grpc(grpc::StatusCode code, std::string message) {
   return grpc::Status(code, std::move(message));
@@ -84,7 +134,10 @@ class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListColli
 // the tick runs on the callback thread and takes only its session's lock.
 class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse> {
  public:
-  explicit TickReactor(HitboxService* service) : service_(service) { StartRead(&request_); }
+  TickReactor(HitboxService* service, grpc::CallbackServerContext* ctx)
+      : service_(service), call_(CallControl::Of(ctx)) {
+    StartRead(&request_);
+  }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client finished writing (or the call was cancelled)
@@ -92,7 +145,7 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
       return;
     }
     response_.Clear();
-    service_->DoTick(&stream_, request_, &response_);
+    service_->DoTick(&stream_, request_, &response_, call_);
     StartWrite(&response_);
   }
   void OnWriteDone(bool ok) override {
@@ -106,12 +159,58 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
 
  private:
   HitboxService* const service_;
+  const CallControl call_;
   HitboxService::TickStream stream_;
   v1::TickRequest request_;
   v1::TickResponse response_;
 };
 
+// One Query call: holds the bytes of its answer in the in-flight budget until
+// the response has been sent.
+class QueryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit QueryReactor(InflightMemory* inflight) : memory_(inflight) {}
+  MemoryReservation* memory() { return &memory_; }
+  void OnDone() override { delete this; }
+
+ private:
+  MemoryReservation memory_;
+};
+
 }  // namespace
+
+bool InflightMemory::TryTake(uint64_t bytes) {
+  uint64_t used = used_.load(std::memory_order_relaxed);
+  do {
+    if (bytes > cap_ || used > cap_ - bytes) return false;
+  } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+bool MemoryReservation::Resize(uint64_t bytes) {
+  if (pool_ != nullptr) {
+    if (bytes > bytes_) {
+      if (!pool_->TryTake(bytes - bytes_)) return false;
+    } else if (bytes < bytes_) {
+      pool_->Give(bytes_ - bytes);
+    }
+  }
+  bytes_ = bytes;
+  return true;
+}
+
+CallControl CallControl::Of(grpc::CallbackServerContext* ctx) {
+  CallControl c;
+  const std::chrono::system_clock::time_point deadline = ctx->deadline();
+  const auto now = std::chrono::system_clock::now();
+  // No deadline reads as a time centuries away: keep max() then.
+  if (deadline < now + std::chrono::hours(24 * 365)) {
+    c.deadline = std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline - now);
+  }
+  c.cancelled = [ctx] { return ctx->IsCancelled(); };
+  return c;
+}
 
 void ResultsToProto(const std::vector<QueryResult>& results, const RepeatedPtrField<v1::Query>& queries,
                     RepeatedPtrField<v1::QueryResult>* out) {
@@ -122,7 +221,9 @@ void ResultsToProto(const std::vector<QueryResult>& results, const RepeatedPtrFi
 }
 
 HitboxService::HitboxService(const ServiceOptions& options)
-    : options_(options), sessions_(options.limits.max_sessions) {
+    : options_(options),
+      inflight_(options.limits.max_inflight_bytes),
+      sessions_(options.limits.max_sessions) {
   size_t threads = options.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
@@ -251,28 +352,122 @@ uint64_t HitboxService::HitBudget() const {
 }
 
 grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
-                                      std::vector<QueryResult>* results) const {
+                                      std::vector<QueryResult>* results, const CallControl& call,
+                                      MemoryReservation* mem) const {
+  // Results reused from an earlier tick keep their capacity: count it.
   results->resize(queries.size());
-  const uint64_t budget = HitBudget();
+  uint64_t held = 0;
+  for (QueryResult& r : *results) {
+    r.overlaps.clear();
+    r.hits.clear();
+    held += HeldBytes(r);
+  }
+  const SessionLimits& limits = s.limits();
+  QueryBudget budget;
+  budget.deadline = call.deadline;
+  budget.cancelled = call.cancelled;
+  QueryWork used;
+  const uint64_t hit_budget = HitBudget();
   uint64_t hits = 0;
-  for (size_t start = 0; start < queries.size(); start += kQueryChunk) {
-    const size_t n = std::min(kQueryChunk, queries.size() - start);
-    s.set().RunBatch(std::span<const hitbox::Query>(queries).subspan(start, n),
-                     std::span<QueryResult>(*results).subspan(start, n), pool_.get());
-    for (size_t i = start; i < start + n; ++i) {
+  auto fail = [&](grpc::Status st) {
+    Release(results);
+    mem->Reset();
+    return st;
+  };
+  for (size_t start = 0; start < queries.size();) {
+    // A chunk: up to kQueryChunk queries whose worst-case answers fit in
+    // kChunkWorstBytes (at least one query).
+    size_t end = start;
+    uint64_t worst = 0;
+    while (end < queries.size() && end - start < kQueryChunk) {
+      const uint64_t w = WorstResultBytes(queries[end]) + sizeof(QueryResult);
+      if (end > start && worst + w > kChunkWorstBytes) break;
+      worst += w;
+      ++end;
+    }
+    const std::string range =
+        "queries[" + std::to_string(start) + ".." + std::to_string(end - 1) + "]";
+    if (!mem->Resize(held + worst)) {
+      return fail(Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       "queries: the server's answers in flight already hold " +
+                           std::to_string(inflight_.used()) + " of " +
+                           std::to_string(inflight_.cap()) +
+                           " bytes (--max-inflight-bytes); " + range + " could need " +
+                           std::to_string(worst) +
+                           " more: retry later, or lower filter.max_hits or split the batch"));
+    }
+    budget.max_nodes = limits.max_nodes_per_message == 0
+                           ? 0
+                           : limits.max_nodes_per_message - used.nodes;
+    budget.max_pair_tests = limits.max_pair_tests_per_message == 0
+                                ? 0
+                                : limits.max_pair_tests_per_message - used.pair_tests;
+    uint64_t held_before = 0;
+    for (size_t i = start; i < end; ++i) held_before += HeldBytes((*results)[i]);
+    QueryWork work;
+    const Status st =
+        s.set().RunBatch(std::span<const hitbox::Query>(queries).subspan(start, end - start),
+                         std::span<QueryResult>(*results).subspan(start, end - start),
+                         pool_.get(), budget, &work);
+    used.nodes += work.nodes;
+    used.pair_tests += work.pair_tests;
+    if (!st.ok()) {
+      switch (st.code()) {
+        case ErrorCode::kDeadlineExceeded:
+          return fail(Grpc(grpc::StatusCode::DEADLINE_EXCEEDED,
+                           "queries: the call's deadline passed while answering " + range));
+        case ErrorCode::kCancelled:
+          return fail(Grpc(grpc::StatusCode::CANCELLED,
+                           "queries: the call was cancelled while answering " + range));
+        default: break;
+      }
+      const bool nodes_out = budget.max_nodes != 0 && work.nodes > budget.max_nodes;
+      return fail(Grpc(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          nodes_out
+              ? "queries: the request needs more than its work budget of " +
+                    std::to_string(limits.max_nodes_per_message) +
+                    " tree nodes (limits.max_nodes_per_message), passed while answering " +
+                    range + ": use smaller query shapes or shorter casts, a narrower filter.mask, "
+                    "or fewer queries per request"
+              : "queries: the request needs more than its work budget of " +
+                    std::to_string(limits.max_pair_tests_per_message) +
+                    " pair tests (limits.max_pair_tests_per_message), passed while answering " +
+                    range + ": lower filter.max_hits, use smaller query shapes or a narrower "
+                    "filter.mask, or send fewer queries per request"));
+    }
+    uint64_t held_after = 0;
+    for (size_t i = start; i < end; ++i) {
+      held_after += HeldBytes((*results)[i]);
       hits += (*results)[i].overlaps.size() + (*results)[i].hits.size();
     }
-    if (hits > budget) {
-      results->clear();
-      return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                  "queries: the answers to queries[0.." + std::to_string(start + n - 1) +
-                      "] already hold " + std::to_string(hits) + " hits, more than the " +
-                      std::to_string(budget) +
-                      " that fit in one message (--max-message-bytes); lower filter.max_hits "
-                      "or split the batch");
+    held = held - held_before + held_after;
+    mem->Resize(held);  // never grows: the chunk's worst case was reserved
+    if (hits > hit_budget) {
+      return fail(Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                       "queries: the answers to queries[0.." + std::to_string(end - 1) +
+                           "] already hold " + std::to_string(hits) + " hits, more than the " +
+                           std::to_string(hit_budget) +
+                           " that fit in one message (--max-message-bytes); lower "
+                           "filter.max_hits or split the batch"));
     }
+    start = end;
   }
   return grpc::Status::OK;
+}
+
+grpc::Status HitboxService::ReserveResponse(const std::vector<QueryResult>& results,
+                                            MemoryReservation* mem) const {
+  uint64_t bytes = results.size() * kBytesPerResult;
+  for (const QueryResult& r : results) {
+    bytes += (r.overlaps.size() + r.hits.size()) * kBytesPerHit;
+  }
+  if (mem->Resize(mem->bytes() + bytes)) return grpc::Status::OK;
+  return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "queries: the server's answers in flight already hold " +
+                  std::to_string(inflight_.used()) + " of " + std::to_string(inflight_.cap()) +
+                  " bytes (--max-inflight-bytes); the response needs " + std::to_string(bytes) +
+                  " more: retry later, or lower filter.max_hits or split the batch");
 }
 
 void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
@@ -288,6 +483,8 @@ void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
   l->set_max_changes_per_message(s.limits().max_changes_per_message);
   l->set_max_queries_per_message(s.limits().max_queries_per_message);
   l->set_max_hits_per_query(s.limits().max_hits_per_query);
+  l->set_max_nodes_per_message(s.limits().max_nodes_per_message);
+  l->set_max_pair_tests_per_message(s.limits().max_pair_tests_per_message);
   info->set_created_unix_ms(s.created_unix_ms());
 }
 
@@ -326,6 +523,16 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
   }
   if (st = lower("max_hits_per_query", in.max_hits_per_query(), max.max_hits_per_query,
                  &limits.max_hits_per_query);
+      !st.ok()) {
+    return st;
+  }
+  if (st = lower("max_nodes_per_message", in.max_nodes_per_message(),
+                 max.max_nodes_per_message, &limits.max_nodes_per_message);
+      !st.ok()) {
+    return st;
+  }
+  if (st = lower("max_pair_tests_per_message", in.max_pair_tests_per_message(),
+                 max.max_pair_tests_per_message, &limits.max_pair_tests_per_message);
       !st.ok()) {
     return st;
   }
@@ -417,11 +624,14 @@ grpc::Status HitboxService::DoGetColliders(const v1::GetCollidersRequest& req,
   return grpc::Status::OK;
 }
 
-grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryResponse* resp) {
+grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryResponse* resp,
+                                    const CallControl& call, MemoryReservation* mem) {
   std::shared_ptr<Session> s;
   if (grpc::Status st = Resolve(req.session_id(), &s); !st.ok()) return st;
   std::vector<hitbox::Query> queries;
   if (grpc::Status st = ConvertQueries(*s, req.queries(), &queries); !st.ok()) return st;
+  MemoryReservation local(&inflight_);
+  if (mem == nullptr) mem = &local;
   std::vector<QueryResult> results;
   {
     std::shared_lock<std::shared_mutex> lock(s->mutex());
@@ -429,16 +639,25 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
       return Grpc(grpc::StatusCode::NOT_FOUND,
                   "session_id: session '" + req.session_id() + "' was deleted");
     }
-    if (grpc::Status st = RunLocked(*s, queries, &results); !st.ok()) return st;
+    if (grpc::Status st = RunLocked(*s, queries, &results, call, mem); !st.ok()) return st;
     resp->set_revision(s->set().revision());
   }
+  if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) {
+    mem->Reset();
+    return st;
+  }
   ResultsToProto(results, req.queries(), resp->mutable_results());
+  // The results are freed here; the response message stays reserved.
+  uint64_t result_bytes = 0;
+  for (const QueryResult& r : results) result_bytes += HeldBytes(r);
+  mem->Resize(mem->bytes() - std::min(mem->bytes(), result_bytes));
   return grpc::Status::OK;
 }
 
 void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
-                           v1::TickResponse* resp) {
+                           v1::TickResponse* resp, const CallControl& call) {
   resp->set_tick(req.tick());
+  stream->memory.set_pool(&inflight_);
   auto fail = [&](const grpc::Status& st) {
     Rejected("Tick", stream->session_id.empty() ? req.session_id() : stream->session_id, st);
     resp->clear_results();
@@ -511,15 +730,32 @@ void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
     }
     std::unique_lock<std::shared_mutex> lock(s.mutex());
     if (s.deleted()) return fail(deleted());
+    // The queries may still fail (work budget, deadline, memory): remember
+    // what the changes touch, so that such a tick changes nothing either.
+    const uint64_t revision = s.set().revision();
+    std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
+    if (!queries.empty()) {
+      before.reserve(changes.size());
+      for (const ColliderChange& c : changes) {
+        const Collider* old = s.set().Find(c.collider.id);
+        before.emplace_back(c.collider.id, old ? std::optional<Collider>(*old) : std::nullopt);
+      }
+    }
     if (grpc::Status st = ApplyLocked(s, changes, std::nullopt); !st.ok()) return fail(st);
-    if (grpc::Status st = RunLocked(s, queries, &results); !st.ok()) return fail(st);
+    if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
+      RollBack(s.set(), before, revision);
+      return fail(st);
+    }
     resp->set_revision(s.set().revision());
   } else {
     std::shared_lock<std::shared_mutex> lock(s.mutex());
     if (s.deleted()) return fail(deleted());
-    if (grpc::Status st = RunLocked(s, queries, &results); !st.ok()) return fail(st);
+    if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
+      return fail(st);
+    }
     resp->set_revision(s.set().revision());
   }
+  if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return fail(st);
   ResultsToProto(results, req.queries(), resp->mutable_results());
 }
 
@@ -606,14 +842,15 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListCollider
 grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
                                                const v1::QueryRequest* req,
                                                v1::QueryResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("Query", req->session_id(), DoQuery(*req, resp)));
+  auto* reactor = new QueryReactor(&inflight_);
+  reactor->Finish(Rejected("Query", req->session_id(),
+                           DoQuery(*req, resp, CallControl::Of(ctx), reactor->memory())));
   return reactor;
 }
 
 grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* HitboxService::Tick(
-    grpc::CallbackServerContext*) {
-  return new TickReactor(this);
+    grpc::CallbackServerContext* ctx) {
+  return new TickReactor(this, ctx);
 }
 
 }  // namespace hitbox::server

@@ -9,7 +9,10 @@
 // queries under the same exclusive lock, so they see exactly its changes.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +25,52 @@
 #include "session.h"
 
 namespace hitbox::server {
+
+/// A server-wide byte budget for the answers of calls in flight (query
+/// results and the response messages built from them). Thread-safe.
+class InflightMemory {
+ public:
+  explicit InflightMemory(uint64_t cap) : cap_(cap) {}
+  /// Takes `bytes` if they fit under the cap; false (nothing taken) otherwise.
+  bool TryTake(uint64_t bytes);
+  void Give(uint64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+  uint64_t cap() const { return cap_; }
+
+ private:
+  const uint64_t cap_;
+  std::atomic<uint64_t> used_{0};
+};
+
+/// Bytes one call holds of an InflightMemory, given back when it is reset or
+/// destroyed (so an early return can never leak budget).
+class MemoryReservation {
+ public:
+  MemoryReservation() = default;
+  explicit MemoryReservation(InflightMemory* pool) : pool_(pool) {}
+  MemoryReservation(const MemoryReservation&) = delete;
+  MemoryReservation& operator=(const MemoryReservation&) = delete;
+  ~MemoryReservation() { Reset(); }
+  /// Holds `bytes` in total from now on (taking or giving back the
+  /// difference); false when growing would pass the cap (nothing changes).
+  bool Resize(uint64_t bytes);
+  void Reset() { Resize(0); }
+  uint64_t bytes() const { return bytes_; }
+  void set_pool(InflightMemory* pool) { pool_ = pool; }
+
+ private:
+  InflightMemory* pool_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+/// What may stop a call's queries early: its deadline and its cancellation.
+struct CallControl {
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// True once the call was cancelled (may be empty: never).
+  std::function<bool()> cancelled;
+  /// The deadline and cancellation of a gRPC call.
+  static CallControl Of(grpc::CallbackServerContext* ctx);
+};
 
 /// Configuration of the service.
 struct ServiceOptions {
@@ -68,7 +117,10 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   grpc::Status DoDeleteSession(const v1::DeleteSessionRequest& req);
   grpc::Status DoApplyChanges(const v1::ApplyChangesRequest& req, v1::ApplyChangesResponse* resp);
   grpc::Status DoGetColliders(const v1::GetCollidersRequest& req, v1::GetCollidersResponse* resp);
-  grpc::Status DoQuery(const v1::QueryRequest& req, v1::QueryResponse* resp);
+  /// `mem` (may be null: a reservation local to the call) holds the bytes of
+  /// the answer when it returns, to be given back once the response is sent.
+  grpc::Status DoQuery(const v1::QueryRequest& req, v1::QueryResponse* resp,
+                       const CallControl& call = {}, MemoryReservation* mem = nullptr);
 
   /// Per-stream state of a Tick stream.
   struct TickStream {
@@ -83,9 +135,14 @@ class HitboxService final : public v1::Hitbox::CallbackService {
     std::vector<ColliderChange> changes;
     std::vector<hitbox::Query> queries;
     std::vector<QueryResult> results;
+    /// The bytes of the last tick's answer (given back at the next tick).
+    MemoryReservation memory;
   };
   /// Runs one tick: fills resp (results or error). Never fails the stream.
-  void DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp);
+  void DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp,
+              const CallControl& call = {});
+  /// The budget of answers in flight.
+  InflightMemory& inflight() { return inflight_; }
 
   /// The server's sessions.
   SessionRegistry& sessions() { return sessions_; }
@@ -107,9 +164,17 @@ class HitboxService final : public v1::Hitbox::CallbackService {
                            std::optional<uint64_t> expected_revision) const;
   // Runs converted queries in chunks; the caller holds the session lock
   // (either mode). RESOURCE_EXHAUSTED as soon as the answers hold more hits
-  // than fit in max_message_bytes (so memory stays bounded).
+  // than fit in max_message_bytes, when the session's work budget runs out,
+  // or when a chunk's worst-case answer does not fit in the server's
+  // in-flight memory (held in `mem`); DEADLINE_EXCEEDED / CANCELLED from
+  // `call`. On error the results are released.
   grpc::Status RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
-                         std::vector<QueryResult>* results) const;
+                         std::vector<QueryResult>* results, const CallControl& call,
+                         MemoryReservation* mem) const;
+  // Reserves the bytes of the response message built from `results` on top
+  // of theirs; RESOURCE_EXHAUSTED when the in-flight memory is full.
+  grpc::Status ReserveResponse(const std::vector<QueryResult>& results,
+                               MemoryReservation* mem) const;
   // Most hits one response may carry: max_message_bytes / kBytesPerHit.
   uint64_t HitBudget() const;
   // Fills a SessionInfo; takes the shared lock.
@@ -118,6 +183,7 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   grpc::Status Rejected(const char* rpc, const std::string& session, grpc::Status status) const;
 
   const ServiceOptions options_;
+  mutable InflightMemory inflight_;
   SessionRegistry sessions_;
   std::unique_ptr<ThreadPool> pool_;
 };

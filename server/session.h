@@ -27,6 +27,13 @@ struct SessionLimits {
   uint32_t max_queries_per_message = 65'536;
   /// Most hits reported per query (QueryFilter.max_hits is clamped to it).
   uint32_t max_hits_per_query = 1'024;
+  /// Work budget of one Query request or tick: tree nodes all its queries
+  /// may visit together. The default is ~0.25-0.5 s of one core, and ~400
+  /// nodes for each of 65,536 queries (ordinary queries visit 10-100).
+  uint64_t max_nodes_per_message = 25'000'000;
+  /// Work budget of one Query request or tick: narrow-phase pair tests
+  /// (the default: ~0.2-0.5 s of one core, ~75 per query of a full message).
+  uint64_t max_pair_tests_per_message = 5'000'000;
 };
 
 /// Server-wide limits: the per-session maxima plus the global ones.
@@ -37,6 +44,10 @@ struct ServerLimits {
   uint64_t max_message_bytes = 64ull << 20;
   /// Largest ListColliders page (colliders per message).
   uint32_t max_page_size = 4'096;
+  /// Bytes that the answers of all calls in flight may hold together (query
+  /// results and their response messages); a call that would pass it is
+  /// RESOURCE_EXHAUSTED, to be retried.
+  uint64_t max_inflight_bytes = 1ull << 30;
   /// Defaults and maxima of every session.
   SessionLimits session;
 };

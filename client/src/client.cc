@@ -43,6 +43,8 @@ SessionLimits LimitsFromProto(const v1::SessionLimits& l) {
   out.max_changes_per_message = l.max_changes_per_message();
   out.max_queries_per_message = l.max_queries_per_message();
   out.max_hits_per_query = l.max_hits_per_query();
+  out.max_nodes_per_message = l.max_nodes_per_message();
+  out.max_pair_tests_per_message = l.max_pair_tests_per_message();
   return out;
 }
 
@@ -51,6 +53,8 @@ void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out) {
   out->set_max_changes_per_message(l.max_changes_per_message);
   out->set_max_queries_per_message(l.max_queries_per_message);
   out->set_max_hits_per_query(l.max_hits_per_query);
+  out->set_max_nodes_per_message(l.max_nodes_per_message);
+  out->set_max_pair_tests_per_message(l.max_pair_tests_per_message);
 }
 
 SessionInfo InfoFromProto(const v1::SessionInfo& s) {

@@ -385,6 +385,7 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders) {
 }
 
 uint64_t ColliderSet::revision() const { return impl_->revision; }
+void ColliderSet::RestoreRevision(uint64_t revision) { impl_->revision = revision; }
 size_t ColliderSet::size() const { return impl_->colliders.size(); }
 
 const Collider* ColliderSet::Find(uint64_t id) const {

@@ -85,7 +85,17 @@ class Daemon {
   }
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  // A "VmHWM:"-style field of /proc/<pid>/status in bytes (0 when unreadable).
+  uint64_t StatusBytes(const std::string& field) const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1)) * 1024;
+    }
+    return 0;
+  }
   std::string Log() const {
     std::ifstream in(log_);
     std::stringstream ss;
@@ -333,6 +343,98 @@ TEST(HitboxdTest, LimitsFromFlagsAndEnvironment) {
 
 // Many ticks of interleaved changes and queries give answers identical to an
 // in-process ColliderSet fed the same changes.
+// The request that used to take hitboxd down: a session of 1,000,000 spheres
+// (a 1000 x 1000 grid) and one Query of 200 sphere overlaps of radius 1000,
+// each reaching ~785k colliders. With the default limits the server answers
+// or refuses (here: RESOURCE_EXHAUSTED, the work budget), stays under 1.5 GB
+// (the session itself holds ~250 MB), answers a 60-query batch within its
+// client's 3 s deadline or gives up on it, and keeps serving.
+TEST(HitboxdTest, HugeOverlapBatchIsAnsweredOrRefusedInBoundedMemory) {
+  Daemon d;
+  ASSERT_GT(d.port(), 0) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  CreateSession(stub.get(), "grid");
+  constexpr int kSide = 1000;
+  for (int row = 0; row < kSide;) {
+    v1::ApplyChangesRequest req;
+    req.set_session_id("grid");
+    for (int end = std::min(kSide, row + 64); row < end; ++row) {
+      for (int c = 0; c < kSide; ++c) {
+        *req.add_changes()->mutable_add() = testing_service::SphereMsg(
+            static_cast<uint64_t>(row) * kSide + c + 1, 0.5, {2.0 * row, 0, 2.0 * c});
+      }
+    }
+    grpc::ClientContext ctx;
+    v1::ApplyChangesResponse resp;
+    const grpc::Status st = stub->ApplyChanges(&ctx, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  auto overlaps = [](int n, int max_hits) {
+    v1::QueryRequest req;
+    req.set_session_id("grid");
+    for (int i = 0; i < n; ++i) {
+      v1::OverlapQuery* o = req.add_queries()->mutable_overlap();
+      o->mutable_shape()->mutable_sphere()->set_radius(1000.0);
+      o->mutable_pose()->mutable_position()->set_x(1000.0 + i);
+      o->mutable_pose()->mutable_position()->set_z(1000.0);
+      o->mutable_filter()->set_max_hits(max_hits);
+    }
+    return req;
+  };
+  for (int max_hits : {0, 1}) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::QueryResponse resp;
+    const auto start = std::chrono::steady_clock::now();
+    const grpc::Status st = stub->Query(&ctx, overlaps(200, max_hits), &resp);
+    std::printf("200 overlaps, max_hits %d: %s in %.2f s\n", max_hits,
+                st.ok() ? "OK" : st.error_message().c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (st.ok()) {
+      ASSERT_EQ(resp.results_size(), 200);
+      EXPECT_EQ(resp.results(0).overlaps_size(), max_hits == 0 ? 1024 : 1);
+    } else {
+      EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+      EXPECT_THAT(st.error_message(), ::testing::HasSubstr("work budget"));
+    }
+  }
+  {
+    const auto start = std::chrono::steady_clock::now();
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    v1::QueryResponse resp;
+    const grpc::Status st = stub->Query(&ctx, overlaps(60, 0), &resp);
+    std::printf("60 overlaps, 3 s deadline: %s in %.2f s\n",
+                st.ok() ? "OK" : st.error_message().c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    EXPECT_TRUE(st.ok() || st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+                st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+        << st.error_message();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  }
+  // Still serving, right away (the refused work stopped).
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    v1::QueryRequest req;
+    req.set_session_id("grid");
+    v1::RayQuery* ray = req.add_queries()->mutable_raycast();
+    ray->mutable_origin()->set_x(-5);
+    ray->mutable_translation()->set_x(10);
+    v1::QueryResponse resp;
+    const grpc::Status st = stub->Query(&ctx, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    ASSERT_EQ(resp.results(0).hits_size(), 1);
+    EXPECT_EQ(resp.results(0).hits(0).id(), 1u);
+  }
+  const uint64_t peak = d.StatusBytes("VmHWM");
+  EXPECT_GT(peak, 0u);
+  EXPECT_LT(peak, 1500ull << 20) << "peak resident memory " << (peak >> 20) << " MiB";
+  std::printf("hitboxd peak resident memory: %llu MiB\n",
+              static_cast<unsigned long long>(peak >> 20));
+  EXPECT_EQ(d.Health(), 1);
+}
+
 TEST(HitboxdTest, TickStreamMatchesInProcess) {
   Daemon d;
   ASSERT_TRUE(d.WaitServing()) << d.Log();

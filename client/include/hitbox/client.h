@@ -124,6 +124,10 @@ struct SessionLimits {
   uint32_t max_queries_per_message = 0;
   /// Most hits reported per query (QueryFilter::max_hits of 0 or above it is clamped to it).
   uint32_t max_hits_per_query = 0;
+  /// Work budget of one Query call or tick: tree nodes visited by all its queries.
+  uint64_t max_nodes_per_message = 0;
+  /// Work budget of one Query call or tick: narrow-phase pair tests of all its queries.
+  uint64_t max_pair_tests_per_message = 0;
 };
 
 /// What CreateSession asks for.

@@ -198,6 +198,9 @@ class ColliderSet {
 
   /// Number of applied batches since construction (starts at 0).
   uint64_t revision() const;
+  /// Sets the revision counter back after a batch was undone by applying its
+  /// inverse (the service's tick rollback); answers do not depend on it.
+  void RestoreRevision(uint64_t revision);
   /// Number of colliders.
   size_t size() const;
   /// The collider with `id`, or nullptr.

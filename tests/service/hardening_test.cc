@@ -1,0 +1,238 @@
+// Bounded work and memory in the service (in process, over the server's
+// in-process channel): work budgets per request, deadlines and cancellation
+// inside long queries, the server-wide budget for answers in flight, and ticks
+// whose queries fail after their changes applied (they change nothing).
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server.h"
+#include "service_util.h"
+
+namespace hitbox {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_service::SphereMsg;
+
+constexpr int kGrid = 150;  // 22,500 unit spheres, 2 m apart on a plane
+
+class HardeningTest : public ::testing::Test {
+ protected:
+  void Start(uint64_t max_nodes, uint64_t max_pairs, uint64_t inflight = 1ull << 30) {
+    server::ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.service.threads = 2;
+    o.service.limits.session.max_nodes_per_message = max_nodes;
+    o.service.limits.session.max_pair_tests_per_message = max_pairs;
+    o.service.limits.max_inflight_bytes = inflight;
+    Result<std::unique_ptr<server::HitboxServer>> s = server::HitboxServer::Start(o);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    server_ = std::move(*s);
+    stub_ = v1::Hitbox::NewStub(server_->InProcessChannel());
+    v1::CreateSessionRequest create;
+    create.set_session_id("grid");
+    v1::SessionInfo info;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->CreateSession(&ctx, create, &info).ok());
+    for (int i = 0; i < kGrid; i += 50) {
+      v1::ApplyChangesRequest req;
+      req.set_session_id("grid");
+      for (int r = i; r < i + 50; ++r) {
+        for (int c = 0; c < kGrid; ++c) {
+          *req.add_changes()->mutable_add() =
+              SphereMsg(static_cast<uint64_t>(r * kGrid + c + 1), 1.0, {2.0 * r, 0, 2.0 * c});
+        }
+      }
+      v1::ApplyChangesResponse resp;
+      grpc::ClientContext actx;
+      ASSERT_TRUE(stub_->ApplyChanges(&actx, req, &resp).ok());
+    }
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::milliseconds(100));
+  }
+
+  // `n` overlaps of a sphere of `radius` over the grid.
+  static v1::QueryRequest Overlaps(int n, double radius, uint32_t max_hits = 0) {
+    v1::QueryRequest req;
+    req.set_session_id("grid");
+    for (int i = 0; i < n; ++i) {
+      v1::OverlapQuery* o = req.add_queries()->mutable_overlap();
+      o->mutable_shape()->mutable_sphere()->set_radius(radius);
+      o->mutable_pose()->mutable_position()->set_x(kGrid);
+      o->mutable_pose()->mutable_position()->set_z(kGrid);
+      o->mutable_filter()->set_max_hits(max_hits);
+    }
+    return req;
+  }
+  grpc::Status Query(const v1::QueryRequest& req, v1::QueryResponse* resp,
+                     std::chrono::milliseconds deadline = std::chrono::milliseconds(0)) {
+    grpc::ClientContext ctx;
+    if (deadline.count() > 0) ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    return stub_->Query(&ctx, req, resp);
+  }
+  uint64_t Revision() {
+    v1::GetSessionRequest req;
+    req.set_session_id("grid");
+    v1::SessionInfo info;
+    grpc::ClientContext ctx;
+    EXPECT_TRUE(stub_->GetSession(&ctx, req, &info).ok());
+    return info.revision();
+  }
+
+  std::unique_ptr<server::HitboxServer> server_;
+  std::unique_ptr<v1::Hitbox::Stub> stub_;
+};
+
+// A request that needs more tree nodes or pair tests than the session's
+// budget is RESOURCE_EXHAUSTED, naming the limit and what to lower; smaller
+// requests on the same session go on being answered.
+TEST_F(HardeningTest, WorkBudgetRefusesRunawayRequests) {
+  Start(/*max_nodes=*/200'000, /*max_pairs=*/20'000);
+  v1::QueryResponse resp;
+  grpc::Status st = Query(Overlaps(200, 1000.0, 1), &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("limits.max_nodes_per_message"));
+  EXPECT_THAT(st.error_message(), HasSubstr("200000 tree nodes"));
+  EXPECT_EQ(resp.results_size(), 0);
+
+  // max_hits keeps pair tests low: one huge overlap with max_hits 16 fits;
+  // the same without max_hits (clamped to 1024) needs more pair tests.
+  resp.Clear();
+  st = Query(Overlaps(1, 1000.0, 16), &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(resp.results(0).overlaps_size(), 16);
+  EXPECT_EQ(resp.results(0).overlaps(0).id(), 1u);
+  resp.Clear();
+  st = Query(Overlaps(5, 30.0), &resp);  // ~700 candidates each, all tested
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  st = Query(Overlaps(40, 30.0), &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(st.error_message(), HasSubstr("limits.max_pair_tests_per_message"));
+
+  // The session's limits are reported, and a session may ask for less.
+  v1::GetSessionRequest get;
+  get.set_session_id("grid");
+  v1::SessionInfo info;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->GetSession(&ctx, get, &info).ok());
+  EXPECT_EQ(info.limits().max_nodes_per_message(), 200'000u);
+  EXPECT_EQ(info.limits().max_pair_tests_per_message(), 20'000u);
+  v1::CreateSessionRequest create;
+  create.set_session_id("greedy");
+  create.mutable_limits()->set_max_nodes_per_message(300'000);
+  grpc::ClientContext cctx;
+  st = stub_->CreateSession(&cctx, create, &info);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("limits.max_nodes_per_message"));
+}
+
+// A request whose deadline passes stops inside its long queries: the
+// session's write lock (which waits for every running query) is free soon
+// after the client saw DEADLINE_EXCEEDED, though the whole request would
+// take many seconds.
+TEST_F(HardeningTest, DeadlineStopsLongRequests) {
+  Start(/*max_nodes=*/1ull << 40, /*max_pairs=*/1ull << 40);
+  v1::QueryResponse resp;
+  const v1::QueryRequest huge = Overlaps(2000, 1000.0, 1024);  // ~1 s of work per 100
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status st = Query(huge, &resp, std::chrono::milliseconds(200));
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << st.error_message();
+  // A change batch needs the exclusive lock: it gets it once the query stopped.
+  v1::ApplyChangesRequest change;
+  change.set_session_id("grid");
+  *change.add_changes()->mutable_add() = SphereMsg(999'999, 1.0, {-50, 0, 0});
+  v1::ApplyChangesResponse applied;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->ApplyChanges(&ctx, change, &applied).ok());
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, std::chrono::seconds(3)) << "the query went on after its deadline";
+  EXPECT_EQ(server_->service().inflight().used(), 0u);
+}
+
+// A cancelled request stops too (the client goes away mid-request).
+TEST_F(HardeningTest, CancellationStopsLongRequests) {
+  Start(/*max_nodes=*/1ull << 40, /*max_pairs=*/1ull << 40);
+  const v1::QueryRequest huge = Overlaps(2000, 1000.0, 1024);
+  grpc::ClientContext ctx;
+  v1::QueryResponse resp;
+  std::promise<grpc::Status> done;
+  stub_->async()->Query(&ctx, &huge, &resp, [&](grpc::Status s) { done.set_value(s); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = std::chrono::steady_clock::now();
+  ctx.TryCancel();
+  EXPECT_EQ(done.get_future().get().error_code(), grpc::StatusCode::CANCELLED);
+  v1::ApplyChangesRequest change;
+  change.set_session_id("grid");
+  *change.add_changes()->mutable_add() = SphereMsg(999'999, 1.0, {-50, 0, 0});
+  v1::ApplyChangesResponse applied;
+  grpc::ClientContext actx;
+  ASSERT_TRUE(stub_->ApplyChanges(&actx, change, &applied).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+}
+
+// The answers of all calls in flight share one byte budget: a request whose
+// worst-case answer cannot fit is RESOURCE_EXHAUSTED naming the flag, and
+// nothing stays reserved after any call.
+TEST_F(HardeningTest, InflightMemoryBudget) {
+  Start(/*max_nodes=*/1ull << 40, /*max_pairs=*/1ull << 40, /*inflight=*/64 << 10);
+  v1::QueryResponse resp;
+  // 1024 hits of an overlap hold ~64 KiB and more: over the budget.
+  grpc::Status st = Query(Overlaps(1, 1000.0, 1024), &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("--max-inflight-bytes"));
+  EXPECT_EQ(server_->service().inflight().used(), 0u);
+  // Small answers fit, and give their bytes back once sent.
+  st = Query(Overlaps(10, 3.0, 8), &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.results(0).overlaps_size(), 8);
+  for (int i = 0; i < 100 && server_->service().inflight().used() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // OnDone runs after the reply
+  }
+  EXPECT_EQ(server_->service().inflight().used(), 0u);
+}
+
+// A tick whose changes applied but whose queries then ran out of budget is
+// rejected as a whole: the changes are undone and the revision kept.
+TEST_F(HardeningTest, TickWithFailingQueriesChangesNothing) {
+  Start(/*max_nodes=*/200'000, /*max_pairs=*/20'000);
+  const uint64_t revision = Revision();
+  auto stream_ctx = std::make_unique<grpc::ClientContext>();
+  auto stream = stub_->Tick(stream_ctx.get());
+  v1::TickRequest tick;
+  tick.set_session_id("grid");
+  tick.set_tick(1);
+  *tick.add_changes()->mutable_add() = SphereMsg(500'000, 2.0, {-20, 0, 0});
+  v1::ColliderChange* move = tick.add_changes();
+  move->mutable_move()->set_id(1);
+  move->mutable_move()->mutable_pose()->mutable_position()->set_y(7);
+  tick.add_changes()->set_remove(2);
+  *tick.mutable_queries() = Overlaps(200, 1000.0, 1).queries();
+  ASSERT_TRUE(stream->Write(tick));
+  v1::TickResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  EXPECT_EQ(resp.error().code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  EXPECT_THAT(resp.error().message(), HasSubstr("max_nodes_per_message"));
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(Revision(), revision);
+  v1::GetCollidersRequest get;
+  get.set_session_id("grid");
+  get.add_ids(1);
+  get.add_ids(2);
+  v1::GetCollidersResponse got;
+  grpc::ClientContext gctx;
+  ASSERT_TRUE(stub_->GetColliders(&gctx, get, &got).ok()) << "collider 2 is back";
+  EXPECT_EQ(got.colliders(0).pose().position().y(), 0.0);
+  get.clear_ids();
+  get.add_ids(500'000);
+  grpc::ClientContext g2;
+  EXPECT_EQ(stub_->GetColliders(&g2, get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+}  // namespace
+}  // namespace hitbox
