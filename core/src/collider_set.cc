@@ -255,12 +255,18 @@ struct ColliderSet::Impl {
   /// charges the work to it and returns false as soon as it says stop.
   bool RunRange(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
                 size_t end, BatchControl* control) const;
+  /// RunRange with (kBudgeted) or without a control: without one, the
+  /// traversal loops carry no accounting at all.
+  template <bool kBudgeted>
+  bool RunRangeImpl(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
+                    size_t end, BatchControl* control) const;
 
   struct OverlapJob;
   struct HitCollector;
   struct CastJob;
   struct RayJob;
-  template <typename Q, typename J, typename Cursor, typename BeginFn, typename StepFn>
+  template <typename Q, typename J, typename Cursor, bool kBudgeted, typename BeginFn,
+            typename StepFn>
   bool Interleave(std::span<const Query> queries, std::span<QueryResult> results,
                   size_t first, size_t last, BatchControl* control, const BeginFn& begin,
                   const StepFn& step) const;
@@ -764,8 +770,9 @@ struct ColliderSet::Impl::BatchControl {
 
 // Runs the queries of kind Q among queries[first, last) with up to
 // kInterleave jobs (J) stepped in turn; begin(job, cursor) starts a cursor.
-// Returns false when `control` (may be null) stopped it.
-template <typename Q, typename J, typename Cursor, typename BeginFn, typename StepFn>
+// Returns false when `control` (used only when kBudgeted) stopped it.
+template <typename Q, typename J, typename Cursor, bool kBudgeted, typename BeginFn,
+          typename StepFn>
 bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
                                    std::span<QueryResult> results, size_t first, size_t last,
                                    BatchControl* control, const BeginFn& begin,
@@ -806,34 +813,46 @@ bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
   };
   for (size_t s = 0; s < kInterleave; ++s) active += start(s);
   while (active > 0) {
+    // Every live slot steps once per round: count the round, not each step.
+    if constexpr (kBudgeted) steps += active;
     for (size_t s = 0; s < kInterleave; ++s) {
       if (!live[s]) continue;
-      ++steps;
       if (step(jobs[s], cursors[s])) continue;
       jobs[s].Finish();
       if (!start(s)) --active;
     }
-    if (control != nullptr && steps >= kCheckEvery && !charge()) return false;
+    if constexpr (kBudgeted) {
+      if (steps >= kCheckEvery && !charge()) return false;
+    }
   }
-  return control == nullptr || charge();
+  if constexpr (kBudgeted) return charge();
+  return true;
 }
 
 bool ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<QueryResult> results,
                                  size_t begin, size_t end, BatchControl* control) const {
+  return control != nullptr ? RunRangeImpl<true>(queries, results, begin, end, control)
+                            : RunRangeImpl<false>(queries, results, begin, end, nullptr);
+}
+
+template <bool kBudgeted>
+bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
+                                     std::span<QueryResult> results, size_t begin, size_t end,
+                                     BatchControl* control) const {
   for (size_t i = begin; i < end; ++i) {
     results[i].overlaps.clear();
     results[i].hits.clear();
   }
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
-  if (control != nullptr && !control->Poll()) return false;
-  const bool ok = Interleave<OverlapQuery, OverlapJob, BoxCursor>(
+  if (kBudgeted && !control->Poll()) return false;
+  const bool ok = Interleave<OverlapQuery, OverlapJob, BoxCursor, kBudgeted>(
       queries, results, begin, end, control,
       [this](OverlapJob& job, BoxCursor& cur) { cur.Begin(tree, job.box, job.q->filter.mask); },
       [&](OverlapJob& job, BoxCursor& cur) {
         return cur.Step([&](uint32_t item, uint32_t) { job.Leaf(item); }, prefetch);
       });
   if (!ok) return false;
-  const bool ok2 = Interleave<CastQuery, CastJob, SegmentCursor>(
+  const bool ok2 = Interleave<CastQuery, CastJob, SegmentCursor, kBudgeted>(
       queries, results, begin, end, control,
       [this](CastJob& job, SegmentCursor& cur) {
         cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
@@ -844,7 +863,7 @@ bool ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<Query
             prefetch);
       });
   if (!ok2) return false;
-  return Interleave<RayQuery, RayJob, SegmentCursor>(
+  return Interleave<RayQuery, RayJob, SegmentCursor, kBudgeted>(
       queries, results, begin, end, control,
       [this](RayJob& job, SegmentCursor& cur) {
         cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
