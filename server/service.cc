@@ -84,12 +84,24 @@ class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListColli
 // the tick runs on the callback thread and takes only its session's lock.
 class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse> {
  public:
-  explicit TickReactor(HitboxService* service) : service_(service) { StartRead(&request_); }
+  TickReactor(HitboxService* service, grpc::CallbackServerContext* ctx)
+      : service_(service), ctx_(ctx) {
+    StartRead(&request_);
+  }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client finished writing (or the call was cancelled)
       Finish(grpc::Status::OK);
       return;
+    }
+    // Auth (auth.h) when a tick names a session the stream was not yet
+    // allowed on; a refusal ends the stream with its status.
+    if (!request_.session_id().empty() && request_.session_id() != authorized_) {
+      if (grpc::Status st = service_->AuthorizeTick(ctx_, request_.session_id()); !st.ok()) {
+        Finish(st);
+        return;
+      }
+      authorized_ = request_.session_id();
     }
     response_.Clear();
     service_->DoTick(&stream_, request_, &response_);
@@ -106,6 +118,8 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
 
  private:
   HitboxService* const service_;
+  grpc::CallbackServerContext* const ctx_;
+  std::string authorized_;  // the session id this stream's caller was allowed on
   HitboxService::TickStream stream_;
   v1::TickRequest request_;
   v1::TickResponse response_;
@@ -122,7 +136,10 @@ void ResultsToProto(const std::vector<QueryResult>& results, const RepeatedPtrFi
 }
 
 HitboxService::HitboxService(const ServiceOptions& options)
-    : options_(options), sessions_(options.limits.max_sessions) {
+    : options_(options),
+      sessions_(options.limits.max_sessions),
+      auth_(options.auth, &sessions_),
+      in_flight_(options.auth.max_in_flight) {
   size_t threads = options.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
@@ -137,6 +154,18 @@ grpc::Status HitboxService::Rejected(const char* rpc, const std::string& session
                  wire::GrpcCodeName(status.error_code()), status.error_message());
   }
   return status;
+}
+
+grpc::Status HitboxService::Admit(const grpc::CallbackServerContext& ctx, const InFlightSlot& slot,
+                                  Access access, const std::string& session_id,
+                                  const char* rpc) const {
+  if (!slot.status().ok()) return Rejected(rpc, session_id, slot.status());
+  grpc::Status st = auth_.Authorize(ctx, access, session_id);
+  if (!st.ok()) {
+    spdlog::warn("{} denied (session '{}', peer {}): {}: {}", rpc, session_id, ctx.peer(),
+                 wire::GrpcCodeName(st.error_code()), st.error_message());
+  }
+  return st;
 }
 
 grpc::Status HitboxService::Resolve(const std::string& id, std::shared_ptr<Session>* out) const {
@@ -329,7 +358,10 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
       !st.ok()) {
     return st;
   }
-  Result<std::shared_ptr<Session>> created = sessions_.Create(req.session_id(), limits);
+  Result<std::string> token = NewSessionToken();
+  if (!token.ok()) return wire::ToGrpcStatus(token.status());
+  Result<std::shared_ptr<Session>> created =
+      sessions_.Create(req.session_id(), limits, std::move(*token));
   if (!created.ok()) return wire::ToGrpcStatus(created.status());
   const Session& s = **created;
   spdlog::info("session '{}' created (max_colliders={}, max_changes={}, max_queries={}, "
@@ -337,6 +369,7 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
                s.id(), limits.max_colliders, limits.max_changes_per_message,
                limits.max_queries_per_message, limits.max_hits_per_query, sessions_.size());
   Describe(s, resp);
+  resp->set_token(s.token());
   return grpc::Status::OK;
 }
 
@@ -530,7 +563,10 @@ grpc::ServerUnaryReactor* HitboxService::CreateSession(grpc::CallbackServerConte
                                                        const v1::CreateSessionRequest* req,
                                                        v1::SessionInfo* resp) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("CreateSession", req->session_id(), DoCreateSession(*req, resp)));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot, Access::kCreate, req->session_id(), "CreateSession");
+  if (st.ok()) st = Rejected("CreateSession", req->session_id(), DoCreateSession(*req, resp));
+  reactor->Finish(st);
   return reactor;
 }
 
@@ -538,8 +574,12 @@ grpc::ServerUnaryReactor* HitboxService::GetSession(grpc::CallbackServerContext*
                                                     const v1::GetSessionRequest* req,
                                                     v1::SessionInfo* resp) {
   auto* reactor = ctx->DefaultReactor();
-  grpc::Status st = DoGetSession(*req, resp);
-  if (st.error_code() != grpc::StatusCode::NOT_FOUND) st = Rejected("GetSession", req->session_id(), st);
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "GetSession");
+  if (st.ok()) {
+    st = DoGetSession(*req, resp);
+    if (st.error_code() != grpc::StatusCode::NOT_FOUND) st = Rejected("GetSession", req->session_id(), st);
+  }
   reactor->Finish(st);
   return reactor;
 }
@@ -548,7 +588,10 @@ grpc::ServerUnaryReactor* HitboxService::ListSessions(grpc::CallbackServerContex
                                                       const v1::ListSessionsRequest*,
                                                       v1::ListSessionsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(DoListSessions(resp));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot, Access::kAdmin, "", "ListSessions");
+  if (st.ok()) st = DoListSessions(resp);
+  reactor->Finish(st);
   return reactor;
 }
 
@@ -556,7 +599,10 @@ grpc::ServerUnaryReactor* HitboxService::DeleteSession(grpc::CallbackServerConte
                                                        const v1::DeleteSessionRequest* req,
                                                        v1::DeleteSessionResponse*) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("DeleteSession", req->session_id(), DoDeleteSession(*req)));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "DeleteSession");
+  if (st.ok()) st = Rejected("DeleteSession", req->session_id(), DoDeleteSession(*req));
+  reactor->Finish(st);
   return reactor;
 }
 
@@ -564,7 +610,10 @@ grpc::ServerUnaryReactor* HitboxService::ApplyChanges(grpc::CallbackServerContex
                                                       const v1::ApplyChangesRequest* req,
                                                       v1::ApplyChangesResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("ApplyChanges", req->session_id(), DoApplyChanges(*req, resp)));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "ApplyChanges");
+  if (st.ok()) st = Rejected("ApplyChanges", req->session_id(), DoApplyChanges(*req, resp));
+  reactor->Finish(st);
   return reactor;
 }
 
@@ -572,12 +621,20 @@ grpc::ServerUnaryReactor* HitboxService::GetColliders(grpc::CallbackServerContex
                                                       const v1::GetCollidersRequest* req,
                                                       v1::GetCollidersResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("GetColliders", req->session_id(), DoGetColliders(*req, resp)));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "GetColliders");
+  if (st.ok()) st = Rejected("GetColliders", req->session_id(), DoGetColliders(*req, resp));
+  reactor->Finish(st);
   return reactor;
 }
 
 grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListColliders(
-    grpc::CallbackServerContext*, const v1::ListCollidersRequest* req) {
+    grpc::CallbackServerContext* ctx, const v1::ListCollidersRequest* req) {
+  const InFlightSlot slot(in_flight_);
+  if (grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "ListColliders");
+      !st.ok()) {
+    return new ListCollidersReactor(st);
+  }
   std::shared_ptr<Session> s;
   if (grpc::Status st = Resolve(req->session_id(), &s); !st.ok()) {
     return new ListCollidersReactor(Rejected("ListColliders", req->session_id(), st));
@@ -607,13 +664,22 @@ grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
                                                const v1::QueryRequest* req,
                                                v1::QueryResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("Query", req->session_id(), DoQuery(*req, resp)));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "Query");
+  if (st.ok()) st = Rejected("Query", req->session_id(), DoQuery(*req, resp));
+  reactor->Finish(st);
   return reactor;
 }
 
 grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* HitboxService::Tick(
-    grpc::CallbackServerContext*) {
-  return new TickReactor(this);
+    grpc::CallbackServerContext* ctx) {
+  return new TickReactor(this, ctx);
+}
+
+grpc::Status HitboxService::AuthorizeTick(grpc::CallbackServerContext* ctx,
+                                          const std::string& session_id) {
+  const InFlightSlot slot(in_flight_);
+  return Admit(*ctx, slot, Access::kSession, session_id, "Tick");
 }
 
 }  // namespace hitbox::server
