@@ -5,6 +5,14 @@
 //
 // Metadata: a caller presents its token as `authorization: Bearer <token>`.
 //
+// Tokens are enforced once credentials are configured: an admin token
+// (--admin-token-file) or TLS client certificates (--tls-client-ca). Without
+// credentials every caller the server serves is trusted, as in Redis without a
+// password, and protected mode serves only this machine's clients (loopback,
+// unix sockets, in-process) unless --insecure. Session tokens are issued in
+// every mode, so clients work unchanged when credentials are turned on.
+//
+// With credentials configured:
 //   caller presents          CreateSession   session rpcs (own id)   ListSessions
 //   nothing                  yes (1)         UNAUTHENTICATED         UNAUTHENTICATED
 //   its session's token      yes (1)         yes                     PERMISSION_DENIED
@@ -74,7 +82,9 @@ class Authorizer {
   Authorizer(AuthOptions options, const SessionRegistry* sessions)
       : options_(std::move(options)), sessions_(sessions) {}
 
-  /// Protected mode: no admin token, no client CA and not --insecure.
+  /// An admin token or TLS client certificates are configured: tokens are enforced.
+  bool credentials_configured() const;
+  /// Protected mode: no credentials configured and not --insecure.
   bool protected_mode() const;
   /// Protected mode's verdict on a peer: OK, or PERMISSION_DENIED saying how
   /// to configure credentials or pass --insecure.

@@ -200,10 +200,12 @@ int RunServer(const ServerOptions& options) {
   const std::string host = options.listen.substr(0, options.listen.rfind(':'));
   const AuthOptions& auth = options.service.auth;
   const Authorizer& authorizer = server.service().authorizer();
-  spdlog::info("security: {}; admin token {}; client certificates {}; sessions created by {}; "
-               "max {} streams per connection, {} requests in flight",
+  spdlog::info("security: {}; tokens {}; admin token {}; client certificates {}; sessions "
+               "created by {}; max {} streams per connection, {} requests in flight",
                options.tls_cert.empty() ? "plaintext (no TLS)" : "TLS",
-               auth.admin_token.empty() ? "not configured (ListSessions disabled)" : "configured",
+               authorizer.credentials_configured() ? "enforced"
+                                                   : "not enforced (no credentials configured)",
+               auth.admin_token.empty() ? "not configured" : "configured",
                auth.client_certs ? "required" : "not required",
                auth.create_needs_admin && !auth.admin_token.empty() ? "the admin only" : "anyone",
                options.max_streams_per_connection, auth.max_in_flight);
