@@ -228,8 +228,8 @@ grpc::Status InFlightLimiter::Acquire() {
   if (max_ != 0 && before >= max_) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        "the server is handling " + std::to_string(max_) +
-                            " requests already (--max-in-flight); retry later");
+                        "the server has " + std::to_string(max_) +
+                            " calls in flight already (--max-in-flight); retry later");
   }
   return grpc::Status::OK;
 }

@@ -50,8 +50,9 @@ struct AuthOptions {
   bool insecure = false;
   /// Only the admin token may CreateSession (--create-needs-admin; needs an admin token).
   bool create_needs_admin = false;
-  /// Most hitbox.v1 requests handled at once, server-wide (unary calls, the
-  /// setup of ListColliders, and each tick); 0 = no cap. Beyond it: RESOURCE_EXHAUSTED.
+  /// Most hitbox.v1 calls in flight at once, server-wide: unary calls while
+  /// they run, ListColliders and Tick streams for their whole life; 0 = no
+  /// cap. Beyond it a new call fails with RESOURCE_EXHAUSTED.
   uint32_t max_in_flight = 1024;
 };
 
@@ -104,7 +105,7 @@ class Authorizer {
   const SessionRegistry* const sessions_;
 };
 
-/// Server-wide count of requests being handled, capped at AuthOptions::max_in_flight.
+/// Server-wide count of calls in flight, capped at AuthOptions::max_in_flight.
 class InFlightLimiter {
  public:
   explicit InFlightLimiter(uint32_t max) : max_(max) {}

@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_MAX_STREAMS_PER_CONNECTION")
       ->capture_default_str();
   app.add_option("--max-in-flight", auth.max_in_flight,
-                 "most hitbox.v1 requests handled at once, server-wide (0: no cap); beyond: "
+                 "most hitbox.v1 calls in flight at once, server-wide: unary calls while they "
+                 "run, ListColliders and Tick streams while open (0: no cap); beyond: "
                  "RESOURCE_EXHAUSTED")
       ->envname("HITBOX_MAX_IN_FLIGHT")
       ->capture_default_str();

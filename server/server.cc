@@ -201,7 +201,7 @@ int RunServer(const ServerOptions& options) {
   const AuthOptions& auth = options.service.auth;
   const Authorizer& authorizer = server.service().authorizer();
   spdlog::info("security: {}; tokens {}; admin token {}; client certificates {}; sessions "
-               "created by {}; max {} streams per connection, {} requests in flight",
+               "created by {}; max {} streams per connection, {} calls in flight",
                options.tls_cert.empty() ? "plaintext (no TLS)" : "TLS",
                authorizer.credentials_configured() ? "enforced"
                                                    : "not enforced (no credentials configured)",

@@ -39,8 +39,10 @@ QueryFilter* FilterOf(hitbox::Query& q) {
 // page is built only after the previous write completed (flow control).
 class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListCollidersResponse> {
  public:
-  ListCollidersReactor(std::vector<Collider> snapshot, uint64_t revision, uint32_t page_size)
-      : snapshot_(std::move(snapshot)), revision_(revision), page_size_(page_size) {
+  ListCollidersReactor(std::vector<Collider> snapshot, uint64_t revision, uint32_t page_size,
+                       std::unique_ptr<InFlightSlot> slot)
+      : slot_(std::move(slot)), snapshot_(std::move(snapshot)), revision_(revision),
+        page_size_(page_size) {
     NextWrite();
   }
   /// Ends the call at once with an error.
@@ -71,6 +73,7 @@ class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListColli
     StartWrite(&page_);
   }
 
+  std::unique_ptr<InFlightSlot> slot_;  // held (--max-in-flight) until OnDone
   std::vector<Collider> snapshot_;
   uint64_t revision_ = 0;
   uint32_t page_size_ = kDefaultPageSize;
@@ -84,8 +87,13 @@ class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListColli
 // the tick runs on the callback thread and takes only its session's lock.
 class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse> {
  public:
-  TickReactor(HitboxService* service, grpc::CallbackServerContext* ctx)
-      : service_(service), ctx_(ctx) {
+  TickReactor(HitboxService* service, grpc::CallbackServerContext* ctx,
+              std::unique_ptr<InFlightSlot> slot)
+      : service_(service), ctx_(ctx), slot_(std::move(slot)) {
+    if (!slot_->status().ok()) {  // --max-in-flight: the stream counts for its whole life
+      Finish(slot_->status());
+      return;
+    }
     StartRead(&request_);
   }
 
@@ -119,6 +127,7 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
  private:
   HitboxService* const service_;
   grpc::CallbackServerContext* const ctx_;
+  const std::unique_ptr<InFlightSlot> slot_;  // held until OnDone
   std::string authorized_;  // the session id this stream's caller was allowed on
   HitboxService::TickStream stream_;
   v1::TickRequest request_;
@@ -156,10 +165,10 @@ grpc::Status HitboxService::Rejected(const char* rpc, const std::string& session
   return status;
 }
 
-grpc::Status HitboxService::Admit(const grpc::CallbackServerContext& ctx, const InFlightSlot& slot,
-                                  Access access, const std::string& session_id,
-                                  const char* rpc) const {
-  if (!slot.status().ok()) return Rejected(rpc, session_id, slot.status());
+grpc::Status HitboxService::Admit(const grpc::CallbackServerContext& ctx,
+                                  const grpc::Status& slot, Access access,
+                                  const std::string& session_id, const char* rpc) const {
+  if (!slot.ok()) return Rejected(rpc, session_id, slot);
   grpc::Status st = auth_.Authorize(ctx, access, session_id);
   if (!st.ok()) {
     spdlog::warn("{} denied (session '{}', peer {}): {}: {}", rpc, session_id, ctx.peer(),
@@ -564,7 +573,7 @@ grpc::ServerUnaryReactor* HitboxService::CreateSession(grpc::CallbackServerConte
                                                        v1::SessionInfo* resp) {
   auto* reactor = ctx->DefaultReactor();
   const InFlightSlot slot(in_flight_);
-  grpc::Status st = Admit(*ctx, slot, Access::kCreate, req->session_id(), "CreateSession");
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kCreate, req->session_id(), "CreateSession");
   if (st.ok()) st = Rejected("CreateSession", req->session_id(), DoCreateSession(*req, resp));
   reactor->Finish(st);
   return reactor;
@@ -575,7 +584,7 @@ grpc::ServerUnaryReactor* HitboxService::GetSession(grpc::CallbackServerContext*
                                                     v1::SessionInfo* resp) {
   auto* reactor = ctx->DefaultReactor();
   const InFlightSlot slot(in_flight_);
-  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "GetSession");
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "GetSession");
   if (st.ok()) {
     st = DoGetSession(*req, resp);
     if (st.error_code() != grpc::StatusCode::NOT_FOUND) st = Rejected("GetSession", req->session_id(), st);
@@ -589,7 +598,7 @@ grpc::ServerUnaryReactor* HitboxService::ListSessions(grpc::CallbackServerContex
                                                       v1::ListSessionsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   const InFlightSlot slot(in_flight_);
-  grpc::Status st = Admit(*ctx, slot, Access::kAdmin, "", "ListSessions");
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kAdmin, "", "ListSessions");
   if (st.ok()) st = DoListSessions(resp);
   reactor->Finish(st);
   return reactor;
@@ -600,7 +609,7 @@ grpc::ServerUnaryReactor* HitboxService::DeleteSession(grpc::CallbackServerConte
                                                        v1::DeleteSessionResponse*) {
   auto* reactor = ctx->DefaultReactor();
   const InFlightSlot slot(in_flight_);
-  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "DeleteSession");
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "DeleteSession");
   if (st.ok()) st = Rejected("DeleteSession", req->session_id(), DoDeleteSession(*req));
   reactor->Finish(st);
   return reactor;
@@ -611,7 +620,7 @@ grpc::ServerUnaryReactor* HitboxService::ApplyChanges(grpc::CallbackServerContex
                                                       v1::ApplyChangesResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   const InFlightSlot slot(in_flight_);
-  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "ApplyChanges");
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "ApplyChanges");
   if (st.ok()) st = Rejected("ApplyChanges", req->session_id(), DoApplyChanges(*req, resp));
   reactor->Finish(st);
   return reactor;
@@ -622,7 +631,7 @@ grpc::ServerUnaryReactor* HitboxService::GetColliders(grpc::CallbackServerContex
                                                       v1::GetCollidersResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   const InFlightSlot slot(in_flight_);
-  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "GetColliders");
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "GetColliders");
   if (st.ok()) st = Rejected("GetColliders", req->session_id(), DoGetColliders(*req, resp));
   reactor->Finish(st);
   return reactor;
@@ -630,8 +639,9 @@ grpc::ServerUnaryReactor* HitboxService::GetColliders(grpc::CallbackServerContex
 
 grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListColliders(
     grpc::CallbackServerContext* ctx, const v1::ListCollidersRequest* req) {
-  const InFlightSlot slot(in_flight_);
-  if (grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "ListColliders");
+  auto slot = std::make_unique<InFlightSlot>(in_flight_);  // held for the whole stream
+  if (grpc::Status st =
+          Admit(*ctx, slot->status(), Access::kSession, req->session_id(), "ListColliders");
       !st.ok()) {
     return new ListCollidersReactor(st);
   }
@@ -657,7 +667,7 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListCollider
   }
   std::sort(snapshot.begin(), snapshot.end(),
             [](const Collider& a, const Collider& b) { return a.id < b.id; });
-  return new ListCollidersReactor(std::move(snapshot), revision, page);
+  return new ListCollidersReactor(std::move(snapshot), revision, page, std::move(slot));
 }
 
 grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
@@ -665,7 +675,7 @@ grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
                                                v1::QueryResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   const InFlightSlot slot(in_flight_);
-  grpc::Status st = Admit(*ctx, slot, Access::kSession, req->session_id(), "Query");
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "Query");
   if (st.ok()) st = Rejected("Query", req->session_id(), DoQuery(*req, resp));
   reactor->Finish(st);
   return reactor;
@@ -673,13 +683,13 @@ grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
 
 grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* HitboxService::Tick(
     grpc::CallbackServerContext* ctx) {
-  return new TickReactor(this, ctx);
+  return new TickReactor(this, ctx, std::make_unique<InFlightSlot>(in_flight_));
 }
 
 grpc::Status HitboxService::AuthorizeTick(grpc::CallbackServerContext* ctx,
                                           const std::string& session_id) {
-  const InFlightSlot slot(in_flight_);
-  return Admit(*ctx, slot, Access::kSession, session_id, "Tick");
+  // The stream already holds its in-flight slot (TickReactor).
+  return Admit(*ctx, grpc::Status::OK, Access::kSession, session_id, "Tick");
 }
 
 }  // namespace hitbox::server

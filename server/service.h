@@ -123,7 +123,8 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   void Describe(const Session& s, v1::SessionInfo* info) const;
   // The gate of every rpc entry point: the in-flight slot, then the caller's
   // right to `access` (auth.h). Denials are logged (never the token).
-  grpc::Status Admit(const grpc::CallbackServerContext& ctx, const InFlightSlot& slot,
+  // `slot` is the outcome of taking the call's in-flight slot.
+  grpc::Status Admit(const grpc::CallbackServerContext& ctx, const grpc::Status& slot,
                      Access access, const std::string& session_id, const char* rpc) const;
   // Logs a rejected request at warning level and passes the status through.
   grpc::Status Rejected(const char* rpc, const std::string& session, grpc::Status status) const;

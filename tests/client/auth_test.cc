@@ -610,5 +610,39 @@ TEST(ConnectionLimitsTest, StreamsPerConnection) {
   EXPECT_TRUE(raw.Call(Rpc::kGetSession, "s", std::nullopt).ok());
 }
 
+// --max-in-flight 1: an open Tick stream is a call in flight, so a unary call
+// (on any connection) is refused with RESOURCE_EXHAUSTED until it ends; health
+// is not counted.
+TEST(ConnectionLimitsTest, CallsInFlightServerWide) {
+  HitboxdProcess server(0, {"--max-in-flight", "1"});
+  ASSERT_TRUE(server.running());
+  auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+  Raw raw(channel);
+  ASSERT_TRUE(raw.Create("s", std::nullopt).ok());
+  auto stub = v1::Hitbox::NewStub(channel);
+  auto tick_ctx = std::make_unique<grpc::ClientContext>();
+  auto stream = stub->Tick(tick_ctx.get());
+  v1::TickRequest req;
+  req.set_session_id("s");
+  ASSERT_TRUE(stream->Write(req));
+  v1::TickResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  Raw other(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  const grpc::Status busy = other.Call(Rpc::kGetSession, "s", std::nullopt);
+  EXPECT_EQ(busy.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(busy.error_message().find("--max-in-flight"), std::string::npos);
+  grpc::health::v1::HealthCheckResponse::ServingStatus status{};
+  EXPECT_TRUE(other.Health(&status).ok());
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  // The slot is given back when the server has finished with the stream.
+  bool freed = false;
+  for (int i = 0; i < 100 && !freed; ++i) {
+    freed = other.Call(Rpc::kGetSession, "s", std::nullopt).ok();
+    if (!freed) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(freed);
+}
+
 }  // namespace
 }  // namespace hitbox
