@@ -54,7 +54,8 @@ std::string HostOf(const std::string& hostport, bool v6) {
   return colon == std::string::npos ? hostport : hostport.substr(0, colon);
 }
 
-// The token of "authorization: Bearer <token>", or nullopt-as-empty when absent.
+// True, with *token set, when the call carries "authorization: Bearer <token>";
+// no header, an empty token or another scheme count as no token.
 bool PresentedToken(const grpc::ServerContextBase& ctx, std::string* token) {
   const auto& md = ctx.client_metadata();
   const auto it = md.find(kAuthMetadataKey);
@@ -128,9 +129,8 @@ bool IsLocalPeer(std::string_view raw) {
     if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
     return IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
   }
-  // In-process channels (HitboxServer::InProcessChannel): gRPC 1.51's inproc
-  // transport reports no address, so the peer is "unknown"; TCP always has one.
-  return peer == "unknown" || peer == "inproc" || starts("inproc:");
+  // In-process channels (HitboxServer::InProcessChannel): see PeerOf.
+  return peer == "inproc";
 }
 
 Result<std::string> ReadTokenFile(const std::string& path) {
@@ -216,11 +216,24 @@ grpc::Status Authorizer::Decide(std::string_view peer, const std::string* token,
   return grpc::Status::OK;
 }
 
+std::string PeerOf(const grpc::ServerContextBase& ctx) {
+  std::string peer = ctx.peer();
+  if (peer == "unknown") {
+    // gRPC 1.51's in-process transport names no peer and has no transport
+    // security type; a network connection always has one ("insecure", "ssl").
+    const std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
+    if (auth == nullptr || auth->FindPropertyValues("transport_security_type").empty()) {
+      return "inproc";
+    }
+  }
+  return peer;
+}
+
 grpc::Status Authorizer::Authorize(const grpc::ServerContextBase& ctx, Access access,
                                    std::string_view session_id) const {
   std::string token;
   const bool has = PresentedToken(ctx, &token);
-  return Decide(ctx.peer(), has ? &token : nullptr, access, session_id);
+  return Decide(PeerOf(ctx), has ? &token : nullptr, access, session_id);
 }
 
 grpc::Status InFlightLimiter::Acquire() {

@@ -69,10 +69,13 @@ enum class Access {
 /// Equality of two secrets in time that depends only on their lengths.
 bool TokensEqual(std::string_view a, std::string_view b);
 /// True for peers on this machine: loopback TCP (127.0.0.0/8, ::1, v4-mapped
-/// ::ffff:127.x), unix sockets and in-process channels. `peer` is
-/// ServerContext::peer(): "ipv4:1.2.3.4:5", "ipv6:[::1]:5" (brackets maybe
-/// %-encoded), "unix:/path", ...
+/// ::ffff:127.x), unix sockets and in-process channels. `peer` is PeerOf():
+/// "ipv4:1.2.3.4:5", "ipv6:[::1]:5" (brackets maybe %-encoded), "unix:/path",
+/// "inproc".
 bool IsLocalPeer(std::string_view peer);
+/// ServerContext::peer(), except "inproc" for in-process calls (which gRPC
+/// 1.51 reports as "unknown").
+std::string PeerOf(const grpc::ServerContextBase& ctx);
 /// Reads an admin token file: its content trimmed of surrounding whitespace;
 /// an unreadable or empty file (or one with inner whitespace) is an error.
 [[nodiscard]] Result<std::string> ReadTokenFile(const std::string& path);

@@ -171,7 +171,7 @@ grpc::Status HitboxService::Admit(const grpc::CallbackServerContext& ctx,
   if (!slot.ok()) return Rejected(rpc, session_id, slot);
   grpc::Status st = auth_.Authorize(ctx, access, session_id);
   if (!st.ok()) {
-    spdlog::warn("{} denied (session '{}', peer {}): {}: {}", rpc, session_id, ctx.peer(),
+    spdlog::warn("{} denied (session '{}', peer {}): {}: {}", rpc, session_id, PeerOf(ctx),
                  wire::GrpcCodeName(st.error_code()), st.error_message());
   }
   return st;

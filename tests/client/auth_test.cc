@@ -58,12 +58,12 @@ std::chrono::system_clock::time_point In(int ms) {
 TEST(AuthDecisionTest, LocalPeers) {
   for (const char* p : {"ipv4:127.0.0.1:5000", "ipv4:127.1.2.3:1", "ipv6:[::1]:5",
                         "ipv6:%5B::1%5D:5", "ipv6:[::ffff:127.0.0.1]:9", "unix:/tmp/x.sock",
-                        "unix:", "unknown"}) {
+                        "unix:", "inproc"}) {
     EXPECT_TRUE(server::IsLocalPeer(p)) << p;
   }
   for (const char* p : {"ipv4:10.0.0.1:5", "ipv4:192.0.2.2:50051", "ipv4:128.0.0.1:1",
                         "ipv6:[fd00::2]:5", "ipv6:%5Bfd00::2%5D:5", "ipv6:[::ffff:10.0.0.1]:9",
-                        "ipv4:garbage", "ipv6:[::2]:1", ""}) {
+                        "ipv4:garbage", "ipv6:[::2]:1", "unknown", ""}) {
     EXPECT_FALSE(server::IsLocalPeer(p)) << p;
   }
 }
