@@ -476,6 +476,39 @@ TEST(ProtectedModeTest, NonLoopbackPeerRefusedUnlessConfigured) {
   }
 }
 
+// A non-loopback IPv6 address of this machine (not link-local), or "".
+std::string ExternalIpv6() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* i = list; i != nullptr && found.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET6) continue;
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+    if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) || IN6_IS_ADDR_LINKLOCAL(&a->sin6_addr)) continue;
+    char buf[INET6_ADDRSTRLEN];
+    if (inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof(buf)) != nullptr) found = buf;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// The same over IPv6: gRPC's real peer strings for ::1 and for another
+// address of this machine are told apart (whatever their encoding).
+TEST(ProtectedModeTest, Ipv6LoopbackServedOthersRefused) {
+  {
+    HitboxdProcess server(0, {}, "[::1]");
+    if (!server.running()) GTEST_SKIP() << "cannot listen on [::1]";
+    Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+    EXPECT_TRUE(raw.Create("x", std::nullopt).ok());
+  }
+  const std::string ip = ExternalIpv6();
+  if (ip.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv6 address";
+  HitboxdProcess server(0, {}, "[" + ip + "]");
+  if (!server.running()) GTEST_SKIP() << "cannot listen on " << ip;
+  Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  EXPECT_EQ(raw.Create("x", std::nullopt).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
 // --- TLS ------------------------------------------------------------------------
 
 class TlsTest : public ::testing::Test {
