@@ -205,13 +205,16 @@ grpc::Status Authorizer::Decide(std::string_view peer, const std::string* token,
                         "token CreateSession returned (or the admin token)");
   }
   // Same answer for an unknown session and a wrong token: nothing is revealed.
-  std::shared_ptr<Session> s =
-      wire::ValidateSessionId(std::string(session_id)).ok() ? sessions_->Find(session_id) : nullptr;
+  const bool valid_id = wire::ValidateSessionId(std::string(session_id)).ok();
+  std::shared_ptr<Session> s = valid_id ? sessions_->Find(session_id) : nullptr;
   const std::string_view expected = s != nullptr ? std::string_view(s->token()) : std::string_view();
   // Compared even without a session, so both cases take about as long.
   const bool ok = TokensEqual(*token, expected);
   if (s == nullptr || expected.empty() || !ok) {
-    return Denied("the token does not grant access to session '" + std::string(session_id) + "'");
+    // A malformed id (which no session can have) is not echoed back.
+    return Denied(valid_id ? "the token does not grant access to session '" +
+                                 std::string(session_id) + "'"
+                           : std::string("the token does not grant access to this session"));
   }
   return grpc::Status::OK;
 }

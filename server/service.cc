@@ -171,7 +171,10 @@ grpc::Status HitboxService::Admit(const grpc::CallbackServerContext& ctx,
   if (!slot.ok()) return Rejected(rpc, session_id, slot);
   grpc::Status st = auth_.Authorize(ctx, access, session_id);
   if (!st.ok()) {
-    spdlog::warn("{} denied (session '{}', peer {}): {}: {}", rpc, session_id, PeerOf(ctx),
+    // The id is the caller's, unchecked: log it only when well formed.
+    const bool valid = session_id.empty() || wire::ValidateSessionId(session_id).ok();
+    spdlog::warn("{} denied (session '{}', peer {}): {}: {}", rpc,
+                 valid ? session_id : std::string("(malformed id)"), PeerOf(ctx),
                  wire::GrpcCodeName(st.error_code()), st.error_message());
   }
   return st;

@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
                  "token sent on every call as 'authorization: Bearer': the session's (printed "
                  "by 'sessions create') or hitboxd's admin token")
       ->envname(kTokenEnv);
-  app.add_flag("--tls", global.tls.enabled, "use TLS with the system's CA roots");
+  app.add_flag("--tls", global.tls.enabled, "use TLS (with the system's CA roots unless --tls-ca)")
+      ->envname("HITBOX_TLS");
   app.add_option("--tls-ca", global.tls.ca_file, "TLS: CA bundle (PEM) that signed the server")
       ->envname(kTlsCaEnv)
       ->check(CLI::ExistingFile);

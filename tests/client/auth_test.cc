@@ -305,6 +305,9 @@ TEST_F(AuthWireTest, EveryRpcByEveryCaller) {
     EXPECT_EQ(raw_.Call(rpc, "mine", other).error_code(), grpc::StatusCode::PERMISSION_DENIED);
     EXPECT_EQ(raw_.Call(rpc, "mine", std::string("Bearer")).error_code(),
               grpc::StatusCode::PERMISSION_DENIED);
+    // A malformed id is refused like any other without a matching token.
+    EXPECT_EQ(raw_.Call(rpc, std::string(300, '\x01'), mine).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
     const grpc::Status own = raw_.Call(rpc, "mine", mine);
     EXPECT_TRUE(own.ok()) << own.error_message();
     const grpc::Status admin = raw_.Call(rpc, "mine", std::string(kAdmin));
