@@ -535,6 +535,30 @@ TEST_F(CtlAuthTest, TokenFlagAndEnvironment) {
   EXPECT_EQ(Ctl({"--token", ldoc.value("token", ""), "sessions", "delete", "arena-3"}).code, 0);
 }
 
+// hitboxd --demo logs the demo session's token; with it (as the README's
+// grpcurl lines show) the demo session answers, without it it does not.
+TEST(CtlDemoTest, DemoTokenIsLogged) {
+  const std::string admin = TempPath("ctl-admin");
+  std::ofstream(admin) << kAdminToken << "\n";
+  Hitboxd server({"--demo", "--admin-token-file", admin});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::string log = server.log();
+  const std::string marker = "its token is ";
+  const size_t at = log.find(marker);
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string token = log.substr(at + marker.size(), 64);
+  EXPECT_NE(log.find("authorization: Bearer " + token), std::string::npos) << log;
+  const std::vector<std::string> base = {kCtl, "--address", server.address(), "--timeout", "20"};
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), base.begin(), base.end());
+    return RunProcess(args, {"HITBOX_ADDRESS=", "HITBOX_TOKEN="});
+  };
+  EXPECT_EQ(ctl({"--token", token, "raycast", "demo", "--origin", "-45,5,0", "--translation",
+                 "90,0,0"}).code, 0);
+  EXPECT_EQ(ctl({"raycast", "demo", "--origin", "-45,5,0", "--translation", "90,0,0"}).code, 1);
+  std::remove(admin.c_str());
+}
+
 // `check` and `bench` make scratch sessions and use their tokens themselves.
 TEST_F(CtlAuthTest, CheckAndBenchUseTheirOwnTokens) {
   const RunResult check = Ctl({"check", kDemoScene});
