@@ -90,6 +90,42 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_LOG_LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
+  // --- Security (see README "Security") -------------------------------------
+  hitbox::server::AuthOptions& auth = o.service.auth;
+  std::string admin_token_file;
+  app.add_option("--admin-token-file", admin_token_file,
+                 "file holding the admin token (trimmed of whitespace): it may call every rpc "
+                 "on every session, and only it may ListSessions")
+      ->envname("HITBOX_ADMIN_TOKEN_FILE");
+  app.add_option("--tls-cert", o.tls_cert, "TLS: the server's certificate chain, PEM file")
+      ->envname("HITBOX_TLS_CERT");
+  app.add_option("--tls-key", o.tls_key, "TLS: the server's private key, PEM file")
+      ->envname("HITBOX_TLS_KEY");
+  app.add_option("--tls-client-ca", o.tls_client_ca,
+                 "mutual TLS: CA bundle (PEM); every client must present a certificate it signed")
+      ->envname("HITBOX_TLS_CLIENT_CA");
+  app.add_option("--tls-reload-seconds", o.tls_reload_seconds,
+                 "how often the TLS files are re-read (certificate rotation without restart)")
+      ->envname("HITBOX_TLS_RELOAD_SECONDS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--insecure", auth.insecure,
+               "serve clients beyond loopback even with no credentials configured (no "
+               "--admin-token-file, no --tls-client-ca); without it hitboxd is in protected mode")
+      ->envname("HITBOX_INSECURE");
+  app.add_flag("--create-needs-admin", auth.create_needs_admin,
+               "only the admin token may CreateSession (default: anyone the server serves)")
+      ->envname("HITBOX_CREATE_NEEDS_ADMIN");
+  app.add_option("--max-streams-per-connection", o.max_streams_per_connection,
+                 "most concurrent calls/streams per client connection (0: no cap); more wait")
+      ->envname("HITBOX_MAX_STREAMS_PER_CONNECTION")
+      ->capture_default_str();
+  app.add_option("--max-in-flight", auth.max_in_flight,
+                 "most hitbox.v1 calls in flight at once, server-wide: unary calls while they "
+                 "run, ListColliders and Tick streams while open (0: no cap); beyond: "
+                 "RESOURCE_EXHAUSTED")
+      ->envname("HITBOX_MAX_IN_FLIGHT")
+      ->capture_default_str();
   app.add_flag("--demo", o.demo,
                "create session \"demo\" with a small mixed world at start and log how to query it")
       ->envname("HITBOX_DEMO");
@@ -101,5 +137,22 @@ int main(int argc, char** argv) {
   // traces); release builds of gRPC run without it. Turn it off here.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   o.shutdown_grace = std::chrono::milliseconds(grace_ms);
+  if (!admin_token_file.empty()) {
+    hitbox::Result<std::string> token = hitbox::server::ReadTokenFile(admin_token_file);
+    if (!token.ok()) {
+      spdlog::error("--admin-token-file: {}", token.error().message);
+      return 2;
+    }
+    if (token->size() < 16) {
+      spdlog::error("--admin-token-file: the admin token must be at least 16 characters");
+      return 2;
+    }
+    auth.admin_token = std::move(*token);
+  }
+  if (auth.create_needs_admin && auth.admin_token.empty()) {
+    spdlog::error("--create-needs-admin needs --admin-token-file");
+    return 2;
+  }
+  auth.client_certs = !o.tls_client_ca.empty();
   return hitbox::server::RunServer(o);
 }

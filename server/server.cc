@@ -12,6 +12,9 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
@@ -40,15 +43,72 @@ bool WritePortFile(const std::string& path, int port) {
   return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
+// Fails unless `path` names a readable, non-empty file (a typo fails at start,
+// not at the first handshake).
+Status CheckPemFile(const std::string& path, const std::string& flag) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    return Error{ErrorCode::kInvalidArgument, flag + ": cannot read " + path};
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
+Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const ServerOptions& options) {
+  if (options.tls_cert.empty() && options.tls_key.empty()) {
+    if (!options.tls_client_ca.empty()) {
+      return Error{ErrorCode::kInvalidArgument,
+                   "--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)"};
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (options.tls_cert.empty() || options.tls_key.empty()) {
+    return Error{ErrorCode::kInvalidArgument, "TLS needs both --tls-cert and --tls-key"};
+  }
+  if (Status s = CheckPemFile(options.tls_cert, "--tls-cert"); !s.ok()) return s.error();
+  if (Status s = CheckPemFile(options.tls_key, "--tls-key"); !s.ok()) return s.error();
+  if (!options.tls_client_ca.empty()) {
+    if (Status s = CheckPemFile(options.tls_client_ca, "--tls-client-ca"); !s.ok()) {
+      return s.error();
+    }
+  }
+  // The provider re-reads the files every tls_reload_seconds (certificate
+  // rotation without a restart).
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      options.tls_key, options.tls_cert, options.tls_client_ca,
+      std::max(1u, options.tls_reload_seconds));
+  grpc::experimental::TlsServerCredentialsOptions tls(provider);
+  tls.watch_identity_key_cert_pairs();
+  if (!options.tls_client_ca.empty()) {
+    tls.watch_root_certs();
+    tls.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  } else {
+    tls.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  }
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::experimental::TlsServerCredentials(tls);
+  if (creds == nullptr) {
+    return Error{ErrorCode::kInvalidArgument, "cannot set up TLS with the given files"};
+  }
+  return creds;
+}
+
 Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& options) {
+  Result<std::shared_ptr<grpc::ServerCredentials>> creds = MakeServerCredentials(options);
+  if (!creds.ok()) return creds.error();
   std::unique_ptr<HitboxServer> s(new HitboxServer());
   s->service_ = std::make_unique<HitboxService>(options.service);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(options.listen, *creds, &s->port_);
+  if (options.max_streams_per_connection > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               static_cast<int>(std::min<uint32_t>(
+                                   options.max_streams_per_connection, INT_MAX)));
+  }
   builder.RegisterService(s->service_.get());
   const uint64_t max_bytes = options.service.limits.max_message_bytes;
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(max_bytes, INT_MAX)));
@@ -80,13 +140,14 @@ void HitboxServer::Shutdown(std::chrono::milliseconds grace) {
 
 void HitboxServer::Wait() { server_->Wait(); }
 
-Status CreateDemoSession(HitboxService& service) {
+Status CreateDemoSession(HitboxService& service, std::string* token) {
   v1::CreateSessionRequest create;
   create.set_session_id("demo");
   v1::SessionInfo info;
   if (grpc::Status st = service.DoCreateSession(create, &info); !st.ok()) {
     return wire::FromGrpcStatus(st);
   }
+  if (token != nullptr) *token = info.token();
   // A floor, then 300 seeded colliders of every kind above it, on layers 0..3.
   std::mt19937_64 rng(2024);
   std::uniform_real_distribution<double> pos(-40.0, 40.0), height(0.5, 20.0), size(0.3, 2.5),
@@ -137,6 +198,25 @@ int RunServer(const ServerOptions& options) {
       options.service.threads == 0 ? std::max(1u, std::thread::hardware_concurrency())
                                    : options.service.threads;
   const std::string host = options.listen.substr(0, options.listen.rfind(':'));
+  const AuthOptions& auth = options.service.auth;
+  const Authorizer& authorizer = server.service().authorizer();
+  spdlog::info("security: {}; tokens {}; admin token {}; client certificates {}; sessions "
+               "created by {}; max {} streams per connection, {} calls in flight",
+               options.tls_cert.empty() ? "plaintext (no TLS)" : "TLS",
+               authorizer.credentials_configured() ? "enforced"
+                                                   : "not enforced (no credentials configured)",
+               auth.admin_token.empty() ? "not configured" : "configured",
+               auth.client_certs ? "required" : "not required",
+               auth.create_needs_admin && !auth.admin_token.empty() ? "the admin only" : "anyone",
+               options.max_streams_per_connection, auth.max_in_flight);
+  if (authorizer.protected_mode()) {
+    spdlog::warn("protected mode: no credentials configured (--admin-token-file, "
+                 "--tls-client-ca), so only loopback clients are served; pass --insecure to "
+                 "serve every client without credentials");
+  } else if (auth.insecure && auth.admin_token.empty() && !auth.client_certs) {
+    spdlog::warn("--insecure: every client that reaches {} is served without credentials",
+                 options.listen);
+  }
   spdlog::info(
       "hitboxd listening on {} (port {}); limits: max_sessions={} max_colliders={} "
       "max_changes={} max_queries={} max_hits={} max_message_bytes={}; query threads={}; "
@@ -145,16 +225,18 @@ int RunServer(const ServerOptions& options) {
       l.session.max_changes_per_message, l.session.max_queries_per_message,
       l.session.max_hits_per_query, l.max_message_bytes, threads, options.shutdown_grace.count());
   if (options.demo) {
-    if (Status s = CreateDemoSession(server.service()); !s.ok()) {
+    std::string token;
+    if (Status s = CreateDemoSession(server.service(), &token); !s.ok()) {
       spdlog::error("demo world: {}", s.ToString());
     } else {
       const std::string addr =
           (host == "0.0.0.0" || host == "[::]" ? std::string("localhost") : host) + ":" +
           std::to_string(server.port());
-      spdlog::info("demo: session 'demo' holds 301 colliders; try: grpcurl -plaintext -d "
+      spdlog::info("demo: session 'demo' holds 301 colliders; its token is {}", token);
+      spdlog::info("demo: try: grpcurl {} -H 'authorization: Bearer {}' -d "
                    "'{{\"session_id\":\"demo\",\"queries\":[{{\"raycast\":{{\"origin\":{{\"x\":-45,"
                    "\"y\":5}},\"translation\":{{\"x\":90}}}}}}]}}' {} hitbox.v1.Hitbox/Query",
-                   addr);
+                   options.tls_cert.empty() ? "-plaintext" : "-cacert CA.pem", token, addr);
     }
   }
   if (!options.port_file.empty() && !WritePortFile(options.port_file, server.port())) {

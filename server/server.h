@@ -25,6 +25,19 @@ struct ServerOptions {
   bool demo = false;
   /// When not empty, the bound port is written to this file once listening.
   std::string port_file;
+  /// TLS: the server's certificate chain and private key (PEM files). Both
+  /// empty: plaintext. The files are re-read every tls_reload_seconds, so a
+  /// renewed certificate is served without a restart.
+  std::string tls_cert;
+  std::string tls_key;
+  /// CA bundle (PEM) of client certificates: set, every client must present a
+  /// certificate it signed (mutual TLS). Needs tls_cert/tls_key.
+  std::string tls_client_ca;
+  /// How often the TLS files are checked for changes, seconds (>= 1).
+  unsigned tls_reload_seconds = 60;
+  /// Most concurrent streams (calls) per client connection
+  /// (GRPC_ARG_MAX_CONCURRENT_STREAMS); further calls wait for a free one. 0: no cap.
+  uint32_t max_streams_per_connection = 256;
 };
 
 /// A running gRPC server with the Hitbox service, health checking and reflection.
@@ -52,8 +65,13 @@ class HitboxServer {
   int port_ = 0;
 };
 
+/// The server credentials `options` ask for: insecure, TLS, or mutual TLS.
+/// Fails when a TLS file is missing or unreadable.
+Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const ServerOptions& options);
+
 /// Adds the demo world (a few hundred mixed colliders) as session "demo".
-Status CreateDemoSession(HitboxService& service);
+/// `token`, when given, receives the session's token.
+Status CreateDemoSession(HitboxService& service, std::string* token = nullptr);
 
 /// Starts the server, waits for SIGINT or SIGTERM, shuts down gracefully.
 /// Returns the process exit code (0 after a clean shutdown).

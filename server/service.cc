@@ -89,8 +89,10 @@ QueryFilter* FilterOf(hitbox::Query& q) {
 // page is built only after the previous write completed (flow control).
 class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListCollidersResponse> {
  public:
-  ListCollidersReactor(std::vector<Collider> snapshot, uint64_t revision, uint32_t page_size)
-      : snapshot_(std::move(snapshot)), revision_(revision), page_size_(page_size) {
+  ListCollidersReactor(std::vector<Collider> snapshot, uint64_t revision, uint32_t page_size,
+                       std::unique_ptr<InFlightSlot> slot)
+      : slot_(std::move(slot)), snapshot_(std::move(snapshot)), revision_(revision),
+        page_size_(page_size) {
     NextWrite();
   }
   /// Ends the call at once with an error.
@@ -121,6 +123,7 @@ class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListColli
     StartWrite(&page_);
   }
 
+  std::unique_ptr<InFlightSlot> slot_;  // held (--max-in-flight) until OnDone
   std::vector<Collider> snapshot_;
   uint64_t revision_ = 0;
   uint32_t page_size_ = kDefaultPageSize;
@@ -134,8 +137,13 @@ class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListColli
 // the tick runs on the callback thread and takes only its session's lock.
 class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse> {
  public:
-  TickReactor(HitboxService* service, grpc::CallbackServerContext* ctx)
-      : service_(service), call_(CallControl::Of(ctx)) {
+  TickReactor(HitboxService* service, grpc::CallbackServerContext* ctx,
+              std::unique_ptr<InFlightSlot> slot)
+      : service_(service), ctx_(ctx), call_(CallControl::Of(ctx)), slot_(std::move(slot)) {
+    if (!slot_->status().ok()) {  // --max-in-flight: the stream counts for its whole life
+      Finish(slot_->status());
+      return;
+    }
     StartRead(&request_);
   }
 
@@ -143,6 +151,15 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
     if (!ok) {  // the client finished writing (or the call was cancelled)
       Finish(grpc::Status::OK);
       return;
+    }
+    // Auth (auth.h) when a tick names a session the stream was not yet
+    // allowed on; a refusal ends the stream with its status.
+    if (!request_.session_id().empty() && request_.session_id() != authorized_) {
+      if (grpc::Status st = service_->AuthorizeTick(ctx_, request_.session_id()); !st.ok()) {
+        Finish(st);
+        return;
+      }
+      authorized_ = request_.session_id();
     }
     response_.Clear();
     service_->DoTick(&stream_, request_, &response_, call_);
@@ -159,7 +176,10 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
 
  private:
   HitboxService* const service_;
+  grpc::CallbackServerContext* const ctx_;
   const CallControl call_;
+  const std::unique_ptr<InFlightSlot> slot_;  // held until OnDone
+  std::string authorized_;  // the session id this stream's caller was allowed on
   HitboxService::TickStream stream_;
   v1::TickRequest request_;
   v1::TickResponse response_;
@@ -222,8 +242,10 @@ void ResultsToProto(const std::vector<QueryResult>& results, const RepeatedPtrFi
 
 HitboxService::HitboxService(const ServiceOptions& options)
     : options_(options),
-      inflight_(options.limits.max_inflight_bytes),
-      sessions_(options.limits.max_sessions) {
+      answer_memory_(options.limits.max_inflight_bytes),
+      sessions_(options.limits.max_sessions),
+      auth_(options.auth, &sessions_),
+      in_flight_(options.auth.max_in_flight) {
   size_t threads = options.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
@@ -238,6 +260,21 @@ grpc::Status HitboxService::Rejected(const char* rpc, const std::string& session
                  wire::GrpcCodeName(status.error_code()), status.error_message());
   }
   return status;
+}
+
+grpc::Status HitboxService::Admit(const grpc::CallbackServerContext& ctx,
+                                  const grpc::Status& slot, Access access,
+                                  const std::string& session_id, const char* rpc) const {
+  if (!slot.ok()) return Rejected(rpc, session_id, slot);
+  grpc::Status st = auth_.Authorize(ctx, access, session_id);
+  if (!st.ok()) {
+    // The id is the caller's, unchecked: log it only when well formed.
+    const bool valid = session_id.empty() || wire::ValidateSessionId(session_id).ok();
+    spdlog::warn("{} denied (session '{}', peer {}): {}: {}", rpc,
+                 valid ? session_id : std::string("(malformed id)"), PeerOf(ctx),
+                 wire::GrpcCodeName(st.error_code()), st.error_message());
+  }
+  return st;
 }
 
 grpc::Status HitboxService::Resolve(const std::string& id, std::shared_ptr<Session>* out) const {
@@ -390,8 +427,8 @@ grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox
     if (!mem->Resize(held + worst)) {
       return fail(Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
                        "queries: the server's answers in flight already hold " +
-                           std::to_string(inflight_.used()) + " of " +
-                           std::to_string(inflight_.cap()) +
+                           std::to_string(answer_memory_.used()) + " of " +
+                           std::to_string(answer_memory_.cap()) +
                            " bytes (--max-inflight-bytes); " + range + " could need " +
                            std::to_string(worst) +
                            " more: retry later, or lower filter.max_hits or split the batch"));
@@ -465,7 +502,7 @@ grpc::Status HitboxService::ReserveResponse(const std::vector<QueryResult>& resu
   if (mem->Resize(mem->bytes() + bytes)) return grpc::Status::OK;
   return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
               "queries: the server's answers in flight already hold " +
-                  std::to_string(inflight_.used()) + " of " + std::to_string(inflight_.cap()) +
+                  std::to_string(answer_memory_.used()) + " of " + std::to_string(answer_memory_.cap()) +
                   " bytes (--max-inflight-bytes); the response needs " + std::to_string(bytes) +
                   " more: retry later, or lower filter.max_hits or split the batch");
 }
@@ -536,7 +573,10 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
       !st.ok()) {
     return st;
   }
-  Result<std::shared_ptr<Session>> created = sessions_.Create(req.session_id(), limits);
+  Result<std::string> token = NewSessionToken();
+  if (!token.ok()) return wire::ToGrpcStatus(token.status());
+  Result<std::shared_ptr<Session>> created =
+      sessions_.Create(req.session_id(), limits, std::move(*token));
   if (!created.ok()) return wire::ToGrpcStatus(created.status());
   const Session& s = **created;
   spdlog::info("session '{}' created (max_colliders={}, max_changes={}, max_queries={}, "
@@ -544,6 +584,7 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
                s.id(), limits.max_colliders, limits.max_changes_per_message,
                limits.max_queries_per_message, limits.max_hits_per_query, sessions_.size());
   Describe(s, resp);
+  resp->set_token(s.token());
   return grpc::Status::OK;
 }
 
@@ -630,7 +671,7 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
   if (grpc::Status st = Resolve(req.session_id(), &s); !st.ok()) return st;
   std::vector<hitbox::Query> queries;
   if (grpc::Status st = ConvertQueries(*s, req.queries(), &queries); !st.ok()) return st;
-  MemoryReservation local(&inflight_);
+  MemoryReservation local(&answer_memory_);
   if (mem == nullptr) mem = &local;
   std::vector<QueryResult> results;
   {
@@ -657,7 +698,7 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
 void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
                            v1::TickResponse* resp, const CallControl& call) {
   resp->set_tick(req.tick());
-  stream->memory.set_pool(&inflight_);
+  stream->memory.set_pool(&answer_memory_);
   auto fail = [&](const grpc::Status& st) {
     Rejected("Tick", stream->session_id.empty() ? req.session_id() : stream->session_id, st);
     resp->clear_results();
@@ -766,7 +807,10 @@ grpc::ServerUnaryReactor* HitboxService::CreateSession(grpc::CallbackServerConte
                                                        const v1::CreateSessionRequest* req,
                                                        v1::SessionInfo* resp) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("CreateSession", req->session_id(), DoCreateSession(*req, resp)));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kCreate, req->session_id(), "CreateSession");
+  if (st.ok()) st = Rejected("CreateSession", req->session_id(), DoCreateSession(*req, resp));
+  reactor->Finish(st);
   return reactor;
 }
 
@@ -774,8 +818,12 @@ grpc::ServerUnaryReactor* HitboxService::GetSession(grpc::CallbackServerContext*
                                                     const v1::GetSessionRequest* req,
                                                     v1::SessionInfo* resp) {
   auto* reactor = ctx->DefaultReactor();
-  grpc::Status st = DoGetSession(*req, resp);
-  if (st.error_code() != grpc::StatusCode::NOT_FOUND) st = Rejected("GetSession", req->session_id(), st);
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "GetSession");
+  if (st.ok()) {
+    st = DoGetSession(*req, resp);
+    if (st.error_code() != grpc::StatusCode::NOT_FOUND) st = Rejected("GetSession", req->session_id(), st);
+  }
   reactor->Finish(st);
   return reactor;
 }
@@ -784,7 +832,10 @@ grpc::ServerUnaryReactor* HitboxService::ListSessions(grpc::CallbackServerContex
                                                       const v1::ListSessionsRequest*,
                                                       v1::ListSessionsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(DoListSessions(resp));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kAdmin, "", "ListSessions");
+  if (st.ok()) st = DoListSessions(resp);
+  reactor->Finish(st);
   return reactor;
 }
 
@@ -792,7 +843,10 @@ grpc::ServerUnaryReactor* HitboxService::DeleteSession(grpc::CallbackServerConte
                                                        const v1::DeleteSessionRequest* req,
                                                        v1::DeleteSessionResponse*) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("DeleteSession", req->session_id(), DoDeleteSession(*req)));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "DeleteSession");
+  if (st.ok()) st = Rejected("DeleteSession", req->session_id(), DoDeleteSession(*req));
+  reactor->Finish(st);
   return reactor;
 }
 
@@ -800,7 +854,10 @@ grpc::ServerUnaryReactor* HitboxService::ApplyChanges(grpc::CallbackServerContex
                                                       const v1::ApplyChangesRequest* req,
                                                       v1::ApplyChangesResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("ApplyChanges", req->session_id(), DoApplyChanges(*req, resp)));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "ApplyChanges");
+  if (st.ok()) st = Rejected("ApplyChanges", req->session_id(), DoApplyChanges(*req, resp));
+  reactor->Finish(st);
   return reactor;
 }
 
@@ -808,12 +865,21 @@ grpc::ServerUnaryReactor* HitboxService::GetColliders(grpc::CallbackServerContex
                                                       const v1::GetCollidersRequest* req,
                                                       v1::GetCollidersResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(Rejected("GetColliders", req->session_id(), DoGetColliders(*req, resp)));
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "GetColliders");
+  if (st.ok()) st = Rejected("GetColliders", req->session_id(), DoGetColliders(*req, resp));
+  reactor->Finish(st);
   return reactor;
 }
 
 grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListColliders(
-    grpc::CallbackServerContext*, const v1::ListCollidersRequest* req) {
+    grpc::CallbackServerContext* ctx, const v1::ListCollidersRequest* req) {
+  auto slot = std::make_unique<InFlightSlot>(in_flight_);  // held for the whole stream
+  if (grpc::Status st =
+          Admit(*ctx, slot->status(), Access::kSession, req->session_id(), "ListColliders");
+      !st.ok()) {
+    return new ListCollidersReactor(st);
+  }
   std::shared_ptr<Session> s;
   if (grpc::Status st = Resolve(req->session_id(), &s); !st.ok()) {
     return new ListCollidersReactor(Rejected("ListColliders", req->session_id(), st));
@@ -836,21 +902,32 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListCollider
   }
   std::sort(snapshot.begin(), snapshot.end(),
             [](const Collider& a, const Collider& b) { return a.id < b.id; });
-  return new ListCollidersReactor(std::move(snapshot), revision, page);
+  return new ListCollidersReactor(std::move(snapshot), revision, page, std::move(slot));
 }
 
 grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
                                                const v1::QueryRequest* req,
                                                v1::QueryResponse* resp) {
-  auto* reactor = new QueryReactor(&inflight_);
-  reactor->Finish(Rejected("Query", req->session_id(),
-                           DoQuery(*req, resp, CallControl::Of(ctx), reactor->memory())));
+  auto* reactor = new QueryReactor(&answer_memory_);
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "Query");
+  if (st.ok()) {
+    st = Rejected("Query", req->session_id(),
+                  DoQuery(*req, resp, CallControl::Of(ctx), reactor->memory()));
+  }
+  reactor->Finish(st);
   return reactor;
 }
 
 grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* HitboxService::Tick(
     grpc::CallbackServerContext* ctx) {
-  return new TickReactor(this, ctx);
+  return new TickReactor(this, ctx, std::make_unique<InFlightSlot>(in_flight_));
+}
+
+grpc::Status HitboxService::AuthorizeTick(grpc::CallbackServerContext* ctx,
+                                          const std::string& session_id) {
+  // The stream already holds its in-flight slot (TickReactor).
+  return Admit(*ctx, grpc::Status::OK, Access::kSession, session_id, "Tick");
 }
 
 }  // namespace hitbox::server

@@ -22,6 +22,7 @@
 
 #include "hitbox/collider_set.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
+#include "auth.h"
 #include "session.h"
 
 namespace hitbox::server {
@@ -78,6 +79,8 @@ struct ServiceOptions {
   /// Worker threads of the query pool for large batches (0: hardware threads,
   /// 1: no pool, batches run on the calling thread).
   size_t threads = 0;
+  /// Who may do what (auth.h) and the in-flight request cap.
+  AuthOptions auth;
 };
 
 class HitboxService final : public v1::Hitbox::CallbackService {
@@ -138,14 +141,18 @@ class HitboxService final : public v1::Hitbox::CallbackService {
     /// The bytes of the last tick's answer (given back at the next tick).
     MemoryReservation memory;
   };
+  /// The auth check of a Tick stream whose tick names `session_id` (auth.h).
+  grpc::Status AuthorizeTick(grpc::CallbackServerContext* ctx, const std::string& session_id);
   /// Runs one tick: fills resp (results or error). Never fails the stream.
   void DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp,
               const CallControl& call = {});
   /// The budget of answers in flight.
-  InflightMemory& inflight() { return inflight_; }
+  InflightMemory& answer_memory() { return answer_memory_; }
 
   /// The server's sessions.
   SessionRegistry& sessions() { return sessions_; }
+  /// The auth decisions of every rpc entry point.
+  const Authorizer& authorizer() const { return auth_; }
   const ServiceOptions& options() const { return options_; }
 
  private:
@@ -179,12 +186,19 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   uint64_t HitBudget() const;
   // Fills a SessionInfo; takes the shared lock.
   void Describe(const Session& s, v1::SessionInfo* info) const;
+  // The gate of every rpc entry point: the in-flight slot, then the caller's
+  // right to `access` (auth.h). Denials are logged (never the token).
+  // `slot` is the outcome of taking the call's in-flight slot.
+  grpc::Status Admit(const grpc::CallbackServerContext& ctx, const grpc::Status& slot,
+                     Access access, const std::string& session_id, const char* rpc) const;
   // Logs a rejected request at warning level and passes the status through.
   grpc::Status Rejected(const char* rpc, const std::string& session, grpc::Status status) const;
 
   const ServiceOptions options_;
-  mutable InflightMemory inflight_;
+  mutable InflightMemory answer_memory_;
   SessionRegistry sessions_;
+  Authorizer auth_;
+  mutable InFlightLimiter in_flight_;
   std::unique_ptr<ThreadPool> pool_;
 };
 

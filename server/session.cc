@@ -8,7 +8,8 @@
 namespace hitbox::server {
 
 Result<std::shared_ptr<Session>> SessionRegistry::Create(const std::string& id,
-                                                         const SessionLimits& limits) {
+                                                         const SessionLimits& limits,
+                                                         std::string token) {
   if (!id.empty()) {
     if (Status s = wire::ValidateSessionId(id); !s.ok()) return s.error();
   }
@@ -30,7 +31,7 @@ Result<std::shared_ptr<Session>> SessionRegistry::Create(const std::string& id,
   } else if (sessions_.count(chosen) != 0) {
     return Error{ErrorCode::kAlreadyExists, "session_id: session '" + id + "' already exists"};
   }
-  auto session = std::make_shared<Session>(chosen, limits, now_ms);
+  auto session = std::make_shared<Session>(chosen, limits, now_ms, std::move(token));
   sessions_.emplace(chosen, session);
   return session;
 }

@@ -57,8 +57,10 @@ struct ServerLimits {
 /// each other; sessions never share a lock.
 class Session {
  public:
-  Session(std::string id, const SessionLimits& limits, int64_t created_unix_ms)
-      : id_(std::move(id)), limits_(limits), created_unix_ms_(created_unix_ms) {}
+  Session(std::string id, const SessionLimits& limits, int64_t created_unix_ms,
+          std::string token = {})
+      : id_(std::move(id)), limits_(limits), created_unix_ms_(created_unix_ms),
+        token_(std::move(token)) {}
 
   /// The session id (1..128 of [A-Za-z0-9._:-]).
   const std::string& id() const { return id_; }
@@ -66,6 +68,9 @@ class Session {
   const SessionLimits& limits() const { return limits_; }
   /// Creation time, milliseconds since the Unix epoch.
   int64_t created_unix_ms() const { return created_unix_ms_; }
+  /// The secret a caller presents to use this session (auth.h); empty: none
+  /// (only the admin token may use it).
+  const std::string& token() const { return token_; }
   /// Guards set(): shared for reads and queries, exclusive for changes.
   std::shared_mutex& mutex() const { return mutex_; }
   /// The collider set; hold mutex() while using it.
@@ -79,6 +84,7 @@ class Session {
   const std::string id_;
   const SessionLimits limits_;
   const int64_t created_unix_ms_;
+  const std::string token_;
   mutable std::shared_mutex mutex_;
   ColliderSet set_;
   std::atomic<bool> deleted_{false};
@@ -92,7 +98,9 @@ class SessionRegistry {
 
   /// Creates a session. Empty id: a fresh unique one is picked. Errors:
   /// kInvalidArgument (bad id), kAlreadyExists, kResourceExhausted (max sessions).
-  Result<std::shared_ptr<Session>> Create(const std::string& id, const SessionLimits& limits);
+  /// `token` is the session's secret (Session::token()).
+  Result<std::shared_ptr<Session>> Create(const std::string& id, const SessionLimits& limits,
+                                          std::string token = {});
   /// The session, or nullptr.
   std::shared_ptr<Session> Find(std::string_view id) const;
   /// Removes and returns the session (nullptr when unknown); marks it deleted.

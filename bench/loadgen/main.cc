@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tick", "unary", "inproc", "all"}))
       ->capture_default_str();
   app.add_option("--session", session, "session id to create and use")->capture_default_str();
+  app.add_option("--token", tick.token,
+                 "token sent on every call: the session's (with --no-load) or the admin token")
+      ->envname("HITBOX_TOKEN");
   app.add_flag("--no-load", no_load, "use the existing session as is (scene still generated for query bounds)");
   std::string case_file;
   app.add_option("--case", case_file,
@@ -88,6 +91,7 @@ int main(int argc, char** argv) {
   }
   const auto duration = std::chrono::milliseconds(static_cast<int64_t>(duration_s * 1000));
   tick.session_id = unary.session_id = session;
+  unary.token = tick.token;
   tick.mix = unary.mix = *mix;
   tick.duration = unary.duration = duration;
 
@@ -133,12 +137,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!no_load) {
-    const Status s = loadgen::LoadScene(channel, session, scene, load_batch);
+    std::string token = tick.token;  // --token (e.g. the admin token), if any
+    const Status s = loadgen::LoadScene(channel, session, scene, load_batch, true, &token);
     if (!s.ok()) {
       std::fprintf(stderr, "loading the scene failed: %s\n", s.ToString().c_str());
       return 1;
     }
     std::printf("loaded session '%s'\n", session.c_str());
+    tick.token = unary.token = token;
   }
   if (mode == "tick" || mode == "all") {
     Result<loadgen::TickReport> r = loadgen::RunTicks(channel, scene, tick);

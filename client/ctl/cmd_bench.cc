@@ -92,11 +92,13 @@ int RunBench(const GlobalOptions& global, BenchArgs a) {
   if (a.mode != "inproc") {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(64 << 20);
-    auto channel = grpc::CreateCustomChannel(global.address, grpc::InsecureChannelCredentials(), args);
+    auto channel = global.MakeChannel(args);
     if (!channel->WaitForConnected(std::chrono::system_clock::now() + global.timeout())) {
       return Fail("bench: cannot connect to " + global.address);
     }
-    const Status loaded = loadgen::LoadScene(channel, session, scene, a.load_batch);
+    std::string token = global.token;  // the admin token, if given: replaces an old session
+    const Status loaded = loadgen::LoadScene(channel, session, scene, a.load_batch, true, &token);
+    a.tick.token = a.unary.token = token;
     if (!loaded.ok()) return Fail("bench: loading the scene into " + session + ": " + loaded.ToString());
     if (!global.quiet && !global.json) {
       std::fprintf(stderr, "hitboxctl: loaded %zu colliders into session %s\n", scene.size(),
@@ -143,6 +145,7 @@ int RunBench(const GlobalOptions& global, BenchArgs a) {
     }
     if (!a.keep) {
       auto client = global.MakeClient();
+      client->SetSessionToken(session, token);
       const RpcStatus s = client->DeleteSession(session);
       if (!s.ok()) Fail(s, "bench: deleting session " + session);
     }

@@ -39,10 +39,12 @@ int RunLoad(const GlobalOptions& global, const LoadArgs& args) {
 
   auto client = global.MakeClient();
   bool created = false;
+  std::string token;  // the new session's, with --create
   if (args.create) {
     auto r = client->CreateSession(args.session);
     if (!r.ok()) return Fail(r.status(), "load: creating session " + args.session);
     created = true;
+    token = r->token;
   }
   auto info = client->GetSession(args.session);
   if (!info.ok()) return Fail(info.status(), "load: session " + args.session);
@@ -84,7 +86,7 @@ int RunLoad(const GlobalOptions& global, const LoadArgs& args) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (global.json) {
-    PrintJson({{"session_id", args.session},
+    nlohmann::json out = {{"session_id", args.session},
                {"file", args.file},
                {"loaded", colliders.size()},
                {"batches", batches},
@@ -92,13 +94,16 @@ int RunLoad(const GlobalOptions& global, const LoadArgs& args) {
                {"created", created},
                {"revision", last.revision},
                {"collider_count", last.collider_count},
-               {"seconds", seconds}});
+               {"seconds", seconds}};
+    if (!token.empty()) out["token"] = token;
+    PrintJson(out);
   } else {
     std::printf("loaded %zu colliders into session %s in %zu batch%s (%.2f s): %llu colliders, "
                 "revision %llu\n",
                 colliders.size(), args.session.c_str(), batches, batches == 1 ? "" : "es", seconds,
                 static_cast<unsigned long long>(last.collider_count),
                 static_cast<unsigned long long>(last.revision));
+    if (!token.empty()) std::printf("token %s\n", token.c_str());
   }
   return kExitOk;
 }

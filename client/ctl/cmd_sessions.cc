@@ -71,7 +71,7 @@ void AddSessionsCommands(CLI::App& app, const GlobalOptions& global, Action& act
       if (global.json) {
         PrintJson(ToJson(*r));
       } else {
-        std::printf("created session %s\n", r->session_id.c_str());
+        std::printf("created session %s\ntoken %s\n", r->session_id.c_str(), r->token.c_str());
       }
       return kExitOk;
     };

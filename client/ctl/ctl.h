@@ -8,6 +8,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
 
 #include "hitbox/client.h"
 #include "hitbox/rpc_status.h"
@@ -25,6 +26,13 @@ inline constexpr int kExitUsage = 2;
 inline constexpr const char* kDefaultAddress = "localhost:50051";
 /// Environment variable that overrides the default address.
 inline constexpr const char* kAddressEnv = "HITBOX_ADDRESS";
+/// Environment variables of the auth and TLS options (hitboxd's own TLS
+/// variables are HITBOX_TLS_CERT/KEY, so the client's carry CLIENT).
+inline constexpr const char* kTokenEnv = "HITBOX_TOKEN";
+inline constexpr const char* kTlsCaEnv = "HITBOX_TLS_CA";
+inline constexpr const char* kTlsCertEnv = "HITBOX_CLIENT_TLS_CERT";
+inline constexpr const char* kTlsKeyEnv = "HITBOX_CLIENT_TLS_KEY";
+inline constexpr const char* kTlsServerNameEnv = "HITBOX_TLS_SERVER_NAME";
 
 /// Options shared by every subcommand.
 struct GlobalOptions {
@@ -36,11 +44,18 @@ struct GlobalOptions {
   bool json = false;
   /// No progress bars or informational lines on stderr.
   bool quiet = false;
+  /// Token sent on every call (`authorization: Bearer`): a session's or the admin token.
+  std::string token;
+  /// TLS: the CA that signed the server's certificate, and the client's own
+  /// certificate and key for mutual TLS (PEM files); `tls` alone: system roots.
+  TlsOptions tls;
 
   /// The rpc deadline as a duration.
   std::chrono::milliseconds timeout() const;
   /// A client for `address` with the timeout as its default deadline.
   std::unique_ptr<Client> MakeClient() const;
+  /// A raw gRPC channel to `address` with the same TLS settings (for the load generator).
+  std::shared_ptr<grpc::Channel> MakeChannel(grpc::ChannelArguments args) const;
 };
 
 /// The command chosen on the command line; set by a subcommand's callback and

@@ -1,6 +1,7 @@
 // hitboxctl: command-line client of the Hitbox collision service.
 //
-//   hitboxctl [--address HOST:PORT] [--timeout S] [--json] <command> ...
+//   hitboxctl [--address HOST:PORT] [--timeout S] [--json] [--token T]
+//             [--tls-ca CA.pem [--tls-cert C.pem --tls-key K.pem]] <command> ...
 //
 // Commands: health, sessions list|create|get|delete, load, overlap, cast,
 // raycast, check, bench, route (`hitboxctl <command> --help` for each). Human tables
@@ -33,6 +34,25 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", global.json, "print one JSON document on stdout instead of tables");
   app.add_flag("-q,--quiet", global.quiet, "no progress bars or notes on stderr");
+  app.add_option("--token", global.token,
+                 "token sent on every call as 'authorization: Bearer': the session's (printed "
+                 "by 'sessions create') or hitboxd's admin token")
+      ->envname(kTokenEnv);
+  app.add_flag("--tls", global.tls.enabled, "use TLS (with the system's CA roots unless --tls-ca)")
+      ->envname("HITBOX_TLS");
+  app.add_option("--tls-ca", global.tls.ca_file, "TLS: CA bundle (PEM) that signed the server")
+      ->envname(kTlsCaEnv)
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", global.tls.cert_file,
+                 "mutual TLS: this client's certificate chain (PEM)")
+      ->envname(kTlsCertEnv)
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", global.tls.key_file, "mutual TLS: this client's private key (PEM)")
+      ->envname(kTlsKeyEnv)
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-server-name", global.tls.server_name,
+                 "name the server's certificate must carry (default: the address's host)")
+      ->envname(kTlsServerNameEnv);
 
   Action action;
   AddHealthCommand(app, global, action);

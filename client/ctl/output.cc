@@ -100,6 +100,7 @@ nlohmann::json ToJson(const SessionInfo& s) {
   } else {
     j["bounds"] = nullptr;
   }
+  if (!s.token.empty()) j["token"] = s.token;  // only CreateSession's answer has one
   return j;
 }
 

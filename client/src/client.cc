@@ -5,7 +5,10 @@
 #include "hitbox/client.h"
 
 #include <algorithm>
+#include <fstream>
+#include <map>
 #include <random>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -23,9 +26,47 @@ namespace v1 = ::hitbox::v1;
 using Clock = std::chrono::system_clock;
 using Steady = std::chrono::steady_clock;
 
+// Reads a whole PEM file; false when it cannot be read or is empty.
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  *out = buf.str();
+  return !out->empty();
+}
+
+// The channel credentials `tls` asks for; *error names an unreadable file.
+std::shared_ptr<grpc::ChannelCredentials> MakeCredentials(const TlsOptions& tls,
+                                                          RpcStatus* error) {
+  if (!tls.active()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  auto read = [&](const std::string& path, const char* field, std::string* out) {
+    if (path.empty() || !error->ok()) return;
+    if (!ReadFile(path, out)) {
+      *error = RpcStatus(RpcCode::kFailedPrecondition,
+                         std::string("tls.") + field + ": cannot read " + path);
+    }
+  };
+  read(tls.ca_file, "ca_file", &ssl.pem_root_certs);
+  read(tls.cert_file, "cert_file", &ssl.pem_cert_chain);
+  read(tls.key_file, "key_file", &ssl.pem_private_key);
+  if (error->ok() && tls.cert_file.empty() != tls.key_file.empty()) {
+    *error = RpcStatus(RpcCode::kFailedPrecondition,
+                       "tls: a client certificate needs both cert_file and key_file");
+  }
+  // On an error every call fails before it is sent (see Impl::Run); the
+  // channel still verifies servers, so a token never goes out unprotected.
+  if (!error->ok()) return grpc::SslCredentials(grpc::SslCredentialsOptions{});
+  return grpc::SslCredentials(ssl);
+}
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
-                                           const ClientOptions& options) {
+                                           const ClientOptions& options, RpcStatus* error) {
   grpc::ChannelArguments args;
+  if (!options.tls.server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls.server_name);
+  }
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
   const int min_ms = static_cast<int>(std::max<int64_t>(1, options.min_reconnect_backoff.count()));
@@ -34,7 +75,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, min_ms);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, min_ms);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, MakeCredentials(options.tls, error), args);
 }
 
 SessionLimits LimitsFromProto(const v1::SessionLimits& l) {
@@ -65,6 +106,7 @@ SessionInfo InfoFromProto(const v1::SessionInfo& s) {
   if (s.has_bounds()) out.bounds = wire::ResultFromProto(s.bounds());
   out.limits = LimitsFromProto(s.limits());
   out.created_unix_ms = s.created_unix_ms();
+  out.token = s.token();
   return out;
 }
 
@@ -138,6 +180,10 @@ struct Client::Impl {
   std::unique_ptr<grpc::health::v1::Health::Stub> health_stub;
   std::mutex rng_mu;
   std::mt19937_64 rng;
+  // Set when the options could not be applied (an unreadable TLS file): every call fails with it.
+  RpcStatus setup_error;
+  mutable std::mutex tokens_mu;
+  std::map<std::string, std::string, std::less<>> tokens;  // session id -> token
 
   Impl(ClientOptions opts, std::string addr, std::shared_ptr<grpc::Channel> ch)
       : options(std::move(opts)), address(std::move(addr)), channel(std::move(ch)),
@@ -147,9 +193,20 @@ struct Client::Impl {
                                      : (uint64_t{std::random_device{}()} << 32) ^
                                            std::random_device{}()) {}
 
-  void Prepare(grpc::ClientContext* ctx, Clock::time_point deadline,
-               const CallOptions& call) const {
+  // The token for a call on `session_id` (empty id: a server-wide call).
+  std::string TokenFor(std::string_view session_id) const {
+    if (!session_id.empty()) {
+      std::lock_guard<std::mutex> lock(tokens_mu);
+      const auto it = tokens.find(session_id);
+      if (it != tokens.end()) return it->second;
+    }
+    return options.token;
+  }
+
+  void Prepare(grpc::ClientContext* ctx, Clock::time_point deadline, const CallOptions& call,
+               const std::string& token) const {
     ctx->set_deadline(deadline);
+    if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
     if (options.wait_for_ready || call.wait_for_ready) ctx->set_wait_for_ready(true);
   }
 
@@ -176,9 +233,12 @@ struct Client::Impl {
   // is not retryable, runs out of attempts, or the next wait would pass the
   // deadline. `retryable` may be cleared by the attempt (e.g. once a stream
   // has delivered data).
+  // `session_id` picks the token sent (TokenFor).
   template <typename Attempt>
   RpcStatus Run(std::string_view method, bool retryable, const CallOptions& call,
-                Attempt&& attempt) {
+                std::string_view session_id, Attempt&& attempt) {
+    if (!setup_error.ok()) return setup_error;
+    const std::string token = TokenFor(session_id);
     const auto timeout = call.timeout.value_or(
         std::chrono::duration_cast<std::chrono::nanoseconds>(options.default_timeout));
     // gRPC gets a wall-clock deadline; local checks use the steady clock.
@@ -189,7 +249,7 @@ struct Client::Impl {
     const int max_attempts = std::max(1, options.retry.max_attempts);
     for (int n = 1;; ++n) {
       grpc::ClientContext ctx;
-      Prepare(&ctx, deadline, call);
+      Prepare(&ctx, deadline, call, token);
       // gRPC rounds deadlines up to whole milliseconds; a call whose deadline
       // has already passed is not sent at all.
       if (Steady::now() >= steady_deadline) {
@@ -214,7 +274,10 @@ struct Client::Impl {
                   grpc::Status (v1::Hitbox::Stub::*fn)(grpc::ClientContext*, const Request&,
                                                         Response*),
                   const Request& request, Response* response) {
-    return Run(method, retryable, call, [&](grpc::ClientContext* ctx, bool*) {
+    std::string_view session_id;
+    if constexpr (requires { request.session_id(); }) session_id = request.session_id();
+    if constexpr (std::is_same_v<Request, v1::CreateSessionRequest>) session_id = {};
+    return Run(method, retryable, call, session_id, [&](grpc::ClientContext* ctx, bool*) {
       response->Clear();
       return (stub.get()->*fn)(ctx, request, response);
     });
@@ -222,14 +285,17 @@ struct Client::Impl {
 
   std::unique_ptr<TickStream> OpenTickStream(std::string session_id,
                                              const TickStreamOptions& tick_options) {
+    std::string token = TokenFor(session_id);
     return internal::StartTickStream(channel, std::move(session_id), tick_options,
-                                     options.wait_for_ready);
+                                     options.wait_for_ready, std::move(token));
   }
 };
 
 Client::Client(const std::string& address, ClientOptions options) {
-  std::shared_ptr<grpc::Channel> channel = MakeChannel(address, options);
+  RpcStatus error;
+  std::shared_ptr<grpc::Channel> channel = MakeChannel(address, options, &error);
   impl_ = std::make_unique<Impl>(std::move(options), address, std::move(channel));
+  impl_->setup_error = std::move(error);
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
@@ -253,7 +319,21 @@ RpcResult<SessionInfo> Client::CreateSession(const SessionSpec& spec, const Call
   RpcStatus s = impl_->Unary("CreateSession", retryable, call,
                              &v1::Hitbox::Stub::CreateSession, req, &resp);
   if (!s.ok()) return s;
+  if (!resp.token().empty()) SetSessionToken(resp.session_id(), resp.token());
   return InfoFromProto(resp);
+}
+
+void Client::SetSessionToken(std::string session_id, std::string token) {
+  std::lock_guard<std::mutex> lock(impl_->tokens_mu);
+  if (token.empty()) {
+    impl_->tokens.erase(session_id);
+  } else {
+    impl_->tokens[std::move(session_id)] = std::move(token);
+  }
+}
+
+std::string Client::SessionToken(std::string_view session_id) const {
+  return impl_->TokenFor(session_id);
 }
 
 RpcResult<SessionInfo> Client::CreateSession(std::string session_id, const CallOptions& call) {
@@ -274,7 +354,7 @@ RpcResult<HealthStatus> Client::CheckHealth(std::string_view service, const Call
   grpc::health::v1::HealthCheckRequest req;
   req.set_service(std::string(service));
   grpc::health::v1::HealthCheckResponse resp;
-  RpcStatus s = impl_->Run("Health.Check", true, call, [&](grpc::ClientContext* ctx, bool*) {
+  RpcStatus s = impl_->Run("Health.Check", true, call, {}, [&](grpc::ClientContext* ctx, bool*) {
     resp.Clear();
     return impl_->health_stub->Check(ctx, req, &resp);
   });
@@ -307,7 +387,10 @@ RpcStatus Client::DeleteSession(std::string_view session_id, const CallOptions& 
   v1::DeleteSessionRequest req;
   req.set_session_id(std::string(session_id));
   v1::DeleteSessionResponse resp;
-  return impl_->Unary("DeleteSession", false, call, &v1::Hitbox::Stub::DeleteSession, req, &resp);
+  RpcStatus s =
+      impl_->Unary("DeleteSession", false, call, &v1::Hitbox::Stub::DeleteSession, req, &resp);
+  if (s.ok()) SetSessionToken(std::string(session_id), {});
+  return s;
 }
 
 // --- Colliders --------------------------------------------------------------
@@ -376,7 +459,8 @@ RpcResult<ColliderSnapshot> Client::ListColliders(std::string_view session_id, u
   v1::ListCollidersRequest req;
   req.set_session_id(std::string(session_id));
   req.set_page_size(page_size);
-  RpcStatus s = impl_->Run("ListColliders", true, call, [&](grpc::ClientContext* ctx, bool*) {
+  RpcStatus s = impl_->Run("ListColliders", true, call, session_id,
+                           [&](grpc::ClientContext* ctx, bool*) {
     out = ColliderSnapshot{};
     first = true;
     std::unique_ptr<grpc::ClientReader<v1::ListCollidersResponse>> reader =
@@ -409,7 +493,8 @@ RpcStatus Client::ListColliders(std::string_view session_id, const ColliderPageC
   RpcStatus conversion;
   bool stopped = false;
   RpcStatus s =
-      impl_->Run("ListColliders", true, call, [&](grpc::ClientContext* ctx, bool* retryable) {
+      impl_->Run("ListColliders", true, call, session_id,
+                 [&](grpc::ClientContext* ctx, bool* retryable) {
         std::unique_ptr<grpc::ClientReader<v1::ListCollidersResponse>> reader =
             impl_->stub->ListColliders(ctx, req);
         v1::ListCollidersResponse msg;

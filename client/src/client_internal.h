@@ -26,10 +26,11 @@ void TickToProto(const std::string& session_id, uint64_t tick,
                  std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
                  v1::TickRequest* out);
 
-/// Opens a Tick stream with the callback API on `channel` (kept alive by the stream).
+/// Opens a Tick stream with the callback API on `channel` (kept alive by the
+/// stream), sending `token` (when not empty) as `authorization: Bearer` metadata.
 std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
                                             std::string session_id,
                                             const TickStreamOptions& options,
-                                            bool wait_for_ready);
+                                            bool wait_for_ready, std::string token);
 
 }  // namespace hitbox::internal

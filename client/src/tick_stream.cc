@@ -28,7 +28,8 @@ class TickStreamImpl final : public TickStream,
                              public grpc::ClientBidiReactor<v1::TickRequest, v1::TickResponse> {
  public:
   TickStreamImpl(std::shared_ptr<grpc::Channel> channel, std::string session_id,
-                 const TickStreamOptions& options, bool wait_for_ready)
+                 const TickStreamOptions& options, bool wait_for_ready,
+                 const std::string& token)
       : channel_(std::move(channel)),
         stub_(v1::Hitbox::NewStub(channel_)),
         session_id_(std::move(session_id)),
@@ -39,6 +40,7 @@ class TickStreamImpl final : public TickStream,
                             *options.timeout));
     }
     if (wait_for_ready) ctx_.set_wait_for_ready(true);
+    if (!token.empty()) ctx_.AddMetadata("authorization", "Bearer " + token);
     stub_->async()->Tick(&ctx_, this);
     StartRead(&response_);
     StartCall();
@@ -253,9 +255,9 @@ class TickStreamImpl final : public TickStream,
 std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
                                             std::string session_id,
                                             const TickStreamOptions& options,
-                                            bool wait_for_ready) {
+                                            bool wait_for_ready, std::string token) {
   return std::make_unique<TickStreamImpl>(std::move(channel), std::move(session_id), options,
-                                          wait_for_ready);
+                                          wait_for_ready, token);
 }
 
 }  // namespace hitbox::internal

@@ -21,9 +21,10 @@ namespace hitbox::testing {
 
 class HitboxdProcess {
  public:
-  /// Starts hitboxd on 127.0.0.1:`port` (0: a free port, read from --port-file).
-  explicit HitboxdProcess(int port = 0, std::vector<std::string> extra_args = {})
-      : extra_args_(std::move(extra_args)) {
+  /// Starts hitboxd on `host`:`port` (0: a free port, read from --port-file).
+  explicit HitboxdProcess(int port = 0, std::vector<std::string> extra_args = {},
+                          std::string host = "127.0.0.1")
+      : extra_args_(std::move(extra_args)), host_(std::move(host)) {
     Start(port);
   }
   ~HitboxdProcess() { Kill(); }
@@ -35,7 +36,7 @@ class HitboxdProcess {
   /// True when the process runs and wrote its port.
   bool running() const { return pid_ > 0 && port_ > 0; }
   int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
 
   /// Starts (again) on `port`; the previous process must be gone.
   void Start(int port) {
@@ -45,7 +46,7 @@ class HitboxdProcess {
                          std::to_string(++counter) + ".port"))
                      .string();
     std::filesystem::remove(port_file_);
-    const std::string listen = "127.0.0.1:" + std::to_string(port);
+    const std::string listen = host_ + ":" + std::to_string(port);
     const std::string binary = BinaryPath();
     // Everything the child needs is built before fork (no allocation after it).
     std::vector<std::string> args = {binary,       "--listen",    listen,
@@ -121,6 +122,7 @@ class HitboxdProcess {
 
  private:
   std::vector<std::string> extra_args_;
+  std::string host_;
   pid_t pid_ = -1;
   int port_ = 0;
   std::string port_file_;

@@ -19,6 +19,7 @@
 
 #include "hitbox/client_pool.h"
 #include "process.h"
+#include "test_certs.h"
 
 namespace hitbox::ctl_test {
 namespace {
@@ -464,6 +465,141 @@ TEST_F(CtlTest, RouteMatchesClientPool) {
     EXPECT_EQ(doc.value("address", ""), want) << session;
   }
   EXPECT_EQ(RunProcess({kCtl, "route", "x"}, {"HITBOX_POOL="}).code, 1);  // no pool
+}
+
+// --- auth and TLS --------------------------------------------------------
+
+constexpr const char* kAdminToken = "ctl-admin-token-0123456789";
+
+// hitboxd with an admin token: session tokens are enforced.
+class CtlAuthTest : public ::testing::Test {
+ protected:
+  CtlAuthTest()
+      : admin_file_(WriteAdminFile()), server_({"--admin-token-file", admin_file_}) {}
+  ~CtlAuthTest() override { std::remove(admin_file_.c_str()); }
+  void SetUp() override { ASSERT_TRUE(server_.ok()) << server_.log(); }
+
+  static std::string WriteAdminFile() {
+    const std::string path = TempPath("ctl-admin");
+    std::ofstream(path) << kAdminToken << "\n";
+    return path;
+  }
+  /// hitboxctl --address <server> ARGS with HITBOX_ADDRESS and HITBOX_TOKEN unset (or set by `env`).
+  RunResult Ctl(std::vector<std::string> args, std::vector<std::string> env = {}) {
+    args.insert(args.begin(), {kCtl, "--address", server_.address(), "--timeout", "20"});
+    env.insert(env.begin(), {"HITBOX_ADDRESS=", "HITBOX_TOKEN="});
+    return RunProcess(args, env);
+  }
+
+  std::string admin_file_;
+  Hitboxd server_;
+};
+
+// `--json sessions create` prints the token; it (by --token or HITBOX_TOKEN)
+// opens that session and nothing else; only the admin token lists sessions.
+TEST_F(CtlAuthTest, TokenFlagAndEnvironment) {
+  const RunResult created = Ctl({"--json", "sessions", "create", "arena"});
+  ASSERT_EQ(created.code, 0) << created.err;
+  const json doc = json::parse(created.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << created.out;
+  const std::string token = doc.value("token", "");
+  ASSERT_EQ(token.size(), 64u) << created.out;
+
+  const RunResult anonymous = Ctl({"sessions", "get", "arena"});
+  EXPECT_EQ(anonymous.code, 1);
+  EXPECT_NE(anonymous.err.find("UNAUTHENTICATED"), std::string::npos) << anonymous.err;
+  EXPECT_EQ(Ctl({"--token", token, "sessions", "get", "arena"}).code, 0);
+  EXPECT_EQ(Ctl({"sessions", "get", "arena"}, {"HITBOX_TOKEN=" + token}).code, 0);
+  const RunResult wrong = Ctl({"--token", std::string(64, 'f'), "sessions", "get", "arena"});
+  EXPECT_EQ(wrong.code, 1);
+  EXPECT_NE(wrong.err.find("PERMISSION_DENIED"), std::string::npos) << wrong.err;
+  EXPECT_EQ(Ctl({"--token", token, "overlap", "arena", "--sphere", "1"}).code, 0);
+
+  const RunResult list = Ctl({"--token", token, "sessions", "list"});
+  EXPECT_EQ(list.code, 1);
+  EXPECT_NE(list.err.find("PERMISSION_DENIED"), std::string::npos) << list.err;
+  const RunResult admin_list = Ctl({"--json", "sessions", "list"}, {std::string("HITBOX_TOKEN=") + kAdminToken});
+  EXPECT_EQ(admin_list.code, 0) << admin_list.err;
+  EXPECT_NE(admin_list.out.find("arena"), std::string::npos) << admin_list.out;
+  EXPECT_EQ(admin_list.out.find(token), std::string::npos) << "a listing must not show tokens";
+
+  // Human output names the token too; `load --create` prints the new session's.
+  const RunResult human = Ctl({"sessions", "create", "arena-2"});
+  EXPECT_EQ(human.code, 0);
+  EXPECT_NE(human.out.find("token "), std::string::npos) << human.out;
+  const RunResult loaded = Ctl({"--json", "load", "arena-3", kDemoScene, "--create"});
+  ASSERT_EQ(loaded.code, 0) << loaded.err;
+  const json ldoc = json::parse(loaded.out, nullptr, false);
+  ASSERT_FALSE(ldoc.is_discarded()) << loaded.out;
+  EXPECT_EQ(ldoc.value("token", "").size(), 64u) << loaded.out;
+  EXPECT_EQ(Ctl({"--token", ldoc.value("token", ""), "sessions", "delete", "arena-3"}).code, 0);
+}
+
+// hitboxd --demo logs the demo session's token; with it (as the README's
+// grpcurl lines show) the demo session answers, without it it does not.
+TEST(CtlDemoTest, DemoTokenIsLogged) {
+  const std::string admin = TempPath("ctl-admin");
+  std::ofstream(admin) << kAdminToken << "\n";
+  Hitboxd server({"--demo", "--admin-token-file", admin});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::string log = server.log();
+  const std::string marker = "its token is ";
+  const size_t at = log.find(marker);
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string token = log.substr(at + marker.size(), 64);
+  EXPECT_NE(log.find("authorization: Bearer " + token), std::string::npos) << log;
+  const std::vector<std::string> base = {kCtl, "--address", server.address(), "--timeout", "20"};
+  auto ctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), base.begin(), base.end());
+    return RunProcess(args, {"HITBOX_ADDRESS=", "HITBOX_TOKEN="});
+  };
+  EXPECT_EQ(ctl({"--token", token, "raycast", "demo", "--origin", "-45,5,0", "--translation",
+                 "90,0,0"}).code, 0);
+  EXPECT_EQ(ctl({"raycast", "demo", "--origin", "-45,5,0", "--translation", "90,0,0"}).code, 1);
+  std::remove(admin.c_str());
+}
+
+// `check` and `bench` make scratch sessions and use their tokens themselves.
+TEST_F(CtlAuthTest, CheckAndBenchUseTheirOwnTokens) {
+  const RunResult check = Ctl({"check", kDemoScene});
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+  const RunResult bench = Ctl({"bench", "--mode", "unary", "--colliders", "200", "--calls", "50",
+                               "--duration", "2"});
+  EXPECT_EQ(bench.code, 0) << bench.out << bench.err;
+}
+
+// --tls-ca (or HITBOX_TLS_CA) against a TLS hitboxd; --tls-cert/--tls-key for mutual TLS.
+TEST(CtlTlsTest, TlsAndMutualTls) {
+  testing::TestCerts certs;
+  if (!certs.ok()) GTEST_SKIP() << "openssl could not generate test certificates";
+  const auto& a = certs.a();
+  Hitboxd server({"--tls-cert", a.server_cert, "--tls-key", a.server_key});
+  ASSERT_TRUE(server.ok()) << server.log();
+  const std::vector<std::string> env = {"HITBOX_ADDRESS=", "HITBOX_TOKEN=", "HITBOX_TLS_CA="};
+  auto ctl = [&](std::vector<std::string> args, std::vector<std::string> e) {
+    args.insert(args.begin(), {kCtl, "--address", server.address(), "--timeout", "5"});
+    return RunProcess(args, e);
+  };
+  EXPECT_EQ(ctl({"--tls-ca", a.ca, "health"}, env).code, 0);
+  EXPECT_EQ(ctl({"health"}, env).code, 1);  // plaintext to a TLS server
+  EXPECT_EQ(ctl({"--tls-ca", certs.b().ca, "health"}, env).code, 1);  // another CA
+  std::vector<std::string> with_ca = env;
+  with_ca.push_back("HITBOX_TLS_CA=" + a.ca);
+  EXPECT_EQ(ctl({"health"}, with_ca).code, 0);
+  const RunResult created = ctl({"--tls-ca", a.ca, "--json", "sessions", "create", "t"}, env);
+  EXPECT_EQ(created.code, 0) << created.err;
+
+  Hitboxd mtls({"--tls-cert", a.server_cert, "--tls-key", a.server_key, "--tls-client-ca", a.ca});
+  ASSERT_TRUE(mtls.ok()) << mtls.log();
+  auto mctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {kCtl, "--address", mtls.address(), "--timeout", "5"});
+    return RunProcess(args, env);
+  };
+  EXPECT_EQ(mctl({"--tls-ca", a.ca, "--tls-cert", a.client_cert, "--tls-key", a.client_key,
+                  "health"}).code, 0);
+  EXPECT_EQ(mctl({"--tls-ca", a.ca, "health"}).code, 1);  // no client certificate
+  EXPECT_EQ(mctl({"--tls-ca", a.ca, "--tls-cert", certs.b().client_cert, "--tls-key",
+                  certs.b().client_key, "health"}).code, 1);  // signed by another CA
 }
 
 }  // namespace

@@ -274,6 +274,25 @@ def check_dockerfile(repo):
 
 # --- compose ----------------------------------------------------------------
 
+CREDENTIAL_VARS = ("HITBOX_ADMIN_TOKEN_FILE", "HITBOX_TLS_CLIENT_CA")
+
+
+def check_credentials(env, mount_targets, where):
+    """A hitboxd that other containers or pods reach needs credentials (else
+    protected mode refuses them), must not be --insecure, and reads its admin
+    token from a mounted volume (a Secret), not from the image."""
+    expect(any(env.get(v) for v in CREDENTIAL_VARS),
+           f"{where}: hitboxd has no credentials ({' or '.join(CREDENTIAL_VARS)}); "
+           "clients on other hosts would be refused (protected mode)")
+    insecure = str(env.get("HITBOX_INSECURE", "")).lower()
+    expect(insecure in ("", "false", "0", "none"),
+           f"{where}: HITBOX_INSECURE is set; use an admin token instead")
+    token_file = env.get("HITBOX_ADMIN_TOKEN_FILE")
+    if token_file:
+        expect(any(str(token_file).startswith(t.rstrip("/") + "/") for t in mount_targets),
+               f"{where}: HITBOX_ADMIN_TOKEN_FILE {token_file} is not on a mounted secret volume")
+
+
 def check_compose(repo, use_mini):
     path = os.path.join(repo, "docker", "compose.yaml")
     if not expect(os.path.exists(path), "docker/compose.yaml is missing"):
@@ -318,7 +337,17 @@ def check_compose(repo, use_mini):
                 rel = used[len(target.rstrip("/")) + 1:]
                 expect(os.path.exists(os.path.join(host, rel)),
                        f"{where}: command uses {used}, but {os.path.join(host, rel)} does not exist")
-        for env_name in (svc.get("environment") or {}):
+        env = svc.get("environment") or {}
+        targets = [v.split(":")[1] if isinstance(v, str) and ":" in v else
+                   str(v.get("target", "")) if isinstance(v, dict) else ""
+                   for v in svc.get("volumes", []) or []]
+        if name == "hitboxd":
+            check_credentials(env, targets, f"compose.yaml service {name}")
+        elif "HITBOX_ADDRESS" in env and env.get("HITBOX_ADDRESS", "").startswith("hitboxd"):
+            expect("HITBOX_TOKEN" in env or "HITBOX_TOKEN" in text or "--token" in text,
+                   f"compose.yaml service {name}: talks to hitboxd but sends no token "
+                   "(HITBOX_TOKEN / --token)")
+        for env_name in env:
             if name == "hitboxd":
                 check_env_read(repo, "hitboxd", [env_name], f"compose.yaml {name}")
             elif env_name == "HITBOX_ADDRESS":
@@ -374,6 +403,11 @@ def check_k8s(repo, use_mini):
                             expect(grpc.get("port") in ports | names,
                                    f"{where}: {probe} port {grpc.get('port')} is not a container port")
                     env = {e["name"]: e.get("value") for e in c.get("env", [])}
+                    pod_volumes = {v.get("name"): v for v in
+                                   doc["spec"]["template"]["spec"].get("volumes", []) or []}
+                    secret_mounts = [m.get("mountPath", "") for m in c.get("volumeMounts", []) or []
+                                     if "secret" in pod_volumes.get(m.get("name"), {})]
+                    check_credentials(env, secret_mounts, f"{where} container {c.get('name')}")
                     listen = str(env.get("HITBOX_LISTEN", "")).rpartition(":")[2]
                     expect(listen.isdigit() and int(listen) in ports,
                            f"{where}: HITBOX_LISTEN {env.get('HITBOX_LISTEN')} is not a container port")

@@ -151,7 +151,7 @@ TEST_F(HardeningTest, DeadlineStopsLongRequests) {
   ASSERT_TRUE(stub_->ApplyChanges(&ctx, change, &applied).ok());
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_LT(took, std::chrono::seconds(3)) << "the query went on after its deadline";
-  EXPECT_EQ(server_->service().inflight().used(), 0u);
+  EXPECT_EQ(server_->service().answer_memory().used(), 0u);
 }
 
 // A cancelled request stops too (the client goes away mid-request).
@@ -185,15 +185,15 @@ TEST_F(HardeningTest, InflightMemoryBudget) {
   grpc::Status st = Query(Overlaps(1, 1000.0, 1024), &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
   EXPECT_THAT(st.error_message(), HasSubstr("--max-inflight-bytes"));
-  EXPECT_EQ(server_->service().inflight().used(), 0u);
+  EXPECT_EQ(server_->service().answer_memory().used(), 0u);
   // Small answers fit, and give their bytes back once sent.
   st = Query(Overlaps(10, 3.0, 8), &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
   EXPECT_EQ(resp.results(0).overlaps_size(), 8);
-  for (int i = 0; i < 100 && server_->service().inflight().used() != 0; ++i) {
+  for (int i = 0; i < 100 && server_->service().answer_memory().used() != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // OnDone runs after the reply
   }
-  EXPECT_EQ(server_->service().inflight().used(), 0u);
+  EXPECT_EQ(server_->service().answer_memory().used(), 0u);
 }
 
 // A tick whose changes applied but whose queries then ran out of budget is

@@ -187,11 +187,17 @@ Latency Summarize(std::vector<double>* samples) {
 }
 
 Status LoadScene(const std::shared_ptr<grpc::Channel>& channel, const std::string& session_id,
-                 const std::vector<Collider>& colliders, size_t batch, bool replace) {
+                 const std::vector<Collider>& colliders, size_t batch, bool replace,
+                 std::string* token) {
   auto stub = v1::Hitbox::NewStub(channel);
+  std::string auth = token != nullptr ? *token : std::string();
+  auto authorize = [&](grpc::ClientContext* ctx) {
+    if (!auth.empty()) ctx->AddMetadata("authorization", "Bearer " + auth);
+  };
   bool exists = false;
   {
     grpc::ClientContext ctx;
+    authorize(&ctx);
     v1::GetSessionRequest req;
     v1::SessionInfo info;
     req.set_session_id(session_id);
@@ -199,6 +205,7 @@ Status LoadScene(const std::shared_ptr<grpc::Channel>& channel, const std::strin
   }
   if (replace && exists) {
     grpc::ClientContext ctx;
+    authorize(&ctx);
     v1::DeleteSessionRequest req;
     v1::DeleteSessionResponse resp;
     req.set_session_id(session_id);
@@ -207,11 +214,14 @@ Status LoadScene(const std::shared_ptr<grpc::Channel>& channel, const std::strin
   }
   {
     grpc::ClientContext ctx;
+    authorize(&ctx);
     v1::CreateSessionRequest req;
     v1::SessionInfo info;
     req.set_session_id(session_id);
     const grpc::Status s = stub->CreateSession(&ctx, req, &info);
     if (!s.ok()) return wire::FromGrpcStatus(s);
+    if (!info.token().empty()) auth = info.token();
+    if (token != nullptr) *token = auth;
   }
   batch = std::max<size_t>(batch, 1);
   for (size_t start = 0; start < colliders.size(); start += batch) {
@@ -220,6 +230,7 @@ Status LoadScene(const std::shared_ptr<grpc::Channel>& channel, const std::strin
     const size_t end = std::min(colliders.size(), start + batch);
     for (size_t i = start; i < end; ++i) wire::ToProto(colliders[i], req.add_changes()->mutable_add());
     grpc::ClientContext ctx;
+    authorize(&ctx);
     v1::ApplyChangesResponse resp;
     const grpc::Status s = stub->ApplyChanges(&ctx, req, &resp);
     if (!s.ok()) return wire::FromGrpcStatus(s);
@@ -252,6 +263,7 @@ Result<TickReport> RunTicks(const std::shared_ptr<grpc::Channel>& channel,
     auto stub = v1::Hitbox::NewStub(channel);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + o.duration + std::chrono::seconds(30));
+    if (!o.token.empty()) ctx.AddMetadata("authorization", "Bearer " + o.token);
     auto stream = stub->Tick(&ctx);
     std::mt19937_64 rng(o.seed * 1000003 + s);
     std::uniform_real_distribution<double> jitter(-0.5, 0.5);
@@ -376,6 +388,7 @@ Result<UnaryReport> RunUnary(const std::shared_ptr<grpc::Channel>& channel,
     if (Clock::now() >= deadline) break;
     if (i == o.warmup_calls) start = Clock::now();
     grpc::ClientContext ctx;
+    if (!o.token.empty()) ctx.AddMetadata("authorization", "Bearer " + o.token);
     const Clock::time_point t0 = Clock::now();
     const grpc::Status s = stub->Query(&ctx, requests[i % requests.size()], &resp);
     const Clock::time_point t1 = Clock::now();

@@ -17,6 +17,14 @@
 // ALREADY_EXISTS if an earlier attempt reached the server). CreateSession
 // without an id, DeleteSession, ApplyChanges and tick streams are never retried.
 //
+// Auth: CreateSession's answer carries the session's token; the Client
+// remembers it and sends it (metadata `authorization: Bearer <token>`) on every
+// later call on that session, tick streams included. Tokens of sessions made
+// elsewhere are given with SetSessionToken; ClientOptions::token (e.g. the
+// admin token) is sent on every other call.
+//
+// TLS: ClientOptions::tls (server CA, optional client certificate for mutual TLS).
+//
 // Thread safety: a Client may be used from any number of threads at once.
 // A TickStream too (see there).
 #pragma once
@@ -67,6 +75,23 @@ using RetryObserver = std::function<void(std::string_view method, int failed_att
                                          const RpcStatus& status,
                                          std::chrono::milliseconds backoff)>;
 
+/// TLS of the channel the address constructor makes (gRPC SSL credentials).
+struct TlsOptions {
+  /// Use TLS; implied when any file below is set.
+  bool enabled = false;
+  /// CA bundle (PEM file) that signed the server's certificate; empty: the system's roots.
+  std::string ca_file;
+  /// Client certificate chain and private key (PEM files) for mutual TLS; both or neither.
+  std::string cert_file;
+  std::string key_file;
+  /// Name the server's certificate must carry, instead of the address's host; empty: that host.
+  std::string server_name;
+  /// True when TLS is on (enabled or any file given).
+  bool active() const {
+    return enabled || !ca_file.empty() || !cert_file.empty() || !key_file.empty();
+  }
+};
+
 /// Options of a Client, fixed at construction.
 struct ClientOptions {
   /// Deadline of a call that sets no CallOptions::timeout, retries included. > 0.
@@ -90,6 +115,12 @@ struct ClientOptions {
   uint64_t jitter_seed = 0;
   /// Optional hook run before each retry.
   RetryObserver on_retry;
+  /// Token sent on every call that has no session token of its own (Client::SetSessionToken,
+  /// sessions this Client created): typically hitboxd's admin token. Empty: none.
+  std::string token;
+  /// TLS of the channel the address constructor makes; an injected channel keeps its own.
+  /// An unreadable file fails every call with FAILED_PRECONDITION naming it.
+  TlsOptions tls;
 };
 
 /// Per-call overrides.
@@ -151,6 +182,9 @@ struct SessionInfo {
   SessionLimits limits;
   /// Creation time, milliseconds since the Unix epoch.
   int64_t created_unix_ms = 0;
+  /// The session's secret: only set in CreateSession's answer (the Client
+  /// remembers it for its own calls; pass it on to other processes that use the session).
+  std::string token;
 };
 
 /// Outcome of an accepted change batch.
@@ -293,6 +327,12 @@ class Client {
   RpcResult<std::vector<SessionInfo>> ListSessions(const CallOptions& call = {});
   /// Deletes a session and its colliders (NOT_FOUND when unknown). Never retried.
   RpcStatus DeleteSession(std::string_view session_id, const CallOptions& call = {});
+
+  /// Sends `token` on every later call on `session_id` (a session created by
+  /// another process); an empty token forgets it (ClientOptions::token is sent again).
+  void SetSessionToken(std::string session_id, std::string token);
+  /// The token this Client sends for `session_id` (its own or ClientOptions::token).
+  std::string SessionToken(std::string_view session_id) const;
 
   // --- Colliders ----------------------------------------------------------
 

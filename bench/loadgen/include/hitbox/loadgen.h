@@ -80,13 +80,18 @@ Latency Summarize(std::vector<double>* samples_us);
 
 /// Creates session `session_id` (deleting an existing one first when
 /// `replace`), then adds `colliders` in ApplyChanges batches of `batch`.
+/// `token`, when given: a token it holds on entry (e.g. the admin token) is
+/// sent on the calls before the create; on success it receives the new
+/// session's token (TickOptions/UnaryOptions::token).
 Status LoadScene(const std::shared_ptr<grpc::Channel>& channel, const std::string& session_id,
                  const std::vector<Collider>& colliders, size_t batch = 4096,
-                 bool replace = true);
+                 bool replace = true, std::string* token = nullptr);
 
 /// Options of a tick-stream run.
 struct TickOptions {
   std::string session_id = "loadgen";
+  /// The session's token (LoadScene), sent as `authorization: Bearer` metadata; empty: none.
+  std::string token;
   /// Concurrent Tick streams (one thread each).
   size_t streams = 4;
   /// Ticks per stream; the run also stops at `duration`.
@@ -130,6 +135,8 @@ Result<TickReport> RunTicks(const std::shared_ptr<grpc::Channel>& channel,
 /// Options of a unary run: single Query rpcs, one at a time.
 struct UnaryOptions {
   std::string session_id = "loadgen";
+  /// The session's token (LoadScene), sent as `authorization: Bearer` metadata; empty: none.
+  std::string token;
   /// Calls; the run also stops at `duration`.
   uint64_t calls = 20000;
   std::chrono::milliseconds duration{10000};
