@@ -169,6 +169,11 @@ TEST_F(ServiceTest, SessionErrors) {
   EXPECT_THAT(st.error_message(), HasSubstr("session_id"));
   st = Create(std::string(129, 'x'));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  for (const char* dots : {".", ".."}) {  // path-like ids are refused
+    st = Create(dots);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << dots;
+    EXPECT_THAT(st.error_message(), HasSubstr("is not allowed"));
+  }
 
   v1::CreateSessionRequest req;
   req.set_session_id("s2");
