@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--threads", o.service.threads,
-                 "query worker threads for large batches (0: one per hardware thread)")
+                 "query worker threads for large batches (0: one per CPU the process may use: "
+                 "its affinity mask and cgroup CPU quota)")
       ->envname("HITBOX_THREADS")
       ->capture_default_str();
   app.add_option("--shutdown-grace-ms", grace_ms,

@@ -133,9 +133,7 @@ int RunServer(const ServerOptions& options) {
   }
   HitboxServer& server = **started;
   const ServerLimits& l = options.service.limits;
-  const size_t threads =
-      options.service.threads == 0 ? std::max(1u, std::thread::hardware_concurrency())
-                                   : options.service.threads;
+  const size_t threads = server.service().threads();
   const std::string host = options.listen.substr(0, options.listen.rfind(':'));
   spdlog::info(
       "hitboxd listening on {} (port {}); limits: max_sessions={} max_colliders={} "

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
+#include "resources.h"
 
 namespace hitbox::server {
 namespace {
@@ -123,9 +124,16 @@ void ResultsToProto(const std::vector<QueryResult>& results, const RepeatedPtrFi
 
 HitboxService::HitboxService(const ServiceOptions& options)
     : options_(options), sessions_(options.limits.max_sessions) {
-  size_t threads = options.threads;
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
+  threads_ = options.threads;
+  if (threads_ == 0) {
+    const CpuBudget cpus = ProcessCpuBudget();
+    threads_ = cpus.usable;
+    spdlog::info("query threads: {} (--threads 0: the CPUs this process may use; affinity {}, "
+                 "cgroup quota {})",
+                 threads_, cpus.affinity,
+                 cpus.cgroup_quota == 0 ? std::string("none") : std::to_string(cpus.cgroup_quota));
+  }
+  if (threads_ > 1) pool_ = std::make_unique<ThreadPool>(threads_);
 }
 
 HitboxService::~HitboxService() = default;

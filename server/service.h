@@ -26,8 +26,9 @@ namespace hitbox::server {
 /// Configuration of the service.
 struct ServiceOptions {
   ServerLimits limits;
-  /// Worker threads of the query pool for large batches (0: hardware threads,
-  /// 1: no pool, batches run on the calling thread).
+  /// Worker threads of the query pool for large batches (0: the CPUs the
+  /// process may use, see ProcessCpuBudget; 1: no pool, batches run on the
+  /// calling thread).
   size_t threads = 0;
 };
 
@@ -90,6 +91,8 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   /// The server's sessions.
   SessionRegistry& sessions() { return sessions_; }
   const ServiceOptions& options() const { return options_; }
+  /// Query threads in use (options().threads, or the usable CPUs when that is 0).
+  size_t threads() const { return threads_; }
 
  private:
   // Finds a session by id: INVALID_ARGUMENT for a malformed id, NOT_FOUND.
@@ -118,6 +121,7 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   grpc::Status Rejected(const char* rpc, const std::string& session, grpc::Status status) const;
 
   const ServiceOptions options_;
+  size_t threads_ = 1;
   SessionRegistry sessions_;
   std::unique_ptr<ThreadPool> pool_;
 };
