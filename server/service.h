@@ -9,10 +9,13 @@
 // queries under the same exclusive lock, so they see exactly its changes.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -77,16 +80,31 @@ class HitboxService final : public v1::Hitbox::CallbackService {
     std::string session_id;
     /// The session, once resolved.
     std::shared_ptr<Session> session;
-    /// The session was deleted: every later tick is NOT_FOUND (and the
-    /// stream no longer holds the session's memory).
+    /// The session was deleted or expired: the stream must end (DoTick
+    /// returns NOT_FOUND) and no longer holds the session's memory.
     bool session_deleted = false;
+    /// When set, registered with the session once bound, so that deleting
+    /// the session ends the stream at once (the tick reactor).
+    std::weak_ptr<SessionObserver> observer;
     /// Scratch reused from tick to tick (keeps its capacity).
     std::vector<ColliderChange> changes;
     std::vector<hitbox::Query> queries;
     std::vector<QueryResult> results;
   };
-  /// Runs one tick: fills resp (results or error). Never fails the stream.
-  void DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp);
+  /// Runs one tick and counts as activity on the session. OK: resp holds the
+  /// results, or `error` for a rejected tick (the stream goes on). NOT_FOUND:
+  /// the stream's session was deleted or expired, the stream must end with
+  /// this status (resp is left empty).
+  grpc::Status DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp);
+
+  /// Deletes every session idle past its idle timeout as of `now_ns`
+  /// (SteadyNowNs()), like DeleteSession, logging each. Returns the steady
+  /// time (ns) at which the next session could expire, INT64_MAX for none.
+  /// The reaper thread calls it; tests may too.
+  int64_t ReapIdleSessions(int64_t now_ns);
+  /// Bytes one more collider is assumed to add to a session (measured on an
+  /// actual ColliderSet at start), for the --max-memory check before a batch.
+  uint64_t bytes_per_collider() const { return bytes_per_collider_; }
 
   /// The server's sessions.
   SessionRegistry& sessions() { return sessions_; }
@@ -105,9 +123,10 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   grpc::Status ConvertQueries(const Session& s,
                               const google::protobuf::RepeatedPtrField<v1::Query>& in,
                               std::vector<hitbox::Query>* out) const;
-  // Applies converted changes; the caller holds the exclusive lock.
+  // Applies converted changes; the caller holds the exclusive lock. Growth
+  // in colliders is checked against --max-memory before anything changes.
   grpc::Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
-                           std::optional<uint64_t> expected_revision) const;
+                           std::optional<uint64_t> expected_revision);
   // Runs converted queries in chunks; the caller holds the session lock
   // (either mode). RESOURCE_EXHAUSTED as soon as the answers hold more hits
   // than fit in max_message_bytes (so memory stays bounded).
@@ -120,10 +139,22 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   // Logs a rejected request at warning level and passes the status through.
   grpc::Status Rejected(const char* rpc, const std::string& session, grpc::Status status) const;
 
+  // The reaper thread: sleeps until the next session could expire (or a new
+  // session is created), then calls ReapIdleSessions.
+  void ReaperLoop();
+  // Wakes the reaper to recompute its deadline (a session was created).
+  void KickReaper();
+
   const ServiceOptions options_;
   size_t threads_ = 1;
+  uint64_t bytes_per_collider_ = 0;
   SessionRegistry sessions_;
   std::unique_ptr<ThreadPool> pool_;
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  bool reaper_stop_ = false;  // guarded by reaper_mu_
+  bool reaper_kick_ = false;  // guarded by reaper_mu_
+  std::thread reaper_;
 };
 
 /// Converts core results to proto, tagging each with its query's tag.
