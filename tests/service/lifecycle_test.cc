@@ -165,15 +165,15 @@ struct OpenStream {
   std::string id;
 };
 
-// With a 300 ms server timeout, an idle session is deleted (and logged) while
+// With a 500 ms server timeout, an idle session is deleted (and logged) while
 // sessions queried or ticked every 100 ms live on; SessionInfo reports the
 // timeout and the last activity.
 TEST_F(LifecycleTest, IdleSessionExpiresActiveOnesSurvive) {
   LogCapture log;
-  StartServer(300);
+  StartServer(500);
   v1::SessionInfo info;
   ASSERT_TRUE(Create("idle", 0, &info).ok());
-  EXPECT_EQ(info.limits().idle_timeout_ms(), 300u);
+  EXPECT_EQ(info.limits().idle_timeout_ms(), 500u);
   const int64_t created = info.last_active_unix_ms();
   EXPECT_GT(created, 0);
   EXPECT_NEAR(static_cast<double>(created), static_cast<double>(info.created_unix_ms()), 50);
@@ -182,7 +182,7 @@ TEST_F(LifecycleTest, IdleSessionExpiresActiveOnesSurvive) {
   ASSERT_TRUE(Add("queried", 1, 3).ok());
   OpenStream ticks(stub_.get(), "ticked", 20s);
   v1::TickResponse resp;
-  const auto until = std::chrono::steady_clock::now() + 1200ms;  // 4 timeouts
+  const auto until = std::chrono::steady_clock::now() + 1500ms;  // 3 timeouts
   for (uint64_t n = 1; std::chrono::steady_clock::now() < until; ++n) {
     ASSERT_TRUE(Ray("queried").ok());
     ASSERT_TRUE(ticks.Tick(n, &resp)) << "tick " << n;
@@ -195,11 +195,11 @@ TEST_F(LifecycleTest, IdleSessionExpiresActiveOnesSurvive) {
   EXPECT_TRUE(Contains(ids, "queried"));
   EXPECT_TRUE(Contains(ids, "ticked"));
   for (const v1::SessionInfo& s : infos) {  // both were active within the last ~100 ms
-    EXPECT_GT(s.last_active_unix_ms(), created + 900) << s.session_id();
+    EXPECT_GT(s.last_active_unix_ms(), created + 1200) << s.session_id();
   }
   const grpc::Status gone = Get("idle");
   EXPECT_EQ(gone.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_THAT(log.Text(), HasSubstr("session 'idle' expired after 0."));
+  EXPECT_THAT(log.Text(), HasSubstr("session 'idle' expired after "));
   EXPECT_THAT(log.Text(), HasSubstr(" s idle"));
   EXPECT_THAT(log.Text(), Not(HasSubstr("session 'queried' expired")));
   // Once the activity stops, the others go too.
@@ -225,11 +225,11 @@ TEST_F(LifecycleTest, PerSessionIdleTimeout) {
   server_->Shutdown(0ms);
   server_.reset();
 
-  StartServer(1000);
-  grpc::Status st = Create("above", 1001);
+  StartServer(5000);
+  grpc::Status st = Create("above", 5001);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("limits.idle_timeout_ms"));
-  EXPECT_THAT(st.error_message(), HasSubstr("1000"));
+  EXPECT_THAT(st.error_message(), HasSubstr("5000"));
   ASSERT_TRUE(Create("lower", 150, &info).ok());
   EXPECT_EQ(info.limits().idle_timeout_ms(), 150u);
   ASSERT_TRUE(Create("default").ok());
@@ -241,10 +241,10 @@ TEST_F(LifecycleTest, PerSessionIdleTimeout) {
 
 // Any call on the session counts: GetSession / ApplyChanges keep it alive.
 TEST_F(LifecycleTest, EveryCallIsActivity) {
-  StartServer(300);
+  StartServer(600);
   ASSERT_TRUE(Create("get").ok());
   ASSERT_TRUE(Create("apply").ok());
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 12; ++i) {  // 1.2 s, twice the timeout
     ASSERT_TRUE(Get("get").ok()) << i;
     ASSERT_TRUE(Add("apply", 1 + i, 1).ok()) << i;
     std::this_thread::sleep_for(100ms);
