@@ -43,6 +43,7 @@ SessionLimits LimitsFromProto(const v1::SessionLimits& l) {
   out.max_changes_per_message = l.max_changes_per_message();
   out.max_queries_per_message = l.max_queries_per_message();
   out.max_hits_per_query = l.max_hits_per_query();
+  out.idle_timeout_ms = l.idle_timeout_ms();
   return out;
 }
 
@@ -51,6 +52,7 @@ void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out) {
   out->set_max_changes_per_message(l.max_changes_per_message);
   out->set_max_queries_per_message(l.max_queries_per_message);
   out->set_max_hits_per_query(l.max_hits_per_query);
+  out->set_idle_timeout_ms(l.idle_timeout_ms);
 }
 
 SessionInfo InfoFromProto(const v1::SessionInfo& s) {
@@ -61,6 +63,8 @@ SessionInfo InfoFromProto(const v1::SessionInfo& s) {
   if (s.has_bounds()) out.bounds = wire::ResultFromProto(s.bounds());
   out.limits = LimitsFromProto(s.limits());
   out.created_unix_ms = s.created_unix_ms();
+  out.memory_bytes = s.memory_bytes();
+  out.last_active_unix_ms = s.last_active_unix_ms();
   return out;
 }
 

@@ -124,6 +124,9 @@ struct SessionLimits {
   uint32_t max_queries_per_message = 0;
   /// Most hits reported per query (QueryFilter::max_hits of 0 or above it is clamped to it).
   uint32_t max_hits_per_query = 0;
+  /// Milliseconds without a call or tick after which the server deletes the
+  /// session (may only lower the server's); in SessionInfo, 0 means never.
+  uint64_t idle_timeout_ms = 0;
 };
 
 /// What CreateSession asks for.
@@ -147,6 +150,10 @@ struct SessionInfo {
   SessionLimits limits;
   /// Creation time, milliseconds since the Unix epoch.
   int64_t created_unix_ms = 0;
+  /// Bytes the session holds on the server (what --max-memory caps).
+  uint64_t memory_bytes = 0;
+  /// Last call on the session or tick on it, milliseconds since the Unix epoch.
+  int64_t last_active_unix_ms = 0;
 };
 
 /// Outcome of an accepted change batch.
