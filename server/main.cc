@@ -1,11 +1,13 @@
 // hitboxd: the Hitbox collision-query service. Parses flags (each also read
 // from a HITBOX_* environment variable) and calls RunServer.
+#include <cmath>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <absl/synchronization/mutex.h>
 #include <spdlog/spdlog.h>
 
+#include "resources.h"
 #include "server.h"
 
 int main(int argc, char** argv) {
@@ -14,6 +16,8 @@ int main(int argc, char** argv) {
   hitbox::server::ServerLimits& l = o.service.limits;
   std::string log_level = "info";
   int64_t grace_ms = o.shutdown_grace.count();
+  double idle_timeout_s = static_cast<double>(l.session.idle_timeout_ms) / 1000.0;
+  std::string max_memory = "0";
 
   CLI::App app{
       "hitboxd: authoritative collision queries (overlap, shape casts, raycasts) as a gRPC "
@@ -77,8 +81,27 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_MAX_PAGE_SIZE")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--session-idle-timeout", idle_timeout_s,
+                 "seconds without any call or tick on a session after which it is deleted "
+                 "(fractions allowed; 0: never); the default and maximum of each session's "
+                 "limits.idle_timeout_ms")
+      ->envname("HITBOX_SESSION_IDLE_TIMEOUT")
+      ->check(CLI::Range(0.0, 1e9))
+      ->capture_default_str();
+  app.add_option("--max-memory", max_memory,
+                 "cap on the bytes all sessions hold together (each session's memory_bytes); "
+                 "batches and new sessions that would pass it are refused with "
+                 "RESOURCE_EXHAUSTED, queries, moves and removes still work. Suffixes K, M, G, T "
+                 "(powers of 1024), e.g. 512M or 8G; 0: no cap")
+      ->envname("HITBOX_MAX_MEMORY")
+      ->check([](const std::string& text) {
+        const auto parsed = hitbox::server::ParseByteSize(text);
+        return parsed.ok() ? std::string() : parsed.error().message;
+      })
+      ->capture_default_str();
   app.add_option("--threads", o.service.threads,
-                 "query worker threads for large batches (0: one per hardware thread)")
+                 "query worker threads for large batches (0: one per CPU the process may use: "
+                 "its affinity mask and cgroup CPU quota)")
       ->envname("HITBOX_THREADS")
       ->capture_default_str();
   app.add_option("--shutdown-grace-ms", grace_ms,
@@ -154,5 +177,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   auth.client_certs = !o.tls_client_ca.empty();
+  // Sub-millisecond timeouts round up to 1 ms rather than to "never".
+  l.session.idle_timeout_ms =
+      idle_timeout_s == 0 ? 0 : std::max<uint64_t>(1, std::llround(idle_timeout_s * 1000.0));
+  l.max_memory_bytes = *hitbox::server::ParseByteSize(max_memory);
   return hitbox::server::RunServer(o);
 }

@@ -194,9 +194,7 @@ int RunServer(const ServerOptions& options) {
   }
   HitboxServer& server = **started;
   const ServerLimits& l = options.service.limits;
-  const size_t threads =
-      options.service.threads == 0 ? std::max(1u, std::thread::hardware_concurrency())
-                                   : options.service.threads;
+  const size_t threads = server.service().threads();
   const std::string host = options.listen.substr(0, options.listen.rfind(':'));
   const AuthOptions& auth = options.service.auth;
   const Authorizer& authorizer = server.service().authorizer();
@@ -219,11 +217,15 @@ int RunServer(const ServerOptions& options) {
   }
   spdlog::info(
       "hitboxd listening on {} (port {}); limits: max_sessions={} max_colliders={} "
-      "max_changes={} max_queries={} max_hits={} max_message_bytes={}; query threads={}; "
-      "shutdown grace={}ms",
+      "max_changes={} max_queries={} max_hits={} max_message_bytes={} max_memory={} "
+      "session_idle_timeout={}; query threads={}; shutdown grace={}ms",
       options.listen, server.port(), l.max_sessions, l.session.max_colliders,
       l.session.max_changes_per_message, l.session.max_queries_per_message,
-      l.session.max_hits_per_query, l.max_message_bytes, threads, options.shutdown_grace.count());
+      l.session.max_hits_per_query, l.max_message_bytes,
+      l.max_memory_bytes == 0 ? std::string("none") : std::to_string(l.max_memory_bytes),
+      l.session.idle_timeout_ms == 0 ? std::string("never")
+                                     : std::to_string(l.session.idle_timeout_ms) + "ms",
+      threads, options.shutdown_grace.count());
   if (options.demo) {
     std::string token;
     if (Status s = CreateDemoSession(server.service(), &token); !s.ok()) {

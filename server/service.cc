@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
+#include "resources.h"
 
 namespace hitbox::server {
 namespace {
@@ -135,54 +136,123 @@ class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListColli
 // One Tick stream: reads a request only after the previous response was
 // written, so a client that stops reading is never buffered without bound;
 // the tick runs on the callback thread and takes only its session's lock.
-class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse> {
+//
+// It observes its session: when the session is deleted or expires, a stream
+// waiting for the client's next tick ends at once with NOT_FOUND; one busy
+// with a tick ends when that tick's write completes (or the tick itself finds
+// the session gone). The reactor owns itself through `self_` until OnDone, so
+// the session's weak reference can keep it alive while notifying it.
+class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>,
+                          public SessionObserver {
  public:
-  TickReactor(HitboxService* service, grpc::CallbackServerContext* ctx,
-              std::unique_ptr<InFlightSlot> slot)
-      : service_(service), ctx_(ctx), call_(CallControl::Of(ctx)), slot_(std::move(slot)) {
-    if (!slot_->status().ok()) {  // --max-in-flight: the stream counts for its whole life
-      Finish(slot_->status());
-      return;
+  static TickReactor* Start(HitboxService* service, grpc::CallbackServerContext* ctx,
+                            std::unique_ptr<InFlightSlot> slot) {
+    std::shared_ptr<TickReactor> r(new TickReactor(service, ctx, std::move(slot)));
+    r->self_ = r;
+    if (!r->slot_->status().ok()) {  // --max-in-flight: the stream counts for its whole life
+      r->End(r->slot_->status());
+      return r.get();
     }
-    StartRead(&request_);
+    r->stream_.observer = r;
+    r->NextRead();
+    return r.get();
   }
 
   void OnReadDone(bool ok) override {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      reading_ = false;
+      if (finished_) return;  // ended by OnSessionGone while the read was pending
+    }
     if (!ok) {  // the client finished writing (or the call was cancelled)
-      Finish(grpc::Status::OK);
+      End(grpc::Status::OK);
       return;
     }
     // Auth (auth.h) when a tick names a session the stream was not yet
     // allowed on; a refusal ends the stream with its status.
     if (!request_.session_id().empty() && request_.session_id() != authorized_) {
       if (grpc::Status st = service_->AuthorizeTick(ctx_, request_.session_id()); !st.ok()) {
-        Finish(st);
+        End(st);
         return;
       }
       authorized_ = request_.session_id();
     }
     response_.Clear();
-    service_->DoTick(&stream_, request_, &response_, call_);
+    if (grpc::Status st = service_->DoTick(&stream_, request_, &response_, call_); !st.ok()) {
+      End(st);  // the session is gone
+      return;
+    }
     StartWrite(&response_);
   }
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "Tick: client went away"));
+      End(grpc::Status(grpc::StatusCode::CANCELLED, "Tick: client went away"));
       return;
     }
-    StartRead(&request_);
+    NextRead();
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    std::shared_ptr<TickReactor> last = std::move(self_);  // may destroy this on return
+  }
+
+  void OnSessionGone(const std::string& why) override {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (finished_) return;
+      gone_ = why;
+      if (!reading_) return;  // a tick is in progress: it ends the stream when done
+      finished_ = true;
+    }
+    // The pending read then completes with ok = false; no lock held here, as
+    // gRPC may run that reaction on this thread.
+    Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, why));
+  }
 
  private:
+  TickReactor(HitboxService* service, grpc::CallbackServerContext* ctx,
+              std::unique_ptr<InFlightSlot> slot)
+      : service_(service), ctx_(ctx), call_(CallControl::Of(ctx)), slot_(std::move(slot)) {}
+
+  // Starts the next read, or ends the stream if its session went away meanwhile.
+  void NextRead() {
+    std::string gone;
+    {
+      // Held across StartRead, so OnSessionGone finishes only after the read
+      // is started (never a read after Finish).
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (finished_) return;
+      if (gone_.empty()) {
+        reading_ = true;
+        StartRead(&request_);
+        return;
+      }
+      gone = gone_;
+    }
+    End(grpc::Status(grpc::StatusCode::NOT_FOUND, gone));
+  }
+  // Finishes the call once (whoever comes first).
+  void End(const grpc::Status& status) {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
   HitboxService* const service_;
   grpc::CallbackServerContext* const ctx_;
   const CallControl call_;
   const std::unique_ptr<InFlightSlot> slot_;  // held until OnDone
   std::string authorized_;  // the session id this stream's caller was allowed on
+  std::shared_ptr<TickReactor> self_;
   HitboxService::TickStream stream_;
   v1::TickRequest request_;
   v1::TickResponse response_;
+  std::recursive_mutex mu_;
+  bool reading_ = false;   // a StartRead is outstanding; guarded by mu_
+  bool finished_ = false;  // Finish was called or claimed; guarded by mu_
+  std::string gone_;       // why the session went away; guarded by mu_
 };
 
 // One Query call: holds the bytes of its answer in the in-flight budget until
@@ -196,6 +266,27 @@ class QueryReactor final : public grpc::ServerUnaryReactor {
  private:
   MemoryReservation memory_;
 };
+
+// Bytes one collider adds to a ColliderSet, amortised over vector growth:
+// measured on 1000 spheres added one batch at a time and in bulk.
+uint64_t MeasureBytesPerCollider() {
+  constexpr int kCount = 1000;
+  std::vector<Collider> colliders(kCount);
+  for (int i = 0; i < kCount; ++i) {
+    colliders[i].id = static_cast<uint64_t>(i) + 1;
+    colliders[i].shape = *Shape::MakeSphere(1);
+    colliders[i].pose = Pose({3.0 * i, 0, 0});
+  }
+  ColliderSet bulk;
+  (void)bulk.AddBulk(colliders);
+  ColliderSet one_by_one;
+  for (const Collider& c : colliders) {
+    const ColliderChange add[] = {ColliderChange::Add(c)};
+    (void)one_by_one.Apply(add);
+  }
+  const size_t most = std::max(bulk.MemoryBytes(), one_by_one.MemoryBytes());
+  return std::max<uint64_t>(1, (most + kCount - 1) / kCount);
+}
 
 }  // namespace
 
@@ -243,15 +334,79 @@ void ResultsToProto(const std::vector<QueryResult>& results, const RepeatedPtrFi
 HitboxService::HitboxService(const ServiceOptions& options)
     : options_(options),
       answer_memory_(options.limits.max_inflight_bytes),
-      sessions_(options.limits.max_sessions),
+      sessions_(options.limits.max_sessions, options.limits.max_memory_bytes),
       auth_(options.auth, &sessions_),
       in_flight_(options.auth.max_in_flight) {
-  size_t threads = options.threads;
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
+  threads_ = options.threads;
+  if (threads_ == 0) {
+    const CpuBudget cpus = ProcessCpuBudget();
+    threads_ = cpus.usable;
+    spdlog::info("query threads: {} (--threads 0: the CPUs this process may use; affinity {}, "
+                 "cgroup quota {})",
+                 threads_, cpus.affinity,
+                 cpus.cgroup_quota == 0 ? std::string("none") : std::to_string(cpus.cgroup_quota));
+  }
+  if (threads_ > 1) pool_ = std::make_unique<ThreadPool>(threads_);
+  bytes_per_collider_ = MeasureBytesPerCollider();
+  reaper_ = std::thread([this] { ReaperLoop(); });
 }
 
-HitboxService::~HitboxService() = default;
+HitboxService::~HitboxService() {
+  {
+    std::lock_guard<std::mutex> lock(reaper_mu_);
+    reaper_stop_ = true;
+  }
+  reaper_cv_.notify_one();
+  reaper_.join();
+}
+
+void HitboxService::KickReaper() {
+  {
+    std::lock_guard<std::mutex> lock(reaper_mu_);
+    reaper_kick_ = true;
+  }
+  reaper_cv_.notify_one();
+}
+
+void HitboxService::ReaperLoop() {
+  // Never sleeps less than this between passes (a session that could not be
+  // removed must not make the loop spin).
+  constexpr int64_t kMinSleepNs = 5'000'000;
+  std::unique_lock<std::mutex> lock(reaper_mu_);
+  while (!reaper_stop_) {
+    reaper_kick_ = false;
+    lock.unlock();
+    const int64_t now = SteadyNowNs();
+    const int64_t next = ReapIdleSessions(now);
+    lock.lock();
+    const auto woken = [this] { return reaper_stop_ || reaper_kick_; };
+    if (next == INT64_MAX) {
+      reaper_cv_.wait(lock, woken);
+    } else {
+      const int64_t at = std::max(next, now + kMinSleepNs);
+      reaper_cv_.wait_until(
+          lock, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(at)), woken);
+    }
+  }
+}
+
+int64_t HitboxService::ReapIdleSessions(int64_t now_ns) {
+  int64_t next = INT64_MAX;
+  for (const std::shared_ptr<Session>& s : sessions_.List()) {
+    const uint64_t timeout_ms = s->limits().idle_timeout_ms;
+    if (timeout_ms == 0) continue;
+    int64_t idle_ns = 0;
+    if (sessions_.RemoveIfIdle(s, now_ns, &idle_ns)) {
+      spdlog::info("session '{}' expired after {:.1f} s idle (idle timeout {} ms; {} colliders, "
+                   "revision {}; {} sessions left)",
+                   s->id(), static_cast<double>(idle_ns) / 1e9, timeout_ms, s->set().size(),
+                   s->set().revision(), sessions_.size());
+      continue;
+    }
+    next = std::min(next, s->last_active_ns() + static_cast<int64_t>(timeout_ms) * 1'000'000);
+  }
+  return next;
+}
 
 grpc::Status HitboxService::Rejected(const char* rpc, const std::string& session,
                                      grpc::Status status) const {
@@ -317,7 +472,7 @@ grpc::Status HitboxService::ConvertQueries(const Session& s,
 }
 
 grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
-                                        std::optional<uint64_t> expected_revision) const {
+                                        std::optional<uint64_t> expected_revision) {
   ColliderSet& set = s.set();
   if (expected_revision && *expected_revision != set.revision()) {
     return Grpc(grpc::StatusCode::FAILED_PRECONDITION,
@@ -372,6 +527,20 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
                     " colliders, at most " + std::to_string(s.limits().max_colliders) +
                     " allowed (limits.max_colliders)");
   }
+  // Net growth in colliders is what costs memory (moves, replaces and removes
+  // never grow the set): estimate it as bytes_per_collider_ per new collider,
+  // less the room the session already holds (capacity left by removes), and
+  // reserve that against --max-memory first.
+  uint64_t growth = 0;
+  if (count > static_cast<int64_t>(set.size())) {
+    const uint64_t added = static_cast<uint64_t>(count) - set.size();
+    const uint64_t after = kSessionOverheadBytes + static_cast<uint64_t>(count) * bytes_per_collider_;
+    growth = std::min(added * bytes_per_collider_,
+                      after > s.memory_bytes() ? after - s.memory_bytes() : 0);
+  }
+  if (Status reserved = sessions_.ReserveMemory(growth); !reserved.ok()) {
+    return wire::ToGrpcStatus(reserved);
+  }
   Status st;
   if (all_adds) {
     std::vector<Collider> adds;
@@ -381,6 +550,7 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
   } else {
     st = set.Apply(changes);
   }
+  sessions_.SettleMemory(s, growth);
   return wire::ToGrpcStatus(st);
 }
 
@@ -522,7 +692,10 @@ void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
   l->set_max_hits_per_query(s.limits().max_hits_per_query);
   l->set_max_nodes_per_message(s.limits().max_nodes_per_message);
   l->set_max_pair_tests_per_message(s.limits().max_pair_tests_per_message);
+  l->set_idle_timeout_ms(s.limits().idle_timeout_ms);
   info->set_created_unix_ms(s.created_unix_ms());
+  info->set_memory_bytes(s.memory_bytes());
+  info->set_last_active_unix_ms(s.last_active_unix_ms());
 }
 
 // ---------------------------------------------------------------------------
@@ -573,16 +746,25 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
       !st.ok()) {
     return st;
   }
+  // 0 on the server means "never", so any session value lowers it.
+  if (st = lower("idle_timeout_ms", in.idle_timeout_ms(),
+                 max.idle_timeout_ms == 0 ? UINT64_MAX : max.idle_timeout_ms,
+                 &limits.idle_timeout_ms);
+      !st.ok()) {
+    return st;
+  }
   Result<std::string> token = NewSessionToken();
   if (!token.ok()) return wire::ToGrpcStatus(token.status());
   Result<std::shared_ptr<Session>> created =
       sessions_.Create(req.session_id(), limits, std::move(*token));
   if (!created.ok()) return wire::ToGrpcStatus(created.status());
   const Session& s = **created;
+  if (limits.idle_timeout_ms != 0) KickReaper();
   spdlog::info("session '{}' created (max_colliders={}, max_changes={}, max_queries={}, "
-               "max_hits={}; {} sessions)",
+               "max_hits={}, idle_timeout_ms={}; {} sessions, {} bytes)",
                s.id(), limits.max_colliders, limits.max_changes_per_message,
-               limits.max_queries_per_message, limits.max_hits_per_query, sessions_.size());
+               limits.max_queries_per_message, limits.max_hits_per_query, limits.idle_timeout_ms,
+               sessions_.size(), sessions_.memory_bytes());
   Describe(s, resp);
   resp->set_token(s.token());
   return grpc::Status::OK;
@@ -695,15 +877,20 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
   return grpc::Status::OK;
 }
 
-void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
-                           v1::TickResponse* resp, const CallControl& call) {
+grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
+                                   v1::TickResponse* resp, const CallControl& call) {
   resp->set_tick(req.tick());
   stream->memory.set_pool(&answer_memory_);
   auto fail = [&](const grpc::Status& st) {
     Rejected("Tick", stream->session_id.empty() ? req.session_id() : stream->session_id, st);
     resp->clear_results();
+    if (stream->session_deleted) {  // the stream ends with this status
+      resp->Clear();
+      return st;
+    }
     resp->mutable_error()->set_code(static_cast<int32_t>(st.error_code()));
     resp->mutable_error()->set_message(st.error_message());
+    return grpc::Status::OK;
   };
   // Bind / check the session id.
   if (!req.session_id().empty()) {
@@ -723,10 +910,11 @@ void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
                      "session_id: the first tick of a stream must name the session"));
   }
   const auto deleted = [&] {
+    std::string why = stream->session ? stream->session->gone_reason() : std::string();
+    if (why.empty()) why = "session_id: session '" + stream->session_id + "' was deleted";
     stream->session.reset();
     stream->session_deleted = true;
-    return Grpc(grpc::StatusCode::NOT_FOUND,
-                "session_id: session '" + stream->session_id + "' was deleted");
+    return Grpc(grpc::StatusCode::NOT_FOUND, why);
   };
   if (stream->session_deleted) return fail(deleted());
   if (stream->session == nullptr) {
@@ -735,10 +923,14 @@ void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
       return fail(Grpc(grpc::StatusCode::NOT_FOUND,
                        "session_id: session '" + stream->session_id + "' not found"));
     }
+    if (!stream->observer.expired() && !stream->session->AddObserver(stream->observer)) {
+      return fail(deleted());
+    }
   }
   // Keeps the session alive for this tick even if deleted() resets the stream's pointer.
   const std::shared_ptr<Session> session = stream->session;
   Session& s = *session;
+  s.Touch();
   if (s.deleted()) return fail(deleted());
 
   std::vector<ColliderChange>& changes = stream->changes;
@@ -785,6 +977,7 @@ void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
     if (grpc::Status st = ApplyLocked(s, changes, std::nullopt); !st.ok()) return fail(st);
     if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
       RollBack(s.set(), before, revision);
+      sessions_.SettleMemory(s, 0);  // back to what the set holds now
       return fail(st);
     }
     resp->set_revision(s.set().revision());
@@ -798,6 +991,7 @@ void HitboxService::DoTick(TickStream* stream, const v1::TickRequest& req,
   }
   if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return fail(st);
   ResultsToProto(results, req.queries(), resp->mutable_results());
+  return grpc::Status::OK;
 }
 
 // ---------------------------------------------------------------------------
@@ -921,7 +1115,7 @@ grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
 
 grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* HitboxService::Tick(
     grpc::CallbackServerContext* ctx) {
-  return new TickReactor(this, ctx, std::make_unique<InFlightSlot>(in_flight_));
+  return TickReactor::Start(this, ctx, std::make_unique<InFlightSlot>(in_flight_));
 }
 
 grpc::Status HitboxService::AuthorizeTick(grpc::CallbackServerContext* ctx,

@@ -11,11 +11,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -76,8 +79,9 @@ struct CallControl {
 /// Configuration of the service.
 struct ServiceOptions {
   ServerLimits limits;
-  /// Worker threads of the query pool for large batches (0: hardware threads,
-  /// 1: no pool, batches run on the calling thread).
+  /// Worker threads of the query pool for large batches (0: the CPUs the
+  /// process may use, see ProcessCpuBudget; 1: no pool, batches run on the
+  /// calling thread).
   size_t threads = 0;
   /// Who may do what (auth.h) and the in-flight request cap.
   AuthOptions auth;
@@ -131,9 +135,12 @@ class HitboxService final : public v1::Hitbox::CallbackService {
     std::string session_id;
     /// The session, once resolved.
     std::shared_ptr<Session> session;
-    /// The session was deleted: every later tick is NOT_FOUND (and the
-    /// stream no longer holds the session's memory).
+    /// The session was deleted or expired: the stream must end (DoTick
+    /// returns NOT_FOUND) and no longer holds the session's memory.
     bool session_deleted = false;
+    /// When set, registered with the session once bound, so that deleting
+    /// the session ends the stream at once (the tick reactor).
+    std::weak_ptr<SessionObserver> observer;
     /// Scratch reused from tick to tick (keeps its capacity).
     std::vector<ColliderChange> changes;
     std::vector<hitbox::Query> queries;
@@ -143,17 +150,31 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   };
   /// The auth check of a Tick stream whose tick names `session_id` (auth.h).
   grpc::Status AuthorizeTick(grpc::CallbackServerContext* ctx, const std::string& session_id);
-  /// Runs one tick: fills resp (results or error). Never fails the stream.
-  void DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp,
-              const CallControl& call = {});
+  /// Runs one tick and counts as activity on the session. OK: resp holds the
+  /// results, or `error` for a rejected tick (the stream goes on). NOT_FOUND:
+  /// the stream's session was deleted or expired, the stream must end with
+  /// this status (resp is left empty). `call` stops its queries early.
+  grpc::Status DoTick(TickStream* stream, const v1::TickRequest& req, v1::TickResponse* resp,
+                      const CallControl& call = {});
   /// The budget of answers in flight.
   InflightMemory& answer_memory() { return answer_memory_; }
+
+  /// Deletes every session idle past its idle timeout as of `now_ns`
+  /// (SteadyNowNs()), like DeleteSession, logging each. Returns the steady
+  /// time (ns) at which the next session could expire, INT64_MAX for none.
+  /// The reaper thread calls it; tests may too.
+  int64_t ReapIdleSessions(int64_t now_ns);
+  /// Bytes one more collider is assumed to add to a session (measured on an
+  /// actual ColliderSet at start), for the --max-memory check before a batch.
+  uint64_t bytes_per_collider() const { return bytes_per_collider_; }
 
   /// The server's sessions.
   SessionRegistry& sessions() { return sessions_; }
   /// The auth decisions of every rpc entry point.
   const Authorizer& authorizer() const { return auth_; }
   const ServiceOptions& options() const { return options_; }
+  /// Query threads in use (options().threads, or the usable CPUs when that is 0).
+  size_t threads() const { return threads_; }
 
  private:
   // Finds a session by id: INVALID_ARGUMENT for a malformed id, NOT_FOUND.
@@ -166,9 +187,10 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   grpc::Status ConvertQueries(const Session& s,
                               const google::protobuf::RepeatedPtrField<v1::Query>& in,
                               std::vector<hitbox::Query>* out) const;
-  // Applies converted changes; the caller holds the exclusive lock.
+  // Applies converted changes; the caller holds the exclusive lock. Growth
+  // in colliders is checked against --max-memory before anything changes.
   grpc::Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
-                           std::optional<uint64_t> expected_revision) const;
+                           std::optional<uint64_t> expected_revision);
   // Runs converted queries in chunks; the caller holds the session lock
   // (either mode). RESOURCE_EXHAUSTED as soon as the answers hold more hits
   // than fit in max_message_bytes, when the session's work budget runs out,
@@ -194,12 +216,25 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   // Logs a rejected request at warning level and passes the status through.
   grpc::Status Rejected(const char* rpc, const std::string& session, grpc::Status status) const;
 
+  // The reaper thread: sleeps until the next session could expire (or a new
+  // session is created), then calls ReapIdleSessions.
+  void ReaperLoop();
+  // Wakes the reaper to recompute its deadline (a session was created).
+  void KickReaper();
+
   const ServiceOptions options_;
   mutable InflightMemory answer_memory_;
+  size_t threads_ = 1;
+  uint64_t bytes_per_collider_ = 0;
   SessionRegistry sessions_;
   Authorizer auth_;
   mutable InFlightLimiter in_flight_;
   std::unique_ptr<ThreadPool> pool_;
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  bool reaper_stop_ = false;  // guarded by reaper_mu_
+  bool reaper_kick_ = false;  // guarded by reaper_mu_
+  std::thread reaper_;
 };
 
 /// Converts core results to proto, tagging each with its query's tag.

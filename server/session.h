@@ -34,6 +34,9 @@ struct SessionLimits {
   /// Work budget of one Query request or tick: narrow-phase pair tests
   /// (the default: ~0.2-0.5 s of one core, ~75 per query of a full message).
   uint64_t max_pair_tests_per_message = 5'000'000;
+  /// Milliseconds without a call or tick after which the session is deleted;
+  /// 0: never. Server default one hour (--session-idle-timeout).
+  uint64_t idle_timeout_ms = 3'600'000;
 };
 
 /// Server-wide limits: the per-session maxima plus the global ones.
@@ -48,9 +51,29 @@ struct ServerLimits {
   /// results and their response messages); a call that would pass it is
   /// RESOURCE_EXHAUSTED, to be retried.
   uint64_t max_inflight_bytes = 1ull << 30;
+  /// Most bytes all sessions together may hold (Session::memory_bytes()
+  /// summed); growth past it is refused. 0: no cap (--max-memory).
+  uint64_t max_memory_bytes = 0;
   /// Defaults and maxima of every session.
   SessionLimits session;
 };
+
+/// Bytes a session costs besides its collider set: the Session object, its
+/// locks, id and registry entry (an estimate, counted once per session).
+inline constexpr uint64_t kSessionOverheadBytes = 1024;
+
+/// Something bound to a session that must hear when it is deleted or expires
+/// (an open Tick stream). Called on the deleting thread, after the session is
+/// marked deleted and with no session lock held; must be quick.
+class SessionObserver {
+ public:
+  virtual ~SessionObserver() = default;
+  /// `why`: "session_id: session 'x' was deleted" or "... expired after N s idle".
+  virtual void OnSessionGone(const std::string& why) = 0;
+};
+
+/// Steady-clock now in nanoseconds (the clock of Session::last_active_ns()).
+int64_t SteadyNowNs();
 
 /// One game session. Queries take `mutex()` shared, changes take it
 /// exclusively, so queries never see half a batch and run concurrently with
@@ -80,7 +103,29 @@ class Session {
   bool deleted() const { return deleted_.load(std::memory_order_acquire); }
   void MarkDeleted() { deleted_.store(true, std::memory_order_release); }
 
+  /// Records activity now (any call on the session, any tick): one clock read
+  /// and one relaxed atomic store.
+  void Touch() const { last_active_ns_.store(SteadyNowNs(), std::memory_order_relaxed); }
+  /// Steady-clock time of the last activity (SteadyNowNs()), creation counting as one.
+  int64_t last_active_ns() const { return last_active_ns_.load(std::memory_order_relaxed); }
+  /// The same instant in milliseconds since the Unix epoch.
+  int64_t last_active_unix_ms() const;
+
+  /// Bytes the session holds: kSessionOverheadBytes + set().MemoryBytes() as
+  /// of the last applied batch.
+  uint64_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
+
+  /// Registers an observer until the session is gone; false (and not
+  /// registered) when it is gone already. Expired observers are dropped.
+  bool AddObserver(std::weak_ptr<SessionObserver> observer);
+  /// Why the session is gone ("" while it lives).
+  std::string gone_reason() const;
+
  private:
+  friend class SessionRegistry;
+  // Marks the session gone for observers (once) and returns those to notify.
+  std::vector<std::weak_ptr<SessionObserver>> TakeObservers(const std::string& why);
+
   const std::string id_;
   const SessionLimits limits_;
   const int64_t created_unix_ms_;
@@ -88,33 +133,69 @@ class Session {
   mutable std::shared_mutex mutex_;
   ColliderSet set_;
   std::atomic<bool> deleted_{false};
+  mutable std::atomic<int64_t> last_active_ns_{SteadyNowNs()};
+  // Written by the registry under the exclusive lock (or before publication).
+  std::atomic<uint64_t> memory_bytes_{0};
+  mutable std::mutex observers_mu_;
+  std::vector<std::weak_ptr<SessionObserver>> observers_;  // guarded by observers_mu_
+  std::string gone_reason_;                                // guarded by observers_mu_
 };
 
-/// The sessions of one server, by id. Thread-safe; the map lock is held only
-/// for lookups and inserts, never while a session is used.
+/// The sessions of one server, by id, and the memory they hold together.
+/// Thread-safe; the map lock is held only for lookups, inserts and erases,
+/// never while a session is used.
 class SessionRegistry {
  public:
-  explicit SessionRegistry(uint64_t max_sessions) : max_sessions_(max_sessions) {}
+  /// `max_memory_bytes`: cap on the sum of memory_bytes() (0: none).
+  explicit SessionRegistry(uint64_t max_sessions, uint64_t max_memory_bytes = 0)
+      : max_sessions_(max_sessions), max_memory_bytes_(max_memory_bytes) {}
 
   /// Creates a session. Empty id: a fresh unique one is picked. Errors:
-  /// kInvalidArgument (bad id), kAlreadyExists, kResourceExhausted (max sessions).
+  /// kInvalidArgument (bad id), kAlreadyExists, kResourceExhausted (max
+  /// sessions, or its kSessionOverheadBytes would pass the memory cap).
   /// `token` is the session's secret (Session::token()).
   Result<std::shared_ptr<Session>> Create(const std::string& id, const SessionLimits& limits,
                                           std::string token = {});
-  /// The session, or nullptr.
+  /// The session, or nullptr. Finding a session counts as activity (Touch).
   std::shared_ptr<Session> Find(std::string_view id) const;
-  /// Removes and returns the session (nullptr when unknown); marks it deleted.
+  /// Removes and returns the session (nullptr when unknown): waits for work
+  /// in flight on it, marks it deleted, releases its memory and tells its
+  /// observers "session_id: session 'x' was deleted".
   std::shared_ptr<Session> Remove(std::string_view id);
+  /// Removes `session` like Remove, with observers told it expired, if it is
+  /// still registered and has had no activity for its idle timeout as of
+  /// `now_ns` (SteadyNowNs()). Returns whether it was removed; `idle_ns`
+  /// (optional) gets how long it had been idle.
+  bool RemoveIfIdle(const std::shared_ptr<Session>& session, int64_t now_ns,
+                    int64_t* idle_ns = nullptr);
   /// Every session, sorted by id.
   std::vector<std::shared_ptr<Session>> List() const;
   /// Number of sessions.
   size_t size() const;
 
+  /// Bytes all sessions hold, plus growth reserved by batches being applied.
+  uint64_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
+  /// The cap on memory_bytes() (0: none).
+  uint64_t max_memory_bytes() const { return max_memory_bytes_; }
+  /// Reserves `bytes` of growth before a batch is applied: kResourceExhausted,
+  /// naming the cap and the current use, when memory_bytes() + bytes would
+  /// pass the cap. Every successful reservation must be settled.
+  Status ReserveMemory(uint64_t bytes);
+  /// After a batch on `s` was applied (or failed), with its exclusive lock
+  /// held: sets s.memory_bytes() from its set and moves the total by the
+  /// change, releasing the `reserved` bytes.
+  void SettleMemory(Session& s, uint64_t reserved);
+
  private:
+  // Tail of Remove / RemoveIfIdle once the session left the map.
+  void Retire(Session& s, const std::string& why);
+
   const uint64_t max_sessions_;
+  const uint64_t max_memory_bytes_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
   uint64_t next_auto_id_ = 1;
+  std::atomic<uint64_t> memory_bytes_{0};
 };
 
 }  // namespace hitbox::server

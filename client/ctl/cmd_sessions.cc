@@ -24,10 +24,13 @@ void PrintSession(const SessionInfo& s) {
   std::printf("revision         %llu\n", static_cast<unsigned long long>(s.revision));
   std::printf("bounds           %s\n", FormatBounds(s.bounds).c_str());
   std::printf("created (UTC)    %s\n", FormatUnixMs(s.created_unix_ms).c_str());
+  std::printf("last active      %s\n", FormatUnixMs(s.last_active_unix_ms).c_str());
+  std::printf("memory           %llu bytes\n", static_cast<unsigned long long>(s.memory_bytes));
   std::printf("limits           max_colliders=%llu max_changes_per_message=%u "
-              "max_queries_per_message=%u\n",
+              "max_queries_per_message=%u idle_timeout_ms=%llu\n",
               static_cast<unsigned long long>(s.limits.max_colliders),
-              s.limits.max_changes_per_message, s.limits.max_queries_per_message);
+              s.limits.max_changes_per_message, s.limits.max_queries_per_message,
+              static_cast<unsigned long long>(s.limits.idle_timeout_ms));
 }
 
 }  // namespace
@@ -63,6 +66,9 @@ void AddSessionsCommands(CLI::App& app, const GlobalOptions& global, Action& act
                      "most changes per message (0: server default)");
   create->add_option("--max-queries", spec->limits.max_queries_per_message,
                      "most queries per message (0: server default)");
+  create->add_option("--idle-timeout-ms", spec->limits.idle_timeout_ms,
+                     "delete the session after this many ms without a call or tick "
+                     "(0: server default; may only lower it)");
   create->callback([&global, &action, spec] {
     action = [&global, spec]() -> int {
       auto client = global.MakeClient();

@@ -90,10 +90,13 @@ nlohmann::json ToJson(const SessionInfo& s) {
       {"collider_count", s.collider_count},
       {"revision", s.revision},
       {"created_unix_ms", s.created_unix_ms},
+      {"last_active_unix_ms", s.last_active_unix_ms},
+      {"memory_bytes", s.memory_bytes},
       {"limits",
        {{"max_colliders", s.limits.max_colliders},
         {"max_changes_per_message", s.limits.max_changes_per_message},
-        {"max_queries_per_message", s.limits.max_queries_per_message}}},
+        {"max_queries_per_message", s.limits.max_queries_per_message},
+        {"idle_timeout_ms", s.limits.idle_timeout_ms}}},
   };
   if (s.bounds && !s.bounds->IsEmpty()) {
     j["bounds"] = {{"min", ToJson(s.bounds->min)}, {"max", ToJson(s.bounds->max)}};

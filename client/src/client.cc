@@ -86,6 +86,7 @@ SessionLimits LimitsFromProto(const v1::SessionLimits& l) {
   out.max_hits_per_query = l.max_hits_per_query();
   out.max_nodes_per_message = l.max_nodes_per_message();
   out.max_pair_tests_per_message = l.max_pair_tests_per_message();
+  out.idle_timeout_ms = l.idle_timeout_ms();
   return out;
 }
 
@@ -96,6 +97,7 @@ void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out) {
   out->set_max_hits_per_query(l.max_hits_per_query);
   out->set_max_nodes_per_message(l.max_nodes_per_message);
   out->set_max_pair_tests_per_message(l.max_pair_tests_per_message);
+  out->set_idle_timeout_ms(l.idle_timeout_ms);
 }
 
 SessionInfo InfoFromProto(const v1::SessionInfo& s) {
@@ -107,6 +109,8 @@ SessionInfo InfoFromProto(const v1::SessionInfo& s) {
   out.limits = LimitsFromProto(s.limits());
   out.created_unix_ms = s.created_unix_ms();
   out.token = s.token();
+  out.memory_bytes = s.memory_bytes();
+  out.last_active_unix_ms = s.last_active_unix_ms();
   return out;
 }
 

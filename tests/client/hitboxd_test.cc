@@ -82,14 +82,21 @@ Collider UnitSphere(uint64_t id) {
 
 // Every rpc once, with answers checked against hand geometry.
 void ExerciseEveryCall(Client& client, const std::string& id) {
-  SessionSpec spec{id, SessionLimits{1000, 100, 100, 50}};
+  SessionSpec spec{id, SessionLimits{.max_colliders = 1000,
+                                     .max_changes_per_message = 100,
+                                     .max_queries_per_message = 100,
+                                     .max_hits_per_query = 50,
+                                     .idle_timeout_ms = 600'000}};
   RpcResult<SessionInfo> created = client.CreateSession(spec);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   EXPECT_EQ(created->session_id, id);
   EXPECT_EQ(created->revision, 0u);
   EXPECT_EQ(created->limits.max_colliders, 1000u);
   EXPECT_EQ(created->limits.max_hits_per_query, 50u);
+  EXPECT_EQ(created->limits.idle_timeout_ms, 600'000u);
   EXPECT_GT(created->created_unix_ms, 0);
+  EXPECT_GE(created->last_active_unix_ms, created->created_unix_ms);
+  EXPECT_GE(created->memory_bytes, 1024u);  // at least the per-session overhead
   EXPECT_EQ(client.CreateSession(id).code(), RpcCode::kAlreadyExists);
 
   const std::vector<Collider> world = World();

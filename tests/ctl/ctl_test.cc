@@ -144,9 +144,12 @@ TEST_F(CtlTest, UsageErrorsExitTwo) {
 
 // create / list / get / delete, with the server's errors for duplicates and unknown ids.
 TEST_F(CtlTest, SessionsLifecycle) {
-  const json created = CtlJson({"sessions", "create", "arena-1", "--max-colliders", "500"});
+  const json created = CtlJson(
+      {"sessions", "create", "arena-1", "--max-colliders", "500", "--idle-timeout-ms", "600000"});
   EXPECT_EQ(created.value("session_id", ""), "arena-1");
   EXPECT_EQ(created.at("limits").value("max_colliders", 0), 500u);
+  EXPECT_EQ(created.at("limits").value("idle_timeout_ms", 0), 600000u);
+  EXPECT_GE(created.value("memory_bytes", 0), 1024u);
 
   const json list = CtlJson({"sessions", "list"});
   ASSERT_EQ(list.at("sessions").size(), 1u) << list.dump();

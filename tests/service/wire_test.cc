@@ -267,13 +267,18 @@ TEST(WireTest, ResultsRoundTrip) {
   EXPECT_EQ(b.hits[0].point, Vec3(2, 3, 4));
 }
 
-// Session ids: 1..128 of [A-Za-z0-9._:-].
+// Session ids: 1..128 of [A-Za-z0-9._:-], except "." and "..".
 TEST(WireTest, SessionIds) {
   EXPECT_TRUE(wire::ValidateSessionId("match-42:eu_west.1").ok());
   EXPECT_EQ(wire::ValidateSessionId("").code(), ErrorCode::kInvalidArgument);
   EXPECT_THAT(wire::ValidateSessionId("a b").message(), HasSubstr("session_id: character 1"));
   EXPECT_THAT(wire::ValidateSessionId(std::string(129, 'a')).message(), HasSubstr("129"));
   EXPECT_TRUE(wire::ValidateSessionId(std::string(128, 'a')).ok());
+  // "." and ".." would name directories wherever ids become path segments.
+  EXPECT_EQ(wire::ValidateSessionId(".").code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(wire::ValidateSessionId("..").message(), HasSubstr("'..' is not allowed"));
+  EXPECT_TRUE(wire::ValidateSessionId("...").ok());
+  EXPECT_TRUE(wire::ValidateSessionId(".a").ok());
 }
 
 // ErrorCode <-> grpc::StatusCode keeps the names.

@@ -372,6 +372,9 @@ Status ValidateSessionId(std::string_view id, std::string_view field) {
   if (id.size() > kMaxSessionIdLength) {
     return bad(" is " + std::to_string(id.size()) + " characters long, at most 128 allowed");
   }
+  if (id == "." || id == "..") {
+    return bad(": '" + std::string(id) + "' is not allowed (it names a directory in paths and URLs)");
+  }
   for (size_t i = 0; i < id.size(); ++i) {
     const char c = id[i];
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

@@ -159,6 +159,9 @@ struct SessionLimits {
   uint64_t max_nodes_per_message = 0;
   /// Work budget of one Query call or tick: narrow-phase pair tests of all its queries.
   uint64_t max_pair_tests_per_message = 0;
+  /// Milliseconds without a call or tick after which the server deletes the
+  /// session (may only lower the server's); in SessionInfo, 0 means never.
+  uint64_t idle_timeout_ms = 0;
 };
 
 /// What CreateSession asks for.
@@ -185,6 +188,10 @@ struct SessionInfo {
   /// The session's secret: only set in CreateSession's answer (the Client
   /// remembers it for its own calls; pass it on to other processes that use the session).
   std::string token;
+  /// Bytes the session holds on the server (what --max-memory caps).
+  uint64_t memory_bytes = 0;
+  /// Last call on the session or tick on it, milliseconds since the Unix epoch.
+  int64_t last_active_unix_ms = 0;
 };
 
 /// Outcome of an accepted change batch.

@@ -58,7 +58,7 @@ const char* GrpcCodeName(grpc::StatusCode code);
 // ---------------------------------------------------------------------------
 // Session ids.
 
-/// Checks 1..128 characters of [A-Za-z0-9._:-]; the error names `field`.
+/// Checks 1..128 characters of [A-Za-z0-9._:-], not "." or ".."; the error names `field`.
 Status ValidateSessionId(std::string_view id, std::string_view field = "session_id");
 
 // ---------------------------------------------------------------------------
