@@ -91,9 +91,10 @@ QueryFilter* FilterOf(hitbox::Query& q) {
 class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListCollidersResponse> {
  public:
   ListCollidersReactor(std::vector<Collider> snapshot, uint64_t revision, uint32_t page_size,
-                       std::unique_ptr<InFlightSlot> slot)
-      : slot_(std::move(slot)), snapshot_(std::move(snapshot)), revision_(revision),
-        page_size_(page_size) {
+                       std::unique_ptr<InFlightSlot> slot,
+                       std::unique_ptr<MemoryReservation> memory)
+      : slot_(std::move(slot)), memory_(std::move(memory)), snapshot_(std::move(snapshot)),
+        revision_(revision), page_size_(page_size) {
     NextWrite();
   }
   /// Ends the call at once with an error.
@@ -125,6 +126,8 @@ class ListCollidersReactor final : public grpc::ServerWriteReactor<v1::ListColli
   }
 
   std::unique_ptr<InFlightSlot> slot_;  // held (--max-in-flight) until OnDone
+  // The snapshot's bytes in the answer-memory budget, until OnDone.
+  std::unique_ptr<MemoryReservation> memory_;
   std::vector<Collider> snapshot_;
   uint64_t revision_ = 0;
   uint32_t page_size_ = kDefaultPageSize;
@@ -1082,6 +1085,7 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListCollider
   page = std::min(page, options_.limits.max_page_size);
   std::vector<Collider> snapshot;
   uint64_t revision = 0;
+  auto memory = std::make_unique<MemoryReservation>(&answer_memory_);
   {
     std::shared_lock<std::shared_mutex> lock(s->mutex());
     if (s->deleted()) {
@@ -1090,13 +1094,27 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListCollider
           Grpc(grpc::StatusCode::NOT_FOUND,
                "session_id: session '" + req->session_id() + "' was deleted")));
     }
+    // The snapshot is held until the last page is sent: it counts against
+    // the answers in flight like query results do.
+    const uint64_t bytes = s->set().size() * sizeof(Collider);
+    if (!memory->Resize(bytes)) {
+      return new ListCollidersReactor(Rejected(
+          "ListColliders", req->session_id(),
+          Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+               "ListColliders: the server's answers in flight already hold " +
+                   std::to_string(answer_memory_.used()) + " of " +
+                   std::to_string(answer_memory_.cap()) +
+                   " bytes (--max-inflight-bytes); this snapshot needs " + std::to_string(bytes) +
+                   " more: retry later")));
+    }
     snapshot.reserve(s->set().size());
     s->set().ForEach([&](const Collider& c) { snapshot.push_back(c); });
     revision = s->set().revision();
   }
   std::sort(snapshot.begin(), snapshot.end(),
             [](const Collider& a, const Collider& b) { return a.id < b.id; });
-  return new ListCollidersReactor(std::move(snapshot), revision, page, std::move(slot));
+  return new ListCollidersReactor(std::move(snapshot), revision, page, std::move(slot),
+                                  std::move(memory));
 }
 
 grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,

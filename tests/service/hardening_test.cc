@@ -194,6 +194,18 @@ TEST_F(HardeningTest, InflightMemoryBudget) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // OnDone runs after the reply
   }
   EXPECT_EQ(server_->service().answer_memory().used(), 0u);
+
+  // A ListColliders snapshot counts too: 22,500 colliders do not fit in 64 KiB.
+  v1::ListCollidersRequest list;
+  list.set_session_id("grid");
+  grpc::ClientContext lctx;
+  auto reader = stub_->ListColliders(&lctx, list);
+  v1::ListCollidersResponse page;
+  EXPECT_FALSE(reader->Read(&page));
+  st = reader->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("--max-inflight-bytes"));
+  EXPECT_EQ(server_->service().answer_memory().used(), 0u);
 }
 
 // A tick whose changes applied but whose queries then ran out of budget is
