@@ -357,8 +357,12 @@ def check_compose(repo, use_mini):
 # --- Kubernetes -------------------------------------------------------------
 
 def containers_of(doc):
+    """The long-running containers of a workload: its containers plus native
+    sidecars (init containers with restartPolicy Always)."""
     spec = doc.get("spec", {}).get("template", {}).get("spec", {})
-    return spec.get("containers", []) or []
+    sidecars = [c for c in spec.get("initContainers", []) or []
+                if c.get("restartPolicy") == "Always"]
+    return (spec.get("containers", []) or []) + sidecars
 
 
 def check_k8s(repo, use_mini):
@@ -414,6 +418,26 @@ def check_k8s(repo, use_mini):
                     expect(not listen or not env.get("HITBOX_LISTEN", "").startswith("127."),
                            f"{where}: hitboxd must listen on the pod IP for the kubelet's gRPC probes")
                     check_env_read(repo, "hitboxd", [k for k in env if k.startswith("HITBOX_")], where)
+                pod_spec = doc["spec"]["template"]["spec"]
+                expect(pod_spec.get("automountServiceAccountToken") is False,
+                       f"{where}: set automountServiceAccountToken: false (no API access needed)")
+                for c in pod_spec.get("initContainers", []) or []:
+                    if "hitbox" in str(c.get("image", "")):
+                        expect(c.get("restartPolicy") == "Always",
+                               f"{where}: init container {c.get('name')} runs hitboxd but is not "
+                               "a native sidecar (restartPolicy: Always)")
+                for c in hitboxd:
+                    res = c.get("resources", {})
+                    req = (res.get("requests") or {}).get("memory")
+                    lim = (res.get("limits") or {}).get("memory")
+                    expect(lim is not None and req == lim,
+                           f"{where}: {c.get('name')} memory request {req} != limit {lim}")
+                policies = [d for d in docs if isinstance(d, dict) and d.get("kind") == "NetworkPolicy"]
+                pod_labels = doc["spec"]["template"]["metadata"].get("labels", {})
+                expect(any(all(pod_labels.get(k) == v for k, v in
+                               (pol.get("spec", {}).get("podSelector", {}).get("matchLabels") or {}).items())
+                           for pol in policies),
+                       f"{where}: no NetworkPolicy selects its pods")
                 pod_sc = doc["spec"]["template"]["spec"].get("securityContext", {})
                 for c in hitboxd:
                     sc = c.get("securityContext", {})
