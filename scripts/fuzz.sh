@@ -11,6 +11,8 @@
 # and OOMs are saved to fuzz/findings/<target>/; logs to fuzz/work/logs/.
 # Both folders are git-ignored. Prints executions, coverage and findings per
 # target. Exit 1 when a target found something.
+# libFuzzer runs in fork mode (-fork=1, one worker process), so a finding is
+# saved and fuzzing goes on until the time is up.
 # Environment: FUZZ_BUILD_DIR (default ./build-fuzz), FUZZ_NO_BUILD=1 (use the
 # existing build), FUZZ_ARGS (extra libFuzzer flags).
 set -euo pipefail
@@ -49,12 +51,13 @@ for t in "${TARGETS[@]}"; do
   # shellcheck disable=SC2086
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" nice -n 19 "$bin" \
     -max_total_time="$SECONDS_PER_TARGET" -max_len="${MAX_LEN[$t]:-4096}" \
-    -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 -print_pcs=0 \
+    -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+    -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     -artifact_prefix="$findings/" ${FUZZ_ARGS:-} \
     "$work" "$ROOT/fuzz/corpus/$t" >"$log" 2>&1 || true
   after=$(find "$findings" -type f | wc -l)
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | awk '{print $2}')
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
+  execs=$(echo "$last" | grep -oE '^#[0-9]+' | tr -d '#')
   cov=$(echo "$last" | grep -o 'cov: [0-9]*' | awk '{print $2}')
   ft=$(echo "$last" | grep -o 'ft: [0-9]*' | awk '{print $2}')
   corp=$(echo "$last" | grep -o 'corp: [0-9]*' | awk '{print $2}')
