@@ -48,6 +48,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$work" "$findings"
   before=$(find "$findings" -type f | wc -l)
   echo "[fuzz] $t for ${SECONDS_PER_TARGET}s (log: $log)"
+  start=$SECONDS
   # shellcheck disable=SC2086
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" nice -n 19 "$bin" \
     -max_total_time="$SECONDS_PER_TARGET" -max_len="${MAX_LEN[$t]:-4096}" \
@@ -55,6 +56,7 @@ for t in "${TARGETS[@]}"; do
     -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     -artifact_prefix="$findings/" ${FUZZ_ARGS:-} \
     "$work" "$ROOT/fuzz/corpus/$t" >"$log" 2>&1 || true
+  elapsed=$((SECONDS - start))
   after=$(find "$findings" -type f | wc -l)
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   execs=$(echo "$last" | grep -oE '^#[0-9]+' | tr -d '#')
@@ -64,7 +66,7 @@ for t in "${TARGETS[@]}"; do
   new=$((after - before))
   if [ "$new" -gt 0 ]; then found=1; fi
   summary+=("$(printf '%-13s %6ss  execs %-11s cov %-6s ft %-6s corpus %-6s new findings %s' \
-    "$t" "$SECONDS_PER_TARGET" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$new")")
+    "$t" "$elapsed" "${execs:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" "$new")")
   if [ "$new" -gt 0 ]; then
     grep -E 'ERROR|runtime error|invariant failed|SUMMARY' "$log" | head -5 || true
   fi
