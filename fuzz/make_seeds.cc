@@ -283,6 +283,65 @@ void ServiceSeeds(const fs::path& dir) {
   }
 }
 
+// The structured form of the service target (selector & 0x40).
+void StructuredCall(std::string* out, uint8_t rpc, const ByteWriter& body) {
+  out->push_back(static_cast<char>(rpc | 0x40));
+  out->push_back(static_cast<char>(body.data().size() & 0xFF));
+  out->push_back(static_cast<char>(body.data().size() >> 8));
+  out->append(body.data().begin(), body.data().end());
+}
+
+void StructuredChanges(ByteWriter& w) {
+  const auto cs = SampleColliders();
+  w.U8(static_cast<uint8_t>(cs.size()));
+  for (const Collider& c : cs) {
+    w.U8(0);  // add
+    w.U8(static_cast<uint8_t>(c.id));
+    w.WriteShape(c.shape);
+    w.WritePose(c.pose);
+    w.U8(static_cast<uint8_t>(c.layer));
+    w.U8(static_cast<uint8_t>(c.user_data));
+  }
+}
+
+void StructuredQueries(ByteWriter& w) {
+  w.U8(3);
+  w.U8(8);  // overlap with contacts
+  w.U8(0);
+  w.WriteShape(*Shape::MakeSphere(2.0));
+  w.WritePose(Pose({1, 0, 0}));
+  w.U8(8);  // all-hits cast
+  w.U8(1);
+  w.WriteShape(*Shape::MakeBox({0.5, 0.5, 0.5}));
+  w.WritePose(Pose({-10, 0, 0}));
+  w.WriteVec3({20, 0, 0});
+  w.U8(1 | 4);  // ray with a mask and an ignored id
+  w.U32(0x5);
+  w.U8(3);
+  w.U8(2);
+  w.WriteVec3({0, -10, 0});
+  w.WriteVec3({0, 20, 0});
+}
+
+void StructuredServiceSeeds(const fs::path& dir) {
+  std::string s;
+  ByteWriter apply;
+  apply.U8(0);
+  StructuredChanges(apply);
+  StructuredCall(&s, 4, apply);
+  ByteWriter query;
+  query.U8(0);
+  StructuredQueries(query);
+  StructuredCall(&s, 6, query);
+  ByteWriter tick;
+  tick.U8(0);
+  tick.U8(1);
+  tick.U8(0);  // no changes
+  StructuredQueries(tick);
+  StructuredCall(&s, 7, tick);
+  Save(dir, "seed-structured", s);
+}
+
 void WireSeeds(const fs::path& dir) {
   const auto cs = SampleColliders();
   auto save = [&](const std::string& name, uint8_t sel, const google::protobuf::Message& m) {
@@ -326,6 +385,7 @@ int main(int argc, char** argv) {
   const std::filesystem::path out = argv[1];
   hitbox::fuzz::ColliderSetSeeds(out / "collider_set");
   hitbox::fuzz::ServiceSeeds(out / "service");
+  hitbox::fuzz::StructuredServiceSeeds(out / "service");
   hitbox::fuzz::WireSeeds(out / "wire");
   return 0;
 }

@@ -2,10 +2,12 @@
 // service handlers (HitboxService::Do*, DoTick) of an in-process service, on
 // one or more sessions. The bytes are a list of calls:
 //   [selector u8][length u16 little-endian][length bytes of serialized request]
-// selector % 9 picks the rpc (CreateSession, GetSession, ListSessions,
+// (selector & 0x3F) % 9 picks the rpc (CreateSession, GetSession, ListSessions,
 // DeleteSession, ApplyChanges, GetColliders, Query, Tick, Tick on a new
 // stream); selector & 0x80 replaces the request's session_id with "fuzz", the
-// session every input starts with. Bytes that do not parse as the request are
+// session every input starts with; selector & 0x40 builds ApplyChanges, Query
+// and Tick requests from core values decoded from the bytes (extreme doubles
+// included; see Decode) instead of parsing them. Bytes that do not parse are
 // skipped. Checks: no crash or sanitizer error, never INTERNAL or UNKNOWN,
 // OK answers are consistent (one result per query, tags echoed, fractions in
 // [0, 1] or the known NaN, revision and size agree with GetSession), every
@@ -24,6 +26,7 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "hitbox/v1/hitbox.pb.h"
+#include "hitbox/wire/convert.h"
 #include "service.h"
 
 namespace hitbox::fuzz {
@@ -103,6 +106,102 @@ bool Parse(std::string_view bytes, bool force_session, Req* req) {
   return true;
 }
 
+// Structured decoding (selector & 0x40): changes and queries built from core
+// values read with ByteReader (extreme doubles included) and converted with
+// wire::ToProto, so calls reach the handlers' deeper paths more often than
+// mutated protobuf bytes do.
+void ReadChanges(ByteReader& in, google::protobuf::RepeatedPtrField<v1::ColliderChange>* out) {
+  const int n = in.U8() % 16;
+  for (int i = 0; i < n; ++i) {
+    const uint8_t kind = in.U8() % 4;
+    Collider c;
+    c.id = in.U8() % 16;
+    bool valid = false;
+    c.shape = in.ReadShape(&valid);
+    c.pose = in.ReadPose();
+    c.layer = in.U8() % 34;
+    c.user_data = in.U8();
+    ColliderChange ch = kind == 0   ? ColliderChange::Add(c)
+                        : kind == 1 ? ColliderChange::Replace(c)
+                        : kind == 2 ? ColliderChange::Move(c.id, c.pose)
+                                    : ColliderChange::Remove(c.id);
+    wire::ToProto(ch, out->Add());
+  }
+}
+
+void ReadQueries(ByteReader& in, google::protobuf::RepeatedPtrField<v1::Query>* out) {
+  const int n = in.U8() % 8;
+  for (int i = 0; i < n; ++i) {
+    QueryFilter f;
+    const uint8_t flags = in.U8();
+    if (flags & 1) f.mask = in.U32();
+    if (flags & 2) f.max_hits = in.U8();
+    if (flags & 4) f.ignore.push_back(in.U8() % 16);
+    const bool all = (flags & 8) != 0;
+    bool valid = false;
+    Query q;
+    switch (in.U8() % 3) {
+      case 0: {
+        OverlapQuery o{.shape = in.ReadShape(&valid), .pose = in.ReadPose(), .filter = f};
+        o.want_contact = all;
+        q = o;
+        break;
+      }
+      case 1: {
+        CastQuery c{.shape = in.ReadShape(&valid), .pose = in.ReadPose()};
+        c.translation = in.ReadVec3();
+        c.filter = f;
+        c.all_hits = all;
+        q = c;
+        break;
+      }
+      default: {
+        RayQuery r{.origin = in.ReadVec3()};
+        r.translation = in.ReadVec3();
+        r.filter = f;
+        r.all_hits = all;
+        q = r;
+        break;
+      }
+    }
+    v1::Query* m = out->Add();
+    wire::ToProto(q, m);
+    m->set_tag(static_cast<uint64_t>(i));
+  }
+}
+
+// Fills `req` from the bytes: structured for the requests that carry changes
+// or queries when `structured`, else parsed as protobuf.
+template <typename Req>
+bool Decode(std::string_view bytes, bool force_session, bool structured, Req* req) {
+  constexpr bool kHasBody = std::is_same_v<Req, v1::ApplyChangesRequest> ||
+                            std::is_same_v<Req, v1::QueryRequest> ||
+                            std::is_same_v<Req, v1::TickRequest>;
+  if constexpr (kHasBody) {
+    if (structured) {
+      ByteReader in(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+      const uint8_t flags = in.U8();
+      if (!(flags & 1)) req->set_session_id(kSession);
+      if constexpr (std::is_same_v<Req, v1::ApplyChangesRequest>) {
+        if (flags & 2) req->set_expected_revision(in.U8());
+        ReadChanges(in, req->mutable_changes());
+      } else if constexpr (std::is_same_v<Req, v1::QueryRequest>) {
+        ReadQueries(in, req->mutable_queries());
+      } else {
+        req->set_tick(in.U8());
+        ReadChanges(in, req->mutable_changes());
+        ReadQueries(in, req->mutable_queries());
+      }
+      if (kTrace) {
+        std::fprintf(stderr, "%s (structured) { %s }\n", req->GetDescriptor()->name().c_str(),
+                     req->ShortDebugString().c_str());
+      }
+      return true;
+    }
+  }
+  return Parse(bytes, force_session, req);
+}
+
 }  // namespace
 }  // namespace hitbox::fuzz
 
@@ -127,8 +226,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int call = 0; call < kMaxCalls && !in.empty(); ++call) {
     const uint8_t sel = in.U8();
     const bool force = (sel & 0x80) != 0;
+    const bool structured = (sel & 0x40) != 0;
     const std::string_view bytes = in.Bytes(in.U16());
-    switch (sel % 9) {
+    switch ((sel & 0x3F) % 9) {
       case 0: {
         v1::CreateSessionRequest req;
         if (!Parse(bytes, force, &req)) break;
@@ -166,7 +266,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       case 4: {
         v1::ApplyChangesRequest req;
-        if (!Parse(bytes, force, &req)) break;
+        if (!Decode(bytes, force, structured, &req)) break;
         v1::ApplyChangesResponse resp;
         const grpc::Status st = svc.DoApplyChanges(req, &resp);
         CheckStatus(st, "ApplyChanges");
@@ -195,7 +295,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       case 6: {
         v1::QueryRequest req;
-        if (!Parse(bytes, force, &req)) break;
+        if (!Decode(bytes, force, structured, &req)) break;
         v1::QueryResponse resp;
         const grpc::Status st = svc.DoQuery(req, &resp);
         CheckStatus(st, "Query");
@@ -204,9 +304,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       default: {
-        if (sel % 9 == 8) stream = std::make_unique<server::HitboxService::TickStream>();
+        if ((sel & 0x3F) % 9 == 8) stream = std::make_unique<server::HitboxService::TickStream>();
         v1::TickRequest req;
-        if (!Parse(bytes, force, &req)) break;
+        if (!Decode(bytes, force, structured, &req)) break;
         v1::TickResponse resp;
         svc.DoTick(stream.get(), req, &resp);
         HITBOX_FUZZ_CHECK(resp.tick() == req.tick(), "tick not echoed");
