@@ -2,14 +2,20 @@
 # Hitbox developer entry point: installs what is missing, builds, then runs or tests.
 #
 #   bash scripts/hitbox.sh run     install deps, build, start hitboxd --demo (extra args go to hitboxd)
-#   bash scripts/hitbox.sh test    install deps, build everything, run every test (CTest)
+#   bash scripts/hitbox.sh test    install deps, build everything, run every test (CTest),
+#                                  then build the fuzz targets and run their smoke (fuzz-test)
 #   bash scripts/hitbox.sh deps    only install missing Debian packages
 #   bash scripts/hitbox.sh build   deps + build (Release, into ./build)
+#   bash scripts/hitbox.sh fuzz-build  clang + libFuzzer packages, build the fuzz targets
+#                                  (into ./build-fuzz, sanitizers on; see fuzz/README.md)
+#   bash scripts/hitbox.sh fuzz-test   fuzz-build, then a few seconds of each target (CTest)
 #
 # Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release),
 # JOBS (default nproc), HITBOX_CMAKE_ARGS (extra cmake arguments),
 # HITBOX_BUILD_TESTS / HITBOX_BUILD_BENCHMARKS (ON|OFF; unset: the CMake
-# default, ON), HITBOX_TARGETS (space-separated targets to build; unset: all).
+# default, ON), HITBOX_TARGETS (space-separated targets to build; unset: all),
+# FUZZ_BUILD_DIR (default ./build-fuzz), HITBOX_FUZZ_SMOKE (0: `test` skips the
+# fuzz smoke), HITBOX_FUZZ_SMOKE_SECONDS (default 10 per target).
 # The Dockerfile's build stage runs this same script, so it is the one source of
 # truth for dependencies.
 set -euo pipefail
@@ -30,25 +36,32 @@ BUILD_PACKAGES=(
   openssl  # tests: TLS test certificates are generated at test time
 )
 
+# Only for the fuzz targets (fuzz-build, fuzz-test and so `test`): Debian's
+# clang and its compiler-rt (libFuzzer, ASan and UBSan runtimes).
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-deps() {
+# install_missing PACKAGE...: apt-get install of those not installed yet.
+install_missing() {
   local missing=()
-  for p in "${BUILD_PACKAGES[@]}"; do
+  for p in "$@"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$p")
     fi
   done
   if [ "${#missing[@]}" -eq 0 ]; then
-    echo "[hitbox] all build packages present"
+    echo "[hitbox] all packages present: $*"
     return
   fi
   echo "[hitbox] installing: ${missing[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
+
+deps() { install_missing "${BUILD_PACKAGES[@]}"; }
 
 configure() {
   local launcher=()
@@ -78,14 +91,44 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
 }
 
+FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+
+# The libFuzzer targets of fuzz/: clang, ASan + UBSan on our libraries and the
+# targets, coverage instrumentation (-fsanitize=fuzzer-no-link) on our
+# libraries. Only the fuzz targets (and their libraries) are built.
+fuzz_build() {
+  deps
+  install_missing "${FUZZ_PACKAGES[@]}"
+  local launcher=()
+  if command -v ccache >/dev/null 2>&1; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  CC=clang CXX=clang++ cmake -S "$ROOT" -B "$FUZZ_BUILD_DIR" -G Ninja \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=Fuzz "-DCMAKE_CXX_FLAGS=-O2 -gline-tables-only" "${launcher[@]}" \
+    -DHITBOX_BUILD_TESTS=OFF -DHITBOX_BUILD_BENCHMARKS=OFF -DHITBOX_BUILD_FUZZERS=ON \
+    -DHITBOX_SANITIZE=address,undefined \
+    -DHITBOX_FUZZ_SMOKE_SECONDS="${HITBOX_FUZZ_SMOKE_SECONDS:-10}" >/dev/null
+  cmake --build "$FUZZ_BUILD_DIR" -j "$JOBS" --target hitbox_fuzzers
+}
+
+fuzz_test() {
+  fuzz_build
+  (cd "$FUZZ_BUILD_DIR" && ctest --output-on-failure -j "$JOBS" -L fuzz --timeout 300)
+}
+
 case "${1:-}" in
   deps) deps ;;
   build) build ;;
   test)
     build
-    cd "$BUILD_DIR"
-    ctest --output-on-failure -j "$JOBS" --timeout 900
+    (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
+    if [ "${HITBOX_FUZZ_SMOKE:-1}" != 0 ]; then
+      fuzz_test
+    fi
     ;;
+  fuzz-build) fuzz_build ;;
+  fuzz-test) fuzz_test ;;
   run)
     build
     shift || true
@@ -93,7 +136,7 @@ case "${1:-}" in
     exec "$BUILD_DIR/bin/hitboxd" --demo "$@"
     ;;
   *)
-    echo "usage: bash scripts/hitbox.sh run|test|deps|build" >&2
+    echo "usage: bash scripts/hitbox.sh run|test|deps|build|fuzz-build|fuzz-test" >&2
     exit 2
     ;;
 esac

@@ -43,10 +43,18 @@ Vec3 ReadVec3(const json& j, const std::string& path) {
   return {Number(j[0], path + "[0]"), Number(j[1], path + "[1]"), Number(j[2], path + "[2]")};
 }
 
+// A unit quaternion (within kQuatNormTolerance, as core and the wire accept),
+// returned normalized: queries are not validated again before they run.
 Quat ReadQuat(const json& j, const std::string& path) {
   if (!j.is_array() || j.size() != 4) throw ParseError{path, "expected [x, y, z, w]"};
-  return {Number(j[0], path + "[0]"), Number(j[1], path + "[1]"), Number(j[2], path + "[2]"),
-          Number(j[3], path + "[3]")};
+  const Quat q{Number(j[0], path + "[0]"), Number(j[1], path + "[1]"), Number(j[2], path + "[2]"),
+               Number(j[3], path + "[3]")};
+  if (!q.IsFinite() || !q.IsNormalized(kQuatNormTolerance)) {
+    char norm[32];
+    std::snprintf(norm, sizeof norm, "%.17g", q.Length());
+    throw ParseError{path, std::string("quaternion norm ") + norm + " is not 1 (tolerance 1e-6)"};
+  }
+  return q.Normalized();
 }
 
 Shape ReadShape(const json& j, const std::string& path) {

@@ -83,7 +83,10 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field) {
   if (!j.is_object() || j.size() != 1) {
     return Invalid(field + " must be an object with exactly one of sphere, box, capsule, cylinder");
   }
-  const auto& [kind, body] = *j.items().begin();
+  // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+  const auto item = *j.items().begin();
+  const std::string& kind = item.key();
+  const nlohmann::json& body = item.value();
   const std::string f = field + "." + kind;
   if (!body.is_object()) return Invalid(f + " must be an object");
   auto get = [&](const char* key) -> Result<double> {
@@ -125,7 +128,8 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path) {
     try {
       const nlohmann::json again = nlohmann::json::parse(*text);
       (void)again;
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
+      // parse_error, and out_of_range for numbers beyond a double ("1e999").
       return Invalid(path + ": not valid JSON: " + e.what());
     }
     return Invalid(path + ": not valid JSON");

@@ -48,6 +48,23 @@ void SetBox(TreeNode* n, const FloatAabb& b) {
   }
 }
 
+// Bin of a centre at `offset` from the lowest centre, `scale` bins per metre:
+// in [0, bins); NaN and out-of-range products (from centres at or near the
+// float limits) land in the first or last bin instead of overflowing the cast.
+inline int BinOf(double offset, double scale, int bins) {
+  const double f = offset * scale;
+  if (!(f > 0.0)) return 0;
+  if (f >= bins) return bins - 1;
+  return static_cast<int>(f);
+}
+
+// Centre of [lo, hi] that never overflows to infinity and is 0 (not NaN) for
+// the whole line [-inf, +inf].
+inline float CentreOf(float lo, float hi) {
+  const float c = 0.5f * lo + 0.5f * hi;
+  return c == c ? c : 0.0f;
+}
+
 }  // namespace
 
 void DynamicTree::Grow() {
@@ -411,7 +428,7 @@ void DynamicTree::Build(std::span<const BuildItem> items, std::vector<uint32_t>*
   for (size_t i = 0; i < items.size(); ++i) {
     Prim& p = prims[i];
     p.box = FloatAabb::Outward(items[i].box);
-    for (int k = 0; k < 3; ++k) p.centre[k] = 0.5f * (p.box.min[k] + p.box.max[k]);
+    for (int k = 0; k < 3; ++k) p.centre[k] = CentreOf(p.box.min[k], p.box.max[k]);
     p.index = static_cast<uint32_t>(i);
   }
 
@@ -479,8 +496,7 @@ void DynamicTree::Build(std::span<const BuildItem> items, std::vector<uint32_t>*
       const double scale = kBins / extent;
       for (uint32_t i = t.begin; i < t.end; ++i) {
         const Prim& p = prims[i];
-        int b = static_cast<int>((p.centre[axis] - static_cast<double>(cmin[axis])) * scale);
-        b = std::clamp(b, 0, kBins - 1);
+        const int b = BinOf(p.centre[axis] - static_cast<double>(cmin[axis]), scale, kBins);
         bins[b].count++;
         for (int k = 0; k < 3; ++k) {
           bins[b].box.min[k] = std::min(bins[b].box.min[k], p.box.min[k]);
@@ -519,10 +535,8 @@ void DynamicTree::Build(std::span<const BuildItem> items, std::vector<uint32_t>*
       Prim* first = prims.data() + t.begin;
       Prim* last = prims.data() + t.end;
       Prim* m = std::partition(first, last, [&](const Prim& p) {
-        int b = static_cast<int>((p.centre[best_axis] - static_cast<double>(cmin[best_axis])) *
-                                 scale);
-        b = std::clamp(b, 0, kBins - 1);
-        return b < best_split;
+        return BinOf(p.centre[best_axis] - static_cast<double>(cmin[best_axis]), scale, kBins) <
+               best_split;
       });
       mid = static_cast<uint32_t>(m - prims.data());
     } else {

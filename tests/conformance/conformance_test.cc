@@ -4,6 +4,8 @@
 // Prints pass counts per query kind and the first failures with their ids.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -65,6 +67,43 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ConformanceTest);
 // The folder holds case files at all (a wrong HITBOX_CASES_DIR must not pass silently).
 TEST(ConformanceFolderTest, HasCaseFiles) {
   EXPECT_FALSE(CaseFiles().empty()) << "no *.json / *.json.gz in " << HITBOX_CASES_DIR;
+}
+
+// The loader rejects a non-unit quaternion, naming its path, and returns
+// accepted ones normalized (queries run without further validation). Found
+// by fuzz/case_file.
+TEST(CaseFileLoaderTest, ChecksQuaternions) {
+  const auto write = [](const std::string& name, const std::string& rotation) {
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("hitbox-" + name + "-" + std::to_string(getpid()) + ".json"))
+            .string();
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fprintf(f,
+                 R"({"format": "hitbox-cases/1", "scenario": "q",
+                     "colliders": [{"id": 1, "shape": {"sphere": {"radius": 1}},
+                                    "position": [0, 0, 0], "rotation": [0, 0, 0, 1]}],
+                     "queries": [{"id": 1, "overlap": {"shape": {"sphere": {"radius": 1}},
+                                  "position": [0, 0, 0], "rotation": %s}}],
+                     "expected": [{"id": 1, "hits": [1], "maybe": []}]})",
+                 rotation.c_str());
+    std::fclose(f);
+    return path;
+  };
+  const std::string bad = write("bad-quat", "[0, 0, 0, 1.00001]");
+  const Result<CaseFile> rejected = cases::LoadCaseFile(bad);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.error().message.find("queries[0].overlap.rotation"), std::string::npos)
+      << rejected.error().message;
+  EXPECT_NE(rejected.error().message.find("quaternion"), std::string::npos) << rejected.error().message;
+
+  const std::string near = write("near-quat", "[0, 0, 0, 1.0000005]");
+  const Result<CaseFile> accepted = cases::LoadCaseFile(near);
+  ASSERT_TRUE(accepted.ok()) << accepted.error().message;
+  const auto& q = std::get<OverlapQuery>(accepted.value().queries[0].query);
+  EXPECT_EQ(q.pose.rotation.w, 1.0);
+  EXPECT_TRUE(ColliderSet::ValidateQuery(accepted.value().queries[0].query).ok());
+  std::remove(bad.c_str());
+  std::remove(near.c_str());
 }
 
 }  // namespace

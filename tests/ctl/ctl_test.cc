@@ -265,6 +265,11 @@ TEST_F(CtlTest, LoadMalformedEntryNamesPosition) {
   const RunResult syntax = Ctl({"load", "bad", WriteTemp("{\"colliders\": [ {\"id\": 1,, } ]}")});
   EXPECT_EQ(syntax.code, 1);
   EXPECT_NE(syntax.err.find("not valid JSON"), std::string::npos) << syntax.err;
+  // A number beyond a double is bad JSON too, not an internal error (found by fuzz/scene_file).
+  const RunResult overflow = Ctl(
+      {"load", "bad", WriteTemp(R"({"colliders": [{"id": 1, "shape": {"sphere": {"radius": 1e999}}}]})")});
+  EXPECT_EQ(overflow.code, 1);
+  EXPECT_NE(overflow.err.find("not valid JSON"), std::string::npos) << overflow.err;
 }
 
 // A batch the server rejects (an id that already exists) names the file entry,
