@@ -308,7 +308,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         v1::TickRequest req;
         if (!Decode(bytes, force, structured, &req)) break;
         v1::TickResponse resp;
-        svc.DoTick(stream.get(), req, &resp);
+        const grpc::Status ended = svc.DoTick(stream.get(), req, &resp);
+        if (!ended.ok()) {
+          // The stream's session was deleted: the stream ends with NOT_FOUND
+          // and no response; a new stream starts for the next ticks.
+          CheckStatus(ended, "Tick");
+          HITBOX_FUZZ_CHECK(ended.error_code() == grpc::StatusCode::NOT_FOUND,
+                            "a tick ended its stream with a code other than NOT_FOUND");
+          HITBOX_FUZZ_CHECK(resp.ByteSizeLong() == 0, "an ended stream's tick has a response");
+          stream = std::make_unique<server::HitboxService::TickStream>();
+          break;
+        }
         HITBOX_FUZZ_CHECK(resp.tick() == req.tick(), "tick not echoed");
         if (resp.has_error()) {
           const auto code = static_cast<grpc::StatusCode>(resp.error().code());
