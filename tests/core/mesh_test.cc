@@ -1,0 +1,478 @@
+// TriangleMesh: build validation, active edges, memory, and every query
+// against brute force over every triangle; watertightness on closed meshes;
+// 20 km from the origin like at the origin; the raycasts of the next/ case
+// files evaluated directly on the mesh colliders.
+#include "geometry/triangle_mesh.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "geometry/heightfield.h"
+#include "mesh_util.h"
+#include "test_util.h"
+
+namespace hitbox {
+namespace {
+
+using testing::BoxMesh;
+using testing::BruteRaycast;
+using testing::IcoSphere;
+using testing::MeshData;
+using testing::Random;
+using testing::VecNear;
+using testing::WavyGrid;
+
+TriangleMesh MustBuild(const MeshData& m) {
+  auto r = TriangleMesh::Build(m.vertices, m.triangles);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return std::move(r).value();
+}
+
+// Bad input names the triangle and corner, or the vertex and axis.
+TEST(MeshBuild, InvalidInputIsNamed) {
+  MeshData m = IcoSphere(1.0, 2);  // 162 vertices
+  m.triangles[17][2] = 900;
+  auto r = TriangleMesh::Build(m.vertices, m.triangles);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().message, "triangles[17][2]: vertex index 900 out of range (162 vertices)");
+
+  m = IcoSphere(1.0, 1);
+  m.vertices[5].y = std::nan("");
+  r = TriangleMesh::Build(m.vertices, m.triangles);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("vertices[5][1]: y is not finite", 0), 0u) << r.error().message;
+
+  m = IcoSphere(1.0, 1);
+  m.vertices[3].z = 2e9;
+  r = TriangleMesh::Build(m.vertices, m.triangles);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("vertices[3][2]: z = 2000000000 out of range", 0), 0u)
+      << r.error().message;
+
+  r = TriangleMesh::Build(m.vertices, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "triangles: mesh has no triangles");
+  r = TriangleMesh::Build({}, m.triangles);
+  ASSERT_FALSE(r.ok());
+
+  const std::vector<Vec3> line = {{0, 0, 0}, {1, 0, 0}, {2, 0, 0}};
+  const std::vector<TriangleMesh::Indices> flat = {{0, 1, 2}, {0, 0, 1}};
+  r = TriangleMesh::Build(line, flat);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "triangles: all 2 triangles have zero area");
+}
+
+// Zero-area triangles are dropped and counted; survivors keep their input index.
+TEST(MeshBuild, DropsZeroAreaTriangles) {
+  MeshData m = BoxMesh(1.0);
+  m.triangles.insert(m.triangles.begin() + 3, {0, 0, 1});
+  m.triangles.push_back({2, 2, 2});
+  const TriangleMesh mesh = MustBuild(m);
+  EXPECT_EQ(mesh.dropped_triangles(), 2u);
+  EXPECT_EQ(mesh.triangle_count(), 12u);
+  MeshRayHit hit;
+  // The +y face is input triangles 6, 7 shifted by one (the inserted one at 3).
+  ASSERT_TRUE(mesh.RaycastClosest({0.2, 5, 0.7}, {0, -10, 0}, &hit));
+  EXPECT_NE(hit.triangle, 3u);
+  EXPECT_DOUBLE_EQ(hit.fraction, 0.4);
+  EXPECT_EQ(hit.normal, (Vec3{0, 1, 0}));
+}
+
+// Flat internal edges are inactive; the box's cube edges and a grid's border active.
+TEST(MeshBuild, ActiveEdges) {
+  const TriangleMesh box = MustBuild(BoxMesh(1.0));
+  int active = 0;
+  for (uint32_t k = 0; k < box.triangle_count(); ++k) {
+    for (int e = 0; e < 3; ++e) active += (box.ActiveEdges(k) >> e) & 1;
+  }
+  EXPECT_EQ(active, 24);  // 12 cube edges, each seen from two triangles; diagonals inactive
+  const int n = 8;
+  const TriangleMesh grid = MustBuild(WavyGrid(n, 1.0, /*flat=*/true));
+  active = 0;
+  for (uint32_t k = 0; k < grid.triangle_count(); ++k) {
+    for (int e = 0; e < 3; ++e) active += (grid.ActiveEdges(k) >> e) & 1;
+  }
+  EXPECT_EQ(active, 4 * n);  // only the border
+}
+
+// Memory: vertices, triangles (with original index and flags) and hierarchy.
+TEST(MeshBuild, MemoryPerTriangle) {
+  for (int n : {32, 100, 224}) {
+    // Heights rounded to micrometres (like the case files): 32-bit vertices.
+    MeshData data = WavyGrid(n, 0.5);
+    for (Vec3& v : data.vertices) v.y = std::nearbyint(v.y * 1e6) / 1e6;
+    const TriangleMesh grid = MustBuild(data);
+    EXPECT_TRUE(grid.quantized_vertices());
+    const double per = static_cast<double>(grid.MemoryBytes()) / grid.triangle_count();
+    std::printf("wavy grid %u triangles: %zu bytes, %.2f bytes/triangle, %zu nodes, "
+                "quantized vertices: %d\n",
+                grid.triangle_count(), grid.MemoryBytes(), per, grid.node_count(),
+                grid.quantized_vertices());
+    EXPECT_LE(per, 32.0);
+  }
+  const TriangleMesh ico = MustBuild(IcoSphere(3.0, 4));
+  const double per_ico = static_cast<double>(ico.MemoryBytes()) / ico.triangle_count();
+  std::printf("icosphere %u triangles: %.2f bytes/triangle (double vertices)\n",
+              ico.triangle_count(), per_ico);
+  EXPECT_FALSE(ico.quantized_vertices());
+  EXPECT_LE(per_ico, 40.0);
+}
+
+// Closest ray hits equal brute force over every triangle, exactly.
+TEST(MeshRaycast, MatchesBruteForce) {
+  Random rng(101);
+  const std::vector<MeshData> meshes = {IcoSphere(2.0, 3), WavyGrid(24, 0.7), BoxMesh(1.5)};
+  int hits = 0, total = 0;
+  for (const MeshData& m : meshes) {
+    const TriangleMesh mesh = MustBuild(m);
+    const Aabb b = mesh.bounds();
+    for (int i = 0; i < 3000; ++i) {
+      const Vec3 o = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
+      const Vec3 target = b.Center() + Mul(rng.InBox(1.0), b.Extents());
+      const Vec3 d = (target - o) * rng.Uniform(0.3, 2.0);
+      MeshRayHit got, want;
+      const bool g = mesh.RaycastClosest(o, d, &got);
+      const bool w = BruteRaycast(mesh, o, d, &want);
+      ASSERT_EQ(g, w) << ToString(o) << " " << ToString(d);
+      ++total;
+      if (!g) continue;
+      ++hits;
+      EXPECT_EQ(got.fraction, want.fraction);
+      EXPECT_EQ(got.triangle, want.triangle);
+      EXPECT_NEAR(got.normal.Length(), 1.0, 1e-12);
+      EXPECT_LE(Dot(got.normal, d), 0.0);
+      // RaycastAll holds the same closest hit, and one entry per hit triangle.
+      std::vector<MeshRayHit> all;
+      mesh.RaycastAll(o, d, &all);
+      double min_t = 2.0;
+      for (const MeshRayHit& h : all) min_t = std::min(min_t, h.fraction);
+      EXPECT_EQ(min_t, got.fraction);
+    }
+  }
+  std::printf("%d of %d rays hit\n", hits, total);
+  EXPECT_GT(hits, total / 4);
+}
+
+// Shoots a ray from outside through `p` (on the closed convex surface) towards
+// the interior point `m`: it must hit, at p.
+void ExpectThrough(const TriangleMesh& mesh, const Vec3& p, const Vec3& m, double dist,
+                   int* count) {
+  const Vec3 o = p + (p - m).Normalized() * dist;
+  const Vec3 d = m - o;
+  MeshRayHit hit;
+  ASSERT_TRUE(mesh.RaycastClosest(o, d, &hit)) << "slipped through at " << ToString(p)
+                                               << " from " << ToString(o);
+  EXPECT_LE(Distance(o + d * hit.fraction, p), 1e-9 * (1.0 + p.Length())) << ToString(p);
+  ++*count;
+}
+
+// Watertight: rays through every vertex, every edge midpoint and random edge
+// points of closed meshes all hit; axis-aligned rays through a box's edges,
+// diagonals and corners too (edge functions exactly zero).
+TEST(MeshRaycast, WatertightOnClosedMeshes) {
+  Random rng(7);
+  int count = 0;
+  for (const Vec3& offset : {Vec3{0, 0, 0}, Vec3{20000, 0, -8000}}) {
+    for (const MeshData& m : {IcoSphere(1.7, 3, offset), BoxMesh(1.25, offset),
+                              IcoSphere(0.9, 1, offset)}) {
+      const TriangleMesh mesh = MustBuild(m);
+      for (const Vec3& v : m.vertices) {
+        for (int i = 0; i < 4; ++i) ExpectThrough(mesh, v, offset + rng.InBox(0.3), 3.0, &count);
+      }
+      for (const auto& t : m.triangles) {
+        for (int e = 0; e < 3; ++e) {
+          const Vec3 a = m.vertices[t[e]], b = m.vertices[t[(e + 1) % 3]];
+          ExpectThrough(mesh, (a + b) * 0.5, offset + rng.InBox(0.3), 5.0, &count);
+          ExpectThrough(mesh, a + (b - a) * rng.Uniform(0, 1), offset + rng.InBox(0.3), 2.0,
+                        &count);
+        }
+      }
+    }
+  }
+  // Axis-aligned rays on a lattice of the box's faces (edges and diagonals exact).
+  const TriangleMesh box = MustBuild(BoxMesh(1.0));
+  for (int axis = 0; axis < 3; ++axis) {
+    for (int i = -4; i <= 4; ++i) {
+      for (int j = -4; j <= 4; ++j) {
+        for (double dir : {-1.0, 1.0}) {
+          Vec3 o, d;
+          o[(axis + 1) % 3] = i * 0.25;
+          o[(axis + 2) % 3] = j * 0.25;
+          o[axis] = -3.0 * dir;
+          d[axis] = 6.0 * dir;
+          MeshRayHit hit;
+          ASSERT_TRUE(box.RaycastClosest(o, d, &hit)) << ToString(o) << " " << ToString(d);
+          EXPECT_DOUBLE_EQ(hit.fraction, 2.0 / 6.0);
+          ++count;
+        }
+      }
+    }
+  }
+  std::printf("%d rays through vertices and edges, all hit\n", count);
+}
+
+// A mesh 20 km from the origin answers like the same mesh at the origin.
+TEST(MeshRaycast, FarFromOriginLikeAtOrigin) {
+  Random rng(33);
+  const Vec3 far{20000, 0, -8000};
+  MeshData near_data = WavyGrid(20, 0.5);
+  MeshData far_data = near_data;
+  for (Vec3& v : far_data.vertices) v += far;
+  const TriangleMesh near_mesh = MustBuild(near_data);
+  const TriangleMesh far_mesh = MustBuild(far_data);
+  int hits = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const Vec3 o{rng.Uniform(-1, 11), rng.Uniform(1, 4), rng.Uniform(-1, 11)};
+    const Vec3 d{rng.Uniform(-6, 6), rng.Uniform(-8, -1), rng.Uniform(-6, 6)};
+    MeshRayHit a, b;
+    const bool ha = near_mesh.RaycastClosest(o, d, &a);
+    const bool hb = far_mesh.RaycastClosest(o + far, d, &b);
+    ASSERT_EQ(ha, hb) << ToString(o) << " " << ToString(d);
+    if (!ha) continue;
+    ++hits;
+    EXPECT_NEAR(a.fraction, b.fraction, 1e-9);
+    EXPECT_TRUE(VecNear(a.normal, b.normal, 1e-9));
+  }
+  EXPECT_GT(hits, 1000);
+}
+
+// Sphere and capsule overlaps equal brute force over every triangle.
+TEST(MeshOverlap, SphereAndCapsuleMatchBruteForce) {
+  Random rng(5);
+  const TriangleMesh mesh = MustBuild(WavyGrid(16, 0.8));
+  const TriangleMesh ico = MustBuild(IcoSphere(2.0, 3));
+  int touched = 0;
+  for (const TriangleMesh* m : {&mesh, &ico}) {
+    const Aabb b = m->bounds();
+    for (int i = 0; i < 2000; ++i) {
+      const Vec3 c = b.Center() + Mul(rng.InBox(1.2), b.Extents());
+      const double r = rng.Uniform(0.05, 1.5);
+      const Vec3 p1 = c + rng.InBox(1.0);
+      std::vector<MeshContact> sph, cap;
+      const bool s = m->OverlapSphere(c, r, false, &sph);
+      const bool k = m->OverlapCapsule(c, p1, r, false, &cap);
+      std::vector<uint32_t> want_s, want_c;
+      for (uint32_t t = 0; t < m->triangle_count(); ++t) {
+        Vec3 v[3], q, qs;
+        m->TriangleVertices(t, v);
+        if (PointTriangleDistanceSq(c, v[0], v[1], v[2], &q) <= r * r) {
+          want_s.push_back(m->OriginalIndex(t));
+        }
+        if (SegmentTriangleDistanceSq(c, p1, v[0], v[1], v[2], &qs, &q) <= r * r) {
+          want_c.push_back(m->OriginalIndex(t));
+        }
+      }
+      auto ids = [](const std::vector<MeshContact>& cs) {
+        std::vector<uint32_t> r2;
+        for (const MeshContact& x : cs) r2.push_back(x.triangle);
+        std::sort(r2.begin(), r2.end());
+        return r2;
+      };
+      std::sort(want_s.begin(), want_s.end());
+      std::sort(want_c.begin(), want_c.end());
+      EXPECT_EQ(ids(sph), want_s);
+      EXPECT_EQ(ids(cap), want_c);
+      EXPECT_EQ(s, !want_s.empty());
+      EXPECT_EQ(k, !want_c.empty());
+      EXPECT_EQ(m->OverlapSphere(c, r, true, nullptr), s);
+      touched += s;
+      // Contacts: pushing the sphere out by depth along the normal separates it.
+      for (const MeshContact& x : sph) {
+        EXPECT_NEAR(x.normal.Length(), 1.0, 1e-12);
+        EXPECT_GE(x.depth, 0.0);
+        EXPECT_LE(Distance(x.point_on_mesh, c), r + 1e-12);
+      }
+    }
+  }
+  EXPECT_GT(touched, 500);
+}
+
+// Sphere sweeps equal brute force; the sphere is apart just before the
+// fraction and touching at it.
+TEST(MeshSweep, SphereMatchesBruteForceAndTouches) {
+  Random rng(11);
+  const TriangleMesh mesh = MustBuild(WavyGrid(16, 0.8));
+  const TriangleMesh ico = MustBuild(IcoSphere(2.0, 3));
+  int hits = 0;
+  for (const TriangleMesh* m : {&mesh, &ico}) {
+    const Aabb b = m->bounds();
+    for (int i = 0; i < 2000; ++i) {
+      const Vec3 c = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
+      const Vec3 d = b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c;
+      const double r = rng.Uniform(0.05, 1.0);
+      const MeshSweepHit got = m->SweepSphere(c, r, d);
+      double best = 1.0;
+      bool found = false;
+      for (uint32_t t = 0; t < m->triangle_count(); ++t) {
+        Vec3 v[3];
+        m->TriangleVertices(t, v);
+        const TriangleSweep s = SweepSphereTriangle(c, r, d, 1.0, v[0], v[1], v[2], 7);
+        if (s.hit && (!found || s.t < best)) { best = s.t; found = true; }
+      }
+      ASSERT_EQ(got.state != MeshSweepHit::State::kMiss, found) << ToString(c) << ToString(d);
+      if (!found) continue;
+      ++hits;
+      EXPECT_EQ(got.fraction, best);
+      if (got.fraction > 0.0) {
+        EXPECT_LE(Dot(got.normal, d), 1e-12);
+        EXPECT_FALSE(m->OverlapSphere(c + d * (got.fraction * (1 - 1e-9) - 1e-9), r, true,
+                                      nullptr));
+        EXPECT_TRUE(m->OverlapSphere(c + d * got.fraction, r * (1 + 1e-9) + 1e-12, true,
+                                     nullptr));
+      }
+    }
+  }
+  EXPECT_GT(hits, 1000);
+}
+
+// Sliding on a flat tessellated floor reports the face normal, even where the
+// first contact is an internal edge or vertex.
+TEST(MeshSweep, SlidingOnFlatFloorReportsFaceNormal) {
+  Random rng(21);
+  const TriangleMesh floor = MustBuild(WavyGrid(10, 1.0, /*flat=*/true));
+  int checked = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const double r = rng.Uniform(0.2, 0.6);
+    // Start just above the floor, move mostly sideways and slightly down;
+    // start on lattice points now and then so the contact is a vertex or edge.
+    Vec3 c{rng.Uniform(2, 8), r + rng.Uniform(1e-6, 1e-3), rng.Uniform(2, 8)};
+    if (i % 3 == 0) c.x = std::round(c.x);
+    if (i % 5 == 0) c.z = std::round(c.z);
+    const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(1e-3, 0.05), rng.Uniform(-1, 1)};
+    const MeshSweepHit hit = floor.SweepSphere(c, r, d);
+    ASSERT_EQ(hit.state, MeshSweepHit::State::kHit);
+    EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-12)) << ToString(c) << " " << ToString(d);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3000);
+}
+
+// The raycasts of the next/ case files, evaluated on the mesh and
+// heightfield colliders alone: where the expected first hit is a surface
+// collider we find it (or an `also`) at the expected fraction; where it is a
+// primitive or nothing, no surface is hit before it.
+struct CaseRayStats {
+  int checked = 0, agree = 0;
+};
+
+void CheckCaseFileRays(const std::string& name, CaseRayStats* stats) {
+  const std::string path = std::string(HITBOX_CASES_DIR) + "/next/" + name;
+  std::ifstream in(path);
+  if (!in) GTEST_SKIP() << "no case file " << path;
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  struct Surface {
+    uint64_t id;
+    int layer;
+    Pose pose;
+    std::unique_ptr<TriangleMesh> mesh;
+    std::unique_ptr<Heightfield> field;
+  };
+  auto vec = [](const nlohmann::json& j) {
+    return Vec3{j[0].get<double>(), j[1].get<double>(), j[2].get<double>()};
+  };
+  std::vector<Surface> surfaces;
+  for (const auto& c : doc["colliders"]) {
+    const auto& s = c["shape"];
+    Surface surf;
+    surf.id = c["id"].get<uint64_t>();
+    surf.layer = c["layer"].get<int>();
+    const auto& q = c["rotation"];
+    surf.pose = Pose{vec(c["position"]),
+                     Quat{q[0].get<double>(), q[1].get<double>(), q[2].get<double>(),
+                          q[3].get<double>()}};
+    if (s.contains("mesh")) {
+      std::vector<Vec3> v;
+      std::vector<TriangleMesh::Indices> t;
+      for (const auto& p : s["mesh"]["vertices"]) v.push_back(vec(p));
+      for (const auto& p : s["mesh"]["triangles"]) {
+        t.push_back({p[0].get<uint32_t>(), p[1].get<uint32_t>(), p[2].get<uint32_t>()});
+      }
+      auto r = TriangleMesh::Build(v, t);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      surf.mesh = std::make_unique<TriangleMesh>(std::move(r).value());
+    } else if (s.contains("heightfield")) {
+      const auto& h = s["heightfield"];
+      auto r = Heightfield::Build(h["rows"].get<uint32_t>(), h["cols"].get<uint32_t>(),
+                                  h["cell_size"][0].get<double>(), h["cell_size"][1].get<double>(),
+                                  h["heights"].get<std::vector<double>>());
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      surf.field = std::make_unique<Heightfield>(std::move(r).value());
+    } else {
+      continue;
+    }
+    surfaces.push_back(std::move(surf));
+  }
+  std::map<uint64_t, bool> is_surface;
+  for (const Surface& s : surfaces) is_surface[s.id] = true;
+  const auto& queries = doc["queries"];
+  const auto& expected = doc["expected"];
+  for (size_t i = 0; i < queries.size(); ++i) {
+    if (!queries[i].contains("raycast")) continue;
+    const auto& ray = queries[i]["raycast"];
+    const Vec3 o = vec(ray["origin"]), d = vec(ray["translation"]);
+    const uint32_t mask = queries[i].value("mask", 0xffffffffu);
+    bool found = false;
+    double best = 2.0;
+    uint64_t best_id = 0;
+    for (const Surface& s : surfaces) {
+      if ((mask & (1u << s.layer)) == 0) continue;
+      const Vec3 lo = s.pose.InverseTransformPoint(o);
+      const Vec3 ld = s.pose.InverseTransformDirection(d);
+      MeshRayHit h;
+      const bool hit = s.mesh ? s.mesh->RaycastClosest(lo, ld, &h) : s.field->RaycastClosest(lo, ld, &h);
+      if (hit && h.fraction < best) { best = h.fraction; best_id = s.id; found = true; }
+    }
+    const auto& e = expected[i];
+    ++stats->checked;
+    bool ok;
+    if (e["hit"].is_null()) {
+      ok = !found;
+    } else {
+      const uint64_t want = e["hit"].get<uint64_t>();
+      const double f = e["fraction"].get<double>();
+      const double tol = e["tolerance"].get<double>();
+      std::vector<uint64_t> also;
+      if (e.contains("also")) also = e["also"].get<std::vector<uint64_t>>();
+      const bool surface_expected = is_surface.count(want) > 0;
+      if (surface_expected) {
+        ok = found && std::fabs(best - f) <= tol &&
+             (best_id == want || std::find(also.begin(), also.end(), best_id) != also.end());
+      } else {
+        ok = !found || best >= f - tol ||
+             std::find(also.begin(), also.end(), best_id) != also.end();
+      }
+    }
+    if (ok) {
+      ++stats->agree;
+    } else {
+      ADD_FAILURE() << name << " query " << queries[i]["id"] << ": got "
+                    << (found ? std::to_string(best_id) + " at " + std::to_string(best) : "none")
+                    << ", expected " << e.dump();
+    }
+  }
+}
+
+TEST(MeshCaseFiles, MeshLevelRaycasts) {
+  CaseRayStats stats;
+  CheckCaseFileRays("mesh_level.json", &stats);
+  std::printf("mesh_level.json: %d of %d raycasts agree\n", stats.agree, stats.checked);
+}
+
+TEST(MeshCaseFiles, HeightfieldRaycasts) {
+  CaseRayStats stats;
+  CheckCaseFileRays("heightfield.json", &stats);
+  std::printf("heightfield.json: %d of %d raycasts agree\n", stats.agree, stats.checked);
+}
+
+}  // namespace
+}  // namespace hitbox
