@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "geometry/heightfield.h"
+#include "geometry/surface_queries.h"
 #include "mesh_util.h"
 #include "test_util.h"
 
@@ -472,6 +473,174 @@ TEST(MeshCaseFiles, HeightfieldRaycasts) {
   CaseRayStats stats;
   CheckCaseFileRays("heightfield.json", &stats);
   std::printf("heightfield.json: %d of %d raycasts agree\n", stats.agree, stats.checked);
+}
+
+}  // namespace
+}  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+using internal::ConvexCore;
+using testing::IcoSphere;
+using testing::MeshData;
+using testing::Random;
+using testing::VecNear;
+using testing::WavyGrid;
+
+ConvexCore Core(ConvexCore::Kind kind, const Vec3& he, double hh, double r, double margin) {
+  ConvexCore c;
+  c.kind = kind;
+  c.half_extents = he;
+  c.half_height = hh;
+  c.radius = r;
+  c.margin = margin;
+  return c;
+}
+
+/// Box-triangle overlap by the separating axis test (13 axes; Akenine-Moller
+/// 2001), box in the triangle's frame as a pose: the reference for GJK.
+bool BoxTriangleSat(const Vec3& he, const Pose& box, const Vec3 tri[3]) {
+  Vec3 v[3];
+  for (int i = 0; i < 3; ++i) v[i] = box.InverseTransformPoint(tri[i]);
+  const Vec3 e[3] = {v[1] - v[0], v[2] - v[1], v[0] - v[2]};
+  std::vector<Vec3> axes = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, Cross(e[0], e[1])};
+  for (int a = 0; a < 3; ++a) {
+    for (const Vec3& ed : e) axes.push_back(Cross(Vec3{a == 0 ? 1.0 : 0, a == 1 ? 1.0 : 0, a == 2 ? 1.0 : 0}, ed));
+  }
+  for (const Vec3& ax : axes) {
+    if (ax.LengthSq() < 1e-24) continue;
+    const double r = he.x * std::fabs(ax.x) + he.y * std::fabs(ax.y) + he.z * std::fabs(ax.z);
+    const double p0 = Dot(v[0], ax), p1 = Dot(v[1], ax), p2 = Dot(v[2], ax);
+    if (std::min({p0, p1, p2}) > r || std::max({p0, p1, p2}) < -r) return false;
+  }
+  return true;
+}
+
+// GJK overlaps: a point core + radius equals the closed-form sphere test, a
+// segment core the capsule test, a box the SAT test (away from touching).
+TEST(MeshConvex, OverlapMatchesClosedFormAndSat) {
+  Random rng(77);
+  const TriangleMesh mesh = MustBuild(WavyGrid(12, 0.9));
+  const TriangleMesh ico = MustBuild(IcoSphere(2.0, 2));
+  int hits = 0, compared = 0;
+  for (const TriangleMesh* m : {&mesh, &ico}) {
+    const Aabb b = m->bounds();
+    for (int i = 0; i < 1500; ++i) {
+      const Vec3 c = b.Center() + Mul(rng.InBox(1.1), b.Extents() + Vec3::Splat(0.5));
+      const Quat q = Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3));
+      const Pose pose{c, q};
+      const double r = rng.Uniform(0.1, 1.0), hh = rng.Uniform(0.0, 1.0);
+      const Vec3 he{rng.Uniform(0.1, 1), rng.Uniform(0.1, 1), rng.Uniform(0.1, 1)};
+      std::vector<uint32_t> gs, gc, gb;
+      SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kPoint, {}, 0, 0, r), pose), false, &gs);
+      SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kSegment, {}, hh, 0, r), pose), false, &gc);
+      SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kBox, he, 0, 0, 0), pose), false, &gb);
+      std::vector<MeshContact> cs, cc;
+      m->OverlapSphere(c, r, false, &cs);
+      const Vec3 axis = q.Rotate({0, hh, 0});
+      m->OverlapCapsule(c - axis, c + axis, r, false, &cc);
+      std::vector<uint32_t> ws, wc, wb;
+      for (const auto& x : cs) ws.push_back(x.triangle);
+      for (const auto& x : cc) wc.push_back(x.triangle);
+      // Closed-form and GJK agree except within 1e-9 of touching.
+      for (uint32_t k = 0; k < m->triangle_count(); ++k) {
+        Vec3 v[3], qq, qs;
+        m->TriangleVertices(k, v);
+        const uint32_t orig = m->OriginalIndex(k);
+        const double ds = std::sqrt(PointTriangleDistanceSq(c, v[0], v[1], v[2], &qq)) - r;
+        const double dc = std::sqrt(SegmentTriangleDistanceSq(c - axis, c + axis, v[0], v[1], v[2], &qs, &qq)) - r;
+        const bool in_gs = std::count(gs.begin(), gs.end(), orig) > 0;
+        const bool in_gc = std::count(gc.begin(), gc.end(), orig) > 0;
+        const bool in_gb = std::count(gb.begin(), gb.end(), orig) > 0;
+        if (std::fabs(ds) > 1e-9) { EXPECT_EQ(in_gs, ds <= 0.0) << ds; ++compared; }
+        if (std::fabs(dc) > 1e-9) { EXPECT_EQ(in_gc, dc <= 0.0) << dc; ++compared; }
+        // SAT with the box grown / shrunk by 1e-9 brackets the GJK answer.
+        const bool grown = BoxTriangleSat(he + Vec3::Splat(1e-9), pose, v);
+        const bool shrunk = BoxTriangleSat(he - Vec3::Splat(1e-9), pose, v);
+        if (grown == shrunk) { EXPECT_EQ(in_gb, grown); ++compared; }
+        hits += in_gb;
+      }
+    }
+  }
+  std::printf("%d triangle decisions compared, %d box-triangle overlaps\n", compared, hits);
+  EXPECT_GT(hits, 1000);
+}
+
+// Convex sweeps (box, cylinder, capsule, sphere by GJK): apart at every
+// sample before the reported fraction, within the gap at it; a point core
+// with a radius matches the closed-form sphere sweep.
+TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
+  Random rng(88);
+  const TriangleMesh mesh = MustBuild(WavyGrid(12, 0.9));
+  const TriangleMesh ico = MustBuild(IcoSphere(2.0, 2));
+  int hits = 0;
+  for (const TriangleMesh* m : {&mesh, &ico}) {
+    const Aabb b = m->bounds();
+    for (int i = 0; i < 600; ++i) {
+      const Vec3 c = b.Center() + Mul(rng.InBox(1.4), b.Extents() + Vec3::Splat(1.5));
+      const Vec3 d = b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c;
+      const Quat q = Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3));
+      const double r = rng.Uniform(0.1, 0.8), hh = rng.Uniform(0.0, 0.8);
+      const Vec3 he{rng.Uniform(0.1, 0.8), rng.Uniform(0.1, 0.8), rng.Uniform(0.1, 0.8)};
+      const ConvexCore cores[4] = {Core(ConvexCore::Kind::kPoint, {}, 0, 0, r),
+                                   Core(ConvexCore::Kind::kSegment, {}, hh, 0, r),
+                                   Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
+                                   Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
+      for (const ConvexCore& core : cores) {
+        const MeshSweepHit hit = SurfaceSweepConvex(*m, PlacedConvex(core, Pose{c, q}), d);
+        const double f = hit.state == MeshSweepHit::State::kMiss ? 1.0 : hit.fraction;
+        // Apart at samples before f (a margin of 1e-7 of the path for rounding).
+        for (int s = 0; s < 40; ++s) {
+          const double t = f * s / 40.0 - 1e-7;
+          if (t < 0.0) continue;
+          EXPECT_FALSE(SurfaceOverlapConvex(*m, PlacedConvex(core, Pose{c + d * t, q}), true, nullptr))
+              << "overlap at " << t << " before " << f << " kind " << static_cast<int>(core.kind);
+        }
+        if (hit.state == MeshSweepHit::State::kMiss) continue;
+        ++hits;
+        ConvexCore grown = core;
+        grown.margin += 1e-7;
+        EXPECT_TRUE(SurfaceOverlapConvex(*m, PlacedConvex(grown, Pose{c + d * f, q}), true, nullptr));
+        EXPECT_NEAR(hit.normal.Length(), 1.0, 1e-9);
+        if (f > 0.0) {
+          EXPECT_LE(Dot(hit.normal, d), 1e-9);
+        }
+        if (core.kind == ConvexCore::Kind::kPoint) {
+          const MeshSweepHit exact = m->SweepSphere(c, r, d);
+          EXPECT_NEAR(exact.fraction, f, 1e-7);
+        }
+      }
+    }
+  }
+  EXPECT_GT(hits, 1500);
+}
+
+// Capsules, boxes and cylinders sliding on a flat tessellated floor report
+// the face normal, including contacts on internal edges and vertices.
+TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {
+  Random rng(99);
+  const TriangleMesh floor = MustBuild(WavyGrid(10, 1.0, /*flat=*/true));
+  int checked = 0;
+  for (int i = 0; i < 1500; ++i) {
+    const double r = rng.Uniform(0.2, 0.5), hh = rng.Uniform(0.2, 0.8);
+    const ConvexCore cores[3] = {Core(ConvexCore::Kind::kSegment, {}, hh, 0, r),
+                                 Core(ConvexCore::Kind::kBox, {r, hh, r}, 0, 0, 0),
+                                 Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
+    for (int k = 0; k < 3; ++k) {
+      const double bottom = k == 0 ? hh + r : hh;
+      Vec3 c{rng.Uniform(2, 8), bottom + rng.Uniform(1e-6, 1e-3), rng.Uniform(2, 8)};
+      if (i % 2 == 0) { c.x = std::round(c.x); c.z = std::round(c.z); }
+      // Boxes and cylinders upright but turned about Y so their corners land anywhere.
+      const Quat q = Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0, 6.3));
+      const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(2e-3, 0.05), rng.Uniform(-1, 1)};
+      const MeshSweepHit hit = SurfaceSweepConvex(floor, PlacedConvex(cores[k], Pose{c, q}), d);
+      ASSERT_EQ(hit.state, MeshSweepHit::State::kHit) << k << " " << ToString(c) << ToString(d);
+      EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-9)) << k << " " << ToString(c) << " " << ToString(d);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4500);
 }
 
 }  // namespace

@@ -69,6 +69,8 @@ class Heightfield {
 
   /// Vertices of triangle `t` (FORMAT.md numbering).
   void TriangleVertices(uint32_t t, Vec3 out[3]) const;
+  /// Input index of triangle `t`: the same (no reordering); for generic surface queries.
+  uint32_t OriginalIndex(uint32_t t) const { return t; }
   /// Active-edge flags of triangle `t` (same rule as TriangleMesh).
   EdgeFlags ActiveEdges(uint32_t t) const;
   /// The equivalent triangle mesh (same vertices and triangle numbering).
