@@ -84,7 +84,7 @@ Result<Heightfield> Heightfield::Build(uint32_t rows, uint32_t cols, double dx, 
   if (digits >= 0) {
     const double dd = std::pow(10.0, digits);
     hf.storage_ = Storage::kDecimal;
-    hf.scale_ = 1.0 / dd;
+    hf.divisor_ = dd;
     hf.qheights_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       hf.qheights_[i] = static_cast<int32_t>(std::nearbyint(heights[i] * dd));

@@ -6,7 +6,7 @@
 // (p(r,c), p(r+1,c+1), p(r,c+1)).
 //
 // Storage: each sample in 4 bytes when exact — a 32-bit integer q with
-// h = q / 10^k (k in 0..9, checked at build: decoding is within one ulp of the
+// h = q / 10^k (k in 0..9, checked at build: decoding gives back exactly the
 // input) or else a float equal to the input — and in 8 bytes (double) only
 // when neither is exact. A min/max hierarchy over blocks of 2x2, 4x4, ...
 // cells (floats rounded outwards, ~2.7 bytes per sample) drives front-to-back
@@ -49,7 +49,7 @@ class Heightfield {
   double Height(uint32_t r, uint32_t c) const {
     const size_t i = static_cast<size_t>(r) * cols_ + c;
     switch (storage_) {
-      case Storage::kDecimal: return qheights_[i] * scale_;
+      case Storage::kDecimal: return qheights_[i] / divisor_;
       case Storage::kFloat: return static_cast<double>(fheights_[i]);
       case Storage::kDouble: break;
     }
@@ -104,7 +104,7 @@ class Heightfield {
   uint32_t rows_ = 0, cols_ = 0;
   double dx_ = 1.0, dz_ = 1.0;
   Storage storage_ = Storage::kDouble;
-  double scale_ = 1.0;
+  double divisor_ = 1.0;  // 10^k: q / 10^k is exactly the input height
   std::vector<int32_t> qheights_;
   std::vector<float> fheights_;
   std::vector<double> dheights_;

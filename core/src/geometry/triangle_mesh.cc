@@ -101,7 +101,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   const int digits = DecimalDigits(vertices);
   if (digits >= 0) {
     const double d = std::pow(10.0, digits);
-    mesh.vertex_scale_ = 1.0 / d;
+    mesh.vertex_divisor_ = d;
     mesh.qvertices_.resize(vertices.size());
     for (size_t i = 0; i < vertices.size(); ++i) {
       for (int a = 0; a < 3; ++a) {

@@ -6,8 +6,8 @@
 //   - vertices: when every coordinate is a decimal with at most 9 fraction
 //     digits within +-2147 m of the origin at that resolution (q / 10^k with
 //     q a 32-bit integer, checked exactly at build), as int32 triples (12
-//     bytes); otherwise as doubles (24 bytes). Decoding q * 10^-k is within
-//     one ulp of the input coordinate.
+//     bytes); otherwise as doubles (24 bytes). Decoding q / 10^k (a correctly
+//     rounded division) gives back exactly the input coordinate.
 //   - triangles in hierarchy leaf order: three 32-bit vertex indices whose top
 //     bits hold the active-edge flags, plus the original triangle index (for
 //     `sub_shape`): 16 bytes.
@@ -163,7 +163,7 @@ class TriangleMesh {
   Vec3 Vertex(uint32_t i) const {
     if (!qvertices_.empty()) {
       const auto& q = qvertices_[i];
-      return {q[0] * vertex_scale_, q[1] * vertex_scale_, q[2] * vertex_scale_};
+      return {q[0] / vertex_divisor_, q[1] / vertex_divisor_, q[2] / vertex_divisor_};
     }
     return dvertices_[i];
   }
@@ -177,7 +177,7 @@ class TriangleMesh {
 
   std::vector<std::array<int32_t, 3>> qvertices_;
   std::vector<Vec3> dvertices_;
-  double vertex_scale_ = 1.0;
+  double vertex_divisor_ = 1.0;  // 10^k: q / 10^k is exactly the input coordinate
   uint32_t vertex_count_ = 0;
   std::vector<Indices> tri_;  // top bit of each index: active-edge flag
   std::vector<uint32_t> tri_original_;
