@@ -358,15 +358,51 @@ TEST(MeshSweep, SlidingOnFlatFloorReportsFaceNormal) {
   EXPECT_EQ(checked, 3000);
 }
 
-// The raycasts of the next/ case files, evaluated on the mesh and
-// heightfield colliders alone: where the expected first hit is a surface
-// collider we find it (or an `also`) at the expected fraction; where it is a
-// primitive or nothing, no surface is hit before it.
-struct CaseRayStats {
-  int checked = 0, agree = 0;
+// The next/ case files evaluated on their mesh and heightfield colliders
+// alone (primitive colliders are not this component's): raycasts, sweeps and
+// overlaps of every query shape (a convex_hull query through the support
+// function of its points). Sweeps and rays: where the expected first hit is a
+// surface we find it (or an `also`) within the tolerance; where it is a
+// primitive or nothing, no surface is hit before it. Overlaps: every surface
+// in `hits` is reported, none outside `hits` and `maybe`.
+struct CaseStats {
+  int checked[3] = {0, 0, 0};  // raycast, sweep, overlap
+  int agree[3] = {0, 0, 0};
 };
 
-void CheckCaseFileRays(const std::string& name, CaseRayStats* stats) {
+/// The solid convex hull of points placed in a surface's frame, as a support
+/// function (margin 0) for the generic surface queries.
+class PlacedPoints {
+ public:
+  PlacedPoints(const std::vector<Vec3>& points, const Pose& pose) {
+    double r = 0.0;
+    for (const Vec3& p : points) {
+      pts_.push_back(pose.TransformPoint(p));
+      bounds_ = bounds_.Union(pts_.back());
+      r = std::max(r, p.Length());
+    }
+    scale_ = r + pose.position.Length();
+  }
+  Vec3 operator()(const Vec3& d) const {
+    size_t best = 0;
+    double bd = Dot(pts_[0], d);
+    for (size_t i = 1; i < pts_.size(); ++i) {
+      const double x = Dot(pts_[i], d);
+      if (x > bd) { bd = x; best = i; }
+    }
+    return pts_[best];
+  }
+  double margin() const { return 0.0; }
+  const Aabb& bounds() const { return bounds_; }
+  double scale() const { return scale_; }
+
+ private:
+  std::vector<Vec3> pts_;
+  Aabb bounds_;
+  double scale_ = 0.0;
+};
+
+void CheckCaseFile(const std::string& name, CaseStats* stats) {
   const std::string path = std::string(HITBOX_CASES_DIR) + "/next/" + name;
   std::ifstream in(path);
   if (!in) GTEST_SKIP() << "no case file " << path;
@@ -381,16 +417,16 @@ void CheckCaseFileRays(const std::string& name, CaseRayStats* stats) {
   auto vec = [](const nlohmann::json& j) {
     return Vec3{j[0].get<double>(), j[1].get<double>(), j[2].get<double>()};
   };
+  auto quat = [](const nlohmann::json& q) {
+    return Quat{q[0].get<double>(), q[1].get<double>(), q[2].get<double>(), q[3].get<double>()};
+  };
   std::vector<Surface> surfaces;
   for (const auto& c : doc["colliders"]) {
     const auto& s = c["shape"];
     Surface surf;
     surf.id = c["id"].get<uint64_t>();
     surf.layer = c["layer"].get<int>();
-    const auto& q = c["rotation"];
-    surf.pose = Pose{vec(c["position"]),
-                     Quat{q[0].get<double>(), q[1].get<double>(), q[2].get<double>(),
-                          q[3].get<double>()}};
+    surf.pose = Pose{vec(c["position"]), quat(c["rotation"])};
     if (s.contains("mesh")) {
       std::vector<Vec3> v;
       std::vector<TriangleMesh::Indices> t;
@@ -415,64 +451,164 @@ void CheckCaseFileRays(const std::string& name, CaseRayStats* stats) {
   }
   std::map<uint64_t, bool> is_surface;
   for (const Surface& s : surfaces) is_surface[s.id] = true;
+
+  // A query shape in a surface's frame: sweep / overlap through the generic
+  // support-function queries (spheres too, so the GJK path is what is checked).
+  struct QueryShape {
+    bool hull = false;
+    internal::ConvexCore core;
+    std::vector<Vec3> points;
+  };
+  auto parse_shape = [&](const nlohmann::json& s) {
+    QueryShape q;
+    using K = internal::ConvexCore::Kind;
+    if (s.contains("sphere")) {
+      q.core.kind = K::kPoint;
+      q.core.margin = s["sphere"]["radius"].get<double>();
+    } else if (s.contains("capsule")) {
+      q.core.kind = K::kSegment;
+      q.core.margin = s["capsule"]["radius"].get<double>();
+      q.core.half_height = s["capsule"]["half_height"].get<double>();
+    } else if (s.contains("box")) {
+      q.core.kind = K::kBox;
+      q.core.half_extents = vec(s["box"]["half_extents"]);
+    } else if (s.contains("cylinder")) {
+      q.core.kind = K::kCylinder;
+      q.core.radius = s["cylinder"]["radius"].get<double>();
+      q.core.half_height = s["cylinder"]["half_height"].get<double>();
+    } else {
+      q.hull = true;
+      for (const auto& p : s["convex_hull"]["points"]) q.points.push_back(vec(p));
+    }
+    return q;
+  };
+  auto contains = [](const nlohmann::json& list, uint64_t id) {
+    for (const auto& x : list) {
+      if (x.get<uint64_t>() == id) return true;
+    }
+    return false;
+  };
+
   const auto& queries = doc["queries"];
   const auto& expected = doc["expected"];
   for (size_t i = 0; i < queries.size(); ++i) {
-    if (!queries[i].contains("raycast")) continue;
-    const auto& ray = queries[i]["raycast"];
-    const Vec3 o = vec(ray["origin"]), d = vec(ray["translation"]);
-    const uint32_t mask = queries[i].value("mask", 0xffffffffu);
-    bool found = false;
-    double best = 2.0;
-    uint64_t best_id = 0;
-    for (const Surface& s : surfaces) {
-      if ((mask & (1u << s.layer)) == 0) continue;
-      const Vec3 lo = s.pose.InverseTransformPoint(o);
-      const Vec3 ld = s.pose.InverseTransformDirection(d);
-      MeshRayHit h;
-      const bool hit = s.mesh ? s.mesh->RaycastClosest(lo, ld, &h) : s.field->RaycastClosest(lo, ld, &h);
-      if (hit && h.fraction < best) { best = h.fraction; best_id = s.id; found = true; }
-    }
+    const auto& qj = queries[i];
     const auto& e = expected[i];
-    ++stats->checked;
-    bool ok;
-    if (e["hit"].is_null()) {
-      ok = !found;
+    const uint32_t mask = qj.value("mask", 0xffffffffu);
+    auto candidate = [&](const Surface& s) { return (mask & (1u << s.layer)) != 0; };
+    int kind;
+    bool ok = true;
+    std::string got;
+    if (qj.contains("overlap")) {
+      kind = 2;
+      const auto& o = qj["overlap"];
+      const QueryShape qs = parse_shape(o["shape"]);
+      const Pose pose{vec(o["position"]), quat(o["rotation"])};
+      for (const Surface& s : surfaces) {
+        if (!candidate(s)) continue;
+        const Pose local = s.pose.RelativeTo(pose);
+        bool hit;
+        if (qs.hull) {
+          const PlacedPoints pp(qs.points, local);
+          hit = s.mesh ? SurfaceOverlapConvex(*s.mesh, pp, true, nullptr)
+                       : SurfaceOverlapConvex(*s.field, pp, true, nullptr);
+        } else {
+          const PlacedConvex pc(qs.core, local);
+          hit = s.mesh ? SurfaceOverlapConvex(*s.mesh, pc, true, nullptr)
+                       : SurfaceOverlapConvex(*s.field, pc, true, nullptr);
+        }
+        const bool must = contains(e["hits"], s.id);
+        const bool may = contains(e["maybe"], s.id);
+        if ((must && !hit) || (hit && !must && !may)) {
+          ok = false;
+          got += " collider " + std::to_string(s.id) + (hit ? " reported" : " missed");
+        }
+      }
     } else {
-      const uint64_t want = e["hit"].get<uint64_t>();
-      const double f = e["fraction"].get<double>();
-      const double tol = e["tolerance"].get<double>();
-      std::vector<uint64_t> also;
-      if (e.contains("also")) also = e["also"].get<std::vector<uint64_t>>();
-      const bool surface_expected = is_surface.count(want) > 0;
-      if (surface_expected) {
-        ok = found && std::fabs(best - f) <= tol &&
-             (best_id == want || std::find(also.begin(), also.end(), best_id) != also.end());
+      const bool ray = qj.contains("raycast");
+      kind = ray ? 0 : 1;
+      const auto& r = ray ? qj["raycast"] : qj["sweep"];
+      const Vec3 o = vec(ray ? r["origin"] : r["position"]);
+      const Vec3 d = vec(r["translation"]);
+      QueryShape qs;
+      Quat rot;
+      if (!ray) {
+        qs = parse_shape(r["shape"]);
+        rot = quat(r["rotation"]);
+      }
+      bool found = false;
+      double best = 2.0;
+      uint64_t best_id = 0;
+      for (const Surface& s : surfaces) {
+        if (!candidate(s)) continue;
+        const Vec3 ld = s.pose.InverseTransformDirection(d);
+        double f = 2.0;
+        if (ray) {
+          const Vec3 lo = s.pose.InverseTransformPoint(o);
+          MeshRayHit h;
+          if (s.mesh ? s.mesh->RaycastClosest(lo, ld, &h) : s.field->RaycastClosest(lo, ld, &h)) {
+            f = h.fraction;
+          }
+        } else {
+          const Pose local = s.pose.RelativeTo(Pose{o, rot});
+          MeshSweepHit h;
+          if (qs.hull) {
+            const PlacedPoints pp(qs.points, local);
+            h = s.mesh ? SurfaceSweepConvex(*s.mesh, pp, ld) : SurfaceSweepConvex(*s.field, pp, ld);
+          } else {
+            const PlacedConvex pc(qs.core, local);
+            h = s.mesh ? SurfaceSweepConvex(*s.mesh, pc, ld) : SurfaceSweepConvex(*s.field, pc, ld);
+          }
+          if (h.state != MeshSweepHit::State::kMiss) f = h.fraction;
+        }
+        if (f < best) { best = f; best_id = s.id; found = true; }
+      }
+      got = found ? std::to_string(best_id) + " at " + std::to_string(best) : "none";
+      if (e["hit"].is_null()) {
+        ok = !found;
       } else {
-        ok = !found || best >= f - tol ||
-             std::find(also.begin(), also.end(), best_id) != also.end();
+        const uint64_t want = e["hit"].get<uint64_t>();
+        const double f = e["fraction"].get<double>();
+        const double tol = e["tolerance"].get<double>();
+        const nlohmann::json also = e.contains("also") ? e["also"] : nlohmann::json::array();
+        if (is_surface.count(want) > 0) {
+          ok = found && std::fabs(best - f) <= tol && (best_id == want || contains(also, best_id));
+        } else {
+          ok = !found || best >= f - tol || contains(also, best_id);
+        }
       }
     }
+    ++stats->checked[kind];
     if (ok) {
-      ++stats->agree;
+      ++stats->agree[kind];
     } else {
-      ADD_FAILURE() << name << " query " << queries[i]["id"] << ": got "
-                    << (found ? std::to_string(best_id) + " at " + std::to_string(best) : "none")
-                    << ", expected " << e.dump();
+      ADD_FAILURE() << name << " query " << qj["id"] << ": got " << got << ", expected "
+                    << e.dump();
     }
   }
 }
 
-TEST(MeshCaseFiles, MeshLevelRaycasts) {
-  CaseRayStats stats;
-  CheckCaseFileRays("mesh_level.json", &stats);
-  std::printf("mesh_level.json: %d of %d raycasts agree\n", stats.agree, stats.checked);
+void PrintStats(const char* name, const CaseStats& s) {
+  std::printf("%s: raycasts %d/%d, sweeps %d/%d, overlaps %d/%d agree\n", name, s.agree[0],
+              s.checked[0], s.agree[1], s.checked[1], s.agree[2], s.checked[2]);
 }
 
-TEST(MeshCaseFiles, HeightfieldRaycasts) {
-  CaseRayStats stats;
-  CheckCaseFileRays("heightfield.json", &stats);
-  std::printf("heightfield.json: %d of %d raycasts agree\n", stats.agree, stats.checked);
+TEST(MeshCaseFiles, MeshLevel) {
+  CaseStats stats;
+  CheckCaseFile("mesh_level.json", &stats);
+  PrintStats("mesh_level.json", stats);
+}
+
+TEST(MeshCaseFiles, Heightfield) {
+  CaseStats stats;
+  CheckCaseFile("heightfield.json", &stats);
+  PrintStats("heightfield.json", stats);
+}
+
+TEST(MeshCaseFiles, BigLevel) {
+  CaseStats stats;
+  CheckCaseFile("big_level.json", &stats);
+  PrintStats("big_level.json", stats);
 }
 
 }  // namespace
