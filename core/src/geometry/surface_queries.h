@@ -68,6 +68,54 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
   return any;
 }
 
+/// Contacts of the convex with every triangle of `surface` it touches (one
+/// MeshContact each, appended): when the cores are apart, GJK's closest points
+/// (depth = margin - distance); when they overlap, EPA from GJK's enclosing
+/// tetrahedron. Should EPA fail (a flat Minkowski difference), the face
+/// normal with the depth that clears the triangle's plane: a separating move,
+/// not necessarily the shortest. Returns true when any triangle is touched.
+template <typename Surface, typename Convex>
+bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
+                           std::vector<MeshContact>* contacts) {
+  bool any = false;
+  surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+    Vec3 v[3];
+    surface.TriangleVertices(k, v);
+    const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
+    if (g.distance_lower > 0.0) return true;
+    any = true;
+    MeshContact c;
+    c.triangle = surface.OriginalIndex(k);
+    if (!g.cores_overlap) {
+      c.normal = g.normal;
+      c.depth = std::max(-g.distance, 0.0);
+      c.point_on_mesh = g.point_on_triangle;
+      c.point_on_query = g.point_on_convex;
+    } else {
+      const TriangleConvexPenetration e =
+          TriangleConvexEpa(v, convex, convex.margin(), convex.scale(), g);
+      if (e.valid) {
+        c.normal = e.normal;
+        c.depth = e.depth;
+        c.point_on_mesh = e.point_on_triangle;
+        c.point_on_query = e.point_on_convex;
+      } else {
+        Vec3 n = Cross(v[1] - v[0], v[2] - v[0]).Normalized();
+        const Vec3 centre = convex(n) * 0.5 + convex(-n) * 0.5;
+        if (Dot(centre - v[0], n) < 0.0) n = -n;
+        const Vec3 deepest = convex(-n) - n * convex.margin();
+        c.normal = n;
+        c.depth = std::max(Dot(v[0] - deepest, n), 0.0);
+        c.point_on_query = deepest;
+        c.point_on_mesh = deepest + n * c.depth;
+      }
+    }
+    contacts->push_back(c);
+    return true;
+  });
+  return any;
+}
+
 /// First contact of the convex translating by `translation` with `surface`.
 template <typename Surface, typename Convex>
 MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,

@@ -55,6 +55,12 @@ struct TriangleConvexDistance {
   /// Closest point on the convex (core point moved by the margin towards the triangle).
   Vec3 point_on_convex;
   int iterations = 0;
+  /// When the cores overlap with the origin enclosed by a GJK tetrahedron:
+  /// its points (core point minus triangle point), core points and triangle
+  /// barycentric weights, the start polytope of EPA. 0 otherwise.
+  int tetrahedron = 0;
+  Vec3 tet_w[4], tet_p[4];
+  double tet_l[4][3];
 };
 
 namespace triangle_convex_detail {
@@ -211,6 +217,12 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
       // so while the lower bound already proves separation.
       if (lower > eps_abs) { n = 3; break; }
       overlap = true;
+      out.tetrahedron = 4;
+      for (int k = 0; k < 4; ++k) {
+        out.tet_w[k] = s[k].w;
+        out.tet_p[k] = s[k].p;
+        for (int j = 0; j < 3; ++j) out.tet_l[k][j] = s[k].l[j];
+      }
       break;
     }
     if (nv.LengthSq() >= vv) break;  // no progress (rounding)
@@ -238,6 +250,202 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
   out.distance = dist - margin;
   out.distance_lower = std::min(std::max(lower, 0.0), dist) - margin;
   out.point_on_convex = on_core - out.normal * margin;
+  return out;
+}
+
+/// Penetration of a convex (core + margin) into a triangle, mesh frame.
+struct TriangleConvexPenetration {
+  /// False when no contact could be computed (no enclosing tetrahedron, a
+  /// flat Minkowski difference, or the cap hit before convergence).
+  bool valid = false;
+  /// 0: EPA converged (or capped on its best face). Otherwise EPA broke down
+  /// (3 degenerate new face, 4 no face left, 5 origin outside the polytope
+  /// after rounding on slivers of a curved core) and the answer is the best
+  /// of the polytope's face normals n by the exact support h(n) of the
+  /// Minkowski difference: still a separating move (depth, normal), perhaps
+  /// slightly longer than the shortest. 1 no tetrahedron, 2 degenerate start:
+  /// not valid.
+  int failure = 0;
+  /// Depth in metres: moving the convex by depth * normal separates it.
+  double depth = 0.0;
+  /// Unit push-out direction from the triangle towards the convex.
+  Vec3 normal{0, 1, 0};
+  /// Deepest point of the convex, and the matching point of the triangle.
+  Vec3 point_on_convex;
+  Vec3 point_on_triangle;
+};
+
+/// Expanding Polytope Algorithm (van den Bergen 2001; as epa.h) on the
+/// Minkowski difference core - triangle, started from GJK's enclosing
+/// tetrahedron `g` (g.tetrahedron == 4). Each step pushes the face nearest
+/// the origin out to the support point along its normal, re-stitching the
+/// horizon, until the support gap is below 1e-9 * scale.
+template <typename CoreSupport>
+TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport& core_support,
+                                            double margin, double scale,
+                                            const TriangleConvexDistance& g) {
+  TriangleConvexPenetration out;
+  if (g.tetrahedron != 4) { out.failure = 1; return out; }
+  struct Vert {
+    Vec3 w, p;
+    double l[3];
+  };
+  struct Face {
+    int v[3];
+    Vec3 n;
+    double d;
+    bool alive;
+  };
+  constexpr int kMaxVerts = 160;
+  constexpr int kMaxFaces = 1024;
+  Vert verts[kMaxVerts];
+  Face faces[kMaxFaces];
+  int nv = 0, nf = 0;
+  for (int k = 0; k < 4; ++k) {
+    verts[nv].w = g.tet_w[k];
+    verts[nv].p = g.tet_p[k];
+    for (int j = 0; j < 3; ++j) verts[nv].l[j] = g.tet_l[k][j];
+    ++nv;
+  }
+  auto make_face = [&](int a, int b, int c) {
+    if (nf >= kMaxFaces) return false;
+    Face& f = faces[nf];
+    f.v[0] = a; f.v[1] = b; f.v[2] = c;
+    const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
+    const double len = n.Length();
+    if (!(len > 0.0)) return false;
+    f.n = n / len;
+    f.d = Dot(f.n, verts[a].w);
+    f.alive = true;
+    ++nf;
+    return true;
+  };
+  // Tetrahedron faces, oriented outwards (away from the opposite vertex).
+  const int tf[4][4] = {{0, 1, 2, 3}, {0, 3, 1, 2}, {0, 2, 3, 1}, {1, 3, 2, 0}};
+  for (const auto& f : tf) {
+    int a = f[0], b = f[1], c = f[2];
+    const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
+    if (Dot(n, verts[f[3]].w - verts[a].w) > 0.0) std::swap(b, c);
+    if (!make_face(a, b, c)) { out.failure = 2; return out; }
+  }
+  auto tri_support = [&](const Vec3& d, double l[3]) {
+    const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
+    const int i = (x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2);
+    l[0] = l[1] = l[2] = 0.0;
+    l[i] = 1.0;
+    return tri[i];
+  };
+  const double tol = 1e-9 * scale;
+  // Breakdown: for any unit n, moving the convex by h(n) along -n separates
+  // it (h the support of core - triangle); take the best alive face normal.
+  auto fallback = [&](int reason) {
+    out.failure = reason;
+    double best_h = std::numeric_limits<double>::infinity();
+    Vec3 best_n;
+    for (int i = 0; i < nf; ++i) {
+      if (!faces[i].alive) continue;
+      double l[3];
+      const Vec3 n = faces[i].n;
+      const double h = Dot(core_support(n) - tri_support(-n, l), n);
+      if (h < best_h) { best_h = h; best_n = n; }
+    }
+    if (!(best_h < std::numeric_limits<double>::infinity())) return out;
+    double l[3];
+    out.valid = true;
+    out.depth = std::max(best_h, 0.0) + margin;
+    out.normal = -best_n;
+    out.point_on_convex = core_support(best_n) + best_n * margin;
+    out.point_on_triangle = tri_support(-best_n, l);
+    return out;
+  };
+  int best = -1;
+  for (int it = 0; it < 150; ++it) {
+    best = -1;
+    for (int i = 0; i < nf; ++i) {
+      if (faces[i].alive && (best < 0 || faces[i].d < faces[best].d)) best = i;
+    }
+    if (best < 0) return fallback(4);
+    const Face& f = faces[best];
+    if (nv >= kMaxVerts || nf + 64 > kMaxFaces) break;  // capped: best face so far
+    Vert& nvx = verts[nv];
+    nvx.p = core_support(f.n);
+    nvx.w = nvx.p - tri_support(-f.n, nvx.l);
+    const double gap = Dot(nvx.w, f.n) - f.d;
+    if (gap <= tol) break;
+    // A support point already in the polytope (curved cores repeat rim
+    // points): no progress is possible along this face.
+    bool repeated = false;
+    for (int i = 0; i < nv && !repeated; ++i) {
+      repeated = (verts[i].w - nvx.w).LengthSq() <= 1e-12 * scale * scale;
+    }
+    if (repeated) break;
+    const int wi = nv++;
+    // Remove the faces that see the new point; keep their horizon edges.
+    int edges[kMaxFaces][2];
+    int ne = 0;
+    for (int i = 0; i < nf; ++i) {
+      // Visible with a margin: near-coplanar slivers on curved cores must not
+      // flip the polytope inside out.
+      if (!faces[i].alive || Dot(faces[i].n, verts[wi].w - verts[faces[i].v[0]].w) <= tol) {
+        continue;
+      }
+      faces[i].alive = false;
+      for (int e = 0; e < 3; ++e) {
+        const int a = faces[i].v[e], b = faces[i].v[(e + 1) % 3];
+        bool shared = false;
+        for (int k = 0; k < ne; ++k) {
+          if (edges[k][0] == b && edges[k][1] == a) {
+            edges[k][0] = edges[ne - 1][0];
+            edges[k][1] = edges[ne - 1][1];
+            --ne;
+            shared = true;
+            break;
+          }
+        }
+        if (!shared && ne < kMaxFaces) {
+          edges[ne][0] = a;
+          edges[ne][1] = b;
+          ++ne;
+        }
+      }
+    }
+    for (int k = 0; k < ne; ++k) {
+      if (!make_face(edges[k][0], edges[k][1], wi)) return fallback(3);
+    }
+  }
+  if (best < 0) return out;
+  const Face& f = faces[best];
+  if (f.d < -tol) return fallback(5);  // origin not enclosed
+  // Barycentric weights of the origin's projection n * d on the face.
+  const Vec3 a = verts[f.v[0]].w, b = verts[f.v[1]].w, c = verts[f.v[2]].w;
+  const Vec3 q = f.n * f.d;
+  const Vec3 v0 = b - a, v1 = c - a, v2 = q - a;
+  const double d00 = Dot(v0, v0), d01 = Dot(v0, v1), d11 = Dot(v1, v1);
+  const double d20 = Dot(v2, v0), d21 = Dot(v2, v1);
+  const double den = d00 * d11 - d01 * d01;
+  double wb = 0.0, wc = 0.0;
+  if (den != 0.0) {
+    wb = (d11 * d20 - d01 * d21) / den;
+    wc = (d00 * d21 - d01 * d20) / den;
+  }
+  const double wa = 1.0 - wb - wc;
+  const double w3[3] = {wa, wb, wc};
+  Vec3 core_point, tri_point;
+  for (int k = 0; k < 3; ++k) {
+    const Vert& vx = verts[f.v[k]];
+    core_point += vx.p * w3[k];
+    tri_point += (tri[0] * vx.l[0] + tri[1] * vx.l[1] + tri[2] * vx.l[2]) * w3[k];
+  }
+  // Depth = the exact support h(n) along the final normal (>= the face
+  // distance, by at most the stopping gap when converged): moving the convex
+  // by it along -n always leaves the two touching or apart, as in epa.h.
+  double lh[3];
+  const double h = Dot(core_support(f.n) - tri_support(-f.n, lh), f.n);
+  out.valid = true;
+  out.depth = std::max(std::max(h, f.d), 0.0) + margin;
+  out.normal = -f.n;
+  out.point_on_convex = core_point + f.n * margin;
+  out.point_on_triangle = tri_point;
   return out;
 }
 
