@@ -369,6 +369,7 @@ TEST(MeshSweep, SlidingOnFlatFloorReportsFaceNormal) {
 struct CaseStats {
   int checked[3] = {0, 0, 0};  // raycast, sweep, overlap
   int agree[3] = {0, 0, 0};
+  int capped = 0;  // sweeps whose first contact hit the advancement cap
 };
 
 /// The solid convex hull of points placed in a surface's frame, as a support
@@ -560,7 +561,10 @@ void CheckCaseFile(const std::string& name, CaseStats* stats) {
             const PlacedConvex pc(qs.core, local);
             h = s.mesh ? SurfaceSweepConvex(*s.mesh, pc, ld) : SurfaceSweepConvex(*s.field, pc, ld);
           }
-          if (h.state != MeshSweepHit::State::kMiss) f = h.fraction;
+          if (h.state != MeshSweepHit::State::kMiss) {
+            f = h.fraction;
+            stats->capped += h.capped;
+          }
         }
         if (f < best) { best = f; best_id = s.id; found = true; }
       }
@@ -590,8 +594,9 @@ void CheckCaseFile(const std::string& name, CaseStats* stats) {
 }
 
 void PrintStats(const char* name, const CaseStats& s) {
-  std::printf("%s: raycasts %d/%d, sweeps %d/%d, overlaps %d/%d agree\n", name, s.agree[0],
-              s.checked[0], s.agree[1], s.checked[1], s.agree[2], s.checked[2]);
+  std::printf("%s: raycasts %d/%d, sweeps %d/%d, overlaps %d/%d agree (%d capped sweeps)\n",
+              name, s.agree[0], s.checked[0], s.agree[1], s.checked[1], s.agree[2], s.checked[2],
+              s.capped);
 }
 
 TEST(MeshCaseFiles, MeshLevel) {

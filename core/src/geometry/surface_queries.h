@@ -140,6 +140,7 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
       out.normal = s.normal;
       out.point = s.point;
       out.triangle = orig;
+      out.capped = s.capped;
     }
     return true;
   });

@@ -29,9 +29,12 @@ namespace hitbox {
 /// Contact gap at which a sweep stops (metres): the fraction is at most
 /// kSweepGap / closing speed before the exact time of impact.
 inline constexpr double kSweepGap = 1e-9;
+/// Upper bound of the remaining gap (metres) accepted as contact when GJK
+/// stalls in rounding with its lower bound already within kSweepGap.
+inline constexpr double kSweepStallGap = 1e-7;
 /// Iteration caps.
 inline constexpr int kTriangleGjkMaxIterations = 64;
-inline constexpr int kTriangleSweepMaxIterations = 96;
+inline constexpr int kTriangleSweepMaxIterations = 128;
 
 /// Closest points of a triangle and a convex core (+ margin), mesh frame.
 struct TriangleConvexDistance {
@@ -478,7 +481,11 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
     const Vec3 shift = v * t;
     auto moved = [&](const Vec3& d) { return core_support(d) + shift; };
     const TriangleConvexDistance g = TriangleConvexGjk(tri, moved, margin, scale);
-    if (g.distance <= kSweepGap) {
+    // Contact: within the gap; or GJK stalled (rounding) with its lower bound
+    // already within the gap and its upper bound within kSweepStallGap, where
+    // no further advance is possible.
+    if (g.distance <= kSweepGap ||
+        (g.distance_lower <= 0.5 * kSweepGap && g.distance <= kSweepStallGap)) {
       out.hit = true;
       out.t = t;
       out.started_inside = t == 0.0;

@@ -82,6 +82,10 @@ struct MeshSweepHit {
   Vec3 point;
   /// Index of the triangle in the input (`sub_shape`).
   uint32_t triangle = 0;
+  /// True when the conservative advancement hit its iteration cap on this
+  /// triangle: `fraction` is then a lower bound of the time of impact, not a
+  /// proven contact (generic convex sweeps only).
+  bool capped = false;
 };
 
 /// Per-triangle flags: bit i set = edge i (0: v0-v1, 1: v1-v2, 2: v2-v0) is active.
