@@ -1,0 +1,50 @@
+// Conservative ray / box slab test for hierarchy traversal (internal): a box
+// the exact ray touches is never culled (Ize, "Robust BVH Ray Traversal",
+// JCGT 2(2), 2013: the far distance is widened by a few ulps' worth; here by
+// a relative 1e-12, far more than the rounding of the slab distances).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "hitbox/math.h"
+
+namespace hitbox {
+
+/// A ray origin + t * dir, t in [0, t_max], prepared for box tests.
+struct BvhRay {
+  Vec3 origin;
+  Vec3 inv;
+  bool zero[3];
+
+  BvhRay(const Vec3& o, const Vec3& d) : origin(o) {
+    for (int a = 0; a < 3; ++a) {
+      zero[a] = d[a] == 0.0;
+      inv[a] = zero[a] ? 0.0 : 1.0 / d[a];
+    }
+  }
+
+  /// True when the ray meets `box` for some t in [0, t_max]; `t_enter` is a
+  /// lower bound of the first such t (for front-to-back ordering).
+  bool Enter(const Aabb& box, double t_max, double* t_enter) const {
+    double lo = 0.0, hi = t_max;
+    for (int a = 0; a < 3; ++a) {
+      if (zero[a]) {
+        if (origin[a] < box.min[a] || origin[a] > box.max[a]) return false;
+        continue;
+      }
+      double t1 = (box.min[a] - origin[a]) * inv[a];
+      double t2 = (box.max[a] - origin[a]) * inv[a];
+      if (t1 > t2) std::swap(t1, t2);
+      t1 -= std::fabs(t1) * 1e-12;
+      t2 += std::fabs(t2) * 1e-12;
+      lo = std::max(lo, t1);
+      hi = std::min(hi, t2);
+      if (lo > hi) return false;
+    }
+    *t_enter = lo;
+    return true;
+  }
+};
+
+}  // namespace hitbox

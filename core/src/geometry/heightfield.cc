@@ -1,0 +1,438 @@
+#include "geometry/heightfield.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "geometry/bvh_ray.h"
+#include "geometry/triangle_queries.h"
+#include "hitbox/shapes.h"
+
+namespace hitbox {
+namespace {
+
+float FloatDown(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  return f;
+}
+float FloatUp(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+Result<Heightfield> Heightfield::Build(uint32_t rows, uint32_t cols, double dx, double dz,
+                                       std::span<const double> heights) {
+  if (rows < 2 || cols < 2) {
+    return Error{ErrorCode::kInvalidArgument, "rows, cols: need at least 2 each (got " +
+                                                  std::to_string(rows) + " x " +
+                                                  std::to_string(cols) + ")"};
+  }
+  if (static_cast<uint64_t>(rows) * cols > kMaxHeightfieldSamples) {
+    return Error{ErrorCode::kInvalidArgument, "rows, cols: " + std::to_string(rows) + " x " +
+                                                  std::to_string(cols) + " samples, at most " +
+                                                  std::to_string(kMaxHeightfieldSamples)};
+  }
+  if (!(std::isfinite(dx) && dx > 0.0 && dx <= kMaxShapeSize)) {
+    return Error{ErrorCode::kInvalidArgument, "cell_size[0]: must be in (0, 1e6], got " + Num(dx)};
+  }
+  if (!(std::isfinite(dz) && dz > 0.0 && dz <= kMaxShapeSize)) {
+    return Error{ErrorCode::kInvalidArgument, "cell_size[1]: must be in (0, 1e6], got " + Num(dz)};
+  }
+  const size_t n = static_cast<size_t>(rows) * cols;
+  if (heights.size() != n) {
+    return Error{ErrorCode::kInvalidArgument, "heights: " + std::to_string(heights.size()) +
+                                                  " values, expected rows * cols = " +
+                                                  std::to_string(n)};
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(heights[i]) || !InCoordinateRange(heights[i])) {
+      return Error{ErrorCode::kInvalidArgument, "heights[" + std::to_string(i) + "]: " +
+                                                    Num(heights[i]) +
+                                                    " is not finite or out of range (|h| <= " +
+                                                    Num(kMaxCoordinate) + ")"};
+    }
+  }
+  Heightfield hf;
+  hf.rows_ = rows;
+  hf.cols_ = cols;
+  hf.dx_ = dx;
+  hf.dz_ = dz;
+  hf.cos_active_ = std::cos(kActiveEdgeAngle);
+  // Storage: exact 32-bit decimals, else exact floats, else doubles.
+  int digits = -1;
+  double d = 1.0;
+  for (int k = 0; k <= 9 && digits < 0; ++k, d *= 10.0) {
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; ++i) {
+      const double q = std::nearbyint(heights[i] * d);
+      ok = std::fabs(q) <= 2147483647.0 && q / d == heights[i];
+    }
+    if (ok) digits = k;
+  }
+  if (digits >= 0) {
+    const double dd = std::pow(10.0, digits);
+    hf.storage_ = Storage::kDecimal;
+    hf.divisor_ = dd;
+    hf.qheights_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      hf.qheights_[i] = static_cast<int32_t>(std::nearbyint(heights[i] * dd));
+    }
+  } else {
+    bool floats = true;
+    for (size_t i = 0; i < n && floats; ++i) {
+      floats = static_cast<double>(static_cast<float>(heights[i])) == heights[i];
+    }
+    if (floats) {
+      hf.storage_ = Storage::kFloat;
+      hf.fheights_.resize(n);
+      for (size_t i = 0; i < n; ++i) hf.fheights_[i] = static_cast<float>(heights[i]);
+    } else {
+      hf.storage_ = Storage::kDouble;
+      hf.dheights_.assign(heights.begin(), heights.end());
+    }
+  }
+  // Min/max hierarchy: level 1 from the samples, each next level from the last.
+  uint32_t cells_x = cols - 1, cells_z = rows - 1;
+  uint32_t block = 2;
+  for (;;) {
+    Level lv;
+    lv.block_cells = block;
+    lv.nx = (cells_x + block - 1) / block;
+    lv.nz = (cells_z + block - 1) / block;
+    lv.min.resize(static_cast<size_t>(lv.nx) * lv.nz);
+    lv.max.resize(lv.min.size());
+    for (uint32_t bz = 0; bz < lv.nz; ++bz) {
+      for (uint32_t bx = 0; bx < lv.nx; ++bx) {
+        float lo = std::numeric_limits<float>::infinity();
+        float hi = -lo;
+        if (hf.levels_.empty()) {
+          for (uint32_t r = bz * 2; r <= std::min(bz * 2 + 2, rows - 1); ++r) {
+            for (uint32_t c = bx * 2; c <= std::min(bx * 2 + 2, cols - 1); ++c) {
+              lo = std::min(lo, FloatDown(hf.Height(r, c)));
+              hi = std::max(hi, FloatUp(hf.Height(r, c)));
+            }
+          }
+        } else {
+          const Level& prev = hf.levels_.back();
+          for (uint32_t j = bz * 2; j < std::min(bz * 2 + 2, prev.nz); ++j) {
+            for (uint32_t i = bx * 2; i < std::min(bx * 2 + 2, prev.nx); ++i) {
+              lo = std::min(lo, prev.min[static_cast<size_t>(j) * prev.nx + i]);
+              hi = std::max(hi, prev.max[static_cast<size_t>(j) * prev.nx + i]);
+            }
+          }
+        }
+        lv.min[static_cast<size_t>(bz) * lv.nx + bx] = lo;
+        lv.max[static_cast<size_t>(bz) * lv.nx + bx] = hi;
+      }
+    }
+    const bool top = lv.nx == 1 && lv.nz == 1;
+    hf.levels_.push_back(std::move(lv));
+    if (top) break;
+    block *= 2;
+  }
+  const Level& top = hf.levels_.back();
+  hf.bounds_ = Aabb{Vec3{0.0, static_cast<double>(top.min[0]), 0.0},
+                    Vec3{static_cast<double>(cols - 1) * dx, static_cast<double>(top.max[0]),
+                         static_cast<double>(rows - 1) * dz}};
+  return hf;
+}
+
+size_t Heightfield::HierarchyBytes() const {
+  size_t bytes = 0;
+  for (const Level& lv : levels_) bytes += (lv.min.capacity() + lv.max.capacity()) * sizeof(float);
+  return bytes;
+}
+
+size_t Heightfield::MemoryBytes() const {
+  return qheights_.capacity() * sizeof(int32_t) + fheights_.capacity() * sizeof(float) +
+         dheights_.capacity() * sizeof(double) + HierarchyBytes() +
+         levels_.capacity() * sizeof(Level);
+}
+
+void Heightfield::CellRange(uint32_t r, uint32_t c, double* lo, double* hi) const {
+  const double a = Height(r, c), b = Height(r, c + 1), e = Height(r + 1, c),
+               f = Height(r + 1, c + 1);
+  *lo = std::min(std::min(a, b), std::min(e, f));
+  *hi = std::max(std::max(a, b), std::max(e, f));
+}
+
+Aabb Heightfield::BlockBox(int level, uint32_t bx, uint32_t bz) const {
+  double lo, hi;
+  uint32_t cells = 1;
+  if (level == 0) {
+    CellRange(bz, bx, &lo, &hi);
+  } else {
+    const Level& lv = levels_[static_cast<size_t>(level - 1)];
+    cells = lv.block_cells;
+    lo = lv.min[static_cast<size_t>(bz) * lv.nx + bx];
+    hi = lv.max[static_cast<size_t>(bz) * lv.nx + bx];
+  }
+  const uint32_t c0 = bx * cells, c1 = std::min((bx + 1) * cells, cols_ - 1);
+  const uint32_t r0 = bz * cells, r1 = std::min((bz + 1) * cells, rows_ - 1);
+  return {Vec3{static_cast<double>(c0) * dx_, lo, static_cast<double>(r0) * dz_},
+          Vec3{static_cast<double>(c1) * dx_, hi, static_cast<double>(r1) * dz_}};
+}
+
+void Heightfield::TriangleVertices(uint32_t t, Vec3 out[3]) const {
+  const uint32_t cell = t / 2;
+  const uint32_t r = cell / (cols_ - 1), c = cell % (cols_ - 1);
+  out[0] = Point(r, c);
+  if ((t & 1u) == 0) {
+    out[1] = Point(r + 1, c);
+    out[2] = Point(r + 1, c + 1);
+  } else {
+    out[1] = Point(r + 1, c + 1);
+    out[2] = Point(r, c + 1);
+  }
+}
+
+EdgeFlags Heightfield::ActiveEdges(uint32_t t) const {
+  const uint32_t cell = t / 2;
+  const uint32_t r = cell / (cols_ - 1), c = cell % (cols_ - 1);
+  const uint32_t w = cols_ - 1;
+  // Neighbour across each edge (UINT32_MAX: boundary). Windings are
+  // consistent across the grid, so no normal needs flipping.
+  uint32_t nb[3];
+  if ((t & 1u) == 0) {
+    nb[0] = c > 0 ? 2 * (r * w + c - 1) + 1 : UINT32_MAX;             // x = c
+    nb[1] = r + 2 < rows_ ? 2 * ((r + 1) * w + c) + 1 : UINT32_MAX;   // z = r + 1
+    nb[2] = t + 1;                                                     // diagonal
+  } else {
+    nb[0] = t - 1;                                                     // diagonal
+    nb[1] = c + 2 < cols_ ? 2 * (r * w + c + 1) : UINT32_MAX;         // x = c + 1
+    nb[2] = r > 0 ? 2 * ((r - 1) * w + c) : UINT32_MAX;               // z = r
+  }
+  Vec3 v[3];
+  TriangleVertices(t, v);
+  const Vec3 n1 = TriangleNormal(v[0], v[1], v[2]);
+  EdgeFlags flags = 0;
+  for (int e = 0; e < 3; ++e) {
+    bool active = true;
+    if (nb[e] != UINT32_MAX) {
+      Vec3 u[3];
+      TriangleVertices(nb[e], u);
+      active = Dot(n1, TriangleNormal(u[0], u[1], u[2])) < cos_active_;
+    }
+    if (active) flags = static_cast<EdgeFlags>(flags | (1u << e));
+  }
+  return flags;
+}
+
+Result<TriangleMesh> Heightfield::ToMesh() const {
+  std::vector<Vec3> vertices;
+  vertices.reserve(static_cast<size_t>(rows_) * cols_);
+  for (uint32_t r = 0; r < rows_; ++r) {
+    for (uint32_t c = 0; c < cols_; ++c) vertices.push_back(Point(r, c));
+  }
+  std::vector<TriangleMesh::Indices> tris;
+  tris.reserve(triangle_count());
+  for (uint32_t r = 0; r + 1 < rows_; ++r) {
+    for (uint32_t c = 0; c + 1 < cols_; ++c) {
+      const uint32_t a = r * cols_ + c, b = (r + 1) * cols_ + c, d = (r + 1) * cols_ + c + 1,
+                     e = r * cols_ + c + 1;
+      tris.push_back({a, b, d});
+      tris.push_back({a, d, e});
+    }
+  }
+  return TriangleMesh::Build(vertices, tris);
+}
+
+bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
+                                 MeshRayHit* hit) const {
+  if (translation.LengthSq() == 0.0) return false;
+  const WatertightRay ray(origin, translation);
+  const BvhRay bray(origin, translation);
+  double best = 1.0;
+  uint32_t best_t = UINT32_MAX;
+  struct Entry {
+    int level;
+    uint32_t bx, bz;
+    double t;
+  };
+  std::vector<Entry> stack;
+  stack.reserve(64);
+  const int top_level = static_cast<int>(levels_.size());
+  double t0;
+  if (!bray.Enter(BlockBox(top_level, 0, 0), best, &t0)) return false;
+  stack.push_back({top_level, 0, 0, t0});
+  while (!stack.empty()) {
+    const Entry e = stack.back();
+    stack.pop_back();
+    if (e.t > best) continue;
+    if (e.level == 0) {
+      const uint32_t t = 2 * (e.bz * (cols_ - 1) + e.bx);
+      for (uint32_t k = t; k < t + 2; ++k) {
+        Vec3 v[3];
+        TriangleVertices(k, v);
+        TriangleRayHit h;
+        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], best, &h)) continue;
+        if (h.t < best || best_t == UINT32_MAX || (h.t == best && k < best_t)) {
+          best = h.t;
+          best_t = k;
+        }
+      }
+      continue;
+    }
+    // Children: up to 4 blocks of the level below, pushed far to near.
+    const int cl = e.level - 1;
+    const uint32_t nx = cl == 0 ? cols_ - 1 : levels_[static_cast<size_t>(cl - 1)].nx;
+    const uint32_t nz = cl == 0 ? rows_ - 1 : levels_[static_cast<size_t>(cl - 1)].nz;
+    Entry kids[4];
+    int nk = 0;
+    for (uint32_t j = 0; j < 2; ++j) {
+      for (uint32_t i = 0; i < 2; ++i) {
+        const uint32_t bx = e.bx * 2 + i, bz = e.bz * 2 + j;
+        if (bx >= nx || bz >= nz) continue;
+        double te = 0.0;
+        if (bray.Enter(BlockBox(cl, bx, bz), best, &te)) kids[nk++] = {cl, bx, bz, te};
+      }
+    }
+    // Far to near (insertion sort of at most 4), so the nearest is popped first.
+    for (int i = 1; i < nk; ++i) {
+      for (int j = i; j > 0 && kids[j - 1].t < kids[j].t; --j) std::swap(kids[j - 1], kids[j]);
+    }
+    for (int i = 0; i < nk; ++i) stack.push_back(kids[i]);
+  }
+  if (best_t == UINT32_MAX) return false;
+  if (hit != nullptr) {
+    Vec3 v[3];
+    TriangleVertices(best_t, v);
+    Vec3 nrm = TriangleNormal(v[0], v[1], v[2]);
+    if (Dot(nrm, translation) > 0.0) nrm = -nrm;
+    hit->fraction = best;
+    hit->normal = nrm;
+    hit->triangle = best_t;
+  }
+  return true;
+}
+
+void Heightfield::RaycastAll(const Vec3& origin, const Vec3& translation,
+                             std::vector<MeshRayHit>* hits) const {
+  if (translation.LengthSq() == 0.0) return;
+  const WatertightRay ray(origin, translation);
+  const BvhRay bray(origin, translation);
+  struct Entry {
+    int level;
+    uint32_t bx, bz;
+  };
+  std::vector<Entry> stack;
+  stack.push_back({static_cast<int>(levels_.size()), 0, 0});
+  while (!stack.empty()) {
+    const Entry e = stack.back();
+    stack.pop_back();
+    double te = 0.0;
+    if (!bray.Enter(BlockBox(e.level, e.bx, e.bz), 1.0, &te)) continue;
+    if (e.level == 0) {
+      const uint32_t t = 2 * (e.bz * (cols_ - 1) + e.bx);
+      for (uint32_t k = t; k < t + 2; ++k) {
+        Vec3 v[3];
+        TriangleVertices(k, v);
+        TriangleRayHit h;
+        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h)) continue;
+        Vec3 nrm = TriangleNormal(v[0], v[1], v[2]);
+        if (Dot(nrm, translation) > 0.0) nrm = -nrm;
+        hits->push_back({h.t, nrm, k});
+      }
+      continue;
+    }
+    const int cl = e.level - 1;
+    const uint32_t nx = cl == 0 ? cols_ - 1 : levels_[static_cast<size_t>(cl - 1)].nx;
+    const uint32_t nz = cl == 0 ? rows_ - 1 : levels_[static_cast<size_t>(cl - 1)].nz;
+    for (uint32_t j = 0; j < 2; ++j) {
+      for (uint32_t i = 0; i < 2; ++i) {
+        const uint32_t bx = e.bx * 2 + i, bz = e.bz * 2 + j;
+        if (bx < nx && bz < nz) stack.push_back({cl, bx, bz});
+      }
+    }
+  }
+}
+
+bool Heightfield::OverlapSphere(const Vec3& center, double radius, bool first_only,
+                                std::vector<MeshContact>* contacts) const {
+  bool any = false;
+  const double r2 = radius * radius;
+  VisitOverlapping(Aabb::FromCenterExtents(center, Vec3::Splat(radius)), [&](uint32_t k) {
+    Vec3 v[3];
+    TriangleVertices(k, v);
+    Vec3 q;
+    const double d2 = PointTriangleDistanceSq(center, v[0], v[1], v[2], &q);
+    if (d2 > r2) return true;
+    any = true;
+    if (contacts != nullptr) {
+      MeshContact c;
+      c.triangle = k;
+      c.point_on_mesh = q;
+      BallTriangleContact(center, q, d2, radius, TriangleNormal(v[0], v[1], v[2]), &c.normal,
+                          &c.depth, &c.point_on_query);
+      contacts->push_back(c);
+    }
+    return !first_only || contacts != nullptr;
+  });
+  return any;
+}
+
+bool Heightfield::OverlapCapsule(const Vec3& p0, const Vec3& p1, double radius, bool first_only,
+                                 std::vector<MeshContact>* contacts) const {
+  bool any = false;
+  const double r2 = radius * radius;
+  VisitOverlapping(Aabb().Union(p0).Union(p1).Expanded(radius), [&](uint32_t k) {
+    Vec3 v[3];
+    TriangleVertices(k, v);
+    Vec3 on_seg, on_tri;
+    const double d2 = SegmentTriangleDistanceSq(p0, p1, v[0], v[1], v[2], &on_seg, &on_tri);
+    if (d2 > r2) return true;
+    any = true;
+    if (contacts != nullptr) {
+      MeshContact c;
+      c.triangle = k;
+      c.point_on_mesh = on_tri;
+      BallTriangleContact(on_seg, on_tri, d2, radius, TriangleNormal(v[0], v[1], v[2]),
+                          &c.normal, &c.depth, &c.point_on_query);
+      contacts->push_back(c);
+    }
+    return !first_only || contacts != nullptr;
+  });
+  return any;
+}
+
+MeshSweepHit Heightfield::SweepSphere(const Vec3& center, double radius,
+                                      const Vec3& translation) const {
+  MeshSweepHit out;
+  const Aabb box = Aabb::FromCenterExtents(center, Vec3::Splat(radius))
+                       .Swept(translation)
+                       .Expanded(1e-9 * radius);
+  double best = 1.0;
+  uint32_t best_t = UINT32_MAX;
+  VisitOverlapping(box, [&](uint32_t k) {
+    Vec3 v[3];
+    TriangleVertices(k, v);
+    const TriangleSweep s =
+        SweepSphereTriangle(center, radius, translation, best, v[0], v[1], v[2], ActiveEdges(k));
+    if (!s.hit) return true;
+    if (s.t < best || best_t == UINT32_MAX || (s.t == best && k < best_t)) {
+      best = s.t;
+      best_t = k;
+      out.state = s.started_inside ? MeshSweepHit::State::kStartedInside : MeshSweepHit::State::kHit;
+      out.fraction = s.t;
+      out.normal = s.normal;
+      out.point = s.point;
+      out.triangle = k;
+    }
+    return true;
+  });
+  return out;
+}
+
+}  // namespace hitbox

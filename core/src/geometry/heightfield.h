@@ -1,0 +1,136 @@
+// A heightfield collider: rows x cols heights on a regular grid, the same
+// two-sided surface as the equivalent triangle mesh (../shared/cases/FORMAT.md):
+// p(r, c) = [c * dx, h[r * C + c], r * dz]; cell (r, c) is split along the
+// diagonal p(r, c)..p(r+1, c+1) into triangle 2 * (r * (C-1) + c) =
+// (p(r,c), p(r+1,c), p(r+1,c+1)) and triangle 2 * (r * (C-1) + c) + 1 =
+// (p(r,c), p(r+1,c+1), p(r,c+1)).
+//
+// Storage: each sample in 4 bytes when exact — a 32-bit integer q with
+// h = q / 10^k (k in 0..9, checked at build: decoding gives back exactly the
+// input) or else a float equal to the input — and in 8 bytes (double) only
+// when neither is exact. A min/max hierarchy over blocks of 2x2, 4x4, ...
+// cells (floats rounded outwards, ~2.7 bytes per sample) drives front-to-back
+// ray traversal; overlaps and sweeps visit the cells under their box's x, z
+// range and cull each by its height range.
+//
+// Queries use the same per-triangle routines as TriangleMesh (triangle.h,
+// triangle_queries.h) and the same active-edge rule, so answers equal those of
+// ToMesh() (to rounding of the decoded coordinates: within 1e-9).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "geometry/triangle_mesh.h"
+#include "hitbox/math.h"
+#include "hitbox/status.h"
+
+namespace hitbox {
+
+/// Largest number of samples in a heightfield.
+inline constexpr uint64_t kMaxHeightfieldSamples = 1ull << 26;
+
+/// A validated, immutable heightfield with its min/max hierarchy.
+class Heightfield {
+ public:
+  /// Validates rows, cols >= 2, dx, dz > 0 and finite, heights.size() ==
+  /// rows * cols, every height finite and within kMaxCoordinate.
+  [[nodiscard]] static Result<Heightfield> Build(uint32_t rows, uint32_t cols, double dx, double dz,
+                                                 std::span<const double> heights);
+
+  uint32_t rows() const { return rows_; }
+  uint32_t cols() const { return cols_; }
+  /// 2 * (rows - 1) * (cols - 1).
+  uint32_t triangle_count() const { return 2 * (rows_ - 1) * (cols_ - 1); }
+  /// Height of sample (r, c) as stored (decoded), metres.
+  double Height(uint32_t r, uint32_t c) const {
+    const size_t i = static_cast<size_t>(r) * cols_ + c;
+    switch (storage_) {
+      case Storage::kDecimal: return qheights_[i] / divisor_;
+      case Storage::kFloat: return static_cast<double>(fheights_[i]);
+      case Storage::kDouble: break;
+    }
+    return dheights_[i];
+  }
+  /// Local point p(r, c).
+  Vec3 Point(uint32_t r, uint32_t c) const {
+    return {static_cast<double>(c) * dx_, Height(r, c), static_cast<double>(r) * dz_};
+  }
+  const Aabb& bounds() const { return bounds_; }
+  /// Bytes per sample of the height storage (4 or 8).
+  int bytes_per_sample() const { return storage_ == Storage::kDouble ? 8 : 4; }
+  /// Bytes held by samples and hierarchy (excluding this object).
+  size_t MemoryBytes() const;
+  /// Bytes of the min/max hierarchy alone.
+  size_t HierarchyBytes() const;
+
+  /// Vertices of triangle `t` (FORMAT.md numbering).
+  void TriangleVertices(uint32_t t, Vec3 out[3]) const;
+  /// Input index of triangle `t`: the same (no reordering); for generic surface queries.
+  uint32_t OriginalIndex(uint32_t t) const { return t; }
+  /// Active-edge flags of triangle `t` (same rule as TriangleMesh).
+  EdgeFlags ActiveEdges(uint32_t t) const;
+  /// The equivalent triangle mesh (same vertices and triangle numbering).
+  [[nodiscard]] Result<TriangleMesh> ToMesh() const;
+
+  /// Same contracts as the TriangleMesh queries of the same names.
+  bool RaycastClosest(const Vec3& origin, const Vec3& translation, MeshRayHit* hit) const;
+  void RaycastAll(const Vec3& origin, const Vec3& translation, std::vector<MeshRayHit>* hits) const;
+  bool OverlapSphere(const Vec3& center, double radius, bool first_only,
+                     std::vector<MeshContact>* contacts) const;
+  bool OverlapCapsule(const Vec3& p0, const Vec3& p1, double radius, bool first_only,
+                      std::vector<MeshContact>* contacts) const;
+  MeshSweepHit SweepSphere(const Vec3& center, double radius, const Vec3& translation) const;
+
+  /// Calls visit(t) for both triangles of every cell whose box (x, z range and
+  /// height range) overlaps `box`; visit returns false to stop.
+  template <typename Visit>
+  bool VisitOverlapping(const Aabb& box, Visit&& visit) const;
+
+ private:
+  enum class Storage : uint8_t { kDecimal, kFloat, kDouble };
+  struct Level {
+    uint32_t block_cells;  // cells per block side (2^level)
+    uint32_t nx, nz;       // blocks along x (columns) and z (rows)
+    std::vector<float> min, max;
+  };
+  /// Box of block (bx, bz) at `level` (level 0: one cell, from the samples).
+  Aabb BlockBox(int level, uint32_t bx, uint32_t bz) const;
+  void CellRange(uint32_t r, uint32_t c, double* lo, double* hi) const;
+
+  uint32_t rows_ = 0, cols_ = 0;
+  double dx_ = 1.0, dz_ = 1.0;
+  Storage storage_ = Storage::kDouble;
+  double divisor_ = 1.0;  // 10^k: q / 10^k is exactly the input height
+  std::vector<int32_t> qheights_;
+  std::vector<float> fheights_;
+  std::vector<double> dheights_;
+  std::vector<Level> levels_;  // levels_[0] is level 1 (2x2-cell blocks); last is one block
+  Aabb bounds_;
+  double cos_active_ = 1.0;
+};
+
+template <typename Visit>
+bool Heightfield::VisitOverlapping(const Aabb& box, Visit&& visit) const {
+  if (!box.Overlaps(bounds_)) return true;
+  const double cx0 = std::floor(box.min.x / dx_), cx1 = std::floor(box.max.x / dx_);
+  const double cz0 = std::floor(box.min.z / dz_), cz1 = std::floor(box.max.z / dz_);
+  // Cells touching the box's x, z range (a box edge on a grid line touches both).
+  const uint32_t c0 = static_cast<uint32_t>(std::clamp(cx0 - 1.0, 0.0, static_cast<double>(cols_ - 2)));
+  const uint32_t c1 = static_cast<uint32_t>(std::clamp(cx1, 0.0, static_cast<double>(cols_ - 2)));
+  const uint32_t r0 = static_cast<uint32_t>(std::clamp(cz0 - 1.0, 0.0, static_cast<double>(rows_ - 2)));
+  const uint32_t r1 = static_cast<uint32_t>(std::clamp(cz1, 0.0, static_cast<double>(rows_ - 2)));
+  for (uint32_t r = r0; r <= r1; ++r) {
+    for (uint32_t c = c0; c <= c1; ++c) {
+      if (!BlockBox(0, c, r).Overlaps(box)) continue;
+      const uint32_t t = 2 * (r * (cols_ - 1) + c);
+      if (!visit(t) || !visit(t + 1)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace hitbox

@@ -1,0 +1,150 @@
+// Convex queries against a triangle surface (TriangleMesh or Heightfield),
+// generic over the query's support function (internal to hitbox_core).
+//
+// A query shape is given in the surface's local frame as a core support
+// function plus a margin (PlacedConvex wraps gjk.h's ConvexCore: sphere =
+// point + radius, capsule = segment + radius, box, cylinder; a convex hull
+// plugs in with its own support function). Candidates come from the surface's
+// hierarchy (VisitOverlapping); each triangle is decided by GJK
+// (triangle_convex.h). `sub_shape` answers are input triangle indices.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "geometry/triangle_convex.h"
+#include "geometry/triangle_mesh.h"
+#include "gjk.h"
+#include "hitbox/math.h"
+
+namespace hitbox {
+
+/// A ConvexCore placed in a surface's local frame (its pose relative to the
+/// surface: surface_pose.RelativeTo(shape_pose)); callable as a core support.
+class PlacedConvex {
+ public:
+  PlacedConvex(const internal::ConvexCore& core, const Pose& pose_in_surface)
+      : placed_(core, pose_in_surface), margin_(core.margin) {
+    for (int a = 0; a < 3; ++a) {
+      Vec3 d;
+      d[a] = 1.0;
+      bounds_.max[a] = placed_.CoreSupport(d)[a] + margin_;
+      d[a] = -1.0;
+      bounds_.min[a] = placed_.CoreSupport(d)[a] - margin_;
+    }
+    scale_ = core.CoreBoundingRadius() + margin_ + pose_in_surface.position.Length();
+  }
+  /// Core support point along `dir`, surface frame.
+  Vec3 operator()(const Vec3& dir) const { return placed_.CoreSupport(dir); }
+  double margin() const { return margin_; }
+  /// Bounds including the margin, surface frame.
+  const Aabb& bounds() const { return bounds_; }
+  /// Length scale for GJK tolerances (metres).
+  double scale() const { return scale_; }
+
+ private:
+  internal::PlacedCore placed_;
+  double margin_;
+  Aabb bounds_;
+  double scale_;
+};
+
+/// Triangles of `surface` touched by the convex (touching counts; a pair GJK
+/// cannot prove apart, lower bound <= 0, counts as touching). Appends input triangle indices to
+/// `triangles` (when given; else stops at the first when `first_only`).
+template <typename Surface, typename Convex>
+bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool first_only,
+                          std::vector<uint32_t>* triangles) {
+  bool any = false;
+  surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+    Vec3 v[3];
+    surface.TriangleVertices(k, v);
+    const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
+    if (g.distance_lower > 0.0) return true;  // certainly apart
+    any = true;
+    if (triangles != nullptr) triangles->push_back(surface.OriginalIndex(k));
+    return !first_only || triangles != nullptr;
+  });
+  return any;
+}
+
+/// Contacts of the convex with every triangle of `surface` it touches (one
+/// MeshContact each, appended): when the cores are apart, GJK's closest points
+/// (depth = margin - distance); when they overlap, EPA from GJK's enclosing
+/// tetrahedron. Should EPA fail (a flat Minkowski difference), the face
+/// normal with the depth that clears the triangle's plane: a separating move,
+/// not necessarily the shortest. Returns true when any triangle is touched.
+template <typename Surface, typename Convex>
+bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
+                           std::vector<MeshContact>* contacts) {
+  bool any = false;
+  surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+    Vec3 v[3];
+    surface.TriangleVertices(k, v);
+    const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
+    if (g.distance_lower > 0.0) return true;
+    any = true;
+    MeshContact c;
+    c.triangle = surface.OriginalIndex(k);
+    if (!g.cores_overlap) {
+      c.normal = g.normal;
+      c.depth = std::max(-g.distance, 0.0);
+      c.point_on_mesh = g.point_on_triangle;
+      c.point_on_query = g.point_on_convex;
+    } else {
+      const TriangleConvexPenetration e =
+          TriangleConvexEpa(v, convex, convex.margin(), convex.scale(), g);
+      if (e.valid) {
+        c.normal = e.normal;
+        c.depth = e.depth;
+        c.point_on_mesh = e.point_on_triangle;
+        c.point_on_query = e.point_on_convex;
+      } else {
+        Vec3 n = Cross(v[1] - v[0], v[2] - v[0]).Normalized();
+        const Vec3 centre = convex(n) * 0.5 + convex(-n) * 0.5;
+        if (Dot(centre - v[0], n) < 0.0) n = -n;
+        const Vec3 deepest = convex(-n) - n * convex.margin();
+        c.normal = n;
+        c.depth = std::max(Dot(v[0] - deepest, n), 0.0);
+        c.point_on_query = deepest;
+        c.point_on_mesh = deepest + n * c.depth;
+      }
+    }
+    contacts->push_back(c);
+    return true;
+  });
+  return any;
+}
+
+/// First contact of the convex translating by `translation` with `surface`.
+template <typename Surface, typename Convex>
+MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
+                                const Vec3& translation) {
+  MeshSweepHit out;
+  const Aabb box = convex.bounds().Swept(translation).Expanded(kSweepGap);
+  const double scale = convex.scale() + translation.Length();
+  double best = 1.0;
+  uint32_t best_orig = UINT32_MAX;
+  surface.VisitOverlapping(box, [&](uint32_t k) {
+    Vec3 v[3];
+    surface.TriangleVertices(k, v);
+    const TriangleConvexSweep s = SweepConvexTriangle(v, convex, convex.margin(), translation,
+                                                      best, scale, surface.ActiveEdges(k));
+    if (!s.hit) return true;
+    const uint32_t orig = surface.OriginalIndex(k);
+    if (s.t < best || best_orig == UINT32_MAX || (s.t == best && orig < best_orig)) {
+      best = s.t;
+      best_orig = orig;
+      out.state = s.started_inside ? MeshSweepHit::State::kStartedInside : MeshSweepHit::State::kHit;
+      out.fraction = s.t;
+      out.normal = s.normal;
+      out.point = s.point;
+      out.triangle = orig;
+      out.capped = s.capped;
+    }
+    return true;
+  });
+  return out;
+}
+
+}  // namespace hitbox

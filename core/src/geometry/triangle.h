@@ -1,0 +1,148 @@
+// Single-triangle primitives shared by TriangleMesh and Heightfield (internal
+// to hitbox_core): a watertight ray test, closest points, and sphere and
+// capsule tests in closed form. A triangle is a two-sided SURFACE (see
+// ../shared/cases/FORMAT.md): it has no inside and is hit from either side.
+//
+// This file is compiled with -ffp-contract=off wherever it is included from
+// core (see core/CMakeLists.txt): the watertight edge functions rely on
+// a*b - c*d being computed the same way (no fused multiply-add) for both
+// triangles that share an edge.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "hitbox/math.h"
+
+namespace hitbox {
+
+/// A ray prepared for the watertight ray-triangle test: Woop, Benthin, Wald,
+/// "Watertight Ray/Triangle Intersection", JCGT 2(1), 2013. The ray is
+/// `origin + t * dir`, t in [0, t_max]; `dir` may be any non-zero length (a
+/// whole translation: t is then the fraction of it).
+struct WatertightRay {
+  Vec3 origin;
+  Vec3 dir;
+  /// Axis of the largest |dir| component, and the two others (kx, ky keep a
+  /// right-handed order; the test is two-sided so winding never matters).
+  int kx = 0, ky = 1, kz = 2;
+  /// Shear and scale constants: Sx = dir[kx] / dir[kz], Sy = dir[ky] / dir[kz], Sz = 1 / dir[kz].
+  double sx = 0.0, sy = 0.0, sz = 1.0;
+
+  WatertightRay(const Vec3& o, const Vec3& d) : origin(o), dir(d) {
+    const Vec3 a = d.Abs();
+    kz = (a.x >= a.y && a.x >= a.z) ? 0 : (a.y >= a.z ? 1 : 2);
+    kx = (kz + 1) % 3;
+    ky = (kx + 1) % 3;
+    sz = 1.0 / d[kz];
+    sx = d[kx] * sz;
+    sy = d[ky] * sz;
+  }
+};
+
+/// Hit of a ray on one triangle.
+struct TriangleRayHit {
+  /// Ray parameter of the hit (fraction of `dir`).
+  double t = 0.0;
+  /// Barycentric weights of the hit point for vertices a, b, c (sum 1).
+  double u = 0.0, v = 0.0, w = 0.0;
+};
+
+/// Watertight two-sided ray-triangle test (Woop et al. 2013, section 3):
+/// vertices are translated to the ray origin, sheared and scaled so that the
+/// ray runs along +z from (0, 0); the 2D edge functions of the three edges
+/// decide the hit. An edge function that rounds to exactly 0 is recomputed in
+/// extended precision (long double), as the paper does in double for float
+/// input. A point of a shared edge or vertex is inside (edge function 0) for
+/// at least one of the triangles that share it, because the edge functions of
+/// a shared edge are computed from the same transformed vertices by the same
+/// expression and are exact negatives of each other. Hits with t in
+/// [0, t_max] count; a ray lying in the triangle's plane (det 0) misses.
+inline bool RayTriangleWatertight(const WatertightRay& ray, const Vec3& a, const Vec3& b,
+                                  const Vec3& c, double t_max, TriangleRayHit* hit) {
+  const Vec3 A = a - ray.origin;
+  const Vec3 B = b - ray.origin;
+  const Vec3 C = c - ray.origin;
+  const double ax = A[ray.kx] - ray.sx * A[ray.kz];
+  const double ay = A[ray.ky] - ray.sy * A[ray.kz];
+  const double bx = B[ray.kx] - ray.sx * B[ray.kz];
+  const double by = B[ray.ky] - ray.sy * B[ray.kz];
+  const double cx = C[ray.kx] - ray.sx * C[ray.kz];
+  const double cy = C[ray.ky] - ray.sy * C[ray.kz];
+  double u = cx * by - cy * bx;
+  double v = ax * cy - ay * cx;
+  double w = bx * ay - by * ax;
+  if (u == 0.0 || v == 0.0 || w == 0.0) {
+    using LD = long double;
+    u = static_cast<double>(static_cast<LD>(cx) * static_cast<LD>(by) -
+                            static_cast<LD>(cy) * static_cast<LD>(bx));
+    v = static_cast<double>(static_cast<LD>(ax) * static_cast<LD>(cy) -
+                            static_cast<LD>(ay) * static_cast<LD>(cx));
+    w = static_cast<double>(static_cast<LD>(bx) * static_cast<LD>(ay) -
+                            static_cast<LD>(by) * static_cast<LD>(ax));
+  }
+  if ((u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0)) return false;
+  const double det = u + v + w;
+  if (det == 0.0) return false;
+  const double az = ray.sz * A[ray.kz];
+  const double bz = ray.sz * B[ray.kz];
+  const double cz = ray.sz * C[ray.kz];
+  const double t_scaled = u * az + v * bz + w * cz;
+  // t = t_scaled / det must lie in [0, t_max]; compare without dividing first.
+  if (det > 0.0) {
+    if (t_scaled < 0.0 || t_scaled > t_max * det) return false;
+  } else {
+    if (t_scaled > 0.0 || t_scaled < t_max * det) return false;
+  }
+  if (hit != nullptr) {
+    const double inv = 1.0 / det;
+    hit->t = t_scaled * inv;
+    hit->u = u * inv;
+    hit->v = v * inv;
+    hit->w = w * inv;
+  }
+  return true;
+}
+
+/// Feature of a triangle nearest to a point: its interior, an edge (0: ab,
+/// 1: bc, 2: ca) or a vertex (0: a, 1: b, 2: c).
+enum class TriangleFeature : uint8_t { kFace, kEdge, kVertex };
+
+/// Closest point of triangle abc to p, with the feature it lies on
+/// (Ericson, "Real-Time Collision Detection" 5.1.5, Voronoi regions).
+inline Vec3 ClosestPointOnTriangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c,
+                                   TriangleFeature* feature = nullptr, int* index = nullptr) {
+  auto set = [&](TriangleFeature f, int i) {
+    if (feature != nullptr) *feature = f;
+    if (index != nullptr) *index = i;
+  };
+  const Vec3 ab = b - a, ac = c - a, ap = p - a;
+  const double d1 = Dot(ab, ap), d2 = Dot(ac, ap);
+  if (d1 <= 0.0 && d2 <= 0.0) { set(TriangleFeature::kVertex, 0); return a; }
+  const Vec3 bp = p - b;
+  const double d3 = Dot(ab, bp), d4 = Dot(ac, bp);
+  if (d3 >= 0.0 && d4 <= d3) { set(TriangleFeature::kVertex, 1); return b; }
+  const double vc = d1 * d4 - d3 * d2;
+  if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
+    set(TriangleFeature::kEdge, 0);
+    return a + ab * (d1 / (d1 - d3));
+  }
+  const Vec3 cp = p - c;
+  const double d5 = Dot(ab, cp), d6 = Dot(ac, cp);
+  if (d6 >= 0.0 && d5 <= d6) { set(TriangleFeature::kVertex, 2); return c; }
+  const double vb = d5 * d2 - d1 * d6;
+  if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
+    set(TriangleFeature::kEdge, 2);
+    return a + ac * (d2 / (d2 - d6));
+  }
+  const double va = d3 * d6 - d5 * d4;
+  if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0) {
+    set(TriangleFeature::kEdge, 1);
+    return b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)));
+  }
+  set(TriangleFeature::kFace, 0);
+  const double denom = 1.0 / (va + vb + vc);
+  return a + ab * (vb * denom) + ac * (vc * denom);
+}
+
+}  // namespace hitbox

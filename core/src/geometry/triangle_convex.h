@@ -1,0 +1,531 @@
+// A triangle against any support-mapped convex shape (internal to
+// hitbox_core): GJK distance, overlap and a translational sweep by
+// conservative advancement, generic over the convex's support function so that
+// boxes, cylinders, capsules (a segment core plus a margin) and convex hulls
+// all go through the same code.
+//
+// GJK: Gilbert, Johnson, Keerthi (1988) with van den Bergen's termination
+// (2003, ch. 4: |v|^2 - v.w <= eps |v|^2); the simplex's closest point to the
+// origin by Voronoi regions (Ericson, "Real-Time Collision Detection" 5.1.5
+// for triangles, 5.1.6 for tetrahedra). The convex is a core grown by a ball
+// of radius `margin`; GJK runs on the core and the margin is subtracted, so a
+// sphere or capsule is exact.
+//
+// Sweep: conservative advancement along the separating normal (Mirtich 1996;
+// for pure translation each step t += distance / closing speed never passes
+// the time of impact), stopped within kSweepGap metres of contact.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "geometry/triangle.h"
+#include "hitbox/math.h"
+
+namespace hitbox {
+
+/// Contact gap at which a sweep stops (metres): the fraction is at most
+/// kSweepGap / closing speed before the exact time of impact.
+inline constexpr double kSweepGap = 1e-9;
+/// Upper bound of the remaining gap (metres) accepted as contact when GJK
+/// stalls in rounding with its lower bound already within kSweepGap.
+inline constexpr double kSweepStallGap = 1e-7;
+/// Iteration caps.
+inline constexpr int kTriangleGjkMaxIterations = 64;
+inline constexpr int kTriangleSweepMaxIterations = 128;
+
+/// Closest points of a triangle and a convex core (+ margin), mesh frame.
+struct TriangleConvexDistance {
+  /// Distance including the margin (an upper bound: GJK's |v| minus the
+  /// margin; <= 0 when they touch or overlap, only the sign meaningful then).
+  double distance = 0.0;
+  /// A lower bound of the same distance (van den Bergen's v.w / |v| minus the
+  /// margin): > 0 means certainly apart. On a curved core (cylinder) GJK may
+  /// stall before the bounds meet; overlap decisions and sweeps use this bound.
+  double distance_lower = 0.0;
+  /// The unit axis of that lower bound (triangle towards convex): every point
+  /// of the core minus the triangle lies at least distance_lower + margin along it.
+  Vec3 lower_axis{0, 1, 0};
+  /// True when the cores themselves overlap (distance then -margin, normal undefined).
+  bool cores_overlap = false;
+  /// Unit direction from the triangle towards the convex (valid when !cores_overlap).
+  Vec3 normal{0, 1, 0};
+  /// Closest point on the triangle, and its barycentric weights (a, b, c).
+  Vec3 point_on_triangle;
+  double bary[3] = {1, 0, 0};
+  /// Closest point on the convex (core point moved by the margin towards the triangle).
+  Vec3 point_on_convex;
+  int iterations = 0;
+  /// When the cores overlap with the origin enclosed by a GJK tetrahedron:
+  /// its points (core point minus triangle point), core points and triangle
+  /// barycentric weights, the start polytope of EPA. 0 otherwise.
+  int tetrahedron = 0;
+  Vec3 tet_w[4], tet_p[4];
+  double tet_l[4][3];
+};
+
+namespace triangle_convex_detail {
+
+struct SimplexPoint {
+  Vec3 w;       // support of (convex core - triangle)
+  Vec3 p;       // point of the convex core
+  double l[3];  // barycentric weights of the triangle point
+};
+
+/// Closest point to the origin of segment / triangle / tetrahedron `s` (n
+/// points); reduces `s` to the smallest sub-simplex holding it; returns
+/// false when the origin is inside the tetrahedron.
+inline bool ClosestToOrigin(SimplexPoint* s, int* n, Vec3* v, double* lam) {
+  auto solve_triangle = [](const Vec3& a, const Vec3& b, const Vec3& c, double out[3]) {
+    // Ericson 5.1.5 with p = origin, returning barycentric weights.
+    const Vec3 ab = b - a, ac = c - a, ap = -a;
+    const double d1 = Dot(ab, ap), d2 = Dot(ac, ap);
+    if (d1 <= 0.0 && d2 <= 0.0) { out[0] = 1; out[1] = 0; out[2] = 0; return; }
+    const Vec3 bp = -b;
+    const double d3 = Dot(ab, bp), d4 = Dot(ac, bp);
+    if (d3 >= 0.0 && d4 <= d3) { out[0] = 0; out[1] = 1; out[2] = 0; return; }
+    const double vc = d1 * d4 - d3 * d2;
+    if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
+      const double t = d1 / (d1 - d3);
+      out[0] = 1 - t; out[1] = t; out[2] = 0; return;
+    }
+    const Vec3 cp = -c;
+    const double d5 = Dot(ab, cp), d6 = Dot(ac, cp);
+    if (d6 >= 0.0 && d5 <= d6) { out[0] = 0; out[1] = 0; out[2] = 1; return; }
+    const double vb = d5 * d2 - d1 * d6;
+    if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
+      const double t = d2 / (d2 - d6);
+      out[0] = 1 - t; out[1] = 0; out[2] = t; return;
+    }
+    const double va = d3 * d6 - d5 * d4;
+    if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0) {
+      const double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+      out[0] = 0; out[1] = 1 - t; out[2] = t; return;
+    }
+    const double den = 1.0 / (va + vb + vc);
+    out[1] = vb * den; out[2] = vc * den; out[0] = 1.0 - out[1] - out[2];
+  };
+  auto keep = [&](const int* idx, const double* w, int m) {
+    SimplexPoint t[4];
+    double wl[4];
+    int k = 0;
+    for (int i = 0; i < m; ++i) {
+      if (w[i] > 0.0) { t[k] = s[idx[i]]; wl[k] = w[i]; ++k; }
+    }
+    if (k == 0) { t[0] = s[idx[0]]; wl[0] = 1.0; k = 1; }
+    *n = k;
+    *v = Vec3{};
+    for (int i = 0; i < k; ++i) { s[i] = t[i]; lam[i] = wl[i]; *v += t[i].w * wl[i]; }
+  };
+  if (*n == 1) { lam[0] = 1.0; *v = s[0].w; return true; }
+  if (*n == 2) {
+    const Vec3 d = s[1].w - s[0].w;
+    const double dd = d.LengthSq();
+    double t = dd > 0.0 ? -Dot(s[0].w, d) / dd : 0.0;
+    t = std::clamp(t, 0.0, 1.0);
+    const int idx[2] = {0, 1};
+    const double w[2] = {1.0 - t, t};
+    keep(idx, w, 2);
+    return true;
+  }
+  if (*n == 3) {
+    double w[3];
+    solve_triangle(s[0].w, s[1].w, s[2].w, w);
+    const int idx[3] = {0, 1, 2};
+    keep(idx, w, 3);
+    return true;
+  }
+  // Tetrahedron (Ericson 5.1.6): faces whose plane separates the origin from
+  // the opposite vertex; the closest of their closest points.
+  const int faces[4][4] = {{0, 1, 2, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 3, 2, 0}};
+  double best = std::numeric_limits<double>::infinity();
+  int best_face = -1;
+  double best_w[3] = {0, 0, 0};
+  for (const auto& f : faces) {
+    const Vec3 a = s[f[0]].w, b = s[f[1]].w, c = s[f[2]].w, d = s[f[3]].w;
+    const Vec3 nrm = Cross(b - a, c - a);
+    const double so = Dot(-a, nrm), sd = Dot(d - a, nrm);
+    if (so * sd >= 0.0 && sd != 0.0) continue;  // origin on the inner side of this face
+    double w[3];
+    solve_triangle(a, b, c, w);
+    const Vec3 p = a * w[0] + b * w[1] + c * w[2];
+    const double l = p.LengthSq();
+    if (l < best) {
+      best = l;
+      best_face = static_cast<int>(&f - faces);
+      best_w[0] = w[0]; best_w[1] = w[1]; best_w[2] = w[2];
+    }
+  }
+  if (best_face < 0) return false;
+  keep(faces[best_face], best_w, 3);
+  return true;
+}
+
+}  // namespace triangle_convex_detail
+
+/// GJK distance between triangle `tri` and a convex given by
+/// `core_support(dir)` (a point of the core farthest along dir, mesh frame)
+/// grown by `margin`. `scale`: length scale of the pair for tolerances.
+template <typename CoreSupport>
+TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& core_support,
+                                         double margin, double scale) {
+  using triangle_convex_detail::SimplexPoint;
+  TriangleConvexDistance out;
+  auto tri_support = [&](const Vec3& d, double l[3]) {
+    const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
+    const int i = (x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2);
+    l[0] = l[1] = l[2] = 0.0;
+    l[i] = 1.0;
+    return tri[i];
+  };
+  SimplexPoint s[4];
+  int n = 0;
+  double lam[4] = {1, 0, 0, 0};
+  // Start from the centroid direction.
+  Vec3 dir = (tri[0] + tri[1] + tri[2]) * (1.0 / 3.0) - core_support(Vec3{1, 0, 0});
+  if (dir.LengthSq() == 0.0) dir = {1, 0, 0};
+  {
+    SimplexPoint p;
+    p.p = core_support(dir * -1.0);
+    p.w = p.p - tri_support(dir, p.l);
+    s[n++] = p;
+  }
+  Vec3 v = s[0].w;
+  const double eps_abs = 1e-13 * scale;
+  bool overlap = false;
+  double lower = -std::numeric_limits<double>::infinity();
+  int it = 0;
+  for (; it < kTriangleGjkMaxIterations; ++it) {
+    const double vv = v.LengthSq();
+    if (vv <= eps_abs * eps_abs) { overlap = true; break; }
+    SimplexPoint p;
+    p.p = core_support(-v);
+    p.w = p.p - tri_support(v, p.l);
+    // Upper bound |v|, lower bound v.w / |v|.
+    const double lb = Dot(v, p.w) / std::sqrt(vv);
+    if (lb > lower) {
+      lower = lb;
+      out.lower_axis = v / std::sqrt(vv);
+    }
+    if (vv - Dot(v, p.w) <= 1e-12 * vv + eps_abs * eps_abs) break;
+    bool dup = false;
+    for (int i = 0; i < n; ++i) dup = dup || s[i].w == p.w;
+    if (dup) break;
+    s[n++] = p;
+    Vec3 nv;
+    if (!triangle_convex_detail::ClosestToOrigin(s, &n, &nv, lam)) {
+      // The tetrahedron holds the origin, unless rounding on a flat one says
+      // so while the lower bound already proves separation.
+      if (lower > eps_abs) { n = 3; break; }
+      overlap = true;
+      out.tetrahedron = 4;
+      for (int k = 0; k < 4; ++k) {
+        out.tet_w[k] = s[k].w;
+        out.tet_p[k] = s[k].p;
+        for (int j = 0; j < 3; ++j) out.tet_l[k][j] = s[k].l[j];
+      }
+      break;
+    }
+    if (nv.LengthSq() >= vv) break;  // no progress (rounding)
+    v = nv;
+  }
+  out.iterations = it;
+  // Recover the closest points from the simplex weights.
+  Vec3 on_core;
+  double l[3] = {0, 0, 0};
+  for (int i = 0; i < n; ++i) {
+    on_core += s[i].p * lam[i];
+    for (int k = 0; k < 3; ++k) l[k] += s[i].l[k] * lam[i];
+  }
+  out.bary[0] = l[0]; out.bary[1] = l[1]; out.bary[2] = l[2];
+  out.point_on_triangle = tri[0] * l[0] + tri[1] * l[1] + tri[2] * l[2];
+  const double dist = overlap ? 0.0 : v.Length();
+  if (overlap || dist <= eps_abs) {
+    out.cores_overlap = true;
+    out.distance = -margin;
+    out.distance_lower = -margin;
+    out.point_on_convex = on_core;
+    return out;
+  }
+  out.normal = v / dist;
+  out.distance = dist - margin;
+  out.distance_lower = std::min(std::max(lower, 0.0), dist) - margin;
+  out.point_on_convex = on_core - out.normal * margin;
+  return out;
+}
+
+/// Penetration of a convex (core + margin) into a triangle, mesh frame.
+struct TriangleConvexPenetration {
+  /// False when no contact could be computed (no enclosing tetrahedron, a
+  /// flat Minkowski difference, or the cap hit before convergence).
+  bool valid = false;
+  /// 0: EPA converged (or capped on its best face). Otherwise EPA broke down
+  /// (3 degenerate new face, 4 no face left, 5 origin outside the polytope
+  /// after rounding on slivers of a curved core) and the answer is the best
+  /// of the polytope's face normals n by the exact support h(n) of the
+  /// Minkowski difference: still a separating move (depth, normal), perhaps
+  /// slightly longer than the shortest. 1 no tetrahedron, 2 degenerate start:
+  /// not valid.
+  int failure = 0;
+  /// Depth in metres: moving the convex by depth * normal separates it.
+  double depth = 0.0;
+  /// Unit push-out direction from the triangle towards the convex.
+  Vec3 normal{0, 1, 0};
+  /// Deepest point of the convex, and the matching point of the triangle.
+  Vec3 point_on_convex;
+  Vec3 point_on_triangle;
+};
+
+/// Expanding Polytope Algorithm (van den Bergen 2001; as epa.h) on the
+/// Minkowski difference core - triangle, started from GJK's enclosing
+/// tetrahedron `g` (g.tetrahedron == 4). Each step pushes the face nearest
+/// the origin out to the support point along its normal, re-stitching the
+/// horizon, until the support gap is below 1e-9 * scale.
+template <typename CoreSupport>
+TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport& core_support,
+                                            double margin, double scale,
+                                            const TriangleConvexDistance& g) {
+  TriangleConvexPenetration out;
+  if (g.tetrahedron != 4) { out.failure = 1; return out; }
+  struct Vert {
+    Vec3 w, p;
+    double l[3];
+  };
+  struct Face {
+    int v[3];
+    Vec3 n;
+    double d;
+    bool alive;
+  };
+  constexpr int kMaxVerts = 160;
+  constexpr int kMaxFaces = 1024;
+  Vert verts[kMaxVerts];
+  Face faces[kMaxFaces];
+  int nv = 0, nf = 0;
+  for (int k = 0; k < 4; ++k) {
+    verts[nv].w = g.tet_w[k];
+    verts[nv].p = g.tet_p[k];
+    for (int j = 0; j < 3; ++j) verts[nv].l[j] = g.tet_l[k][j];
+    ++nv;
+  }
+  auto make_face = [&](int a, int b, int c) {
+    if (nf >= kMaxFaces) return false;
+    Face& f = faces[nf];
+    f.v[0] = a; f.v[1] = b; f.v[2] = c;
+    const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
+    const double len = n.Length();
+    if (!(len > 0.0)) return false;
+    f.n = n / len;
+    f.d = Dot(f.n, verts[a].w);
+    f.alive = true;
+    ++nf;
+    return true;
+  };
+  // Tetrahedron faces, oriented outwards (away from the opposite vertex).
+  const int tf[4][4] = {{0, 1, 2, 3}, {0, 3, 1, 2}, {0, 2, 3, 1}, {1, 3, 2, 0}};
+  for (const auto& f : tf) {
+    int a = f[0], b = f[1], c = f[2];
+    const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
+    if (Dot(n, verts[f[3]].w - verts[a].w) > 0.0) std::swap(b, c);
+    if (!make_face(a, b, c)) { out.failure = 2; return out; }
+  }
+  auto tri_support = [&](const Vec3& d, double l[3]) {
+    const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
+    const int i = (x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2);
+    l[0] = l[1] = l[2] = 0.0;
+    l[i] = 1.0;
+    return tri[i];
+  };
+  const double tol = 1e-9 * scale;
+  // Breakdown: for any unit n, moving the convex by h(n) along -n separates
+  // it (h the support of core - triangle); take the best alive face normal.
+  auto fallback = [&](int reason) {
+    out.failure = reason;
+    double best_h = std::numeric_limits<double>::infinity();
+    Vec3 best_n;
+    for (int i = 0; i < nf; ++i) {
+      if (!faces[i].alive) continue;
+      double l[3];
+      const Vec3 n = faces[i].n;
+      const double h = Dot(core_support(n) - tri_support(-n, l), n);
+      if (h < best_h) { best_h = h; best_n = n; }
+    }
+    if (!(best_h < std::numeric_limits<double>::infinity())) return out;
+    double l[3];
+    out.valid = true;
+    out.depth = std::max(best_h, 0.0) + margin;
+    out.normal = -best_n;
+    out.point_on_convex = core_support(best_n) + best_n * margin;
+    out.point_on_triangle = tri_support(-best_n, l);
+    return out;
+  };
+  int best = -1;
+  for (int it = 0; it < 150; ++it) {
+    best = -1;
+    for (int i = 0; i < nf; ++i) {
+      if (faces[i].alive && (best < 0 || faces[i].d < faces[best].d)) best = i;
+    }
+    if (best < 0) return fallback(4);
+    const Face& f = faces[best];
+    if (nv >= kMaxVerts || nf + 64 > kMaxFaces) break;  // capped: best face so far
+    Vert& nvx = verts[nv];
+    nvx.p = core_support(f.n);
+    nvx.w = nvx.p - tri_support(-f.n, nvx.l);
+    const double gap = Dot(nvx.w, f.n) - f.d;
+    if (gap <= tol) break;
+    // A support point already in the polytope (curved cores repeat rim
+    // points): no progress is possible along this face.
+    bool repeated = false;
+    for (int i = 0; i < nv && !repeated; ++i) {
+      repeated = (verts[i].w - nvx.w).LengthSq() <= 1e-12 * scale * scale;
+    }
+    if (repeated) break;
+    const int wi = nv++;
+    // Remove the faces that see the new point; keep their horizon edges.
+    int edges[kMaxFaces][2];
+    int ne = 0;
+    for (int i = 0; i < nf; ++i) {
+      // Visible with a margin: near-coplanar slivers on curved cores must not
+      // flip the polytope inside out.
+      if (!faces[i].alive || Dot(faces[i].n, verts[wi].w - verts[faces[i].v[0]].w) <= tol) {
+        continue;
+      }
+      faces[i].alive = false;
+      for (int e = 0; e < 3; ++e) {
+        const int a = faces[i].v[e], b = faces[i].v[(e + 1) % 3];
+        bool shared = false;
+        for (int k = 0; k < ne; ++k) {
+          if (edges[k][0] == b && edges[k][1] == a) {
+            edges[k][0] = edges[ne - 1][0];
+            edges[k][1] = edges[ne - 1][1];
+            --ne;
+            shared = true;
+            break;
+          }
+        }
+        if (!shared && ne < kMaxFaces) {
+          edges[ne][0] = a;
+          edges[ne][1] = b;
+          ++ne;
+        }
+      }
+    }
+    for (int k = 0; k < ne; ++k) {
+      if (!make_face(edges[k][0], edges[k][1], wi)) return fallback(3);
+    }
+  }
+  if (best < 0) return out;
+  const Face& f = faces[best];
+  if (f.d < -tol) return fallback(5);  // origin not enclosed
+  // Barycentric weights of the origin's projection n * d on the face.
+  const Vec3 a = verts[f.v[0]].w, b = verts[f.v[1]].w, c = verts[f.v[2]].w;
+  const Vec3 q = f.n * f.d;
+  const Vec3 v0 = b - a, v1 = c - a, v2 = q - a;
+  const double d00 = Dot(v0, v0), d01 = Dot(v0, v1), d11 = Dot(v1, v1);
+  const double d20 = Dot(v2, v0), d21 = Dot(v2, v1);
+  const double den = d00 * d11 - d01 * d01;
+  double wb = 0.0, wc = 0.0;
+  if (den != 0.0) {
+    wb = (d11 * d20 - d01 * d21) / den;
+    wc = (d00 * d21 - d01 * d20) / den;
+  }
+  const double wa = 1.0 - wb - wc;
+  const double w3[3] = {wa, wb, wc};
+  Vec3 core_point, tri_point;
+  for (int k = 0; k < 3; ++k) {
+    const Vert& vx = verts[f.v[k]];
+    core_point += vx.p * w3[k];
+    tri_point += (tri[0] * vx.l[0] + tri[1] * vx.l[1] + tri[2] * vx.l[2]) * w3[k];
+  }
+  // Depth = the exact support h(n) along the final normal (>= the face
+  // distance, by at most the stopping gap when converged): moving the convex
+  // by it along -n always leaves the two touching or apart, as in epa.h.
+  double lh[3];
+  const double h = Dot(core_support(f.n) - tri_support(-f.n, lh), f.n);
+  out.valid = true;
+  out.depth = std::max(std::max(h, f.d), 0.0) + margin;
+  out.normal = -f.n;
+  out.point_on_convex = core_point + f.n * margin;
+  out.point_on_triangle = tri_point;
+  return out;
+}
+
+/// Result of a convex sweep against one triangle.
+struct TriangleConvexSweep {
+  bool hit = false;
+  bool started_inside = false;
+  /// Fraction in [0, t_max].
+  double t = 1.0;
+  /// Unit normal from the triangle towards the moving convex.
+  Vec3 normal{0, 1, 0};
+  /// Contact point on the triangle.
+  Vec3 point;
+  /// True when the iteration cap was hit (t is then a lower bound).
+  bool capped = false;
+};
+
+/// First contact of the convex (core_support at its start position, grown by
+/// `margin`) translating by `v` for t in [0, t_max] with triangle `tri`.
+/// `active`: active-edge flags; a contact on an inactive edge or vertex
+/// reports the face normal (when it does not point along the motion).
+template <typename CoreSupport>
+TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
+                                        double margin, const Vec3& v, double t_max, double scale,
+                                        uint8_t active) {
+  TriangleConvexSweep out;
+  const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
+  double t = 0.0;
+  for (int i = 0; i < kTriangleSweepMaxIterations; ++i) {
+    const Vec3 shift = v * t;
+    auto moved = [&](const Vec3& d) { return core_support(d) + shift; };
+    const TriangleConvexDistance g = TriangleConvexGjk(tri, moved, margin, scale);
+    // Contact: within the gap; or GJK stalled (rounding) with its lower bound
+    // already within the gap and its upper bound within kSweepStallGap, where
+    // no further advance is possible.
+    if (g.distance <= kSweepGap ||
+        (g.distance_lower <= 0.5 * kSweepGap && g.distance <= kSweepStallGap)) {
+      out.hit = true;
+      out.t = t;
+      out.started_inside = t == 0.0;
+      out.point = g.point_on_triangle;
+      Vec3 n = g.cores_overlap ? face * (Dot(face, v) > 0.0 ? -1.0 : 1.0) : g.normal;
+      // Inactive edge or vertex: the face normal (Jolt's active edges).
+      const bool on_face = g.bary[0] > 0.0 && g.bary[1] > 0.0 && g.bary[2] > 0.0;
+      if (on_face && !g.cores_overlap) {
+        // Closest point inside the face: the direction is the face normal
+        // exactly (GJK's |v| of ~1e-9 carries only its rounding).
+        n = face * (Dot(face, n) >= 0.0 ? 1.0 : -1.0);
+      } else if (!g.cores_overlap) {
+        bool use_face = true;
+        for (int e = 0; e < 3; ++e) {
+          // Edge e (vertex e to e+1) holds the point when the opposite weight is 0.
+          if (g.bary[(e + 2) % 3] <= 0.0 && ((active >> e) & 1u)) use_face = false;
+        }
+        if (use_face) {
+          const Vec3 fn = face * (Dot(face, n) >= 0.0 ? 1.0 : -1.0);
+          if (Dot(fn, v) <= 0.0) n = fn;
+        }
+      }
+      out.normal = n;
+      return out;
+    }
+    if (g.cores_overlap) break;  // cannot happen with distance > gap
+    const double closing = -Dot(v, g.lower_axis);
+    // The plane at the lower bound separates: never crossed when not closing.
+    if (closing <= 0.0 && g.distance_lower > 0.0) return out;
+    if (closing <= 0.0) break;
+    const double dt = (g.distance_lower - 0.5 * kSweepGap) / closing;
+    t += std::max(dt, 0.0);
+    if (t > t_max) return out;
+  }
+  // Capped: report the lower bound as the contact.
+  out.hit = true;
+  out.capped = true;
+  out.t = std::min(t, t_max);
+  out.normal = face * (Dot(face, v) > 0.0 ? -1.0 : 1.0);
+  return out;
+}
+
+}  // namespace hitbox

@@ -1,0 +1,443 @@
+#include "geometry/triangle_mesh.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "geometry/bvh_ray.h"
+#include "geometry/triangle_queries.h"
+#include "hitbox/shapes.h"
+
+namespace hitbox {
+namespace {
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+/// Smallest k in 0..9 such that every value is q / 10^k exactly for a 32-bit
+/// integer q; -1 when none.
+int DecimalDigits(std::span<const Vec3> vertices) {
+  double d = 1.0;
+  for (int k = 0; k <= 9; ++k, d *= 10.0) {
+    bool ok = true;
+    for (const Vec3& v : vertices) {
+      for (int i = 0; i < 3 && ok; ++i) {
+        const double q = std::nearbyint(v[i] * d);
+        ok = std::fabs(q) <= 2147483647.0 && q / d == v[i];
+      }
+      if (!ok) break;
+    }
+    if (ok) return k;
+  }
+  return -1;
+}
+
+/// Quantizes coordinate `v` in [lo, lo + 65535 * step] to 16 bits, rounded
+/// down (`up` false) or up so that the decoded value bounds v conservatively.
+uint16_t Quantize(double v, double lo, double step, bool up) {
+  if (step == 0.0) return 0;
+  double q = up ? std::ceil((v - lo) / step) : std::floor((v - lo) / step);
+  q = std::clamp(q, 0.0, 65535.0);
+  if (up) {
+    while (q < 65535.0 && lo + q * step < v) q += 1.0;
+  } else {
+    while (q > 0.0 && lo + q * step > v) q -= 1.0;
+  }
+  return static_cast<uint16_t>(q);
+}
+
+}  // namespace
+
+Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
+                                         std::span<const Indices> triangles) {
+  if (vertices.empty()) return Error{ErrorCode::kInvalidArgument, "vertices: mesh has no vertices"};
+  if (triangles.empty()) {
+    return Error{ErrorCode::kInvalidArgument, "triangles: mesh has no triangles"};
+  }
+  if (vertices.size() > kMaxMeshVertices) {
+    return Error{ErrorCode::kInvalidArgument, "vertices: " + std::to_string(vertices.size()) +
+                                                  " vertices, at most " +
+                                                  std::to_string(kMaxMeshVertices)};
+  }
+  if (triangles.size() > kMaxMeshTriangles) {
+    return Error{ErrorCode::kInvalidArgument, "triangles: " + std::to_string(triangles.size()) +
+                                                  " triangles, at most " +
+                                                  std::to_string(kMaxMeshTriangles)};
+  }
+  static const char* const kAxis[3] = {"x", "y", "z"};
+  for (size_t i = 0; i < vertices.size(); ++i) {
+    for (int a = 0; a < 3; ++a) {
+      const double x = vertices[i][a];
+      if (!std::isfinite(x)) {
+        return Error{ErrorCode::kInvalidArgument, "vertices[" + std::to_string(i) + "][" +
+                                                      std::to_string(a) + "]: " + kAxis[a] +
+                                                      " is not finite (" + Num(x) + ")"};
+      }
+      if (!InCoordinateRange(x)) {
+        return Error{ErrorCode::kInvalidArgument,
+                     "vertices[" + std::to_string(i) + "][" + std::to_string(a) + "]: " + kAxis[a] +
+                         " = " + Num(x) + " out of range (|x| <= " + Num(kMaxCoordinate) + ")"};
+      }
+    }
+  }
+  for (size_t t = 0; t < triangles.size(); ++t) {
+    for (int c = 0; c < 3; ++c) {
+      if (triangles[t][c] >= vertices.size()) {
+        return Error{ErrorCode::kInvalidArgument,
+                     "triangles[" + std::to_string(t) + "][" + std::to_string(c) +
+                         "]: vertex index " + std::to_string(triangles[t][c]) +
+                         " out of range (" + std::to_string(vertices.size()) + " vertices)"};
+      }
+    }
+  }
+
+  TriangleMesh mesh;
+  mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
+  const int digits = DecimalDigits(vertices);
+  if (digits >= 0) {
+    const double d = std::pow(10.0, digits);
+    mesh.vertex_divisor_ = d;
+    mesh.qvertices_.resize(vertices.size());
+    for (size_t i = 0; i < vertices.size(); ++i) {
+      for (int a = 0; a < 3; ++a) {
+        mesh.qvertices_[i][a] = static_cast<int32_t>(std::nearbyint(vertices[i][a] * d));
+      }
+    }
+  } else {
+    mesh.dvertices_.assign(vertices.begin(), vertices.end());
+  }
+
+  // Keep triangles of non-zero area (computed on the stored vertices).
+  std::vector<Indices> kept;
+  std::vector<uint32_t> original;
+  kept.reserve(triangles.size());
+  original.reserve(triangles.size());
+  for (size_t t = 0; t < triangles.size(); ++t) {
+    const Indices& tri = triangles[t];
+    const Vec3 a = mesh.Vertex(tri[0]), b = mesh.Vertex(tri[1]), c = mesh.Vertex(tri[2]);
+    if (Cross(b - a, c - a).LengthSq() == 0.0) continue;
+    kept.push_back(tri);
+    original.push_back(static_cast<uint32_t>(t));
+  }
+  mesh.dropped_ = static_cast<uint32_t>(triangles.size() - kept.size());
+  if (kept.empty()) {
+    return Error{ErrorCode::kInvalidArgument,
+                 "triangles: all " + std::to_string(triangles.size()) + " triangles have zero area"};
+  }
+  const size_t n = kept.size();
+
+  // Active edges: group the 3n directed edges by their undirected key.
+  struct EdgeRef {
+    uint64_t key;
+    uint32_t tri;
+    uint32_t slot;
+  };
+  std::vector<EdgeRef> edges;
+  edges.reserve(3 * n);
+  for (uint32_t t = 0; t < n; ++t) {
+    for (uint32_t s = 0; s < 3; ++s) {
+      const uint64_t p = kept[t][s], q = kept[t][(s + 1) % 3];
+      edges.push_back({(std::min(p, q) << 32) | std::max(p, q), t, s});
+    }
+  }
+  std::sort(edges.begin(), edges.end(), [](const EdgeRef& x, const EdgeRef& y) {
+    return x.key != y.key ? x.key < y.key : x.tri < y.tri;
+  });
+  std::vector<uint8_t> active(n, 0);
+  const double cos_threshold = std::cos(kActiveEdgeAngle);
+  auto normal_of = [&](uint32_t t) {
+    return TriangleNormal(mesh.Vertex(kept[t][0]), mesh.Vertex(kept[t][1]),
+                          mesh.Vertex(kept[t][2]));
+  };
+  for (size_t i = 0; i < edges.size();) {
+    size_t j = i;
+    while (j < edges.size() && edges[j].key == edges[i].key) ++j;
+    bool is_active = true;
+    if (j - i == 2) {
+      const EdgeRef& e1 = edges[i];
+      const EdgeRef& e2 = edges[i + 1];
+      Vec3 n1 = normal_of(e1.tri);
+      Vec3 n2 = normal_of(e2.tri);
+      // Consistent orientation: a shared edge runs in opposite directions.
+      if (kept[e1.tri][e1.slot] == kept[e2.tri][e2.slot]) n2 = -n2;
+      is_active = Dot(n1, n2) < cos_threshold;
+    }
+    if (is_active) {
+      for (size_t k = i; k < j; ++k) active[edges[k].tri] |= static_cast<uint8_t>(1u << edges[k].slot);
+    }
+    i = j;
+  }
+
+  // Hierarchy over triangle boxes; triangles are then stored in leaf order.
+  std::vector<Aabb> boxes(n);
+  for (size_t t = 0; t < n; ++t) {
+    boxes[t] = Aabb().Union(mesh.Vertex(kept[t][0])).Union(mesh.Vertex(kept[t][1]))
+                   .Union(mesh.Vertex(kept[t][2]));
+    mesh.bounds_ = mesh.bounds_.Union(boxes[t]);
+  }
+  std::vector<uint32_t> order(n);
+  for (uint32_t t = 0; t < n; ++t) order[t] = t;
+  mesh.BuildHierarchy(&order, boxes);
+  mesh.tri_.resize(n);
+  mesh.tri_original_.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t t = order[k];
+    for (int c = 0; c < 3; ++c) {
+      mesh.tri_[k][c] = kept[t][c] | (((active[t] >> c) & 1u) << 31);
+    }
+    mesh.tri_original_[k] = original[t];
+  }
+  return mesh;
+}
+
+void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes) {
+  for (int a = 0; a < 3; ++a) {
+    double s = (bounds_.max[a] - bounds_.min[a]) / 65535.0;
+    while (s > 0.0 && bounds_.min[a] + 65535.0 * s < bounds_.max[a]) {
+      s = std::nextafter(s, std::numeric_limits<double>::infinity());
+    }
+    step_[a] = s;
+  }
+  nodes_.clear();
+  nodes_.reserve(order->size() / 2 + 1);
+  struct Item {
+    uint32_t begin, end, parent;
+  };
+  std::vector<Item> work;
+  work.push_back({0, static_cast<uint32_t>(order->size()), UINT32_MAX});
+  std::vector<uint32_t>& ord = *order;
+  while (!work.empty()) {
+    const Item it = work.back();
+    work.pop_back();
+    const uint32_t self = static_cast<uint32_t>(nodes_.size());
+    if (it.parent != UINT32_MAX) nodes_[it.parent].data = self;  // second child
+    Aabb box;
+    Aabb centroids;
+    for (uint32_t k = it.begin; k < it.end; ++k) {
+      box = box.Union(boxes[ord[k]]);
+      centroids = centroids.Union(boxes[ord[k]].Center());
+    }
+    Node node;
+    for (int a = 0; a < 3; ++a) {
+      node.min[a] = Quantize(box.min[a], bounds_.min[a], step_[a], false);
+      node.max[a] = Quantize(box.max[a], bounds_.min[a], step_[a], true);
+    }
+    const uint32_t count = it.end - it.begin;
+    if (count <= 4) {
+      node.data = kLeafBit | (it.begin << 3) | (count - 1);
+      nodes_.push_back(node);
+      continue;
+    }
+    node.data = 0;
+    nodes_.push_back(node);
+    const Vec3 ext = centroids.max - centroids.min;
+    const int axis = (ext.x >= ext.y && ext.x >= ext.z) ? 0 : (ext.y >= ext.z ? 1 : 2);
+    // Split near the median, rounded up to a multiple of 4 so leaves are full.
+    const uint32_t mid = it.begin + ((count / 2 + 3) & ~3u);
+    std::nth_element(ord.begin() + it.begin, ord.begin() + mid, ord.begin() + it.end,
+                     [&](uint32_t x, uint32_t y) {
+                       const double cx = boxes[x].min[axis] + boxes[x].max[axis];
+                       const double cy = boxes[y].min[axis] + boxes[y].max[axis];
+                       return cx != cy ? cx < cy : x < y;
+                     });
+    // Depth-first pre-order: the first child is built right after this node,
+    // then the second, whose index is patched into this node's data.
+    work.push_back({mid, it.end, self});
+    work.push_back({it.begin, mid, UINT32_MAX});
+  }
+}
+
+size_t TriangleMesh::MemoryBytes() const {
+  return qvertices_.capacity() * sizeof(qvertices_[0]) +
+         dvertices_.capacity() * sizeof(Vec3) + tri_.capacity() * sizeof(Indices) +
+         tri_original_.capacity() * sizeof(uint32_t) + nodes_.capacity() * sizeof(Node);
+}
+
+void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
+  for (int c = 0; c < 3; ++c) out[c] = Vertex(tri_[k][c] & kIndexMask);
+}
+
+bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
+                                  MeshRayHit* hit) const {
+  if (translation.LengthSq() == 0.0) return false;
+  const WatertightRay ray(origin, translation);
+  const BvhRay bray(origin, translation);
+  double best = 1.0;
+  uint32_t best_k = UINT32_MAX;
+  uint32_t best_orig = UINT32_MAX;
+  struct Entry {
+    uint32_t node;
+    double t;
+  };
+  Entry stack[64];
+  int top = 0;
+  double t0;
+  if (!bray.Enter(NodeBox(nodes_[0]), best, &t0)) return false;
+  stack[top++] = {0, t0};
+  while (top > 0) {
+    const Entry e = stack[--top];
+    if (e.t > best) continue;
+    const Node& nd = nodes_[e.node];
+    if (nd.data & kLeafBit) {
+      const uint32_t first = (nd.data & kIndexMask) >> 3;
+      const uint32_t count = (nd.data & 7u) + 1;
+      for (uint32_t k = first; k < first + count; ++k) {
+        Vec3 v[3];
+        TriangleVertices(k, v);
+        TriangleRayHit h;
+        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], best, &h)) continue;
+        const uint32_t orig = tri_original_[k];
+        if (h.t < best || best_k == UINT32_MAX || (h.t == best && orig < best_orig)) {
+          best = h.t;
+          best_k = k;
+          best_orig = orig;
+        }
+      }
+      continue;
+    }
+    const uint32_t c0 = e.node + 1, c1 = nd.data;
+    double ta = 0.0, tb = 0.0;
+    const bool ha = bray.Enter(NodeBox(nodes_[c0]), best, &ta);
+    const bool hb = bray.Enter(NodeBox(nodes_[c1]), best, &tb);
+    if (ha && hb) {
+      if (ta <= tb) {
+        stack[top++] = {c1, tb};
+        stack[top++] = {c0, ta};
+      } else {
+        stack[top++] = {c0, ta};
+        stack[top++] = {c1, tb};
+      }
+    } else if (ha) {
+      stack[top++] = {c0, ta};
+    } else if (hb) {
+      stack[top++] = {c1, tb};
+    }
+  }
+  if (best_k == UINT32_MAX) return false;
+  if (hit != nullptr) {
+    Vec3 v[3];
+    TriangleVertices(best_k, v);
+    Vec3 nrm = TriangleNormal(v[0], v[1], v[2]);
+    if (Dot(nrm, translation) > 0.0) nrm = -nrm;
+    hit->fraction = best;
+    hit->normal = nrm;
+    hit->triangle = best_orig;
+  }
+  return true;
+}
+
+void TriangleMesh::RaycastAll(const Vec3& origin, const Vec3& translation,
+                              std::vector<MeshRayHit>* hits) const {
+  if (translation.LengthSq() == 0.0) return;
+  const WatertightRay ray(origin, translation);
+  const BvhRay bray(origin, translation);
+  uint32_t stack[64];
+  int top = 0;
+  stack[top++] = 0;
+  while (top > 0) {
+    const uint32_t ni = stack[--top];
+    const Node& nd = nodes_[ni];
+    double te = 0.0;
+    if (!bray.Enter(NodeBox(nd), 1.0, &te)) continue;
+    if (nd.data & kLeafBit) {
+      const uint32_t first = (nd.data & kIndexMask) >> 3;
+      const uint32_t count = (nd.data & 7u) + 1;
+      for (uint32_t k = first; k < first + count; ++k) {
+        Vec3 v[3];
+        TriangleVertices(k, v);
+        TriangleRayHit h;
+        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h)) continue;
+        Vec3 nrm = TriangleNormal(v[0], v[1], v[2]);
+        if (Dot(nrm, translation) > 0.0) nrm = -nrm;
+        hits->push_back({h.t, nrm, tri_original_[k]});
+      }
+    } else {
+      stack[top++] = nd.data;
+      stack[top++] = ni + 1;
+    }
+  }
+}
+
+bool TriangleMesh::OverlapSphere(const Vec3& center, double radius, bool first_only,
+                                 std::vector<MeshContact>* contacts) const {
+  bool any = false;
+  const double r2 = radius * radius;
+  VisitOverlapping(Aabb::FromCenterExtents(center, Vec3::Splat(radius)), [&](uint32_t k) {
+    Vec3 v[3];
+    TriangleVertices(k, v);
+    Vec3 q;
+    const double d2 = PointTriangleDistanceSq(center, v[0], v[1], v[2], &q);
+    if (d2 > r2) return true;
+    any = true;
+    if (contacts != nullptr) {
+      MeshContact c;
+      c.triangle = tri_original_[k];
+      c.point_on_mesh = q;
+      BallTriangleContact(center, q, d2, radius, TriangleNormal(v[0], v[1], v[2]), &c.normal,
+                          &c.depth, &c.point_on_query);
+      contacts->push_back(c);
+    }
+    return !first_only || contacts != nullptr;
+  });
+  return any;
+}
+
+bool TriangleMesh::OverlapCapsule(const Vec3& p0, const Vec3& p1, double radius, bool first_only,
+                                  std::vector<MeshContact>* contacts) const {
+  bool any = false;
+  const double r2 = radius * radius;
+  const Aabb box = Aabb().Union(p0).Union(p1).Expanded(radius);
+  VisitOverlapping(box, [&](uint32_t k) {
+    Vec3 v[3];
+    TriangleVertices(k, v);
+    Vec3 on_seg, on_tri;
+    const double d2 = SegmentTriangleDistanceSq(p0, p1, v[0], v[1], v[2], &on_seg, &on_tri);
+    if (d2 > r2) return true;
+    any = true;
+    if (contacts != nullptr) {
+      MeshContact c;
+      c.triangle = tri_original_[k];
+      c.point_on_mesh = on_tri;
+      BallTriangleContact(on_seg, on_tri, d2, radius, TriangleNormal(v[0], v[1], v[2]),
+                          &c.normal, &c.depth, &c.point_on_query);
+      contacts->push_back(c);
+    }
+    return !first_only || contacts != nullptr;
+  });
+  return any;
+}
+
+MeshSweepHit TriangleMesh::SweepSphere(const Vec3& center, double radius,
+                                       const Vec3& translation) const {
+  MeshSweepHit out;
+  const Aabb box =
+      Aabb::FromCenterExtents(center, Vec3::Splat(radius)).Swept(translation).Expanded(1e-9 * radius);
+  double best = 1.0;
+  uint32_t best_orig = UINT32_MAX;
+  VisitOverlapping(box, [&](uint32_t k) {
+    Vec3 v[3];
+    TriangleVertices(k, v);
+    const TriangleSweep s =
+        SweepSphereTriangle(center, radius, translation, best, v[0], v[1], v[2], ActiveEdges(k));
+    if (!s.hit) return true;
+    const uint32_t orig = tri_original_[k];
+    if (s.t < best || best_orig == UINT32_MAX || (s.t == best && orig < best_orig)) {
+      best = s.t;
+      best_orig = orig;
+      out.state = s.started_inside ? MeshSweepHit::State::kStartedInside : MeshSweepHit::State::kHit;
+      out.fraction = s.t;
+      out.normal = s.normal;
+      out.point = s.point;
+      out.triangle = orig;
+    }
+    return true;
+  });
+  return out;
+}
+
+}  // namespace hitbox

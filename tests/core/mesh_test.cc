@@ -1,0 +1,879 @@
+// TriangleMesh: build validation, active edges, memory, and every query
+// against brute force over every triangle; watertightness on closed meshes;
+// 20 km from the origin like at the origin; the raycasts of the next/ case
+// files evaluated directly on the mesh colliders.
+#include "geometry/triangle_mesh.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "geometry/heightfield.h"
+#include "geometry/surface_queries.h"
+#include "mesh_util.h"
+#include "test_util.h"
+
+namespace hitbox {
+namespace {
+
+using testing::BoxMesh;
+using testing::BruteRaycast;
+using testing::IcoSphere;
+using testing::MeshData;
+using testing::Random;
+using testing::VecNear;
+using testing::WavyGrid;
+
+TriangleMesh MustBuild(const MeshData& m) {
+  auto r = TriangleMesh::Build(m.vertices, m.triangles);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return std::move(r).value();
+}
+
+// Bad input names the triangle and corner, or the vertex and axis.
+TEST(MeshBuild, InvalidInputIsNamed) {
+  MeshData m = IcoSphere(1.0, 2);  // 162 vertices
+  m.triangles[17][2] = 900;
+  auto r = TriangleMesh::Build(m.vertices, m.triangles);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().message, "triangles[17][2]: vertex index 900 out of range (162 vertices)");
+
+  m = IcoSphere(1.0, 1);
+  m.vertices[5].y = std::nan("");
+  r = TriangleMesh::Build(m.vertices, m.triangles);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("vertices[5][1]: y is not finite", 0), 0u) << r.error().message;
+
+  m = IcoSphere(1.0, 1);
+  m.vertices[3].z = 2e9;
+  r = TriangleMesh::Build(m.vertices, m.triangles);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("vertices[3][2]: z = 2000000000 out of range", 0), 0u)
+      << r.error().message;
+
+  r = TriangleMesh::Build(m.vertices, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "triangles: mesh has no triangles");
+  r = TriangleMesh::Build({}, m.triangles);
+  ASSERT_FALSE(r.ok());
+
+  const std::vector<Vec3> line = {{0, 0, 0}, {1, 0, 0}, {2, 0, 0}};
+  const std::vector<TriangleMesh::Indices> flat = {{0, 1, 2}, {0, 0, 1}};
+  r = TriangleMesh::Build(line, flat);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "triangles: all 2 triangles have zero area");
+}
+
+// Zero-area triangles are dropped and counted; survivors keep their input index.
+TEST(MeshBuild, DropsZeroAreaTriangles) {
+  MeshData m = BoxMesh(1.0);
+  m.triangles.insert(m.triangles.begin() + 3, {0, 0, 1});
+  m.triangles.push_back({2, 2, 2});
+  const TriangleMesh mesh = MustBuild(m);
+  EXPECT_EQ(mesh.dropped_triangles(), 2u);
+  EXPECT_EQ(mesh.triangle_count(), 12u);
+  MeshRayHit hit;
+  // The +y face is input triangles 6, 7 shifted by one (the inserted one at 3).
+  ASSERT_TRUE(mesh.RaycastClosest({0.2, 5, 0.7}, {0, -10, 0}, &hit));
+  EXPECT_NE(hit.triangle, 3u);
+  EXPECT_DOUBLE_EQ(hit.fraction, 0.4);
+  EXPECT_EQ(hit.normal, (Vec3{0, 1, 0}));
+}
+
+// Flat internal edges are inactive; the box's cube edges and a grid's border active.
+TEST(MeshBuild, ActiveEdges) {
+  const TriangleMesh box = MustBuild(BoxMesh(1.0));
+  int active = 0;
+  for (uint32_t k = 0; k < box.triangle_count(); ++k) {
+    for (int e = 0; e < 3; ++e) active += (box.ActiveEdges(k) >> e) & 1;
+  }
+  EXPECT_EQ(active, 24);  // 12 cube edges, each seen from two triangles; diagonals inactive
+  const int n = 8;
+  const TriangleMesh grid = MustBuild(WavyGrid(n, 1.0, /*flat=*/true));
+  active = 0;
+  for (uint32_t k = 0; k < grid.triangle_count(); ++k) {
+    for (int e = 0; e < 3; ++e) active += (grid.ActiveEdges(k) >> e) & 1;
+  }
+  EXPECT_EQ(active, 4 * n);  // only the border
+}
+
+// Memory: vertices, triangles (with original index and flags) and hierarchy.
+TEST(MeshBuild, MemoryPerTriangle) {
+  for (int n : {32, 100, 224}) {
+    // Heights rounded to micrometres (like the case files): 32-bit vertices.
+    MeshData data = WavyGrid(n, 0.5);
+    for (Vec3& v : data.vertices) v.y = std::nearbyint(v.y * 1e6) / 1e6;
+    const TriangleMesh grid = MustBuild(data);
+    EXPECT_TRUE(grid.quantized_vertices());
+    const double per = static_cast<double>(grid.MemoryBytes()) / grid.triangle_count();
+    std::printf("wavy grid %u triangles: %zu bytes, %.2f bytes/triangle, %zu nodes, "
+                "quantized vertices: %d\n",
+                grid.triangle_count(), grid.MemoryBytes(), per, grid.node_count(),
+                grid.quantized_vertices());
+    EXPECT_LE(per, 32.0);
+  }
+  const TriangleMesh ico = MustBuild(IcoSphere(3.0, 4));
+  const double per_ico = static_cast<double>(ico.MemoryBytes()) / ico.triangle_count();
+  std::printf("icosphere %u triangles: %.2f bytes/triangle (double vertices)\n",
+              ico.triangle_count(), per_ico);
+  EXPECT_FALSE(ico.quantized_vertices());
+  EXPECT_LE(per_ico, 40.0);
+}
+
+// Closest ray hits equal brute force over every triangle, exactly.
+TEST(MeshRaycast, MatchesBruteForce) {
+  Random rng(101);
+  const std::vector<MeshData> meshes = {IcoSphere(2.0, 3), WavyGrid(24, 0.7), BoxMesh(1.5)};
+  int hits = 0, total = 0;
+  for (const MeshData& m : meshes) {
+    const TriangleMesh mesh = MustBuild(m);
+    const Aabb b = mesh.bounds();
+    for (int i = 0; i < 3000; ++i) {
+      const Vec3 o = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
+      const Vec3 target = b.Center() + Mul(rng.InBox(1.0), b.Extents());
+      const Vec3 d = (target - o) * rng.Uniform(0.3, 2.0);
+      MeshRayHit got, want;
+      const bool g = mesh.RaycastClosest(o, d, &got);
+      const bool w = BruteRaycast(mesh, o, d, &want);
+      ASSERT_EQ(g, w) << ToString(o) << " " << ToString(d);
+      ++total;
+      if (!g) continue;
+      ++hits;
+      EXPECT_EQ(got.fraction, want.fraction);
+      EXPECT_EQ(got.triangle, want.triangle);
+      EXPECT_NEAR(got.normal.Length(), 1.0, 1e-12);
+      EXPECT_LE(Dot(got.normal, d), 0.0);
+      // RaycastAll holds the same closest hit, and one entry per hit triangle.
+      std::vector<MeshRayHit> all;
+      mesh.RaycastAll(o, d, &all);
+      double min_t = 2.0;
+      for (const MeshRayHit& h : all) min_t = std::min(min_t, h.fraction);
+      EXPECT_EQ(min_t, got.fraction);
+    }
+  }
+  std::printf("%d of %d rays hit\n", hits, total);
+  EXPECT_GT(hits, total / 4);
+}
+
+// Shoots a ray from outside through `p` (on the closed convex surface) towards
+// the interior point `m`: it must hit, at p.
+void ExpectThrough(const TriangleMesh& mesh, const Vec3& p, const Vec3& m, double dist,
+                   int* count) {
+  const Vec3 o = p + (p - m).Normalized() * dist;
+  const Vec3 d = m - o;
+  MeshRayHit hit;
+  ASSERT_TRUE(mesh.RaycastClosest(o, d, &hit)) << "slipped through at " << ToString(p)
+                                               << " from " << ToString(o);
+  EXPECT_LE(Distance(o + d * hit.fraction, p), 1e-9 * (1.0 + p.Length())) << ToString(p);
+  ++*count;
+}
+
+// Watertight: rays through every vertex, every edge midpoint and random edge
+// points of closed meshes all hit; axis-aligned rays through a box's edges,
+// diagonals and corners too (edge functions exactly zero).
+TEST(MeshRaycast, WatertightOnClosedMeshes) {
+  Random rng(7);
+  int count = 0;
+  for (const Vec3& offset : {Vec3{0, 0, 0}, Vec3{20000, 0, -8000}}) {
+    for (const MeshData& m : {IcoSphere(1.7, 3, offset), BoxMesh(1.25, offset),
+                              IcoSphere(0.9, 1, offset)}) {
+      const TriangleMesh mesh = MustBuild(m);
+      for (const Vec3& v : m.vertices) {
+        for (int i = 0; i < 4; ++i) ExpectThrough(mesh, v, offset + rng.InBox(0.3), 3.0, &count);
+      }
+      for (const auto& t : m.triangles) {
+        for (int e = 0; e < 3; ++e) {
+          const Vec3 a = m.vertices[t[e]], b = m.vertices[t[(e + 1) % 3]];
+          ExpectThrough(mesh, (a + b) * 0.5, offset + rng.InBox(0.3), 5.0, &count);
+          ExpectThrough(mesh, a + (b - a) * rng.Uniform(0, 1), offset + rng.InBox(0.3), 2.0,
+                        &count);
+        }
+      }
+    }
+  }
+  // Axis-aligned rays on a lattice of the box's faces (edges and diagonals exact).
+  const TriangleMesh box = MustBuild(BoxMesh(1.0));
+  for (int axis = 0; axis < 3; ++axis) {
+    for (int i = -4; i <= 4; ++i) {
+      for (int j = -4; j <= 4; ++j) {
+        for (double dir : {-1.0, 1.0}) {
+          Vec3 o, d;
+          o[(axis + 1) % 3] = i * 0.25;
+          o[(axis + 2) % 3] = j * 0.25;
+          o[axis] = -3.0 * dir;
+          d[axis] = 6.0 * dir;
+          MeshRayHit hit;
+          ASSERT_TRUE(box.RaycastClosest(o, d, &hit)) << ToString(o) << " " << ToString(d);
+          EXPECT_DOUBLE_EQ(hit.fraction, 2.0 / 6.0);
+          ++count;
+        }
+      }
+    }
+  }
+  std::printf("%d rays through vertices and edges, all hit\n", count);
+}
+
+// A mesh 20 km from the origin answers like the same mesh at the origin.
+TEST(MeshRaycast, FarFromOriginLikeAtOrigin) {
+  Random rng(33);
+  const Vec3 far{20000, 0, -8000};
+  MeshData near_data = WavyGrid(20, 0.5);
+  MeshData far_data = near_data;
+  for (Vec3& v : far_data.vertices) v += far;
+  const TriangleMesh near_mesh = MustBuild(near_data);
+  const TriangleMesh far_mesh = MustBuild(far_data);
+  int hits = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const Vec3 o{rng.Uniform(-1, 11), rng.Uniform(1, 4), rng.Uniform(-1, 11)};
+    const Vec3 d{rng.Uniform(-6, 6), rng.Uniform(-8, -1), rng.Uniform(-6, 6)};
+    MeshRayHit a, b;
+    const bool ha = near_mesh.RaycastClosest(o, d, &a);
+    const bool hb = far_mesh.RaycastClosest(o + far, d, &b);
+    ASSERT_EQ(ha, hb) << ToString(o) << " " << ToString(d);
+    if (!ha) continue;
+    ++hits;
+    EXPECT_NEAR(a.fraction, b.fraction, 1e-9);
+    EXPECT_TRUE(VecNear(a.normal, b.normal, 1e-9));
+  }
+  EXPECT_GT(hits, 1000);
+}
+
+// Sphere and capsule overlaps equal brute force over every triangle.
+TEST(MeshOverlap, SphereAndCapsuleMatchBruteForce) {
+  Random rng(5);
+  const TriangleMesh mesh = MustBuild(WavyGrid(16, 0.8));
+  const TriangleMesh ico = MustBuild(IcoSphere(2.0, 3));
+  int touched = 0;
+  for (const TriangleMesh* m : {&mesh, &ico}) {
+    const Aabb b = m->bounds();
+    for (int i = 0; i < 2000; ++i) {
+      const Vec3 c = b.Center() + Mul(rng.InBox(1.2), b.Extents());
+      const double r = rng.Uniform(0.05, 1.5);
+      const Vec3 p1 = c + rng.InBox(1.0);
+      std::vector<MeshContact> sph, cap;
+      const bool s = m->OverlapSphere(c, r, false, &sph);
+      const bool k = m->OverlapCapsule(c, p1, r, false, &cap);
+      std::vector<uint32_t> want_s, want_c;
+      for (uint32_t t = 0; t < m->triangle_count(); ++t) {
+        Vec3 v[3], q, qs;
+        m->TriangleVertices(t, v);
+        if (PointTriangleDistanceSq(c, v[0], v[1], v[2], &q) <= r * r) {
+          want_s.push_back(m->OriginalIndex(t));
+        }
+        if (SegmentTriangleDistanceSq(c, p1, v[0], v[1], v[2], &qs, &q) <= r * r) {
+          want_c.push_back(m->OriginalIndex(t));
+        }
+      }
+      auto ids = [](const std::vector<MeshContact>& cs) {
+        std::vector<uint32_t> r2;
+        for (const MeshContact& x : cs) r2.push_back(x.triangle);
+        std::sort(r2.begin(), r2.end());
+        return r2;
+      };
+      std::sort(want_s.begin(), want_s.end());
+      std::sort(want_c.begin(), want_c.end());
+      EXPECT_EQ(ids(sph), want_s);
+      EXPECT_EQ(ids(cap), want_c);
+      EXPECT_EQ(s, !want_s.empty());
+      EXPECT_EQ(k, !want_c.empty());
+      EXPECT_EQ(m->OverlapSphere(c, r, true, nullptr), s);
+      touched += s;
+      // Contacts: pushing the sphere out by depth along the normal separates it.
+      for (const MeshContact& x : sph) {
+        EXPECT_NEAR(x.normal.Length(), 1.0, 1e-12);
+        EXPECT_GE(x.depth, 0.0);
+        EXPECT_LE(Distance(x.point_on_mesh, c), r + 1e-12);
+      }
+    }
+  }
+  EXPECT_GT(touched, 500);
+}
+
+// Sphere sweeps equal brute force; the sphere is apart just before the
+// fraction and touching at it.
+TEST(MeshSweep, SphereMatchesBruteForceAndTouches) {
+  Random rng(11);
+  const TriangleMesh mesh = MustBuild(WavyGrid(16, 0.8));
+  const TriangleMesh ico = MustBuild(IcoSphere(2.0, 3));
+  int hits = 0;
+  for (const TriangleMesh* m : {&mesh, &ico}) {
+    const Aabb b = m->bounds();
+    for (int i = 0; i < 2000; ++i) {
+      const Vec3 c = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
+      const Vec3 d = b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c;
+      const double r = rng.Uniform(0.05, 1.0);
+      const MeshSweepHit got = m->SweepSphere(c, r, d);
+      double best = 1.0;
+      bool found = false;
+      for (uint32_t t = 0; t < m->triangle_count(); ++t) {
+        Vec3 v[3];
+        m->TriangleVertices(t, v);
+        const TriangleSweep s = SweepSphereTriangle(c, r, d, 1.0, v[0], v[1], v[2], 7);
+        if (s.hit && (!found || s.t < best)) { best = s.t; found = true; }
+      }
+      ASSERT_EQ(got.state != MeshSweepHit::State::kMiss, found) << ToString(c) << ToString(d);
+      if (!found) continue;
+      ++hits;
+      EXPECT_EQ(got.fraction, best);
+      if (got.fraction > 0.0) {
+        EXPECT_LE(Dot(got.normal, d), 1e-12);
+        EXPECT_FALSE(m->OverlapSphere(c + d * (got.fraction * (1 - 1e-9) - 1e-9), r, true,
+                                      nullptr));
+        EXPECT_TRUE(m->OverlapSphere(c + d * got.fraction, r * (1 + 1e-9) + 1e-12, true,
+                                     nullptr));
+      }
+    }
+  }
+  EXPECT_GT(hits, 1000);
+}
+
+// Sliding on a flat tessellated floor reports the face normal, even where the
+// first contact is an internal edge or vertex.
+TEST(MeshSweep, SlidingOnFlatFloorReportsFaceNormal) {
+  Random rng(21);
+  const TriangleMesh floor = MustBuild(WavyGrid(10, 1.0, /*flat=*/true));
+  int checked = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const double r = rng.Uniform(0.2, 0.6);
+    // Start just above the floor, move mostly sideways and slightly down;
+    // start on lattice points now and then so the contact is a vertex or edge.
+    Vec3 c{rng.Uniform(2, 8), r + rng.Uniform(1e-6, 1e-3), rng.Uniform(2, 8)};
+    if (i % 3 == 0) c.x = std::round(c.x);
+    if (i % 5 == 0) c.z = std::round(c.z);
+    const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(1e-3, 0.05), rng.Uniform(-1, 1)};
+    const MeshSweepHit hit = floor.SweepSphere(c, r, d);
+    ASSERT_EQ(hit.state, MeshSweepHit::State::kHit);
+    EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-12)) << ToString(c) << " " << ToString(d);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3000);
+}
+
+// The next/ case files evaluated on their mesh and heightfield colliders
+// alone (primitive colliders are not this component's): raycasts, sweeps and
+// overlaps of every query shape (a convex_hull query through the support
+// function of its points). Sweeps and rays: where the expected first hit is a
+// surface we find it (or an `also`) within the tolerance; where it is a
+// primitive or nothing, no surface is hit before it. Overlaps: every surface
+// in `hits` is reported, none outside `hits` and `maybe`.
+struct CaseStats {
+  int checked[3] = {0, 0, 0};  // raycast, sweep, overlap
+  int agree[3] = {0, 0, 0};
+  int capped = 0;  // sweeps whose first contact hit the advancement cap
+};
+
+/// The solid convex hull of points placed in a surface's frame, as a support
+/// function (margin 0) for the generic surface queries.
+class PlacedPoints {
+ public:
+  PlacedPoints(const std::vector<Vec3>& points, const Pose& pose) {
+    double r = 0.0;
+    for (const Vec3& p : points) {
+      pts_.push_back(pose.TransformPoint(p));
+      bounds_ = bounds_.Union(pts_.back());
+      r = std::max(r, p.Length());
+    }
+    scale_ = r + pose.position.Length();
+  }
+  Vec3 operator()(const Vec3& d) const {
+    size_t best = 0;
+    double bd = Dot(pts_[0], d);
+    for (size_t i = 1; i < pts_.size(); ++i) {
+      const double x = Dot(pts_[i], d);
+      if (x > bd) { bd = x; best = i; }
+    }
+    return pts_[best];
+  }
+  double margin() const { return 0.0; }
+  const Aabb& bounds() const { return bounds_; }
+  double scale() const { return scale_; }
+
+ private:
+  std::vector<Vec3> pts_;
+  Aabb bounds_;
+  double scale_ = 0.0;
+};
+
+void CheckCaseFile(const std::string& name, CaseStats* stats) {
+  const std::string path = std::string(HITBOX_CASES_DIR) + "/next/" + name;
+  std::ifstream in(path);
+  if (!in) GTEST_SKIP() << "no case file " << path;
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  struct Surface {
+    uint64_t id;
+    int layer;
+    Pose pose;
+    std::unique_ptr<TriangleMesh> mesh;
+    std::unique_ptr<Heightfield> field;
+  };
+  auto vec = [](const nlohmann::json& j) {
+    return Vec3{j[0].get<double>(), j[1].get<double>(), j[2].get<double>()};
+  };
+  auto quat = [](const nlohmann::json& q) {
+    return Quat{q[0].get<double>(), q[1].get<double>(), q[2].get<double>(), q[3].get<double>()};
+  };
+  std::vector<Surface> surfaces;
+  for (const auto& c : doc["colliders"]) {
+    const auto& s = c["shape"];
+    Surface surf;
+    surf.id = c["id"].get<uint64_t>();
+    surf.layer = c["layer"].get<int>();
+    surf.pose = Pose{vec(c["position"]), quat(c["rotation"])};
+    if (s.contains("mesh")) {
+      std::vector<Vec3> v;
+      std::vector<TriangleMesh::Indices> t;
+      for (const auto& p : s["mesh"]["vertices"]) v.push_back(vec(p));
+      for (const auto& p : s["mesh"]["triangles"]) {
+        t.push_back({p[0].get<uint32_t>(), p[1].get<uint32_t>(), p[2].get<uint32_t>()});
+      }
+      auto r = TriangleMesh::Build(v, t);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      surf.mesh = std::make_unique<TriangleMesh>(std::move(r).value());
+    } else if (s.contains("heightfield")) {
+      const auto& h = s["heightfield"];
+      auto r = Heightfield::Build(h["rows"].get<uint32_t>(), h["cols"].get<uint32_t>(),
+                                  h["cell_size"][0].get<double>(), h["cell_size"][1].get<double>(),
+                                  h["heights"].get<std::vector<double>>());
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      surf.field = std::make_unique<Heightfield>(std::move(r).value());
+    } else {
+      continue;
+    }
+    surfaces.push_back(std::move(surf));
+  }
+  std::map<uint64_t, bool> is_surface;
+  for (const Surface& s : surfaces) is_surface[s.id] = true;
+
+  // A query shape in a surface's frame: sweep / overlap through the generic
+  // support-function queries (spheres too, so the GJK path is what is checked).
+  struct QueryShape {
+    bool hull = false;
+    internal::ConvexCore core;
+    std::vector<Vec3> points;
+  };
+  auto parse_shape = [&](const nlohmann::json& s) {
+    QueryShape q;
+    using K = internal::ConvexCore::Kind;
+    if (s.contains("sphere")) {
+      q.core.kind = K::kPoint;
+      q.core.margin = s["sphere"]["radius"].get<double>();
+    } else if (s.contains("capsule")) {
+      q.core.kind = K::kSegment;
+      q.core.margin = s["capsule"]["radius"].get<double>();
+      q.core.half_height = s["capsule"]["half_height"].get<double>();
+    } else if (s.contains("box")) {
+      q.core.kind = K::kBox;
+      q.core.half_extents = vec(s["box"]["half_extents"]);
+    } else if (s.contains("cylinder")) {
+      q.core.kind = K::kCylinder;
+      q.core.radius = s["cylinder"]["radius"].get<double>();
+      q.core.half_height = s["cylinder"]["half_height"].get<double>();
+    } else {
+      q.hull = true;
+      for (const auto& p : s["convex_hull"]["points"]) q.points.push_back(vec(p));
+    }
+    return q;
+  };
+  auto contains = [](const nlohmann::json& list, uint64_t id) {
+    for (const auto& x : list) {
+      if (x.get<uint64_t>() == id) return true;
+    }
+    return false;
+  };
+
+  const auto& queries = doc["queries"];
+  const auto& expected = doc["expected"];
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const auto& qj = queries[i];
+    const auto& e = expected[i];
+    const uint32_t mask = qj.value("mask", 0xffffffffu);
+    auto candidate = [&](const Surface& s) { return (mask & (1u << s.layer)) != 0; };
+    int kind;
+    bool ok = true;
+    std::string got;
+    if (qj.contains("overlap")) {
+      kind = 2;
+      const auto& o = qj["overlap"];
+      const QueryShape qs = parse_shape(o["shape"]);
+      const Pose pose{vec(o["position"]), quat(o["rotation"])};
+      for (const Surface& s : surfaces) {
+        if (!candidate(s)) continue;
+        const Pose local = s.pose.RelativeTo(pose);
+        bool hit;
+        if (qs.hull) {
+          const PlacedPoints pp(qs.points, local);
+          hit = s.mesh ? SurfaceOverlapConvex(*s.mesh, pp, true, nullptr)
+                       : SurfaceOverlapConvex(*s.field, pp, true, nullptr);
+        } else {
+          const PlacedConvex pc(qs.core, local);
+          hit = s.mesh ? SurfaceOverlapConvex(*s.mesh, pc, true, nullptr)
+                       : SurfaceOverlapConvex(*s.field, pc, true, nullptr);
+        }
+        const bool must = contains(e["hits"], s.id);
+        const bool may = contains(e["maybe"], s.id);
+        if ((must && !hit) || (hit && !must && !may)) {
+          ok = false;
+          got += " collider " + std::to_string(s.id) + (hit ? " reported" : " missed");
+        }
+      }
+    } else {
+      const bool ray = qj.contains("raycast");
+      kind = ray ? 0 : 1;
+      const auto& r = ray ? qj["raycast"] : qj["sweep"];
+      const Vec3 o = vec(ray ? r["origin"] : r["position"]);
+      const Vec3 d = vec(r["translation"]);
+      QueryShape qs;
+      Quat rot;
+      if (!ray) {
+        qs = parse_shape(r["shape"]);
+        rot = quat(r["rotation"]);
+      }
+      bool found = false;
+      double best = 2.0;
+      uint64_t best_id = 0;
+      for (const Surface& s : surfaces) {
+        if (!candidate(s)) continue;
+        const Vec3 ld = s.pose.InverseTransformDirection(d);
+        double f = 2.0;
+        if (ray) {
+          const Vec3 lo = s.pose.InverseTransformPoint(o);
+          MeshRayHit h;
+          if (s.mesh ? s.mesh->RaycastClosest(lo, ld, &h) : s.field->RaycastClosest(lo, ld, &h)) {
+            f = h.fraction;
+          }
+        } else {
+          const Pose local = s.pose.RelativeTo(Pose{o, rot});
+          MeshSweepHit h;
+          if (qs.hull) {
+            const PlacedPoints pp(qs.points, local);
+            h = s.mesh ? SurfaceSweepConvex(*s.mesh, pp, ld) : SurfaceSweepConvex(*s.field, pp, ld);
+          } else {
+            const PlacedConvex pc(qs.core, local);
+            h = s.mesh ? SurfaceSweepConvex(*s.mesh, pc, ld) : SurfaceSweepConvex(*s.field, pc, ld);
+          }
+          if (h.state != MeshSweepHit::State::kMiss) {
+            f = h.fraction;
+            stats->capped += h.capped;
+          }
+        }
+        if (f < best) { best = f; best_id = s.id; found = true; }
+      }
+      got = found ? std::to_string(best_id) + " at " + std::to_string(best) : "none";
+      if (e["hit"].is_null()) {
+        ok = !found;
+      } else {
+        const uint64_t want = e["hit"].get<uint64_t>();
+        const double f = e["fraction"].get<double>();
+        const double tol = e["tolerance"].get<double>();
+        const nlohmann::json also = e.contains("also") ? e["also"] : nlohmann::json::array();
+        if (is_surface.count(want) > 0) {
+          ok = found && std::fabs(best - f) <= tol && (best_id == want || contains(also, best_id));
+        } else {
+          ok = !found || best >= f - tol || contains(also, best_id);
+        }
+      }
+    }
+    ++stats->checked[kind];
+    if (ok) {
+      ++stats->agree[kind];
+    } else {
+      ADD_FAILURE() << name << " query " << qj["id"] << ": got " << got << ", expected "
+                    << e.dump();
+    }
+  }
+}
+
+void PrintStats(const char* name, const CaseStats& s) {
+  std::printf("%s: raycasts %d/%d, sweeps %d/%d, overlaps %d/%d agree (%d capped sweeps)\n",
+              name, s.agree[0], s.checked[0], s.agree[1], s.checked[1], s.agree[2], s.checked[2],
+              s.capped);
+}
+
+TEST(MeshCaseFiles, MeshLevel) {
+  CaseStats stats;
+  CheckCaseFile("mesh_level.json", &stats);
+  PrintStats("mesh_level.json", stats);
+}
+
+TEST(MeshCaseFiles, Heightfield) {
+  CaseStats stats;
+  CheckCaseFile("heightfield.json", &stats);
+  PrintStats("heightfield.json", stats);
+}
+
+TEST(MeshCaseFiles, BigLevel) {
+  CaseStats stats;
+  CheckCaseFile("big_level.json", &stats);
+  PrintStats("big_level.json", stats);
+}
+
+}  // namespace
+}  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+using internal::ConvexCore;
+using testing::IcoSphere;
+using testing::MeshData;
+using testing::Random;
+using testing::VecNear;
+using testing::WavyGrid;
+
+ConvexCore Core(ConvexCore::Kind kind, const Vec3& he, double hh, double r, double margin) {
+  ConvexCore c;
+  c.kind = kind;
+  c.half_extents = he;
+  c.half_height = hh;
+  c.radius = r;
+  c.margin = margin;
+  return c;
+}
+
+/// Box-triangle overlap by the separating axis test (13 axes; Akenine-Moller
+/// 2001), box in the triangle's frame as a pose: the reference for GJK.
+bool BoxTriangleSat(const Vec3& he, const Pose& box, const Vec3 tri[3]) {
+  Vec3 v[3];
+  for (int i = 0; i < 3; ++i) v[i] = box.InverseTransformPoint(tri[i]);
+  const Vec3 e[3] = {v[1] - v[0], v[2] - v[1], v[0] - v[2]};
+  std::vector<Vec3> axes = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, Cross(e[0], e[1])};
+  for (int a = 0; a < 3; ++a) {
+    for (const Vec3& ed : e) axes.push_back(Cross(Vec3{a == 0 ? 1.0 : 0, a == 1 ? 1.0 : 0, a == 2 ? 1.0 : 0}, ed));
+  }
+  for (const Vec3& ax : axes) {
+    if (ax.LengthSq() < 1e-24) continue;
+    const double r = he.x * std::fabs(ax.x) + he.y * std::fabs(ax.y) + he.z * std::fabs(ax.z);
+    const double p0 = Dot(v[0], ax), p1 = Dot(v[1], ax), p2 = Dot(v[2], ax);
+    if (std::min({p0, p1, p2}) > r || std::max({p0, p1, p2}) < -r) return false;
+  }
+  return true;
+}
+
+// GJK overlaps: a point core + radius equals the closed-form sphere test, a
+// segment core the capsule test, a box the SAT test (away from touching).
+TEST(MeshConvex, OverlapMatchesClosedFormAndSat) {
+  Random rng(77);
+  const TriangleMesh mesh = MustBuild(WavyGrid(12, 0.9));
+  const TriangleMesh ico = MustBuild(IcoSphere(2.0, 2));
+  int hits = 0, compared = 0;
+  for (const TriangleMesh* m : {&mesh, &ico}) {
+    const Aabb b = m->bounds();
+    for (int i = 0; i < 1500; ++i) {
+      const Vec3 c = b.Center() + Mul(rng.InBox(1.1), b.Extents() + Vec3::Splat(0.5));
+      const Quat q = Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3));
+      const Pose pose{c, q};
+      const double r = rng.Uniform(0.1, 1.0), hh = rng.Uniform(0.0, 1.0);
+      const Vec3 he{rng.Uniform(0.1, 1), rng.Uniform(0.1, 1), rng.Uniform(0.1, 1)};
+      std::vector<uint32_t> gs, gc, gb;
+      SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kPoint, {}, 0, 0, r), pose), false, &gs);
+      SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kSegment, {}, hh, 0, r), pose), false, &gc);
+      SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kBox, he, 0, 0, 0), pose), false, &gb);
+      std::vector<MeshContact> cs, cc;
+      m->OverlapSphere(c, r, false, &cs);
+      const Vec3 axis = q.Rotate({0, hh, 0});
+      m->OverlapCapsule(c - axis, c + axis, r, false, &cc);
+      std::vector<uint32_t> ws, wc, wb;
+      for (const auto& x : cs) ws.push_back(x.triangle);
+      for (const auto& x : cc) wc.push_back(x.triangle);
+      // Closed-form and GJK agree except within 1e-9 of touching.
+      for (uint32_t k = 0; k < m->triangle_count(); ++k) {
+        Vec3 v[3], qq, qs;
+        m->TriangleVertices(k, v);
+        const uint32_t orig = m->OriginalIndex(k);
+        const double ds = std::sqrt(PointTriangleDistanceSq(c, v[0], v[1], v[2], &qq)) - r;
+        const double dc = std::sqrt(SegmentTriangleDistanceSq(c - axis, c + axis, v[0], v[1], v[2], &qs, &qq)) - r;
+        const bool in_gs = std::count(gs.begin(), gs.end(), orig) > 0;
+        const bool in_gc = std::count(gc.begin(), gc.end(), orig) > 0;
+        const bool in_gb = std::count(gb.begin(), gb.end(), orig) > 0;
+        if (std::fabs(ds) > 1e-9) { EXPECT_EQ(in_gs, ds <= 0.0) << ds; ++compared; }
+        if (std::fabs(dc) > 1e-9) { EXPECT_EQ(in_gc, dc <= 0.0) << dc; ++compared; }
+        // SAT with the box grown / shrunk by 1e-9 brackets the GJK answer.
+        const bool grown = BoxTriangleSat(he + Vec3::Splat(1e-9), pose, v);
+        const bool shrunk = BoxTriangleSat(he - Vec3::Splat(1e-9), pose, v);
+        if (grown == shrunk) { EXPECT_EQ(in_gb, grown); ++compared; }
+        hits += in_gb;
+      }
+    }
+  }
+  std::printf("%d triangle decisions compared, %d box-triangle overlaps\n", compared, hits);
+  EXPECT_GT(hits, 1000);
+}
+
+/// Penetration depth of a box (half-extents he at `box`) into a triangle by
+/// SAT: the smallest overlap over the 13 axes (exact for two polytopes).
+double BoxTriangleSatDepth(const Vec3& he, const Pose& box, const Vec3 tri[3]) {
+  Vec3 v[3];
+  for (int i = 0; i < 3; ++i) v[i] = box.InverseTransformPoint(tri[i]);
+  const Vec3 e[3] = {v[1] - v[0], v[2] - v[1], v[0] - v[2]};
+  std::vector<Vec3> axes = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, Cross(e[0], e[1])};
+  for (int a = 0; a < 3; ++a) {
+    Vec3 u;
+    u[a] = 1.0;
+    for (const Vec3& ed : e) axes.push_back(Cross(u, ed));
+  }
+  double depth = std::numeric_limits<double>::infinity();
+  for (Vec3 ax : axes) {
+    if (ax.LengthSq() < 1e-20) continue;
+    ax = ax.Normalized();
+    const double r = he.x * std::fabs(ax.x) + he.y * std::fabs(ax.y) + he.z * std::fabs(ax.z);
+    const double p0 = Dot(v[0], ax), p1 = Dot(v[1], ax), p2 = Dot(v[2], ax);
+    const double mn = std::min({p0, p1, p2}), mx = std::max({p0, p1, p2});
+    depth = std::min(depth, std::min(mx + r, r - mn));
+  }
+  return depth;
+}
+
+// Contacts of boxes and cylinders (EPA when the cores overlap): a box's depth
+// equals the SAT depth; moving the query by depth along the normal separates
+// it from that triangle, and 1e-6 less does not.
+TEST(MeshConvex, ContactsSeparateByDepth) {
+  Random rng(66);
+  const TriangleMesh mesh = MustBuild(WavyGrid(8, 1.0));
+  const Aabb b = mesh.bounds();
+  int contacts = 0, epa = 0, loose = 0;
+  for (int i = 0; i < 1500; ++i) {
+    const Vec3 c = b.Center() + Mul(rng.InBox(0.9), b.Extents() + Vec3{0, 0.3, 0});
+    const Quat q = Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3));
+    const Vec3 he{rng.Uniform(0.1, 0.7), rng.Uniform(0.1, 0.7), rng.Uniform(0.1, 0.7)};
+    const double r = rng.Uniform(0.1, 0.7), hh = rng.Uniform(0.05, 0.7);
+    const ConvexCore cores[2] = {Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
+                                 Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
+    for (int k = 0; k < 2; ++k) {
+      const Pose pose{c, q};
+      std::vector<MeshContact> cs;
+      const bool any = SurfaceContactsConvex(mesh, PlacedConvex(cores[k], pose), &cs);
+      std::vector<uint32_t> ids;
+      EXPECT_EQ(any, SurfaceOverlapConvex(mesh, PlacedConvex(cores[k], pose), false, &ids));
+      EXPECT_EQ(cs.size(), ids.size());
+      for (const MeshContact& x : cs) {
+        ++contacts;
+        Vec3 v[3];
+        const uint32_t kk = [&] {
+          for (uint32_t t = 0; t < mesh.triangle_count(); ++t) {
+            if (mesh.OriginalIndex(t) == x.triangle) return t;
+          }
+          return 0u;
+        }();
+        mesh.TriangleVertices(kk, v);
+        EXPECT_NEAR(x.normal.Length(), 1.0, 1e-9);
+        EXPECT_GE(x.depth, 0.0);
+        if (k == 0) {
+          EXPECT_NEAR(x.depth, std::max(BoxTriangleSatDepth(he, pose, v), 0.0), 1e-6)
+              << ToString(pose);
+        }
+        if (x.depth > 1e-5) ++epa;
+        // Separated after moving by depth (+1e-7), still touching 1e-6 short of it.
+        const PlacedConvex moved(cores[k], Pose{c + x.normal * (x.depth + 1e-7), q});
+        EXPECT_GT(TriangleConvexGjk(v, moved, 0.0, moved.scale()).distance, 0.0) << k;
+        if (x.depth > 2e-6) {
+          // Box depths are exact (SAT above). On a cylinder's curved rim EPA
+          // converges linearly and may stop short of 1e-6: then the depth is
+          // still a separating move (checked above) and within 5e-3 of the
+          // shortest; count how often.
+          const PlacedConvex shy(cores[k], Pose{c + x.normal * (x.depth - 1e-6), q});
+          const bool touching = TriangleConvexGjk(v, shy, 0.0, shy.scale()).distance_lower <= 0.0;
+          if (k == 0) {
+            EXPECT_TRUE(touching) << ToString(pose);
+          } else if (!touching) {
+            ++loose;
+            const PlacedConvex shy2(cores[k], Pose{c + x.normal * (x.depth - 5e-3), q});
+            EXPECT_LE(TriangleConvexGjk(v, shy2, 0.0, shy2.scale()).distance_lower, 0.0);
+          }
+        }
+      }
+    }
+  }
+  std::printf("%d contacts checked, %d deeper than 1e-5, %d cylinder depths more than 1e-6 "
+              "above the shortest\n", contacts, epa, loose);
+  EXPECT_GT(epa, 1000);
+  EXPECT_LE(loose, contacts / 200);
+}
+
+// Convex sweeps (box, cylinder, capsule, sphere by GJK): apart at every
+// sample before the reported fraction, within the gap at it; a point core
+// with a radius matches the closed-form sphere sweep.
+TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
+  Random rng(88);
+  const TriangleMesh mesh = MustBuild(WavyGrid(12, 0.9));
+  const TriangleMesh ico = MustBuild(IcoSphere(2.0, 2));
+  int hits = 0;
+  for (const TriangleMesh* m : {&mesh, &ico}) {
+    const Aabb b = m->bounds();
+    for (int i = 0; i < 600; ++i) {
+      const Vec3 c = b.Center() + Mul(rng.InBox(1.4), b.Extents() + Vec3::Splat(1.5));
+      const Vec3 d = b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c;
+      const Quat q = Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3));
+      const double r = rng.Uniform(0.1, 0.8), hh = rng.Uniform(0.0, 0.8);
+      const Vec3 he{rng.Uniform(0.1, 0.8), rng.Uniform(0.1, 0.8), rng.Uniform(0.1, 0.8)};
+      const ConvexCore cores[4] = {Core(ConvexCore::Kind::kPoint, {}, 0, 0, r),
+                                   Core(ConvexCore::Kind::kSegment, {}, hh, 0, r),
+                                   Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
+                                   Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
+      for (const ConvexCore& core : cores) {
+        const MeshSweepHit hit = SurfaceSweepConvex(*m, PlacedConvex(core, Pose{c, q}), d);
+        const double f = hit.state == MeshSweepHit::State::kMiss ? 1.0 : hit.fraction;
+        // Apart at samples before f (a margin of 1e-7 of the path for rounding).
+        for (int s = 0; s < 40; ++s) {
+          const double t = f * s / 40.0 - 1e-7;
+          if (t < 0.0) continue;
+          EXPECT_FALSE(SurfaceOverlapConvex(*m, PlacedConvex(core, Pose{c + d * t, q}), true, nullptr))
+              << "overlap at " << t << " before " << f << " kind " << static_cast<int>(core.kind);
+        }
+        if (hit.state == MeshSweepHit::State::kMiss) continue;
+        ++hits;
+        ConvexCore grown = core;
+        grown.margin += 1e-7;
+        EXPECT_TRUE(SurfaceOverlapConvex(*m, PlacedConvex(grown, Pose{c + d * f, q}), true, nullptr));
+        EXPECT_NEAR(hit.normal.Length(), 1.0, 1e-9);
+        if (f > 0.0) {
+          EXPECT_LE(Dot(hit.normal, d), 1e-9);
+        }
+        if (core.kind == ConvexCore::Kind::kPoint) {
+          const MeshSweepHit exact = m->SweepSphere(c, r, d);
+          EXPECT_NEAR(exact.fraction, f, 1e-7);
+        }
+      }
+    }
+  }
+  EXPECT_GT(hits, 1500);
+}
+
+// Capsules, boxes and cylinders sliding on a flat tessellated floor report
+// the face normal, including contacts on internal edges and vertices.
+TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {
+  Random rng(99);
+  const TriangleMesh floor = MustBuild(WavyGrid(10, 1.0, /*flat=*/true));
+  int checked = 0;
+  for (int i = 0; i < 1500; ++i) {
+    const double r = rng.Uniform(0.2, 0.5), hh = rng.Uniform(0.2, 0.8);
+    const ConvexCore cores[3] = {Core(ConvexCore::Kind::kSegment, {}, hh, 0, r),
+                                 Core(ConvexCore::Kind::kBox, {r, hh, r}, 0, 0, 0),
+                                 Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
+    for (int k = 0; k < 3; ++k) {
+      const double bottom = k == 0 ? hh + r : hh;
+      Vec3 c{rng.Uniform(2, 8), bottom + rng.Uniform(1e-6, 1e-3), rng.Uniform(2, 8)};
+      if (i % 2 == 0) { c.x = std::round(c.x); c.z = std::round(c.z); }
+      // Boxes and cylinders upright but turned about Y so their corners land anywhere.
+      const Quat q = Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0, 6.3));
+      const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(2e-3, 0.05), rng.Uniform(-1, 1)};
+      const MeshSweepHit hit = SurfaceSweepConvex(floor, PlacedConvex(cores[k], Pose{c, q}), d);
+      ASSERT_EQ(hit.state, MeshSweepHit::State::kHit) << k << " " << ToString(c) << ToString(d);
+      EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-9)) << k << " " << ToString(c) << " " << ToString(d);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 4500);
+}
+
+}  // namespace
+}  // namespace hitbox
