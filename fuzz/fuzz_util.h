@@ -237,6 +237,24 @@ inline bool InCheckedRange(const Shape& s) {
 }
 inline bool InCheckedRange(const Pose& p) { return InCheckedCoord(p.position); }
 
+/// Issue 9's validated coordinate range (core rejects |coordinate| > 1e9 m).
+/// The file loaders check finiteness only, so for a file with coordinates
+/// beyond it, core's rejection is expected rather than a loader bug.
+inline constexpr double kCoreMaxCoordinate = 1e9;
+inline bool BeyondCoreRange(const Vec3& v) {
+  return std::fabs(v.x) > kCoreMaxCoordinate || std::fabs(v.y) > kCoreMaxCoordinate ||
+         std::fabs(v.z) > kCoreMaxCoordinate;
+}
+inline bool BeyondCoreRange(const Collider& c) { return BeyondCoreRange(c.pose.position); }
+inline bool BeyondCoreRange(const Query& q) {
+  if (const auto* o = std::get_if<OverlapQuery>(&q)) return BeyondCoreRange(o->pose.position);
+  if (const auto* c = std::get_if<CastQuery>(&q)) {
+    return BeyondCoreRange(c->pose.position) || BeyondCoreRange(c->translation);
+  }
+  const auto& r = std::get<RayQuery>(q);
+  return BeyondCoreRange(r.origin) || BeyondCoreRange(r.translation);
+}
+
 /// A file the targets whose entry point takes a path write their input to
 /// (one per process, in /dev/shm when it exists), removed at exit.
 class ScratchFile {

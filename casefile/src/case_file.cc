@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_set>
 
 namespace hitbox::cases {
 namespace {
@@ -159,11 +160,13 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
     }
     const json& colliders = Field(doc, "colliders", "");
     file.colliders.reserve(colliders.size());
+    std::unordered_set<uint64_t> collider_ids;
     for (size_t i = 0; i < colliders.size(); ++i) {
       const json& c = colliders[i];
       const std::string p = "colliders[" + std::to_string(i) + "]";
       Collider col;
       col.id = Uint64(Field(c, "id", p), p + ".id");
+      if (!collider_ids.insert(col.id).second) throw ParseError{p + ".id", "repeats an earlier collider"};
       const uint64_t layer = c.contains("layer") ? Uint64(c.at("layer"), p + ".layer") : 0;
       if (layer > kMaxLayer) throw ParseError{p + ".layer", "exceeds 31"};
       col.layer = static_cast<uint32_t>(layer);
@@ -175,11 +178,13 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
     }
     const json& queries = Field(doc, "queries", "");
     file.queries.reserve(queries.size());
+    std::unordered_set<uint64_t> query_ids;
     for (size_t i = 0; i < queries.size(); ++i) {
       const json& q = queries[i];
       const std::string p = "queries[" + std::to_string(i) + "]";
       CaseQuery cq;
       cq.id = Uint64(Field(q, "id", p), p + ".id");
+      if (!query_ids.insert(cq.id).second) throw ParseError{p + ".id", "repeats an earlier query"};
       if (q.contains("overlap")) {
         const json& o = q.at("overlap");
         const std::string op = p + ".overlap";
