@@ -214,12 +214,12 @@ inline bool Finite(double v) { return std::isfinite(v); }
 inline bool Finite(const Vec3& v) { return v.IsFinite(); }
 
 /// The finiteness property ("every output field is finite") is checked when
-/// every size and coordinate of the inputs lies in this range. Wider inputs are
-/// still fuzzed for crashes and sanitizer errors. Widen these to the validated
-/// ranges of issue 9 once the proto documents them.
-inline constexpr double kCheckedMinSize = 1e-3;
-inline constexpr double kCheckedMaxSize = 1e4;
-inline constexpr double kCheckedMaxCoord = 1e5;
+/// every size and coordinate of the inputs lies in this range: the whole
+/// accepted range (shapes.h, geometry.proto). Wider inputs are rejected by
+/// validation and still fuzzed for crashes and sanitizer errors.
+inline constexpr double kCheckedMinSize = kMinShapeSize;
+inline constexpr double kCheckedMaxSize = kMaxShapeSize;
+inline constexpr double kCheckedMaxCoord = kMaxCoordinate;
 
 inline bool InCheckedSize(double v) { return v == 0.0 || (v >= kCheckedMinSize && v <= kCheckedMaxSize); }
 inline bool InCheckedCoord(double v) { return std::fabs(v) <= kCheckedMaxCoord; }
