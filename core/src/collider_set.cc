@@ -63,6 +63,10 @@ Status CheckShape(const Shape& s, const std::string& field) {
     case ShapeKind::kBox: r = Shape::Make(s.AsBox()); break;
     case ShapeKind::kCapsule: r = Shape::Make(s.AsCapsule()); break;
     case ShapeKind::kCylinder: r = Shape::Make(s.AsCylinder()); break;
+    case ShapeKind::kConvexHull:
+      // Built and checked once by Shape::Make (immutable shared data).
+      if (s.hull() == nullptr) return Invalid(field, "convex_hull without data");
+      return Status::Ok();
     default: return Invalid(field, "unknown shape kind");
   }
   if (!r.ok()) return Invalid(field, r.error().message);
