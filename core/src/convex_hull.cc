@@ -191,8 +191,7 @@ Result<const ConvexHullData*> ConvexHullBuilder::Build(const ConvexHull& h) {
     for (const Vec3& v : data->vertices_) off = std::max(off, Dot(p.normal, v));
     p.offset = off;
   }
-  // Merge planes that qhull left as near-duplicates (same normal to 1e-12).
-  // Adjacency for hill-climbing support.
+  // Vertex adjacency (from the edges) for hill-climbing support.
   const size_t nv = data->vertices_.size();
   std::vector<uint32_t> degree(nv + 1, 0);
   for (const auto& e : data->edges_) ++degree[e.first], ++degree[e.second];

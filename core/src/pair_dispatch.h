@@ -28,6 +28,8 @@ struct PairEntry {
   /// The kinds this entry was registered for (checked against its slot).
   ShapeKind a = ShapeKind::kSphere;
   ShapeKind b = ShapeKind::kSphere;
+  /// Set by registration (every entry point filled).
+  bool registered = false;
 };
 
 using PairTable = std::array<std::array<PairEntry, kShapeKindCount>, kShapeKindCount>;

@@ -120,6 +120,24 @@ TEST(ConvexHullTest, PlanesHoldEveryPointAndSupportIsExact) {
   }
 }
 
+// 256 points on a sphere (all vertices): hill-climbing support finds the
+// true maximum over the points in every direction.
+TEST(ConvexHullTest, HillClimbingSupportOnLargeHulls) {
+  Random rng(6);
+  for (int i = 0; i < 50; ++i) {
+    ConvexHull h;
+    for (int k = 0; k < 256; ++k) h.points.push_back(rng.UnitVector() * 2.0 + Vec3{1, 0, 0});
+    const Shape s = *Shape::Make(h);
+    ASSERT_GT(s.hull()->vertices().size(), 32u);
+    for (int k = 0; k < 200; ++k) {
+      const Vec3 dir = rng.UnitVector();
+      double best = -1e300;
+      for (const Vec3& q : h.points) best = std::max(best, Dot(q, dir));
+      EXPECT_NEAR(Dot(s.Support(dir), dir), best, 1e-12);
+    }
+  }
+}
+
 // The box built as a hull answers every query as the box primitive does
 // (against every kind, random poses): overlap away from touching, distance,
 // contact depth, sweeps (both as target and as the moving shape) and rays.

@@ -17,6 +17,7 @@ TEST(DispatchTest, EveryPairRegistered) {
   for (int a = 0; a < kShapeKindCount; ++a) {
     for (int b = 0; b < kShapeKindCount; ++b) {
       const internal::PairEntry& e = kPairTable[a][b];
+      EXPECT_TRUE(e.registered) << a << "," << b;
       EXPECT_NE(e.overlap, nullptr) << a << "," << b;
       EXPECT_NE(e.contact, nullptr) << a << "," << b;
       EXPECT_NE(e.distance, nullptr) << a << "," << b;

@@ -115,8 +115,9 @@ class ConvexHullData {
   /// Heap bytes of this data (vertices, planes, edges, adjacency, input points).
   size_t MemoryBytes() const;
 
-  /// Vertex of the hull farthest along `dir` (local frame; ties broken by the
-  /// lowest index, deterministic).
+  /// Vertex of the hull farthest along `dir` (local frame; any length).
+  /// Up to 32 vertices a scan (ties: lowest index), beyond that hill climbing
+  /// on the vertex graph; deterministic either way.
   Vec3 Support(const Vec3& dir) const;
 
  private:
