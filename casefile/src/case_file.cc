@@ -74,6 +74,14 @@ Shape ReadShape(const json& j, const std::string& path) {
   } else if (kind == "cylinder") {
     r = Shape::MakeCylinder(Number(Field(s, "radius", p), p + ".radius"),
                             Number(Field(s, "half_height", p), p + ".half_height"));
+  } else if (kind == "convex_hull") {
+    const json& pts = Field(s, "points", p);
+    if (!pts.is_array()) throw ParseError{p + ".points", "expected an array of [x, y, z]"};
+    ConvexHull hull;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      hull.points.push_back(ReadVec3(pts[i], p + ".points[" + std::to_string(i) + "]"));
+    }
+    r = Shape::Make(hull);
   } else {
     throw ParseError{path, "unknown shape kind '" + kind + "'"};
   }
@@ -267,6 +275,17 @@ std::vector<std::string> ListCaseFiles(const std::string& dir) {
     if (ends(".json") || ends(".json.gz")) out.push_back(entry.path().string());
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> ListSupportedCaseFiles(const std::string& dir) {
+  std::vector<std::string> out = ListCaseFiles(dir);
+  const std::filesystem::path next = std::filesystem::path(dir) / "next";
+  for (const char* name : kSupportedNextCaseFiles) {
+    std::error_code ec;
+    const std::filesystem::path p = next / name;
+    if (std::filesystem::is_regular_file(p, ec)) out.push_back(p.string());
+  }
   return out;
 }
 

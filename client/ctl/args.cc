@@ -1,5 +1,7 @@
 #include "args.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -166,6 +168,25 @@ void AddShapeOptions(CLI::App* app, ShapeArg* out) {
                              }),
                              "cylinder of radius R and half-height H metres (axis local Y)");
   cylinder->type_name("R,H");
+  auto* hull = AddParsed(group, "--hull", &out->shape,
+                         [](const std::string& text) -> Result<Shape> {
+                           const size_t count =
+                               static_cast<size_t>(std::count(text.begin(), text.end(), ',')) + 1;
+                           if (count % 3 != 0) {
+                             return Error{ErrorCode::kInvalidArgument,
+                                          "--hull takes x,y,z triples (" + std::to_string(count) +
+                                              " numbers given)"};
+                           }
+                           auto v = ParseNumbers(text, count);
+                           if (!v.ok()) return v.error();
+                           ConvexHull h;
+                           for (size_t i = 0; i < count; i += 3) {
+                             h.points.push_back({(*v)[i], (*v)[i + 1], (*v)[i + 2]});
+                           }
+                           return Shape::Make(h);
+                         },
+                         "solid convex hull of 4..256 points X,Y,Z,X,Y,Z,... (local frame, metres)");
+  hull->type_name("X,Y,Z,...");
   group->require_option(1);
 }
 

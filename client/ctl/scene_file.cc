@@ -81,7 +81,9 @@ Result<Quat> ReadQuat(const nlohmann::json& j, const std::string& field) {
 
 Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field) {
   if (!j.is_object() || j.size() != 1) {
-    return Invalid(field + " must be an object with exactly one of sphere, box, capsule, cylinder");
+    return Invalid(field +
+                   " must be an object with exactly one of sphere, box, capsule, cylinder, "
+                   "convex_hull");
   }
   // Not a structured binding: clang before 16 cannot capture one in the lambda below.
   const auto item = *j.items().begin();
@@ -109,9 +111,20 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field) {
     auto h = get("half_height");
     if (!h.ok()) return h.error();
     shape = kind == "capsule" ? Shape::MakeCapsule(*r, *h) : Shape::MakeCylinder(*r, *h);
+  } else if (kind == "convex_hull") {
+    if (!body.contains("points")) return Invalid(f + ".points is missing");
+    const nlohmann::json& pts = body.at("points");
+    if (!pts.is_array()) return Invalid(f + ".points must be an array of [x, y, z]");
+    ConvexHull hull;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      auto p = ReadVec3(pts[i], f + ".points[" + std::to_string(i) + "]");
+      if (!p.ok()) return p.error();
+      hull.points.push_back(*p);
+    }
+    shape = Shape::Make(hull);
   } else {
     return Invalid(field + ": unknown shape kind '" + kind +
-                   "' (expected sphere, box, capsule or cylinder)");
+                   "' (expected sphere, box, capsule, cylinder or convex_hull)");
   }
   if (!shape.ok()) return Invalid(f + ": " + shape.error().message);
   return shape;

@@ -16,13 +16,16 @@
 //   capsule vs box      (either way) Newton's method on the exact convex
 //                        segment-box distance (closest_points.h): monotone
 //                        from the left, quadratic convergence
-// The remaining pairs use CastConservative (cast_conservative.cc).
+// The remaining pairs (and every pair with a convex hull) use CastConservative
+// (cast_conservative.cc). The method of each ordered pair is registered in the
+// pair table (pair_dispatch.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "cast_internal.h"
 #include "closest_points.h"
+#include "pair_dispatch.h"
 #include "hitbox/collide.h"
 #include "ray_primitives.h"
 
@@ -368,17 +371,7 @@ LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
   return r;
 }
 
-CastMethod MethodFor(ShapeKind a, ShapeKind b) {
-  if (a == ShapeKind::kSphere) return CastMethod::kSphereRay;
-  if (b == ShapeKind::kSphere) return CastMethod::kRayFromSphereB;
-  if (a == ShapeKind::kCapsule && b == ShapeKind::kCapsule) return CastMethod::kCapsuleCapsule;
-  if (a == ShapeKind::kBox && b == ShapeKind::kBox) return CastMethod::kBoxBox;
-  if ((a == ShapeKind::kCapsule && b == ShapeKind::kBox) ||
-      (a == ShapeKind::kBox && b == ShapeKind::kCapsule)) {
-    return CastMethod::kCapsuleBox;
-  }
-  return CastMethod::kConservative;
-}
+CastMethod MethodFor(ShapeKind a, ShapeKind b) { return PairFor(a, b).cast; }
 
 bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                          double t_max) {

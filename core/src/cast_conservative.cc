@@ -47,6 +47,10 @@ void BoundingCapsule(const Shape& shape, Vec3* p0, Vec3* p1, double* r) {
       *p1 = {0, shape.half_height(), 0};
       *r = shape.radius();
       return;
+    case ShapeKind::kConvexHull:
+      *p0 = *p1 = shape.hull()->center();
+      *r = shape.hull()->center_radius();
+      return;
   }
 }
 

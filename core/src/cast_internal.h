@@ -19,6 +19,11 @@ namespace hitbox::internal {
 RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double rho,
                        RayEntry* out);
 
+/// Ray against a convex hull (local frame): the ray clipped against every
+/// face half-space, closed form. Normals are the face planes' outward normals.
+RayOutcome RayConvexHull(const Vec3& o, const Vec3& d, const ConvexHullData& hull,
+                         RayEntry* out);
+
 /// Result of a cast in B's local frame.
 struct LocalCast {
   CastState state = CastState::kMiss;

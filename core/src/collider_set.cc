@@ -63,6 +63,10 @@ Status CheckShape(const Shape& s, const std::string& field) {
     case ShapeKind::kBox: r = Shape::Make(s.AsBox()); break;
     case ShapeKind::kCapsule: r = Shape::Make(s.AsCapsule()); break;
     case ShapeKind::kCylinder: r = Shape::Make(s.AsCylinder()); break;
+    case ShapeKind::kConvexHull:
+      // Built and checked once by Shape::Make (immutable shared data).
+      if (s.hull() == nullptr) return Invalid(field, "convex_hull without data");
+      return Status::Ok();
     default: return Invalid(field, "unknown shape kind");
   }
   if (!r.ok()) return Invalid(field, r.error().message);
@@ -172,6 +176,9 @@ struct ColliderSet::Impl {
   DynamicTree tree;
   IdIndex index;
   uint64_t revision = 0;
+  /// Heap bytes of the colliders' kind data (hull vertices, planes, ...),
+  /// counted per collider (a hull shared by copies is counted by each).
+  size_t shape_data_bytes = 0;
 
   auto KeyOf() const {
     return [this](uint32_t i) { return colliders[i].id; };
@@ -188,6 +195,7 @@ struct ColliderSet::Impl {
       tree.Reserve(cap);
     }
     colliders.push_back(c);
+    shape_data_bytes += c.shape.DataBytes();
     radius.push_back(RoundUp(c.shape.BoundingRadius()));
     colliders.back().pose = Normalized(c.pose);
     index.Insert(c.id, i, KeyOf());
@@ -197,6 +205,8 @@ struct ColliderSet::Impl {
 
   void Replace(uint32_t i, const Collider& c) {
     Collider& s = colliders[i];
+    shape_data_bytes -= s.shape.DataBytes();
+    shape_data_bytes += c.shape.DataBytes();
     s = c;
     s.pose = Normalized(c.pose);
     radius[i] = RoundUp(s.shape.BoundingRadius());
@@ -214,6 +224,7 @@ struct ColliderSet::Impl {
   void Remove(uint32_t i) {
     tree.DestroyLeaf(leaf_of[i]);
     index.Erase(colliders[i].id, KeyOf());
+    shape_data_bytes -= colliders[i].shape.DataBytes();
     const uint32_t last = static_cast<uint32_t>(colliders.size() - 1);
     if (i != last) {
       colliders[i] = colliders[last];
@@ -378,6 +389,7 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders) {
     for (const Collider& c : colliders) {
       const uint32_t i = static_cast<uint32_t>(m.colliders.size());
       m.colliders.push_back(c);
+      m.shape_data_bytes += c.shape.DataBytes();
       m.colliders.back().pose = Normalized(c.pose);
       m.radius.push_back(RoundUp(c.shape.BoundingRadius()));
       m.index.Insert(c.id, i, m.KeyOf());
@@ -413,7 +425,7 @@ size_t ColliderSet::MemoryBytes() const {
   const Impl& m = *impl_;
   return m.colliders.capacity() * sizeof(Collider) + m.leaf_of.capacity() * sizeof(uint32_t) +
          m.radius.capacity() * sizeof(float) +
-         m.tree.MemoryBytes() + m.index.MemoryBytes();
+         m.tree.MemoryBytes() + m.index.MemoryBytes() + m.shape_data_bytes;
 }
 
 std::string ColliderSet::TreeValidate() const {

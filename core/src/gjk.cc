@@ -140,9 +140,15 @@ ConvexCore ConvexCore::FromShape(const Shape& shape) {
       c.half_height = shape.half_height();
       c.radius = shape.radius();
       break;
+    case ShapeKind::kConvexHull:
+      c.kind = Kind::kHull;
+      c.hull = shape.hull();
+      break;
   }
   return c;
 }
+
+Vec3 ConvexCore::HullSupport(const Vec3& dir) const { return hull->Support(dir); }
 
 double ConvexCore::CoreBoundingRadius() const {
   switch (kind) {
@@ -150,12 +156,16 @@ double ConvexCore::CoreBoundingRadius() const {
     case Kind::kSegment: return half_height;
     case Kind::kBox: return half_extents.Length();
     case Kind::kCylinder: return std::sqrt(radius * radius + half_height * half_height);
+    case Kind::kHull: return hull->bounding_radius();
   }
   return 0.0;
 }
 
-GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in_a,
-                      const GjkSettings& settings) {
+namespace {
+
+template <bool kHull>
+GjkResult GjkDistanceImpl(const ConvexCore& a, const ConvexCore& b, const Pose& b_in_a,
+                          const GjkSettings& settings) {
   const PlacedCore pb(b, b_in_a);
   GjkResult out;
   out.scale = a.CoreBoundingRadius() + b.CoreBoundingRadius() + b_in_a.position.Length() +
@@ -177,6 +187,12 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
   Vec3 v = -b_in_a.position;
   Vec3 core_a{};
   Vec3 core_b = b_in_a.position;
+  if constexpr (kHull) {
+    // A hull need not contain its local origin: start from interior points.
+    core_a = a.InteriorPoint();
+    core_b = b_in_a.position + pb.rotation * b.InteriorPoint();
+    v = core_a - core_b;
+  }
   double vv = v.LengthSq();
   bool cores_overlap = vv <= abs_tol * abs_tol;
   bool converged = cores_overlap;
@@ -198,8 +214,8 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
   int it = 0;
   while (!converged && !decided && it < settings.max_iterations) {
     ++it;
-    const Vec3 pa = a.CoreSupport(-v);
-    const Vec3 pbs = pb.CoreSupport(v);
+    const Vec3 pa = a.template CoreSupport<kHull>(-v);
+    const Vec3 pbs = pb.template CoreSupport<kHull>(v);
     const Vec3 w = pa - pbs;
     const double vw = Dot(v, w);
     const double vlen = std::sqrt(vv);
@@ -323,6 +339,14 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
     out.distance = len - margins;
   }
   return out;
+}
+
+}  // namespace
+
+GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in_a,
+                      const GjkSettings& settings) {
+  if (a.is_hull() || b.is_hull()) return GjkDistanceImpl<true>(a, b, b_in_a, settings);
+  return GjkDistanceImpl<false>(a, b, b_in_a, settings);
 }
 
 GjkResult GjkDistance(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,

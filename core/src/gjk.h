@@ -54,6 +54,7 @@ struct ConvexCore {
     kSegment,   ///< [0,-half_height,0]..[0,half_height,0]
     kBox,       ///< half_extents along local X, Y, Z
     kCylinder,  ///< axis along local Y, caps at +-half_height, radius `radius`
+    kHull,      ///< the vertices of a convex hull (`hull`, shared, not owned)
   };
   Kind kind = Kind::kPoint;
   /// Box half-extents in metres (box core only).
@@ -64,6 +65,8 @@ struct ConvexCore {
   double radius = 0.0;
   /// Rounding radius in metres added around the core (>= 0).
   double margin = 0.0;
+  /// Hull data (hull core only); owned by the Shape, which outlives the core.
+  const ConvexHullData* hull = nullptr;
 
   /// The core of `shape` with its rounding as the margin: sphere -> point +
   /// radius, capsule -> segment + radius, box and cylinder -> themselves, margin 0.
@@ -71,6 +74,9 @@ struct ConvexCore {
 
   /// Support point of the core (margin excluded) along local direction `dir`
   /// (any length; a zero direction gives some point of the core).
+  /// kWithHull = false compiles the primitives' switch alone (no call in it):
+  /// the GJK loops are instantiated both ways and pick one per pair.
+  template <bool kWithHull = true>
   Vec3 CoreSupport(const Vec3& dir) const {
     switch (kind) {
       case Kind::kPoint: return {};
@@ -88,6 +94,9 @@ struct ConvexCore {
         }
         return {radius, y, 0.0};
       }
+      case Kind::kHull:
+        if constexpr (kWithHull) return HullSupport(dir);
+        return {};
     }
     return {};
   }
@@ -98,8 +107,14 @@ struct ConvexCore {
     const double len = dir.Length();
     return len > 0.0 ? c + dir * (margin / len) : c + Vec3{margin, 0.0, 0.0};
   }
+  /// Hull core support, out of line (keeps the primitives' switch small).
+  Vec3 HullSupport(const Vec3& dir) const;
   /// Radius of the smallest origin-centred ball holding the core (margin excluded).
   double CoreBoundingRadius() const;
+  bool is_hull() const { return kind == Kind::kHull; }
+  /// A point inside the core: the local origin, or a hull's vertex centroid
+  /// (a hull need not contain its local origin).
+  Vec3 InteriorPoint() const { return kind == Kind::kHull ? hull->center() : Vec3{}; }
 };
 
 /// B's core expressed in A's frame: rotation matrix + translation of B's pose
@@ -114,8 +129,9 @@ struct PlacedCore {
   PlacedCore(const ConvexCore& c, const Pose& b_in_a)
       : core(&c), rotation(b_in_a.rotation.ToMatrix()), position(b_in_a.position) {}
   /// Core support point in A's frame along A-frame direction `dir`.
+  template <bool kWithHull = true>
   Vec3 CoreSupport(const Vec3& dir) const {
-    return position + rotation * core->CoreSupport(rotation.TransposeMul(dir));
+    return position + rotation * core->template CoreSupport<kWithHull>(rotation.TransposeMul(dir));
   }
   /// Full support (with margin) in A's frame along A-frame direction `dir`.
   Vec3 Support(const Vec3& dir) const {

@@ -136,9 +136,13 @@ bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
 
 }  // namespace
 
-GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3& v,
-                            const ConvexCore& b, double lambda_start, const Vec3& normal_start,
-                            double tolerance, int max_iterations, double lambda_max) {
+namespace {
+
+template <bool kHull>
+GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const Vec3& v,
+                                const ConvexCore& b, double lambda_start,
+                                const Vec3& normal_start, double tolerance, int max_iterations,
+                                double lambda_max) {
   GjkRaycastResult out;
   const PlacedCore placed_a(a, a_in_b);  // A's core in B's frame at its start pose
   const double margin = a.margin + b.margin;
@@ -151,7 +155,10 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
   int n = 0;
   // Initial direction: from C's interior point (B's origin - A's origin) to x.
   // With a known lower bound, its contact normal is a better first guess.
-  Vec3 dir = advanced ? normal_start * (x + a_in_b.position).Length() : x + a_in_b.position;
+  // (A hull need not contain its local origin: its vertex centroid instead.)
+  Vec3 c_interior = -a_in_b.position;
+  if constexpr (kHull) c_interior = b.InteriorPoint() - placed_a.position - placed_a.rotation * a.InteriorPoint();
+  Vec3 dir = advanced ? normal_start * (x - c_interior).Length() : x - c_interior;
   Vec3 normal = advanced ? normal_start : UnitOr(dir, -v);
   int it = 0;
   bool converged = false;
@@ -178,8 +185,8 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
     const Vec3 nd = dir / dist;
     // Support of C = B - A along nd: farthest of B, nearest of A.
     Vertex s;
-    s.pb = b.CoreSupport(nd);
-    s.c = s.pb - placed_a.CoreSupport(-nd);
+    s.pb = b.template CoreSupport<kHull>(nd);
+    s.c = s.pb - placed_a.template CoreSupport<kHull>(-nd);
     // Plane through c + margin * nd with normal nd bounds C + R.
     const double plane = Dot(nd, s.c) + margin;
     const double xn = Dot(nd, x);
@@ -264,7 +271,7 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
   // Contact point on B: the simplex's B parents, pushed out by B's margin.
   Vec3 on_b;
   if (n == 0) {
-    on_b = b.CoreSupport(-normal);
+    on_b = b.template CoreSupport<kHull>(-normal);
   } else {
     for (int i = 0; i < n; ++i) on_b += simplex[i].pb * w[i];
   }
@@ -273,12 +280,25 @@ GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3&
   out.point = on_b + normal * b.margin;
   if (!advanced) {
     out.state = GjkRaycastResult::State::kStartedOverlapping;
-    out.normal = dist > 0.0 ? dir / dist : UnitOr(a_in_b.position, -v);
+    out.normal = dist > 0.0 ? dir / dist : UnitOr(-c_interior, -v);
     return out;
   }
   out.state = GjkRaycastResult::State::kHit;
   out.normal = normal;
   return out;
+}
+
+}  // namespace
+
+GjkRaycastResult GjkRaycast(const ConvexCore& a, const Pose& a_in_b, const Vec3& v,
+                            const ConvexCore& b, double lambda_start, const Vec3& normal_start,
+                            double tolerance, int max_iterations, double lambda_max) {
+  if (a.is_hull() || b.is_hull()) {
+    return GjkRaycastImpl<true>(a, a_in_b, v, b, lambda_start, normal_start, tolerance,
+                                max_iterations, lambda_max);
+  }
+  return GjkRaycastImpl<false>(a, a_in_b, v, b, lambda_start, normal_start, tolerance,
+                               max_iterations, lambda_max);
 }
 
 }  // namespace hitbox::internal

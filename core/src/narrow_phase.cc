@@ -2,9 +2,10 @@
 // pair of {sphere, box, capsule, cylinder}.
 //
 // Each unordered pair has one implementation, written for the order
-// kind(A) <= kind(B) (sphere < box < capsule < cylinder); Dispatch() below is
-// the only place that chooses it, swapping the arguments for mirrored pairs
-// and flipping the results back. Every pair works in the local frame of one
+// kind(A) <= kind(B) (sphere < box < capsule < cylinder < convex hull) and
+// registered once in the pair table at the end of this file (pair_dispatch.h),
+// which generates the mirrored entry (arguments swapped, results flipped back)
+// and also names each ordered pair's cast method. Every pair works in the local frame of one
 // of its shapes (relative pose via Pose::RelativeTo), so a pair 20 km from the
 // world origin is as accurate as the same pair at the origin.
 //
@@ -17,9 +18,14 @@
 // (epa.h) gives their penetration when the cores themselves overlap.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <utility>
 
+#include "cast_internal.h"
 #include "closest_points.h"
+#include "pair_dispatch.h"
 #include "epa.h"
 #include "gjk.h"
 #include "hitbox/collide.h"
@@ -482,56 +488,155 @@ void GjkPair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
   SetContact(pa, e.normal, e.depth + margins, e.point_a + e.normal * ca.margin, out);
 }
 
-/// Runs the implementation for kind(a) <= kind(b) (a direct call, so each
-/// query's code is compiled into the pair function).
-template <Query query>
-void RunCanonical(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
-                  PairAnswer* out) {
-  switch (static_cast<int>(a.kind()) * kShapeKindCount + static_cast<int>(b.kind())) {
-    case 0: SphereSphere<query>(a, pa, b, pb, out); return;     // sphere-sphere
-    case 1: SphereBox<query>(a, pa, b, pb, out); return;        // sphere-box
-    case 2: SphereCapsule<query>(a, pa, b, pb, out); return;    // sphere-capsule
-    case 3: SphereCylinder<query>(a, pa, b, pb, out); return;   // sphere-cylinder
-    case 5: BoxBox<query>(a, pa, b, pb, out); return;           // box-box
-    case 6: BoxCapsule<query>(a, pa, b, pb, out); return;       // box-capsule
-    case 10: CapsuleCapsule<query>(a, pa, b, pb, out); return;  // capsule-capsule
-    default: GjkPair<query>(a, pa, b, pb, out); return;  // box-, capsule-, cylinder-cylinder
+// ---------------------------------------------------------------------------
+// The pair table: one entry per ordered pair of kinds. Each unordered pair is
+// registered once, for kind(A) <= kind(B); the mirrored entry is generated
+// from it (arguments swapped, normal and witness points flipped back). A
+// missing entry fails to compile (static_assert below), and PairFor() aborts
+// on a kind outside the table.
+
+/// Adapts a pair function template to the table's entry points.
+#define HITBOX_PAIR(Impl)                                                              \
+  struct Impl##Entry {                                                                 \
+    template <Query q>                                                                 \
+    static void Run(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,    \
+                    PairAnswer* out) {                                                 \
+      Impl<q>(a, pa, b, pb, out);                                                      \
+    }                                                                                  \
+  };
+HITBOX_PAIR(SphereSphere)
+HITBOX_PAIR(SphereBox)
+HITBOX_PAIR(SphereCapsule)
+HITBOX_PAIR(SphereCylinder)
+HITBOX_PAIR(BoxBox)
+HITBOX_PAIR(BoxCapsule)
+HITBOX_PAIR(CapsuleCapsule)
+HITBOX_PAIR(GjkPair)
+#undef HITBOX_PAIR
+
+template <class P>
+bool OverlapAB(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+  PairAnswer out;
+  P::template Run<Query::kOverlap>(a, pa, b, pb, &out);
+  return out.overlap;
+}
+template <class P>
+bool OverlapBA(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+  return OverlapAB<P>(b, pb, a, pa);
+}
+template <class P>
+bool ContactAB(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb, Contact* c) {
+  PairAnswer out;
+  P::template Run<Query::kContact>(a, pa, b, pb, &out);
+  if (!out.overlap) return false;
+  if (c != nullptr) *c = out.contact;
+  return true;
+}
+template <class P>
+bool ContactBA(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb, Contact* c) {
+  PairAnswer out;
+  P::template Run<Query::kContact>(b, pb, a, pa, &out);
+  if (!out.overlap) return false;
+  if (c != nullptr) {
+    *c = out.contact;
+    std::swap(c->point_a, c->point_b);
+    c->normal = -c->normal;
+  }
+  return true;
+}
+template <class P>
+DistanceResult DistanceAB(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+  PairAnswer out;
+  P::template Run<Query::kDistance>(a, pa, b, pb, &out);
+  return out.distance;
+}
+template <class P>
+DistanceResult DistanceBA(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+  DistanceResult d = DistanceAB<P>(b, pb, a, pa);
+  std::swap(d.point_a, d.point_b);
+  return d;
+}
+
+using internal::CastMethod;
+using internal::PairEntry;
+using internal::PairTable;
+
+constexpr int Idx(ShapeKind k) { return static_cast<int>(k); }
+
+/// Registers the unordered pair {a, b} (a <= b) with implementation P, and the
+/// cast methods of both orders (A moving against B, B moving against A).
+template <class P>
+constexpr void Register(PairTable& t, ShapeKind a, ShapeKind b, CastMethod cast_ab,
+                        CastMethod cast_ba) {
+  t[Idx(a)][Idx(b)] = {&OverlapAB<P>, &ContactAB<P>, &DistanceAB<P>, cast_ab, a, b, true};
+  if (a != b) {
+    t[Idx(b)][Idx(a)] = {&OverlapBA<P>, &ContactBA<P>, &DistanceBA<P>, cast_ba, b, a, true};
   }
 }
 
-/// The one place that picks a pair implementation: mirrored pairs run with A
-/// and B swapped, then the contact normal and the witness points are flipped back.
-template <Query query>
-PairAnswer Dispatch(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
-  PairAnswer out;
-  if (static_cast<int>(a.kind()) <= static_cast<int>(b.kind())) {
-    RunCanonical<query>(a, pa, b, pb, &out);
-    return out;
+constexpr PairTable BuildTable() {
+  using K = ShapeKind;
+  using M = CastMethod;
+  PairTable t{};
+  Register<SphereSphereEntry>(t, K::kSphere, K::kSphere, M::kSphereRay, M::kSphereRay);
+  Register<SphereBoxEntry>(t, K::kSphere, K::kBox, M::kSphereRay, M::kRayFromSphereB);
+  Register<SphereCapsuleEntry>(t, K::kSphere, K::kCapsule, M::kSphereRay, M::kRayFromSphereB);
+  Register<SphereCylinderEntry>(t, K::kSphere, K::kCylinder, M::kSphereRay, M::kRayFromSphereB);
+  Register<BoxBoxEntry>(t, K::kBox, K::kBox, M::kBoxBox, M::kBoxBox);
+  Register<BoxCapsuleEntry>(t, K::kBox, K::kCapsule, M::kCapsuleBox, M::kCapsuleBox);
+  Register<GjkPairEntry>(t, K::kBox, K::kCylinder, M::kConservative, M::kConservative);
+  Register<CapsuleCapsuleEntry>(t, K::kCapsule, K::kCapsule, M::kCapsuleCapsule,
+                                M::kCapsuleCapsule);
+  Register<GjkPairEntry>(t, K::kCapsule, K::kCylinder, M::kConservative, M::kConservative);
+  Register<GjkPairEntry>(t, K::kCylinder, K::kCylinder, M::kConservative, M::kConservative);
+  // Convex hulls: GJK / EPA on the hull's support, casts by the GJK ray cast
+  // (a sphere against a hull too: no closed-form ray against a rounded hull).
+  for (K k : {K::kSphere, K::kBox, K::kCapsule, K::kCylinder, K::kConvexHull}) {
+    Register<GjkPairEntry>(t, k, K::kConvexHull, M::kConservative, M::kConservative);
   }
-  RunCanonical<query>(b, pb, a, pa, &out);
-  std::swap(out.contact.point_a, out.contact.point_b);
-  out.contact.normal = -out.contact.normal;
-  std::swap(out.distance.point_a, out.distance.point_b);
-  return out;
+  return t;
 }
+
+constexpr bool TableComplete(const PairTable& t) {
+  for (int a = 0; a < kShapeKindCount; ++a) {
+    for (int b = 0; b < kShapeKindCount; ++b) {
+      const PairEntry& e = t[a][b];
+      // (The registered flag, not the function pointers: comparing those is
+      // not a constant expression under -fsanitize=undefined.)
+      if (!e.registered || Idx(e.a) != a || Idx(e.b) != b) return false;
+    }
+  }
+  return true;
+}
+static_assert(TableComplete(BuildTable()),
+              "every ordered pair of shape kinds needs an entry in the pair table");
 
 }  // namespace
 
+namespace internal {
+
+constinit const PairTable kPairTable = BuildTable();
+
+[[noreturn]] void MissingPair(ShapeKind a, ShapeKind b) {
+  std::fprintf(stderr, "hitbox: internal error: no pair entry for shape kinds %d and %d\n",
+               static_cast<int>(a), static_cast<int>(b));
+  std::abort();
+}
+
+}  // namespace internal
+
 bool Overlap(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b) {
-  return Dispatch<Query::kOverlap>(a, pose_a, b, pose_b).overlap;
+  return internal::PairFor(a.kind(), b.kind()).overlap(a, pose_a, b, pose_b);
 }
 
 bool ComputeContact(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,
                     Contact* contact) {
-  const PairAnswer r = Dispatch<Query::kContact>(a, pose_a, b, pose_b);
-  if (!r.overlap) return false;
-  if (contact != nullptr) *contact = r.contact;
-  return true;
+  return internal::PairFor(a.kind(), b.kind()).contact(a, pose_a, b, pose_b, contact);
 }
 
 DistanceResult ComputeDistance(const Shape& a, const Pose& pose_a, const Shape& b,
                                const Pose& pose_b) {
-  return Dispatch<Query::kDistance>(a, pose_a, b, pose_b).distance;
+  return internal::PairFor(a.kind(), b.kind()).distance(a, pose_a, b, pose_b);
 }
 
 }  // namespace hitbox

@@ -1,12 +1,55 @@
 // Raycast(): a ray against one posed shape, computed in the shape's local frame
 // with the closed forms of ray_primitives.h (slab test for the box, quadratic
-// plus caps for the cylinder, sphere plus cylinder parts for the capsule).
+// plus caps for the cylinder, sphere plus cylinder parts for the capsule,
+// clipping against every face half-space for a convex hull).
+#include <limits>
+#include <vector>
+
 #include "cast_internal.h"
 #include "hitbox/collide.h"
+#include "pair_dispatch.h"
 #include "ray_primitives.h"
 
 namespace hitbox {
 namespace internal {
+
+RayOutcome RayConvexHull(const Vec3& o, const Vec3& d, const ConvexHullData& hull,
+                         RayEntry* out) {
+  // Clip [0, 1] against every face half-space Dot(n, x) <= offset (Cyrus-Beck;
+  // Ericson RTCD 5.3.8): closed form, one pass over the planes.
+  double tmin = 0.0, tmax = 1.0;
+  int entry = -1;
+  int nearest = 0;
+  double nearest_gap = -std::numeric_limits<double>::infinity();
+  const std::vector<HullPlane>& planes = hull.planes();
+  for (int i = 0; i < static_cast<int>(planes.size()); ++i) {
+    const HullPlane& p = planes[i];
+    const double s0 = Dot(p.normal, o) - p.offset;  // > 0: origin outside this face
+    const double sd = Dot(p.normal, d);
+    if (s0 > nearest_gap) nearest_gap = s0, nearest = i;
+    if (sd == 0.0) {
+      if (s0 > 0.0) return RayOutcome::kMiss;
+      continue;
+    }
+    const double t = -s0 / sd;
+    if (sd < 0.0) {
+      if (t > tmin) tmin = t, entry = i;
+    } else if (t < tmax) {
+      tmax = t;
+    }
+    if (tmin > tmax) return RayOutcome::kMiss;
+  }
+  if (entry < 0) {
+    // Every face has the origin on its inner side (s0 <= 0): inside or on.
+    if (nearest_gap > 0.0) return RayOutcome::kMiss;  // (only reachable through rounding)
+    out->t = 0.0;
+    out->normal = planes[nearest].normal;
+    return RayOutcome::kInside;
+  }
+  out->t = tmin;
+  out->normal = planes[entry].normal;
+  return RayOutcome::kHit;
+}
 
 RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double rho,
                        RayEntry* out) {
@@ -22,6 +65,10 @@ RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double 
     case ShapeKind::kCylinder:
       return rho > 0.0 ? RayRoundedCylinder(o, d, shape.radius(), shape.half_height(), rho, out)
                        : RayCylinder(o, d, shape.radius(), shape.half_height(), out);
+    case ShapeKind::kConvexHull:
+      // Only rays (rho == 0) reach here: hull casts use the GJK ray cast.
+      if (rho > 0.0) MissingPair(ShapeKind::kSphere, ShapeKind::kConvexHull);
+      return RayConvexHull(o, d, *shape.hull(), out);
   }
   return RayOutcome::kMiss;
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace hitbox {
 namespace {
@@ -33,6 +34,7 @@ const char* ShapeKindName(ShapeKind kind) {
     case ShapeKind::kBox: return "box";
     case ShapeKind::kCapsule: return "capsule";
     case ShapeKind::kCylinder: return "cylinder";
+    case ShapeKind::kConvexHull: return "convex_hull";
   }
   return "unknown";
 }
@@ -91,6 +93,7 @@ Aabb Shape::LocalBounds() const {
       return Aabb::FromCenterExtents({}, {radius_, half_height_ + radius_, radius_});
     case ShapeKind::kCylinder:
       return Aabb::FromCenterExtents({}, {radius_, half_height_, radius_});
+    case ShapeKind::kConvexHull: return hull_->bounds();
   }
   return {};
 }
@@ -115,6 +118,14 @@ Aabb Shape::WorldBounds(const Pose& pose) const {
                       radius_ * std::sqrt(std::max(0.0, 1.0 - a.y * a.y)),
                       radius_ * std::sqrt(std::max(0.0, 1.0 - a.z * a.z))};
       return Aabb::FromCenterExtents(pose.position, (a * half_height_).Abs() + disc);
+    }
+    case ShapeKind::kConvexHull: {
+      // Tight: the extreme vertices along each world axis (support along R^T e_i).
+      const Mat33 r = pose.rotation.ToMatrix();
+      Aabb box{Vec3::Splat(std::numeric_limits<double>::infinity()),
+               Vec3::Splat(-std::numeric_limits<double>::infinity())};
+      for (const Vec3& v : hull_->vertices()) box = box.Union(r * v);
+      return {box.min + pose.position, box.max + pose.position};
     }
   }
   return {};
@@ -141,6 +152,7 @@ Vec3 Shape::Support(const Vec3& d) const {
       if (len_xz > 0.0) return {d.x * (radius_ / len_xz), y, d.z * (radius_ / len_xz)};
       return {radius_, y, 0.0};
     }
+    case ShapeKind::kConvexHull: return hull_->Support(d);
   }
   return {};
 }
@@ -151,6 +163,7 @@ double Shape::BoundingRadius() const {
     case ShapeKind::kBox: return half_extents_.Length();
     case ShapeKind::kCapsule: return radius_ + half_height_;
     case ShapeKind::kCylinder: return std::sqrt(radius_ * radius_ + half_height_ * half_height_);
+    case ShapeKind::kConvexHull: return hull_->bounding_radius();
   }
   return 0.0;
 }
@@ -163,8 +176,27 @@ std::string Shape::ToString() const {
       return "capsule{radius=" + Num(radius_) + ", half_height=" + Num(half_height_) + "}";
     case ShapeKind::kCylinder:
       return "cylinder{radius=" + Num(radius_) + ", half_height=" + Num(half_height_) + "}";
+    case ShapeKind::kConvexHull: {
+      std::string s = "convex_hull{points=[";
+      const std::vector<Vec3>& pts = hull_->input_points();
+      for (size_t i = 0; i < pts.size(); ++i) {
+        if (i > 0) s += ", ";
+        s += hitbox::ToString(pts[i]);
+      }
+      return s + "]}";
+    }
   }
   return "unknown";
+}
+
+bool Shape::operator==(const Shape& o) const {
+  if (kind_ != o.kind_) return false;
+  if (kind_ == ShapeKind::kConvexHull) {
+    return hull_ == o.hull_ || hull_->input_points() == o.hull_->input_points();
+  }
+  // (half_height_ is the active member for every primitive.)
+  return radius_ == o.radius_ && half_height_ == o.half_height_ &&
+         half_extents_ == o.half_extents_;
 }
 
 std::string ToString(const Vec3& v) {
@@ -178,3 +210,4 @@ std::string ToString(const Pose& p) {
 }
 
 }  // namespace hitbox
+static_assert(sizeof(hitbox::Shape) == 48, "Shape: kind, radius, half height or hull handle, half extents");

@@ -20,10 +20,13 @@ namespace {
 using cases::CaseFile;
 using cases::QueryKind;
 
-std::vector<std::string> CaseFiles() { return cases::ListCaseFiles(HITBOX_CASES_DIR); }
+// The folder's files plus the supported files of its next/ subfolder.
+std::vector<std::string> CaseFiles() { return cases::ListSupportedCaseFiles(HITBOX_CASES_DIR); }
 
 std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = std::filesystem::path(info.param).filename().string();
+  const std::filesystem::path path(info.param);
+  std::string name = path.filename().string();
+  if (path.parent_path().filename() == "next") name = "next_" + name;
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }

@@ -107,6 +107,11 @@ inline bool ContainsLocalPoint(const Shape& s, const Vec3& p) {
     case ShapeKind::kCylinder:
       return p.x * p.x + p.z * p.z <= s.radius() * s.radius() &&
              std::fabs(p.y) <= s.half_height();
+    case ShapeKind::kConvexHull:
+      for (const HullPlane& pl : s.hull()->planes()) {
+        if (Dot(pl.normal, p) > pl.offset) return false;
+      }
+      return true;
   }
   return false;
 }

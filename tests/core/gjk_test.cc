@@ -38,6 +38,7 @@ double PointDistance(const Shape& s, const Pose& pose, const Vec3& p) {
       const double dy = std::max(0.0, std::fabs(q.y) - s.half_height());
       return std::sqrt(dr * dr + dy * dy);
     }
+    case ShapeKind::kConvexHull: return testing::PointToShapeDistance(s, pose, p);
   }
   return 0.0;
 }

@@ -304,6 +304,28 @@ class CtlQueryTest : public CtlTest {
   }
 };
 
+// Convex hulls through scene files and --hull: a tetrahedron collider with
+// corners (10,0,0), (11,0,0), (10,1,0), (10,0,1); a hull query (a cube of
+// half-size 0.25 as 8 points) overlaps it near its corner, not beyond its
+// slanted face; a ray down the x axis enters it at x = 10.
+TEST_F(CtlQueryTest, ConvexHullSceneAndQuery) {
+  json hull = {{"id", 7}, {"shape", {{"convex_hull", {{"points", {{10, 0, 0}, {11, 0, 0}, {10, 1, 0}, {10, 0, 1}, {10.1, 0.1, 0.1}}}}}}},
+               {"position", {0, 0, 0}}};
+  CtlJson({"load", "h", WriteTemp(json{{"colliders", {hull}}}.dump()), "--create"});
+  const std::string cube = "-0.25,-0.25,-0.25,0.25,-0.25,-0.25,-0.25,0.25,-0.25,0.25,0.25,-0.25,"
+                           "-0.25,-0.25,0.25,0.25,-0.25,0.25,-0.25,0.25,0.25,0.25,0.25,0.25";
+  EXPECT_EQ(HitIds(CtlJson({"overlap", "h", "--hull", cube, "--pos", "10,0,0"})),
+            std::vector<uint64_t>({7}));
+  EXPECT_TRUE(HitIds(CtlJson({"overlap", "h", "--hull", cube, "--pos", "10.9,0.9,0.9"})).empty());
+  const json r = CtlJson({"raycast", "h", "--origin", "0,0.1,0.1", "--translation", "20,0,0"});
+  ASSERT_EQ(HitIds(r), std::vector<uint64_t>({7})) << r.dump();
+  EXPECT_NEAR(r.at("hits")[0].at("fraction").get<double>(), 0.5, 1e-12);
+  // A coplanar --hull is a usage error naming the problem.
+  const RunResult bad = Ctl({"overlap", "h", "--hull", "0,0,0,1,0,0,0,1,0,1,1,0"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("coplanar"), std::string::npos) << bad.err;
+}
+
 // Overlap: a sphere of radius 0.5 at x = 0.9 overlaps only the unit sphere,
 // with penetration depth 1 + 0.5 - 0.9 = 0.6 along +x.
 TEST_F(CtlQueryTest, Overlap) {

@@ -89,15 +89,66 @@ TEST(WireTest, MissingRequiredPartsNameTheField) {
   EXPECT_EQ(s.message(), "queries[0].overlap.shape is required");
 }
 
-// A shape kind this server does not know (a newer client's field 5) reads as
+// A shape kind this server does not know (a newer client's field 15) reads as
 // an unset oneof: INVALID_ARGUMENT naming the field, not a crash.
 TEST(WireTest, UnknownShapeKindIsRejected) {
   v1::Shape s;
-  ASSERT_TRUE(s.ParseFromString(std::string("\x2a\x02\x08\x01", 4)));  // field 5 {1: 1}
+  ASSERT_TRUE(s.ParseFromString(std::string("\x7a\x02\x08\x01", 4)));  // field 15 {1: 1}
   const Result<Shape> r = wire::FromProto(s, "queries[2].overlap.shape");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
   EXPECT_THAT(r.error().message, HasSubstr("queries[2].overlap.shape: no shape kind set"));
+}
+
+v1::Collider HullCollider(uint64_t id, const std::vector<Vec3>& points) {
+  v1::Collider c;
+  c.set_id(id);
+  for (const Vec3& p : points) {
+    v1::Vec3* v = c.mutable_shape()->mutable_convex_hull()->add_points();
+    v->set_x(p.x);
+    v->set_y(p.y);
+    v->set_z(p.z);
+  }
+  return c;
+}
+
+// Convex hulls: a valid one round-trips (the points as given); bad points
+// name their index and axis; degenerate and short lists say why.
+TEST(WireTest, ConvexHullPathsAndRoundTrip) {
+  const std::vector<Vec3> cube = {{-1, -1, -1}, {1, -1, -1}, {-1, 1, -1}, {1, 1, -1},
+                                  {-1, -1, 1},  {1, -1, 1},  {-1, 1, 1},  {1, 1, 1},
+                                  {0.5, 0, 0}};
+  Result<Collider> ok = wire::FromProto(HullCollider(1, cube), "c");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  ASSERT_EQ(ok->shape.kind(), ShapeKind::kConvexHull);
+  EXPECT_EQ(ok->shape.hull()->vertices().size(), 8u);
+  v1::Shape back;
+  wire::ToProto(ok->shape, &back);
+  ASSERT_EQ(back.convex_hull().points_size(), 9);
+  EXPECT_EQ(back.convex_hull().points(8).x(), 0.5);
+
+  v1::ApplyChangesRequest req;
+  for (int i = 0; i < 4; ++i) *req.add_changes()->mutable_add() = SphereCollider(i, 1);
+  std::vector<Vec3> bad = cube;
+  bad[7].x = std::numeric_limits<double>::quiet_NaN();
+  *req.add_changes()->mutable_add() = HullCollider(9, bad);
+  std::vector<ColliderChange> out;
+  Status s = wire::FromProto(req.changes(), &out);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "changes[4].add.shape.convex_hull.points[7].x must be finite and in [-1e6, 1e6] "
+            "metres, got nan");
+
+  EXPECT_EQ(wire::FromProto(HullCollider(1, {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}}), "c")
+                .error()
+                .message,
+            "c.shape.convex_hull: the points are coplanar (zero volume)");
+  EXPECT_EQ(wire::FromProto(HullCollider(1, {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}}), "c").error().message,
+            "c.shape.convex_hull.points needs at least 4 points, got 3");
+  std::vector<Vec3> many;
+  for (int i = 0; i < 257; ++i) many.push_back({std::cos(i * 1.0), std::sin(i * 1.0), i * 0.01});
+  EXPECT_EQ(wire::FromProto(HullCollider(1, many), "c").error().message,
+            "c.shape.convex_hull.points holds at most 256 points, got 257");
 }
 
 // Every non-finite or out-of-range number is caught, with its value.

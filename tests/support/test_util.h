@@ -70,8 +70,24 @@ class Random {
       case ShapeKind::kBox: return *Shape::MakeBox({Uniform(lo, hi), Uniform(lo, hi), Uniform(lo, hi)});
       case ShapeKind::kCapsule: return *Shape::MakeCapsule(Uniform(lo, hi), Uniform(0.0, hi));
       case ShapeKind::kCylinder: return *Shape::MakeCylinder(Uniform(lo, hi), Uniform(lo, hi));
+      case ShapeKind::kConvexHull: return MakeHull(Int(4, 24), Uniform(lo, hi));
     }
     return {};
+  }
+  /// A random convex hull of `n` points in a random ellipsoid-ish cloud of
+  /// radius ~`size`, with a random offset (the origin need not be inside).
+  Shape MakeHull(int n, double size) {
+    const Vec3 scale{Uniform(0.4, 1.0) * size, Uniform(0.4, 1.0) * size, Uniform(0.4, 1.0) * size};
+    const Vec3 offset = InBox(size * 0.5);
+    for (;;) {
+      ConvexHull h;
+      for (int i = 0; i < n; ++i) {
+        const Vec3 u = InBox(1.0);
+        h.points.push_back(offset + Vec3{u.x * scale.x, u.y * scale.y, u.z * scale.z});
+      }
+      Result<Shape> r = Shape::Make(h);
+      if (r.ok()) return *r;
+    }
   }
   std::mt19937_64& engine() { return rng_; }
 
@@ -95,11 +111,39 @@ inline double PointToShapeDistance(const Shape& s, const Pose& pose, const Vec3&
       const double dy = std::max(0.0, std::fabs(q.y) - s.half_height());
       return std::sqrt(dr * dr + dy * dy);
     }
+    case ShapeKind::kConvexHull: {
+      // Brute force over the boundary's features: 0 inside every face plane;
+      // else the least of the distances to the vertices, to the edges, and to
+      // each face plane where the projection lies inside the hull.
+      const ConvexHullData& h = *s.hull();
+      double worst = -1e300;
+      for (const HullPlane& pl : h.planes()) worst = std::max(worst, Dot(pl.normal, q) - pl.offset);
+      if (worst <= 0.0) return 0.0;
+      double best = 1e300;
+      for (const Vec3& v : h.vertices()) best = std::min(best, (q - v).Length());
+      for (const auto& [i, j] : h.edges()) {
+        const Vec3 a = h.vertices()[i], e = h.vertices()[j] - a;
+        const double t = std::clamp(Dot(q - a, e) / e.LengthSq(), 0.0, 1.0);
+        best = std::min(best, (q - (a + e * t)).Length());
+      }
+      const double tol = 1e-12 * (h.bounding_radius() + q.Length());
+      for (const HullPlane& pl : h.planes()) {
+        const double d = Dot(pl.normal, q) - pl.offset;
+        if (d <= 0.0) continue;
+        const Vec3 foot = q - pl.normal * d;
+        bool inside = true;
+        for (const HullPlane& o : h.planes()) {
+          if (Dot(o.normal, foot) - o.offset > tol) inside = false;
+        }
+        if (inside) best = std::min(best, d);
+      }
+      return best;
+    }
   }
   return 0.0;
 }
 
-/// The 16 ordered pairs of shape kinds.
+/// The 25 ordered pairs of shape kinds.
 inline std::vector<std::pair<ShapeKind, ShapeKind>> AllKindPairs() {
   std::vector<std::pair<ShapeKind, ShapeKind>> out;
   for (int i = 0; i < kShapeKindCount; ++i) {
@@ -134,6 +178,19 @@ inline Shape VariedShape(Random& rng, ShapeKind kind) {
       return tiny_first ? *Shape::MakeCapsule(tiny, big) : *Shape::MakeCapsule(big, tiny);
     case ShapeKind::kCylinder:
       return tiny_first ? *Shape::MakeCylinder(tiny, big) : *Shape::MakeCylinder(big, tiny);
+    case ShapeKind::kConvexHull: {
+      // A thin slab-like hull: one dimension ~tiny.
+      ConvexHull h;
+      const int n = rng.Int(6, 16);
+      const int axis = rng.Int(0, 2);
+      for (int i = 0; i < n; ++i) {
+        Vec3 p = rng.InBox(big);
+        p[axis] = rng.Uniform(-tiny, tiny);
+        h.points.push_back(p);
+      }
+      Result<Shape> r = Shape::Make(h);
+      return r.ok() ? *r : rng.MakeShape(ShapeKind::kConvexHull);
+    }
   }
   return {};
 }

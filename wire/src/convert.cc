@@ -150,10 +150,48 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
       }
       return Shape::MakeCylinder(s.cylinder().radius(), s.cylinder().half_height());
     }
+    case v1::Shape::kConvexHull: {
+      const Path p(&path, "convex_hull");
+      const Path pts(&p, "points");
+      const auto& in = s.convex_hull().points();
+      static_assert(kMinHullPoints == 4 && kMaxHullPoints == 256, "update the messages below");
+      if (in.size() < kMinHullPoints) {
+        return Invalid(pts, " needs at least 4 points, got " + std::to_string(in.size()));
+      }
+      if (in.size() > kMaxHullPoints) {
+        return Invalid(pts, " holds at most 256 points, got " + std::to_string(in.size()));
+      }
+      ConvexHull hull;
+      hull.points.reserve(in.size());
+      for (int i = 0; i < in.size(); ++i) {
+        const Path pi(&pts, i);
+        const v1::Vec3& v = in.Get(i);
+        const double c[3] = {v.x(), v.y(), v.z()};
+        const char* axis[3] = {"x", "y", "z"};
+        for (int k = 0; k < 3; ++k) {
+          if (!(std::fabs(c[k]) <= kMaxShapeSize)) {
+            return Invalid(Path(&pi, axis[k]),
+                           " must be finite and in [-1e6, 1e6] metres, got " + FormatDouble(c[k]));
+          }
+        }
+        hull.points.push_back({c[0], c[1], c[2]});
+      }
+      Result<Shape> r = Shape::Make(hull);
+      if (!r.ok()) {
+        // "convex_hull: the points are coplanar (zero volume)" -> under this path.
+        std::string msg = r.error().message;
+        const std::string prefix = "convex_hull: ";
+        if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+        return Invalid(p, ": " + msg);
+      }
+      return r;
+    }
     case v1::Shape::KIND_NOT_SET:
       break;
   }
-  return Invalid(path, ": no shape kind set (expected one of sphere, box, capsule, cylinder)");
+  return Invalid(path,
+                 ": no shape kind set (expected one of sphere, box, capsule, cylinder, "
+                 "convex_hull)");
 }
 
 Result<Shape> RequiredShape(bool has, const v1::Shape& s, const Path& parent) {
@@ -518,6 +556,12 @@ void ToProto(const Shape& s, v1::Shape* out) {
       out->mutable_cylinder()->set_radius(s.radius());
       out->mutable_cylinder()->set_half_height(s.half_height());
       break;
+    case ShapeKind::kConvexHull: {
+      auto* points = out->mutable_convex_hull()->mutable_points();
+      points->Reserve(static_cast<int>(s.hull()->input_points().size()));
+      for (const Vec3& p : s.hull()->input_points()) ToProto(p, points->Add());
+      break;
+    }
   }
 }
 

@@ -4,10 +4,14 @@
 //            (an AABB when its pose is unrotated, an OBB otherwise).
 //   Capsule  the segment [0,-h,0]..[0,h,0] swept by a sphere of radius r.
 //   Cylinder axis along local Y, flat caps at y = +-h, radius r.
+//   ConvexHull the solid convex hull of 4..256 points (shared immutable data).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hitbox/math.h"
 #include "hitbox/status.h"
@@ -15,8 +19,15 @@
 namespace hitbox {
 
 /// The kind of a Shape. Values are stable (they appear in logs and benches).
-enum class ShapeKind : uint8_t { kSphere = 0, kBox = 1, kCapsule = 2, kCylinder = 3 };
-inline constexpr int kShapeKindCount = 4;
+/// Pair dispatch (narrow phase, casts) indexes [kind][kind] tables of this size.
+enum class ShapeKind : uint8_t {
+  kSphere = 0,
+  kBox = 1,
+  kCapsule = 2,
+  kCylinder = 3,
+  kConvexHull = 4,
+};
+inline constexpr int kShapeKindCount = 5;
 
 /// Accepted ranges of every size and coordinate, chosen so that no answer can
 /// overflow or lose all precision: squared distances, cross products and
@@ -35,7 +46,11 @@ inline bool InCoordinateRange(const Vec3& v) {
   return InCoordinateRange(v.x) && InCoordinateRange(v.y) && InCoordinateRange(v.z);
 }
 
-/// "sphere", "box", "capsule" or "cylinder".
+/// Fewest and most points accepted for a convex hull.
+inline constexpr int kMinHullPoints = 4;
+inline constexpr int kMaxHullPoints = 256;
+
+/// "sphere", "box", "capsule", "cylinder" or "convex_hull".
 const char* ShapeKindName(ShapeKind kind);
 
 /// A sphere of `radius` metres (> 0) about the local origin.
@@ -59,9 +74,75 @@ struct Cylinder {
   double half_height = 0.0;
 };
 
-/// A validated convex shape: one of Sphere, Box, Capsule, Cylinder.
-/// A small value type (40 bytes); construct through the Make functions, which
-/// reject non-finite, zero or negative sizes with kInvalidArgument.
+/// The solid convex hull of `points` (local frame, metres): 4..256 points,
+/// each coordinate finite with |c| <= kMaxShapeSize, spanning a non-zero volume.
+/// Points inside the hull are allowed (they are not kept as vertices).
+struct ConvexHull {
+  std::vector<Vec3> points;
+};
+
+/// A face plane of a convex hull: points x of the hull satisfy
+/// Dot(normal, x) <= offset. `normal` is unit length, pointing outwards.
+struct HullPlane {
+  Vec3 normal;
+  double offset = 0.0;
+};
+
+/// Immutable data of a built convex hull (qhull), shared by every Shape that
+/// copies it. Local frame, metres.
+class ConvexHullData {
+ public:
+  /// The hull's vertices (a subset of the input points).
+  const std::vector<Vec3>& vertices() const { return vertices_; }
+  /// One outward plane per face (coplanar facets merged).
+  const std::vector<HullPlane>& planes() const { return planes_; }
+  /// Edges as pairs of indices into vertices().
+  const std::vector<std::pair<uint16_t, uint16_t>>& edges() const { return edges_; }
+  /// Indices into vertices() of each vertex's neighbours (hill climbing):
+  /// neighbours of vertex i are adjacency_[adjacency_start_[i] .. adjacency_start_[i+1]).
+  const std::vector<uint16_t>& adjacency() const { return adjacency_; }
+  const std::vector<uint32_t>& adjacency_start() const { return adjacency_start_; }
+  /// The points the hull was built from, as given (for ToString and the wire).
+  const std::vector<Vec3>& input_points() const { return input_points_; }
+  /// Local bounding box of the hull.
+  const Aabb& bounds() const { return bounds_; }
+  /// Mean of the vertices (a point inside the hull; the local origin need not
+  /// be) and the radius of a ball about it holding the hull.
+  const Vec3& center() const { return center_; }
+  double center_radius() const { return center_radius_; }
+  /// Radius of the smallest origin-centred ball holding the hull.
+  double bounding_radius() const { return bounding_radius_; }
+  /// Heap bytes of this data (vertices, planes, edges, adjacency, input points).
+  size_t MemoryBytes() const;
+
+  /// Vertex of the hull farthest along `dir` (local frame; any length).
+  /// Up to 32 vertices a scan (ties: lowest index), beyond that hill climbing
+  /// on the vertex graph; deterministic either way.
+  Vec3 Support(const Vec3& dir) const;
+
+ private:
+  friend class Shape;
+  friend struct ConvexHullBuilder;
+  mutable std::atomic<uint32_t> refs_{0};
+  std::vector<Vec3> vertices_;
+  std::vector<HullPlane> planes_;
+  std::vector<std::pair<uint16_t, uint16_t>> edges_;
+  std::vector<uint16_t> adjacency_;
+  std::vector<uint32_t> adjacency_start_;
+  std::vector<Vec3> input_points_;
+  Aabb bounds_;
+  Vec3 center_;
+  double center_radius_ = 0.0;
+  double bounding_radius_ = 0.0;
+};
+
+/// A validated convex shape: one of Sphere, Box, Capsule, Cylinder, ConvexHull.
+/// A small value type: primitives keep their parameters inline (no heap, no
+/// reference count); a convex hull holds an intrusive reference to its
+/// immutable ConvexHullData, built once and shared by copies (copying a hull
+/// Shape costs one atomic increment; queries take Shapes by reference).
+/// Construct through the Make functions, which reject non-finite, zero or
+/// negative sizes and degenerate hulls with kInvalidArgument.
 class Shape {
  public:
   /// A unit sphere. Prefer the Make functions.
@@ -71,6 +152,9 @@ class Shape {
   [[nodiscard]] static Result<Shape> Make(const Box& b);
   [[nodiscard]] static Result<Shape> Make(const Capsule& c);
   [[nodiscard]] static Result<Shape> Make(const Cylinder& c);
+  /// Builds the hull (qhull): kInvalidArgument for < 4 or > 256 points,
+  /// non-finite or out-of-range coordinates, or coplanar / zero-volume points.
+  [[nodiscard]] static Result<Shape> Make(const ConvexHull& h);
   [[nodiscard]] static Result<Shape> MakeSphere(double radius) { return Make(Sphere{radius}); }
   [[nodiscard]] static Result<Shape> MakeBox(const Vec3& half_extents) {
     return Make(Box{half_extents});
@@ -82,18 +166,63 @@ class Shape {
     return Make(Cylinder{radius, half_height});
   }
 
+  Shape(const Shape& o)
+      : kind_(o.kind_), radius_(o.radius_), half_extents_(o.half_extents_) {
+    CopyPayload(o);
+  }
+  Shape(Shape&& o) noexcept
+      : kind_(o.kind_), radius_(o.radius_), half_extents_(o.half_extents_) {
+    half_height_ = o.half_height_;
+    if (o.kind_ == ShapeKind::kConvexHull) {
+      hull_ = o.hull_;
+      o.kind_ = ShapeKind::kSphere;  // the moved-from shape: a unit sphere
+      o.radius_ = 1.0;
+      o.half_height_ = 0.0;
+    }
+  }
+  Shape& operator=(const Shape& o) {
+    if (this != &o) {
+      Shape copy(o);
+      *this = std::move(copy);
+    }
+    return *this;
+  }
+  Shape& operator=(Shape&& o) noexcept {
+    if (this != &o) {
+      Release();
+      kind_ = o.kind_;
+      radius_ = o.radius_;
+      half_extents_ = o.half_extents_;
+      half_height_ = o.half_height_;
+      if (o.kind_ == ShapeKind::kConvexHull) {
+        hull_ = o.hull_;
+        o.kind_ = ShapeKind::kSphere;
+        o.radius_ = 1.0;
+        o.half_height_ = 0.0;
+      }
+    }
+    return *this;
+  }
+  ~Shape() { Release(); }
+
   ShapeKind kind() const { return kind_; }
   /// Sphere, capsule, cylinder radius in metres (0 for a box).
   double radius() const { return radius_; }
-  /// Capsule and cylinder half-height in metres (0 for sphere and box).
-  double half_height() const { return half_height_; }
+  /// Capsule and cylinder half-height in metres (0 for sphere, box and hull).
+  double half_height() const { return kind_ == ShapeKind::kConvexHull ? 0.0 : half_height_; }
   /// Box half-extents in metres (zero for the other kinds).
   const Vec3& half_extents() const { return half_extents_; }
 
   Sphere AsSphere() const { return {radius_}; }
   Box AsBox() const { return {half_extents_}; }
-  Capsule AsCapsule() const { return {radius_, half_height_}; }
-  Cylinder AsCylinder() const { return {radius_, half_height_}; }
+  Capsule AsCapsule() const { return {radius_, half_height()}; }
+  Cylinder AsCylinder() const { return {radius_, half_height()}; }
+  /// The hull's shared data (null for the other kinds).
+  const ConvexHullData* hull() const {
+    return kind_ == ShapeKind::kConvexHull ? hull_ : nullptr;
+  }
+  /// Heap bytes owned by this shape's kind data (0 for primitives).
+  size_t DataBytes() const { return hull() != nullptr ? hull_->MemoryBytes() : 0; }
 
   /// Bounding box in the local frame.
   Aabb LocalBounds() const;
@@ -109,12 +238,35 @@ class Shape {
   /// "capsule{radius=0.5, half_height=1.25}", for error messages and test logs.
   std::string ToString() const;
 
-  bool operator==(const Shape& o) const = default;
+  /// Same kind and parameters (hulls: the same input points).
+  bool operator==(const Shape& o) const;
 
  private:
+  void CopyPayload(const Shape& o) {
+    half_height_ = o.half_height_;
+    if (kind_ == ShapeKind::kConvexHull) {
+      hull_ = o.hull_;
+      hull_->refs_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  void Release() {
+    if (kind_ == ShapeKind::kConvexHull) {
+      if (hull_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete hull_;
+      kind_ = ShapeKind::kSphere;
+      radius_ = 1.0;
+      half_height_ = 0.0;
+    }
+  }
+
   ShapeKind kind_ = ShapeKind::kSphere;
   double radius_ = 1.0;
-  double half_height_ = 0.0;
+  /// Capsule / cylinder half height, or (convex hull) an intrusive reference
+  /// to the shared hull data: a hull uses no inline size, so the handle
+  /// costs no bytes (a Shape stays 48 bytes).
+  union {
+    double half_height_ = 0.0;
+    const ConvexHullData* hull_;
+  };
   Vec3 half_extents_;
 };
 

@@ -64,6 +64,13 @@ struct CaseFile {
 /// The case files (*.json, *.json.gz) in `dir`, sorted by name.
 std::vector<std::string> ListCaseFiles(const std::string& dir);
 
+/// Files of `<cases>/next/` (issue 10's new shape kinds) whose kinds are
+/// supported so far; the rest of that folder is skipped until its kind lands.
+inline constexpr const char* kSupportedNextCaseFiles[] = {"convex.json"};
+
+/// ListCaseFiles(dir) plus the supported files of dir/next that exist.
+std::vector<std::string> ListSupportedCaseFiles(const std::string& dir);
+
 /// Verdict on one answer.
 struct Verdict {
   bool ok = true;
