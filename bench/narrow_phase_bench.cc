@@ -105,8 +105,8 @@ std::string Title(ShapeKind kind) {
 
 /// Registers the three benchmarks for all 16 ordered pairs.
 int RegisterAll() {
-  for (int i = 0; i < kShapeKindCount; ++i) {
-    for (int j = 0; j < kShapeKindCount; ++j) {
+  for (int i = 0; i < kConvexKindCount; ++i) {
+    for (int j = 0; j < kConvexKindCount; ++j) {
       const auto ka = static_cast<ShapeKind>(i);
       const auto kb = static_cast<ShapeKind>(j);
       const std::string pair = Title(ka) + "_" + Title(kb);

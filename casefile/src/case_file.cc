@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -82,6 +83,49 @@ Shape ReadShape(const json& j, const std::string& path) {
       hull.points.push_back(ReadVec3(pts[i], p + ".points[" + std::to_string(i) + "]"));
     }
     r = Shape::Make(hull);
+  } else if (kind == "mesh") {
+    const json& verts = Field(s, "vertices", p);
+    const json& tris = Field(s, "triangles", p);
+    if (!verts.is_array()) throw ParseError{p + ".vertices", "expected an array of [x, y, z]"};
+    if (!tris.is_array()) throw ParseError{p + ".triangles", "expected an array of [a, b, c]"};
+    TriangleMeshShape mesh;
+    mesh.vertices.reserve(verts.size());
+    for (size_t i = 0; i < verts.size(); ++i) {
+      mesh.vertices.push_back(ReadVec3(verts[i], p + ".vertices[" + std::to_string(i) + "]"));
+    }
+    mesh.triangles.reserve(tris.size());
+    for (size_t i = 0; i < tris.size(); ++i) {
+      const std::string ti = p + ".triangles[" + std::to_string(i) + "]";
+      if (!tris[i].is_array() || tris[i].size() != 3) throw ParseError{ti, "expected [a, b, c]"};
+      std::array<uint32_t, 3> t{};
+      for (int k = 0; k < 3; ++k) {
+        const std::string tk = ti + "[" + std::to_string(k) + "]";
+        const uint64_t v = Uint64(tris[i][k], tk);
+        if (v > 0xFFFFFFFFull) throw ParseError{tk, "exceeds 32 bits"};
+        t[k] = static_cast<uint32_t>(v);
+      }
+      mesh.triangles.push_back(t);
+    }
+    r = Shape::Make(mesh);
+  } else if (kind == "heightfield") {
+    HeightfieldShape h;
+    const uint64_t rows = Uint64(Field(s, "rows", p), p + ".rows");
+    const uint64_t cols = Uint64(Field(s, "cols", p), p + ".cols");
+    if (rows > 0xFFFFFFFFull) throw ParseError{p + ".rows", "exceeds 32 bits"};
+    if (cols > 0xFFFFFFFFull) throw ParseError{p + ".cols", "exceeds 32 bits"};
+    h.rows = static_cast<uint32_t>(rows);
+    h.cols = static_cast<uint32_t>(cols);
+    const json& cell = Field(s, "cell_size", p);
+    if (!cell.is_array() || cell.size() != 2) throw ParseError{p + ".cell_size", "expected [dx, dz]"};
+    h.cell_size_x = Number(cell[0], p + ".cell_size[0]");
+    h.cell_size_z = Number(cell[1], p + ".cell_size[1]");
+    const json& hs = Field(s, "heights", p);
+    if (!hs.is_array()) throw ParseError{p + ".heights", "expected an array of numbers"};
+    h.heights.reserve(hs.size());
+    for (size_t i = 0; i < hs.size(); ++i) {
+      h.heights.push_back(Number(hs[i], p + ".heights[" + std::to_string(i) + "]"));
+    }
+    r = Shape::Make(h);
   } else {
     throw ParseError{path, "unknown shape kind '" + kind + "'"};
   }
@@ -198,6 +242,9 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
         const std::string op = p + ".overlap";
         OverlapQuery oq;
         oq.shape = ReadShape(Field(o, "shape", op), op + ".shape");
+        if (IsSurfaceKind(oq.shape.kind())) {
+          throw ParseError{op + ".shape", "a mesh or heightfield is a collider only, not a query shape"};
+        }
         oq.pose.position = ReadVec3(Field(o, "position", op), op + ".position");
         oq.pose.rotation = ReadQuat(Field(o, "rotation", op), op + ".rotation");
         oq.filter.mask = ReadMask(o, op);
@@ -208,6 +255,9 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
         const std::string sp = p + ".sweep";
         CastQuery c;
         c.shape = ReadShape(Field(s, "shape", sp), sp + ".shape");
+        if (IsSurfaceKind(c.shape.kind())) {
+          throw ParseError{sp + ".shape", "a mesh or heightfield is a collider only, not a query shape"};
+        }
         c.pose.position = ReadVec3(Field(s, "position", sp), sp + ".position");
         c.pose.rotation = ReadQuat(Field(s, "rotation", sp), sp + ".rotation");
         c.translation = ReadVec3(Field(s, "translation", sp), sp + ".translation");

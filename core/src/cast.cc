@@ -404,6 +404,8 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
     case CastMethod::kBoxBox: return CastBoxBox(a, a_in_b, v, b);
     case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
     case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
+    case CastMethod::kSurface: return CastSurface(a, a_in_b, v, b);
+    case CastMethod::kUnsupported: return {};
   }
   return {};
 }
@@ -431,10 +433,12 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
       result.fraction = lc.t;
       result.normal = internal::FixImpactNormal(rb * lc.normal, translation, lc.t);
       result.point = pose_b.position + rb * lc.point;
+      result.sub_shape = lc.sub_shape;
       return result;
     case CastState::kStartedOverlapping: {
       result.state = CastState::kStartedOverlapping;
       result.fraction = 0.0;
+      result.sub_shape = lc.sub_shape;
       Contact contact;
       if (ComputeContact(a, pose_a, b, pose_b, &contact)) {
         // Contact::normal moves B away from A; the cast normal moves A away from B.

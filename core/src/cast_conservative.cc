@@ -51,6 +51,12 @@ void BoundingCapsule(const Shape& shape, Vec3* p0, Vec3* p1, double* r) {
       *p0 = *p1 = shape.hull()->center();
       *r = shape.hull()->center_radius();
       return;
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield:
+      // (Surfaces are cast by the surface method, never conservatively.)
+      *p0 = *p1 = Vec3{};
+      *r = shape.BoundingRadius();
+      return;
   }
 }
 

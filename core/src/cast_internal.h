@@ -34,6 +34,8 @@ struct LocalCast {
   Vec3 normal{0, 1, 0};
   /// Contact point (B frame) at the moment of impact.
   Vec3 point;
+  /// Triangle of a surface B (0 for convex B).
+  uint32_t sub_shape = 0;
 };
 
 /// Which method Cast() uses for the ordered pair (a, b).
@@ -44,7 +46,15 @@ enum class CastMethod : uint8_t {
   kBoxBox,           ///< separating-axis test over 15 axes with entry/exit times
   kCapsuleBox,       ///< capsule and box either way: Newton on the exact segment-box distance
   kConservative,     ///< GJK ray cast (van den Bergen 2004) on cores with margins
+  kSurface,          ///< convex A against a mesh / heightfield B: per-triangle sweeps
+  kUnsupported,      ///< a surface moving (surfaces are never query shapes): a miss
 };
+/// Convex A (B frame) against surface B: SurfaceSweepConvex (surface_pairs.cc).
+LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+/// Lowest input triangle of surface `b` that convex `a` overlaps, or
+/// UINT32_MAX when none (surface_pairs.cc).
+uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
+                              const Pose& pose_b);
 CastMethod MethodFor(ShapeKind a, ShapeKind b);
 
 /// CastSettings::max_fraction clamped for use: values in [0, 1] as given,

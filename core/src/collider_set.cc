@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "cast_internal.h"
 #include "dynamic_tree.h"
 #include "id_index.h"
 
@@ -67,10 +68,25 @@ Status CheckShape(const Shape& s, const std::string& field) {
       // Built and checked once by Shape::Make (immutable shared data).
       if (s.hull() == nullptr) return Invalid(field, "convex_hull without data");
       return Status::Ok();
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield:
+      if (s.surface() == nullptr) return Invalid(field, "surface without data");
+      return Status::Ok();
     default: return Invalid(field, "unknown shape kind");
   }
   if (!r.ok()) return Invalid(field, r.error().message);
   return Status::Ok();
+}
+
+// A query shape: a valid shape of a convex kind (mesh and heightfield are
+// two-sided surfaces, colliders only).
+Status CheckQueryShape(const Shape& s, const std::string& field) {
+  if (IsSurfaceKind(s.kind())) {
+    return Invalid(field, std::string(ShapeKindName(s.kind())) +
+                              " is a collider-only surface, not a query shape (use sphere, box, "
+                              "capsule, cylinder or convex_hull)");
+  }
+  return CheckShape(s, field);
 }
 
 Status CheckVec(const Vec3& v, const std::string& field) {
@@ -149,6 +165,7 @@ CastHit MakeHit(const Collider& c, const CastResult& r) {
   h.point = r.point;
   h.started_overlapping = r.state == CastState::kStartedOverlapping;
   h.depth = r.depth;
+  h.sub_shape = r.sub_shape;
   return h;
 }
 
@@ -516,9 +533,17 @@ struct ColliderSet::Impl::OverlapJob {
     const double r = r_q + m->radius[item];
     if ((c.pose.position - pose.position).LengthSq() > r * r) return;
     ++pairs->count;
-    if (!hitbox::Overlap(q->shape, pose, c.shape, c.pose)) return;
+    uint32_t sub_shape = 0;
+    if (IsSurfaceKind(c.shape.kind())) [[unlikely]] {
+      // One hit per surface collider: the lowest input triangle touched.
+      sub_shape = internal::SurfaceOverlapLowest(q->shape, pose, c.shape, c.pose);
+      if (sub_shape == UINT32_MAX) return;
+    } else if (!hitbox::Overlap(q->shape, pose, c.shape, c.pose)) {
+      return;
+    }
     OverlapHit h;
     h.id = c.id;
+    h.sub_shape = sub_shape;
     h.user_data = item;  // index for now; replaced in Finish
     if (cap == 0) {
       hits->push_back(h);
@@ -968,11 +993,11 @@ Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResu
 
 Status ColliderSet::ValidateQuery(const Query& q, const std::string& field) {
   if (const auto* o = std::get_if<OverlapQuery>(&q)) {
-    if (Status s = CheckShape(o->shape, field + ".shape"); !s.ok()) return s;
+    if (Status s = CheckQueryShape(o->shape, field + ".shape"); !s.ok()) return s;
     return CheckPose(o->pose, field + ".pose");
   }
   if (const auto* c = std::get_if<CastQuery>(&q)) {
-    if (Status s = CheckShape(c->shape, field + ".shape"); !s.ok()) return s;
+    if (Status s = CheckQueryShape(c->shape, field + ".shape"); !s.ok()) return s;
     if (Status s = CheckPose(c->pose, field + ".pose"); !s.ok()) return s;
     return CheckVec(c->translation, field + ".translation");
   }

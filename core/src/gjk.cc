@@ -144,6 +144,12 @@ ConvexCore ConvexCore::FromShape(const Shape& shape) {
       c.kind = Kind::kHull;
       c.hull = shape.hull();
       break;
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield:
+      // Surfaces never reach GJK as a whole (the pair table sends them to the
+      // per-triangle surface queries); a point keeps this total.
+      c.kind = Kind::kPoint;
+      break;
   }
   return c;
 }

@@ -1,5 +1,6 @@
 // Narrow phase: Overlap, ComputeContact and ComputeDistance for every ordered
-// pair of {sphere, box, capsule, cylinder}.
+// pair of {sphere, box, capsule, cylinder, convex hull}, and of those against
+// the surfaces {mesh, heightfield} (surface_pairs.cc).
 //
 // Each unordered pair has one implementation, written for the order
 // kind(A) <= kind(B) (sphere < box < capsule < cylinder < convex hull) and
@@ -488,6 +489,37 @@ void GjkPair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
   SetContact(pa, e.normal, e.depth + margins, e.point_a + e.normal * ca.margin, out);
 }
 
+}  // namespace
+namespace internal {
+// surface_pairs.cc
+bool SurfaceOverlap(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb);
+bool SurfaceContact(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                    Contact* contact, uint32_t* triangle);
+DistanceResult SurfaceDistance(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb);
+}  // namespace internal
+namespace {
+
+/// Convex A against a mesh or heightfield B (surface_pairs.cc), in B's local
+/// frame. Surface against surface is not supported (surfaces are never query
+/// shapes; validation rejects them): no overlap, no contact, distance +inf.
+template <Query query>
+void SurfacePair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                 PairAnswer* out) {
+  if (IsSurfaceKind(a.kind())) {
+    out->overlap = false;
+    out->distance.distance = std::numeric_limits<double>::infinity();
+    return;
+  }
+  if constexpr (query == Query::kOverlap) {
+    out->overlap = internal::SurfaceOverlap(a, pa, b, pb);
+  } else if constexpr (query == Query::kContact) {
+    out->overlap = internal::SurfaceContact(a, pa, b, pb, &out->contact, nullptr);
+  } else {
+    out->distance = internal::SurfaceDistance(a, pa, b, pb);
+    out->overlap = out->distance.distance <= 0.0;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The pair table: one entry per ordered pair of kinds. Each unordered pair is
 // registered once, for kind(A) <= kind(B); the mirrored entry is generated
@@ -512,6 +544,7 @@ HITBOX_PAIR(BoxBox)
 HITBOX_PAIR(BoxCapsule)
 HITBOX_PAIR(CapsuleCapsule)
 HITBOX_PAIR(GjkPair)
+HITBOX_PAIR(SurfacePair)
 #undef HITBOX_PAIR
 
 template <class P>
@@ -594,6 +627,19 @@ constexpr PairTable BuildTable() {
   for (K k : {K::kSphere, K::kBox, K::kCapsule, K::kCylinder, K::kConvexHull}) {
     Register<GjkPairEntry>(t, k, K::kConvexHull, M::kConservative, M::kConservative);
   }
+  // Surfaces (mesh, heightfield): every convex kind against each by the
+  // per-triangle surface queries; the mirrored order (a surface as A) and
+  // surface against surface are registered as unsupported (surfaces are
+  // colliders only: validation rejects them as query shapes).
+  for (K s : {K::kMesh, K::kHeightfield}) {
+    for (K k : {K::kSphere, K::kBox, K::kCapsule, K::kCylinder, K::kConvexHull}) {
+      Register<SurfacePairEntry>(t, k, s, M::kSurface, M::kUnsupported);
+    }
+  }
+  Register<SurfacePairEntry>(t, K::kMesh, K::kMesh, M::kUnsupported, M::kUnsupported);
+  Register<SurfacePairEntry>(t, K::kMesh, K::kHeightfield, M::kUnsupported, M::kUnsupported);
+  Register<SurfacePairEntry>(t, K::kHeightfield, K::kHeightfield, M::kUnsupported,
+                             M::kUnsupported);
   return t;
 }
 

@@ -2,6 +2,7 @@
 // with the closed forms of ray_primitives.h (slab test for the box, quadratic
 // plus caps for the cylinder, sphere plus cylinder parts for the capsule,
 // clipping against every face half-space for a convex hull).
+#include "surface_data.h"
 #include <limits>
 #include <vector>
 
@@ -69,6 +70,10 @@ RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double 
       // Only rays (rho == 0) reach here: hull casts use the GJK ray cast.
       if (rho > 0.0) MissingPair(ShapeKind::kSphere, ShapeKind::kConvexHull);
       return RayConvexHull(o, d, *shape.hull(), out);
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield:
+      // Surface rays go through Raycast()'s surface branch.
+      MissingPair(ShapeKind::kSphere, shape.kind());
   }
   return RayOutcome::kMiss;
 }
@@ -83,6 +88,19 @@ CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
   const Mat33 rb = pose_b.rotation.ToMatrix();
   const Vec3 o = rb.TransposeMul(origin - pose_b.position);
   const Vec3 d = rb.TransposeMul(translation);
+  if (IsSurfaceKind(b.kind())) [[unlikely]] {
+    // Two-sided surface: the closest triangle crossed (watertight), local frame.
+    MeshRayHit hit;
+    const bool any = b.surface()->Visit(
+        [&](const auto& surface) { return surface.RaycastClosest(o, d, &hit); });
+    if (!any) return result;
+    result.state = hit.fraction > 0.0 ? CastState::kHit : CastState::kStartedOverlapping;
+    result.fraction = hit.fraction;
+    result.normal = rb * hit.normal;
+    result.point = origin + translation * hit.fraction;
+    result.sub_shape = hit.triangle;
+    return result;
+  }
   internal::RayEntry entry;
   switch (internal::RayInflated(o, d, b, 0.0, &entry)) {
     case internal::RayOutcome::kMiss: return result;

@@ -1,5 +1,7 @@
 #include "hitbox/shapes.h"
 
+#include "surface_data.h"
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -35,6 +37,8 @@ const char* ShapeKindName(ShapeKind kind) {
     case ShapeKind::kCapsule: return "capsule";
     case ShapeKind::kCylinder: return "cylinder";
     case ShapeKind::kConvexHull: return "convex_hull";
+    case ShapeKind::kMesh: return "mesh";
+    case ShapeKind::kHeightfield: return "heightfield";
   }
   return "unknown";
 }
@@ -94,6 +98,8 @@ Aabb Shape::LocalBounds() const {
     case ShapeKind::kCylinder:
       return Aabb::FromCenterExtents({}, {radius_, half_height_, radius_});
     case ShapeKind::kConvexHull: return hull_->bounds();
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: return surface_->bounds();
   }
   return {};
 }
@@ -127,6 +133,14 @@ Aabb Shape::WorldBounds(const Pose& pose) const {
       for (const Vec3& v : hull_->vertices()) box = box.Union(r * v);
       return {box.min + pose.position, box.max + pose.position};
     }
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: {
+      // The world box of the local box (centre rotated, extents through |R|).
+      const Aabb& b = surface_->bounds();
+      const Mat33 r = pose.rotation.ToMatrix();
+      const Vec3 c = (b.min + b.max) * 0.5, e = (b.max - b.min) * 0.5;
+      return Aabb::FromCenterExtents(pose.position + r * c, r.Abs() * e);
+    }
   }
   return {};
 }
@@ -153,6 +167,13 @@ Vec3 Shape::Support(const Vec3& d) const {
       return {radius_, y, 0.0};
     }
     case ShapeKind::kConvexHull: return hull_->Support(d);
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: {
+      // Surfaces are not convex: the support of their local bounding box.
+      const Aabb& b = surface_->bounds();
+      return {d.x >= 0 ? b.max.x : b.min.x, d.y >= 0 ? b.max.y : b.min.y,
+              d.z >= 0 ? b.max.z : b.min.z};
+    }
   }
   return {};
 }
@@ -164,6 +185,8 @@ double Shape::BoundingRadius() const {
     case ShapeKind::kCapsule: return radius_ + half_height_;
     case ShapeKind::kCylinder: return std::sqrt(radius_ * radius_ + half_height_ * half_height_);
     case ShapeKind::kConvexHull: return hull_->bounding_radius();
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: return surface_->bounding_radius();
   }
   return 0.0;
 }
@@ -185,6 +208,13 @@ std::string Shape::ToString() const {
       }
       return s + "]}";
     }
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: {
+      const Aabb& b = surface_->bounds();
+      return std::string(ShapeKindName(kind_)) + "{triangles=" +
+             std::to_string(surface_->input_triangles()) + ", bounds=" + hitbox::ToString(b.min) +
+             ".." + hitbox::ToString(b.max) + "}";
+    }
   }
   return "unknown";
 }
@@ -194,10 +224,53 @@ bool Shape::operator==(const Shape& o) const {
   if (kind_ == ShapeKind::kConvexHull) {
     return hull_ == o.hull_ || hull_->input_points() == o.hull_->input_points();
   }
+  // Surfaces: the same shared data (built once; copies compare equal).
+  if (IsSurfaceKind(kind_)) return surface_ == o.surface_;
   // (half_height_ is the active member for every primitive.)
   return radius_ == o.radius_ && half_height_ == o.half_height_ &&
          half_extents_ == o.half_extents_;
 }
+
+size_t Shape::DataBytes() const {
+  if (kind_ == ShapeKind::kConvexHull) return hull_->MemoryBytes();
+  if (IsSurfaceKind(kind_)) return surface_->MemoryBytes();
+  return 0;
+}
+
+Result<Shape> Shape::Make(const TriangleMeshShape& m) {
+  Result<TriangleMesh> built = TriangleMesh::Build(m.vertices, m.triangles);
+  if (!built.ok()) {
+    return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kMesh;
+  shape.radius_ = 0.0;
+  shape.surface_ =
+      new SurfaceData(std::move(*built), static_cast<uint32_t>(m.triangles.size()));
+  internal::SurfaceAddRef(shape.surface_);
+  return shape;
+}
+
+Result<Shape> Shape::Make(const HeightfieldShape& h) {
+  Result<Heightfield> built =
+      Heightfield::Build(h.rows, h.cols, h.cell_size_x, h.cell_size_z, h.heights);
+  if (!built.ok()) {
+    return Error{ErrorCode::kInvalidArgument, "heightfield: " + built.error().message};
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kHeightfield;
+  shape.radius_ = 0.0;
+  shape.surface_ = new SurfaceData(std::move(*built));
+  internal::SurfaceAddRef(shape.surface_);
+  return shape;
+}
+
+namespace internal {
+void SurfaceAddRef(const SurfaceData* s) { s->refs_.fetch_add(1, std::memory_order_relaxed); }
+void SurfaceRelease(const SurfaceData* s) {
+  if (s->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s;
+}
+}  // namespace internal
 
 std::string ToString(const Vec3& v) {
   return "{" + Num(v.x) + ", " + Num(v.y) + ", " + Num(v.z) + "}";

@@ -35,7 +35,7 @@ ClientOptions FastOptions() {
 Collider RandomCollider(Random& rng, uint64_t id) {
   Collider c;
   c.id = id;
-  c.shape = rng.MakeShape(static_cast<ShapeKind>(rng.Int(0, kShapeKindCount - 1)));
+  c.shape = rng.MakeShape(static_cast<ShapeKind>(rng.Int(0, kConvexKindCount - 1)));
   c.pose = Pose(rng.InBox(100.0), rng.Rotation());
   c.layer = static_cast<uint32_t>(rng.Int(0, 31));
   c.user_data = rng.engine()();

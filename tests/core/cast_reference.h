@@ -112,6 +112,7 @@ inline bool ContainsLocalPoint(const Shape& s, const Vec3& p) {
         if (Dot(pl.normal, p) > pl.offset) return false;
       }
       return true;
+    default: break;
   }
   return false;
 }

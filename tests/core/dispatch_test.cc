@@ -40,7 +40,7 @@ TEST(DispatchTest, EveryPairRegistered) {
 // A kind outside the table aborts with a clear message (never a silent miss).
 TEST(DispatchDeathTest, UnknownKindAborts) {
   EXPECT_DEATH(PairFor(static_cast<ShapeKind>(kShapeKindCount), ShapeKind::kSphere),
-               "no pair entry for shape kinds 5 and 0");
+               "no pair entry for shape kinds 7 and 0");
 }
 
 // Mirrors: overlap equal, contact normal and points flipped, distance equal

@@ -35,7 +35,7 @@ TEST(ShapeTest, RejectsBadParameters) {
 TEST(ShapeTest, WorldBoundsAreTightAroundSupport) {
   testing::Random rng(7);
   for (int i = 0; i < 2000; ++i) {
-    const Shape s = rng.MakeShape(static_cast<ShapeKind>(i % kShapeKindCount));
+    const Shape s = rng.MakeShape(static_cast<ShapeKind>(i % kConvexKindCount));
     const Pose pose(rng.InBox(100.0), rng.Rotation());
     const Aabb box = s.WorldBounds(pose);
     for (int axis = 0; axis < 3; ++axis) {

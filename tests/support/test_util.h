@@ -71,6 +71,7 @@ class Random {
       case ShapeKind::kCapsule: return *Shape::MakeCapsule(Uniform(lo, hi), Uniform(0.0, hi));
       case ShapeKind::kCylinder: return *Shape::MakeCylinder(Uniform(lo, hi), Uniform(lo, hi));
       case ShapeKind::kConvexHull: return MakeHull(Int(4, 24), Uniform(lo, hi));
+      default: break;  // surfaces: see MakeTerrain-style helpers in the surface tests
     }
     return {};
   }
@@ -139,15 +140,16 @@ inline double PointToShapeDistance(const Shape& s, const Pose& pose, const Vec3&
       }
       return best;
     }
+    default: break;
   }
   return 0.0;
 }
 
-/// The 25 ordered pairs of shape kinds.
+/// The 25 ordered pairs of convex shape kinds.
 inline std::vector<std::pair<ShapeKind, ShapeKind>> AllKindPairs() {
   std::vector<std::pair<ShapeKind, ShapeKind>> out;
-  for (int i = 0; i < kShapeKindCount; ++i) {
-    for (int j = 0; j < kShapeKindCount; ++j) {
+  for (int i = 0; i < kConvexKindCount; ++i) {
+    for (int j = 0; j < kConvexKindCount; ++j) {
       out.emplace_back(static_cast<ShapeKind>(i), static_cast<ShapeKind>(j));
     }
   }
@@ -191,6 +193,7 @@ inline Shape VariedShape(Random& rng, ShapeKind kind) {
       Result<Shape> r = Shape::Make(h);
       return r.ok() ? *r : rng.MakeShape(ShapeKind::kConvexHull);
     }
+    default: break;
   }
   return {};
 }

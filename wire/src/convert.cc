@@ -562,6 +562,10 @@ void ToProto(const Shape& s, v1::Shape* out) {
       for (const Vec3& p : s.hull()->input_points()) ToProto(p, points->Add());
       break;
     }
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield:
+      // Not on the wire yet (issue 10, slice 3): left unset.
+      break;
   }
 }
 

@@ -125,6 +125,10 @@ struct OverlapHit {
   /// Set when the query asked for contacts. A = the query shape, B = the
   /// collider: normal is the direction to move the collider to separate.
   std::optional<Contact> contact;
+  /// The piece of the collider touched: for a mesh or heightfield the lowest
+  /// input triangle index the query touches (one hit per collider, not per
+  /// triangle); 0 for the convex kinds.
+  uint32_t sub_shape = 0;
 };
 
 /// One collider reported by a cast or raycast.
@@ -141,6 +145,9 @@ struct CastHit {
   bool started_overlapping = false;
   /// Penetration depth in metres when started_overlapping (rays: 0).
   double depth = 0.0;
+  /// The piece of the collider hit: the input triangle index for a mesh or
+  /// heightfield, 0 for the convex kinds.
+  uint32_t sub_shape = 0;
 };
 
 /// Result of one query of a batch: overlaps for an OverlapQuery, hits for

@@ -5,8 +5,12 @@
 //   Capsule  the segment [0,-h,0]..[0,h,0] swept by a sphere of radius r.
 //   Cylinder axis along local Y, flat caps at y = +-h, radius r.
 //   ConvexHull the solid convex hull of 4..256 points (shared immutable data).
+//   TriangleMeshShape / HeightfieldShape: two-sided triangle SURFACES (no
+//            inside), colliders only, never query shapes (shared immutable
+//            data; see FORMAT.md "Surfaces").
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -26,8 +30,17 @@ enum class ShapeKind : uint8_t {
   kCapsule = 2,
   kCylinder = 3,
   kConvexHull = 4,
+  kMesh = 5,
+  kHeightfield = 6,
 };
-inline constexpr int kShapeKindCount = 5;
+inline constexpr int kShapeKindCount = 7;
+/// Kinds 0..kConvexKindCount-1 are the convex (solid) kinds: the only kinds a
+/// query shape may have. The others are surfaces (colliders only).
+inline constexpr int kConvexKindCount = 5;
+/// True for mesh and heightfield (two-sided surfaces, colliders only).
+inline constexpr bool IsSurfaceKind(ShapeKind k) {
+  return static_cast<int>(k) >= kConvexKindCount;
+}
 
 /// Accepted ranges of every size and coordinate, chosen so that no answer can
 /// overflow or lose all precision: squared distances, cross products and
@@ -50,7 +63,7 @@ inline bool InCoordinateRange(const Vec3& v) {
 inline constexpr int kMinHullPoints = 4;
 inline constexpr int kMaxHullPoints = 256;
 
-/// "sphere", "box", "capsule", "cylinder" or "convex_hull".
+/// "sphere", "box", "capsule", "cylinder", "convex_hull", "mesh" or "heightfield".
 const char* ShapeKindName(ShapeKind kind);
 
 /// A sphere of `radius` metres (> 0) about the local origin.
@@ -80,6 +93,31 @@ struct Cylinder {
 struct ConvexHull {
   std::vector<Vec3> points;
 };
+
+/// A triangle mesh surface (local frame, metres): vertices and 3 vertex
+/// indices per triangle. Zero-area triangles are dropped at build (their
+/// indices are never reported); at least one triangle must remain.
+struct TriangleMeshShape {
+  std::vector<Vec3> vertices;
+  std::vector<std::array<uint32_t, 3>> triangles;
+};
+/// A heightfield surface: rows x cols heights (row-major), local points
+/// p(r, c) = [c * cell_size_x, heights[r * cols + c], r * cell_size_z].
+struct HeightfieldShape {
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  double cell_size_x = 0.0;
+  double cell_size_z = 0.0;
+  std::vector<double> heights;
+};
+
+/// Immutable built surface (TriangleMesh or Heightfield with its hierarchy),
+/// shared by every Shape that copies it (defined in core/src/surface_data.h).
+class SurfaceData;
+namespace internal {
+void SurfaceAddRef(const SurfaceData* s);
+void SurfaceRelease(const SurfaceData* s);
+}  // namespace internal
 
 /// A face plane of a convex hull: points x of the hull satisfy
 /// Dot(normal, x) <= offset. `normal` is unit length, pointing outwards.
@@ -155,6 +193,13 @@ class Shape {
   /// Builds the hull (qhull): kInvalidArgument for < 4 or > 256 points,
   /// non-finite or out-of-range coordinates, or coplanar / zero-volume points.
   [[nodiscard]] static Result<Shape> Make(const ConvexHull& h);
+  /// Builds the mesh and its hierarchy once (kInvalidArgument naming e.g.
+  /// `triangles[17][2]` for an out-of-range index, non-finite or out-of-range
+  /// vertices, or no triangle of non-zero area).
+  [[nodiscard]] static Result<Shape> Make(const TriangleMeshShape& m);
+  /// Builds the heightfield (rows, cols >= 2, cell sizes > 0, rows * cols
+  /// finite heights within kMaxCoordinate).
+  [[nodiscard]] static Result<Shape> Make(const HeightfieldShape& h);
   [[nodiscard]] static Result<Shape> MakeSphere(double radius) { return Make(Sphere{radius}); }
   [[nodiscard]] static Result<Shape> MakeBox(const Vec3& half_extents) {
     return Make(Box{half_extents});
@@ -173,7 +218,7 @@ class Shape {
   Shape(Shape&& o) noexcept
       : kind_(o.kind_), radius_(o.radius_), half_extents_(o.half_extents_) {
     half_height_ = o.half_height_;
-    if (o.kind_ == ShapeKind::kConvexHull) {
+    if (HasData(o.kind_)) {
       hull_ = o.hull_;
       o.kind_ = ShapeKind::kSphere;  // the moved-from shape: a unit sphere
       o.radius_ = 1.0;
@@ -194,7 +239,7 @@ class Shape {
       radius_ = o.radius_;
       half_extents_ = o.half_extents_;
       half_height_ = o.half_height_;
-      if (o.kind_ == ShapeKind::kConvexHull) {
+      if (HasData(o.kind_)) {
         hull_ = o.hull_;
         o.kind_ = ShapeKind::kSphere;
         o.radius_ = 1.0;
@@ -209,7 +254,7 @@ class Shape {
   /// Sphere, capsule, cylinder radius in metres (0 for a box).
   double radius() const { return radius_; }
   /// Capsule and cylinder half-height in metres (0 for sphere, box and hull).
-  double half_height() const { return kind_ == ShapeKind::kConvexHull ? 0.0 : half_height_; }
+  double half_height() const { return HasData(kind_) ? 0.0 : half_height_; }
   /// Box half-extents in metres (zero for the other kinds).
   const Vec3& half_extents() const { return half_extents_; }
 
@@ -221,8 +266,10 @@ class Shape {
   const ConvexHullData* hull() const {
     return kind_ == ShapeKind::kConvexHull ? hull_ : nullptr;
   }
+  /// The surface's shared data (null for the convex kinds).
+  const SurfaceData* surface() const { return IsSurfaceKind(kind_) ? surface_ : nullptr; }
   /// Heap bytes owned by this shape's kind data (0 for primitives).
-  size_t DataBytes() const { return hull() != nullptr ? hull_->MemoryBytes() : 0; }
+  size_t DataBytes() const;
 
   /// Bounding box in the local frame.
   Aabb LocalBounds() const;
@@ -242,16 +289,26 @@ class Shape {
   bool operator==(const Shape& o) const;
 
  private:
+  static constexpr bool HasData(ShapeKind k) {
+    return static_cast<int>(k) >= static_cast<int>(ShapeKind::kConvexHull);
+  }
   void CopyPayload(const Shape& o) {
     half_height_ = o.half_height_;
     if (kind_ == ShapeKind::kConvexHull) {
       hull_ = o.hull_;
       hull_->refs_.fetch_add(1, std::memory_order_relaxed);
+    } else if (IsSurfaceKind(kind_)) [[unlikely]] {
+      surface_ = o.surface_;
+      internal::SurfaceAddRef(surface_);
     }
   }
   void Release() {
-    if (kind_ == ShapeKind::kConvexHull) {
-      if (hull_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete hull_;
+    if (HasData(kind_)) {
+      if (kind_ == ShapeKind::kConvexHull) {
+        if (hull_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete hull_;
+      } else {
+        internal::SurfaceRelease(surface_);
+      }
       kind_ = ShapeKind::kSphere;
       radius_ = 1.0;
       half_height_ = 0.0;
@@ -266,6 +323,7 @@ class Shape {
   union {
     double half_height_ = 0.0;
     const ConvexHullData* hull_;
+    const SurfaceData* surface_;
   };
   Vec3 half_extents_;
 };
