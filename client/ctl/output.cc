@@ -108,7 +108,7 @@ nlohmann::json ToJson(const SessionInfo& s) {
 }
 
 nlohmann::json ToJson(const OverlapHit& h) {
-  nlohmann::json j = {{"id", h.id}, {"user_data", h.user_data}};
+  nlohmann::json j = {{"id", h.id}, {"user_data", h.user_data}, {"sub_shape", h.sub_shape}};
   if (h.contact) {
     j["contact"] = {{"depth", h.contact->depth},
                     {"normal", ToJson(h.contact->normal)},
@@ -125,7 +125,8 @@ nlohmann::json ToJson(const CastHit& h) {
           {"normal", ToJson(h.normal)},
           {"point", ToJson(h.point)},
           {"started_overlapping", h.started_overlapping},
-          {"depth", h.depth}};
+          {"depth", h.depth},
+          {"sub_shape", h.sub_shape}};
 }
 
 void PrintJson(const nlohmann::json& doc) {

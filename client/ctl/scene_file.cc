@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
@@ -122,9 +123,67 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field) {
       hull.points.push_back(*p);
     }
     shape = Shape::Make(hull);
+  } else if (kind == "mesh") {
+    if (!body.contains("vertices")) return Invalid(f + ".vertices is missing");
+    if (!body.contains("triangles")) return Invalid(f + ".triangles is missing");
+    const nlohmann::json& vs = body.at("vertices");
+    const nlohmann::json& ts = body.at("triangles");
+    if (!vs.is_array()) return Invalid(f + ".vertices must be an array of [x, y, z]");
+    if (!ts.is_array()) return Invalid(f + ".triangles must be an array of [a, b, c]");
+    TriangleMeshShape mesh;
+    for (size_t i = 0; i < vs.size(); ++i) {
+      auto p = ReadVec3(vs[i], f + ".vertices[" + std::to_string(i) + "]");
+      if (!p.ok()) return p.error();
+      mesh.vertices.push_back(*p);
+    }
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const std::string ti = f + ".triangles[" + std::to_string(i) + "]";
+      if (!ts[i].is_array() || ts[i].size() != 3) return Invalid(ti + " must be [a, b, c]");
+      std::array<uint32_t, 3> t{};
+      for (int k = 0; k < 3; ++k) {
+        const nlohmann::json& v = ts[i][k];
+        if (!v.is_number_unsigned() || v.get<uint64_t>() > 0xFFFFFFFFull) {
+          return Invalid(ti + "[" + std::to_string(k) + "] must be an unsigned 32-bit index");
+        }
+        t[k] = static_cast<uint32_t>(v.get<uint64_t>());
+      }
+      mesh.triangles.push_back(t);
+    }
+    shape = Shape::Make(mesh);
+  } else if (kind == "heightfield") {
+    HeightfieldShape h;
+    for (const char* key : {"rows", "cols"}) {
+      if (!body.contains(key) || !body.at(key).is_number_unsigned() ||
+          body.at(key).get<uint64_t>() > 0xFFFFFFFFull) {
+        return Invalid(f + "." + key + " must be an unsigned 32-bit integer");
+      }
+    }
+    h.rows = static_cast<uint32_t>(body.at("rows").get<uint64_t>());
+    h.cols = static_cast<uint32_t>(body.at("cols").get<uint64_t>());
+    if (!body.contains("cell_size") || !body.at("cell_size").is_array() ||
+        body.at("cell_size").size() != 2) {
+      return Invalid(f + ".cell_size must be [dx, dz]");
+    }
+    auto dx = Number(body.at("cell_size")[0], f + ".cell_size[0]");
+    if (!dx.ok()) return dx.error();
+    auto dz = Number(body.at("cell_size")[1], f + ".cell_size[1]");
+    if (!dz.ok()) return dz.error();
+    h.cell_size_x = *dx;
+    h.cell_size_z = *dz;
+    if (!body.contains("heights") || !body.at("heights").is_array()) {
+      return Invalid(f + ".heights must be an array of numbers");
+    }
+    const nlohmann::json& hs = body.at("heights");
+    for (size_t i = 0; i < hs.size(); ++i) {
+      auto v = Number(hs[i], f + ".heights[" + std::to_string(i) + "]");
+      if (!v.ok()) return v.error();
+      h.heights.push_back(*v);
+    }
+    shape = Shape::Make(h);
   } else {
     return Invalid(field + ": unknown shape kind '" + kind +
-                   "' (expected sphere, box, capsule, cylinder or convex_hull)");
+                   "' (expected sphere, box, capsule, cylinder, convex_hull, mesh or "
+                   "heightfield)");
   }
   if (!shape.ok()) return Invalid(f + ": " + shape.error().message);
   return shape;

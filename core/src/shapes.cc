@@ -245,8 +245,7 @@ Result<Shape> Shape::Make(const TriangleMeshShape& m) {
   Shape shape;
   shape.kind_ = ShapeKind::kMesh;
   shape.radius_ = 0.0;
-  shape.surface_ =
-      new SurfaceData(std::move(*built), static_cast<uint32_t>(m.triangles.size()));
+  shape.surface_ = new SurfaceData(std::move(*built), m);
   internal::SurfaceAddRef(shape.surface_);
   return shape;
 }
@@ -260,9 +259,16 @@ Result<Shape> Shape::Make(const HeightfieldShape& h) {
   Shape shape;
   shape.kind_ = ShapeKind::kHeightfield;
   shape.radius_ = 0.0;
-  shape.surface_ = new SurfaceData(std::move(*built));
+  shape.surface_ = new SurfaceData(std::move(*built), h);
   internal::SurfaceAddRef(shape.surface_);
   return shape;
+}
+
+const TriangleMeshShape* Shape::mesh_input() const {
+  return kind_ == ShapeKind::kMesh ? &surface_->mesh_input() : nullptr;
+}
+const HeightfieldShape* Shape::heightfield_input() const {
+  return kind_ == ShapeKind::kHeightfield ? &surface_->heightfield_input() : nullptr;
 }
 
 namespace internal {

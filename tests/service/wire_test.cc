@@ -353,3 +353,91 @@ TEST(WireTest, StatusMapping) {
 
 }  // namespace
 }  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+v1::Collider MeshCollider(uint64_t id, int vertices, const std::vector<uint32_t>& indices) {
+  v1::Collider c;
+  c.set_id(id);
+  auto* m = c.mutable_shape()->mutable_mesh();
+  for (int i = 0; i < vertices; ++i) {
+    v1::Vec3* v = m->add_vertices();
+    v->set_x(i % 2);
+    v->set_y(i / 2 % 2);
+    v->set_z(i / 4);
+  }
+  for (uint32_t i : indices) m->add_indices(i);
+  return c;
+}
+
+// Meshes and heightfields: a valid one round-trips; bad indices, counts and
+// sizes name their field; surfaces are refused as query shapes; sub_shape
+// travels both ways.
+TEST(WireTest, SurfacePathsAndRoundTrip) {
+  Result<Collider> ok = wire::FromProto(MeshCollider(1, 4, {0, 1, 2, 1, 3, 2}), "c");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  ASSERT_EQ(ok->shape.kind(), ShapeKind::kMesh);
+  v1::Shape back;
+  wire::ToProto(ok->shape, &back);
+  ASSERT_EQ(back.mesh().indices_size(), 6);
+  EXPECT_EQ(back.mesh().vertices_size(), 4);
+  EXPECT_EQ(back.mesh().indices(4), 3u);
+
+  v1::ApplyChangesRequest req;
+  for (int i = 0; i < 4; ++i) *req.add_changes()->mutable_add() = MeshCollider(i, 4, {0, 1, 2});
+  std::vector<uint32_t> bad;
+  for (int k = 0; k < 18; ++k) bad.insert(bad.end(), {0, 1, 2});
+  bad[17 * 3 + 2] = 900;
+  *req.add_changes()->mutable_add() = MeshCollider(9, 300, bad);
+  std::vector<ColliderChange> out;
+  Status s = wire::FromProto(req.changes(), &out);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "changes[4].add.shape.mesh.indices[53] (triangles[17][2]): vertex index 900 out of "
+            "range (300 vertices)");
+  EXPECT_EQ(wire::FromProto(MeshCollider(1, 4, {0, 1}), "c").error().message,
+            "c.shape.mesh.indices must hold 3 indices per triangle, got 2");
+
+  v1::Collider hf;
+  hf.set_id(2);
+  auto* h = hf.mutable_shape()->mutable_heightfield();
+  h->set_rows(2);
+  h->set_cols(3);
+  h->set_cell_size_x(1.0);
+  h->set_cell_size_z(0.5);
+  for (int i = 0; i < 6; ++i) h->add_heights(i * 0.25);
+  Result<Collider> field = wire::FromProto(hf, "c");
+  ASSERT_TRUE(field.ok()) << field.error().message;
+  EXPECT_EQ(field->shape.kind(), ShapeKind::kHeightfield);
+  wire::ToProto(field->shape, &back);
+  EXPECT_EQ(back.heightfield().heights_size(), 6);
+  EXPECT_EQ(back.heightfield().heights(5), 1.25);
+  h->add_heights(9);
+  EXPECT_EQ(wire::FromProto(hf, "c").error().message,
+            "c.shape.heightfield.heights must hold rows * cols = 6 heights, got 7");
+
+  v1::Query q;
+  *q.mutable_overlap()->mutable_shape() = back;
+  EXPECT_EQ(wire::FromProto(q, "queries[2]").error().message,
+            "queries[2].overlap.shape.heightfield: a heightfield is a collider-only surface, not "
+            "a query shape (use sphere, box, capsule, cylinder or convex_hull)");
+
+  QueryResult r;
+  OverlapHit oh;
+  oh.id = 3;
+  oh.sub_shape = 17;
+  r.overlaps = {oh};
+  CastHit ch;
+  ch.id = 4;
+  ch.sub_shape = 123456;
+  r.hits = {ch};
+  v1::QueryResult p;
+  wire::ToProto(r, 1, &p);
+  const QueryResult b = wire::ResultFromProto(p);
+  EXPECT_EQ(b.overlaps[0].sub_shape, 17u);
+  EXPECT_EQ(b.hits[0].sub_shape, 123456u);
+}
+
+}  // namespace
+}  // namespace hitbox

@@ -186,12 +186,94 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
       }
       return r;
     }
+    case v1::Shape::kMesh: {
+      const Path p(&path, "mesh");
+      const v1::TriangleMesh& m = s.mesh();
+      if (m.indices_size() % 3 != 0) {
+        return Invalid(Path(&p, "indices"), " must hold 3 indices per triangle, got " +
+                                                std::to_string(m.indices_size()));
+      }
+      const int tris = m.indices_size() / 3;
+      if (tris == 0) return Invalid(Path(&p, "indices"), " must hold at least one triangle");
+      if (static_cast<uint64_t>(tris) > kMaxWireMeshTriangles) {
+        return Invalid(Path(&p, "indices"), " holds at most " +
+                                                std::to_string(kMaxWireMeshTriangles) +
+                                                " triangles, got " + std::to_string(tris));
+      }
+      TriangleMeshShape mesh;
+      mesh.vertices.reserve(m.vertices_size());
+      const Path verts(&p, "vertices");
+      for (int i = 0; i < m.vertices_size(); ++i) {
+        Result<Vec3> v = Vec(m.vertices(i), Path(&verts, i));
+        if (!v.ok()) return v.error();
+        mesh.vertices.push_back(*v);
+      }
+      mesh.triangles.resize(tris);
+      const uint32_t nv = static_cast<uint32_t>(m.vertices_size());
+      for (int k = 0; k < tris; ++k) {
+        for (int j = 0; j < 3; ++j) {
+          const uint32_t v = m.indices(3 * k + j);
+          if (v >= nv) {
+            const Path indices(&p, "indices");
+            return Invalid(Path(&indices, 3 * k + j),
+                           " (triangles[" + std::to_string(k) + "][" + std::to_string(j) +
+                               "]): vertex index " + std::to_string(v) + " out of range (" +
+                               std::to_string(nv) + " vertices)");
+          }
+          mesh.triangles[k][j] = v;
+        }
+      }
+      Result<Shape> r = Shape::Make(mesh);
+      if (!r.ok()) {
+        // "mesh.triangles: ..." -> under this path.
+        std::string msg = r.error().message;
+        const std::string prefix = "mesh.";
+        if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+        return Invalid(p, "." + msg);
+      }
+      return r;
+    }
+    case v1::Shape::kHeightfield: {
+      const Path p(&path, "heightfield");
+      const v1::Heightfield& h = s.heightfield();
+      if (h.rows() < 2) return Invalid(Path(&p, "rows"), " must be >= 2, got " + std::to_string(h.rows()));
+      if (h.cols() < 2) return Invalid(Path(&p, "cols"), " must be >= 2, got " + std::to_string(h.cols()));
+      const uint64_t samples = static_cast<uint64_t>(h.rows()) * h.cols();
+      if (samples > kMaxWireHeightfieldSamples) {
+        return Invalid(p, ": rows * cols must be at most " +
+                              std::to_string(kMaxWireHeightfieldSamples) + " samples, got " +
+                              std::to_string(samples));
+      }
+      if (static_cast<uint64_t>(h.heights_size()) != samples) {
+        return Invalid(Path(&p, "heights"), " must hold rows * cols = " + std::to_string(samples) +
+                                                " heights, got " + std::to_string(h.heights_size()));
+      }
+      if (!(h.cell_size_x() > 0.0 && std::isfinite(h.cell_size_x()))) {
+        return Invalid(Path(&p, "cell_size_x"), " must be finite and > 0, got " + FormatDouble(h.cell_size_x()));
+      }
+      if (!(h.cell_size_z() > 0.0 && std::isfinite(h.cell_size_z()))) {
+        return Invalid(Path(&p, "cell_size_z"), " must be finite and > 0, got " + FormatDouble(h.cell_size_z()));
+      }
+      const Path hp(&p, "heights");
+      for (int i = 0; i < h.heights_size(); ++i) {
+        if (Status st = CheckCoordinate(h.heights(i), Path(&hp, i)); !st.ok()) return st;
+      }
+      HeightfieldShape field;
+      field.rows = h.rows();
+      field.cols = h.cols();
+      field.cell_size_x = h.cell_size_x();
+      field.cell_size_z = h.cell_size_z();
+      field.heights.assign(h.heights().begin(), h.heights().end());
+      Result<Shape> r = Shape::Make(field);
+      if (!r.ok()) return Invalid(p, ": " + r.error().message);
+      return r;
+    }
     case v1::Shape::KIND_NOT_SET:
       break;
   }
   return Invalid(path,
                  ": no shape kind set (expected one of sphere, box, capsule, cylinder, "
-                 "convex_hull)");
+                 "convex_hull, mesh, heightfield)");
 }
 
 Result<Shape> RequiredShape(bool has, const v1::Shape& s, const Path& parent) {
@@ -263,6 +345,15 @@ Result<QueryFilter> FilterOf(const v1::QueryFilter& f, const Path& path) {
 // cast query message.
 template <typename QueryMessage>
 Status PlacedShapeOf(const QueryMessage& in, const Path& p, Shape* shape, Pose* pose) {
+  // Surfaces are colliders only: refused before anything is built.
+  if (in.shape().kind_case() == v1::Shape::kMesh ||
+      in.shape().kind_case() == v1::Shape::kHeightfield) {
+    const Path sp(&p, "shape");
+    const char* kind = in.shape().kind_case() == v1::Shape::kMesh ? "mesh" : "heightfield";
+    return Invalid(Path(&sp, kind), std::string(": a ") + kind +
+                                        " is a collider-only surface, not a query shape (use "
+                                        "sphere, box, capsule, cylinder or convex_hull)");
+  }
   Result<Shape> s = RequiredShape(in.has_shape(), in.shape(), p);
   if (!s.ok()) return s.error();
   *shape = *s;
@@ -483,6 +574,7 @@ OverlapHit ResultFromProto(const v1::OverlapHit& h) {
   OverlapHit out;
   out.id = h.id();
   out.user_data = h.user_data();
+  out.sub_shape = h.sub_shape();
   if (h.has_contact()) {
     Contact c;
     c.depth = h.contact().depth();
@@ -503,6 +595,7 @@ CastHit ResultFromProto(const v1::CastHit& h) {
   out.point = V(h.point());
   out.started_overlapping = h.started_overlapping();
   out.depth = h.depth();
+  out.sub_shape = h.sub_shape();
   return out;
 }
 
@@ -562,10 +655,27 @@ void ToProto(const Shape& s, v1::Shape* out) {
       for (const Vec3& p : s.hull()->input_points()) ToProto(p, points->Add());
       break;
     }
-    case ShapeKind::kMesh:
-    case ShapeKind::kHeightfield:
-      // Not on the wire yet (issue 10, slice 3): left unset.
+    case ShapeKind::kMesh: {
+      const TriangleMeshShape& m = *s.mesh_input();
+      auto* mesh = out->mutable_mesh();
+      mesh->mutable_vertices()->Reserve(static_cast<int>(m.vertices.size()));
+      for (const Vec3& v : m.vertices) ToProto(v, mesh->add_vertices());
+      mesh->mutable_indices()->Reserve(static_cast<int>(3 * m.triangles.size()));
+      for (const auto& t : m.triangles) {
+        for (uint32_t i : t) mesh->add_indices(i);
+      }
       break;
+    }
+    case ShapeKind::kHeightfield: {
+      const HeightfieldShape& h = *s.heightfield_input();
+      auto* f = out->mutable_heightfield();
+      f->set_rows(h.rows);
+      f->set_cols(h.cols);
+      f->set_cell_size_x(h.cell_size_x);
+      f->set_cell_size_z(h.cell_size_z);
+      f->mutable_heights()->Assign(h.heights.begin(), h.heights.end());
+      break;
+    }
   }
 }
 
@@ -634,6 +744,7 @@ void ToProto(const Contact& c, v1::Contact* out) {
 void ToProto(const OverlapHit& h, v1::OverlapHit* out) {
   out->set_id(h.id);
   out->set_user_data(h.user_data);
+  out->set_sub_shape(h.sub_shape);
   if (h.contact) ToProto(*h.contact, out->mutable_contact());
 }
 
@@ -645,6 +756,7 @@ void ToProto(const CastHit& h, v1::CastHit* out) {
   ToProto(h.point, out->mutable_point());
   out->set_started_overlapping(h.started_overlapping);
   out->set_depth(h.depth);
+  out->set_sub_shape(h.sub_shape);
 }
 
 void ToProto(const QueryResult& r, uint64_t tag, v1::QueryResult* out) {

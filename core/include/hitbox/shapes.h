@@ -266,6 +266,11 @@ class Shape {
   const ConvexHullData* hull() const {
     return kind_ == ShapeKind::kConvexHull ? hull_ : nullptr;
   }
+  /// The mesh as given (vertices and triangles, dropped ones included), for
+  /// the wire and tools; null unless a mesh.
+  const TriangleMeshShape* mesh_input() const;
+  /// The heightfield as given; null unless a heightfield.
+  const HeightfieldShape* heightfield_input() const;
   /// The surface's shared data (null for the convex kinds).
   const SurfaceData* surface() const { return IsSurfaceKind(kind_) ? surface_ : nullptr; }
   /// Heap bytes owned by this shape's kind data (0 for primitives).

@@ -33,6 +33,10 @@ namespace hitbox::wire {
 
 /// Most ids in one QueryFilter.ignore_ids (checked linearly per candidate).
 inline constexpr int kMaxIgnoreIds = 256;
+/// Most triangles in one mesh shape on the wire (TriangleMesh.indices / 3).
+inline constexpr uint64_t kMaxWireMeshTriangles = 1ull << 20;
+/// Most samples (rows * cols) in one heightfield shape on the wire.
+inline constexpr uint64_t kMaxWireHeightfieldSamples = 1ull << 22;
 /// Longest session id, characters.
 inline constexpr size_t kMaxSessionIdLength = 128;
 
