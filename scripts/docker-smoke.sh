@@ -27,6 +27,8 @@ NAME="hitbox-smoke-$$"
 WORK="$(mktemp -d)"
 
 log() { printf '[docker-smoke] %s\n' "$*"; }
+# Seconds since a `date +%s.%N` stamp, to the millisecond.
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }'; }
 cleanup() {
   "$DOCKER" rm -f "$NAME" >/dev/null 2>&1 || true
   rm -rf "$WORK"
@@ -77,7 +79,7 @@ if [ "$status" != healthy ]; then
   echo "the container did not turn healthy (status: $status)" >&2
   exit 1
 fi
-log "healthy $(echo "$(date +%s.%N) - $started" | bc) s after docker run"
+log "healthy $(since "$started") s after docker run"
 port=$("$DOCKER" port "$NAME" 50051/tcp | head -n1 | sed 's/.*://')
 
 # 4. hitboxctl check from the host (the image's own hitboxctl, on the host
@@ -89,7 +91,7 @@ port=$("$DOCKER" port "$NAME" 50051/tcp | head -n1 | sed 's/.*://')
 # 5. A graceful stop.
 stop_start=$(date +%s.%N)
 "$DOCKER" stop -t 10 "$NAME" >/dev/null
-took=$(echo "$(date +%s.%N) - $stop_start" | bc)
+took=$(since "$stop_start")
 code=$("$DOCKER" inspect -f '{{.State.ExitCode}}' "$NAME")
 log "docker stop took ${took} s, exit code $code"
 [ "$code" = 0 ] || { "$DOCKER" logs "$NAME" >&2; echo "hitboxd exited with $code" >&2; exit 1; }

@@ -9,6 +9,7 @@
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -32,6 +33,9 @@ constexpr size_t kQueryChunk = 1024;
 /// finding max_hits hits): chunks are cut shorter to stay under it, so the
 /// in-flight reservation is never far above what is really held.
 constexpr uint64_t kChunkWorstBytes = 16ull << 20;
+/// What to do when answers do not fit (the in-flight or the message budget).
+constexpr const char* kLowerHitsAdvice =
+    "retry later, or lower filter.max_hits or split the batch";
 /// Bytes a query's entry in a response message takes besides its hits.
 constexpr uint64_t kBytesPerResult = 16;
 
@@ -62,9 +66,9 @@ uint64_t HeldBytes(const QueryResult& r) {
 void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before,
               uint64_t revision) {
   std::vector<ColliderChange> undo;
-  std::unordered_map<uint64_t, bool> seen;
+  std::unordered_set<uint64_t> seen;
   for (const auto& [id, old] : before) {
-    if (!seen.emplace(id, true).second) continue;
+    if (!seen.insert(id).second) continue;
     const bool now = set.Find(id) != nullptr;
     if (old && now) undo.push_back(ColliderChange::Replace(*old));
     if (old && !now) undo.push_back(ColliderChange::Add(*old));
@@ -598,13 +602,7 @@ grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox
     const std::string range =
         "queries[" + std::to_string(start) + ".." + std::to_string(end - 1) + "]";
     if (!mem->Resize(held + worst)) {
-      return fail(Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                       "queries: the server's answers in flight already hold " +
-                           std::to_string(answer_memory_.used()) + " of " +
-                           std::to_string(answer_memory_.cap()) +
-                           " bytes (--max-inflight-bytes); " + range + " could need " +
-                           std::to_string(worst) +
-                           " more: retry later, or lower filter.max_hits or split the batch"));
+      return fail(AnswerMemoryFull("queries", range + " could need", worst, kLowerHitsAdvice));
     }
     budget.max_nodes = limits.max_nodes_per_message == 0
                            ? 0
@@ -673,11 +671,16 @@ grpc::Status HitboxService::ReserveResponse(const std::vector<QueryResult>& resu
     bytes += (r.overlaps.size() + r.hits.size()) * kBytesPerHit;
   }
   if (mem->Resize(mem->bytes() + bytes)) return grpc::Status::OK;
+  return AnswerMemoryFull("queries", "the response needs", bytes, kLowerHitsAdvice);
+}
+
+grpc::Status HitboxService::AnswerMemoryFull(const std::string& field, const std::string& needs,
+                                             uint64_t bytes, const char* advice) const {
   return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-              "queries: the server's answers in flight already hold " +
-                  std::to_string(answer_memory_.used()) + " of " + std::to_string(answer_memory_.cap()) +
-                  " bytes (--max-inflight-bytes); the response needs " + std::to_string(bytes) +
-                  " more: retry later, or lower filter.max_hits or split the batch");
+              field + ": the server's answers in flight already hold " +
+                  std::to_string(answer_memory_.used()) + " of " +
+                  std::to_string(answer_memory_.cap()) + " bytes (--max-inflight-bytes); " +
+                  needs + " " + std::to_string(bytes) + " more: " + advice);
 }
 
 void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
@@ -1100,12 +1103,7 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListCollider
     if (!memory->Resize(bytes)) {
       return new ListCollidersReactor(Rejected(
           "ListColliders", req->session_id(),
-          Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-               "ListColliders: the server's answers in flight already hold " +
-                   std::to_string(answer_memory_.used()) + " of " +
-                   std::to_string(answer_memory_.cap()) +
-                   " bytes (--max-inflight-bytes); this snapshot needs " + std::to_string(bytes) +
-                   " more: retry later")));
+          AnswerMemoryFull("ListColliders", "this snapshot needs", bytes, "retry later")));
     }
     snapshot.reserve(s->set().size());
     s->set().ForEach([&](const Collider& c) { snapshot.push_back(c); });

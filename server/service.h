@@ -204,6 +204,10 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   // of theirs; RESOURCE_EXHAUSTED when the in-flight memory is full.
   grpc::Status ReserveResponse(const std::vector<QueryResult>& results,
                                MemoryReservation* mem) const;
+  // RESOURCE_EXHAUSTED: the answers in flight are full; "<field>: ... <needs>
+  // <bytes> more: <advice>".
+  grpc::Status AnswerMemoryFull(const std::string& field, const std::string& needs,
+                                uint64_t bytes, const char* advice) const;
   // Most hits one response may carry: max_message_bytes / kBytesPerHit.
   uint64_t HitBudget() const;
   // Fills a SessionInfo; takes the shared lock.

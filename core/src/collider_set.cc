@@ -285,6 +285,8 @@ struct ColliderSet::Impl {
                 size_t end, BatchControl* control) const;
   /// RunRange with (kBudgeted) or without a control: without one, the
   /// traversal loops carry no accounting at all.
+  void RunChunks(std::span<const Query> queries, std::span<QueryResult> results, size_t n,
+                 ThreadPool* pool, BatchControl* control) const;
   template <bool kBudgeted>
   bool RunRangeImpl(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
                     size_t end, BatchControl* control) const;
@@ -934,18 +936,26 @@ void ColliderSet::Run(const Query& q, QueryResult* result) const {
   }
 }
 
-void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
-                           ThreadPool* pool) const {
-  const size_t n = std::min(queries.size(), results.size());
+// Answers the first n queries, on the calling thread or in chunks on `pool`
+// when the batch is large enough; with a control, chunks not yet started
+// are skipped once it stopped.
+void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<QueryResult> results,
+                                  size_t n, ThreadPool* pool, BatchControl* control) const {
   if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
-    impl_->RunRange(queries, results, 0, n, nullptr);
+    RunRange(queries, results, 0, n, control);
     return;
   }
   const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
   pool->ParallelFor(chunks, [&](size_t chunk) {
+    if (control != nullptr && control->Stopped()) return;
     const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
-    impl_->RunRange(queries, results, chunk * kParallelChunk, end, nullptr);
+    RunRange(queries, results, chunk * kParallelChunk, end, control);
   });
+}
+
+void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
+                           ThreadPool* pool) const {
+  impl_->RunChunks(queries, results, std::min(queries.size(), results.size()), pool, nullptr);
 }
 
 Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
@@ -953,16 +963,7 @@ Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResu
   const size_t n = std::min(queries.size(), results.size());
   Impl::BatchControl control;
   control.budget = &budget;
-  if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
-    impl_->RunRange(queries, results, 0, n, &control);
-  } else {
-    const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
-    pool->ParallelFor(chunks, [&](size_t chunk) {
-      if (control.Stopped()) return;
-      const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
-      impl_->RunRange(queries, results, chunk * kParallelChunk, end, &control);
-    });
-  }
+  impl_->RunChunks(queries, results, n, pool, &control);
   if (work != nullptr) {
     work->nodes = control.nodes.load();
     work->pair_tests = control.pair_tests.load();

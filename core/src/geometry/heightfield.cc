@@ -309,8 +309,7 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
   if (hit != nullptr) {
     Vec3 v[3];
     TriangleVertices(best_t, v);
-    Vec3 nrm = TriangleNormal(v[0], v[1], v[2]);
-    if (Dot(nrm, translation) > 0.0) nrm = -nrm;
+    const Vec3 nrm = FacingNormal(v[0], v[1], v[2], translation);
     hit->fraction = best;
     hit->normal = nrm;
     hit->triangle = best_t;
@@ -341,8 +340,7 @@ void Heightfield::RaycastAll(const Vec3& origin, const Vec3& translation,
         TriangleVertices(k, v);
         TriangleRayHit h;
         if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h)) continue;
-        Vec3 nrm = TriangleNormal(v[0], v[1], v[2]);
-        if (Dot(nrm, translation) > 0.0) nrm = -nrm;
+        const Vec3 nrm = FacingNormal(v[0], v[1], v[2], translation);
         hits->push_back({h.t, nrm, k});
       }
       continue;

@@ -18,6 +18,13 @@ inline Vec3 TriangleNormal(const Vec3& a, const Vec3& b, const Vec3& c) {
   return Cross(b - a, c - a).Normalized();
 }
 
+/// The unit normal of triangle (a, b, c) facing against `dir`: a two-sided
+/// surface shows a ray (or a moving shape) the side it comes from.
+inline Vec3 FacingNormal(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& dir) {
+  const Vec3 n = TriangleNormal(a, b, c);
+  return Dot(n, dir) > 0.0 ? -n : n;
+}
+
 /// Closest points of triangle abc and point p: returns |p - q|^2, q on the triangle.
 inline double PointTriangleDistanceSq(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c,
                                       Vec3* q) {
