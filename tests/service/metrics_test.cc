@@ -116,6 +116,34 @@ double Delta(const std::map<std::string, double>& before,
   return Value(after, series) - b;
 }
 
+// A TCP socket bound to a free loopback port (listening when `listening`),
+// closed on destruction.
+class LoopbackSocket {
+ public:
+  explicit LoopbackSocket(bool listening) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+        (!listening || listen(fd_, 1) == 0) &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~LoopbackSocket() {
+    if (fd_ >= 0) close(fd_);
+  }
+  LoopbackSocket(const LoopbackSocket&) = delete;
+  LoopbackSocket& operator=(const LoopbackSocket&) = delete;
+  /// The bound port (0: binding failed).
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
 class MetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -287,16 +315,9 @@ TEST_F(MetricsTest, OtherPathsAreNotFound) {
 
 // A metrics port that is taken fails the start, naming the flag and address.
 TEST(MetricsEndpointTest, TakenPortFailsTheStart) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string taken = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  const LoopbackSocket held(/*listening=*/true);
+  ASSERT_GT(held.port(), 0);
+  const std::string taken = "127.0.0.1:" + std::to_string(held.port());
 
   server::ServerOptions o;
   o.listen = "127.0.0.1:0";
@@ -307,61 +328,50 @@ TEST(MetricsEndpointTest, TakenPortFailsTheStart) {
   EXPECT_NE(s.error().message.find(taken), std::string::npos) << s.error().message;
   o.metrics_listen = "no-port";
   EXPECT_FALSE(server::HitboxServer::Start(o).ok());
-  close(fd);
 }
 
 // Each refusal message of the service lands in its reason.
 TEST(MetricsEndpointTest, RejectionReasons) {
-  using server::ClassifyRejection;
   using server::RejectReason;
   using C = grpc::StatusCode;
-  EXPECT_EQ(ClassifyRejection(C::UNAUTHENTICATED, "no token"), RejectReason::kAuth);
-  EXPECT_EQ(ClassifyRejection(C::PERMISSION_DENIED, "x"), RejectReason::kAuth);
-  EXPECT_EQ(ClassifyRejection(C::INVALID_ARGUMENT, "queries[0]: ..."), RejectReason::kInvalid);
-  EXPECT_EQ(ClassifyRejection(C::RESOURCE_EXHAUSTED,
-                              "queries: the request needs more than its work budget of 10 pair "
-                              "tests (limits.max_pair_tests_per_message)"),
-            RejectReason::kBudget);
-  EXPECT_EQ(ClassifyRejection(C::RESOURCE_EXHAUSTED,
-                              "queries: 9 queries, at most 4 per message "
-                              "(limits.max_queries_per_message)"),
-            RejectReason::kLimits);
-  EXPECT_EQ(ClassifyRejection(C::RESOURCE_EXHAUSTED,
-                              "sessions: the server holds 4 sessions, at most 4 allowed "
-                              "(--max-sessions)"),
-            RejectReason::kLimits);
-  EXPECT_EQ(ClassifyRejection(C::RESOURCE_EXHAUSTED,
-                              "queries: the server's answers in flight already hold 1 of 2 bytes "
-                              "(--max-inflight-bytes)"),
-            RejectReason::kResourceExhausted);
-  EXPECT_EQ(ClassifyRejection(C::RESOURCE_EXHAUSTED,
-                              "the server has 8 calls in flight already (--max-in-flight)"),
-            RejectReason::kResourceExhausted);
-  EXPECT_EQ(ClassifyRejection(C::NOT_FOUND, "session_id: ..."), std::nullopt);
-  EXPECT_EQ(ClassifyRejection(C::OK, ""), std::nullopt);
-}
-
-// A free loopback port (bound and released; another process could take it
-// before it is used, which the caller would see as a failed start).
-int FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) close(fd);
-    return 0;
+  const struct {
+    C code;
+    const char* message;
+    std::optional<RejectReason> reason;
+  } cases[] = {
+      {C::UNAUTHENTICATED, "no token", RejectReason::kAuth},
+      {C::PERMISSION_DENIED, "x", RejectReason::kAuth},
+      {C::INVALID_ARGUMENT, "queries[0]: ...", RejectReason::kInvalid},
+      {C::RESOURCE_EXHAUSTED,
+       "queries: the request needs more than its work budget of 10 pair tests "
+       "(limits.max_pair_tests_per_message)",
+       RejectReason::kBudget},
+      {C::RESOURCE_EXHAUSTED,
+       "queries: 9 queries, at most 4 per message (limits.max_queries_per_message)",
+       RejectReason::kLimits},
+      {C::RESOURCE_EXHAUSTED,
+       "sessions: the server holds 4 sessions, at most 4 allowed (--max-sessions)",
+       RejectReason::kLimits},
+      {C::RESOURCE_EXHAUSTED,
+       "queries: the server's answers in flight already hold 1 of 2 bytes "
+       "(--max-inflight-bytes)",
+       RejectReason::kResourceExhausted},
+      {C::RESOURCE_EXHAUSTED, "the server has 8 calls in flight already (--max-in-flight)",
+       RejectReason::kResourceExhausted},
+      {C::NOT_FOUND, "session_id: ...", std::nullopt},
+      {C::OK, "", std::nullopt},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(server::ClassifyRejection(c.code, c.message), c.reason) << c.message;
   }
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // The hitboxd binary with --metrics-listen serves /metrics, counts a call
 // made over the network, and still stops cleanly on SIGTERM.
 TEST(MetricsBinaryTest, HitboxdServesMetrics) {
-  const int metrics_port = FreeLoopbackPort();
+  // A free port, released for hitboxd (another process could take it first,
+  // which would show as a failed start).
+  const int metrics_port = LoopbackSocket(/*listening=*/false).port();
   ASSERT_GT(metrics_port, 0);
   testing::HitboxdProcess hitboxd(
       0, {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port), "--shutdown-grace-ms",
