@@ -136,12 +136,15 @@ Shape ReadShape(const json& j, const std::string& path) {
     for (size_t i = 0; i < children.size(); ++i) {
       const std::string ci = p + ".children[" + std::to_string(i) + "]";
       const json& shape = Field(children[i], "shape", ci);
+      // Collider-only kinds are refused before reading them (no recursion).
+      if (shape.is_object() && shape.size() == 1) {
+        const std::string k = shape.begin().key();
+        if (k == "mesh" || k == "heightfield" || k == "compound") {
+          throw ParseError{ci + ".shape", "a " + k + " cannot be a compound child"};
+        }
+      }
       CompoundChild child;
       child.shape = ReadShape(shape, ci + ".shape");
-      if (!IsConvexKind(child.shape.kind())) {
-        throw ParseError{ci + ".shape", std::string("a ") + ShapeKindName(child.shape.kind()) +
-                                            " cannot be a compound child"};
-      }
       child.pose.position = ReadVec3(Field(children[i], "position", ci), ci + ".position");
       child.pose.rotation = ReadQuat(Field(children[i], "rotation", ci), ci + ".rotation");
       compound.children.push_back(std::move(child));
