@@ -126,6 +126,30 @@ Shape ReadShape(const json& j, const std::string& path) {
       h.heights.push_back(Number(hs[i], p + ".heights[" + std::to_string(i) + "]"));
     }
     r = Shape::Make(h);
+  } else if (kind == "compound") {
+    const json& children = Field(s, "children", p);
+    if (!children.is_array()) {
+      throw ParseError{p + ".children", "expected an array of {shape, position, rotation}"};
+    }
+    Compound compound;
+    compound.children.reserve(children.size());
+    for (size_t i = 0; i < children.size(); ++i) {
+      const std::string ci = p + ".children[" + std::to_string(i) + "]";
+      const json& shape = Field(children[i], "shape", ci);
+      // Collider-only kinds are refused before reading them (no recursion).
+      if (shape.is_object() && shape.size() == 1) {
+        const std::string k = shape.begin().key();
+        if (k == "mesh" || k == "heightfield" || k == "compound") {
+          throw ParseError{ci + ".shape", "a " + k + " cannot be a compound child"};
+        }
+      }
+      CompoundChild child;
+      child.shape = ReadShape(shape, ci + ".shape");
+      child.pose.position = ReadVec3(Field(children[i], "position", ci), ci + ".position");
+      child.pose.rotation = ReadQuat(Field(children[i], "rotation", ci), ci + ".rotation");
+      compound.children.push_back(std::move(child));
+    }
+    r = Shape::Make(compound);
   } else {
     throw ParseError{path, "unknown shape kind '" + kind + "'"};
   }
@@ -242,8 +266,9 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
         const std::string op = p + ".overlap";
         OverlapQuery oq;
         oq.shape = ReadShape(Field(o, "shape", op), op + ".shape");
-        if (IsSurfaceKind(oq.shape.kind())) {
-          throw ParseError{op + ".shape", "a mesh or heightfield is a collider only, not a query shape"};
+        if (!IsConvexKind(oq.shape.kind())) {
+          throw ParseError{op + ".shape", "a " + std::string(ShapeKindName(oq.shape.kind())) +
+                                              " is a collider only, not a query shape"};
         }
         oq.pose.position = ReadVec3(Field(o, "position", op), op + ".position");
         oq.pose.rotation = ReadQuat(Field(o, "rotation", op), op + ".rotation");
@@ -255,8 +280,9 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
         const std::string sp = p + ".sweep";
         CastQuery c;
         c.shape = ReadShape(Field(s, "shape", sp), sp + ".shape");
-        if (IsSurfaceKind(c.shape.kind())) {
-          throw ParseError{sp + ".shape", "a mesh or heightfield is a collider only, not a query shape"};
+        if (!IsConvexKind(c.shape.kind())) {
+          throw ParseError{sp + ".shape", "a " + std::string(ShapeKindName(c.shape.kind())) +
+                                              " is a collider only, not a query shape"};
         }
         c.pose.position = ReadVec3(Field(s, "position", sp), sp + ".position");
         c.pose.rotation = ReadQuat(Field(s, "rotation", sp), sp + ".rotation");

@@ -84,7 +84,7 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field) {
   if (!j.is_object() || j.size() != 1) {
     return Invalid(field +
                    " must be an object with exactly one of sphere, box, capsule, cylinder, "
-                   "convex_hull");
+                   "convex_hull, mesh, heightfield, compound");
   }
   // Not a structured binding: clang before 16 cannot capture one in the lambda below.
   const auto item = *j.items().begin();
@@ -180,10 +180,41 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field) {
       h.heights.push_back(*v);
     }
     shape = Shape::Make(h);
+  } else if (kind == "compound") {
+    if (!body.contains("children") || !body.at("children").is_array()) {
+      return Invalid(f + ".children must be an array of {shape, position, rotation}");
+    }
+    const nlohmann::json& cs = body.at("children");
+    Compound compound;
+    for (size_t i = 0; i < cs.size(); ++i) {
+      const std::string ci = f + ".children[" + std::to_string(i) + "]";
+      if (!cs[i].is_object()) return Invalid(ci + " must be an object {shape, position, rotation}");
+      for (const char* key : {"shape", "position", "rotation"}) {
+        if (!cs[i].contains(key)) return Invalid(ci + "." + key + " is missing");
+      }
+      // Collider-only kinds are refused before reading them (no recursion).
+      const nlohmann::json& cj = cs[i].at("shape");
+      if (cj.is_object() && cj.size() == 1) {
+        const std::string k = cj.begin().key();
+        if (k == "mesh" || k == "heightfield" || k == "compound") {
+          return Invalid(ci + ".shape: a " + k +
+                         " cannot be a compound child (use sphere, box, capsule, cylinder or "
+                         "convex_hull)");
+        }
+      }
+      auto child = ReadShape(cj, ci + ".shape");
+      if (!child.ok()) return child.error();
+      auto p = ReadVec3(cs[i].at("position"), ci + ".position");
+      if (!p.ok()) return p.error();
+      auto q = ReadQuat(cs[i].at("rotation"), ci + ".rotation");
+      if (!q.ok()) return q.error();
+      compound.children.push_back({*child, Pose(*p, *q)});
+    }
+    shape = Shape::Make(compound);
   } else {
     return Invalid(field + ": unknown shape kind '" + kind +
-                   "' (expected sphere, box, capsule, cylinder, convex_hull, mesh or "
-                   "heightfield)");
+                   "' (expected sphere, box, capsule, cylinder, convex_hull, mesh, "
+                   "heightfield or compound)");
   }
   if (!shape.ok()) return Invalid(f + ": " + shape.error().message);
   return shape;

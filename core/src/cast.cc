@@ -405,6 +405,7 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
     case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
     case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
     case CastMethod::kSurface: return CastSurface(a, a_in_b, v, b);
+    case CastMethod::kCompound: return CastCompound(a, a_in_b, v, b, settings);
     case CastMethod::kUnsupported: return {};
   }
   return {};

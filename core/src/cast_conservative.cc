@@ -53,7 +53,9 @@ void BoundingCapsule(const Shape& shape, Vec3* p0, Vec3* p1, double* r) {
       return;
     case ShapeKind::kMesh:
     case ShapeKind::kHeightfield:
-      // (Surfaces are cast by the surface method, never conservatively.)
+    case ShapeKind::kCompound:
+      // (Surfaces and compounds are cast by their own methods, never
+      // conservatively.)
       *p0 = *p1 = Vec3{};
       *r = shape.BoundingRadius();
       return;

@@ -34,7 +34,7 @@ struct LocalCast {
   Vec3 normal{0, 1, 0};
   /// Contact point (B frame) at the moment of impact.
   Vec3 point;
-  /// Triangle of a surface B (0 for convex B).
+  /// Triangle of a surface B, child of a compound B (0 for convex B).
   uint32_t sub_shape = 0;
 };
 
@@ -47,7 +47,8 @@ enum class CastMethod : uint8_t {
   kCapsuleBox,       ///< capsule and box either way: Newton on the exact segment-box distance
   kConservative,     ///< GJK ray cast (van den Bergen 2004) on cores with margins
   kSurface,          ///< convex A against a mesh / heightfield B: per-triangle sweeps
-  kUnsupported,      ///< a surface moving (surfaces are never query shapes): a miss
+  kCompound,         ///< convex A against a compound B: per-child casts, the first wins
+  kUnsupported,      ///< a surface or compound moving (never query shapes): a miss
 };
 /// Convex A (B frame) against surface B: SurfaceSweepConvex (surface_pairs.cc).
 LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
@@ -55,6 +56,26 @@ LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const S
 /// UINT32_MAX when none (surface_pairs.cc).
 uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
                               const Pose& pose_b);
+/// Convex A (B frame) against compound B: CastLocal per candidate child in
+/// that child's frame; the first hit (ties: lowest child) with sub_shape =
+/// its child index (compound_pairs.cc).
+LocalCast CastCompound(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                       const CastSettings& settings);
+/// Lowest child index of compound `b` that convex `a` overlaps, or UINT32_MAX
+/// when none (compound_pairs.cc).
+uint32_t CompoundOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
+                               const Pose& pose_b);
+/// Ray `o` + t `d` (t in [0, 1], B's local frame) against compound B: the
+/// first child crossed (ties: lowest), sub_shape = its index; the result's
+/// normal and point are in B's local frame (compound_pairs.cc).
+CastResult RaycastCompound(const Vec3& o, const Vec3& d, const Shape& b);
+/// The lowest piece of a surface or compound collider `b` that convex `a`
+/// overlaps (triangle or child index), or UINT32_MAX when none.
+inline uint32_t OverlapLowestPiece(const Shape& a, const Pose& pose_a, const Shape& b,
+                                   const Pose& pose_b) {
+  return b.kind() == ShapeKind::kCompound ? CompoundOverlapLowest(a, pose_a, b, pose_b)
+                                          : SurfaceOverlapLowest(a, pose_a, b, pose_b);
+}
 CastMethod MethodFor(ShapeKind a, ShapeKind b);
 
 /// CastSettings::max_fraction clamped for use: values in [0, 1] as given,

@@ -72,6 +72,10 @@ Status CheckShape(const Shape& s, const std::string& field) {
     case ShapeKind::kHeightfield:
       if (s.surface() == nullptr) return Invalid(field, "surface without data");
       return Status::Ok();
+    case ShapeKind::kCompound:
+      // Children checked once by Shape::Make (immutable shared data).
+      if (s.compound() == nullptr) return Invalid(field, "compound without data");
+      return Status::Ok();
     default: return Invalid(field, "unknown shape kind");
   }
   if (!r.ok()) return Invalid(field, r.error().message);
@@ -79,11 +83,11 @@ Status CheckShape(const Shape& s, const std::string& field) {
 }
 
 // A query shape: a valid shape of a convex kind (mesh and heightfield are
-// two-sided surfaces, colliders only).
+// two-sided surfaces, compounds unions of children: colliders only).
 Status CheckQueryShape(const Shape& s, const std::string& field) {
-  if (IsSurfaceKind(s.kind())) {
+  if (!IsConvexKind(s.kind())) {
     return Invalid(field, std::string(ShapeKindName(s.kind())) +
-                              " is a collider-only surface, not a query shape (use sphere, box, "
+                              " is a collider-only shape, not a query shape (use sphere, box, "
                               "capsule, cylinder or convex_hull)");
   }
   return CheckShape(s, field);
@@ -536,9 +540,10 @@ struct ColliderSet::Impl::OverlapJob {
     if ((c.pose.position - pose.position).LengthSq() > r * r) return;
     ++pairs->count;
     uint32_t sub_shape = 0;
-    if (IsSurfaceKind(c.shape.kind())) [[unlikely]] {
-      // One hit per surface collider: the lowest input triangle touched.
-      sub_shape = internal::SurfaceOverlapLowest(q->shape, pose, c.shape, c.pose);
+    if (!IsConvexKind(c.shape.kind())) [[unlikely]] {
+      // One hit per surface or compound collider: the lowest input triangle
+      // or child touched.
+      sub_shape = internal::OverlapLowestPiece(q->shape, pose, c.shape, c.pose);
       if (sub_shape == UINT32_MAX) return;
     } else if (!hitbox::Overlap(q->shape, pose, c.shape, c.pose)) {
       return;

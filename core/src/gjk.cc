@@ -146,8 +146,9 @@ ConvexCore ConvexCore::FromShape(const Shape& shape) {
       break;
     case ShapeKind::kMesh:
     case ShapeKind::kHeightfield:
-      // Surfaces never reach GJK as a whole (the pair table sends them to the
-      // per-triangle surface queries); a point keeps this total.
+    case ShapeKind::kCompound:
+      // Surfaces and compounds never reach GJK as a whole (the pair table
+      // sends them to their triangles or children); a point keeps this total.
       c.kind = Kind::kPoint;
       break;
   }

@@ -1,6 +1,7 @@
 // Narrow phase: Overlap, ComputeContact and ComputeDistance for every ordered
 // pair of {sphere, box, capsule, cylinder, convex hull}, and of those against
-// the surfaces {mesh, heightfield} (surface_pairs.cc).
+// the surfaces {mesh, heightfield} (surface_pairs.cc) and against compounds
+// (compound_pairs.cc).
 //
 // Each unordered pair has one implementation, written for the order
 // kind(A) <= kind(B) (sphere < box < capsule < cylinder < convex hull) and
@@ -496,20 +497,18 @@ bool SurfaceOverlap(const Shape& a, const Pose& pa, const Shape& b, const Pose& 
 bool SurfaceContact(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                     Contact* contact, uint32_t* triangle);
 DistanceResult SurfaceDistance(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb);
+// compound_pairs.cc
+bool CompoundContact(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                     Contact* contact, uint32_t* child_index);
+DistanceResult CompoundDistance(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb);
 }  // namespace internal
 namespace {
 
 /// Convex A against a mesh or heightfield B (surface_pairs.cc), in B's local
-/// frame. Surface against surface is not supported (surfaces are never query
-/// shapes; validation rejects them): no overlap, no contact, distance +inf.
+/// frame.
 template <Query query>
 void SurfacePair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                  PairAnswer* out) {
-  if (IsSurfaceKind(a.kind())) {
-    out->overlap = false;
-    out->distance.distance = std::numeric_limits<double>::infinity();
-    return;
-  }
   if constexpr (query == Query::kOverlap) {
     out->overlap = internal::SurfaceOverlap(a, pa, b, pb);
   } else if constexpr (query == Query::kContact) {
@@ -518,6 +517,30 @@ void SurfacePair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
     out->distance = internal::SurfaceDistance(a, pa, b, pb);
     out->overlap = out->distance.distance <= 0.0;
   }
+}
+
+/// Convex A against a compound B (compound_pairs.cc): its children, each by
+/// its own convex pair, in B's local frame.
+template <Query query>
+void CompoundPair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                  PairAnswer* out) {
+  if constexpr (query == Query::kOverlap) {
+    out->overlap = internal::CompoundOverlapLowest(a, pa, b, pb) != UINT32_MAX;
+  } else if constexpr (query == Query::kContact) {
+    out->overlap = internal::CompoundContact(a, pa, b, pb, &out->contact, nullptr);
+  } else {
+    out->distance = internal::CompoundDistance(a, pa, b, pb);
+    out->overlap = out->distance.distance <= 0.0;
+  }
+}
+
+/// Two collider-only shapes (surfaces, compounds): never asked (neither is
+/// ever a query shape; validation rejects them), answered as no overlap, no
+/// contact, distance +inf.
+template <Query query>
+void ColliderOnlyPair(const Shape&, const Pose&, const Shape&, const Pose&, PairAnswer* out) {
+  out->overlap = false;
+  out->distance.distance = std::numeric_limits<double>::infinity();
 }
 
 // ---------------------------------------------------------------------------
@@ -545,6 +568,8 @@ HITBOX_PAIR(BoxCapsule)
 HITBOX_PAIR(CapsuleCapsule)
 HITBOX_PAIR(GjkPair)
 HITBOX_PAIR(SurfacePair)
+HITBOX_PAIR(CompoundPair)
+HITBOX_PAIR(ColliderOnlyPair)
 #undef HITBOX_PAIR
 
 template <class P>
@@ -628,18 +653,23 @@ constexpr PairTable BuildTable() {
     Register<GjkPairEntry>(t, k, K::kConvexHull, M::kConservative, M::kConservative);
   }
   // Surfaces (mesh, heightfield): every convex kind against each by the
-  // per-triangle surface queries; the mirrored order (a surface as A) and
-  // surface against surface are registered as unsupported (surfaces are
-  // colliders only: validation rejects them as query shapes).
-  for (K s : {K::kMesh, K::kHeightfield}) {
-    for (K k : {K::kSphere, K::kBox, K::kCapsule, K::kCylinder, K::kConvexHull}) {
-      Register<SurfacePairEntry>(t, k, s, M::kSurface, M::kUnsupported);
+  // per-triangle surface queries; compounds: every convex kind against each
+  // by its children. The mirrored order (a surface or compound moving) is
+  // unsupported: they are colliders only (validation rejects them as query
+  // shapes).
+  for (K k : {K::kSphere, K::kBox, K::kCapsule, K::kCylinder, K::kConvexHull}) {
+    Register<SurfacePairEntry>(t, k, K::kMesh, M::kSurface, M::kUnsupported);
+    Register<SurfacePairEntry>(t, k, K::kHeightfield, M::kSurface, M::kUnsupported);
+    Register<CompoundPairEntry>(t, k, K::kCompound, M::kCompound, M::kUnsupported);
+  }
+  // Two collider-only kinds never meet in a query.
+  const K collider_only[] = {K::kMesh, K::kHeightfield, K::kCompound};
+  for (int i = 0; i < 3; ++i) {
+    for (int j = i; j < 3; ++j) {
+      Register<ColliderOnlyPairEntry>(t, collider_only[i], collider_only[j], M::kUnsupported,
+                                      M::kUnsupported);
     }
   }
-  Register<SurfacePairEntry>(t, K::kMesh, K::kMesh, M::kUnsupported, M::kUnsupported);
-  Register<SurfacePairEntry>(t, K::kMesh, K::kHeightfield, M::kUnsupported, M::kUnsupported);
-  Register<SurfacePairEntry>(t, K::kHeightfield, K::kHeightfield, M::kUnsupported,
-                             M::kUnsupported);
   return t;
 }
 

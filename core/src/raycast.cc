@@ -72,7 +72,8 @@ RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double 
       return RayConvexHull(o, d, *shape.hull(), out);
     case ShapeKind::kMesh:
     case ShapeKind::kHeightfield:
-      // Surface rays go through Raycast()'s surface branch.
+    case ShapeKind::kCompound:
+      // Surface and compound rays go through Raycast()'s own branches.
       MissingPair(ShapeKind::kSphere, shape.kind());
   }
   return RayOutcome::kMiss;
@@ -99,6 +100,15 @@ CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
     result.normal = rb * hit.normal;
     result.point = origin + translation * hit.fraction;
     result.sub_shape = hit.triangle;
+    return result;
+  }
+  if (b.kind() == ShapeKind::kCompound) [[unlikely]] {
+    // The first child crossed, found in the compound's local frame.
+    const CastResult local = internal::RaycastCompound(o, d, b);
+    if (!local.hit()) return result;
+    result = local;
+    result.normal = rb * local.normal;
+    result.point = origin + translation * local.fraction;
     return result;
   }
   internal::RayEntry entry;

@@ -2,9 +2,12 @@
 
 #include "surface_data.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
+#include <string>
 
 namespace hitbox {
 namespace {
@@ -28,6 +31,21 @@ Error BadSize(const char* shape, const char* field, double v, const char* rule) 
           std::string(shape) + "." + field + " must be " + rule + ", got " + Num(v)};
 }
 
+Error BadChild(size_t i, const std::string& field, const std::string& what) {
+  return {ErrorCode::kInvalidArgument,
+          "compound.children[" + std::to_string(i) + "]." + field + what};
+}
+
+/// `box` grown by 1e-9 of its largest coordinate (plus 1e-300): a child
+/// touched exactly is never dropped by the rounding of its bounds.
+Aabb Grown(const Aabb& box) {
+  double far = 0.0;
+  for (int a = 0; a < 3; ++a) {
+    far = std::max({far, std::fabs(box.min[a]), std::fabs(box.max[a])});
+  }
+  return box.Expanded(far * 1e-9 + 1e-300);
+}
+
 }  // namespace
 
 const char* ShapeKindName(ShapeKind kind) {
@@ -39,6 +57,7 @@ const char* ShapeKindName(ShapeKind kind) {
     case ShapeKind::kConvexHull: return "convex_hull";
     case ShapeKind::kMesh: return "mesh";
     case ShapeKind::kHeightfield: return "heightfield";
+    case ShapeKind::kCompound: return "compound";
   }
   return "unknown";
 }
@@ -100,6 +119,7 @@ Aabb Shape::LocalBounds() const {
     case ShapeKind::kConvexHull: return hull_->bounds();
     case ShapeKind::kMesh:
     case ShapeKind::kHeightfield: return surface_->bounds();
+    case ShapeKind::kCompound: return compound_->bounds();
   }
   return {};
 }
@@ -141,6 +161,14 @@ Aabb Shape::WorldBounds(const Pose& pose) const {
       const Vec3 c = (b.min + b.max) * 0.5, e = (b.max - b.min) * 0.5;
       return Aabb::FromCenterExtents(pose.position + r * c, r.Abs() * e);
     }
+    case ShapeKind::kCompound: {
+      // Tight: the union of the children's own world boxes.
+      Aabb box;
+      for (const CompoundChild& child : compound_->children()) {
+        box = box.Union(child.shape.WorldBounds(pose * child.pose));
+      }
+      return box;
+    }
   }
   return {};
 }
@@ -174,6 +202,18 @@ Vec3 Shape::Support(const Vec3& d) const {
       return {d.x >= 0 ? b.max.x : b.min.x, d.y >= 0 ? b.max.y : b.min.y,
               d.z >= 0 ? b.max.z : b.min.z};
     }
+    case ShapeKind::kCompound: {
+      // The support of the children's convex hull: the farthest child support
+      // (ties: the lowest child).
+      Vec3 best;
+      double best_dot = -std::numeric_limits<double>::infinity();
+      for (const CompoundChild& child : compound_->children()) {
+        const Vec3 p = child.pose.TransformPoint(
+            child.shape.Support(child.pose.InverseTransformDirection(d)));
+        if (Dot(p, d) > best_dot) best_dot = Dot(p, d), best = p;
+      }
+      return best;
+    }
   }
   return {};
 }
@@ -187,6 +227,7 @@ double Shape::BoundingRadius() const {
     case ShapeKind::kConvexHull: return hull_->bounding_radius();
     case ShapeKind::kMesh:
     case ShapeKind::kHeightfield: return surface_->bounding_radius();
+    case ShapeKind::kCompound: return compound_->bounding_radius();
   }
   return 0.0;
 }
@@ -215,6 +256,15 @@ std::string Shape::ToString() const {
              std::to_string(surface_->input_triangles()) + ", bounds=" + hitbox::ToString(b.min) +
              ".." + hitbox::ToString(b.max) + "}";
     }
+    case ShapeKind::kCompound: {
+      std::string s = "compound{children=[";
+      const std::vector<CompoundChild>& children = compound_->children();
+      for (size_t i = 0; i < children.size(); ++i) {
+        if (i > 0) s += ", ";
+        s += children[i].shape.ToString() + " at " + hitbox::ToString(children[i].pose);
+      }
+      return s + "]}";
+    }
   }
   return "unknown";
 }
@@ -226,6 +276,17 @@ bool Shape::operator==(const Shape& o) const {
   }
   // Surfaces: the same shared data (built once; copies compare equal).
   if (IsSurfaceKind(kind_)) return surface_ == o.surface_;
+  // Compounds: the same children (shapes and poses) in the same order.
+  if (kind_ == ShapeKind::kCompound) {
+    if (compound_ == o.compound_) return true;
+    const std::vector<CompoundChild>& x = compound_->children();
+    const std::vector<CompoundChild>& y = o.compound_->children();
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                      [](const CompoundChild& p, const CompoundChild& q) {
+                        return p.shape == q.shape && p.pose.position == q.pose.position &&
+                               p.pose.rotation == q.pose.rotation;
+                      });
+  }
   // (half_height_ is the active member for every primitive.)
   return radius_ == o.radius_ && half_height_ == o.half_height_ &&
          half_extents_ == o.half_extents_;
@@ -234,6 +295,7 @@ bool Shape::operator==(const Shape& o) const {
 size_t Shape::DataBytes() const {
   if (kind_ == ShapeKind::kConvexHull) return hull_->MemoryBytes();
   if (IsSurfaceKind(kind_)) return surface_->MemoryBytes();
+  if (kind_ == ShapeKind::kCompound) return compound_->MemoryBytes();
   return 0;
 }
 
@@ -261,6 +323,56 @@ Result<Shape> Shape::Make(const HeightfieldShape& h) {
   shape.radius_ = 0.0;
   shape.surface_ = new SurfaceData(std::move(*built), h);
   internal::SurfaceAddRef(shape.surface_);
+  return shape;
+}
+
+Result<Shape> Shape::Make(const Compound& c) {
+  static_assert(kMinCompoundChildren == 1 && kMaxCompoundChildren == 64 &&
+                    kQuatNormTolerance == 1e-6 && kMaxShapeSize == 1e6,
+                "update the messages below");
+  const size_t n = c.children.size();
+  if (n < static_cast<size_t>(kMinCompoundChildren) ||
+      n > static_cast<size_t>(kMaxCompoundChildren)) {
+    return Error{ErrorCode::kInvalidArgument,
+                 "compound.children: needs 1 to 64 children, got " + std::to_string(n)};
+  }
+  auto data = std::make_unique<CompoundData>();
+  data->children_.reserve(n);
+  data->child_bounds_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const CompoundChild& child = c.children[i];
+    const ShapeKind kind = child.shape.kind();
+    if (!IsConvexKind(kind)) {
+      return BadChild(i, "shape", std::string(": a ") + ShapeKindName(kind) +
+                                      " cannot be a compound child (use sphere, box, capsule, "
+                                      "cylinder or convex_hull)");
+    }
+    const Vec3& p = child.pose.position;
+    for (int a = 0; a < 3; ++a) {
+      if (!(std::fabs(p[a]) <= kMaxShapeSize)) {
+        static const char* kAxis[3] = {"x", "y", "z"};
+        return BadChild(i, std::string("position.") + kAxis[a],
+                        " must be finite and in [-1e6, 1e6] metres, got " + Num(p[a]));
+      }
+    }
+    const Quat& q = child.pose.rotation;
+    if (!q.IsFinite() || !q.IsNormalized(kQuatNormTolerance)) {
+      return BadChild(i, "rotation",
+                      ": quaternion norm " + Num(q.Length()) + " is not 1 (tolerance 1e-6)");
+    }
+    const Pose pose(p, q.Normalized());
+    data->children_.push_back({child.shape, pose});
+    data->child_bounds_.push_back(Grown(child.shape.WorldBounds(pose)));
+    data->bounds_ = data->bounds_.Union(data->child_bounds_.back());
+    data->bounding_radius_ = std::max(data->bounding_radius_,
+                                      p.Length() + child.shape.BoundingRadius());
+  }
+  data->BuildHierarchy();
+  Shape shape;
+  shape.kind_ = ShapeKind::kCompound;
+  shape.radius_ = 0.0;
+  shape.compound_ = data.release();
+  internal::CompoundAddRef(shape.compound_);
   return shape;
 }
 

@@ -35,12 +35,28 @@ TEST(DispatchTest, EveryPairRegistered) {
   EXPECT_EQ(internal::MethodFor(K::kCapsule, K::kBox), M::kCapsuleBox);
   EXPECT_EQ(internal::MethodFor(K::kSphere, K::kConvexHull), M::kConservative);
   EXPECT_EQ(internal::MethodFor(K::kConvexHull, K::kSphere), M::kConservative);
+  // Collider-only kinds: every convex kind sweeps against them by their own
+  // method (triangles, children); they never move.
+  for (int k = 0; k < kConvexKindCount; ++k) {
+    const auto kind = static_cast<ShapeKind>(k);
+    EXPECT_EQ(internal::MethodFor(kind, K::kMesh), M::kSurface);
+    EXPECT_EQ(internal::MethodFor(kind, K::kHeightfield), M::kSurface);
+    EXPECT_EQ(internal::MethodFor(kind, K::kCompound), M::kCompound);
+    for (K only : {K::kMesh, K::kHeightfield, K::kCompound}) {
+      EXPECT_EQ(internal::MethodFor(only, kind), M::kUnsupported);
+    }
+  }
+  for (K x : {K::kMesh, K::kHeightfield, K::kCompound}) {
+    for (K y : {K::kMesh, K::kHeightfield, K::kCompound}) {
+      EXPECT_EQ(internal::MethodFor(x, y), M::kUnsupported);
+    }
+  }
 }
 
 // A kind outside the table aborts with a clear message (never a silent miss).
 TEST(DispatchDeathTest, UnknownKindAborts) {
   EXPECT_DEATH(PairFor(static_cast<ShapeKind>(kShapeKindCount), ShapeKind::kSphere),
-               "no pair entry for shape kinds 7 and 0");
+               "no pair entry for shape kinds 8 and 0");
 }
 
 // Mirrors: overlap equal, contact normal and points flipped, distance equal

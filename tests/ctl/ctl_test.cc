@@ -326,6 +326,48 @@ TEST_F(CtlQueryTest, ConvexHullSceneAndQuery) {
   EXPECT_NE(bad.err.find("coplanar"), std::string::npos) << bad.err;
 }
 
+// Compounds through scene files: a character (id 9 at z = 20) of a body
+// capsule (child 0: radius 0.4, half-height 0.5) and a head sphere (child 1:
+// radius 0.3 at y = 1.4). Rays along +x from x = -5 hit the head at x = -0.3
+// (fraction 0.47, sub_shape 1) and the body at x = -0.4 (0.46, sub_shape 0);
+// an overlap at the head names child 1.
+TEST_F(CtlQueryTest, CompoundSceneNamesChild) {
+  json character = {
+      {"id", 9},
+      {"shape",
+       {{"compound",
+         {{"children",
+           {{{"shape", {{"capsule", {{"radius", 0.4}, {"half_height", 0.5}}}}},
+             {"position", {0, 0, 0}},
+             {"rotation", {0, 0, 0, 1}}},
+            {{"shape", {{"sphere", {{"radius", 0.3}}}}},
+             {"position", {0, 1.4, 0}},
+             {"rotation", {0, 0, 0, 1}}}}}}}}},
+      {"position", {0, 0, 20}},
+      {"rotation", {0, 0, 0, 1}}};
+  CtlJson({"load", "c", WriteTemp(json{{"colliders", {character}}}.dump()), "--create"});
+  const json head = CtlJson({"raycast", "c", "--origin", "-5,1.4,20", "--translation", "10,0,0"});
+  ASSERT_EQ(HitIds(head), std::vector<uint64_t>({9})) << head.dump();
+  EXPECT_NEAR(head.at("hits")[0].at("fraction").get<double>(), 0.47, 1e-12);
+  EXPECT_EQ(head.at("hits")[0].at("sub_shape").get<uint32_t>(), 1u);
+  const json body = CtlJson({"raycast", "c", "--origin", "-5,0,20", "--translation", "10,0,0"});
+  ASSERT_EQ(HitIds(body), std::vector<uint64_t>({9})) << body.dump();
+  EXPECT_NEAR(body.at("hits")[0].at("fraction").get<double>(), 0.46, 1e-12);
+  EXPECT_EQ(body.at("hits")[0].at("sub_shape").get<uint32_t>(), 0u);
+  const json touch = CtlJson({"overlap", "c", "--sphere", "0.2", "--pos", "0,1.4,20.4"});
+  ASSERT_EQ(HitIds(touch), std::vector<uint64_t>({9})) << touch.dump();
+  EXPECT_EQ(touch.at("hits")[0].at("sub_shape").get<uint32_t>(), 1u);
+  // A mesh child is refused at load, naming the child.
+  json bad = character;
+  bad["id"] = 10;
+  bad["shape"]["compound"]["children"][1]["shape"] = {
+      {"mesh", {{"vertices", {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}}}, {"triangles", {{0, 1, 2}}}}}};
+  const RunResult r = Ctl({"load", "c", WriteTemp(json{{"colliders", {bad}}}.dump())});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("children[1].shape"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot be a compound child"), std::string::npos) << r.err;
+}
+
 // Overlap: a sphere of radius 0.5 at x = 0.9 overlaps only the unit sphere,
 // with penetration depth 1 + 0.5 - 0.9 = 0.6 along +x.
 TEST_F(CtlQueryTest, Overlap) {

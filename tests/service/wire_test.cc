@@ -420,7 +420,7 @@ TEST(WireTest, SurfacePathsAndRoundTrip) {
   v1::Query q;
   *q.mutable_overlap()->mutable_shape() = back;
   EXPECT_EQ(wire::FromProto(q, "queries[2]").error().message,
-            "queries[2].overlap.shape.heightfield: a heightfield is a collider-only surface, not "
+            "queries[2].overlap.shape.heightfield: a heightfield is a collider-only shape, not "
             "a query shape (use sphere, box, capsule, cylinder or convex_hull)");
 
   QueryResult r;
@@ -437,6 +437,120 @@ TEST(WireTest, SurfacePathsAndRoundTrip) {
   const QueryResult b = wire::ResultFromProto(p);
   EXPECT_EQ(b.overlaps[0].sub_shape, 17u);
   EXPECT_EQ(b.hits[0].sub_shape, 123456u);
+}
+
+}  // namespace
+}  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+/// A collider holding a compound of `n` children: spheres of radius 0.1 at
+/// x = 0, 1, 2, ..., every third child rotated a quarter turn about Y.
+v1::Collider CompoundCollider(uint64_t id, int n) {
+  v1::Collider c;
+  c.set_id(id);
+  v1::Compound* compound = c.mutable_shape()->mutable_compound();
+  for (int i = 0; i < n; ++i) {
+    v1::CompoundChild* child = compound->add_children();
+    child->mutable_shape()->mutable_sphere()->set_radius(0.1);
+    child->mutable_position()->set_x(i);
+    if (i % 3 == 0) {
+      child->mutable_rotation()->set_y(std::sqrt(0.5));
+      child->mutable_rotation()->set_w(std::sqrt(0.5));
+    }
+  }
+  return c;
+}
+
+std::string CompoundError(const v1::Collider& c) {
+  Result<Collider> r = wire::FromProto(c, "c");
+  if (r.ok()) return "ok";
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  return r.error().message;
+}
+
+// Compounds: a valid one round-trips (children and their poses); a bad child
+// names its full field path, also deep in a batch; 1..64 children; a mesh,
+// heightfield or compound child and a compound query shape are refused
+// before anything is built.
+TEST(WireTest, CompoundPathsAndRoundTrip) {
+  Result<Collider> ok = wire::FromProto(CompoundCollider(1, 4), "c");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  ASSERT_EQ(ok->shape.kind(), ShapeKind::kCompound);
+  const std::vector<CompoundChild>& children = ok->shape.compound()->children();
+  ASSERT_EQ(children.size(), 4u);
+  EXPECT_EQ(children[2].pose.position, (Vec3{2, 0, 0}));
+  EXPECT_EQ(children[3].shape, *Shape::MakeSphere(0.1));
+  v1::Shape back;
+  wire::ToProto(ok->shape, &back);
+  ASSERT_EQ(back.compound().children_size(), 4);
+  EXPECT_EQ(back.compound().children(1).position().x(), 1.0);
+  EXPECT_NEAR(back.compound().children(3).rotation().y(), std::sqrt(0.5), 1e-15);
+  v1::Collider again;
+  *again.mutable_shape() = back;
+  Result<Collider> round = wire::FromProto(again, "c");
+  ASSERT_TRUE(round.ok()) << round.error().message;
+  EXPECT_EQ(round->shape, ok->shape);
+
+  // The path of a bad child deep in a batch.
+  v1::ApplyChangesRequest req;
+  for (int i = 0; i < 3; ++i) *req.add_changes()->mutable_add() = SphereCollider(i, 1);
+  v1::Collider* bad = req.add_changes()->mutable_add();
+  *bad = CompoundCollider(9, 6);
+  v1::Vec3* he =
+      bad->mutable_shape()->mutable_compound()->mutable_children(5)->mutable_shape()->mutable_box()
+          ->mutable_half_extents();
+  he->set_x(1);
+  he->set_y(-1);
+  he->set_z(1);
+  std::vector<ColliderChange> out;
+  const Status s = wire::FromProto(req.changes(), &out);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "changes[3].add.shape.compound.children[5].shape.box.half_extents.y must be finite "
+            "and in [1e-7, 1e6] metres, got -1");
+
+  // Child poses and shapes.
+  v1::Collider c = CompoundCollider(1, 3);
+  c.mutable_shape()->mutable_compound()->mutable_children(1)->mutable_position()->set_z(
+      std::numeric_limits<double>::infinity());
+  EXPECT_EQ(CompoundError(c),
+            "c.shape.compound.children[1].position.z must be finite and in [-1e6, 1e6] metres, "
+            "got inf");
+  c = CompoundCollider(1, 3);
+  c.mutable_shape()->mutable_compound()->mutable_children(0)->mutable_rotation()->set_w(2);
+  EXPECT_THAT(CompoundError(c),
+              HasSubstr("c.shape.compound.children[0].rotation: quaternion norm "));
+  c = CompoundCollider(1, 3);
+  c.mutable_shape()->mutable_compound()->mutable_children(2)->clear_shape();
+  EXPECT_EQ(CompoundError(c), "c.shape.compound.children[2].shape is required");
+  c = CompoundCollider(1, 3);
+  *c.mutable_shape()->mutable_compound()->mutable_children(1)->mutable_shape() =
+      MeshCollider(1, 4, {0, 1, 2}).shape();
+  EXPECT_EQ(CompoundError(c),
+            "c.shape.compound.children[1].shape.mesh: a mesh cannot be a compound child (use "
+            "sphere, box, capsule, cylinder or convex_hull)");
+  c = CompoundCollider(1, 3);
+  *c.mutable_shape()->mutable_compound()->mutable_children(2)->mutable_shape() =
+      CompoundCollider(1, 2).shape();
+  EXPECT_EQ(CompoundError(c),
+            "c.shape.compound.children[2].shape.compound: a compound cannot be a compound child "
+            "(use sphere, box, capsule, cylinder or convex_hull)");
+
+  // The child limit.
+  EXPECT_EQ(CompoundError(CompoundCollider(1, 0)),
+            "c.shape.compound.children needs at least 1 child, got 0");
+  EXPECT_EQ(CompoundError(CompoundCollider(1, 64)), "ok");
+  EXPECT_EQ(CompoundError(CompoundCollider(1, 65)),
+            "c.shape.compound.children holds at most 64 children, got 65");
+
+  // Colliders only.
+  v1::Query q;
+  *q.mutable_cast()->mutable_shape() = CompoundCollider(1, 2).shape();
+  EXPECT_EQ(wire::FromProto(q, "queries[1]").error().message,
+            "queries[1].cast.shape.compound: a compound is a collider-only shape, not a query "
+            "shape (use sphere, box, capsule, cylinder or convex_hull)");
 }
 
 }  // namespace

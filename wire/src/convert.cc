@@ -77,6 +77,21 @@ Status CheckHalfHeight(double v, const Path& path) {
   return Invalid(path, " must be 0 or finite and in [1e-7, 1e6] metres, got " + FormatDouble(v));
 }
 
+// "<path>.x must be finite and in [-1e6, 1e6] metres, got 2e+06": a point of
+// a shape's own geometry in its local frame (hull points, compound children).
+Result<Vec3> LocalPoint(const v1::Vec3& v, const Path& path) {
+  static_assert(kMaxShapeSize == 1e6, "update the message below");
+  const double c[3] = {v.x(), v.y(), v.z()};
+  const char* axis[3] = {"x", "y", "z"};
+  for (int k = 0; k < 3; ++k) {
+    if (!(std::fabs(c[k]) <= kMaxShapeSize)) {
+      return Invalid(Path(&path, axis[k]),
+                     " must be finite and in [-1e6, 1e6] metres, got " + FormatDouble(c[k]));
+    }
+  }
+  return Vec3{c[0], c[1], c[2]};
+}
+
 Result<Vec3> Vec(const v1::Vec3& v, const Path& path) {
   if (Status s = CheckCoordinate(v.x(), Path(&path, "x")); !s.ok()) return s;
   if (Status s = CheckCoordinate(v.y(), Path(&path, "y")); !s.ok()) return s;
@@ -112,6 +127,26 @@ Result<Pose> PoseOf(const v1::Pose& p, const Path& path) {
   }
   return pose;
 }
+
+Result<Shape> ShapeOf(const v1::Shape& s, const Path& path);
+
+// A shape build error "<prefix><rest>" from core restated under `path` as
+// "<path><sep><rest>"; a built shape as it is.
+Result<Shape> UnderPath(Result<Shape> r, const Path& path, std::string_view prefix,
+                        std::string_view sep) {
+  if (r.ok()) return r;
+  std::string msg = r.error().message;
+  if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
+  return Invalid(path, std::string(sep) + msg);
+}
+
+Result<Shape> RequiredShape(bool has, const v1::Shape& s, const Path& parent) {
+  const Path path(&parent, "shape");
+  if (!has) return Invalid(path, " is required");
+  return ShapeOf(s, path);
+}
+
+Result<Shape> CompoundOf(const v1::Compound& c, const Path& p);
 
 Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
   switch (s.kind_case()) {
@@ -164,27 +199,12 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
       ConvexHull hull;
       hull.points.reserve(in.size());
       for (int i = 0; i < in.size(); ++i) {
-        const Path pi(&pts, i);
-        const v1::Vec3& v = in.Get(i);
-        const double c[3] = {v.x(), v.y(), v.z()};
-        const char* axis[3] = {"x", "y", "z"};
-        for (int k = 0; k < 3; ++k) {
-          if (!(std::fabs(c[k]) <= kMaxShapeSize)) {
-            return Invalid(Path(&pi, axis[k]),
-                           " must be finite and in [-1e6, 1e6] metres, got " + FormatDouble(c[k]));
-          }
-        }
-        hull.points.push_back({c[0], c[1], c[2]});
+        Result<Vec3> point = LocalPoint(in.Get(i), Path(&pts, i));
+        if (!point.ok()) return point.error();
+        hull.points.push_back(*point);
       }
-      Result<Shape> r = Shape::Make(hull);
-      if (!r.ok()) {
-        // "convex_hull: the points are coplanar (zero volume)" -> under this path.
-        std::string msg = r.error().message;
-        const std::string prefix = "convex_hull: ";
-        if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
-        return Invalid(p, ": " + msg);
-      }
-      return r;
+      // "convex_hull: the points are coplanar (zero volume)" -> under this path.
+      return UnderPath(Shape::Make(hull), p, "convex_hull: ", ": ");
     }
     case v1::Shape::kMesh: {
       const Path p(&path, "mesh");
@@ -223,15 +243,8 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
           mesh.triangles[k][j] = v;
         }
       }
-      Result<Shape> r = Shape::Make(mesh);
-      if (!r.ok()) {
-        // "mesh.triangles: ..." -> under this path.
-        std::string msg = r.error().message;
-        const std::string prefix = "mesh.";
-        if (msg.rfind(prefix, 0) == 0) msg = msg.substr(prefix.size());
-        return Invalid(p, "." + msg);
-      }
-      return r;
+      // "mesh.triangles: ..." -> under this path.
+      return UnderPath(Shape::Make(mesh), p, "mesh.", ".");
     }
     case v1::Shape::kHeightfield: {
       const Path p(&path, "heightfield");
@@ -268,19 +281,68 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
       if (!r.ok()) return Invalid(p, ": " + r.error().message);
       return r;
     }
+    case v1::Shape::kCompound: return CompoundOf(s.compound(), Path(&path, "compound"));
     case v1::Shape::KIND_NOT_SET:
       break;
   }
   return Invalid(path,
                  ": no shape kind set (expected one of sphere, box, capsule, cylinder, "
-                 "convex_hull, mesh, heightfield)");
+                 "convex_hull, mesh, heightfield, compound)");
 }
 
-Result<Shape> RequiredShape(bool has, const v1::Shape& s, const Path& parent) {
-  const Path path(&parent, "shape");
-  if (!has) return Invalid(path, " is required");
-  return ShapeOf(s, path);
+// The name of a collider-only kind (mesh, heightfield, compound), or nullptr
+// for a convex kind or none.
+const char* ColliderOnlyKind(const v1::Shape& s) {
+  switch (s.kind_case()) {
+    case v1::Shape::kMesh: return "mesh";
+    case v1::Shape::kHeightfield: return "heightfield";
+    case v1::Shape::kCompound: return "compound";
+    default: return nullptr;
+  }
 }
+
+Result<Shape> CompoundOf(const v1::Compound& c, const Path& p) {
+  const Path children(&p, "children");
+  static_assert(kMinCompoundChildren == 1 && kMaxCompoundChildren == 64,
+                "update the messages below");
+  if (c.children_size() < kMinCompoundChildren) {
+    return Invalid(children, " needs at least 1 child, got 0");
+  }
+  if (c.children_size() > kMaxCompoundChildren) {
+    return Invalid(children,
+                   " holds at most 64 children, got " + std::to_string(c.children_size()));
+  }
+  Compound compound;
+  compound.children.resize(c.children_size());
+  for (int i = 0; i < c.children_size(); ++i) {
+    const Path ci(&children, i);
+    const v1::CompoundChild& in = c.children(i);
+    CompoundChild& out = compound.children[i];
+    // Collider-only kinds are refused before anything is built.
+    if (const char* kind = ColliderOnlyKind(in.shape()); kind != nullptr) {
+      const Path sp(&ci, "shape");
+      return Invalid(Path(&sp, kind), std::string(": a ") + kind +
+                                          " cannot be a compound child (use sphere, box, "
+                                          "capsule, cylinder or convex_hull)");
+    }
+    Result<Shape> shape = RequiredShape(in.has_shape(), in.shape(), ci);
+    if (!shape.ok()) return shape.error();
+    out.shape = std::move(*shape);
+    if (in.has_position()) {
+      Result<Vec3> v = LocalPoint(in.position(), Path(&ci, "position"));
+      if (!v.ok()) return v.error();
+      out.pose.position = *v;
+    }
+    if (in.has_rotation()) {
+      Result<Quat> q = Rot(in.rotation(), Path(&ci, "rotation"));
+      if (!q.ok()) return q.error();
+      out.pose.rotation = *q;
+    }
+  }
+  // (Make's checks were all made above, with paths; any other would land here.)
+  return UnderPath(Shape::Make(compound), p, "compound.", ".");
+}
+
 
 Result<Collider> ColliderOf(const v1::Collider& c, const Path& path) {
   Collider out;
@@ -345,13 +407,11 @@ Result<QueryFilter> FilterOf(const v1::QueryFilter& f, const Path& path) {
 // cast query message.
 template <typename QueryMessage>
 Status PlacedShapeOf(const QueryMessage& in, const Path& p, Shape* shape, Pose* pose) {
-  // Surfaces are colliders only: refused before anything is built.
-  if (in.shape().kind_case() == v1::Shape::kMesh ||
-      in.shape().kind_case() == v1::Shape::kHeightfield) {
+  // Surfaces and compounds are colliders only: refused before anything is built.
+  if (const char* kind = ColliderOnlyKind(in.shape()); kind != nullptr) {
     const Path sp(&p, "shape");
-    const char* kind = in.shape().kind_case() == v1::Shape::kMesh ? "mesh" : "heightfield";
     return Invalid(Path(&sp, kind), std::string(": a ") + kind +
-                                        " is a collider-only surface, not a query shape (use "
+                                        " is a collider-only shape, not a query shape (use "
                                         "sphere, box, capsule, cylinder or convex_hull)");
   }
   Result<Shape> s = RequiredShape(in.has_shape(), in.shape(), p);
@@ -674,6 +734,17 @@ void ToProto(const Shape& s, v1::Shape* out) {
       f->set_cell_size_x(h.cell_size_x);
       f->set_cell_size_z(h.cell_size_z);
       f->mutable_heights()->Assign(h.heights.begin(), h.heights.end());
+      break;
+    }
+    case ShapeKind::kCompound: {
+      auto* children = out->mutable_compound()->mutable_children();
+      children->Reserve(static_cast<int>(s.compound()->children().size()));
+      for (const CompoundChild& child : s.compound()->children()) {
+        v1::CompoundChild* c = children->Add();
+        ToProto(child.shape, c->mutable_shape());
+        ToProto(child.pose.position, c->mutable_position());
+        ToProto(child.pose.rotation, c->mutable_rotation());
+      }
       break;
     }
   }

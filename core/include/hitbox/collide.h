@@ -74,7 +74,7 @@ struct CastResult {
   /// Penetration depth in metres when started overlapping, else 0.
   double depth = 0.0;
   /// The piece of B that was hit: the input triangle index for a mesh or
-  /// heightfield, 0 for the convex kinds.
+  /// heightfield, the child index for a compound, 0 for the convex kinds.
   uint32_t sub_shape = 0;
 
   bool hit() const { return state != CastState::kMiss; }

@@ -27,8 +27,8 @@ namespace hitbox {
 
 /// Largest valid layer index; layers are 0..31.
 inline constexpr uint32_t kMaxLayer = 31;
-/// Tolerance on |q| - 1 for quaternions accepted from callers.
-inline constexpr double kQuatNormTolerance = 1e-6;
+// (kQuatNormTolerance, the tolerance on |q| - 1 of callers' quaternions, is
+// in hitbox/shapes.h: compound child poses follow the same rule.)
 
 /// One collider of a set.
 struct Collider {
@@ -126,8 +126,8 @@ struct OverlapHit {
   /// collider: normal is the direction to move the collider to separate.
   std::optional<Contact> contact;
   /// The piece of the collider touched: for a mesh or heightfield the lowest
-  /// input triangle index the query touches (one hit per collider, not per
-  /// triangle); 0 for the convex kinds.
+  /// input triangle index the query touches, for a compound the lowest child
+  /// index (one hit per collider, not per piece); 0 for the convex kinds.
   uint32_t sub_shape = 0;
 };
 
@@ -146,7 +146,8 @@ struct CastHit {
   /// Penetration depth in metres when started_overlapping (rays: 0).
   double depth = 0.0;
   /// The piece of the collider hit: the input triangle index for a mesh or
-  /// heightfield, 0 for the convex kinds.
+  /// heightfield, the child index for a compound (ties: the lowest); 0 for
+  /// the convex kinds.
   uint32_t sub_shape = 0;
 };
 

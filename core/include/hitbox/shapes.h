@@ -8,6 +8,8 @@
 //   TriangleMeshShape / HeightfieldShape: two-sided triangle SURFACES (no
 //            inside), colliders only, never query shapes (shared immutable
 //            data; see FORMAT.md "Surfaces").
+//   Compound the union of 1..64 convex children, each placed by a pose in the
+//            compound's local frame; a collider only (shared immutable data).
 #pragma once
 
 #include <array>
@@ -32,14 +34,20 @@ enum class ShapeKind : uint8_t {
   kConvexHull = 4,
   kMesh = 5,
   kHeightfield = 6,
+  kCompound = 7,
 };
-inline constexpr int kShapeKindCount = 7;
+inline constexpr int kShapeKindCount = 8;
 /// Kinds 0..kConvexKindCount-1 are the convex (solid) kinds: the only kinds a
-/// query shape may have. The others are surfaces (colliders only).
+/// query shape or a compound child may have. The others (surfaces and
+/// compounds) are colliders only.
 inline constexpr int kConvexKindCount = 5;
+/// True for sphere, box, capsule, cylinder and convex hull.
+inline constexpr bool IsConvexKind(ShapeKind k) {
+  return static_cast<int>(k) < kConvexKindCount;
+}
 /// True for mesh and heightfield (two-sided surfaces, colliders only).
 inline constexpr bool IsSurfaceKind(ShapeKind k) {
-  return static_cast<int>(k) >= kConvexKindCount;
+  return k == ShapeKind::kMesh || k == ShapeKind::kHeightfield;
 }
 
 /// Accepted ranges of every size and coordinate, chosen so that no answer can
@@ -59,11 +67,20 @@ inline bool InCoordinateRange(const Vec3& v) {
   return InCoordinateRange(v.x) && InCoordinateRange(v.y) && InCoordinateRange(v.z);
 }
 
+/// Tolerance on |q| - 1 for quaternions accepted from callers (poses, and the
+/// child poses of a compound).
+inline constexpr double kQuatNormTolerance = 1e-6;
+
 /// Fewest and most points accepted for a convex hull.
 inline constexpr int kMinHullPoints = 4;
 inline constexpr int kMaxHullPoints = 256;
 
-/// "sphere", "box", "capsule", "cylinder", "convex_hull", "mesh" or "heightfield".
+/// Fewest and most children of a compound.
+inline constexpr int kMinCompoundChildren = 1;
+inline constexpr int kMaxCompoundChildren = 64;
+
+/// "sphere", "box", "capsule", "cylinder", "convex_hull", "mesh", "heightfield"
+/// or "compound".
 const char* ShapeKindName(ShapeKind kind);
 
 /// A sphere of `radius` metres (> 0) about the local origin.
@@ -117,6 +134,14 @@ class SurfaceData;
 namespace internal {
 void SurfaceAddRef(const SurfaceData* s);
 void SurfaceRelease(const SurfaceData* s);
+}  // namespace internal
+
+/// A compound's children (defined after Shape) and its shared built data.
+struct Compound;
+class CompoundData;
+namespace internal {
+void CompoundAddRef(const CompoundData* c);
+void CompoundRelease(const CompoundData* c);
 }  // namespace internal
 
 /// A face plane of a convex hull: points x of the hull satisfy
@@ -200,6 +225,12 @@ class Shape {
   /// Builds the heightfield (rows, cols >= 2, cell sizes > 0, rows * cols
   /// finite heights within kMaxCoordinate).
   [[nodiscard]] static Result<Shape> Make(const HeightfieldShape& h);
+  /// Builds the compound's shared data (child bounds and hierarchy) once:
+  /// kInvalidArgument naming e.g. `compound.children[5].rotation` for not 1..64
+  /// children, a child that is not convex (mesh, heightfield, compound), a
+  /// position that is not finite or beyond kMaxCoordinate, or a rotation whose
+  /// norm is not within kQuatNormTolerance of 1 (kept normalized).
+  [[nodiscard]] static Result<Shape> Make(const Compound& c);
   [[nodiscard]] static Result<Shape> MakeSphere(double radius) { return Make(Sphere{radius}); }
   [[nodiscard]] static Result<Shape> MakeBox(const Vec3& half_extents) {
     return Make(Box{half_extents});
@@ -253,7 +284,8 @@ class Shape {
   ShapeKind kind() const { return kind_; }
   /// Sphere, capsule, cylinder radius in metres (0 for a box).
   double radius() const { return radius_; }
-  /// Capsule and cylinder half-height in metres (0 for sphere, box and hull).
+  /// Capsule and cylinder half-height in metres (0 for sphere, box and the
+  /// kinds with shared data).
   double half_height() const { return HasData(kind_) ? 0.0 : half_height_; }
   /// Box half-extents in metres (zero for the other kinds).
   const Vec3& half_extents() const { return half_extents_; }
@@ -271,8 +303,12 @@ class Shape {
   const TriangleMeshShape* mesh_input() const;
   /// The heightfield as given; null unless a heightfield.
   const HeightfieldShape* heightfield_input() const;
-  /// The surface's shared data (null for the convex kinds).
+  /// The surface's shared data (null unless a mesh or heightfield).
   const SurfaceData* surface() const { return IsSurfaceKind(kind_) ? surface_ : nullptr; }
+  /// The compound's shared data (null unless a compound).
+  const CompoundData* compound() const {
+    return kind_ == ShapeKind::kCompound ? compound_ : nullptr;
+  }
   /// Heap bytes owned by this shape's kind data (0 for primitives).
   size_t DataBytes() const;
 
@@ -305,12 +341,17 @@ class Shape {
     } else if (IsSurfaceKind(kind_)) [[unlikely]] {
       surface_ = o.surface_;
       internal::SurfaceAddRef(surface_);
+    } else if (kind_ == ShapeKind::kCompound) [[unlikely]] {
+      compound_ = o.compound_;
+      internal::CompoundAddRef(compound_);
     }
   }
   void Release() {
     if (HasData(kind_)) {
       if (kind_ == ShapeKind::kConvexHull) {
         if (hull_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete hull_;
+      } else if (kind_ == ShapeKind::kCompound) {
+        internal::CompoundRelease(compound_);
       } else {
         internal::SurfaceRelease(surface_);
       }
@@ -329,8 +370,70 @@ class Shape {
     double half_height_ = 0.0;
     const ConvexHullData* hull_;
     const SurfaceData* surface_;
+    const CompoundData* compound_;
   };
   Vec3 half_extents_;
+};
+
+/// One child of a compound: a convex shape placed in the compound's frame.
+struct CompoundChild {
+  /// Sphere, box, capsule, cylinder or convex hull.
+  Shape shape;
+  /// Pose in the compound's local frame: child in world = compound pose * pose.
+  Pose pose;
+};
+
+/// The union of 1..64 convex children moving as one collider (local frame,
+/// metres). Hits on it name the child as sub_shape (its index here).
+struct Compound {
+  std::vector<CompoundChild> children;
+};
+
+/// Immutable data of a built compound, shared by every Shape that copies it:
+/// the children (rotations normalized), their local bounds and, beyond
+/// kLinearChildren children, a small bounding-box hierarchy over them.
+class CompoundData {
+ public:
+  /// Up to this many children the candidates are found by a scan of their
+  /// boxes; more get a hierarchy.
+  static constexpr int kLinearChildren = 8;
+
+  const std::vector<CompoundChild>& children() const { return children_; }
+  /// Bounds of each child in the compound's local frame (tight, grown by 1e-9
+  /// of their largest coordinate so rounding never drops a touching child).
+  const std::vector<Aabb>& child_bounds() const { return child_bounds_; }
+  /// Local bounds of the whole compound.
+  const Aabb& bounds() const { return bounds_; }
+  /// Radius of the smallest origin-centred ball holding every child's ball.
+  double bounding_radius() const { return bounding_radius_; }
+  /// Heap bytes of this data, the children's shared data (hulls) included.
+  size_t MemoryBytes() const;
+
+  /// Bit i set for each child i whose local bounds meet `box` (local frame)
+  /// anywhere along its move by `v` (local frame; zero for an overlap, a
+  /// zero-size box for a ray). Conservative: a cleared bit is a certain miss.
+  uint64_t Candidates(const Aabb& box, const Vec3& v) const;
+
+ private:
+  friend class Shape;
+  friend void internal::CompoundAddRef(const CompoundData* c);
+  friend void internal::CompoundRelease(const CompoundData* c);
+  /// A hierarchy node: an inner node's children are nodes_[left] and
+  /// nodes_[left + 1]; a leaf holds order_[first .. first + count).
+  struct Node {
+    Aabb box;
+    uint16_t left = 0;
+    uint8_t first = 0;
+    uint8_t count = 0;
+  };
+  void BuildHierarchy();
+  mutable std::atomic<uint32_t> refs_{0};
+  std::vector<CompoundChild> children_;
+  std::vector<Aabb> child_bounds_;
+  std::vector<Node> nodes_;
+  std::vector<uint8_t> order_;
+  Aabb bounds_;
+  double bounding_radius_ = 0.0;
 };
 
 /// Full-precision text of a vector / quaternion / pose, for logs and for

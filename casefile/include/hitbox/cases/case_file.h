@@ -66,8 +66,8 @@ std::vector<std::string> ListCaseFiles(const std::string& dir);
 
 /// Files of `<cases>/next/` (issue 10's new shape kinds) whose kinds are
 /// supported so far; the rest of that folder is skipped until its kind lands.
-inline constexpr const char* kSupportedNextCaseFiles[] = {"convex.json", "mesh_level.json",
-                                                           "heightfield.json"};
+inline constexpr const char* kSupportedNextCaseFiles[] = {
+    "convex.json", "mesh_level.json", "heightfield.json", "compound.json", "big_level.json"};
 
 /// ListCaseFiles(dir) plus the supported files of dir/next that exist.
 std::vector<std::string> ListSupportedCaseFiles(const std::string& dir);
