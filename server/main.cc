@@ -149,6 +149,19 @@ int main(int argc, char** argv) {
                  "RESOURCE_EXHAUSTED")
       ->envname("HITBOX_MAX_IN_FLIGHT")
       ->capture_default_str();
+  // --- Persistence (see README "Persistence") -------------------------------
+  std::string fsync = "everysec";
+  app.add_option("--data-dir", o.persist.data_dir,
+                 "keep every session in this directory (a snapshot plus a log of change batches "
+                 "per session) and restore them at start; empty: sessions live in memory only")
+      ->envname("HITBOX_DATA_DIR");
+  app.add_option("--fsync", fsync,
+                 "when the log reaches the disk: always (before each batch is acknowledged), "
+                 "everysec (a background fsync each second: a power loss loses at most ~1 s), "
+                 "no (when the OS likes); a crash of hitboxd alone loses nothing in any mode")
+      ->envname("HITBOX_FSYNC")
+      ->check(CLI::IsMember({"always", "everysec", "no"}))
+      ->capture_default_str();
   app.add_flag("--demo", o.demo,
                "create session \"demo\" with a small mixed world at start and log how to query it")
       ->envname("HITBOX_DEMO");
@@ -160,6 +173,7 @@ int main(int argc, char** argv) {
   // traces); release builds of gRPC run without it. Turn it off here.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   o.shutdown_grace = std::chrono::milliseconds(grace_ms);
+  o.persist.fsync = *hitbox::server::ParseFsyncPolicy(fsync);
   if (!admin_token_file.empty()) {
     hitbox::Result<std::string> token = hitbox::server::ReadTokenFile(admin_token_file);
     if (!token.ok()) {
