@@ -162,6 +162,16 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_FSYNC")
       ->check(CLI::IsMember({"always", "everysec", "no"}))
       ->capture_default_str();
+  app.add_option("--compact-factor", o.persist.compact_factor,
+                 "a session's log is compacted into a new snapshot when it is larger than this "
+                 "factor times the snapshot (and than --compact-min-bytes)")
+      ->envname("HITBOX_COMPACT_FACTOR")
+      ->check(CLI::Range(0.1, 1000.0))
+      ->capture_default_str();
+  app.add_option("--compact-min-bytes", o.persist.compact_min_bytes,
+                 "logs smaller than this are never compacted, bytes")
+      ->envname("HITBOX_COMPACT_MIN_BYTES")
+      ->capture_default_str();
   app.add_flag("--demo", o.demo,
                "create session \"demo\" with a small mixed world at start and log how to query it")
       ->envname("HITBOX_DEMO");
