@@ -326,7 +326,9 @@ class Journal {
   uint64_t log_bytes = 0;           // guarded by mu: length of the valid records
   uint64_t snapshot_bytes = 0;      // guarded by mu
   bool dirty = false;               // guarded by mu: written since the last fdatasync
-  bool sync_failed = false;         // guarded by mu: a background fdatasync failed
+  // Guarded by mu: an fdatasync failed, or the log cannot be written: the
+  // next batch is made durable by a fresh snapshot instead of a log record.
+  bool sync_failed = false;
 };
 
 const char* FsyncPolicyName(FsyncPolicy policy) {
@@ -453,20 +455,34 @@ grpc::Status SessionStore::CompactLocked(Journal& j, const Session& s) {
     ::unlink(tmp.c_str());
     return Unavailable(what, e);
   }
-  if (!SyncDir(options_.data_dir)) return Unavailable(what, errno);
+  // From here on the new snapshot is what a restart reads: report success
+  // (memory agrees with it) and retry what failed with the next batch.
   j.snapshot_bytes = bytes.size();
   j.sync_failed = false;
-  if (j.log != nullptr) {
-    if (::ftruncate(j.log->fd, static_cast<off_t>(kHeaderBytes)) != 0 ||
-        (options_.fsync != FsyncPolicy::kNo && ::fdatasync(j.log->fd) != 0)) {
-      // Harmless: the stale batches are skipped on replay; try again next time.
-      spdlog::warn("persistence: cannot empty {} after a snapshot: {}", j.log_path_,
-                   std::strerror(errno));
+  if (!SyncDir(options_.data_dir)) {
+    spdlog::warn("persistence: cannot fsync {} after renaming {}: {}", options_.data_dir,
+                 j.snap_path_, std::strerror(errno));
+    j.sync_failed = true;
+  }
+  if (j.log == nullptr) {  // recovery could not open it: start it afresh
+    const int log_fd =
+        ::open(j.log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd >= 0) j.log = std::make_shared<FileHandle>(log_fd);
+    if (log_fd < 0 || !WriteAll(log_fd, Header(kLogMagic))) {
+      spdlog::warn("persistence: cannot open {}: {}", j.log_path_, std::strerror(errno));
+      j.log.reset();
+      j.sync_failed = true;
       return grpc::Status::OK;
     }
-    j.log_bytes = kHeaderBytes;
-    j.dirty = false;
+  } else if (::ftruncate(j.log->fd, static_cast<off_t>(kHeaderBytes)) != 0) {
+    // Harmless: the stale batches are skipped on replay; try again next time.
+    spdlog::warn("persistence: cannot empty {} after a snapshot: {}", j.log_path_,
+                 std::strerror(errno));
+    return grpc::Status::OK;
   }
+  if (options_.fsync != FsyncPolicy::kNo && ::fdatasync(j.log->fd) != 0) j.sync_failed = true;
+  j.log_bytes = kHeaderBytes;
+  j.dirty = false;
   return grpc::Status::OK;
 }
 
@@ -522,10 +538,11 @@ grpc::Status SessionStore::Append(const Session& s,
   PutRecord(&record, RecordType::kBatch, batch);
 
   std::lock_guard<std::mutex> lock(j->mu);
-  if (j->sync_failed) {
-    // After a failed fdatasync the kernel may have dropped the dirty pages:
-    // only a fresh snapshot (of the state before this batch) is trustworthy.
-    if (grpc::Status st = CompactLocked(*j, s); !st.ok()) return st;
+  if (j->sync_failed || j->log == nullptr) {
+    // After a failed fdatasync the kernel may have dropped dirty pages of the
+    // log: write a fresh snapshot instead, which already holds this batch
+    // (the caller applied it); its failure undoes the batch like a failed append.
+    return CompactLocked(*j, s);
   }
   const std::string what = "append to the log of session '" + s.id() + "'";
   const int fd = j->log->fd;

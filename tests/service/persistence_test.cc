@@ -383,6 +383,24 @@ TEST_F(PersistenceTest, FailedWriteRefusesBatchAndRollsBack) {
   EXPECT_EQ(Dump("w"), after);
 }
 
+// A log that cannot be opened (here: a directory in its place) is logged,
+// and the session's batches are then kept by writing whole snapshots.
+TEST_F(PersistenceTest, UnwritableLogFallsBackToSnapshots) {
+  Restart();
+  Create("u");
+  AddBatches("u", 1, 2);
+  service_.reset();
+  fs::remove(LogPath("u"));
+  fs::create_directory(LogPath("u"));
+  Restart();
+  EXPECT_EQ(Revision("u"), 0u);  // the batches were in the log
+  EXPECT_NE(log_.str().find("cannot open the log of session 'u'"), std::string::npos) << log_.str();
+  AddBatches("u", 1, 3);
+  const std::string before = Dump("u");
+  Restart();
+  EXPECT_EQ(Dump("u"), before);
+}
+
 // File names: a fixed prefix and the validated id; anything else is refused.
 TEST_F(PersistenceTest, FileNamesAreSafe) {
   EXPECT_EQ(*SessionStore::SnapshotName("a.b:c-d_e"), "session-a.b:c-d_e.snap");
