@@ -329,6 +329,8 @@ class Journal {
   // Guarded by mu: an fdatasync failed, or the log cannot be written: the
   // next batch is made durable by a fresh snapshot instead of a log record.
   bool sync_failed = false;
+  // Guarded by mu: the session was deleted and a namesake owns the file names.
+  bool retired = false;
 };
 
 const char* FsyncPolicyName(FsyncPolicy policy) {
@@ -389,6 +391,12 @@ grpc::Status SessionStore::Unavailable(const std::string& what, int err) const {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "persistence: cannot " + what +
                                                          " in --data-dir " + options_.data_dir +
                                                          ": " + std::strerror(err));
+}
+
+grpc::Status SessionStore::Gone(const Session& s) const {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      "persistence: session '" + s.id() + "' has no files in --data-dir " +
+                          options_.data_dir + " (being created or deleted); retry");
 }
 
 std::shared_ptr<Journal> SessionStore::Find(const std::string& id) const {
@@ -495,6 +503,22 @@ grpc::Status SessionStore::Create(const Session& s) {
   }
   const fs::path dir(options_.data_dir);
   auto j = std::make_shared<Journal>(&s, (dir / *snap).string(), (dir / *log).string());
+  // A deleted namesake whose files are not removed yet: after its batch in
+  // flight (if any) its journal writes nothing more, and the names are ours.
+  std::shared_ptr<Journal> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const auto it = journals_.find(s.id()); it != journals_.end()) {
+      old = std::move(it->second);
+      journals_.erase(it);
+    }
+  }
+  if (old != nullptr) {
+    std::lock_guard<std::mutex> lock(old->mu);
+    old->retired = true;
+  }
+  // A new inode: a descriptor of an older log can never write into this one.
+  ::unlink(j->log_path_.c_str());
   // Shared: the set is read for the snapshot (a new session's is empty).
   std::shared_lock<std::shared_mutex> session_lock(s.mutex());
   const std::string what = "create the log of session '" + s.id() + "'";
@@ -526,11 +550,7 @@ grpc::Status SessionStore::Append(const Session& s,
                                   const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
                                   uint64_t revision_before) {
   const std::shared_ptr<Journal> j = Find(s.id());
-  if (j == nullptr || j->owner_ != &s) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        "persistence: session '" + s.id() + "' has no files in --data-dir " +
-                            options_.data_dir + " (being created or deleted); retry");
-  }
+  if (j == nullptr || j->owner_ != &s) return Gone(s);
   v1::ApplyChangesRequest batch;
   *batch.mutable_changes() = changes;
   batch.set_expected_revision(revision_before);
@@ -538,6 +558,7 @@ grpc::Status SessionStore::Append(const Session& s,
   PutRecord(&record, RecordType::kBatch, batch);
 
   std::lock_guard<std::mutex> lock(j->mu);
+  if (j->retired) return Gone(s);
   if (j->sync_failed || j->log == nullptr) {
     // After a failed fdatasync the kernel may have dropped dirty pages of the
     // log: write a fresh snapshot instead, which already holds this batch
@@ -577,10 +598,9 @@ grpc::Status SessionStore::Append(const Session& s,
 
 grpc::Status SessionStore::Compact(const Session& s) {
   const std::shared_ptr<Journal> j = Find(s.id());
-  if (j == nullptr || j->owner_ != &s) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, "persistence: session '" + s.id() + "' has no files");
-  }
+  if (j == nullptr || j->owner_ != &s) return Gone(s);
   std::lock_guard<std::mutex> lock(j->mu);
+  if (j->retired) return Gone(s);
   return CompactLocked(*j, s);
 }
 

@@ -131,6 +131,8 @@ class SessionStore {
   explicit SessionStore(const PersistOptions& options) : options_(options) {}
   std::shared_ptr<Journal> Find(const std::string& id) const;
   void FlusherLoop();
+  // UNAVAILABLE: the session has no files (being created, or deleted).
+  grpc::Status Gone(const Session& s) const;
   // UNAVAILABLE: "persistence: cannot <what> in --data-dir <dir>: <strerror(err)>".
   grpc::Status Unavailable(const std::string& what, int err) const;
   // Writes `s`'s snapshot (temp file, fsync, rename, fsync dir) and empties

@@ -401,6 +401,28 @@ TEST_F(PersistenceTest, UnwritableLogFallsBackToSnapshots) {
   EXPECT_EQ(Dump("u"), before);
 }
 
+// A deleted session whose files are removed only after a namesake was created
+// (DeleteSession racing CreateSession) neither deletes nor writes the new files.
+TEST_F(PersistenceTest, DeletedNamesakeLeavesNewFilesAlone) {
+  Restart();
+  Create("n");
+  AddBatches("n", 1, 3);
+  const std::shared_ptr<Session> old = service_->sessions().Remove("n");  // not yet store()->Remove
+  ASSERT_NE(old, nullptr);
+  Create("n");
+  AddBatches("n", 1, 1);
+  v1::ApplyChangesRequest late;
+  *late.add_changes() = Add(77, 0);
+  EXPECT_EQ(service_->store()->Append(*old, late.changes(), 3).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  service_->store()->Remove(*old);
+  EXPECT_TRUE(fs::exists(SnapPath("n")));
+  const std::string before = Dump("n");
+  Restart();
+  EXPECT_EQ(Dump("n"), before);
+  EXPECT_EQ(Revision("n"), 1u);
+}
+
 // File names: a fixed prefix and the validated id; anything else is refused.
 TEST_F(PersistenceTest, FileNamesAreSafe) {
   EXPECT_EQ(*SessionStore::SnapshotName("a.b:c-d_e"), "session-a.b:c-d_e.snap");
