@@ -31,6 +31,7 @@ BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
+  libcpp-httplib-dev  # server: the Prometheus endpoint (--metrics-listen)
   libgtest-dev libgmock-dev libbenchmark-dev
   libqhull-dev  # core: convex hulls (reentrant libqhull_r)
   python3  # tests/deploy: static checks of docker/ and the k8s manifests

@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   app.add_option("--port-file", o.port_file,
                  "write the bound port to this file once listening (for --listen ...:0)")
       ->envname("HITBOX_PORT_FILE");
+  app.add_option("--metrics-listen", o.metrics_listen,
+                 "serve Prometheus metrics (GET /metrics, docs/metrics.md) on this host:port; "
+                 "unset: no metrics endpoint. Unauthenticated: bind it to a private address")
+      ->envname("HITBOX_METRICS_LISTEN");
   app.add_option("--max-sessions", l.max_sessions, "most sessions at once")
       ->envname("HITBOX_MAX_SESSIONS")
       ->check(CLI::PositiveNumber)

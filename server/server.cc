@@ -122,6 +122,17 @@ Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& o
                                    options.max_streams_per_connection, INT_MAX)));
   }
   builder.RegisterService(s->service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&s->service_->metrics()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  if (!options.metrics_listen.empty()) {
+    // Bound before the gRPC port, so a taken metrics port fails the start cleanly.
+    HitboxServer* self = s.get();
+    Result<std::unique_ptr<MetricsEndpoint>> endpoint =
+        MetricsEndpoint::Start(options.metrics_listen, [self] { return self->RenderMetrics(); });
+    if (!endpoint.ok()) return endpoint.error();
+    s->metrics_ = std::move(*endpoint);
+  }
   const uint64_t max_bytes = options.service.limits.max_message_bytes;
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(max_bytes, INT_MAX)));
   s->server_ = builder.BuildAndStart();
@@ -132,7 +143,18 @@ Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& o
   return s;
 }
 
+std::string HitboxServer::RenderMetrics() {
+  MetricsGauges g;
+  const std::vector<std::shared_ptr<Session>> sessions = service_->sessions().List();
+  g.sessions = sessions.size();
+  for (const std::shared_ptr<Session>& session : sessions) g.colliders += session->collider_count();
+  g.session_memory_bytes = service_->sessions().memory_bytes();
+  g.answer_memory_bytes = service_->answer_memory().used();
+  return service_->metrics().Render(g);
+}
+
 HitboxServer::~HitboxServer() {
+  metrics_.reset();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
@@ -238,6 +260,10 @@ int RunServer(const ServerOptions& options) {
       l.session.idle_timeout_ms == 0 ? std::string("never")
                                      : std::to_string(l.session.idle_timeout_ms) + "ms",
       threads, options.shutdown_grace.count());
+  if (server.metrics_port() != 0) {
+    spdlog::info("metrics: http://{}:{}/metrics", options.metrics_listen.substr(
+                     0, options.metrics_listen.rfind(':')), server.metrics_port());
+  }
   if (options.demo && server.service().sessions().Find("demo") != nullptr) {
     spdlog::info("demo: session 'demo' was restored from --data-dir; kept as it is");
   } else if (options.demo) {

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "hitbox/status.h"
+#include "metrics.h"
 #include "service.h"
 
 namespace hitbox::server {
@@ -40,6 +41,9 @@ struct ServerOptions {
   /// Most concurrent streams (calls) per client connection
   /// (GRPC_ARG_MAX_CONCURRENT_STREAMS); further calls wait for a free one. 0: no cap.
   uint32_t max_streams_per_connection = 256;
+  /// When not empty, HOST:PORT of the Prometheus endpoint (GET /metrics,
+  /// docs/metrics.md); port 0 picks a free one.
+  std::string metrics_listen;
 };
 
 /// A running gRPC server with the Hitbox service, health checking and reflection.
@@ -52,6 +56,10 @@ class HitboxServer {
   /// The bound port (the chosen one when listening on port 0).
   int port() const { return port_; }
   HitboxService& service() { return *service_; }
+  /// The bound port of the metrics endpoint (0: --metrics-listen not set).
+  int metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
+  /// The metrics text as the endpoint serves it.
+  std::string RenderMetrics();
   /// A channel to this server that skips the network.
   std::shared_ptr<grpc::Channel> InProcessChannel();
   /// Health goes NOT_SERVING, then in-flight calls get until now + grace to
@@ -63,6 +71,7 @@ class HitboxServer {
  private:
   HitboxServer() = default;
   std::unique_ptr<HitboxService> service_;
+  std::unique_ptr<MetricsEndpoint> metrics_;  // stopped before the service goes
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

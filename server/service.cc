@@ -418,6 +418,7 @@ int64_t HitboxService::ReapIdleSessions(int64_t now_ns) {
     int64_t idle_ns = 0;
     if (sessions_.RemoveIfIdle(s, now_ns, &idle_ns)) {
       if (store_) store_->Remove(*s);
+      metrics_.SessionExpired();
       spdlog::info("session '{}' expired after {:.1f} s idle (idle timeout {} ms; {} colliders, "
                    "revision {}; {} sessions left)",
                    s->id(), static_cast<double>(idle_ns) / 1e9, timeout_ms, s->set().size(),
@@ -652,6 +653,7 @@ grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox
                          pool_.get(), budget, &work);
     used.nodes += work.nodes;
     used.pair_tests += work.pair_tests;
+    metrics_.AddPairTests(work.pair_tests);
     if (!st.ok()) {
       switch (st.code()) {
         case ErrorCode::kDeadlineExceeded:

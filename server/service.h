@@ -27,6 +27,7 @@
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "auth.h"
 #include "persistence.h"
+#include "metrics.h"
 #include "session.h"
 
 namespace hitbox::server {
@@ -182,6 +183,8 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   const ServiceOptions& options() const { return options_; }
   /// Query threads in use (options().threads, or the usable CPUs when that is 0).
   size_t threads() const { return threads_; }
+  /// The server's counters (metrics.h); the rpc counts come from its interceptor.
+  Metrics& metrics() { return metrics_; }
 
  private:
   // Finds a session by id: INVALID_ARGUMENT for a malformed id, NOT_FOUND.
@@ -242,6 +245,7 @@ class HitboxService final : public v1::Hitbox::CallbackService {
 
   const ServiceOptions options_;
   mutable InflightMemory answer_memory_;
+  mutable Metrics metrics_;
   size_t threads_ = 1;
   uint64_t bytes_per_collider_ = 0;
   SessionRegistry sessions_;

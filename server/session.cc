@@ -174,6 +174,7 @@ void SessionRegistry::SettleMemory(Session& s, uint64_t reserved) {
   const uint64_t before = s.memory_bytes();
   const uint64_t after = kSessionOverheadBytes + s.set().MemoryBytes();
   s.memory_bytes_.store(after, std::memory_order_relaxed);
+  s.collider_count_.store(s.set().size(), std::memory_order_relaxed);
   // Unsigned wrap-around makes this the signed change after - before - reserved.
   memory_bytes_.fetch_add(after - before - reserved, std::memory_order_relaxed);
 }

@@ -114,6 +114,8 @@ class Session {
   /// Bytes the session holds: kSessionOverheadBytes + set().MemoryBytes() as
   /// of the last applied batch.
   uint64_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
+  /// set().size() as of the last applied batch, readable without the lock (metrics).
+  uint64_t collider_count() const { return collider_count_.load(std::memory_order_relaxed); }
 
   /// Registers an observer until the session is gone; false (and not
   /// registered) when it is gone already. Expired observers are dropped.
@@ -136,6 +138,7 @@ class Session {
   mutable std::atomic<int64_t> last_active_ns_{SteadyNowNs()};
   // Written by the registry under the exclusive lock (or before publication).
   std::atomic<uint64_t> memory_bytes_{0};
+  std::atomic<uint64_t> collider_count_{0};  // written with memory_bytes_
   mutable std::mutex observers_mu_;
   std::vector<std::weak_ptr<SessionObserver>> observers_;  // guarded by observers_mu_
   std::string gone_reason_;                                // guarded by observers_mu_

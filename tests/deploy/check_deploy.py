@@ -24,6 +24,14 @@ Checks (each one a CTest test):
               volume (compose: a declared named volume; the StatefulSet: a
               volumeClaimTemplate); any HITBOX_DATA_DIR is on a writable mount
               and HITBOX_FSYNC is always, everysec or no.
+  monitoring  metrics: docs/metrics.md lists exactly the metric names
+              server/metrics.cc exports; docker/hitbox-dashboard.json parses and
+              its queries use only those names and their labels, through the
+              provisioned datasource; compose.yaml starts Prometheus and Grafana
+              under the `monitoring` profile, Prometheus scrapes hitboxd's
+              HITBOX_METRICS_LISTEN port, Grafana mounts the dashboard where its
+              provider reads it; k8s pods annotated for scraping name a metrics
+              port hitboxd listens on.
   yaml        the fallback YAML reader (mini_yaml.py) gives the same documents
               as PyYAML on every file above (skipped without PyYAML).
 PyYAML is used when installed; --mini-yaml (or its absence) uses mini_yaml.py.
@@ -341,7 +349,8 @@ def check_compose(repo, use_mini):
             expect(os.path.isfile(dockerfile), f"{where}: Dockerfile {dockerfile} does not exist")
         if "image" in svc:
             images.setdefault(svc["image"], []).append(name)
-        expect(build is not None or any(
+        own_image = str(svc.get("image", "")).startswith("hitbox")
+        expect(not own_image or build is not None or any(
             "build" in services[o] for o in images.get(svc.get("image"), []) if o != name),
             f"{where}: image {svc.get('image')} is neither built here nor by another service")
         mounts = {}
@@ -523,7 +532,8 @@ def check_yaml_reader(repo):
     except ImportError:
         print("note: PyYAML not installed; mini_yaml cross-check skipped")
         return
-    files = sorted(glob.glob(os.path.join(repo, "docker", "**", "*.yaml"), recursive=True))
+    files = sorted(glob.glob(os.path.join(repo, "docker", "**", "*.yaml"), recursive=True) +
+                   glob.glob(os.path.join(repo, "docker", "**", "*.yml"), recursive=True))
     expect(files, "no YAML files under docker/")
     for path in files:
         with open(path, encoding="utf-8") as f:
@@ -533,11 +543,179 @@ def check_yaml_reader(repo):
         expect(got == want, f"{os.path.relpath(path, repo)}: mini_yaml reads {got!r}, PyYAML {want!r}")
 
 
+# --- Metrics and monitoring --------------------------------------------------
+
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def documented_metrics(repo):
+    """{name: (type, set of labels)} from the table of docs/metrics.md."""
+    out = {}
+    path = os.path.join(repo, "docs", "metrics.md")
+    if not expect(os.path.exists(path), "docs/metrics.md is missing"):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"^\|\s*`(hitbox_\w+)`\s*\|\s*(\w+)\s*\|([^|]*)\|", line)
+            if m:
+                labels = set(re.findall(r"`(\w+)`", m.group(3)))
+                expect(m.group(2) in ("counter", "gauge", "histogram"),
+                       f"docs/metrics.md: {m.group(1)} has type {m.group(2)}")
+                expect(m.group(1) not in out, f"docs/metrics.md: {m.group(1)} listed twice")
+                out[m.group(1)] = (m.group(2), labels)
+    expect(out, "docs/metrics.md: no metric table rows")
+    return out
+
+
+def exported_metrics(repo):
+    """Metric family names that server/metrics.cc writes (its string literals)."""
+    with open(os.path.join(repo, "server", "metrics.cc"), encoding="utf-8") as f:
+        names = set(re.findall(r'"(hitbox_\w+)"', f.read()))
+    return {n for n in names
+            if not (n.endswith(HISTOGRAM_SUFFIXES) and n.rsplit("_", 1)[0] in names)}
+
+
+def family_of(name, docs):
+    """The documented family of a series name (histogram suffixes stripped)."""
+    for suffix in HISTOGRAM_SUFFIXES:
+        base = name[: -len(suffix)]
+        if name.endswith(suffix) and docs.get(base, ("",))[0] == "histogram":
+            return base
+    return name
+
+
+def check_monitoring(repo, use_mini):
+    docs = documented_metrics(repo)
+    exported = exported_metrics(repo)
+    for name in sorted(exported - set(docs)):
+        fail(f"server/metrics.cc exports {name}, which docs/metrics.md does not list")
+    for name in sorted(set(docs) - exported):
+        fail(f"docs/metrics.md lists {name}, which server/metrics.cc does not export")
+
+    # The dashboard: parses, queries only documented names and their labels.
+    path = os.path.join(repo, "docker", "hitbox-dashboard.json")
+    import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            dashboard = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"docker/hitbox-dashboard.json: {e}")
+        return
+    panels = dashboard.get("panels", [])
+    expect(panels and dashboard.get("uid") and dashboard.get("title"),
+           "hitbox-dashboard.json: needs uid, title and panels")
+    datasource_uids = set()
+    used = set()
+    for panel in panels:
+        where = f"hitbox-dashboard.json panel {panel.get('title')!r}"
+        targets = panel.get("targets", [])
+        expect(targets, f"{where}: no queries")
+        for t in targets + [panel]:
+            ds = t.get("datasource")
+            if isinstance(ds, dict):
+                datasource_uids.add(ds.get("uid"))
+        for t in targets:
+            expr = t.get("expr", "")
+            names = re.findall(r"\b(hitbox_\w+)", expr)
+            expect(names, f"{where}: query {expr!r} uses no hitbox_ metric")
+            labels = set()
+            for name in names:
+                family = family_of(name, docs)
+                used.add(family)
+                if expect(family in docs, f"{where}: {name} is not a documented metric"):
+                    labels |= docs[family][1] | ({"le"} if name.endswith("_bucket") else set())
+            for group in re.findall(r"\b(?:by|without)\s*\(([^)]*)\)", expr):
+                for label in filter(None, (x.strip() for x in group.split(","))):
+                    expect(label in labels, f"{where}: {expr!r} groups by {label}, "
+                           f"not a label of {sorted(set(names))}")
+            for label in re.findall(r"[{,]\s*(\w+)\s*(?:=|!=|=~|!~)", expr):
+                expect(label in labels, f"{where}: {expr!r} filters on {label}, "
+                       f"not a label of {sorted(set(names))}")
+    for name in sorted(set(docs) - used):
+        fail(f"hitbox-dashboard.json: no panel shows {name}")
+
+    # Grafana provisioning: the datasource the dashboard uses, the dashboard directory.
+    prov = {}
+    for sub in ("datasources", "dashboards"):
+        for p in glob.glob(os.path.join(repo, "docker", "grafana", sub, "*.yaml")):
+            prov.setdefault(sub, []).extend(load_yaml_all(p, use_mini))
+    sources = [d for doc in prov.get("datasources", []) for d in doc.get("datasources", [])]
+    expect({s.get("uid") for s in sources} >= datasource_uids,
+           f"grafana datasources {[s.get('uid') for s in sources]} do not provide the "
+           f"dashboard's {sorted(datasource_uids)}")
+    dash_dirs = [p.get("options", {}).get("path") for doc in prov.get("dashboards", [])
+                 for p in doc.get("providers", [])]
+    expect(dash_dirs, "docker/grafana/dashboards: no dashboard provider")
+
+    # compose: profile, scrape target, mounts.
+    compose = load_yaml_all(os.path.join(repo, "docker", "compose.yaml"), use_mini)[0]
+    expect("name" not in compose, "compose.yaml: a top-level name: needs Compose v2 "
+           "(Debian's docker-compose 1.29 rejects it)")
+    services = compose.get("services", {})
+    hitboxd_env = services.get("hitboxd", {}).get("environment", {}) or {}
+    metrics_listen = str(hitboxd_env.get("HITBOX_METRICS_LISTEN", ""))
+    expect(metrics_listen.rpartition(":")[2].isdigit(),
+           "compose.yaml: hitboxd sets no HITBOX_METRICS_LISTEN host:port")
+    metrics_port = metrics_listen.rpartition(":")[2]
+
+    def mounts(svc):
+        out = {}
+        for vol in services.get(svc, {}).get("volumes", []) or []:
+            src, _, rest = vol.partition(":")
+            out[rest.split(":")[0]] = os.path.normpath(os.path.join(repo, "docker", src))
+        return out
+
+    for svc in ("prometheus", "grafana"):
+        if expect(svc in services, f"compose.yaml: no {svc} service"):
+            expect("monitoring" in (services[svc].get("profiles") or []),
+                   f"compose.yaml: {svc} is not in the monitoring profile")
+    prom_config = mounts("prometheus").get("/etc/prometheus/prometheus.yml")
+    if expect(prom_config and os.path.isfile(prom_config),
+              "compose.yaml: prometheus does not mount a config at /etc/prometheus/prometheus.yml"):
+        config = load_yaml_all(prom_config, use_mini)[0]
+        targets = [t for job in config.get("scrape_configs", [])
+                   for sc in job.get("static_configs", []) for t in sc.get("targets", [])]
+        expect(f"hitboxd:{metrics_port}" in targets,
+               f"prometheus.yml: scrapes {targets}, not hitboxd:{metrics_port}")
+    for src in sources:
+        host = re.sub(r"^\w+://", "", str(src.get("url", ""))).split(":")[0]
+        expect(host in services, f"grafana datasource url {src.get('url')} names no compose service")
+    grafana = mounts("grafana")
+    for sub, target in (("datasources", "/etc/grafana/provisioning/datasources"),
+                        ("dashboards", "/etc/grafana/provisioning/dashboards")):
+        expect(grafana.get(target) == os.path.join(repo, "docker", "grafana", sub),
+               f"compose.yaml: grafana does not mount docker/grafana/{sub} at {target}")
+    expect(any(host == path and os.path.dirname(target) in dash_dirs
+               for target, host in grafana.items()),
+           "compose.yaml: grafana does not mount docker/hitbox-dashboard.json into "
+           f"a provider's directory {dash_dirs}")
+
+    # Kubernetes: pods annotated for scraping name a metrics port hitboxd listens on.
+    for kpath in sorted(glob.glob(os.path.join(repo, "docker", "k8s", "*.yaml"))):
+        for doc in load_yaml_all(kpath, use_mini):
+            if doc.get("kind") not in ("Deployment", "StatefulSet"):
+                continue
+            where = f"{os.path.relpath(kpath, repo)} {doc['kind']} {doc['metadata']['name']}"
+            notes = doc["spec"]["template"]["metadata"].get("annotations", {}) or {}
+            if not expect(notes.get("prometheus.io/scrape") == "true",
+                          f"{where}: pod not annotated prometheus.io/scrape: \"true\""):
+                continue
+            port = str(notes.get("prometheus.io/port", ""))
+            hitboxd = [c for c in containers_of(doc) if "hitbox" in str(c.get("image", ""))]
+            ok = False
+            for c in hitboxd:
+                env = {e["name"]: str(e.get("value")) for e in c.get("env", [])}
+                ports = {str(p.get("containerPort")) for p in c.get("ports", [])}
+                ok |= env.get("HITBOX_METRICS_LISTEN", "").rpartition(":")[2] == port and port in ports
+            expect(ok, f"{where}: prometheus.io/port {port!r} is not a hitboxd container port "
+                   "that HITBOX_METRICS_LISTEN listens on")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", required=True)
     ap.add_argument("--mini-yaml", action="store_true", help="never use PyYAML")
-    ap.add_argument("checks", nargs="+", choices=["dockerfile", "compose", "k8s", "yaml"])
+    ap.add_argument("checks", nargs="+", choices=["dockerfile", "compose", "k8s", "monitoring", "yaml"])
     a = ap.parse_args()
     repo = os.path.abspath(a.repo)
     for check in a.checks:
@@ -547,6 +725,8 @@ def main():
             check_compose(repo, a.mini_yaml)
         elif check == "k8s":
             check_k8s(repo, a.mini_yaml)
+        elif check == "monitoring":
+            check_monitoring(repo, a.mini_yaml)
         elif check == "yaml":
             check_yaml_reader(repo)
     if FAILURES:
