@@ -153,6 +153,29 @@ int main(int argc, char** argv) {
                  "RESOURCE_EXHAUSTED")
       ->envname("HITBOX_MAX_IN_FLIGHT")
       ->capture_default_str();
+  // --- Persistence (see README "Persistence") -------------------------------
+  std::string fsync = "everysec";
+  app.add_option("--data-dir", o.persist.data_dir,
+                 "keep every session in this directory (a snapshot plus a log of change batches "
+                 "per session) and restore them at start; empty: sessions live in memory only")
+      ->envname("HITBOX_DATA_DIR");
+  app.add_option("--fsync", fsync,
+                 "when the log reaches the disk: always (before each batch is acknowledged), "
+                 "everysec (a background fsync each second: a power loss loses at most ~1 s), "
+                 "no (when the OS likes); a crash of hitboxd alone loses nothing in any mode")
+      ->envname("HITBOX_FSYNC")
+      ->check(CLI::IsMember({"always", "everysec", "no"}))
+      ->capture_default_str();
+  app.add_option("--compact-factor", o.persist.compact_factor,
+                 "a session's log is compacted into a new snapshot when it is larger than this "
+                 "factor times the snapshot (and than --compact-min-bytes)")
+      ->envname("HITBOX_COMPACT_FACTOR")
+      ->check(CLI::Range(0.1, 1000.0))
+      ->capture_default_str();
+  app.add_option("--compact-min-bytes", o.persist.compact_min_bytes,
+                 "logs smaller than this are never compacted, bytes")
+      ->envname("HITBOX_COMPACT_MIN_BYTES")
+      ->capture_default_str();
   app.add_flag("--demo", o.demo,
                "create session \"demo\" with a small mixed world at start and log how to query it")
       ->envname("HITBOX_DEMO");
@@ -164,6 +187,7 @@ int main(int argc, char** argv) {
   // traces); release builds of gRPC run without it. Turn it off here.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   o.shutdown_grace = std::chrono::milliseconds(grace_ms);
+  o.persist.fsync = *hitbox::server::ParseFsyncPolicy(fsync);
   if (!admin_token_file.empty()) {
     hitbox::Result<std::string> token = hitbox::server::ReadTokenFile(admin_token_file);
     if (!token.ok()) {

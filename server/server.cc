@@ -98,8 +98,20 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& options) {
   Result<std::shared_ptr<grpc::ServerCredentials>> creds = MakeServerCredentials(options);
   if (!creds.ok()) return creds.error();
+  std::unique_ptr<SessionStore> store;
+  if (!options.persist.data_dir.empty()) {
+    Result<std::unique_ptr<SessionStore>> opened = SessionStore::Open(options.persist);
+    if (!opened.ok()) return opened.error();
+    store = std::move(*opened);
+  }
   std::unique_ptr<HitboxServer> s(new HitboxServer());
-  s->service_ = std::make_unique<HitboxService>(options.service);
+  s->service_ = std::make_unique<HitboxService>(options.service, std::move(store));
+  // Before the port opens: no call sees a half-restored server.
+  const size_t restored = s->service_->RecoverSessions();
+  if (!options.persist.data_dir.empty()) {
+    spdlog::info("persistence: --data-dir {} (--fsync {}): {} sessions restored",
+                 options.persist.data_dir, FsyncPolicyName(options.persist.fsync), restored);
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -252,7 +264,9 @@ int RunServer(const ServerOptions& options) {
     spdlog::info("metrics: http://{}:{}/metrics", options.metrics_listen.substr(
                      0, options.metrics_listen.rfind(':')), server.metrics_port());
   }
-  if (options.demo) {
+  if (options.demo && server.service().sessions().Find("demo") != nullptr) {
+    spdlog::info("demo: session 'demo' was restored from --data-dir; kept as it is");
+  } else if (options.demo) {
     std::string token;
     if (Status s = CreateDemoSession(server.service(), &token); !s.ok()) {
       spdlog::error("demo world: {}", s.ToString());

@@ -22,7 +22,9 @@ struct ServerOptions {
   ServiceOptions service;
   /// How long in-flight calls may run on after SIGINT/SIGTERM before being cancelled.
   std::chrono::milliseconds shutdown_grace{5000};
-  /// Create session "demo" with a small mixed world at start.
+  /// Session files (--data-dir, --fsync); data_dir empty: sessions live in memory only.
+  PersistOptions persist;
+  /// Create session "demo" with a small mixed world at start (unless restored from --data-dir).
   bool demo = false;
   /// When not empty, the bound port is written to this file once listening.
   std::string port_file;

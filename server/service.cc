@@ -79,6 +79,18 @@ void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optio
   set.RestoreRevision(revision);
 }
 
+// The state before a batch of every id it touches, for RollBack.
+std::vector<std::pair<uint64_t, std::optional<Collider>>> Capture(
+    const ColliderSet& set, const std::vector<ColliderChange>& changes) {
+  std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
+  before.reserve(changes.size());
+  for (const ColliderChange& c : changes) {
+    const Collider* old = set.Find(c.collider.id);
+    before.emplace_back(c.collider.id, old ? std::optional<Collider>(*old) : std::nullopt);
+  }
+  return before;
+}
+
 // Frees the results' memory (not only their sizes).
 void Release(std::vector<QueryResult>* results) { std::vector<QueryResult>().swap(*results); }
 
@@ -338,7 +350,7 @@ void ResultsToProto(const std::vector<QueryResult>& results, const RepeatedPtrFi
   }
 }
 
-HitboxService::HitboxService(const ServiceOptions& options)
+HitboxService::HitboxService(const ServiceOptions& options, std::unique_ptr<SessionStore> store)
     : options_(options),
       answer_memory_(options.limits.max_inflight_bytes),
       sessions_(options.limits.max_sessions, options.limits.max_memory_bytes),
@@ -354,6 +366,7 @@ HitboxService::HitboxService(const ServiceOptions& options)
                  cpus.cgroup_quota == 0 ? std::string("none") : std::to_string(cpus.cgroup_quota));
   }
   if (threads_ > 1) pool_ = std::make_unique<ThreadPool>(threads_);
+  store_ = std::move(store);
   bytes_per_collider_ = MeasureBytesPerCollider();
   reaper_ = std::thread([this] { ReaperLoop(); });
 }
@@ -404,6 +417,7 @@ int64_t HitboxService::ReapIdleSessions(int64_t now_ns) {
     if (timeout_ms == 0) continue;
     int64_t idle_ns = 0;
     if (sessions_.RemoveIfIdle(s, now_ns, &idle_ns)) {
+      if (store_) store_->Remove(*s);
       metrics_.SessionExpired();
       spdlog::info("session '{}' expired after {:.1f} s idle (idle timeout {} ms; {} colliders, "
                    "revision {}; {} sessions left)",
@@ -560,6 +574,25 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
   }
   sessions_.SettleMemory(s, growth);
   return wire::ToGrpcStatus(st);
+}
+
+grpc::Status HitboxService::PersistLocked(
+    Session& s, const RepeatedPtrField<v1::ColliderChange>& changes,
+    const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before, uint64_t revision) {
+  if (store_ == nullptr || changes.empty()) return grpc::Status::OK;
+  grpc::Status st = store_->Append(s, changes, revision);
+  if (!st.ok()) {
+    RollBack(s.set(), before, revision);
+    sessions_.SettleMemory(s, 0);
+  }
+  return st;
+}
+
+size_t HitboxService::RecoverSessions() {
+  if (store_ == nullptr) return 0;
+  const size_t n = store_->Recover(sessions_, options_.limits.session);
+  KickReaper();  // restored sessions may have idle timeouts
+  return n;
 }
 
 uint64_t HitboxService::HitBudget() const {
@@ -767,6 +800,12 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
       sessions_.Create(req.session_id(), limits, std::move(*token));
   if (!created.ok()) return wire::ToGrpcStatus(created.status());
   const Session& s = **created;
+  if (store_) {
+    if (grpc::Status stored = store_->Create(s); !stored.ok()) {
+      sessions_.Remove(s.id());
+      return stored;
+    }
+  }
   if (limits.idle_timeout_ms != 0) KickReaper();
   spdlog::info("session '{}' created (max_colliders={}, max_changes={}, max_queries={}, "
                "max_hits={}, idle_timeout_ms={}; {} sessions, {} bytes)",
@@ -799,6 +838,7 @@ grpc::Status HitboxService::DoDeleteSession(const v1::DeleteSessionRequest& req)
     return Grpc(grpc::StatusCode::NOT_FOUND,
                 "session_id: session '" + req.session_id() + "' not found");
   }
+  if (store_) store_->Remove(*s);
   spdlog::info("session '{}' deleted ({} colliders, revision {}; {} sessions left)", s->id(),
                s->set().size(), s->set().revision(), sessions_.size());
   return grpc::Status::OK;
@@ -817,7 +857,11 @@ grpc::Status HitboxService::DoApplyChanges(const v1::ApplyChangesRequest& req,
   }
   const std::optional<uint64_t> expected =
       req.has_expected_revision() ? std::optional<uint64_t>(req.expected_revision()) : std::nullopt;
+  const uint64_t revision = s->set().revision();
+  std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
+  if (store_) before = Capture(s->set(), changes);
   if (grpc::Status st = ApplyLocked(*s, changes, expected); !st.ok()) return st;
+  if (grpc::Status st = PersistLocked(*s, req.changes(), before, revision); !st.ok()) return st;
   resp->set_revision(s->set().revision());
   resp->set_collider_count(s->set().size());
   return grpc::Status::OK;
@@ -975,17 +1019,17 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     // what the changes touch, so that such a tick changes nothing either.
     const uint64_t revision = s.set().revision();
     std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
-    if (!queries.empty()) {
-      before.reserve(changes.size());
-      for (const ColliderChange& c : changes) {
-        const Collider* old = s.set().Find(c.collider.id);
-        before.emplace_back(c.collider.id, old ? std::optional<Collider>(*old) : std::nullopt);
-      }
-    }
+    if (!queries.empty() || store_) before = Capture(s.set(), changes);
     if (grpc::Status st = ApplyLocked(s, changes, std::nullopt); !st.ok()) return fail(st);
     if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
       RollBack(s.set(), before, revision);
       sessions_.SettleMemory(s, 0);  // back to what the set holds now
+      return fail(st);
+    }
+    // Committed: logged before the response is sent (or undone on a write failure).
+    if (grpc::Status st = PersistLocked(s, req.changes(), before, revision); !st.ok()) {
+      Release(&results);
+      stream->memory.Reset();
       return fail(st);
     }
     resp->set_revision(s.set().revision());

@@ -26,6 +26,7 @@
 #include "hitbox/collider_set.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "auth.h"
+#include "persistence.h"
 #include "metrics.h"
 #include "session.h"
 
@@ -90,7 +91,8 @@ struct ServiceOptions {
 
 class HitboxService final : public v1::Hitbox::CallbackService {
  public:
-  explicit HitboxService(const ServiceOptions& options);
+  /// `store`: the session files of --data-dir (null: no persistence).
+  explicit HitboxService(const ServiceOptions& options, std::unique_ptr<SessionStore> store = nullptr);
   ~HitboxService() override;
 
   grpc::ServerUnaryReactor* CreateSession(grpc::CallbackServerContext* ctx,
@@ -169,6 +171,11 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   /// actual ColliderSet at start), for the --max-memory check before a batch.
   uint64_t bytes_per_collider() const { return bytes_per_collider_; }
 
+  /// Loads the sessions of the store (persistence.h) before serving; none without one.
+  size_t RecoverSessions();
+  /// The session files of --data-dir, or null.
+  SessionStore* store() { return store_.get(); }
+
   /// The server's sessions.
   SessionRegistry& sessions() { return sessions_; }
   /// The auth decisions of every rpc entry point.
@@ -194,6 +201,13 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   // in colliders is checked against --max-memory before anything changes.
   grpc::Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
                            std::optional<uint64_t> expected_revision);
+  // Commits an applied batch to the store's log (exclusive lock held; no-op
+  // without a store or for an empty batch). On a write failure the batch is
+  // undone in memory from `before` / `revision` (as RollBack), so memory and
+  // disk agree, and UNAVAILABLE naming the data dir is returned.
+  grpc::Status PersistLocked(
+      Session& s, const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
+      const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before, uint64_t revision);
   // Runs converted queries in chunks; the caller holds the session lock
   // (either mode). RESOURCE_EXHAUSTED as soon as the answers hold more hits
   // than fit in max_message_bytes, when the session's work budget runs out,
@@ -238,6 +252,7 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   Authorizer auth_;
   mutable InFlightLimiter in_flight_;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<SessionStore> store_;  // null without --data-dir
   std::mutex reaper_mu_;
   std::condition_variable reaper_cv_;
   bool reaper_stop_ = false;  // guarded by reaper_mu_

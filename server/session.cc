@@ -58,11 +58,12 @@ std::vector<std::weak_ptr<SessionObserver>> Session::TakeObservers(const std::st
 
 Result<std::shared_ptr<Session>> SessionRegistry::Create(const std::string& id,
                                                          const SessionLimits& limits,
-                                                         std::string token) {
+                                                         std::string token,
+                                                         int64_t created_unix_ms) {
   if (!id.empty()) {
     if (Status s = wire::ValidateSessionId(id); !s.ok()) return s.error();
   }
-  const int64_t now_ms = UnixNowMs();
+  const int64_t now_ms = created_unix_ms != 0 ? created_unix_ms : UnixNowMs();
   std::lock_guard<std::mutex> lock(mu_);
   if (sessions_.size() >= max_sessions_) {
     return Error{ErrorCode::kResourceExhausted,

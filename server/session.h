@@ -156,9 +156,10 @@ class SessionRegistry {
   /// Creates a session. Empty id: a fresh unique one is picked. Errors:
   /// kInvalidArgument (bad id), kAlreadyExists, kResourceExhausted (max
   /// sessions, or its kSessionOverheadBytes would pass the memory cap).
-  /// `token` is the session's secret (Session::token()).
+  /// `token` is the session's secret (Session::token()); `created_unix_ms`
+  /// its creation time (0: now; a restored session keeps its own).
   Result<std::shared_ptr<Session>> Create(const std::string& id, const SessionLimits& limits,
-                                          std::string token = {});
+                                          std::string token = {}, int64_t created_unix_ms = 0);
   /// The session, or nullptr. Finding a session counts as activity (Touch).
   std::shared_ptr<Session> Find(std::string_view id) const;
   /// Removes and returns the session (nullptr when unknown): waits for work

@@ -19,6 +19,11 @@ Checks (each one a CTest test):
               labels; hitboxd containers have gRPC liveness and readiness probes
               on a declared port; the pool's StatefulSet, headless Service and
               member list agree.
+  (compose and k8s) persistence: the compose hitboxd and the pool's
+              StatefulSet keep sessions in HITBOX_DATA_DIR on a writable
+              volume (compose: a declared named volume; the StatefulSet: a
+              volumeClaimTemplate); any HITBOX_DATA_DIR is on a writable mount
+              and HITBOX_FSYNC is always, everysec or no.
   monitoring  metrics: docs/metrics.md lists exactly the metric names
               server/metrics.cc exports; docker/hitbox-dashboard.json parses and
               its queries use only those names and their labels, through the
@@ -301,6 +306,27 @@ def check_credentials(env, mount_targets, where):
                f"{where}: HITBOX_ADMIN_TOKEN_FILE {token_file} is not on a mounted secret volume")
 
 
+def check_data_dir(env, mounts, where, required, volume_ok=lambda name: True):
+    """hitboxd's --data-dir must be on a writable volume (the image's own
+    filesystem is lost with the container, or read-only). `mounts` maps
+    mount paths to (volume name, read_only)."""
+    data_dir = str(env.get("HITBOX_DATA_DIR") or "")
+    fsync = env.get("HITBOX_FSYNC")
+    expect(fsync is None or str(fsync) in ("always", "everysec", "no"),
+           f"{where}: HITBOX_FSYNC {fsync!r} is not always, everysec or no")
+    if not data_dir:
+        expect(not required, f"{where}: no HITBOX_DATA_DIR: sessions are lost on every restart")
+        return
+    under = [(path, vol) for path, vol in mounts.items()
+             if data_dir == path.rstrip("/") or data_dir.startswith(path.rstrip("/") + "/")]
+    if not expect(under, f"{where}: HITBOX_DATA_DIR {data_dir} is not on a mounted volume"):
+        return
+    path, (volume, read_only) = max(under, key=lambda pv: len(pv[0]))
+    expect(not read_only, f"{where}: HITBOX_DATA_DIR {data_dir} is on read-only mount {path}")
+    expect(volume_ok(volume), f"{where}: HITBOX_DATA_DIR {data_dir} is on {volume!r}, "
+                              "which is not a persistent volume here")
+
+
 def check_compose(repo, use_mini):
     path = os.path.join(repo, "docker", "compose.yaml")
     if not expect(os.path.exists(path), "docker/compose.yaml is missing"):
@@ -352,6 +378,18 @@ def check_compose(repo, use_mini):
                    for v in svc.get("volumes", []) or []]
         if name == "hitboxd":
             check_credentials(env, targets, f"compose.yaml service {name}")
+            named = docs[0].get("volumes") or {}
+            vol_mounts = {}
+            for v in svc.get("volumes", []) or []:
+                if isinstance(v, str):
+                    parts = v.split(":")
+                    if len(parts) >= 2:
+                        vol_mounts[parts[1]] = (parts[0], len(parts) > 2 and "ro" in parts[2].split(","))
+                elif isinstance(v, dict):
+                    vol_mounts[str(v.get("target", ""))] = (str(v.get("source", "")),
+                                                            bool(v.get("read_only")))
+            check_data_dir(env, vol_mounts, f"compose.yaml service {name}", required=True,
+                           volume_ok=lambda vol: vol in named or vol.startswith((".", "/")))
         elif "HITBOX_ADDRESS" in env and env.get("HITBOX_ADDRESS", "").startswith("hitboxd"):
             expect("HITBOX_TOKEN" in env or "HITBOX_TOKEN" in text or "--token" in text,
                    f"compose.yaml service {name}: talks to hitboxd but sends no token "
@@ -427,6 +465,18 @@ def check_k8s(repo, use_mini):
                     expect(not listen or not env.get("HITBOX_LISTEN", "").startswith("127."),
                            f"{where}: hitboxd must listen on the pod IP for the kubelet's gRPC probes")
                     check_env_read(repo, "hitboxd", [k for k in env if k.startswith("HITBOX_")], where)
+                    claims = {t.get("metadata", {}).get("name") for t in
+                              doc["spec"].get("volumeClaimTemplates", []) or []}
+                    mounts = {m.get("mountPath", ""): (m.get("name"), bool(m.get("readOnly")))
+                              for m in c.get("volumeMounts", []) or []}
+                    if kind == "StatefulSet":
+                        # The pool: each pod's sessions on its own claim.
+                        check_data_dir(env, mounts, f"{where} container {c.get('name')}",
+                                       required=True, volume_ok=lambda vol: vol in claims)
+                    else:
+                        check_data_dir(env, mounts, f"{where} container {c.get('name')}",
+                                       required=False,
+                                       volume_ok=lambda vol: vol in pod_volumes or vol in claims)
                 pod_spec = doc["spec"]["template"]["spec"]
                 expect(pod_spec.get("automountServiceAccountToken") is False,
                        f"{where}: set automountServiceAccountToken: false (no API access needed)")
