@@ -33,6 +33,7 @@ BUILD_PACKAGES=(
   libspdlog-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libqhull-dev  # core: convex hulls (reentrant libqhull_r)
+  libtinygltf-dev libtinyobjloader-dev  # import/: glTF and OBJ level files
   python3  # tests/deploy: static checks of docker/ and the k8s manifests
   openssl  # tests: TLS test certificates are generated at test time
 )
