@@ -7,14 +7,6 @@
 namespace hitbox::import {
 namespace {
 
-Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
-
-std::string Num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  return buf;
-}
-
 Aabb BoundsOf(const std::vector<Vec3>& points) {
   Aabb b;
   for (const Vec3& p : points) b = b.Union(p);

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,15 @@
 #include "hitbox/status.h"
 
 namespace hitbox::import {
+
+/// A kInvalidArgument error with `message`.
+inline Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
+/// `v` in 9 significant digits, for messages.
+inline std::string Num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
 
 /// An affine transform: world = linear * local + translation.
 struct Affine {

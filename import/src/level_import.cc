@@ -23,14 +23,6 @@
 namespace hitbox::import {
 namespace {
 
-Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
-
-std::string Num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  return buf;
-}
-
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
