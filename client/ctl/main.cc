@@ -4,7 +4,7 @@
 //             [--tls-ca CA.pem [--tls-cert C.pem --tls-key K.pem]] <command> ...
 //
 // Commands: health, sessions list|create|get|delete, load, overlap, cast,
-// raycast, check, bench, route, import (`hitboxctl <command> --help`
+// raycast, check, bench, route, import, view (`hitboxctl <command> --help`
 // for each). Human tables by default, one JSON document on stdout with
 // --json. Exit codes: 0 success, 1 error (the server's message on stderr) or
 // failed check, 2 bad usage.
@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   AddBenchCommand(app, global, action);
   AddRouteCommand(app, global, action);
   AddImportCommand(app, global, action);
+  AddViewCommand(app, global, action);
 
   try {
     app.parse(argc, argv);

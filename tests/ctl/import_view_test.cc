@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,8 +14,11 @@
 #include "gltf_builder.h"
 #include "hitbox/client.h"
 #include "hitbox/import/level_import.h"
+#include "hitbox/view/world_svg.h"
 #include "hitbox/wire/convert.h"
+#include "ctl_runner.h"
 #include "process.h"
+#include "svg_parse.h"
 
 namespace hitbox::ctl_test {
 namespace {
@@ -22,12 +26,13 @@ namespace {
 using nlohmann::json;
 using hitbox::testing::BoxMesh;
 using hitbox::testing::GltfBuilder;
+using hitbox::testing::ParseXml;
 using hitbox::testing::RoundMesh;
+using hitbox::testing::XmlDocument;
 
 // An imported mesh collider always fits on the wire.
 static_assert(import::kDefaultMaxMeshTriangles == wire::kMaxWireMeshTriangles);
 
-const std::string kCtl = std::string(HITBOX_BINARY_DIR) + "/bin/hitboxctl";
 const std::string kData = std::string(HITBOX_SOURCE_DIR) + "/tests/import/data/";
 
 class ImportViewTest : public ::testing::Test {
@@ -40,22 +45,10 @@ class ImportViewTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  RunResult Ctl(std::vector<std::string> args) {
-    args.insert(args.begin(), {kCtl, "--address", server_.address(), "--timeout", "20"});
-    return RunProcess(args, {"HITBOX_ADDRESS="});
-  }
-  json CtlJson(std::vector<std::string> args) {
-    args.insert(args.begin(), "--json");
-    const RunResult r = Ctl(args);
-    EXPECT_EQ(r.code, 0) << Describe(args, r);
-    const json doc = json::parse(r.out, nullptr, false);
-    EXPECT_FALSE(doc.is_discarded()) << "not JSON: " << Describe(args, r);
-    return doc.is_discarded() ? json::object() : doc;
-  }
+  RunResult Ctl(const std::vector<std::string>& args) const { return ctl_.Run(args); }
+  json CtlJson(const std::vector<std::string>& args) const { return ctl_.Json(args); }
   static std::string Describe(const std::vector<std::string>& args, const RunResult& r) {
-    std::string cmd = "hitboxctl";
-    for (const auto& a : args) cmd += " " + a;
-    return cmd + "\nexit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+    return CtlRunner::Describe(args, r);
   }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
@@ -80,6 +73,7 @@ class ImportViewTest : public ::testing::Test {
   }
 
   Hitboxd server_;
+  CtlRunner ctl_{server_.address()};
   std::string dir_;
 };
 
@@ -177,6 +171,61 @@ TEST_F(ImportViewTest, ImportedLevelAnswersLikeHandWrittenScene) {
     hits += a->results[i].hits.size();
   }
   EXPECT_GT(hits, 100u);  // many hits compared, not just misses
+}
+
+// `view SESSION -o world.svg --side --queries FILE` draws the session read
+// back from hitboxd, runs the queries there and marks their hits: a
+// well-formed SVG with one group per collider and view, coloured by layer.
+TEST_F(ImportViewTest, ViewDrawsSessionQueriesAndHits) {
+  ASSERT_EQ(Ctl({"load", "arena", WriteArena(), "--create"}).code, 0);
+  const std::string queries = Path("queries.json");
+  std::ofstream(queries) << R"({"queries": [
+    {"id": 1, "raycast": {"origin": [5, 10, 5], "translation": [0, -20, 0]}},
+    {"id": 2, "sweep": {"shape": {"sphere": {"radius": 0.5}}, "position": [-15, 1, 5],
+                        "rotation": [0, 0, 0, 1], "translation": [20, 0, 0]}},
+    {"id": 3, "overlap": {"shape": {"box": {"half_extents": [1, 1, 1]}}, "position": [-5, 1, -5]}},
+    {"id": 4, "raycast": {"origin": [30, 10, 30], "translation": [0, 1, 0]}}]})";
+  const std::string svg = Path("world.svg");
+  const json r = CtlJson({"view", "arena", "-o", svg, "--side", "--queries", queries});
+  EXPECT_EQ(r.value("session_colliders", 0), 5);
+  EXPECT_EQ(r.value("queries", 0), 4);
+  const XmlDocument doc = ParseXml(ReadFile(svg));
+  ASSERT_TRUE(doc.ok) << doc.error;
+  for (uint64_t id = 1; id <= 5; ++id) {
+    ASSERT_NE(doc.ById("collider-" + std::to_string(id)), nullptr) << id;
+    ASSERT_NE(doc.ById("side-collider-" + std::to_string(id)), nullptr) << id;
+  }
+  EXPECT_EQ(doc.ById("collider-2")->Attr("fill"), view::LayerColor(2));  // the crate's extras layer
+  EXPECT_EQ(doc.ById("collider-3")->Attr("fill"), view::LayerColor(1));  // inherited from "props"
+  EXPECT_NE(doc.TitleOf(*doc.ById("collider-2")).find("user_data 42"), std::string::npos);
+  // The ray from above hits the crate's top (id 2); the sweep along x meets the ball (id 3).
+  ASSERT_NE(doc.ById("hit-1-2"), nullptr);
+  ASSERT_NE(doc.ById("hit-2-3"), nullptr);
+  ASSERT_NE(doc.ById("side-hit-1-2"), nullptr);
+  // The box touches the floor (top at y = 0) and holds the pill.
+  EXPECT_NE(doc.TitleOf(*doc.ById("query-3")).find("overlaps 1 4"), std::string::npos)
+      << doc.TitleOf(*doc.ById("query-3"));
+  EXPECT_NE(doc.TitleOf(*doc.ById("query-4")).find("no hit"), std::string::npos);
+}
+
+// --map NAME says maps are not served yet; --map-file draws a level in grey.
+TEST_F(ImportViewTest, ViewMapHooks) {
+  ASSERT_EQ(Ctl({"sessions", "create", "s"}).code, 0);
+  const RunResult map = Ctl({"view", "s", "-o", Path("m.svg"), "--map", "arena"});
+  EXPECT_EQ(map.code, 1);
+  EXPECT_NE(map.err.find("no shared maps yet"), std::string::npos) << map.err;
+  EXPECT_FALSE(std::filesystem::exists(Path("m.svg")));
+  const std::string svg = Path("f.svg");
+  ASSERT_EQ(Ctl({"view", "s", "-o", svg, "--map-file", kData + "level.obj"}).code, 0);
+  const XmlDocument doc = ParseXml(ReadFile(svg));
+  ASSERT_TRUE(doc.ok) << doc.error;
+  for (uint64_t id = 1; id <= 4; ++id) {
+    const auto* g = doc.ById("map-collider-" + std::to_string(id));
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(g->Attr("class"), "collider map");
+    EXPECT_EQ(g->Attr("fill"), view::kMapColor);
+  }
+  EXPECT_EQ(Ctl({"view", "nope", "-o", Path("n.svg")}).code, 1);  // unknown session
 }
 
 }  // namespace
