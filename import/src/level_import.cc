@@ -467,8 +467,10 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
       if (Status s = ReadMesh(model, node.mesh, &geometry, &level->report.notes); !s.ok()) {
         return Invalid(path + ": " + where + ": " + s.message());
       }
-      if (!geometry.triangles.empty() || geometry.role != Role::kMesh) {
-        if (Status s = builder.AddNode(geometry); !s.ok()) return Invalid(path + ": " + s.message());
+      if (geometry.vertices.empty()) {
+        level->report.notes.push_back(where + ": no triangles, no collider made");
+      } else if (Status s = builder.AddNode(geometry); !s.ok()) {
+        return Invalid(path + ": " + s.message());
       }
     }
     for (int child : node.children) {

@@ -306,6 +306,21 @@ TEST(LevelImport, LargeHullsAreReducedOrRefused) {
   EXPECT_NE(refused.error().message.find("at most 256"), std::string::npos) << refused.error().message;
 }
 
+// Points and lines cannot collide: skipped, and a node left without triangles
+// makes no collider (said in the report).
+TEST(LevelImport, PointsAndLinesAreSkipped) {
+  GltfBuilder b;
+  const int marker = b.AddMesh("marker", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+  b.model().meshes[static_cast<size_t>(marker)].primitives[0].mode = TINYGLTF_MODE_POINTS;
+  b.AddNode("UBX_spawn", marker);
+  b.AddNode("wall", b.AddMesh("wall", BoxMesh({-1, -1, -1}, {1, 1, 1})));
+  auto level = WriteAndImport(b, "points.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  EXPECT_EQ(level->colliders.size(), 1u);
+  EXPECT_TRUE(HasNote(*level, "node 0 'UBX_spawn': mesh 0 primitive 0 draws points or lines, skipped"));
+  EXPECT_TRUE(HasNote(*level, "node 0 'UBX_spawn': no triangles, no collider made"));
+}
+
 // A flat UBX_ cannot be a box: the error names the node and the axis.
 TEST(LevelImport, FlatPrimitiveIsAnError) {
   GltfBuilder b;
