@@ -59,7 +59,8 @@ int RunLoad(const GlobalOptions& global, const LoadArgs& args) {
                 std::to_string(info->collider_count) + " and allows at most " +
                 std::to_string(limits.max_colliders) + " (nothing was loaded)");
   }
-  const size_t batch = BatchSize(args.batch, limits.max_changes_per_message);
+  const size_t batch = BatchWithinBytes(
+      colliders, BatchSize(args.batch, limits.max_changes_per_message), kLoadMessageBudget);
   const UploadResult up =
       Upload(*client, args.session, colliders, batch, !global.quiet && !global.json);
   if (!up.status.ok()) {

@@ -1,5 +1,7 @@
 #include "level_file.h"
 
+#include <algorithm>
+
 #include "scene_file.h"
 
 namespace hitbox::ctl {
@@ -23,6 +25,23 @@ Result<SceneInput> ReadSceneInput(const std::string& path, const import::ImportO
   in.sources.reserve(in.colliders.size());
   for (size_t i = 0; i < in.colliders.size(); ++i) in.sources.push_back(DescribeEntry(entries, i));
   return in;
+}
+
+size_t WireBytesEstimate(const Collider& c) {
+  constexpr size_t kFixed = 128;  // id, layer, user data, pose, framing
+  constexpr size_t kPoint = 3 * 9;
+  if (const TriangleMeshShape* m = c.shape.mesh_input()) {
+    return kFixed + m->vertices.size() * kPoint + m->triangles.size() * 3 * 5;
+  }
+  if (const HeightfieldShape* h = c.shape.heightfield_input()) return kFixed + h->heights.size() * 9;
+  if (const ConvexHullData* h = c.shape.hull()) return kFixed + h->input_points().size() * kPoint;
+  return kFixed;
+}
+
+size_t BatchWithinBytes(const std::vector<Collider>& colliders, size_t batch, size_t budget) {
+  size_t largest = 1;
+  for (const Collider& c : colliders) largest = std::max(largest, WireBytesEstimate(c));
+  return std::max<size_t>(1, std::min(batch, budget / largest));
 }
 
 nlohmann::json ReportToJson(const import::ImportReport& r) {

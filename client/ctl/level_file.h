@@ -30,6 +30,18 @@ struct SceneInput {
 /// with `options`, anything else as a JSON scene. Errors name the file.
 Result<SceneInput> ReadSceneInput(const std::string& path, const import::ImportOptions& options);
 
+/// Bytes one collider takes on the wire, roughly (a little over, to be safe):
+/// meshes, hulls and heightfields by their sizes, primitives a flat amount.
+size_t WireBytesEstimate(const Collider& c);
+
+/// Colliders per ApplyChanges message: `batch`, lowered so that a message of
+/// the largest colliders stays within `budget` bytes (at least 1), so that big
+/// meshes do not make a message the server refuses.
+size_t BatchWithinBytes(const std::vector<Collider>& colliders, size_t batch, size_t budget);
+
+/// Bytes per message `load` aims for (hitboxd's default limit is 64 MiB).
+inline constexpr size_t kLoadMessageBudget = 16u << 20;
+
 /// The report as JSON: file, format, colliders, counts per kind, nodes,
 /// triangles, dropped_triangles, bounds {min, max} (null when empty),
 /// seconds, notes.

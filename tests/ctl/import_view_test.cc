@@ -173,6 +173,41 @@ TEST_F(ImportViewTest, ImportedLevelAnswersLikeHandWrittenScene) {
   EXPECT_GT(hits, 100u);  // many hits compared, not just misses
 }
 
+// A level with a 2^18-triangle terrain still loads: messages are kept to
+// about 16 MiB, so the big mesh travels with at most one other collider.
+TEST_F(ImportViewTest, LargeLevelLoadsInBoundedMessages) {
+  hitbox::testing::TestMesh terrain;
+  const uint32_t n = 362;  // 362 x 362 cells, 2 triangles each: 262,088 triangles
+  for (uint32_t r = 0; r <= n; ++r) {
+    for (uint32_t c = 0; c <= n; ++c) {
+      terrain.vertices.push_back({static_cast<float>(c) * 0.5f, 0.3f * static_cast<float>((r * 7 + c * 3) % 5),
+                                  static_cast<float>(r) * 0.5f});
+    }
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    for (uint32_t c = 0; c < n; ++c) {
+      const uint32_t a = r * (n + 1) + c;
+      terrain.triangles.push_back({a, a + 1, a + n + 2});
+      terrain.triangles.push_back({a, a + n + 2, a + n + 1});
+    }
+  }
+  GltfBuilder b;
+  b.AddNode("terrain", b.AddMesh("terrain", terrain));
+  const int cube = b.AddMesh("cube", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+  for (int i = 0; i < 10; ++i) b.AddNode("UBX_" + std::to_string(i), cube, {{i * 5.0, 3, 5}, {}, {}});
+  const std::string glb = Path("terrain.glb");
+  ASSERT_TRUE(b.Write(glb));
+  const json r = CtlJson({"load", "big", glb, "--create"});
+  EXPECT_EQ(r.value("loaded", 0), 11);
+  EXPECT_EQ(r.value("collider_count", 0), 11);
+  EXPECT_EQ(r.value("batch_size", 0), 2);
+  EXPECT_EQ(r.at("import").value("triangles", 0), 2 * 362 * 362);
+  // The ray from above meets the terrain (id 1) between the crates.
+  const json hit = CtlJson({"raycast", "big", "--origin", "2.6,10,90.1", "--translation", "0,-20,0"});
+  ASSERT_EQ(hit.at("hits").size(), 1u) << hit.dump();
+  EXPECT_EQ(hit.at("hits")[0].value("id", 0), 1);
+}
+
 // `view SESSION -o world.svg --side --queries FILE` draws the session read
 // back from hitboxd, runs the queries there and marks their hits: a
 // well-formed SVG with one group per collider and view, coloured by layer.
