@@ -499,6 +499,12 @@ Status ImportObj(const std::string& path, const ImportOptions& options, Level* l
   }
   const std::vector<tinyobj::real_t>& v = reader.GetAttrib().vertices;
   const size_t vertex_count = v.size() / 3;
+  // tinyobjloader drops a polygon (4+ corners) with an index past the
+  // vertices and only warns: that is a broken file, not a smaller level.
+  if (reader.Warning().find("invalid vertex index") != std::string::npos) {
+    return Invalid(path + ": a polygon uses a vertex index beyond the " + std::to_string(vertex_count) +
+                   " vertices (tinyobjloader: face with invalid vertex index)");
+  }
   Builder builder(options, level);
   const auto& shapes = reader.GetShapes();
   for (size_t s = 0; s < shapes.size(); ++s) {
