@@ -34,6 +34,8 @@ BUILD_PACKAGES=(
   libcpp-httplib-dev  # server: the Prometheus endpoint (--metrics-listen)
   libgtest-dev libgmock-dev libbenchmark-dev
   libqhull-dev  # core: convex hulls (reentrant libqhull_r)
+  libtinygltf-dev libtinyobjloader-dev  # import/: glTF and OBJ level files
+  libexpat1-dev  # tests: the SVG of `hitboxctl view` is parsed as XML
   python3  # tests/deploy: static checks of docker/ and the k8s manifests
   openssl  # tests: TLS test certificates are generated at test time
 )

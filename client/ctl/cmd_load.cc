@@ -1,11 +1,12 @@
-// `hitboxctl load SESSION FILE`: uploads the colliders of a scene file.
+// `hitboxctl load SESSION FILE`: uploads the colliders of a scene file, or
+// of a level file (.gltf, .glb, .obj) through the importer (import/).
 //
 // The whole file is parsed and validated first, so a bad entry is reported
-// (with its index and id) before anything is sent. The colliders then go out
-// in ApplyChanges batches no larger than the session's max_changes_per_message.
-// If the server rejects a batch, the error names the file entry it came from,
-// and what this run added is taken out again (the session is deleted when
-// --create made it), unless --keep-partial.
+// (with its index and id, or its node) before anything is sent. The
+// colliders then go out in ApplyChanges batches no larger than the session's
+// max_changes_per_message. If the server rejects a batch, the error names the
+// file entry it came from, and what this run added is taken out again (the
+// session is deleted when --create made it), unless --keep-partial.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "ctl.h"
+#include "level_file.h"
 #include "output.h"
 #include "scene_file.h"
 #include "upload.h"
@@ -26,16 +28,17 @@ struct LoadArgs {
   bool create = false;
   size_t batch = 4096;
   bool keep_partial = false;
+  import::ImportOptions import;
 };
 
 int RunLoad(const GlobalOptions& global, const LoadArgs& args) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto doc = ReadJsonFile(args.file);
-  if (!doc.ok()) return Fail(doc.error().message);
-  auto scene = ParseScene(*doc);
-  if (!scene.ok()) return Fail(args.file + ": " + scene.error().message);
-  const std::vector<Collider>& colliders = *scene;
-  const nlohmann::json& entries = doc->at("colliders");
+  auto input = ReadSceneInput(args.file, args.import);
+  if (!input.ok()) return Fail(input.error().message);
+  const std::vector<Collider>& colliders = input->colliders;
+  if (input->report && !global.quiet && !global.json) {
+    std::fprintf(stderr, "%s", input->report->ToString().c_str());
+  }
 
   auto client = global.MakeClient();
   bool created = false;
@@ -56,14 +59,16 @@ int RunLoad(const GlobalOptions& global, const LoadArgs& args) {
                 std::to_string(info->collider_count) + " and allows at most " +
                 std::to_string(limits.max_colliders) + " (nothing was loaded)");
   }
-  const size_t batch = BatchSize(args.batch, limits.max_changes_per_message);
+  const size_t batch = BatchWithinBytes(
+      colliders, BatchSize(args.batch, limits.max_changes_per_message), kLoadMessageBudget);
   const UploadResult up =
       Upload(*client, args.session, colliders, batch, !global.quiet && !global.json);
   if (!up.status.ok()) {
     std::string where = "load " + args.file + ": ";
-    where += up.bad_index ? DescribeEntry(entries, *up.bad_index)
-                          : "batch colliders[" + std::to_string(up.batch_begin) + ".." +
-                                std::to_string(up.batch_end - 1) + "]";
+    where += up.bad_index && *up.bad_index < input->sources.size()
+                 ? input->sources[*up.bad_index]
+                 : "batch colliders[" + std::to_string(up.batch_begin) + ".." +
+                       std::to_string(up.batch_end - 1) + "]";
     Fail(up.status, where);
     if (args.keep_partial) {
       std::fprintf(stderr, "hitboxctl: kept the %zu colliders loaded before the error\n", up.loaded);
@@ -96,6 +101,7 @@ int RunLoad(const GlobalOptions& global, const LoadArgs& args) {
                {"collider_count", last.collider_count},
                {"seconds", seconds}};
     if (!token.empty()) out["token"] = token;
+    if (input->report) out["import"] = ReportToJson(*input->report);
     PrintJson(out);
   } else {
     std::printf("loaded %zu colliders into session %s in %zu batch%s (%.2f s): %llu colliders, "
@@ -113,9 +119,12 @@ int RunLoad(const GlobalOptions& global, const LoadArgs& args) {
 void AddLoadCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
   auto args = std::make_shared<LoadArgs>();
   auto* cmd = app.add_subcommand(
-      "load", "load the colliders of a scene file (JSON, the collider form of the case files)");
+      "load",
+      "load the colliders of a scene file (JSON, the collider form of the case files) or of a "
+      "level file (glTF, GLB, OBJ; see `import`)");
   cmd->add_option("session", args->session, "session id")->required();
-  cmd->add_option("file", args->file, "scene or case file (.json or .json.gz)")
+  cmd->add_option("file", args->file,
+                  "scene or case file (.json or .json.gz), or level file (.gltf, .glb, .obj)")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_flag("--create", args->create, "create the session first");
@@ -125,6 +134,7 @@ void AddLoadCommand(CLI::App& app, const GlobalOptions& global, Action& action) 
       ->capture_default_str();
   cmd->add_flag("--keep-partial", args->keep_partial,
                 "on a rejected batch keep what was loaded before it (default: take it out again)");
+  AddImportOptions(cmd, &args->import);
   cmd->callback([&global, &action, args] {
     action = [&global, args] { return RunLoad(global, *args); };
   });

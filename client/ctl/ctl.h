@@ -77,5 +77,7 @@ void AddQueryCommands(CLI::App& app, const GlobalOptions& global, Action& action
 void AddCheckCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddRouteCommand(CLI::App& app, const GlobalOptions& global, Action& action);
+void AddImportCommand(CLI::App& app, const GlobalOptions& global, Action& action);
+void AddViewCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 
 }  // namespace hitbox::ctl

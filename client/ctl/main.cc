@@ -4,9 +4,10 @@
 //             [--tls-ca CA.pem [--tls-cert C.pem --tls-key K.pem]] <command> ...
 //
 // Commands: health, sessions list|create|get|delete, load, overlap, cast,
-// raycast, check, bench, route (`hitboxctl <command> --help` for each). Human tables
-// by default, one JSON document on stdout with --json. Exit codes: 0 success,
-// 1 error (the server's message on stderr) or failed check, 2 bad usage.
+// raycast, check, bench, route, import, view (`hitboxctl <command> --help`
+// for each). Human tables by default, one JSON document on stdout with
+// --json. Exit codes: 0 success, 1 error (the server's message on stderr) or
+// failed check, 2 bad usage.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
   AddCheckCommand(app, global, action);
   AddBenchCommand(app, global, action);
   AddRouteCommand(app, global, action);
+  AddImportCommand(app, global, action);
+  AddViewCommand(app, global, action);
 
   try {
     app.parse(argc, argv);

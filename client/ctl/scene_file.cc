@@ -317,4 +317,8 @@ Result<std::vector<Collider>> ParseScene(const nlohmann::json& doc) {
   return colliders;
 }
 
+Result<Shape> ParseShape(const nlohmann::json& j, const std::string& field) { return ReadShape(j, field); }
+Result<Vec3> ParseVec3(const nlohmann::json& j, const std::string& field) { return ReadVec3(j, field); }
+Result<Quat> ParseQuat(const nlohmann::json& j, const std::string& field) { return ReadQuat(j, field); }
+
 }  // namespace hitbox::ctl

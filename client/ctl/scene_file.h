@@ -40,4 +40,12 @@ Result<Collider> ParseCollider(const nlohmann::json& entry, size_t index);
 /// (naming both positions).
 Result<std::vector<Collider>> ParseScene(const nlohmann::json& doc);
 
+/// A shape in the collider form ({"box": {...}} etc.), checked as in
+/// ParseCollider; errors start with `field`. Shared with query files.
+Result<Shape> ParseShape(const nlohmann::json& j, const std::string& field);
+/// [x, y, z], finite; errors name `field`.
+Result<Vec3> ParseVec3(const nlohmann::json& j, const std::string& field);
+/// [x, y, z, w], unit within 1e-6 (returned normalized); errors name `field`.
+Result<Quat> ParseQuat(const nlohmann::json& j, const std::string& field);
+
 }  // namespace hitbox::ctl

@@ -1,0 +1,122 @@
+// Level import: game levels in glTF 2.0 (.gltf with its buffers, .glb) or
+// Wavefront OBJ (.obj) turned into colliders, with a report. Parsing is done
+// by Debian's tinygltf and tinyobjloader; this library only walks what they
+// read. It depends on hitbox_core alone (no gRPC), so hitboxctl's `import` /
+// `load` and hitboxd's map loader call the same function.
+//
+// Frames: the file's own (glTF: right-handed, metres, +Y up, the same as
+// Hitbox's). OBJ has no hierarchy; its vertices are taken as world points.
+//
+// What each node (glTF) or object/group (OBJ) becomes, by the name of the
+// node, else of its mesh (the collision naming of Unreal Engine):
+//   UCX_*  convex_hull of its vertices (more than 256 distinct points are
+//          reduced to the hull's own vertices; a hull that still has more
+//          than 256 vertices is an error naming the node)
+//   UBX_*  box      fitted to its vertices in the node's local frame
+//   USP_*  sphere   fitted to its vertices (centre of their box, radius to
+//          the farthest one)
+//   UCP_*  capsule  along the longest local axis of its vertices' box,
+//          radius and half height the smallest that hold every vertex
+//   other  mesh     its triangles (degenerate ones dropped and counted)
+// The node's world transform (parents applied) is split into a rotation and
+// translation, which become the collider's pose, and a scale, which is baked
+// into the vertices before fitting ("fit in the local frame, then place").
+// A sphere or capsule under non-uniform scale is an ellipsoid and so becomes
+// a convex hull; any primitive under a shearing transform (non-uniform scale
+// above a rotated child) becomes a convex hull too; the report says which.
+// A box stays a box under non-uniform scale along its own axes.
+//
+// glTF `extras` (on the node, else its mesh, else the nearest ancestor node):
+//   "hitbox_layer":     integer in [0, 31] (default ImportOptions::layer)
+//   "hitbox_user_data": unsigned integer, or a decimal string for values
+//                       above 2^53 (default 0)
+// e.g. "extras": {"hitbox_layer": 3, "hitbox_user_data": 42}.
+//
+// Limits: every collider made passes core's checks (hulls of 4..256 points,
+// sizes and coordinates in range) and the wire's (a mesh of more than
+// ImportOptions::max_mesh_triangles triangles is split into several mesh
+// colliders, said in the report), so an imported level always uploads.
+// Errors name the file and the node (glTF: "node 3 'UBX_crate'"), object
+// (OBJ: "object 'wall'") or line (OBJ syntax errors, from tinyobjloader).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hitbox/collider_set.h"
+#include "hitbox/math.h"
+#include "hitbox/shapes.h"
+#include "hitbox/status.h"
+
+namespace hitbox::import {
+
+/// Most triangles one imported mesh collider holds by default: the wire's
+/// kMaxWireMeshTriangles (hitboxctl checks they are equal at compile time).
+inline constexpr uint64_t kDefaultMaxMeshTriangles = 1ull << 20;
+
+/// The file formats ImportLevel reads.
+enum class LevelFormat : uint8_t { kGltf = 0, kGlb = 1, kObj = 2 };
+/// "gltf", "glb" or "obj".
+const char* LevelFormatName(LevelFormat format);
+
+/// True when `path` ends in .gltf, .glb or .obj (any case): a level file
+/// rather than a JSON scene.
+bool IsLevelFile(const std::string& path);
+
+/// Settings of one import.
+struct ImportOptions {
+  /// Id of the first collider; the rest follow in file order (glTF: depth
+  /// first from the scene's root nodes; OBJ: object order).
+  uint64_t first_id = 1;
+  /// Layer of colliders whose extras name none, in [0, 31].
+  uint32_t layer = 0;
+  /// Most triangles in one mesh collider (larger meshes are split), >= 1.
+  uint64_t max_mesh_triangles = kDefaultMaxMeshTriangles;
+};
+
+/// What an import made, for people and for the server's map listing.
+struct ImportReport {
+  /// The file as given, and its format.
+  std::string file;
+  LevelFormat format = LevelFormat::kGltf;
+  /// Colliders made, per ShapeKind (indexed by the kind's value).
+  std::array<uint64_t, kShapeKindCount> counts{};
+  /// Nodes (glTF) or objects (OBJ) with geometry that were looked at.
+  uint64_t nodes = 0;
+  /// Triangles kept in mesh colliders.
+  uint64_t triangles = 0;
+  /// Degenerate triangles dropped (a repeated vertex, or an area below 1e-9
+  /// of the square of the longest edge).
+  uint64_t dropped_triangles = 0;
+  /// World bounds of every collider made (empty when none).
+  Aabb bounds;
+  /// Wall-clock seconds spent reading and converting.
+  double seconds = 0.0;
+  /// One line per decision worth knowing: a primitive that became a hull,
+  /// a reduced hull, a split mesh, a node without triangles.
+  std::vector<std::string> notes;
+
+  /// Total colliders made.
+  uint64_t colliders() const;
+  /// A few lines for a terminal: counts, triangles, bounds, time, notes.
+  std::string ToString() const;
+};
+
+/// An imported level: its colliders, where each came from, and the report.
+struct Level {
+  /// In id order (first_id, first_id + 1, ...).
+  std::vector<Collider> colliders;
+  /// sources[i]: the node or object colliders[i] came from, e.g.
+  /// "node 3 'UBX_crate'" (for error messages that name the node).
+  std::vector<std::string> sources;
+  ImportReport report;
+};
+
+/// Reads a level file (format from its extension). kInvalidArgument with a
+/// message naming the file and the node/object/line for anything wrong;
+/// kNotFound when the file cannot be read. Nothing is returned half-made.
+[[nodiscard]] Result<Level> ImportLevel(const std::string& path, const ImportOptions& options = {});
+
+}  // namespace hitbox::import

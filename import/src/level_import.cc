@@ -1,0 +1,622 @@
+// Level import: tinygltf / tinyobjloader read the file; this walks nodes
+// (glTF, parents first) or objects (OBJ) into NodeGeometry, and AddNode turns
+// each into colliders by its name (see level_import.h).
+#include "hitbox/import/level_import.h"
+
+#include <tiny_gltf.h>
+#include <tiny_obj_loader.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+
+#include "fit.h"
+
+namespace hitbox::import {
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+using Triangle = std::array<uint32_t, 3>;
+
+/// What a node is made into, from its name.
+enum class Role : uint8_t { kMesh, kHull, kBox, kSphere, kCapsule };
+
+Role RoleOf(const std::string& name) {
+  if (name.rfind("UCX_", 0) == 0) return Role::kHull;
+  if (name.rfind("UBX_", 0) == 0) return Role::kBox;
+  if (name.rfind("USP_", 0) == 0) return Role::kSphere;
+  if (name.rfind("UCP_", 0) == 0) return Role::kCapsule;
+  return Role::kMesh;
+}
+
+const char* RoleShapeName(Role role) {
+  switch (role) {
+    case Role::kHull: return "convex_hull";
+    case Role::kBox: return "box";
+    case Role::kSphere: return "sphere";
+    case Role::kCapsule: return "capsule";
+    case Role::kMesh: break;
+  }
+  return "mesh";
+}
+
+/// One node's (or OBJ object's) geometry in its local frame, and its settings.
+struct NodeGeometry {
+  /// "node 3 'UBX_crate'" or "object 'wall'": named in errors and notes.
+  std::string where;
+  Role role = Role::kMesh;
+  std::vector<Vec3> vertices;
+  std::vector<Triangle> triangles;
+  Affine world;
+  uint32_t layer = 0;
+  uint64_t user_data = 0;
+};
+
+/// Collects colliders and the report while nodes are added.
+class Builder {
+ public:
+  Builder(const ImportOptions& options, Level* level) : options_(options), level_(level) {}
+
+  Status AddNode(const NodeGeometry& node) {
+    ++level_->report.nodes;
+    auto split = Split(node.world);
+    if (!split.ok()) return Invalid(node.where + ": " + split.error().message);
+    std::vector<Vec3> baked;
+    baked.reserve(node.vertices.size());
+    for (const Vec3& v : node.vertices) baked.push_back(split->bake * v);
+    if (node.role == Role::kMesh) return AddMesh(node, *split, baked);
+
+    Role role = node.role;
+    const bool ellipsoid = split->non_uniform && (role == Role::kSphere || role == Role::kCapsule);
+    if (ellipsoid || (split->shear && role == Role::kBox)) {
+      Note(node.where + ": a " + RoleShapeName(role) + " under " +
+           (split->shear ? "a shearing transform" : "non-uniform scale") +
+           ", made a convex_hull of its vertices instead");
+      role = Role::kHull;
+    }
+    Result<Fitted> fitted = Invalid("");
+    size_t reduced_from = 0;
+    switch (role) {
+      case Role::kBox: fitted = FitBox(baked); break;
+      case Role::kSphere: fitted = FitSphere(baked); break;
+      case Role::kCapsule: fitted = FitCapsule(baked); break;
+      default: fitted = FitHull(baked, &reduced_from); break;
+    }
+    if (!fitted.ok()) {
+      return Invalid(node.where + ": cannot make a " + RoleShapeName(role) + ": " +
+                     fitted.error().message);
+    }
+    if (reduced_from > 0) {
+      Note(node.where + ": " + std::to_string(reduced_from) +
+           " distinct vertices reduced to the hull's " +
+           std::to_string(fitted->shape.hull()->vertices().size()) + " vertices");
+    }
+    Add(node, fitted->shape, split->pose * fitted->offset);
+    return Status::Ok();
+  }
+
+ private:
+  Status AddMesh(const NodeGeometry& node, const SplitTransform& split, const std::vector<Vec3>& baked) {
+    std::vector<Triangle> kept;
+    kept.reserve(node.triangles.size());
+    for (const Triangle& t : node.triangles) {
+      if (IsDegenerate(baked[t[0]], baked[t[1]], baked[t[2]])) {
+        ++level_->report.dropped_triangles;
+      } else {
+        kept.push_back(t);
+      }
+    }
+    if (kept.empty()) {
+      Note(node.where + ": no triangle of non-zero area (" + std::to_string(node.triangles.size()) +
+           " given), no collider made");
+      return Status::Ok();
+    }
+    const uint64_t max = std::max<uint64_t>(1, options_.max_mesh_triangles);
+    const size_t pieces = static_cast<size_t>((kept.size() + max - 1) / max);
+    if (pieces > 1) {
+      Note(node.where + ": " + std::to_string(kept.size()) + " triangles split into " +
+           std::to_string(pieces) + " mesh colliders of at most " + std::to_string(max));
+    }
+    for (size_t p = 0; p < pieces; ++p) {
+      const size_t begin = p * max;
+      const size_t end = std::min(kept.size(), begin + static_cast<size_t>(max));
+      TriangleMeshShape mesh;
+      std::unordered_map<uint32_t, uint32_t> remap;
+      mesh.triangles.reserve(end - begin);
+      for (size_t t = begin; t < end; ++t) {
+        Triangle out{};
+        for (int k = 0; k < 3; ++k) {
+          const auto [it, fresh] = remap.emplace(kept[t][k], static_cast<uint32_t>(mesh.vertices.size()));
+          if (fresh) mesh.vertices.push_back(baked[kept[t][k]]);
+          out[k] = it->second;
+        }
+        mesh.triangles.push_back(out);
+      }
+      auto shape = Shape::Make(mesh);
+      if (!shape.ok()) return Invalid(node.where + ": " + shape.error().message);
+      level_->report.triangles += mesh.triangles.size();
+      Add(node, *shape, split.pose);
+    }
+    return Status::Ok();
+  }
+
+  void Add(const NodeGeometry& node, const Shape& shape, const Pose& pose) {
+    Collider c;
+    c.id = options_.first_id + level_->colliders.size();
+    c.shape = shape;
+    c.pose = Pose(pose.position, pose.rotation.Normalized());
+    c.layer = node.layer;
+    c.user_data = node.user_data;
+    level_->report.counts[static_cast<size_t>(shape.kind())] += 1;
+    level_->report.bounds = level_->report.bounds.Union(shape.WorldBounds(c.pose));
+    level_->colliders.push_back(std::move(c));
+    level_->sources.push_back(node.where);
+  }
+
+  void Note(std::string note) { level_->report.notes.push_back(std::move(note)); }
+
+  const ImportOptions& options_;
+  Level* level_;
+};
+
+// --- glTF -------------------------------------------------------------------
+
+std::string DescribeNode(const tinygltf::Model& model, int index) {
+  std::string s = "node " + std::to_string(index);
+  const std::string& name = model.nodes[static_cast<size_t>(index)].name;
+  if (!name.empty()) s += " '" + name + "'";
+  return s;
+}
+
+/// Keeps the image bytes undecoded: collision needs no textures.
+bool SkipImage(tinygltf::Image*, const int, std::string*, std::string*, int, int,
+               const unsigned char*, int, void*) {
+  return true;
+}
+
+/// Reads an integer-valued extras entry in [0, max].
+Result<uint64_t> ExtrasInteger(const tinygltf::Value& v, const std::string& field, uint64_t max) {
+  uint64_t out = 0;
+  if (v.IsInt()) {
+    if (v.GetNumberAsInt() < 0) return Invalid(field + " must not be negative");
+    out = static_cast<uint64_t>(v.GetNumberAsInt());
+  } else if (v.IsNumber()) {
+    const double d = v.GetNumberAsDouble();
+    if (!(d >= 0.0 && d <= 9007199254740992.0 && std::floor(d) == d)) {
+      return Invalid(field + " must be an integer in [0, 2^53] (a decimal string above), got " + Num(d));
+    }
+    out = static_cast<uint64_t>(d);
+  } else if (v.IsString()) {
+    const std::string& s = v.Get<std::string>();
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    if (ec != std::errc() || end != s.data() + s.size() || s.empty()) {
+      return Invalid(field + " must be an unsigned decimal integer, got \"" + s + "\"");
+    }
+  } else {
+    return Invalid(field + " must be an integer");
+  }
+  if (out > max) return Invalid(field + " must be at most " + std::to_string(max) + ", got " + std::to_string(out));
+  return out;
+}
+
+/// Layer and user data of the extras in `sources` (first that has a key wins).
+Status ReadExtras(std::initializer_list<const tinygltf::Value*> sources, uint32_t* layer,
+                  uint64_t* user_data) {
+  bool have_layer = false;
+  bool have_user_data = false;
+  for (const tinygltf::Value* extras : sources) {
+    if (extras == nullptr || !extras->IsObject()) continue;
+    if (!have_layer && extras->Has("hitbox_layer")) {
+      auto l = ExtrasInteger(extras->Get("hitbox_layer"), "extras.hitbox_layer", kMaxLayer);
+      if (!l.ok()) return l.error();
+      *layer = static_cast<uint32_t>(*l);
+      have_layer = true;
+    }
+    if (!have_user_data && extras->Has("hitbox_user_data")) {
+      auto u = ExtrasInteger(extras->Get("hitbox_user_data"), "extras.hitbox_user_data",
+                             std::numeric_limits<uint64_t>::max());
+      if (!u.ok()) return u.error();
+      *user_data = *u;
+      have_user_data = true;
+    }
+  }
+  return Status::Ok();
+}
+
+/// The bytes of `accessor_index` with `components` elements of `size` bytes
+/// each: base pointer and stride, checked against the buffer.
+struct AccessorView {
+  const unsigned char* base = nullptr;
+  size_t stride = 0;
+  size_t count = 0;
+  int component_type = 0;
+};
+
+Result<AccessorView> ViewAccessor(const tinygltf::Model& model, int accessor_index,
+                                  const std::string& field, int want_type) {
+  if (accessor_index < 0 || static_cast<size_t>(accessor_index) >= model.accessors.size()) {
+    return Invalid(field + ": accessor " + std::to_string(accessor_index) + " does not exist");
+  }
+  const tinygltf::Accessor& a = model.accessors[static_cast<size_t>(accessor_index)];
+  const std::string where = field + " (accessor " + std::to_string(accessor_index) + ")";
+  if (a.sparse.isSparse) return Invalid(where + ": sparse accessors are not supported");
+  if (a.type != want_type) return Invalid(where + ": unexpected element type " + std::to_string(a.type));
+  if (a.bufferView < 0 || static_cast<size_t>(a.bufferView) >= model.bufferViews.size()) {
+    return Invalid(where + ": has no valid bufferView");
+  }
+  const tinygltf::BufferView& view = model.bufferViews[static_cast<size_t>(a.bufferView)];
+  if (view.buffer < 0 || static_cast<size_t>(view.buffer) >= model.buffers.size()) {
+    return Invalid(where + ": its bufferView names no valid buffer");
+  }
+  const std::vector<unsigned char>& data = model.buffers[static_cast<size_t>(view.buffer)].data;
+  const int stride = a.ByteStride(view);
+  const int component = tinygltf::GetComponentSizeInBytes(static_cast<uint32_t>(a.componentType));
+  const int components = tinygltf::GetNumComponentsInType(static_cast<uint32_t>(a.type));
+  if (stride <= 0 || component <= 0 || components <= 0) {
+    return Invalid(where + ": invalid component type or byte stride");
+  }
+  const uint64_t element = static_cast<uint64_t>(component) * static_cast<uint64_t>(components);
+  const uint64_t start = static_cast<uint64_t>(view.byteOffset) + a.byteOffset;
+  const uint64_t needed = a.count == 0 ? 0 : static_cast<uint64_t>(stride) * (a.count - 1) + element;
+  if (a.byteOffset + needed > view.byteLength || start + needed > data.size()) {
+    return Invalid(where + ": " + std::to_string(a.count) + " elements run past the end of buffer " +
+                   std::to_string(view.buffer) + " (" + std::to_string(data.size()) + " bytes)");
+  }
+  return AccessorView{data.data() + start, static_cast<size_t>(stride), a.count, a.componentType};
+}
+
+Result<std::vector<Vec3>> ReadPositions(const tinygltf::Model& model, int accessor, const std::string& field) {
+  auto view = ViewAccessor(model, accessor, field, TINYGLTF_TYPE_VEC3);
+  if (!view.ok()) return view.error();
+  if (view->component_type != TINYGLTF_COMPONENT_TYPE_FLOAT) {
+    return Invalid(field + " (accessor " + std::to_string(accessor) + "): positions must be floats");
+  }
+  std::vector<Vec3> out(view->count);
+  for (size_t i = 0; i < view->count; ++i) {
+    float f[3];
+    std::memcpy(f, view->base + i * view->stride, sizeof(f));
+    out[i] = {f[0], f[1], f[2]};
+    if (!out[i].IsFinite()) {
+      return Invalid(field + " (accessor " + std::to_string(accessor) + "): vertex " +
+                     std::to_string(i) + " is not finite");
+    }
+  }
+  return out;
+}
+
+Result<std::vector<uint32_t>> ReadIndices(const tinygltf::Model& model, int accessor, const std::string& field) {
+  auto view = ViewAccessor(model, accessor, field, TINYGLTF_TYPE_SCALAR);
+  if (!view.ok()) return view.error();
+  std::vector<uint32_t> out(view->count);
+  for (size_t i = 0; i < view->count; ++i) {
+    const unsigned char* p = view->base + i * view->stride;
+    switch (view->component_type) {
+      case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE: out[i] = *p; break;
+      case TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT: {
+        uint16_t v;
+        std::memcpy(&v, p, sizeof(v));
+        out[i] = v;
+        break;
+      }
+      case TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT: std::memcpy(&out[i], p, sizeof(uint32_t)); break;
+      default:
+        return Invalid(field + " (accessor " + std::to_string(accessor) +
+                       "): indices must be unsigned bytes, shorts or ints");
+    }
+  }
+  return out;
+}
+
+/// Appends the triangles of every triangle primitive of `mesh` to `node`.
+Status ReadMesh(const tinygltf::Model& model, int mesh_index, NodeGeometry* node,
+                std::vector<std::string>* notes) {
+  const tinygltf::Mesh& mesh = model.meshes[static_cast<size_t>(mesh_index)];
+  for (size_t p = 0; p < mesh.primitives.size(); ++p) {
+    const tinygltf::Primitive& prim = mesh.primitives[p];
+    const std::string field = "mesh " + std::to_string(mesh_index) + " primitive " + std::to_string(p);
+    const int mode = prim.mode < 0 ? TINYGLTF_MODE_TRIANGLES : prim.mode;
+    if (mode != TINYGLTF_MODE_TRIANGLES && mode != TINYGLTF_MODE_TRIANGLE_STRIP &&
+        mode != TINYGLTF_MODE_TRIANGLE_FAN) {
+      notes->push_back(node->where + ": " + field + " draws points or lines, skipped");
+      continue;
+    }
+    const auto pos = prim.attributes.find("POSITION");
+    if (pos == prim.attributes.end()) return Invalid(field + " has no POSITION attribute");
+    auto vertices = ReadPositions(model, pos->second, field + " POSITION");
+    if (!vertices.ok()) return vertices.error();
+    std::vector<uint32_t> indices;
+    if (prim.indices >= 0) {
+      auto read = ReadIndices(model, prim.indices, field + " indices");
+      if (!read.ok()) return read.error();
+      indices = std::move(*read);
+    } else {
+      indices.resize(vertices->size());
+      for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<uint32_t>(i);
+    }
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (indices[i] >= vertices->size()) {
+        return Invalid(field + ": index " + std::to_string(i) + " is " + std::to_string(indices[i]) +
+                       ", beyond its " + std::to_string(vertices->size()) + " vertices");
+      }
+    }
+    const uint32_t base = static_cast<uint32_t>(node->vertices.size());
+    node->vertices.insert(node->vertices.end(), vertices->begin(), vertices->end());
+    auto add = [&](uint32_t a, uint32_t b, uint32_t c) {
+      node->triangles.push_back({base + indices[a], base + indices[b], base + indices[c]});
+    };
+    const uint32_t n = static_cast<uint32_t>(indices.size());
+    if (mode == TINYGLTF_MODE_TRIANGLES) {
+      if (n % 3 != 0) return Invalid(field + ": " + std::to_string(n) + " indices is not a multiple of 3");
+      for (uint32_t i = 0; i + 2 < n; i += 3) add(i, i + 1, i + 2);
+    } else if (mode == TINYGLTF_MODE_TRIANGLE_STRIP) {
+      for (uint32_t i = 0; i + 2 < n; ++i) add(i, i + 1, i + 2);
+    } else {
+      for (uint32_t i = 1; i + 1 < n; ++i) add(0, i, i + 1);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Affine> LocalTransform(const tinygltf::Node& node) {
+  Affine t;
+  if (node.matrix.size() == 16) {  // column-major
+    for (int r = 0; r < 3; ++r) {
+      for (int c = 0; c < 3; ++c) t.linear.row[r][c] = node.matrix[static_cast<size_t>(c * 4 + r)];
+    }
+    t.translation = {node.matrix[12], node.matrix[13], node.matrix[14]};
+    return t;
+  }
+  if (node.translation.size() == 3) t.translation = {node.translation[0], node.translation[1], node.translation[2]};
+  Quat q;
+  if (node.rotation.size() == 4) {
+    q = {node.rotation[0], node.rotation[1], node.rotation[2], node.rotation[3]};
+    if (!q.IsFinite() || q.Length() < 1e-12) return Invalid("rotation is not a rotation quaternion");
+    q = q.Normalized();
+  }
+  Vec3 s{1, 1, 1};
+  if (node.scale.size() == 3) s = {node.scale[0], node.scale[1], node.scale[2]};
+  const Mat33 r = q.ToMatrix();
+  for (int i = 0; i < 3; ++i) t.linear.row[i] = {r.row[i][0] * s.x, r.row[i][1] * s.y, r.row[i][2] * s.z};
+  return t;
+}
+
+Status ImportGltf(const std::string& path, bool binary, const ImportOptions& options, Level* level) {
+  tinygltf::TinyGLTF loader;
+  loader.SetImageLoader(&SkipImage, nullptr);
+  tinygltf::Model model;
+  std::string err;
+  std::string warn;
+  const bool ok = binary ? loader.LoadBinaryFromFile(&model, &err, &warn, path)
+                         : loader.LoadASCIIFromFile(&model, &err, &warn, path);
+  if (!ok) {
+    while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
+    return Invalid(path + ": " + (err.empty() ? "not a glTF 2.0 file" : err));
+  }
+  // Roots: the scene's nodes, or every node no other node lists as a child.
+  std::vector<int> roots;
+  if (!model.scenes.empty()) {
+    const size_t scene = model.defaultScene >= 0 ? static_cast<size_t>(model.defaultScene) : 0;
+    if (scene >= model.scenes.size()) return Invalid(path + ": scene " + std::to_string(scene) + " does not exist");
+    roots = model.scenes[scene].nodes;
+  } else {
+    std::vector<bool> child(model.nodes.size(), false);
+    for (const auto& n : model.nodes) {
+      for (int c : n.children) {
+        if (c >= 0 && static_cast<size_t>(c) < child.size()) child[static_cast<size_t>(c)] = true;
+      }
+    }
+    for (size_t i = 0; i < model.nodes.size(); ++i) {
+      if (!child[i]) roots.push_back(static_cast<int>(i));
+    }
+  }
+  Builder builder(options, level);
+  std::vector<bool> seen(model.nodes.size(), false);
+  struct Inherited {
+    Affine world;
+    uint32_t layer;
+    uint64_t user_data;
+  };
+  std::function<Status(int, const Inherited&, const std::string&)> visit =
+      [&](int index, const Inherited& parent, const std::string& parent_where) -> Status {
+    if (index < 0 || static_cast<size_t>(index) >= model.nodes.size()) {
+      return Invalid(path + ": " + parent_where + " lists node " + std::to_string(index) +
+                     ", which does not exist");
+    }
+    const std::string where = DescribeNode(model, index);
+    if (seen[static_cast<size_t>(index)]) {
+      return Invalid(path + ": " + where + " appears twice in the node hierarchy (a cycle, or two parents)");
+    }
+    seen[static_cast<size_t>(index)] = true;
+    const tinygltf::Node& node = model.nodes[static_cast<size_t>(index)];
+    auto local = LocalTransform(node);
+    if (!local.ok()) return Invalid(path + ": " + where + ": " + local.error().message);
+    Inherited here{parent.world * *local, parent.layer, parent.user_data};
+    if (Status s = ReadExtras({&node.extras}, &here.layer, &here.user_data); !s.ok()) {
+      return Invalid(path + ": " + where + ": " + s.message());
+    }
+    if (node.mesh >= 0) {
+      if (static_cast<size_t>(node.mesh) >= model.meshes.size()) {
+        return Invalid(path + ": " + where + ": mesh " + std::to_string(node.mesh) + " does not exist");
+      }
+      const tinygltf::Mesh& mesh = model.meshes[static_cast<size_t>(node.mesh)];
+      NodeGeometry geometry;
+      geometry.where = where;
+      geometry.role = RoleOf(node.name) != Role::kMesh ? RoleOf(node.name) : RoleOf(mesh.name);
+      geometry.world = here.world;
+      geometry.layer = parent.layer;
+      geometry.user_data = parent.user_data;
+      if (Status s = ReadExtras({&node.extras, &mesh.extras}, &geometry.layer, &geometry.user_data); !s.ok()) {
+        return Invalid(path + ": " + where + " (mesh " + std::to_string(node.mesh) + "): " + s.message());
+      }
+      if (Status s = ReadMesh(model, node.mesh, &geometry, &level->report.notes); !s.ok()) {
+        return Invalid(path + ": " + where + ": " + s.message());
+      }
+      if (geometry.vertices.empty()) {
+        level->report.notes.push_back(where + ": no triangles, no collider made");
+      } else if (Status s = builder.AddNode(geometry); !s.ok()) {
+        return Invalid(path + ": " + s.message());
+      }
+    }
+    for (int child : node.children) {
+      if (Status s = visit(child, here, where); !s.ok()) return s;
+    }
+    return Status::Ok();
+  };
+  const Inherited top{Affine{}, options.layer, 0};
+  for (int root : roots) {
+    if (Status s = visit(root, top, "the scene"); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// --- OBJ ----------------------------------------------------------------------
+
+Status ImportObj(const std::string& path, const ImportOptions& options, Level* level) {
+  tinyobj::ObjReaderConfig config;
+  config.triangulate = true;
+  config.vertex_color = false;
+  tinyobj::ObjReader reader;
+  if (!reader.ParseFromFile(path, config)) {
+    std::string err = reader.Error();
+    while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
+    return Invalid(path + ": " + (err.empty() ? "not a Wavefront OBJ file" : err));
+  }
+  const std::vector<tinyobj::real_t>& v = reader.GetAttrib().vertices;
+  const size_t vertex_count = v.size() / 3;
+  // tinyobjloader drops a polygon (4+ corners) with an index past the
+  // vertices and only warns: that is a broken file, not a smaller level.
+  if (reader.Warning().find("invalid vertex index") != std::string::npos) {
+    return Invalid(path + ": a polygon uses a vertex index beyond the " + std::to_string(vertex_count) +
+                   " vertices (tinyobjloader: face with invalid vertex index)");
+  }
+  Builder builder(options, level);
+  const auto& shapes = reader.GetShapes();
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    const tinyobj::shape_t& shape = shapes[s];
+    NodeGeometry node;
+    node.where = shape.name.empty() ? "object #" + std::to_string(s) : "object '" + shape.name + "'";
+    node.role = RoleOf(shape.name);
+    node.layer = options.layer;
+    std::unordered_map<int, uint32_t> remap;
+    size_t offset = 0;
+    for (size_t f = 0; f < shape.mesh.num_face_vertices.size(); ++f) {
+      const size_t n = shape.mesh.num_face_vertices[f];
+      if (n != 3) {
+        return Invalid(path + ": " + node.where + ": face " + std::to_string(f) + " has " +
+                       std::to_string(n) + " vertices after triangulation");
+      }
+      Triangle t{};
+      for (size_t k = 0; k < 3; ++k) {
+        const int vi = shape.mesh.indices[offset + k].vertex_index;
+        if (vi < 0 || static_cast<size_t>(vi) >= vertex_count) {
+          return Invalid(path + ": " + node.where + ": face " + std::to_string(f) + " uses vertex " +
+                         std::to_string(vi + 1) + " of " + std::to_string(vertex_count));
+        }
+        const auto [it, fresh] = remap.emplace(vi, static_cast<uint32_t>(node.vertices.size()));
+        if (fresh) {
+          const size_t b = static_cast<size_t>(vi) * 3;
+          const Vec3 p{static_cast<double>(v[b]), static_cast<double>(v[b + 1]), static_cast<double>(v[b + 2])};
+          if (!p.IsFinite()) {
+            return Invalid(path + ": " + node.where + ": vertex " + std::to_string(vi + 1) + " is not finite");
+          }
+          node.vertices.push_back(p);
+        }
+        t[k] = it->second;
+      }
+      node.triangles.push_back(t);
+      offset += n;
+    }
+    if (node.triangles.empty()) continue;
+    if (Status st = builder.AddNode(node); !st.ok()) return Invalid(path + ": " + st.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* LevelFormatName(LevelFormat format) {
+  switch (format) {
+    case LevelFormat::kGltf: return "gltf";
+    case LevelFormat::kGlb: return "glb";
+    case LevelFormat::kObj: return "obj";
+  }
+  return "unknown";
+}
+
+bool IsLevelFile(const std::string& path) {
+  const std::string p = Lower(path);
+  return EndsWith(p, ".gltf") || EndsWith(p, ".glb") || EndsWith(p, ".obj");
+}
+
+uint64_t ImportReport::colliders() const {
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  return n;
+}
+
+std::string ImportReport::ToString() const {
+  std::string s = file + " (" + LevelFormatName(format) + "): " + std::to_string(colliders()) +
+                  " colliders from " + std::to_string(nodes) + (format == LevelFormat::kObj ? " objects" : " nodes") +
+                  " in " + Num(seconds * 1e3) + " ms\n ";
+  const char* sep = " ";
+  for (int k = 0; k < kShapeKindCount; ++k) {
+    if (counts[static_cast<size_t>(k)] == 0) continue;
+    s += std::string(sep) + ShapeKindName(static_cast<ShapeKind>(k)) + " " +
+         std::to_string(counts[static_cast<size_t>(k)]);
+    sep = ", ";
+  }
+  s += "\n  triangles " + std::to_string(triangles) + " (" + std::to_string(dropped_triangles) +
+       " degenerate dropped)\n";
+  if (!bounds.IsEmpty()) {
+    s += "  bounds [" + Num(bounds.min.x) + ", " + Num(bounds.min.y) + ", " + Num(bounds.min.z) + "] .. [" +
+         Num(bounds.max.x) + ", " + Num(bounds.max.y) + ", " + Num(bounds.max.z) + "]\n";
+  }
+  for (const std::string& n : notes) s += "  note: " + n + "\n";
+  return s;
+}
+
+Result<Level> ImportLevel(const std::string& path, const ImportOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (options.layer > kMaxLayer) return Invalid("layer must be in [0, 31]");
+  const std::string lower = Lower(path);
+  if (!std::ifstream(path, std::ios::binary).good()) {
+    return Error{ErrorCode::kNotFound, "cannot open " + path};
+  }
+  Level level;
+  level.report.file = path;
+  Status status;
+  if (EndsWith(lower, ".glb")) {
+    level.report.format = LevelFormat::kGlb;
+    status = ImportGltf(path, /*binary=*/true, options, &level);
+  } else if (EndsWith(lower, ".gltf")) {
+    level.report.format = LevelFormat::kGltf;
+    status = ImportGltf(path, /*binary=*/false, options, &level);
+  } else if (EndsWith(lower, ".obj")) {
+    level.report.format = LevelFormat::kObj;
+    status = ImportObj(path, options, &level);
+  } else {
+    return Invalid(path + ": not a level file (expected .gltf, .glb or .obj)");
+  }
+  if (!status.ok()) return status.error();
+  if (level.colliders.empty()) return Invalid(path + ": no collision geometry (no node with triangles)");
+  level.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return level;
+}
+
+}  // namespace hitbox::import

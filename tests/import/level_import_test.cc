@@ -1,0 +1,461 @@
+// Level import (import/): glTF written by tinygltf in the test (.gltf with
+// an external .bin, and .glb) and OBJ fixtures in data/. Each case shows one
+// rule of level_import.h: hierarchy transforms, baked scale, the UCX_/UBX_/
+// USP_/UCP_ names, extras, dropped triangles, limits and errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <random>
+#include <string>
+
+#include "gltf_builder.h"
+#include "hitbox/import/level_import.h"
+#include "test_util.h"
+
+namespace hitbox::import {
+namespace {
+
+using hitbox::testing::BoxMesh;
+using hitbox::testing::GltfBuilder;
+using hitbox::testing::PoseNear;
+using hitbox::testing::RoundMesh;
+using hitbox::testing::TestMesh;
+using hitbox::testing::VecNear;
+
+const std::string kData = std::string(HITBOX_SOURCE_DIR) + "/tests/import/data/";
+
+std::string Temp(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "hitbox_import_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  return dir + "/" + name;
+}
+
+/// Writes the builder's model to a temp file and imports it.
+Result<Level> WriteAndImport(GltfBuilder& b, const std::string& name, const ImportOptions& options = {}) {
+  const std::string path = Temp(name);
+  if (!b.Write(path)) return Error{ErrorCode::kInternal, "tinygltf could not write " + path};
+  return ImportLevel(path, options);
+}
+
+size_t Count(const Level& level, ShapeKind kind) { return level.report.counts[static_cast<size_t>(kind)]; }
+
+bool HasNote(const Level& level, const std::string& text) {
+  for (const std::string& n : level.report.notes) {
+    if (n.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+Quat YawDegrees(double deg) { return Quat::FromAxisAngle({0, 1, 0}, deg * std::numbers::pi / 180.0); }
+std::vector<double> Q(const Quat& q) { return {q.x, q.y, q.z, q.w}; }
+
+// A box under a translated, rotated parent lands where parent * child puts it,
+// in both the .gltf (+ .bin) and the .glb form.
+TEST(LevelImport, HierarchyTransformsAreApplied) {
+  for (const char* name : {"hier.gltf", "hier.glb"}) {
+    GltfBuilder b;
+    const int cube = b.AddMesh("cube", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+    const int parent = b.AddNode("group", -1, {{10, 0, 0}, Q(YawDegrees(90)), {}});
+    b.AddNode("UBX_crate", cube, {{0, 0, 5}, {}, {}}, parent);
+    auto level = WriteAndImport(b, name);
+    ASSERT_TRUE(level.ok()) << level.error().message;
+    ASSERT_EQ(level->colliders.size(), 1u);
+    const Collider& c = level->colliders[0];
+    EXPECT_EQ(c.shape.kind(), ShapeKind::kBox);
+    EXPECT_TRUE(VecNear(c.shape.half_extents(), {1, 1, 1}, 1e-6));
+    // Yaw 90 degrees takes local +Z to world +X: (0, 0, 5) -> (5, 0, 0), plus (10, 0, 0).
+    EXPECT_TRUE(VecNear(c.pose.position, {15, 0, 0}, 1e-6)) << name;
+    EXPECT_TRUE(PoseNear(c.pose, Pose({15, 0, 0}, YawDegrees(90)), 1e-6)) << name;
+    EXPECT_EQ(level->sources[0], "node 1 'UBX_crate'");
+    EXPECT_EQ(level->report.format, std::string(name).ends_with(".glb") ? LevelFormat::kGlb : LevelFormat::kGltf);
+  }
+}
+
+// Scale is baked into mesh vertices; the pose keeps only rotation and translation.
+TEST(LevelImport, ScaleIsBakedIntoMeshVertices) {
+  GltfBuilder b;
+  const int cube = b.AddMesh("cube", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+  b.AddNode("wall", cube, {{0, 1, 0}, {}, {2, 1, 3}});
+  auto level = WriteAndImport(b, "scaled.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 1u);
+  const Collider& c = level->colliders[0];
+  ASSERT_EQ(c.shape.kind(), ShapeKind::kMesh);
+  const Aabb local = c.shape.LocalBounds();
+  EXPECT_TRUE(VecNear(local.min, {-2, -1, -3}, 1e-6));
+  EXPECT_TRUE(VecNear(local.max, {2, 1, 3}, 1e-6));
+  EXPECT_TRUE(PoseNear(c.pose, Pose({0, 1, 0}), 1e-12));
+  EXPECT_EQ(level->report.triangles, 12u);
+  EXPECT_TRUE(VecNear(level->report.bounds.min, {-2, 0, -3}, 1e-6));
+}
+
+// A box under non-uniform scale along its own axes stays a box; a sphere and a
+// capsule become hulls (an ellipsoid is no sphere), and the report says so.
+TEST(LevelImport, NonUniformScaleOnPrimitives) {
+  GltfBuilder b;
+  const int cube = b.AddMesh("cube", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+  const int ball = b.AddMesh("ball", RoundMesh(1.0f, 0.0f));
+  const int pill = b.AddMesh("pill", RoundMesh(0.5f, 1.0f));
+  b.AddNode("UBX_stretched", cube, {{}, {}, {2, 1, 3}});
+  b.AddNode("USP_egg", ball, {{10, 0, 0}, {}, {1, 2, 1}});
+  b.AddNode("UCP_fat", pill, {{20, 0, 0}, {}, {2, 1, 1}});
+  b.AddNode("USP_round", ball, {{30, 0, 0}, {}, {2, 2, 2}});
+  auto level = WriteAndImport(b, "nonuniform.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 4u);
+  EXPECT_EQ(level->colliders[0].shape.kind(), ShapeKind::kBox);
+  EXPECT_TRUE(VecNear(level->colliders[0].shape.half_extents(), {2, 1, 3}, 1e-6));
+  EXPECT_EQ(level->colliders[1].shape.kind(), ShapeKind::kConvexHull);
+  EXPECT_NEAR(level->colliders[1].shape.WorldBounds(level->colliders[1].pose).max.y, 2.0, 1e-6);
+  EXPECT_EQ(level->colliders[2].shape.kind(), ShapeKind::kConvexHull);
+  EXPECT_EQ(level->colliders[3].shape.kind(), ShapeKind::kSphere);  // uniform scale: still a sphere
+  EXPECT_NEAR(level->colliders[3].shape.radius(), 2.0, 1e-6);
+  EXPECT_TRUE(HasNote(*level, "node 1 'USP_egg': a sphere under non-uniform scale"));
+  EXPECT_TRUE(HasNote(*level, "node 2 'UCP_fat': a capsule under non-uniform scale"));
+  EXPECT_EQ(Count(*level, ShapeKind::kConvexHull), 2u);
+}
+
+// Non-uniform scale above a rotated child shears: a box there becomes a hull.
+TEST(LevelImport, ShearMakesABoxAHull) {
+  GltfBuilder b;
+  const int cube = b.AddMesh("cube", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+  const int parent = b.AddNode("squash", -1, {{}, {}, {2, 1, 1}});
+  b.AddNode("UBX_tilted", cube, {{}, Q(YawDegrees(45)), {}}, parent);
+  auto level = WriteAndImport(b, "shear.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 1u);
+  EXPECT_EQ(level->colliders[0].shape.kind(), ShapeKind::kConvexHull);
+  EXPECT_TRUE(HasNote(*level, "'UBX_tilted': a box under a shearing transform"));
+  // The hull's corners are the sheared cube's: x reaches 2 * (cos 45 + sin 45).
+  const Aabb wb = level->colliders[0].shape.WorldBounds(level->colliders[0].pose);
+  EXPECT_NEAR(wb.max.x, 2.0 * std::sqrt(2.0), 1e-5);
+}
+
+// Each Unreal name makes its shape, fitted in the node's local frame and then
+// placed: a capsule along local X (longest side) is rotated to lie along it.
+TEST(LevelImport, UnrealCollisionNames) {
+  GltfBuilder b;
+  const int cube = b.AddMesh("cube", BoxMesh({0, 0, 0}, {2, 4, 6}));
+  const int ball = b.AddMesh("ball", RoundMesh(1.5f, 0.0f));
+  TestMesh pill_x = RoundMesh(0.5f, 1.0f);
+  for (auto& v : pill_x.vertices) v = {v[1], v[0], v[2]};  // capsule along local X
+  const int pill = b.AddMesh("pill", pill_x);
+  const int hull = b.AddMesh("UCX_rock", RoundMesh(1.0f, 0.0f, 3, 8));  // the mesh's name counts too
+  b.AddNode("UBX_crate", cube, {{1, 0, 0}, Q(YawDegrees(30)), {}});
+  b.AddNode("USP_ball", ball, {{0, 5, 0}, {}, {}});
+  b.AddNode("UCP_pill", pill, {{0, 0, 9}, {}, {}});
+  b.AddNode("rock", hull, {});
+  b.AddNode("floor", cube, {});
+  auto level = WriteAndImport(b, "names.gltf");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 5u);
+  const auto& c = level->colliders;
+  // Box: half extents (1, 2, 3), centre (1, 2, 3) in the node frame, then placed.
+  EXPECT_EQ(c[0].shape.kind(), ShapeKind::kBox);
+  EXPECT_TRUE(VecNear(c[0].shape.half_extents(), {1, 2, 3}, 1e-6));
+  EXPECT_TRUE(VecNear(c[0].pose.position, Vec3{1, 0, 0} + YawDegrees(30).Rotate({1, 2, 3}), 1e-6));
+  EXPECT_TRUE(PoseNear(c[0].pose, Pose(c[0].pose.position, YawDegrees(30)), 1e-6));
+  EXPECT_EQ(c[1].shape.kind(), ShapeKind::kSphere);
+  EXPECT_NEAR(c[1].shape.radius(), 1.5, 1e-6);
+  EXPECT_TRUE(VecNear(c[1].pose.position, {0, 5, 0}, 1e-6));
+  ASSERT_EQ(c[2].shape.kind(), ShapeKind::kCapsule);
+  EXPECT_NEAR(c[2].shape.radius(), 0.5, 1e-6);
+  EXPECT_NEAR(c[2].shape.half_height(), 1.0, 1e-5);
+  EXPECT_TRUE(VecNear(c[2].pose.TransformDirection({0, 1, 0}).Abs(), {1, 0, 0}, 1e-9));
+  EXPECT_TRUE(VecNear(c[2].pose.position, {0, 0, 9}, 1e-6));
+  EXPECT_EQ(c[3].shape.kind(), ShapeKind::kConvexHull);
+  EXPECT_EQ(c[3].shape.hull()->vertices().size(), 2u + 6u * 8u - 8u);  // the equator rings coincide
+  EXPECT_EQ(c[4].shape.kind(), ShapeKind::kMesh);
+  EXPECT_EQ(Count(*level, ShapeKind::kBox), 1u);
+  EXPECT_EQ(Count(*level, ShapeKind::kSphere), 1u);
+  EXPECT_EQ(Count(*level, ShapeKind::kCapsule), 1u);
+  EXPECT_EQ(Count(*level, ShapeKind::kConvexHull), 1u);
+  EXPECT_EQ(Count(*level, ShapeKind::kMesh), 1u);
+  // Ids follow file order from first_id.
+  for (size_t i = 0; i < c.size(); ++i) EXPECT_EQ(c[i].id, i + 1);
+}
+
+// Every vertex of a fitted sphere / capsule / box lies inside the fitted shape.
+TEST(LevelImport, FittedPrimitivesHoldTheirVertices) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  TestMesh blob;
+  for (int i = 0; i < 60; ++i) blob.vertices.push_back({u(rng), 0.5f * u(rng), 0.25f * u(rng)});
+  blob.triangles = {{0, 1, 2}};
+  GltfBuilder b;
+  const int mesh = b.AddMesh("blob", blob);
+  b.AddNode("UBX_a", mesh, {{1, 2, 3}, Q(YawDegrees(20)), {}});
+  b.AddNode("USP_b", mesh, {{1, 2, 3}, Q(YawDegrees(20)), {}});
+  b.AddNode("UCP_c", mesh, {{1, 2, 3}, Q(YawDegrees(20)), {}});
+  auto level = WriteAndImport(b, "blob.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  const Pose node({1, 2, 3}, YawDegrees(20));
+  for (const Collider& c : level->colliders) {
+    for (const auto& v : blob.vertices) {
+      const Vec3 world = node.TransformPoint({v[0], v[1], v[2]});
+      const Vec3 local = c.pose.InverseTransformPoint(world);
+      // Inside: the support along the point's direction reaches at least as far.
+      const Vec3 dir = local.LengthSq() > 0 ? local : Vec3{1, 0, 0};
+      EXPECT_GE(Dot(c.shape.Support(dir), dir.Normalized()) + 1e-6, Dot(local, dir.Normalized()))
+          << ShapeKindName(c.shape.kind());
+    }
+  }
+}
+
+// Layer and user data come from extras: node, else mesh, else nearest ancestor.
+TEST(LevelImport, ExtrasSetLayerAndUserData) {
+  GltfBuilder b;
+  const int cube = b.AddMesh("cube", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+  const int tagged = b.AddMesh("tagged", BoxMesh({-1, -1, -1}, {1, 1, 1}),
+                               {{"hitbox_layer", tinygltf::Value(7)}});
+  const int group = b.AddNode("walls", -1, {}, -1,
+                              {{"hitbox_layer", tinygltf::Value(3)}, {"hitbox_user_data", tinygltf::Value(42)}});
+  b.AddNode("UBX_a", cube, {}, group);
+  b.AddNode("UBX_b", cube, {}, group, {{"hitbox_layer", tinygltf::Value(5)}});
+  b.AddNode("UBX_c", tagged, {}, group);
+  b.AddNode("UBX_d", cube, {}, -1,
+            {{"hitbox_user_data", tinygltf::Value(std::string("18446744073709551615"))}});
+  ImportOptions options;
+  options.layer = 2;
+  options.first_id = 100;
+  auto level = WriteAndImport(b, "extras.glb", options);
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 4u);
+  const auto& c = level->colliders;
+  EXPECT_EQ(c[0].layer, 3u);
+  EXPECT_EQ(c[0].user_data, 42u);
+  EXPECT_EQ(c[1].layer, 5u);
+  EXPECT_EQ(c[1].user_data, 42u);
+  EXPECT_EQ(c[2].layer, 7u);  // the mesh's extras before the parent's
+  EXPECT_EQ(c[3].layer, 2u);  // nothing set: ImportOptions::layer
+  EXPECT_EQ(c[3].user_data, 18446744073709551615ull);
+  EXPECT_EQ(c[0].id, 100u);
+  EXPECT_EQ(c[3].id, 103u);
+}
+
+// A layer out of range is an error naming the node.
+TEST(LevelImport, BadExtrasNameTheNode) {
+  GltfBuilder b;
+  const int cube = b.AddMesh("cube", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+  b.AddNode("ok", cube);
+  b.AddNode("UBX_bad", cube, {}, -1, {{"hitbox_layer", tinygltf::Value(40)}});
+  auto level = WriteAndImport(b, "badextras.glb");
+  ASSERT_FALSE(level.ok());
+  EXPECT_EQ(level.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(level.error().message.find("node 1 'UBX_bad'"), std::string::npos) << level.error().message;
+  EXPECT_NE(level.error().message.find("hitbox_layer must be at most 31"), std::string::npos)
+      << level.error().message;
+}
+
+// Zero-area triangles (a repeated vertex, collinear points) are dropped and counted.
+TEST(LevelImport, DegenerateTrianglesAreDropped) {
+  TestMesh m;
+  m.vertices = {{0, 0, 0}, {1, 0, 0}, {0, 0, 1}, {2, 0, 0}, {1, 0, 1}};
+  m.triangles = {{0, 1, 2}, {1, 4, 2}, {0, 1, 3}, {2, 2, 4}};
+  GltfBuilder b;
+  b.AddNode("ground", b.AddMesh("ground", m));
+  auto level = WriteAndImport(b, "degenerate.gltf");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  EXPECT_EQ(level->report.triangles, 2u);
+  EXPECT_EQ(level->report.dropped_triangles, 2u);
+  ASSERT_EQ(level->colliders.size(), 1u);
+  EXPECT_EQ(level->colliders[0].shape.mesh_input()->triangles.size(), 2u);
+}
+
+// A mesh above the triangle limit is split into several colliders, said in the report.
+TEST(LevelImport, LargeMeshesAreSplit) {
+  GltfBuilder b;
+  b.AddNode("big", b.AddMesh("big", BoxMesh({-1, -1, -1}, {1, 1, 1})));
+  ImportOptions options;
+  options.max_mesh_triangles = 5;
+  auto level = WriteAndImport(b, "split.glb", options);
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 3u);
+  EXPECT_EQ(level->colliders[0].shape.mesh_input()->triangles.size(), 5u);
+  EXPECT_EQ(level->colliders[2].shape.mesh_input()->triangles.size(), 2u);
+  EXPECT_EQ(level->report.triangles, 12u);
+  EXPECT_TRUE(HasNote(*level, "12 triangles split into 3 mesh colliders of at most 5"));
+  EXPECT_EQ(kDefaultMaxMeshTriangles, 1ull << 20);
+}
+
+// A UCX_ with more than 256 points is reduced to its hull's vertices; one whose
+// hull itself has more than 256 vertices is an error naming the node.
+TEST(LevelImport, LargeHullsAreReducedOrRefused) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-0.9f, 0.9f);
+  TestMesh cloud = BoxMesh({-1, -1, -1}, {1, 1, 1});
+  for (int i = 0; i < 600; ++i) cloud.vertices.push_back({u(rng), u(rng), u(rng)});
+  TestMesh ball = RoundMesh(1.0f, 0.0f, 12, 24);  // 2 + 24 * 23 distinct points, all on the hull
+  GltfBuilder b;
+  b.AddNode("UCX_cloud", b.AddMesh("cloud", cloud));
+  auto level = WriteAndImport(b, "cloud.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders[0].shape.kind(), ShapeKind::kConvexHull);
+  EXPECT_EQ(level->colliders[0].shape.hull()->vertices().size(), 8u);
+  EXPECT_TRUE(HasNote(*level, "'UCX_cloud': 608 distinct vertices reduced to the hull's 8 vertices"));
+
+  GltfBuilder round;
+  round.AddNode("UCX_ball", round.AddMesh("ball", ball));
+  auto refused = WriteAndImport(round, "ball.glb");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("node 0 'UCX_ball'"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("at most 256"), std::string::npos) << refused.error().message;
+}
+
+// Points and lines cannot collide: skipped, and a node left without triangles
+// makes no collider (said in the report).
+TEST(LevelImport, PointsAndLinesAreSkipped) {
+  GltfBuilder b;
+  const int marker = b.AddMesh("marker", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+  b.model().meshes[static_cast<size_t>(marker)].primitives[0].mode = TINYGLTF_MODE_POINTS;
+  b.AddNode("UBX_spawn", marker);
+  b.AddNode("wall", b.AddMesh("wall", BoxMesh({-1, -1, -1}, {1, 1, 1})));
+  auto level = WriteAndImport(b, "points.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  EXPECT_EQ(level->colliders.size(), 1u);
+  EXPECT_TRUE(HasNote(*level, "node 0 'UBX_spawn': mesh 0 primitive 0 draws points or lines, skipped"));
+  EXPECT_TRUE(HasNote(*level, "node 0 'UBX_spawn': no triangles, no collider made"));
+}
+
+// A flat UBX_ cannot be a box: the error names the node and the axis.
+TEST(LevelImport, FlatPrimitiveIsAnError) {
+  GltfBuilder b;
+  b.AddNode("UBX_sheet", b.AddMesh("sheet", BoxMesh({-1, 0, -1}, {1, 0, 1})));
+  auto level = WriteAndImport(b, "flat.glb");
+  ASSERT_FALSE(level.ok());
+  EXPECT_NE(level.error().message.find("node 0 'UBX_sheet': cannot make a box"), std::string::npos)
+      << level.error().message;
+  EXPECT_NE(level.error().message.find("along local y"), std::string::npos) << level.error().message;
+}
+
+// An index beyond the vertices names the node and the primitive.
+TEST(LevelImport, IndexOutOfRangeNamesTheNode) {
+  TestMesh m = BoxMesh({-1, -1, -1}, {1, 1, 1});
+  m.triangles[3][1] = 99;
+  GltfBuilder b;
+  b.AddNode("wall", b.AddMesh("wall", m));
+  auto level = WriteAndImport(b, "badindex.gltf");
+  ASSERT_FALSE(level.ok());
+  EXPECT_NE(level.error().message.find("node 0 'wall'"), std::string::npos) << level.error().message;
+  EXPECT_NE(level.error().message.find("is 99, beyond its 8 vertices"), std::string::npos)
+      << level.error().message;
+}
+
+// Files tinygltf cannot read: a truncated .glb, broken JSON, a missing .bin.
+TEST(LevelImport, MalformedGltfFilesAreErrors) {
+  GltfBuilder b;
+  b.AddNode("wall", b.AddMesh("wall", BoxMesh({-1, -1, -1}, {1, 1, 1})));
+  const std::string glb = Temp("truncated.glb");
+  ASSERT_TRUE(b.Write(glb));
+  std::filesystem::resize_file(glb, std::filesystem::file_size(glb) / 2);
+  auto truncated = ImportLevel(glb);
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_EQ(truncated.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(truncated.error().message.rfind(glb + ": ", 0), 0u) << truncated.error().message;
+
+  const std::string broken = Temp("broken.gltf");
+  std::ofstream(broken) << "{\"asset\": {\"version\": \"2.0\"}, \"nodes\": [";
+  auto bad_json = ImportLevel(broken);
+  ASSERT_FALSE(bad_json.ok());
+  EXPECT_EQ(bad_json.error().message.rfind(broken + ": ", 0), 0u) << bad_json.error().message;
+
+  const std::string gltf = Temp("nobin.gltf");
+  ASSERT_TRUE(b.Write(gltf));
+  std::filesystem::remove(Temp("nobin.bin"));
+  auto no_bin = ImportLevel(gltf);
+  ASSERT_FALSE(no_bin.ok());
+
+  auto missing = ImportLevel(Temp("does_not_exist.glb"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_FALSE(ImportLevel(kData + "level_equivalent.json").ok());  // not a level file
+}
+
+// The OBJ fixture: one collider per object, degenerate faces dropped, quads triangulated.
+TEST(LevelImport, ObjObjectsAndNames) {
+  auto level = ImportLevel(kData + "level.obj");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 4u);
+  const auto& c = level->colliders;
+  EXPECT_EQ(level->report.format, LevelFormat::kObj);
+  EXPECT_EQ(c[0].shape.kind(), ShapeKind::kMesh);
+  EXPECT_EQ(level->report.triangles, 2u);
+  EXPECT_EQ(level->report.dropped_triangles, 2u);
+  EXPECT_EQ(c[1].shape.kind(), ShapeKind::kBox);
+  EXPECT_TRUE(VecNear(c[1].pose.position, {3, 1, 3}, 1e-9));
+  EXPECT_EQ(c[2].shape.kind(), ShapeKind::kSphere);
+  EXPECT_NEAR(c[2].shape.radius(), 1.0, 1e-12);
+  EXPECT_EQ(c[3].shape.kind(), ShapeKind::kConvexHull);
+  EXPECT_EQ(level->sources[1], "object 'UBX_crate'");
+  EXPECT_TRUE(VecNear(level->report.bounds.min, {-10, 0, -10}, 1e-9));
+  EXPECT_TRUE(VecNear(level->report.bounds.max, {10, 2, 10}, 1e-9));
+  const std::string text = level->report.ToString();
+  EXPECT_NE(text.find("4 colliders from 4 objects"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 degenerate dropped"), std::string::npos) << text;
+}
+
+// OBJ errors: a syntax error names the line (tinyobjloader's message), a face
+// beyond the vertices names the object.
+TEST(LevelImport, MalformedObjNamesLineOrObject) {
+  auto zero = ImportLevel(kData + "zero_index.obj");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("line 7"), std::string::npos) << zero.error().message;
+  auto quad = ImportLevel(kData + "bad_quad.obj");  // tinyobjloader would drop it and only warn
+  ASSERT_FALSE(quad.ok());
+  EXPECT_NE(quad.error().message.find("beyond the 4 vertices"), std::string::npos) << quad.error().message;
+  auto face = ImportLevel(kData + "bad_face.obj");
+  ASSERT_FALSE(face.ok());
+  EXPECT_NE(face.error().message.find("object 'wall': face 0 uses vertex 9 of 3"), std::string::npos)
+      << face.error().message;
+}
+
+// Round trip: the imported OBJ level answers rays, sweeps and overlaps exactly
+// as the same level written by hand (data/level_equivalent.json, built here).
+TEST(LevelImport, ImportedLevelAnswersLikeTheHandWrittenScene) {
+  auto level = ImportLevel(kData + "level.obj");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  std::vector<Collider> hand(4);
+  TriangleMeshShape floor{{{-10, 0, -10}, {10, 0, -10}, {10, 0, 10}, {-10, 0, 10}}, {{0, 1, 2}, {0, 2, 3}}};
+  hand[0] = {1, *Shape::Make(floor), Pose(), 0, 0};
+  hand[1] = {2, *Shape::MakeBox({1, 1, 1}), Pose({3, 1, 3}), 0, 0};
+  hand[2] = {3, *Shape::MakeSphere(1), Pose({-4, 1, -4}), 0, 0};
+  hand[3] = {4, *Shape::Make(ConvexHull{{{5, 0, -5}, {7, 0, -5}, {5, 0, -3}, {5, 2, -5}}}), Pose(), 0, 0};
+  ColliderSet imported;
+  ColliderSet written;
+  ASSERT_TRUE(imported.AddBulk(level->colliders).ok());
+  ASSERT_TRUE(written.AddBulk(hand).ok());
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-12.0, 12.0);
+  std::uniform_real_distribution<double> h(0.1, 4.0);
+  const Shape probe = *Shape::MakeCapsule(0.3, 0.4);
+  size_t hits = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const Vec3 from{u(rng), h(rng), u(rng)};
+    const Vec3 move{u(rng), -h(rng), u(rng)};
+    std::vector<Query> qs = {RayQuery{from, move, {}, true}, CastQuery{probe, Pose(from), move, {}, true},
+                             OverlapQuery{probe, Pose(from), {}, false}};
+    for (const Query& q : qs) {
+      QueryResult a;
+      QueryResult b;
+      imported.Run(q, &a);
+      written.Run(q, &b);
+      ASSERT_EQ(a.hits.size(), b.hits.size()) << "case " << i;
+      for (size_t k = 0; k < a.hits.size(); ++k) {
+        EXPECT_EQ(a.hits[k].id, b.hits[k].id);
+        EXPECT_NEAR(a.hits[k].fraction, b.hits[k].fraction, 1e-9);
+      }
+      ASSERT_EQ(a.overlaps.size(), b.overlaps.size()) << "case " << i;
+      for (size_t k = 0; k < a.overlaps.size(); ++k) EXPECT_EQ(a.overlaps[k].id, b.overlaps[k].id);
+      hits += a.hits.size() + a.overlaps.size();
+    }
+  }
+  EXPECT_GT(hits, 1000u);  // the comparison saw many hits, not just misses
+}
+
+}  // namespace
+}  // namespace hitbox::import
