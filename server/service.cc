@@ -39,6 +39,11 @@ constexpr const char* kLowerHitsAdvice =
 /// Bytes a query's entry in a response message takes besides its hits.
 constexpr uint64_t kBytesPerResult = 16;
 
+// Most contacts a move reports (character.h: 2 * max_iterations + 4).
+uint64_t MoveContactCap(const MoveQuery& q) {
+  return 2 * static_cast<uint64_t>(q.settings.max_iterations) + 4;
+}
+
 // Most bytes the hits of one query's result can hold: its vector's capacity
 // once it has grown to max_hits (or 1 for closest-hit queries).
 uint64_t WorstResultBytes(const hitbox::Query& q) {
@@ -47,6 +52,8 @@ uint64_t WorstResultBytes(const hitbox::Query& q) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, OverlapQuery>) {
           return std::bit_ceil(uint64_t{std::max(1u, x.filter.max_hits)}) * sizeof(OverlapHit);
+        } else if constexpr (std::is_same_v<T, MoveQuery>) {
+          return sizeof(MoveResult) + std::bit_ceil(MoveContactCap(x)) * sizeof(MoveContact);
         } else {
           const uint64_t hits = x.all_hits ? std::max(1u, x.filter.max_hits) : 1;
           return std::bit_ceil(hits) * sizeof(CastHit);
@@ -57,7 +64,14 @@ uint64_t WorstResultBytes(const hitbox::Query& q) {
 
 // Bytes the hits of a result hold now.
 uint64_t HeldBytes(const QueryResult& r) {
-  return r.overlaps.capacity() * sizeof(OverlapHit) + r.hits.capacity() * sizeof(CastHit);
+  return r.overlaps.capacity() * sizeof(OverlapHit) + r.hits.capacity() * sizeof(CastHit) +
+         (r.move ? sizeof(MoveResult) + r.move->contacts.capacity() * sizeof(MoveContact) : 0);
+}
+
+// Entries of a result counted against the hit budget: hits, overlaps, and a
+// move's contacts plus one for its position and ground.
+uint64_t HitsOf(const QueryResult& r) {
+  return r.overlaps.size() + r.hits.size() + (r.move ? r.move->contacts.size() + 1 : 0);
 }
 
 // Undoes an applied change batch: every id it touched gets back its state
@@ -574,6 +588,7 @@ grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox
   for (QueryResult& r : *results) {
     r.overlaps.clear();
     r.hits.clear();
+    r.move.reset();
     held += HeldBytes(r);
   }
   const SessionLimits& limits = s.limits();
@@ -647,7 +662,7 @@ grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox
     uint64_t held_after = 0;
     for (size_t i = start; i < end; ++i) {
       held_after += HeldBytes((*results)[i]);
-      hits += (*results)[i].overlaps.size() + (*results)[i].hits.size();
+      hits += HitsOf((*results)[i]);
     }
     held = held - held_before + held_after;
     mem->Resize(held);  // never grows: the chunk's worst case was reserved
@@ -668,7 +683,7 @@ grpc::Status HitboxService::ReserveResponse(const std::vector<QueryResult>& resu
                                             MemoryReservation* mem) const {
   uint64_t bytes = results.size() * kBytesPerResult;
   for (const QueryResult& r : results) {
-    bytes += (r.overlaps.size() + r.hits.size()) * kBytesPerHit;
+    bytes += HitsOf(r) * kBytesPerHit;
   }
   if (mem->Resize(mem->bytes() + bytes)) return grpc::Status::OK;
   return AnswerMemoryFull("queries", "the response needs", bytes, kLowerHitsAdvice);
@@ -952,8 +967,11 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     for (const hitbox::Query& q : queries) {
       worst += std::visit(
           [](const auto& x) -> uint64_t {
-            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, OverlapQuery>) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, OverlapQuery>) {
               return x.filter.max_hits;
+            } else if constexpr (std::is_same_v<T, MoveQuery>) {
+              return MoveContactCap(x) + 1;
             } else {
               return x.all_hits ? x.filter.max_hits : 1;
             }
