@@ -74,6 +74,55 @@ uint64_t HitsOf(const QueryResult& r) {
   return r.overlaps.size() + r.hits.size() + (r.move ? r.move->contacts.size() + 1 : 0);
 }
 
+// The moves of a batch that name their character's collider (atomic
+// apply), by query index; a collider named twice is refused.
+grpc::Status CollectApplies(const std::vector<hitbox::Query>& queries, std::vector<size_t>* out) {
+  out->clear();
+  std::unordered_map<uint64_t, size_t> first;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const auto* m = std::get_if<MoveQuery>(&queries[i]);
+    if (m == nullptr || !m->apply_to_id) continue;
+    const auto [it, fresh] = first.emplace(*m->apply_to_id, i);
+    if (!fresh) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "queries[" + std::to_string(i) + "].move.apply_to_id: collider " +
+                              std::to_string(*m->apply_to_id) + " is already moved by queries[" +
+                              std::to_string(it->second) + "]");
+    }
+    out->push_back(i);
+  }
+  return grpc::Status::OK;
+}
+
+// NOT_FOUND naming the first move whose apply_to_id is not in the set.
+grpc::Status CheckApplies(const ColliderSet& set, const std::vector<hitbox::Query>& queries,
+                          const std::vector<size_t>& applies) {
+  for (size_t i : applies) {
+    const uint64_t id = *std::get<MoveQuery>(queries[i]).apply_to_id;
+    if (set.Find(id) == nullptr) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "queries[" + std::to_string(i) +
+                                                           "].move.apply_to_id: collider " +
+                                                           std::to_string(id) + " not found");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+// The change batch that puts each applied move's collider at its final pose
+// (the result's position, the query pose's rotation).
+std::vector<ColliderChange> AppliedMoves(const std::vector<hitbox::Query>& queries,
+                                         const std::vector<QueryResult>& results,
+                                         const std::vector<size_t>& applies) {
+  std::vector<ColliderChange> moves;
+  moves.reserve(applies.size());
+  for (size_t i : applies) {
+    const MoveQuery& q = std::get<MoveQuery>(queries[i]);
+    moves.push_back(
+        ColliderChange::Move(*q.apply_to_id, Pose{results[i].move->position, q.pose.rotation}));
+  }
+  return moves;
+}
+
 // Undoes an applied change batch: every id it touched gets back its state
 // from `before` (the first entry per id is its state before the batch), and
 // the set its revision.
@@ -876,19 +925,41 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
   if (grpc::Status st = ConvertQueries(*s, req.queries(), &queries); !st.ok()) return st;
   MemoryReservation local(&answer_memory_);
   if (mem == nullptr) mem = &local;
+  std::vector<size_t> applies;
+  if (grpc::Status st = CollectApplies(queries, &applies); !st.ok()) return st;
   std::vector<QueryResult> results;
-  {
+  const auto gone = [&] {
+    return Grpc(grpc::StatusCode::NOT_FOUND,
+                "session_id: session '" + req.session_id() + "' was deleted");
+  };
+  if (applies.empty()) {
     std::shared_lock<std::shared_mutex> lock(s->mutex());
-    if (s->deleted()) {
-      return Grpc(grpc::StatusCode::NOT_FOUND,
-                  "session_id: session '" + req.session_id() + "' was deleted");
-    }
+    if (s->deleted()) return gone();
     if (grpc::Status st = RunLocked(*s, queries, &results, call, mem); !st.ok()) return st;
     resp->set_revision(s->set().revision());
+  } else {
+    // Moves applied to their colliders: the answers and the update happen
+    // under one write lock, and the update only once everything else passed.
+    std::unique_lock<std::shared_mutex> lock(s->mutex());
+    if (s->deleted()) return gone();
+    if (grpc::Status st = CheckApplies(s->set(), queries, applies); !st.ok()) return st;
+    if (grpc::Status st = RunLocked(*s, queries, &results, call, mem); !st.ok()) return st;
+    if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) {
+      mem->Reset();
+      return st;
+    }
+    if (grpc::Status st = ApplyLocked(*s, AppliedMoves(queries, results, applies), std::nullopt);
+        !st.ok()) {
+      mem->Reset();
+      return st;
+    }
+    resp->set_revision(s->set().revision());
   }
-  if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) {
-    mem->Reset();
-    return st;
+  if (applies.empty()) {
+    if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) {
+      mem->Reset();
+      return st;
+    }
   }
   ResultsToProto(results, req.queries(), resp->mutable_results());
   // The results are freed here; the response message stays reserved.
@@ -959,8 +1030,12 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
   std::vector<hitbox::Query>& queries = stream->queries;
   if (grpc::Status st = ConvertQueries(s, req.queries(), &queries); !st.ok()) return fail(st);
 
+  std::vector<size_t> applies;
+  if (grpc::Status st = CollectApplies(queries, &applies); !st.ok()) return fail(st);
+
   std::vector<QueryResult>& results = stream->results;
-  if (!changes.empty()) {
+  bool reserved = false;
+  if (!changes.empty() || !applies.empty()) {
     // The queries run after the changes are applied, so their hit budget must
     // hold whatever they find: check the worst case (sum of max_hits) first.
     uint64_t worst = 0;
@@ -991,7 +1066,7 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     // what the changes touch, so that such a tick changes nothing either.
     const uint64_t revision = s.set().revision();
     std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
-    if (!queries.empty()) {
+    if (!queries.empty() && !changes.empty()) {
       before.reserve(changes.size());
       for (const ColliderChange& c : changes) {
         const Collider* old = s.set().Find(c.collider.id);
@@ -999,10 +1074,29 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
       }
     }
     if (grpc::Status st = ApplyLocked(s, changes, std::nullopt); !st.ok()) return fail(st);
-    if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
-      RollBack(s.set(), before, revision);
-      sessions_.SettleMemory(s, 0);  // back to what the set holds now
+    // Any later failure leaves the set as it was before the tick. The
+    // applied moves go last, in one atomic batch, so they never need undoing.
+    const auto undo = [&](const grpc::Status& st) {
+      if (!changes.empty()) {
+        RollBack(s.set(), before, revision);
+        sessions_.SettleMemory(s, 0);  // back to what the set holds now
+      }
       return fail(st);
+    };
+    if (grpc::Status st = CheckApplies(s.set(), queries, applies); !st.ok()) return undo(st);
+    if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
+      return undo(st);
+    }
+    if (!applies.empty()) {
+      if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return undo(st);
+      reserved = true;
+      if (grpc::Status st =
+              ApplyLocked(s, AppliedMoves(queries, results, applies), std::nullopt);
+          !st.ok()) {
+        return undo(st);
+      }
+      // A tick is one revision, its changes and applied moves together.
+      s.set().RestoreRevision(revision + 1);
     }
     resp->set_revision(s.set().revision());
   } else {
@@ -1013,7 +1107,9 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     }
     resp->set_revision(s.set().revision());
   }
-  if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return fail(st);
+  if (!reserved) {
+    if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return fail(st);
+  }
   ResultsToProto(results, req.queries(), resp->mutable_results());
   return grpc::Status::OK;
 }
