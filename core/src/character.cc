@@ -89,21 +89,23 @@ class Mover {
       }
     }
 
-    if (s.ground_snap_distance > 0.0 && grounded_at_start && rise <= 0.0 && !Probe(pos, nullptr)) {
+    CastHit ground;
+    bool on_ground = Probe(pos, &ground);
+    if (s.ground_snap_distance > 0.0 && grounded_at_start && rise <= 0.0 && !on_ground) {
       CastHit g;
       const Vec3 down = up_ * -(s.ground_snap_distance + skin_);
       const Vec3 snapped = Advance(pos, down, &g);
       if (g.fraction < 1.0 && Walkable(g.normal)) {
         pos = snapped;
         contacts->push_back(ContactOf(g));
+        on_ground = Probe(pos, &ground);
       }
     }
 
     out->position = pos;
     out->displacement = pos - start;
     out->contacts = std::move(*contacts);
-    CastHit ground;
-    out->on_ground = Probe(pos, &ground);
+    out->on_ground = on_ground;
     if (out->on_ground) {
       out->ground_id = ground.id;
       out->ground_sub_shape = ground.sub_shape;
