@@ -668,7 +668,9 @@ struct ColliderSet::Impl::CastJob {
   SegmentSetup seg;
   double r_q = 0.0;
   HitCollector out;
-  /// Moves: skip a pair that starts touching while the motion leaves it.
+  /// Moves: skip a pair that starts touching while the motion leaves it or
+  /// runs along it (within rounding: a motion just projected on the pair's
+  /// own plane must not be stopped by it again).
   bool skip_leaving = false;
 
   void Start(const ColliderSet::Impl& set, const CastQuery& query, std::vector<CastHit>* hits) {
@@ -700,7 +702,7 @@ struct ColliderSet::Impl::CastJob {
     const CastResult r = hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
     if (!r.hit()) return max_t;
     if (skip_leaving && r.state == CastState::kStartedOverlapping &&
-        Dot(r.normal, q->translation) >= 0.0) {
+        Dot(r.normal, q->translation) >= -1e-9 * q->translation.Length()) {
       return max_t;
     }
     return out.Add(c, r, max_t);

@@ -216,6 +216,24 @@ TEST(Move, GroundSnap) {
   EXPECT_NEAR(jump.position.y, kStand + 0.05, 1e-9);
 }
 
+// Two players pushed into each other (both moved on the same snapshot): the
+// one that starts overlapping still slides along the other, never stuck on it.
+TEST(Move, StartedOverlappingSlidesAlong) {
+  World w;
+  w.Add(1, BoxH(20, 0.5, 20), testing::At(0, -0.5, 0));
+  w.Add(2, CapsuleRH(kRadius, kHalf), testing::At(0, kStand, 0));
+  Random rng(5);
+  for (int i = 0; i < 200; ++i) {
+    const double a = rng.Uniform(0, 6.283185307179586);
+    const Vec3 from{0.77 * std::cos(a), kStand, 0.77 * std::sin(a)};  // 3 cm inside
+    const Vec3 tangent{-std::sin(a), 0, std::cos(a)};
+    const Vec3 inward{-std::cos(a), 0, -std::sin(a)};
+    const MoveResult r = w.Move(from, tangent * 0.5 + inward * 0.2 + Vec3{0, -0.02, 0});
+    EXPECT_GT(Dot(r.displacement, tangent), 0.4) << i;
+    EXPECT_LE(DeepestOverlap(w.set(), CapsuleRH(kRadius, kHalf), r.position), 0.03 + 1e-9);
+  }
+}
+
 // The character's own collider (apply_to_id or filter.ignore) never blocks it.
 TEST(Move, IgnoresOwnCollider) {
   World w;
