@@ -39,6 +39,11 @@ constexpr const char* kLowerHitsAdvice =
 /// Bytes a query's entry in a response message takes besides its hits.
 constexpr uint64_t kBytesPerResult = 16;
 
+// Most contacts a move reports (character.h: 2 * max_iterations + 4).
+uint64_t MoveContactCap(const MoveQuery& q) {
+  return 2 * static_cast<uint64_t>(q.settings.max_iterations) + 4;
+}
+
 // Most bytes the hits of one query's result can hold: its vector's capacity
 // once it has grown to max_hits (or 1 for closest-hit queries).
 uint64_t WorstResultBytes(const hitbox::Query& q) {
@@ -47,6 +52,8 @@ uint64_t WorstResultBytes(const hitbox::Query& q) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, OverlapQuery>) {
           return std::bit_ceil(uint64_t{std::max(1u, x.filter.max_hits)}) * sizeof(OverlapHit);
+        } else if constexpr (std::is_same_v<T, MoveQuery>) {
+          return sizeof(MoveResult) + std::bit_ceil(MoveContactCap(x)) * sizeof(MoveContact);
         } else {
           const uint64_t hits = x.all_hits ? std::max(1u, x.filter.max_hits) : 1;
           return std::bit_ceil(hits) * sizeof(CastHit);
@@ -57,7 +64,63 @@ uint64_t WorstResultBytes(const hitbox::Query& q) {
 
 // Bytes the hits of a result hold now.
 uint64_t HeldBytes(const QueryResult& r) {
-  return r.overlaps.capacity() * sizeof(OverlapHit) + r.hits.capacity() * sizeof(CastHit);
+  return r.overlaps.capacity() * sizeof(OverlapHit) + r.hits.capacity() * sizeof(CastHit) +
+         (r.move ? sizeof(MoveResult) + r.move->contacts.capacity() * sizeof(MoveContact) : 0);
+}
+
+// Entries of a result counted against the hit budget: hits, overlaps, and a
+// move's contacts plus one for its position and ground.
+uint64_t HitsOf(const QueryResult& r) {
+  return r.overlaps.size() + r.hits.size() + (r.move ? r.move->contacts.size() + 1 : 0);
+}
+
+// The moves of a batch that name their character's collider (atomic
+// apply), by query index; a collider named twice is refused.
+grpc::Status CollectApplies(const std::vector<hitbox::Query>& queries, std::vector<size_t>* out) {
+  out->clear();
+  std::unordered_map<uint64_t, size_t> first;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const auto* m = std::get_if<MoveQuery>(&queries[i]);
+    if (m == nullptr || !m->apply_to_id) continue;
+    const auto [it, fresh] = first.emplace(*m->apply_to_id, i);
+    if (!fresh) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "queries[" + std::to_string(i) + "].move.apply_to_id: collider " +
+                              std::to_string(*m->apply_to_id) + " is already moved by queries[" +
+                              std::to_string(it->second) + "]");
+    }
+    out->push_back(i);
+  }
+  return grpc::Status::OK;
+}
+
+// NOT_FOUND naming the first move whose apply_to_id is not in the set.
+grpc::Status CheckApplies(const ColliderSet& set, const std::vector<hitbox::Query>& queries,
+                          const std::vector<size_t>& applies) {
+  for (size_t i : applies) {
+    const uint64_t id = *std::get<MoveQuery>(queries[i]).apply_to_id;
+    if (set.Find(id) == nullptr) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "queries[" + std::to_string(i) +
+                                                           "].move.apply_to_id: collider " +
+                                                           std::to_string(id) + " not found");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+// The change batch that puts each applied move's collider at its final pose
+// (the result's position, the query pose's rotation).
+std::vector<ColliderChange> AppliedMoves(const std::vector<hitbox::Query>& queries,
+                                         const std::vector<QueryResult>& results,
+                                         const std::vector<size_t>& applies) {
+  std::vector<ColliderChange> moves;
+  moves.reserve(applies.size());
+  for (size_t i : applies) {
+    const MoveQuery& q = std::get<MoveQuery>(queries[i]);
+    moves.push_back(
+        ColliderChange::Move(*q.apply_to_id, Pose{results[i].move->position, q.pose.rotation}));
+  }
+  return moves;
 }
 
 // Undoes an applied change batch: every id it touched gets back its state
@@ -578,9 +641,17 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
 
 grpc::Status HitboxService::PersistLocked(
     Session& s, const RepeatedPtrField<v1::ColliderChange>& changes,
+    const std::vector<ColliderChange>& moved,
     const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before, uint64_t revision) {
-  if (store_ == nullptr || changes.empty()) return grpc::Status::OK;
-  grpc::Status st = store_->Append(s, changes, revision);
+  if (store_ == nullptr || (changes.empty() && moved.empty())) return grpc::Status::OK;
+  grpc::Status st;
+  if (moved.empty()) {
+    st = store_->Append(s, changes, revision);
+  } else {  // one record, as the batch was one revision: the changes, then the applied moves
+    RepeatedPtrField<v1::ColliderChange> all = changes;
+    for (const ColliderChange& c : moved) wire::ToProto(c, all.Add());
+    st = store_->Append(s, all, revision);
+  }
   if (!st.ok()) {
     RollBack(s.set(), before, revision);
     sessions_.SettleMemory(s, 0);
@@ -608,6 +679,7 @@ grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox
   for (QueryResult& r : *results) {
     r.overlaps.clear();
     r.hits.clear();
+    r.move.reset();
     held += HeldBytes(r);
   }
   const SessionLimits& limits = s.limits();
@@ -682,7 +754,7 @@ grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox
     uint64_t held_after = 0;
     for (size_t i = start; i < end; ++i) {
       held_after += HeldBytes((*results)[i]);
-      hits += (*results)[i].overlaps.size() + (*results)[i].hits.size();
+      hits += HitsOf((*results)[i]);
     }
     held = held - held_before + held_after;
     mem->Resize(held);  // never grows: the chunk's worst case was reserved
@@ -703,7 +775,7 @@ grpc::Status HitboxService::ReserveResponse(const std::vector<QueryResult>& resu
                                             MemoryReservation* mem) const {
   uint64_t bytes = results.size() * kBytesPerResult;
   for (const QueryResult& r : results) {
-    bytes += (r.overlaps.size() + r.hits.size()) * kBytesPerHit;
+    bytes += HitsOf(r) * kBytesPerHit;
   }
   if (mem->Resize(mem->bytes() + bytes)) return grpc::Status::OK;
   return AnswerMemoryFull("queries", "the response needs", bytes, kLowerHitsAdvice);
@@ -861,7 +933,7 @@ grpc::Status HitboxService::DoApplyChanges(const v1::ApplyChangesRequest& req,
   std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
   if (store_) before = Capture(s->set(), changes);
   if (grpc::Status st = ApplyLocked(*s, changes, expected); !st.ok()) return st;
-  if (grpc::Status st = PersistLocked(*s, req.changes(), before, revision); !st.ok()) return st;
+  if (grpc::Status st = PersistLocked(*s, req.changes(), {}, before, revision); !st.ok()) return st;
   resp->set_revision(s->set().revision());
   resp->set_collider_count(s->set().size());
   return grpc::Status::OK;
@@ -907,19 +979,47 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
   if (grpc::Status st = ConvertQueries(*s, req.queries(), &queries); !st.ok()) return st;
   MemoryReservation local(&answer_memory_);
   if (mem == nullptr) mem = &local;
+  std::vector<size_t> applies;
+  if (grpc::Status st = CollectApplies(queries, &applies); !st.ok()) return st;
   std::vector<QueryResult> results;
-  {
+  const auto gone = [&] {
+    return Grpc(grpc::StatusCode::NOT_FOUND,
+                "session_id: session '" + req.session_id() + "' was deleted");
+  };
+  if (applies.empty()) {
     std::shared_lock<std::shared_mutex> lock(s->mutex());
-    if (s->deleted()) {
-      return Grpc(grpc::StatusCode::NOT_FOUND,
-                  "session_id: session '" + req.session_id() + "' was deleted");
-    }
+    if (s->deleted()) return gone();
     if (grpc::Status st = RunLocked(*s, queries, &results, call, mem); !st.ok()) return st;
     resp->set_revision(s->set().revision());
+  } else {
+    // Moves applied to their colliders: the answers and the update happen
+    // under one write lock, and the update only once everything else passed.
+    std::unique_lock<std::shared_mutex> lock(s->mutex());
+    if (s->deleted()) return gone();
+    if (grpc::Status st = CheckApplies(s->set(), queries, applies); !st.ok()) return st;
+    if (grpc::Status st = RunLocked(*s, queries, &results, call, mem); !st.ok()) return st;
+    if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) {
+      mem->Reset();
+      return st;
+    }
+    const std::vector<ColliderChange> moved = AppliedMoves(queries, results, applies);
+    const uint64_t revision = s->set().revision();
+    std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
+    if (store_) before = Capture(s->set(), moved);
+    grpc::Status st = ApplyLocked(*s, moved, std::nullopt);
+    // Committed: logged before the response is sent (or undone on a write failure).
+    if (st.ok()) st = PersistLocked(*s, {}, moved, before, revision);
+    if (!st.ok()) {
+      mem->Reset();
+      return st;
+    }
+    resp->set_revision(s->set().revision());
   }
-  if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) {
-    mem->Reset();
-    return st;
+  if (applies.empty()) {
+    if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) {
+      mem->Reset();
+      return st;
+    }
   }
   ResultsToProto(results, req.queries(), resp->mutable_results());
   // The results are freed here; the response message stays reserved.
@@ -990,16 +1090,24 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
   std::vector<hitbox::Query>& queries = stream->queries;
   if (grpc::Status st = ConvertQueries(s, req.queries(), &queries); !st.ok()) return fail(st);
 
+  std::vector<size_t> applies;
+  if (grpc::Status st = CollectApplies(queries, &applies); !st.ok()) return fail(st);
+
   std::vector<QueryResult>& results = stream->results;
-  if (!changes.empty()) {
+  bool reserved = false;
+  std::vector<ColliderChange> moved;  // applied character moves
+  if (!changes.empty() || !applies.empty()) {
     // The queries run after the changes are applied, so their hit budget must
     // hold whatever they find: check the worst case (sum of max_hits) first.
     uint64_t worst = 0;
     for (const hitbox::Query& q : queries) {
       worst += std::visit(
           [](const auto& x) -> uint64_t {
-            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, OverlapQuery>) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, OverlapQuery>) {
               return x.filter.max_hits;
+            } else if constexpr (std::is_same_v<T, MoveQuery>) {
+              return MoveContactCap(x) + 1;
             } else {
               return x.all_hits ? x.filter.max_hits : 1;
             }
@@ -1021,13 +1129,33 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
     if (!queries.empty() || store_) before = Capture(s.set(), changes);
     if (grpc::Status st = ApplyLocked(s, changes, std::nullopt); !st.ok()) return fail(st);
-    if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
-      RollBack(s.set(), before, revision);
-      sessions_.SettleMemory(s, 0);  // back to what the set holds now
+    // Any later failure leaves the set as it was before the tick. The
+    // applied moves go last, in one atomic batch, so they never need undoing.
+    const auto undo = [&](const grpc::Status& st) {
+      if (!changes.empty()) {
+        RollBack(s.set(), before, revision);
+        sessions_.SettleMemory(s, 0);  // back to what the set holds now
+      }
       return fail(st);
+    };
+    if (grpc::Status st = CheckApplies(s.set(), queries, applies); !st.ok()) return undo(st);
+    if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
+      return undo(st);
+    }
+    if (!applies.empty()) {
+      if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return undo(st);
+      reserved = true;
+      moved = AppliedMoves(queries, results, applies);
+      if (store_) {  // a failed log write undoes the moves too
+        std::vector<std::pair<uint64_t, std::optional<Collider>>> more = Capture(s.set(), moved);
+        before.insert(before.end(), more.begin(), more.end());
+      }
+      if (grpc::Status st = ApplyLocked(s, moved, std::nullopt); !st.ok()) return undo(st);
+      // A tick is one revision, its changes and applied moves together.
+      s.set().RestoreRevision(revision + 1);
     }
     // Committed: logged before the response is sent (or undone on a write failure).
-    if (grpc::Status st = PersistLocked(s, req.changes(), before, revision); !st.ok()) {
+    if (grpc::Status st = PersistLocked(s, req.changes(), moved, before, revision); !st.ok()) {
       Release(&results);
       stream->memory.Reset();
       return fail(st);
@@ -1041,7 +1169,9 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     }
     resp->set_revision(s.set().revision());
   }
-  if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return fail(st);
+  if (!reserved) {
+    if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return fail(st);
+  }
   ResultsToProto(results, req.queries(), resp->mutable_results());
   return grpc::Status::OK;
 }

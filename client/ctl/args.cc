@@ -200,4 +200,12 @@ void AddFilterOptions(CLI::App* app, FilterArgs* out) {
       ->capture_default_str();
 }
 
+QueryFilter ToFilter(const FilterArgs& f) {
+  QueryFilter filter;
+  filter.mask = f.mask;
+  filter.ignore = f.ignore;
+  filter.max_hits = f.max_hits;
+  return filter;
+}
+
 }  // namespace hitbox::ctl

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "hitbox/collider_set.h"
 #include "hitbox/math.h"
 #include "hitbox/shapes.h"
 #include "hitbox/status.h"
@@ -55,5 +56,7 @@ struct FilterArgs {
 };
 /// Adds --mask, --ignore and --max-hits.
 void AddFilterOptions(CLI::App* app, FilterArgs* out);
+/// The query filter the flags describe.
+QueryFilter ToFilter(const FilterArgs& f);
 
 }  // namespace hitbox::ctl

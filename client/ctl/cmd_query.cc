@@ -22,14 +22,6 @@ struct QueryArgs {
   bool contact = false;
 };
 
-QueryFilter ToFilter(const FilterArgs& f) {
-  QueryFilter filter;
-  filter.mask = f.mask;
-  filter.ignore = f.ignore;
-  filter.max_hits = f.max_hits;
-  return filter;
-}
-
 void PrintOverlaps(const std::vector<OverlapHit>& hits, bool contact) {
   if (hits.empty()) {
     std::printf("no hits\n");

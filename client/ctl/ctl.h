@@ -74,6 +74,7 @@ void AddHealthCommand(CLI::App& app, const GlobalOptions& global, Action& action
 void AddSessionsCommands(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddLoadCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddQueryCommands(CLI::App& app, const GlobalOptions& global, Action& action);
+void AddMoveCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddCheckCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddRouteCommand(CLI::App& app, const GlobalOptions& global, Action& action);

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   AddSessionsCommands(app, global, action);
   AddLoadCommand(app, global, action);
   AddQueryCommands(app, global, action);
+  AddMoveCommand(app, global, action);
   AddCheckCommand(app, global, action);
   AddBenchCommand(app, global, action);
   AddRouteCommand(app, global, action);

@@ -530,7 +530,12 @@ RpcResult<QueryBatchResult> Client::Query(std::string_view session_id,
   req.set_session_id(std::string(session_id));
   QueriesToProto(queries, req.mutable_queries());
   v1::QueryResponse resp;
-  RpcStatus s = impl_->Unary("Query", true, call, &v1::Hitbox::Stub::Query, req, &resp);
+  const bool applies = std::any_of(queries.begin(), queries.end(), [](const hitbox::Query& q) {
+    const auto* m = std::get_if<MoveQuery>(&q);
+    return m != nullptr && m->apply_to_id.has_value();
+  });
+  RpcStatus s = impl_->Unary("Query", /*idempotent=*/!applies, call, &v1::Hitbox::Stub::Query,
+                             req, &resp);
   if (!s.ok()) return s;
   QueryBatchResult out;
   out.revision = resp.revision();
@@ -583,6 +588,16 @@ RpcResult<std::optional<CastHit>> Client::Raycast(std::string_view session_id, c
   const std::vector<CastHit>& hits = r->results.front().hits;
   if (hits.empty()) return std::optional<CastHit>();
   return std::optional<CastHit>(hits.front());
+}
+
+RpcResult<MoveResult> Client::Move(std::string_view session_id, const MoveQuery& query,
+                                   const CallOptions& call) {
+  const hitbox::Query q = query;
+  RpcResult<QueryBatchResult> r = Query(session_id, std::span<const hitbox::Query>(&q, 1), call);
+  if (!r.ok()) return r.status();
+  std::optional<MoveResult>& move = r->results.front().move;
+  if (!move) return RpcStatus(RpcCode::kInternal, "the server's answer to a move has no move result");
+  return std::move(*move);
 }
 
 // --- Tick stream ------------------------------------------------------------

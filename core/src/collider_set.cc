@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "cast_internal.h"
+#include "character_internal.h"
 #include "dynamic_tree.h"
 #include "id_index.h"
 
@@ -299,6 +300,10 @@ struct ColliderSet::Impl {
   struct HitCollector;
   struct CastJob;
   struct RayJob;
+  class MoveSweeper;
+  /// Runs a move; with a control, charges its work and returns false once it
+  /// says stop.
+  bool Move(const MoveQuery& q, MoveResult* result, BatchControl* control) const;
   template <typename Q, typename J, typename Cursor, bool kBudgeted, typename BeginFn,
             typename StepFn>
   bool Interleave(std::span<const Query> queries, std::span<QueryResult> results,
@@ -668,6 +673,10 @@ struct ColliderSet::Impl::CastJob {
   SegmentSetup seg;
   double r_q = 0.0;
   HitCollector out;
+  /// Moves: skip a pair that starts touching while the motion leaves it or
+  /// runs along it (within rounding: a motion just projected on the pair's
+  /// own plane must not be stopped by it again).
+  bool skip_leaving = false;
 
   void Start(const ColliderSet::Impl& set, const CastQuery& query, std::vector<CastHit>* hits) {
     m = &set;
@@ -697,6 +706,10 @@ struct ColliderSet::Impl::CastJob {
     ++pairs->count;
     const CastResult r = hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
     if (!r.hit()) return max_t;
+    if (skip_leaving && r.state == CastState::kStartedOverlapping &&
+        Dot(r.normal, q->translation) >= -1e-9 * q->translation.Length()) {
+      return max_t;
+    }
     return out.Add(c, r, max_t);
   }
   void Finish() { out.Finish(); }
@@ -812,6 +825,71 @@ struct ColliderSet::Impl::BatchControl {
   }
 };
 
+// The world of a move: the set's closest-hit sweeps of the move's shape,
+// with the move's filter (plus its own collider), counting the work.
+class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
+ public:
+  MoveSweeper(const Impl& set, const MoveQuery& q, BatchControl* control)
+      : set_(set), control_(control) {
+    cast_.shape = q.shape;
+    cast_.pose = q.pose;
+    cast_.filter = q.filter;
+    cast_.filter.max_hits = 0;
+    if (q.apply_to_id) cast_.filter.ignore.push_back(*q.apply_to_id);
+  }
+
+  bool Sweep(const Vec3& from, const Vec3& translation, CastHit* hit) override {
+    if (stopped_) return false;
+    cast_.pose.position = from;
+    cast_.translation = translation;
+    CastJob job;
+    job.pairs = &pairs_;
+    job.skip_leaving = true;
+    job.Start(set_, cast_, &hits_);
+    SegmentCursor cursor;
+    cursor.Begin(set_.tree, &job.seg, cast_.filter.mask, 1.0);
+    const auto prefetch = [this](uint32_t item) { set_.PrefetchCollider(item); };
+    while (cursor.Step(
+        [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); }, prefetch)) {
+      ++steps_;
+    }
+    ++steps_;
+    job.Finish();
+    if (control_ != nullptr && steps_ >= kCheckEvery && !Charge()) return false;
+    if (hits_.empty()) return false;
+    CastHit h = hits_.front();
+    h.user_data = set_.colliders[static_cast<size_t>(set_.IndexOf(h.id))].user_data;
+    *hit = h;
+    return true;
+  }
+
+  /// Charges the work not yet charged; false when the batch must stop.
+  bool Charge() {
+    if (control_ == nullptr) return true;
+    stopped_ = !control_->Charge(steps_, pairs_.count - charged_pairs_);
+    steps_ = 0;
+    charged_pairs_ = pairs_.count;
+    return !stopped_;
+  }
+
+ private:
+  const Impl& set_;
+  BatchControl* control_;
+  CastQuery cast_;
+  std::vector<CastHit> hits_;
+  PairCounter pairs_;
+  uint64_t steps_ = 0;
+  uint64_t charged_pairs_ = 0;
+  bool stopped_ = false;
+};
+
+bool ColliderSet::Impl::Move(const MoveQuery& q, MoveResult* result,
+                             BatchControl* control) const {
+  MoveSweeper world(*this, q, control);
+  internal::RunMove(q, world, result);
+  return world.Charge();
+}
+
 // Runs the queries of kind Q among queries[first, last) with up to
 // kInterleave jobs (J) stepped in turn; begin(job, cursor) starts a cursor.
 // Returns false when `control` (used only when kBudgeted) stopped it.
@@ -886,6 +964,7 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
   for (size_t i = begin; i < end; ++i) {
     results[i].overlaps.clear();
     results[i].hits.clear();
+    results[i].move.reset();
   }
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
   if (kBudgeted && !control->Poll()) return false;
@@ -907,6 +986,12 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
             prefetch);
       });
   if (!ok2) return false;
+  // Moves: a chain of dependent sweeps each, run one after another.
+  for (size_t i = begin; i < end; ++i) {
+    const auto* mq = std::get_if<MoveQuery>(&queries[i]);
+    if (mq == nullptr) continue;
+    if (!Move(*mq, &results[i].move.emplace(), control)) return false;
+  }
   return Interleave<RayQuery, RayJob, SegmentCursor, kBudgeted>(
       queries, results, begin, end, control,
       [this](RayJob& job, SegmentCursor& cur) {
@@ -929,9 +1014,18 @@ void ColliderSet::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
   impl_->Raycast(q, hits);
 }
 
+void ColliderSet::Move(const MoveQuery& q, MoveResult* result) const {
+  impl_->Move(q, result, nullptr);
+}
+
 void ColliderSet::Run(const Query& q, QueryResult* result) const {
   result->overlaps.clear();
   result->hits.clear();
+  result->move.reset();
+  if (const auto* m = std::get_if<MoveQuery>(&q)) {
+    impl_->Move(*m, &result->move.emplace(), nullptr);
+    return;
+  }
   if (const auto* o = std::get_if<OverlapQuery>(&q)) {
     impl_->Overlap(*o, &result->overlaps);
   } else if (const auto* c = std::get_if<CastQuery>(&q)) {
@@ -979,6 +1073,7 @@ Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResu
     // Release the memory too: a stopped batch may have been a huge one.
     std::vector<OverlapHit>().swap(results[i].overlaps);
     std::vector<CastHit>().swap(results[i].hits);
+    results[i].move.reset();
   }
   const auto code = static_cast<ErrorCode>(stop - 1);
   switch (code) {
@@ -997,6 +1092,34 @@ Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResu
   }
 }
 
+static Status ValidateMoveSettings(const MoveSettings& s, const std::string& field) {
+  if (Status st = CheckVec(s.up, field + ".up"); !st.ok()) return st;
+  if (s.up.Length() < 1e-6) return Invalid(field + ".up", "must not be zero");
+  const auto distance = [&](double v, const char* name, bool zero_ok) {
+    if (std::isfinite(v) && (zero_ok ? v >= 0.0 : v > 0.0) && v <= kMaxMoveDistanceSetting) {
+      return Status::Ok();
+    }
+    return Invalid(field + "." + name, std::string("must be ") + (zero_ok ? ">= 0" : "> 0") +
+                                           " and <= " + Num(kMaxMoveDistanceSetting) +
+                                           " m, got " + Num(v));
+  };
+  if (Status st = distance(s.skin_width, "skin_width", false); !st.ok()) return st;
+  if (Status st = distance(s.step_height, "step_height", true); !st.ok()) return st;
+  if (Status st = distance(s.ground_snap_distance, "ground_snap_distance", true); !st.ok()) {
+    return st;
+  }
+  if (s.max_iterations < 1 || s.max_iterations > kMaxMoveIterations) {
+    return Invalid(field + ".max_iterations", "must be in [1, " +
+                                                  std::to_string(kMaxMoveIterations) + "], got " +
+                                                  std::to_string(s.max_iterations));
+  }
+  if (!(s.max_slope_degrees >= 0.0 && s.max_slope_degrees < 90.0)) {
+    return Invalid(field + ".max_slope_degrees", "must be in [0, 90), got " +
+                                                     Num(s.max_slope_degrees));
+  }
+  return Status::Ok();
+}
+
 Status ColliderSet::ValidateQuery(const Query& q, const std::string& field) {
   if (const auto* o = std::get_if<OverlapQuery>(&q)) {
     if (Status s = CheckQueryShape(o->shape, field + ".shape"); !s.ok()) return s;
@@ -1010,6 +1133,12 @@ Status ColliderSet::ValidateQuery(const Query& q, const std::string& field) {
   if (const auto* r = std::get_if<RayQuery>(&q)) {
     if (Status s = CheckVec(r->origin, field + ".origin"); !s.ok()) return s;
     return CheckVec(r->translation, field + ".translation");
+  }
+  if (const auto* m = std::get_if<MoveQuery>(&q)) {
+    if (Status s = CheckQueryShape(m->shape, field + ".shape"); !s.ok()) return s;
+    if (Status s = CheckPose(m->pose, field + ".pose"); !s.ok()) return s;
+    if (Status s = CheckVec(m->displacement, field + ".displacement"); !s.ok()) return s;
+    return ValidateMoveSettings(m->settings, field + ".settings");
   }
   return Invalid(field, "empty query");
 }

@@ -440,6 +440,68 @@ TEST_F(CtlQueryTest, QueryErrors) {
   EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos) << r.err;
 }
 
+// --- move -----------------------------------------------------------------
+
+// `hitboxctl move`: a floor (top y = 0), a wall whose face is x = 2, a 0.25 m
+// step from z = 5, and a capsule collider (id 9) for --apply. A capsule of
+// radius 0.4, half-height 0.5 stands at y = 0.91 (0.01 m skin).
+TEST_F(CtlQueryTest, Move) {
+  json capsule = {{"id", 9}, {"shape", {{"capsule", {{"radius", 0.4}, {"half_height", 0.5}}}}},
+                  {"position", {-5, 0.91, 0}}};
+  CtlJson({"load", "m",
+           WriteTemp(json{{"colliders",
+                           {Box(1, {20, 0.5, 20}, {0, -0.5, 0}), Box(2, {0.5, 2, 20}, {2.5, 2, 0}),
+                            Box(3, {1, 0.125, 1}, {0, 0.125, 6}), capsule}}}
+                         .dump()),
+           "--create"});
+  // Into the wall at an angle: stops 0.41 from it and keeps the motion along it.
+  const json slide = CtlJson({"move", "m", "--capsule", "0.4,0.5", "--pos", "0,0.91,0",
+                              "--displacement", "5,0,3"});
+  ASSERT_TRUE(slide.contains("position")) << slide.dump();
+  const std::vector<double> p = slide.at("position").get<std::vector<double>>();
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_NEAR(p[0], 1.59, 1e-6);
+  EXPECT_NEAR(p[1], 0.91, 1e-9);
+  EXPECT_NEAR(p[2], 3.0, 1e-6);
+  EXPECT_TRUE(slide.at("blocked").get<bool>());
+  EXPECT_TRUE(slide.at("on_ground").get<bool>());
+  EXPECT_EQ(slide.at("ground").at("id").get<uint64_t>(), 1u);
+  EXPECT_EQ(slide.at("contacts")[0].at("id").get<uint64_t>(), 2u) << slide.dump();
+  // Up the step with the default step height; blocked with a lower one.
+  const json up = CtlJson({"move", "m", "--capsule", "0.4,0.5", "--pos", "0,0.91,4.2",
+                           "--displacement", "0,-0.1,1"});
+  EXPECT_NEAR(up.at("position")[1].get<double>(), 1.16, 1e-6) << up.dump();
+  EXPECT_TRUE(up.at("stepped").get<bool>());
+  const json low = CtlJson({"move", "m", "--capsule", "0.4,0.5", "--pos", "0,0.91,4.2",
+                            "--displacement", "0,-0.1,1", "--step-height", "0.1"});
+  EXPECT_NEAR(low.at("position")[1].get<double>(), 0.91, 1e-6) << low.dump();
+  // Stopped by the step's edge (at z = 5, y = 0.25) against the capsule's rounded end.
+  EXPECT_NEAR(low.at("position")[2].get<double>(), 5 - std::sqrt(0.41 * 0.41 - 0.16 * 0.16), 0.02)
+      << low.dump();
+  EXPECT_TRUE(low.at("blocked").get<bool>());
+  EXPECT_FALSE(low.at("stepped").get<bool>());
+  // --apply moves collider 9 to the end in the same call (one revision).
+  const json applied = CtlJson({"move", "m", "--capsule", "0.4,0.5", "--pos", "-5,0.91,0",
+                                "--displacement", "0,0,1", "--apply", "9"});
+  EXPECT_EQ(applied.at("applied_to").get<uint64_t>(), 9u);
+  const json hits = CtlJson({"overlap", "m", "--sphere", "0.1", "--pos", "-5,0.91,1"});
+  EXPECT_EQ(HitIds(hits), std::vector<uint64_t>({9})) << hits.dump();
+  EXPECT_EQ(CtlJson({"move", "m", "--capsule", "0.4,0.5", "--displacement", "0,0,0"})
+                .at("revision")
+                .get<uint64_t>(),
+            applied.at("revision").get<uint64_t>());
+  // Human output, and a bad setting named by its field path.
+  const RunResult human = Ctl({"move", "m", "--capsule", "0.4,0.5", "--pos", "0,0.91,0",
+                               "--displacement", "1,0,0"});
+  EXPECT_EQ(human.code, 0);
+  EXPECT_NE(human.out.find("position"), std::string::npos) << human.out;
+  const RunResult bad = Ctl({"move", "m", "--capsule", "0.4,0.5", "--displacement", "1,0,0",
+                             "--max-slope", "95"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("queries[0].move.settings.max_slope_degrees"), std::string::npos)
+      << bad.err;
+}
+
 // --- check ----------------------------------------------------------------
 
 // A shared case file passes through the service, per kind, and the scratch session is removed.

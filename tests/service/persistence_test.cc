@@ -208,6 +208,50 @@ TEST_F(PersistenceTest, OnlyCommittedTicksAreLogged) {
   EXPECT_EQ(Dump("t"), before);
 }
 
+// Character moves applied to their colliders (move.apply_to_id) are logged
+// with the batch they belong to: a tick's changes and its applied moves as
+// one record (one revision), and those of a Query call alone.
+TEST_F(PersistenceTest, AppliedMovesAreLogged) {
+  Restart();
+  Create("m");
+  AddBatches("m", 1, 3);  // spheres of radius 0.5 at x = 1, 2, 3
+  const auto move_query = [](uint64_t id, double x, double dx) {
+    v1::Query q;
+    v1::MoveQuery* m = q.mutable_move();
+    m->mutable_shape()->mutable_sphere()->set_radius(0.25);
+    m->mutable_pose()->mutable_position()->set_x(x);
+    m->mutable_pose()->mutable_position()->set_y(10);  // clear of every sphere
+    m->mutable_pose()->mutable_rotation()->set_w(1);
+    m->mutable_displacement()->set_z(dx);
+    m->mutable_filter()->add_ignore_ids(id);
+    m->set_apply_to_id(id);
+    return q;
+  };
+  auto stream = std::make_unique<HitboxService::TickStream>();
+  v1::TickRequest tick;
+  tick.set_session_id("m");
+  *tick.add_changes() = Move(1, 5);
+  *tick.add_queries() = move_query(2, 2, 1.5);
+  v1::TickResponse resp;
+  ASSERT_TRUE(service_->DoTick(stream.get(), tick, &resp).ok());
+  ASSERT_FALSE(resp.has_error()) << resp.error().message();
+  EXPECT_EQ(resp.revision(), 4u);
+
+  v1::QueryRequest query;
+  query.set_session_id("m");
+  *query.add_queries() = move_query(3, 3, -2);
+  v1::QueryResponse qresp;
+  ASSERT_TRUE(service_->DoQuery(query, &qresp).ok());
+  EXPECT_EQ(qresp.revision(), 5u);
+
+  const std::string before = Dump("m");
+  ASSERT_NE(before.find("z: 1.5"), std::string::npos) << before;
+  ASSERT_NE(before.find("z: -2"), std::string::npos) << before;
+  stream.reset();
+  Restart();
+  EXPECT_EQ(Dump("m"), before);
+}
+
 // A log cut inside its last record (a crash mid-write) loses that record
 // only; the cut is logged and the log goes on from the last good record.
 TEST_F(PersistenceTest, TornLastRecordIsCutOff) {

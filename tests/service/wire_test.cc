@@ -318,6 +318,93 @@ TEST(WireTest, ResultsRoundTrip) {
   EXPECT_EQ(b.hits[0].point, Vec3(2, 3, 4));
 }
 
+// Move queries: absent settings take the documented defaults, every field
+// round-trips, bad settings name their path, surfaces are refused as the
+// character's shape; the move result round-trips.
+TEST(WireTest, MovePathsDefaultsAndRoundTrip) {
+  v1::Query p;
+  v1::MoveQuery* m = p.mutable_move();
+  m->mutable_shape()->mutable_capsule()->set_radius(0.4);
+  m->mutable_shape()->mutable_capsule()->set_half_height(0.5);
+  m->mutable_displacement()->set_x(1);
+  Result<Query> q = wire::FromProto(p, "queries[3]");
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  const MoveQuery& d = std::get<MoveQuery>(*q);
+  const MoveSettings defaults;
+  EXPECT_EQ(d.settings.up, defaults.up);
+  EXPECT_EQ(d.settings.skin_width, 0.01);
+  EXPECT_EQ(d.settings.max_iterations, 8);
+  EXPECT_EQ(d.settings.max_slope_degrees, 45.0);
+  EXPECT_EQ(d.settings.step_height, 0.3);
+  EXPECT_EQ(d.settings.ground_snap_distance, 0.1);
+  EXPECT_FALSE(d.apply_to_id.has_value());
+  // Explicit zeros are kept (no stepping, no snap), and the up is normalized.
+  m->mutable_settings()->set_step_height(0);
+  m->mutable_settings()->set_ground_snap_distance(0);
+  m->mutable_settings()->mutable_up()->set_z(2);
+  m->set_apply_to_id(0);
+  q = wire::FromProto(p, "queries[3]");
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(std::get<MoveQuery>(*q).settings.step_height, 0.0);
+  EXPECT_EQ(std::get<MoveQuery>(*q).settings.ground_snap_distance, 0.0);
+  EXPECT_EQ(std::get<MoveQuery>(*q).settings.up, Vec3(0, 0, 1));
+  EXPECT_EQ(std::get<MoveQuery>(*q).apply_to_id, std::optional<uint64_t>(0));
+  // Round trip of a full query.
+  MoveQuery full = std::get<MoveQuery>(*q);
+  full.settings = {{0, 1, 0}, 0.02, 12, 50, 0.4, 0.2};
+  full.filter.ignore = {7};
+  full.pose = Pose({1, 2, 3});
+  v1::Query wire_q;
+  wire::ToProto(Query(full), &wire_q);
+  Result<Query> back = wire::FromProto(wire_q, "q");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  const MoveQuery& b = std::get<MoveQuery>(*back);
+  EXPECT_EQ(b.settings.max_iterations, 12);
+  EXPECT_EQ(b.settings.max_slope_degrees, 50.0);
+  EXPECT_EQ(b.pose.position, Vec3(1, 2, 3));
+  EXPECT_EQ(b.filter.ignore, std::vector<uint64_t>{7});
+  EXPECT_EQ(b.apply_to_id, full.apply_to_id);
+  // Bad settings name the full path.
+  const auto error = [&](auto set) {
+    v1::Query bad = p;
+    set(bad.mutable_move()->mutable_settings());
+    Result<Query> r = wire::FromProto(bad, "queries[3]");
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_THAT(error([](v1::MoveSettings* s) { s->set_max_slope_degrees(90); }),
+              HasSubstr("queries[3].move.settings.max_slope_degrees: must be in [0, 90)"));
+  EXPECT_THAT(error([](v1::MoveSettings* s) { s->set_skin_width(0); }),
+              HasSubstr("queries[3].move.settings.skin_width"));
+  EXPECT_THAT(error([](v1::MoveSettings* s) { s->set_max_iterations(0); }),
+              HasSubstr("queries[3].move.settings.max_iterations"));
+  EXPECT_THAT(error([](v1::MoveSettings* s) { s->set_step_height(-1); }),
+              HasSubstr("queries[3].move.settings.step_height"));
+  EXPECT_THAT(error([](v1::MoveSettings* s) { s->set_ground_snap_distance(NAN); }),
+              HasSubstr("queries[3].move.settings.ground_snap_distance"));
+  EXPECT_THAT(error([](v1::MoveSettings* s) { s->mutable_up()->Clear(); }),
+              HasSubstr("queries[3].move.settings.up"));
+  v1::Query mesh = p;
+  mesh.mutable_move()->mutable_shape()->mutable_mesh();
+  Result<Query> refused = wire::FromProto(mesh, "queries[3]");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message, HasSubstr("queries[3].move.shape.mesh"));
+  // The result.
+  QueryResult r;
+  r.move = MoveResult{{1, 2, 3}, {0.5, 0, 0}, {MoveContact{4, 5, {0, 1, 0}, {1, 1, 1}}}, true, 4,
+                      5, {0, 1, 0}, true, false};
+  v1::QueryResult rp;
+  wire::ToProto(r, 1, &rp);
+  const QueryResult rb = wire::ResultFromProto(rp);
+  ASSERT_TRUE(rb.move.has_value());
+  EXPECT_EQ(rb.move->position, Vec3(1, 2, 3));
+  EXPECT_EQ(rb.move->contacts.size(), 1u);
+  EXPECT_EQ(rb.move->contacts[0].sub_shape, 5u);
+  EXPECT_EQ(rb.move->ground_id, 4u);
+  EXPECT_TRUE(rb.move->stepped);
+  EXPECT_FALSE(rb.move->blocked);
+  EXPECT_FALSE(wire::ResultFromProto(v1::QueryResult()).move.has_value());
+}
+
 // Session ids: 1..128 of [A-Za-z0-9._:-], except "." and "..".
 TEST(WireTest, SessionIds) {
   EXPECT_TRUE(wire::ValidateSessionId("match-42:eu_west.1").ok());

@@ -425,6 +425,83 @@ Status PlacedShapeOf(const QueryMessage& in, const Path& p, Shape* shape, Pose* 
   return Status::Ok();
 }
 
+// "<path>: must be in [lo, hi] <unit>, got v" for an optional setting.
+Status CheckSetting(double v, double lo, bool lo_open, double hi, bool hi_open, const char* unit,
+                    const Path& path) {
+  if (std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi)) {
+    return Status::Ok();
+  }
+  return Invalid(path, std::string(": must be in ") + (lo_open ? "(" : "[") + FormatDouble(lo) +
+                           ", " + FormatDouble(hi) + (hi_open ? ")" : "]") + unit + ", got " +
+                           FormatDouble(v));
+}
+
+Result<MoveSettings> MoveSettingsOf(const v1::MoveSettings& in, const Path& p) {
+  MoveSettings out;
+  if (in.has_up()) {
+    const Path up(&p, "up");
+    Result<Vec3> v = Vec(in.up(), up);
+    if (!v.ok()) return v.error();
+    if (!(v->Length() >= 1e-6)) return Invalid(up, ": the up direction must not be zero");
+    out.up = v->Normalized();
+  }
+  // An optional distance in metres: (0, 1e3] (or [0, 1e3] when zero_ok).
+  const auto distance = [&](bool has, double v, bool zero_ok, const char* name, double* out_v) {
+    if (!has) return Status::Ok();
+    *out_v = v;
+    return CheckSetting(v, 0, !zero_ok, kMaxMoveDistanceSetting, false, " metres",
+                        Path(&p, name));
+  };
+  if (Status s = distance(in.has_skin_width(), in.skin_width(), false, "skin_width",
+                          &out.skin_width);
+      !s.ok()) {
+    return s;
+  }
+  if (in.has_max_iterations()) {
+    if (in.max_iterations() < 1 || in.max_iterations() > kMaxMoveIterations) {
+      return Invalid(Path(&p, "max_iterations"),
+                     ": must be in [1, " + std::to_string(kMaxMoveIterations) + "], got " +
+                         std::to_string(in.max_iterations()));
+    }
+    out.max_iterations = static_cast<int>(in.max_iterations());
+  }
+  if (in.has_max_slope_degrees()) {
+    out.max_slope_degrees = in.max_slope_degrees();
+    if (Status s = CheckSetting(out.max_slope_degrees, 0, false, 90, true, " degrees",
+                                Path(&p, "max_slope_degrees"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (Status s = distance(in.has_step_height(), in.step_height(), true, "step_height",
+                          &out.step_height);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = distance(in.has_ground_snap_distance(), in.ground_snap_distance(), true,
+                          "ground_snap_distance", &out.ground_snap_distance);
+      !s.ok()) {
+    return s;
+  }
+  return out;
+}
+
+Result<Query> MoveOf(const v1::MoveQuery& in, const Path& p) {
+  MoveQuery out;
+  if (Status s = PlacedShapeOf(in, p, &out.shape, &out.pose); !s.ok()) return s.error();
+  Result<Vec3> d = Vec(in.displacement(), Path(&p, "displacement"));
+  if (!d.ok()) return d.error();
+  out.displacement = *d;
+  Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"));
+  if (!filter.ok()) return filter.error();
+  out.filter = std::move(*filter);
+  Result<MoveSettings> settings = MoveSettingsOf(in.settings(), Path(&p, "settings"));
+  if (!settings.ok()) return settings.error();
+  out.settings = *settings;
+  if (in.has_apply_to_id()) out.apply_to_id = in.apply_to_id();
+  return Query(std::move(out));
+}
+
 Result<Query> QueryOf(const v1::Query& q, const Path& path) {
   switch (q.kind_case()) {
     case v1::Query::kOverlap: {
@@ -468,10 +545,11 @@ Result<Query> QueryOf(const v1::Query& q, const Path& path) {
       out.all_hits = in.all_hits();
       return Query(std::move(out));
     }
+    case v1::Query::kMove: return MoveOf(q.move(), Path(&path, "move"));
     case v1::Query::KIND_NOT_SET:
       break;
   }
-  return Invalid(path, ": no query kind set (expected one of overlap, cast, raycast)");
+  return Invalid(path, ": no query kind set (expected one of overlap, cast, raycast, move)");
 }
 
 Vec3 V(const v1::Vec3& v) { return {v.x(), v.y(), v.z()}; }
@@ -659,8 +737,26 @@ CastHit ResultFromProto(const v1::CastHit& h) {
   return out;
 }
 
+MoveResult ResultFromProto(const v1::MoveResult& r) {
+  MoveResult out;
+  out.position = V(r.position());
+  out.displacement = V(r.displacement());
+  out.contacts.reserve(r.contacts_size());
+  for (const v1::MoveContact& c : r.contacts()) {
+    out.contacts.push_back(MoveContact{c.id(), c.sub_shape(), V(c.normal()), V(c.point())});
+  }
+  out.on_ground = r.on_ground();
+  out.ground_id = r.ground_id();
+  out.ground_sub_shape = r.ground_sub_shape();
+  out.ground_normal = V(r.ground_normal());
+  out.stepped = r.stepped();
+  out.blocked = r.blocked();
+  return out;
+}
+
 QueryResult ResultFromProto(const v1::QueryResult& r) {
   QueryResult out;
+  if (r.has_move()) out.move = ResultFromProto(r.move());
   out.overlaps.reserve(r.overlaps_size());
   for (const v1::OverlapHit& h : r.overlaps()) out.overlaps.push_back(ResultFromProto(h));
   out.hits.reserve(r.hits_size());
@@ -802,7 +898,43 @@ void ToProto(const Query& q, v1::Query* out) {
     ToProto(r->translation, p->mutable_translation());
     ToProto(r->filter, p->mutable_filter());
     p->set_all_hits(r->all_hits);
+  } else if (const auto* m = std::get_if<MoveQuery>(&q)) {
+    v1::MoveQuery* p = out->mutable_move();
+    ToProto(m->shape, p->mutable_shape());
+    ToProto(m->pose, p->mutable_pose());
+    ToProto(m->displacement, p->mutable_displacement());
+    ToProto(m->filter, p->mutable_filter());
+    ToProto(m->settings, p->mutable_settings());
+    if (m->apply_to_id) p->set_apply_to_id(*m->apply_to_id);
   }
+}
+
+void ToProto(const MoveSettings& s, v1::MoveSettings* out) {
+  ToProto(s.up, out->mutable_up());
+  out->set_skin_width(s.skin_width);
+  out->set_max_iterations(static_cast<uint32_t>(s.max_iterations));
+  out->set_max_slope_degrees(s.max_slope_degrees);
+  out->set_step_height(s.step_height);
+  out->set_ground_snap_distance(s.ground_snap_distance);
+}
+
+void ToProto(const MoveResult& r, v1::MoveResult* out) {
+  ToProto(r.position, out->mutable_position());
+  ToProto(r.displacement, out->mutable_displacement());
+  out->mutable_contacts()->Reserve(static_cast<int>(r.contacts.size()));
+  for (const MoveContact& c : r.contacts) {
+    v1::MoveContact* pc = out->add_contacts();
+    pc->set_id(c.id);
+    pc->set_sub_shape(c.sub_shape);
+    ToProto(c.normal, pc->mutable_normal());
+    ToProto(c.point, pc->mutable_point());
+  }
+  out->set_on_ground(r.on_ground);
+  out->set_ground_id(r.ground_id);
+  out->set_ground_sub_shape(r.ground_sub_shape);
+  if (r.on_ground) ToProto(r.ground_normal, out->mutable_ground_normal());
+  out->set_stepped(r.stepped);
+  out->set_blocked(r.blocked);
 }
 
 void ToProto(const Contact& c, v1::Contact* out) {
@@ -836,6 +968,7 @@ void ToProto(const QueryResult& r, uint64_t tag, v1::QueryResult* out) {
   for (const OverlapHit& h : r.overlaps) ToProto(h, out->add_overlaps());
   out->mutable_hits()->Reserve(static_cast<int>(r.hits.size()));
   for (const CastHit& h : r.hits) ToProto(h, out->add_hits());
+  if (r.move) ToProto(*r.move, out->mutable_move());
 }
 
 }  // namespace hitbox::wire

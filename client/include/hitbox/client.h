@@ -374,7 +374,8 @@ class Client {
 
   // --- Queries ------------------------------------------------------------
 
-  /// Answers a batch of mixed queries, in order, all at one revision.
+  /// Answers a batch of mixed queries, in order, all at one revision. A batch
+  /// with a move that names apply_to_id changes the session: never retried.
   RpcResult<QueryBatchResult> Query(std::string_view session_id, std::span<const hitbox::Query> queries,
                                     const CallOptions& call = {});
   /// Colliders that `shape` at `pose` overlaps (touching counts), sorted by id.
@@ -398,6 +399,13 @@ class Client {
                                             const Vec3& translation,
                                             const QueryFilter& filter = {},
                                             const CallOptions& call = {});
+
+  /// Character movement (collide-and-slide, hitbox/character.h): where
+  /// `query.shape` at `query.pose` ends up when it wants to move by
+  /// `query.displacement`. With query.apply_to_id the server also moves that
+  /// collider to the final pose in the same call (then never retried).
+  RpcResult<MoveResult> Move(std::string_view session_id, const MoveQuery& query,
+                             const CallOptions& call = {});
 
   // --- Tick stream --------------------------------------------------------
 

@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "hitbox/character.h"
 #include "hitbox/collide.h"
 #include "hitbox/math.h"
 #include "hitbox/shapes.h"
@@ -115,8 +116,30 @@ struct RayQuery {
   bool all_hits = false;
 };
 
+/// "The character wants to move by `displacement`: where does it end up?"
+/// Collide-and-slide with stepping, slope limit and ground snap (character.h).
+struct MoveQuery {
+  /// The character's convex shape (a capsule usually; not a mesh or heightfield).
+  Shape shape;
+  /// Start pose; the shape translates only, its rotation is kept.
+  Pose pose;
+  /// Desired world displacement in metres (walk + gravity for this tick).
+  Vec3 displacement;
+  /// What the character collides with; put its own collider in `ignore`.
+  /// max_hits does not apply (a move reports every contact, at most
+  /// 2 * max_iterations + 4).
+  QueryFilter filter;
+  MoveSettings settings;
+  /// The character's own collider: never collided with, and the service
+  /// moves it to the final pose after the batch (atomic apply). Core queries
+  /// only ignore it.
+  std::optional<uint64_t> apply_to_id;
+  // Lag compensation (at_tick) will select the world state the move runs
+  // against, as for the other queries; the character's own pose is current.
+};
+
 /// A query of any kind, for batches.
-using Query = std::variant<OverlapQuery, CastQuery, RayQuery>;
+using Query = std::variant<OverlapQuery, CastQuery, RayQuery, MoveQuery>;
 
 /// One collider reported by an overlap query.
 struct OverlapHit {
@@ -152,10 +175,12 @@ struct CastHit {
 };
 
 /// Result of one query of a batch: overlaps for an OverlapQuery, hits for
-/// casts and rays (empty: nothing hit).
+/// casts and rays (empty: nothing hit), `move` for a MoveQuery.
 struct QueryResult {
   std::vector<OverlapHit> overlaps;
   std::vector<CastHit> hits;
+  /// Set for a MoveQuery only.
+  std::optional<MoveResult> move;
 };
 
 /// Bounds on the work of one batch, and how to stop it early (RunBatch).
@@ -226,6 +251,8 @@ class ColliderSet {
   void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
   /// Raycast query; hits sorted by (fraction, id); one hit unless all_hits.
   void Raycast(const RayQuery& q, std::vector<CastHit>* hits) const;
+  /// Move query (collide-and-slide): the final position, contacts, ground.
+  void Move(const MoveQuery& q, MoveResult* result) const;
   /// Runs one query of any kind.
   void Run(const Query& q, QueryResult* result) const;
   /// Runs a batch; results[i] answers queries[i]. Uses `pool` (may be null)

@@ -66,6 +66,40 @@ Aabb SceneBounds(const std::vector<Collider>& scene);
 std::vector<Query> GenerateQueries(const Aabb& bounds, const QueryMix& mix, size_t count,
                                    uint64_t seed);
 
+/// The 64-player arena (arena.cc): the tick workload of a game server. A
+/// walled 60 m square floor (one mesh of 2 m cells, 1800 triangles), pillars,
+/// crates, a staircase of 0.2 m steps and two ramps (20 and 50 degrees), and
+/// one capsule collider per player standing on the floor.
+struct ArenaOptions {
+  size_t players = 64;
+  /// Hitscan rays (one per shooter, from its eyes, 50 m) and area overlaps
+  /// (spheres of 3 m about a player) per tick, besides the moves.
+  size_t rays_per_tick = 64;
+  size_t overlaps_per_tick = 16;
+  uint64_t seed = 1;
+};
+
+/// Player i's collider id.
+inline constexpr uint64_t kArenaPlayerBase = 1000000;
+
+struct Arena {
+  /// The world, then the players (ids kArenaPlayerBase + i, layer 1).
+  std::vector<Collider> colliders;
+  /// The players' shape: a capsule of radius 0.4 m, half-height 0.5 m.
+  Shape player_shape;
+  /// Player i's start position (the capsule's centre), on free floor.
+  std::vector<Vec3> spawn;
+};
+
+/// The arena of `options` (seeded: the same options give the same arena).
+Arena GenerateArena(const ArenaOptions& options);
+
+/// The queries of tick `tick`: first one move per player from positions[i]
+/// (walk at 6 m/s for 1/60 s in a direction that changes every second, plus
+/// gravity; apply_to_id = its collider), then the rays and the overlaps.
+std::vector<Query> ArenaTickQueries(const Arena& arena, const ArenaOptions& options,
+                                    const std::vector<Vec3>& positions, uint64_t tick);
+
 /// Latency percentiles of a run, microseconds.
 struct Latency {
   uint64_t count = 0;

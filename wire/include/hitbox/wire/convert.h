@@ -101,6 +101,7 @@ Vec3 ResultFromProto(const v1::Vec3& v);
 Aabb ResultFromProto(const v1::Aabb& b);
 OverlapHit ResultFromProto(const v1::OverlapHit& h);
 CastHit ResultFromProto(const v1::CastHit& h);
+MoveResult ResultFromProto(const v1::MoveResult& r);
 QueryResult ResultFromProto(const v1::QueryResult& r);
 
 // ---------------------------------------------------------------------------
@@ -117,6 +118,9 @@ void ToProto(const ColliderChange& c, v1::ColliderChange* out);
 void ToProto(const QueryFilter& f, v1::QueryFilter* out);
 /// Leaves out->tag unchanged.
 void ToProto(const Query& q, v1::Query* out);
+/// Every setting is written (so defaults round-trip exactly).
+void ToProto(const MoveSettings& s, v1::MoveSettings* out);
+void ToProto(const MoveResult& r, v1::MoveResult* out);
 void ToProto(const Contact& c, v1::Contact* out);
 void ToProto(const OverlapHit& h, v1::OverlapHit* out);
 void ToProto(const CastHit& h, v1::CastHit* out);

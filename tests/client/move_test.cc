@@ -1,0 +1,184 @@
+// Character movement through hitboxd as a game server uses it: the 64-player
+// arena (loadgen.h) on a Tick stream, each tick 64 moves applied to the
+// players' colliders plus rays and overlaps, against the hitboxd binary on a
+// loopback port and an in-process server. The answers equal core's on a
+// mirror of the session bit for bit; every tick is one revision; refused
+// ticks change nothing; hitboxctl-style unary moves apply too.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <future>
+
+#include "hitbox/client.h"
+#include "hitbox/loadgen.h"
+#include "hitboxd_process.h"
+
+#ifdef HITBOX_HAVE_SERVER_LIB
+#include <spdlog/spdlog.h>
+
+#include "server.h"
+#endif
+
+namespace hitbox {
+namespace {
+
+using loadgen::kArenaPlayerBase;
+
+bool SameBits(const Vec3& a, const Vec3& b) {
+  return std::bit_cast<uint64_t>(a.x) == std::bit_cast<uint64_t>(b.x) &&
+         std::bit_cast<uint64_t>(a.y) == std::bit_cast<uint64_t>(b.y) &&
+         std::bit_cast<uint64_t>(a.z) == std::bit_cast<uint64_t>(b.z);
+}
+
+// 120 ticks (two seconds of play) of the arena on a stream.
+void PlayArena(Client& client, const std::string& session) {
+  const loadgen::ArenaOptions options;
+  const loadgen::Arena arena = loadgen::GenerateArena(options);
+  ASSERT_EQ(arena.spawn.size(), 64u);
+  ASSERT_TRUE(client.CreateSession(session).ok());
+  RpcResult<ApplyResult> added = client.AddColliders(session, arena.colliders);
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  ColliderSet mirror;
+  ASSERT_TRUE(mirror.AddBulk(arena.colliders).ok());
+
+  std::unique_ptr<TickStream> stream = client.OpenTickStream(session);
+  std::vector<Vec3> positions = arena.spawn;
+  uint64_t revision = added->revision;
+  int stepped = 0, blocked = 0, grounded = 0;
+  for (uint64_t tick = 1; tick <= 120; ++tick) {
+    const std::vector<Query> queries =
+        loadgen::ArenaTickQueries(arena, options, positions, tick);
+    RpcResult<TickResult> r = stream->Tick({}, queries).get();
+    ASSERT_TRUE(r.ok()) << "tick " << tick << ": " << r.status().ToString();
+    EXPECT_EQ(r->revision, ++revision) << "one revision per tick";
+    ASSERT_EQ(r->results.size(), queries.size());
+    std::vector<QueryResult> expected(queries.size());
+    mirror.RunBatch(queries, expected);
+    std::vector<ColliderChange> applied;
+    for (size_t i = 0; i < queries.size(); ++i) {
+      const QueryResult& got = r->results[i];
+      if (i < positions.size()) {
+        ASSERT_TRUE(got.move.has_value()) << i;
+        const MoveResult& m = *got.move;
+        ASSERT_TRUE(SameBits(m.position, expected[i].move->position))
+            << "tick " << tick << " player " << i;
+        EXPECT_EQ(m.contacts.size(), expected[i].move->contacts.size());
+        EXPECT_EQ(m.on_ground, expected[i].move->on_ground);
+        stepped += m.stepped;
+        blocked += m.blocked;
+        grounded += m.on_ground;
+        positions[i] = m.position;
+        applied.push_back(ColliderChange::Move(kArenaPlayerBase + i, Pose(m.position)));
+      } else {
+        EXPECT_FALSE(got.move.has_value());
+        ASSERT_EQ(got.hits.size(), expected[i].hits.size()) << "tick " << tick << " query " << i;
+        for (size_t k = 0; k < got.hits.size(); ++k) {
+          EXPECT_EQ(got.hits[k].id, expected[i].hits[k].id);
+          EXPECT_EQ(got.hits[k].fraction, expected[i].hits[k].fraction);
+        }
+        ASSERT_EQ(got.overlaps.size(), expected[i].overlaps.size());
+      }
+    }
+    ASSERT_TRUE(mirror.Apply(applied).ok());
+  }
+  // The players did walk into things, climb the stairs' steps and stay on the floor.
+  EXPECT_GT(blocked, 0);
+  EXPECT_GT(grounded, 64 * 120 * 9 / 10);
+  std::printf("[  INFO    ] arena: %d moves on ground, %d blocked, %d stepped of %d\n", grounded,
+              blocked, stepped, 64 * 120);
+
+  // The session's colliders are where the moves ended.
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < positions.size(); ++i) ids.push_back(kArenaPlayerBase + i);
+  RpcResult<ColliderSnapshot> players = client.GetColliders(session, ids);
+  ASSERT_TRUE(players.ok()) << players.status().ToString();
+  for (size_t i = 0; i < positions.size(); ++i) {
+    EXPECT_TRUE(SameBits(players->colliders[i].pose.position, positions[i])) << i;
+  }
+
+  // Refused ticks change nothing: the same collider moved twice ...
+  MoveQuery m;
+  m.shape = arena.player_shape;
+  m.pose = Pose(positions[0]);
+  m.displacement = {0.1, 0, 0};
+  m.apply_to_id = kArenaPlayerBase;
+  const std::vector<Query> twice = {m, m};
+  RpcResult<TickResult> dup = stream->Tick({}, twice).get();
+  EXPECT_EQ(dup.code(), RpcCode::kInvalidArgument);
+  EXPECT_NE(dup.status().message().find("queries[1].move.apply_to_id"), std::string::npos)
+      << dup.status().message();
+  // ... an unknown collider, with a change in the same tick (rolled back) ...
+  MoveQuery ghost = m;
+  ghost.apply_to_id = 424242;
+  const std::vector<ColliderChange> lift = {
+      ColliderChange::Move(kArenaPlayerBase + 1, Pose(positions[1] + Vec3{0, 5, 0}))};
+  const std::vector<Query> ghost_q = {ghost};
+  RpcResult<TickResult> unknown = stream->Tick(lift, ghost_q).get();
+  EXPECT_EQ(unknown.code(), RpcCode::kNotFound);
+  EXPECT_NE(unknown.status().message().find("queries[0].move.apply_to_id: collider 424242"),
+            std::string::npos)
+      << unknown.status().message();
+  // ... bad settings, named by their field path.
+  MoveQuery steep = m;
+  steep.settings.max_slope_degrees = 95;
+  const std::vector<Query> steep_q = {RayQuery{}, steep};
+  RpcResult<TickResult> bad = stream->Tick({}, steep_q).get();
+  EXPECT_EQ(bad.code(), RpcCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("queries[1].move.settings.max_slope_degrees"),
+            std::string::npos)
+      << bad.status().message();
+  RpcResult<TickResult> after = stream->Tick({}, {}).get();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->revision, revision);
+  RpcResult<ColliderSnapshot> still = client.GetColliders(session, ids);
+  ASSERT_TRUE(still.ok());
+  EXPECT_TRUE(SameBits(still->colliders[1].pose.position, positions[1]));
+  EXPECT_TRUE(stream->Finish().ok());
+
+  // A unary move with apply: the answer and the update in one call.
+  RpcResult<MoveResult> moved = client.Move(session, m);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  RpcResult<SessionInfo> info = client.GetSession(session);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->revision, revision + 1);
+  const std::vector<uint64_t> first = {kArenaPlayerBase};
+  RpcResult<ColliderSnapshot> one = client.GetColliders(session, first);
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(SameBits(one->colliders[0].pose.position, moved->position));
+  // Without apply_to_id nothing changes.
+  m.apply_to_id.reset();
+  m.filter.ignore = {kArenaPlayerBase};
+  m.pose = Pose(moved->position);
+  ASSERT_TRUE(client.Move(session, m).ok());
+  EXPECT_EQ(client.GetSession(session)->revision, revision + 1);
+  EXPECT_TRUE(client.DeleteSession(session).ok());
+}
+
+TEST(MoveHitboxdTest, ArenaOfSixtyFourPlayers) {
+  testing::HitboxdProcess server;
+  ASSERT_TRUE(server.running()) << "could not start " << testing::HitboxdProcess::BinaryPath();
+  ClientOptions o;
+  o.default_timeout = std::chrono::seconds(20);
+  Client client(server.address(), o);
+  PlayArena(client, "arena");
+}
+
+#ifdef HITBOX_HAVE_SERVER_LIB
+TEST(MoveInProcessTest, ArenaOfSixtyFourPlayers) {
+  spdlog::set_level(spdlog::level::warn);
+  server::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.service.threads = 2;
+  Result<std::unique_ptr<server::HitboxServer>> started = server::HitboxServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  {
+    Client client((*started)->InProcessChannel());
+    PlayArena(client, "arena-in-process");
+  }
+  (*started)->Shutdown(std::chrono::milliseconds(100));
+  (*started)->Wait();
+}
+#endif
+
+}  // namespace
+}  // namespace hitbox
