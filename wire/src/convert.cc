@@ -437,6 +437,7 @@ grpc::StatusCode ToGrpcCode(ErrorCode code) {
     case ErrorCode::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
     case ErrorCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
     case ErrorCode::kCancelled: return grpc::StatusCode::CANCELLED;
+    case ErrorCode::kOutOfRange: return grpc::StatusCode::OUT_OF_RANGE;
     case ErrorCode::kInternal: return grpc::StatusCode::INTERNAL;
   }
   return grpc::StatusCode::INTERNAL;
@@ -451,6 +452,7 @@ ErrorCode FromGrpcCode(grpc::StatusCode code) {
     case grpc::StatusCode::FAILED_PRECONDITION: return ErrorCode::kFailedPrecondition;
     case grpc::StatusCode::DEADLINE_EXCEEDED: return ErrorCode::kDeadlineExceeded;
     case grpc::StatusCode::CANCELLED: return ErrorCode::kCancelled;
+    case grpc::StatusCode::OUT_OF_RANGE: return ErrorCode::kOutOfRange;
     default: return ErrorCode::kInternal;
   }
 }
