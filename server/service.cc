@@ -479,6 +479,7 @@ grpc::Status HitboxService::ConvertQueries(const Session& s,
 }
 
 grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
+                                        std::optional<uint64_t> tick,
                                         std::optional<uint64_t> expected_revision) {
   ColliderSet& set = s.set();
   if (expected_revision && *expected_revision != set.revision()) {
@@ -487,6 +488,9 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
                     ", not " + std::to_string(*expected_revision));
   }
   if (changes.empty()) return grpc::Status::OK;
+  if (tick) {
+    if (Status st = set.CheckTick(*tick); !st.ok()) return wire::ToGrpcStatus(st);
+  }
   // Replay the batch over the set's ids so the error names the entry, and count.
   std::unordered_map<uint64_t, bool> overlay;  // id -> exists after the entries so far
   auto exists = [&](uint64_t id) {
@@ -553,9 +557,9 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
     std::vector<Collider> adds;
     adds.reserve(changes.size());
     for (const ColliderChange& c : changes) adds.push_back(c.collider);
-    st = set.AddBulk(adds);
+    st = set.AddBulk(adds, tick);
   } else {
-    st = set.Apply(changes);
+    st = set.Apply(changes, tick);
   }
   sessions_.SettleMemory(s, growth);
   return wire::ToGrpcStatus(st);
@@ -575,6 +579,11 @@ grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox
     r.overlaps.clear();
     r.hits.clear();
     held += HeldBytes(r);
+  }
+  if (Status st = s.set().CheckQueryTicks(queries); !st.ok()) {
+    Release(results);
+    mem->Reset();
+    return wire::ToGrpcStatus(st);
   }
   const SessionLimits& limits = s.limits();
   QueryBudget budget;
@@ -699,6 +708,14 @@ void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
   l->set_max_nodes_per_message(s.limits().max_nodes_per_message);
   l->set_max_pair_tests_per_message(s.limits().max_pair_tests_per_message);
   l->set_idle_timeout_ms(s.limits().idle_timeout_ms);
+  l->set_history_ticks(s.limits().history_ticks);
+  {
+    std::shared_lock<std::shared_mutex> lock(s.mutex());
+    if (const std::optional<TickRange> ticks = s.set().Ticks()) {
+      info->set_oldest_tick(ticks->oldest);
+      info->set_newest_tick(ticks->newest);
+    }
+  }
   info->set_created_unix_ms(s.created_unix_ms());
   info->set_memory_bytes(s.memory_bytes());
   info->set_last_active_unix_ms(s.last_active_unix_ms());
@@ -759,6 +776,13 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
       !st.ok()) {
     return st;
   }
+  // 0: the server's default; at most --max-history-ticks.
+  if (st = lower("history_ticks", in.history_ticks(), options_.limits.max_history_ticks,
+                 &limits.history_ticks);
+      !st.ok()) {
+    return st;
+  }
+  limits.history_ticks = std::min(limits.history_ticks, options_.limits.max_history_ticks);
   Result<std::string> token = NewSessionToken();
   if (!token.ok()) return wire::ToGrpcStatus(token.status());
   Result<std::shared_ptr<Session>> created =
@@ -815,7 +839,9 @@ grpc::Status HitboxService::DoApplyChanges(const v1::ApplyChangesRequest& req,
   }
   const std::optional<uint64_t> expected =
       req.has_expected_revision() ? std::optional<uint64_t>(req.expected_revision()) : std::nullopt;
-  if (grpc::Status st = ApplyLocked(*s, changes, expected); !st.ok()) return st;
+  const std::optional<uint64_t> tick =
+      req.has_tick() ? std::optional<uint64_t>(req.tick()) : std::nullopt;
+  if (grpc::Status st = ApplyLocked(*s, changes, tick, expected); !st.ok()) return st;
   resp->set_revision(s->set().revision());
   resp->set_collider_count(s->set().size());
   return grpc::Status::OK;
@@ -980,7 +1006,9 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
         before.emplace_back(c.collider.id, old ? std::optional<Collider>(*old) : std::nullopt);
       }
     }
-    if (grpc::Status st = ApplyLocked(s, changes, std::nullopt); !st.ok()) return fail(st);
+    if (grpc::Status st = ApplyLocked(s, changes, req.tick(), std::nullopt); !st.ok()) {
+      return fail(st);
+    }
     if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
       RollBack(s.set(), before, revision);
       sessions_.SettleMemory(s, 0);  // back to what the set holds now

@@ -190,6 +190,7 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   // Applies converted changes; the caller holds the exclusive lock. Growth
   // in colliders is checked against --max-memory before anything changes.
   grpc::Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
+                           std::optional<uint64_t> tick,
                            std::optional<uint64_t> expected_revision);
   // Runs converted queries in chunks; the caller holds the session lock
   // (either mode). RESOURCE_EXHAUSTED as soon as the answers hold more hits

@@ -365,7 +365,7 @@ Status PlacedShapeOf(const QueryMessage& in, const Path& p, Shape* shape, Pose* 
   return Status::Ok();
 }
 
-Result<Query> QueryOf(const v1::Query& q, const Path& path) {
+Result<Query> QueryKindOf(const v1::Query& q, const Path& path) {
   switch (q.kind_case()) {
     case v1::Query::kOverlap: {
       const Path p(&path, "overlap");
@@ -412,6 +412,19 @@ Result<Query> QueryOf(const v1::Query& q, const Path& path) {
       break;
   }
   return Invalid(path, ": no query kind set (expected one of overlap, cast, raycast)");
+}
+
+// A query with its optional at_tick (a finite tick >= 0; whether the session
+// still holds it is checked when it runs).
+Result<Query> QueryOf(const v1::Query& q, const Path& path) {
+  Result<Query> out = QueryKindOf(q, path);
+  if (!out.ok() || !q.has_at_tick()) return out;
+  const double t = q.at_tick();
+  if (!(std::isfinite(t) && t >= 0.0)) {
+    return Invalid(Path(&path, "at_tick"), " must be a finite tick >= 0, got " + FormatDouble(t));
+  }
+  std::visit([t](auto& x) { x.at_tick = t; }, *out);
+  return out;
 }
 
 Vec3 V(const v1::Vec3& v) { return {v.x(), v.y(), v.z()}; }
@@ -734,6 +747,9 @@ void ToProto(const Query& q, v1::Query* out) {
     ToProto(r->filter, p->mutable_filter());
     p->set_all_hits(r->all_hits);
   }
+  const std::optional<double>& at =
+      std::visit([](const auto& x) -> const std::optional<double>& { return x.at_tick; }, q);
+  if (at) out->set_at_tick(*at);
 }
 
 void ToProto(const Contact& c, v1::Contact* out) {
