@@ -872,20 +872,28 @@ void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs) c
   if constexpr (std::is_same_v<Q, OverlapQuery>) {
     QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
               prefetch);
-    history.PlaceInBox(t, job.box, q.filter.mask, &placed);
+    history.PlaceInBox(t, job.box, q.filter.mask, {job.pose.position, Vec3{}, job.r_q}, &placed);
     for (size_t i = 0; i < placed.colliders.size(); ++i) {
       job.LeafOf(placed.colliders[i], placed.radius[i], kPlacedItem | static_cast<uint32_t>(i));
     }
     job.placed = &placed;
   } else {
+    // The set's tree first (most hits end on static colliders, which then
+    // shorten the history's walk), then the history's boxes, nearer first.
     double max_t = 1.0;
     CastTree(tree, job.seg, q.filter.mask, 1.0,
              [&](uint32_t item, uint32_t, double mt) { return max_t = job.Leaf(item, mt); },
              prefetch);
-    history.PlaceAlong(t, job.seg, q.filter.mask, max_t, &placed);
-    for (size_t i = 0; i < placed.colliders.size(); ++i) {
-      max_t = job.LeafOf(placed.colliders[i], placed.radius[i], max_t);
+    internal::History::Reach reach;
+    if constexpr (std::is_same_v<Q, CastQuery>) {
+      reach = {job.pose.position, q.translation, job.r_q};
+    } else {
+      reach = {q.origin, q.translation, kBoxSlack};
     }
+    history.PlaceAlong(t, job.seg, q.filter.mask, max_t, reach, &placed,
+                       [&](const Collider& c, float radius, double mt) {
+                         return job.LeafOf(c, radius, mt);
+                       });
   }
   job.Finish();
 }

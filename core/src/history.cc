@@ -4,8 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <charconv>
 
 namespace hitbox {
 
@@ -49,12 +48,8 @@ constexpr double kFatMargin = 0.5;
 
 std::string TickText(double t) {
   char buf[40];
-  // Shortest form that reads back the same.
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, t);
-    if (std::strtod(buf, nullptr) == t) break;
-  }
-  return buf;
+  const auto end = std::to_chars(buf, buf + sizeof(buf), t).ptr;  // shortest round trip
+  return std::string(buf, end);
 }
 
 }  // namespace
@@ -273,7 +268,9 @@ void History::UndoTo(uint64_t revision, std::vector<uint64_t>* touched) {
   }
 }
 
-bool History::PlaceAt(const Track& t, double at, Pose* pose) const {
+void History::PlaceAt(uint32_t slot, double at, const Reach& reach,
+                      PlacedColliders* out) const {
+  const Track& t = tracks_[slot];
   const double kf = std::floor(at);
   const uint64_t k = static_cast<uint64_t>(kf);
   const auto sample_at = [&t](uint64_t tick) -> const Pose& {
@@ -282,48 +279,38 @@ bool History::PlaceAt(const Track& t, double at, Pose* pose) const {
         [](uint64_t x, const PoseSample& s) { return x < s.tick; });
     return (after - 1)->pose;
   };
-  if (at == kf) {
-    if (!(t.born <= k && k < t.died)) return false;
-    *pose = sample_at(k);  // exactly as the set held it then
-    return true;
-  }
-  if (!(t.born <= k && k + 1 < t.died)) return false;
+  const bool exact = at == kf;
+  if (exact ? !(t.born <= k && k < t.died) : !(t.born <= k && k + 1 < t.died)) return;
   const Pose& p0 = sample_at(k);
-  const Pose& p1 = sample_at(k + 1);
-  if (p0.position == p1.position && p0.rotation == p1.rotation) {
-    *pose = p0;
-    return true;
+  const Pose* p1 = exact ? &p0 : &sample_at(k + 1);
+  const bool still = exact || (p0.position == p1->position && p0.rotation == p1->rotation);
+  const double s = at - kf;
+  const Vec3 position =
+      still ? p0.position
+            : Vec3{p0.position.x + s * (p1->position.x - p0.position.x),
+                   p0.position.y + s * (p1->position.y - p0.position.y),
+                   p0.position.z + s * (p1->position.z - p0.position.z)};
+  // Cull by the bounding sphere before the rotation (slerp) is computed.
+  const double dd = Dot(reach.d, reach.d);
+  const Vec3 m = position - reach.from;
+  const double u = dd > 0.0 ? std::clamp(Dot(m, reach.d) / dd, 0.0, 1.0) : 0.0;
+  const double r = reach.radius + static_cast<double>(t.radius) + 1e-3;
+  if ((m - reach.d * u).LengthSq() > r * r) return;
+  out->colliders.push_back(t.collider);
+  Pose& pose = out->colliders.back().pose;
+  if (still) {
+    pose = p0;  // exactly as the set held it then
+  } else {
+    // As a set holding the interpolated pose would: normalized once more.
+    pose = InterpolatePose(p0, *p1, s);
+    pose.rotation = pose.rotation.Normalized();
   }
-  // As a set holding the interpolated pose would: normalized once more.
-  const Pose p = InterpolatePose(p0, p1, at - kf);
-  *pose = {p.position, p.rotation.Normalized()};
-  return true;
+  out->radius.push_back(t.radius);
 }
 
-void History::PlaceInBox(double t, const FloatAabb& box, uint32_t mask,
+void History::PlaceInBox(double t, const FloatAabb& box, uint32_t mask, const Reach& reach,
                          PlacedColliders* out) const {
-  QueryTree(tree_, box, mask, [&](uint32_t slot, uint32_t) {
-    const Track& tr = tracks_[slot];
-    Pose pose;
-    if (!PlaceAt(tr, t, &pose)) return;
-    out->colliders.push_back(tr.collider);
-    out->colliders.back().pose = pose;
-    out->radius.push_back(tr.radius);
-  });
-}
-
-void History::PlaceAlong(double t, const SegmentSetup& seg, uint32_t mask, double max_t,
-                         PlacedColliders* out) const {
-  CastTree(tree_, seg, mask, max_t, [&](uint32_t slot, uint32_t, double m) {
-    const Track& tr = tracks_[slot];
-    Pose pose;
-    if (PlaceAt(tr, t, &pose)) {
-      out->colliders.push_back(tr.collider);
-      out->colliders.back().pose = pose;
-      out->radius.push_back(tr.radius);
-    }
-    return m;
-  });
+  QueryTree(tree_, box, mask, [&](uint32_t slot, uint32_t) { PlaceAt(slot, t, reach, out); });
 }
 
 size_t History::SampleCount() const {

@@ -78,12 +78,31 @@ class History {
   /// ids whose tracking may have changed go to `touched`.
   void UndoTo(uint64_t revision, std::vector<uint64_t>* touched);
 
+  /// What a query can reach: the segment from + [0, 1] d (d = 0: a point)
+  /// grown by `radius` (the query's bounding radius plus slack). Colliders
+  /// whose bounding sphere at t stays out of it are not placed (a
+  /// conservative cull: the query's own tests are stricter).
+  struct Reach {
+    Vec3 from;
+    Vec3 d;
+    double radius = 0.0;
+  };
   /// Appends the incarnations existing at t (in range) whose window box
   /// overlaps `box` (layer in `mask`), placed at t.
-  void PlaceInBox(double t, const FloatAabb& box, uint32_t mask, PlacedColliders* out) const;
-  /// The same for the window boxes a segment reaches by fraction max_t.
-  void PlaceAlong(double t, const SegmentSetup& seg, uint32_t mask, double max_t,
+  void PlaceInBox(double t, const FloatAabb& box, uint32_t mask, const Reach& reach,
                   PlacedColliders* out) const;
+  /// The same for the window boxes a segment reaches by fraction max_t,
+  /// nearer boxes first; each placed collider goes at once to
+  /// fn(collider, radius, max_t), which returns the new max_t (as CastTree).
+  template <typename Fn>
+  void PlaceAlong(double t, const SegmentSetup& seg, uint32_t mask, double max_t,
+                  const Reach& reach, PlacedColliders* out, Fn&& fn) const {
+    CastTree(tree_, seg, mask, max_t, [&](uint32_t slot, uint32_t, double m) {
+      const size_t before = out->colliders.size();
+      PlaceAt(slot, t, reach, out);
+      return out->colliders.size() == before ? m : fn(out->colliders.back(), out->radius.back(), m);
+    });
+  }
 
   /// Tracked incarnations and pose samples held (for tests and benchmarks).
   size_t TrackCount() const { return tracks_.size() - free_.size(); }
@@ -127,7 +146,9 @@ class History {
   void GrowBox(Track& t, const Pose& pose);
   void RecomputeBox(Track& t);
   void Prune(uint64_t oldest, std::vector<uint64_t>* untracked);
-  bool PlaceAt(const Track& t, double at, Pose* pose) const;
+  /// Places track `slot` at `at` into `out` when it exists then and `reach`
+  /// may touch its bounding sphere.
+  void PlaceAt(uint32_t slot, double at, const Reach& reach, PlacedColliders* out) const;
   void Log(const UndoOp& op) {
     if (!logs_.empty()) logs_.back().ops.push_back(op);
   }
