@@ -322,7 +322,7 @@ size_t History::SampleCount() const {
 size_t History::MemoryBytes() const {
   size_t bytes = tracks_.capacity() * sizeof(Track) + free_.capacity() * sizeof(uint32_t) +
                  tree_.MemoryBytes() +
-                 live_.bucket_count() * sizeof(void*) +
+                 (live_.empty() ? 0 : live_.bucket_count() * sizeof(void*)) +
                  live_.size() * (sizeof(std::pair<uint64_t, uint32_t>) + 2 * sizeof(void*));
   for (const Track& t : tracks_) {
     bytes += t.samples.capacity() * sizeof(PoseSample) + t.collider.shape.DataBytes();
