@@ -69,6 +69,17 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_MAX_PAIR_TESTS_PER_MESSAGE")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-history-ticks", l.max_history_ticks,
+                 "most ticks of pose history a session may keep for queries at a past tick "
+                 "(limits.history_ticks)")
+      ->envname("HITBOX_MAX_HISTORY_TICKS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  CLI::Option* history_opt = app.add_option("--history-ticks", l.session.history_ticks,
+                 "ticks of pose history of sessions that do not ask (at most --max-history-ticks)")
+      ->envname("HITBOX_HISTORY_TICKS")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-inflight-bytes", l.max_inflight_bytes,
                  "bytes the answers of all calls in flight may hold together; past it, "
                  "queries get RESOURCE_EXHAUSTED (retry)")
@@ -209,5 +220,13 @@ int main(int argc, char** argv) {
   l.session.idle_timeout_ms =
       idle_timeout_s == 0 ? 0 : std::max<uint64_t>(1, std::llround(idle_timeout_s * 1000.0));
   l.max_memory_bytes = *hitbox::server::ParseByteSize(max_memory);
+  if (l.session.history_ticks > l.max_history_ticks && history_opt->count() == 0) {
+    l.session.history_ticks = l.max_history_ticks;  // the default follows a lower maximum
+  }
+  if (l.session.history_ticks > l.max_history_ticks) {
+    spdlog::error("--history-ticks {} is above --max-history-ticks {}", l.session.history_ticks,
+                  l.max_history_ticks);
+    return 2;
+  }
   return hitbox::server::RunServer(o);
 }

@@ -202,6 +202,7 @@ SessionLimits LimitsFrom(const v1::SessionLimits& in, const SessionLimits& max) 
   // 0 means "never" on both sides.
   l.idle_timeout_ms = max.idle_timeout_ms == 0 ? in.idle_timeout_ms()
                                                : Clamp(in.idle_timeout_ms(), max.idle_timeout_ms);
+  if (in.history_ticks() != 0) l.history_ticks = in.history_ticks();  // was within the flags
   return l;
 }
 
@@ -213,6 +214,7 @@ void LimitsTo(const SessionLimits& l, v1::SessionLimits* out) {
   out->set_max_nodes_per_message(l.max_nodes_per_message);
   out->set_max_pair_tests_per_message(l.max_pair_tests_per_message);
   out->set_idle_timeout_ms(l.idle_timeout_ms);
+  out->set_history_ticks(l.history_ticks);
 }
 
 // The snapshot file's bytes for `s` (its lock held).
@@ -299,15 +301,16 @@ Result<LoadedSnapshot> ParseSnapshot(const std::string& data, const std::string&
 }
 
 // Applies a batch as ApplyLocked does (all adds: AddBulk), bumping the revision once.
-Status ApplyBatch(ColliderSet& set, const std::vector<ColliderChange>& changes) {
+Status ApplyBatch(ColliderSet& set, const std::vector<ColliderChange>& changes,
+                  std::optional<uint64_t> tick) {
   const bool all_adds = std::all_of(changes.begin(), changes.end(), [](const ColliderChange& c) {
     return c.kind == ColliderChange::Kind::kAdd;
   });
-  if (!all_adds) return set.Apply(changes);
+  if (!all_adds) return set.Apply(changes, tick);
   std::vector<Collider> adds;
   adds.reserve(changes.size());
   for (const ColliderChange& c : changes) adds.push_back(c.collider);
-  return set.AddBulk(adds);
+  return set.AddBulk(adds, tick);
 }
 
 }  // namespace
@@ -548,12 +551,13 @@ grpc::Status SessionStore::Create(const Session& s) {
 
 grpc::Status SessionStore::Append(const Session& s,
                                   const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
-                                  uint64_t revision_before) {
+                                  std::optional<uint64_t> tick, uint64_t revision_before) {
   const std::shared_ptr<Journal> j = Find(s.id());
   if (j == nullptr || j->owner_ != &s) return Gone(s);
   v1::ApplyChangesRequest batch;
   *batch.mutable_changes() = changes;
   batch.set_expected_revision(revision_before);
+  if (tick) batch.set_tick(*tick);
   std::string record;
   PutRecord(&record, RecordType::kBatch, batch);
 
@@ -744,7 +748,10 @@ bool SessionStore::RecoverOne(const std::string& snapshot_name, SessionRegistry&
         break;
       }
       Status st = wire::FromProto(batch.changes(), &changes, "changes");
-      if (st.ok()) st = ApplyBatch(s.set(), changes);
+      if (st.ok()) {
+        st = ApplyBatch(s.set(), changes,
+                        batch.has_tick() ? std::optional<uint64_t>(batch.tick()) : std::nullopt);
+      }
       if (!st.ok()) {
         cut_why = "batch does not apply: " + st.ToString();
         break;

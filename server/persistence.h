@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -112,9 +113,11 @@ class SessionStore {
   /// the session's exclusive lock; `revision_before` is its revision before
   /// the batch. Errors (UNAVAILABLE, naming the data dir): nothing was
   /// logged and the caller must undo the batch in memory.
+  /// `tick` (lag compensation) is the batch's tick, replayed with it so the
+  /// recent history comes back too.
   [[nodiscard]] grpc::Status Append(const Session& s,
                               const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
-                              uint64_t revision_before);
+                              std::optional<uint64_t> tick, uint64_t revision_before);
   /// Deletes the session's files (unless a newer session of the same id owns them).
   void Remove(const Session& s);
   /// Writes a new snapshot of `s` and empties its log (hold its lock, any mode).

@@ -557,6 +557,7 @@ grpc::Status HitboxService::ConvertQueries(const Session& s,
 }
 
 grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
+                                        std::optional<uint64_t> tick,
                                         std::optional<uint64_t> expected_revision) {
   ColliderSet& set = s.set();
   if (expected_revision && *expected_revision != set.revision()) {
@@ -565,6 +566,9 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
                     ", not " + std::to_string(*expected_revision));
   }
   if (changes.empty()) return grpc::Status::OK;
+  if (tick) {
+    if (Status st = set.CheckTick(*tick); !st.ok()) return wire::ToGrpcStatus(st);
+  }
   // Replay the batch over the set's ids so the error names the entry, and count.
   std::unordered_map<uint64_t, bool> overlay;  // id -> exists after the entries so far
   auto exists = [&](uint64_t id) {
@@ -631,9 +635,9 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
     std::vector<Collider> adds;
     adds.reserve(changes.size());
     for (const ColliderChange& c : changes) adds.push_back(c.collider);
-    st = set.AddBulk(adds);
+    st = set.AddBulk(adds, tick);
   } else {
-    st = set.Apply(changes);
+    st = set.Apply(changes, tick);
   }
   sessions_.SettleMemory(s, growth);
   return wire::ToGrpcStatus(st);
@@ -641,16 +645,16 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
 
 grpc::Status HitboxService::PersistLocked(
     Session& s, const RepeatedPtrField<v1::ColliderChange>& changes,
-    const std::vector<ColliderChange>& moved,
+    const std::vector<ColliderChange>& moved, std::optional<uint64_t> tick,
     const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before, uint64_t revision) {
   if (store_ == nullptr || (changes.empty() && moved.empty())) return grpc::Status::OK;
   grpc::Status st;
   if (moved.empty()) {
-    st = store_->Append(s, changes, revision);
+    st = store_->Append(s, changes, tick, revision);
   } else {  // one record, as the batch was one revision: the changes, then the applied moves
     RepeatedPtrField<v1::ColliderChange> all = changes;
     for (const ColliderChange& c : moved) wire::ToProto(c, all.Add());
-    st = store_->Append(s, all, revision);
+    st = store_->Append(s, all, tick, revision);
   }
   if (!st.ok()) {
     RollBack(s.set(), before, revision);
@@ -681,6 +685,11 @@ grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox
     r.hits.clear();
     r.move.reset();
     held += HeldBytes(r);
+  }
+  if (Status st = s.set().CheckQueryTicks(queries); !st.ok()) {
+    Release(results);
+    mem->Reset();
+    return wire::ToGrpcStatus(st);
   }
   const SessionLimits& limits = s.limits();
   QueryBudget budget;
@@ -806,6 +815,14 @@ void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
   l->set_max_nodes_per_message(s.limits().max_nodes_per_message);
   l->set_max_pair_tests_per_message(s.limits().max_pair_tests_per_message);
   l->set_idle_timeout_ms(s.limits().idle_timeout_ms);
+  l->set_history_ticks(s.limits().history_ticks);
+  {
+    std::shared_lock<std::shared_mutex> lock(s.mutex());
+    if (const std::optional<TickRange> ticks = s.set().Ticks()) {
+      info->set_oldest_tick(ticks->oldest);
+      info->set_newest_tick(ticks->newest);
+    }
+  }
   info->set_created_unix_ms(s.created_unix_ms());
   info->set_memory_bytes(s.memory_bytes());
   info->set_last_active_unix_ms(s.last_active_unix_ms());
@@ -866,6 +883,13 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
       !st.ok()) {
     return st;
   }
+  // 0: the server's default; at most --max-history-ticks.
+  if (st = lower("history_ticks", in.history_ticks(), options_.limits.max_history_ticks,
+                 &limits.history_ticks);
+      !st.ok()) {
+    return st;
+  }
+  limits.history_ticks = std::min(limits.history_ticks, options_.limits.max_history_ticks);
   Result<std::string> token = NewSessionToken();
   if (!token.ok()) return wire::ToGrpcStatus(token.status());
   Result<std::shared_ptr<Session>> created =
@@ -929,11 +953,15 @@ grpc::Status HitboxService::DoApplyChanges(const v1::ApplyChangesRequest& req,
   }
   const std::optional<uint64_t> expected =
       req.has_expected_revision() ? std::optional<uint64_t>(req.expected_revision()) : std::nullopt;
+  const std::optional<uint64_t> tick =
+      req.has_tick() ? std::optional<uint64_t>(req.tick()) : std::nullopt;
   const uint64_t revision = s->set().revision();
   std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
   if (store_) before = Capture(s->set(), changes);
-  if (grpc::Status st = ApplyLocked(*s, changes, expected); !st.ok()) return st;
-  if (grpc::Status st = PersistLocked(*s, req.changes(), {}, before, revision); !st.ok()) return st;
+  if (grpc::Status st = ApplyLocked(*s, changes, tick, expected); !st.ok()) return st;
+  if (grpc::Status st = PersistLocked(*s, req.changes(), {}, tick, before, revision); !st.ok()) {
+    return st;
+  }
   resp->set_revision(s->set().revision());
   resp->set_collider_count(s->set().size());
   return grpc::Status::OK;
@@ -1006,9 +1034,9 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
     const uint64_t revision = s->set().revision();
     std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
     if (store_) before = Capture(s->set(), moved);
-    grpc::Status st = ApplyLocked(*s, moved, std::nullopt);
+    grpc::Status st = ApplyLocked(*s, moved, std::nullopt, std::nullopt);
     // Committed: logged before the response is sent (or undone on a write failure).
-    if (st.ok()) st = PersistLocked(*s, {}, moved, before, revision);
+    if (st.ok()) st = PersistLocked(*s, {}, moved, std::nullopt, before, revision);
     if (!st.ok()) {
       mem->Reset();
       return st;
@@ -1127,10 +1155,11 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     // what the changes touch, so that such a tick changes nothing either.
     const uint64_t revision = s.set().revision();
     std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
+    const std::optional<uint64_t> tick = req.tick();  // the tick of these changes
     if (!queries.empty() || store_) before = Capture(s.set(), changes);
-    if (grpc::Status st = ApplyLocked(s, changes, std::nullopt); !st.ok()) return fail(st);
-    // Any later failure leaves the set as it was before the tick. The
-    // applied moves go last, in one atomic batch, so they never need undoing.
+    if (grpc::Status st = ApplyLocked(s, changes, tick, std::nullopt); !st.ok()) return fail(st);
+    // Any later failure leaves the set as it was before the tick (history
+    // included: RollBack restores the revision).
     const auto undo = [&](const grpc::Status& st) {
       if (!changes.empty()) {
         RollBack(s.set(), before, revision);
@@ -1146,16 +1175,23 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
       if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return undo(st);
       reserved = true;
       moved = AppliedMoves(queries, results, applies);
-      if (store_) {  // a failed log write undoes the moves too
-        std::vector<std::pair<uint64_t, std::optional<Collider>>> more = Capture(s.set(), moved);
-        before.insert(before.end(), more.begin(), more.end());
+      // A tick is one batch (one revision, one step of history): its changes
+      // are taken back and applied again followed by the applied moves.
+      std::vector<ColliderChange> batch = moved;
+      if (!changes.empty()) {
+        RollBack(s.set(), before, revision);
+        batch.insert(batch.begin(), changes.begin(), changes.end());
       }
-      if (grpc::Status st = ApplyLocked(s, moved, std::nullopt); !st.ok()) return undo(st);
-      // A tick is one revision, its changes and applied moves together.
-      s.set().RestoreRevision(revision + 1);
+      std::vector<std::pair<uint64_t, std::optional<Collider>>> more = Capture(s.set(), moved);
+      before.insert(before.end(), more.begin(), more.end());  // a failed log write undoes all
+      if (grpc::Status st = ApplyLocked(s, batch, tick, std::nullopt); !st.ok()) {
+        sessions_.SettleMemory(s, 0);
+        return fail(st);
+      }
     }
     // Committed: logged before the response is sent (or undone on a write failure).
-    if (grpc::Status st = PersistLocked(s, req.changes(), moved, before, revision); !st.ok()) {
+    if (grpc::Status st = PersistLocked(s, req.changes(), moved, tick, before, revision);
+        !st.ok()) {
       Release(&results);
       stream->memory.Reset();
       return fail(st);

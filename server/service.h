@@ -200,15 +200,16 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   // Applies converted changes; the caller holds the exclusive lock. Growth
   // in colliders is checked against --max-memory before anything changes.
   grpc::Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
+                           std::optional<uint64_t> tick,
                            std::optional<uint64_t> expected_revision);
   // Commits an applied batch to the store's log (exclusive lock held; no-op
   // without a store or for an empty batch); `moved` (applied character moves)
-  // follow `changes` in the same record. On a write failure the batch is
+  // follow `changes` in the same record, with the batch's `tick`. On a write failure the batch is
   // undone in memory from `before` / `revision` (as RollBack), so memory and
   // disk agree, and UNAVAILABLE naming the data dir is returned.
   grpc::Status PersistLocked(
       Session& s, const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
-      const std::vector<ColliderChange>& moved,
+      const std::vector<ColliderChange>& moved, std::optional<uint64_t> tick,
       const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before, uint64_t revision);
   // Runs converted queries in chunks; the caller holds the session lock
   // (either mode). RESOURCE_EXHAUSTED as soon as the answers hold more hits

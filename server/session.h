@@ -37,6 +37,10 @@ struct SessionLimits {
   /// Milliseconds without a call or tick after which the session is deleted;
   /// 0: never. Server default one hour (--session-idle-timeout).
   uint64_t idle_timeout_ms = 3'600'000;
+  /// Ticks of pose history for queries with at_tick (lag compensation); the
+  /// default of sessions that do not ask (the maximum is
+  /// ServerLimits::max_history_ticks).
+  uint32_t history_ticks = kDefaultHistoryTicks;
 };
 
 /// Server-wide limits: the per-session maxima plus the global ones.
@@ -56,6 +60,8 @@ struct ServerLimits {
   uint64_t max_memory_bytes = 0;
   /// Defaults and maxima of every session.
   SessionLimits session;
+  /// Most ticks of pose history a session may ask for (--max-history-ticks).
+  uint32_t max_history_ticks = 1'024;
 };
 
 /// Bytes a session costs besides its collider set: the Session object, its
@@ -83,7 +89,9 @@ class Session {
   Session(std::string id, const SessionLimits& limits, int64_t created_unix_ms,
           std::string token = {})
       : id_(std::move(id)), limits_(limits), created_unix_ms_(created_unix_ms),
-        token_(std::move(token)) {}
+        token_(std::move(token)) {
+    set_.SetHistoryTicks(limits.history_ticks);
+  }
 
   /// The session id (1..128 of [A-Za-z0-9._:-]).
   const std::string& id() const { return id_; }

@@ -234,6 +234,20 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
     if (doc.contains("scenario") && doc.at("scenario").is_string()) {
       file.scenario = doc.at("scenario").get<std::string>();
     }
+    // Rewind files: "ticks": [first, last] and per-collider histories.
+    uint64_t tick_count = 0;
+    if (doc.contains("ticks")) {
+      const json& t = doc.at("ticks");
+      if (!t.is_array() || t.size() != 2) throw ParseError{".ticks", "expected [first, last]"};
+      const uint64_t first = Uint64(t[0], ".ticks[0]");
+      const uint64_t last = Uint64(t[1], ".ticks[1]");
+      if (last < first || last - first >= kMaxCaseTicks || last > kMaxTick) {
+        throw ParseError{".ticks", "expected first <= last < first + 64"};
+      }
+      file.ticks = TickRange{first, last};
+      tick_count = last - first + 1;
+      file.tick_moves.resize(tick_count - 1);
+    }
     const json& colliders = Field(doc, "colliders", "");
     file.colliders.reserve(colliders.size());
     std::unordered_set<uint64_t> collider_ids;
@@ -250,6 +264,27 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
       col.pose.position = ReadVec3(Field(c, "position", p), p + ".position");
       col.pose.rotation = ReadQuat(Field(c, "rotation", p), p + ".rotation");
       col.user_data = col.id;
+      if (c.contains("history")) {
+        const std::string hp = p + ".history";
+        const json& h = c.at("history");
+        if (!file.ticks) throw ParseError{hp, "a history needs the top-level ticks"};
+        if (!h.is_array() || h.size() != tick_count) {
+          throw ParseError{hp, "expected one entry per tick (" + std::to_string(tick_count) + ")"};
+        }
+        for (size_t k = 0; k < h.size(); ++k) {
+          const std::string ep = hp + "[" + std::to_string(k) + "]";
+          if (Uint64(Field(h[k], "tick", ep), ep + ".tick") != file.ticks->oldest + k) {
+            throw ParseError{ep + ".tick", "expected " + std::to_string(file.ticks->oldest + k)};
+          }
+          const Pose pose{ReadVec3(Field(h[k], "position", ep), ep + ".position"),
+                          ReadQuat(Field(h[k], "rotation", ep), ep + ".rotation")};
+          if (k == 0) {
+            col.pose = pose;  // added at its pose of the first tick
+          } else {
+            file.tick_moves[k - 1].push_back(ColliderChange::Move(col.id, pose));
+          }
+        }
+      }
       file.colliders.push_back(col);
     }
     const json& queries = Field(doc, "queries", "");
@@ -260,6 +295,14 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
       const std::string p = "queries[" + std::to_string(i) + "]";
       CaseQuery cq;
       cq.id = Uint64(Field(q, "id", p), p + ".id");
+      std::optional<double> at_tick;
+      if (q.contains("at_tick")) {
+        at_tick = Number(q.at("at_tick"), p + ".at_tick");
+        if (!file.ticks || !(*at_tick >= static_cast<double>(file.ticks->oldest) &&
+                             *at_tick <= static_cast<double>(file.ticks->newest))) {
+          throw ParseError{p + ".at_tick", "outside the file's ticks"};
+        }
+      }
       if (!query_ids.insert(cq.id).second) throw ParseError{p + ".id", "repeats an earlier query"};
       if (q.contains("overlap")) {
         const json& o = q.at("overlap");
@@ -302,6 +345,7 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
       } else {
         throw ParseError{p, "no overlap, sweep or raycast"};
       }
+      std::visit([&at_tick](auto& x) { x.at_tick = at_tick; }, cq.query);
       file.queries.push_back(std::move(cq));
     }
     const json& expected = Field(doc, "expected", "");
@@ -354,6 +398,17 @@ std::vector<std::string> ListCaseFiles(const std::string& dir) {
   return out;
 }
 
+Status LoadWorld(const CaseFile& file, ColliderSet* set) {
+  if (!file.ticks) return set->AddBulk(file.colliders);
+  set->SetHistoryTicks(std::max<uint32_t>(set->history_ticks(),
+                                          static_cast<uint32_t>(file.tick_moves.size() + 1)));
+  if (Status s = set->AddBulk(file.colliders, file.ticks->oldest); !s.ok()) return s;
+  for (size_t k = 0; k < file.tick_moves.size(); ++k) {
+    if (Status s = set->Apply(file.tick_moves[k], file.ticks->oldest + 1 + k); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 std::vector<std::string> ListSupportedCaseFiles(const std::string& dir) {
   std::vector<std::string> out = ListCaseFiles(dir);
   const std::filesystem::path next = std::filesystem::path(dir) / "next";
@@ -361,6 +416,9 @@ std::vector<std::string> ListSupportedCaseFiles(const std::string& dir) {
     std::error_code ec;
     const std::filesystem::path p = next / name;
     if (std::filesystem::is_regular_file(p, ec)) out.push_back(p.string());
+  }
+  for (const std::string& f : ListCaseFiles((std::filesystem::path(dir) / "rewind").string())) {
+    out.push_back(f);
   }
   return out;
 }

@@ -82,7 +82,8 @@ int RunCheck(const GlobalOptions& global, const CheckArgs& args) {
   const bool progress = !global.quiet && !global.json;
   const UploadResult up =
       Upload(*client, session, file.colliders,
-             BatchSize(args.change_batch, info->limits.max_changes_per_message), progress);
+             BatchSize(args.change_batch, info->limits.max_changes_per_message), progress,
+             file.ticks ? std::optional<uint64_t>(file.ticks->oldest) : std::nullopt);
   if (!up.status.ok()) {
     std::string where = "check " + args.file + ": loading ";
     where += up.bad_index ? "colliders[" + std::to_string(*up.bad_index) + "] (id " +
@@ -91,6 +92,15 @@ int RunCheck(const GlobalOptions& global, const CheckArgs& args) {
                                 std::to_string(up.batch_end - 1) + "]";
     Fail(up.status, where);
     return finish(kExitFailure);
+  }
+  // Rewind files: the later ticks' moves, one tick each.
+  for (size_t k = 0; k < file.tick_moves.size(); ++k) {
+    const uint64_t tick = file.ticks->oldest + 1 + k;
+    auto r = client->ApplyTick(session, tick, file.tick_moves[k]);
+    if (!r.ok()) {
+      Fail(r.status(), "check " + args.file + ": the moves of tick " + std::to_string(tick));
+      return finish(kExitFailure);
+    }
   }
 
   const std::vector<Query> queries = cases::Queries(file);

@@ -2,6 +2,7 @@
 // as a table of hits (or JSON with --json).
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "args.h"
@@ -20,6 +21,8 @@ struct QueryArgs {
   FilterArgs filter;
   bool all = false;
   bool contact = false;
+  /// --at-tick: answer against the world at this past tick.
+  std::optional<double> at_tick;
 };
 
 void PrintOverlaps(const std::vector<OverlapHit>& hits, bool contact) {
@@ -65,6 +68,7 @@ int RunQuery(const GlobalOptions& global, const std::string& kind, const QueryAr
   } else {
     query = RayQuery{a.position, a.translation, ToFilter(a.filter), a.all};
   }
+  std::visit([&a](auto& q) { q.at_tick = a.at_tick; }, query);
   auto client = global.MakeClient();
   auto r = client->Query(a.session, std::span(&query, 1));
   if (!r.ok()) return Fail(r.status(), kind + " on session " + a.session);
@@ -110,6 +114,9 @@ void AddQuery(CLI::App& app, const GlobalOptions& global, Action& action, const 
     cmd->add_flag("--contact", a->contact, "also compute each hit's penetration contact");
   }
   AddFilterOptions(cmd, &a->filter);
+  cmd->add_option("--at-tick", a->at_tick,
+                  "answer against the world as it was at this past tick (a real number within "
+                  "the session's history, e.g. 1017.5)");
   cmd->callback([&global, &action, kind, a] {
     action = [&global, kind, a] { return RunQuery(global, kind, *a); };
   });

@@ -27,10 +27,14 @@ void PrintSession(const SessionInfo& s) {
   std::printf("last active      %s\n", FormatUnixMs(s.last_active_unix_ms).c_str());
   std::printf("memory           %llu bytes\n", static_cast<unsigned long long>(s.memory_bytes));
   std::printf("limits           max_colliders=%llu max_changes_per_message=%u "
-              "max_queries_per_message=%u idle_timeout_ms=%llu\n",
+              "max_queries_per_message=%u idle_timeout_ms=%llu history_ticks=%u\n",
               static_cast<unsigned long long>(s.limits.max_colliders),
               s.limits.max_changes_per_message, s.limits.max_queries_per_message,
-              static_cast<unsigned long long>(s.limits.idle_timeout_ms));
+              static_cast<unsigned long long>(s.limits.idle_timeout_ms), s.limits.history_ticks);
+  if (s.ticks) {
+    std::printf("ticks            %llu..%llu\n", static_cast<unsigned long long>(s.ticks->oldest),
+                static_cast<unsigned long long>(s.ticks->newest));
+  }
 }
 
 }  // namespace
@@ -66,6 +70,9 @@ void AddSessionsCommands(CLI::App& app, const GlobalOptions& global, Action& act
                      "most changes per message (0: server default)");
   create->add_option("--max-queries", spec->limits.max_queries_per_message,
                      "most queries per message (0: server default)");
+  create->add_option("--history-ticks", spec->limits.history_ticks,
+                     "ticks of pose history kept for queries with --at-tick (0: server "
+                     "default, 64)");
   create->add_option("--idle-timeout-ms", spec->limits.idle_timeout_ms,
                      "delete the session after this many ms without a call or tick "
                      "(0: server default; may only lower it)");

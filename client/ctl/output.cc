@@ -96,8 +96,10 @@ nlohmann::json ToJson(const SessionInfo& s) {
        {{"max_colliders", s.limits.max_colliders},
         {"max_changes_per_message", s.limits.max_changes_per_message},
         {"max_queries_per_message", s.limits.max_queries_per_message},
-        {"idle_timeout_ms", s.limits.idle_timeout_ms}}},
+        {"idle_timeout_ms", s.limits.idle_timeout_ms},
+        {"history_ticks", s.limits.history_ticks}}},
   };
+  if (s.ticks) j["ticks"] = {{"oldest", s.ticks->oldest}, {"newest", s.ticks->newest}};
   if (s.bounds && !s.bounds->IsEmpty()) {
     j["bounds"] = {{"min", ToJson(s.bounds->min)}, {"max", ToJson(s.bounds->max)}};
   } else {

@@ -30,13 +30,21 @@ size_t BatchSize(size_t wanted, uint32_t limit) {
 }
 
 UploadResult Upload(Client& client, const std::string& session,
-                    const std::vector<Collider>& colliders, size_t batch, bool progress) {
+                    const std::vector<Collider>& colliders, size_t batch, bool progress,
+                    std::optional<uint64_t> tick) {
   UploadResult out;
   batch = std::max<size_t>(1, batch);
   Progress bar(progress && colliders.size() > batch, colliders.size(), "colliders");
   for (size_t start = 0; start < colliders.size(); start += batch) {
     const size_t n = std::min(batch, colliders.size() - start);
-    auto r = client.AddColliders(session, std::span(colliders).subspan(start, n));
+    const auto send = [&]() -> RpcResult<ApplyResult> {
+      if (!tick) return client.AddColliders(session, std::span(colliders).subspan(start, n));
+      std::vector<ColliderChange> adds;
+      adds.reserve(n);
+      for (size_t i = start; i < start + n; ++i) adds.push_back(ColliderChange::Add(colliders[i]));
+      return client.ApplyTick(session, *tick, adds);
+    };
+    auto r = send();
     if (!r.ok()) {
       out.status = r.status();
       out.batch_begin = start;

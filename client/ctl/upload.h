@@ -29,9 +29,11 @@ struct UploadResult {
 };
 
 /// Adds `colliders` to `session` in AddColliders calls of at most `batch`
-/// entries, showing a progress bar on a terminal when `progress`.
+/// entries, showing a progress bar on a terminal when `progress`; with a
+/// `tick`, every batch is a change batch of that game tick.
 UploadResult Upload(Client& client, const std::string& session,
-                    const std::vector<Collider>& colliders, size_t batch, bool progress);
+                    const std::vector<Collider>& colliders, size_t batch, bool progress,
+                    std::optional<uint64_t> tick = std::nullopt);
 
 /// Removes colliders[0, count) again (best effort after a failed upload).
 RpcStatus RemoveUploaded(Client& client, const std::string& session,

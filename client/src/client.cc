@@ -87,6 +87,7 @@ SessionLimits LimitsFromProto(const v1::SessionLimits& l) {
   out.max_nodes_per_message = l.max_nodes_per_message();
   out.max_pair_tests_per_message = l.max_pair_tests_per_message();
   out.idle_timeout_ms = l.idle_timeout_ms();
+  out.history_ticks = l.history_ticks();
   return out;
 }
 
@@ -98,6 +99,7 @@ void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out) {
   out->set_max_nodes_per_message(l.max_nodes_per_message);
   out->set_max_pair_tests_per_message(l.max_pair_tests_per_message);
   out->set_idle_timeout_ms(l.idle_timeout_ms);
+  out->set_history_ticks(l.history_ticks);
 }
 
 SessionInfo InfoFromProto(const v1::SessionInfo& s) {
@@ -111,6 +113,9 @@ SessionInfo InfoFromProto(const v1::SessionInfo& s) {
   out.token = s.token();
   out.memory_bytes = s.memory_bytes();
   out.last_active_unix_ms = s.last_active_unix_ms();
+  if (s.has_oldest_tick() && s.has_newest_tick()) {
+    out.ticks = TickRange{s.oldest_tick(), s.newest_tick()};
+  }
   return out;
 }
 
@@ -544,6 +549,67 @@ RpcResult<QueryBatchResult> Client::Query(std::string_view session_id,
     return r;
   }
   return out;
+}
+
+RpcResult<ApplyResult> Client::ApplyTick(std::string_view session_id, uint64_t tick,
+                                         std::span<const ColliderChange> changes,
+                                         const CallOptions& call) {
+  v1::ApplyChangesRequest req;
+  req.set_session_id(std::string(session_id));
+  ChangesToProto(changes, req.mutable_changes());
+  req.set_tick(tick);
+  v1::ApplyChangesResponse resp;
+  RpcStatus s =
+      impl_->Unary("ApplyChanges", false, call, &v1::Hitbox::Stub::ApplyChanges, req, &resp);
+  if (!s.ok()) return s;
+  return ApplyResult{resp.revision(), resp.collider_count()};
+}
+
+RpcResult<QueryBatchResult> Client::Rewound::Query(std::string_view session_id,
+                                                   std::span<const hitbox::Query> queries,
+                                                   const CallOptions& call) const {
+  std::vector<hitbox::Query> at(queries.begin(), queries.end());
+  for (hitbox::Query& q : at) {
+    std::visit([this](auto& x) { if (!x.at_tick) x.at_tick = tick_; }, q);
+  }
+  return client_->Query(session_id, at, call);
+}
+
+RpcResult<std::vector<OverlapHit>> Client::Rewound::Overlap(std::string_view session_id,
+                                                            const Shape& shape, const Pose& pose,
+                                                            const QueryFilter& filter,
+                                                            bool want_contact,
+                                                            const CallOptions& call) const {
+  const hitbox::Query q = OverlapQuery{shape, pose, filter, want_contact, tick_};
+  RpcResult<QueryBatchResult> r = client_->Query(session_id, std::span(&q, 1), call);
+  if (!r.ok()) return r.status();
+  return std::move(r->results.front().overlaps);
+}
+
+RpcResult<std::optional<CastHit>> Client::Rewound::Sweep(std::string_view session_id,
+                                                         const Shape& shape, const Pose& pose,
+                                                         const Vec3& translation,
+                                                         const QueryFilter& filter,
+                                                         const CallOptions& call) const {
+  const hitbox::Query q = CastQuery{shape, pose, translation, filter, false, tick_};
+  RpcResult<QueryBatchResult> r = client_->Query(session_id, std::span(&q, 1), call);
+  if (!r.ok()) return r.status();
+  const std::vector<CastHit>& hits = r->results.front().hits;
+  if (hits.empty()) return std::optional<CastHit>();
+  return std::optional<CastHit>(hits.front());
+}
+
+RpcResult<std::optional<CastHit>> Client::Rewound::Raycast(std::string_view session_id,
+                                                           const Vec3& origin,
+                                                           const Vec3& translation,
+                                                           const QueryFilter& filter,
+                                                           const CallOptions& call) const {
+  const hitbox::Query q = RayQuery{origin, translation, filter, false, tick_};
+  RpcResult<QueryBatchResult> r = client_->Query(session_id, std::span(&q, 1), call);
+  if (!r.ok()) return r.status();
+  const std::vector<CastHit>& hits = r->results.front().hits;
+  if (hits.empty()) return std::optional<CastHit>();
+  return std::optional<CastHit>(hits.front());
 }
 
 RpcResult<std::vector<OverlapHit>> Client::Overlap(std::string_view session_id,

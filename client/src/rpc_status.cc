@@ -34,6 +34,7 @@ RpcCode ToRpcCode(ErrorCode code) {
     case ErrorCode::kFailedPrecondition: return RpcCode::kFailedPrecondition;
     case ErrorCode::kDeadlineExceeded: return RpcCode::kDeadlineExceeded;
     case ErrorCode::kCancelled: return RpcCode::kCancelled;
+    case ErrorCode::kOutOfRange: return RpcCode::kOutOfRange;
     case ErrorCode::kInternal: return RpcCode::kInternal;
   }
   return RpcCode::kInternal;

@@ -65,8 +65,28 @@ class TickStreamImpl final : public TickStream,
     return future;
   }
 
+  std::future<RpcResult<TickResult>> TickAt(uint64_t tick, std::span<const ColliderChange> changes,
+                                            std::span<const hitbox::Query> queries) override {
+    auto promise = std::make_shared<std::promise<RpcResult<TickResult>>>();
+    std::future<RpcResult<TickResult>> future = promise->get_future();
+    Send(tick, changes, queries,
+         [promise](RpcResult<TickResult> result) { promise->set_value(std::move(result)); });
+    return future;
+  }
+
+  void TickAt(uint64_t tick, std::span<const ColliderChange> changes,
+              std::span<const hitbox::Query> queries, TickCallback done) override {
+    Send(tick, changes, queries, std::move(done));
+  }
+
   void Tick(std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
             TickCallback done) override {
+    Send(std::nullopt, changes, queries, std::move(done));
+  }
+
+  // Queues one tick numbered `game_tick` (nullopt: the next number).
+  void Send(std::optional<uint64_t> game_tick, std::span<const ColliderChange> changes,
+            std::span<const hitbox::Query> queries, TickCallback done) {
     RpcStatus refused;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -81,8 +101,14 @@ class TickStreamImpl final : public TickStream,
                             "tick stream has " + std::to_string(pending_.size()) +
                                 " ticks in flight (max_in_flight " +
                                 std::to_string(max_in_flight_) + ")");
+      } else if (game_tick && *game_tick < next_tick_) {
+        refused = RpcStatus(RpcCode::kInvalidArgument,
+                            "tick " + std::to_string(*game_tick) +
+                                ": the ticks of a stream must increase (the next is at least " +
+                                std::to_string(next_tick_) + ")");
       } else {
-        const uint64_t tick = next_tick_++;
+        const uint64_t tick = game_tick ? *game_tick : next_tick_;
+        next_tick_ = tick + 1;
         queue_.emplace_back();
         TickToProto(session_id_, tick, changes, queries, &queue_.back());
         pending_.emplace(tick, Pending{std::move(done), queries.size()});

@@ -15,6 +15,7 @@
 #include "cast_internal.h"
 #include "character_internal.h"
 #include "dynamic_tree.h"
+#include "history.h"
 #include "id_index.h"
 
 namespace hitbox {
@@ -189,6 +190,8 @@ bool QueryFilter::Accepts(uint64_t id, uint32_t layer) const {
   return true;
 }
 
+struct PairCounter;
+
 struct ColliderSet::Impl {
   std::vector<Collider> colliders;
   /// Tree leaf of colliders[i].
@@ -201,6 +204,22 @@ struct ColliderSet::Impl {
   /// Heap bytes of the colliders' kind data (hull vertices, planes, ...),
   /// counted per collider (a hull shared by copies is counted by each).
   size_t shape_data_bytes = 0;
+  /// Poses of the recent ticks (rewound queries).
+  internal::History history;
+  /// 1 when colliders[i] is tracked by the history: rewound queries take it
+  /// from there, not from here.
+  std::vector<uint8_t> tracked;
+
+  /// Refreshes tracked[] of `id` (if it is in the set).
+  void SyncTracked(uint64_t id) {
+    const uint32_t i = IndexOf(id);
+    if (i != IdIndex::kEmpty) tracked[i] = history.IsTracked(id) ? 1 : 0;
+  }
+  void BeginBatch(std::optional<uint64_t> tick) {
+    std::vector<uint64_t> untracked;
+    history.BeginBatch(tick, revision, &untracked);
+    for (uint64_t id : untracked) SyncTracked(id);
+  }
 
   auto KeyOf() const {
     return [this](uint32_t i) { return colliders[i].id; };
@@ -214,9 +233,11 @@ struct ColliderSet::Impl {
       colliders.reserve(cap);
       leaf_of.reserve(cap);
       radius.reserve(cap);
+      tracked.reserve(cap);
       tree.Reserve(cap);
     }
     colliders.push_back(c);
+    tracked.push_back(0);
     shape_data_bytes += c.shape.DataBytes();
     radius.push_back(RoundUp(c.shape.BoundingRadius()));
     colliders.back().pose = Normalized(c.pose);
@@ -252,12 +273,14 @@ struct ColliderSet::Impl {
       colliders[i] = colliders[last];
       leaf_of[i] = leaf_of[last];
       radius[i] = radius[last];
+      tracked[i] = tracked[last];
       tree.SetLeafItem(leaf_of[i], i);
       index.Update(colliders[i].id, i, KeyOf());
     }
     colliders.pop_back();
     leaf_of.pop_back();
     radius.pop_back();
+    tracked.pop_back();
   }
 
   void RebuildTree() {
@@ -304,6 +327,11 @@ struct ColliderSet::Impl {
   /// Runs a move; with a control, charges its work and returns false once it
   /// says stop.
   bool Move(const MoveQuery& q, MoveResult* result, BatchControl* control) const;
+  /// Answers a query with at_tick (nothing when the tick is not available):
+  /// the set's untracked colliders through its tree, then the history's
+  /// colliders whose window box the query reaches, placed at the tick.
+  template <typename J, typename Q, typename Hits>
+  void RunRewound(const Q& q, Hits* hits, PairCounter* pairs, bool skip_leaving = false) const;
   template <typename Q, typename J, typename Cursor, bool kBudgeted, typename BeginFn,
             typename StepFn>
   bool Interleave(std::span<const Query> queries, std::span<QueryResult> results,
@@ -316,8 +344,11 @@ ColliderSet::~ColliderSet() = default;
 ColliderSet::ColliderSet(ColliderSet&&) noexcept = default;
 ColliderSet& ColliderSet::operator=(ColliderSet&&) noexcept = default;
 
-Status ColliderSet::Apply(std::span<const ColliderChange> changes) {
+Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional<uint64_t> tick) {
   Impl& m = *impl_;
+  if (tick) {
+    if (Status s = m.history.CheckTick(*tick, "tick"); !s.ok()) return s;
+  }
   if (m.colliders.size() + changes.size() > DynamicTree::kMaxItems / 2) {
     return Status(ErrorCode::kResourceExhausted, "changes: too many colliders");
   }
@@ -366,21 +397,48 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes) {
         return Invalid(field + ".kind", "unknown change kind");
     }
   }
-  // Pass 2: apply; every step is known to succeed.
+  // Pass 2: apply; every step is known to succeed. The history records each
+  // change (the pose before a first move, a removed collider) as it goes.
+  m.BeginBatch(tick);
   for (const ColliderChange& ch : changes) {
+    const uint64_t id = ch.collider.id;
     switch (ch.kind) {
-      case ColliderChange::Kind::kAdd: m.Add(ch.collider); break;
-      case ColliderChange::Kind::kReplace: m.Replace(m.IndexOf(ch.collider.id), ch.collider); break;
-      case ColliderChange::Kind::kMove: m.Move(m.IndexOf(ch.collider.id), ch.collider.pose); break;
-      case ColliderChange::Kind::kRemove: m.Remove(m.IndexOf(ch.collider.id)); break;
+      case ColliderChange::Kind::kAdd:
+        m.Add(ch.collider);
+        m.history.OnAdd(m.colliders.back());
+        break;
+      case ColliderChange::Kind::kReplace: {
+        const uint32_t i = m.IndexOf(id);
+        m.history.OnRemove(m.colliders[i]);
+        m.Replace(i, ch.collider);
+        m.history.OnAdd(m.colliders[i]);
+        break;
+      }
+      case ColliderChange::Kind::kMove: {
+        const uint32_t i = m.IndexOf(id);
+        const Pose before = m.colliders[i].pose;
+        m.Move(i, ch.collider.pose);
+        m.history.OnMove(m.colliders[i], before);
+        break;
+      }
+      case ColliderChange::Kind::kRemove: {
+        const uint32_t i = m.IndexOf(id);
+        m.history.OnRemove(m.colliders[i]);
+        m.Remove(i);
+        break;
+      }
     }
+    m.SyncTracked(id);
   }
   ++m.revision;
   return Status::Ok();
 }
 
-Status ColliderSet::AddBulk(std::span<const Collider> colliders) {
+Status ColliderSet::AddBulk(std::span<const Collider> colliders, std::optional<uint64_t> tick) {
   Impl& m = *impl_;
+  if (tick) {
+    if (Status s = m.history.CheckTick(*tick, "tick"); !s.ok()) return s;
+  }
   if (m.colliders.size() + colliders.size() > DynamicTree::kMaxItems / 2) {
     return Status(ErrorCode::kResourceExhausted, "colliders: too many colliders");
   }
@@ -408,6 +466,8 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders) {
     }
   }
   const size_t total = m.colliders.size() + colliders.size();
+  const size_t first_new = m.colliders.size();
+  m.BeginBatch(tick);
   if (colliders.size() >= m.colliders.size()) {
     // Large load: append everything and rebuild the tree top-down.
     m.colliders.reserve(total);
@@ -422,16 +482,61 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders) {
       m.radius.push_back(RoundUp(c.shape.BoundingRadius()));
       m.index.Insert(c.id, i, m.KeyOf());
     }
+    m.tracked.resize(total, 0);
     m.RebuildTree();
   } else {
     for (const Collider& c : colliders) m.Add(c);
+  }
+  for (size_t i = first_new; i < total; ++i) {
+    m.history.OnAdd(m.colliders[i]);
+    if (m.history.IsTracked(m.colliders[i].id)) m.tracked[i] = 1;
   }
   ++m.revision;
   return Status::Ok();
 }
 
 uint64_t ColliderSet::revision() const { return impl_->revision; }
-void ColliderSet::RestoreRevision(uint64_t revision) { impl_->revision = revision; }
+void ColliderSet::RestoreRevision(uint64_t revision) {
+  Impl& m = *impl_;
+  std::vector<uint64_t> touched;
+  m.history.UndoTo(revision, &touched);
+  for (uint64_t id : touched) m.SyncTracked(id);
+  m.revision = revision;
+}
+
+void ColliderSet::SetHistoryTicks(uint32_t ticks) { impl_->history.set_window(ticks); }
+uint32_t ColliderSet::history_ticks() const { return impl_->history.window(); }
+
+Status ColliderSet::CheckTick(uint64_t tick, const std::string& field) const {
+  return impl_->history.CheckTick(tick, field);
+}
+
+std::optional<TickRange> ColliderSet::Ticks() const {
+  if (!impl_->history.has_ticks()) return std::nullopt;
+  return impl_->history.Range();
+}
+
+ColliderSet::HistoryStats ColliderSet::GetHistoryStats() const {
+  const internal::History& h = impl_->history;
+  return {h.TrackCount(), h.SampleCount(), h.MemoryBytes()};
+}
+
+namespace {
+const std::optional<double>& AtTickOf(const Query& q) {
+  return std::visit([](const auto& x) -> const std::optional<double>& { return x.at_tick; }, q);
+}
+}  // namespace
+
+Status ColliderSet::CheckQueryTicks(std::span<const Query> queries,
+                                    const std::string& field) const {
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const std::optional<double>& t = AtTickOf(queries[i]);
+    if (!t) continue;
+    const std::string at = field + "[" + std::to_string(i) + "].at_tick";
+    if (Status s = impl_->history.CheckAt(*t, at); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
 size_t ColliderSet::size() const { return impl_->colliders.size(); }
 
 const Collider* ColliderSet::Find(uint64_t id) const {
@@ -453,7 +558,8 @@ size_t ColliderSet::MemoryBytes() const {
   const Impl& m = *impl_;
   return m.colliders.capacity() * sizeof(Collider) + m.leaf_of.capacity() * sizeof(uint32_t) +
          m.radius.capacity() * sizeof(float) +
-         m.tree.MemoryBytes() + m.index.MemoryBytes() + m.shape_data_bytes;
+         m.tracked.capacity() + m.tree.MemoryBytes() + m.index.MemoryBytes() +
+         m.shape_data_bytes + m.history.MemoryBytes();
 }
 
 std::string ColliderSet::TreeValidate() const {
@@ -504,6 +610,10 @@ struct PairCounter {
   uint64_t count = 0;
 };
 
+/// Item bit of the history's colliders placed for a rewound query (the set
+/// holds fewer than 2^31 colliders).
+constexpr uint32_t kPlacedItem = 0x80000000u;
+
 /// Orders overlap hits by id: the heap of the max_hits lowest ids keeps the
 /// highest on top.
 inline bool IdLess(const OverlapHit& a, const OverlapHit& b) { return a.id < b.id; }
@@ -518,6 +628,10 @@ struct ColliderSet::Impl::OverlapJob {
   double r_q = 0.0;
   uint32_t cap = 0;
   bool has_ignore = false;
+  /// Rewound queries: the set's colliders to pass over (tracked[]), and the
+  /// history's colliders placed at the tick (items with kPlacedItem).
+  const uint8_t* skip = nullptr;
+  const internal::PlacedColliders* placed = nullptr;
 
   void Start(const ColliderSet::Impl& set, const OverlapQuery& query,
              std::vector<OverlapHit>* out) {
@@ -532,7 +646,10 @@ struct ColliderSet::Impl::OverlapJob {
     has_ignore = !q->filter.ignore.empty();
   }
   void Leaf(uint32_t item) {
-    const Collider& c = m->colliders[item];
+    if (skip != nullptr && skip[item] != 0) return;
+    LeafOf(m->colliders[item], m->radius[item], item);
+  }
+  void LeafOf(const Collider& c, float radius, uint32_t item) {
     if (has_ignore && std::find(q->filter.ignore.begin(), q->filter.ignore.end(), c.id) !=
                           q->filter.ignore.end()) {
       return;
@@ -541,7 +658,7 @@ struct ColliderSet::Impl::OverlapJob {
     // id): a higher id than the heap's top cannot make the cut.
     const bool full = cap != 0 && hits->size() == cap;
     if (full && c.id > hits->front().id) return;
-    const double r = r_q + m->radius[item];
+    const double r = r_q + radius;
     if ((c.pose.position - pose.position).LengthSq() > r * r) return;
     ++pairs->count;
     uint32_t sub_shape = 0;
@@ -573,7 +690,9 @@ struct ColliderSet::Impl::OverlapJob {
     std::sort(hits->begin(), hits->end(), IdLess);
     if (q->want_contact) pairs->count += hits->size();
     for (OverlapHit& h : *hits) {
-      const Collider& c = m->colliders[static_cast<size_t>(h.user_data)];
+      const auto item = static_cast<uint32_t>(h.user_data);
+      const Collider& c = (item & kPlacedItem) != 0 ? placed->colliders[item & ~kPlacedItem]
+                                                    : m->colliders[item];
       h.user_data = c.user_data;
       if (q->want_contact) {
         Contact contact;
@@ -677,6 +796,7 @@ struct ColliderSet::Impl::CastJob {
   /// runs along it (within rounding: a motion just projected on the pair's
   /// own plane must not be stopped by it again).
   bool skip_leaving = false;
+  const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
 
   void Start(const ColliderSet::Impl& set, const CastQuery& query, std::vector<CastHit>* hits) {
     m = &set;
@@ -688,10 +808,13 @@ struct ColliderSet::Impl::CastJob {
     r_q = q->shape.BoundingRadius() + kBoxSlack;
   }
   double Leaf(uint32_t item, double max_t) {
-    const Collider& c = m->colliders[item];
+    if (skip != nullptr && skip[item] != 0) return max_t;
+    return LeafOf(m->colliders[item], m->radius[item], max_t);
+  }
+  double LeafOf(const Collider& c, float radius, double max_t) {
     if (out.Ignored(c.id)) return max_t;
     double t;
-    if (!SphereSweepEntry(pose.position, q->translation, r_q + m->radius[item], c.pose.position,
+    if (!SphereSweepEntry(pose.position, q->translation, r_q + radius, c.pose.position,
                           max_t, &t)) {
       return max_t;
     }
@@ -721,6 +844,7 @@ struct ColliderSet::Impl::RayJob {
   PairCounter* pairs = nullptr;
   SegmentSetup seg;
   HitCollector out;
+  const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
 
   void Start(const ColliderSet::Impl& set, const RayQuery& query, std::vector<CastHit>* hits) {
     m = &set;
@@ -729,11 +853,14 @@ struct ColliderSet::Impl::RayJob {
     seg = SegmentSetup(q->origin, q->translation, Vec3::Splat(kBoxSlack));
   }
   double Leaf(uint32_t item, double max_t) {
-    const Collider& c = m->colliders[item];
+    if (skip != nullptr && skip[item] != 0) return max_t;
+    return LeafOf(m->colliders[item], m->radius[item], max_t);
+  }
+  double LeafOf(const Collider& c, float radius, double max_t) {
     if (out.Ignored(c.id)) return max_t;
     double t;
     if (out.WinningBound(c.id, max_t) < 0.0) return max_t;
-    if (!SphereSweepEntry(q->origin, q->translation, m->radius[item] + kBoxSlack,
+    if (!SphereSweepEntry(q->origin, q->translation, radius + kBoxSlack,
                           c.pose.position, max_t, &t)) {
       return max_t;
     }
@@ -745,9 +872,59 @@ struct ColliderSet::Impl::RayJob {
   void Finish() { out.Finish(); }
 };
 
+template <typename J, typename Q, typename Hits>
+void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
+                                   bool skip_leaving) const {
+  J job;
+  job.pairs = pairs;
+  if constexpr (std::is_same_v<J, CastJob>) job.skip_leaving = skip_leaving;
+  job.Start(*this, q, hits);
+  const double t = *q.at_tick;
+  if (!history.InRange(t)) {
+    hits->clear();
+    return;
+  }
+  thread_local internal::PlacedColliders placed;
+  placed.colliders.clear();
+  placed.radius.clear();
+  job.skip = tracked.data();
+  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
+  if constexpr (std::is_same_v<Q, OverlapQuery>) {
+    QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
+              prefetch);
+    history.PlaceInBox(t, job.box, q.filter.mask, {job.pose.position, Vec3{}, job.r_q}, &placed);
+    for (size_t i = 0; i < placed.colliders.size(); ++i) {
+      job.LeafOf(placed.colliders[i], placed.radius[i], kPlacedItem | static_cast<uint32_t>(i));
+    }
+    job.placed = &placed;
+  } else {
+    // The set's tree first (most hits end on static colliders, which then
+    // shorten the history's walk), then the history's boxes, nearer first.
+    double max_t = 1.0;
+    CastTree(tree, job.seg, q.filter.mask, 1.0,
+             [&](uint32_t item, uint32_t, double mt) { return max_t = job.Leaf(item, mt); },
+             prefetch);
+    internal::History::Reach reach;
+    if constexpr (std::is_same_v<Q, CastQuery>) {
+      reach = {job.pose.position, q.translation, job.r_q};
+    } else {
+      reach = {q.origin, q.translation, kBoxSlack};
+    }
+    history.PlaceAlong(t, job.seg, q.filter.mask, max_t, reach, &placed,
+                       [&](const Collider& c, float radius, double mt) {
+                         return job.LeafOf(c, radius, mt);
+                       });
+  }
+  job.Finish();
+}
+
 void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
   OverlapJob job;
   PairCounter pairs;
+  if (q.at_tick) {
+    RunRewound<OverlapJob>(q, hits, &pairs);
+    return;
+  }
   job.pairs = &pairs;
   job.Start(*this, q, hits);
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
@@ -759,6 +936,10 @@ void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* 
 void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
   CastJob job;
   PairCounter pairs;
+  if (q.at_tick) {
+    RunRewound<CastJob>(q, hits, &pairs);
+    return;
+  }
   job.pairs = &pairs;
   job.Start(*this, q, hits);
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
@@ -771,6 +952,10 @@ void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) con
 void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
   RayJob job;
   PairCounter pairs;
+  if (q.at_tick) {
+    RunRewound<RayJob>(q, hits, &pairs);
+    return;
+  }
   job.pairs = &pairs;
   job.Start(*this, q, hits);
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
@@ -835,6 +1020,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     cast_.pose = q.pose;
     cast_.filter = q.filter;
     cast_.filter.max_hits = 0;
+    cast_.at_tick = q.at_tick;
     if (q.apply_to_id) cast_.filter.ignore.push_back(*q.apply_to_id);
   }
 
@@ -842,6 +1028,11 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     if (stopped_) return false;
     cast_.pose.position = from;
     cast_.translation = translation;
+    if (cast_.at_tick) {  // the world at a past tick: history's placed colliders too
+      set_.RunRewound<CastJob>(cast_, &hits_, &pairs_, /*skip_leaving=*/true);
+      ++steps_;  // charged one node, as rewound queries in a batch
+      return Found(hit);
+    }
     CastJob job;
     job.pairs = &pairs_;
     job.skip_leaving = true;
@@ -855,11 +1046,14 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     }
     ++steps_;
     job.Finish();
+    return Found(hit);
+  }
+
+  /// Charges the work when due; the first hit of the last sweep, if any.
+  bool Found(CastHit* hit) {
     if (control_ != nullptr && steps_ >= kCheckEvery && !Charge()) return false;
     if (hits_.empty()) return false;
-    CastHit h = hits_.front();
-    h.user_data = set_.colliders[static_cast<size_t>(set_.IndexOf(h.id))].user_data;
-    *hit = h;
+    *hit = hits_.front();  // user_data set by MakeHit (a rewound hit may be gone now)
     return true;
   }
 
@@ -912,7 +1106,7 @@ bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
     while (next < last) {
       const size_t i = next++;
       const Q* qp = std::get_if<Q>(&queries[i]);
-      if (qp == nullptr) continue;  // another kind: its own pass
+      if (qp == nullptr || qp->at_tick) continue;  // another kind or rewound: own pass
       const Q& q = *qp;
       jobs[s].pairs = &pairs;
       if constexpr (std::is_same_v<Q, OverlapQuery>) {
@@ -986,13 +1180,7 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
             prefetch);
       });
   if (!ok2) return false;
-  // Moves: a chain of dependent sweeps each, run one after another.
-  for (size_t i = begin; i < end; ++i) {
-    const auto* mq = std::get_if<MoveQuery>(&queries[i]);
-    if (mq == nullptr) continue;
-    if (!Move(*mq, &results[i].move.emplace(), control)) return false;
-  }
-  return Interleave<RayQuery, RayJob, SegmentCursor, kBudgeted>(
+  const bool ok3 = Interleave<RayQuery, RayJob, SegmentCursor, kBudgeted>(
       queries, results, begin, end, control,
       [this](RayJob& job, SegmentCursor& cur) {
         cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
@@ -1002,6 +1190,32 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
             [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
             prefetch);
       });
+  if (!ok3) return false;
+  // Moves: a chain of dependent sweeps each, run one after another.
+  for (size_t i = begin; i < end; ++i) {
+    const auto* mq = std::get_if<MoveQuery>(&queries[i]);
+    if (mq == nullptr) continue;
+    if (!Move(*mq, &results[i].move.emplace(), control)) return false;
+  }
+  // Rewound queries, one at a time (they are charged one node each).
+  PairCounter pairs;
+  for (size_t i = begin; i < end; ++i) {
+    const Query& q = queries[i];
+    if (const auto* o = std::get_if<OverlapQuery>(&q); o != nullptr && o->at_tick) {
+      RunRewound<OverlapJob>(*o, &results[i].overlaps, &pairs);
+    } else if (const auto* c = std::get_if<CastQuery>(&q); c != nullptr && c->at_tick) {
+      RunRewound<CastJob>(*c, &results[i].hits, &pairs);
+    } else if (const auto* r = std::get_if<RayQuery>(&q); r != nullptr && r->at_tick) {
+      RunRewound<RayJob>(*r, &results[i].hits, &pairs);
+    } else {
+      continue;
+    }
+    if constexpr (kBudgeted) {
+      if (!control->Charge(1, pairs.count)) return false;
+      pairs.count = 0;
+    }
+  }
+  return true;
 }
 
 void ColliderSet::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
@@ -1060,6 +1274,13 @@ void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult
 Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
                              ThreadPool* pool, const QueryBudget& budget, QueryWork* work) const {
   const size_t n = std::min(queries.size(), results.size());
+  if (Status s = CheckQueryTicks(queries.first(n)); !s.ok()) {
+    for (size_t i = 0; i < n; ++i) {
+      results[i].overlaps.clear();
+      results[i].hits.clear();
+    }
+    return s;
+  }
   Impl::BatchControl control;
   control.budget = &budget;
   impl_->RunChunks(queries, results, n, pool, &control);
@@ -1121,6 +1342,9 @@ static Status ValidateMoveSettings(const MoveSettings& s, const std::string& fie
 }
 
 Status ColliderSet::ValidateQuery(const Query& q, const std::string& field) {
+  if (const std::optional<double>& t = AtTickOf(q); t && !(std::isfinite(*t) && *t >= 0.0)) {
+    return Invalid(field + ".at_tick", "must be a finite tick >= 0, got " + Num(*t));
+  }
   if (const auto* o = std::get_if<OverlapQuery>(&q)) {
     if (Status s = CheckQueryShape(o->shape, field + ".shape"); !s.ok()) return s;
     return CheckPose(o->pose, field + ".pose");

@@ -11,6 +11,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kFailedPrecondition: return "FAILED_PRECONDITION";
     case ErrorCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
     case ErrorCode::kCancelled: return "CANCELLED";
+    case ErrorCode::kOutOfRange: return "OUT_OF_RANGE";
     case ErrorCode::kInternal: return "INTERNAL";
   }
   return "UNKNOWN";

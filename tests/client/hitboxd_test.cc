@@ -360,6 +360,62 @@ TEST_F(HitboxdTest, TickStream) {
   EXPECT_EQ(stream->Tick({}, {}).get().code(), RpcCode::kNotFound);
 }
 
+// Lag compensation from the client library: a stream numbered by game ticks
+// (TickAt) moves a sphere; Rewind(t) views and QueryOptions-style at_tick on
+// batch queries see it where it was; ApplyTick continues the ticks; a tick
+// outside the session's history is OUT_OF_RANGE; the session reports its ticks.
+TEST_F(HitboxdTest, RewindFromTheClient) {
+  SessionSpec spec;
+  spec.session_id = "rewind";
+  spec.limits.history_ticks = 16;
+  ASSERT_TRUE(client_->CreateSession(spec).ok());
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("rewind");
+  Collider ball;
+  ball.id = 7;
+  ball.shape = *Shape::MakeSphere(0.5);
+  ASSERT_TRUE(stream->TickAt(1000, std::vector{ColliderChange::Add(ball)}, {}).get().ok());
+  for (uint64_t t = 1001; t <= 1010; ++t) {
+    const std::vector<ColliderChange> move = {
+        ColliderChange::Move(7, Pose({0, static_cast<double>(t - 1000), 0}))};
+    RpcResult<TickResult> r = stream->TickAt(t, move, {}).get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->tick, t);
+  }
+  EXPECT_EQ(stream->TickAt(1005, {}, {}).get().code(), RpcCode::kInvalidArgument);
+  // Rewind views: at 1004.5 the ball is at y = 4.5.
+  RpcResult<std::optional<CastHit>> hit =
+      client_->Rewind(1004.5).Raycast("rewind", {-10, 4.5, 0}, {20, 0, 0});
+  ASSERT_TRUE(hit.ok()) << hit.status().ToString();
+  ASSERT_TRUE(hit->has_value());
+  EXPECT_EQ((*hit)->id, 7u);
+  hit = client_->Raycast("rewind", {-10, 4.5, 0}, {20, 0, 0});
+  ASSERT_TRUE(hit.ok());
+  EXPECT_FALSE(hit->has_value());
+  // A batch mixing present and rewound queries (Query::at_tick).
+  RayQuery past{{-10, 2, 0}, {20, 0, 0}};
+  past.at_tick = 1002;
+  RayQuery now{{-10, 10, 0}, {20, 0, 0}};
+  RpcResult<QueryBatchResult> batch = client_->Query("rewind", std::vector<Query>{past, now});
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(batch->results[0].hits.size(), 1u);
+  EXPECT_EQ(batch->results[1].hits.size(), 1u);
+  // ApplyTick continues the ticks; lower ones are refused.
+  ASSERT_TRUE(client_->ApplyTick("rewind", 1011, std::vector{ColliderChange::Move(7, Pose({0, 11, 0}))}).ok());
+  EXPECT_EQ(client_->ApplyTick("rewind", 1003, std::vector{ColliderChange::Move(7, Pose())}).code(),
+            RpcCode::kInvalidArgument);
+  RpcResult<SessionInfo> info = client_->GetSession("rewind");
+  ASSERT_TRUE(info.ok());
+  ASSERT_TRUE(info->ticks.has_value());
+  EXPECT_EQ(info->ticks->oldest, 1000u);
+  EXPECT_EQ(info->ticks->newest, 1011u);
+  EXPECT_EQ(info->limits.history_ticks, 16u);
+  const RpcResult<std::optional<CastHit>> late =
+      client_->Rewind(999.0).Raycast("rewind", {-10, 0, 0}, {20, 0, 0});
+  EXPECT_EQ(late.code(), RpcCode::kOutOfRange);
+  EXPECT_NE(late.status().message().find("oldest tick 1000, newest tick 1011"), std::string::npos)
+      << late.status().message();
+}
+
 // The server crashes with ticks in flight: every pending tick fails with
 // UNAVAILABLE, the stream stays failed, and the caller recovers by
 // re-creating the session on the restarted server and opening a new stream.

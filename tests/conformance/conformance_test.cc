@@ -20,13 +20,14 @@ namespace {
 using cases::CaseFile;
 using cases::QueryKind;
 
-// The folder's files plus the supported files of its next/ subfolder.
+// The folder's files plus the supported files of its next/ subfolder and rewind/.
 std::vector<std::string> CaseFiles() { return cases::ListSupportedCaseFiles(HITBOX_CASES_DIR); }
 
 std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
   const std::filesystem::path path(info.param);
   std::string name = path.filename().string();
   if (path.parent_path().filename() == "next") name = "next_" + name;
+  if (path.parent_path().filename() == "rewind") name = "rewind_" + name;
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -42,14 +43,14 @@ TEST_P(ConformanceTest, AnswersMatchReference) {
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   const CaseFile& file = *loaded;
   ColliderSet set;
-  const Status s = set.AddBulk(file.colliders);
+  const Status s = cases::LoadWorld(file, &set);  // with histories: one batch per tick
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_EQ(set.TreeValidate(), "");
 
   const std::vector<Query> queries = cases::Queries(file);
   std::vector<QueryResult> results(queries.size());
   ThreadPool pool(2);
-  set.RunBatch(queries, results, &pool);
+  ASSERT_TRUE(set.RunBatch(queries, results, &pool, QueryBudget{}).ok());
 
   const cases::Report report = cases::CheckAll(file, results);
   std::printf("%s", report.ToString(file).c_str());

@@ -379,3 +379,56 @@ TEST(Move, BudgetStopsMoves) {
 
 }  // namespace
 }  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+// Lag compensation: a move with at_tick slides through the world as it was
+// at that tick (a wall that moved away since still blocks it then).
+TEST(Move, AtTickSeesTheWorldThen) {
+  ColliderSet set;
+  Collider wall;
+  wall.id = 1;
+  wall.shape = BoxH(0.5, 2, 5);
+  wall.pose = Pose{{3, 2, 0}};
+  const ColliderChange add = ColliderChange::Add(wall);
+  ASSERT_TRUE(set.Apply({&add, 1}, 10).ok());
+  const ColliderChange away = ColliderChange::Move(1, Pose{{3, 2, 100}});
+  ASSERT_TRUE(set.Apply({&away, 1}, 11).ok());
+
+  MoveQuery q = World::Query({0, kStand, 0}, {5, 0, 0});
+  MoveResult now;
+  set.Move(q, &now);
+  EXPECT_FALSE(now.blocked);
+  EXPECT_DOUBLE_EQ(now.position.x, 5.0);
+
+  q.at_tick = 10.0;
+  MoveResult then;
+  set.Move(q, &then);
+  EXPECT_TRUE(then.blocked);
+  EXPECT_LT(then.position.x, 3 - 0.5 - kRadius);
+  EXPECT_GT(then.position.x, 3 - 0.5 - kRadius - 2 * kSkin);
+  ASSERT_FALSE(then.contacts.empty());
+  EXPECT_EQ(then.contacts.front().id, 1u);
+
+  q.at_tick = 10.5;  // the wall is at z = 50 then: clear
+  MoveResult between;
+  set.Move(q, &between);
+  EXPECT_FALSE(between.blocked);
+  EXPECT_DOUBLE_EQ(between.position.x, 5.0);
+
+  // The same through a batch, and a tick outside the window is refused.
+  std::vector<Query> batch = {q};
+  std::get<MoveQuery>(batch[0]).at_tick = 10.0;
+  EXPECT_TRUE(set.CheckQueryTicks(batch, "queries").ok());
+  std::vector<QueryResult> results(1);
+  set.RunBatch(batch, results);
+  ASSERT_TRUE(results[0].move.has_value());
+  EXPECT_EQ(results[0].move->position.x, then.position.x);
+  std::get<MoveQuery>(batch[0]).at_tick = 9.0;
+  EXPECT_EQ(set.CheckQueryTicks(batch, "queries").code(), ErrorCode::kOutOfRange)
+      << set.CheckQueryTicks(batch, "queries").ToString();
+}
+
+}  // namespace
+}  // namespace hitbox

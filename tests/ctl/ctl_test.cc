@@ -522,6 +522,33 @@ TEST_F(CtlTest, CheckCaseFilePasses) {
   EXPECT_TRUE(CtlJson({"sessions", "list"}).at("sessions").empty());
 }
 
+// The rewind case file (histories, at_tick queries) passes through the
+// service; the kept session then answers `--at-tick` queries and refuses
+// ticks outside its history; `sessions create --history-ticks` sets the window.
+TEST_F(CtlTest, CheckRewindFileThenAtTick) {
+  const std::string path = std::string(HITBOX_CASES_DIR) + "/rewind/rewind.json";
+  std::ifstream f(path);
+  ASSERT_TRUE(f) << "missing " << path;
+  const json r = CtlJson({"check", path, "--session", "lag", "--keep"});
+  EXPECT_TRUE(r.value("passed", false)) << r.dump(2);
+  const json info = CtlJson({"sessions", "get", "lag"});
+  EXPECT_EQ(info.at("ticks").at("oldest"), 7650u) << info.dump();
+  EXPECT_EQ(info.at("ticks").at("newest"), 7690u) << info.dump();
+  const json past = CtlJson({"raycast", "lag", "--origin", "0,0,0", "--translation", "30,0,0",
+                             "--at-tick", "7660.5"});
+  EXPECT_TRUE(past.contains("hits")) << past.dump();
+  const json overlap =
+      CtlJson({"overlap", "lag", "--sphere", "5", "--pos", "0,0,0", "--at-tick", "7650"});
+  EXPECT_TRUE(overlap.contains("hits")) << overlap.dump();
+  const RunResult late = Ctl({"cast", "lag", "--sphere", "1", "--translation", "1,0,0",
+                              "--at-tick", "7000"});
+  EXPECT_EQ(late.code, 1) << late.out << late.err;
+  EXPECT_NE(late.err.find("OUT_OF_RANGE"), std::string::npos) << late.err;
+  EXPECT_NE(late.err.find("oldest tick 7650, newest tick 7690"), std::string::npos) << late.err;
+  EXPECT_EQ(Ctl({"sessions", "create", "short", "--history-ticks", "8"}).code, 0);
+  EXPECT_EQ(CtlJson({"sessions", "get", "short"}).at("limits").value("history_ticks", 0u), 8u);
+}
+
 // The demo scene shipped for docker compose passes too; human output as the conformance test prints it.
 TEST_F(CtlTest, CheckDemoScene) {
   const RunResult r = Ctl({"check", kDemoScene, "--session", "demo-check", "--keep"});

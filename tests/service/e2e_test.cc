@@ -537,6 +537,132 @@ TEST(HitboxdTest, ShutdownCancelsOpenStreamsAfterGrace) {
   EXPECT_FALSE(stream->Finish().ok());
 }
 
+// Lag compensation on the Tick stream as a game server uses it: each tick
+// moves a sphere and shoots at where it was 3.5 ticks ago (between two
+// ticks), mixed with present-time shots; the window's ends, a future tick
+// and one before the window are OUT_OF_RANGE naming both ends; a lower tick
+// is refused naming both; a tick rolled back (its queries failed) leaves the
+// history as it was.
+TEST(HitboxdRewindTest, TickStreamLagCompensation) {
+  Daemon d({"--max-history-ticks", "16"});
+  ASSERT_NE(d.port(), 0) << d.Log();
+  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  auto stub = v1::Hitbox::NewStub(d.channel());
+  {
+    grpc::ClientContext ctx;
+    v1::CreateSessionRequest req;
+    req.set_session_id("lag");
+    req.mutable_limits()->set_history_ticks(8);
+    v1::SessionInfo info;
+    ASSERT_TRUE(stub->CreateSession(&ctx, req, &info).ok());
+    EXPECT_EQ(info.limits().history_ticks(), 8u);
+    EXPECT_FALSE(info.has_newest_tick());
+    grpc::ClientContext ctx2;
+    req.set_session_id("too-long");
+    req.mutable_limits()->set_history_ticks(17);
+    const grpc::Status st = stub->CreateSession(&ctx2, req, &info);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(st.error_message(), ::testing::HasSubstr("history_ticks"));
+  }
+  // A ray along +x at height y, at tick t (unset: now).
+  const auto shot = [](double y, std::optional<double> t) {
+    v1::Query q;
+    q.mutable_raycast()->mutable_origin()->set_x(-10);
+    q.mutable_raycast()->mutable_origin()->set_y(y);
+    q.mutable_raycast()->mutable_translation()->set_x(20);
+    if (t) q.set_at_tick(*t);
+    return q;
+  };
+  grpc::ClientContext ctx;
+  auto stream = stub->Tick(&ctx);
+  v1::TickRequest req;
+  v1::TickResponse resp;
+  const auto tick = [&](const v1::TickRequest& r) {
+    EXPECT_TRUE(stream->Write(r) && stream->Read(&resp));
+    return resp;
+  };
+  // Tick 100 adds the sphere at y = 0; tick t moves it to y = t - 100.
+  req.set_session_id("lag");
+  req.set_tick(100);
+  *req.add_changes()->mutable_add() = testing_service::SphereMsg(1, 0.5);
+  ASSERT_FALSE(tick(req).has_error()) << resp.error().message();
+  for (uint64_t t = 101; t <= 120; ++t) {
+    req.Clear();
+    req.set_tick(t);
+    v1::MoveCollider* mv = req.add_changes()->mutable_move();
+    mv->set_id(1);
+    mv->mutable_pose()->mutable_position()->set_y(static_cast<double>(t) - 100.0);
+    if (t >= 104) {
+      const double at = static_cast<double>(t) - 3.5;
+      *req.add_queries() = shot(at - 100.0, at);                        // where it was: hit
+      *req.add_queries() = shot(at - 100.0, std::nullopt);              // now: miss
+      *req.add_queries() = shot(static_cast<double>(t) - 100.0, std::nullopt);  // now: hit
+    }
+    ASSERT_FALSE(tick(req).has_error()) << t << ": " << resp.error().message();
+    if (t >= 104) {
+      ASSERT_EQ(resp.results_size(), 3);
+      ASSERT_EQ(resp.results(0).hits_size(), 1) << t;
+      EXPECT_EQ(resp.results(0).hits(0).id(), 1u);
+      EXPECT_NEAR(resp.results(0).hits(0).fraction(), 9.5 / 20.0, 1e-12);
+      EXPECT_EQ(resp.results(1).hits_size(), 0) << t;
+      EXPECT_EQ(resp.results(2).hits_size(), 1) << t;
+    }
+  }
+  // The window is 113..120: its ends answer, outside them is OUT_OF_RANGE.
+  for (double at : {113.0, 120.0, 116.25}) {
+    req.Clear();
+    *req.add_queries() = shot(at - 100.0, at);
+    ASSERT_FALSE(tick(req).has_error()) << at << ": " << resp.error().message();
+    EXPECT_EQ(resp.results(0).hits_size(), 1) << at;
+  }
+  for (double at : {112.0, 112.5, 120.5, 121.0, 5.0}) {
+    req.Clear();
+    *req.add_queries() = shot(0, std::nullopt);
+    *req.add_queries() = shot(0, at);
+    ASSERT_TRUE(tick(req).has_error()) << at;
+    EXPECT_EQ(resp.error().code(), static_cast<int>(grpc::StatusCode::OUT_OF_RANGE));
+    EXPECT_THAT(resp.error().message(), ::testing::HasSubstr("queries[1].at_tick"));
+    EXPECT_THAT(resp.error().message(), ::testing::HasSubstr("oldest tick 113, newest tick 120"));
+  }
+  // Ticks only increase.
+  req.Clear();
+  req.set_tick(119);
+  req.add_changes()->mutable_move()->set_id(1);
+  req.mutable_changes(0)->mutable_move()->mutable_pose()->mutable_position()->set_y(3);
+  ASSERT_TRUE(tick(req).has_error());
+  EXPECT_EQ(resp.error().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(resp.error().message(), ::testing::HasSubstr("119"));
+  EXPECT_THAT(resp.error().message(), ::testing::HasSubstr("120"));
+  // Tick 200 moves the sphere far away but its query is out of range: the
+  // tick is rolled back, history included (still 113..120, sphere as before).
+  req.Clear();
+  req.set_tick(200);
+  v1::MoveCollider* far = req.add_changes()->mutable_move();
+  far->set_id(1);
+  far->mutable_pose()->mutable_position()->set_y(1000);
+  *req.add_queries() = shot(0, 100.0);
+  ASSERT_TRUE(tick(req).has_error());
+  EXPECT_EQ(resp.error().code(), static_cast<int>(grpc::StatusCode::OUT_OF_RANGE));
+  {
+    grpc::ClientContext c;
+    v1::GetSessionRequest g;
+    g.set_session_id("lag");
+    v1::SessionInfo info;
+    ASSERT_TRUE(stub->GetSession(&c, g, &info).ok());
+    EXPECT_EQ(info.oldest_tick(), 113u);
+    EXPECT_EQ(info.newest_tick(), 120u);
+  }
+  req.Clear();
+  *req.add_queries() = shot(19.5, 119.5);
+  *req.add_queries() = shot(20, std::nullopt);
+  ASSERT_FALSE(tick(req).has_error()) << resp.error().message();
+  EXPECT_EQ(resp.results(0).hits_size(), 1);
+  EXPECT_EQ(resp.results(1).hits_size(), 1);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+}
+
 // Every conformance case file answered through the service: colliders loaded
 // in batches under the limits, queries sent in batches, checked by FORMAT.md.
 class HitboxdCasesTest : public ::testing::TestWithParam<std::string> {};
@@ -556,10 +682,28 @@ TEST_P(HitboxdCasesTest, AnswersMatchReference) {
     for (size_t i = start; i < std::min(file.colliders.size(), start + kChangeBatch); ++i) {
       wire::ToProto(file.colliders[i], req.add_changes()->mutable_add());
     }
+    if (file.ticks) req.set_tick(file.ticks->oldest);  // the world at the first tick
     grpc::ClientContext ctx;
     v1::ApplyChangesResponse resp;
     const grpc::Status st = stub->ApplyChanges(&ctx, req, &resp);
     ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+  if (file.ticks) {
+    // The later ticks' moves as a game server sends them: one Tick each.
+    grpc::ClientContext ctx;
+    auto stream = stub->Tick(&ctx);
+    for (size_t k = 0; k < file.tick_moves.size(); ++k) {
+      v1::TickRequest req;
+      req.set_session_id("cases");
+      req.set_tick(file.ticks->oldest + 1 + k);
+      for (const ColliderChange& c : file.tick_moves[k]) wire::ToProto(c, req.add_changes());
+      ASSERT_TRUE(stream->Write(req));
+      v1::TickResponse resp;
+      ASSERT_TRUE(stream->Read(&resp));
+      ASSERT_FALSE(resp.has_error()) << resp.error().message();
+    }
+    stream->WritesDone();
+    ASSERT_TRUE(stream->Finish().ok());
   }
   const std::vector<Query> queries = cases::Queries(file);
   std::vector<QueryResult> results(queries.size());
@@ -593,6 +737,7 @@ std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {
   const fs::path path(info.param);
   std::string name = path.filename().string();
   if (path.parent_path().filename() == "next") name = "next_" + name;
+  if (path.parent_path().filename() == "rewind") name = "rewind_" + name;
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }

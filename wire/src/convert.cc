@@ -502,7 +502,7 @@ Result<Query> MoveOf(const v1::MoveQuery& in, const Path& p) {
   return Query(std::move(out));
 }
 
-Result<Query> QueryOf(const v1::Query& q, const Path& path) {
+Result<Query> QueryKindOf(const v1::Query& q, const Path& path) {
   switch (q.kind_case()) {
     case v1::Query::kOverlap: {
       const Path p(&path, "overlap");
@@ -552,6 +552,19 @@ Result<Query> QueryOf(const v1::Query& q, const Path& path) {
   return Invalid(path, ": no query kind set (expected one of overlap, cast, raycast, move)");
 }
 
+// A query with its optional at_tick (a finite tick >= 0; whether the session
+// still holds it is checked when it runs).
+Result<Query> QueryOf(const v1::Query& q, const Path& path) {
+  Result<Query> out = QueryKindOf(q, path);
+  if (!out.ok() || !q.has_at_tick()) return out;
+  const double t = q.at_tick();
+  if (!(std::isfinite(t) && t >= 0.0)) {
+    return Invalid(Path(&path, "at_tick"), " must be a finite tick >= 0, got " + FormatDouble(t));
+  }
+  std::visit([t](auto& x) { x.at_tick = t; }, *out);
+  return out;
+}
+
 Vec3 V(const v1::Vec3& v) { return {v.x(), v.y(), v.z()}; }
 
 }  // namespace
@@ -575,6 +588,7 @@ grpc::StatusCode ToGrpcCode(ErrorCode code) {
     case ErrorCode::kFailedPrecondition: return grpc::StatusCode::FAILED_PRECONDITION;
     case ErrorCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
     case ErrorCode::kCancelled: return grpc::StatusCode::CANCELLED;
+    case ErrorCode::kOutOfRange: return grpc::StatusCode::OUT_OF_RANGE;
     case ErrorCode::kInternal: return grpc::StatusCode::INTERNAL;
   }
   return grpc::StatusCode::INTERNAL;
@@ -589,6 +603,7 @@ ErrorCode FromGrpcCode(grpc::StatusCode code) {
     case grpc::StatusCode::FAILED_PRECONDITION: return ErrorCode::kFailedPrecondition;
     case grpc::StatusCode::DEADLINE_EXCEEDED: return ErrorCode::kDeadlineExceeded;
     case grpc::StatusCode::CANCELLED: return ErrorCode::kCancelled;
+    case grpc::StatusCode::OUT_OF_RANGE: return ErrorCode::kOutOfRange;
     default: return ErrorCode::kInternal;
   }
 }
@@ -907,6 +922,9 @@ void ToProto(const Query& q, v1::Query* out) {
     ToProto(m->settings, p->mutable_settings());
     if (m->apply_to_id) p->set_apply_to_id(*m->apply_to_id);
   }
+  const std::optional<double>& at =
+      std::visit([](const auto& x) -> const std::optional<double>& { return x.at_tick; }, q);
+  if (at) out->set_at_tick(*at);
 }
 
 void ToProto(const MoveSettings& s, v1::MoveSettings* out) {

@@ -300,7 +300,9 @@ Result<TickReport> RunTicks(const std::shared_ptr<grpc::Channel>& channel,
       } else {
         req.clear_session_id();
       }
-      req.set_tick(t);
+      // The streams of a run share one session concurrently, so their ticks
+      // carry no game tick (0 for all: the history only ever holds one tick).
+      req.set_tick(0);
       req.clear_changes();
       for (size_t m = 0; m < o.moves_per_tick && !mine.empty(); ++m) {
         const Collider& c = scene[mine[mpos++ % mine.size()]];

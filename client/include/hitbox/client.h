@@ -162,6 +162,8 @@ struct SessionLimits {
   /// Milliseconds without a call or tick after which the server deletes the
   /// session (may only lower the server's); in SessionInfo, 0 means never.
   uint64_t idle_timeout_ms = 0;
+  /// Ticks of pose history kept for queries at a past tick (server default 64).
+  uint32_t history_ticks = 0;
 };
 
 /// What CreateSession asks for.
@@ -192,6 +194,8 @@ struct SessionInfo {
   uint64_t memory_bytes = 0;
   /// Last call on the session or tick on it, milliseconds since the Unix epoch.
   int64_t last_active_unix_ms = 0;
+  /// Ticks that queries with at_tick may ask for; unset before the first tick.
+  std::optional<TickRange> ticks;
 };
 
 /// Outcome of an accepted change batch.
@@ -232,7 +236,7 @@ struct QueryBatchResult {
 
 /// Answer of one tick of a TickStream.
 struct TickResult {
-  /// The tick number the stream assigned (1, 2, 3, ... per stream).
+  /// The tick number: the caller's (TickAt) or the stream's (1, 2, 3, ...).
   uint64_t tick = 0;
   /// The session's revision after this tick's changes; the queries saw it.
   uint64_t revision = 0;
@@ -286,6 +290,15 @@ class TickStream {
   /// Sends one tick; `done` is called once with its result or its error.
   virtual void Tick(std::span<const ColliderChange> changes, std::span<const Query> queries,
                     TickCallback done) = 0;
+  /// Sends game tick `tick`: its changes become the session's history for
+  /// that tick (queries with at_tick see them). The ticks of a stream must
+  /// increase (else INVALID_ARGUMENT at once); Tick() without a number
+  /// continues after the last one.
+  virtual std::future<RpcResult<TickResult>> TickAt(uint64_t tick,
+                                                    std::span<const ColliderChange> changes,
+                                                    std::span<const Query> queries) = 0;
+  virtual void TickAt(uint64_t tick, std::span<const ColliderChange> changes,
+                      std::span<const Query> queries, TickCallback done) = 0;
   /// Number of ticks sent and not yet answered.
   virtual size_t pending() const = 0;
   /// True once the stream has ended (broken, cancelled or finished).
@@ -349,6 +362,12 @@ class Client {
                                       std::span<const ColliderChange> changes,
                                       std::optional<uint64_t> expected_revision = std::nullopt,
                                       const CallOptions& call = {});
+  /// Applies a batch as the changes of game tick `tick` (lag compensation:
+  /// queries with at_tick see each tick's world). A tick lower than the
+  /// session's newest is INVALID_ARGUMENT. Never retried.
+  RpcResult<ApplyResult> ApplyTick(std::string_view session_id, uint64_t tick,
+                                   std::span<const ColliderChange> changes,
+                                   const CallOptions& call = {});
   /// Adds new colliders (one atomic batch).
   RpcResult<ApplyResult> AddColliders(std::string_view session_id,
                                       std::span<const Collider> colliders,
@@ -406,6 +425,36 @@ class Client {
   /// collider to the final pose in the same call (then never retried).
   RpcResult<MoveResult> Move(std::string_view session_id, const MoveQuery& query,
                              const CallOptions& call = {});
+
+  /// The queries above against the world as it was at `tick` (a real
+  /// number within the session's history, else OUT_OF_RANGE):
+  /// `client.Rewind(1017.4).Raycast(session, origin, translation)`. Queries
+  /// that carry their own at_tick keep it. The view refers to this Client.
+  class Rewound {
+   public:
+    RpcResult<QueryBatchResult> Query(std::string_view session_id,
+                                      std::span<const hitbox::Query> queries,
+                                      const CallOptions& call = {}) const;
+    RpcResult<std::vector<OverlapHit>> Overlap(std::string_view session_id, const Shape& shape,
+                                               const Pose& pose, const QueryFilter& filter = {},
+                                               bool want_contact = false,
+                                               const CallOptions& call = {}) const;
+    RpcResult<std::optional<CastHit>> Sweep(std::string_view session_id, const Shape& shape,
+                                            const Pose& pose, const Vec3& translation,
+                                            const QueryFilter& filter = {},
+                                            const CallOptions& call = {}) const;
+    RpcResult<std::optional<CastHit>> Raycast(std::string_view session_id, const Vec3& origin,
+                                              const Vec3& translation,
+                                              const QueryFilter& filter = {},
+                                              const CallOptions& call = {}) const;
+
+   private:
+    friend class Client;
+    Rewound(Client* client, double tick) : client_(client), tick_(tick) {}
+    Client* client_;
+    double tick_;
+  };
+  Rewound Rewind(double tick) { return Rewound(this, tick); }
 
   // --- Tick stream --------------------------------------------------------
 

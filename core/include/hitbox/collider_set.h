@@ -20,6 +20,7 @@
 
 #include "hitbox/character.h"
 #include "hitbox/collide.h"
+#include "hitbox/history.h"
 #include "hitbox/math.h"
 #include "hitbox/shapes.h"
 #include "hitbox/status.h"
@@ -93,6 +94,9 @@ struct OverlapQuery {
   QueryFilter filter;
   /// Fill OverlapHit::contact (penetration depth, normal, points).
   bool want_contact = false;
+  /// Answer against the world as it was at this tick (lag compensation; a
+  /// real number, see ColliderSet::Ticks()); unset: the current world.
+  std::optional<double> at_tick;
 };
 
 /// "Where does this shape moving by `translation` first hit?"
@@ -104,6 +108,9 @@ struct CastQuery {
   QueryFilter filter;
   /// false: the closest hit only; true: every hit sorted by (fraction, id).
   bool all_hits = false;
+  /// Answer against the world as it was at this tick (lag compensation; a
+  /// real number, see ColliderSet::Ticks()); unset: the current world.
+  std::optional<double> at_tick;
 };
 
 /// "What does this ray hit?"
@@ -114,6 +121,9 @@ struct RayQuery {
   QueryFilter filter;
   /// false: the closest hit only; true: every hit sorted by (fraction, id).
   bool all_hits = false;
+  /// Answer against the world as it was at this tick (lag compensation; a
+  /// real number, see ColliderSet::Ticks()); unset: the current world.
+  std::optional<double> at_tick;
 };
 
 /// "The character wants to move by `displacement`: where does it end up?"
@@ -134,8 +144,9 @@ struct MoveQuery {
   /// moves it to the final pose after the batch (atomic apply). Core queries
   /// only ignore it.
   std::optional<uint64_t> apply_to_id;
-  // Lag compensation (at_tick) will select the world state the move runs
-  // against, as for the other queries; the character's own pose is current.
+  /// Lag compensation: the move runs against the world as it was at this
+  /// tick (as OverlapQuery::at_tick); the applied pose is set in the present.
+  std::optional<double> at_tick;
 };
 
 /// A query of any kind, for batches.
@@ -222,17 +233,49 @@ class ColliderSet {
   /// nothing. Codes: kInvalidArgument (bad shape, non-finite pose, non-unit
   /// quaternion, layer > 31), kAlreadyExists (add of an existing id),
   /// kNotFound (replace/move/remove of an unknown id).
-  Status Apply(std::span<const ColliderChange> changes);
+  ///
+  /// With a `tick` (history, see Ticks()): the batch's changes belong to that
+  /// tick; kInvalidArgument (naming both) when it is lower than the newest
+  /// tick. Without one, they belong to the newest tick (if any).
+  Status Apply(std::span<const ColliderChange> changes,
+               std::optional<uint64_t> tick = std::nullopt);
 
   /// Bulk load of many new colliders into an empty or non-empty set: same
   /// validation and atomicity as Apply() with kAdd entries, but builds the
   /// tree top-down when the set was empty.
-  Status AddBulk(std::span<const Collider> colliders);
+  Status AddBulk(std::span<const Collider> colliders,
+                 std::optional<uint64_t> tick = std::nullopt);
+
+  /// Ticks of history kept (>= 1; default kDefaultHistoryTicks): rewound
+  /// queries may ask for any real t in [newest - ticks + 1, newest] (not
+  /// before the first tick). Set it before the first tick.
+  void SetHistoryTicks(uint32_t ticks);
+  uint32_t history_ticks() const;
+  /// OK when a batch may carry `tick` (not lower than the newest tick, at
+  /// most kMaxTick); else kInvalidArgument naming both ticks (as Apply does).
+  Status CheckTick(uint64_t tick, const std::string& field = "tick") const;
+  /// Oldest and newest tick available to rewound queries; nullopt before the
+  /// first batch with a tick.
+  std::optional<TickRange> Ticks() const;
+  /// OK when every query's at_tick (if set) is available; else kOutOfRange
+  /// naming the query (`field`[i].at_tick) and the oldest and newest tick.
+  Status CheckQueryTicks(std::span<const Query> queries,
+                         const std::string& field = "queries") const;
+  /// What the history holds: tracked collider incarnations (those that
+  /// changed inside the window), pose samples, heap bytes (in MemoryBytes()).
+  struct HistoryStats {
+    size_t tracked = 0;
+    size_t samples = 0;
+    size_t bytes = 0;
+  };
+  HistoryStats GetHistoryStats() const;
 
   /// Number of applied batches since construction (starts at 0).
   uint64_t revision() const;
   /// Sets the revision counter back after a batch was undone by applying its
-  /// inverse (the service's tick rollback); answers do not depend on it.
+  /// inverse (the service's tick rollback); answers do not depend on it. The
+  /// history of the batches applied since `revision` (the last two at most:
+  /// the batch and its inverse) is undone exactly, ticks included.
   void RestoreRevision(uint64_t revision);
   /// Number of colliders.
   size_t size() const;
@@ -245,6 +288,8 @@ class ColliderSet {
   /// Bytes of heap used by the set, tree and id index.
   size_t MemoryBytes() const;
 
+  /// Single queries: a query whose at_tick is outside Ticks() answers
+  /// nothing (check with CheckQueryTicks()).
   /// Overlap query; hits sorted by id.
   void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const;
   /// Cast query; hits sorted by (fraction, id); one hit unless all_hits.
@@ -260,7 +305,8 @@ class ColliderSet {
   /// whatever the thread count.
   void RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
                 ThreadPool* pool = nullptr) const;
-  /// RunBatch under a budget: Ok with every result filled; or
+  /// RunBatch under a budget: Ok with every result filled; or kOutOfRange
+  /// (CheckQueryTicks); or
   /// kResourceExhausted (max_nodes or max_pair_tests would be passed: `work`
   /// tells which), kDeadlineExceeded or kCancelled, with the results cleared.
   /// Stops within a few microseconds of work of the deadline or the

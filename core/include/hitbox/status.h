@@ -17,6 +17,7 @@ enum class ErrorCode {
   kFailedPrecondition,  ///< the operation is not valid in the current state
   kDeadlineExceeded,    ///< the caller's deadline passed before the work finished
   kCancelled,           ///< the caller cancelled the work
+  kOutOfRange,          ///< a value outside what is available now (a tick outside the history)
   kInternal,            ///< a bug: never expected
 };
 

@@ -55,7 +55,23 @@ struct CaseFile {
   std::vector<CaseQuery> queries;
   /// expected[i] answers queries[i] (same id, checked at load).
   std::vector<Expected> expected;
+  /// Rewind files (FORMAT.md "Rewind"): the ticks [oldest = first, newest =
+  /// last] of the histories; unset for files without histories. `colliders`
+  /// then holds every collider at its pose of the first tick (the batch of
+  /// tick `first`), and tick_moves[k] the moves of tick first + 1 + k (every
+  /// collider with a history, to its entry at that tick). Queries may carry
+  /// at_tick.
+  std::optional<TickRange> ticks;
+  std::vector<std::vector<ColliderChange>> tick_moves;
 };
+
+/// Most ticks of a case file's histories.
+inline constexpr uint64_t kMaxCaseTicks = 64;
+
+/// Loads a file's world into an empty set as a game would: AddBulk of the
+/// colliders (at tick `first` when the file has histories), then one Apply
+/// per later tick. The set keeps at least the file's ticks of history.
+Status LoadWorld(const CaseFile& file, ColliderSet* set);
 
 /// Reads a case file; .gz files are decompressed with zlib. Errors name the
 /// file and the JSON path of the bad field.
@@ -69,7 +85,8 @@ std::vector<std::string> ListCaseFiles(const std::string& dir);
 inline constexpr const char* kSupportedNextCaseFiles[] = {
     "convex.json", "mesh_level.json", "heightfield.json", "compound.json", "big_level.json"};
 
-/// ListCaseFiles(dir) plus the supported files of dir/next that exist.
+/// ListCaseFiles(dir) plus the supported files of dir/next that exist, plus
+/// every file of dir/rewind (issue 15: pose histories and at_tick queries).
 std::vector<std::string> ListSupportedCaseFiles(const std::string& dir);
 
 /// Verdict on one answer.
