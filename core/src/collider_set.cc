@@ -361,40 +361,44 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional
   };
   for (size_t i = 0; i < changes.size(); ++i) {
     const ColliderChange& ch = changes[i];
-    const std::string field = "changes[" + std::to_string(i) + "]";
+    // Checked first under an empty name (the short sub-field names stay in
+    // std::string's inline buffer): "changes[i]" is built only for an error.
+    auto field = [i] { return "changes[" + std::to_string(i) + "]"; };
     const uint64_t id = ch.collider.id;
     switch (ch.kind) {
       case ColliderChange::Kind::kAdd:
-        if (Status s = CheckCollider(ch.collider, field); !s.ok()) return s;
+        if (!CheckCollider(ch.collider, "").ok()) return CheckCollider(ch.collider, field());
         if (exists(id)) {
           return Status(ErrorCode::kAlreadyExists,
-                        field + ".id: collider " + std::to_string(id) + " already exists");
+                        field() + ".id: collider " + std::to_string(id) + " already exists");
         }
         exists_after[id] = true;
         break;
       case ColliderChange::Kind::kReplace:
-        if (Status s = CheckCollider(ch.collider, field); !s.ok()) return s;
+        if (!CheckCollider(ch.collider, "").ok()) return CheckCollider(ch.collider, field());
         if (!exists(id)) {
           return Status(ErrorCode::kNotFound,
-                        field + ".id: collider " + std::to_string(id) + " not found");
+                        field() + ".id: collider " + std::to_string(id) + " not found");
         }
         break;
       case ColliderChange::Kind::kMove:
-        if (Status s = CheckPose(ch.collider.pose, field + ".pose"); !s.ok()) return s;
+        if (!CheckPose(ch.collider.pose, ".pose").ok()) {
+          return CheckPose(ch.collider.pose, field() + ".pose");
+        }
         if (!exists(id)) {
           return Status(ErrorCode::kNotFound,
-                        field + ".id: collider " + std::to_string(id) + " not found");
+                        field() + ".id: collider " + std::to_string(id) + " not found");
         }
         break;
       case ColliderChange::Kind::kRemove:
         if (!exists(id)) {
           return Status(ErrorCode::kNotFound,
-                        field + ".id: collider " + std::to_string(id) + " not found");
+                        field() + ".id: collider " + std::to_string(id) + " not found");
         }
         exists_after[id] = false;
         break;
       default:
-        return Invalid(field + ".kind", "unknown change kind");
+        return Invalid(field() + ".kind", "unknown change kind");
     }
   }
   // Pass 2: apply; every step is known to succeed. The history records each

@@ -25,8 +25,9 @@ struct BvhRay {
   }
 
   /// True when the ray meets `box` for some t in [0, t_max]; `t_enter` is a
-  /// lower bound of the first such t (for front-to-back ordering).
-  bool Enter(const Aabb& box, double t_max, double* t_enter) const {
+  /// lower bound of the first such t (for front-to-back ordering). Always
+  /// inlined: called once per node and triangle by the surface traversals.
+  __attribute__((always_inline)) bool Enter(const Aabb& box, double t_max, double* t_enter) const {
     double lo = 0.0, hi = t_max;
     for (int a = 0; a < 3; ++a) {
       if (zero[a]) {

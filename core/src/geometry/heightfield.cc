@@ -413,7 +413,11 @@ MeshSweepHit Heightfield::SweepSphere(const Vec3& center, double radius,
                        .Expanded(1e-9 * radius);
   double best = 1.0;
   uint32_t best_t = UINT32_MAX;
-  VisitOverlapping(box, [&](uint32_t k) {
+  // Cells along the motion, each tested against the centre's path for t in
+  // [0, best] (its box grown by the radius): cells past the best hit are skipped.
+  const BvhRay path(center, translation);
+  VisitSwept(box, translation, path, Vec3::Splat(radius + 1e-9 * radius), &best,
+             [&](uint32_t k) {
     Vec3 v[3];
     TriangleVertices(k, v);
     const TriangleSweep s =

@@ -90,6 +90,14 @@ class Heightfield {
   template <typename Visit>
   bool VisitOverlapping(const Aabb& box, Visit&& visit) const;
 
+  /// Calls visit(t) for both triangles of every cell overlapping `box` whose
+  /// box, grown by `grow`, the path reaches for t in [0, *max_t]; rows and
+  /// columns are walked in the direction of `translation` (nearer cells
+  /// first, roughly), and *max_t is read again before every cell.
+  template <typename Path, typename Visit>
+  bool VisitSwept(const Aabb& box, const Vec3& translation, const Path& path, const Vec3& grow,
+                  const double* max_t, Visit&& visit) const;
+
  private:
   enum class Storage : uint8_t { kDecimal, kFloat, kDouble };
   struct Level {
@@ -100,6 +108,17 @@ class Heightfield {
   /// Box of block (bx, bz) at `level` (level 0: one cell, from the samples).
   Aabb BlockBox(int level, uint32_t bx, uint32_t bz) const;
   void CellRange(uint32_t r, uint32_t c, double* lo, double* hi) const;
+  /// Rows r0..r1 and columns c0..c1 of the cells touching the box's x, z
+  /// range (a box edge on a grid line touches both); the box overlaps bounds_.
+  void BoxCells(const Aabb& box, uint32_t* r0, uint32_t* r1, uint32_t* c0, uint32_t* c1) const {
+    const double cx0 = std::floor(box.min.x / dx_), cx1 = std::floor(box.max.x / dx_);
+    const double cz0 = std::floor(box.min.z / dz_), cz1 = std::floor(box.max.z / dz_);
+    const double last_c = static_cast<double>(cols_ - 2), last_r = static_cast<double>(rows_ - 2);
+    *c0 = static_cast<uint32_t>(std::clamp(cx0 - 1.0, 0.0, last_c));
+    *c1 = static_cast<uint32_t>(std::clamp(cx1, 0.0, last_c));
+    *r0 = static_cast<uint32_t>(std::clamp(cz0 - 1.0, 0.0, last_r));
+    *r1 = static_cast<uint32_t>(std::clamp(cz1, 0.0, last_r));
+  }
 
   uint32_t rows_ = 0, cols_ = 0;
   double dx_ = 1.0, dz_ = 1.0;
@@ -116,16 +135,33 @@ class Heightfield {
 template <typename Visit>
 bool Heightfield::VisitOverlapping(const Aabb& box, Visit&& visit) const {
   if (!box.Overlaps(bounds_)) return true;
-  const double cx0 = std::floor(box.min.x / dx_), cx1 = std::floor(box.max.x / dx_);
-  const double cz0 = std::floor(box.min.z / dz_), cz1 = std::floor(box.max.z / dz_);
-  // Cells touching the box's x, z range (a box edge on a grid line touches both).
-  const uint32_t c0 = static_cast<uint32_t>(std::clamp(cx0 - 1.0, 0.0, static_cast<double>(cols_ - 2)));
-  const uint32_t c1 = static_cast<uint32_t>(std::clamp(cx1, 0.0, static_cast<double>(cols_ - 2)));
-  const uint32_t r0 = static_cast<uint32_t>(std::clamp(cz0 - 1.0, 0.0, static_cast<double>(rows_ - 2)));
-  const uint32_t r1 = static_cast<uint32_t>(std::clamp(cz1, 0.0, static_cast<double>(rows_ - 2)));
+  uint32_t r0, r1, c0, c1;
+  BoxCells(box, &r0, &r1, &c0, &c1);
   for (uint32_t r = r0; r <= r1; ++r) {
     for (uint32_t c = c0; c <= c1; ++c) {
       if (!BlockBox(0, c, r).Overlaps(box)) continue;
+      const uint32_t t = 2 * (r * (cols_ - 1) + c);
+      if (!visit(t) || !visit(t + 1)) return false;
+    }
+  }
+  return true;
+}
+
+template <typename Path, typename Visit>
+bool Heightfield::VisitSwept(const Aabb& box, const Vec3& translation, const Path& path,
+                             const Vec3& grow, const double* max_t, Visit&& visit) const {
+  if (!box.Overlaps(bounds_)) return true;
+  uint32_t r0, r1, c0, c1;
+  BoxCells(box, &r0, &r1, &c0, &c1);
+  const bool rows_down = translation.z < 0.0, cols_down = translation.x < 0.0;
+  for (uint32_t i = r0; i <= r1; ++i) {
+    const uint32_t r = rows_down ? r1 - (i - r0) : i;
+    for (uint32_t j = c0; j <= c1; ++j) {
+      const uint32_t c = cols_down ? c1 - (j - c0) : j;
+      const Aabb cell = BlockBox(0, c, r);
+      if (!cell.Overlaps(box)) continue;
+      double t_enter;
+      if (!path.Enter(cell.Expanded(grow), *max_t, &t_enter)) continue;
       const uint32_t t = 2 * (r * (cols_ - 1) + c);
       if (!visit(t) || !visit(t + 1)) return false;
     }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "geometry/bvh_ray.h"
 #include "geometry/triangle_convex.h"
 #include "geometry/triangle_mesh.h"
 #include "gjk.h"
@@ -56,9 +57,13 @@ template <typename Surface, typename Convex>
 bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool first_only,
                           std::vector<uint32_t>* triangles) {
   bool any = false;
+  const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
     Vec3 v[3];
     surface.TriangleVertices(k, v);
+    // The triangle's box against the convex's bounds (plus a rounding margin;
+    // a leaf's box holds up to four triangles): apart is certainly apart.
+    if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
     const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
     if (g.distance_lower > 0.0) return true;  // certainly apart
     any = true;
@@ -123,11 +128,22 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   MeshSweepHit out;
   const Aabb box = convex.bounds().Swept(translation).Expanded(kSweepGap);
   const double scale = convex.scale() + translation.Length();
+  // The centre of the convex's bounds moving by `translation`, against each
+  // triangle's box grown by the bounds' half-size (plus the gap): a triangle
+  // the bounds do not reach before the best fraction so far is skipped
+  // without a GJK cast (conservative slab test, bvh_ray.h).
+  const BvhRay centre_path(convex.bounds().Center(), translation);
+  const Vec3 grow = convex.bounds().Extents() + Vec3::Splat(kSweepGap);
   double best = 1.0;
   uint32_t best_orig = UINT32_MAX;
-  surface.VisitOverlapping(box, [&](uint32_t k) {
+  surface.VisitSwept(box, translation, centre_path, grow, &best, [&](uint32_t k) {
     Vec3 v[3];
     surface.TriangleVertices(k, v);
+    double t_enter;
+    if (!centre_path.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), best,
+                           &t_enter)) {
+      return true;
+    }
     const TriangleConvexSweep s = SweepConvexTriangle(v, convex, convex.margin(), translation,
                                                       best, scale, surface.ActiveEdges(k));
     if (!s.hit) return true;

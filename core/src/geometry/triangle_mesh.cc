@@ -270,54 +270,19 @@ bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
   double best = 1.0;
   uint32_t best_k = UINT32_MAX;
   uint32_t best_orig = UINT32_MAX;
-  struct Entry {
-    uint32_t node;
-    double t;
-  };
-  Entry stack[64];
-  int top = 0;
-  double t0;
-  if (!bray.Enter(NodeBox(nodes_[0]), best, &t0)) return false;
-  stack[top++] = {0, t0};
-  while (top > 0) {
-    const Entry e = stack[--top];
-    if (e.t > best) continue;
-    const Node& nd = nodes_[e.node];
-    if (nd.data & kLeafBit) {
-      const uint32_t first = (nd.data & kIndexMask) >> 3;
-      const uint32_t count = (nd.data & 7u) + 1;
-      for (uint32_t k = first; k < first + count; ++k) {
-        Vec3 v[3];
-        TriangleVertices(k, v);
-        TriangleRayHit h;
-        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], best, &h)) continue;
-        const uint32_t orig = tri_original_[k];
-        if (h.t < best || best_k == UINT32_MAX || (h.t == best && orig < best_orig)) {
-          best = h.t;
-          best_k = k;
-          best_orig = orig;
-        }
-      }
-      continue;
+  VisitSwept(bounds_, translation, bray, Vec3{}, &best, [&](uint32_t k) {
+    Vec3 v[3];
+    TriangleVertices(k, v);
+    TriangleRayHit h;
+    if (!RayTriangleWatertight(ray, v[0], v[1], v[2], best, &h)) return true;
+    const uint32_t orig = tri_original_[k];
+    if (h.t < best || best_k == UINT32_MAX || (h.t == best && orig < best_orig)) {
+      best = h.t;
+      best_k = k;
+      best_orig = orig;
     }
-    const uint32_t c0 = e.node + 1, c1 = nd.data;
-    double ta = 0.0, tb = 0.0;
-    const bool ha = bray.Enter(NodeBox(nodes_[c0]), best, &ta);
-    const bool hb = bray.Enter(NodeBox(nodes_[c1]), best, &tb);
-    if (ha && hb) {
-      if (ta <= tb) {
-        stack[top++] = {c1, tb};
-        stack[top++] = {c0, ta};
-      } else {
-        stack[top++] = {c0, ta};
-        stack[top++] = {c1, tb};
-      }
-    } else if (ha) {
-      stack[top++] = {c0, ta};
-    } else if (hb) {
-      stack[top++] = {c1, tb};
-    }
-  }
+    return true;
+  });
   if (best_k == UINT32_MAX) return false;
   if (hit != nullptr) {
     Vec3 v[3];
@@ -417,7 +382,11 @@ MeshSweepHit TriangleMesh::SweepSphere(const Vec3& center, double radius,
       Aabb::FromCenterExtents(center, Vec3::Splat(radius)).Swept(translation).Expanded(1e-9 * radius);
   double best = 1.0;
   uint32_t best_orig = UINT32_MAX;
-  VisitOverlapping(box, [&](uint32_t k) {
+  // Nearer leaves first along the centre's path, boxes grown by the radius;
+  // leaves entered after the best hit so far are skipped.
+  const BvhRay path(center, translation);
+  VisitSwept(box, translation, path, Vec3::Splat(radius + 1e-9 * radius), &best,
+             [&](uint32_t k) {
     Vec3 v[3];
     TriangleVertices(k, v);
     const TriangleSweep s =

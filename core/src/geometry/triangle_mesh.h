@@ -152,6 +152,15 @@ class TriangleMesh {
   template <typename Visit>
   bool VisitOverlapping(const Aabb& box, Visit&& visit) const;
 
+  /// Calls visit(k) for every kept triangle in a hierarchy leaf whose box,
+  /// grown by `grow`, the path reaches for t in [0, *max_t], nearer leaves
+  /// first; *max_t is read again before every node (visit may lower it, which
+  /// prunes what lies beyond). visit returns false to stop. (The swept box
+  /// and translation are for Heightfield's version; the path decides here.)
+  template <typename Path, typename Visit>
+  bool VisitSwept(const Aabb& swept_box, const Vec3& translation, const Path& path,
+                  const Vec3& grow, const double* max_t, Visit&& visit) const;
+
  private:
   struct Node {
     /// Quantized box (16 bits per coordinate, relative to bounds_).
@@ -210,6 +219,62 @@ bool TriangleMesh::VisitOverlapping(const Aabb& box, Visit&& visit) const {
     } else {
       stack[top++] = n.data;
       stack[top++] = ni + 1;
+    }
+  }
+  return true;
+}
+
+template <typename Path, typename Visit>
+bool TriangleMesh::VisitSwept(const Aabb& /*swept_box*/, const Vec3& /*translation*/,
+                              const Path& path, const Vec3& grow, const double* max_t,
+                              Visit&& visit) const {
+  if (nodes_.empty()) return true;
+  // NodeBox with the growth folded into the offsets (no extra work per node;
+  // with grow = 0 exactly NodeBox).
+  const Vec3 lo = bounds_.min - grow, hi = bounds_.min + grow;
+  auto grown_box = [&](const Node& n) {
+    return Aabb{
+        Vec3{lo.x + n.min[0] * step_.x, lo.y + n.min[1] * step_.y, lo.z + n.min[2] * step_.z},
+        Vec3{hi.x + n.max[0] * step_.x, hi.y + n.max[1] * step_.y, hi.z + n.max[2] * step_.z}};
+  };
+  struct Entry {
+    uint32_t node;
+    double t;
+  };
+  Entry stack[64];
+  int top = 0;
+  double t0;
+  if (!path.Enter(grown_box(nodes_[0]), *max_t, &t0)) return true;
+  stack[top++] = {0, t0};
+  while (top > 0) {
+    const Entry e = stack[--top];
+    if (e.t > *max_t) continue;
+    const Node& nd = nodes_[e.node];
+    if (nd.data & kLeafBit) {
+      const uint32_t first = (nd.data & kIndexMask) >> 3;
+      const uint32_t count = (nd.data & 7u) + 1;
+      for (uint32_t k = first; k < first + count; ++k) {
+        if (!visit(k)) return false;
+      }
+      continue;
+    }
+    // Both children entered: the farther is pushed first (visited last).
+    const uint32_t c0 = e.node + 1, c1 = nd.data;
+    double ta = 0.0, tb = 0.0;
+    const bool ha = path.Enter(grown_box(nodes_[c0]), *max_t, &ta);
+    const bool hb = path.Enter(grown_box(nodes_[c1]), *max_t, &tb);
+    if (ha && hb) {
+      if (ta <= tb) {
+        stack[top++] = {c1, tb};
+        stack[top++] = {c0, ta};
+      } else {
+        stack[top++] = {c0, ta};
+        stack[top++] = {c1, tb};
+      }
+    } else if (ha) {
+      stack[top++] = {c0, ta};
+    } else if (hb) {
+      stack[top++] = {c1, tb};
     }
   }
   return true;
