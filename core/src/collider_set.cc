@@ -316,6 +316,7 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes) {
   if (m.colliders.size() + changes.size() > DynamicTree::kMaxItems / 2) {
     return Status(ErrorCode::kResourceExhausted, "changes: too many colliders");
   }
+  if (Status s = CheckBaseIds(changes); !s.ok()) return s;
   // Pass 1: validate in order against the set plus the batch's own effect.
   std::unordered_map<uint64_t, bool> exists_after;  // ids touched by the batch
   auto exists = [&](uint64_t id) {
@@ -379,6 +380,7 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders) {
   if (m.colliders.size() + colliders.size() > DynamicTree::kMaxItems / 2) {
     return Status(ErrorCode::kResourceExhausted, "colliders: too many colliders");
   }
+  if (Status s = CheckBaseIds(colliders); !s.ok()) return s;
   for (size_t i = 0; i < colliders.size(); ++i) {
     const std::string field = "colliders[" + std::to_string(i) + "]";
     if (Status s = CheckCollider(colliders[i], field); !s.ok()) return s;
@@ -430,6 +432,11 @@ void ColliderSet::RestoreRevision(uint64_t revision) { impl_->revision = revisio
 size_t ColliderSet::size() const { return impl_->colliders.size(); }
 
 const Collider* ColliderSet::Find(uint64_t id) const {
+  const Collider* c = FindOwn(id);
+  return c == nullptr && base_ != nullptr ? base_->FindOwn(id) : c;
+}
+
+const Collider* ColliderSet::FindOwn(uint64_t id) const {
   const uint32_t i = impl_->IndexOf(id);
   return i == IdIndex::kEmpty ? nullptr : &impl_->colliders[i];
 }
@@ -920,16 +927,35 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
 }
 
 void ColliderSet::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
+  if (base_ != nullptr) {
+    QueryResult r;
+    RunOneLayered(q, &r);
+    *hits = std::move(r.overlaps);
+    return;
+  }
   impl_->Overlap(q, hits);
 }
 void ColliderSet::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
+  if (base_ != nullptr) {
+    QueryResult r;
+    RunOneLayered(q, &r);
+    *hits = std::move(r.hits);
+    return;
+  }
   impl_->Cast(q, hits);
 }
 void ColliderSet::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
+  if (base_ != nullptr) {
+    QueryResult r;
+    RunOneLayered(q, &r);
+    *hits = std::move(r.hits);
+    return;
+  }
   impl_->Raycast(q, hits);
 }
 
 void ColliderSet::Run(const Query& q, QueryResult* result) const {
+  if (base_ != nullptr) return RunOneLayered(q, result);
   result->overlaps.clear();
   result->hits.clear();
   if (const auto* o = std::get_if<OverlapQuery>(&q)) {
@@ -960,12 +986,28 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
 
 void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
                            ThreadPool* pool) const {
+  if (base_ != nullptr) {
+    (void)RunBatchLayered(queries, results, pool, nullptr, nullptr);
+    return;
+  }
   impl_->RunChunks(queries, results, std::min(queries.size(), results.size()), pool, nullptr);
 }
 
 Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
                              ThreadPool* pool, const QueryBudget& budget, QueryWork* work) const {
+  if (base_ != nullptr) return RunBatchLayered(queries, results, pool, &budget, work);
+  return RunBatchOwn(queries, results, pool, &budget, work);
+}
+
+Status ColliderSet::RunBatchOwn(std::span<const Query> queries, std::span<QueryResult> results,
+                                ThreadPool* pool, const QueryBudget* budget_or_null,
+                                QueryWork* work) const {
   const size_t n = std::min(queries.size(), results.size());
+  if (budget_or_null == nullptr) {
+    impl_->RunChunks(queries, results, n, pool, nullptr);
+    return Status::Ok();
+  }
+  const QueryBudget& budget = *budget_or_null;
   Impl::BatchControl control;
   control.budget = &budget;
   impl_->RunChunks(queries, results, n, pool, &control);

@@ -209,18 +209,36 @@ class ColliderSet {
   /// Sets the revision counter back after a batch was undone by applying its
   /// inverse (the service's tick rollback); answers do not depend on it.
   void RestoreRevision(uint64_t revision);
-  /// Number of colliders.
+  /// Number of the set's own colliders (a base set's are not counted).
   size_t size() const;
-  /// The collider with `id`, or nullptr.
+  /// The collider with `id`, the set's own or its base's, or nullptr.
   const Collider* Find(uint64_t id) const;
-  /// Union of the world bounds of all colliders (empty box when none).
+  /// Union of the world bounds of the own colliders (empty box when none).
   Aabb Bounds() const;
-  /// Calls fn for every collider, in unspecified order.
+  /// Calls fn for every own collider, in unspecified order.
   void ForEach(const std::function<void(const Collider&)>& fn) const;
-  /// Bytes of heap used by the set, tree and id index.
+  /// Bytes of heap used by the own colliders, tree and id index (a base set
+  /// is shared and counted where it is owned, not here).
   size_t MemoryBytes() const;
 
-  /// Overlap query; hits sorted by id.
+  /// Layers this set over an immutable `base` (a shared map) named `name`:
+  /// from then on every query answers over the base's colliders and the
+  /// own ones as if they were one set (same sorting, max_hits and closest
+  /// hit rules), Find() resolves ids of either, and Apply()/AddBulk() refuse
+  /// changes touching a base id: kFailedPrecondition naming the map for
+  /// replace, move and remove, kAlreadyExists for an add. Errors:
+  /// kFailedPrecondition when this set already has colliders or a base, or
+  /// `base` has a base itself. The base must outlive no one: it is shared.
+  Status SetBase(std::shared_ptr<const ColliderSet> base, std::string name);
+  /// The base set, or nullptr when none.
+  const ColliderSet* base() const { return base_.get(); }
+  /// The name given with the base ("" when none).
+  const std::string& base_name() const { return base_name_; }
+  /// The own collider with `id` (never the base's), or nullptr.
+  const Collider* FindOwn(uint64_t id) const;
+
+  /// Overlap query; hits sorted by id. With a base set, queries answer over
+  /// the base and the own colliders together.
   void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const;
   /// Cast query; hits sorted by (fraction, id); one hit unless all_hits.
   void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
@@ -265,7 +283,20 @@ class ColliderSet {
 
  private:
   struct Impl;
+  // The own colliders only (no base): the bodies of RunBatch.
+  Status RunBatchOwn(std::span<const Query> queries, std::span<QueryResult> results,
+                     ThreadPool* pool, const QueryBudget* budget, QueryWork* work) const;
+  // With a base (static_world.cc): the base's answers merged with the own.
+  Status RunBatchLayered(std::span<const Query> queries, std::span<QueryResult> results,
+                         ThreadPool* pool, const QueryBudget* budget, QueryWork* work) const;
+  void RunOneLayered(const Query& q, QueryResult* result) const;
+  // Error when a change (or added collider) touches a base id; Ok without a base.
+  Status CheckBaseIds(std::span<const ColliderChange> changes) const;
+  Status CheckBaseIds(std::span<const Collider> colliders) const;
+
   std::unique_ptr<Impl> impl_;
+  std::shared_ptr<const ColliderSet> base_;
+  std::string base_name_;
 };
 
 /// A fixed pool of worker threads for RunBatch.
