@@ -17,10 +17,15 @@
 #include "hitbox/view/world_svg.h"
 #include "level_file.h"
 #include "output.h"
-#include "scene_file.h"
+#include "hitbox/import/scene_file.h"
 
 namespace hitbox::ctl {
 namespace {
+
+using import::ParseQuat;
+using import::ParseShape;
+using import::ParseVec3;
+using import::ReadJsonFile;
 
 struct ViewArgs {
   std::string session;
