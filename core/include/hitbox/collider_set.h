@@ -236,6 +236,10 @@ class ColliderSet {
   const std::string& base_name() const { return base_name_; }
   /// The own collider with `id` (never the base's), or nullptr.
   const Collider* FindOwn(uint64_t id) const;
+  /// The error Apply() gives for the first change touching a base id
+  /// (kAlreadyExists for an add, kFailedPrecondition otherwise, naming the
+  /// entry and the map); Ok when none does or there is no base.
+  Status CheckBaseIds(std::span<const ColliderChange> changes) const;
 
   /// Overlap query; hits sorted by id. With a base set, queries answer over
   /// the base and the own colliders together.
@@ -290,8 +294,6 @@ class ColliderSet {
   Status RunBatchLayered(std::span<const Query> queries, std::span<QueryResult> results,
                          ThreadPool* pool, const QueryBudget* budget, QueryWork* work) const;
   void RunOneLayered(const Query& q, QueryResult* result) const;
-  // Error when a change (or added collider) touches a base id; Ok without a base.
-  Status CheckBaseIds(std::span<const ColliderChange> changes) const;
   Status CheckBaseIds(std::span<const Collider> colliders) const;
 
   std::unique_ptr<Impl> impl_;
