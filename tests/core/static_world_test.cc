@@ -16,17 +16,34 @@ using testing::At;
 using testing::Random;
 using testing::SphereR;
 
-// A random collider of any kind: the four primitives, a hull, or a small
-// bumpy mesh patch.
+// A random collider of any kind: the four primitives, a hull, a compound of
+// two of them, a small bumpy heightfield, or a bumpy mesh patch.
 Collider AnyCollider(Random& rng, uint64_t id, double world) {
   Collider c;
   c.id = id;
   c.user_data = id * 3 + 7;
   c.layer = static_cast<uint32_t>(rng.Int(0, 3));
   c.pose = Pose(rng.InBox(world), rng.Rotation());
-  const int kind = rng.Int(0, 5);
+  const int kind = rng.Int(0, 7);
   if (kind < 5) {
     c.shape = rng.MakeShape(static_cast<ShapeKind>(kind), 0.2, 2.0);
+    return c;
+  }
+  if (kind == 5) {
+    Compound compound;
+    for (int i = 0; i < 2; ++i) {
+      compound.children.push_back({rng.MakeShape(static_cast<ShapeKind>(rng.Int(0, 4)), 0.2, 1.5),
+                                   Pose(rng.InBox(1.5), rng.Rotation())});
+    }
+    c.shape = *Shape::Make(compound);
+    return c;
+  }
+  if (kind == 6) {
+    HeightfieldShape h;
+    h.rows = h.cols = 5;
+    h.cell_size_x = h.cell_size_z = 1.0;
+    for (int i = 0; i < 25; ++i) h.heights.push_back(rng.Uniform(-0.5, 0.5));
+    c.shape = *Shape::Make(h);
     return c;
   }
   TriangleMeshShape m;
@@ -89,6 +106,7 @@ void ExpectSame(const QueryResult& a, const QueryResult& b, const std::string& w
 // them: single queries, batches on 1 and 4 threads, budgeted batches.
 TEST(StaticWorldTest, BasePlusOwnEqualsOneSet) {
   ThreadPool pool(4);
+  size_t hits = 0, merged = 0;  // answers with hits; with hits from both sides
   for (int scene = 0; scene < 60; ++scene) {
     Random rng(77000 + scene);
     const double world = 12.0;
@@ -128,6 +146,12 @@ TEST(StaticWorldTest, BasePlusOwnEqualsOneSet) {
       layered.Run(qs[i], &got[i]);
       ExpectSame(expect[i], got[i], where + " (Run)");
       ExpectSame(expect[i], batch[i], where + " (RunBatch)");
+      const auto own_id = [&](uint64_t x) { return layered.FindOwn(x) != nullptr; };
+      size_t own = 0, all = expect[i].overlaps.size() + expect[i].hits.size();
+      for (const OverlapHit& h : expect[i].overlaps) own += own_id(h.id);
+      for (const CastHit& h : expect[i].hits) own += own_id(h.id);
+      hits += all > 0;
+      merged += own > 0 && own < all;
     }
     QueryBudget budget;
     budget.max_nodes = 1u << 30;
@@ -136,6 +160,9 @@ TEST(StaticWorldTest, BasePlusOwnEqualsOneSet) {
     EXPECT_GT(work.nodes, 0u);
     for (size_t i = 0; i < qs.size(); ++i) ExpectSame(expect[i], batch[i], "budgeted");
   }
+  // The scenes are dense enough that many answers mix map and own hits.
+  EXPECT_GT(hits, 2000u);
+  EXPECT_GT(merged, 200u);
 }
 
 // A budget counts the work on both trees: too small a budget stops the
