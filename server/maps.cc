@@ -3,6 +3,7 @@
 // top-down; SHA-256 of the file bytes through OpenSSL's libcrypto.
 #include "maps.h"
 
+#include <malloc.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -120,6 +121,10 @@ Result<std::shared_ptr<const MapLibrary>> MapLibrary::Load(const std::string& di
     std::sort(lib->maps_.begin(), lib->maps_.end(),
               [](const auto& a, const auto& b) { return a->id < b->id; });
   }
+  // Parsing a large scene (a JSON document tree, the file's bytes) peaks at
+  // several times the map's size; give those freed pages back to the OS so
+  // the process keeps about the maps themselves (glibc).
+  malloc_trim(0);
   return std::shared_ptr<const MapLibrary>(std::move(lib));
 }
 
