@@ -7,22 +7,22 @@
 
 #include "fuzz_util.h"
 #include "json_file_input.h"
-#include "scene_file.h"
+#include "hitbox/import/scene_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hitbox;
   const std::string& path = fuzz::WriteJsonInput(data, size);
   if (path.empty()) return 0;
-  auto doc = ctl::ReadJsonFile(path);
+  auto doc = import::ReadJsonFile(path);
   if (!doc.ok()) {
     HITBOX_FUZZ_CHECK(!doc.error().message.empty(), "error without a message");
     return 0;
   }
   if (doc->is_object() && doc->contains("colliders")) {
     const auto& entries = doc->at("colliders");
-    for (size_t i = 0; i < 3; ++i) (void)ctl::DescribeEntry(entries, i);
+    for (size_t i = 0; i < 3; ++i) (void)import::DescribeEntry(entries, i);
   }
-  auto scene = ctl::ParseScene(*doc);
+  auto scene = import::ParseScene(*doc);
   if (!scene.ok()) {
     HITBOX_FUZZ_CHECK(!scene.error().message.empty(), "error without a message");
     return 0;

@@ -38,6 +38,7 @@ BUILD_PACKAGES=(
   libexpat1-dev  # tests: the SVG of `hitboxctl view` is parsed as XML
   python3  # tests/deploy: static checks of docker/ and the k8s manifests
   openssl  # tests: TLS test certificates are generated at test time
+  libssl-dev  # server: SHA-256 of map files (libcrypto; gRPC links it already)
 )
 
 # Only for the fuzz targets (fuzz-build, fuzz-test and so `test`): Debian's

@@ -187,6 +187,11 @@ int main(int argc, char** argv) {
                  "logs smaller than this are never compacted, bytes")
       ->envname("HITBOX_COMPACT_MIN_BYTES")
       ->capture_default_str();
+  app.add_option("--maps", o.maps_dir,
+                 "load every scene or level file of this directory (.json, .gltf, .glb, .obj) at "
+                 "start as a shared read-only map named by its file name without extension "
+                 "(sessions may be created on one); a bad file stops the start")
+      ->envname("HITBOX_MAPS");
   app.add_flag("--demo", o.demo,
                "create session \"demo\" with a small mixed world at start and log how to query it")
       ->envname("HITBOX_DEMO");

@@ -290,8 +290,11 @@ std::string Metrics::Render(const MetricsGauges& gauges) const {
   Single(&out, "hitbox_sessions", "gauge", "Sessions open.", static_cast<double>(gauges.sessions));
   Single(&out, "hitbox_colliders", "gauge", "Colliders in all sessions.",
          static_cast<double>(gauges.colliders));
-  Single(&out, "hitbox_maps", "gauge", "Static maps loaded (none yet: always 0).",
+  Single(&out, "hitbox_maps", "gauge", "Shared maps loaded at start (--maps).",
          static_cast<double>(gauges.maps));
+  Single(&out, "hitbox_map_memory_bytes", "gauge",
+         "Bytes the shared maps hold, once however many sessions use them.",
+         static_cast<double>(gauges.map_memory_bytes));
   Single(&out, "hitbox_history_memory_bytes", "gauge",
          "Bytes of lag-compensation history (none yet: always 0).",
          static_cast<double>(gauges.history_memory_bytes));

@@ -53,8 +53,10 @@ std::optional<RejectReason> ClassifyRejection(grpc::StatusCode code, std::string
 struct MetricsGauges {
   uint64_t sessions = 0;
   uint64_t colliders = 0;
-  /// Static maps (not implemented yet: always 0).
+  /// Shared maps loaded (--maps).
   uint64_t maps = 0;
+  /// Bytes the maps hold together (once, however many sessions use them).
+  uint64_t map_memory_bytes = 0;
   /// Bytes of lag-compensation history (not implemented yet: always 0).
   uint64_t history_memory_bytes = 0;
   /// Bytes all sessions hold (--max-memory accounting).

@@ -225,6 +225,7 @@ std::string SnapshotBytes(const Session& s) {
   LimitsTo(s.limits(), info.mutable_limits());
   info.set_created_unix_ms(s.created_unix_ms());
   info.set_token(s.token());
+  info.set_map_id(s.set().base_name());
   info.set_revision(s.set().revision());
   info.set_collider_count(s.set().size());
   PutRecord(&out, RecordType::kSessionInfo, info);
@@ -691,8 +692,19 @@ bool SessionStore::RecoverOne(const std::string& snapshot_name, SessionRegistry&
   if (!snap.ok()) return quarantine(snap.error().message);
   const v1::SessionInfo& info = snap->info;
 
-  Result<std::shared_ptr<Session>> created = registry.Create(
-      id, LimitsFrom(info.limits(), max), info.token(), info.created_unix_ms());
+  std::shared_ptr<const Map> map;
+  if (!info.map_id().empty()) {
+    map = maps_ != nullptr ? maps_->Find(info.map_id()) : nullptr;
+    if (map == nullptr) {
+      spdlog::error("persistence: session '{}' not restored (its files stay): its map '{}' is "
+                    "not loaded (--maps)",
+                    id, info.map_id());
+      return false;
+    }
+  }
+  Result<std::shared_ptr<Session>> created =
+      registry.Create(id, LimitsFrom(info.limits(), max), info.token(), info.created_unix_ms(),
+                      map != nullptr ? map->set : nullptr, info.map_id());
   if (!created.ok()) {
     spdlog::error("persistence: session '{}' not restored (its files stay): {}", id,
                   created.error().message);

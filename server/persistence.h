@@ -28,6 +28,7 @@
 
 #include "hitbox/status.h"
 #include "hitbox/v1/hitbox.pb.h"
+#include "maps.h"
 #include "session.h"
 
 namespace hitbox::server {
@@ -103,7 +104,11 @@ class SessionStore {
   /// log is cut off and logged; a corrupt snapshot is logged and its files
   /// are renamed to *.corrupt (the session is skipped, the rest load).
   /// Returns the number of sessions restored.
+  /// A session saved on a map is restored on that map (set_maps); when the
+  /// map is not loaded it is skipped and its files stay.
   size_t Recover(SessionRegistry& registry, const SessionLimits& max);
+  /// The maps sessions may be restored on (may be null: none).
+  void set_maps(std::shared_ptr<const MapLibrary> maps) { maps_ = std::move(maps); }
 
   /// Writes the files of a new session (an empty snapshot and log). Errors:
   /// UNAVAILABLE naming the data dir.
@@ -148,6 +153,7 @@ class SessionStore {
   const PersistOptions options_;
   int lock_fd_ = -1;  // flock'ed data_dir/LOCK: one hitboxd per data dir
   mutable std::mutex mu_;
+  std::shared_ptr<const MapLibrary> maps_;
   std::map<std::string, std::shared_ptr<Journal>> journals_;  // guarded by mu_
   std::mutex flusher_mu_;
   std::condition_variable flusher_cv_;

@@ -104,8 +104,18 @@ Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& o
     if (!opened.ok()) return opened.error();
     store = std::move(*opened);
   }
+  ServiceOptions service_options = options.service;
+  if (!options.maps_dir.empty()) {
+    Result<std::shared_ptr<const MapLibrary>> maps = MapLibrary::Load(options.maps_dir);
+    if (!maps.ok()) return maps.error();
+    for (const auto& m : (*maps)->maps()) {
+      spdlog::info("map '{}' loaded from {}: {} colliders, {} triangles, {} bytes", m->id,
+                   m->source, m->set->size(), m->triangles, m->memory_bytes);
+    }
+    service_options.maps = std::move(*maps);
+  }
   std::unique_ptr<HitboxServer> s(new HitboxServer());
-  s->service_ = std::make_unique<HitboxService>(options.service, std::move(store));
+  s->service_ = std::make_unique<HitboxService>(service_options, std::move(store));
   // Before the port opens: no call sees a half-restored server.
   const size_t restored = s->service_->RecoverSessions();
   if (!options.persist.data_dir.empty()) {
@@ -150,6 +160,10 @@ std::string HitboxServer::RenderMetrics() {
   for (const std::shared_ptr<Session>& session : sessions) g.colliders += session->collider_count();
   g.session_memory_bytes = service_->sessions().memory_bytes();
   g.answer_memory_bytes = service_->answer_memory().used();
+  if (const auto& maps = service_->options().maps; maps != nullptr) {
+    g.maps = maps->maps().size();
+    g.map_memory_bytes = maps->memory_bytes();
+  }
   return service_->metrics().Render(g);
 }
 

@@ -24,6 +24,9 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_grace{5000};
   /// Session files (--data-dir, --fsync); data_dir empty: sessions live in memory only.
   PersistOptions persist;
+  /// Directory of shared maps (--maps, maps.h); empty: none. A bad file
+  /// fails Start with an error naming it.
+  std::string maps_dir;
   /// Create session "demo" with a small mixed world at start (unless restored from --data-dir).
   bool demo = false;
   /// When not empty, the bound port is written to this file once listening.

@@ -569,6 +569,8 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
   if (tick) {
     if (Status st = set.CheckTick(*tick); !st.ok()) return wire::ToGrpcStatus(st);
   }
+  // A map's colliders are read-only (the error names the map).
+  if (Status st = set.CheckBaseIds(changes); !st.ok()) return wire::ToGrpcStatus(st);
   // Replay the batch over the set's ids so the error names the entry, and count.
   std::unordered_map<uint64_t, bool> overlay;  // id -> exists after the entries so far
   auto exists = [&](uint64_t id) {
@@ -665,6 +667,7 @@ grpc::Status HitboxService::PersistLocked(
 
 size_t HitboxService::RecoverSessions() {
   if (store_ == nullptr) return 0;
+  store_->set_maps(options_.maps);
   const size_t n = store_->Recover(sessions_, options_.limits.session);
   KickReaper();  // restored sessions may have idle timeouts
   return n;
@@ -826,6 +829,10 @@ void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
   info->set_created_unix_ms(s.created_unix_ms());
   info->set_memory_bytes(s.memory_bytes());
   info->set_last_active_unix_ms(s.last_active_unix_ms());
+  if (const ColliderSet* map = s.set().base(); map != nullptr) {
+    info->set_map_id(s.set().base_name());
+    info->set_map_collider_count(map->size());
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -890,10 +897,15 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
     return st;
   }
   limits.history_ticks = std::min(limits.history_ticks, options_.limits.max_history_ticks);
+  std::shared_ptr<const Map> map;
+  if (!req.map_id().empty()) {
+    if (st = ResolveMap(req.map_id(), &map); !st.ok()) return st;
+  }
   Result<std::string> token = NewSessionToken();
   if (!token.ok()) return wire::ToGrpcStatus(token.status());
   Result<std::shared_ptr<Session>> created =
-      sessions_.Create(req.session_id(), limits, std::move(*token));
+      sessions_.Create(req.session_id(), limits, std::move(*token), 0,
+                       map != nullptr ? map->set : nullptr, req.map_id());
   if (!created.ok()) return wire::ToGrpcStatus(created.status());
   const Session& s = **created;
   if (store_) {
@@ -903,9 +915,9 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
     }
   }
   if (limits.idle_timeout_ms != 0) KickReaper();
-  spdlog::info("session '{}' created (max_colliders={}, max_changes={}, max_queries={}, "
-               "max_hits={}, idle_timeout_ms={}; {} sessions, {} bytes)",
-               s.id(), limits.max_colliders, limits.max_changes_per_message,
+  spdlog::info("session '{}' created (map '{}', max_colliders={}, max_changes={}, "
+               "max_queries={}, max_hits={}, idle_timeout_ms={}; {} sessions, {} bytes)",
+               s.id(), req.map_id(), limits.max_colliders, limits.max_changes_per_message,
                limits.max_queries_per_message, limits.max_hits_per_query, limits.idle_timeout_ms,
                sessions_.size(), sessions_.memory_bytes());
   Describe(s, resp);
@@ -1311,7 +1323,8 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListCollider
     }
     // The snapshot is held until the last page is sent: it counts against
     // the answers in flight like query results do.
-    const uint64_t bytes = s->set().size() * sizeof(Collider);
+    const ColliderSet* map = req->include_map() ? s->set().base() : nullptr;
+    const uint64_t bytes = (s->set().size() + (map ? map->size() : 0)) * sizeof(Collider);
     if (!memory->Resize(bytes)) {
       return new ListCollidersReactor(Rejected(
           "ListColliders", req->session_id(),
@@ -1319,6 +1332,7 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListCollider
     }
     snapshot.reserve(s->set().size());
     s->set().ForEach([&](const Collider& c) { snapshot.push_back(c); });
+    if (map != nullptr) map->ForEach([&](const Collider& c) { snapshot.push_back(c); });
     revision = s->set().revision();
   }
   std::sort(snapshot.begin(), snapshot.end(),

@@ -26,6 +26,7 @@
 #include "hitbox/collider_set.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "auth.h"
+#include "maps.h"
 #include "persistence.h"
 #include "metrics.h"
 #include "session.h"
@@ -87,6 +88,8 @@ struct ServiceOptions {
   size_t threads = 0;
   /// Who may do what (auth.h) and the in-flight request cap.
   AuthOptions auth;
+  /// The shared maps sessions may be created on (--maps; may be null: none).
+  std::shared_ptr<const MapLibrary> maps;
 };
 
 class HitboxService final : public v1::Hitbox::CallbackService {
@@ -119,6 +122,16 @@ class HitboxService final : public v1::Hitbox::CallbackService {
                                   v1::QueryResponse* resp) override;
   grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* Tick(
       grpc::CallbackServerContext* ctx) override;
+  // Maps (service_maps.cc).
+  grpc::ServerUnaryReactor* ListMaps(grpc::CallbackServerContext* ctx,
+                                     const v1::ListMapsRequest* req,
+                                     v1::ListMapsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetMap(grpc::CallbackServerContext* ctx, const v1::GetMapRequest* req,
+                                   v1::MapInfo* resp) override;
+  grpc::Status DoListMaps(v1::ListMapsResponse* resp) const;
+  grpc::Status DoGetMap(const v1::GetMapRequest& req, v1::MapInfo* resp) const;
+  /// The map named `id` for a new session: NOT_FOUND naming it when unknown.
+  grpc::Status ResolveMap(const std::string& id, std::shared_ptr<const Map>* out) const;
 
   // The rpc bodies, callable directly (tests, the demo world, the tick reactor).
   grpc::Status DoCreateSession(const v1::CreateSessionRequest& req, v1::SessionInfo* resp);

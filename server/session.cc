@@ -59,7 +59,9 @@ std::vector<std::weak_ptr<SessionObserver>> Session::TakeObservers(const std::st
 Result<std::shared_ptr<Session>> SessionRegistry::Create(const std::string& id,
                                                          const SessionLimits& limits,
                                                          std::string token,
-                                                         int64_t created_unix_ms) {
+                                                         int64_t created_unix_ms,
+                                                         std::shared_ptr<const ColliderSet> map,
+                                                         const std::string& map_id) {
   if (!id.empty()) {
     if (Status s = wire::ValidateSessionId(id); !s.ok()) return s.error();
   }
@@ -80,6 +82,9 @@ Result<std::shared_ptr<Session>> SessionRegistry::Create(const std::string& id,
     return Error{ErrorCode::kAlreadyExists, "session_id: session '" + id + "' already exists"};
   }
   auto session = std::make_shared<Session>(chosen, limits, now_ms, std::move(token));
+  if (map != nullptr) {
+    if (Status st = session->set().SetBase(std::move(map), map_id); !st.ok()) return st.error();
+  }
   const uint64_t bytes = kSessionOverheadBytes + session->set().MemoryBytes();
   if (Status st = ReserveMemory(bytes); !st.ok()) {
     return MemoryCapError(memory_bytes(), bytes, max_memory_bytes_, "a new session");

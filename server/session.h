@@ -104,7 +104,9 @@ class Session {
   const std::string& token() const { return token_; }
   /// Guards set(): shared for reads and queries, exclusive for changes.
   std::shared_mutex& mutex() const { return mutex_; }
-  /// The collider set; hold mutex() while using it.
+  /// The collider set; hold mutex() while using it. Its base (the session's
+  /// map, set().base() and base_name()) is fixed before the session is
+  /// published, so those two may be read without the lock.
   ColliderSet& set() { return set_; }
   const ColliderSet& set() const { return set_; }
   /// True once DeleteSession removed it; set under the exclusive lock.
@@ -166,8 +168,12 @@ class SessionRegistry {
   /// sessions, or its kSessionOverheadBytes would pass the memory cap).
   /// `token` is the session's secret (Session::token()); `created_unix_ms`
   /// its creation time (0: now; a restored session keeps its own).
+  /// `map` (may be null): a shared map's set the session's set is layered
+  /// over (ColliderSet::SetBase) before the session is published, named `map_id`.
   Result<std::shared_ptr<Session>> Create(const std::string& id, const SessionLimits& limits,
-                                          std::string token = {}, int64_t created_unix_ms = 0);
+                                          std::string token = {}, int64_t created_unix_ms = 0,
+                                          std::shared_ptr<const ColliderSet> map = nullptr,
+                                          const std::string& map_id = {});
   /// The session, or nullptr. Finding a session counts as activity (Touch).
   std::shared_ptr<Session> Find(std::string_view id) const;
   /// Removes and returns the session (nullptr when unknown): waits for work

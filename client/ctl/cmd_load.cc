@@ -16,7 +16,6 @@
 #include "ctl.h"
 #include "level_file.h"
 #include "output.h"
-#include "scene_file.h"
 #include "upload.h"
 
 namespace hitbox::ctl {

@@ -26,6 +26,10 @@ void PrintSession(const SessionInfo& s) {
   std::printf("created (UTC)    %s\n", FormatUnixMs(s.created_unix_ms).c_str());
   std::printf("last active      %s\n", FormatUnixMs(s.last_active_unix_ms).c_str());
   std::printf("memory           %llu bytes\n", static_cast<unsigned long long>(s.memory_bytes));
+  if (!s.map_id.empty()) {
+    std::printf("map              %s (%llu colliders, shared and read-only)\n", s.map_id.c_str(),
+                static_cast<unsigned long long>(s.map_collider_count));
+  }
   std::printf("limits           max_colliders=%llu max_changes_per_message=%u "
               "max_queries_per_message=%u idle_timeout_ms=%llu history_ticks=%u\n",
               static_cast<unsigned long long>(s.limits.max_colliders),
@@ -61,9 +65,12 @@ void AddSessionsCommands(CLI::App& app, const GlobalOptions& global, Action& act
   });
 
   auto spec = std::make_shared<SessionSpec>();
-  auto* create = sessions->add_subcommand("create", "create an empty session");
+  auto* create = sessions->add_subcommand("create", "create an empty session, or one on a map");
   create->add_option("session", spec->session_id,
                      "session id: 1..128 of [A-Za-z0-9._:-] (omitted: the server picks one)");
+  create->add_option("--map", spec->map_id,
+                     "start from this shared map of the server (`maps list`): its colliders "
+                     "are in every answer, read-only");
   create->add_option("--max-colliders", spec->limits.max_colliders,
                      "most colliders (0: server default)");
   create->add_option("--max-changes", spec->limits.max_changes_per_message,

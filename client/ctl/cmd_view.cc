@@ -11,16 +11,22 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ctl.h"
 #include "hitbox/view/world_svg.h"
 #include "level_file.h"
 #include "output.h"
-#include "scene_file.h"
+#include "hitbox/import/scene_file.h"
 
 namespace hitbox::ctl {
 namespace {
+
+using import::ParseQuat;
+using import::ParseShape;
+using import::ParseVec3;
+using import::ReadJsonFile;
 
 struct ViewArgs {
   std::string session;
@@ -34,14 +40,34 @@ struct ViewArgs {
 
 Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
 
-/// The colliders of shared map `name`. hitboxd has no maps yet (issue 11,
-/// "Shared maps in hitboxd"); once it has, this reads them with the map rpcs
-/// and `view --map NAME` draws them grey under the session.
-Result<std::vector<Collider>> ReadMapColliders(Client& client, const std::string& name) {
-  (void)client;
-  return Error{ErrorCode::kFailedPrecondition,
-               "map '" + name + "': hitboxd has no shared maps yet; draw a level or scene file "
-               "as the map with --map-file FILE"};
+/// The colliders of shared map `name`, which `session` must be on: those
+/// ListColliders lists with include_map that the session's own listing has
+/// not (`view --map NAME` draws them grey under the session).
+Result<std::vector<Collider>> ReadMapColliders(Client& client, const std::string& session,
+                                               const std::string& name) {
+  const auto failed = [&](const RpcStatus& st) {
+    return Error{ErrorCode::kNotFound, "session " + session + ": " + st.message()};
+  };
+  auto info = client.GetSession(session);
+  if (!info.ok()) return failed(info.status());
+  if (info->map_id != name) {
+    return Error{ErrorCode::kFailedPrecondition,
+                 "map '" + name + "': session " + session +
+                     (info->map_id.empty() ? std::string(" is on no map")
+                                           : " is on map '" + info->map_id + "'") +
+                     " (a map is drawn under a session on it; --map-file FILE draws any file)"};
+  }
+  auto all = client.ListColliders(session, 0, {}, /*include_map=*/true);
+  if (!all.ok()) return failed(all.status());
+  auto own = client.ListColliders(session);
+  if (!own.ok()) return failed(own.status());
+  std::unordered_set<uint64_t> own_ids;
+  for (const Collider& c : own->colliders) own_ids.insert(c.id);
+  std::vector<Collider> map;
+  for (const Collider& c : all->colliders) {
+    if (own_ids.count(c.id) == 0) map.push_back(c);
+  }
+  return map;
 }
 
 /// The queries of a queries file as overlays without answers, and as a batch.
@@ -133,7 +159,7 @@ int RunView(const GlobalOptions& global, const ViewArgs& args) {
   }
   auto client = global.MakeClient();
   if (!args.map.empty()) {
-    auto map = ReadMapColliders(*client, args.map);
+    auto map = ReadMapColliders(*client, args.session, args.map);
     if (!map.ok()) return Fail("view --map: " + map.error().message);
     picture.map.insert(picture.map.end(), map->begin(), map->end());
   }
@@ -188,7 +214,8 @@ void AddViewCommand(CLI::App& app, const GlobalOptions& global, Action& action) 
   cmd->add_option("--queries", args->queries,
                   "queries file (the case-file query form) to run and draw with their hits")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--map", args->map, "draw shared map NAME in grey (once hitboxd serves maps)");
+  cmd->add_option("--map", args->map,
+                  "draw shared map NAME (the one the session is on, `maps list`) in grey");
   cmd->add_option("--map-file", args->map_file,
                   "draw a level or scene file in grey as the static map")
       ->check(CLI::ExistingFile);

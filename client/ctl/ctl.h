@@ -72,6 +72,7 @@ int Fail(const std::string& message);
 // adds its subcommand(s) to `app` and, when chosen, stores its action in `action`.
 void AddHealthCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddSessionsCommands(CLI::App& app, const GlobalOptions& global, Action& action);
+void AddMapsCommands(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddLoadCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddQueryCommands(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddMoveCommand(CLI::App& app, const GlobalOptions& global, Action& action);

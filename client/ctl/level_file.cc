@@ -2,9 +2,13 @@
 
 #include <algorithm>
 
-#include "scene_file.h"
+#include "hitbox/import/scene_file.h"
 
 namespace hitbox::ctl {
+
+using import::DescribeEntry;
+using import::ParseScene;
+using import::ReadJsonFile;
 
 Result<SceneInput> ReadSceneInput(const std::string& path, const import::ImportOptions& options) {
   SceneInput in;

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   Action action;
   AddHealthCommand(app, global, action);
   AddSessionsCommands(app, global, action);
+  AddMapsCommands(app, global, action);
   AddLoadCommand(app, global, action);
   AddQueryCommands(app, global, action);
   AddMoveCommand(app, global, action);

@@ -84,6 +84,11 @@ std::string FormatUnixMs(int64_t unix_ms) {
 
 nlohmann::json ToJson(const Vec3& v) { return nlohmann::json::array({v.x, v.y, v.z}); }
 
+nlohmann::json BoundsJson(const std::optional<Aabb>& bounds) {
+  if (!bounds || bounds->IsEmpty()) return nullptr;
+  return {{"min", ToJson(bounds->min)}, {"max", ToJson(bounds->max)}};
+}
+
 nlohmann::json ToJson(const SessionInfo& s) {
   nlohmann::json j = {
       {"session_id", s.session_id},
@@ -100,12 +105,10 @@ nlohmann::json ToJson(const SessionInfo& s) {
         {"history_ticks", s.limits.history_ticks}}},
   };
   if (s.ticks) j["ticks"] = {{"oldest", s.ticks->oldest}, {"newest", s.ticks->newest}};
-  if (s.bounds && !s.bounds->IsEmpty()) {
-    j["bounds"] = {{"min", ToJson(s.bounds->min)}, {"max", ToJson(s.bounds->max)}};
-  } else {
-    j["bounds"] = nullptr;
-  }
+  j["bounds"] = BoundsJson(s.bounds);
   if (!s.token.empty()) j["token"] = s.token;  // only CreateSession's answer has one
+  j["map_id"] = s.map_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.map_id);
+  j["map_collider_count"] = s.map_collider_count;
   return j;
 }
 

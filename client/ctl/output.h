@@ -46,6 +46,8 @@ std::string FormatUnixMs(int64_t unix_ms);
 nlohmann::json ToJson(const Vec3& v);
 /// A session's fields as a JSON object (bounds null when the set is empty).
 nlohmann::json ToJson(const SessionInfo& s);
+/// {"min": [x, y, z], "max": [x, y, z]}, or null when unset or empty.
+nlohmann::json BoundsJson(const std::optional<Aabb>& bounds);
 /// An overlap hit: id, user_data and, when present, its contact.
 nlohmann::json ToJson(const OverlapHit& h);
 /// A cast/ray hit: id, user_data, fraction, normal, point, started_overlapping, depth.

@@ -116,6 +116,23 @@ SessionInfo InfoFromProto(const v1::SessionInfo& s) {
   if (s.has_oldest_tick() && s.has_newest_tick()) {
     out.ticks = TickRange{s.oldest_tick(), s.newest_tick()};
   }
+  out.map_id = s.map_id();
+  out.map_collider_count = s.map_collider_count();
+  return out;
+}
+
+MapInfo MapFromProto(const v1::MapInfo& m) {
+  MapInfo out;
+  out.map_id = m.map_id();
+  out.source = m.source();
+  out.sha256 = m.sha256();
+  out.file_bytes = m.file_bytes();
+  out.collider_count = m.collider_count();
+  for (const auto& [kind, n] : m.colliders_by_kind()) out.colliders_by_kind[kind] = n;
+  out.triangles = m.triangles();
+  if (m.has_bounds()) out.bounds = wire::ResultFromProto(m.bounds());
+  out.memory_bytes = m.memory_bytes();
+  out.session_count = m.session_count();
   return out;
 }
 
@@ -320,6 +337,7 @@ const std::string& Client::address() const { return impl_->address; }
 RpcResult<SessionInfo> Client::CreateSession(const SessionSpec& spec, const CallOptions& call) {
   v1::CreateSessionRequest req;
   req.set_session_id(spec.session_id);
+  req.set_map_id(spec.map_id);
   LimitsToProto(spec.limits, req.mutable_limits());
   v1::SessionInfo resp;
   // With an explicit id a retry cannot create a second session (at worst it
@@ -346,7 +364,7 @@ std::string Client::SessionToken(std::string_view session_id) const {
 }
 
 RpcResult<SessionInfo> Client::CreateSession(std::string session_id, const CallOptions& call) {
-  return CreateSession(SessionSpec{std::move(session_id), {}}, call);
+  return CreateSession(SessionSpec{std::move(session_id), {}, {}}, call);
 }
 
 const char* HealthStatusName(HealthStatus status) {
@@ -390,6 +408,25 @@ RpcResult<std::vector<SessionInfo>> Client::ListSessions(const CallOptions& call
   out.reserve(static_cast<size_t>(resp.sessions_size()));
   for (const v1::SessionInfo& info : resp.sessions()) out.push_back(InfoFromProto(info));
   return out;
+}
+
+RpcResult<std::vector<MapInfo>> Client::ListMaps(const CallOptions& call) {
+  v1::ListMapsRequest req;
+  v1::ListMapsResponse resp;
+  RpcStatus s = impl_->Unary("ListMaps", true, call, &v1::Hitbox::Stub::ListMaps, req, &resp);
+  if (!s.ok()) return s;
+  std::vector<MapInfo> out;
+  for (const v1::MapInfo& m : resp.maps()) out.push_back(MapFromProto(m));
+  return out;
+}
+
+RpcResult<MapInfo> Client::GetMap(std::string_view map_id, const CallOptions& call) {
+  v1::GetMapRequest req;
+  req.set_map_id(std::string(map_id));
+  v1::MapInfo resp;
+  RpcStatus s = impl_->Unary("GetMap", true, call, &v1::Hitbox::Stub::GetMap, req, &resp);
+  if (!s.ok()) return s;
+  return MapFromProto(resp);
 }
 
 RpcStatus Client::DeleteSession(std::string_view session_id, const CallOptions& call) {
@@ -460,7 +497,7 @@ RpcResult<ColliderSnapshot> Client::GetColliders(std::string_view session_id,
 }
 
 RpcResult<ColliderSnapshot> Client::ListColliders(std::string_view session_id, uint32_t page_size,
-                                                  const CallOptions& call) {
+                                                  const CallOptions& call, bool include_map) {
   ColliderSnapshot out;
   bool first = true;
   // Collecting everything makes the whole stream idempotent: a retry starts over.
@@ -468,6 +505,7 @@ RpcResult<ColliderSnapshot> Client::ListColliders(std::string_view session_id, u
   v1::ListCollidersRequest req;
   req.set_session_id(std::string(session_id));
   req.set_page_size(page_size);
+  req.set_include_map(include_map);
   RpcStatus s = impl_->Run("ListColliders", true, call, session_id,
                            [&](grpc::ClientContext* ctx, bool*) {
     out = ColliderSnapshot{};

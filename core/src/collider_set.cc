@@ -193,6 +193,9 @@ bool QueryFilter::Accepts(uint64_t id, uint32_t layer) const {
 struct PairCounter;
 
 struct ColliderSet::Impl {
+  /// The base set's (a shared map's) body, for the queries that must see it
+  /// from inside (moves); the others merge the two answers (static_world.cc).
+  const Impl* base = nullptr;
   std::vector<Collider> colliders;
   /// Tree leaf of colliders[i].
   std::vector<uint32_t> leaf_of;
@@ -352,6 +355,7 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional
   if (m.colliders.size() + changes.size() > DynamicTree::kMaxItems / 2) {
     return Status(ErrorCode::kResourceExhausted, "changes: too many colliders");
   }
+  if (Status s = CheckBaseIds(changes); !s.ok()) return s;
   // Pass 1: validate in order against the set plus the batch's own effect.
   std::unordered_map<uint64_t, bool> exists_after;  // ids touched by the batch
   auto exists = [&](uint64_t id) {
@@ -446,6 +450,7 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders, std::optional<u
   if (m.colliders.size() + colliders.size() > DynamicTree::kMaxItems / 2) {
     return Status(ErrorCode::kResourceExhausted, "colliders: too many colliders");
   }
+  if (Status s = CheckBaseIds(colliders); !s.ok()) return s;
   for (size_t i = 0; i < colliders.size(); ++i) {
     const std::string field = "colliders[" + std::to_string(i) + "]";
     if (Status s = CheckCollider(colliders[i], field); !s.ok()) return s;
@@ -544,6 +549,11 @@ Status ColliderSet::CheckQueryTicks(std::span<const Query> queries,
 size_t ColliderSet::size() const { return impl_->colliders.size(); }
 
 const Collider* ColliderSet::Find(uint64_t id) const {
+  const Collider* c = FindOwn(id);
+  return c == nullptr && base_ != nullptr ? base_->FindOwn(id) : c;
+}
+
+const Collider* ColliderSet::FindOwn(uint64_t id) const {
   const uint32_t i = impl_->IndexOf(id);
   return i == IdIndex::kEmpty ? nullptr : &impl_->colliders[i];
 }
@@ -1035,22 +1045,33 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     if (cast_.at_tick) {  // the world at a past tick: history's placed colliders too
       set_.RunRewound<CastJob>(cast_, &hits_, &pairs_, /*skip_leaving=*/true);
       ++steps_;  // charged one node, as rewound queries in a batch
-      return Found(hit);
+    } else {
+      SweepIn(set_, &hits_);
     }
+    if (set_.base != nullptr) {  // a shared map: static, swept as it is
+      SweepIn(*set_.base, &base_hits_);
+      if (!base_hits_.empty() && (hits_.empty() || HitLess(base_hits_[0], hits_[0]))) {
+        hits_.swap(base_hits_);
+      }
+    }
+    return Found(hit);
+  }
+
+  /// The first hit of the current sweep against `impl`'s tree, into `hits`.
+  void SweepIn(const Impl& impl, std::vector<CastHit>* hits) {
     CastJob job;
     job.pairs = &pairs_;
     job.skip_leaving = true;
-    job.Start(set_, cast_, &hits_);
+    job.Start(impl, cast_, hits);
     SegmentCursor cursor;
-    cursor.Begin(set_.tree, &job.seg, cast_.filter.mask, 1.0);
-    const auto prefetch = [this](uint32_t item) { set_.PrefetchCollider(item); };
+    cursor.Begin(impl.tree, &job.seg, cast_.filter.mask, 1.0);
+    const auto prefetch = [&impl](uint32_t item) { impl.PrefetchCollider(item); };
     while (cursor.Step(
         [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); }, prefetch)) {
       ++steps_;
     }
     ++steps_;
     job.Finish();
-    return Found(hit);
   }
 
   /// Charges the work when due; the first hit of the last sweep, if any.
@@ -1075,6 +1096,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   BatchControl* control_;
   CastQuery cast_;
   std::vector<CastHit> hits_;
+  std::vector<CastHit> base_hits_;
   PairCounter pairs_;
   uint64_t steps_ = 0;
   uint64_t charged_pairs_ = 0;
@@ -1223,20 +1245,41 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
 }
 
 void ColliderSet::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
+  if (base_ != nullptr) {
+    QueryResult r;
+    RunOneLayered(q, &r);
+    *hits = std::move(r.overlaps);
+    return;
+  }
   impl_->Overlap(q, hits);
 }
 void ColliderSet::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
+  if (base_ != nullptr) {
+    QueryResult r;
+    RunOneLayered(q, &r);
+    *hits = std::move(r.hits);
+    return;
+  }
   impl_->Cast(q, hits);
 }
 void ColliderSet::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
+  if (base_ != nullptr) {
+    QueryResult r;
+    RunOneLayered(q, &r);
+    *hits = std::move(r.hits);
+    return;
+  }
   impl_->Raycast(q, hits);
 }
+
+void ColliderSet::LinkBase() { impl_->base = base_ != nullptr ? base_->impl_.get() : nullptr; }
 
 void ColliderSet::Move(const MoveQuery& q, MoveResult* result) const {
   impl_->Move(q, result, nullptr);
 }
 
 void ColliderSet::Run(const Query& q, QueryResult* result) const {
+  if (base_ != nullptr) return RunOneLayered(q, result);
   result->overlaps.clear();
   result->hits.clear();
   result->move.reset();
@@ -1272,11 +1315,22 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
 
 void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
                            ThreadPool* pool) const {
+  if (base_ != nullptr) {
+    (void)RunBatchLayered(queries, results, pool, nullptr, nullptr);
+    return;
+  }
   impl_->RunChunks(queries, results, std::min(queries.size(), results.size()), pool, nullptr);
 }
 
 Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
                              ThreadPool* pool, const QueryBudget& budget, QueryWork* work) const {
+  if (base_ != nullptr) return RunBatchLayered(queries, results, pool, &budget, work);
+  return RunBatchOwn(queries, results, pool, &budget, work);
+}
+
+Status ColliderSet::RunBatchOwn(std::span<const Query> queries, std::span<QueryResult> results,
+                                ThreadPool* pool, const QueryBudget* budget_or_null,
+                                QueryWork* work) const {
   const size_t n = std::min(queries.size(), results.size());
   if (Status s = CheckQueryTicks(queries.first(n)); !s.ok()) {
     for (size_t i = 0; i < n; ++i) {
@@ -1285,6 +1339,11 @@ Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResu
     }
     return s;
   }
+  if (budget_or_null == nullptr) {
+    impl_->RunChunks(queries, results, n, pool, nullptr);
+    return Status::Ok();
+  }
+  const QueryBudget& budget = *budget_or_null;
   Impl::BatchControl control;
   control.budget = &budget;
   impl_->RunChunks(queries, results, n, pool, &control);

@@ -227,7 +227,7 @@ TEST_P(ClientFakeTest, DeadlinesExceeded) {
   CallOptions zero;
   zero.timeout = std::chrono::nanoseconds(0);
   EXPECT_EQ(client_->ListSessions(zero).code(), RpcCode::kDeadlineExceeded);
-  EXPECT_EQ(client_->CreateSession(SessionSpec{"x", {}}, zero).code(),
+  EXPECT_EQ(client_->CreateSession(SessionSpec{"x", {}, {}}, zero).code(),
             RpcCode::kDeadlineExceeded);
   EXPECT_EQ(server_.service().calls("CreateSession"), 0);
 
@@ -236,7 +236,7 @@ TEST_P(ClientFakeTest, DeadlinesExceeded) {
   CallOptions tiny;
   tiny.timeout = std::chrono::microseconds(1);
   EXPECT_EQ(client_->ListSessions(tiny).code(), RpcCode::kDeadlineExceeded);
-  EXPECT_EQ(client_->CreateSession(SessionSpec{"x", {}}, tiny).code(),
+  EXPECT_EQ(client_->CreateSession(SessionSpec{"x", {}, {}}, tiny).code(),
             RpcCode::kDeadlineExceeded);
   CallOptions short_call;
   short_call.timeout = milliseconds(40);

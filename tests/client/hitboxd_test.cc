@@ -508,7 +508,7 @@ TEST(HitboxdRoutingTest, ThreeProcesses) {
   std::map<std::string, std::string> owner;  // session -> address
   for (int i = 0; i < 24; ++i) {
     const std::string id = "match-" + std::to_string(i);
-    ASSERT_TRUE(pool.CreateSession(SessionSpec{id, {}}).ok());
+    ASSERT_TRUE(pool.CreateSession(SessionSpec{id, {}, {}}).ok());
     owner[id] = pool.AddressFor(id);
     // i + 1 colliders, added through the routed client.
     std::vector<Collider> colliders;
@@ -544,7 +544,7 @@ TEST(HitboxdRoutingTest, ThreeProcesses) {
     if (addr == removed) {
       EXPECT_NE(now, removed) << id;
       // The caller re-creates a lost session on its new owner.
-      ASSERT_TRUE(pool.CreateSession(SessionSpec{id, {}}).ok()) << id;
+      ASSERT_TRUE(pool.CreateSession(SessionSpec{id, {}, {}}).ok()) << id;
       const int n = std::atoi(id.c_str() + 6) + 1;
       std::vector<Collider> colliders;
       for (int c = 0; c < n; ++c) colliders.push_back(UnitSphere(static_cast<uint64_t>(c)));

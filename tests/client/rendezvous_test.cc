@@ -116,7 +116,7 @@ TEST(ClientPoolTest, RoutesToOwnerFakeServers) {
   std::map<std::string, std::string> owner;
   for (int i = 0; i < 30; ++i) {
     const std::string id = "match-" + std::to_string(i);
-    RpcResult<SessionInfo> r = pool.CreateSession(SessionSpec{id, {}});
+    RpcResult<SessionInfo> r = pool.CreateSession(SessionSpec{id, {}, {}});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     owner[id] = pool.AddressFor(id);
     EXPECT_EQ(owner[id], addresses[RendezvousPick(addresses, id)]);

@@ -243,12 +243,12 @@ TEST_F(ImportViewTest, ViewDrawsSessionQueriesAndHits) {
   EXPECT_NE(doc.TitleOf(*doc.ById("query-4")).find("no hit"), std::string::npos);
 }
 
-// --map NAME says maps are not served yet; --map-file draws a level in grey.
+// --map NAME of a session on no map is an error; --map-file draws a level in grey.
 TEST_F(ImportViewTest, ViewMapHooks) {
   ASSERT_EQ(Ctl({"sessions", "create", "s"}).code, 0);
   const RunResult map = Ctl({"view", "s", "-o", Path("m.svg"), "--map", "arena"});
   EXPECT_EQ(map.code, 1);
-  EXPECT_NE(map.err.find("no shared maps yet"), std::string::npos) << map.err;
+  EXPECT_NE(map.err.find("is on no map"), std::string::npos) << map.err;
   EXPECT_FALSE(std::filesystem::exists(Path("m.svg")));
   const std::string svg = Path("f.svg");
   ASSERT_EQ(Ctl({"view", "s", "-o", svg, "--map-file", kData + "level.obj"}).code, 0);
@@ -261,6 +261,64 @@ TEST_F(ImportViewTest, ViewMapHooks) {
     EXPECT_EQ(g->Attr("fill"), view::kMapColor);
   }
   EXPECT_EQ(Ctl({"view", "nope", "-o", Path("n.svg")}).code, 1);  // unknown session
+}
+
+// hitboxd --maps DIR: `maps list|get`, `sessions create ID --map NAME`
+// (queries see map + own, map colliders read-only), `view --map NAME`
+// drawing the map grey under the session.
+TEST_F(ImportViewTest, SharedMaps) {
+  WriteArena();
+  std::filesystem::copy_file(kData + "level.obj", Path("level.obj"));
+  Hitboxd maps_server({"--maps", dir_});
+  ASSERT_TRUE(maps_server.ok()) << maps_server.log();
+  const CtlRunner ctl(maps_server.address());
+  const json list = ctl.Json({"maps", "list"});
+  ASSERT_EQ(list["maps"].size(), 2u) << list.dump();
+  EXPECT_EQ(list["maps"][0]["map_id"], "arena");
+  EXPECT_EQ(list["maps"][0]["collider_count"], 5);
+  EXPECT_EQ(list["maps"][0]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(list["maps"][1]["map_id"], "level");
+  const RunResult table = ctl.Run({"maps", "list"});
+  EXPECT_EQ(table.code, 0);
+  EXPECT_NE(table.out.find("arena"), std::string::npos) << table.out;
+  const json got = ctl.Json({"maps", "get", "arena"});
+  EXPECT_EQ(got["colliders_by_kind"]["mesh"], 1);
+  EXPECT_EQ(got["colliders_by_kind"]["box"], 1);
+  EXPECT_EQ(ctl.Run({"maps", "get", "nope"}).code, 1);
+
+  const json created = ctl.Json({"sessions", "create", "m", "--map", "arena"});
+  EXPECT_EQ(created["map_id"], "arena");
+  EXPECT_EQ(created["map_collider_count"], 5);
+  EXPECT_NE(ctl.Run({"sessions", "get", "m"}).out.find("map              arena"), std::string::npos);
+  // An own collider plus the map's: the ray from above hits the crate (map id 2).
+  const std::string scene = Path("own.json");
+  std::ofstream(scene) << R"({"colliders": [
+    {"id": 100, "shape": {"sphere": {"radius": 1}}, "position": [0, 3, 0]}]})";
+  ASSERT_EQ(ctl.Run({"load", "m", scene}).code, 0);
+  const std::string queries = Path("q.json");
+  std::ofstream(queries) << R"({"queries": [
+    {"id": 1, "raycast": {"origin": [5, 10, 5], "translation": [0, -20, 0]}},
+    {"id": 2, "raycast": {"origin": [0, 10, 0], "translation": [0, -20, 0]}}]})";
+  const std::string svg = Path("m.svg");
+  const json v = ctl.Json({"view", "m", "-o", svg, "--map", "arena", "--queries", queries});
+  EXPECT_EQ(v.value("session_colliders", 0), 1) << v.dump();
+  const XmlDocument doc = ParseXml(ReadFile(svg));
+  ASSERT_TRUE(doc.ok) << doc.error;
+  for (uint64_t id = 1; id <= 5; ++id) {
+    const auto* g = doc.ById("map-collider-" + std::to_string(id));
+    ASSERT_NE(g, nullptr) << id;
+    EXPECT_EQ(g->Attr("fill"), view::kMapColor);
+  }
+  ASSERT_NE(doc.ById("collider-100"), nullptr);
+  ASSERT_NE(doc.ById("hit-1-2"), nullptr);    // the map's crate
+  ASSERT_NE(doc.ById("hit-2-100"), nullptr);  // the own sphere above the floor
+  // The map's colliders are read-only; their ids are taken.
+  const std::string moved = Path("clash.json");
+  std::ofstream(moved) << R"({"colliders": [{"id": 2, "shape": {"sphere": {"radius": 1}}}]})";
+  const RunResult clash = ctl.Run({"load", "m", moved});
+  EXPECT_NE(clash.code, 0);
+  EXPECT_NE(clash.err.find("map 'arena'"), std::string::npos) << clash.err;
+  EXPECT_NE(ctl.Run({"sessions", "create", "x", "--map", "nope"}).code, 0);
 }
 
 }  // namespace

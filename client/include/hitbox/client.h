@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -172,6 +173,31 @@ struct SessionSpec {
   std::string session_id;
   /// Limits; zero fields take the server defaults.
   SessionLimits limits;
+  /// A shared map (ListMaps) the session's world starts from; empty: none.
+  std::string map_id;
+};
+
+/// A shared map of the server (hitboxd --maps DIR), as ListMaps reports it.
+struct MapInfo {
+  /// The file name without extension.
+  std::string map_id;
+  /// The file the server loaded it from.
+  std::string source;
+  /// SHA-256 of the file, 64 lower-case hex digits.
+  std::string sha256;
+  /// Size of the file, bytes.
+  uint64_t file_bytes = 0;
+  uint64_t collider_count = 0;
+  /// Colliders per shape kind name ("sphere", "mesh", ...); kinds with none absent.
+  std::map<std::string, uint64_t> colliders_by_kind;
+  /// Triangles of its mesh and heightfield colliders.
+  uint64_t triangles = 0;
+  /// Union of the colliders' world bounds, metres; unset when it has none.
+  std::optional<Aabb> bounds;
+  /// Bytes the map holds in the server (once, whatever the sessions on it).
+  uint64_t memory_bytes = 0;
+  /// Sessions on it now.
+  uint64_t session_count = 0;
 };
 
 /// A session's state, as the server reports it.
@@ -196,6 +222,10 @@ struct SessionInfo {
   int64_t last_active_unix_ms = 0;
   /// Ticks that queries with at_tick may ask for; unset before the first tick.
   std::optional<TickRange> ticks;
+  /// The map the session is on (empty: none) and that map's collider count
+  /// (not part of collider_count).
+  std::string map_id;
+  uint64_t map_collider_count = 0;
 };
 
 /// Outcome of an accepted change batch.
@@ -348,6 +378,13 @@ class Client {
   /// Deletes a session and its colliders (NOT_FOUND when unknown). Never retried.
   RpcStatus DeleteSession(std::string_view session_id, const CallOptions& call = {});
 
+  // --- Maps ---------------------------------------------------------------
+  /// Every shared map of the server, sorted by id (empty: none). Sends
+  /// ClientOptions::token (a session's or the admin token).
+  RpcResult<std::vector<MapInfo>> ListMaps(const CallOptions& call = {});
+  /// One map (NOT_FOUND when unknown).
+  RpcResult<MapInfo> GetMap(std::string_view map_id, const CallOptions& call = {});
+
   /// Sends `token` on every later call on `session_id` (a session created by
   /// another process); an empty token forgets it (ClientOptions::token is sent again).
   void SetSessionToken(std::string session_id, std::string token);
@@ -384,8 +421,10 @@ class Client {
                                            std::span<const uint64_t> collider_ids,
                                            const CallOptions& call = {});
   /// Reads the whole set (all pages collected), sorted by id. page_size 0: server default.
+  /// `include_map`: also the colliders of the session's map (merged by id).
   RpcResult<ColliderSnapshot> ListColliders(std::string_view session_id, uint32_t page_size = 0,
-                                            const CallOptions& call = {});
+                                            const CallOptions& call = {},
+                                            bool include_map = false);
   /// Streams the whole set page by page into `on_page` (return false to stop;
   /// stopping early is OK). Retried on UNAVAILABLE only before the first page.
   RpcStatus ListColliders(std::string_view session_id, const ColliderPageCallback& on_page,

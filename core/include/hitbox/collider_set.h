@@ -277,20 +277,44 @@ class ColliderSet {
   /// history of the batches applied since `revision` (the last two at most:
   /// the batch and its inverse) is undone exactly, ticks included.
   void RestoreRevision(uint64_t revision);
-  /// Number of colliders.
+  /// Number of the set's own colliders (a base set's are not counted).
   size_t size() const;
-  /// The collider with `id`, or nullptr.
+  /// The collider with `id`, the set's own or its base's, or nullptr.
   const Collider* Find(uint64_t id) const;
-  /// Union of the world bounds of all colliders (empty box when none).
+  /// Union of the world bounds of the own colliders (empty box when none).
   Aabb Bounds() const;
-  /// Calls fn for every collider, in unspecified order.
+  /// Calls fn for every own collider, in unspecified order.
   void ForEach(const std::function<void(const Collider&)>& fn) const;
-  /// Bytes of heap used by the set, tree and id index.
+  /// Bytes of heap used by the own colliders, tree and id index (a base set
+  /// is shared and counted where it is owned, not here).
   size_t MemoryBytes() const;
+
+  /// Layers this set over an immutable `base` (a shared map) named `name`:
+  /// from then on every query answers over the base's colliders and the
+  /// own ones as if they were one set (same sorting, max_hits and closest
+  /// hit rules), Find() resolves ids of either, and Apply()/AddBulk() refuse
+  /// changes touching a base id: kFailedPrecondition naming the map for
+  /// replace, move and remove, kAlreadyExists for an add. Errors:
+  /// kFailedPrecondition when this set already has colliders or a base, or
+  /// `base` has a base itself. The base must outlive no one: it is shared.
+  Status SetBase(std::shared_ptr<const ColliderSet> base, std::string name);
+  /// The base set, or nullptr when none.
+  const ColliderSet* base() const { return base_.get(); }
+  /// The name given with the base ("" when none).
+  const std::string& base_name() const { return base_name_; }
+  /// The own collider with `id` (never the base's), or nullptr.
+  const Collider* FindOwn(uint64_t id) const;
+  /// The error Apply() gives for the first change touching a base id
+  /// (kAlreadyExists for an add, kFailedPrecondition otherwise, naming the
+  /// entry and the map); Ok when none does or there is no base.
+  Status CheckBaseIds(std::span<const ColliderChange> changes) const;
+
 
   /// Single queries: a query whose at_tick is outside Ticks() answers
   /// nothing (check with CheckQueryTicks()).
-  /// Overlap query; hits sorted by id.
+  /// Overlap query; hits sorted by id. With a base set, queries answer over
+  /// the base and the own colliders together (a rewound query or a move sees
+  /// the base, which never moves, as it is).
   void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const;
   /// Cast query; hits sorted by (fraction, id); one hit unless all_hits.
   void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
@@ -338,7 +362,21 @@ class ColliderSet {
 
  private:
   struct Impl;
+  // The own colliders only (no base): the bodies of RunBatch.
+  Status RunBatchOwn(std::span<const Query> queries, std::span<QueryResult> results,
+                     ThreadPool* pool, const QueryBudget* budget, QueryWork* work) const;
+  // With a base (static_world.cc): the base's answers merged with the own.
+  Status RunBatchLayered(std::span<const Query> queries, std::span<QueryResult> results,
+                         ThreadPool* pool, const QueryBudget* budget, QueryWork* work) const;
+  void RunOneLayered(const Query& q, QueryResult* result) const;
+  Status CheckBaseIds(std::span<const Collider> colliders) const;
+  // Lets the own queries that must see the base themselves (a move's chain
+  // of sweeps) reach the base's colliders.
+  void LinkBase();
+
   std::unique_ptr<Impl> impl_;
+  std::shared_ptr<const ColliderSet> base_;
+  std::string base_name_;
 };
 
 /// A fixed pool of worker threads for RunBatch.

@@ -1,4 +1,4 @@
-#include "scene_file.h"
+#include "hitbox/import/scene_file.h"
 
 #include <zlib.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <unordered_map>
 
-namespace hitbox::ctl {
+namespace hitbox::import {
 namespace {
 
 Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
@@ -321,4 +321,4 @@ Result<Shape> ParseShape(const nlohmann::json& j, const std::string& field) { re
 Result<Vec3> ParseVec3(const nlohmann::json& j, const std::string& field) { return ReadVec3(j, field); }
 Result<Quat> ParseQuat(const nlohmann::json& j, const std::string& field) { return ReadQuat(j, field); }
 
-}  // namespace hitbox::ctl
+}  // namespace hitbox::import

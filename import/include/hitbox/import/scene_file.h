@@ -1,4 +1,4 @@
-// Scene files for `hitboxctl load`: JSON documents whose "colliders" array is
+// Scene files for `hitboxctl load` and hitboxd's maps: JSON documents whose "colliders" array is
 // in the collider form of ../shared/cases/FORMAT.md. A case file is a valid
 // scene (its queries and answers are ignored). Files ending in .gz are read
 // through zlib.
@@ -21,7 +21,7 @@
 #include "hitbox/collider_set.h"
 #include "hitbox/status.h"
 
-namespace hitbox::ctl {
+namespace hitbox::import {
 
 /// Reads and parses a JSON file (".gz": gzip-compressed). Errors name the file
 /// and, for syntax errors, the byte offset.
@@ -48,4 +48,4 @@ Result<Vec3> ParseVec3(const nlohmann::json& j, const std::string& field);
 /// [x, y, z, w], unit within 1e-6 (returned normalized); errors name `field`.
 Result<Quat> ParseQuat(const nlohmann::json& j, const std::string& field);
 
-}  // namespace hitbox::ctl
+}  // namespace hitbox::import
