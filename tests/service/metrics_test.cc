@@ -245,7 +245,16 @@ TEST_F(MetricsTest, CountersMoveWithCalls) {
     EXPECT_TRUE(stream->Finish().ok());
   }
 
-  const std::map<std::string, double> after = Scrape(server_->metrics_port());
+  // The server counts a stream's end once its status is sent, which may come
+  // just after the client's Finish() returned: wait for it (at most 5 s).
+  std::map<std::string, double> after = Scrape(server_->metrics_port());
+  const std::string tick_ok = R"(hitbox_rpc_calls_total{rpc="Tick",code="OK"})";
+  for (int i = 0; i < 500 && (Value(after, "hitbox_tick_streams_open") != 0 ||
+                              Delta(before, after, tick_ok) == 0);
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    after = Scrape(server_->metrics_port());
+  }
   EXPECT_EQ(Delta(before, after, R"(hitbox_rpc_calls_total{rpc="CreateSession",code="OK"})"), 1);
   EXPECT_EQ(Delta(before, after, R"(hitbox_rpc_calls_total{rpc="ApplyChanges",code="OK"})"), 1);
   EXPECT_EQ(Delta(before, after, R"(hitbox_rpc_calls_total{rpc="Query",code="OK"})"), 2);
