@@ -69,6 +69,22 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_MAX_PAIR_TESTS_PER_MESSAGE")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-mesh-triangles", l.session.max_mesh_triangles,
+                 "largest triangle mesh of one collider, input triangles (sessions may ask for "
+                 "less; at most 1048576)")
+      ->envname("HITBOX_MAX_MESH_TRIANGLES")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
+  app.add_option("--max-heightfield-samples", l.session.max_heightfield_samples,
+                 "largest heightfield of one collider, rows x cols (at most 4194304)")
+      ->envname("HITBOX_MAX_HEIGHTFIELD_SAMPLES")
+      ->check(CLI::Range(4u, 1u << 22))
+      ->capture_default_str();
+  app.add_option("--max-hull-points", l.session.max_hull_points,
+                 "most input points of one convex hull (at most 256)")
+      ->envname("HITBOX_MAX_HULL_POINTS")
+      ->check(CLI::Range(4u, 256u))
+      ->capture_default_str();
   app.add_option("--max-history-ticks", l.max_history_ticks,
                  "most ticks of pose history a session may keep for queries at a past tick "
                  "(limits.history_ticks)")

@@ -203,6 +203,11 @@ SessionLimits LimitsFrom(const v1::SessionLimits& in, const SessionLimits& max) 
   l.idle_timeout_ms = max.idle_timeout_ms == 0 ? in.idle_timeout_ms()
                                                : Clamp(in.idle_timeout_ms(), max.idle_timeout_ms);
   if (in.history_ticks() != 0) l.history_ticks = in.history_ticks();  // was within the flags
+  l.max_mesh_triangles =
+      static_cast<uint32_t>(Clamp(in.max_mesh_triangles(), max.max_mesh_triangles));
+  l.max_heightfield_samples =
+      static_cast<uint32_t>(Clamp(in.max_heightfield_samples(), max.max_heightfield_samples));
+  l.max_hull_points = static_cast<uint32_t>(Clamp(in.max_hull_points(), max.max_hull_points));
   return l;
 }
 
@@ -215,6 +220,9 @@ void LimitsTo(const SessionLimits& l, v1::SessionLimits* out) {
   out->set_max_pair_tests_per_message(l.max_pair_tests_per_message);
   out->set_idle_timeout_ms(l.idle_timeout_ms);
   out->set_history_ticks(l.history_ticks);
+  out->set_max_mesh_triangles(l.max_mesh_triangles);
+  out->set_max_heightfield_samples(l.max_heightfield_samples);
+  out->set_max_hull_points(l.max_hull_points);
 }
 
 // The snapshot file's bytes for `s` (its lock held).

@@ -154,6 +154,42 @@ std::vector<std::pair<uint64_t, std::optional<Collider>>> Capture(
   return before;
 }
 
+// RESOURCE_EXHAUSTED when `shape` is bigger than the session's geometry
+// limits (mesh triangles, heightfield samples, hull points), naming
+// changes[index].<change>.shape.
+grpc::Status CheckGeometryLimits(const Shape& shape, const SessionLimits& l, size_t index,
+                                 const char* change) {
+  const auto over = [&](const char* what, uint64_t n, uint64_t max, const char* limit) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "changes[" + std::to_string(index) + "]." + change + ".shape: " + what + " has " + std::to_string(n) + ", at most " +
+                            std::to_string(max) + " (limits." + limit + ")");
+  };
+  if (const TriangleMeshShape* m = shape.mesh_input();
+      m != nullptr && m->triangles.size() > l.max_mesh_triangles) {
+    return over("the mesh", m->triangles.size(), l.max_mesh_triangles, "max_mesh_triangles");
+  }
+  if (const HeightfieldShape* h = shape.heightfield_input(); h != nullptr) {
+    const uint64_t samples = uint64_t{h->rows} * h->cols;
+    if (samples > l.max_heightfield_samples) {
+      return over("the heightfield", samples, l.max_heightfield_samples,
+                  "max_heightfield_samples");
+    }
+  }
+  const auto hull_points = [&](const Shape& s) -> size_t {
+    return s.hull() != nullptr ? s.hull()->input_points().size() : 0;
+  };
+  size_t points = hull_points(shape);
+  if (const CompoundData* c = shape.compound(); c != nullptr) {
+    for (const CompoundChild& child : c->children()) {
+      points = std::max(points, hull_points(child.shape));
+    }
+  }
+  if (points > l.max_hull_points) {
+    return over("a convex hull", points, l.max_hull_points, "max_hull_points");
+  }
+  return grpc::Status::OK;
+}
+
 // Frees the results' memory (not only their sizes).
 void Release(std::vector<QueryResult>* results) { std::vector<QueryResult>().swap(*results); }
 
@@ -582,12 +618,17 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
   for (size_t i = 0; i < changes.size(); ++i) {
     const ColliderChange& c = changes[i];
     const uint64_t id = c.collider.id;
-    const std::string at = "changes[" + std::to_string(i) + "]";
+    // The entry's name, built only for an error (valid batches allocate none).
+    const auto at = [i] { return "changes[" + std::to_string(i) + "]"; };
     switch (c.kind) {
       case ColliderChange::Kind::kAdd:
         if (exists(id)) {
           return Grpc(grpc::StatusCode::ALREADY_EXISTS,
-                      at + ".add.id: collider " + std::to_string(id) + " already exists");
+                      at() + ".add.id: collider " + std::to_string(id) + " already exists");
+        }
+        if (grpc::Status st = CheckGeometryLimits(c.collider.shape, s.limits(), i, "add");
+            !st.ok()) {
+          return st;
         }
         overlay[id] = true;
         ++count;
@@ -597,15 +638,21 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
         all_adds = false;
         if (!exists(id)) {
           return Grpc(grpc::StatusCode::NOT_FOUND,
-                      at + (c.kind == ColliderChange::Kind::kMove ? ".move.id" : ".replace.id") +
+                      at() + (c.kind == ColliderChange::Kind::kMove ? ".move.id" : ".replace.id") +
                           ": collider " + std::to_string(id) + " not found");
+        }
+        if (c.kind == ColliderChange::Kind::kReplace) {
+          if (grpc::Status st = CheckGeometryLimits(c.collider.shape, s.limits(), i, "replace");
+              !st.ok()) {
+            return st;
+          }
         }
         break;
       case ColliderChange::Kind::kRemove:
         all_adds = false;
         if (!exists(id)) {
           return Grpc(grpc::StatusCode::NOT_FOUND,
-                      at + ".remove: collider " + std::to_string(id) + " not found");
+                      at() + ".remove: collider " + std::to_string(id) + " not found");
         }
         overlay[id] = false;
         --count;
@@ -819,6 +866,9 @@ void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
   l->set_max_pair_tests_per_message(s.limits().max_pair_tests_per_message);
   l->set_idle_timeout_ms(s.limits().idle_timeout_ms);
   l->set_history_ticks(s.limits().history_ticks);
+  l->set_max_mesh_triangles(s.limits().max_mesh_triangles);
+  l->set_max_heightfield_samples(s.limits().max_heightfield_samples);
+  l->set_max_hull_points(s.limits().max_hull_points);
   {
     std::shared_lock<std::shared_mutex> lock(s.mutex());
     if (const std::optional<TickRange> ticks = s.set().Ticks()) {
@@ -887,6 +937,21 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
   if (st = lower("idle_timeout_ms", in.idle_timeout_ms(),
                  max.idle_timeout_ms == 0 ? UINT64_MAX : max.idle_timeout_ms,
                  &limits.idle_timeout_ms);
+      !st.ok()) {
+    return st;
+  }
+  if (st = lower("max_mesh_triangles", in.max_mesh_triangles(), max.max_mesh_triangles,
+                 &limits.max_mesh_triangles);
+      !st.ok()) {
+    return st;
+  }
+  if (st = lower("max_heightfield_samples", in.max_heightfield_samples(),
+                 max.max_heightfield_samples, &limits.max_heightfield_samples);
+      !st.ok()) {
+    return st;
+  }
+  if (st = lower("max_hull_points", in.max_hull_points(), max.max_hull_points,
+                 &limits.max_hull_points);
       !st.ok()) {
     return st;
   }

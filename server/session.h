@@ -41,6 +41,12 @@ struct SessionLimits {
   /// default of sessions that do not ask (the maximum is
   /// ServerLimits::max_history_ticks).
   uint32_t history_ticks = kDefaultHistoryTicks;
+  /// Largest triangle mesh one collider may be (input triangles).
+  uint32_t max_mesh_triangles = 1u << 20;
+  /// Largest heightfield one collider may be (rows x cols samples).
+  uint32_t max_heightfield_samples = 1u << 22;
+  /// Most input points of one convex hull (a collider's or a compound child's).
+  uint32_t max_hull_points = 256;
 };
 
 /// Server-wide limits: the per-session maxima plus the global ones.

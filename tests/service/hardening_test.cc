@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "server.h"
+#include "service.h"
 #include "service_util.h"
 
 namespace hitbox {
@@ -244,6 +245,94 @@ TEST_F(HardeningTest, TickWithFailingQueriesChangesNothing) {
   get.add_ids(500'000);
   grpc::ClientContext g2;
   EXPECT_EQ(stub_->GetColliders(&g2, get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+}  // namespace
+}  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+// Geometry limits (--max-mesh-triangles, --max-heightfield-samples,
+// --max-hull-points and the session values that lower them): a bigger
+// shape is RESOURCE_EXHAUSTED naming the change and the limit, and nothing
+// of the batch is applied.
+TEST(GeometryLimitsTest, BigShapesAreRefusedByName) {
+  server::ServiceOptions o;
+  o.threads = 1;
+  o.limits.session.max_hull_points = 8;
+  server::HitboxService service(o);
+  v1::CreateSessionRequest create;
+  create.set_session_id("g");
+  create.mutable_limits()->set_max_mesh_triangles(2);
+  create.mutable_limits()->set_max_heightfield_samples(9);
+  v1::SessionInfo info;
+  ASSERT_TRUE(service.DoCreateSession(create, &info).ok());
+  EXPECT_EQ(info.limits().max_mesh_triangles(), 2u);
+  EXPECT_EQ(info.limits().max_hull_points(), 8u);
+  // A session may not raise the server's limit.
+  v1::CreateSessionRequest raise;
+  raise.set_session_id("h");
+  raise.mutable_limits()->set_max_hull_points(9);
+  EXPECT_EQ(service.DoCreateSession(raise, &info).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  const auto apply = [&](const v1::Collider& c) {
+    v1::ApplyChangesRequest req;
+    req.set_session_id("g");
+    *req.add_changes()->mutable_add() = SphereMsg(c.id() + 100, 1.0);
+    *req.add_changes()->mutable_add() = c;
+    v1::ApplyChangesResponse resp;
+    return service.DoApplyChanges(req, &resp);
+  };
+  const auto quad_strip = [](uint64_t id, int quads) {
+    v1::Collider c = SphereMsg(id, 1.0);
+    v1::TriangleMesh* m = c.mutable_shape()->mutable_mesh();
+    for (int i = 0; i <= quads; ++i) {
+      for (double z : {0.0, 1.0}) {
+        v1::Vec3* v = m->add_vertices();
+        v->set_x(i);
+        v->set_z(z);
+      }
+    }
+    for (int i = 0; i < quads; ++i) {
+      const uint32_t a = static_cast<uint32_t>(2 * i);
+      for (uint32_t k : {a, a + 1, a + 2, a + 1, a + 3, a + 2}) m->add_indices(k);
+    }
+    return c;
+  };
+  grpc::Status st = apply(quad_strip(2, 2));  // 4 triangles
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(st.error_message(), HasSubstr("changes[1].add.shape"));
+  EXPECT_THAT(st.error_message(), HasSubstr("limits.max_mesh_triangles"));
+  EXPECT_TRUE(apply(quad_strip(5, 1)).ok()) << "2 triangles are within the limit";
+
+  v1::Collider field = SphereMsg(3, 1.0);
+  v1::Heightfield* h = field.mutable_shape()->mutable_heightfield();
+  h->set_rows(4);
+  h->set_cols(4);
+  h->set_cell_size_x(1);
+  h->set_cell_size_z(1);
+  for (int i = 0; i < 16; ++i) h->add_heights(0);
+  st = apply(field);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("limits.max_heightfield_samples"));
+
+  v1::Collider hull = SphereMsg(4, 1.0);
+  v1::ConvexHull* ch = hull.mutable_shape()->mutable_convex_hull();
+  for (int i = 0; i < 9; ++i) {  // a box's corners and its centre
+    v1::Vec3* p = ch->add_points();
+    p->set_x(i == 8 ? 0 : (i & 1 ? 1 : -1));
+    p->set_y(i == 8 ? 0 : (i & 2 ? 1 : -1));
+    p->set_z(i == 8 ? 0 : (i & 4 ? 1 : -1));
+  }
+  st = apply(hull);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("limits.max_hull_points"));
+  // Nothing of the refused batches was applied: only the accepted one's two.
+  v1::GetSessionRequest get;
+  get.set_session_id("g");
+  ASSERT_TRUE(service.DoGetSession(get, &info).ok());
+  EXPECT_EQ(info.collider_count(), 2u);
 }
 
 }  // namespace
