@@ -211,7 +211,9 @@ SessionLimits LimitsFrom(const v1::SessionLimits& in, const SessionLimits& max) 
   return l;
 }
 
-void LimitsTo(const SessionLimits& l, v1::SessionLimits* out) {
+}  // namespace
+
+void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out) {
   out->set_max_colliders(l.max_colliders);
   out->set_max_changes_per_message(l.max_changes_per_message);
   out->set_max_queries_per_message(l.max_queries_per_message);
@@ -225,12 +227,14 @@ void LimitsTo(const SessionLimits& l, v1::SessionLimits* out) {
   out->set_max_hull_points(l.max_hull_points);
 }
 
+namespace {
+
 // The snapshot file's bytes for `s` (its lock held).
 std::string SnapshotBytes(const Session& s) {
   std::string out = Header(kSnapshotMagic);
   v1::SessionInfo info;
   info.set_session_id(s.id());
-  LimitsTo(s.limits(), info.mutable_limits());
+  LimitsToProto(s.limits(), info.mutable_limits());
   info.set_created_unix_ms(s.created_unix_ms());
   info.set_token(s.token());
   info.set_map_id(s.set().base_name());

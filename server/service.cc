@@ -857,18 +857,7 @@ void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
     info->set_revision(s.set().revision());
     if (s.set().size() > 0) wire::ToProto(s.set().Bounds(), info->mutable_bounds());
   }
-  v1::SessionLimits* l = info->mutable_limits();
-  l->set_max_colliders(s.limits().max_colliders);
-  l->set_max_changes_per_message(s.limits().max_changes_per_message);
-  l->set_max_queries_per_message(s.limits().max_queries_per_message);
-  l->set_max_hits_per_query(s.limits().max_hits_per_query);
-  l->set_max_nodes_per_message(s.limits().max_nodes_per_message);
-  l->set_max_pair_tests_per_message(s.limits().max_pair_tests_per_message);
-  l->set_idle_timeout_ms(s.limits().idle_timeout_ms);
-  l->set_history_ticks(s.limits().history_ticks);
-  l->set_max_mesh_triangles(s.limits().max_mesh_triangles);
-  l->set_max_heightfield_samples(s.limits().max_heightfield_samples);
-  l->set_max_hull_points(s.limits().max_hull_points);
+  LimitsToProto(s.limits(), info->mutable_limits());
   {
     std::shared_lock<std::shared_mutex> lock(s.mutex());
     if (const std::optional<TickRange> ticks = s.set().Ticks()) {
