@@ -188,28 +188,38 @@ void HitboxServer::Shutdown(std::chrono::milliseconds grace) {
 
 void HitboxServer::Wait() { server_->Wait(); }
 
-Status CreateDemoSession(HitboxService& service, std::string* token) {
+Status CreateDemoSession(HitboxService& service, std::string* token, std::string* summary) {
+  // On the demo map (examples/maps/arena.glb, served by `hitbox.sh run` with
+  // --maps) when it is loaded: the arena's floor, walls and props are the
+  // map's, and the session adds its own colliders from id 1001 on.
+  const MapLibrary* maps = service.options().maps.get();
+  const std::shared_ptr<const Map> arena = maps != nullptr ? maps->Find(kDemoMap) : nullptr;
   v1::CreateSessionRequest create;
   create.set_session_id("demo");
+  if (arena != nullptr) create.set_map_id(kDemoMap);
   v1::SessionInfo info;
   if (grpc::Status st = service.DoCreateSession(create, &info); !st.ok()) {
     return wire::FromGrpcStatus(st);
   }
   if (token != nullptr) *token = info.token();
-  // A floor, then 300 seeded colliders of every kind above it, on layers 0..3.
+  // Without the map: a floor, then 300 seeded colliders of every kind above
+  // it, on layers 0..3. On the map: the same 300 (ids 1002..1301), no floor.
+  const uint64_t base = arena != nullptr ? 1000 : 0;
   std::mt19937_64 rng(2024);
   std::uniform_real_distribution<double> pos(-40.0, 40.0), height(0.5, 20.0), size(0.3, 2.5),
       angle(-M_PI, M_PI);
   v1::ApplyChangesRequest req;
   req.set_session_id("demo");
-  Collider floor;
-  floor.id = 1;
-  floor.shape = *Shape::MakeBox({50, 0.5, 50});
-  floor.pose = Pose({0, -0.5, 0});
-  wire::ToProto(floor, req.add_changes()->mutable_add());
+  if (arena == nullptr) {
+    Collider floor;
+    floor.id = 1;
+    floor.shape = *Shape::MakeBox({50, 0.5, 50});
+    floor.pose = Pose({0, -0.5, 0});
+    wire::ToProto(floor, req.add_changes()->mutable_add());
+  }
   for (uint64_t id = 2; id <= 301; ++id) {
     Collider c;
-    c.id = id;
+    c.id = base + id;
     switch (id % 4) {
       case 0: c.shape = *Shape::MakeSphere(size(rng)); break;
       case 1: c.shape = *Shape::MakeBox({size(rng), size(rng), size(rng)}); break;
@@ -223,7 +233,18 @@ Status CreateDemoSession(HitboxService& service, std::string* token) {
     wire::ToProto(c, req.add_changes()->mutable_add());
   }
   v1::ApplyChangesResponse resp;
-  return wire::FromGrpcStatus(service.DoApplyChanges(req, &resp));
+  if (grpc::Status st = service.DoApplyChanges(req, &resp); !st.ok()) {
+    return wire::FromGrpcStatus(st);
+  }
+  if (summary != nullptr) {
+    *summary = arena != nullptr
+                   ? "is on map '" + std::string(kDemoMap) + "' (" +
+                         std::to_string(arena->set->size()) + " colliders, " +
+                         std::to_string(arena->triangles) + " triangles) and holds 300 " +
+                         "colliders of its own"
+                   : "holds 301 colliders";
+  }
+  return Status::Ok();
 }
 
 int RunServer(const ServerOptions& options) {
@@ -282,13 +303,14 @@ int RunServer(const ServerOptions& options) {
     spdlog::info("demo: session 'demo' was restored from --data-dir; kept as it is");
   } else if (options.demo) {
     std::string token;
-    if (Status s = CreateDemoSession(server.service(), &token); !s.ok()) {
+    std::string summary;
+    if (Status s = CreateDemoSession(server.service(), &token, &summary); !s.ok()) {
       spdlog::error("demo world: {}", s.ToString());
     } else {
       const std::string addr =
           (host == "0.0.0.0" || host == "[::]" ? std::string("localhost") : host) + ":" +
           std::to_string(server.port());
-      spdlog::info("demo: session 'demo' holds 301 colliders; its token is {}", token);
+      spdlog::info("demo: session 'demo' {}; its token is {}", summary, token);
       spdlog::info("demo: try: grpcurl {} -H 'authorization: Bearer {}' -d "
                    "'{{\"session_id\":\"demo\",\"queries\":[{{\"raycast\":{{\"origin\":{{\"x\":-45,"
                    "\"y\":5}},\"translation\":{{\"x\":90}}}}}}]}}' {} hitbox.v1.Hitbox/Query",

@@ -85,7 +85,12 @@ Result<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const Ser
 
 /// Adds the demo world (a few hundred mixed colliders) as session "demo".
 /// `token`, when given, receives the session's token.
-Status CreateDemoSession(HitboxService& service, std::string* token = nullptr);
+/// On map kDemoMap when --maps loaded it (see scripts/make_demo_map.py).
+/// `summary` (optional) says what it holds, for the log.
+Status CreateDemoSession(HitboxService& service, std::string* token = nullptr,
+                         std::string* summary = nullptr);
+/// The map the demo session is created on when it is loaded.
+inline constexpr const char* kDemoMap = "arena";
 
 /// Starts the server, waits for SIGINT or SIGTERM, shuts down gracefully.
 /// Returns the process exit code (0 after a clean shutdown).

@@ -326,5 +326,56 @@ TEST(MapsLoadTest, BinaryRefusesBadMap) {
   EXPECT_THAT(out, HasSubstr("broken.obj"));
 }
 
+// The first run's world (`hitbox.sh run`: hitboxd --demo --maps examples/maps):
+// the demo session is on the checked-in arena map, which imports with every
+// naming convention, and its own 300 colliders sit beside the map's.
+TEST(DemoMapTest, DemoSessionIsOnTheArenaMap) {
+  server::ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.service.threads = 1;
+  o.maps_dir = std::string(HITBOX_SOURCE_DIR) + "/examples/maps";
+  Result<std::unique_ptr<server::HitboxServer>> s = server::HitboxServer::Start(o);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  server::HitboxServer& srv = **s;
+  const std::shared_ptr<const server::Map> arena = srv.service().options().maps->Find("arena");
+  ASSERT_NE(arena, nullptr);
+  for (ShapeKind kind : {ShapeKind::kSphere, ShapeKind::kBox, ShapeKind::kCapsule,
+                         ShapeKind::kConvexHull, ShapeKind::kMesh}) {
+    EXPECT_GT(arena->counts[static_cast<size_t>(kind)], 0u) << "kind " << static_cast<int>(kind);
+  }
+  EXPECT_GT(arena->triangles, 1000u);
+
+  std::string token, summary;
+  ASSERT_TRUE(server::CreateDemoSession(srv.service(), &token, &summary).ok());
+  EXPECT_FALSE(token.empty());
+  EXPECT_THAT(summary, HasSubstr("map 'arena'"));
+  auto stub = v1::Hitbox::NewStub(srv.InProcessChannel());
+  v1::GetSessionRequest get;
+  get.set_session_id("demo");
+  v1::SessionInfo info;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub->GetSession(&ctx, get, &info).ok());
+  }
+  EXPECT_EQ(info.map_id(), "arena");
+  EXPECT_EQ(info.map_collider_count(), arena->set->size());
+  EXPECT_EQ(info.collider_count(), 300u);
+  // A ray straight down in an empty corner lands on the map's floor (y = 0).
+  v1::QueryRequest req;
+  req.set_session_id("demo");
+  v1::RayQuery* r = req.add_queries()->mutable_raycast();
+  wire::ToProto(Vec3(-47, 30, 47), r->mutable_origin());
+  wire::ToProto(Vec3(0, -40, 0), r->mutable_translation());
+  v1::QueryResponse resp;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub->Query(&ctx, req, &resp).ok());
+  }
+  ASSERT_EQ(resp.results(0).hits_size(), 1);
+  EXPECT_LE(resp.results(0).hits(0).id(), arena->set->size());
+  EXPECT_NEAR(resp.results(0).hits(0).point().y(), 0.0, 1e-9);
+  srv.Shutdown(std::chrono::milliseconds(100));
+}
+
 }  // namespace
 }  // namespace hitbox
