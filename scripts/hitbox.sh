@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hitbox developer entry point: installs what is missing, builds, then runs or tests.
 #
-#   bash scripts/hitbox.sh run     install deps, build, start hitboxd --demo (extra args go to hitboxd)
+#   bash scripts/hitbox.sh run     install deps, build, start hitboxd --demo on the arena map (extra args go to hitboxd)
 #   bash scripts/hitbox.sh test    install deps, build everything, run every test (CTest),
 #                                  then build the fuzz targets and run their smoke (fuzz-test)
 #   bash scripts/hitbox.sh deps    only install missing Debian packages
@@ -39,7 +39,12 @@ BUILD_PACKAGES=(
   python3  # tests/deploy: static checks of docker/ and the k8s manifests
   openssl  # tests: TLS test certificates are generated at test time
   libssl-dev  # server: SHA-256 of map files (libcrypto; gRPC links it already)
+  libpng-dev  # tests: screenshots of `view` pictures are decoded
 )
+
+# Only for `test`: a real browser renders the `view` pictures
+# (tests/view/browser_render_test.cc), with a font for their captions.
+TEST_PACKAGES=(chromium fonts-dejavu-core)
 
 # Only for the fuzz targets (fuzz-build, fuzz-test and so `test`): Debian's
 # clang and its compiler-rt (libFuzzer, ASan and UBSan runtimes).
@@ -126,6 +131,7 @@ case "${1:-}" in
   deps) deps ;;
   build) build ;;
   test)
+    install_missing "${TEST_PACKAGES[@]}"
     build
     (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
     if [ "${HITBOX_FUZZ_SMOKE:-1}" != 0 ]; then
@@ -137,8 +143,9 @@ case "${1:-}" in
   run)
     build
     shift || true
-    # Ctrl-C (SIGINT) or SIGTERM stops it gracefully.
-    exec "$BUILD_DIR/bin/hitboxd" --demo "$@"
+    # Ctrl-C (SIGINT) or SIGTERM stops it gracefully. The demo session is on
+    # the shared map examples/maps/arena.glb (scripts/make_demo_map.py).
+    exec "$BUILD_DIR/bin/hitboxd" --demo --maps "$ROOT/examples/maps" "$@"
     ;;
   *)
     echo "usage: bash scripts/hitbox.sh run|test|deps|build|fuzz-build|fuzz-test" >&2
