@@ -250,7 +250,7 @@ TEST_F(HitboxdTest, TagsTruncatedAndContactOffset) {
   skinned.tag = 102;
   OverlapQuery spheres;
   spheres.shape = *Shape::MakeBox({1, 1, 100});
-  spheres.pose = Pose({-5, 0.5, 0});
+  spheres.pose = Pose({-5, 1.5, 0});  // above the floor: the six spheres only
   spheres.filter.max_hits = 4;
   spheres.tag = UINT64_MAX;
   OverlapQuery all = spheres;
