@@ -45,17 +45,18 @@ uint64_t MoveContactCap(const MoveQuery& q) {
 }
 
 // Most bytes the hits of one query's result can hold: its vector's capacity
-// once it has grown to max_hits (or 1 for closest-hit queries).
+// once it has grown to max_hits + 1 (a query keeps one more to tell whether
+// max_hits cut any; 1 for closest-hit queries).
 uint64_t WorstResultBytes(const hitbox::Query& q) {
   return std::visit(
       [](const auto& x) -> uint64_t {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, OverlapQuery>) {
-          return std::bit_ceil(uint64_t{std::max(1u, x.filter.max_hits)}) * sizeof(OverlapHit);
+          return std::bit_ceil(uint64_t{x.filter.max_hits} + 1) * sizeof(OverlapHit);
         } else if constexpr (std::is_same_v<T, MoveQuery>) {
           return sizeof(MoveResult) + std::bit_ceil(MoveContactCap(x)) * sizeof(MoveContact);
         } else {
-          const uint64_t hits = x.all_hits ? std::max(1u, x.filter.max_hits) : 1;
+          const uint64_t hits = x.all_hits ? uint64_t{x.filter.max_hits} + 1 : 1;
           return std::bit_ceil(hits) * sizeof(CastHit);
         }
       },
@@ -1191,30 +1192,9 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
   bool reserved = false;
   std::vector<ColliderChange> moved;  // applied character moves
   if (!changes.empty() || !applies.empty()) {
-    // The queries run after the changes are applied, so their hit budget must
-    // hold whatever they find: check the worst case (sum of max_hits) first.
-    uint64_t worst = 0;
-    for (const hitbox::Query& q : queries) {
-      worst += std::visit(
-          [](const auto& x) -> uint64_t {
-            using T = std::decay_t<decltype(x)>;
-            if constexpr (std::is_same_v<T, OverlapQuery>) {
-              return x.filter.max_hits;
-            } else if constexpr (std::is_same_v<T, MoveQuery>) {
-              return MoveContactCap(x) + 1;
-            } else {
-              return x.all_hits ? x.filter.max_hits : 1;
-            }
-          },
-          q);
-    }
-    if (worst > HitBudget()) {
-      return fail(Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                       "queries: a tick with changes may return at most " +
-                           std::to_string(HitBudget()) + " hits (--max-message-bytes), these " +
-                           "queries could return " + std::to_string(worst) +
-                           " (sum of filter.max_hits); lower max_hits or split the tick"));
-    }
+    // The queries run after the changes are applied; RunLocked refuses them
+    // by the hits they do return (HitBudget), and `undo` below then takes
+    // the changes back, so a refused tick changes nothing.
     std::unique_lock<std::shared_mutex> lock(s.mutex());
     if (s.deleted()) return fail(deleted());
     // The queries may still fail (work budget, deadline, memory): remember

@@ -196,7 +196,9 @@ void AddFilterOptions(CLI::App* app, FilterArgs* out) {
       ->type_name("MASK");
   AddParsed(app, "--ignore", &out->ignore, ParseIds, "collider ids never reported")
       ->type_name("ID,ID,...");
-  app->add_option("--max-hits", out->max_hits, "most hits to report (0: no limit)")
+  app->add_option("--max-hits", out->max_hits,
+                  "most hits to report (0: the session's max_hits_per_query); a cut list "
+                  "says 'truncated'")
       ->capture_default_str();
 }
 

@@ -51,7 +51,7 @@ struct FilterArgs {
   uint32_t mask = 0xFFFFFFFFu;
   /// --ignore: ids never reported.
   std::vector<uint64_t> ignore;
-  /// --max-hits: most hits to report, 0 = no limit.
+  /// --max-hits: most hits to report, 0 = the session's max_hits_per_query.
   uint32_t max_hits = 0;
 };
 /// Adds --mask, --ignore and --max-hits.

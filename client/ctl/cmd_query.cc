@@ -23,6 +23,8 @@ struct QueryArgs {
   bool contact = false;
   /// --at-tick: answer against the world at this past tick.
   std::optional<double> at_tick;
+  /// --contact-offset (casts): the skin, metres.
+  double contact_offset = 0.0;
 };
 
 void PrintOverlaps(const std::vector<OverlapHit>& hits, bool contact) {
@@ -63,8 +65,10 @@ int RunQuery(const GlobalOptions& global, const std::string& kind, const QueryAr
   if (kind == "overlap") {
     query = OverlapQuery{*a.shape.shape, Pose(a.position, a.rotation), ToFilter(a.filter), a.contact};
   } else if (kind == "cast") {
-    query = CastQuery{*a.shape.shape, Pose(a.position, a.rotation), a.translation,
-                      ToFilter(a.filter), a.all};
+    CastQuery cast{*a.shape.shape, Pose(a.position, a.rotation), a.translation,
+                   ToFilter(a.filter), a.all};
+    cast.contact_offset = a.contact_offset;
+    query = std::move(cast);
   } else {
     query = RayQuery{a.position, a.translation, ToFilter(a.filter), a.all};
   }
@@ -84,11 +88,23 @@ int RunQuery(const GlobalOptions& global, const std::string& kind, const QueryAr
     } else {
       for (const auto& h : result.hits) hits.push_back(ToJson(h));
     }
-    PrintJson({{"session_id", a.session}, {"kind", kind}, {"revision", r->revision}, {"hits", hits}});
-  } else if (kind == "overlap") {
+    PrintJson({{"session_id", a.session},
+               {"kind", kind},
+               {"revision", r->revision},
+               {"hits", hits},
+               {"truncated", result.truncated}});
+    return kExitOk;
+  }
+  if (kind == "overlap") {
     PrintOverlaps(result.overlaps, a.contact);
   } else {
     PrintCastHits(result.hits);
+  }
+  if (result.truncated) {
+    const size_t shown = kind == "overlap" ? result.overlaps.size() : result.hits.size();
+    std::printf("truncated: more hits than the %zu shown (--max-hits, or the session's "
+                "max_hits_per_query when it is 0)\n",
+                shown);
   }
   return kExitOk;
 }
@@ -110,6 +126,14 @@ void AddQuery(CLI::App& app, const GlobalOptions& global, Action& action, const 
                   kind == "cast" ? "motion of the shape, world metres" : "ray end minus start, metres")
         ->required();
     cmd->add_flag("--all", a->all, "every hit sorted by (fraction, id), not only the first");
+    if (kind == "cast") {
+      cmd->add_option("--contact-offset", a->contact_offset,
+                      "skin in metres, in [0, 1000]: contacts shallower than this that the "
+                      "motion does not drive deeper are no hit (a shape resting on a floor "
+                      "slides along it); 0: every contact is a hit")
+          ->check(CLI::Range(0.0, 1000.0))
+          ->capture_default_str();
+    }
   } else {
     cmd->add_flag("--contact", a->contact, "also compute each hit's penetration contact");
   }

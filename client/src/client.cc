@@ -158,10 +158,8 @@ void ChangesToProto(std::span<const ColliderChange> changes,
 
 void QueriesToProto(std::span<const hitbox::Query> queries, wire::Repeated<v1::Query>* out) {
   out->Reserve(static_cast<int>(queries.size()));
-  for (size_t i = 0; i < queries.size(); ++i) {
-    v1::Query* q = out->Add();
-    wire::ToProto(queries[i], q);
-    q->set_tag(i);
+  for (const hitbox::Query& q : queries) {
+    wire::ToProto(q, out->Add());  // the query's own tag included
   }
 }
 

@@ -392,6 +392,15 @@ bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
 LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                     const CastSettings& settings) {
   const CastMethod method = MethodFor(a.kind(), b.kind());
+  // The contact offset of a convex pair: the exact cast, then its rule
+  // (surfaces and compounds apply it per triangle or child).
+  if (settings.contact_offset > 0.0 && method != CastMethod::kSurface &&
+      method != CastMethod::kCompound) {
+    CastSettings exact = settings;
+    exact.contact_offset = 0.0;
+    return ApplyContactOffset(a, a_in_b, v, b, CastLocal(a, a_in_b, v, b, exact),
+                              settings.contact_offset);
+  }
   // Bounding spheres first for the costlier methods: most far misses end here.
   if (method != CastMethod::kSphereRay && method != CastMethod::kRayFromSphereB &&
       BoundingSpheresMiss(a, a_in_b, v, b, FractionBound(settings))) {
@@ -404,7 +413,7 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
     case CastMethod::kBoxBox: return CastBoxBox(a, a_in_b, v, b);
     case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
     case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
-    case CastMethod::kSurface: return CastSurface(a, a_in_b, v, b);
+    case CastMethod::kSurface: return CastSurface(a, a_in_b, v, b, SkinOf(settings));
     case CastMethod::kCompound: return CastCompound(a, a_in_b, v, b, settings);
     case CastMethod::kUnsupported: return {};
   }

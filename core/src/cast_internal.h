@@ -50,8 +50,10 @@ enum class CastMethod : uint8_t {
   kCompound,         ///< convex A against a compound B: per-child casts, the first wins
   kUnsupported,      ///< a surface or compound moving (never query shapes): a miss
 };
-/// Convex A (B frame) against surface B: SurfaceSweepConvex (surface_pairs.cc).
-LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+/// Convex A (B frame) against surface B: SurfaceSweepConvex (surface_pairs.cc),
+/// the contact offset applied per triangle.
+LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                      double contact_offset = 0.0);
 /// Lowest input triangle of surface `b` that convex `a` overlaps, or
 /// UINT32_MAX when none (surface_pairs.cc).
 uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
@@ -84,6 +86,21 @@ inline double FractionBound(const CastSettings& settings) {
   const double m = settings.max_fraction;
   return (m >= 0.0 && m < 1.0) ? m : 1.0;
 }
+
+/// CastSettings::contact_offset for use: positive values as given, else 0.
+inline double SkinOf(const CastSettings& settings) {
+  return settings.contact_offset > 0.0 ? settings.contact_offset : 0.0;
+}
+
+/// The contact offset's rule (CastSettings::contact_offset) for one piece
+/// first met at fraction t with penetration `depth` and unit `normal` (from
+/// the piece towards A), A moving by v: true when it is a hit.
+bool SkinKeeps(double depth, double t, const Vec3& normal, const Vec3& v, double skin);
+
+/// `lc` (the exact cast of convex A against convex B, B frame) when the
+/// contact offset `skin` > 0 keeps it, else a miss (cast_skin.cc).
+LocalCast ApplyContactOffset(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                             const LocalCast& lc, double skin);
 
 /// True when the bounding spheres of A (moving by v) and B never meet in
 /// [0, t_max], t_max in [0, 1] (a conservative early-out: false does not imply

@@ -17,6 +17,7 @@
 #include "dynamic_tree.h"
 #include "history.h"
 #include "id_index.h"
+#include "query_hits.h"
 
 namespace hitbox {
 namespace {
@@ -653,7 +654,7 @@ struct ColliderSet::Impl::OverlapJob {
     q = &query;
     hits = out;
     hits->clear();
-    cap = q->filter.max_hits;
+    cap = internal::KeptHits(q->filter.max_hits);
     pose = Normalized(q->pose);
     box = FloatAabb::Outward(q->shape.WorldBounds(pose).Expanded(kBoxSlack));
     r_q = q->shape.BoundingRadius() + kBoxSlack;
@@ -740,7 +741,7 @@ struct ColliderSet::Impl::HitCollector {
     hits->clear();
     filter = &f;
     all = all_hits;
-    cap = all_hits ? f.max_hits : 0;
+    cap = all_hits ? internal::KeptHits(f.max_hits) : 0;
     have_best = false;
   }
   /// The hit a new one must beat (HitLess) to be kept, or nullptr when any
@@ -840,6 +841,7 @@ struct ColliderSet::Impl::CastJob {
     const double bound = out.WinningBound(c.id, max_t);
     if (bound < 0.0) return max_t;
     settings.max_fraction = bound;
+    settings.contact_offset = q->contact_offset;
     ++pairs->count;
     const CastResult r = hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
     if (!r.hit()) return max_t;
@@ -1244,32 +1246,40 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
   return true;
 }
 
-void ColliderSet::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
+void ColliderSet::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits,
+                          bool* truncated) const {
   if (base_ != nullptr) {
     QueryResult r;
     RunOneLayered(q, &r);
     *hits = std::move(r.overlaps);
-    return;
+  } else {
+    impl_->Overlap(q, hits);
   }
-  impl_->Overlap(q, hits);
+  const bool cut = internal::TrimHits(hits, q.filter.max_hits);
+  if (truncated != nullptr) *truncated = cut;
 }
-void ColliderSet::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
+void ColliderSet::Cast(const CastQuery& q, std::vector<CastHit>* hits, bool* truncated) const {
   if (base_ != nullptr) {
     QueryResult r;
     RunOneLayered(q, &r);
     *hits = std::move(r.hits);
-    return;
+  } else {
+    impl_->Cast(q, hits);
   }
-  impl_->Cast(q, hits);
+  const bool cut = q.all_hits && internal::TrimHits(hits, q.filter.max_hits);
+  if (truncated != nullptr) *truncated = cut;
 }
-void ColliderSet::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
+void ColliderSet::Raycast(const RayQuery& q, std::vector<CastHit>* hits,
+                          bool* truncated) const {
   if (base_ != nullptr) {
     QueryResult r;
     RunOneLayered(q, &r);
     *hits = std::move(r.hits);
-    return;
+  } else {
+    impl_->Raycast(q, hits);
   }
-  impl_->Raycast(q, hits);
+  const bool cut = q.all_hits && internal::TrimHits(hits, q.filter.max_hits);
+  if (truncated != nullptr) *truncated = cut;
 }
 
 void ColliderSet::LinkBase() { impl_->base = base_ != nullptr ? base_->impl_.get() : nullptr; }
@@ -1279,22 +1289,33 @@ void ColliderSet::Move(const MoveQuery& q, MoveResult* result) const {
 }
 
 void ColliderSet::Run(const Query& q, QueryResult* result) const {
-  if (base_ != nullptr) return RunOneLayered(q, result);
+  if (base_ != nullptr) {
+    RunOneLayered(q, result);
+    internal::FinishResult(q, result);
+    return;
+  }
   result->overlaps.clear();
   result->hits.clear();
   result->move.reset();
   if (const auto* m = std::get_if<MoveQuery>(&q)) {
     impl_->Move(*m, &result->move.emplace(), nullptr);
-    return;
-  }
-  if (const auto* o = std::get_if<OverlapQuery>(&q)) {
+  } else if (const auto* o = std::get_if<OverlapQuery>(&q)) {
     impl_->Overlap(*o, &result->overlaps);
   } else if (const auto* c = std::get_if<CastQuery>(&q)) {
     impl_->Cast(*c, &result->hits);
   } else if (const auto* r = std::get_if<RayQuery>(&q)) {
     impl_->Raycast(*r, &result->hits);
   }
+  internal::FinishResult(q, result);
 }
+
+namespace {
+// Every answer of a batch as the caller sees it (internal::FinishResult).
+void FinishResults(std::span<const Query> queries, std::span<QueryResult> results) {
+  const size_t n = std::min(queries.size(), results.size());
+  for (size_t i = 0; i < n; ++i) internal::FinishResult(queries[i], &results[i]);
+}
+}  // namespace
 
 // Answers the first n queries, on the calling thread or in chunks on `pool`
 // when the batch is large enough; with a control, chunks not yet started
@@ -1317,15 +1338,18 @@ void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult
                            ThreadPool* pool) const {
   if (base_ != nullptr) {
     (void)RunBatchLayered(queries, results, pool, nullptr, nullptr);
-    return;
+  } else {
+    impl_->RunChunks(queries, results, std::min(queries.size(), results.size()), pool, nullptr);
   }
-  impl_->RunChunks(queries, results, std::min(queries.size(), results.size()), pool, nullptr);
+  FinishResults(queries, results);
 }
 
 Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
                              ThreadPool* pool, const QueryBudget& budget, QueryWork* work) const {
-  if (base_ != nullptr) return RunBatchLayered(queries, results, pool, &budget, work);
-  return RunBatchOwn(queries, results, pool, &budget, work);
+  const Status s = base_ != nullptr ? RunBatchLayered(queries, results, pool, &budget, work)
+                                    : RunBatchOwn(queries, results, pool, &budget, work);
+  if (s.ok()) FinishResults(queries, results);
+  return s;
 }
 
 Status ColliderSet::RunBatchOwn(std::span<const Query> queries, std::span<QueryResult> results,
@@ -1415,6 +1439,11 @@ Status ColliderSet::ValidateQuery(const Query& q, const std::string& field) {
   if (const auto* c = std::get_if<CastQuery>(&q)) {
     if (Status s = CheckQueryShape(c->shape, field + ".shape"); !s.ok()) return s;
     if (Status s = CheckPose(c->pose, field + ".pose"); !s.ok()) return s;
+    if (!(c->contact_offset >= 0.0 && c->contact_offset <= kMaxContactOffset)) {
+      return Invalid(field + ".contact_offset", "must be finite, >= 0 and <= " +
+                                                    Num(kMaxContactOffset) + " metres, got " +
+                                                    Num(c->contact_offset));
+    }
     return CheckVec(c->translation, field + ".translation");
   }
   if (const auto* r = std::get_if<RayQuery>(&q)) {

@@ -99,10 +99,11 @@ DistanceResult SurfaceDistance(const Shape& a, const Pose& pa, const Shape& b, c
   return out;
 }
 
-LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                      double contact_offset) {
   HITBOX_PLACE(q, a, a_in_b);
-  const MeshSweepHit h =
-      b.surface()->Visit([&](const auto& s) { return SurfaceSweepConvex(s, q, v); });
+  const MeshSweepHit h = b.surface()->Visit(
+      [&](const auto& s) { return SurfaceSweepConvex(s, q, v, contact_offset); });
   LocalCast out;
   switch (h.state) {
     case MeshSweepHit::State::kMiss: return out;

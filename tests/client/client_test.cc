@@ -197,10 +197,15 @@ TEST_P(ClientFakeTest, Queries) {
   batch.push_back(OverlapQuery{capsule, Pose::Identity(), {}, true});
   batch.push_back(CastQuery{capsule, Pose::Identity(), {1, 0, 0}, {}, false});
   batch.push_back(RayQuery{{0, 0, 0}, {0, -5, 0}, {}, true});
+  // The fake answers with ids derived from each query's tag, which the
+  // client sends as set (0 when unset) and reads back.
+  std::get<CastQuery>(batch[1]).tag = 1;
+  std::get<RayQuery>(batch[2]).tag = 2;
   RpcResult<QueryBatchResult> r = client_->Query("s", batch);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->revision, 7u);
   ASSERT_EQ(r->results.size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) EXPECT_EQ(r->results[i].tag, i);
   ASSERT_EQ(r->results[0].overlaps.size(), 1u);
   EXPECT_EQ(r->results[0].overlaps[0].id, 200u);
   ASSERT_EQ(r->results[1].hits.size(), 1u);
@@ -404,6 +409,7 @@ TEST_P(ClientFakeTest, TickStreamMatchesResults) {
   for (int i = 0; i < 64; ++i) {
     std::vector<Query> queries(static_cast<size_t>(rng.Int(0, 4)),
                                RayQuery{{0, 0, 0}, {1, 0, 0}, {}, false});
+    for (size_t q = 0; q < queries.size(); ++q) std::get<RayQuery>(queries[q]).tag = q;
     query_counts.push_back(queries.size());
     futures.push_back(stream->Tick({}, queries));
   }

@@ -223,6 +223,77 @@ class HitboxdTest : public ::testing::Test {
 
 TEST_F(HitboxdTest, EveryCall) { ExerciseEveryCall(*client_, "every-call"); }
 
+// Against the real hitboxd: every query's tag goes out and comes back on its
+// result (Query and tick streams); max_hits cuts say truncated (0: the
+// server's default max_hits_per_query of 1024, not reached here); a capsule
+// resting on the floor is a hit at fraction 0 without a contact offset and
+// reaches the wall with one; a bad offset is refused by name.
+TEST_F(HitboxdTest, TagsTruncatedAndContactOffset) {
+  ASSERT_TRUE(client_->CreateSession("tags").ok());
+  std::vector<ColliderChange> add = {
+      ColliderChange::Add({1, *Shape::MakeBox({10, 0.5, 10}), Pose({0, -0.5, 0}), 0, 0}),
+      ColliderChange::Add({2, *Shape::MakeBox({0.5, 2, 5}), Pose({3.0, 1.0, 0}), 0, 0})};
+  for (uint64_t id = 10; id < 16; ++id) {
+    add.push_back(ColliderChange::Add(
+        {id, *Shape::MakeSphere(0.2), Pose({-5.0, 0.5, static_cast<double>(id)}), 0, id}));
+  }
+  ASSERT_TRUE(client_->ApplyChanges("tags", add).ok());
+
+  const Shape capsule = *Shape::MakeCapsule(0.5, 0.5);
+  CastQuery resting;
+  resting.shape = capsule;
+  resting.pose = Pose({-1.5, 1.0, 0});  // bottom exactly on the floor's top, y = 0
+  resting.translation = {4, 0, 0};
+  resting.tag = 101;
+  CastQuery skinned = resting;
+  skinned.contact_offset = 1e-3;
+  skinned.tag = 102;
+  OverlapQuery spheres;
+  spheres.shape = *Shape::MakeBox({1, 1, 100});
+  spheres.pose = Pose({-5, 1.5, 0});  // above the floor: the six spheres only
+  spheres.filter.max_hits = 4;
+  spheres.tag = UINT64_MAX;
+  OverlapQuery all = spheres;
+  all.filter.max_hits = 0;
+  all.tag = 0;
+  const std::vector<hitbox::Query> batch = {resting, skinned, spheres, all};
+  RpcResult<QueryBatchResult> r = client_->Query("tags", batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->results.size(), 4u);
+  EXPECT_EQ(r->results[0].tag, 101u);
+  EXPECT_EQ(r->results[1].tag, 102u);
+  EXPECT_EQ(r->results[2].tag, UINT64_MAX);
+  EXPECT_EQ(r->results[3].tag, 0u);
+  EXPECT_EQ(r->results[2].overlaps.size(), 4u);
+  EXPECT_TRUE(r->results[2].truncated);
+  EXPECT_EQ(r->results[3].overlaps.size(), 6u);
+  EXPECT_FALSE(r->results[3].truncated);
+  if (CoreCastsWork()) {
+    ASSERT_EQ(r->results[0].hits.size(), 1u);
+    EXPECT_EQ(r->results[0].hits[0].id, 1u);  // the floor, at once
+    EXPECT_EQ(r->results[0].hits[0].fraction, 0.0);
+    ASSERT_EQ(r->results[1].hits.size(), 1u);
+    EXPECT_EQ(r->results[1].hits[0].id, 2u);  // the wall
+    EXPECT_NEAR(r->results[1].hits[0].fraction, 3.5 / 4.0, 1e-9);
+  }
+
+  // The same on a tick stream.
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("tags");
+  RpcResult<TickResult> t = stream->Tick({}, batch).get();
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->results.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(t->results[i].tag, r->results[i].tag);
+  EXPECT_TRUE(t->results[2].truncated);
+  EXPECT_TRUE(stream->Finish().ok());
+
+  skinned.contact_offset = -0.5;
+  RpcResult<QueryBatchResult> bad = client_->Query("tags", std::vector<hitbox::Query>{skinned});
+  EXPECT_EQ(bad.code(), RpcCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("queries[0].cast.contact_offset"), std::string::npos)
+      << bad.status().message();
+  EXPECT_TRUE(client_->DeleteSession("tags").ok());
+}
+
 #ifdef HITBOX_HAVE_SERVER_LIB
 // The same against an in-process server (no network).
 TEST(InProcessServerTest, EveryCall) {

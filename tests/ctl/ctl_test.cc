@@ -433,6 +433,50 @@ TEST_F(CtlQueryTest, Cast) {
   EXPECT_TRUE(inside.at("hits")[0].at("started_overlapping").get<bool>());
 }
 
+// --contact-offset: a capsule resting exactly on a floor (top y = 0) swept
+// sideways hits the floor at fraction 0 without it and the wall (face
+// x = 2.5) at 3.5/4 with it; out of range is a usage error.
+TEST_F(CtlQueryTest, CastContactOffset) {
+  CtlJson({"load", "skin",
+           WriteTemp(json{{"colliders",
+                           {Box(1, {20, 0.5, 20}, {0, -0.5, 0}), Box(2, {0.5, 2, 5}, {3, 1, 0})}}}
+                         .dump()),
+           "--create"});
+  const std::vector<std::string> cast = {"cast", "skin", "--capsule", "0.5,0.5", "--pos",
+                                         "-1.5,1,0", "--translation", "4,0,0"};
+  const json resting = CtlJson(cast);
+  ASSERT_EQ(HitIds(resting), std::vector<uint64_t>({1}));
+  EXPECT_EQ(resting.at("hits")[0].at("fraction").get<double>(), 0.0);
+  std::vector<std::string> skinned = cast;
+  skinned.insert(skinned.end(), {"--contact-offset", "0.001"});
+  const json wall = CtlJson(skinned);
+  ASSERT_EQ(HitIds(wall), std::vector<uint64_t>({2}));
+  EXPECT_NEAR(wall.at("hits")[0].at("fraction").get<double>(), 3.5 / 4.0, 1e-9);
+  EXPECT_FALSE(wall.at("truncated").get<bool>());
+  std::vector<std::string> bad = cast;
+  bad.insert(bad.end(), {"--contact-offset", "-1"});
+  EXPECT_EQ(Ctl(bad).code, 2);
+}
+
+// A list cut by --max-hits says so: "truncated" in JSON and a line in the table.
+TEST_F(CtlQueryTest, TruncatedOutput) {
+  const json cut = CtlJson({"overlap", "q", "--sphere", "20", "--max-hits", "2"});
+  EXPECT_EQ(HitIds(cut).size(), 2u);
+  EXPECT_TRUE(cut.at("truncated").get<bool>());
+  const json whole = CtlJson({"overlap", "q", "--sphere", "20", "--max-hits", "3"});
+  EXPECT_EQ(HitIds(whole).size(), 3u);
+  EXPECT_FALSE(whole.at("truncated").get<bool>());
+  const RunResult human = Ctl({"overlap", "q", "--sphere", "20", "--max-hits", "2"});
+  EXPECT_EQ(human.code, 0);
+  EXPECT_NE(human.out.find("truncated: more hits than the 2 shown"), std::string::npos)
+      << human.out;
+  const RunResult all = Ctl({"raycast", "q", "--origin", "-5,0,0", "--translation", "20,0,0",
+                             "--all", "--max-hits", "1"});
+  EXPECT_NE(all.out.find("truncated"), std::string::npos) << all.out;
+  const RunResult fits = Ctl({"overlap", "q", "--sphere", "20"});
+  EXPECT_EQ(fits.out.find("truncated"), std::string::npos) << fits.out;
+}
+
 // Server errors reach stderr with a non-zero exit.
 TEST_F(CtlQueryTest, QueryErrors) {
   const RunResult r = Ctl({"overlap", "missing", "--sphere", "1"});

@@ -479,6 +479,59 @@ TEST_F(ServiceTest, QueryRejectionsAndHitCap) {
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// max_hits over the wire: 0 stands for the session's max_hits_per_query (8
+// here), as does anything above it; truncated says when hits were left out,
+// and the tag comes back.
+TEST_F(ServiceTest, TruncatedSaysWhenMaxHitsCut) {
+  ASSERT_TRUE(Create("t").ok());
+  AddSpheres("t", 20);  // spheres at x = 3, 6, ..., 60
+  v1::QueryRequest req;
+  req.set_session_id("t");
+  v1::Query* q = req.add_queries();
+  q->set_tag(12345);
+  v1::OverlapQuery* o = q->mutable_overlap();
+  o->mutable_shape()->mutable_box()->mutable_half_extents()->set_x(100);
+  o->mutable_shape()->mutable_box()->mutable_half_extents()->set_y(1);
+  o->mutable_shape()->mutable_box()->mutable_half_extents()->set_z(1);
+  struct Case {
+    uint32_t max_hits;
+    double half_x;  // 100: all 20 spheres; 13.5: the first 4
+    int listed;
+    bool truncated;
+  };
+  for (const Case& c : {Case{0, 100, 8, true}, Case{3, 100, 3, true}, Case{25, 100, 8, true},
+                        Case{0, 13.5, 4, false}, Case{4, 13.5, 4, false},
+                        Case{3, 13.5, 3, true}}) {
+    o->mutable_filter()->set_max_hits(c.max_hits);
+    o->mutable_shape()->mutable_box()->mutable_half_extents()->set_x(c.half_x);
+    v1::QueryResponse resp;
+    ASSERT_TRUE(RunQuery(req, &resp).ok());
+    ASSERT_EQ(resp.results_size(), 1);
+    EXPECT_EQ(resp.results(0).overlaps_size(), c.listed) << c.max_hits << " " << c.half_x;
+    EXPECT_EQ(resp.results(0).truncated(), c.truncated) << c.max_hits << " " << c.half_x;
+    EXPECT_EQ(resp.results(0).tag(), 12345u);
+  }
+  // All-hits rays too; a closest-hit ray is never cut.
+  v1::RayQuery* ray = req.add_queries()->mutable_raycast();
+  ray->mutable_translation()->set_x(100);
+  ray->set_all_hits(true);
+  v1::QueryResponse resp;
+  ASSERT_TRUE(RunQuery(req, &resp).ok());
+  EXPECT_EQ(resp.results(1).hits_size(), 8);
+  EXPECT_TRUE(resp.results(1).truncated());
+  ray->set_all_hits(false);
+  ASSERT_TRUE(RunQuery(req, &resp).ok());
+  EXPECT_EQ(resp.results(1).hits_size(), 1);
+  EXPECT_FALSE(resp.results(1).truncated());
+  // A cast's contact offset out of range names the field.
+  v1::CastQuery* cast = req.add_queries()->mutable_cast();
+  cast->mutable_shape()->mutable_sphere()->set_radius(1);
+  cast->set_contact_offset(-1);
+  const grpc::Status st = RunQuery(req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("queries[2].cast.contact_offset"));
+}
+
 // ListColliders streams a sorted snapshot in pages capped by the server.
 TEST_F(ServiceTest, ListCollidersPages) {
   ASSERT_TRUE(Create("l").ok());
@@ -733,6 +786,70 @@ TEST(ServiceLimitsTest, HitBudgetFollowsMaxMessageBytes) {
   ASSERT_TRUE(svc.DoGetSession(get, &info).ok());
   EXPECT_EQ(info.collider_count(), 20u);  // the remove did not apply
   EXPECT_EQ(info.revision(), 1u);
+  (*started)->Shutdown(std::chrono::milliseconds(0));
+}
+
+// A tick with changes is budgeted by the hits its queries do return: nine
+// overlaps that could each return 8 (72 > 64 at worst) but return one each
+// run and the changes apply; the same tick finding 72 is refused and changes
+// nothing.
+TEST(ServiceLimitsTest, TickWithChangesIsBudgetedByReturnedHits) {
+  server::ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.service.threads = 1;
+  o.service.limits.max_message_bytes = 4096;  // 64 hits of 64 bytes
+  o.service.limits.session.max_hits_per_query = 8;
+  Result<std::unique_ptr<server::HitboxServer>> started = server::HitboxServer::Start(o);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  server::HitboxService& svc = (*started)->service();
+  v1::CreateSessionRequest create;
+  create.set_session_id("b");
+  v1::SessionInfo info;
+  ASSERT_TRUE(svc.DoCreateSession(create, &info).ok());
+  v1::ApplyChangesRequest add;
+  add.set_session_id("b");
+  for (int i = 0; i < 20; ++i) *add.add_changes()->mutable_add() = SphereMsg(i, 0.5, {3.0 * i, 0, 0});
+  v1::ApplyChangesResponse applied;
+  ASSERT_TRUE(svc.DoApplyChanges(add, &applied).ok());
+  v1::GetSessionRequest get;
+  get.set_session_id("b");
+
+  server::HitboxService::TickStream stream;
+  v1::TickRequest tick;
+  tick.set_session_id("b");
+  tick.add_changes()->set_remove(3);
+  for (int i = 0; i < 9; ++i) {  // max_hits 0: the session's 8 each, 72 at worst
+    v1::OverlapQuery* q = tick.add_queries()->mutable_overlap();
+    q->mutable_shape()->mutable_sphere()->set_radius(0.6);
+    q->mutable_pose()->mutable_position()->set_x(3.0 * (10 + i));  // one sphere each
+  }
+  v1::TickResponse tresp;
+  svc.DoTick(&stream, tick, &tresp);
+  ASSERT_FALSE(tresp.has_error()) << tresp.error().message();
+  ASSERT_EQ(tresp.results_size(), 9);
+  for (const v1::QueryResult& r : tresp.results()) {
+    EXPECT_EQ(r.overlaps_size(), 1);
+    EXPECT_FALSE(r.truncated());
+  }
+  ASSERT_TRUE(svc.DoGetSession(get, &info).ok());
+  EXPECT_EQ(info.collider_count(), 19u);  // the remove applied
+  const uint64_t revision = info.revision();
+
+  // Now they find 8 each (72 > 64): refused by what they return, nothing changes.
+  v1::TickRequest big = tick;
+  big.mutable_changes(0)->set_remove(4);
+  for (v1::Query& q : *big.mutable_queries()) {
+    q.mutable_overlap()->mutable_shape()->mutable_sphere()->set_radius(100);
+  }
+  tresp.Clear();
+  server::HitboxService::TickStream stream2;
+  svc.DoTick(&stream2, big, &tresp);
+  ASSERT_TRUE(tresp.has_error());
+  EXPECT_EQ(tresp.error().code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  EXPECT_THAT(tresp.error().message(), HasSubstr("hits"));
+  ASSERT_TRUE(svc.DoGetSession(get, &info).ok());
+  EXPECT_EQ(info.collider_count(), 19u);  // the remove of 4 did not apply
+  EXPECT_EQ(info.revision(), revision);
   (*started)->Shutdown(std::chrono::milliseconds(0));
 }
 

@@ -640,5 +640,64 @@ TEST(WireTest, CompoundPathsAndRoundTrip) {
             "shape (use sphere, box, capsule, cylinder or convex_hull)");
 }
 
+// A cast's contact offset: finite and in [0, kMaxContactOffset] metres, else
+// INVALID_ARGUMENT naming queries[i].cast.contact_offset; it round-trips,
+// absent is 0. Every query's tag reaches the core query and back; a result's
+// truncated flag and tag round-trip.
+TEST(WireTest, ContactOffsetTagAndTruncated) {
+  v1::QueryRequest req;
+  v1::Query* pq = req.add_queries();
+  pq->set_tag(41);
+  pq->mutable_cast()->mutable_shape()->mutable_sphere()->set_radius(1);
+  std::vector<Query> out;
+  ASSERT_TRUE(wire::FromProto(req.queries(), &out).ok());
+  EXPECT_EQ(std::get<CastQuery>(out[0]).contact_offset, 0.0);
+  EXPECT_EQ(std::get<CastQuery>(out[0]).tag, 41u);
+  for (double good : {0.0, 1e-3, 0.25, kMaxContactOffset}) {
+    pq->mutable_cast()->set_contact_offset(good);
+    ASSERT_TRUE(wire::FromProto(req.queries(), &out).ok()) << good;
+    EXPECT_EQ(std::get<CastQuery>(out[0]).contact_offset, good);
+    v1::Query back;
+    wire::ToProto(out[0], &back);
+    EXPECT_EQ(back.cast().contact_offset(), good);
+    EXPECT_EQ(back.tag(), 41u);
+  }
+  for (double bad : {-1e-12, std::numeric_limits<double>::quiet_NaN(),
+                     std::numeric_limits<double>::infinity(), 1000.5}) {
+    pq->mutable_cast()->set_contact_offset(bad);
+    const Status s = wire::FromProto(req.queries(), &out);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("queries[0].cast.contact_offset: must be in [0, 1000] metres"));
+  }
+  // Tags of the other kinds.
+  v1::Query* o = req.add_queries();
+  o->set_tag(7);
+  o->mutable_overlap()->mutable_shape()->mutable_sphere()->set_radius(1);
+  v1::Query* ray = req.add_queries();
+  ray->set_tag(UINT64_MAX);
+  ray->mutable_raycast();
+  pq->mutable_cast()->set_contact_offset(0.5);
+  ASSERT_TRUE(wire::FromProto(req.queries(), &out).ok());
+  EXPECT_EQ(std::get<OverlapQuery>(out[1]).tag, 7u);
+  EXPECT_EQ(std::get<RayQuery>(out[2]).tag, UINT64_MAX);
+
+  QueryResult r;
+  r.truncated = true;
+  r.tag = 5;
+  v1::QueryResult p;
+  wire::ToProto(r, 5, &p);
+  EXPECT_TRUE(p.truncated());
+  const QueryResult b = wire::ResultFromProto(p);
+  EXPECT_TRUE(b.truncated);
+  EXPECT_EQ(b.tag, 5u);
+  r.truncated = false;
+  p.Clear();
+  wire::ToProto(r, 6, &p);
+  EXPECT_FALSE(p.truncated());
+  EXPECT_FALSE(wire::ResultFromProto(p).truncated);
+  EXPECT_EQ(wire::ResultFromProto(p).tag, 6u);
+}
+
 }  // namespace
 }  // namespace hitbox

@@ -527,6 +527,12 @@ Result<Query> QueryKindOf(const v1::Query& q, const Path& path) {
       if (!filter.ok()) return filter.error();
       out.filter = std::move(*filter);
       out.all_hits = in.all_hits();
+      if (Status s = CheckSetting(in.contact_offset(), 0, false, kMaxContactOffset, false,
+                                  " metres", Path(&p, "contact_offset"));
+          !s.ok()) {
+        return s.error();
+      }
+      out.contact_offset = in.contact_offset();
       return Query(std::move(out));
     }
     case v1::Query::kRaycast: {
@@ -556,7 +562,9 @@ Result<Query> QueryKindOf(const v1::Query& q, const Path& path) {
 // still holds it is checked when it runs).
 Result<Query> QueryOf(const v1::Query& q, const Path& path) {
   Result<Query> out = QueryKindOf(q, path);
-  if (!out.ok() || !q.has_at_tick()) return out;
+  if (!out.ok()) return out;
+  if (q.tag() != 0) std::visit([&q](auto& x) { x.tag = q.tag(); }, *out);
+  if (!q.has_at_tick()) return out;
   const double t = q.at_tick();
   if (!(std::isfinite(t) && t >= 0.0)) {
     return Invalid(Path(&path, "at_tick"), " must be a finite tick >= 0, got " + FormatDouble(t));
@@ -771,6 +779,8 @@ MoveResult ResultFromProto(const v1::MoveResult& r) {
 
 QueryResult ResultFromProto(const v1::QueryResult& r) {
   QueryResult out;
+  out.tag = r.tag();
+  out.truncated = r.truncated();
   if (r.has_move()) out.move = ResultFromProto(r.move());
   out.overlaps.reserve(r.overlaps_size());
   for (const v1::OverlapHit& h : r.overlaps()) out.overlaps.push_back(ResultFromProto(h));
@@ -907,6 +917,7 @@ void ToProto(const Query& q, v1::Query* out) {
     ToProto(c->translation, p->mutable_translation());
     ToProto(c->filter, p->mutable_filter());
     p->set_all_hits(c->all_hits);
+    p->set_contact_offset(c->contact_offset);
   } else if (const auto* r = std::get_if<RayQuery>(&q)) {
     v1::RayQuery* p = out->mutable_raycast();
     ToProto(r->origin, p->mutable_origin());
@@ -925,6 +936,7 @@ void ToProto(const Query& q, v1::Query* out) {
   const std::optional<double>& at =
       std::visit([](const auto& x) -> const std::optional<double>& { return x.at_tick; }, q);
   if (at) out->set_at_tick(*at);
+  out->set_tag(std::visit([](const auto& x) { return x.tag; }, q));
 }
 
 void ToProto(const MoveSettings& s, v1::MoveSettings* out) {
@@ -982,6 +994,7 @@ void ToProto(const CastHit& h, v1::CastHit* out) {
 
 void ToProto(const QueryResult& r, uint64_t tag, v1::QueryResult* out) {
   out->set_tag(tag);
+  out->set_truncated(r.truncated);
   out->mutable_overlaps()->Reserve(static_cast<int>(r.overlaps.size()));
   for (const OverlapHit& h : r.overlaps) ToProto(h, out->add_overlaps());
   out->mutable_hits()->Reserve(static_cast<int>(r.hits.size()));

@@ -434,9 +434,16 @@ class Client {
 
   /// Answers a batch of mixed queries, in order, all at one revision. A batch
   /// with a move that names apply_to_id changes the session: never retried.
+  /// Each query's tag (OverlapQuery::tag, CastQuery::tag, ...) is sent and
+  /// comes back as results[i].tag; results[i].truncated is set when
+  /// filter.max_hits, or the session's max_hits_per_query (which a max_hits
+  /// of 0 stands for), left hits out. A cast's contact_offset (skin) is sent
+  /// as is (the server refuses one outside [0, 1000] metres).
   RpcResult<QueryBatchResult> Query(std::string_view session_id, std::span<const hitbox::Query> queries,
                                     const CallOptions& call = {});
-  /// Colliders that `shape` at `pose` overlaps (touching counts), sorted by id.
+  /// Colliders that `shape` at `pose` overlaps (touching counts), sorted by
+  /// id; at most max_hits of them (0: the session's max_hits_per_query). Use
+  /// Query() to learn whether the list was cut (QueryResult::truncated).
   RpcResult<std::vector<OverlapHit>> Overlap(std::string_view session_id, const Shape& shape,
                                              const Pose& pose, const QueryFilter& filter = {},
                                              bool want_contact = false,
@@ -447,7 +454,8 @@ class Client {
                                           const Pose& pose, const Vec3& translation,
                                           const QueryFilter& filter = {},
                                           const CallOptions& call = {});
-  /// Every collider hit along the sweep, sorted by (fraction, id).
+  /// Every collider hit along the sweep, sorted by (fraction, id); cut as
+  /// Overlap() is (Query() tells whether it was).
   RpcResult<std::vector<CastHit>> SweepAll(std::string_view session_id, const Shape& shape,
                                            const Pose& pose, const Vec3& translation,
                                            const QueryFilter& filter = {},

@@ -56,6 +56,20 @@ struct CastSettings {
   /// (world sweeps pass their best fraction so far). Hits at or before it are
   /// reported exactly as with the default 1.
   double max_fraction = 1.0;
+  /// Contact offset ("skin"), metres, >= 0: the penetration a cast tolerates.
+  /// 0 (the default): every contact counts, as without the setting. s > 0:
+  /// each piece of B (a convex shape, a mesh or heightfield triangle, a
+  /// compound child) is judged at its first contact along the cast, at
+  /// fraction t0 with penetration depth d0 (0 when it is first touched after
+  /// the start) and unit normal n from the piece towards A. It is a hit
+  /// (at t0, as with 0) only when d0 + (1 - t0) * max(0, -n . translation)
+  /// >= s: the penetration it would reach if the contact went on as it
+  /// started. Otherwise it is passed over: by convexity of the piece the
+  /// shapes then penetrate it by less than s over the whole translation. So a
+  /// shape resting on (or sunk less than s into) a floor sweeps along it
+  /// without a hit at fraction 0, and still stops at fraction 0 when the
+  /// translation goes into the floor by s or more. Negative or NaN: 0.
+  double contact_offset = 0.0;
 };
 
 /// Result of Cast() or Raycast().
@@ -96,7 +110,9 @@ DistanceResult ComputeDistance(const Shape& a, const Pose& pose_a, const Shape& 
 
 /// Sweeps A from pose_a by `translation` (no rotation) against B at pose_b.
 /// Started-overlapping casts return kStartedOverlapping, fraction 0, and the
-/// contact. A zero translation is an overlap test.
+/// contact. A zero translation is an overlap test. With
+/// settings.contact_offset > 0, contacts shallower than it that the
+/// translation does not drive deeper are no hit (CastSettings).
 CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
                 const Pose& pose_b, const CastSettings& settings = {});
 

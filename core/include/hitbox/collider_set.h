@@ -29,6 +29,8 @@ namespace hitbox {
 
 /// Largest valid layer index; layers are 0..31.
 inline constexpr uint32_t kMaxLayer = 31;
+/// Largest CastQuery::contact_offset, metres (ValidateQuery and the wire).
+inline constexpr double kMaxContactOffset = 1e3;
 // (kQuatNormTolerance, the tolerance on |q| - 1 of callers' quaternions, is
 // in hitbox/shapes.h: compound child poses follow the same rule.)
 
@@ -77,10 +79,13 @@ struct QueryFilter {
   uint32_t mask = 0xFFFFFFFFu;
   /// Ids never reported (small lists; linear scan).
   std::vector<uint64_t> ignore;
-  /// Most hits to report; 0 means no limit. For "all hits" casts the first
-  /// max_hits in (fraction, id) order are kept; for overlaps the first
-  /// max_hits in id order. Queries keep only these as they go (a bounded
-  /// heap), so a query never holds more than max_hits hits, and candidates
+  /// Most hits to report; 0 means no limit of the query's own (in process:
+  /// every hit; over the wire the session's max_hits_per_query still
+  /// applies). For "all hits" casts and rays the first max_hits in
+  /// (fraction, id) order are kept; for overlaps the first max_hits in id
+  /// order; a closest-hit query reports one hit whatever it is. When hits
+  /// were left out, QueryResult::truncated is set. Queries keep only these
+  /// (and one more, to know) as they go (a bounded heap), and candidates
   /// that could not make the cut skip the narrow phase.
   uint32_t max_hits = 0;
 
@@ -97,6 +102,8 @@ struct OverlapQuery {
   /// Answer against the world as it was at this tick (lag compensation; a
   /// real number, see ColliderSet::Ticks()); unset: the current world.
   std::optional<double> at_tick;
+  /// Caller's tag, echoed in QueryResult::tag; the query ignores it.
+  uint64_t tag = 0;
 };
 
 /// "Where does this shape moving by `translation` first hit?"
@@ -111,6 +118,13 @@ struct CastQuery {
   /// Answer against the world as it was at this tick (lag compensation; a
   /// real number, see ColliderSet::Ticks()); unset: the current world.
   std::optional<double> at_tick;
+  /// Contact offset (skin) in metres, >= 0: contacts shallower than it that
+  /// the translation does not drive deeper are no hit, so a shape resting on
+  /// a floor sweeps along it freely (CastSettings::contact_offset has the
+  /// exact rule). 0: every contact counts. At most kMaxContactOffset.
+  double contact_offset = 0.0;
+  /// Caller's tag, echoed in QueryResult::tag; the query ignores it.
+  uint64_t tag = 0;
 };
 
 /// "What does this ray hit?"
@@ -124,6 +138,8 @@ struct RayQuery {
   /// Answer against the world as it was at this tick (lag compensation; a
   /// real number, see ColliderSet::Ticks()); unset: the current world.
   std::optional<double> at_tick;
+  /// Caller's tag, echoed in QueryResult::tag; the query ignores it.
+  uint64_t tag = 0;
 };
 
 /// "The character wants to move by `displacement`: where does it end up?"
@@ -147,6 +163,8 @@ struct MoveQuery {
   /// Lag compensation: the move runs against the world as it was at this
   /// tick (as OverlapQuery::at_tick); the applied pose is set in the present.
   std::optional<double> at_tick;
+  /// Caller's tag, echoed in QueryResult::tag; the query ignores it.
+  uint64_t tag = 0;
 };
 
 /// A query of any kind, for batches.
@@ -192,6 +210,12 @@ struct QueryResult {
   std::vector<CastHit> hits;
   /// Set for a MoveQuery only.
   std::optional<MoveResult> move;
+  /// True when filter.max_hits left out hits that the query found (there
+  /// were more than max_hits); never for closest-hit casts and rays, moves,
+  /// or max_hits 0.
+  bool truncated = false;
+  /// The query's tag (OverlapQuery::tag, ...), echoed.
+  uint64_t tag = 0;
 };
 
 /// Bounds on the work of one batch, and how to stop it early (RunBatch).
@@ -314,19 +338,21 @@ class ColliderSet {
   /// nothing (check with CheckQueryTicks()).
   /// Overlap query; hits sorted by id. With a base set, queries answer over
   /// the base and the own colliders together (a rewound query or a move sees
-  /// the base, which never moves, as it is).
-  void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const;
+  /// the base, which never moves, as it is). `truncated` (may be null):
+  /// QueryResult::truncated.
+  void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits,
+               bool* truncated = nullptr) const;
   /// Cast query; hits sorted by (fraction, id); one hit unless all_hits.
-  void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
+  void Cast(const CastQuery& q, std::vector<CastHit>* hits, bool* truncated = nullptr) const;
   /// Raycast query; hits sorted by (fraction, id); one hit unless all_hits.
-  void Raycast(const RayQuery& q, std::vector<CastHit>* hits) const;
+  void Raycast(const RayQuery& q, std::vector<CastHit>* hits, bool* truncated = nullptr) const;
   /// Move query (collide-and-slide): the final position, contacts, ground.
   void Move(const MoveQuery& q, MoveResult* result) const;
   /// Runs one query of any kind.
   void Run(const Query& q, QueryResult* result) const;
-  /// Runs a batch; results[i] answers queries[i]. Uses `pool` (may be null)
-  /// when the batch is large enough to pay for it; results are identical
-  /// whatever the thread count.
+  /// Runs a batch; results[i] answers queries[i] (its tag and truncated
+  /// set). Uses `pool` (may be null) when the batch is large enough to pay
+  /// for it; results are identical whatever the thread count.
   void RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
                 ThreadPool* pool = nullptr) const;
   /// RunBatch under a budget: Ok with every result filled; or kOutOfRange

@@ -9,6 +9,7 @@
 // (triangle_convex.h). `sub_shape` answers are input triangle indices.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -121,10 +122,39 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
   return any;
 }
 
-/// First contact of the convex translating by `translation` with `surface`.
+/// Whether the contact offset `skin` > 0 keeps the first contact `s` of the
+/// convex translating by `translation` with triangle `tri`
+/// (CastSettings::contact_offset): its depth when started inside (GJK, or
+/// EPA when the cores overlap) plus the approach over the rest of the
+/// translation must reach the skin.
+template <typename Convex>
+bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& translation,
+                       const TriangleConvexSweep& s, double skin) {
+  double depth = 0.0;
+  Vec3 n = s.normal;
+  if (s.started_inside) {
+    const TriangleConvexDistance g =
+        TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
+    if (!g.cores_overlap) {
+      depth = std::max(-g.distance, 0.0);
+    } else {
+      const TriangleConvexPenetration e =
+          TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g);
+      if (!e.valid) return true;  // depth unknown: a hit, as without the skin
+      depth = e.depth;
+      n = e.normal;
+    }
+  }
+  const double approach = std::max(0.0, -Dot(n, translation));
+  return depth + (1.0 - s.t) * approach >= skin;
+}
+
+/// First contact of the convex translating by `translation` with `surface`;
+/// with a contact offset `skin` > 0, triangles it does not keep
+/// (TriangleSkinKeeps) are passed over.
 template <typename Surface, typename Convex>
 MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
-                                const Vec3& translation) {
+                                const Vec3& translation, double skin = 0.0) {
   MeshSweepHit out;
   const Aabb box = convex.bounds().Swept(translation).Expanded(kSweepGap);
   const double scale = convex.scale() + translation.Length();
@@ -147,6 +177,7 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
     const TriangleConvexSweep s = SweepConvexTriangle(v, convex, convex.margin(), translation,
                                                       best, scale, surface.ActiveEdges(k));
     if (!s.hit) return true;
+    if (skin > 0.0 && !TriangleSkinKeeps(v, convex, translation, s, skin)) return true;
     const uint32_t orig = surface.OriginalIndex(k);
     if (s.t < best || best_orig == UINT32_MAX || (s.t == best && orig < best_orig)) {
       best = s.t;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hitbox/collider_set.h"
+#include "query_hits.h"
 
 namespace hitbox {
 namespace {
@@ -25,7 +26,8 @@ bool HitOrder(const CastHit& a, const CastHit& b) {
 bool OverlapOrder(const OverlapHit& a, const OverlapHit& b) { return a.id < b.id; }
 
 // Merges two sorted lists into `base` (which holds the first), keeping the
-// first `cap` (0: all).
+// first `cap` (0: all): internal::KeptHits(max_hits), so that the caller can
+// tell whether max_hits cut any.
 template <typename T, typename Less>
 void MergeSorted(std::vector<T>* base, std::vector<T>* own, uint32_t cap, Less less) {
   if (!own->empty()) {
@@ -46,17 +48,18 @@ void MergeResult(const Query& q, QueryResult* into, QueryResult* own) {
     return;
   }
   if (const auto* o = std::get_if<OverlapQuery>(&q)) {
-    MergeSorted(&into->overlaps, &own->overlaps, o->filter.max_hits, OverlapOrder);
+    MergeSorted(&into->overlaps, &own->overlaps, internal::KeptHits(o->filter.max_hits),
+                OverlapOrder);
     return;
   }
   bool all_hits = false;
   uint32_t cap = 0;
   if (const auto* c = std::get_if<CastQuery>(&q)) {
     all_hits = c->all_hits;
-    cap = c->filter.max_hits;
+    cap = internal::KeptHits(c->filter.max_hits);
   } else if (const auto* r = std::get_if<RayQuery>(&q)) {
     all_hits = r->all_hits;
-    cap = r->filter.max_hits;
+    cap = internal::KeptHits(r->filter.max_hits);
   }
   if (all_hits) {
     MergeSorted(&into->hits, &own->hits, cap, HitOrder);

@@ -84,8 +84,9 @@ Result<ColliderChange> FromProto(const v1::ColliderChange& c, std::string_view f
 /// Mask absent: all layers; at most kMaxIgnoreIds ignore ids. max_hits is
 /// copied as is (the server clamps it).
 Result<QueryFilter> FromProto(const v1::QueryFilter& f, std::string_view field);
-/// A query of any kind; the kind oneof must be set. The tag is not part of
-/// the core query (see Query.tag).
+/// A query of any kind; the kind oneof must be set. Query.tag goes to the
+/// core query's tag; a cast's contact_offset must be finite and in
+/// [0, kMaxContactOffset] metres.
 Result<Query> FromProto(const v1::Query& q, std::string_view field);
 
 /// A whole change list; errors are named "<field>[i]...." (field "changes").
@@ -116,7 +117,7 @@ void ToProto(const Collider& c, v1::Collider* out);
 void ToProto(const ColliderChange& c, v1::ColliderChange* out);
 /// Mask is always written (so an all-ones mask round-trips exactly).
 void ToProto(const QueryFilter& f, v1::QueryFilter* out);
-/// Leaves out->tag unchanged.
+/// Writes the core query's tag too.
 void ToProto(const Query& q, v1::Query* out);
 /// Every setting is written (so defaults round-trip exactly).
 void ToProto(const MoveSettings& s, v1::MoveSettings* out);
@@ -124,7 +125,7 @@ void ToProto(const MoveResult& r, v1::MoveResult* out);
 void ToProto(const Contact& c, v1::Contact* out);
 void ToProto(const OverlapHit& h, v1::OverlapHit* out);
 void ToProto(const CastHit& h, v1::CastHit* out);
-/// Fills overlaps and hits; sets out->tag = tag.
+/// Fills overlaps, hits, move and truncated; sets out->tag = tag.
 void ToProto(const QueryResult& r, uint64_t tag, v1::QueryResult* out);
 
 /// Shortest text that reads back to the same double ("-1", "0.1", "nan", "inf").
