@@ -26,6 +26,10 @@
 
 #include "hitbox/math.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace hitbox {
 
 /// Largest float <= v (v finite or infinite).
@@ -269,70 +273,111 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t ma
   }
 }
 
-/// Four doubles / floats as GCC vector extensions (one AVX register; used
-/// when the build targets AVX, e.g. -DHITBOX_ARCH=x86-64-v3).
-typedef double SlabVec4d __attribute__((vector_size(32)));
-typedef float SlabVec4f __attribute__((vector_size(16)));
-
 /// A segment (ray, or the centre of a swept box) prepared for slab tests
 /// against node boxes grown by `extent` (the Minkowski sum with a box).
 /// Slab test: Kay and Kajiya 1986; Ericson, RTCD 5.3.3; branch-free form with
-/// min/max of the two plane fractions (Williams et al. 2005). With AVX the
-/// three axes are computed together in lanes 0..2 (lane 3 is unused).
+/// min/max of the two plane fractions (Williams et al. 2005).
+///
+/// With SSE2 (every x86-64) the three axes are one float vector, in single
+/// precision like the node boxes, and the test is made conservative: the
+/// grown box's planes are rounded outward to floats (lo up, hi down), each
+/// fraction then carries a relative error below 2^-22 (one correctly rounded
+/// subtraction, one product, and 1/d rounded), and the entry fractions are
+/// scaled by (1 - 2^-20), the exit fractions by (1 + 2^-20) before they are
+/// compared. So the interval tested holds the exact one: a node the exact
+/// (real-number) test enters is entered, the entry fraction is never above
+/// the exact one, and at most a sliver more is visited (the exact narrow
+/// phase decides every hit). Without SSE2 the scalar loop in double.
 struct SegmentSetup {
-  /// origin - extent and origin + extent: node min/max are compared to these.
-  double lo[4];
-  double hi[4];
-  /// 1 / translation per axis; +kHuge for a zero (or denormal) component,
-  /// which turns "inside the slab" into an unbounded interval and "outside"
-  /// into an empty one without NaNs.
-  double inv[4];
+#if defined(__SSE2__)
+  /// origin + extent rounded up / origin - extent rounded down (lane 3 zero):
+  /// node min/max are compared to these.
+  alignas(16) float lo[4];
+  alignas(16) float hi[4];
+  /// 1 / translation per axis (lane 3 zero); kHuge for a component too small
+  /// to invert in float (|d| <= 1e-30), whose whole motion is then folded
+  /// into lo / hi.
+  alignas(16) float inv[4];
 
+  static constexpr float kHuge = 1e35f;
+  /// Relative slack on the entry and exit fractions (covers float rounding).
+  static constexpr float kSlack = 1.0f / (1 << 20);
+#else
+  double lo[3];
+  double hi[3];
+  double inv[3];
   static constexpr double kHuge = 1e300;
+#endif
 
   /// Unset (fields uninitialised); assign a constructed one before use.
   SegmentSetup() = default;
   SegmentSetup(const Vec3& origin, const Vec3& translation, const Vec3& extent) {
     for (int i = 0; i < 3; ++i) {
-      lo[i] = origin[i] + extent[i];  // node.min - extent - origin = node.min - lo
-      hi[i] = origin[i] - extent[i];  // node.max + extent - origin = node.max - hi
       const double d = translation[i];
+#if defined(__SSE2__)
+      // node.min - extent - origin = node.min - lo; node.max + extent - origin
+      // = node.max - hi. A component of at most 1e-30 (whose inverse could
+      // leave the float range) is taken as zero, its motion added to both
+      // planes, and the planes moved out by at least 1e-30 more (1e-30 or one
+      // float step): a node plane on or outside the exact one is then at
+      // least 1e-30 beyond lo / hi, so its fraction times kHuge is >= 1e5,
+      // beyond any max_t, and the slab does not limit the interval.
+      if (std::fabs(d) > 1e-30) {
+        lo[i] = RoundUp(origin[i] + extent[i]);
+        hi[i] = RoundDown(origin[i] - extent[i]);
+        inv[i] = static_cast<float>(1.0 / d);
+      } else {
+        const double reach = std::fabs(d) + 1e-30;
+        lo[i] = std::nextafter(RoundUp(origin[i] + extent[i] + reach),
+                               std::numeric_limits<float>::infinity());
+        hi[i] = std::nextafter(RoundDown(origin[i] - extent[i] - reach),
+                               -std::numeric_limits<float>::infinity());
+        inv[i] = kHuge;
+      }
+#else
+      lo[i] = origin[i] + extent[i];
+      hi[i] = origin[i] - extent[i];
       inv[i] = std::fabs(d) > 1e-300 ? 1.0 / d : kHuge;
+#endif
     }
-    lo[3] = hi[3] = inv[3] = 0.0;
+#if defined(__SSE2__)
+    lo[3] = hi[3] = inv[3] = 0.0f;
+#endif
   }
 
   /// Entry fraction of the segment into the node box grown by `extent`,
   /// clipped to [0, max_t]; false when it does not reach the box by max_t.
-  /// The same operations per axis as a scalar loop, so the same results.
   __attribute__((always_inline)) bool Entry(const TreeNode& n, double max_t,
                                             double* t_enter) const {
-#if defined(__AVX__)
+#if defined(__SSE2__)
     // A node is {min[3], child1, max[3], child2}: 16-byte loads take the
-    // child word into lane 3, which is never read.
-    SlabVec4f fmin, fmax;
-    __builtin_memcpy(&fmin, n.min, sizeof(fmin));
-    __builtin_memcpy(&fmax, n.max, sizeof(fmax));
-    SlabVec4d vlo, vhi, vinv;
-    __builtin_memcpy(&vlo, lo, sizeof(vlo));
-    __builtin_memcpy(&vhi, hi, sizeof(vhi));
-    __builtin_memcpy(&vinv, inv, sizeof(vinv));
-    const SlabVec4d a = (__builtin_convertvector(fmin, SlabVec4d) - vlo) * vinv;
-    const SlabVec4d b = (__builtin_convertvector(fmax, SlabVec4d) - vhi) * vinv;
-    // Selects written as `x < y ? x : y` so they compile to minpd/maxpd, not
-    // branches (no NaN can arise in lanes 0..2: inv is finite and the boxes
-    // are finite).
-    const SlabVec4d near = a < b ? a : b;
-    const SlabVec4d far = a > b ? a : b;
-    double t0 = near[0] > 0.0 ? near[0] : 0.0;
-    double t1 = far[0] < max_t ? far[0] : max_t;
-    t0 = near[1] > t0 ? near[1] : t0;
-    t1 = far[1] < t1 ? far[1] : t1;
-    t0 = near[2] > t0 ? near[2] : t0;
-    t1 = far[2] < t1 ? far[2] : t1;
+    // child word into lane 3, which the mask below clears (its bits may be
+    // any float, NaN included).
+    const __m128 lane3_off = _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1));
+    const __m128 vinv = _mm_load_ps(inv);
+    const __m128 a = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n.min), _mm_load_ps(lo)), vinv);
+    const __m128 b = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n.max), _mm_load_ps(hi)), vinv);
+    // Entry fractions shrunk, exit fractions grown (see above); lane 3 of
+    // the entries is 0 (the clip at 0), of the exits +max (clipped below).
+    __m128 near = _mm_and_ps(_mm_mul_ps(_mm_min_ps(a, b), _mm_set1_ps(1.0f - kSlack)), lane3_off);
+    // (The exits also gain 1e-30 for fractions too small for the relative
+    // bound to hold: subnormal floats.)
+    __m128 far = _mm_or_ps(
+        _mm_and_ps(_mm_add_ps(_mm_mul_ps(_mm_max_ps(a, b), _mm_set1_ps(1.0f + kSlack)),
+                              _mm_set1_ps(1e-30f)),
+                   lane3_off),
+        _mm_andnot_ps(lane3_off, _mm_set1_ps(std::numeric_limits<float>::max())));
+    // Horizontal max of the entries and min of the exits.
+    near = _mm_max_ps(near, _mm_shuffle_ps(near, near, _MM_SHUFFLE(1, 0, 3, 2)));
+    far = _mm_min_ps(far, _mm_shuffle_ps(far, far, _MM_SHUFFLE(1, 0, 3, 2)));
+    near = _mm_max_ss(near, _mm_shuffle_ps(near, near, _MM_SHUFFLE(2, 3, 0, 1)));
+    far = _mm_min_ss(far, _mm_shuffle_ps(far, far, _MM_SHUFFLE(2, 3, 0, 1)));
+    // No lane is NaN: inv is finite and nonzero and lo / hi are finite, so
+    // neither 0 * inf nor inf - inf arises (infinite node planes give
+    // infinite fractions of the right sign).
+    const double t0 = static_cast<double>(_mm_cvtss_f32(near));
+    const double t1 = std::min(static_cast<double>(_mm_cvtss_f32(far)), max_t);
 #else
-    // Without AVX the four lanes would be two SSE2 halves plus shuffles,
-    // measured slower than the scalar loop (callgrind, mesh_level rays).
     double t0 = 0.0;
     double t1 = max_t;
     for (int i = 0; i < 3; ++i) {
