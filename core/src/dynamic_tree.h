@@ -347,37 +347,63 @@ struct SegmentSetup {
 
   /// Entry fraction of the segment into the node box grown by `extent`,
   /// clipped to [0, max_t]; false when it does not reach the box by max_t.
-  __attribute__((always_inline)) bool Entry(const TreeNode& n, double max_t,
-                                            double* t_enter) const {
+  bool Entry(const TreeNode& n, double max_t, double* t_enter) const {
+    double unused;
+    return (Entry2(n, n, max_t, t_enter, &unused) & 1u) != 0;
+  }
+
+  /// Entry() of two nodes at once (a node's two children): bit 0 of the
+  /// result for n1 (entry fraction in *t1), bit 1 for n2 (*t2). Each answer
+  /// is exactly Entry()'s.
+  __attribute__((always_inline)) unsigned Entry2(const TreeNode& n1, const TreeNode& n2,
+                                                 double max_t, double* t1, double* t2) const {
 #if defined(__SSE2__)
     // A node is {min[3], child1, max[3], child2}: 16-byte loads take the
-    // child word into lane 3, which the mask below clears (its bits may be
-    // any float, NaN included).
-    const __m128 lane3_off = _mm_castsi128_ps(_mm_set_epi32(0, -1, -1, -1));
+    // child word into lane 3, whose value (any float, NaN included) the
+    // reductions below never read.
     const __m128 vinv = _mm_load_ps(inv);
-    const __m128 a = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n.min), _mm_load_ps(lo)), vinv);
-    const __m128 b = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n.max), _mm_load_ps(hi)), vinv);
-    // Entry fractions shrunk, exit fractions grown (see above); lane 3 of
-    // the entries is 0 (the clip at 0), of the exits +max (clipped below).
-    __m128 near = _mm_and_ps(_mm_mul_ps(_mm_min_ps(a, b), _mm_set1_ps(1.0f - kSlack)), lane3_off);
-    // (The exits also gain 1e-30 for fractions too small for the relative
-    // bound to hold: subnormal floats.)
-    __m128 far = _mm_or_ps(
-        _mm_and_ps(_mm_add_ps(_mm_mul_ps(_mm_max_ps(a, b), _mm_set1_ps(1.0f + kSlack)),
-                              _mm_set1_ps(1e-30f)),
-                   lane3_off),
-        _mm_andnot_ps(lane3_off, _mm_set1_ps(std::numeric_limits<float>::max())));
-    // Horizontal max of the entries and min of the exits.
-    near = _mm_max_ps(near, _mm_shuffle_ps(near, near, _MM_SHUFFLE(1, 0, 3, 2)));
-    far = _mm_min_ps(far, _mm_shuffle_ps(far, far, _MM_SHUFFLE(1, 0, 3, 2)));
-    near = _mm_max_ss(near, _mm_shuffle_ps(near, near, _MM_SHUFFLE(2, 3, 0, 1)));
-    far = _mm_min_ss(far, _mm_shuffle_ps(far, far, _MM_SHUFFLE(2, 3, 0, 1)));
-    // No lane is NaN: inv is finite and nonzero and lo / hi are finite, so
-    // neither 0 * inf nor inf - inf arises (infinite node planes give
-    // infinite fractions of the right sign).
-    const double t0 = static_cast<double>(_mm_cvtss_f32(near));
-    const double t1 = std::min(static_cast<double>(_mm_cvtss_f32(far)), max_t);
+    const __m128 vlo = _mm_load_ps(lo);
+    const __m128 vhi = _mm_load_ps(hi);
+    const __m128 a1 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n1.min), vlo), vinv);
+    const __m128 b1 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n1.max), vhi), vinv);
+    const __m128 a2 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n2.min), vlo), vinv);
+    const __m128 b2 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n2.max), vhi), vinv);
+    const __m128 near1 = _mm_min_ps(a1, b1);
+    const __m128 near2 = _mm_min_ps(a2, b2);
+    const __m128 far1 = _mm_max_ps(a1, b1);
+    const __m128 far2 = _mm_max_ps(a2, b2);
+    // Max of the entries and min of the exits over lanes 0..2 of each node:
+    // [x1, y1, x2, y2] against [z1, z1, z2, z2], then each pair of lanes
+    // against its swap; node 1 ends in lanes 0-1, node 2 in lanes 2-3.
+    __m128 near = _mm_max_ps(_mm_shuffle_ps(near1, near2, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm_shuffle_ps(near1, near2, _MM_SHUFFLE(2, 2, 2, 2)));
+    __m128 far = _mm_min_ps(_mm_shuffle_ps(far1, far2, _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm_shuffle_ps(far1, far2, _MM_SHUFFLE(2, 2, 2, 2)));
+    near = _mm_max_ps(near, _mm_shuffle_ps(near, near, _MM_SHUFFLE(2, 3, 0, 1)));
+    far = _mm_min_ps(far, _mm_shuffle_ps(far, far, _MM_SHUFFLE(2, 3, 0, 1)));
+    // Entries shrunk and clipped at 0, exits grown (see above; the exits also
+    // gain 1e-30 for fractions too small for the relative bound to hold:
+    // subnormal floats). (No lane 0..2 is NaN: inv is finite and nonzero and
+    // lo / hi are finite, so neither 0 * inf nor inf - inf arises; infinite
+    // node planes give infinite fractions of the right sign.)
+    near = _mm_max_ps(_mm_mul_ps(near, _mm_set1_ps(1.0f - kSlack)), _mm_setzero_ps());
+    far = _mm_add_ps(_mm_mul_ps(far, _mm_set1_ps(1.0f + kSlack)), _mm_set1_ps(1e-30f));
+    const unsigned in = static_cast<unsigned>(_mm_movemask_ps(_mm_cmple_ps(near, far)));
+    const double e1 = _mm_cvtss_f32(near);
+    const double e2 = _mm_cvtss_f32(_mm_movehl_ps(near, near));
+    *t1 = e1;
+    *t2 = e2;
+    return (in & static_cast<unsigned>(e1 <= max_t)) |
+           (((in >> 2) & static_cast<unsigned>(e2 <= max_t)) << 1);
 #else
+    return static_cast<unsigned>(EntryScalar(n1, max_t, t1)) |
+           (static_cast<unsigned>(EntryScalar(n2, max_t, t2)) << 1);
+#endif
+  }
+
+#if !defined(__SSE2__)
+ private:
+  bool EntryScalar(const TreeNode& n, double max_t, double* t_enter) const {
     double t0 = 0.0;
     double t1 = max_t;
     for (int i = 0; i < 3; ++i) {
@@ -388,10 +414,10 @@ struct SegmentSetup {
       t0 = near > t0 ? near : t0;
       t1 = far < t1 ? far : t1;
     }
-#endif
     *t_enter = t0;
     return t0 <= t1;
   }
+#endif
 };
 
 /// Walks the leaves whose grown box the segment reaches within the current
@@ -431,8 +457,9 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
     const uint32_t c1 = n.child1;
     const uint32_t c2 = n.child2;
     double t1, t2;
-    bool h1 = seg.Entry(nodes[c1], max_fraction, &t1);
-    bool h2 = seg.Entry(nodes[c2], max_fraction, &t2);
+    const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], max_fraction, &t1, &t2);
+    bool h1 = (hits & 1u) != 0;
+    bool h2 = (hits & 2u) != 0;
     if (!all_layers) {
       h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
       h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
@@ -584,8 +611,9 @@ class SegmentCursor {
           const uint32_t c1 = n.child1;
           const uint32_t c2 = n.child2;
           double t1, t2;
-          bool h1 = seg_->Entry(nodes[c1], max_fraction_, &t1);
-          bool h2 = seg_->Entry(nodes[c2], max_fraction_, &t2);
+          const unsigned hits = seg_->Entry2(nodes[c1], nodes[c2], max_fraction_, &t1, &t2);
+          bool h1 = (hits & 1u) != 0;
+          bool h2 = (hits & 2u) != 0;
           if (mask_ != 0xFFFFFFFFu) {
             h1 = h1 && (tree_->LayerMask(c1) & mask_) != 0;
             h2 = h2 && (tree_->LayerMask(c2) & mask_) != 0;
