@@ -16,6 +16,7 @@
 // exact narrow phase decides every hit.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -32,16 +33,27 @@
 
 namespace hitbox {
 
+/// The next float above f (f not NaN; +inf stays +inf): std::nextafter(f,
+/// +inf) without the library call (per query and per tree update).
+inline float NextFloatUp(float f) {
+  if (f == std::numeric_limits<float>::infinity()) return f;
+  if (f == 0.0f) return std::numeric_limits<float>::denorm_min();
+  const auto bits = std::bit_cast<uint32_t>(f);
+  return std::bit_cast<float>(f > 0.0f ? bits + 1 : bits - 1);
+}
+/// The next float below f (f not NaN; -inf stays -inf).
+inline float NextFloatDown(float f) { return -NextFloatUp(-f); }
+
 /// Largest float <= v (v finite or infinite).
 inline float RoundDown(double v) {
   float f = static_cast<float>(v);
-  if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  if (static_cast<double>(f) > v) f = NextFloatDown(f);
   return f;
 }
 /// Smallest float >= v.
 inline float RoundUp(double v) {
   float f = static_cast<float>(v);
-  if (static_cast<double>(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  if (static_cast<double>(f) < v) f = NextFloatUp(f);
   return f;
 }
 
@@ -328,10 +340,8 @@ struct SegmentSetup {
         inv[i] = static_cast<float>(1.0 / d);
       } else {
         const double reach = std::fabs(d) + 1e-30;
-        lo[i] = std::nextafter(RoundUp(origin[i] + extent[i] + reach),
-                               std::numeric_limits<float>::infinity());
-        hi[i] = std::nextafter(RoundDown(origin[i] - extent[i] - reach),
-                               -std::numeric_limits<float>::infinity());
+        lo[i] = NextFloatUp(RoundUp(origin[i] + extent[i] + reach));
+        hi[i] = NextFloatDown(RoundDown(origin[i] - extent[i] - reach));
         inv[i] = kHuge;
       }
 #else

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -244,6 +245,29 @@ TEST(DynamicTreeTest, FloatBoxesAreConservative) {
     const Aabb b = RandomBox(rng, scale, scale * 0.01);
     const Aabb f = FloatAabb::Outward(b).ToDouble();
     ASSERT_TRUE(f.Contains(b)) << ToString(b.min) << " " << ToString(b.max);
+  }
+}
+
+// NextFloatUp / NextFloatDown are std::nextafter towards +inf / -inf,
+// across zero, subnormals, the float limits and infinities.
+TEST(DynamicTreeTest, NextFloatMatchesNextafter) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  std::vector<float> values = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(),
+                               -std::numeric_limits<float>::denorm_min(),
+                               std::numeric_limits<float>::min(), -std::numeric_limits<float>::min(),
+                               std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                               kInf, -kInf, 1.0f, -1.0f};
+  Random rng(5);
+  for (int i = 0; i < 100000; ++i) {
+    values.push_back(static_cast<float>(rng.Uniform(-1, 1) * std::pow(10.0, rng.Uniform(-45, 38))));
+  }
+  for (float f : values) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(NextFloatUp(f)),
+              std::bit_cast<uint32_t>(std::nextafter(f, kInf)))
+        << f;
+    ASSERT_EQ(std::bit_cast<uint32_t>(NextFloatDown(f)),
+              std::bit_cast<uint32_t>(std::nextafter(f, -kInf)))
+        << f;
   }
 }
 
