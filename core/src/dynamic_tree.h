@@ -317,8 +317,8 @@ struct SegmentSetup {
 #else
   double lo[3];
   double hi[3];
+  /// 1 / translation per axis; 0 for a zero (or below 1e-300) component.
   double inv[3];
-  static constexpr double kHuge = 1e300;
 #endif
 
   /// Unset (fields uninitialised); assign a constructed one before use.
@@ -345,9 +345,16 @@ struct SegmentSetup {
         inv[i] = kHuge;
       }
 #else
-      lo[i] = origin[i] + extent[i];
-      hi[i] = origin[i] - extent[i];
-      inv[i] = std::fabs(d) > 1e-300 ? 1.0 / d : kHuge;
+      // A component of at most 1e-300 is taken as zero (inv 0 marks it), its
+      // motion added to both planes, and the slab decided by containment.
+      // The planes move out by 2^-40 of the coordinates' size, far more
+      // than the rounding of o +- e and of the differences below.
+      const bool tiny = !(std::fabs(d) > 1e-300);
+      const double pad = (tiny ? std::fabs(d) : 0.0) +
+                         0x1p-40 * (std::fabs(origin[i]) + std::fabs(extent[i])) + 1e-300;
+      lo[i] = origin[i] + extent[i] + pad;
+      hi[i] = origin[i] - extent[i] - pad;
+      inv[i] = tiny ? 0.0 : 1.0 / d;
 #endif
     }
 #if defined(__SSE2__)
@@ -417,6 +424,13 @@ struct SegmentSetup {
     double t0 = 0.0;
     double t1 = max_t;
     for (int i = 0; i < 3; ++i) {
+      if (inv[i] == 0.0) {
+        if (static_cast<double>(n.min[i]) > lo[i] || static_cast<double>(n.max[i]) < hi[i]) {
+          *t_enter = t0;
+          return false;
+        }
+        continue;
+      }
       const double a = (static_cast<double>(n.min[i]) - lo[i]) * inv[i];
       const double b = (static_cast<double>(n.max[i]) - hi[i]) * inv[i];
       const double near = a < b ? a : b;
@@ -424,8 +438,11 @@ struct SegmentSetup {
       t0 = near > t0 ? near : t0;
       t1 = far < t1 ? far : t1;
     }
+    // Relative slack 2^-40 (rounding of the difference, 1/d and the product)
+    // as in the SSE2 path, so grazing segments are not lost to rounding.
+    t0 *= 1.0 - 0x1p-40;
     *t_enter = t0;
-    return t0 <= t1;
+    return t0 <= t1 * (1.0 + 0x1p-40) + 1e-300;
   }
 #endif
 };
