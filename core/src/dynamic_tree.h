@@ -16,6 +16,7 @@
 // exact narrow phase decides every hit.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -26,18 +27,33 @@
 
 #include "hitbox/math.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace hitbox {
+
+/// The next float above f (f not NaN; +inf stays +inf): std::nextafter(f,
+/// +inf) without the library call (per query and per tree update).
+inline float NextFloatUp(float f) {
+  if (f == std::numeric_limits<float>::infinity()) return f;
+  if (f == 0.0f) return std::numeric_limits<float>::denorm_min();
+  const auto bits = std::bit_cast<uint32_t>(f);
+  return std::bit_cast<float>(f > 0.0f ? bits + 1 : bits - 1);
+}
+/// The next float below f (f not NaN; -inf stays -inf).
+inline float NextFloatDown(float f) { return -NextFloatUp(-f); }
 
 /// Largest float <= v (v finite or infinite).
 inline float RoundDown(double v) {
   float f = static_cast<float>(v);
-  if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  if (static_cast<double>(f) > v) f = NextFloatDown(f);
   return f;
 }
 /// Smallest float >= v.
 inline float RoundUp(double v) {
   float f = static_cast<float>(v);
-  if (static_cast<double>(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  if (static_cast<double>(f) < v) f = NextFloatUp(f);
   return f;
 }
 
@@ -269,73 +285,152 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t ma
   }
 }
 
-/// Four doubles / floats as GCC vector extensions (one AVX register; used
-/// when the build targets AVX, e.g. -DHITBOX_ARCH=x86-64-v3).
-typedef double SlabVec4d __attribute__((vector_size(32)));
-typedef float SlabVec4f __attribute__((vector_size(16)));
-
 /// A segment (ray, or the centre of a swept box) prepared for slab tests
 /// against node boxes grown by `extent` (the Minkowski sum with a box).
 /// Slab test: Kay and Kajiya 1986; Ericson, RTCD 5.3.3; branch-free form with
-/// min/max of the two plane fractions (Williams et al. 2005). With AVX the
-/// three axes are computed together in lanes 0..2 (lane 3 is unused).
+/// min/max of the two plane fractions (Williams et al. 2005).
+///
+/// With SSE2 (every x86-64) the three axes are one float vector, in single
+/// precision like the node boxes, and the test is made conservative: the
+/// grown box's planes are rounded outward to floats (lo up, hi down), each
+/// fraction then carries a relative error below 2^-22 (one correctly rounded
+/// subtraction, one product, and 1/d rounded), and the entry fractions are
+/// scaled by (1 - 2^-20), the exit fractions by (1 + 2^-20) before they are
+/// compared. So the interval tested holds the exact one: a node the exact
+/// (real-number) test enters is entered, the entry fraction is never above
+/// the exact one, and at most a sliver more is visited (the exact narrow
+/// phase decides every hit). Without SSE2 the scalar loop in double.
 struct SegmentSetup {
-  /// origin - extent and origin + extent: node min/max are compared to these.
-  double lo[4];
-  double hi[4];
-  /// 1 / translation per axis; +kHuge for a zero (or denormal) component,
-  /// which turns "inside the slab" into an unbounded interval and "outside"
-  /// into an empty one without NaNs.
-  double inv[4];
+#if defined(__SSE2__)
+  /// origin + extent rounded up / origin - extent rounded down (lane 3 zero):
+  /// node min/max are compared to these.
+  alignas(16) float lo[4];
+  alignas(16) float hi[4];
+  /// 1 / translation per axis (lane 3 zero); kHuge for a component too small
+  /// to invert in float (|d| <= 1e-30), whose whole motion is then folded
+  /// into lo / hi.
+  alignas(16) float inv[4];
 
-  static constexpr double kHuge = 1e300;
+  static constexpr float kHuge = 1e35f;
+  /// Relative slack on the entry and exit fractions (covers float rounding).
+  static constexpr float kSlack = 1.0f / (1 << 20);
+#else
+  double lo[3];
+  double hi[3];
+  /// 1 / translation per axis; 0 for a zero (or below 1e-300) component.
+  double inv[3];
+#endif
 
   /// Unset (fields uninitialised); assign a constructed one before use.
   SegmentSetup() = default;
   SegmentSetup(const Vec3& origin, const Vec3& translation, const Vec3& extent) {
     for (int i = 0; i < 3; ++i) {
-      lo[i] = origin[i] + extent[i];  // node.min - extent - origin = node.min - lo
-      hi[i] = origin[i] - extent[i];  // node.max + extent - origin = node.max - hi
       const double d = translation[i];
-      inv[i] = std::fabs(d) > 1e-300 ? 1.0 / d : kHuge;
+#if defined(__SSE2__)
+      // node.min - extent - origin = node.min - lo; node.max + extent - origin
+      // = node.max - hi. A component of at most 1e-30 (whose inverse could
+      // leave the float range) is taken as zero, its motion added to both
+      // planes, and the planes moved out by at least 1e-30 more (1e-30 or one
+      // float step): a node plane on or outside the exact one is then at
+      // least 1e-30 beyond lo / hi, so its fraction times kHuge is >= 1e5,
+      // beyond any max_t, and the slab does not limit the interval.
+      if (std::fabs(d) > 1e-30) {
+        lo[i] = RoundUp(origin[i] + extent[i]);
+        hi[i] = RoundDown(origin[i] - extent[i]);
+        inv[i] = static_cast<float>(1.0 / d);
+      } else {
+        const double reach = std::fabs(d) + 1e-30;
+        lo[i] = NextFloatUp(RoundUp(origin[i] + extent[i] + reach));
+        hi[i] = NextFloatDown(RoundDown(origin[i] - extent[i] - reach));
+        inv[i] = kHuge;
+      }
+#else
+      // A component of at most 1e-300 is taken as zero (inv 0 marks it), its
+      // motion added to both planes, and the slab decided by containment.
+      // The planes move out by 2^-40 of the coordinates' size, far more
+      // than the rounding of o +- e and of the differences below.
+      const bool tiny = !(std::fabs(d) > 1e-300);
+      const double pad = (tiny ? std::fabs(d) : 0.0) +
+                         0x1p-40 * (std::fabs(origin[i]) + std::fabs(extent[i])) + 1e-300;
+      lo[i] = origin[i] + extent[i] + pad;
+      hi[i] = origin[i] - extent[i] - pad;
+      inv[i] = tiny ? 0.0 : 1.0 / d;
+#endif
     }
-    lo[3] = hi[3] = inv[3] = 0.0;
+#if defined(__SSE2__)
+    lo[3] = hi[3] = inv[3] = 0.0f;
+#endif
   }
 
   /// Entry fraction of the segment into the node box grown by `extent`,
   /// clipped to [0, max_t]; false when it does not reach the box by max_t.
-  /// The same operations per axis as a scalar loop, so the same results.
-  __attribute__((always_inline)) bool Entry(const TreeNode& n, double max_t,
-                                            double* t_enter) const {
-#if defined(__AVX__)
+  bool Entry(const TreeNode& n, double max_t, double* t_enter) const {
+    double unused;
+    return (Entry2(n, n, max_t, t_enter, &unused) & 1u) != 0;
+  }
+
+  /// Entry() of two nodes at once (a node's two children): bit 0 of the
+  /// result for n1 (entry fraction in *t1), bit 1 for n2 (*t2). Each answer
+  /// is exactly Entry()'s.
+  __attribute__((always_inline)) unsigned Entry2(const TreeNode& n1, const TreeNode& n2,
+                                                 double max_t, double* t1, double* t2) const {
+#if defined(__SSE2__)
     // A node is {min[3], child1, max[3], child2}: 16-byte loads take the
-    // child word into lane 3, which is never read.
-    SlabVec4f fmin, fmax;
-    __builtin_memcpy(&fmin, n.min, sizeof(fmin));
-    __builtin_memcpy(&fmax, n.max, sizeof(fmax));
-    SlabVec4d vlo, vhi, vinv;
-    __builtin_memcpy(&vlo, lo, sizeof(vlo));
-    __builtin_memcpy(&vhi, hi, sizeof(vhi));
-    __builtin_memcpy(&vinv, inv, sizeof(vinv));
-    const SlabVec4d a = (__builtin_convertvector(fmin, SlabVec4d) - vlo) * vinv;
-    const SlabVec4d b = (__builtin_convertvector(fmax, SlabVec4d) - vhi) * vinv;
-    // Selects written as `x < y ? x : y` so they compile to minpd/maxpd, not
-    // branches (no NaN can arise in lanes 0..2: inv is finite and the boxes
-    // are finite).
-    const SlabVec4d near = a < b ? a : b;
-    const SlabVec4d far = a > b ? a : b;
-    double t0 = near[0] > 0.0 ? near[0] : 0.0;
-    double t1 = far[0] < max_t ? far[0] : max_t;
-    t0 = near[1] > t0 ? near[1] : t0;
-    t1 = far[1] < t1 ? far[1] : t1;
-    t0 = near[2] > t0 ? near[2] : t0;
-    t1 = far[2] < t1 ? far[2] : t1;
+    // child word into lane 3, whose value (any float, NaN included) the
+    // reductions below never read.
+    const __m128 vinv = _mm_load_ps(inv);
+    const __m128 vlo = _mm_load_ps(lo);
+    const __m128 vhi = _mm_load_ps(hi);
+    const __m128 a1 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n1.min), vlo), vinv);
+    const __m128 b1 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n1.max), vhi), vinv);
+    const __m128 a2 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n2.min), vlo), vinv);
+    const __m128 b2 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n2.max), vhi), vinv);
+    const __m128 near1 = _mm_min_ps(a1, b1);
+    const __m128 near2 = _mm_min_ps(a2, b2);
+    const __m128 far1 = _mm_max_ps(a1, b1);
+    const __m128 far2 = _mm_max_ps(a2, b2);
+    // Max of the entries and min of the exits over lanes 0..2 of each node:
+    // [x1, y1, x2, y2] against [z1, z1, z2, z2], then each pair of lanes
+    // against its swap; node 1 ends in lanes 0-1, node 2 in lanes 2-3.
+    __m128 near = _mm_max_ps(_mm_shuffle_ps(near1, near2, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm_shuffle_ps(near1, near2, _MM_SHUFFLE(2, 2, 2, 2)));
+    __m128 far = _mm_min_ps(_mm_shuffle_ps(far1, far2, _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm_shuffle_ps(far1, far2, _MM_SHUFFLE(2, 2, 2, 2)));
+    near = _mm_max_ps(near, _mm_shuffle_ps(near, near, _MM_SHUFFLE(2, 3, 0, 1)));
+    far = _mm_min_ps(far, _mm_shuffle_ps(far, far, _MM_SHUFFLE(2, 3, 0, 1)));
+    // Entries shrunk and clipped at 0, exits grown (see above; the exits also
+    // gain 1e-30 for fractions too small for the relative bound to hold:
+    // subnormal floats). (No lane 0..2 is NaN: inv is finite and nonzero and
+    // lo / hi are finite, so neither 0 * inf nor inf - inf arises; infinite
+    // node planes give infinite fractions of the right sign.)
+    near = _mm_max_ps(_mm_mul_ps(near, _mm_set1_ps(1.0f - kSlack)), _mm_setzero_ps());
+    far = _mm_add_ps(_mm_mul_ps(far, _mm_set1_ps(1.0f + kSlack)), _mm_set1_ps(1e-30f));
+    const unsigned in = static_cast<unsigned>(_mm_movemask_ps(_mm_cmple_ps(near, far)));
+    const double e1 = _mm_cvtss_f32(near);
+    const double e2 = _mm_cvtss_f32(_mm_movehl_ps(near, near));
+    *t1 = e1;
+    *t2 = e2;
+    return (in & static_cast<unsigned>(e1 <= max_t)) |
+           (((in >> 2) & static_cast<unsigned>(e2 <= max_t)) << 1);
 #else
-    // Without AVX the four lanes would be two SSE2 halves plus shuffles,
-    // measured slower than the scalar loop (callgrind, mesh_level rays).
+    return static_cast<unsigned>(EntryScalar(n1, max_t, t1)) |
+           (static_cast<unsigned>(EntryScalar(n2, max_t, t2)) << 1);
+#endif
+  }
+
+#if !defined(__SSE2__)
+ private:
+  bool EntryScalar(const TreeNode& n, double max_t, double* t_enter) const {
     double t0 = 0.0;
     double t1 = max_t;
     for (int i = 0; i < 3; ++i) {
+      if (inv[i] == 0.0) {
+        if (static_cast<double>(n.min[i]) > lo[i] || static_cast<double>(n.max[i]) < hi[i]) {
+          *t_enter = t0;
+          return false;
+        }
+        continue;
+      }
       const double a = (static_cast<double>(n.min[i]) - lo[i]) * inv[i];
       const double b = (static_cast<double>(n.max[i]) - hi[i]) * inv[i];
       const double near = a < b ? a : b;
@@ -343,10 +438,13 @@ struct SegmentSetup {
       t0 = near > t0 ? near : t0;
       t1 = far < t1 ? far : t1;
     }
-#endif
+    // Relative slack 2^-40 (rounding of the difference, 1/d and the product)
+    // as in the SSE2 path, so grazing segments are not lost to rounding.
+    t0 *= 1.0 - 0x1p-40;
     *t_enter = t0;
-    return t0 <= t1;
+    return t0 <= t1 * (1.0 + 0x1p-40) + 1e-300;
   }
+#endif
 };
 
 /// Walks the leaves whose grown box the segment reaches within the current
@@ -386,8 +484,9 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
     const uint32_t c1 = n.child1;
     const uint32_t c2 = n.child2;
     double t1, t2;
-    bool h1 = seg.Entry(nodes[c1], max_fraction, &t1);
-    bool h2 = seg.Entry(nodes[c2], max_fraction, &t2);
+    const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], max_fraction, &t1, &t2);
+    bool h1 = (hits & 1u) != 0;
+    bool h2 = (hits & 2u) != 0;
     if (!all_layers) {
       h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
       h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
@@ -539,8 +638,9 @@ class SegmentCursor {
           const uint32_t c1 = n.child1;
           const uint32_t c2 = n.child2;
           double t1, t2;
-          bool h1 = seg_->Entry(nodes[c1], max_fraction_, &t1);
-          bool h2 = seg_->Entry(nodes[c2], max_fraction_, &t2);
+          const unsigned hits = seg_->Entry2(nodes[c1], nodes[c2], max_fraction_, &t1, &t2);
+          bool h1 = (hits & 1u) != 0;
+          bool h2 = (hits & 2u) != 0;
           if (mask_ != 0xFFFFFFFFu) {
             h1 = h1 && (tree_->LayerMask(c1) & mask_) != 0;
             h2 = h2 && (tree_->LayerMask(c2) & mask_) != 0;
