@@ -142,6 +142,42 @@ void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optio
   set.RestoreRevision(revision);
 }
 
+// Sweep by collider id (Query.shape_from_collider): each such query takes its
+// collider's shape and pose, and ignores the collider. NOT_FOUND naming the
+// first unknown id; INVALID_ARGUMENT for a collider-only shape (mesh,
+// heightfield, compound). The caller holds the session lock (either mode).
+grpc::Status ShapesFromColliders(const ColliderSet& set, const RepeatedPtrField<v1::Query>& in,
+                                 std::vector<hitbox::Query>* queries) {
+  for (int i = 0; i < in.size(); ++i) {
+    const v1::Query& m = in.Get(i);
+    if (!m.has_shape_from_collider()) continue;
+    const uint64_t id = m.shape_from_collider();
+    const Collider* c = set.Find(id);
+    const auto field = [&] {
+      return "queries[" + std::to_string(i) + "].shape_from_collider: collider " +
+             std::to_string(id);
+    };
+    if (c == nullptr) return grpc::Status(grpc::StatusCode::NOT_FOUND, field() + " not found");
+    const ShapeKind kind = c->shape.kind();
+    if (kind == ShapeKind::kMesh || kind == ShapeKind::kHeightfield ||
+        kind == ShapeKind::kCompound) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          field() + " has a collider-only shape (mesh, heightfield or "
+                                    "compound), not a query shape");
+    }
+    std::visit(
+        [&](auto& x) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(x)>, RayQuery>) {
+            x.shape = c->shape;
+            x.pose = c->pose;
+            x.filter.ignore.push_back(id);
+          }
+        },
+        (*queries)[static_cast<size_t>(i)]);
+  }
+  return grpc::Status::OK;
+}
+
 // The state before a batch of every id it touches, for RollBack.
 std::vector<std::pair<uint64_t, std::optional<Collider>>> Capture(
     const ColliderSet& set, const std::vector<ColliderChange>& changes) {
@@ -1083,6 +1119,9 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
   if (applies.empty()) {
     std::shared_lock<std::shared_mutex> lock(s->mutex());
     if (s->deleted()) return gone();
+    if (grpc::Status st = ShapesFromColliders(s->set(), req.queries(), &queries); !st.ok()) {
+      return st;
+    }
     if (grpc::Status st = RunLocked(*s, queries, &results, call, mem); !st.ok()) return st;
     resp->set_revision(s->set().revision());
   } else {
@@ -1091,6 +1130,9 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
     std::unique_lock<std::shared_mutex> lock(s->mutex());
     if (s->deleted()) return gone();
     if (grpc::Status st = CheckApplies(s->set(), queries, applies); !st.ok()) return st;
+    if (grpc::Status st = ShapesFromColliders(s->set(), req.queries(), &queries); !st.ok()) {
+      return st;
+    }
     if (grpc::Status st = RunLocked(*s, queries, &results, call, mem); !st.ok()) return st;
     if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) {
       mem->Reset();
@@ -1234,6 +1276,9 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
       return fail(st);
     };
     if (grpc::Status st = CheckApplies(s.set(), queries, applies); !st.ok()) return undo(st);
+    if (grpc::Status st = ShapesFromColliders(s.set(), req.queries(), &queries); !st.ok()) {
+      return undo(st);
+    }
     if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
       return undo(st);
     }
@@ -1266,6 +1311,9 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
   } else {
     std::shared_lock<std::shared_mutex> lock(s.mutex());
     if (s.deleted()) return fail(deleted());
+    if (grpc::Status st = ShapesFromColliders(s.set(), req.queries(), &queries); !st.ok()) {
+      return fail(st);
+    }
     if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
       return fail(st);
     }

@@ -84,9 +84,26 @@ class TickStreamImpl final : public TickStream,
     Send(std::nullopt, changes, queries, std::move(done));
   }
 
+  std::future<RpcResult<TickResult>> Tick(
+      std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
+      std::span<const ShapeFromCollider> shapes_from) override {
+    auto promise = std::make_shared<std::promise<RpcResult<TickResult>>>();
+    std::future<RpcResult<TickResult>> future = promise->get_future();
+    Send(std::nullopt, changes, queries,
+         [promise](RpcResult<TickResult> result) { promise->set_value(std::move(result)); },
+         shapes_from);
+    return future;
+  }
+
+  void Tick(std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
+            std::span<const ShapeFromCollider> shapes_from, TickCallback done) override {
+    Send(std::nullopt, changes, queries, std::move(done), shapes_from);
+  }
+
   // Queues one tick numbered `game_tick` (nullopt: the next number).
   void Send(std::optional<uint64_t> game_tick, std::span<const ColliderChange> changes,
-            std::span<const hitbox::Query> queries, TickCallback done) {
+            std::span<const hitbox::Query> queries, TickCallback done,
+            std::span<const ShapeFromCollider> shapes_from = {}) {
     RpcStatus refused;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -108,10 +125,14 @@ class TickStreamImpl final : public TickStream,
                                 std::to_string(next_tick_) + ")");
       } else {
         const uint64_t tick = game_tick ? *game_tick : next_tick_;
-        next_tick_ = tick + 1;
         queue_.emplace_back();
-        TickToProto(session_id_, tick, changes, queries, &queue_.back());
-        pending_.emplace(tick, Pending{std::move(done), queries.size()});
+        refused = TickToProto(session_id_, tick, changes, queries, shapes_from, &queue_.back());
+        if (refused.ok()) {
+          next_tick_ = tick + 1;
+          pending_.emplace(tick, Pending{std::move(done), queries.size()});
+        } else {
+          queue_.pop_back();
+        }
       }
     }
     if (!refused.ok()) {
