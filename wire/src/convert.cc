@@ -390,9 +390,12 @@ Result<ColliderChange> ChangeOf(const v1::ColliderChange& c, const Path& path) {
   return Invalid(path, ": no change set (expected one of add, replace, move, remove)");
 }
 
+// `ignore`: a vector whose capacity is reused for the ignore ids (a batch
+// converted again into the same queries allocates nothing for them).
 Result<QueryFilter> FilterOf(const v1::QueryFilter& f, const Path& path,
                              std::vector<uint64_t>&& ignore = {}) {
   QueryFilter out;
+  out.ignore = std::move(ignore);
   if (f.has_mask()) out.mask = f.mask();
   if (f.ignore_ids_size() > kMaxIgnoreIds) {
     return Invalid(Path(&path, "ignore_ids"), ": " + std::to_string(f.ignore_ids_size()) +
@@ -734,7 +737,13 @@ Status FromProto(const Repeated<v1::Query>& queries, std::vector<Query>* out,
   const size_t n = static_cast<size_t>(queries.size());
   out->reserve(n);
   for (size_t i = 0; i < n; ++i) {
+    // The capacity of the ignore ids of the query converted here before.
     std::vector<uint64_t> ignore;
+    if (i < out->size()) {
+      ignore = std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; },
+                                    (*out)[i]).ignore);
+      ignore.clear();
+    }
     Result<Query> q = QueryOf(queries.Get(static_cast<int>(i)), Path(&root, static_cast<int>(i)),
                               std::move(ignore));
     if (!q.ok()) {
