@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
+#include "hitbox/wire/message_arena.h"
 #include "resources.h"
 
 namespace hitbox::server {
@@ -76,21 +77,38 @@ uint64_t HitsOf(const QueryResult& r) {
 }
 
 // The moves of a batch that name their character's collider (atomic
-// apply), by query index; a collider named twice is refused.
+// apply), by query index; a collider named twice is refused. No heap work
+// once warm (a sorted scratch list instead of a hash map).
 grpc::Status CollectApplies(const std::vector<hitbox::Query>& queries, std::vector<size_t>* out) {
   out->clear();
-  std::unordered_map<uint64_t, size_t> first;
+  thread_local std::vector<std::pair<uint64_t, size_t>> named;  // (id, query index)
+  named.clear();
   for (size_t i = 0; i < queries.size(); ++i) {
     const auto* m = std::get_if<MoveQuery>(&queries[i]);
     if (m == nullptr || !m->apply_to_id) continue;
-    const auto [it, fresh] = first.emplace(*m->apply_to_id, i);
-    if (!fresh) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "queries[" + std::to_string(i) + "].move.apply_to_id: collider " +
-                              std::to_string(*m->apply_to_id) + " is already moved by queries[" +
-                              std::to_string(it->second) + "]");
-    }
+    named.emplace_back(*m->apply_to_id, i);
     out->push_back(i);
+  }
+  std::sort(named.begin(), named.end());
+  // The first query (in order) that names an id named before it.
+  size_t bad = SIZE_MAX, first = 0;
+  for (size_t k = 1; k < named.size(); ++k) {
+    if (named[k].first == named[k - 1].first) {
+      // named[k - 1] is the earliest query of this id seen so far in the run.
+      size_t j = k - 1;
+      while (j > 0 && named[j - 1].first == named[k].first) --j;
+      if (named[k].second < bad) {
+        bad = named[k].second;
+        first = named[j].second;
+      }
+    }
+  }
+  if (bad != SIZE_MAX) {
+    const uint64_t id = *std::get<MoveQuery>(queries[bad]).apply_to_id;
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "queries[" + std::to_string(bad) + "].move.apply_to_id: collider " +
+                            std::to_string(id) + " is already moved by queries[" +
+                            std::to_string(first) + "]");
   }
   return grpc::Status::OK;
 }
@@ -110,18 +128,17 @@ grpc::Status CheckApplies(const ColliderSet& set, const std::vector<hitbox::Quer
 }
 
 // The change batch that puts each applied move's collider at its final pose
-// (the result's position, the query pose's rotation).
-std::vector<ColliderChange> AppliedMoves(const std::vector<hitbox::Query>& queries,
-                                         const std::vector<QueryResult>& results,
-                                         const std::vector<size_t>& applies) {
-  std::vector<ColliderChange> moves;
-  moves.reserve(applies.size());
+// (the result's position, the query pose's rotation), into `moves`.
+void AppliedMoves(const std::vector<hitbox::Query>& queries,
+                  const std::vector<QueryResult>& results, const std::vector<size_t>& applies,
+                  std::vector<ColliderChange>* moves) {
+  moves->clear();
+  moves->reserve(applies.size());
   for (size_t i : applies) {
     const MoveQuery& q = std::get<MoveQuery>(queries[i]);
-    moves.push_back(
+    moves->push_back(
         ColliderChange::Move(*q.apply_to_id, Pose{results[i].move->position, q.pose.rotation}));
   }
-  return moves;
 }
 
 // Undoes an applied change batch: every id it touched gets back its state
@@ -141,6 +158,42 @@ void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optio
   const Status st = set.Apply(undo);
   if (!st.ok()) spdlog::error("tick rollback failed (a bug): {}", st.ToString());
   set.RestoreRevision(revision);
+}
+
+// Sweep by collider id (Query.shape_from_collider): each such query takes its
+// collider's shape and pose, and ignores the collider. NOT_FOUND naming the
+// first unknown id; INVALID_ARGUMENT for a collider-only shape (mesh,
+// heightfield, compound). The caller holds the session lock (either mode).
+grpc::Status ShapesFromColliders(const ColliderSet& set, const RepeatedPtrField<v1::Query>& in,
+                                 std::vector<hitbox::Query>* queries) {
+  for (int i = 0; i < in.size(); ++i) {
+    const v1::Query& m = in.Get(i);
+    if (!m.has_shape_from_collider()) continue;
+    const uint64_t id = m.shape_from_collider();
+    const Collider* c = set.Find(id);
+    const auto field = [&] {
+      return "queries[" + std::to_string(i) + "].shape_from_collider: collider " +
+             std::to_string(id);
+    };
+    if (c == nullptr) return grpc::Status(grpc::StatusCode::NOT_FOUND, field() + " not found");
+    const ShapeKind kind = c->shape.kind();
+    if (kind == ShapeKind::kMesh || kind == ShapeKind::kHeightfield ||
+        kind == ShapeKind::kCompound) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          field() + " has a collider-only shape (mesh, heightfield or "
+                                    "compound), not a query shape");
+    }
+    std::visit(
+        [&](auto& x) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(x)>, RayQuery>) {
+            x.shape = c->shape;
+            x.pose = c->pose;
+            x.filter.ignore.push_back(id);
+          }
+        },
+        (*queries)[static_cast<size_t>(i)]);
+  }
+  return grpc::Status::OK;
 }
 
 // The state before a batch of every id it touches, for RollBack.
@@ -289,19 +342,19 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
     }
     // Auth (auth.h) when a tick names a session the stream was not yet
     // allowed on; a refusal ends the stream with its status.
-    if (!request_.session_id().empty() && request_.session_id() != authorized_) {
-      if (grpc::Status st = service_->AuthorizeTick(ctx_, request_.session_id()); !st.ok()) {
+    if (!request_->session_id().empty() && request_->session_id() != authorized_) {
+      if (grpc::Status st = service_->AuthorizeTick(ctx_, request_->session_id()); !st.ok()) {
         End(st);
         return;
       }
-      authorized_ = request_.session_id();
+      authorized_ = request_->session_id();
     }
-    response_.Clear();
-    if (grpc::Status st = service_->DoTick(&stream_, request_, &response_, call_); !st.ok()) {
+    response_ = response_arena_.Fresh<v1::TickResponse>();
+    if (grpc::Status st = service_->DoTick(&stream_, *request_, response_, call_); !st.ok()) {
       End(st);  // the session is gone
       return;
     }
-    StartWrite(&response_);
+    StartWrite(response_);
   }
   void OnWriteDone(bool ok) override {
     if (!ok) {
@@ -342,7 +395,8 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
       if (finished_) return;
       if (gone_.empty()) {
         reading_ = true;
-        StartRead(&request_);
+        request_ = request_arena_.Fresh<v1::TickRequest>();  // the last tick is done with
+        StartRead(request_);
         return;
       }
       gone = gone_;
@@ -366,8 +420,11 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
   std::string authorized_;  // the session id this stream's caller was allowed on
   std::shared_ptr<TickReactor> self_;
   HitboxService::TickStream stream_;
-  v1::TickRequest request_;
-  v1::TickResponse response_;
+  // The tick being read and the response being written, each on its arena.
+  wire::MessageArena request_arena_;
+  wire::MessageArena response_arena_;
+  v1::TickRequest* request_ = nullptr;
+  v1::TickResponse* response_ = nullptr;
   std::recursive_mutex mu_;
   bool reading_ = false;   // a StartRead is outstanding; guarded by mu_
   bool finished_ = false;  // Finish was called or claimed; guarded by mu_
@@ -1084,6 +1141,9 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
   if (applies.empty()) {
     std::shared_lock<std::shared_mutex> lock(s->mutex());
     if (s->deleted()) return gone();
+    if (grpc::Status st = ShapesFromColliders(s->set(), req.queries(), &queries); !st.ok()) {
+      return st;
+    }
     if (grpc::Status st = RunLocked(*s, queries, &results, call, mem); !st.ok()) return st;
     resp->set_revision(s->set().revision());
   } else {
@@ -1092,12 +1152,16 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
     std::unique_lock<std::shared_mutex> lock(s->mutex());
     if (s->deleted()) return gone();
     if (grpc::Status st = CheckApplies(s->set(), queries, applies); !st.ok()) return st;
+    if (grpc::Status st = ShapesFromColliders(s->set(), req.queries(), &queries); !st.ok()) {
+      return st;
+    }
     if (grpc::Status st = RunLocked(*s, queries, &results, call, mem); !st.ok()) return st;
     if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) {
       mem->Reset();
       return st;
     }
-    const std::vector<ColliderChange> moved = AppliedMoves(queries, results, applies);
+    std::vector<ColliderChange> moved;
+    AppliedMoves(queries, results, applies, &moved);
     const uint64_t revision = s->set().revision();
     std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
     if (store_) before = Capture(s->set(), moved);
@@ -1185,12 +1249,13 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
   std::vector<hitbox::Query>& queries = stream->queries;
   if (grpc::Status st = ConvertQueries(s, req.queries(), &queries); !st.ok()) return fail(st);
 
-  std::vector<size_t> applies;
+  std::vector<size_t>& applies = stream->applies;
   if (grpc::Status st = CollectApplies(queries, &applies); !st.ok()) return fail(st);
 
   std::vector<QueryResult>& results = stream->results;
   bool reserved = false;
-  std::vector<ColliderChange> moved;  // applied character moves
+  std::vector<ColliderChange>& moved = stream->moved;  // applied character moves
+  moved.clear();
   if (!changes.empty() || !applies.empty()) {
     // The queries run after the changes are applied; RunLocked refuses them
     // by the hits they do return (HitBudget), and `undo` below then takes
@@ -1214,23 +1279,31 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
       return fail(st);
     };
     if (grpc::Status st = CheckApplies(s.set(), queries, applies); !st.ok()) return undo(st);
+    if (grpc::Status st = ShapesFromColliders(s.set(), req.queries(), &queries); !st.ok()) {
+      return undo(st);
+    }
     if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
       return undo(st);
     }
     if (!applies.empty()) {
       if (grpc::Status st = ReserveResponse(results, &stream->memory); !st.ok()) return undo(st);
       reserved = true;
-      moved = AppliedMoves(queries, results, applies);
+      AppliedMoves(queries, results, applies, &moved);
       // A tick is one batch (one revision, one step of history): its changes
       // are taken back and applied again followed by the applied moves.
-      std::vector<ColliderChange> batch = moved;
+      std::vector<ColliderChange>* batch = &moved;
+      std::vector<ColliderChange> with_changes;
       if (!changes.empty()) {
         RollBack(s.set(), before, revision);
-        batch.insert(batch.begin(), changes.begin(), changes.end());
+        with_changes = changes;
+        with_changes.insert(with_changes.end(), moved.begin(), moved.end());
+        batch = &with_changes;
       }
-      std::vector<std::pair<uint64_t, std::optional<Collider>>> more = Capture(s.set(), moved);
-      before.insert(before.end(), more.begin(), more.end());  // a failed log write undoes all
-      if (grpc::Status st = ApplyLocked(s, batch, tick, std::nullopt); !st.ok()) {
+      if (store_) {  // a failed log write undoes all
+        std::vector<std::pair<uint64_t, std::optional<Collider>>> more = Capture(s.set(), moved);
+        before.insert(before.end(), more.begin(), more.end());
+      }
+      if (grpc::Status st = ApplyLocked(s, *batch, tick, std::nullopt); !st.ok()) {
         sessions_.SettleMemory(s, 0);
         return fail(st);
       }
@@ -1246,6 +1319,9 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
   } else {
     std::shared_lock<std::shared_mutex> lock(s.mutex());
     if (s.deleted()) return fail(deleted());
+    if (grpc::Status st = ShapesFromColliders(s.set(), req.queries(), &queries); !st.ok()) {
+      return fail(st);
+    }
     if (grpc::Status st = RunLocked(s, queries, &results, call, &stream->memory); !st.ok()) {
       return fail(st);
     }

@@ -161,6 +161,8 @@ class HitboxService final : public v1::Hitbox::CallbackService {
     std::vector<ColliderChange> changes;
     std::vector<hitbox::Query> queries;
     std::vector<QueryResult> results;
+    std::vector<size_t> applies;
+    std::vector<ColliderChange> moved;
     /// The bytes of the last tick's answer (given back at the next tick).
     MemoryReservation memory;
   };

@@ -3,14 +3,22 @@
 // mismatch), and measures:
 //   - build time (AddBulk, best of 3) and bytes per collider;
 //   - queries per second per kind on one thread and on a pool (RunBatch);
-//   - tree update rates: insert, small moves, large moves, remove.
+//   - tree update rates: insert, small moves, large moves, remove;
+//   - with --threads-list, the scaling of the whole mixed batch over pools
+//     of 1, 2, 4, ... threads: queries per second (wall) and per CPU-second
+//     of the process, and the speedup over one thread (counts above the
+//     machine's hardware threads are skipped, and said so).
 //
-//   hitbox-bench FILE [--json] [--threads N] [--min-time S]
+//   hitbox-bench FILE [--json] [--threads N] [--min-time S] [--threads-list 1,2,4,8,16]
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -68,6 +76,65 @@ double MeasureQps(const ColliderSet& set, const std::vector<Query>& qs, ThreadPo
   return rates[rates.size() / 2];
 }
 
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+/// One pool size of --threads-list.
+struct ScalingPoint {
+  size_t threads = 0;
+  /// Median queries per second (wall) of the whole mixed batch.
+  double qps = 0.0;
+  /// Queries per CPU-second of the whole process over the same runs: when it
+  /// holds as threads are added, the pool costs nothing extra and the wall
+  /// figure is bounded only by the cores actually free.
+  double qps_per_cpu = 0.0;
+};
+
+ScalingPoint MeasureScaling(const ColliderSet& set, const std::vector<Query>& qs, size_t threads,
+                            double min_time) {
+  ScalingPoint p;
+  p.threads = threads;
+  std::unique_ptr<ThreadPool> pool;
+  if (threads > 1) pool = std::make_unique<ThreadPool>(threads);
+  std::vector<QueryResult> results(qs.size());
+  set.RunBatch(qs, results, pool.get());  // warm-up
+  const double c0 = ProcessCpuSeconds();
+  const Clock::time_point start = Clock::now();
+  std::vector<double> rates;
+  size_t runs = 0;
+  while (rates.size() < 3 || (Seconds(start, Clock::now()) < min_time && rates.size() < 1000)) {
+    const Clock::time_point a = Clock::now();
+    set.RunBatch(qs, results, pool.get());
+    rates.push_back(static_cast<double>(qs.size()) / std::max(1e-9, Seconds(a, Clock::now())));
+    ++runs;
+  }
+  const double cpu = ProcessCpuSeconds() - c0;
+  std::sort(rates.begin(), rates.end());
+  p.qps = rates[rates.size() / 2];
+  p.qps_per_cpu = static_cast<double>(runs * qs.size()) / std::max(1e-9, cpu);
+  return p;
+}
+
+// "1,2,4" -> {1, 2, 4}; empty on a bad list.
+std::vector<size_t> ParseThreadList(const std::string& text) {
+  std::vector<size_t> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v == 0 || v > 1024) return {};
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
+
 // Applies `changes` in batches of `batch`; returns changes per second.
 double ApplyRate(ColliderSet* set, const std::vector<ColliderChange>& changes, size_t batch) {
   const Clock::time_point a = Clock::now();
@@ -88,12 +155,26 @@ int Main(int argc, char** argv) {
   bool json = false;
   size_t threads = 0;
   double min_time = 1.0;
+  std::string threads_list;
   app.add_option("file", path, "case file (.json or .json.gz)")->required();
+  app.add_option("--threads-list", threads_list,
+                 "pool sizes for the scaling figures, e.g. 1,2,4,8,16 (sizes above the "
+                 "machine's hardware threads are skipped)");
   app.add_flag("--json", json, "print one JSON object");
   app.add_option("--threads", threads, "pool threads for the all-cores figures (0 = all cores)");
   app.add_option("--min-time", min_time, "seconds to repeat each measurement (at least 3 runs)");
   CLI11_PARSE(app, argc, argv);
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) threads = hardware;
+  std::vector<size_t> scaling_threads;
+  if (!threads_list.empty()) {
+    scaling_threads = ParseThreadList(threads_list);
+    if (scaling_threads.empty()) {
+      std::fprintf(stderr, "--threads-list: expected counts in [1, 1024] like 1,2,4, got '%s'\n",
+                   threads_list.c_str());
+      return 2;
+    }
+  }
 
   const Clock::time_point t_load = Clock::now();
   Result<cases::CaseFile> loaded = cases::LoadCaseFile(path);
@@ -199,6 +280,18 @@ int Main(int argc, char** argv) {
     remove_rate = ApplyRate(&moved, removes, 1000);
   }
 
+  // Scaling of the whole mixed batch over the pool sizes asked for.
+  std::vector<ScalingPoint> scaling;
+  std::vector<size_t> skipped;
+  for (size_t t : scaling_threads) {
+    if (t > hardware) {
+      skipped.push_back(t);
+      continue;
+    }
+    scaling.push_back(MeasureScaling(set, all, t, min_time));
+  }
+  const double base_qps = scaling.empty() ? 0.0 : scaling.front().qps;
+
   size_t total_mismatches = 0;
   for (const KindStats& k : kinds) total_mismatches += k.mismatches;
   if (json) {
@@ -218,9 +311,23 @@ int Main(int argc, char** argv) {
     std::printf("}, \"tree\": {\"height\": %d, \"nodes\": %zu, \"area_ratio\": %.2f, "
                 "\"insert_per_s\": %.0f, \"move_small_first_per_s\": %.0f, "
                 "\"move_small_per_s\": %.0f, \"move_large_per_s\": %.0f, "
-                "\"remove_per_s\": %.0f, \"bytes_per_collider_incremental\": %.1f}}\n",
+                "\"remove_per_s\": %.0f, \"bytes_per_collider_incremental\": %.1f}",
                 tree_stats.height, tree_stats.nodes, tree_stats.area_ratio, insert_rate,
                 move_small_first, move_small, move_large, remove_rate, bytes_incremental);
+    if (!scaling_threads.empty()) {
+      std::printf(", \"hardware_threads\": %zu, \"scaling\": [", hardware);
+      for (size_t i = 0; i < scaling.size(); ++i) {
+        const ScalingPoint& p = scaling[i];
+        std::printf("%s{\"threads\": %zu, \"qps\": %.0f, \"qps_per_cpu\": %.0f, "
+                    "\"speedup\": %.3f}",
+                    i ? ", " : "", p.threads, p.qps, p.qps_per_cpu,
+                    base_qps > 0 ? p.qps / base_qps : 0.0);
+      }
+      std::printf("], \"scaling_skipped\": [");
+      for (size_t i = 0; i < skipped.size(); ++i) std::printf("%s%zu", i ? ", " : "", skipped[i]);
+      std::printf("]");
+    }
+    std::printf("}\n");
   } else {
     std::printf("%s: %zu colliders, %zu queries (load %.2f s)\n", file.name.c_str(), n,
                 file.queries.size(), load_s);
@@ -240,6 +347,19 @@ int Main(int argc, char** argv) {
                 "from tight boxes) %.0f, small move %.0f, large move %.0f, remove %.0f\n",
                 insert_rate, move_small_first, move_small, move_large, remove_rate);
     std::printf("bytes/collider after %zu single adds (Apply): %.1f\n", n, bytes_incremental);
+    if (!scaling_threads.empty()) {
+      std::printf("scaling of the mixed batch (%zu queries; %zu hardware threads):\n",
+                  all.size(), hardware);
+      std::printf("%8s %14s %16s %9s\n", "threads", "qps (wall)", "qps per CPU-s", "speedup");
+      for (const ScalingPoint& p : scaling) {
+        std::printf("%8zu %14.0f %16.0f %8.2fx\n", p.threads, p.qps, p.qps_per_cpu,
+                    base_qps > 0 ? p.qps / base_qps : 0.0);
+      }
+      for (size_t t : skipped) {
+        std::printf("%8zu (skipped: more than the machine's %zu hardware threads)\n", t,
+                    hardware);
+      }
+    }
   }
   return total_mismatches == 0 ? 0 : 1;
 }

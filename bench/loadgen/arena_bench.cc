@@ -1,25 +1,93 @@
 // The 64-player arena tick (loadgen.h: 64 character moves applied to the
-// players' colliders, 64 rays, 16 overlaps), in-process (ColliderSet, as
-// hitboxd runs a tick, without gRPC) and through the Tick stream of an
-// in-process hitbox_server. Arg 1: the full tick; arg 0: the same tick
-// without its moves, so (full - without) / 64 is the cost of one move.
-// ns_per_move (the moves-only benchmark) is its in-process cost alone.
+// players' colliders, 64 capsule sweeps, 200 rays, 5 explosions, 64 ground
+// checks), in-process (ColliderSet, as hitboxd runs a tick, without gRPC) and
+// through the Tick stream of a hitbox server.
 //
-//   build/bin/hitbox-arena-bench --benchmark_min_time=1
+//   BM_ArenaTickInProcess/1   the full tick; /0 the same without its moves,
+//                             so (full - without) / 64 is the cost of a move
+//   BM_ArenaMovesInProcess    the moves alone (ns_per_move)
+//   BM_ArenaTickStream        through an in-process server's Tick stream
+//                             (in-process channel: no network)
+//   BM_ArenaTickService/B     through the Tick stream of a server in a child
+//                             process (this program, --serve-arena) over
+//                             loopback TCP, one tick in flight; B = 1: the
+//                             sweeps by collider id (Query.shape_from_collider)
+//
+// BM_ArenaTickService reports, per tick: the server's CPU (the child's
+// getrusage), the client's CPU (this process's, less the game's own work of
+// making the queries and reading the positions), the heap allocations of
+// each (malloc, calloc and realloc are counted in both processes), the same
+// tick's in-process CPU and allocations (ColliderSet on one thread), and
+// server_cpu / inproc_cpu. Add --benchmark_format=json for JSON.
+//
+//   build/bin/hitbox-arena-bench --benchmark_min_time=0.5
+//   build/bin/hitbox-arena-bench --benchmark_filter=Service --benchmark_format=json
 #include <benchmark/benchmark.h>
 #include <spdlog/spdlog.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <iostream>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "hitbox/client.h"
 #include "hitbox/loadgen.h"
 #include "server.h"
 
+// ---------------------------------------------------------------------------
+// Counting allocator: every malloc, calloc and realloc of the process (new
+// and protobuf included) bumps one counter. glibc's own entry points do the work.
+extern "C" {
+void* __libc_malloc(size_t size);
+void* __libc_calloc(size_t count, size_t size);
+void* __libc_realloc(void* p, size_t size);
+void __libc_free(void* p);
+}
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+}  // namespace
+extern "C" {
+void* malloc(size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_malloc(size);
+}
+void* calloc(size_t count, size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_calloc(count, size);
+}
+void* realloc(void* p, size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_realloc(p, size);
+}
+void free(void* p) { __libc_free(p); }
+}
+
 namespace hitbox {
 namespace {
 
 using loadgen::kArenaPlayerBase;
+
+// CPU seconds of this process (all threads) and of the calling thread.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+uint64_t Allocations() { return g_allocations.load(std::memory_order_relaxed); }
 
 struct ArenaRun {
   loadgen::ArenaOptions options;
@@ -38,28 +106,48 @@ struct ArenaRun {
   void Advance(const std::vector<QueryResult>& results) {
     for (size_t i = 0; i < positions.size(); ++i) positions[i] = results[i].move->position;
   }
+  // The sweeps of a full tick (moves first) as sweeps by collider id.
+  std::vector<ShapeFromCollider> SweepsById() const {
+    std::vector<ShapeFromCollider> out;
+    for (size_t k = 0; k < options.casts_per_tick; ++k) {
+      out.push_back({positions.size() + k,
+                     kArenaPlayerBase + loadgen::ArenaSweepPlayer(options, k)});
+    }
+    return out;
+  }
 };
 
-// One tick in-process: RunBatch (one thread), then the moves applied.
-void ArenaInProcess(benchmark::State& state, bool moves, bool others) {
-  ArenaRun run;
+// One tick in-process, as hitboxd runs it: RunBatch (one thread), then the
+// moves applied.
+struct InProcessTick {
   ColliderSet set;
-  if (!set.AddBulk(run.arena.colliders).ok()) state.SkipWithError("arena");
   std::vector<QueryResult> results;
   std::vector<ColliderChange> applied;
-  for (auto _ : state) {
-    const std::vector<Query> queries = run.Next(moves, others);
+
+  bool Run(ArenaRun& run, const std::vector<Query>& queries, bool moves) {
     results.resize(queries.size());
     set.RunBatch(queries, results);
-    if (moves) {
-      run.Advance(results);
-      applied.clear();
-      for (size_t i = 0; i < run.positions.size(); ++i) {
-        applied.push_back(ColliderChange::Move(kArenaPlayerBase + i, Pose(run.positions[i])));
-      }
-      if (!set.Apply(applied).ok()) state.SkipWithError("apply");
+    if (!moves) return true;
+    run.Advance(results);
+    applied.clear();
+    for (size_t i = 0; i < run.positions.size(); ++i) {
+      applied.push_back(ColliderChange::Move(kArenaPlayerBase + i, Pose(run.positions[i])));
     }
+    return set.Apply(applied).ok();
   }
+};
+
+void ArenaInProcess(benchmark::State& state, bool moves, bool others) {
+  ArenaRun run;
+  InProcessTick t;
+  if (!t.set.AddBulk(run.arena.colliders).ok()) state.SkipWithError("arena");
+  const uint64_t allocs = Allocations();
+  for (auto _ : state) {
+    const std::vector<Query> queries = run.Next(moves, others);
+    if (!t.Run(run, queries, moves)) state.SkipWithError("apply");
+  }
+  state.counters["allocs_per_tick"] = benchmark::Counter(
+      static_cast<double>(Allocations() - allocs), benchmark::Counter::kAvgIterations);
   if (moves) {
     state.counters["ns_per_move"] = benchmark::Counter(
         static_cast<double>(state.iterations() * run.positions.size()) * 1e-9,
@@ -107,7 +195,187 @@ void BM_ArenaTickStream(benchmark::State& state) {
 }
 BENCHMARK(BM_ArenaTickStream)->Arg(1)->Arg(0)->UseRealTime();
 
+// ---------------------------------------------------------------------------
+// A hitbox server in a child process (this program with --serve-arena): it
+// prints its port, then answers each line "stats" on its stdin with
+// "<allocations> <cpu seconds>" and stops at end of input.
+
+int ServeArena() {
+  spdlog::set_level(spdlog::level::warn);
+  server::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.service.threads = 1;
+  Result<std::unique_ptr<server::HitboxServer>> srv = server::HitboxServer::Start(options);
+  if (!srv.ok()) {
+    std::fprintf(stderr, "--serve-arena: %s\n", srv.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("%d\n", (*srv)->port());
+  std::fflush(stdout);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line == "stats") {
+      std::printf("%llu %.9f\n", static_cast<unsigned long long>(Allocations()),
+                  ProcessCpuSeconds());
+      std::fflush(stdout);
+    }
+  }
+  (*srv)->Shutdown(std::chrono::milliseconds(0));
+  (*srv)->Wait();
+  return 0;
+}
+
+class ServerChild {
+ public:
+  ServerChild() {
+    int to[2], from[2];
+    if (pipe(to) != 0 || pipe(from) != 0) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, to[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, from[1], 1);
+    posix_spawn_file_actions_addclose(&fa, to[1]);
+    posix_spawn_file_actions_addclose(&fa, from[0]);
+    char exe[] = "/proc/self/exe";
+    char flag[] = "--serve-arena";
+    char* argv[] = {exe, flag, nullptr};
+    const int rc = posix_spawn(&pid_, exe, &fa, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(to[0]);
+    close(from[1]);
+    in_ = fdopen(to[1], "w");
+    out_ = fdopen(from[0], "r");
+    if (rc != 0) {
+      pid_ = 0;
+      return;
+    }
+    if (std::fscanf(out_, "%d", &port_) != 1) port_ = 0;
+  }
+  ~ServerChild() {
+    if (in_ != nullptr) std::fclose(in_);
+    if (out_ != nullptr) std::fclose(out_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+  int port() const { return port_; }
+  // The child's allocations and CPU seconds so far.
+  bool Stats(uint64_t* allocations, double* cpu) {
+    std::fputs("stats\n", in_);
+    std::fflush(in_);
+    unsigned long long a = 0;
+    if (std::fscanf(out_, "%llu %lf", &a, cpu) != 2) return false;
+    *allocations = a;
+    return true;
+  }
+
+ private:
+  pid_t pid_ = 0;
+  int port_ = 0;
+  FILE* in_ = nullptr;
+  FILE* out_ = nullptr;
+};
+
+void BM_ArenaTickService(benchmark::State& state) {
+  const bool by_id = state.range(0) != 0;
+  spdlog::set_level(spdlog::level::warn);
+
+  // The in-process cost of the same ticks (from the same start: the
+  // service's answers are bit-identical, so the players walk the same way).
+  double inproc_cpu = 0;
+  uint64_t inproc_allocs = 0;
+  constexpr int kInProcessTicks = 300, kWarmup = 20;
+  {
+    ArenaRun run;
+    InProcessTick t;
+    if (!t.set.AddBulk(run.arena.colliders).ok()) state.SkipWithError("arena");
+    for (int i = 0; i < kWarmup + kInProcessTicks; ++i) {
+      const std::vector<Query> queries = run.Next(true);
+      const double c0 = ThreadCpuSeconds();
+      const uint64_t a0 = Allocations();
+      if (!t.Run(run, queries, true)) state.SkipWithError("apply");
+      if (i >= kWarmup) {
+        inproc_cpu += ThreadCpuSeconds() - c0;
+        inproc_allocs += Allocations() - a0;
+      }
+    }
+  }
+
+  ServerChild child;
+  if (child.port() == 0) {
+    state.SkipWithError("could not start the server child");
+    return;
+  }
+  {
+    Client client("127.0.0.1:" + std::to_string(child.port()));
+    ArenaRun run;
+    if (!client.CreateSession("arena").ok() ||
+        !client.AddColliders("arena", run.arena.colliders).ok()) {
+      state.SkipWithError("arena");
+      return;
+    }
+    const std::vector<ShapeFromCollider> sweeps = by_id ? run.SweepsById()
+                                                        : std::vector<ShapeFromCollider>{};
+    std::unique_ptr<TickStream> stream = client.OpenTickStream("arena");
+    // The game's own work (making queries, reading positions), not the client's.
+    double game_cpu = 0;
+    uint64_t game_allocs = 0;
+    bool failed = false;
+    const auto tick = [&] {
+      double c0 = ThreadCpuSeconds();
+      uint64_t a0 = Allocations();
+      const std::vector<Query> queries = run.Next(true);
+      game_cpu += ThreadCpuSeconds() - c0;
+      game_allocs += Allocations() - a0;
+      RpcResult<TickResult> r = stream->Tick({}, queries, sweeps).get();
+      if (!r.ok()) {
+        state.SkipWithError(r.status().ToString().c_str());
+        failed = true;
+        return;
+      }
+      c0 = ThreadCpuSeconds();
+      a0 = Allocations();
+      run.Advance(r->results);
+      game_cpu += ThreadCpuSeconds() - c0;
+      game_allocs += Allocations() - a0;
+    };
+    for (int i = 0; i < kWarmup && !failed; ++i) tick();
+    uint64_t server_allocs0 = 0, server_allocs1 = 0;
+    double server_cpu0 = 0, server_cpu1 = 0;
+    if (!child.Stats(&server_allocs0, &server_cpu0)) state.SkipWithError("server stats");
+    game_cpu = 0;
+    game_allocs = 0;
+    const double client_cpu0 = ProcessCpuSeconds();
+    const uint64_t client_allocs0 = Allocations();
+    for (auto _ : state) {
+      if (failed) break;
+      tick();
+    }
+    const double client_cpu = ProcessCpuSeconds() - client_cpu0 - game_cpu;
+    const uint64_t client_allocs = Allocations() - client_allocs0 - game_allocs;
+    if (!child.Stats(&server_allocs1, &server_cpu1)) state.SkipWithError("server stats");
+    (void)stream->Finish();
+
+    const double ticks = static_cast<double>(std::max<int64_t>(1, state.iterations()));
+    const double inproc_us = inproc_cpu / kInProcessTicks * 1e6;
+    const double server_us = (server_cpu1 - server_cpu0) / ticks * 1e6;
+    state.counters["server_cpu_us"] = server_us;
+    state.counters["client_cpu_us"] = client_cpu / ticks * 1e6;
+    state.counters["server_allocs"] = static_cast<double>(server_allocs1 - server_allocs0) / ticks;
+    state.counters["client_allocs"] = static_cast<double>(client_allocs) / ticks;
+    state.counters["inproc_cpu_us"] = inproc_us;
+    state.counters["inproc_allocs"] = static_cast<double>(inproc_allocs) / kInProcessTicks;
+    state.counters["server_over_inproc"] = server_us / inproc_us;
+  }
+}
+BENCHMARK(BM_ArenaTickService)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace hitbox
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--serve-arena") == 0) return hitbox::ServeArena();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -156,13 +156,6 @@ void ChangesToProto(std::span<const ColliderChange> changes,
   for (const ColliderChange& c : changes) wire::ToProto(c, out->Add());
 }
 
-void QueriesToProto(std::span<const hitbox::Query> queries, wire::Repeated<v1::Query>* out) {
-  out->Reserve(static_cast<int>(queries.size()));
-  for (const hitbox::Query& q : queries) {
-    wire::ToProto(q, out->Add());  // the query's own tag included
-  }
-}
-
 }  // namespace
 
 namespace internal {
@@ -185,13 +178,45 @@ RpcStatus ResultsFromProto(const wire::Repeated<v1::QueryResult>& in, size_t exp
   return {};
 }
 
-void TickToProto(const std::string& session_id, uint64_t tick,
-                 std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
-                 v1::TickRequest* out) {
+RpcStatus QueriesToProto(std::span<const hitbox::Query> queries,
+                         std::span<const ShapeFromCollider> shapes_from,
+                         wire::Repeated<v1::Query>* out) {
+  const int first = out->size();
+  out->Reserve(first + static_cast<int>(queries.size()));
+  if (shapes_from.empty()) {
+    for (size_t i = 0; i < queries.size(); ++i) {
+      v1::Query* q = out->Add();
+      wire::ToProto(queries[i], q);  // the query's own tag included
+    }
+    return {};
+  }
+  // Collider ids by query index (0: none), for the few that name one.
+  std::vector<const ShapeFromCollider*> from(queries.size(), nullptr);
+  for (size_t k = 0; k < shapes_from.size(); ++k) {
+    const size_t i = shapes_from[k].query_index;
+    if (i >= queries.size()) {
+      return {RpcCode::kInvalidArgument,
+              "shapes_from[" + std::to_string(k) + "].query_index: " + std::to_string(i) +
+                  " is past the " + std::to_string(queries.size()) + " queries"};
+    }
+    from[i] = &shapes_from[k];
+  }
+  for (size_t i = 0; i < queries.size(); ++i) {
+    v1::Query* q = out->Add();
+    wire::ToProto(queries[i], q, /*shape_and_pose=*/from[i] == nullptr);
+    if (from[i] != nullptr) q->set_shape_from_collider(from[i]->collider_id);
+  }
+  return {};
+}
+
+RpcStatus TickToProto(const std::string& session_id, uint64_t tick,
+                      std::span<const ColliderChange> changes,
+                      std::span<const hitbox::Query> queries,
+                      std::span<const ShapeFromCollider> shapes_from, v1::TickRequest* out) {
   out->set_session_id(session_id);
   out->set_tick(tick);
   ChangesToProto(changes, out->mutable_changes());
-  QueriesToProto(queries, out->mutable_queries());
+  return QueriesToProto(queries, shapes_from, out->mutable_queries());
 }
 
 }  // namespace internal
@@ -567,9 +592,19 @@ RpcStatus Client::ListColliders(std::string_view session_id, const ColliderPageC
 RpcResult<QueryBatchResult> Client::Query(std::string_view session_id,
                                           std::span<const hitbox::Query> queries,
                                           const CallOptions& call) {
+  return Query(session_id, queries, {}, call);
+}
+
+RpcResult<QueryBatchResult> Client::Query(std::string_view session_id,
+                                          std::span<const hitbox::Query> queries,
+                                          std::span<const ShapeFromCollider> shapes_from,
+                                          const CallOptions& call) {
   v1::QueryRequest req;
   req.set_session_id(std::string(session_id));
-  QueriesToProto(queries, req.mutable_queries());
+  if (RpcStatus s = internal::QueriesToProto(queries, shapes_from, req.mutable_queries());
+      !s.ok()) {
+    return s;
+  }
   v1::QueryResponse resp;
   const bool applies = std::any_of(queries.begin(), queries.end(), [](const hitbox::Query& q) {
     const auto* m = std::get_if<MoveQuery>(&q);

@@ -21,10 +21,18 @@ RpcStatus FromGrpc(const grpc::Status& status);
 RpcStatus ResultsFromProto(const wire::Repeated<v1::QueryResult>& in, size_t expected,
                            std::vector<QueryResult>* out);
 
-/// Fills a TickRequest (query tags are their indices).
-void TickToProto(const std::string& session_id, uint64_t tick,
-                 std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
-                 v1::TickRequest* out);
+/// Fills a TickRequest (query tags are their indices); the queries named in
+/// `shapes_from` name their collider instead of carrying shape and pose.
+/// INVALID_ARGUMENT (nothing usable written) for an index past the queries.
+RpcStatus TickToProto(const std::string& session_id, uint64_t tick,
+                      std::span<const ColliderChange> changes,
+                      std::span<const hitbox::Query> queries,
+                      std::span<const ShapeFromCollider> shapes_from, v1::TickRequest* out);
+
+/// Queries into `out` (tags are their indices), as TickToProto.
+RpcStatus QueriesToProto(std::span<const hitbox::Query> queries,
+                         std::span<const ShapeFromCollider> shapes_from,
+                         wire::Repeated<v1::Query>* out);
 
 /// Opens a Tick stream with the callback API on `channel` (kept alive by the
 /// stream), sending `token` (when not empty) as `authorization: Bearer` metadata.

@@ -16,10 +16,12 @@
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "client_internal.h"
+#include "hitbox/wire/message_arena.h"
 
 namespace hitbox::internal {
 namespace {
@@ -42,7 +44,8 @@ class TickStreamImpl final : public TickStream,
     if (wait_for_ready) ctx_.set_wait_for_ready(true);
     if (!token.empty()) ctx_.AddMetadata("authorization", "Bearer " + token);
     stub_->async()->Tick(&ctx_, this);
-    StartRead(&response_);
+    response_ = response_arena_.Fresh<v1::TickResponse>();
+    StartRead(response_);
     StartCall();
   }
 
@@ -84,9 +87,26 @@ class TickStreamImpl final : public TickStream,
     Send(std::nullopt, changes, queries, std::move(done));
   }
 
+  std::future<RpcResult<TickResult>> Tick(
+      std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
+      std::span<const ShapeFromCollider> shapes_from) override {
+    auto promise = std::make_shared<std::promise<RpcResult<TickResult>>>();
+    std::future<RpcResult<TickResult>> future = promise->get_future();
+    Send(std::nullopt, changes, queries,
+         [promise](RpcResult<TickResult> result) { promise->set_value(std::move(result)); },
+         shapes_from);
+    return future;
+  }
+
+  void Tick(std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
+            std::span<const ShapeFromCollider> shapes_from, TickCallback done) override {
+    Send(std::nullopt, changes, queries, std::move(done), shapes_from);
+  }
+
   // Queues one tick numbered `game_tick` (nullopt: the next number).
   void Send(std::optional<uint64_t> game_tick, std::span<const ColliderChange> changes,
-            std::span<const hitbox::Query> queries, TickCallback done) {
+            std::span<const hitbox::Query> queries, TickCallback done,
+            std::span<const ShapeFromCollider> shapes_from = {}) {
     RpcStatus refused;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -108,10 +128,15 @@ class TickStreamImpl final : public TickStream,
                                 std::to_string(next_tick_) + ")");
       } else {
         const uint64_t tick = game_tick ? *game_tick : next_tick_;
-        next_tick_ = tick + 1;
-        queue_.emplace_back();
-        TickToProto(session_id_, tick, changes, queries, &queue_.back());
-        pending_.emplace(tick, Pending{std::move(done), queries.size()});
+        std::unique_ptr<Outgoing> out = TakeOutgoing();
+        refused = TickToProto(session_id_, tick, changes, queries, shapes_from, out->message);
+        if (refused.ok()) {
+          next_tick_ = tick + 1;
+          pending_.emplace(tick, Pending{std::move(done), queries.size()});
+          queue_.push_back(std::move(out));
+        } else {
+          spare_.push_back(std::move(out));
+        }
       }
     }
     if (!refused.ok()) {
@@ -155,6 +180,9 @@ class TickStreamImpl final : public TickStream,
     {
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
+      // Reused by a later tick; a few are kept (ticks are usually one or two in flight).
+      if (writing_buf_ && spare_.size() < kMaxSpare) spare_.push_back(std::move(writing_buf_));
+      writing_buf_.reset();
       // A failed write means the stream is broken; OnDone will report why.
       if (!ok) broken_writes_ = true;
     }
@@ -170,15 +198,16 @@ class TickStreamImpl final : public TickStream,
     RpcResult<TickResult> result = RpcStatus(RpcCode::kInternal, "unset");
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = pending_.find(response_.tick());
+      auto it = pending_.find(response_->tick());
       if (it != pending_.end()) {
         entry = std::move(it->second);
         pending_.erase(it);
         found = true;
       }
     }
-    if (found) result = Convert(response_, entry.query_count);
-    StartRead(&response_);  // response_ is no longer needed
+    if (found) result = Convert(*response_, entry.query_count);
+    response_ = response_arena_.Fresh<v1::TickResponse>();  // the last one is no longer needed
+    StartRead(response_);
     if (found) Call(entry.done, std::move(result));
   }
 
@@ -238,7 +267,7 @@ class TickStreamImpl final : public TickStream,
       std::lock_guard<std::mutex> lock(mu_);
       if (writing_ || ended_ || broken_writes_ || writes_done_) return;
       if (!queue_.empty()) {
-        write_buf_ = std::move(queue_.front());
+        writing_buf_ = std::move(queue_.front());
         queue_.pop_front();
         writing_ = true;
         action = kWrite;
@@ -248,7 +277,7 @@ class TickStreamImpl final : public TickStream,
       }
     }
     if (action == kWrite) {
-      StartWrite(&write_buf_);
+      StartWrite(writing_buf_->message);
     } else if (action == kWritesDone) {
       StartWritesDone();
     }
@@ -263,9 +292,30 @@ class TickStreamImpl final : public TickStream,
   mutable std::mutex mu_;
   std::condition_variable done_cv_;
   uint64_t next_tick_ = 1;
-  std::deque<v1::TickRequest> queue_;
-  v1::TickRequest write_buf_;   // owned by the outstanding StartWrite
-  v1::TickResponse response_;   // owned by the outstanding StartRead
+  static constexpr size_t kMaxSpare = 4;
+  // A request on its own arena, reused from tick to tick.
+  struct Outgoing {
+    wire::MessageArena arena;
+    v1::TickRequest* message = nullptr;
+  };
+  // A cleared request: a spare one when there is one. mu_ held.
+  std::unique_ptr<Outgoing> TakeOutgoing() {
+    std::unique_ptr<Outgoing> out;
+    if (spare_.empty()) {
+      out = std::make_unique<Outgoing>();
+    } else {
+      out = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    out->message = out->arena.Fresh<v1::TickRequest>();
+    return out;
+  }
+  std::deque<std::unique_ptr<Outgoing>> queue_;
+  std::unique_ptr<Outgoing> writing_buf_;  // owned by the outstanding StartWrite
+  std::vector<std::unique_ptr<Outgoing>> spare_;
+  // The response being read (owned by the outstanding StartRead), on its arena.
+  wire::MessageArena response_arena_;
+  v1::TickResponse* response_ = nullptr;
   std::map<uint64_t, Pending> pending_;
   bool writing_ = false;
   bool broken_writes_ = false;

@@ -48,7 +48,14 @@ void PlayArena(Client& client, const std::string& session) {
   for (uint64_t tick = 1; tick <= 120; ++tick) {
     const std::vector<Query> queries =
         loadgen::ArenaTickQueries(arena, options, positions, tick);
-    RpcResult<TickResult> r = stream->Tick({}, queries).get();
+    // Every other tick sends its capsule sweeps by collider id (shape and
+    // pose from the player's collider): the answers must not change.
+    std::vector<ShapeFromCollider> by_id;
+    for (size_t k = 0; tick % 2 == 0 && k < options.casts_per_tick; ++k) {
+      by_id.push_back({positions.size() + k,
+                       kArenaPlayerBase + loadgen::ArenaSweepPlayer(options, k)});
+    }
+    RpcResult<TickResult> r = stream->Tick({}, queries, by_id).get();
     ASSERT_TRUE(r.ok()) << "tick " << tick << ": " << r.status().ToString();
     EXPECT_EQ(r->revision, ++revision) << "one revision per tick";
     ASSERT_EQ(r->results.size(), queries.size());
@@ -127,6 +134,54 @@ void PlayArena(Client& client, const std::string& session) {
   EXPECT_NE(bad.status().message().find("queries[1].move.settings.max_slope_degrees"),
             std::string::npos)
       << bad.status().message();
+  // Sweeps by collider id: an unknown id is NOT_FOUND by its field, a
+  // raycast or a mesh collider INVALID_ARGUMENT, an index past the queries
+  // is refused by the client.
+  CastQuery sweep;
+  sweep.translation = {1, 0, 0};
+  const std::vector<Query> sweep_q = {RayQuery{}, sweep};
+  const std::vector<ShapeFromCollider> ghost_id = {{1, 424242}};
+  RpcResult<TickResult> no_such = stream->Tick({}, sweep_q, ghost_id).get();
+  EXPECT_EQ(no_such.code(), RpcCode::kNotFound);
+  EXPECT_NE(no_such.status().message().find(
+                "queries[1].shape_from_collider: collider 424242 not found"),
+            std::string::npos)
+      << no_such.status().message();
+  const std::vector<ShapeFromCollider> ray_id = {{0, kArenaPlayerBase}};
+  RpcResult<TickResult> ray = stream->Tick({}, sweep_q, ray_id).get();
+  EXPECT_EQ(ray.code(), RpcCode::kInvalidArgument);
+  EXPECT_NE(ray.status().message().find("queries[0].shape_from_collider"), std::string::npos)
+      << ray.status().message();
+  const std::vector<ShapeFromCollider> floor_id = {{1, arena.colliders[0].id}};
+  RpcResult<TickResult> floor = stream->Tick({}, sweep_q, floor_id).get();
+  EXPECT_EQ(floor.code(), RpcCode::kInvalidArgument);
+  EXPECT_NE(floor.status().message().find("collider-only shape"), std::string::npos)
+      << floor.status().message();
+  const std::vector<ShapeFromCollider> past = {{2, kArenaPlayerBase}};
+  RpcResult<TickResult> beyond = stream->Tick({}, sweep_q, past).get();
+  EXPECT_EQ(beyond.code(), RpcCode::kInvalidArgument);
+  EXPECT_NE(beyond.status().message().find("shapes_from[0].query_index: 2"), std::string::npos)
+      << beyond.status().message();
+  // A unary sweep by id is the explicit sweep of that collider, ignoring it.
+  CastQuery down;
+  down.translation = {0, -5, 0};
+  const std::vector<Query> down_q = {down};
+  const std::vector<ShapeFromCollider> player0 = {{0, kArenaPlayerBase}};
+  RpcResult<QueryBatchResult> by_id = client.Query(session, down_q, player0);
+  ASSERT_TRUE(by_id.ok()) << by_id.status().ToString();
+  CastQuery explicit_down;
+  explicit_down.shape = arena.player_shape;
+  explicit_down.pose = Pose(positions[0]);
+  explicit_down.translation = {0, -5, 0};
+  explicit_down.filter.ignore = {kArenaPlayerBase};
+  const std::vector<Query> explicit_q = {explicit_down};
+  RpcResult<QueryBatchResult> plain = client.Query(session, explicit_q);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  ASSERT_EQ(by_id->results[0].hits.size(), 1u) << "the floor is below";
+  ASSERT_EQ(plain->results[0].hits.size(), 1u);
+  EXPECT_EQ(by_id->results[0].hits[0].id, plain->results[0].hits[0].id);
+  EXPECT_EQ(by_id->results[0].hits[0].fraction, plain->results[0].hits[0].fraction);
+
   RpcResult<TickResult> after = stream->Tick({}, {}).get();
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->revision, revision);

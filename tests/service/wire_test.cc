@@ -89,6 +89,46 @@ TEST(WireTest, MissingRequiredPartsNameTheField) {
   EXPECT_EQ(s.message(), "queries[0].overlap.shape is required");
 }
 
+// Query.shape_from_collider: the shape and pose are the collider's, so the
+// message must leave them out; a raycast has no shape. The id itself is
+// checked by the server (it needs the set).
+TEST(WireTest, ShapeFromColliderLeavesShapeAndPoseOut) {
+  std::vector<Query> queries;
+  v1::QueryRequest q;
+  v1::Query* sweep = q.add_queries();
+  sweep->set_shape_from_collider(7);
+  sweep->mutable_cast()->mutable_translation()->set_x(1);
+  Status s = wire::FromProto(q.queries(), &queries);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(queries.size(), 1u);
+  EXPECT_EQ(std::get<CastQuery>(queries[0]).translation.x, 1.0);
+
+  sweep->mutable_cast()->mutable_pose();
+  s = wire::FromProto(q.queries(), &queries);
+  EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("queries[0].cast.pose: must be left out when "
+                                     "shape_from_collider is set"));
+  sweep->mutable_cast()->mutable_shape()->mutable_sphere()->set_radius(1);
+  s = wire::FromProto(q.queries(), &queries);
+  EXPECT_THAT(s.message(), HasSubstr("queries[0].cast.shape: must be left out"));
+
+  q.Clear();
+  q.add_queries()->mutable_overlap();
+  q.add_queries()->mutable_raycast();
+  q.mutable_queries(0)->set_shape_from_collider(1);
+  q.mutable_queries(1)->set_shape_from_collider(1);
+  s = wire::FromProto(q.queries(), &queries);
+  EXPECT_THAT(s.message(), HasSubstr("queries[1].shape_from_collider: a raycast has no shape"));
+
+  // The client side leaves them out.
+  MoveQuery m;
+  m.shape = *Shape::MakeCapsule(0.4, 0.5);
+  v1::Query out;
+  wire::ToProto(Query(m), &out, /*shape_and_pose=*/false);
+  EXPECT_FALSE(out.move().has_shape());
+  EXPECT_FALSE(out.move().has_pose());
+}
+
 // A shape kind this server does not know (a newer client's field 15) reads as
 // an unset oneof: INVALID_ARGUMENT naming the field, not a crash.
 TEST(WireTest, UnknownShapeKindIsRejected) {

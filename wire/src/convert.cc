@@ -390,8 +390,12 @@ Result<ColliderChange> ChangeOf(const v1::ColliderChange& c, const Path& path) {
   return Invalid(path, ": no change set (expected one of add, replace, move, remove)");
 }
 
-Result<QueryFilter> FilterOf(const v1::QueryFilter& f, const Path& path) {
+// `ignore`: a vector whose capacity is reused for the ignore ids (a batch
+// converted again into the same queries allocates nothing for them).
+Result<QueryFilter> FilterOf(const v1::QueryFilter& f, const Path& path,
+                             std::vector<uint64_t>&& ignore = {}) {
   QueryFilter out;
+  out.ignore = std::move(ignore);
   if (f.has_mask()) out.mask = f.mask();
   if (f.ignore_ids_size() > kMaxIgnoreIds) {
     return Invalid(Path(&path, "ignore_ids"), ": " + std::to_string(f.ignore_ids_size()) +
@@ -405,8 +409,18 @@ Result<QueryFilter> FilterOf(const v1::QueryFilter& f, const Path& path) {
 
 // The required shape and optional pose (absent: identity) of an overlap or
 // cast query message.
+// With `from_collider` (Query.shape_from_collider set) both must be left
+// out: the server fills them in from the collider.
 template <typename QueryMessage>
-Status PlacedShapeOf(const QueryMessage& in, const Path& p, Shape* shape, Pose* pose) {
+Status PlacedShapeOf(const QueryMessage& in, const Path& p, bool from_collider, Shape* shape,
+                     Pose* pose) {
+  if (from_collider) {
+    const char* given = in.has_shape() ? "shape" : in.has_pose() ? "pose" : nullptr;
+    if (given == nullptr) return Status::Ok();
+    return Invalid(Path(&p, given),
+                   ": must be left out when shape_from_collider is set (the collider's shape "
+                   "and pose are used)");
+  }
   // Surfaces and compounds are colliders only: refused before anything is built.
   if (const char* kind = ColliderOnlyKind(in.shape()); kind != nullptr) {
     const Path sp(&p, "shape");
@@ -486,13 +500,16 @@ Result<MoveSettings> MoveSettingsOf(const v1::MoveSettings& in, const Path& p) {
   return out;
 }
 
-Result<Query> MoveOf(const v1::MoveQuery& in, const Path& p) {
+Result<Query> MoveOf(const v1::MoveQuery& in, const Path& p, bool from_collider,
+                     std::vector<uint64_t>&& ignore) {
   MoveQuery out;
-  if (Status s = PlacedShapeOf(in, p, &out.shape, &out.pose); !s.ok()) return s.error();
+  if (Status s = PlacedShapeOf(in, p, from_collider, &out.shape, &out.pose); !s.ok()) {
+    return s.error();
+  }
   Result<Vec3> d = Vec(in.displacement(), Path(&p, "displacement"));
   if (!d.ok()) return d.error();
   out.displacement = *d;
-  Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"));
+  Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"), std::move(ignore));
   if (!filter.ok()) return filter.error();
   out.filter = std::move(*filter);
   Result<MoveSettings> settings = MoveSettingsOf(in.settings(), Path(&p, "settings"));
@@ -502,14 +519,17 @@ Result<Query> MoveOf(const v1::MoveQuery& in, const Path& p) {
   return Query(std::move(out));
 }
 
-Result<Query> QueryKindOf(const v1::Query& q, const Path& path) {
+Result<Query> QueryKindOf(const v1::Query& q, const Path& path, std::vector<uint64_t>&& ignore) {
+  const bool from_collider = q.has_shape_from_collider();
   switch (q.kind_case()) {
     case v1::Query::kOverlap: {
       const Path p(&path, "overlap");
       const v1::OverlapQuery& in = q.overlap();
       OverlapQuery out;
-      if (Status s = PlacedShapeOf(in, p, &out.shape, &out.pose); !s.ok()) return s.error();
-      Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"));
+      if (Status s = PlacedShapeOf(in, p, from_collider, &out.shape, &out.pose); !s.ok()) {
+        return s.error();
+      }
+      Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"), std::move(ignore));
       if (!filter.ok()) return filter.error();
       out.filter = std::move(*filter);
       out.want_contact = in.want_contact();
@@ -519,11 +539,13 @@ Result<Query> QueryKindOf(const v1::Query& q, const Path& path) {
       const Path p(&path, "cast");
       const v1::CastQuery& in = q.cast();
       CastQuery out;
-      if (Status s = PlacedShapeOf(in, p, &out.shape, &out.pose); !s.ok()) return s.error();
+      if (Status s = PlacedShapeOf(in, p, from_collider, &out.shape, &out.pose); !s.ok()) {
+        return s.error();
+      }
       Result<Vec3> t = Vec(in.translation(), Path(&p, "translation"));
       if (!t.ok()) return t.error();
       out.translation = *t;
-      Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"));
+      Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"), std::move(ignore));
       if (!filter.ok()) return filter.error();
       out.filter = std::move(*filter);
       out.all_hits = in.all_hits();
@@ -536,6 +558,10 @@ Result<Query> QueryKindOf(const v1::Query& q, const Path& path) {
       return Query(std::move(out));
     }
     case v1::Query::kRaycast: {
+      if (from_collider) {
+        return Invalid(Path(&path, "shape_from_collider"),
+                       ": a raycast has no shape (use it on overlap, cast or move queries)");
+      }
       const Path p(&path, "raycast");
       const v1::RayQuery& in = q.raycast();
       RayQuery out;
@@ -545,13 +571,14 @@ Result<Query> QueryKindOf(const v1::Query& q, const Path& path) {
       Result<Vec3> t = Vec(in.translation(), Path(&p, "translation"));
       if (!t.ok()) return t.error();
       out.translation = *t;
-      Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"));
+      Result<QueryFilter> filter = FilterOf(in.filter(), Path(&p, "filter"), std::move(ignore));
       if (!filter.ok()) return filter.error();
       out.filter = std::move(*filter);
       out.all_hits = in.all_hits();
       return Query(std::move(out));
     }
-    case v1::Query::kMove: return MoveOf(q.move(), Path(&path, "move"));
+    case v1::Query::kMove:
+      return MoveOf(q.move(), Path(&path, "move"), from_collider, std::move(ignore));
     case v1::Query::KIND_NOT_SET:
       break;
   }
@@ -560,8 +587,8 @@ Result<Query> QueryKindOf(const v1::Query& q, const Path& path) {
 
 // A query with its optional at_tick (a finite tick >= 0; whether the session
 // still holds it is checked when it runs).
-Result<Query> QueryOf(const v1::Query& q, const Path& path) {
-  Result<Query> out = QueryKindOf(q, path);
+Result<Query> QueryOf(const v1::Query& q, const Path& path, std::vector<uint64_t>&& ignore = {}) {
+  Result<Query> out = QueryKindOf(q, path, std::move(ignore));
   if (!out.ok()) return out;
   if (q.tag() != 0) std::visit([&q](auto& x) { x.tag = q.tag(); }, *out);
   if (!q.has_at_tick()) return out;
@@ -715,13 +742,29 @@ Status FromProto(const Repeated<v1::ColliderChange>& changes, std::vector<Collid
 Status FromProto(const Repeated<v1::Query>& queries, std::vector<Query>* out,
                  std::string_view field) {
   const Path root(field);
-  out->clear();
-  out->reserve(queries.size());
-  for (int i = 0; i < queries.size(); ++i) {
-    Result<Query> q = QueryOf(queries.Get(i), Path(&root, i));
-    if (!q.ok()) return q.error();
-    out->push_back(std::move(*q));
+  const size_t n = static_cast<size_t>(queries.size());
+  out->reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    // The capacity of the ignore ids of the query converted here before.
+    std::vector<uint64_t> ignore;
+    if (i < out->size()) {
+      ignore = std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; },
+                                    (*out)[i]).ignore);
+      ignore.clear();
+    }
+    Result<Query> q = QueryOf(queries.Get(static_cast<int>(i)), Path(&root, static_cast<int>(i)),
+                              std::move(ignore));
+    if (!q.ok()) {
+      out->clear();
+      return q.error();
+    }
+    if (i < out->size()) {
+      (*out)[i] = std::move(*q);
+    } else {
+      out->push_back(std::move(*q));
+    }
   }
+  out->resize(n);
   return Status::Ok();
 }
 
@@ -903,17 +946,21 @@ void ToProto(const QueryFilter& f, v1::QueryFilter* out) {
   out->set_max_hits(f.max_hits);
 }
 
-void ToProto(const Query& q, v1::Query* out) {
+void ToProto(const Query& q, v1::Query* out, bool shape_and_pose) {
   if (const auto* o = std::get_if<OverlapQuery>(&q)) {
     v1::OverlapQuery* p = out->mutable_overlap();
-    ToProto(o->shape, p->mutable_shape());
-    ToProto(o->pose, p->mutable_pose());
+    if (shape_and_pose) {
+      ToProto(o->shape, p->mutable_shape());
+      ToProto(o->pose, p->mutable_pose());
+    }
     ToProto(o->filter, p->mutable_filter());
     p->set_want_contact(o->want_contact);
   } else if (const auto* c = std::get_if<CastQuery>(&q)) {
     v1::CastQuery* p = out->mutable_cast();
-    ToProto(c->shape, p->mutable_shape());
-    ToProto(c->pose, p->mutable_pose());
+    if (shape_and_pose) {
+      ToProto(c->shape, p->mutable_shape());
+      ToProto(c->pose, p->mutable_pose());
+    }
     ToProto(c->translation, p->mutable_translation());
     ToProto(c->filter, p->mutable_filter());
     p->set_all_hits(c->all_hits);
@@ -926,8 +973,10 @@ void ToProto(const Query& q, v1::Query* out) {
     p->set_all_hits(r->all_hits);
   } else if (const auto* m = std::get_if<MoveQuery>(&q)) {
     v1::MoveQuery* p = out->mutable_move();
-    ToProto(m->shape, p->mutable_shape());
-    ToProto(m->pose, p->mutable_pose());
+    if (shape_and_pose) {
+      ToProto(m->shape, p->mutable_shape());
+      ToProto(m->pose, p->mutable_pose());
+    }
     ToProto(m->displacement, p->mutable_displacement());
     ToProto(m->filter, p->mutable_filter());
     ToProto(m->settings, p->mutable_settings());

@@ -117,7 +117,8 @@ Arena GenerateArena(const ArenaOptions& o) {
 std::vector<Query> ArenaTickQueries(const Arena& a, const ArenaOptions& o,
                                     const std::vector<Vec3>& positions, uint64_t tick) {
   std::vector<Query> out;
-  out.reserve(positions.size() + o.rays_per_tick + o.overlaps_per_tick);
+  out.reserve(positions.size() + o.casts_per_tick + o.rays_per_tick + o.overlaps_per_tick +
+              o.ground_checks_per_tick);
   const uint64_t second = static_cast<uint64_t>(static_cast<double>(tick) * kTickSeconds);
   for (size_t i = 0; i < positions.size(); ++i) {
     MoveQuery m;
@@ -129,11 +130,21 @@ std::vector<Query> ArenaTickQueries(const Arena& a, const ArenaOptions& o,
     out.push_back(std::move(m));
   }
   const size_t n = positions.size();
+  for (size_t k = 0; k < o.casts_per_tick && n > 0; ++k) {
+    const size_t p = ArenaSweepPlayer(o, k);
+    CastQuery c;
+    c.shape = a.player_shape;
+    c.pose = Pose(positions[p]);
+    c.translation = WalkDirection(o.seed, p, second) * 2.0;
+    c.filter.ignore = {kArenaPlayerBase + p};
+    out.push_back(std::move(c));
+  }
   for (size_t k = 0; k < o.rays_per_tick && n > 0; ++k) {
     const size_t shooter = (tick * 7 + k) % n;
     RayQuery r;
     r.origin = positions[shooter] + Vec3{0, 0.7, 0};
-    r.translation = WalkDirection(o.seed + 1, shooter, tick) * 50.0 + Vec3{0, -0.5, 0};
+    r.translation = WalkDirection(o.seed + 1, shooter, tick * 4 + k / n) * 50.0 +
+                    Vec3{0, -0.5, 0};
     r.filter.ignore = {kArenaPlayerBase + shooter};
     out.push_back(std::move(r));
   }
@@ -143,6 +154,14 @@ std::vector<Query> ArenaTickQueries(const Arena& a, const ArenaOptions& o,
     q.pose = Pose(positions[(tick * 13 + k) % n]);
     q.filter.mask = 1u << 1;  // players only
     out.push_back(std::move(q));
+  }
+  for (size_t k = 0; k < o.ground_checks_per_tick && n > 0; ++k) {
+    const size_t p = k % n;
+    RayQuery r;
+    r.origin = positions[p];
+    r.translation = Vec3{0, -(kHalfHeight + kRadius + 0.2), 0};
+    r.filter.ignore = {kArenaPlayerBase + p};
+    out.push_back(std::move(r));
   }
   return out;
 }

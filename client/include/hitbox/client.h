@@ -283,6 +283,18 @@ struct TickStreamOptions {
   size_t max_in_flight = 1024;
 };
 
+/// Sweep by collider id: query `query_index` of a call takes its shape and
+/// start pose from collider `collider_id` of the session as the server holds
+/// it then (after the tick's changes), so they are not sent; the collider is
+/// never reported by that query. For overlap, cast and move queries (their
+/// own shape and pose are ignored). An unknown id fails the call (or the
+/// tick) with NOT_FOUND naming queries[i].shape_from_collider; a raycast, or
+/// an index past the queries, with INVALID_ARGUMENT.
+struct ShapeFromCollider {
+  size_t query_index = 0;
+  uint64_t collider_id = 0;
+};
+
 /// Called once with a tick's outcome, on a gRPC thread (or on the caller's
 /// thread when the tick fails before it is sent). Must be quick and must not
 /// throw; it may call Tick() again but must not destroy its TickStream.
@@ -320,6 +332,13 @@ class TickStream {
   /// Sends one tick; `done` is called once with its result or its error.
   virtual void Tick(std::span<const ColliderChange> changes, std::span<const Query> queries,
                     TickCallback done) = 0;
+  /// Sends one tick whose queries named in `shapes_from` are sweeps by
+  /// collider id (ShapeFromCollider).
+  virtual std::future<RpcResult<TickResult>> Tick(
+      std::span<const ColliderChange> changes, std::span<const Query> queries,
+      std::span<const ShapeFromCollider> shapes_from) = 0;
+  virtual void Tick(std::span<const ColliderChange> changes, std::span<const Query> queries,
+                    std::span<const ShapeFromCollider> shapes_from, TickCallback done) = 0;
   /// Sends game tick `tick`: its changes become the session's history for
   /// that tick (queries with at_tick see them). The ticks of a stream must
   /// increase (else INVALID_ARGUMENT at once); Tick() without a number
@@ -440,6 +459,12 @@ class Client {
   /// of 0 stands for), left hits out. A cast's contact_offset (skin) is sent
   /// as is (the server refuses one outside [0, 1000] metres).
   RpcResult<QueryBatchResult> Query(std::string_view session_id, std::span<const hitbox::Query> queries,
+                                    const CallOptions& call = {});
+  /// The same, the queries named in `shapes_from` being sweeps by collider id
+  /// (ShapeFromCollider).
+  RpcResult<QueryBatchResult> Query(std::string_view session_id,
+                                    std::span<const hitbox::Query> queries,
+                                    std::span<const ShapeFromCollider> shapes_from,
                                     const CallOptions& call = {});
   /// Colliders that `shape` at `pose` overlaps (touching counts), sorted by
   /// id; at most max_hits of them (0: the session's max_hits_per_query). Use

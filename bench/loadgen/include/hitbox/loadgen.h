@@ -72,10 +72,17 @@ std::vector<Query> GenerateQueries(const Aabb& bounds, const QueryMix& mix, size
 /// one capsule collider per player standing on the floor.
 struct ArenaOptions {
   size_t players = 64;
-  /// Hitscan rays (one per shooter, from its eyes, 50 m) and area overlaps
-  /// (spheres of 3 m about a player) per tick, besides the moves.
-  size_t rays_per_tick = 64;
-  size_t overlaps_per_tick = 16;
+  /// Capsule sweeps per tick (one per player, cycling: its own capsule from
+  /// where it stands, 2 m along its walk direction, itself ignored).
+  size_t casts_per_tick = 64;
+  /// Hitscan rays (one per shooter, from its eyes, 50 m), explosions (area
+  /// overlaps: spheres of 3 m about a player, players only) and ground checks
+  /// (a ray 0.2 m below a player's feet, itself ignored) per tick, besides
+  /// the moves. The defaults are the tick of issue 14: 64 moves, 64 capsule
+  /// sweeps, 200 rays, 5 explosions, 64 ground checks.
+  size_t rays_per_tick = 200;
+  size_t overlaps_per_tick = 5;
+  size_t ground_checks_per_tick = 64;
   uint64_t seed = 1;
 };
 
@@ -94,11 +101,19 @@ struct Arena {
 /// The arena of `options` (seeded: the same options give the same arena).
 Arena GenerateArena(const ArenaOptions& options);
 
-/// The queries of tick `tick`: first one move per player from positions[i]
-/// (walk at 6 m/s for 1/60 s in a direction that changes every second, plus
-/// gravity; apply_to_id = its collider), then the rays and the overlaps.
+/// The queries of tick `tick`, in this order: one move per player from
+/// positions[i] (walk at 6 m/s for 1/60 s in a direction that changes every
+/// second, plus gravity; apply_to_id = its collider), then the capsule
+/// sweeps, the rays, the explosions and the ground checks.
 std::vector<Query> ArenaTickQueries(const Arena& arena, const ArenaOptions& options,
                                     const std::vector<Vec3>& positions, uint64_t tick);
+
+/// The player whose capsule the k-th sweep of a tick casts (player
+/// k % players): its collider is kArenaPlayerBase + that, the sweep's
+/// shape and start pose are the collider's (a sweep by collider id).
+inline size_t ArenaSweepPlayer(const ArenaOptions& options, size_t k) {
+  return options.players == 0 ? 0 : k % options.players;
+}
 
 /// Latency percentiles of a run, microseconds.
 struct Latency {

@@ -86,7 +86,10 @@ Result<ColliderChange> FromProto(const v1::ColliderChange& c, std::string_view f
 Result<QueryFilter> FromProto(const v1::QueryFilter& f, std::string_view field);
 /// A query of any kind; the kind oneof must be set. Query.tag goes to the
 /// core query's tag; a cast's contact_offset must be finite and in
-/// [0, kMaxContactOffset] metres.
+/// [0, kMaxContactOffset] metres. With shape_from_collider set, the shape
+/// and pose must be absent (and the query is not a raycast); the result then
+/// has an empty shape and the identity pose, for the server to fill in from
+/// the collider (a check that needs the set).
 Result<Query> FromProto(const v1::Query& q, std::string_view field);
 
 /// A whole change list; errors are named "<field>[i]...." (field "changes").
@@ -117,8 +120,9 @@ void ToProto(const Collider& c, v1::Collider* out);
 void ToProto(const ColliderChange& c, v1::ColliderChange* out);
 /// Mask is always written (so an all-ones mask round-trips exactly).
 void ToProto(const QueryFilter& f, v1::QueryFilter* out);
-/// Writes the core query's tag too.
-void ToProto(const Query& q, v1::Query* out);
+/// Writes the core query's tag too. `shape_and_pose` false: the query's shape
+/// and pose are left out (for a query with Query.shape_from_collider).
+void ToProto(const Query& q, v1::Query* out, bool shape_and_pose = true);
 /// Every setting is written (so defaults round-trip exactly).
 void ToProto(const MoveSettings& s, v1::MoveSettings* out);
 void ToProto(const MoveResult& r, v1::MoveResult* out);
