@@ -183,14 +183,21 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   std::vector<uint32_t> order(n);
   for (uint32_t t = 0; t < n; ++t) order[t] = t;
   mesh.BuildHierarchy(&order, boxes);
-  mesh.tri_.resize(n);
-  mesh.tri_original_.resize(n);
+  auto bits_for = [](uint64_t count) {  // bits to hold 0..count-1 (at least 1)
+    uint8_t b = 1;
+    while (b < 32 && (uint64_t{1} << b) < count) ++b;
+    return b;
+  };
+  mesh.triangle_count_ = static_cast<uint32_t>(n);
+  mesh.vbits_ = bits_for(vertices.size());
+  mesh.obits_ = bits_for(triangles.size());
+  mesh.vmask_ = static_cast<uint32_t>((uint64_t{1} << mesh.vbits_) - 1);
+  mesh.omask_ = static_cast<uint32_t>((uint64_t{1} << mesh.obits_) - 1);
+  mesh.wide_ = mesh.record_bits() + 7 > 64;
+  mesh.packed_.assign((static_cast<uint64_t>(n) * mesh.record_bits() + 7) / 8 + 16, 0);
   for (size_t k = 0; k < n; ++k) {
     const uint32_t t = order[k];
-    for (int c = 0; c < 3; ++c) {
-      mesh.tri_[k][c] = kept[t][c] | (((active[t] >> c) & 1u) << 31);
-    }
-    mesh.tri_original_[k] = original[t];
+    mesh.SetRecord(static_cast<uint32_t>(k), kept[t], active[t], original[t]);
   }
   return mesh;
 }
@@ -252,14 +259,33 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
   }
 }
 
+void TriangleMesh::SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags,
+                             uint32_t original) {
+  PackedRecord r = original;
+  r = (r << 3) | flags;
+  for (int c = 2; c >= 0; --c) r = (r << vbits_) | tri[c];
+  const uint64_t bit = static_cast<uint64_t>(k) * record_bits();
+  for (uint32_t i = 0; i < record_bits(); ++i) {
+    if ((r >> i) & 1u) packed_[(bit + i) >> 3] |= static_cast<uint8_t>(1u << ((bit + i) & 7));
+  }
+}
+
 size_t TriangleMesh::MemoryBytes() const {
   return qvertices_.capacity() * sizeof(qvertices_[0]) +
-         dvertices_.capacity() * sizeof(Vec3) + tri_.capacity() * sizeof(Indices) +
-         tri_original_.capacity() * sizeof(uint32_t) + nodes_.capacity() * sizeof(Node);
+         dvertices_.capacity() * sizeof(Vec3) + packed_.capacity() +
+         nodes_.capacity() * sizeof(Node);
 }
 
 void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
-  for (int c = 0; c < 3; ++c) out[c] = Vertex(tri_[k][c] & kIndexMask);
+  const PackedRecord r = Record(k);
+  const uint64_t lo = static_cast<uint64_t>(r);
+  if (3 * vbits_ <= 64) {
+    out[0] = Vertex(static_cast<uint32_t>(lo) & vmask_);
+    out[1] = Vertex(static_cast<uint32_t>(lo >> vbits_) & vmask_);
+    out[2] = Vertex(static_cast<uint32_t>(lo >> (2 * vbits_)) & vmask_);
+    return;
+  }
+  for (int c = 0; c < 3; ++c) out[c] = Vertex(static_cast<uint32_t>(r >> (c * vbits_)) & vmask_);
 }
 
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
@@ -275,7 +301,7 @@ bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
     TriangleVertices(k, v);
     TriangleRayHit h;
     if (!RayTriangleWatertight(ray, v[0], v[1], v[2], best, &h)) return true;
-    const uint32_t orig = tri_original_[k];
+    const uint32_t orig = OriginalIndex(k);
     if (h.t < best || best_k == UINT32_MAX || (h.t == best && orig < best_orig)) {
       best = h.t;
       best_k = k;
@@ -317,7 +343,7 @@ void TriangleMesh::RaycastAll(const Vec3& origin, const Vec3& translation,
         TriangleRayHit h;
         if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h)) continue;
         const Vec3 nrm = FacingNormal(v[0], v[1], v[2], translation);
-        hits->push_back({h.t, nrm, tri_original_[k]});
+        hits->push_back({h.t, nrm, OriginalIndex(k)});
       }
     } else {
       stack[top++] = nd.data;
@@ -339,7 +365,7 @@ bool TriangleMesh::OverlapSphere(const Vec3& center, double radius, bool first_o
     any = true;
     if (contacts != nullptr) {
       MeshContact c;
-      c.triangle = tri_original_[k];
+      c.triangle = OriginalIndex(k);
       c.point_on_mesh = q;
       BallTriangleContact(center, q, d2, radius, TriangleNormal(v[0], v[1], v[2]), &c.normal,
                           &c.depth, &c.point_on_query);
@@ -364,7 +390,7 @@ bool TriangleMesh::OverlapCapsule(const Vec3& p0, const Vec3& p1, double radius,
     any = true;
     if (contacts != nullptr) {
       MeshContact c;
-      c.triangle = tri_original_[k];
+      c.triangle = OriginalIndex(k);
       c.point_on_mesh = on_tri;
       BallTriangleContact(on_seg, on_tri, d2, radius, TriangleNormal(v[0], v[1], v[2]),
                           &c.normal, &c.depth, &c.point_on_query);
@@ -392,7 +418,7 @@ MeshSweepHit TriangleMesh::SweepSphere(const Vec3& center, double radius,
     const TriangleSweep s =
         SweepSphereTriangle(center, radius, translation, best, v[0], v[1], v[2], ActiveEdges(k));
     if (!s.hit) return true;
-    const uint32_t orig = tri_original_[k];
+    const uint32_t orig = OriginalIndex(k);
     if (s.t < best || best_orig == UINT32_MAX || (s.t == best && orig < best_orig)) {
       best = s.t;
       best_orig = orig;
