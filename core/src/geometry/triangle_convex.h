@@ -213,7 +213,7 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
     bool dup = false;
     for (int i = 0; i < n; ++i) dup = dup || s[i].w == p.w;
     if (dup) break;
-    if (!dup) s[n++] = p;
+    s[n++] = p;
     Vec3 nv;
     if (!triangle_convex_detail::ClosestToOrigin(s, &n, &nv, lam)) {
       // The tetrahedron holds the origin, unless rounding on a flat one says
@@ -519,7 +519,10 @@ TriangleConvexSweep AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& 
     if (closing <= 0.0 && g.distance_lower > 0.0) return out;
     if (closing <= 0.0) break;
     const double dt = (g.distance_lower - 0.5 * kSweepGap) / closing;
-    t += std::max(dt, 0.0);
+    // No advance possible: the next step would repeat this one exactly
+    // (the same GJK at the same t) until the cap, with the same answer.
+    if (!(dt > 0.0)) break;
+    t += dt;
     if (t > t_max) return out;
   }
   // Capped: report the lower bound as the contact.
@@ -586,6 +589,9 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
     l[i] = 1.0;
     return tri[i];
   };
+  auto tri_point = [&](const double l[3]) {
+    return tri[0] * l[0] + tri[1] * l[1] + tri[2] * l[2];
+  };
   // Simplex points w = core point + v t - triangle point (relative to the
   // moving point); p: the core point at t = 0, l: triangle weights.
   SimplexPoint s[4];
@@ -598,13 +604,28 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
   double prev_vv = std::numeric_limits<double>::infinity();
   bool overlap = false;
   bool contact = false;
+  bool restarted = false;
+  SimplexPoint last = s[0];  // the latest support point
+  auto restart = [&] {
+    restarted = true;
+    s[0] = last;
+    n = 1;
+    lam[0] = 1.0;
+    dir = s[0].w;
+    prev_vv = std::numeric_limits<double>::infinity();
+  };
+  // Stalled in rounding after a restart, with no support plane beyond
+  // half the gap (the caller's condition): contact when the distance is
+  // within kSweepStallGap (the normal is then checked against the motion).
+  double vlen = 0.0;
+  auto stalled = [&] { return vlen - margin <= kSweepStallGap; };
   for (int it = 0; it < 2 * kTriangleSweepMaxIterations; ++it) {
     const double vv = dir.LengthSq();
     if (vv <= eps_abs * eps_abs) {
       overlap = true;
       break;
     }
-    const double vlen = std::sqrt(vv);
+    vlen = std::sqrt(vv);
     SimplexPoint p;
     p.p = core_support(-dir);
     p.w = p.p + v * t - tri_support(dir, p.l);
@@ -622,10 +643,12 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
       const double dt = (lower - margin - 0.5 * kSweepGap) / closing;
       t += dt;
       if (t > t_max) return out;
-      const Vec3 shift = v * dt;
-      for (int i = 0; i < n; ++i) s[i].w += shift;
-      p.w += shift;
+      // Simplex points recomputed at the new t (not shifted: no drift).
+      const Vec3 at = v * t;
+      for (int i = 0; i < n; ++i) s[i].w = s[i].p + at - tri_point(s[i].l);
+      p.w = p.p + at - tri_point(p.l);
       prev_vv = std::numeric_limits<double>::infinity();
+      restarted = false;
     } else {
       if (vv - vw <= 1e-12 * vv + eps_abs * eps_abs) {
         // Converged at t without a separating plane beyond the gap: contact
@@ -635,12 +658,21 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
         break;
       }
       if (dup) {
-        // The support point is already in the simplex (converged up to the
-        // rounding of the shifts): contact only within kSweepGap.
-        contact = vlen - margin <= kSweepGap;
-        break;
+        // The support point is already in the simplex (converged up to
+        // rounding): contact within kSweepGap, else one restart below.
+        if (vlen - margin <= kSweepGap) {
+          contact = true;
+          break;
+        }
+        if (restarted) {
+          contact = stalled();
+          break;
+        }
+        restart();
+        continue;
       }
     }
+    last = p;
     if (!dup) s[n++] = p;
     Vec3 nv;
     if (!triangle_convex_detail::ClosestToOrigin(s, &n, &nv, lam)) {
@@ -648,18 +680,26 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
       break;
     }
     const double nvv = nv.LengthSq();
-    if (nvv >= prev_vv) break;  // no progress (rounding): the fallback below  // no progress (rounding): the fallback below
+    if (nvv >= prev_vv) {
+      // No progress (rounding, typically a flat simplex near a face-face
+      // contact): GJK again from the latest support point, once per advance
+      // (as Jolt's CastShape), then the fallback below.
+      if (restarted) {
+        contact = stalled();
+        break;
+      }
+      restart();
+      continue;
+    }  // no progress (rounding): the fallback below
     prev_vv = nvv;
     dir = nv;
   }
   if ((!contact && !overlap) || (overlap && t > 0.0)) {
-    // Stalled in rounding (a flat simplex near a face-face contact), capped,
-    // or a tetrahedron holding the moving point after an advance (which kept
-    // it apart, so also rounding): the conservative advancement decides,
-    // from 0 (started at this t it reported a few normals along the motion
-    // in MeshConvex.SweepsTouchAtFractionAndNotBefore). About 5% of the
-    // triangles of big_level's sweeps come here.
-    return triangle_convex_detail::AdvanceConvexTriangle(tri, core_support, margin, v, 0.0, t_max,
+    // Stalled in rounding farther than kSweepStallGap (a flat simplex near a
+    // face-face contact), capped, or a tetrahedron holding the moving point
+    // after an advance (which kept it apart, so also rounding): conservative
+    // advancement from t, a proven lower bound, decides.
+    return triangle_convex_detail::AdvanceConvexTriangle(tri, core_support, margin, v, t, t_max,
                                                          scale, active, face);
   }
   out.hit = true;
@@ -692,6 +732,9 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
       if (Dot(fn, v) <= 0.0) nrm = fn;
     }
   }
+  // A direction from a simplex stalled within kSweepStallGap may be off;
+  // never report one along the motion: the face normal facing it instead.
+  if (Dot(nrm, v) > 0.0) nrm = face * (Dot(face, v) > 0.0 ? -1.0 : 1.0);
   out.normal = nrm;
   return out;
 }
