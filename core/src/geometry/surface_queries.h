@@ -62,7 +62,7 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     // The triangle's box against the convex's bounds (plus a rounding margin;
-    // a leaf's box holds up to four triangles): apart is certainly apart.
+    // a leaf's box holds several triangles): apart is certainly apart.
     if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
     const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
     if (g.distance_lower > 0.0) return true;  // certainly apart

@@ -51,6 +51,13 @@ uint16_t Quantize(double v, double lo, double step, bool up) {
   return static_cast<uint16_t>(q);
 }
 
+/// Sets bits [bit, bit + count) of `bytes` (zero there) to the low bits of r.
+void StoreBits(std::vector<uint8_t>* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
+  for (uint32_t i = 0; i < count; ++i) {
+    if ((r >> i) & 1u) (*bytes)[(bit + i) >> 3] |= static_cast<uint8_t>(1u << ((bit + i) & 7));
+  }
+}
+
 }  // namespace
 
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
@@ -102,11 +109,33 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   if (digits >= 0) {
     const double d = std::pow(10.0, digits);
     mesh.vertex_divisor_ = d;
-    mesh.qvertices_.resize(vertices.size());
+    std::vector<std::array<int64_t, 3>> q(vertices.size());
+    int64_t qmax[3];
+    for (int a = 0; a < 3; ++a) mesh.qmin_[a] = qmax[a] = std::llrint(vertices[0][a] * d);
     for (size_t i = 0; i < vertices.size(); ++i) {
       for (int a = 0; a < 3; ++a) {
-        mesh.qvertices_[i][a] = static_cast<int32_t>(std::nearbyint(vertices[i][a] * d));
+        q[i][a] = std::llrint(vertices[i][a] * d);
+        mesh.qmin_[a] = std::min(mesh.qmin_[a], q[i][a]);
+        qmax[a] = std::max(qmax[a], q[i][a]);
       }
+    }
+    mesh.vrecord_bits_ = 0;
+    for (int a = 0; a < 3; ++a) {
+      const uint64_t range = static_cast<uint64_t>(qmax[a] - mesh.qmin_[a]);
+      uint8_t b = 0;
+      while (b < 33 && (range >> b) != 0) ++b;
+      mesh.vaxis_bits_[a] = b;
+      mesh.vaxis_mask_[a] = (uint64_t{1} << b) - 1;
+      mesh.vrecord_bits_ += b;
+    }
+    mesh.vpacked_.assign((static_cast<uint64_t>(vertices.size()) * mesh.vrecord_bits_ + 7) / 8 + 16,
+                         0);
+    for (size_t i = 0; i < vertices.size(); ++i) {
+      PackedRecord r = static_cast<uint64_t>(q[i][2] - mesh.qmin_[2]);
+      r = (r << mesh.vaxis_bits_[1]) | static_cast<uint64_t>(q[i][1] - mesh.qmin_[1]);
+      r = (r << mesh.vaxis_bits_[0]) | static_cast<uint64_t>(q[i][0] - mesh.qmin_[0]);
+      StoreBits(&mesh.vpacked_, static_cast<uint64_t>(i) * mesh.vrecord_bits_,
+                mesh.vrecord_bits_, r);
     }
   } else {
     mesh.dvertices_.assign(vertices.begin(), vertices.end());
@@ -235,7 +264,7 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
       node.max[a] = Quantize(box.max[a], bounds_.min[a], step_[a], true);
     }
     const uint32_t count = it.end - it.begin;
-    if (count <= 4) {
+    if (count <= kMeshLeafSize) {
       node.data = kLeafBit | (it.begin << 3) | (count - 1);
       nodes_.push_back(node);
       continue;
@@ -244,8 +273,9 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
     nodes_.push_back(node);
     const Vec3 ext = centroids.max - centroids.min;
     const int axis = (ext.x >= ext.y && ext.x >= ext.z) ? 0 : (ext.y >= ext.z ? 1 : 2);
-    // Split near the median, rounded up to a multiple of 4 so leaves are full.
-    const uint32_t mid = it.begin + ((count / 2 + 3) & ~3u);
+    // Split near the median, rounded up to a multiple of the leaf size so
+    // leaves are full.
+    const uint32_t mid = it.begin + ((count / 2 + kMeshLeafSize - 1) & ~(kMeshLeafSize - 1));
     std::nth_element(ord.begin() + it.begin, ord.begin() + mid, ord.begin() + it.end,
                      [&](uint32_t x, uint32_t y) {
                        const double cx = boxes[x].min[axis] + boxes[x].max[axis];
@@ -257,6 +287,7 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
     work.push_back({mid, it.end, self});
     work.push_back({it.begin, mid, UINT32_MAX});
   }
+  nodes_.shrink_to_fit();
 }
 
 void TriangleMesh::SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags,
@@ -264,14 +295,11 @@ void TriangleMesh::SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags,
   PackedRecord r = original;
   r = (r << 3) | flags;
   for (int c = 2; c >= 0; --c) r = (r << vbits_) | tri[c];
-  const uint64_t bit = static_cast<uint64_t>(k) * record_bits();
-  for (uint32_t i = 0; i < record_bits(); ++i) {
-    if ((r >> i) & 1u) packed_[(bit + i) >> 3] |= static_cast<uint8_t>(1u << ((bit + i) & 7));
-  }
+  StoreBits(&packed_, static_cast<uint64_t>(k) * record_bits(), record_bits(), r);
 }
 
 size_t TriangleMesh::MemoryBytes() const {
-  return qvertices_.capacity() * sizeof(qvertices_[0]) +
+  return vpacked_.capacity() +
          dvertices_.capacity() * sizeof(Vec3) + packed_.capacity() +
          nodes_.capacity() * sizeof(Node);
 }
