@@ -83,9 +83,12 @@ template <typename Surface, typename Convex>
 bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
                            std::vector<MeshContact>* contacts) {
   bool any = false;
+  const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
     Vec3 v[3];
     surface.TriangleVertices(k, v);
+    // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
+    if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
     const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
     if (g.distance_lower > 0.0) return true;
     any = true;
