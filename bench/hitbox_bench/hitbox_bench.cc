@@ -20,12 +20,14 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "hitbox/cases/case_file.h"
 #include "hitbox/collider_set.h"
+#include "surface_data.h"
 
 namespace hitbox {
 namespace {
@@ -135,6 +137,35 @@ std::vector<size_t> ParseThreadList(const std::string& text) {
   return out;
 }
 
+// Built bytes (data + hierarchy, input copies excluded) per triangle of the
+// distinct meshes, and per sample of the distinct heightfields, in `file`.
+struct SurfaceBytes {
+  size_t mesh_bytes = 0, triangles = 0, field_bytes = 0, samples = 0;
+  double PerTriangle() const {
+    return triangles ? static_cast<double>(mesh_bytes) / static_cast<double>(triangles) : 0.0;
+  }
+  double PerSample() const {
+    return samples ? static_cast<double>(field_bytes) / static_cast<double>(samples) : 0.0;
+  }
+};
+
+SurfaceBytes MeasureSurfaces(const cases::CaseFile& file) {
+  SurfaceBytes out;
+  std::set<const SurfaceData*> seen;
+  for (const Collider& c : file.colliders) {
+    const SurfaceData* s = c.shape.surface();
+    if (s == nullptr || !seen.insert(s).second) continue;
+    if (const TriangleMesh* m = s->mesh()) {
+      out.mesh_bytes += m->MemoryBytes();
+      out.triangles += m->triangle_count();
+    } else if (const Heightfield* f = s->heightfield()) {
+      out.field_bytes += f->MemoryBytes();
+      out.samples += static_cast<size_t>(f->rows()) * f->cols();
+    }
+  }
+  return out;
+}
+
 // Applies `changes` in batches of `batch`; returns changes per second.
 double ApplyRate(ColliderSet* set, const std::vector<ColliderChange>& changes, size_t batch) {
   const Clock::time_point a = Clock::now();
@@ -205,6 +236,7 @@ int Main(int argc, char** argv) {
   const double bytes_per_collider =
       n ? static_cast<double>(set.MemoryBytes()) / static_cast<double>(n) : 0.0;
   const ColliderSet::TreeStats tree_stats = set.GetTreeStats();
+  const SurfaceBytes surfaces = MeasureSurfaces(file);
 
   // Check every answer, on one thread and on the pool.
   ThreadPool pool(threads);
@@ -296,8 +328,11 @@ int Main(int argc, char** argv) {
   for (const KindStats& k : kinds) total_mismatches += k.mismatches;
   if (json) {
     std::printf("{\"file\": \"%s\", \"colliders\": %zu, \"load_s\": %.3f, \"build_ms\": %.3f, "
-                "\"bytes_per_collider\": %.1f, \"threads\": %zu, \"kinds\": {",
-                file.name.c_str(), n, load_s, build_ms, bytes_per_collider, pool.size());
+                "\"bytes_per_collider\": %.1f, \"mesh_triangles\": %zu, "
+                "\"bytes_per_triangle\": %.2f, \"heightfield_samples\": %zu, "
+                "\"bytes_per_sample\": %.2f, \"threads\": %zu, \"kinds\": {",
+                file.name.c_str(), n, load_s, build_ms, bytes_per_collider, surfaces.triangles,
+                surfaces.PerTriangle(), surfaces.samples, surfaces.PerSample(), pool.size());
     bool first = true;
     for (int k = 0; k < cases::kQueryKindCount; ++k) {
       if (kinds[k].queries == 0) continue;
@@ -334,6 +369,14 @@ int Main(int argc, char** argv) {
     std::printf("build (AddBulk, best of 3): %.2f ms; %.1f bytes/collider; tree height %d, "
                 "SAH area ratio %.2f\n",
                 build_ms, bytes_per_collider, tree_stats.height, tree_stats.area_ratio);
+    if (surfaces.triangles > 0) {
+      std::printf("meshes: %zu triangles, %.2f bytes/triangle (mesh + hierarchy)\n",
+                  surfaces.triangles, surfaces.PerTriangle());
+    }
+    if (surfaces.samples > 0) {
+      std::printf("heightfields: %zu samples, %.2f bytes/sample (heights + hierarchy)\n",
+                  surfaces.samples, surfaces.PerSample());
+    }
     std::printf("%-8s %8s %10s %14s %18s %14s\n", "kind", "queries", "mismatch", "qps (1 thread)",
                 "qps (1 thread CPU)", "qps (pool)");
     for (int k = 0; k < cases::kQueryKindCount; ++k) {

@@ -63,7 +63,7 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     // The triangle's box against the convex's bounds (plus a rounding margin;
-    // a leaf's box holds up to four triangles): apart is certainly apart.
+    // a leaf's box holds several triangles): apart is certainly apart.
     if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
     const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
     if (g.distance_lower > 0.0) return true;  // certainly apart
@@ -84,9 +84,12 @@ template <typename Surface, typename Convex>
 bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
                            std::vector<MeshContact>* contacts) {
   bool any = false;
+  const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
     Vec3 v[3];
     surface.TriangleVertices(k, v);
+    // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
+    if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
     const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
     if (g.distance_lower > 0.0) return true;
     any = true;
@@ -164,30 +167,46 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   // without a GJK cast (conservative slab test, bvh_ray.h).
   const BvhRay centre_path(convex.bounds().Center(), translation);
   const Vec3 grow = convex.bounds().Extents() + Vec3::Splat(kSweepGap);
-  double best = 1.0;
+  // Contacts within a nanometre of travel of each other are ties, won by
+  // the lowest input triangle: a shape meeting a shared edge or vertex
+  // touches both triangles at once, and their per-triangle fractions differ
+  // only by rounding (which depends on the frame the query came in).
+  const double len = translation.Length();
+  const double tie = len > 0.0 ? kSweepGap / len : 0.0;
+  double best = 1.0;    // fraction of the best hit so far
+  double limit = 1.0;   // visit and sweep up to here (best + tie once hit)
   uint32_t best_orig = UINT32_MAX;
-  surface.VisitSwept(box, translation, centre_path, grow, &best, [&](uint32_t k) {
+  surface.VisitSwept(box, translation, centre_path, grow, &limit, [&](uint32_t k) {
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     double t_enter;
-    if (!centre_path.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), best,
+    if (!centre_path.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), limit,
                            &t_enter)) {
       return true;
     }
     const TriangleConvexSweep s = SweepConvexTriangle(v, convex, convex.margin(), translation,
-                                                      best, scale, surface.ActiveEdges(k));
+                                                      limit, scale, surface.ActiveEdges(k));
     if (!s.hit) return true;
     if (skin > 0.0 && !TriangleSkinKeeps(v, convex, translation, s, skin)) return true;
     const uint32_t orig = surface.OriginalIndex(k);
-    if (s.t < best || best_orig == UINT32_MAX || (s.t == best && orig < best_orig)) {
-      best = s.t;
+    const bool first = best_orig == UINT32_MAX;
+    const bool earlier = s.t < best - tie;
+    const bool tied = !earlier && s.t <= best + tie;
+    if (first || earlier || (tied && orig < best_orig)) {
+      best = first || earlier ? s.t : std::min(best, s.t);
       best_orig = orig;
-      out.state = s.started_inside ? MeshSweepHit::State::kStartedInside : MeshSweepHit::State::kHit;
-      out.fraction = s.t;
+      limit = std::min(1.0, best + tie);
+      out.state = s.started_inside || best == 0.0 ? MeshSweepHit::State::kStartedInside
+                                                  : MeshSweepHit::State::kHit;
+      out.fraction = best;
       out.normal = s.normal;
       out.point = s.point;
       out.triangle = orig;
       out.capped = s.capped;
+    } else if (tied) {
+      best = std::min(best, s.t);
+      out.fraction = best;
+      if (best == 0.0) out.state = MeshSweepHit::State::kStartedInside;
     }
     return true;
   });

@@ -466,36 +466,19 @@ struct TriangleConvexSweep {
   bool capped = false;
 };
 
-/// First contact of the convex (core_support at its start position, grown by
-/// `margin`) translating by `v` for t in [0, t_max] with triangle `tri`.
-/// `active`: active-edge flags; a contact on an inactive edge or vertex
-/// reports the face normal (when it does not point along the motion).
+namespace triangle_convex_detail {
+
+/// Conservative advancement (the fallback of SweepConvexTriangle): from
+/// `t_start` (a fraction the convex is known not to have reached the
+/// triangle before), a full GJK at each step and t += distance / closing
+/// speed (Mirtich 1996), stopped within kSweepGap of contact.
 template <typename CoreSupport>
-TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
-                                        double margin, const Vec3& v, double t_max, double scale,
-                                        uint8_t active) {
+TriangleConvexSweep AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
+                                          double margin, const Vec3& v, double t_start,
+                                          double t_max, double scale, uint8_t active,
+                                          const Vec3& face) {
   TriangleConvexSweep out;
-  const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
-  double t = 0.0;
-  {
-    // The triangle's plane first (two support calls): the convex must reach
-    // the plane to touch the triangle, so wholly on one side and not
-    // reaching it within t_max is a miss. (Starting the advancement at the
-    // plane's time instead of 0 failed MeshConvex.SweepsTouchAtFractionAndNotBefore
-    // in 3 of ~2,400 sweeps: a fraction reported while still apart.)
-    const double d = Dot(face, tri[0]);
-    // Height of the convex's lowest point above the plane, and depth of its
-    // highest point below it (one of them positive when wholly on one side).
-    const double lowest_above = Dot(face, core_support(-face)) - margin - d;
-    const double highest_below = d - Dot(face, core_support(face)) - margin;
-    const double dv = Dot(face, v);
-    const double side = lowest_above > kSweepGap ? lowest_above : highest_below;
-    const double closing = lowest_above > kSweepGap ? -dv : dv;
-    if (side > kSweepGap) {
-      if (!(closing > 0.0)) return out;
-      if ((side - 0.5 * kSweepGap) / closing > t_max) return out;
-    }
-  }
+  double t = t_start;
   for (int i = 0; i < kTriangleSweepMaxIterations; ++i) {
     const Vec3 shift = v * t;
     auto moved = [&](const Vec3& d) { return core_support(d) + shift; };
@@ -536,7 +519,10 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
     if (closing <= 0.0 && g.distance_lower > 0.0) return out;
     if (closing <= 0.0) break;
     const double dt = (g.distance_lower - 0.5 * kSweepGap) / closing;
-    t += std::max(dt, 0.0);
+    // No advance possible: the next step would repeat this one exactly
+    // (the same GJK at the same t) until the cap, with the same answer.
+    if (!(dt > 0.0)) break;
+    t += dt;
     if (t > t_max) return out;
   }
   // Capped: report the lower bound as the contact.
@@ -544,6 +530,212 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
   out.capped = true;
   out.t = std::min(t, t_max);
   out.normal = face * (Dot(face, v) > 0.0 ? -1.0 : 1.0);
+  return out;
+}
+
+
+}  // namespace triangle_convex_detail
+
+/// First contact of the convex (core_support at its start position, grown by
+/// `margin`) translating by `v` for t in [0, t_max] with triangle `tri`.
+/// `active`: active-edge flags; a contact on an inactive edge or vertex
+/// reports the face normal (when it does not point along the motion).
+///
+/// GJK ray cast (van den Bergen, "Ray Casting against General Convex Objects
+/// with Application to Continuous Collision Detection", 2004; as Jolt's
+/// GJKClosestPoint::CastShape): one GJK simplex of the Minkowski difference
+/// core - triangle, kept relative to the moving point -v t, so each advance
+/// t += (lower bound - margin) / closing speed along the latest support
+/// plane (conservative: never past the time of impact, stopped half a
+/// kSweepGap short) reuses the simplex instead of restarting GJK. A hit is
+/// declared once GJK has converged at t (so the normal is GJK's converged
+/// axis) with the distance within kSweepGap of the margin.
+template <typename CoreSupport>
+TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
+                                        double margin, const Vec3& v, double t_max, double scale,
+                                        uint8_t active) {
+  using triangle_convex_detail::SimplexPoint;
+  TriangleConvexSweep out;
+  const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
+  // The triangle's plane first (two support calls): the convex must reach
+  // the plane to touch the triangle, so wholly on one side and not reaching
+  // it within t_max is a miss. The lower of the two support points starts
+  // the simplex.
+  SimplexPoint first;
+  first.l[0] = 1.0;
+  first.l[1] = first.l[2] = 0.0;
+  {
+    const double d = Dot(face, tri[0]);
+    const Vec3 low = core_support(-face), high = core_support(face);
+    // Height of the convex's lowest point above the plane, and depth of its
+    // highest point below it (one of them positive when wholly on one side).
+    const double lowest_above = Dot(face, low) - margin - d;
+    const double highest_below = d - Dot(face, high) - margin;
+    const double dv = Dot(face, v);
+    const bool above = lowest_above > kSweepGap;
+    const double side = above ? lowest_above : highest_below;
+    const double closing = above ? -dv : dv;
+    if (side > kSweepGap) {
+      if (!(closing > 0.0)) return out;
+      if ((side - 0.5 * kSweepGap) / closing > t_max) return out;
+    }
+    first.p = above || !(highest_below > kSweepGap) ? low : high;
+    first.w = first.p - tri[0];
+  }
+  auto tri_support = [&](const Vec3& d, double l[3]) {
+    const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
+    const int i = (x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2);
+    l[0] = l[1] = l[2] = 0.0;
+    l[i] = 1.0;
+    return tri[i];
+  };
+  auto tri_point = [&](const double l[3]) {
+    return tri[0] * l[0] + tri[1] * l[1] + tri[2] * l[2];
+  };
+  // Simplex points w = core point + v t - triangle point (relative to the
+  // moving point); p: the core point at t = 0, l: triangle weights.
+  SimplexPoint s[4];
+  s[0] = first;
+  int n = 1;
+  double lam[4] = {1, 0, 0, 0};
+  Vec3 dir = s[0].w;  // closest point of the simplex to the origin
+  double t = 0.0;
+  const double eps_abs = 1e-13 * scale;
+  double prev_vv = std::numeric_limits<double>::infinity();
+  bool overlap = false;
+  bool contact = false;
+  bool restarted = false;
+  SimplexPoint last = s[0];  // the latest support point
+  auto restart = [&] {
+    restarted = true;
+    s[0] = last;
+    n = 1;
+    lam[0] = 1.0;
+    dir = s[0].w;
+    prev_vv = std::numeric_limits<double>::infinity();
+  };
+  // Stalled in rounding after a restart, with no support plane beyond
+  // half the gap (the caller's condition): contact when the distance is
+  // within kSweepStallGap (the normal is then checked against the motion).
+  double vlen = 0.0;
+  auto stalled = [&] { return vlen - margin <= kSweepStallGap; };
+  for (int it = 0; it < 2 * kTriangleSweepMaxIterations; ++it) {
+    const double vv = dir.LengthSq();
+    if (vv <= eps_abs * eps_abs) {
+      overlap = true;
+      break;
+    }
+    vlen = std::sqrt(vv);
+    SimplexPoint p;
+    p.p = core_support(-dir);
+    p.w = p.p + v * t - tri_support(dir, p.l);
+    const double vw = Dot(dir, p.w);
+    const double lower = vw / vlen;
+    // The same core point and triangle vertex as a simplex point: nothing new.
+    bool dup = false;
+    for (int i = 0; i < n; ++i) {
+      dup = dup || (s[i].p == p.p && s[i].l[0] == p.l[0] && s[i].l[1] == p.l[1]);
+    }
+    if (lower - margin > 0.5 * kSweepGap) {
+      // The support plane separates by more than the margin: advance to it.
+      const double closing = -Dot(v, dir) / vlen;
+      if (!(closing > 0.0)) return out;
+      const double dt = (lower - margin - 0.5 * kSweepGap) / closing;
+      t += dt;
+      if (t > t_max) return out;
+      // Simplex points recomputed at the new t (not shifted: no drift).
+      const Vec3 at = v * t;
+      for (int i = 0; i < n; ++i) s[i].w = s[i].p + at - tri_point(s[i].l);
+      p.w = p.p + at - tri_point(p.l);
+      prev_vv = std::numeric_limits<double>::infinity();
+      restarted = false;
+    } else {
+      if (vv - vw <= 1e-12 * vv + eps_abs * eps_abs) {
+        // Converged at t without a separating plane beyond the gap: contact
+        // when the distance is within kSweepStallGap (rounding keeps some
+        // pairs a little above kSweepGap); otherwise the fallback below.
+        contact = vlen - margin <= kSweepStallGap;
+        break;
+      }
+      if (dup) {
+        // The support point is already in the simplex (converged up to
+        // rounding): contact within kSweepGap, else one restart below.
+        if (vlen - margin <= kSweepGap) {
+          contact = true;
+          break;
+        }
+        if (restarted) {
+          contact = stalled();
+          break;
+        }
+        restart();
+        continue;
+      }
+    }
+    last = p;
+    if (!dup) s[n++] = p;
+    Vec3 nv;
+    if (!triangle_convex_detail::ClosestToOrigin(s, &n, &nv, lam)) {
+      overlap = true;  // the tetrahedron holds the moving point
+      break;
+    }
+    const double nvv = nv.LengthSq();
+    if (nvv >= prev_vv) {
+      // No progress (rounding, typically a flat simplex near a face-face
+      // contact): GJK again from the latest support point, once per advance
+      // (as Jolt's CastShape), then the fallback below.
+      if (restarted) {
+        contact = stalled();
+        break;
+      }
+      restart();
+      continue;
+    }  // no progress (rounding): the fallback below
+    prev_vv = nvv;
+    dir = nv;
+  }
+  if ((!contact && !overlap) || (overlap && t > 0.0)) {
+    // Stalled in rounding farther than kSweepStallGap (a flat simplex near a
+    // face-face contact), capped, or a tetrahedron holding the moving point
+    // after an advance (which kept it apart, so also rounding): conservative
+    // advancement from t, a proven lower bound, decides.
+    return triangle_convex_detail::AdvanceConvexTriangle(tri, core_support, margin, v, t, t_max,
+                                                         scale, active, face);
+  }
+  out.hit = true;
+  out.t = t;
+  out.started_inside = t == 0.0;
+  double l[3] = {0, 0, 0};
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < 3; ++k) l[k] += s[i].l[k] * lam[i];
+  }
+  out.point = tri[0] * l[0] + tri[1] * l[1] + tri[2] * l[2];
+  if (overlap) {
+    out.normal = face * (Dot(face, v) > 0.0 ? -1.0 : 1.0);
+    return out;
+  }
+  Vec3 nrm = dir.Normalized();
+  // Inactive edge or vertex: the face normal (Jolt's active edges).
+  const bool on_face = l[0] > 0.0 && l[1] > 0.0 && l[2] > 0.0;
+  if (on_face) {
+    // Closest point inside the face: the direction is the face normal
+    // exactly (GJK's |v| of ~1e-9 carries only its rounding).
+    nrm = face * (Dot(face, nrm) >= 0.0 ? 1.0 : -1.0);
+  } else {
+    bool use_face = true;
+    for (int e = 0; e < 3; ++e) {
+      // Edge e (vertex e to e+1) holds the point when the opposite weight is 0.
+      if (l[(e + 2) % 3] <= 0.0 && ((active >> e) & 1u)) use_face = false;
+    }
+    if (use_face) {
+      const Vec3 fn = face * (Dot(face, nrm) >= 0.0 ? 1.0 : -1.0);
+      if (Dot(fn, v) <= 0.0) nrm = fn;
+    }
+  }
+  // A direction from a simplex stalled within kSweepStallGap may be off;
+  // never report one along the motion: the face normal facing it instead.
+  if (Dot(nrm, v) > 0.0) nrm = face * (Dot(face, v) > 0.0 ? -1.0 : 1.0);
+  out.normal = nrm;
   return out;
 }
 

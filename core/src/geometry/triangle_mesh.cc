@@ -51,6 +51,13 @@ uint16_t Quantize(double v, double lo, double step, bool up) {
   return static_cast<uint16_t>(q);
 }
 
+/// Sets bits [bit, bit + count) of `bytes` (zero there) to the low bits of r.
+void StoreBits(std::vector<uint8_t>* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
+  for (uint32_t i = 0; i < count; ++i) {
+    if ((r >> i) & 1u) (*bytes)[(bit + i) >> 3] |= static_cast<uint8_t>(1u << ((bit + i) & 7));
+  }
+}
+
 }  // namespace
 
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
@@ -102,11 +109,33 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   if (digits >= 0) {
     const double d = std::pow(10.0, digits);
     mesh.vertex_divisor_ = d;
-    mesh.qvertices_.resize(vertices.size());
+    std::vector<std::array<int64_t, 3>> q(vertices.size());
+    int64_t qmax[3];
+    for (int a = 0; a < 3; ++a) mesh.qmin_[a] = qmax[a] = std::llrint(vertices[0][a] * d);
     for (size_t i = 0; i < vertices.size(); ++i) {
       for (int a = 0; a < 3; ++a) {
-        mesh.qvertices_[i][a] = static_cast<int32_t>(std::nearbyint(vertices[i][a] * d));
+        q[i][a] = std::llrint(vertices[i][a] * d);
+        mesh.qmin_[a] = std::min(mesh.qmin_[a], q[i][a]);
+        qmax[a] = std::max(qmax[a], q[i][a]);
       }
+    }
+    mesh.vrecord_bits_ = 0;
+    for (int a = 0; a < 3; ++a) {
+      const uint64_t range = static_cast<uint64_t>(qmax[a] - mesh.qmin_[a]);
+      uint8_t b = 0;
+      while (b < 33 && (range >> b) != 0) ++b;
+      mesh.vaxis_bits_[a] = b;
+      mesh.vaxis_mask_[a] = (uint64_t{1} << b) - 1;
+      mesh.vrecord_bits_ += b;
+    }
+    mesh.vpacked_.assign((static_cast<uint64_t>(vertices.size()) * mesh.vrecord_bits_ + 7) / 8 + 16,
+                         0);
+    for (size_t i = 0; i < vertices.size(); ++i) {
+      PackedRecord r = static_cast<uint64_t>(q[i][2] - mesh.qmin_[2]);
+      r = (r << mesh.vaxis_bits_[1]) | static_cast<uint64_t>(q[i][1] - mesh.qmin_[1]);
+      r = (r << mesh.vaxis_bits_[0]) | static_cast<uint64_t>(q[i][0] - mesh.qmin_[0]);
+      StoreBits(&mesh.vpacked_, static_cast<uint64_t>(i) * mesh.vrecord_bits_,
+                mesh.vrecord_bits_, r);
     }
   } else {
     mesh.dvertices_.assign(vertices.begin(), vertices.end());
@@ -183,14 +212,21 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   std::vector<uint32_t> order(n);
   for (uint32_t t = 0; t < n; ++t) order[t] = t;
   mesh.BuildHierarchy(&order, boxes);
-  mesh.tri_.resize(n);
-  mesh.tri_original_.resize(n);
+  auto bits_for = [](uint64_t count) {  // bits to hold 0..count-1 (at least 1)
+    uint8_t b = 1;
+    while (b < 32 && (uint64_t{1} << b) < count) ++b;
+    return b;
+  };
+  mesh.triangle_count_ = static_cast<uint32_t>(n);
+  mesh.vbits_ = bits_for(vertices.size());
+  mesh.obits_ = bits_for(triangles.size());
+  mesh.vmask_ = static_cast<uint32_t>((uint64_t{1} << mesh.vbits_) - 1);
+  mesh.omask_ = static_cast<uint32_t>((uint64_t{1} << mesh.obits_) - 1);
+  mesh.wide_ = mesh.record_bits() + 7 > 64;
+  mesh.packed_.assign((static_cast<uint64_t>(n) * mesh.record_bits() + 7) / 8 + 16, 0);
   for (size_t k = 0; k < n; ++k) {
     const uint32_t t = order[k];
-    for (int c = 0; c < 3; ++c) {
-      mesh.tri_[k][c] = kept[t][c] | (((active[t] >> c) & 1u) << 31);
-    }
-    mesh.tri_original_[k] = original[t];
+    mesh.SetRecord(static_cast<uint32_t>(k), kept[t], active[t], original[t]);
   }
   return mesh;
 }
@@ -228,7 +264,7 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
       node.max[a] = Quantize(box.max[a], bounds_.min[a], step_[a], true);
     }
     const uint32_t count = it.end - it.begin;
-    if (count <= 4) {
+    if (count <= kMeshLeafSize) {
       node.data = kLeafBit | (it.begin << 3) | (count - 1);
       nodes_.push_back(node);
       continue;
@@ -237,8 +273,9 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
     nodes_.push_back(node);
     const Vec3 ext = centroids.max - centroids.min;
     const int axis = (ext.x >= ext.y && ext.x >= ext.z) ? 0 : (ext.y >= ext.z ? 1 : 2);
-    // Split near the median, rounded up to a multiple of 4 so leaves are full.
-    const uint32_t mid = it.begin + ((count / 2 + 3) & ~3u);
+    // Split near the median, rounded up to a multiple of the leaf size so
+    // leaves are full.
+    const uint32_t mid = it.begin + ((count / 2 + kMeshLeafSize - 1) & ~(kMeshLeafSize - 1));
     std::nth_element(ord.begin() + it.begin, ord.begin() + mid, ord.begin() + it.end,
                      [&](uint32_t x, uint32_t y) {
                        const double cx = boxes[x].min[axis] + boxes[x].max[axis];
@@ -250,16 +287,33 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
     work.push_back({mid, it.end, self});
     work.push_back({it.begin, mid, UINT32_MAX});
   }
+  nodes_.shrink_to_fit();
+}
+
+void TriangleMesh::SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags,
+                             uint32_t original) {
+  PackedRecord r = original;
+  r = (r << 3) | flags;
+  for (int c = 2; c >= 0; --c) r = (r << vbits_) | tri[c];
+  StoreBits(&packed_, static_cast<uint64_t>(k) * record_bits(), record_bits(), r);
 }
 
 size_t TriangleMesh::MemoryBytes() const {
-  return qvertices_.capacity() * sizeof(qvertices_[0]) +
-         dvertices_.capacity() * sizeof(Vec3) + tri_.capacity() * sizeof(Indices) +
-         tri_original_.capacity() * sizeof(uint32_t) + nodes_.capacity() * sizeof(Node);
+  return vpacked_.capacity() +
+         dvertices_.capacity() * sizeof(Vec3) + packed_.capacity() +
+         nodes_.capacity() * sizeof(Node);
 }
 
 void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
-  for (int c = 0; c < 3; ++c) out[c] = Vertex(tri_[k][c] & kIndexMask);
+  const PackedRecord r = Record(k);
+  const uint64_t lo = static_cast<uint64_t>(r);
+  if (3 * vbits_ <= 64) {
+    out[0] = Vertex(static_cast<uint32_t>(lo) & vmask_);
+    out[1] = Vertex(static_cast<uint32_t>(lo >> vbits_) & vmask_);
+    out[2] = Vertex(static_cast<uint32_t>(lo >> (2 * vbits_)) & vmask_);
+    return;
+  }
+  for (int c = 0; c < 3; ++c) out[c] = Vertex(static_cast<uint32_t>(r >> (c * vbits_)) & vmask_);
 }
 
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
@@ -275,7 +329,7 @@ bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
     TriangleVertices(k, v);
     TriangleRayHit h;
     if (!RayTriangleWatertight(ray, v[0], v[1], v[2], best, &h)) return true;
-    const uint32_t orig = tri_original_[k];
+    const uint32_t orig = OriginalIndex(k);
     if (h.t < best || best_k == UINT32_MAX || (h.t == best && orig < best_orig)) {
       best = h.t;
       best_k = k;
@@ -317,7 +371,7 @@ void TriangleMesh::RaycastAll(const Vec3& origin, const Vec3& translation,
         TriangleRayHit h;
         if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h)) continue;
         const Vec3 nrm = FacingNormal(v[0], v[1], v[2], translation);
-        hits->push_back({h.t, nrm, tri_original_[k]});
+        hits->push_back({h.t, nrm, OriginalIndex(k)});
       }
     } else {
       stack[top++] = nd.data;
@@ -339,7 +393,7 @@ bool TriangleMesh::OverlapSphere(const Vec3& center, double radius, bool first_o
     any = true;
     if (contacts != nullptr) {
       MeshContact c;
-      c.triangle = tri_original_[k];
+      c.triangle = OriginalIndex(k);
       c.point_on_mesh = q;
       BallTriangleContact(center, q, d2, radius, TriangleNormal(v[0], v[1], v[2]), &c.normal,
                           &c.depth, &c.point_on_query);
@@ -364,7 +418,7 @@ bool TriangleMesh::OverlapCapsule(const Vec3& p0, const Vec3& p1, double radius,
     any = true;
     if (contacts != nullptr) {
       MeshContact c;
-      c.triangle = tri_original_[k];
+      c.triangle = OriginalIndex(k);
       c.point_on_mesh = on_tri;
       BallTriangleContact(on_seg, on_tri, d2, radius, TriangleNormal(v[0], v[1], v[2]),
                           &c.normal, &c.depth, &c.point_on_query);
@@ -392,7 +446,7 @@ MeshSweepHit TriangleMesh::SweepSphere(const Vec3& center, double radius,
     const TriangleSweep s =
         SweepSphereTriangle(center, radius, translation, best, v[0], v[1], v[2], ActiveEdges(k));
     if (!s.hit) return true;
-    const uint32_t orig = tri_original_[k];
+    const uint32_t orig = OriginalIndex(k);
     if (s.t < best || best_orig == UINT32_MAX || (s.t == best && orig < best_orig)) {
       best = s.t;
       best_orig = orig;
