@@ -608,6 +608,45 @@ void CheckAgainst(const Expect& e, const CastResult& r, const char* what) {
   }
 }
 
+// Penetration deeper than `tol` of the probe at `at` (a pose of it) into the target.
+bool Penetrates(const Shape& probe, const Pose& at, const Shape& target, const Pose& pose,
+                double tol, double* depth) {
+  Contact c;
+  if (!ComputeContact(probe, at, target, pose, &c)) return false;
+  *depth = c.depth;
+  return c.depth > tol;
+}
+
+// A sweep agrees with contacts where they are clear: a miss leaves the probe
+// clear of the target at both ends, a hit after the start means it was clear
+// at the start, and just before the reported fraction it is clear too (a late
+// hit would tunnel). "Clear" allows a penetration of 1e-6 of the scale.
+void CheckSweepAgainstContacts(const Shape& probe, const Pose& ppose, const Vec3& move,
+                               const Shape& target, const Pose& pose, const CastResult& r) {
+  const double scale = std::max({MaxAbs(ppose.position), MaxAbs(pose.position), MaxAbs(move),
+                                 probe.BoundingRadius(), target.BoundingRadius(), 1.0});
+  const double tol = 1e-6 * scale;
+  double depth = 0.0;
+  if (r.state == CastState::kStartedOverlapping) return;
+  HITBOX_FUZZ_CHECK(!Penetrates(probe, ppose, target, pose, tol, &depth),
+                    "sweep: %s at the start (penetration %g), but state %d at %.17g",
+                    ShapeKindName(target.kind()), depth, static_cast<int>(r.state), r.fraction);
+  if (r.state == CastState::kMiss) {
+    const Pose end(ppose.position + move, ppose.rotation);
+    HITBOX_FUZZ_CHECK(!Penetrates(probe, end, target, pose, tol, &depth),
+                      "sweep: missed the %s, but penetrates it by %g at the end",
+                      ShapeKindName(target.kind()), depth);
+    return;
+  }
+  const double back = 1e-3;  // a little before the hit (in fraction)
+  if (r.fraction > back) {
+    const Pose before(ppose.position + move * (r.fraction - back), ppose.rotation);
+    HITBOX_FUZZ_CHECK(!Penetrates(probe, before, target, pose, tol, &depth),
+                      "sweep: hit the %s at %.17g, but penetrates it by %g at %.17g",
+                      ShapeKindName(target.kind()), r.fraction, depth, r.fraction - back);
+  }
+}
+
 void RunQueries(ByteReader& in, const Shape& target) {
   const size_t nq = in.U8() % 7;
   for (size_t q = 0; q < nq && !in.empty(); ++q) {
@@ -648,8 +687,10 @@ void RunQueries(ByteReader& in, const Shape& target) {
       continue;
     }
     // A small convex shape (the unit sphere when the decoded sizes are refused).
+    // (Query shapes are convex: a surface or compound becomes the sphere.)
     bool valid = false;
-    const Shape probe = in.ReadShape(&valid);
+    Shape probe = in.ReadShape(&valid);
+    if (!IsConvexKind(probe.kind())) probe = Shape();
     Pose ppose = in.ReadPose();
     if (!ppose.rotation.IsFinite() || !ppose.rotation.IsNormalized(1e-9)) ppose.rotation = Quat::Identity();
     if (!InCoordinateRange(ppose.position)) continue;
@@ -673,7 +714,13 @@ void RunQueries(ByteReader& in, const Shape& target) {
     const Vec3 move = in.ReadVec3();  // sweep
     if (!InCoordinateRange(move)) continue;
     const CastResult r = Cast(probe, ppose, move, target, pose);
+    if (Trace()) {
+      std::fprintf(stderr, "sweep %s at %s by %s: state %d fraction %.17g sub %u\n",
+                   probe.ToString().c_str(), ToString(ppose).c_str(), ToString(move).c_str(),
+                   static_cast<int>(r.state), r.fraction, r.sub_shape);
+    }
     CheckCastResult(r, target, "sweep");
+    CheckSweepAgainstContacts(probe, ppose, move, target, pose, r);
   }
 }
 
