@@ -142,10 +142,15 @@ class ByteReader {
     return Pose(p, ReadQuat());
   }
   /// A shape from kind byte + sizes; when Shape::Make rejects the sizes,
-  /// `*valid` is false and the default unit sphere is returned.
+  /// `*valid` is false and the default unit sphere is returned. Kind byte % 8:
+  /// 0..3 sphere, box, capsule, cylinder from decoded sizes; 4..7 small shapes
+  /// with shared data from a scale (a double) and bytes: a convex hull of 4..11
+  /// grid points, a mesh of 1..6 quads, a heightfield of 2..5 x 2..5 samples, a
+  /// compound of 1..3 primitives (geometry_fuzzer.cc fuzzes their construction
+  /// in depth; here they are colliders and query shapes).
   Shape ReadShape(bool* valid) {
     Result<Shape> r = Shape();
-    switch (U8() % 4) {
+    switch (U8() % 8) {
       case 0: r = Shape::MakeSphere(Double()); break;
       case 1: r = Shape::MakeBox(ReadVec3()); break;
       case 2: {
@@ -153,14 +158,76 @@ class ByteReader {
         r = Shape::MakeCapsule(rad, Double());
         break;
       }
-      default: {
+      case 3: {
         const double rad = Double();
         r = Shape::MakeCylinder(rad, Double());
+        break;
+      }
+      case 4: {
+        const double s = Double();
+        ConvexHull h;
+        const int n = 4 + U8() % 8;
+        for (int i = 0; i < n; ++i) h.points.push_back(SmallPoint() * s);
+        r = Shape::Make(h);
+        break;
+      }
+      case 5: {
+        const double s = Double();
+        TriangleMeshShape m;
+        const uint32_t quads = 1 + U8() % 6;
+        for (uint32_t i = 0; i <= quads; ++i) {
+          const double h0 = static_cast<int8_t>(U8()) / 16.0, h1 = static_cast<int8_t>(U8()) / 16.0;
+          m.vertices.push_back(Vec3{static_cast<double>(i), h0, 0.0} * s);
+          m.vertices.push_back(Vec3{static_cast<double>(i), h1, 1.0} * s);
+        }
+        for (uint32_t i = 0; i < quads; ++i) {
+          m.triangles.push_back({2 * i, 2 * i + 1, 2 * i + 3});
+          m.triangles.push_back({2 * i, 2 * i + 3, 2 * i + 2});
+        }
+        r = Shape::Make(m);
+        break;
+      }
+      case 6: {
+        HeightfieldShape f;
+        f.rows = 2 + U8() % 4;
+        f.cols = 2 + U8() % 4;
+        f.cell_size_x = Double();
+        f.cell_size_z = Double();
+        const double s = Double();
+        for (uint32_t i = 0; i < f.rows * f.cols; ++i) f.heights.push_back(static_cast<int8_t>(U8()) * s);
+        r = Shape::Make(f);
+        break;
+      }
+      default: {
+        Compound c;
+        const int n = 1 + U8() % 3;
+        for (int i = 0; i < n; ++i) {
+          const uint8_t k = U8() % 4;  // a primitive child
+          Shape child;
+          switch (k) {
+            case 0: child = OrSphere(Shape::MakeSphere(Double())); break;
+            case 1: child = OrSphere(Shape::MakeBox(ReadVec3())); break;
+            default: {
+              const double rad = Double();
+              child = OrSphere(Shape::MakeCapsule(rad, Double()));
+              break;
+            }
+          }
+          c.children.push_back({child, ReadPose()});
+        }
+        r = Shape::Make(c);
         break;
       }
     }
     *valid = r.ok();
     return r.ok() ? *r : Shape();
+  }
+  static Shape OrSphere(const Result<Shape>& r) { return r.ok() ? *r : Shape(); }
+  /// Three int8 coordinates.
+  Vec3 SmallPoint() {
+    const double x = static_cast<int8_t>(U8());
+    const double y = static_cast<int8_t>(U8());
+    return {x, y, static_cast<double>(static_cast<int8_t>(U8()))};
   }
 
  private:
@@ -196,6 +263,7 @@ class ByteWriter {
     Double(q.x); Double(q.y); Double(q.z); Double(q.w);
   }
   void WritePose(const Pose& p) { WriteVec3(p.position); WriteQuat(p.rotation); }
+  /// A sphere, box, capsule or cylinder (the kinds with inline sizes).
   void WriteShape(const Shape& s) {
     U8(static_cast<uint8_t>(s.kind()));
     switch (s.kind()) {

@@ -1,4 +1,4 @@
-// Writes the binary seed corpora of the collider_set, service and wire targets
+// Writes the binary seed corpora of the collider_set, service, wire and geometry targets
 // into <out>/<target>/ (usage: hitbox-fuzz-seeds fuzz/corpus). The JSON seeds
 // of scene_file and case_file come from make_json_seeds.py. Seeds are
 // small valid inputs plus a few with extreme doubles; rerun after changing an
@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -158,9 +159,44 @@ void ColliderSetSeeds(const fs::path& dir) {
     w.U8(3);
     w.U64(3);
     RayOp(w, {-1e308, 0, 0}, {1e308, 0, 0}, true);
-    OverlapOp(w, *Shape::MakeSphere(1e300), Pose(), true);
+    w.U8(4);  // OverlapOp of a sphere of radius 1e300 (refused by Shape::Make)
+    w.U8(0);
+    w.U8(0);
+    w.U8(0);
+    w.Double(1e300);
+    w.WritePose(Pose());
+    Filter(w);
+    w.U8(1);
     w.U8(7);
     Save(dir, "seed-extremes", w.data());
+  }
+  {
+    // The first runs' NaN findings, now refused by the ranges (issue 9): a
+    // rotated capsule of half height 1e308 (NaN world bounds, an inverted
+    // tree leaf), then a rebuild and a ray.
+    ByteWriter w;
+    w.U8(0);  // apply: 1 change
+    w.U8(1);
+    w.U8(0);  // add
+    w.U8(3);  // id
+    w.U8(2);  // capsule
+    w.Double(1.0);
+    w.Double(1e308);
+    w.WritePose(Pose({0, 0, 0}, Quat::FromAxisAngle({1, 0, 1}, 0.5)));
+    w.U8(0);
+    w.U64(0);
+    w.U8(7);  // rebuild
+    RayOp(w, {-10, 0, 0}, {20, 0, 0}, true);
+    Save(dir, "regress-nan-bounds-huge-capsule", w.data());
+  }
+  {
+    // A unit sphere at x = -2.7e154 moving by 1e300 against a cylinder (NaN
+    // fraction from the narrow-phase Cast).
+    ByteWriter w;
+    AddBatch(w, {{1, *Shape::MakeCylinder(0.5, 1.0), Pose({0, 0, 0}), 0, 0}});
+    CastOp(w, *Shape::MakeSphere(1.0), Pose({-2.7e154, 0, 0}), {1e300, 0, 0}, true);
+    CastOp(w, *Shape::MakeSphere(1.0), Pose({-1e9, 0, 0}), {1e9, 0, 0}, true);  // in range
+    Save(dir, "regress-nan-fraction-huge-cast", w.data());
   }
 }
 
@@ -374,6 +410,222 @@ void WireSeeds(const fs::path& dir) {
   save("seed-result", 3, rp);
 }
 
+// geometry: kind byte, the shape, then queries (see geometry_fuzzer.cc).
+void PointRaw(ByteWriter& w, const Vec3& p) { w.U8(0); w.WriteVec3(p); }
+void PointGrid(ByteWriter& w, int x, int y, int z) {
+  w.U8(2);
+  w.U8(static_cast<uint8_t>(static_cast<int8_t>(x)));
+  w.U8(static_cast<uint8_t>(static_cast<int8_t>(y)));
+  w.U8(static_cast<uint8_t>(static_cast<int8_t>(z)));
+}
+void GeometryQueries(ByteWriter& w) {
+  w.U8(4);
+  w.U8(0);  // raycast aimed at the shape
+  w.WritePose(Pose({0.5, 0.25, 0}, Quat::FromAxisAngle({0, 1, 0}, 0.3)));
+  w.WriteVec3({-20, 3, 1});
+  w.WriteVec3({40, -6, -2});
+  w.U8(1);
+  w.U8(0);  // aim offsets: the centre of the local bounds
+  w.U8(0);
+  w.U8(0);  // raycast as given
+  w.WritePose(Pose({0, 0, 0}));
+  w.WriteVec3({0.3, 10, 0.2});
+  w.WriteVec3({0, -20, 0.1});
+  w.U8(0);
+  w.U8(1);  // overlap and contact of a sphere
+  w.WritePose(Pose({0, 0, 0}));
+  w.WriteShape(*Shape::MakeSphere(0.5));
+  w.WritePose(Pose({0.5, 0.5, 0.5}));
+  w.U8(2);  // sweep of a capsule
+  w.WritePose(Pose({0, 0, 0}));
+  w.WriteShape(*Shape::MakeCapsule(0.25, 0.5));
+  w.WritePose(Pose({-5, 0.5, 0.5}, Quat::FromAxisAngle({0, 0, 1}, 0.4)));
+  w.WriteVec3({10, 0, 0});
+}
+
+void GeometrySeeds(const fs::path& dir) {
+  {
+    ByteWriter w;  // hull: a unit cube's corners plus its centre
+    w.U8(0);
+    w.U8(9);
+    w.Double(1.0);
+    for (int i = 0; i < 8; ++i) PointRaw(w, {i & 1 ? 1.0 : -1.0, i & 2 ? 1.0 : -1.0, i & 4 ? 1.0 : -1.0});
+    PointRaw(w, {0, 0, 0});
+    GeometryQueries(w);
+    Save(dir, "seed-hull-cube", w.data());
+  }
+  {
+    ByteWriter w;  // hull: 60 points on a sphere of radius 2 (hill-climbing Support)
+    w.U8(0);
+    w.U8(60);
+    w.Double(2.0);
+    for (int i = 0; i < 60; ++i) {
+      w.U8(7);
+      w.U8(static_cast<uint8_t>(i * 37));
+      w.U8(static_cast<uint8_t>(i * 91 + 5));
+      w.U8(static_cast<uint8_t>(i * 53 + 11));
+    }
+    GeometryQueries(w);
+    Save(dir, "seed-hull-sphere", w.data());
+  }
+  {
+    ByteWriter w;  // hull: duplicates, collinear, coplanar and near-duplicate points
+    w.U8(0);
+    w.U8(12);
+    w.Double(0.5);
+    PointGrid(w, 0, 0, 0);
+    PointGrid(w, 4, 0, 0);
+    PointGrid(w, 0, 4, 0);
+    PointGrid(w, 0, 0, 4);
+    w.U8(3); w.U8(1);                      // duplicate
+    w.U8(4); w.U8(0); w.U8(1); w.U8(8);    // collinear
+    w.U8(5); w.U8(0); w.U8(1); w.U8(2); w.U8(5); w.U8(6);  // coplanar
+    w.U8(6); w.U8(3); w.U8(1); w.U8(255); w.U8(2);         // a few ulps away
+    PointGrid(w, 2, 2, 2);
+    PointGrid(w, 1, 1, 1);
+    w.U8(3); w.U8(9);
+    w.U8(4); w.U8(3); w.U8(2); w.U8(20);
+    GeometryQueries(w);
+    Save(dir, "seed-hull-degenerate", w.data());
+  }
+  {
+    ByteWriter w;  // hull: coplanar points (refused)
+    w.U8(0);
+    w.U8(6);
+    w.Double(1.0);
+    for (int i = 0; i < 6; ++i) PointGrid(w, i, i * i % 5, 0);
+    Save(dir, "seed-hull-coplanar", w.data());
+  }
+  {
+    ByteWriter w;  // hull: 262 points (over the limit of 256)
+    w.U8(0);
+    w.U8(255);
+    w.U8(7);
+    w.Double(1.0);
+    for (int i = 0; i < 262; ++i) PointGrid(w, i % 7, (i / 7) % 7, i / 49);
+    Save(dir, "seed-hull-too-many", w.data());
+  }
+  {
+    ByteWriter w;  // hull: extreme coordinates
+    w.U8(0);
+    w.U8(5);
+    w.Double(1.0);
+    PointRaw(w, {1e6, 0, 0});
+    PointRaw(w, {-1e6, 1e-300, 0});
+    PointRaw(w, {0, 1e6, 5e-324});
+    PointRaw(w, {0, 0, 1e308});
+    PointRaw(w, {std::numeric_limits<double>::quiet_NaN(), 0, 1});
+    Save(dir, "seed-hull-extremes", w.data());
+  }
+  {
+    ByteWriter w;  // mesh: a quad of two triangles, a degenerate one, a bad index
+    w.U8(1);
+    w.U8(0);  // explicit
+    w.Double(1.0);
+    w.U8(5);
+    PointGrid(w, -4, 0, -4);
+    PointGrid(w, 4, 0, -4);
+    PointGrid(w, 4, 0, 4);
+    PointGrid(w, -4, 0, 4);
+    PointGrid(w, 0, 3, 0);
+    w.U8(4);
+    for (int i : {0, 1, 2, 0, 2, 3, 0, 0, 1, 2, 4, 1}) w.U8(static_cast<uint8_t>(i));
+    GeometryQueries(w);
+    Save(dir, "seed-mesh-quad", w.data());
+    ByteWriter b;  // the same with an index beyond the vertices
+    b.U8(1);
+    b.U8(0);
+    b.Double(1.0);
+    b.U8(3);
+    PointGrid(b, 0, 0, 0);
+    PointGrid(b, 1, 0, 0);
+    PointGrid(b, 0, 0, 1);
+    b.U8(1);
+    b.U8(0);
+    b.U8(1);
+    b.U8(0xF8);
+    b.U32(7);
+    Save(dir, "seed-mesh-bad-index", b.data());
+  }
+  {
+    ByteWriter w;  // mesh: a 12 x 10 grid of quads with varied heights
+    w.U8(1);
+    w.U8(1);
+    w.Double(0.5);
+    w.U8(12);
+    w.U8(10);
+    w.Double(0.0);
+    w.Double(0.25);
+    w.Double(-0.5);
+    w.Double(1.0);
+    w.U8(3);
+    GeometryQueries(w);
+    Save(dir, "seed-mesh-grid", w.data());
+  }
+  {
+    ByteWriter w;  // heightfield: 6 x 7 samples
+    w.U8(2);
+    w.U8(0);
+    w.U8(6);
+    w.U8(7);
+    w.Double(0.75);
+    w.Double(0.5);
+    w.U8(3);  // 4 values
+    w.Double(0.0);
+    w.Double(0.5);
+    w.Double(-0.25);
+    w.Double(1.25);
+    for (int i = 0; i < 42; ++i) w.U8(static_cast<uint8_t>(i * 7 % 4));
+    GeometryQueries(w);
+    Save(dir, "seed-heightfield", w.data());
+  }
+  {
+    ByteWriter w;  // heightfield: 2^20 x 2^20 samples claimed (refused)
+    w.U8(2);
+    w.U8(1);
+    w.U32(1u << 20);
+    w.U32(1u << 20);
+    w.Double(1.0);
+    w.Double(1.0);
+    w.U8(0);
+    w.Double(0.0);
+    Save(dir, "seed-heightfield-huge", w.data());
+  }
+  {
+    ByteWriter w;  // compound: sphere, rotated box, a hull
+    w.U8(3);
+    w.U8(3);
+    w.U8(0);
+    w.WriteShape(*Shape::MakeSphere(0.5));
+    w.WritePose(Pose({0, 1, 0}));
+    w.U8(1);
+    w.WriteShape(*Shape::MakeBox({1, 0.25, 0.5}));
+    w.WritePose(Pose({1, 0, 0}, Quat::FromAxisAngle({0, 1, 0}, 0.7)));
+    w.U8(7);
+    w.U8(0);  // 4 points
+    w.Double(1.0);
+    PointGrid(w, 0, 0, 0);
+    PointGrid(w, 1, 0, 0);
+    PointGrid(w, 0, 1, 0);
+    PointGrid(w, 0, 0, 1);
+    w.WritePose(Pose({-2, 0, 0}));
+    GeometryQueries(w);
+    Save(dir, "seed-compound", w.data());
+  }
+  {
+    ByteWriter w;  // compound: a mesh child (refused)
+    w.U8(3);
+    w.U8(2);
+    w.U8(0);
+    w.WriteShape(*Shape::MakeSphere(0.5));
+    w.WritePose(Pose({0, 1, 0}));
+    w.U8(6);
+    w.WriteVec3({0, 0, 0});
+    w.WritePose(Pose({0, 0, 0}));
+    Save(dir, "seed-compound-mesh-child", w.data());
+  }
+}
+
 }  // namespace
 }  // namespace hitbox::fuzz
 
@@ -387,5 +639,6 @@ int main(int argc, char** argv) {
   hitbox::fuzz::ServiceSeeds(out / "service");
   hitbox::fuzz::StructuredServiceSeeds(out / "service");
   hitbox::fuzz::WireSeeds(out / "wire");
+  hitbox::fuzz::GeometrySeeds(out / "geometry");
   return 0;
 }

@@ -5,7 +5,7 @@
 #
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# TARGET: collider_set, wire, service, scene_file, case_file (default: all).
+# TARGET: collider_set, wire, service, scene_file, case_file, geometry, import (default: all).
 # Each target's growing corpus is fuzz/work/<target>/ (the seeds in
 # fuzz/corpus/<target>/ are read, never written); crashes, leaks, timeouts
 # and OOMs are saved to fuzz/findings/<target>/; logs to fuzz/work/logs/.
@@ -23,11 +23,11 @@ SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
 if [ "${#TARGETS[@]}" -eq 0 ]; then
-  TARGETS=(collider_set wire service scene_file case_file)
+  TARGETS=(collider_set wire service scene_file case_file geometry import)
 fi
 
 declare -A MAX_LEN=([collider_set]=4096 [wire]=2048 [service]=16384 [scene_file]=16384
-                    [case_file]=16384)
+                    [case_file]=16384 [geometry]=8192 [import]=16384)
 
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   FUZZ_BUILD_DIR="$FUZZ_BUILD_DIR" nice -n 19 bash "$ROOT/scripts/hitbox.sh" fuzz-build

@@ -49,6 +49,16 @@ TEST(HeightfieldBuild, InvalidInputIsNamed) {
   r = Heightfield::Build(3, 4, 0.0, 1, h);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message.rfind("cell_size[0]", 0), 0u);
+  // Cell sizes are sizes: [1e-7, 1e6]. A denormal one (found by the geometry
+  // fuzzer, fuzz/corpus/geometry/regress-heightfield-denormal-cell) gave NaN
+  // raycast fractions.
+  r = Heightfield::Build(3, 4, 1, 2.3e-316, h);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message.rfind("cell_size[1]: must be in [1e-7, 1e6], got 2.29", 0), 0u)
+      << r.error().message;
+  EXPECT_FALSE(Heightfield::Build(3, 4, 9e-8, 1, h).ok());
+  EXPECT_FALSE(Heightfield::Build(3, 4, 1, 2e6, h).ok());
+  EXPECT_TRUE(Heightfield::Build(3, 4, 1e-7, 1e6, h).ok());
   h[7] = std::nan("");
   r = Heightfield::Build(3, 4, 1, 1, h);
   ASSERT_FALSE(r.ok());

@@ -875,5 +875,41 @@ TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {
   EXPECT_EQ(checked, 4500);
 }
 
+// A ray descending by a denormal amount onto a nearly flat heightfield with
+// denormal heights (in range: coordinates have no smallest value): the
+// watertight test's determinant was denormal, 1 / det overflowed and the
+// fraction came out infinite (found by the geometry fuzzer,
+// fuzz/corpus/geometry/regress-heightfield-denormal-ray). The same surface as
+// a mesh takes the same triangle test.
+TEST(MeshRaycast, DenormalDeterminantGivesFiniteFraction) {
+  const double p = 2.85e-321, q = -5.253807105667518e-287;
+  HeightfieldShape h{6, 7, 0.75, 0.5, std::vector<double>(42, 0.0)};
+  for (int i : {0, 10, 17, 19, 23, 25, 28}) h.heights[i] = p;
+  for (int i : {18, 20, 26, 27}) h.heights[i] = q;
+  TriangleMeshShape m;
+  for (uint32_t r = 0; r < h.rows; ++r) {
+    for (uint32_t c = 0; c < h.cols; ++c) {
+      m.vertices.push_back({c * h.cell_size_x, h.heights[r * h.cols + c], r * h.cell_size_z});
+    }
+  }
+  for (uint32_t r = 0; r + 1 < h.rows; ++r) {
+    for (uint32_t c = 0; c + 1 < h.cols; ++c) {
+      const uint32_t a = r * h.cols + c, b = a + h.cols;
+      m.triangles.push_back({a, b, b + 1});
+      m.triangles.push_back({a, b + 1, a + 1});
+    }
+  }
+  const Vec3 origin{0.5, 3.1277183485880018e-309, 0};
+  const Vec3 dir{2.69140625, -6.2554366971760037e-309, 4.3359375};
+  for (const Result<Shape>& s : {Shape::Make(h), Shape::Make(m)}) {
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    const CastResult r = Raycast(origin, dir, *s, Pose());
+    ASSERT_TRUE(r.hit()) << s->ToString();
+    EXPECT_TRUE(std::isfinite(r.fraction) && r.fraction >= 0.0 && r.fraction <= 1.0)
+        << s->ToString() << ": fraction " << r.fraction;
+    EXPECT_TRUE(r.point.IsFinite()) << ToString(r.point);
+  }
+}
+
 }  // namespace
 }  // namespace hitbox

@@ -540,6 +540,10 @@ TEST(WireTest, SurfacePathsAndRoundTrip) {
   wire::ToProto(field->shape, &back);
   EXPECT_EQ(back.heightfield().heights_size(), 6);
   EXPECT_EQ(back.heightfield().heights(5), 1.25);
+  h->set_cell_size_z(5e-316);
+  EXPECT_EQ(wire::FromProto(hf, "c").error().message,
+            "c.shape.heightfield.cell_size_z must be finite and in [1e-7, 1e6] metres, got 5e-316");
+  h->set_cell_size_z(0.5);
   h->add_heights(9);
   EXPECT_EQ(wire::FromProto(hf, "c").error().message,
             "c.shape.heightfield.heights must hold rows * cols = 6 heights, got 7");

@@ -261,12 +261,8 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
         return Invalid(Path(&p, "heights"), " must hold rows * cols = " + std::to_string(samples) +
                                                 " heights, got " + std::to_string(h.heights_size()));
       }
-      if (!(h.cell_size_x() > 0.0 && std::isfinite(h.cell_size_x()))) {
-        return Invalid(Path(&p, "cell_size_x"), " must be finite and > 0, got " + FormatDouble(h.cell_size_x()));
-      }
-      if (!(h.cell_size_z() > 0.0 && std::isfinite(h.cell_size_z()))) {
-        return Invalid(Path(&p, "cell_size_z"), " must be finite and > 0, got " + FormatDouble(h.cell_size_z()));
-      }
+      if (Status st = CheckSize(h.cell_size_x(), Path(&p, "cell_size_x")); !st.ok()) return st;
+      if (Status st = CheckSize(h.cell_size_z(), Path(&p, "cell_size_z")); !st.ok()) return st;
       const Path hp(&p, "heights");
       for (int i = 0; i < h.heights_size(); ++i) {
         if (Status st = CheckCoordinate(h.heights(i), Path(&hp, i)); !st.ok()) return st;

@@ -222,8 +222,8 @@ class Shape {
   /// `triangles[17][2]` for an out-of-range index, non-finite or out-of-range
   /// vertices, or no triangle of non-zero area).
   [[nodiscard]] static Result<Shape> Make(const TriangleMeshShape& m);
-  /// Builds the heightfield (rows, cols >= 2, cell sizes > 0, rows * cols
-  /// finite heights within kMaxCoordinate).
+  /// Builds the heightfield (rows, cols >= 2, cell sizes in [kMinShapeSize,
+  /// kMaxShapeSize], rows * cols finite heights within kMaxCoordinate).
   [[nodiscard]] static Result<Shape> Make(const HeightfieldShape& h);
   /// Builds the compound's shared data (child bounds and hierarchy) once:
   /// kInvalidArgument naming e.g. `compound.children[5].rotation` for not 1..64

@@ -44,11 +44,13 @@ Result<Heightfield> Heightfield::Build(uint32_t rows, uint32_t cols, double dx, 
                                                   std::to_string(cols) + " samples, at most " +
                                                   std::to_string(kMaxHeightfieldSamples)};
   }
-  if (!(std::isfinite(dx) && dx > 0.0 && dx <= kMaxShapeSize)) {
-    return Error{ErrorCode::kInvalidArgument, "cell_size[0]: must be in (0, 1e6], got " + Num(dx)};
+  // Like every size: a denormal cell (5e-316) gave NaN raycast fractions.
+  static_assert(kMinShapeSize == 1e-7 && kMaxShapeSize == 1e6, "update the messages below");
+  if (!(dx >= kMinShapeSize && dx <= kMaxShapeSize)) {
+    return Error{ErrorCode::kInvalidArgument, "cell_size[0]: must be in [1e-7, 1e6], got " + Num(dx)};
   }
-  if (!(std::isfinite(dz) && dz > 0.0 && dz <= kMaxShapeSize)) {
-    return Error{ErrorCode::kInvalidArgument, "cell_size[1]: must be in (0, 1e6], got " + Num(dz)};
+  if (!(dz >= kMinShapeSize && dz <= kMaxShapeSize)) {
+    return Error{ErrorCode::kInvalidArgument, "cell_size[1]: must be in [1e-7, 1e6], got " + Num(dz)};
   }
   const size_t n = static_cast<size_t>(rows) * cols;
   if (heights.size() != n) {

@@ -9,6 +9,7 @@
 // triangles that share an edge.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -95,11 +96,21 @@ inline bool RayTriangleWatertight(const WatertightRay& ray, const Vec3& a, const
     if (t_scaled > 0.0 || t_scaled < t_max * det) return false;
   }
   if (hit != nullptr) {
-    const double inv = 1.0 / det;
-    hit->t = t_scaled * inv;
-    hit->u = u * inv;
-    hit->v = v * inv;
-    hit->w = w * inv;
+    if (std::fabs(det) >= 0x1p-1000) {
+      const double inv = 1.0 / det;
+      hit->t = t_scaled * inv;
+      hit->u = u * inv;
+      hit->v = v * inv;
+      hit->w = w * inv;
+    } else {
+      // 1 / det would overflow (denormal coordinates, a ray nearly in the
+      // plane): t was infinite or NaN. Divide each instead.
+      hit->t = t_scaled / det;
+      hit->u = u / det;
+      hit->v = v / det;
+      hit->w = w / det;
+    }
+    hit->t = std::clamp(hit->t, 0.0, t_max);  // the tests above hold up to rounding
   }
   return true;
 }
