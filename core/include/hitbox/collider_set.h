@@ -96,7 +96,7 @@ struct OverlapQuery {
   bool want_contact = false;
   /// Answer against the world as it was at this tick (lag compensation; a
   /// real number, see ColliderSet::Ticks()); unset: the current world.
-  std::optional<double> at_tick;
+  std::optional<double> at_tick = std::nullopt;
 };
 
 /// "Where does this shape moving by `translation` first hit?"
@@ -110,7 +110,7 @@ struct CastQuery {
   bool all_hits = false;
   /// Answer against the world as it was at this tick (lag compensation; a
   /// real number, see ColliderSet::Ticks()); unset: the current world.
-  std::optional<double> at_tick;
+  std::optional<double> at_tick = std::nullopt;
 };
 
 /// "What does this ray hit?"
@@ -123,7 +123,7 @@ struct RayQuery {
   bool all_hits = false;
   /// Answer against the world as it was at this tick (lag compensation; a
   /// real number, see ColliderSet::Ticks()); unset: the current world.
-  std::optional<double> at_tick;
+  std::optional<double> at_tick = std::nullopt;
 };
 
 /// "The character wants to move by `displacement`: where does it end up?"
@@ -143,10 +143,10 @@ struct MoveQuery {
   /// The character's own collider: never collided with, and the service
   /// moves it to the final pose after the batch (atomic apply). Core queries
   /// only ignore it.
-  std::optional<uint64_t> apply_to_id;
+  std::optional<uint64_t> apply_to_id = std::nullopt;
   /// Lag compensation: the move runs against the world as it was at this
   /// tick (as OverlapQuery::at_tick); the applied pose is set in the present.
-  std::optional<double> at_tick;
+  std::optional<double> at_tick = std::nullopt;
 };
 
 /// A query of any kind, for batches.
