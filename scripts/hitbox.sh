@@ -121,6 +121,7 @@ sanitize_test() {
   if command -v ccache >/dev/null 2>&1; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   fi
+  # shellcheck disable=SC2086
   cmake -S "$ROOT" -B "$SANITIZE_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize \
     "-DCMAKE_CXX_FLAGS=-O2 -g1" "${launcher[@]}" \
     -DHITBOX_BUILD_TESTS=ON -DHITBOX_BUILD_BENCHMARKS=OFF -DHITBOX_BUILD_FUZZERS=OFF \
