@@ -37,6 +37,7 @@ class Gen {
       case ShapeKind::kBox: return *Shape::MakeBox({U(0.2, 2.0), U(0.2, 2.0), U(0.2, 2.0)});
       case ShapeKind::kCapsule: return *Shape::MakeCapsule(U(0.2, 2.0), U(0.0, 2.0));
       case ShapeKind::kCylinder: return *Shape::MakeCylinder(U(0.2, 2.0), U(0.2, 2.0));
+      default: break;  // only the four primitives here
     }
     return {};
   }

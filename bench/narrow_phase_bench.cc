@@ -30,6 +30,7 @@ Shape RandomShape(ShapeKind kind, std::mt19937_64& rng) {
     case ShapeKind::kBox: return *Shape::MakeBox({size(rng), size(rng), size(rng)});
     case ShapeKind::kCapsule: return *Shape::MakeCapsule(size(rng), size(rng));
     case ShapeKind::kCylinder: return *Shape::MakeCylinder(size(rng), size(rng));
+    default: break;  // only the four primitives here
   }
   return {};
 }

@@ -10,16 +10,13 @@
 #include <memory>
 #include <string>
 
-#include "ctl.h"
-#include "output.h"
-
-#if HITBOX_LOADGEN_AVAILABLE
 #include <grpcpp/channel.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include "ctl.h"
 #include "hitbox/loadgen.h"
-#endif
+#include "output.h"
 
 namespace hitbox::ctl {
 namespace {
@@ -33,11 +30,9 @@ struct BenchArgs {
   double duration_s = 5.0;
   size_t threads = 2;
   size_t load_batch = 4096;
-#if HITBOX_LOADGEN_AVAILABLE
   loadgen::SceneOptions scene;
   loadgen::TickOptions tick;
   loadgen::UnaryOptions unary;
-#endif
 };
 
 bool IsLoopback(const std::string& address) {
@@ -46,8 +41,6 @@ bool IsLoopback(const std::string& address) {
   }
   return false;
 }
-
-#if HITBOX_LOADGEN_AVAILABLE
 
 nlohmann::json LatencyJson(const loadgen::Latency& l) {
   return {{"count", l.count}, {"mean_us", l.mean_us}, {"p50_us", l.p50_us},
@@ -161,14 +154,6 @@ int RunBench(const GlobalOptions& global, BenchArgs a) {
   return code;
 }
 
-#else
-
-int RunBench(const GlobalOptions&, const BenchArgs&) {
-  return Fail("bench: this hitboxctl was built without the load generator (hitbox_loadgen)");
-}
-
-#endif
-
 }  // namespace
 
 void AddBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action) {
@@ -189,7 +174,6 @@ void AddBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       ->capture_default_str();
   cmd->add_option("--load-batch", a->load_batch, "colliders per ApplyChanges while loading")
       ->capture_default_str();
-#if HITBOX_LOADGEN_AVAILABLE
   a->scene.colliders = 20000;
   cmd->add_option("--colliders", a->scene.colliders, "colliders in the generated scene")
       ->capture_default_str();
@@ -206,7 +190,6 @@ void AddBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
       ->capture_default_str();
   cmd->add_option("--queries-per-call", a->unary.queries_per_call, "queries per unary call")
       ->capture_default_str();
-#endif
   cmd->callback([&global, &action, a] {
     action = [&global, a] { return RunBench(global, *a); };
   });

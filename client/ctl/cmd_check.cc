@@ -14,12 +14,9 @@
 #include <string>
 
 #include "ctl.h"
+#include "hitbox/cases/case_file.h"
 #include "output.h"
 #include "upload.h"
-
-#if HITBOX_CASES_AVAILABLE
-#include "hitbox/cases/case_file.h"
-#endif
 
 namespace hitbox::ctl {
 namespace {
@@ -32,8 +29,6 @@ struct CheckArgs {
   size_t query_batch = 1000;
   size_t max_failures = 25;
 };
-
-#if HITBOX_CASES_AVAILABLE
 
 std::string DefaultSessionId(const std::string& scenario) {
   std::string id = "check-";
@@ -167,14 +162,6 @@ int RunCheck(const GlobalOptions& global, const CheckArgs& args) {
   }
   return finish(failed == 0 ? kExitOk : kExitFailure);
 }
-
-#else
-
-int RunCheck(const GlobalOptions&, const CheckArgs&) {
-  return Fail("check: this hitboxctl was built without the case-file library (hitbox_cases)");
-}
-
-#endif
 
 }  // namespace
 

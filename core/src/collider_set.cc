@@ -927,8 +927,8 @@ void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
       reach = {q.origin, q.translation, kBoxSlack};
     }
     history.PlaceAlong(t, job.seg, q.filter.mask, max_t, reach, &placed,
-                       [&](const Collider& c, float radius, double mt) {
-                         return job.LeafOf(c, radius, mt);
+                       [&](const Collider& c, float leaf_radius, double mt) {
+                         return job.LeafOf(c, leaf_radius, mt);
                        });
   }
   job.Finish();

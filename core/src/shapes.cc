@@ -391,10 +391,11 @@ void SurfaceRelease(const SurfaceData* s) {
 }  // namespace internal
 
 std::string ToString(const Vec3& v) {
-  return "{" + Num(v.x) + ", " + Num(v.y) + ", " + Num(v.z) + "}";
+  // std::string("{"), not "{": gcc 12 -O3 warns on the latter (-Wrestrict, PR 105651).
+  return std::string("{") + Num(v.x) + ", " + Num(v.y) + ", " + Num(v.z) + "}";
 }
 std::string ToString(const Quat& q) {
-  return "{" + Num(q.x) + ", " + Num(q.y) + ", " + Num(q.z) + ", " + Num(q.w) + "}";
+  return std::string("{") + Num(q.x) + ", " + Num(q.y) + ", " + Num(q.z) + ", " + Num(q.w) + "}";
 }
 std::string ToString(const Pose& p) {
   return "Pose{" + ToString(p.position) + ", Quat" + ToString(p.rotation) + "}";

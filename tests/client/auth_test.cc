@@ -24,7 +24,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "hitbox/client.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
-#include "hitboxd_process.h"
+#include "process.h"
 #include "test_certs.h"
 
 namespace hitbox {
@@ -38,14 +38,11 @@ using testing::HitboxdProcess;
 
 constexpr const char* kAdmin = "admin-secret-0123456789abcdef";
 
+// A new file with `text`, in a directory removed when the test program exits.
 std::string WriteTempFile(const std::string& stem, const std::string& text) {
+  static const testing::TempDir dir("auth");
   static int counter = 0;
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            (stem + "_" + std::to_string(getpid()) + "_" +
-                             std::to_string(++counter)))
-                               .string();
-  std::ofstream(path) << text;
-  return path;
+  return dir.Write(stem + "_" + std::to_string(++counter), text);
 }
 
 std::chrono::system_clock::time_point In(int ms) {
@@ -201,7 +198,7 @@ class Raw {
         req.set_session_id(id);
         v1::SessionInfo resp;
         grpc::Status st = stub_->GetSession(&ctx, req, &resp);
-        if (st.ok()) EXPECT_TRUE(resp.token().empty()) << "GetSession must not reveal the token";
+        if (st.ok()) { EXPECT_TRUE(resp.token().empty()) << "GetSession must not reveal the token"; }
         return st;
       }
       case Rpc::kApplyChanges: {
@@ -277,7 +274,7 @@ class AuthWireTest : public ::testing::Test {
  protected:
   AuthWireTest()
       : admin_file_(WriteTempFile("admin", std::string("\n  ") + kAdmin + "  \n")),
-        server_(0, {"--admin-token-file", admin_file_}),
+        server_({"--admin-token-file", admin_file_}),
         raw_(grpc::CreateChannel(server_.address(), grpc::InsecureChannelCredentials())) {}
   ~AuthWireTest() override { std::filesystem::remove(admin_file_); }
 
@@ -397,7 +394,7 @@ TEST_F(AuthWireTest, ClientLibrarySendsTokens) {
 // --create-needs-admin: only the admin token creates sessions.
 TEST(AuthCreateTest, CreateNeedsAdmin) {
   const std::string admin_file = WriteTempFile("admin", kAdmin);
-  HitboxdProcess server(0, {"--admin-token-file", admin_file, "--create-needs-admin"});
+  HitboxdProcess server({"--admin-token-file", admin_file, "--create-needs-admin"});
   ASSERT_TRUE(server.running());
   Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
   EXPECT_EQ(raw.Create("a", std::nullopt).error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -413,7 +410,7 @@ TEST(AuthCreateTest, CreateNeedsAdmin) {
 // Without credentials every loopback caller is trusted (protected mode), so
 // scripts and tests on one machine work as before; tokens are still issued.
 TEST(AuthCreateTest, NoCredentialsTrustsLoopback) {
-  HitboxdProcess server(0);
+  HitboxdProcess server;
   ASSERT_TRUE(server.running());
   Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
   std::string token;
@@ -448,7 +445,7 @@ TEST(ProtectedModeTest, NonLoopbackPeerRefusedUnlessConfigured) {
   const std::string ip = ExternalIpv4();
   if (ip.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv4 address";
   {
-    HitboxdProcess server(0, {}, ip);
+    HitboxdProcess server({}, {.host = ip});
     if (!server.running()) GTEST_SKIP() << "cannot listen on " << ip;
     Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
     const grpc::Status st = raw.Create("x", std::nullopt);
@@ -460,14 +457,14 @@ TEST(ProtectedModeTest, NonLoopbackPeerRefusedUnlessConfigured) {
     EXPECT_EQ(status, grpc::health::v1::HealthCheckResponse::SERVING);
   }
   {
-    HitboxdProcess server(0, {"--insecure"}, ip);
+    HitboxdProcess server({"--insecure"}, {.host = ip});
     ASSERT_TRUE(server.running());
     Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
     EXPECT_TRUE(raw.Create("x", std::nullopt).ok());
   }
   {
     const std::string admin_file = WriteTempFile("admin", kAdmin);
-    HitboxdProcess server(0, {"--admin-token-file", admin_file}, ip);
+    HitboxdProcess server({"--admin-token-file", admin_file}, {.host = ip});
     ASSERT_TRUE(server.running());
     Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
     std::string token;
@@ -499,14 +496,14 @@ std::string ExternalIpv6() {
 // address of this machine are told apart (whatever their encoding).
 TEST(ProtectedModeTest, Ipv6LoopbackServedOthersRefused) {
   {
-    HitboxdProcess server(0, {}, "[::1]");
+    HitboxdProcess server({}, {.host = "[::1]"});
     if (!server.running()) GTEST_SKIP() << "cannot listen on [::1]";
     Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
     EXPECT_TRUE(raw.Create("x", std::nullopt).ok());
   }
   const std::string ip = ExternalIpv6();
   if (ip.empty()) GTEST_SKIP() << "this machine has no non-loopback IPv6 address";
-  HitboxdProcess server(0, {}, "[" + ip + "]");
+  HitboxdProcess server({}, {.host = "[" + ip + "]"});
   if (!server.running()) GTEST_SKIP() << "cannot listen on " << ip;
   Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
   EXPECT_EQ(raw.Create("x", std::nullopt).error_code(), grpc::StatusCode::PERMISSION_DENIED);
@@ -542,7 +539,7 @@ class TlsTest : public ::testing::Test {
 // plaintext client, or one trusting another CA, cannot.
 TEST_F(TlsTest, ServerCertificate) {
   const auto& a = certs_.a();
-  HitboxdProcess server(0, {"--tls-cert", a.server_cert, "--tls-key", a.server_key});
+  HitboxdProcess server({"--tls-cert", a.server_cert, "--tls-key", a.server_key});
   ASSERT_TRUE(server.running());
   const std::string addr = "localhost:" + std::to_string(server.port());
   EXPECT_EQ(Health(addr, TlsOptions{.ca_file = a.ca}), RpcCode::kOk);
@@ -558,7 +555,7 @@ TEST_F(TlsTest, ServerCertificate) {
 TEST_F(TlsTest, MutualTls) {
   const auto& a = certs_.a();
   const auto& b = certs_.b();
-  HitboxdProcess server(0, {"--tls-cert", a.server_cert, "--tls-key", a.server_key,
+  HitboxdProcess server({"--tls-cert", a.server_cert, "--tls-key", a.server_key,
                             "--tls-client-ca", a.ca});
   ASSERT_TRUE(server.running());
   const std::string addr = "localhost:" + std::to_string(server.port());
@@ -592,7 +589,7 @@ TEST_F(TlsTest, CertificateReloadWithoutRestart) {
     std::filesystem::rename(cert + ".tmp", cert);
   };
   install(certs_.a());
-  HitboxdProcess server(0, {"--tls-cert", cert, "--tls-key", key, "--tls-reload-seconds", "1"});
+  HitboxdProcess server({"--tls-cert", cert, "--tls-key", key, "--tls-reload-seconds", "1"});
   ASSERT_TRUE(server.running());
   const std::string addr = "localhost:" + std::to_string(server.port());
   ASSERT_EQ(Health(addr, TlsOptions{.ca_file = certs_.a().ca}), RpcCode::kOk);
@@ -608,9 +605,9 @@ TEST_F(TlsTest, CertificateReloadWithoutRestart) {
 
 // Unreadable TLS files stop hitboxd at start, not at the first handshake.
 TEST_F(TlsTest, MissingFilesFailAtStart) {
-  HitboxdProcess server(0, {"--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.key"});
+  HitboxdProcess server({"--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.key"});
   EXPECT_FALSE(server.running());
-  HitboxdProcess ca_only(0, {"--tls-client-ca", certs_.a().ca});
+  HitboxdProcess ca_only({"--tls-client-ca", certs_.a().ca});
   EXPECT_FALSE(ca_only.running());
 }
 
@@ -619,7 +616,7 @@ TEST_F(TlsTest, MissingFilesFailAtStart) {
 // --max-streams-per-connection 1: while a Tick stream is open, another call on
 // the same connection waits (here: until its deadline); afterwards it goes through.
 TEST(ConnectionLimitsTest, StreamsPerConnection) {
-  HitboxdProcess server(0, {"--max-streams-per-connection", "1"});
+  HitboxdProcess server({"--max-streams-per-connection", "1"});
   ASSERT_TRUE(server.running());
   auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
   Raw raw(channel);
@@ -650,7 +647,7 @@ TEST(ConnectionLimitsTest, StreamsPerConnection) {
 // (on any connection) is refused with RESOURCE_EXHAUSTED until it ends; health
 // is not counted.
 TEST(ConnectionLimitsTest, CallsInFlightServerWide) {
-  HitboxdProcess server(0, {"--max-in-flight", "1"});
+  HitboxdProcess server({"--max-in-flight", "1"});
   ASSERT_TRUE(server.running());
   auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
   Raw raw(channel);

@@ -18,14 +18,12 @@
 #include "hitbox/client_pool.h"
 #include "hitbox/collide.h"
 #include "hitbox/wire/convert.h"
-#include "hitboxd_process.h"
+#include "process.h"
 #include "test_util.h"
 
-#ifdef HITBOX_HAVE_SERVER_LIB
 #include <spdlog/spdlog.h>
 
 #include "server.h"
-#endif
 
 namespace hitbox {
 namespace {
@@ -308,7 +306,6 @@ TEST(InProcessServerTest, EveryCall) {
   (*started)->Shutdown(milliseconds(100));
   (*started)->Wait();
 }
-#endif
 
 // Bad input is rejected with the server's code and field-naming message, and
 // nothing stored is lost.
@@ -463,9 +460,9 @@ TEST_F(HitboxdTest, RewindFromTheClient) {
   ASSERT_TRUE(hit.ok());
   EXPECT_FALSE(hit->has_value());
   // A batch mixing present and rewound queries (Query::at_tick).
-  RayQuery past{{-10, 2, 0}, {20, 0, 0}};
+  RayQuery past{{-10, 2, 0}, {20, 0, 0}, {}, false};
   past.at_tick = 1002;
-  RayQuery now{{-10, 10, 0}, {20, 0, 0}};
+  RayQuery now{{-10, 10, 0}, {20, 0, 0}, {}, false};
   RpcResult<QueryBatchResult> batch = client_->Query("rewind", std::vector<Query>{past, now});
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   EXPECT_EQ(batch->results[0].hits.size(), 1u);
@@ -527,8 +524,7 @@ TEST_F(HitboxdTest, ServerKilledMidStreamThenRecovered) {
   // Restarted on the same port: the session is gone (sessions live in memory);
   // re-create it, reload, open a new stream.
   const int port = server_.port();
-  server_.Start(port);
-  ASSERT_TRUE(server_.running()) << "could not restart hitboxd on port " << port;
+  ASSERT_TRUE(server_.Start(port)) << "could not restart hitboxd on port " << port;
   CallOptions patient;
   patient.wait_for_ready = true;  // the channel may still be in reconnect backoff
   EXPECT_EQ(client_->GetSession("crash", patient).code(), RpcCode::kNotFound);
@@ -549,7 +545,7 @@ TEST_F(HitboxdTest, ServerKilledMidStreamThenRecovered) {
 // answered, the open stream then ends with an error, and later ticks fail at
 // once with that error.
 TEST(HitboxdGracefulStopTest, StreamEndsWithError) {
-  HitboxdProcess server(0, {"--shutdown-grace-ms", "200"});
+  HitboxdProcess server({"--shutdown-grace-ms", "200"});
   ASSERT_TRUE(server.running());
   Client client(server.address(), TestOptions());
   ASSERT_TRUE(client.CreateSession("deploy").ok());

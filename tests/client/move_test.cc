@@ -11,13 +11,11 @@
 
 #include "hitbox/client.h"
 #include "hitbox/loadgen.h"
-#include "hitboxd_process.h"
+#include "process.h"
 
-#ifdef HITBOX_HAVE_SERVER_LIB
 #include <spdlog/spdlog.h>
 
 #include "server.h"
-#endif
 
 namespace hitbox {
 namespace {
@@ -218,7 +216,6 @@ TEST(MoveHitboxdTest, ArenaOfSixtyFourPlayers) {
   PlayArena(client, "arena");
 }
 
-#ifdef HITBOX_HAVE_SERVER_LIB
 TEST(MoveInProcessTest, ArenaOfSixtyFourPlayers) {
   spdlog::set_level(spdlog::level::warn);
   server::ServerOptions options;
@@ -233,7 +230,6 @@ TEST(MoveInProcessTest, ArenaOfSixtyFourPlayers) {
   (*started)->Shutdown(std::chrono::milliseconds(100));
   (*started)->Wait();
 }
-#endif
 
 }  // namespace
 }  // namespace hitbox

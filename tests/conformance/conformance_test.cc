@@ -13,6 +13,7 @@
 
 #include "hitbox/cases/case_file.h"
 #include "hitbox/collider_set.h"
+#include "temp_dir.h"
 
 namespace hitbox {
 namespace {
@@ -77,10 +78,9 @@ TEST(ConformanceFolderTest, HasCaseFiles) {
 // accepted ones normalized (queries run without further validation). Found
 // by fuzz/case_file.
 TEST(CaseFileLoaderTest, ChecksQuaternions) {
-  const auto write = [](const std::string& name, const std::string& rotation) {
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("hitbox-" + name + "-" + std::to_string(getpid()) + ".json"))
-            .string();
+  const hitbox::testing::TempDir dir("cases");
+  const auto write = [&dir](const std::string& name, const std::string& rotation) {
+    const std::string path = dir.file(name + ".json");
     std::FILE* f = std::fopen(path.c_str(), "w");
     std::fprintf(f,
                  R"({"format": "hitbox-cases/1", "scenario": "q",
@@ -106,8 +106,6 @@ TEST(CaseFileLoaderTest, ChecksQuaternions) {
   const auto& q = std::get<OverlapQuery>(accepted.value().queries[0].query);
   EXPECT_EQ(q.pose.rotation.w, 1.0);
   EXPECT_TRUE(ColliderSet::ValidateQuery(accepted.value().queries[0].query).ok());
-  std::remove(bad.c_str());
-  std::remove(near.c_str());
 }
 
 }  // namespace

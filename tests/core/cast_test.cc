@@ -30,6 +30,7 @@ Shape Fixed(ShapeKind k) {
     case ShapeKind::kBox: return *Shape::MakeBox({1.0, 1.5, 0.75});
     case ShapeKind::kCapsule: return *Shape::MakeCapsule(1.0, 0.5);
     case ShapeKind::kCylinder: return *Shape::MakeCylinder(1.0, 1.5);
+    default: break;  // only the four primitives here
   }
   return {};
 }

@@ -164,7 +164,7 @@ TEST(Move, StairsUpToStepHeight) {
     }
     if (rise <= 0.3) {
       // Low steps are ridden over by the capsule's rounded end without the step pass.
-      if (rise >= 0.2) EXPECT_TRUE(stepped) << rise;
+      if (rise >= 0.2) { EXPECT_TRUE(stepped) << rise; }
       EXPECT_NEAR(pos.y, kStand + 4 * rise, 1e-6) << rise;
       EXPECT_GT(pos.z, 4.0) << rise;
     } else {

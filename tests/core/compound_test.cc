@@ -156,7 +156,7 @@ TEST(CompoundShape, CandidatesAreConservative) {
           EXPECT_FALSE(Aabb(box.min + at, box.max + at).Overlaps(child))
               << "n=" << n << " child " << k << " dropped";
         }
-        if (set) EXPECT_TRUE(box.Swept(v).Expanded(1e-9).Overlaps(child)) << "n=" << n;
+        if (set) { EXPECT_TRUE(box.Swept(v).Expanded(1e-9).Overlaps(child)) << "n=" << n; }
       }
     }
   }
@@ -322,7 +322,7 @@ void CheckSweep(const World& w, Random& rng, Tally* t) {
   EXPECT_EQ(h->started_overlapping, parts[0].started_overlapping) << what;
   // (Normals at edge and vertex contacts are not unique: checked for sanity
   // only, not against the child's.)
-  if (h->fraction > 0.0) EXPECT_LE(Dot(h->normal, q.translation), 1e-6) << what;
+  if (h->fraction > 0.0) { EXPECT_LE(Dot(h->normal, q.translation), 1e-6) << what; }
 }
 
 void CheckRay(const World& w, Random& rng, Tally* t) {
@@ -392,7 +392,7 @@ TEST(CompoundCollider, DistanceAndZeroSweep) {
       const Pose cw = pose * children[i].pose;
       const double d = ComputeDistance(q, qp, children[i].shape, cw).distance;
       least = std::min(least, d);
-      if (lowest == UINT32_MAX && Overlap(q, qp, children[i].shape, cw)) lowest = i;
+      if (lowest == UINT32_MAX && Overlap(q, qp, children[i].shape, cw)) lowest = static_cast<uint32_t>(i);
     }
     const DistanceResult d = ComputeDistance(q, qp, compound, pose);
     EXPECT_NEAR(d.distance, least, 1e-9);

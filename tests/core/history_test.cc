@@ -245,7 +245,7 @@ TEST(HistoryTest, RewoundQueriesEqualRebuiltWorld) {
       switch (moment % 4) {
         case 0: t = static_cast<double>(range->oldest + rng.Int(0, window - 1)); break;
         case 1: t = moment == 1 ? static_cast<double>(range->oldest) : static_cast<double>(range->newest); break;
-        default: t = range->oldest + rng.Uniform(0.0, window - 1.0); break;
+        default: t = static_cast<double>(range->oldest) + rng.Uniform(0.0, window - 1.0); break;
       }
       ColliderSet ref;
       ASSERT_TRUE(ref.AddBulk(WorldAt(h.ticks, t)).ok());
@@ -298,7 +298,7 @@ TEST(HistoryTest, Edges) {
   c.shape = testing::SphereR(1.0);
   ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(c)}, 10).ok());
   for (uint64_t t = 11; t <= 20; ++t) {
-    ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Move(1, testing::At(0, (t - 10.0), 0))}, t).ok());
+    ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Move(1, testing::At(0, (static_cast<double>(t) - 10.0), 0))}, t).ok());
   }
   ASSERT_EQ(set.Ticks()->oldest, 17u);
   ASSERT_EQ(set.Ticks()->newest, 20u);
@@ -381,7 +381,7 @@ TEST(HistoryTest, RollbackRestoresHistory) {
   std::vector<Query> queries;
   for (int i = 0; i < 300; ++i) {
     Query q = RandomQuery(rng, 8.0);
-    SetAt(&q, before.oldest + rng.Uniform(0.0, before.newest - before.oldest));
+    SetAt(&q, static_cast<double>(before.oldest) + rng.Uniform(0.0, static_cast<double>(before.newest - before.oldest)));
     queries.push_back(q);
   }
   std::vector<QueryResult> want(queries.size());

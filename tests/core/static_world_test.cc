@@ -147,11 +147,11 @@ TEST(StaticWorldTest, BasePlusOwnEqualsOneSet) {
       ExpectSame(expect[i], got[i], where + " (Run)");
       ExpectSame(expect[i], batch[i], where + " (RunBatch)");
       const auto own_id = [&](uint64_t x) { return layered.FindOwn(x) != nullptr; };
-      size_t own = 0, all = expect[i].overlaps.size() + expect[i].hits.size();
+      size_t own = 0, answers = expect[i].overlaps.size() + expect[i].hits.size();
       for (const OverlapHit& h : expect[i].overlaps) own += own_id(h.id);
       for (const CastHit& h : expect[i].hits) own += own_id(h.id);
-      hits += all > 0;
-      merged += own > 0 && own < all;
+      hits += answers > 0;
+      merged += own > 0 && own < answers;
     }
     QueryBudget budget;
     budget.max_nodes = 1u << 30;

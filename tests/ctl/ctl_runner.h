@@ -13,15 +13,24 @@
 
 namespace hitbox::ctl_test {
 
+using testing::HitboxdProcess;
+using testing::ReadFile;
+using testing::RunProcess;
+using testing::RunResult;
+
+/// build/bin/hitboxctl.
+inline std::string CtlBinary() { return std::string(HITBOX_BINARY_DIR) + "/bin/hitboxctl"; }
+
 class CtlRunner {
  public:
   explicit CtlRunner(std::string address) : address_(std::move(address)) {}
 
-  /// Runs hitboxctl --address <server> --timeout 20 ARGS with HITBOX_ADDRESS unset.
-  RunResult Run(std::vector<std::string> args) const {
-    args.insert(args.begin(), {std::string(HITBOX_BINARY_DIR) + "/bin/hitboxctl", "--address", address_,
-                               "--timeout", "20"});
-    return RunProcess(args, {"HITBOX_ADDRESS="});
+  /// Runs hitboxctl --address <server> --timeout 20 ARGS with HITBOX_ADDRESS
+  /// unset; `env` as in testing::RunProcess ("NAME=" unsets NAME).
+  RunResult Run(std::vector<std::string> args, std::vector<std::string> env = {}) const {
+    args.insert(args.begin(), {CtlBinary(), "--address", address_, "--timeout", "20"});
+    env.insert(env.begin(), "HITBOX_ADDRESS=");
+    return RunProcess(args, env);
   }
   /// Runs hitboxctl --json ARGS, expects exit 0 and returns the parsed stdout.
   nlohmann::json Json(std::vector<std::string> args) const {

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hitbox/client_pool.h"
-#include "process.h"
+#include "ctl_runner.h"
 #include "test_certs.h"
 
 namespace hitbox::ctl_test {
@@ -26,48 +26,31 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kCtl = std::string(HITBOX_BINARY_DIR) + "/bin/hitboxctl";
+const std::string kCtl = CtlBinary();
 const std::string kDemoScene = std::string(HITBOX_SOURCE_DIR) + "/docker/demo/scene.json";
 
 class CtlTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(server_.ok()) << "hitboxd did not start:\n" << server_.log();
-  }
-  void TearDown() override {
-    for (const std::string& p : temp_files_) std::remove(p.c_str());
+    ASSERT_TRUE(server_.running()) << "hitboxd did not start:\n" << server_.log();
   }
 
   /// Runs hitboxctl --address <server> ARGS with HITBOX_ADDRESS unset.
-  RunResult Ctl(std::vector<std::string> args) {
-    args.insert(args.begin(), {kCtl, "--address", server_.address(), "--timeout", "20"});
-    return RunProcess(args, {"HITBOX_ADDRESS="});
-  }
+  RunResult Ctl(const std::vector<std::string>& args) const { return ctl_.Run(args); }
   /// Runs hitboxctl --json ARGS, expects exit 0 and returns the parsed stdout.
-  json CtlJson(std::vector<std::string> args) {
-    args.insert(args.begin(), "--json");
-    const RunResult r = Ctl(args);
-    EXPECT_EQ(r.code, 0) << Describe(args, r);
-    const json doc = json::parse(r.out, nullptr, false);
-    EXPECT_FALSE(doc.is_discarded()) << "not JSON: " << Describe(args, r);
-    return doc.is_discarded() ? json::object() : doc;
-  }
+  json CtlJson(const std::vector<std::string>& args) const { return ctl_.Json(args); }
   static std::string Describe(const std::vector<std::string>& args, const RunResult& r) {
-    std::string cmd = "hitboxctl";
-    for (const auto& a : args) cmd += " " + a;
-    return cmd + "\nexit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+    return CtlRunner::Describe(args, r);
   }
-  /// Writes `doc` to a temporary .json file removed at TearDown.
+  /// Writes `text` to a new .json file in the test's temporary directory.
   std::string WriteTemp(const std::string& text) {
-    const std::string path = TempPath("ctl-scene") + ".json";
-    std::ofstream(path) << text;
-    temp_files_.push_back(path);
-    temp_files_.push_back(path.substr(0, path.size() - 5));
-    return path;
+    return dir_.Write("scene-" + std::to_string(++temp_files_) + ".json", text);
   }
 
-  Hitboxd server_;
-  std::vector<std::string> temp_files_;
+  HitboxdProcess server_;
+  CtlRunner ctl_{server_.address()};
+  testing::TempDir dir_{"ctl"};
+  int temp_files_ = 0;
 };
 
 json Sphere(uint64_t id, double r, std::vector<double> pos, uint32_t layer = 0) {
@@ -679,25 +662,17 @@ constexpr const char* kAdminToken = "ctl-admin-token-0123456789";
 // hitboxd with an admin token: session tokens are enforced.
 class CtlAuthTest : public ::testing::Test {
  protected:
-  CtlAuthTest()
-      : admin_file_(WriteAdminFile()), server_({"--admin-token-file", admin_file_}) {}
-  ~CtlAuthTest() override { std::remove(admin_file_.c_str()); }
-  void SetUp() override { ASSERT_TRUE(server_.ok()) << server_.log(); }
+  void SetUp() override { ASSERT_TRUE(server_.running()) << server_.log(); }
 
-  static std::string WriteAdminFile() {
-    const std::string path = TempPath("ctl-admin");
-    std::ofstream(path) << kAdminToken << "\n";
-    return path;
-  }
   /// hitboxctl --address <server> ARGS with HITBOX_ADDRESS and HITBOX_TOKEN unset (or set by `env`).
-  RunResult Ctl(std::vector<std::string> args, std::vector<std::string> env = {}) {
-    args.insert(args.begin(), {kCtl, "--address", server_.address(), "--timeout", "20"});
-    env.insert(env.begin(), {"HITBOX_ADDRESS=", "HITBOX_TOKEN="});
-    return RunProcess(args, env);
+  RunResult Ctl(const std::vector<std::string>& args, std::vector<std::string> env = {}) const {
+    env.insert(env.begin(), "HITBOX_TOKEN=");
+    return CtlRunner(server_.address()).Run(args, env);
   }
 
-  std::string admin_file_;
-  Hitboxd server_;
+  testing::TempDir dir_{"ctl-auth"};
+  std::string admin_file_ = dir_.Write("admin", std::string(kAdminToken) + "\n");
+  HitboxdProcess server_{{"--admin-token-file", admin_file_}};
 };
 
 // `--json sessions create` prints the token; it (by --token or HITBOX_TOKEN)
@@ -743,10 +718,11 @@ TEST_F(CtlAuthTest, TokenFlagAndEnvironment) {
 // hitboxd --demo logs the demo session's token; with it (as the README's
 // grpcurl lines show) the demo session answers, without it it does not.
 TEST(CtlDemoTest, DemoTokenIsLogged) {
-  const std::string admin = TempPath("ctl-admin");
-  std::ofstream(admin) << kAdminToken << "\n";
-  Hitboxd server({"--demo", "--admin-token-file", admin});
-  ASSERT_TRUE(server.ok()) << server.log();
+  const testing::TempDir dir("ctl-demo");
+  const std::string admin = dir.Write("admin", std::string(kAdminToken) + "\n");
+  // At the default log level (info): the token is logged there.
+  HitboxdProcess server({"--demo", "--admin-token-file", admin}, {.log_level = ""});
+  ASSERT_TRUE(server.running()) << server.log();
   const std::string log = server.log();
   const std::string marker = "its token is ";
   const size_t at = log.find(marker);
@@ -761,7 +737,6 @@ TEST(CtlDemoTest, DemoTokenIsLogged) {
   EXPECT_EQ(ctl({"--token", token, "raycast", "demo", "--origin", "-45,5,0", "--translation",
                  "90,0,0"}).code, 0);
   EXPECT_EQ(ctl({"raycast", "demo", "--origin", "-45,5,0", "--translation", "90,0,0"}).code, 1);
-  std::remove(admin.c_str());
 }
 
 // `check` and `bench` make scratch sessions and use their tokens themselves.
@@ -778,8 +753,8 @@ TEST(CtlTlsTest, TlsAndMutualTls) {
   testing::TestCerts certs;
   if (!certs.ok()) GTEST_SKIP() << "openssl could not generate test certificates";
   const auto& a = certs.a();
-  Hitboxd server({"--tls-cert", a.server_cert, "--tls-key", a.server_key});
-  ASSERT_TRUE(server.ok()) << server.log();
+  HitboxdProcess server({"--tls-cert", a.server_cert, "--tls-key", a.server_key});
+  ASSERT_TRUE(server.running()) << server.log();
   const std::vector<std::string> env = {"HITBOX_ADDRESS=", "HITBOX_TOKEN=", "HITBOX_TLS_CA="};
   auto ctl = [&](std::vector<std::string> args, std::vector<std::string> e) {
     args.insert(args.begin(), {kCtl, "--address", server.address(), "--timeout", "5"});
@@ -794,8 +769,8 @@ TEST(CtlTlsTest, TlsAndMutualTls) {
   const RunResult created = ctl({"--tls-ca", a.ca, "--json", "sessions", "create", "t"}, env);
   EXPECT_EQ(created.code, 0) << created.err;
 
-  Hitboxd mtls({"--tls-cert", a.server_cert, "--tls-key", a.server_key, "--tls-client-ca", a.ca});
-  ASSERT_TRUE(mtls.ok()) << mtls.log();
+  HitboxdProcess mtls({"--tls-cert", a.server_cert, "--tls-key", a.server_key, "--tls-client-ca", a.ca});
+  ASSERT_TRUE(mtls.running()) << mtls.log();
   auto mctl = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {kCtl, "--address", mtls.address(), "--timeout", "5"});
     return RunProcess(args, env);

@@ -17,7 +17,6 @@
 #include "hitbox/view/world_svg.h"
 #include "hitbox/wire/convert.h"
 #include "ctl_runner.h"
-#include "process.h"
 #include "svg_parse.h"
 
 namespace hitbox::ctl_test {
@@ -38,19 +37,16 @@ const std::string kData = std::string(HITBOX_SOURCE_DIR) + "/tests/import/data/"
 class ImportViewTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(server_.ok()) << "hitboxd did not start:\n" << server_.log();
-    dir_ = TempPath("ctl-import");
-    std::filesystem::remove(dir_);
-    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(server_.running()) << "hitboxd did not start:\n" << server_.log();
+    ASSERT_FALSE(dir_.path().empty());
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   RunResult Ctl(const std::vector<std::string>& args) const { return ctl_.Run(args); }
   json CtlJson(const std::vector<std::string>& args) const { return ctl_.Json(args); }
   static std::string Describe(const std::vector<std::string>& args, const RunResult& r) {
     return CtlRunner::Describe(args, r);
   }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Path(const std::string& name) const { return dir_.file(name); }
 
   /// A small arena as .glb: a floor mesh, and under "props" (layer 1) a crate
   /// on layer 2 with user data, a ball, a pill and a rock: 5 colliders.
@@ -72,9 +68,9 @@ class ImportViewTest : public ::testing::Test {
     return path;
   }
 
-  Hitboxd server_;
+  HitboxdProcess server_;
   CtlRunner ctl_{server_.address()};
-  std::string dir_;
+  testing::TempDir dir_{"ctl-import"};
 };
 
 // `import level.glb -o level.json` writes a scene file and a report; `load`
@@ -269,8 +265,8 @@ TEST_F(ImportViewTest, ViewMapHooks) {
 TEST_F(ImportViewTest, SharedMaps) {
   WriteArena();
   std::filesystem::copy_file(kData + "level.obj", Path("level.obj"));
-  Hitboxd maps_server({"--maps", dir_});
-  ASSERT_TRUE(maps_server.ok()) << maps_server.log();
+  HitboxdProcess maps_server({"--maps", dir_.path()});
+  ASSERT_TRUE(maps_server.running()) << maps_server.log();
   const CtlRunner ctl(maps_server.address());
   const json list = ctl.Json({"maps", "list"});
   ASSERT_EQ(list["maps"].size(), 2u) << list.dump();

@@ -14,6 +14,7 @@
 
 #include "gltf_builder.h"
 #include "hitbox/import/level_import.h"
+#include "temp_dir.h"
 #include "test_util.h"
 
 namespace hitbox::import {
@@ -28,10 +29,10 @@ using hitbox::testing::VecNear;
 
 const std::string kData = std::string(HITBOX_SOURCE_DIR) + "/tests/import/data/";
 
+// A path in a directory removed when the test program exits.
 std::string Temp(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "hitbox_import_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  return dir + "/" + name;
+  static const hitbox::testing::TempDir dir("import");
+  return dir.file(name);
 }
 
 /// Writes the builder's model to a temp file and imports it.

@@ -2,13 +2,6 @@
 // real channel: health, tick streams checked against an in-process
 // ColliderSet fed the same changes, two sessions streamed at once, every
 // conformance case file answered through the service, and SIGTERM -> exit 0.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +18,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "hitbox/cases/case_file.h"
+#include "process.h"
 #include "service_util.h"
 
 namespace hitbox {
@@ -33,74 +27,27 @@ namespace {
 using testing_service::WorldGen;
 namespace fs = std::filesystem;
 
-// A hitboxd child process on 127.0.0.1 with a port chosen by the kernel.
-class Daemon {
+// hitboxd (two service threads) with a channel to it and grpc.health.v1 checks.
+class Daemon : public testing::HitboxdProcess {
  public:
-  explicit Daemon(std::vector<std::string> extra = {}) {
-    dir_ = fs::temp_directory_path() /
-           ("hitboxd-test-" + std::to_string(getpid()) + "-" + std::to_string(counter_++));
-    fs::create_directories(dir_);
-    const std::string port_file = (dir_ / "port").string();
-    log_ = (dir_ / "hitboxd.log").string();
-    std::vector<std::string> args = {std::string(HITBOX_BINARY_DIR) + "/bin/hitboxd",
-                                     "--listen", "127.0.0.1:0", "--port-file", port_file,
-                                     "--log-level", "warn", "--threads", "2"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int log_fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_ = fork();
-    if (pid_ == 0) {  // only async-signal-safe calls until exec
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a killed test process
-      if (log_fd >= 0) {
-        dup2(log_fd, 1);
-        dup2(log_fd, 2);
-      }
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    if (log_fd >= 0) close(log_fd);
-    // Wait for the port file (written once listening).
-    for (int i = 0; i < 800 && port_ == 0; ++i) {  // up to 20 s on a loaded machine
-      std::ifstream in(port_file);
-      int p = 0;
-      if (in >> p) port_ = p;
-      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    if (port_ != 0) {
+  explicit Daemon(std::vector<std::string> extra = {})
+      : HitboxdProcess(std::move(extra), {.threads = 2}) {
+    if (running()) {
       grpc::ChannelArguments ch_args;
       ch_args.SetMaxReceiveMessageSize(64 << 20);
-      channel_ = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port_),
-                                           grpc::InsecureChannelCredentials(), ch_args);
+      channel_ = grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), ch_args);
     }
-  }
-  ~Daemon() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
-  int port() const { return port_; }
-  pid_t pid() const { return pid_; }
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   // A "VmHWM:"-style field of /proc/<pid>/status in bytes (0 when unreadable).
   uint64_t StatusBytes(const std::string& field) const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::ifstream in("/proc/" + std::to_string(pid()) + "/status");
     std::string line;
     while (std::getline(in, line)) {
       if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1)) * 1024;
     }
     return 0;
-  }
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
   }
 
   // grpc.health.v1.Health/Check for the whole server: 1 SERVING, 2 NOT_SERVING,
@@ -115,6 +62,7 @@ class Daemon {
   }
 
   bool WaitServing() const {
+    if (!running()) return false;
     for (int i = 0; i < 300; ++i) {  // up to ~15 s on a loaded machine
       if (Health() == 1) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -122,28 +70,7 @@ class Daemon {
     return false;
   }
 
-  // Sends SIGTERM and returns the exit status (-1: killed or timed out).
-  int Terminate(std::chrono::seconds timeout = std::chrono::seconds(15)) {
-    kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    while (std::chrono::steady_clock::now() < deadline) {
-      const pid_t r = waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
-  }
-
  private:
-  static inline int counter_ = 0;
-  fs::path dir_;
-  std::string log_;
-  pid_t pid_ = -1;
-  int port_ = 0;
   std::shared_ptr<grpc::Channel> channel_;
 };
 
@@ -252,8 +179,8 @@ std::vector<std::string> StreamAndCompare(const std::shared_ptr<grpc::Channel>& 
 // The daemon starts healthy, answers, and exits 0 on SIGTERM after health NOT_SERVING.
 TEST(HitboxdTest, StartsServingAndStopsOnSigterm) {
   Daemon d({"--demo"});
-  ASSERT_NE(d.port(), 0) << d.Log();
-  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  ASSERT_NE(d.port(), 0) << d.log();
+  ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   grpc::ClientContext ctx;
   v1::GetSessionRequest req;
@@ -261,7 +188,7 @@ TEST(HitboxdTest, StartsServingAndStopsOnSigterm) {
   v1::SessionInfo info;
   ASSERT_TRUE(stub->GetSession(&ctx, req, &info).ok());
   EXPECT_EQ(info.collider_count(), 301u);
-  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 
 // Server reflection is on (so grpcurl works without .proto files): the
@@ -270,7 +197,7 @@ TEST(HitboxdTest, StartsServingAndStopsOnSigterm) {
 // list_services, field 4 file_containing_symbol.)
 TEST(HitboxdTest, ServerReflectionListsTheService) {
   Daemon d;
-  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  ASSERT_TRUE(d.WaitServing()) << d.log();
   grpc::GenericStub stub(d.channel());
   grpc::CompletionQueue cq;
   grpc::ClientContext ctx;
@@ -311,7 +238,7 @@ TEST(HitboxdTest, ServerReflectionListsTheService) {
   ASSERT_TRUE(wait(31));
   EXPECT_TRUE(st.ok()) << st.error_message();
   cq.Shutdown();
-  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 
 // Flags and environment variables configure the limits.
@@ -319,7 +246,7 @@ TEST(HitboxdTest, LimitsFromFlagsAndEnvironment) {
   setenv("HITBOX_MAX_QUERIES", "3", 1);
   Daemon d({"--max-sessions", "1"});
   unsetenv("HITBOX_MAX_QUERIES");
-  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   CreateSession(stub.get(), "one");
   {
@@ -338,7 +265,7 @@ TEST(HitboxdTest, LimitsFromFlagsAndEnvironment) {
   const grpc::Status st = stub->Query(&ctx, q, &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(st.error_message(), ::testing::HasSubstr("at most 3"));
-  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 
 // Many ticks of interleaved changes and queries give answers identical to an
@@ -351,7 +278,7 @@ TEST(HitboxdTest, LimitsFromFlagsAndEnvironment) {
 // client's 3 s deadline or gives up on it, and keeps serving.
 TEST(HitboxdTest, HugeOverlapBatchIsAnsweredOrRefusedInBoundedMemory) {
   Daemon d;
-  ASSERT_GT(d.port(), 0) << d.Log();
+  ASSERT_GT(d.port(), 0) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   CreateSession(stub.get(), "grid");
   constexpr int kSide = 1000;
@@ -437,18 +364,18 @@ TEST(HitboxdTest, HugeOverlapBatchIsAnsweredOrRefusedInBoundedMemory) {
 
 TEST(HitboxdTest, TickStreamMatchesInProcess) {
   Daemon d;
-  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   CreateSession(stub.get(), "match");
   const std::vector<std::string> failures = StreamAndCompare(d.channel(), "match", 1234, 300);
   for (const std::string& f : failures) ADD_FAILURE() << f;
-  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 
 // Two sessions streamed concurrently stay independent and both match.
 TEST(HitboxdTest, TwoSessionsStreamConcurrently) {
   Daemon d;
-  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   CreateSession(stub.get(), "red");
   CreateSession(stub.get(), "blue");
@@ -456,7 +383,7 @@ TEST(HitboxdTest, TwoSessionsStreamConcurrently) {
   auto b = std::async(std::launch::async, StreamAndCompare, d.channel(), "blue", 2, 200);
   for (const std::string& f : a.get()) ADD_FAILURE() << f;
   for (const std::string& f : b.get()) ADD_FAILURE() << f;
-  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 
 // A client that stops reading its Tick stream is not buffered without bound
@@ -464,7 +391,7 @@ TEST(HitboxdTest, TwoSessionsStreamConcurrently) {
 // its next tick only after the previous response was written.
 TEST(HitboxdTest, StalledStreamDoesNotBlockOthers) {
   Daemon d;
-  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   CreateSession(stub.get(), "stalled");
   CreateSession(stub.get(), "live");
@@ -515,14 +442,14 @@ TEST(HitboxdTest, StalledStreamDoesNotBlockOthers) {
   std::printf("stalled stream: %d ticks written before flow control pushed back\n", last);
   stalled_ctx.TryCancel();
   writer.join();
-  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 
 // SIGTERM with an open, idle tick stream: the stream is cancelled after the
 // grace period and the daemon still exits 0.
 TEST(HitboxdTest, ShutdownCancelsOpenStreamsAfterGrace) {
   Daemon d({"--shutdown-grace-ms", "300"});
-  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   CreateSession(stub.get(), "s");
   grpc::ClientContext ctx;
@@ -532,7 +459,7 @@ TEST(HitboxdTest, ShutdownCancelsOpenStreamsAfterGrace) {
   v1::TickResponse resp;
   ASSERT_TRUE(stream->Write(req) && stream->Read(&resp));
   EXPECT_FALSE(resp.has_error());
-  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
   EXPECT_FALSE(stream->Read(&resp));
   EXPECT_FALSE(stream->Finish().ok());
 }
@@ -545,8 +472,8 @@ TEST(HitboxdTest, ShutdownCancelsOpenStreamsAfterGrace) {
 // history as it was.
 TEST(HitboxdRewindTest, TickStreamLagCompensation) {
   Daemon d({"--max-history-ticks", "16"});
-  ASSERT_NE(d.port(), 0) << d.Log();
-  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  ASSERT_NE(d.port(), 0) << d.log();
+  ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   {
     grpc::ClientContext ctx;
@@ -660,7 +587,7 @@ TEST(HitboxdRewindTest, TickStreamLagCompensation) {
   EXPECT_EQ(resp.results(1).hits_size(), 1);
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
-  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 
 // Every conformance case file answered through the service: colliders loaded
@@ -672,7 +599,7 @@ TEST_P(HitboxdCasesTest, AnswersMatchReference) {
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   const cases::CaseFile& file = *loaded;
   Daemon d({"--max-changes", "4096", "--max-queries", "1024"});
-  ASSERT_TRUE(d.WaitServing()) << d.Log();
+  ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   CreateSession(stub.get(), "cases");
   constexpr size_t kChangeBatch = 4096, kQueryBatch = 1024;
@@ -730,7 +657,7 @@ TEST_P(HitboxdCasesTest, AnswersMatchReference) {
   const cases::Report report = cases::CheckAll(file, results, 20);
   for (const std::string& f : report.failures) ADD_FAILURE() << f;
   EXPECT_TRUE(report.ok()) << report.ToString(file);
-  EXPECT_EQ(d.Terminate(), 0) << d.Log();
+  EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 
 std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {

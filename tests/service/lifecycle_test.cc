@@ -18,7 +18,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "../client/hitboxd_process.h"
+#include "process.h"
 #include "server.h"
 #include "service_util.h"
 
@@ -479,7 +479,7 @@ TEST_F(LifecycleTest, MemoryCapRefusesSessions) {
 // idle session's open stream ends with NOT_FOUND over the network, and
 // HITBOX_MAX_MEMORY (with a suffix) caps sessions.
 TEST(HitboxdLifecycleTest, FlagsAndEnvironment) {
-  testing::HitboxdProcess daemon(0, {"--session-idle-timeout", "0.3"});
+  testing::HitboxdProcess daemon({"--session-idle-timeout", "0.3"});
   ASSERT_TRUE(daemon.running());
   auto stub = v1::Hitbox::NewStub(
       grpc::CreateChannel(daemon.address(), grpc::InsecureChannelCredentials()));
@@ -519,7 +519,7 @@ TEST(HitboxdLifecycleTest, FlagsAndEnvironment) {
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(refused.error_message(), HasSubstr("the cap is 1024"));
 
-  testing::HitboxdProcess bad(0, {"--max-memory", "12X"});
+  testing::HitboxdProcess bad({"--max-memory", "12X"});
   EXPECT_FALSE(bad.running());
 }
 

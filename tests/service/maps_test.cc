@@ -13,6 +13,7 @@
 #include <string>
 
 #include "hitbox/wire/convert.h"
+#include "process.h"
 #include "server.h"
 #include "service_util.h"
 
@@ -104,13 +105,11 @@ class MapsTest : public ::testing::Test {
   std::unique_ptr<v1::Hitbox::Stub> stub_;
 };
 
+// The checksum as coreutils' sha256sum prints it.
 std::string Sha256Sum(const std::string& path) {
-  std::string out;
-  FILE* p = popen(("sha256sum '" + path + "'").c_str(), "r");
-  char buf[128];
-  if (p != nullptr && fgets(buf, sizeof(buf), p) != nullptr) out = std::string(buf).substr(0, 64);
-  if (p != nullptr) pclose(p);
-  return out;
+  const testing::RunResult r = testing::RunProcess({"/usr/bin/sha256sum", path});
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.out.substr(0, 64);
 }
 
 // ListMaps lists every scene and level file by stem, sorted, with checksum,
@@ -313,17 +312,10 @@ TEST(MapsLoadTest, BadFileRefusesStart) {
 TEST(MapsLoadTest, BinaryRefusesBadMap) {
   MapDir dir;
   dir.Write("broken.obj", "o wall\nv 0 0 0\nv 1 0 0\nf 1 2 9\n");
-  const std::string cmd = "timeout 30 " + std::string(HITBOX_BINARY_DIR) +
-                          "/bin/hitboxd --listen 127.0.0.1:0 --maps '" + dir.path() + "' 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  const int status = pclose(p);
-  EXPECT_NE(status, 0);
-  EXPECT_NE(WEXITSTATUS(status), 124) << "hitboxd started anyway: " << out;
-  EXPECT_THAT(out, HasSubstr("broken.obj"));
+  testing::HitboxdProcess hitboxd({"--maps", dir.path()});
+  EXPECT_FALSE(hitboxd.running()) << "hitboxd started anyway: " << hitboxd.log();
+  EXPECT_NE(hitboxd.exit_code(), 0);
+  EXPECT_THAT(hitboxd.log(), HasSubstr("broken.obj"));
 }
 
 // The first run's world (`hitbox.sh run`: hitboxd --demo --maps examples/maps):

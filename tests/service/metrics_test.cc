@@ -20,7 +20,7 @@
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 
-#include "../client/hitboxd_process.h"
+#include "process.h"
 #include "metrics.h"
 #include "server.h"
 #include "service_util.h"
@@ -382,9 +382,8 @@ TEST(MetricsBinaryTest, HitboxdServesMetrics) {
   // which would show as a failed start).
   const int metrics_port = LoopbackSocket(/*listening=*/false).port();
   ASSERT_GT(metrics_port, 0);
-  testing::HitboxdProcess hitboxd(
-      0, {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port), "--shutdown-grace-ms",
-          "200"});
+  testing::HitboxdProcess hitboxd({"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port),
+                                   "--shutdown-grace-ms", "200"});
   ASSERT_TRUE(hitboxd.running()) << "hitboxd did not start (metrics port taken?)";
   const std::map<std::string, double> before = Scrape(metrics_port);
   auto stub = v1::Hitbox::NewStub(

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdio>
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,13 +16,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "../client/hitboxd_process.h"
+#include "process.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 
 namespace hitbox {
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 v1::Collider Sphere(uint64_t id, uint64_t batch, double y) {
@@ -66,19 +64,10 @@ struct Acks {
 
 class PersistenceKillTest : public ::testing::TestWithParam<const char*> {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("hitbox_kill_" + std::to_string(getpid()) + "_" + GetParam());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override {
-    server_.reset();
-    fs::remove_all(dir_);
-  }
   void Start() {
     server_ = std::make_unique<testing::HitboxdProcess>(
-        0, std::vector<std::string>{"--data-dir", dir_.string(), "--fsync", GetParam(),
-                                    "--compact-min-bytes", "32768", "--compact-factor", "1"});
+        std::vector<std::string>{"--data-dir", dir_.path(), "--fsync", GetParam(),
+                                 "--compact-min-bytes", "32768", "--compact-factor", "1"});
     ASSERT_TRUE(server_->running());
     stub_ = v1::Hitbox::NewStub(
         grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
@@ -126,7 +115,7 @@ class PersistenceKillTest : public ::testing::TestWithParam<const char*> {
     EXPECT_EQ(stub_->GetColliders(&ctx3, next, &got).error_code(), grpc::StatusCode::NOT_FOUND);
   }
 
-  fs::path dir_;
+  testing::TempDir dir_{"kill"};  // declared first: removed after the server is gone
   std::unique_ptr<testing::HitboxdProcess> server_;
   std::unique_ptr<v1::Hitbox::Stub> stub_;
 };

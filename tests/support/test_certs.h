@@ -5,12 +5,11 @@
 // keys live only as long as the TestCerts object.
 #pragma once
 
-#include <unistd.h>
-
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "temp_dir.h"
 
 namespace hitbox::testing {
 
@@ -27,30 +26,21 @@ struct CertSet {
 /// removed by the destructor. ok() is false when openssl is missing or failed.
 class TestCerts {
  public:
-  TestCerts() {
-    char tmpl[] = "/tmp/hitbox-certs-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return;
-    dir_ = tmpl;
-    ok_ = Make("a", &a_) && Make("b", &b_);
-  }
-  ~TestCerts() {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
+  TestCerts() { ok_ = !dir_.path().empty() && Make("a", &a_) && Make("b", &b_); }
   TestCerts(const TestCerts&) = delete;
   TestCerts& operator=(const TestCerts&) = delete;
 
   bool ok() const { return ok_; }
   const CertSet& a() const { return a_; }
   const CertSet& b() const { return b_; }
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return dir_.path(); }
 
  private:
   // Runs one shell command quietly; true on exit status 0.
   static bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
 
   bool Make(const std::string& name, CertSet* out) {
-    const std::string p = dir_ + "/" + name + "-";
+    const std::string p = dir_.file(name + "-");
     out->ca = p + "ca.pem";
     out->server_cert = p + "server.pem";
     out->server_key = p + "server.key";
@@ -74,7 +64,7 @@ class TestCerts {
               "ca.key -CAcreateserial -extfile " + p + "client.ext -out " + out->client_cert);
   }
 
-  std::string dir_;
+  TempDir dir_{"certs"};
   bool ok_ = false;
   CertSet a_, b_;
 };

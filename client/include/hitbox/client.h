@@ -81,12 +81,12 @@ struct TlsOptions {
   /// Use TLS; implied when any file below is set.
   bool enabled = false;
   /// CA bundle (PEM file) that signed the server's certificate; empty: the system's roots.
-  std::string ca_file;
+  std::string ca_file{};
   /// Client certificate chain and private key (PEM files) for mutual TLS; both or neither.
-  std::string cert_file;
-  std::string key_file;
+  std::string cert_file{};
+  std::string key_file{};
   /// Name the server's certificate must carry, instead of the address's host; empty: that host.
-  std::string server_name;
+  std::string server_name{};
   /// True when TLS is on (enabled or any file given).
   bool active() const {
     return enabled || !ca_file.empty() || !cert_file.empty() || !key_file.empty();
@@ -174,7 +174,7 @@ struct SessionSpec {
   /// Limits; zero fields take the server defaults.
   SessionLimits limits;
   /// A shared map (ListMaps) the session's world starts from; empty: none.
-  std::string map_id;
+  std::string map_id{};
 };
 
 /// A shared map of the server (hitboxd --maps DIR), as ListMaps reports it.

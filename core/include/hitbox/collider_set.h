@@ -101,7 +101,7 @@ struct OverlapQuery {
   bool want_contact = false;
   /// Answer against the world as it was at this tick (lag compensation; a
   /// real number, see ColliderSet::Ticks()); unset: the current world.
-  std::optional<double> at_tick;
+  std::optional<double> at_tick = std::nullopt;
   /// Caller's tag, echoed in QueryResult::tag; the query ignores it.
   uint64_t tag = 0;
 };
@@ -117,7 +117,7 @@ struct CastQuery {
   bool all_hits = false;
   /// Answer against the world as it was at this tick (lag compensation; a
   /// real number, see ColliderSet::Ticks()); unset: the current world.
-  std::optional<double> at_tick;
+  std::optional<double> at_tick = std::nullopt;
   /// Contact offset (skin) in metres, >= 0: contacts shallower than it that
   /// the translation does not drive deeper are no hit, so a shape resting on
   /// a floor sweeps along it freely (CastSettings::contact_offset has the
@@ -137,7 +137,7 @@ struct RayQuery {
   bool all_hits = false;
   /// Answer against the world as it was at this tick (lag compensation; a
   /// real number, see ColliderSet::Ticks()); unset: the current world.
-  std::optional<double> at_tick;
+  std::optional<double> at_tick = std::nullopt;
   /// Caller's tag, echoed in QueryResult::tag; the query ignores it.
   uint64_t tag = 0;
 };
@@ -159,10 +159,10 @@ struct MoveQuery {
   /// The character's own collider: never collided with, and the service
   /// moves it to the final pose after the batch (atomic apply). Core queries
   /// only ignore it.
-  std::optional<uint64_t> apply_to_id;
+  std::optional<uint64_t> apply_to_id = std::nullopt;
   /// Lag compensation: the move runs against the world as it was at this
   /// tick (as OverlapQuery::at_tick); the applied pose is set in the present.
-  std::optional<double> at_tick;
+  std::optional<double> at_tick = std::nullopt;
   /// Caller's tag, echoed in QueryResult::tag; the query ignores it.
   uint64_t tag = 0;
 };
