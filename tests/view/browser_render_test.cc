@@ -6,7 +6,6 @@
 // query marks all show, where the SVG puts them.
 #include <gtest/gtest.h>
 #include <png.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -21,6 +20,8 @@
 #include "hitbox/collider_set.h"
 #include "hitbox/import/level_import.h"
 #include "hitbox/view/world_svg.h"
+#include "process.h"
+#include "temp_dir.h"
 
 namespace hitbox::view {
 namespace {
@@ -43,37 +44,6 @@ std::string FindChromium() {
   return "";
 }
 
-/// A temporary directory removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "hitbox_browser_XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-/// Runs `argv` with stdout and stderr to `log`; the exit status (-1: not run).
-int RunProgram(const std::vector<std::string>& argv, const fs::path& log) {
-  const pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    FILE* out = std::freopen(log.c_str(), "w", stdout);
-    if (out != nullptr) dup2(fileno(stdout), STDERR_FILENO);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 struct Rgba {
   uint8_t r, g, b, a;
 };
@@ -85,7 +55,7 @@ struct Picture {
   const Rgba& At(uint32_t x, uint32_t y) const { return pixels[size_t{y} * width + x]; }
 };
 
-Picture ReadPng(const fs::path& file) {
+Picture ReadPng(const std::string& file) {
   Picture p;
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
@@ -156,20 +126,17 @@ TEST(BrowserRenderTest, DemoArenaRendersInChromium) {
   }
   const std::string svg = RenderSvg(picture);
 
-  TempDir dir;
-  ASSERT_FALSE(dir.path.empty());
-  const fs::path svg_file = dir.path / "world.svg";
-  const fs::path png_file = dir.path / "world.png";
-  std::ofstream(svg_file) << svg;
+  const hitbox::testing::TempDir dir("browser");
+  ASSERT_FALSE(dir.path().empty());
+  const std::string svg_file = dir.Write("world.svg", svg);
+  const std::string png_file = dir.file("world.png");
   const std::vector<std::string> argv = {
       chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-      "--hide-scrollbars", "--user-data-dir=" + (dir.path / "profile").string(),
-      "--window-size=940,1010", "--screenshot=" + png_file.string(),
-      "file://" + svg_file.string()};
-  const int status = RunProgram(argv, dir.path / "chromium.log");
-  std::ifstream log_in(dir.path / "chromium.log");
-  const std::string log((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());
-  ASSERT_EQ(status, 0) << "chromium failed:\n" << log;
+      "--hide-scrollbars", "--user-data-dir=" + dir.file("profile"),
+      "--window-size=940,1010", "--screenshot=" + png_file, "file://" + svg_file};
+  const hitbox::testing::RunResult run = hitbox::testing::RunProcess(argv);
+  const std::string log = run.out + run.err;
+  ASSERT_EQ(run.code, 0) << "chromium failed:\n" << log;
   const Picture png = ReadPng(png_file);
   ASSERT_EQ(png.width, 940u) << log;
   ASSERT_EQ(png.height, 1010u);
