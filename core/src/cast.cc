@@ -20,6 +20,7 @@
 // (cast_conservative.cc). The method of each ordered pair is registered in the
 // pair table (pair_dispatch.h).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -337,7 +338,14 @@ SegmentBoxSweep SweepSegmentBox(const Vec3& p0, const Vec3& p1, double r, const 
     cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
     dist = std::sqrt(cp.distance_sq);
   }
-  return out;  // iteration cap (a tangent approach converging too slowly): miss
+  // Iteration cap (a tangent approach converging too slowly): not a miss; t
+  // is a lower bound of the time of impact.
+  const Vec3 n = UnitOr(cp.p - cp.q, -v);
+  out.state = CastState::kFailed;
+  out.t = t;
+  out.normal = n;
+  out.on_box = cp.q;
+  return out;
 }
 
 }  // namespace
@@ -372,6 +380,17 @@ LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
 }
 
 CastMethod MethodFor(ShapeKind a, ShapeKind b) { return PairFor(a, b).cast; }
+
+namespace {
+std::atomic<int> world_cast_iterations{CastSettings{}.max_iterations};
+}  // namespace
+
+int WorldCastIterations() { return world_cast_iterations.load(std::memory_order_relaxed); }
+
+void SetWorldCastIterationsForTesting(int iterations) {
+  world_cast_iterations.store(iterations >= 1 ? iterations : CastSettings{}.max_iterations,
+                              std::memory_order_relaxed);
+}
 
 bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                          double t_max) {
@@ -430,7 +449,8 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
   switch (lc.state) {
     case CastState::kMiss: return result;
     case CastState::kHit:
-      result.state = CastState::kHit;
+    case CastState::kFailed:  // gave up: lc.t is a lower bound of the time of impact
+      result.state = lc.state;
       result.fraction = lc.t;
       result.normal = internal::FixImpactNormal(rb * lc.normal, translation, lc.t);
       result.point = pose_b.position + rb * lc.point;

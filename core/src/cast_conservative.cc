@@ -68,7 +68,7 @@ void BoundingCapsule(const Shape& shape, Vec3* p0, Vec3* p1, double* r) {
 // t += d / (-d'(t)), d'(t) = n . v, never passes the time of impact. Stops at
 // d <= linear_tolerance, then takes the normal at a 1e-6 m gap (one GJK call
 // back along the path), where the difference of the closest points is not
-// dominated by rounding.
+// dominated by rounding. Out of iterations: kFailed at the lower bound t.
 LocalCast CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v,
                      const ConvexCore& core_b, double t0, const Vec3& n0,
                      const CastSettings& settings) {
@@ -117,7 +117,14 @@ LocalCast CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v
     placed.position = a_in_b.position + v * t;
     g = GjkDistance(core_b, core_a, placed);
   }
-  return {};
+  // Iteration cap while still apart: not a miss. t is a lower bound of the
+  // time of impact (Newton from the left never passes it).
+  LocalCast r;
+  r.state = CastState::kFailed;
+  r.t = t;
+  r.normal = last_normal;
+  r.point = (g.point_a + g.point_b) * 0.5;
+  return r;
 }
 
 }  // namespace

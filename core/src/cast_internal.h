@@ -78,6 +78,13 @@ inline uint32_t OverlapLowestPiece(const Shape& a, const Pose& pose_a, const Sha
 }
 CastMethod MethodFor(ShapeKind a, ShapeKind b);
 
+/// CastSettings::max_iterations of the casts that world queries (ColliderSet
+/// sweeps and moves) run; default CastSettings{}.max_iterations. Tests lower
+/// it to force CastState::kFailed through a world query.
+int WorldCastIterations();
+/// Sets WorldCastIterations() (tests only; values < 1 restore the default).
+void SetWorldCastIterationsForTesting(int iterations);
+
 /// CastSettings::max_fraction clamped for use: values in [0, 1] as given,
 /// anything else (NaN, negative, > 1) as 1 (no bound).
 inline double FractionBound(const CastSettings& settings) {

@@ -837,11 +837,14 @@ struct ColliderSet::Impl::CastJob {
     // with it at a higher id (which also skips the contact solver for a
     // second started-overlapping pair).
     CastSettings settings;
+    settings.max_iterations = internal::WorldCastIterations();
     const double bound = out.WinningBound(c.id, max_t);
     if (bound < 0.0) return max_t;
     settings.max_fraction = bound;
     ++pairs->count;
     const CastResult r = hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
+    // A cast that gave up (kFailed) is a hit at its fraction, a lower bound of
+    // the time of impact: the query stops there rather than pass through.
     if (!r.hit()) return max_t;
     if (skip_leaving && r.state == CastState::kStartedOverlapping &&
         Dot(r.normal, q->translation) >= -1e-9 * q->translation.Length()) {

@@ -106,7 +106,9 @@ LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const S
   LocalCast out;
   switch (h.state) {
     case MeshSweepHit::State::kMiss: return out;
-    case MeshSweepHit::State::kHit: out.state = CastState::kHit; break;
+    case MeshSweepHit::State::kHit:
+      out.state = h.capped ? CastState::kFailed : CastState::kHit;
+      break;
     case MeshSweepHit::State::kStartedInside: out.state = CastState::kStartedOverlapping; break;
   }
   out.t = h.state == MeshSweepHit::State::kStartedInside ? 0.0 : h.fraction;

@@ -206,6 +206,45 @@ TEST(CastTest, NonFiniteInputIsAMiss) {
   EXPECT_EQ(Cast(s, Pose(), {INFINITY, 0, 0}, s, Pose({3, 0, 0})).state, CastState::kMiss);
 }
 
+// An iteration cap is not a miss: with max_iterations = 1 the iterative
+// methods (GJK ray cast then Newton; Newton on the segment-box distance) give
+// up with kFailed at a lower bound of the exact time of impact.
+TEST(CastTest, IterationCapIsFailedNotMiss) {
+  const Shape cyl = *Shape::MakeCylinder(0.8, 1.2);
+  const Shape box = *Shape::MakeBox({0.7, 0.4, 0.9});
+  const Shape cap = *Shape::MakeCapsule(0.5, 0.9);
+  const Pose pb({0.2, -0.1, 0.3}, Quat::FromAxisAngle(Vec3{1, 2, 3}.Normalized(), 0.7));
+  const Pose pa({-5, 2.5, 1.5}, Quat::FromAxisAngle(Vec3{-2, 1, 1}.Normalized(), 1.1));
+  const Vec3 v{9, -4.5, -2.4};
+  struct Pair {
+    const Shape* a;
+    const Shape* b;
+    internal::CastMethod method;
+  };
+  for (const Pair& p : {Pair{&cyl, &box, internal::CastMethod::kConservative},
+                        Pair{&box, &cyl, internal::CastMethod::kConservative},
+                        Pair{&cap, &box, internal::CastMethod::kCapsuleBox},
+                        Pair{&box, &cap, internal::CastMethod::kCapsuleBox}}) {
+    const std::string name = PairName(p.a->kind(), p.b->kind());
+    ASSERT_EQ(internal::MethodFor(p.a->kind(), p.b->kind()), p.method) << name;
+    const CastResult exact = Cast(*p.a, pa, v, *p.b, pb);
+    ASSERT_EQ(exact.state, CastState::kHit) << name;
+    CastSettings capped;
+    capped.max_iterations = 1;
+    const CastResult r = Cast(*p.a, pa, v, *p.b, pb, capped);
+    ASSERT_EQ(r.state, CastState::kFailed) << name;
+    EXPECT_TRUE(r.hit()) << name;
+    EXPECT_GE(r.fraction, 0.0) << name;
+    EXPECT_LE(r.fraction, exact.fraction + 1e-12) << name;
+    ExpectUnit(r.normal, name);
+    EXPECT_TRUE(r.point.IsFinite()) << name;
+    // Still apart at the reported fraction: a safe place to stop.
+    EXPECT_FALSE(Overlap(*p.a, Pose(pa.position + v * (r.fraction * (1 - 1e-9)), pa.rotation),
+                         *p.b, pb))
+        << name;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Random property tests.
 

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cast_internal.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -504,6 +505,44 @@ TEST(ColliderSetTest, InterleavedBatchEqualsSingleQueries) {
       }
     }
   }
+}
+
+// A pair cast that gives up (CastState::kFailed, forced here by an iteration
+// cap of 1) stops the world sweep at its lower bound, never passes through:
+// the hit is there, no later than the exact one, and the query is still
+// clear of the collider at it.
+TEST(ColliderSetTest, FailedPairCastStopsTheSweep) {
+  ColliderSet set;
+  const Shape cyl = *Shape::MakeCylinder(0.8, 1.2);
+  const Pose pb({0.2, -0.1, 0.3}, Quat::FromAxisAngle(Vec3{1, 2, 3}.Normalized(), 0.7));
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(MakeCollider(7, cyl, pb))}).ok());
+  CastQuery q;
+  q.shape = *Shape::MakeBox({0.7, 0.4, 0.9});
+  q.pose = Pose({-5, 2.5, 1.5}, Quat::FromAxisAngle(Vec3{-2, 1, 1}.Normalized(), 1.1));
+  q.translation = {9, -4.5, -2.4};
+  std::vector<CastHit> exact, capped;
+  set.Cast(q, &exact);
+  ASSERT_EQ(exact.size(), 1u);
+  internal::SetWorldCastIterationsForTesting(1);
+  set.Cast(q, &capped);
+  QueryResult batch;
+  set.Run(Query{q}, &batch);
+  internal::SetWorldCastIterationsForTesting(0);  // the default again
+  ASSERT_EQ(capped.size(), 1u);
+  EXPECT_EQ(capped[0].id, 7u);
+  EXPECT_FALSE(capped[0].started_overlapping);
+  EXPECT_GT(capped[0].fraction, 0.0);
+  EXPECT_LT(capped[0].fraction, exact[0].fraction);
+  EXPECT_FALSE(Overlap(q.shape,
+                       Pose(q.pose.position + q.translation * (capped[0].fraction * (1 - 1e-9)),
+                            q.pose.rotation),
+                       cyl, pb));
+  ASSERT_EQ(batch.hits.size(), 1u);
+  EXPECT_EQ(batch.hits[0].fraction, capped[0].fraction);
+  std::vector<CastHit> again;
+  set.Cast(q, &again);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].fraction, exact[0].fraction);
 }
 
 TEST(ThreadPoolTest, RunsEveryIndexOnce) {

@@ -42,6 +42,12 @@ enum class CastState : uint8_t {
   kMiss,                ///< no contact within the translation
   kHit,                 ///< first contact at `fraction` in [0, 1]
   kStartedOverlapping,  ///< the shapes overlap at the start: fraction 0 with contact
+  /// An iterative method (GJK ray cast, conservative advancement, Newton on
+  /// the distance) reached its iteration cap before the time of impact
+  /// converged. Not a miss: `fraction` is a lower bound of the time of impact
+  /// (moving that far is safe) and `normal` the last separating direction.
+  /// World queries report it as a hit at that fraction (a conservative stop).
+  kFailed,
 };
 
 /// Tolerances and caps of the iterative solvers (GJK, EPA, conservative
@@ -49,7 +55,8 @@ enum class CastState : uint8_t {
 struct CastSettings {
   /// Distance (m) at which conservative advancement stops and calls it a hit.
   double linear_tolerance = 1e-9;
-  /// Iteration cap of the conservative-advancement loop.
+  /// Iteration cap of each iterative loop (GJK ray cast, conservative
+  /// advancement, Newton); reaching it gives CastState::kFailed.
   int max_iterations = 64;
   /// Upper bound on the fraction of interest, in [0, 1]: a cast whose time of
   /// impact is certainly later than this may stop early and report a miss
@@ -77,6 +84,8 @@ struct CastResult {
   /// heightfield, the child index for a compound, 0 for the convex kinds.
   uint32_t sub_shape = 0;
 
+  /// A contact or a possible one: kHit, kStartedOverlapping, or kFailed (a
+  /// cast that gave up at `fraction`, a lower bound of the time of impact).
   bool hit() const { return state != CastState::kMiss; }
 };
 

@@ -170,6 +170,8 @@ struct CastHit {
   uint64_t id = 0;
   uint64_t user_data = 0;
   /// Fraction of the translation in [0, 1]; hit point = start + fraction * translation.
+  /// When the pair's cast gave up at its iteration cap (CastState::kFailed),
+  /// the lower bound it reached: the query stops there, never passes through.
   double fraction = 0.0;
   /// Unit normal at impact, from the collider towards the moving shape/ray.
   Vec3 normal;
