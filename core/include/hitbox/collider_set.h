@@ -217,6 +217,27 @@ struct QueryWork {
   uint64_t pair_tests = 0;
 };
 
+/// What one change batch may do (ColliderSet::CheckBatch): a server's
+/// per-session limits. Defaults: no limit.
+struct BatchLimits {
+  /// Most own colliders the set may hold after the batch.
+  uint64_t max_colliders = UINT64_MAX;
+  /// Most triangles of one mesh.
+  uint64_t max_mesh_triangles = UINT64_MAX;
+  /// Most samples (rows * cols) of one heightfield.
+  uint64_t max_heightfield_samples = UINT64_MAX;
+  /// Most input points of one convex hull (a compound child's too).
+  uint64_t max_hull_points = UINT64_MAX;
+};
+
+/// What a batch accepted by ColliderSet::CheckBatch will do.
+struct BatchPlan {
+  /// Own colliders after the batch.
+  uint64_t colliders_after = 0;
+  /// Every change is an add: ApplyBatch loads them with AddBulk.
+  bool all_adds = true;
+};
+
 /// Runs tasks on a fixed set of worker threads (created once, reused).
 class ThreadPool;
 
@@ -241,6 +262,22 @@ class ColliderSet {
   /// tick. Without one, they belong to the newest tick (if any).
   Status Apply(std::span<const ColliderChange> changes,
                std::optional<uint64_t> tick = std::nullopt);
+
+  /// The batch policy of a server, checked without changing anything: the
+  /// expected revision (kFailedPrecondition), the tick and the base's ids (as
+  /// Apply), then every entry in order against the ids the batch leaves
+  /// (kAlreadyExists / kNotFound naming changes[i].add.id, .replace.id,
+  /// .move.id or .remove) and the geometry limits (kResourceExhausted naming
+  /// changes[i].add|replace.shape and the limit), then the collider count
+  /// (kResourceExhausted naming limits.max_colliders). An empty batch is Ok
+  /// after the revision check. *plan says what ApplyBatch will do.
+  Status CheckBatch(std::span<const ColliderChange> changes, std::optional<uint64_t> tick,
+                    std::optional<uint64_t> expected_revision, const BatchLimits& limits,
+                    BatchPlan* plan) const;
+  /// Applies a batch CheckBatch accepted with `plan`: nothing when empty,
+  /// AddBulk when every change is an add, else Apply.
+  Status ApplyBatch(std::span<const ColliderChange> changes, std::optional<uint64_t> tick,
+                    const BatchPlan& plan);
 
   /// Bulk load of many new colliders into an empty or non-empty set: same
   /// validation and atomicity as Apply() with kAdd entries, but builds the
