@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "hitbox/cases/case_file.h"
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 
 namespace hitbox {
 namespace {

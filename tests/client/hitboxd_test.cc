@@ -16,7 +16,7 @@
 
 #include "hitbox/client.h"
 #include "hitbox/client_pool.h"
-#include "hitbox/collide.h"
+#include "hitbox/collision/collide.h"
 #include "hitbox/wire/convert.h"
 #include "hitboxd_process.h"
 #include "test_util.h"

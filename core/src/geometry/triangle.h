@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "hitbox/math.h"
+#include "hitbox/math/math.h"
 
 namespace hitbox {
 
