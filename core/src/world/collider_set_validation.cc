@@ -76,7 +76,7 @@ Status CheckVec(const Vec3& v, const std::string& field) {
 Status CheckRotation(const Quat& q, const std::string& field) {
   if (!q.IsFinite()) return Invalid(field, "not finite " + ToString(q));
   const double n = q.Length();
-  if (!(std::fabs(n - 1.0) <= kQuatNormTolerance)) {
+  if (!q.IsNormalized(kQuatNormTolerance)) {  // the one rule (Quat::IsNormalized)
     return Invalid(field, "quaternion norm " + Num(n) + " is not 1 (tolerance " +
                               Num(kQuatNormTolerance) + ")");
   }

@@ -1,4 +1,4 @@
-// Tests of the internal GJK distance routine (core/src/gjk.h) against
+// Tests of the internal GJK distance routine (core/src/geometry/gjk.h) against
 // closed-form distances, on seeded random poses.
 #include "geometry/gjk.h"
 

@@ -545,6 +545,62 @@ TEST(ColliderSetTest, FailedPairCastStopsTheSweep) {
   EXPECT_EQ(again[0].fraction, exact[0].fraction);
 }
 
+// The batch policy of a server (CheckBatch): entries named by index, counted
+// against the collider limit and the geometry limits; nothing changes until
+// ApplyBatch, which loads an all-adds batch in bulk.
+TEST(ColliderSetTest, CheckBatchNamesEntriesAndLimits) {
+  ColliderSet set;
+  const Shape ball = *Shape::MakeSphere(0.5);
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(MakeCollider(1, ball, Pose()))}).ok());
+  BatchLimits limits;
+  limits.max_colliders = 3;
+  BatchPlan plan;
+  // An empty batch passes; a stale expected revision does not.
+  EXPECT_TRUE(set.CheckBatch({}, std::nullopt, std::nullopt, limits, &plan).ok());
+  EXPECT_EQ(plan.colliders_after, 1u);
+  Status st = set.CheckBatch({}, std::nullopt, uint64_t{7}, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
+  // Ids replayed in order: a remove then an add of the same id is fine, a
+  // second add is not, and the entry is named.
+  std::vector<ColliderChange> batch = {ColliderChange::Remove(1),
+                                       ColliderChange::Add(MakeCollider(1, ball, Pose())),
+                                       ColliderChange::Add(MakeCollider(1, ball, Pose()))};
+  st = set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kAlreadyExists);
+  EXPECT_EQ(st.message(), "changes[2].add.id: collider 1 already exists");
+  batch = {ColliderChange::Move(9, Pose())};
+  st = set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kNotFound);
+  EXPECT_EQ(st.message(), "changes[0].move.id: collider 9 not found");
+  // Three more colliders would make four.
+  batch = {ColliderChange::Add(MakeCollider(2, ball, Pose())),
+           ColliderChange::Add(MakeCollider(3, ball, Pose())),
+           ColliderChange::Add(MakeCollider(4, ball, Pose()))};
+  st = set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("limits.max_colliders"), std::string::npos) << st.message();
+  // A hull over the point limit, named by entry.
+  limits.max_hull_points = 4;
+  const Shape hull =
+      *Shape::Make(ConvexHull{{{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 1}}});
+  batch = {ColliderChange::Replace(MakeCollider(1, hull, Pose()))};
+  st = set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(st.message().rfind("changes[0].replace.shape: a convex hull has 5", 0), 0u) << st.message();
+  EXPECT_EQ(set.size(), 1u);
+  EXPECT_EQ(set.revision(), 1u);
+  // Two adds fit: planned as a bulk load, applied once.
+  batch = {ColliderChange::Add(MakeCollider(2, ball, Pose())),
+           ColliderChange::Add(MakeCollider(3, ball, Pose({2, 0, 0})))};
+  ASSERT_TRUE(set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan).ok());
+  EXPECT_TRUE(plan.all_adds);
+  EXPECT_EQ(plan.colliders_after, 3u);
+  ASSERT_TRUE(set.ApplyBatch(batch, std::nullopt, plan).ok());
+  EXPECT_EQ(set.size(), 3u);
+  EXPECT_EQ(set.revision(), 2u);
+  EXPECT_EQ(set.TreeValidate(), "");
+}
+
 TEST(ThreadPoolTest, RunsEveryIndexOnce) {
   for (size_t threads : {1, 2, 4}) {
     ThreadPool pool(threads);
