@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "dynamic_tree.h"
-#include "hitbox/collider_set.h"
+#include "broad_phase/dynamic_tree.h"
+#include "hitbox/world/collider_set.h"
 
 namespace hitbox {
 namespace {

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "hitbox/collide.h"
+#include "hitbox/collision/collide.h"
 
 namespace hitbox {
 namespace {

@@ -16,7 +16,7 @@
 #include "geometry/heightfield.h"
 #include "geometry/surface_queries.h"
 #include "geometry/triangle_mesh.h"
-#include "gjk.h"
+#include "geometry/gjk.h"
 
 namespace hitbox {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "hitbox/collide.h"
+#include "hitbox/collision/collide.h"
 
 namespace hitbox {
 namespace {

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 
 namespace hitbox {
 namespace {

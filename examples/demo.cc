@@ -1,7 +1,7 @@
 // hitbox-demo: a few narrow-phase queries printed to stdout.
 #include <cstdio>
 
-#include "hitbox/collide.h"
+#include "hitbox/collision/collide.h"
 
 int main() {
   using namespace hitbox;

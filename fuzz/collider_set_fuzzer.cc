@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 
 namespace hitbox::fuzz {
 namespace {

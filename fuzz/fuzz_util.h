@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "hitbox/collider_set.h"
-#include "hitbox/math.h"
+#include "hitbox/world/collider_set.h"
+#include "hitbox/math/math.h"
 
 namespace hitbox::fuzz {
 

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "hitbox/collide.h"
-#include "hitbox/shapes.h"
+#include "hitbox/collision/collide.h"
+#include "hitbox/shape/shapes.h"
 #include "hitbox/v1/hitbox.pb.h"
 #include "hitbox/wire/convert.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/import/level_import.h"
 #include "hitbox/v1/hitbox.pb.h"
 #include "hitbox/wire/convert.h"

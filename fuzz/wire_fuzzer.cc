@@ -15,7 +15,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include "fuzz_util.h"
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/v1/hitbox.pb.h"
 #include "hitbox/wire/convert.h"
 

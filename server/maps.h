@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "hitbox/collider_set.h"
-#include "hitbox/shapes.h"
+#include "hitbox/world/collider_set.h"
+#include "hitbox/shape/shapes.h"
 #include "hitbox/status.h"
 
 namespace hitbox::server {

@@ -208,40 +208,14 @@ std::vector<std::pair<uint64_t, std::optional<Collider>>> Capture(
   return before;
 }
 
-// RESOURCE_EXHAUSTED when `shape` is bigger than the session's geometry
-// limits (mesh triangles, heightfield samples, hull points), naming
-// changes[index].<change>.shape.
-grpc::Status CheckGeometryLimits(const Shape& shape, const SessionLimits& l, size_t index,
-                                 const char* change) {
-  const auto over = [&](const char* what, uint64_t n, uint64_t max, const char* limit) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        "changes[" + std::to_string(index) + "]." + change + ".shape: " + what + " has " + std::to_string(n) + ", at most " +
-                            std::to_string(max) + " (limits." + limit + ")");
-  };
-  if (const TriangleMeshShape* m = shape.mesh_input();
-      m != nullptr && m->triangles.size() > l.max_mesh_triangles) {
-    return over("the mesh", m->triangles.size(), l.max_mesh_triangles, "max_mesh_triangles");
-  }
-  if (const HeightfieldShape* h = shape.heightfield_input(); h != nullptr) {
-    const uint64_t samples = uint64_t{h->rows} * h->cols;
-    if (samples > l.max_heightfield_samples) {
-      return over("the heightfield", samples, l.max_heightfield_samples,
-                  "max_heightfield_samples");
-    }
-  }
-  const auto hull_points = [&](const Shape& s) -> size_t {
-    return s.hull() != nullptr ? s.hull()->input_points().size() : 0;
-  };
-  size_t points = hull_points(shape);
-  if (const CompoundData* c = shape.compound(); c != nullptr) {
-    for (const CompoundChild& child : c->children()) {
-      points = std::max(points, hull_points(child.shape));
-    }
-  }
-  if (points > l.max_hull_points) {
-    return over("a convex hull", points, l.max_hull_points, "max_hull_points");
-  }
-  return grpc::Status::OK;
+// The session limits a change batch is checked against (ColliderSet::CheckBatch).
+BatchLimits BatchLimitsOf(const SessionLimits& l) {
+  BatchLimits b;
+  b.max_colliders = l.max_colliders;
+  b.max_mesh_triangles = l.max_mesh_triangles;
+  b.max_heightfield_samples = l.max_heightfield_samples;
+  b.max_hull_points = l.max_hull_points;
+  return b;
 }
 
 // Frees the results' memory (not only their sizes).
@@ -654,75 +628,16 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
                                         std::optional<uint64_t> tick,
                                         std::optional<uint64_t> expected_revision) {
   ColliderSet& set = s.set();
-  if (expected_revision && *expected_revision != set.revision()) {
-    return Grpc(grpc::StatusCode::FAILED_PRECONDITION,
-                "expected_revision: the session is at revision " + std::to_string(set.revision()) +
-                    ", not " + std::to_string(*expected_revision));
+  // The batch policy (revision, tick, ids by entry, geometry and collider
+  // limits) is core's: ColliderSet::CheckBatch.
+  BatchPlan plan;
+  if (Status st = set.CheckBatch(changes, tick, expected_revision, BatchLimitsOf(s.limits()),
+                                 &plan);
+      !st.ok()) {
+    return wire::ToGrpcStatus(st);
   }
   if (changes.empty()) return grpc::Status::OK;
-  if (tick) {
-    if (Status st = set.CheckTick(*tick); !st.ok()) return wire::ToGrpcStatus(st);
-  }
-  // A map's colliders are read-only (the error names the map).
-  if (Status st = set.CheckBaseIds(changes); !st.ok()) return wire::ToGrpcStatus(st);
-  // Replay the batch over the set's ids so the error names the entry, and count.
-  std::unordered_map<uint64_t, bool> overlay;  // id -> exists after the entries so far
-  auto exists = [&](uint64_t id) {
-    const auto it = overlay.find(id);
-    return it != overlay.end() ? it->second : set.Find(id) != nullptr;
-  };
-  bool all_adds = true;
-  int64_t count = static_cast<int64_t>(set.size());
-  for (size_t i = 0; i < changes.size(); ++i) {
-    const ColliderChange& c = changes[i];
-    const uint64_t id = c.collider.id;
-    // The entry's name, built only for an error (valid batches allocate none).
-    const auto at = [i] { return "changes[" + std::to_string(i) + "]"; };
-    switch (c.kind) {
-      case ColliderChange::Kind::kAdd:
-        if (exists(id)) {
-          return Grpc(grpc::StatusCode::ALREADY_EXISTS,
-                      at() + ".add.id: collider " + std::to_string(id) + " already exists");
-        }
-        if (grpc::Status st = CheckGeometryLimits(c.collider.shape, s.limits(), i, "add");
-            !st.ok()) {
-          return st;
-        }
-        overlay[id] = true;
-        ++count;
-        break;
-      case ColliderChange::Kind::kReplace:
-      case ColliderChange::Kind::kMove:
-        all_adds = false;
-        if (!exists(id)) {
-          return Grpc(grpc::StatusCode::NOT_FOUND,
-                      at() + (c.kind == ColliderChange::Kind::kMove ? ".move.id" : ".replace.id") +
-                          ": collider " + std::to_string(id) + " not found");
-        }
-        if (c.kind == ColliderChange::Kind::kReplace) {
-          if (grpc::Status st = CheckGeometryLimits(c.collider.shape, s.limits(), i, "replace");
-              !st.ok()) {
-            return st;
-          }
-        }
-        break;
-      case ColliderChange::Kind::kRemove:
-        all_adds = false;
-        if (!exists(id)) {
-          return Grpc(grpc::StatusCode::NOT_FOUND,
-                      at() + ".remove: collider " + std::to_string(id) + " not found");
-        }
-        overlay[id] = false;
-        --count;
-        break;
-    }
-  }
-  if (static_cast<uint64_t>(count) > s.limits().max_colliders) {
-    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                "changes: the session would hold " + std::to_string(count) +
-                    " colliders, at most " + std::to_string(s.limits().max_colliders) +
-                    " allowed (limits.max_colliders)");
-  }
+  const int64_t count = static_cast<int64_t>(plan.colliders_after);
   // Net growth in colliders is what costs memory (moves, replaces and removes
   // never grow the set): estimate it as bytes_per_collider_ per new collider,
   // less the room the session already holds (capacity left by removes), and
@@ -737,15 +652,7 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
   if (Status reserved = sessions_.ReserveMemory(growth); !reserved.ok()) {
     return wire::ToGrpcStatus(reserved);
   }
-  Status st;
-  if (all_adds) {
-    std::vector<Collider> adds;
-    adds.reserve(changes.size());
-    for (const ColliderChange& c : changes) adds.push_back(c.collider);
-    st = set.AddBulk(adds, tick);
-  } else {
-    st = set.Apply(changes, tick);
-  }
+  const Status st = set.ApplyBatch(changes, tick, plan);
   sessions_.SettleMemory(s, growth);
   return wire::ToGrpcStatus(st);
 }

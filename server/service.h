@@ -23,7 +23,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "auth.h"
 #include "maps.h"

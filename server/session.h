@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/status.h"
 
 namespace hitbox::server {

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "hitbox/cases/case_file.h"
-#include "hitbox/collider_set.h"
-#include "surface_data.h"
+#include "hitbox/world/collider_set.h"
+#include "shape/surface_data.h"
 
 namespace hitbox {
 namespace {

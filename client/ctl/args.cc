@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 
 namespace hitbox::ctl {
 namespace {

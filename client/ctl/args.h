@@ -11,9 +11,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "hitbox/collider_set.h"
-#include "hitbox/math.h"
-#include "hitbox/shapes.h"
+#include "hitbox/world/collider_set.h"
+#include "hitbox/math/math.h"
+#include "hitbox/shape/shapes.h"
 #include "hitbox/status.h"
 
 namespace hitbox::ctl {

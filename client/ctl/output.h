@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "hitbox/client.h"
-#include "hitbox/collider_set.h"
-#include "hitbox/math.h"
+#include "hitbox/world/collider_set.h"
+#include "hitbox/math/math.h"
 
 namespace hitbox::ctl {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "hitbox/math.h"
-#include "hitbox/shapes.h"
+#include "hitbox/math/math.h"
+#include "hitbox/shape/shapes.h"
 #include "hitbox/status.h"
 
 namespace hitbox::import {

@@ -16,7 +16,7 @@
 
 #include "hitbox/client.h"
 #include "hitbox/client_pool.h"
-#include "hitbox/collide.h"
+#include "hitbox/collision/collide.h"
 #include "hitbox/wire/convert.h"
 #include "process.h"
 #include "test_util.h"
@@ -292,7 +292,6 @@ TEST_F(HitboxdTest, TagsTruncatedAndContactOffset) {
   EXPECT_TRUE(client_->DeleteSession("tags").ok());
 }
 
-#ifdef HITBOX_HAVE_SERVER_LIB
 // The same against an in-process server (no network).
 TEST(InProcessServerTest, EveryCall) {
   spdlog::set_level(spdlog::level::warn);

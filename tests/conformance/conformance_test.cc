@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "hitbox/cases/case_file.h"
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "temp_dir.h"
 
 namespace hitbox {

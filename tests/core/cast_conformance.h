@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hitbox/collide.h"
-#include "hitbox/shapes.h"
+#include "hitbox/collision/collide.h"
+#include "hitbox/shape/shapes.h"
 
 namespace hitbox::testing {
 

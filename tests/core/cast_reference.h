@@ -6,10 +6,10 @@
 #include <cmath>
 #include <functional>
 
-#include "gjk.h"
-#include "hitbox/collide.h"
-#include "hitbox/math.h"
-#include "hitbox/shapes.h"
+#include "geometry/gjk.h"
+#include "hitbox/collision/collide.h"
+#include "hitbox/math/math.h"
+#include "hitbox/shape/shapes.h"
 
 namespace hitbox::testing {
 

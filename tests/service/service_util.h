@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "hitbox/wire/convert.h"
 

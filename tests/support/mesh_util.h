@@ -12,7 +12,7 @@
 #include "geometry/triangle.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/triangle_queries.h"
-#include "hitbox/math.h"
+#include "hitbox/math/math.h"
 
 namespace hitbox::testing {
 

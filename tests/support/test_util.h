@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "hitbox/collide.h"
-#include "hitbox/math.h"
-#include "hitbox/shapes.h"
+#include "hitbox/collision/collide.h"
+#include "hitbox/math/math.h"
+#include "hitbox/shape/shapes.h"
 
 namespace hitbox::testing {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/import/level_import.h"
 #include "hitbox/view/world_svg.h"
 #include "process.h"

@@ -107,7 +107,7 @@ Result<Quat> Rot(const v1::Quat& q, const Path& path) {
   const Quat r{q.x(), q.y(), q.z(), q.w()};
   const double norm = r.Length();
   static_assert(kQuatNormTolerance == 1e-6, "update the message below");
-  if (!(std::fabs(norm - 1.0) <= kQuatNormTolerance)) {
+  if (!r.IsNormalized(kQuatNormTolerance)) {
     return Invalid(path, ": quaternion norm " + FormatDouble(norm) + " is not 1 (tolerance 1e-6)");
   }
   return r.Normalized();

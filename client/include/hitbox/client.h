@@ -42,10 +42,10 @@
 #include <string_view>
 #include <vector>
 
-#include "hitbox/collider_set.h"
-#include "hitbox/math.h"
+#include "hitbox/world/collider_set.h"
+#include "hitbox/math/math.h"
 #include "hitbox/rpc_status.h"
-#include "hitbox/shapes.h"
+#include "hitbox/shape/shapes.h"
 
 namespace grpc {
 class Channel;

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "hitbox/math.h"
+#include "hitbox/math/math.h"
 
 namespace hitbox {
 

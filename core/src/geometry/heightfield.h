@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "geometry/triangle_mesh.h"
-#include "hitbox/math.h"
+#include "hitbox/math/math.h"
 #include "hitbox/status.h"
 
 namespace hitbox {

@@ -16,8 +16,8 @@
 #include "geometry/bvh_ray.h"
 #include "geometry/triangle_convex.h"
 #include "geometry/triangle_mesh.h"
-#include "gjk.h"
-#include "hitbox/math.h"
+#include "geometry/gjk.h"
+#include "hitbox/math/math.h"
 
 namespace hitbox {
 

@@ -13,7 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "hitbox/math.h"
+#include "hitbox/math/math.h"
 
 namespace hitbox {
 

@@ -22,7 +22,7 @@
 #include <limits>
 
 #include "geometry/triangle.h"
-#include "hitbox/math.h"
+#include "hitbox/math/math.h"
 
 namespace hitbox {
 

@@ -8,7 +8,7 @@
 
 #include "geometry/bvh_ray.h"
 #include "geometry/triangle_queries.h"
-#include "hitbox/shapes.h"
+#include "hitbox/shape/shapes.h"
 
 namespace hitbox {
 namespace {

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "geometry/triangle.h"
-#include "hitbox/math.h"
+#include "hitbox/math/math.h"
 #include "hitbox/status.h"
 
 namespace hitbox {

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "closest_points.h"
+#include "geometry/closest_points.h"
 #include "geometry/triangle.h"
-#include "hitbox/math.h"
-#include "ray_primitives.h"
+#include "hitbox/math/math.h"
+#include "geometry/ray_primitives.h"
 
 namespace hitbox {
 

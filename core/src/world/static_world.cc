@@ -12,8 +12,8 @@
 #include <variant>
 #include <vector>
 
-#include "hitbox/collider_set.h"
-#include "query_hits.h"
+#include "hitbox/world/collider_set.h"
+#include "world/query_hits.h"
 
 namespace hitbox {
 namespace {

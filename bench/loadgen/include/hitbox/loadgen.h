@@ -21,7 +21,7 @@
 
 #include <grpcpp/channel.h>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/status.h"
 
 namespace hitbox::loadgen {

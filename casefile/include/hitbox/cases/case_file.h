@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/status.h"
 
 namespace hitbox::cases {

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/status.h"
 
 namespace hitbox::import {

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "hitbox/collider_set.h"
-#include "hitbox/math.h"
-#include "hitbox/shapes.h"
+#include "hitbox/world/collider_set.h"
+#include "hitbox/math/math.h"
+#include "hitbox/shape/shapes.h"
 
 namespace hitbox::view {
 

@@ -23,7 +23,7 @@
 #include <google/protobuf/repeated_field.h>
 #include <grpcpp/support/status.h>
 
-#include "hitbox/collider_set.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/status.h"
 #include "hitbox/v1/collision.pb.h"
 #include "hitbox/v1/geometry.pb.h"

@@ -1,0 +1,691 @@
+// Dynamic AABB tree: the broad phase of a ColliderSet.
+//
+// Design after Box2D v3 (src/dynamic_tree.c, Erin Catto) and Catto's GDC 2019
+// talk "Dynamic Bounding Volume Hierarchies"; our own code:
+// - pooled nodes addressed by 32-bit index, with a free list;
+// - insertion picks the sibling by the surface area heuristic (greedy
+//   branch-and-bound descent) and applies tree rotations on the way up;
+// - leaves hold conservative ("fat") boxes so that small moves do not touch
+//   the tree;
+// - Build() makes a tree top-down with a binned SAH (Wald, "On fast
+//   Construction of SAH-based Bounding Volume Hierarchies", 2007), nodes in
+//   depth-first order for cache-friendly traversal.
+//
+// Node boxes are floats rounded outward from the double input, which halves
+// the node size; they stay conservative (contain the double box), and the
+// exact narrow phase decides every hit.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <new>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hitbox/math/math.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace hitbox {
+
+/// The next float above f (f not NaN; +inf stays +inf): std::nextafter(f,
+/// +inf) without the library call (per query and per tree update).
+inline float NextFloatUp(float f) {
+  if (f == std::numeric_limits<float>::infinity()) return f;
+  if (f == 0.0f) return std::numeric_limits<float>::denorm_min();
+  const auto bits = std::bit_cast<uint32_t>(f);
+  return std::bit_cast<float>(f > 0.0f ? bits + 1 : bits - 1);
+}
+/// The next float below f (f not NaN; -inf stays -inf).
+inline float NextFloatDown(float f) { return -NextFloatUp(-f); }
+
+/// Largest float <= v (v finite or infinite).
+inline float RoundDown(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) > v) f = NextFloatDown(f);
+  return f;
+}
+/// Smallest float >= v.
+inline float RoundUp(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) < v) f = NextFloatUp(f);
+  return f;
+}
+
+/// An axis-aligned box in single precision (world frame, metres).
+struct FloatAabb {
+  float min[3] = {0, 0, 0};
+  float max[3] = {0, 0, 0};
+
+  /// The smallest float box holding `b` (rounded outward).
+  static FloatAabb Outward(const Aabb& b) {
+    return {{RoundDown(b.min.x), RoundDown(b.min.y), RoundDown(b.min.z)},
+            {RoundUp(b.max.x), RoundUp(b.max.y), RoundUp(b.max.z)}};
+  }
+  Aabb ToDouble() const { return {{min[0], min[1], min[2]}, {max[0], max[1], max[2]}}; }
+};
+
+/// One node of the tree: 32 bytes, two per cache line. The fields read during
+/// traversal only; parent, height and layers live in a separate array.
+struct TreeNode {
+  float min[3];
+  /// Internal: first child node. Leaf: kLeafBit | item index. Free: next free node.
+  uint32_t child1;
+  float max[3];
+  /// Internal: second child node. Leaf: layer of the item (0..31).
+  uint32_t child2;
+
+  bool IsLeaf() const { return (child1 & kLeafBit) != 0; }
+  uint32_t Item() const { return child1 & ~kLeafBit; }
+
+  static constexpr uint32_t kLeafBit = 0x80000000u;
+};
+static_assert(sizeof(TreeNode) == 32);
+
+/// Allocator returning `kAlign`-byte aligned storage (node pairs share a cache line).
+template <typename T, size_t kAlign>
+struct AlignedAllocator {
+  using value_type = T;
+  template <typename U>
+  struct rebind {
+    using other = AlignedAllocator<U, kAlign>;
+  };
+  AlignedAllocator() = default;
+  template <typename U>
+  AlignedAllocator(const AlignedAllocator<U, kAlign>&) {}  // NOLINT: allocator rebind
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlign)));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(kAlign)); }
+  template <typename U>
+  bool operator==(const AlignedAllocator<U, kAlign>&) const { return true; }
+};
+
+/// Dynamic bounding volume hierarchy over items (dense indices < 2^31).
+class DynamicTree {
+ public:
+  static constexpr uint32_t kNull = 0xFFFFFFFFu;
+  /// Largest number of items (item indices use 31 bits).
+  static constexpr uint32_t kMaxItems = 0x7FFFFFFFu;
+
+  /// One item of a bulk build.
+  struct BuildItem {
+    Aabb box;
+    uint32_t item = 0;
+    uint32_t layer = 0;
+  };
+
+  DynamicTree() = default;
+
+  /// Adds a leaf for `item` with box `box` (rounded outward); returns its node.
+  uint32_t CreateLeaf(const Aabb& box, uint32_t item, uint32_t layer);
+  /// Removes a leaf created by CreateLeaf or Build.
+  void DestroyLeaf(uint32_t leaf);
+  /// Gives a leaf a new box (remove and reinsert).
+  void MoveLeaf(uint32_t leaf, const Aabb& box);
+  /// Changes the item index a leaf points to (after a swap-remove).
+  void SetLeafItem(uint32_t leaf, uint32_t item) {
+    nodes_[leaf].child1 = TreeNode::kLeafBit | item;
+  }
+  /// Changes the layer of a leaf and updates the layer masks above it.
+  void SetLeafLayer(uint32_t leaf, uint32_t layer);
+  /// True when the leaf's box contains `box`.
+  bool LeafContains(uint32_t leaf, const Aabb& box) const;
+  /// Box of a node (exactly the stored float box).
+  Aabb NodeBox(uint32_t node) const {
+    const TreeNode& n = nodes_[node];
+    return {{n.min[0], n.min[1], n.min[2]}, {n.max[0], n.max[1], n.max[2]}};
+  }
+
+  /// Replaces the whole tree with one built top-down over `items`; writes the
+  /// leaf node of items[i] to (*leaves)[items[i].item].
+  void Build(std::span<const BuildItem> items, std::vector<uint32_t>* leaves);
+  /// Removes every node and frees nothing (capacity kept).
+  void Clear();
+  /// Makes room for `leaves` leaves (2 * leaves nodes) without reallocation.
+  void Reserve(size_t leaves);
+
+  uint32_t root() const { return root_; }
+  const TreeNode* nodes() const { return nodes_.data(); }
+  const TreeNode& node(uint32_t i) const { return nodes_[i]; }
+  /// OR of (1 << layer) over the leaves below `node`.
+  uint32_t LayerMask(uint32_t node) const { return info_[node].layers; }
+  uint32_t parent(uint32_t node) const { return info_[node].parent; }
+  /// Height of the tree (a single leaf has height 0; empty tree 0).
+  int Height() const { return root_ == kNull ? 0 : info_[root_].height; }
+  uint32_t LeafCount() const { return leaf_count_; }
+  uint32_t NodeCount() const { return node_count_; }
+  /// Sum of internal node areas / root area (SAH quality; lower is better).
+  double AreaRatio() const;
+  /// Heap bytes held by the node pool.
+  size_t MemoryBytes() const {
+    return nodes_.capacity() * sizeof(TreeNode) + info_.capacity() * sizeof(NodeInfo);
+  }
+
+  /// Checks the structure: parents, children, heights, layer masks, that every
+  /// box holds its children's boxes, free list and counts. Returns "" when
+  /// valid, else a description of the first problem.
+  std::string Validate() const;
+
+ private:
+  struct NodeInfo {
+    uint32_t parent;
+    /// OR of (1 << layer) of the leaves below.
+    uint32_t layers;
+    /// 0 for leaves.
+    uint32_t height;
+  };
+
+  uint32_t AllocateNode();
+  void FreeNode(uint32_t node);
+  void InsertLeaf(uint32_t leaf);
+  void RemoveLeaf(uint32_t leaf);
+  uint32_t FindBestSibling(const TreeNode& box) const;
+  void Refit(uint32_t node);
+  void Rotate(uint32_t node);
+  void Grow();
+
+  std::vector<TreeNode, AlignedAllocator<TreeNode, 64>> nodes_;
+  std::vector<NodeInfo> info_;
+  uint32_t root_ = kNull;
+  uint32_t free_list_ = kNull;
+  uint32_t node_count_ = 0;
+  uint32_t leaf_count_ = 0;
+};
+
+/// Storage for a traversal stack of `n` entries: inline for ordinary tree
+/// heights, on the heap only for pathological ones.
+template <typename T, size_t kInline = 256>
+class TraversalBuffer {
+ public:
+  explicit TraversalBuffer(size_t n) {
+    if (n > kInline) {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
+  }
+  T* data() { return data_; }
+
+ private:
+  T inline_[kInline];
+  T* data_ = inline_;
+  std::vector<T> heap_;
+};
+
+/// Prefetch hook that does nothing (when the caller has no per-item data).
+struct NoItemPrefetch {
+  void operator()(uint32_t) const {}
+};
+
+/// Hints the cache to load what visiting `node` will read next: its children
+/// (one line when they are a pair), or for a leaf the caller's item data.
+template <typename ItemPrefetch>
+inline void PrefetchNext(const TreeNode* nodes, uint32_t node, const ItemPrefetch& item_prefetch) {
+  const TreeNode& n = nodes[node];
+  if (!n.IsLeaf()) {
+    __builtin_prefetch(&nodes[n.child1]);
+    __builtin_prefetch(&nodes[n.child2]);
+  } else {
+    item_prefetch(n.Item());
+  }
+}
+
+inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
+  // Non-short-circuit & keeps this branch-free.
+  return (n.min[0] <= b.max[0]) & (b.min[0] <= n.max[0]) & (n.min[1] <= b.max[1]) &
+         (b.min[1] <= n.max[1]) & (n.min[2] <= b.max[2]) & (b.min[2] <= n.max[2]);
+}
+
+/// Calls fn(item, layer) for every leaf whose box overlaps `box` (touching
+/// counts) and whose layer bit is in `mask`. Children are tested before they
+/// are pushed (the two children of a node usually share a cache line).
+/// item_prefetch(item) is called when a leaf is pushed, to prefetch its data.
+template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
+inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t mask, Fn&& fn,
+                      const ItemPrefetch& item_prefetch = {}) {
+  const uint32_t root = tree.root();
+  if (root == DynamicTree::kNull) return;
+  const TreeNode* nodes = tree.nodes();
+  const bool all_layers = mask == 0xFFFFFFFFu;
+  if (!BoxesOverlap(nodes[root], box)) return;
+  // Depth-first: the stack never holds more than height + 1 entries, so it is
+  // sized once and pushed without bounds checks (branch-free pushes).
+  TraversalBuffer<uint32_t> buffer(tree.Height() + 2);
+  uint32_t* stack = buffer.data();
+  size_t sp = 0;
+  stack[sp++] = root;
+  while (sp > 0) {
+    const uint32_t i = stack[--sp];
+    const TreeNode& n = nodes[i];
+    if (n.IsLeaf()) {
+      if ((mask >> n.child2) & 1u) fn(n.Item(), n.child2);
+      continue;
+    }
+    const uint32_t c1 = n.child1;
+    const uint32_t c2 = n.child2;
+    bool h1 = BoxesOverlap(nodes[c1], box);
+    bool h2 = BoxesOverlap(nodes[c2], box);
+    if (!all_layers) {
+      h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
+      h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
+    }
+    // Start fetching the grandchildren (one line per child pair) while the
+    // rest of the stack is worked on: traversal is bound by memory latency.
+    if (h1) PrefetchNext(nodes, c1, item_prefetch);
+    if (h2) PrefetchNext(nodes, c2, item_prefetch);
+    stack[sp] = c2;
+    sp += h2;
+    stack[sp] = c1;
+    sp += h1;
+  }
+}
+
+/// A segment (ray, or the centre of a swept box) prepared for slab tests
+/// against node boxes grown by `extent` (the Minkowski sum with a box).
+/// Slab test: Kay and Kajiya 1986; Ericson, RTCD 5.3.3; branch-free form with
+/// min/max of the two plane fractions (Williams et al. 2005).
+///
+/// With SSE2 (every x86-64) the three axes are one float vector, in single
+/// precision like the node boxes, and the test is made conservative: the
+/// grown box's planes are rounded outward to floats (lo up, hi down), each
+/// fraction then carries a relative error below 2^-22 (one correctly rounded
+/// subtraction, one product, and 1/d rounded), and the entry fractions are
+/// scaled by (1 - 2^-20), the exit fractions by (1 + 2^-20) before they are
+/// compared. So the interval tested holds the exact one: a node the exact
+/// (real-number) test enters is entered, the entry fraction is never above
+/// the exact one, and at most a sliver more is visited (the exact narrow
+/// phase decides every hit). Without SSE2 the scalar loop in double.
+struct SegmentSetup {
+#if defined(__SSE2__)
+  /// origin + extent rounded up / origin - extent rounded down (lane 3 zero):
+  /// node min/max are compared to these.
+  alignas(16) float lo[4];
+  alignas(16) float hi[4];
+  /// 1 / translation per axis (lane 3 zero); kHuge for a component too small
+  /// to invert in float (|d| <= 1e-30), whose whole motion is then folded
+  /// into lo / hi.
+  alignas(16) float inv[4];
+
+  static constexpr float kHuge = 1e35f;
+  /// Relative slack on the entry and exit fractions (covers float rounding).
+  static constexpr float kSlack = 1.0f / (1 << 20);
+#else
+  double lo[3];
+  double hi[3];
+  /// 1 / translation per axis; 0 for a zero (or below 1e-300) component.
+  double inv[3];
+#endif
+
+  /// Unset (fields uninitialised); assign a constructed one before use.
+  SegmentSetup() = default;
+  SegmentSetup(const Vec3& origin, const Vec3& translation, const Vec3& extent) {
+    for (int i = 0; i < 3; ++i) {
+      const double d = translation[i];
+#if defined(__SSE2__)
+      // node.min - extent - origin = node.min - lo; node.max + extent - origin
+      // = node.max - hi. A component of at most 1e-30 (whose inverse could
+      // leave the float range) is taken as zero, its motion added to both
+      // planes, and the planes moved out by at least 1e-30 more (1e-30 or one
+      // float step): a node plane on or outside the exact one is then at
+      // least 1e-30 beyond lo / hi, so its fraction times kHuge is >= 1e5,
+      // beyond any max_t, and the slab does not limit the interval.
+      if (std::fabs(d) > 1e-30) {
+        lo[i] = RoundUp(origin[i] + extent[i]);
+        hi[i] = RoundDown(origin[i] - extent[i]);
+        inv[i] = static_cast<float>(1.0 / d);
+      } else {
+        const double reach = std::fabs(d) + 1e-30;
+        lo[i] = NextFloatUp(RoundUp(origin[i] + extent[i] + reach));
+        hi[i] = NextFloatDown(RoundDown(origin[i] - extent[i] - reach));
+        inv[i] = kHuge;
+      }
+#else
+      // A component of at most 1e-300 is taken as zero (inv 0 marks it), its
+      // motion added to both planes, and the slab decided by containment.
+      // The planes move out by 2^-40 of the coordinates' size, far more
+      // than the rounding of o +- e and of the differences below.
+      const bool tiny = !(std::fabs(d) > 1e-300);
+      const double pad = (tiny ? std::fabs(d) : 0.0) +
+                         0x1p-40 * (std::fabs(origin[i]) + std::fabs(extent[i])) + 1e-300;
+      lo[i] = origin[i] + extent[i] + pad;
+      hi[i] = origin[i] - extent[i] - pad;
+      inv[i] = tiny ? 0.0 : 1.0 / d;
+#endif
+    }
+#if defined(__SSE2__)
+    lo[3] = hi[3] = inv[3] = 0.0f;
+#endif
+  }
+
+  /// Entry fraction of the segment into the node box grown by `extent`,
+  /// clipped to [0, max_t]; false when it does not reach the box by max_t.
+  bool Entry(const TreeNode& n, double max_t, double* t_enter) const {
+    double unused;
+    return (Entry2(n, n, max_t, t_enter, &unused) & 1u) != 0;
+  }
+
+  /// Entry() of two nodes at once (a node's two children): bit 0 of the
+  /// result for n1 (entry fraction in *t1), bit 1 for n2 (*t2). Each answer
+  /// is exactly Entry()'s.
+  __attribute__((always_inline)) unsigned Entry2(const TreeNode& n1, const TreeNode& n2,
+                                                 double max_t, double* t1, double* t2) const {
+#if defined(__SSE2__)
+    // A node is {min[3], child1, max[3], child2}: 16-byte loads take the
+    // child word into lane 3, whose value (any float, NaN included) the
+    // reductions below never read.
+    const __m128 vinv = _mm_load_ps(inv);
+    const __m128 vlo = _mm_load_ps(lo);
+    const __m128 vhi = _mm_load_ps(hi);
+    const __m128 a1 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n1.min), vlo), vinv);
+    const __m128 b1 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n1.max), vhi), vinv);
+    const __m128 a2 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n2.min), vlo), vinv);
+    const __m128 b2 = _mm_mul_ps(_mm_sub_ps(_mm_loadu_ps(n2.max), vhi), vinv);
+    const __m128 near1 = _mm_min_ps(a1, b1);
+    const __m128 near2 = _mm_min_ps(a2, b2);
+    const __m128 far1 = _mm_max_ps(a1, b1);
+    const __m128 far2 = _mm_max_ps(a2, b2);
+    // Max of the entries and min of the exits over lanes 0..2 of each node:
+    // [x1, y1, x2, y2] against [z1, z1, z2, z2], then each pair of lanes
+    // against its swap; node 1 ends in lanes 0-1, node 2 in lanes 2-3.
+    __m128 near = _mm_max_ps(_mm_shuffle_ps(near1, near2, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm_shuffle_ps(near1, near2, _MM_SHUFFLE(2, 2, 2, 2)));
+    __m128 far = _mm_min_ps(_mm_shuffle_ps(far1, far2, _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm_shuffle_ps(far1, far2, _MM_SHUFFLE(2, 2, 2, 2)));
+    near = _mm_max_ps(near, _mm_shuffle_ps(near, near, _MM_SHUFFLE(2, 3, 0, 1)));
+    far = _mm_min_ps(far, _mm_shuffle_ps(far, far, _MM_SHUFFLE(2, 3, 0, 1)));
+    // Entries shrunk and clipped at 0, exits grown (see above; the exits also
+    // gain 1e-30 for fractions too small for the relative bound to hold:
+    // subnormal floats). (No lane 0..2 is NaN: inv is finite and nonzero and
+    // lo / hi are finite, so neither 0 * inf nor inf - inf arises; infinite
+    // node planes give infinite fractions of the right sign.)
+    near = _mm_max_ps(_mm_mul_ps(near, _mm_set1_ps(1.0f - kSlack)), _mm_setzero_ps());
+    far = _mm_add_ps(_mm_mul_ps(far, _mm_set1_ps(1.0f + kSlack)), _mm_set1_ps(1e-30f));
+    const unsigned in = static_cast<unsigned>(_mm_movemask_ps(_mm_cmple_ps(near, far)));
+    const double e1 = _mm_cvtss_f32(near);
+    const double e2 = _mm_cvtss_f32(_mm_movehl_ps(near, near));
+    *t1 = e1;
+    *t2 = e2;
+    return (in & static_cast<unsigned>(e1 <= max_t)) |
+           (((in >> 2) & static_cast<unsigned>(e2 <= max_t)) << 1);
+#else
+    return static_cast<unsigned>(EntryScalar(n1, max_t, t1)) |
+           (static_cast<unsigned>(EntryScalar(n2, max_t, t2)) << 1);
+#endif
+  }
+
+#if !defined(__SSE2__)
+ private:
+  bool EntryScalar(const TreeNode& n, double max_t, double* t_enter) const {
+    double t0 = 0.0;
+    double t1 = max_t;
+    for (int i = 0; i < 3; ++i) {
+      if (inv[i] == 0.0) {
+        if (static_cast<double>(n.min[i]) > lo[i] || static_cast<double>(n.max[i]) < hi[i]) {
+          *t_enter = t0;
+          return false;
+        }
+        continue;
+      }
+      const double a = (static_cast<double>(n.min[i]) - lo[i]) * inv[i];
+      const double b = (static_cast<double>(n.max[i]) - hi[i]) * inv[i];
+      const double near = a < b ? a : b;
+      const double far = a > b ? a : b;
+      t0 = near > t0 ? near : t0;
+      t1 = far < t1 ? far : t1;
+    }
+    // Relative slack 2^-40 (rounding of the difference, 1/d and the product)
+    // as in the SSE2 path, so grazing segments are not lost to rounding.
+    t0 *= 1.0 - 0x1p-40;
+    *t_enter = t0;
+    return t0 <= t1 * (1.0 + 0x1p-40) + 1e-300;
+  }
+#endif
+};
+
+/// Walks the leaves whose grown box the segment reaches within the current
+/// max fraction, nearer boxes first. fn(item, layer, max_fraction) returns the
+/// new max fraction (return max_fraction unchanged to keep going; a smaller
+/// value prunes everything entered after it; a negative value stops).
+template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
+inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t mask,
+                     double max_fraction, Fn&& fn, const ItemPrefetch& item_prefetch = {}) {
+  const uint32_t root = tree.root();
+  if (root == DynamicTree::kNull) return;
+  const TreeNode* nodes = tree.nodes();
+  const bool all_layers = mask == 0xFFFFFFFFu;
+  struct Entry {
+    uint32_t node;
+    double t;
+  };
+  double t_root;
+  if (!seg.Entry(nodes[root], max_fraction, &t_root)) return;
+  TraversalBuffer<Entry> buffer(tree.Height() + 2);
+  Entry* stack = buffer.data();
+  size_t sp = 0;
+  stack[sp++] = {root, t_root};
+  while (sp > 0) {
+    // Field by field (see SegmentCursor::Step: store-to-load forwarding).
+    --sp;
+    const Entry e{stack[sp].node, stack[sp].t};
+    if (e.t > max_fraction) continue;
+    const TreeNode& n = nodes[e.node];
+    if (n.IsLeaf()) {
+      if ((mask >> n.child2) & 1u) {
+        max_fraction = fn(n.Item(), n.child2, max_fraction);
+        if (max_fraction < 0.0) return;
+      }
+      continue;
+    }
+    const uint32_t c1 = n.child1;
+    const uint32_t c2 = n.child2;
+    double t1, t2;
+    const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], max_fraction, &t1, &t2);
+    bool h1 = (hits & 1u) != 0;
+    bool h2 = (hits & 2u) != 0;
+    if (!all_layers) {
+      h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
+      h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
+    }
+    // Push the farther child first so the nearer is visited first; selects
+    // instead of branches.
+    const bool swap = t2 < t1;
+    const Entry near{swap ? c2 : c1, swap ? t2 : t1};
+    const Entry far{swap ? c1 : c2, swap ? t1 : t2};
+    const bool h_near = swap ? h2 : h1;
+    const bool h_far = swap ? h1 : h2;
+    if (h1) PrefetchNext(nodes, c1, item_prefetch);
+    if (h2) PrefetchNext(nodes, c2, item_prefetch);
+    stack[sp] = far;
+    sp += h_far;
+    stack[sp] = near;
+    sp += h_near;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Interleaved traversal. One descent is a chain of dependent cache misses (a
+// node's children are known only once the node is loaded), ~one per level,
+// which leaves the core idle. The cursors below run the same traversals as
+// QueryTree / CastTree one node per Step(): a step works on the node whose
+// line it prefetched in the previous step, then pops and prefetches the next.
+// Stepping several cursors in turn keeps several misses in flight ("AMAC":
+// Kocberber et al., "Asynchronous Memory Access Chaining", VLDB 2015). Each
+// cursor visits the same nodes and calls its leaf function in the same order
+// as the one-shot function, so answers are identical.
+
+/// Stack of a cursor: inline for ordinary tree heights (no allocation per
+/// query), on the heap only for pathological ones. Not movable once Reset.
+template <typename T, size_t kInline = 64>
+class CursorStack {
+ public:
+  CursorStack() = default;
+  CursorStack(const CursorStack&) = delete;
+  CursorStack& operator=(const CursorStack&) = delete;
+  /// Makes room for `n` entries (contents undefined).
+  void Reset(size_t n) {
+    if (n > kInline) {
+      if (heap_.size() < n) heap_.resize(n);
+      data_ = heap_.data();
+    } else {
+      data_ = inline_;
+    }
+  }
+  T& operator[](size_t i) { return data_[i]; }
+
+ private:
+  T inline_[kInline];
+  T* data_ = inline_;
+  std::vector<T> heap_;
+};
+
+/// QueryTree as a resumable traversal.
+class BoxCursor {
+ public:
+  /// Starts a traversal of `tree` for leaves overlapping `box` on `mask`.
+  void Begin(const DynamicTree& tree, const FloatAabb& box, uint32_t mask) {
+    tree_ = &tree;
+    box_ = box;
+    mask_ = mask;
+    sp_ = 0;
+    pending_ = DynamicTree::kNull;
+    const uint32_t root = tree.root();
+    if (root == DynamicTree::kNull || !BoxesOverlap(tree.node(root), box)) return;
+    stack_.Reset(static_cast<size_t>(tree.Height()) + 2);
+    stack_[sp_++] = root;
+  }
+
+  /// Does one node's work: fn(item, layer) for a leaf. Returns false when done.
+  template <typename Fn, typename ItemPrefetch>
+  bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
+    const TreeNode* nodes = tree_->nodes();
+    if (pending_ != DynamicTree::kNull) {
+      const TreeNode& n = nodes[pending_];
+      pending_ = DynamicTree::kNull;
+      if (n.IsLeaf()) {
+        if ((mask_ >> n.child2) & 1u) fn(n.Item(), n.child2);
+      } else {
+        const uint32_t c1 = n.child1;
+        const uint32_t c2 = n.child2;
+        bool h1 = BoxesOverlap(nodes[c1], box_);
+        bool h2 = BoxesOverlap(nodes[c2], box_);
+        if (mask_ != 0xFFFFFFFFu) {
+          h1 = h1 && (tree_->LayerMask(c1) & mask_) != 0;
+          h2 = h2 && (tree_->LayerMask(c2) & mask_) != 0;
+        }
+        stack_[sp_] = c2;
+        sp_ += h2;
+        stack_[sp_] = c1;
+        sp_ += h1;
+      }
+    }
+    if (sp_ == 0) return false;
+    pending_ = stack_[--sp_];
+    PrefetchNext(nodes, pending_, item_prefetch);
+    return true;
+  }
+
+ private:
+  const DynamicTree* tree_ = nullptr;
+  FloatAabb box_;
+  uint32_t mask_ = 0;
+  CursorStack<uint32_t> stack_;
+  size_t sp_ = 0;
+  uint32_t pending_ = DynamicTree::kNull;
+};
+
+/// CastTree as a resumable traversal.
+class SegmentCursor {
+ public:
+  /// Starts a traversal of `tree` along `seg` (kept by pointer) on `mask`.
+  void Begin(const DynamicTree& tree, const SegmentSetup* seg, uint32_t mask,
+             double max_fraction) {
+    tree_ = &tree;
+    seg_ = seg;
+    mask_ = mask;
+    max_fraction_ = max_fraction;
+    sp_ = 0;
+    has_pending_ = false;
+    const uint32_t root = tree.root();
+    double t_root;
+    if (root == DynamicTree::kNull || !seg->Entry(tree.node(root), max_fraction, &t_root)) return;
+    stack_.Reset(static_cast<size_t>(tree.Height()) + 2);
+    stack_[sp_++] = {root, t_root};
+  }
+
+  /// Does one node's work: for a leaf, max_fraction = fn(item, layer,
+  /// max_fraction) (negative stops). Returns false when done.
+  template <typename Fn, typename ItemPrefetch>
+  bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
+    const TreeNode* nodes = tree_->nodes();
+    if (has_pending_) {
+      has_pending_ = false;
+      if (pending_.t <= max_fraction_) {
+        const TreeNode& n = nodes[pending_.node];
+        if (n.IsLeaf()) {
+          if ((mask_ >> n.child2) & 1u) {
+            max_fraction_ = fn(n.Item(), n.child2, max_fraction_);
+            if (max_fraction_ < 0.0) {
+              sp_ = 0;
+              return false;
+            }
+          }
+        } else {
+          const uint32_t c1 = n.child1;
+          const uint32_t c2 = n.child2;
+          double t1, t2;
+          const unsigned hits = seg_->Entry2(nodes[c1], nodes[c2], max_fraction_, &t1, &t2);
+          bool h1 = (hits & 1u) != 0;
+          bool h2 = (hits & 2u) != 0;
+          if (mask_ != 0xFFFFFFFFu) {
+            h1 = h1 && (tree_->LayerMask(c1) & mask_) != 0;
+            h2 = h2 && (tree_->LayerMask(c2) & mask_) != 0;
+          }
+          const bool swap = t2 < t1;
+          const Entry near{swap ? c2 : c1, swap ? t2 : t1};
+          const Entry far{swap ? c1 : c2, swap ? t1 : t2};
+          const bool h_near = swap ? h2 : h1;
+          const bool h_far = swap ? h1 : h2;
+          stack_[sp_] = far;
+          sp_ += h_far;
+          stack_[sp_] = near;
+          sp_ += h_near;
+        }
+      }
+    }
+    while (sp_ > 0) {
+      // Field by field: a 16-byte copy would read the padding after `node`
+      // too, which defeats store-to-load forwarding of the 4-byte push.
+      --sp_;
+      const double t = stack_[sp_].t;
+      if (t > max_fraction_) continue;
+      const uint32_t node = stack_[sp_].node;
+      pending_.node = node;
+      pending_.t = t;
+      has_pending_ = true;
+      PrefetchNext(nodes, node, item_prefetch);
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  struct Entry {
+    uint32_t node;
+    double t;
+  };
+  const DynamicTree* tree_ = nullptr;
+  const SegmentSetup* seg_ = nullptr;
+  uint32_t mask_ = 0;
+  double max_fraction_ = 1.0;
+  CursorStack<Entry> stack_;
+  size_t sp_ = 0;
+  Entry pending_{0, 0.0};
+  bool has_pending_ = false;
+};
+
+}  // namespace hitbox

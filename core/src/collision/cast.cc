@@ -1,0 +1,490 @@
+// Cast(): sweeps of one shape against another, by the method of MethodFor().
+//
+// All work happens in the local frame of the target B (Pose::RelativeTo), so a
+// pair 20 km from the world origin gets the same fraction as the same pair at
+// the origin. Closed forms:
+//   sphere  vs any      ray against B grown by the sphere's radius
+//                        (Ericson, RTCD 5.5.7: moving sphere = ray vs Minkowski sum)
+//   any     vs sphere   ray from the sphere's centre along -translation against
+//                        A grown by the sphere's radius (relative motion)
+//   capsule vs capsule  ray against the Minkowski sum of the two segments (a
+//                        parallelogram) grown by both radii: min over the four
+//                        end-point-vs-capsule rays and the parallelogram's face
+//   box     vs box      separating-axis test over the 15 axes with the time
+//                        interval of overlap on each (Ericson, RTCD 5.5.8
+//                        generalised to OBBs; Gottschalk et al. 1996 axes)
+//   capsule vs box      (either way) Newton's method on the exact convex
+//                        segment-box distance (closest_points.h): monotone
+//                        from the left, quadratic convergence
+// The remaining pairs (and every pair with a convex hull) use CastConservative
+// (cast_conservative.cc). The method of each ordered pair is registered in the
+// pair table (pair_dispatch.h).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "collision/cast_internal.h"
+#include "geometry/closest_points.h"
+#include "collision/pair_dispatch.h"
+#include "hitbox/collision/collide.h"
+#include "geometry/ray_primitives.h"
+
+namespace hitbox {
+namespace internal {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+LocalCast Started(const Vec3& fallback_normal, const Vec3& point) {
+  LocalCast r;
+  r.state = CastState::kStartedOverlapping;
+  r.t = 0.0;
+  r.normal = fallback_normal;
+  r.point = point;
+  return r;
+}
+
+// Sphere A (radius ra, centre at a_in_b.position) against B grown by ra.
+LocalCast CastSphereRay(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+  const double ra = a.radius();
+  const Vec3 o = a_in_b.position;
+  RayEntry e;
+  switch (RayInflated(o, v, b, ra, &e)) {
+    case RayOutcome::kMiss: return {};
+    case RayOutcome::kInside: return Started(e.normal, o - e.normal * ra);
+    case RayOutcome::kHit: break;
+  }
+  LocalCast r;
+  r.state = CastState::kHit;
+  r.t = e.t;
+  r.normal = e.normal;
+  r.point = o + v * e.t - e.normal * ra;
+  return r;
+}
+
+// Sphere B (radius rb at the origin): in A's frame B moves by -v against A grown by rb.
+LocalCast CastRayFromSphereB(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+  const double rb = b.radius();
+  const Vec3 o = a_in_b.InverseTransformPoint(Vec3{});
+  const Vec3 d = a_in_b.InverseTransformDirection(-v);
+  RayEntry e;
+  const RayOutcome out = RayInflated(o, d, a, rb, &e);
+  if (out == RayOutcome::kMiss) return {};
+  const Vec3 n = -a_in_b.TransformDirection(e.normal);
+  if (out == RayOutcome::kInside) return Started(n, n * rb);
+  LocalCast r;
+  r.state = CastState::kHit;
+  r.t = e.t;
+  r.normal = n;
+  r.point = n * rb;
+  return r;
+}
+
+}  // namespace
+
+LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+  const double ha = a.half_height(), hb = b.half_height();
+  return CastSegmentSegment(a_in_b.TransformPoint({0, -ha, 0}), a_in_b.TransformPoint({0, ha, 0}),
+                            a.radius(), v, {0, -hb, 0}, {0, hb, 0}, b.radius());
+}
+
+LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
+                             const Vec3& b0, const Vec3& b1, double rb) {
+  const double rsum = ra + rb;
+  const ClosestPair start = ClosestSegmentSegment(a0, a1, b0, b1);
+  if (start.distance_sq <= rsum * rsum) {
+    const Vec3 n = UnitOr(start.p - start.q, AnyPerpendicular(UnitOr(a1 - a0, {0, 1, 0})));
+    return Started(n, start.q + n * std::min(rb, std::sqrt(start.distance_sq) * 0.5));
+  }
+  double best = kInf;
+  Vec3 normal;
+  bool face_hit = false;
+  // The face first: a hit there is where the ray crosses a boundary plane of
+  // the convex sum from outside, hence its entry point.
+  // Face of the parallelogram {b - a}: offset planes at distance rsum.
+  const Vec3 ea = a1 - a0, eb = b1 - b0;
+  const Vec3 cr = Cross(eb, ea);
+  const double cr2 = cr.LengthSq();
+  if (cr2 > 1e-20 * ea.LengthSq() * eb.LengthSq() && cr2 > 0.0) {
+    const Vec3 nf = cr / std::sqrt(cr2);
+    const Vec3 m0 = b0 - a0;  // a vertex of the parallelogram
+    const double d0 = -Dot(m0, nf);  // signed offset of the ray origin (0) from its plane
+    const double dv = Dot(v, nf);
+    if (std::fabs(d0) > rsum && d0 * dv < 0.0) {
+      const double tf = (std::fabs(d0) - rsum) / std::fabs(dv);
+      if (tf <= 1.0) {
+        // In-plane coordinates of the hit: x - m0 = u * eb - w * ea + h * nf.
+        const Vec3 x = v * tf - m0;
+        const Vec3 g2 = -ea;
+        const double g11 = eb.LengthSq(), g12 = Dot(eb, g2), g22 = g2.LengthSq();
+        const double r1 = Dot(x, eb), r2 = Dot(x, g2);
+        const double det = g11 * g22 - g12 * g12;
+        if (det > 0.0) {
+          const double uu = (r1 * g22 - r2 * g12) / det;
+          const double ww = (r2 * g11 - r1 * g12) / det;
+          if (uu >= 0.0 && uu <= 1.0 && ww >= 0.0 && ww <= 1.0) {
+            best = tf;
+            normal = d0 > 0.0 ? nf : -nf;
+            face_hit = true;
+          }
+        }
+      }
+    }
+  }
+  // Otherwise the entry is on one of the four edge capsules.
+  RayEntry e;
+  if (!face_hit) {
+    // End points of A moving by v against capsule B grown by ra.
+    for (const Vec3& p : {a0, a1}) {
+      if (RaySegmentCapsule(p, v, b0, b1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
+        best = e.t;
+        normal = e.normal;
+      }
+    }
+    // End points of B moving by -v against capsule A grown by rb.
+    for (const Vec3& p : {b0, b1}) {
+      if (RaySegmentCapsule(p, -v, a0, a1, rsum, &e) != RayOutcome::kMiss && e.t < best) {
+        best = e.t;
+        normal = -e.normal;
+      }
+    }
+  }
+  if (!(best <= 1.0)) return {};
+  LocalCast r;
+  r.state = CastState::kHit;
+  r.t = best;
+  r.normal = normal;
+  r.point = ClosestSegmentSegment(a0 + v * best, a1 + v * best, b0, b1).q + normal * rb;
+  return r;
+}
+
+namespace {
+
+// Support feature of a box (centre c, unit axes ax[3], half-extents e) along
+// `dir`: its centroid, and how many axes are free (0 vertex, 1 edge, 2 face).
+int BoxFeature(const Vec3& c, const Vec3* ax, const Vec3& e, const Vec3& dir, Vec3* centroid,
+               int* free_axis) {
+  int free_count = 0;
+  Vec3 p = c;
+  for (int j = 0; j < 3; ++j) {
+    const double k = Dot(ax[j], dir);
+    if (std::fabs(k) < 1e-9) {
+      ++free_count;
+      *free_axis = j;
+    } else {
+      p += ax[j] * (k > 0.0 ? e[j] : -e[j]);
+    }
+  }
+  *centroid = p;
+  return free_count;
+}
+
+// Projection of `p` (B frame) into box A (centre c, axes ax, half-extents e).
+Vec3 ClampToBox(const Vec3& p, const Vec3& c, const Vec3* ax, const Vec3& e) {
+  Vec3 q = c;
+  const Vec3 rel = p - c;
+  for (int j = 0; j < 3; ++j) q += ax[j] * std::clamp(Dot(rel, ax[j]), -e[j], e[j]);
+  return q;
+}
+
+}  // namespace
+
+LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+  const Vec3 ea = a.half_extents(), eb = b.half_extents();
+  const Mat33 rm = a_in_b.rotation.ToMatrix();
+  const Vec3 ax[3] = {rm.Column(0), rm.Column(1), rm.Column(2)};
+  const Vec3 bx[3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  const Vec3 c = a_in_b.position;
+  double t_enter = -kInf, t_exit = kInf;
+  Vec3 normal;
+  bool separated = false;
+  bool miss = false;
+  // One separating axis L: A's projection moves from s0 at rate sv, overlap
+  // with B's while |s| <= rA + rB.
+  // Entry and exit times are ratios of projections, so a cross axis needs no
+  // normalising; only the winning axis is normalised at the end.
+  auto axis = [&](const Vec3& l, bool is_face) {
+    if (!is_face && l.LengthSq() < 1e-18) return;  // parallel edges: face axes cover it
+    const double rsum = ea.x * std::fabs(Dot(l, ax[0])) + ea.y * std::fabs(Dot(l, ax[1])) +
+                        ea.z * std::fabs(Dot(l, ax[2])) + eb.x * std::fabs(l.x) +
+                        eb.y * std::fabs(l.y) + eb.z * std::fabs(l.z);
+    const double s0 = Dot(l, c);
+    const double sv = Dot(l, v);
+    if (std::fabs(s0) <= rsum) {
+      if (sv != 0.0) t_exit = std::min(t_exit, ((sv > 0.0 ? rsum : -rsum) - s0) / sv);
+      return;
+    }
+    separated = true;
+    const double sgn = s0 > 0.0 ? 1.0 : -1.0;
+    const double approach = -sgn * sv;
+    if (approach <= 0.0) {
+      miss = true;
+      return;
+    }
+    const double te = (std::fabs(s0) - rsum) / approach;
+    const double tx = (std::fabs(s0) + rsum) / approach;
+    // Prefer face axes on ties (cleaner normals for face and edge contacts).
+    if (te > t_enter + (is_face ? 0.0 : 1e-12 * std::max(1.0, std::fabs(te)))) {
+      t_enter = te;
+      normal = l * sgn;
+    }
+    t_exit = std::min(t_exit, tx);
+  };
+  for (int i = 0; i < 3; ++i) {
+    Vec3 l;
+    l[i] = 1.0;
+    axis(l, true);
+  }
+  for (int j = 0; j < 3; ++j) axis(ax[j], true);
+  for (int i = 0; i < 3 && !miss; ++i) {
+    Vec3 bi;
+    bi[i] = 1.0;
+    for (int j = 0; j < 3; ++j) axis(Cross(bi, ax[j]), false);
+  }
+  if (!separated) {
+    // Overlapping at the start: fallback normal = the face axis of least overlap.
+    Vec3 n{0, 1, 0};
+    double best = kInf;
+    for (int i = 0; i < 3; ++i) {
+      Vec3 l;
+      l[i] = 1.0;
+      const double rsum = ea.x * std::fabs(ax[0][i]) + ea.y * std::fabs(ax[1][i]) +
+                          ea.z * std::fabs(ax[2][i]) + eb[i];
+      const double depth = rsum - std::fabs(c[i]);
+      if (depth < best) {
+        best = depth;
+        n = l * (c[i] >= 0.0 ? 1.0 : -1.0);
+      }
+    }
+    return Started(n, ClampToBox(c, Vec3{}, bx, eb));
+  }
+  if (miss || t_enter > t_exit || t_enter > 1.0) return {};
+  normal = normal / normal.Length();
+  LocalCast r;
+  r.state = CastState::kHit;
+  r.t = std::max(t_enter, 0.0);
+  r.normal = normal;
+  // Contact point: the more specific support feature, clamped into both boxes.
+  const Vec3 ca = c + v * r.t;
+  Vec3 fa, fb;
+  int free_a = 0, free_b = 0;
+  const int na = BoxFeature(ca, ax, ea, -normal, &fa, &free_a);
+  const int nb = BoxFeature(Vec3{}, bx, eb, normal, &fb, &free_b);
+  if (na == 1 && nb == 1) {
+    // Edge against edge.
+    const Vec3 da = ax[free_a] * ea[free_a], db = bx[free_b] * eb[free_b];
+    const ClosestPair cp = ClosestSegmentSegment(fa - da, fa + da, fb - db, fb + db);
+    r.point = (cp.p + cp.q) * 0.5;
+  } else if (na <= nb) {
+    const Vec3 p = ClampToBox(fa, Vec3{}, bx, eb);
+    r.point = ClampToBox(p, ca, ax, ea);
+  } else {
+    const Vec3 p = ClampToBox(fb, ca, ax, ea);
+    r.point = ClampToBox(p, Vec3{}, bx, eb);
+  }
+  return r;
+}
+
+namespace {
+
+// Segment [p0, p1] grown by r, moving by v, against the box [-e, e] (all in
+// the box frame). d(t) = dist(segment + t v, box) - r is convex in t and
+// exact in closed form (ClosestSegmentBox, a piecewise quadratic), so Newton's
+// step t += d / (-n . v), n the unit direction from the box to the segment, is
+// monotone from the left (never passes the time of impact), quadratic at a
+// transversal contact. `normal` is from the box towards the segment.
+struct SegmentBoxSweep {
+  CastState state = CastState::kMiss;
+  double t = 1.0;
+  Vec3 normal{0, 1, 0};
+  Vec3 on_box;  // contact point on the box
+};
+
+SegmentBoxSweep SweepSegmentBox(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+                                const Vec3& e, double t_start, const CastSettings& settings) {
+  SegmentBoxSweep out;
+  const double tol = std::max(settings.linear_tolerance, 0.0);
+  const double t_max = FractionBound(settings);
+  double t = t_start;
+  ClosestPair cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
+  double dist = std::sqrt(cp.distance_sq);
+  if (t == 0.0 && dist <= r + tol) {
+    out.state = CastState::kStartedOverlapping;
+    out.t = 0.0;
+    out.normal = UnitOr(cp.p - cp.q, UnitOr((p0 + p1) * 0.5, -v));
+    out.on_box = cp.q;
+    return out;
+  }
+  for (int it = 0; it < std::max(settings.max_iterations, 1); ++it) {
+    const Vec3 n = UnitOr(cp.p - cp.q, -v);
+    const double closing = -Dot(n, v);
+    const double gap = dist - r;
+    if (gap <= tol) {
+      // One last Newton step (still a lower bound) for a fraction at machine precision.
+      if (gap > 0.0 && closing > 0.0) t = std::min(1.0, t + gap / closing);
+      out.state = CastState::kHit;
+      out.t = t;
+      out.normal = n;
+      out.on_box = cp.q;
+      return out;
+    }
+    if (closing <= 0.0) return out;  // not approaching: d is non-decreasing from here
+    const double next = t + gap / closing;
+    // Past the bound: the time of impact (>= next) is later than asked for.
+    if (!(next <= t_max)) return out;
+    if (next <= t) return out;  // no progress in floating point while apart
+    t = next;
+    cp = ClosestSegmentBox(p0 + v * t, p1 + v * t, e);
+    dist = std::sqrt(cp.distance_sq);
+  }
+  // Iteration cap (a tangent approach converging too slowly): not a miss; t
+  // is a lower bound of the time of impact.
+  const Vec3 n = UnitOr(cp.p - cp.q, -v);
+  out.state = CastState::kFailed;
+  out.t = t;
+  out.normal = n;
+  out.on_box = cp.q;
+  return out;
+}
+
+}  // namespace
+
+LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         const CastSettings& settings) {
+  LocalCast r;
+  if (a.kind() == ShapeKind::kCapsule) {
+    // Capsule A moving in the frame of box B.
+    const double h = a.half_height();
+    const SegmentBoxSweep s =
+        SweepSegmentBox(a_in_b.TransformPoint({0, -h, 0}), a_in_b.TransformPoint({0, h, 0}),
+                        a.radius(), v, b.half_extents(), 0.0, settings);
+    r.state = s.state;
+    r.t = s.t;
+    r.normal = s.normal;
+    r.point = s.on_box;
+    return r;
+  }
+  // Box A moving against capsule B: in A's frame the capsule moves by -v.
+  const double h = b.half_height();
+  const SegmentBoxSweep s = SweepSegmentBox(
+      a_in_b.InverseTransformPoint({0, -h, 0}), a_in_b.InverseTransformPoint({0, h, 0}),
+      b.radius(), a_in_b.InverseTransformDirection(-v), a.half_extents(), 0.0, settings);
+  r.state = s.state;
+  r.t = s.t;
+  // Normal from A's box towards B's capsule, in B's frame, reversed.
+  r.normal = -a_in_b.TransformDirection(s.normal);
+  // The box point touching the capsule, with A moved to the moment of impact.
+  r.point = a_in_b.TransformPoint(s.on_box) + v * s.t;
+  return r;
+}
+
+CastMethod MethodFor(ShapeKind a, ShapeKind b) { return PairFor(a, b).cast; }
+
+namespace {
+std::atomic<int> world_cast_iterations{CastSettings{}.max_iterations};
+}  // namespace
+
+int WorldCastIterations() { return world_cast_iterations.load(std::memory_order_relaxed); }
+
+void SetWorldCastIterationsForTesting(int iterations) {
+  world_cast_iterations.store(iterations >= 1 ? iterations : CastSettings{}.max_iterations,
+                              std::memory_order_relaxed);
+}
+
+bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         double t_max) {
+  // Ray from A's centre against B's bounding sphere grown by A's (Ericson 5.5.7).
+  const double r = (a.BoundingRadius() + b.BoundingRadius()) * (1.0 + 1e-12);
+  const Vec3& o = a_in_b.position;
+  const double c = o.LengthSq() - r * r;
+  if (c <= 0.0) return false;
+  const double bb = Dot(o, v);
+  if (bb >= 0.0) return true;
+  const double vv = v.LengthSq();
+  // No real root (closest approach beyond r), or the entry root beyond t_max:
+  // f(t) = vv t^2 + 2 bb t + c still positive and decreasing at t = t_max.
+  if (bb * bb - vv * c < 0.0) return true;
+  return c + t_max * (2.0 * bb + vv * t_max) > 0.0 && bb + vv * t_max < 0.0;
+}
+
+LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                    const CastSettings& settings) {
+  const CastMethod method = MethodFor(a.kind(), b.kind());
+  // The contact offset of a convex pair: the exact cast, then its rule
+  // (surfaces and compounds apply it per triangle or child).
+  if (settings.contact_offset > 0.0 && method != CastMethod::kSurface &&
+      method != CastMethod::kCompound) {
+    CastSettings exact = settings;
+    exact.contact_offset = 0.0;
+    return ApplyContactOffset(a, a_in_b, v, b, CastLocal(a, a_in_b, v, b, exact),
+                              settings.contact_offset);
+  }
+  // Bounding spheres first for the costlier methods: most far misses end here.
+  if (method != CastMethod::kSphereRay && method != CastMethod::kRayFromSphereB &&
+      BoundingSpheresMiss(a, a_in_b, v, b, FractionBound(settings))) {
+    return {};
+  }
+  switch (method) {
+    case CastMethod::kSphereRay: return CastSphereRay(a, a_in_b, v, b);
+    case CastMethod::kRayFromSphereB: return CastRayFromSphereB(a, a_in_b, v, b);
+    case CastMethod::kCapsuleCapsule: return CastCapsuleCapsule(a, a_in_b, v, b);
+    case CastMethod::kBoxBox: return CastBoxBox(a, a_in_b, v, b);
+    case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
+    case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
+    case CastMethod::kSurface: return CastSurface(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kCompound: return CastCompound(a, a_in_b, v, b, settings);
+    case CastMethod::kUnsupported: return {};
+  }
+  return {};
+}
+
+}  // namespace internal
+
+CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
+                const Pose& pose_b, const CastSettings& settings) {
+  CastResult result;
+  if (!pose_a.IsFinite() || !pose_b.IsFinite() || !translation.IsFinite()) return result;
+  // A in B's frame (as Pose::RelativeTo: positions subtracted first), with
+  // B's rotation as a matrix for the four rotations below.
+  const Mat33 rb = pose_b.rotation.ToMatrix();
+  Pose a_in_b;
+  a_in_b.position = rb.TransposeMul(pose_a.position - pose_b.position);
+  if (a.kind() != ShapeKind::kSphere) {
+    a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
+  }
+  const Vec3 v = rb.TransposeMul(translation);
+  const internal::LocalCast lc = internal::CastLocal(a, a_in_b, v, b, settings);
+  switch (lc.state) {
+    case CastState::kMiss: return result;
+    case CastState::kHit:
+    case CastState::kFailed:  // gave up: lc.t is a lower bound of the time of impact
+      result.state = lc.state;
+      result.fraction = lc.t;
+      result.normal = internal::FixImpactNormal(rb * lc.normal, translation, lc.t);
+      result.point = pose_b.position + rb * lc.point;
+      result.sub_shape = lc.sub_shape;
+      return result;
+    case CastState::kStartedOverlapping: {
+      result.state = CastState::kStartedOverlapping;
+      result.fraction = 0.0;
+      result.sub_shape = lc.sub_shape;
+      Contact contact;
+      if (ComputeContact(a, pose_a, b, pose_b, &contact)) {
+        // Contact::normal moves B away from A; the cast normal moves A away from B.
+        result.normal = -contact.normal;
+        result.depth = contact.depth;
+        result.point = (contact.point_a + contact.point_b) * 0.5;
+      } else {
+        // Touching within rounding (or no contact solver answer): depth 0.
+        result.normal = rb * lc.normal;
+        result.depth = 0.0;
+        result.point = pose_b.position + rb * lc.point;
+      }
+      return result;
+    }
+  }
+  return result;
+}
+
+}  // namespace hitbox

@@ -1,0 +1,148 @@
+// Internals of Cast() and Raycast(), exposed to the tests (cross-checking the
+// closed forms against the conservative-advancement path) and benchmarks.
+//
+// Everything here works in the local frame of the target B: the moving shape
+// A is placed by `a_in_b` (= pose_b.RelativeTo(pose_a)) and moves by `v`
+// (B-frame translation). Normals point from B towards A.
+#pragma once
+
+#include <cmath>
+
+#include "hitbox/collision/collide.h"
+#include "hitbox/math/math.h"
+#include "hitbox/shape/shapes.h"
+#include "geometry/ray_primitives.h"
+
+namespace hitbox::internal {
+
+/// Ray against `shape` (local frame) grown by a ball of radius `rho` >= 0.
+RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double rho,
+                       RayEntry* out);
+
+/// Ray against a convex hull (local frame): the ray clipped against every
+/// face half-space, closed form. Normals are the face planes' outward normals.
+RayOutcome RayConvexHull(const Vec3& o, const Vec3& d, const ConvexHullData& hull,
+                         RayEntry* out);
+
+/// Result of a cast in B's local frame.
+struct LocalCast {
+  CastState state = CastState::kMiss;
+  /// Fraction of `v` in [0, 1] at first contact (0 when started overlapping).
+  double t = 1.0;
+  /// Unit normal from B towards A (B frame). When started overlapping: a
+  /// fallback separation direction used if ComputeContact cannot give one.
+  Vec3 normal{0, 1, 0};
+  /// Contact point (B frame) at the moment of impact.
+  Vec3 point;
+  /// Triangle of a surface B, child of a compound B (0 for convex B).
+  uint32_t sub_shape = 0;
+};
+
+/// Which method Cast() uses for the ordered pair (a, b).
+enum class CastMethod : uint8_t {
+  kSphereRay,        ///< sphere A: ray against B grown by A's radius (closed form)
+  kRayFromSphereB,   ///< sphere B: ray from B's centre against A grown by B's radius
+  kCapsuleCapsule,   ///< segment sweep: 4 end-point capsule rays + parallelogram face
+  kBoxBox,           ///< separating-axis test over 15 axes with entry/exit times
+  kCapsuleBox,       ///< capsule and box either way: Newton on the exact segment-box distance
+  kConservative,     ///< GJK ray cast (van den Bergen 2004) on cores with margins
+  kSurface,          ///< convex A against a mesh / heightfield B: per-triangle sweeps
+  kCompound,         ///< convex A against a compound B: per-child casts, the first wins
+  kUnsupported,      ///< a surface or compound moving (never query shapes): a miss
+};
+/// Convex A (B frame) against surface B: SurfaceSweepConvex (surface_pairs.cc),
+/// the contact offset applied per triangle.
+LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                      double contact_offset = 0.0);
+/// Lowest input triangle of surface `b` that convex `a` overlaps, or
+/// UINT32_MAX when none (surface_pairs.cc).
+uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
+                              const Pose& pose_b);
+/// Convex A (B frame) against compound B: CastLocal per candidate child in
+/// that child's frame; the first hit (ties: lowest child) with sub_shape =
+/// its child index (compound_pairs.cc).
+LocalCast CastCompound(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                       const CastSettings& settings);
+/// Lowest child index of compound `b` that convex `a` overlaps, or UINT32_MAX
+/// when none (compound_pairs.cc).
+uint32_t CompoundOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
+                               const Pose& pose_b);
+/// Ray `o` + t `d` (t in [0, 1], B's local frame) against compound B: the
+/// first child crossed (ties: lowest), sub_shape = its index; the result's
+/// normal and point are in B's local frame (compound_pairs.cc).
+CastResult RaycastCompound(const Vec3& o, const Vec3& d, const Shape& b);
+/// The lowest piece of a surface or compound collider `b` that convex `a`
+/// overlaps (triangle or child index), or UINT32_MAX when none.
+inline uint32_t OverlapLowestPiece(const Shape& a, const Pose& pose_a, const Shape& b,
+                                   const Pose& pose_b) {
+  return b.kind() == ShapeKind::kCompound ? CompoundOverlapLowest(a, pose_a, b, pose_b)
+                                          : SurfaceOverlapLowest(a, pose_a, b, pose_b);
+}
+CastMethod MethodFor(ShapeKind a, ShapeKind b);
+
+/// CastSettings::max_iterations of the casts that world queries (ColliderSet
+/// sweeps and moves) run; default CastSettings{}.max_iterations. Tests lower
+/// it to force CastState::kFailed through a world query.
+int WorldCastIterations();
+/// Sets WorldCastIterations() (tests only; values < 1 restore the default).
+void SetWorldCastIterationsForTesting(int iterations);
+
+/// CastSettings::max_fraction clamped for use: values in [0, 1] as given,
+/// anything else (NaN, negative, > 1) as 1 (no bound).
+inline double FractionBound(const CastSettings& settings) {
+  const double m = settings.max_fraction;
+  return (m >= 0.0 && m < 1.0) ? m : 1.0;
+}
+
+/// CastSettings::contact_offset for use: positive values as given, else 0.
+inline double SkinOf(const CastSettings& settings) {
+  return settings.contact_offset > 0.0 ? settings.contact_offset : 0.0;
+}
+
+/// The contact offset's rule (CastSettings::contact_offset) for one piece
+/// first met at fraction t with penetration `depth` and unit `normal` (from
+/// the piece towards A), A moving by v: true when it is a hit.
+bool SkinKeeps(double depth, double t, const Vec3& normal, const Vec3& v, double skin);
+
+/// `lc` (the exact cast of convex A against convex B, B frame) when the
+/// contact offset `skin` > 0 keeps it, else a miss (cast_skin.cc).
+LocalCast ApplyContactOffset(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                             const LocalCast& lc, double skin);
+
+/// True when the bounding spheres of A (moving by v) and B never meet in
+/// [0, t_max], t_max in [0, 1] (a conservative early-out: false does not imply
+/// contact).
+bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         double t_max = 1.0);
+
+/// Closed-form or iterative cast in B's frame, chosen by MethodFor().
+LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                    const CastSettings& settings);
+
+/// Generic cast for any pair: Newton iteration on the convex distance
+/// d(t) = dist(A + t v, B) from GJK (van den Bergen 2004's conservative
+/// advancement along the ray; monotone from the left because d is convex).
+LocalCast CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                           const CastSettings& settings);
+
+LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+/// Capsule [a0, a1] radius ra moving by v against capsule [b0, b1] radius rb
+/// (all in one frame): the closed-form segment sweep behind CastCapsuleCapsule.
+LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
+                             const Vec3& b0, const Vec3& b1, double rb);
+LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+/// Capsule against box or box against capsule (the caller picks the order).
+LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                         const CastSettings& settings);
+
+/// `n` with any component along `translation` removed when t > 0, so an
+/// impact normal never points along the motion (rounding at grazing contacts).
+inline Vec3 FixImpactNormal(const Vec3& n, const Vec3& translation, double t) {
+  if (!(t > 0.0)) return n;
+  const double dn = Dot(n, translation);
+  if (dn <= 0.0) return n;
+  const Vec3 m = n - translation * (dn / translation.LengthSq());
+  return UnitOr(m, -translation);
+}
+
+}  // namespace hitbox::internal

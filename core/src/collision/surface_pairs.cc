@@ -1,0 +1,122 @@
+// Convex query shapes against mesh and heightfield colliders (the pair
+// table's surface entries, narrow_phase.cc, and the kSurface cast method).
+//
+// The query is placed in the surface's local frame (pose_b.RelativeTo(pose_a):
+// positions subtracted first, so a level 20 km out is as accurate as one at
+// the origin) and answered by the standalone surface queries
+// (geometry/surface_queries.h): candidates from the surface's hierarchy, each
+// triangle decided by GJK / EPA / conservative advancement.
+//
+// Per collider (not per triangle):
+//   overlap   true when any triangle is touched;
+//   contact   the deepest triangle's contact (ties: lowest input triangle);
+//   distance  the least distance over every triangle (O(triangles): each is
+//             visited; meant for tools and tests, not per-frame queries);
+//   cast      the first triangle touched (ties: lowest input triangle);
+//   sub_shape the input triangle index (overlap: the lowest touched).
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "collision/cast_internal.h"
+#include "geometry/surface_queries.h"
+#include "geometry/gjk.h"
+#include "hitbox/collision/collide.h"
+#include "shape/surface_data.h"
+
+namespace hitbox::internal {
+
+namespace {
+
+// (PlacedConvex keeps a pointer to its ConvexCore: the core must outlive it.)
+#define HITBOX_PLACE(q, a, a_in_b)                            \
+  const ConvexCore q##_core = ConvexCore::FromShape(a);       \
+  const PlacedConvex q(q##_core, a_in_b)
+
+}  // namespace
+
+bool SurfaceOverlap(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+  HITBOX_PLACE(q, a, pb.RelativeTo(pa));
+  return b.surface()->Visit(
+      [&](const auto& s) { return SurfaceOverlapConvex(s, q, true, nullptr); });
+}
+
+uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+  HITBOX_PLACE(q, a, pb.RelativeTo(pa));
+  std::vector<uint32_t> tris;
+  b.surface()->Visit([&](const auto& s) { return SurfaceOverlapConvex(s, q, false, &tris); });
+  uint32_t lowest = UINT32_MAX;
+  for (uint32_t t : tris) lowest = std::min(lowest, t);
+  return lowest;
+}
+
+bool SurfaceContact(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+                    Contact* contact, uint32_t* triangle) {
+  HITBOX_PLACE(q, a, pb.RelativeTo(pa));
+  std::vector<MeshContact> contacts;
+  b.surface()->Visit([&](const auto& s) { return SurfaceContactsConvex(s, q, &contacts); });
+  if (contacts.empty()) return false;
+  const MeshContact* best = &contacts[0];
+  for (const MeshContact& c : contacts) {
+    if (c.depth > best->depth || (c.depth == best->depth && c.triangle < best->triangle)) {
+      best = &c;
+    }
+  }
+  // MeshContact::normal pushes the query (A) out; Contact::normal moves B away from A.
+  const Mat33 rb = pb.rotation.ToMatrix();
+  contact->depth = best->depth;
+  contact->normal = -(rb * best->normal);
+  contact->point_a = pb.position + rb * best->point_on_query;
+  contact->point_b = pb.position + rb * best->point_on_mesh;
+  if (triangle != nullptr) *triangle = best->triangle;
+  return true;
+}
+
+DistanceResult SurfaceDistance(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+  HITBOX_PLACE(q, a, pb.RelativeTo(pa));
+  DistanceResult out;
+  out.distance = std::numeric_limits<double>::infinity();
+  Vec3 pa_local, pb_local;
+  b.surface()->Visit([&](const auto& s) {
+    Aabb everything = s.bounds();
+    everything = everything.Union(q.bounds());
+    return s.VisitOverlapping(everything, [&](uint32_t k) {
+      Vec3 v[3];
+      s.TriangleVertices(k, v);
+      const TriangleConvexDistance g = TriangleConvexGjk(v, q, q.margin(), q.scale());
+      const double d = g.distance_lower > 0.0 ? std::max(g.distance, 0.0) : 0.0;
+      if (d < out.distance) {
+        out.distance = d;
+        pa_local = g.point_on_convex;
+        pb_local = g.point_on_triangle;
+      }
+      return out.distance > 0.0;
+    });
+  });
+  const Mat33 rb = pb.rotation.ToMatrix();
+  out.point_a = pb.position + rb * pa_local;
+  out.point_b = pb.position + rb * pb_local;
+  return out;
+}
+
+LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                      double contact_offset) {
+  HITBOX_PLACE(q, a, a_in_b);
+  const MeshSweepHit h = b.surface()->Visit(
+      [&](const auto& s) { return SurfaceSweepConvex(s, q, v, contact_offset); });
+  LocalCast out;
+  switch (h.state) {
+    case MeshSweepHit::State::kMiss: return out;
+    case MeshSweepHit::State::kHit:
+      out.state = h.capped ? CastState::kFailed : CastState::kHit;
+      break;
+    case MeshSweepHit::State::kStartedInside: out.state = CastState::kStartedOverlapping; break;
+  }
+  out.t = h.state == MeshSweepHit::State::kStartedInside ? 0.0 : h.fraction;
+  out.normal = h.normal;
+  out.point = h.point;
+  out.sub_shape = h.triangle;
+  return out;
+}
+
+}  // namespace hitbox::internal

@@ -1,0 +1,405 @@
+#include "hitbox/shape/shapes.h"
+
+#include "shape/surface_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+
+namespace hitbox {
+namespace {
+
+// A size in [kMinShapeSize, kMaxShapeSize] (false for NaN).
+bool SizeInRange(double v) { return v >= kMinShapeSize && v <= kMaxShapeSize; }
+// A half height: 0, or a size in range.
+bool HalfHeightInRange(double v) { return v == 0.0 || SizeInRange(v); }
+
+constexpr const char* kSizeRule = "finite and in [1e-7, 1e6] metres";
+constexpr const char* kHalfHeightRule = "0 or finite and in [1e-7, 1e6] metres";
+
+std::string Num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+Error BadSize(const char* shape, const char* field, double v, const char* rule) {
+  return {ErrorCode::kInvalidArgument,
+          std::string(shape) + "." + field + " must be " + rule + ", got " + Num(v)};
+}
+
+Error BadChild(size_t i, const std::string& field, const std::string& what) {
+  return {ErrorCode::kInvalidArgument,
+          "compound.children[" + std::to_string(i) + "]." + field + what};
+}
+
+/// `box` grown by 1e-9 of its largest coordinate (plus 1e-300): a child
+/// touched exactly is never dropped by the rounding of its bounds.
+Aabb Grown(const Aabb& box) {
+  double far = 0.0;
+  for (int a = 0; a < 3; ++a) {
+    far = std::max({far, std::fabs(box.min[a]), std::fabs(box.max[a])});
+  }
+  return box.Expanded(far * 1e-9 + 1e-300);
+}
+
+}  // namespace
+
+const char* ShapeKindName(ShapeKind kind) {
+  switch (kind) {
+    case ShapeKind::kSphere: return "sphere";
+    case ShapeKind::kBox: return "box";
+    case ShapeKind::kCapsule: return "capsule";
+    case ShapeKind::kCylinder: return "cylinder";
+    case ShapeKind::kConvexHull: return "convex_hull";
+    case ShapeKind::kMesh: return "mesh";
+    case ShapeKind::kHeightfield: return "heightfield";
+    case ShapeKind::kCompound: return "compound";
+  }
+  return "unknown";
+}
+
+Result<Shape> Shape::Make(const Sphere& s) {
+  if (!SizeInRange(s.radius)) return BadSize("sphere", "radius", s.radius, kSizeRule);
+  Shape shape;
+  shape.kind_ = ShapeKind::kSphere;
+  shape.radius_ = s.radius;
+  return shape;
+}
+
+Result<Shape> Shape::Make(const Box& b) {
+  static const char* kFields[3] = {"half_extents.x", "half_extents.y", "half_extents.z"};
+  for (int i = 0; i < 3; ++i) {
+    if (!SizeInRange(b.half_extents[i])) {
+      return BadSize("box", kFields[i], b.half_extents[i], kSizeRule);
+    }
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kBox;
+  shape.radius_ = 0.0;
+  shape.half_extents_ = b.half_extents;
+  return shape;
+}
+
+Result<Shape> Shape::Make(const Capsule& c) {
+  if (!SizeInRange(c.radius)) return BadSize("capsule", "radius", c.radius, kSizeRule);
+  if (!HalfHeightInRange(c.half_height)) {
+    return BadSize("capsule", "half_height", c.half_height, kHalfHeightRule);
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kCapsule;
+  shape.radius_ = c.radius;
+  shape.half_height_ = c.half_height;
+  return shape;
+}
+
+Result<Shape> Shape::Make(const Cylinder& c) {
+  if (!SizeInRange(c.radius)) return BadSize("cylinder", "radius", c.radius, kSizeRule);
+  if (!HalfHeightInRange(c.half_height)) {
+    return BadSize("cylinder", "half_height", c.half_height, kHalfHeightRule);
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kCylinder;
+  shape.radius_ = c.radius;
+  shape.half_height_ = c.half_height;
+  return shape;
+}
+
+Aabb Shape::LocalBounds() const {
+  switch (kind_) {
+    case ShapeKind::kSphere: return Aabb::FromCenterExtents({}, Vec3::Splat(radius_));
+    case ShapeKind::kBox: return Aabb::FromCenterExtents({}, half_extents_);
+    case ShapeKind::kCapsule:
+      return Aabb::FromCenterExtents({}, {radius_, half_height_ + radius_, radius_});
+    case ShapeKind::kCylinder:
+      return Aabb::FromCenterExtents({}, {radius_, half_height_, radius_});
+    case ShapeKind::kConvexHull: return hull_->bounds();
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: return surface_->bounds();
+    case ShapeKind::kCompound: return compound_->bounds();
+  }
+  return {};
+}
+
+Aabb Shape::WorldBounds(const Pose& pose) const {
+  switch (kind_) {
+    case ShapeKind::kSphere:
+      return Aabb::FromCenterExtents(pose.position, Vec3::Splat(radius_));
+    case ShapeKind::kBox: {
+      // Extent along world axis i = sum_j |R_ij| * e_j.
+      const Mat33 r = pose.rotation.ToMatrix().Abs();
+      return Aabb::FromCenterExtents(pose.position, r * half_extents_);
+    }
+    case ShapeKind::kCapsule: {
+      const Vec3 axis = pose.rotation.Rotate({0, half_height_, 0}).Abs();
+      return Aabb::FromCenterExtents(pose.position, axis + Vec3::Splat(radius_));
+    }
+    case ShapeKind::kCylinder: {
+      // Disc of radius r with normal a: extent along axis i is r * sqrt(1 - a_i^2).
+      const Vec3 a = pose.rotation.Rotate({0, 1, 0});
+      const Vec3 disc{radius_ * std::sqrt(std::max(0.0, 1.0 - a.x * a.x)),
+                      radius_ * std::sqrt(std::max(0.0, 1.0 - a.y * a.y)),
+                      radius_ * std::sqrt(std::max(0.0, 1.0 - a.z * a.z))};
+      return Aabb::FromCenterExtents(pose.position, (a * half_height_).Abs() + disc);
+    }
+    case ShapeKind::kConvexHull: {
+      // Tight: the extreme vertices along each world axis (support along R^T e_i).
+      const Mat33 r = pose.rotation.ToMatrix();
+      Aabb box{Vec3::Splat(std::numeric_limits<double>::infinity()),
+               Vec3::Splat(-std::numeric_limits<double>::infinity())};
+      for (const Vec3& v : hull_->vertices()) box = box.Union(r * v);
+      return {box.min + pose.position, box.max + pose.position};
+    }
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: {
+      // The world box of the local box (centre rotated, extents through |R|).
+      const Aabb& b = surface_->bounds();
+      const Mat33 r = pose.rotation.ToMatrix();
+      const Vec3 c = (b.min + b.max) * 0.5, e = (b.max - b.min) * 0.5;
+      return Aabb::FromCenterExtents(pose.position + r * c, r.Abs() * e);
+    }
+    case ShapeKind::kCompound: {
+      // Tight: the union of the children's own world boxes.
+      Aabb box;
+      for (const CompoundChild& child : compound_->children()) {
+        box = box.Union(child.shape.WorldBounds(pose * child.pose));
+      }
+      return box;
+    }
+  }
+  return {};
+}
+
+Vec3 Shape::Support(const Vec3& d) const {
+  switch (kind_) {
+    case ShapeKind::kSphere: {
+      const double len = d.Length();
+      return len > 0.0 ? d * (radius_ / len) : Vec3{radius_, 0, 0};
+    }
+    case ShapeKind::kBox:
+      return {d.x >= 0 ? half_extents_.x : -half_extents_.x,
+              d.y >= 0 ? half_extents_.y : -half_extents_.y,
+              d.z >= 0 ? half_extents_.z : -half_extents_.z};
+    case ShapeKind::kCapsule: {
+      const double len = d.Length();
+      const Vec3 s = len > 0.0 ? d * (radius_ / len) : Vec3{radius_, 0, 0};
+      return {s.x, s.y + (d.y >= 0 ? half_height_ : -half_height_), s.z};
+    }
+    case ShapeKind::kCylinder: {
+      const double len_xz = std::sqrt(d.x * d.x + d.z * d.z);
+      const double y = d.y >= 0 ? half_height_ : -half_height_;
+      if (len_xz > 0.0) return {d.x * (radius_ / len_xz), y, d.z * (radius_ / len_xz)};
+      return {radius_, y, 0.0};
+    }
+    case ShapeKind::kConvexHull: return hull_->Support(d);
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: {
+      // Surfaces are not convex: the support of their local bounding box.
+      const Aabb& b = surface_->bounds();
+      return {d.x >= 0 ? b.max.x : b.min.x, d.y >= 0 ? b.max.y : b.min.y,
+              d.z >= 0 ? b.max.z : b.min.z};
+    }
+    case ShapeKind::kCompound: {
+      // The support of the children's convex hull: the farthest child support
+      // (ties: the lowest child).
+      Vec3 best;
+      double best_dot = -std::numeric_limits<double>::infinity();
+      for (const CompoundChild& child : compound_->children()) {
+        const Vec3 p = child.pose.TransformPoint(
+            child.shape.Support(child.pose.InverseTransformDirection(d)));
+        if (Dot(p, d) > best_dot) best_dot = Dot(p, d), best = p;
+      }
+      return best;
+    }
+  }
+  return {};
+}
+
+double Shape::BoundingRadius() const {
+  switch (kind_) {
+    case ShapeKind::kSphere: return radius_;
+    case ShapeKind::kBox: return half_extents_.Length();
+    case ShapeKind::kCapsule: return radius_ + half_height_;
+    case ShapeKind::kCylinder: return std::sqrt(radius_ * radius_ + half_height_ * half_height_);
+    case ShapeKind::kConvexHull: return hull_->bounding_radius();
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: return surface_->bounding_radius();
+    case ShapeKind::kCompound: return compound_->bounding_radius();
+  }
+  return 0.0;
+}
+
+std::string Shape::ToString() const {
+  switch (kind_) {
+    case ShapeKind::kSphere: return "sphere{radius=" + Num(radius_) + "}";
+    case ShapeKind::kBox: return "box{half_extents=" + hitbox::ToString(half_extents_) + "}";
+    case ShapeKind::kCapsule:
+      return "capsule{radius=" + Num(radius_) + ", half_height=" + Num(half_height_) + "}";
+    case ShapeKind::kCylinder:
+      return "cylinder{radius=" + Num(radius_) + ", half_height=" + Num(half_height_) + "}";
+    case ShapeKind::kConvexHull: {
+      std::string s = "convex_hull{points=[";
+      const std::vector<Vec3>& pts = hull_->input_points();
+      for (size_t i = 0; i < pts.size(); ++i) {
+        if (i > 0) s += ", ";
+        s += hitbox::ToString(pts[i]);
+      }
+      return s + "]}";
+    }
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield: {
+      const Aabb& b = surface_->bounds();
+      return std::string(ShapeKindName(kind_)) + "{triangles=" +
+             std::to_string(surface_->input_triangles()) + ", bounds=" + hitbox::ToString(b.min) +
+             ".." + hitbox::ToString(b.max) + "}";
+    }
+    case ShapeKind::kCompound: {
+      std::string s = "compound{children=[";
+      const std::vector<CompoundChild>& children = compound_->children();
+      for (size_t i = 0; i < children.size(); ++i) {
+        if (i > 0) s += ", ";
+        s += children[i].shape.ToString() + " at " + hitbox::ToString(children[i].pose);
+      }
+      return s + "]}";
+    }
+  }
+  return "unknown";
+}
+
+bool Shape::operator==(const Shape& o) const {
+  if (kind_ != o.kind_) return false;
+  if (kind_ == ShapeKind::kConvexHull) {
+    return hull_ == o.hull_ || hull_->input_points() == o.hull_->input_points();
+  }
+  // Surfaces: the same shared data (built once; copies compare equal).
+  if (IsSurfaceKind(kind_)) return surface_ == o.surface_;
+  // Compounds: the same children (shapes and poses) in the same order.
+  if (kind_ == ShapeKind::kCompound) {
+    if (compound_ == o.compound_) return true;
+    const std::vector<CompoundChild>& x = compound_->children();
+    const std::vector<CompoundChild>& y = o.compound_->children();
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                      [](const CompoundChild& p, const CompoundChild& q) {
+                        return p.shape == q.shape && p.pose.position == q.pose.position &&
+                               p.pose.rotation == q.pose.rotation;
+                      });
+  }
+  // (half_height_ is the active member for every primitive.)
+  return radius_ == o.radius_ && half_height_ == o.half_height_ &&
+         half_extents_ == o.half_extents_;
+}
+
+size_t Shape::DataBytes() const {
+  if (kind_ == ShapeKind::kConvexHull) return hull_->MemoryBytes();
+  if (IsSurfaceKind(kind_)) return surface_->MemoryBytes();
+  if (kind_ == ShapeKind::kCompound) return compound_->MemoryBytes();
+  return 0;
+}
+
+Result<Shape> Shape::Make(const TriangleMeshShape& m) {
+  Result<TriangleMesh> built = TriangleMesh::Build(m.vertices, m.triangles);
+  if (!built.ok()) {
+    return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kMesh;
+  shape.radius_ = 0.0;
+  shape.surface_ = new SurfaceData(std::move(*built), m);
+  internal::SurfaceAddRef(shape.surface_);
+  return shape;
+}
+
+Result<Shape> Shape::Make(const HeightfieldShape& h) {
+  Result<Heightfield> built =
+      Heightfield::Build(h.rows, h.cols, h.cell_size_x, h.cell_size_z, h.heights);
+  if (!built.ok()) {
+    return Error{ErrorCode::kInvalidArgument, "heightfield: " + built.error().message};
+  }
+  Shape shape;
+  shape.kind_ = ShapeKind::kHeightfield;
+  shape.radius_ = 0.0;
+  shape.surface_ = new SurfaceData(std::move(*built), h);
+  internal::SurfaceAddRef(shape.surface_);
+  return shape;
+}
+
+Result<Shape> Shape::Make(const Compound& c) {
+  static_assert(kMinCompoundChildren == 1 && kMaxCompoundChildren == 64 &&
+                    kQuatNormTolerance == 1e-6 && kMaxShapeSize == 1e6,
+                "update the messages below");
+  const size_t n = c.children.size();
+  if (n < static_cast<size_t>(kMinCompoundChildren) ||
+      n > static_cast<size_t>(kMaxCompoundChildren)) {
+    return Error{ErrorCode::kInvalidArgument,
+                 "compound.children: needs 1 to 64 children, got " + std::to_string(n)};
+  }
+  auto data = std::make_unique<CompoundData>();
+  data->children_.reserve(n);
+  data->child_bounds_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const CompoundChild& child = c.children[i];
+    const ShapeKind kind = child.shape.kind();
+    if (!IsConvexKind(kind)) {
+      return BadChild(i, "shape", std::string(": a ") + ShapeKindName(kind) +
+                                      " cannot be a compound child (use sphere, box, capsule, "
+                                      "cylinder or convex_hull)");
+    }
+    const Vec3& p = child.pose.position;
+    for (int a = 0; a < 3; ++a) {
+      if (!(std::fabs(p[a]) <= kMaxShapeSize)) {
+        static const char* kAxis[3] = {"x", "y", "z"};
+        return BadChild(i, std::string("position.") + kAxis[a],
+                        " must be finite and in [-1e6, 1e6] metres, got " + Num(p[a]));
+      }
+    }
+    const Quat& q = child.pose.rotation;
+    if (!q.IsFinite() || !q.IsNormalized(kQuatNormTolerance)) {
+      return BadChild(i, "rotation",
+                      ": quaternion norm " + Num(q.Length()) + " is not 1 (tolerance 1e-6)");
+    }
+    const Pose pose(p, q.Normalized());
+    data->children_.push_back({child.shape, pose});
+    data->child_bounds_.push_back(Grown(child.shape.WorldBounds(pose)));
+    data->bounds_ = data->bounds_.Union(data->child_bounds_.back());
+    data->bounding_radius_ = std::max(data->bounding_radius_,
+                                      p.Length() + child.shape.BoundingRadius());
+  }
+  data->BuildHierarchy();
+  Shape shape;
+  shape.kind_ = ShapeKind::kCompound;
+  shape.radius_ = 0.0;
+  shape.compound_ = data.release();
+  internal::CompoundAddRef(shape.compound_);
+  return shape;
+}
+
+const TriangleMeshShape* Shape::mesh_input() const {
+  return kind_ == ShapeKind::kMesh ? &surface_->mesh_input() : nullptr;
+}
+const HeightfieldShape* Shape::heightfield_input() const {
+  return kind_ == ShapeKind::kHeightfield ? &surface_->heightfield_input() : nullptr;
+}
+
+namespace internal {
+void SurfaceAddRef(const SurfaceData* s) { s->refs_.fetch_add(1, std::memory_order_relaxed); }
+void SurfaceRelease(const SurfaceData* s) {
+  if (s->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s;
+}
+}  // namespace internal
+
+std::string ToString(const Vec3& v) {
+  // std::string("{"), not "{": gcc 12 -O3 warns on the latter (-Wrestrict, PR 105651).
+  return std::string("{") + Num(v.x) + ", " + Num(v.y) + ", " + Num(v.z) + "}";
+}
+std::string ToString(const Quat& q) {
+  return std::string("{") + Num(q.x) + ", " + Num(q.y) + ", " + Num(q.z) + ", " + Num(q.w) + "}";
+}
+std::string ToString(const Pose& p) {
+  return "Pose{" + ToString(p.position) + ", Quat" + ToString(p.rotation) + "}";
+}
+
+}  // namespace hitbox
+static_assert(sizeof(hitbox::Shape) == 48, "Shape: kind, radius, half height or hull handle, half extents");

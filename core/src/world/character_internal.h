@@ -1,0 +1,26 @@
+// The collide-and-slide controller behind ColliderSet::Move, written against
+// a small world interface so the collider set can supply its sweeps (with
+// its work accounting) and tests can drive it directly.
+#pragma once
+
+#include "hitbox/world/collider_set.h"
+
+namespace hitbox::internal {
+
+/// The world a move sweeps through.
+class MoveWorld {
+ public:
+  /// Closest hit of the move's shape (at the move's rotation) swept from
+  /// `from` by `translation`, with the move's filter; a pair that starts
+  /// touching while the motion leaves it is skipped. False on a miss.
+  virtual bool Sweep(const Vec3& from, const Vec3& translation, CastHit* hit) = 0;
+
+ protected:
+  ~MoveWorld() = default;
+};
+
+/// Runs the move `q` (validated: finite, unit up after normalizing, settings
+/// in range) against `world` into *out.
+void RunMove(const MoveQuery& q, MoveWorld& world, MoveResult* out);
+
+}  // namespace hitbox::internal

@@ -1,0 +1,233 @@
+// ColliderSet batch runner: the queries of a batch interleaved per kind with
+// the tree cursors, in chunks on the thread pool, under a budget.
+#include "world/collider_set_jobs.h"
+#include "world/query_hits.h"
+
+namespace hitbox {
+
+// Runs the queries of kind Q among queries[first, last) with up to
+// kInterleave jobs (J) stepped in turn; begin(job, cursor) starts a cursor.
+// Returns false when `control` (used only when kBudgeted) stopped it.
+template <typename Q, typename J, typename Cursor, bool kBudgeted, typename BeginFn,
+          typename StepFn>
+bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
+                                   std::span<QueryResult> results, size_t first, size_t last,
+                                   BatchControl* control, const BeginFn& begin,
+                                   const StepFn& step) const {
+  const Impl& m = *this;
+  J jobs[kInterleave];
+  Cursor cursors[kInterleave];
+  bool live[kInterleave] = {};
+  PairCounter pairs;
+  uint64_t steps = 0;
+  uint64_t charged_pairs = 0;
+  size_t next = first;
+  size_t active = 0;
+  auto start = [&](size_t s) {
+    while (next < last) {
+      const size_t i = next++;
+      const Q* qp = std::get_if<Q>(&queries[i]);
+      if (qp == nullptr || qp->at_tick) continue;  // another kind or rewound: own pass
+      const Q& q = *qp;
+      jobs[s].pairs = &pairs;
+      if constexpr (std::is_same_v<Q, OverlapQuery>) {
+        jobs[s].Start(m, q, &results[i].overlaps);
+      } else {
+        jobs[s].Start(m, q, &results[i].hits);
+      }
+      begin(jobs[s], cursors[s]);
+      live[s] = true;
+      return true;
+    }
+    live[s] = false;
+    return false;
+  };
+  const auto charge = [&] {
+    const bool go = control->Charge(steps, pairs.count - charged_pairs);
+    steps = 0;
+    charged_pairs = pairs.count;
+    return go;
+  };
+  for (size_t s = 0; s < kInterleave; ++s) active += start(s);
+  while (active > 0) {
+    // Every live slot steps once per round: count the round, not each step.
+    if constexpr (kBudgeted) steps += active;
+    for (size_t s = 0; s < kInterleave; ++s) {
+      if (!live[s]) continue;
+      if (step(jobs[s], cursors[s])) continue;
+      jobs[s].Finish();
+      if (!start(s)) --active;
+    }
+    if constexpr (kBudgeted) {
+      if (steps >= kCheckEvery && !charge()) return false;
+    }
+  }
+  if constexpr (kBudgeted) return charge();
+  return true;
+}
+
+bool ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<QueryResult> results,
+                                 size_t begin, size_t end, BatchControl* control) const {
+  return control != nullptr ? RunRangeImpl<true>(queries, results, begin, end, control)
+                            : RunRangeImpl<false>(queries, results, begin, end, nullptr);
+}
+
+template <bool kBudgeted>
+bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
+                                     std::span<QueryResult> results, size_t begin, size_t end,
+                                     BatchControl* control) const {
+  for (size_t i = begin; i < end; ++i) {
+    results[i].overlaps.clear();
+    results[i].hits.clear();
+    results[i].move.reset();
+  }
+  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
+  if (kBudgeted && !control->Poll()) return false;
+  const bool ok = Interleave<OverlapQuery, OverlapJob, BoxCursor, kBudgeted>(
+      queries, results, begin, end, control,
+      [this](OverlapJob& job, BoxCursor& cur) { cur.Begin(tree, job.box, job.q->filter.mask); },
+      [&](OverlapJob& job, BoxCursor& cur) {
+        return cur.Step([&](uint32_t item, uint32_t) { job.Leaf(item); }, prefetch);
+      });
+  if (!ok) return false;
+  const bool ok2 = Interleave<CastQuery, CastJob, SegmentCursor, kBudgeted>(
+      queries, results, begin, end, control,
+      [this](CastJob& job, SegmentCursor& cur) {
+        cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
+      },
+      [&](CastJob& job, SegmentCursor& cur) {
+        return cur.Step(
+            [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+            prefetch);
+      });
+  if (!ok2) return false;
+  const bool ok3 = Interleave<RayQuery, RayJob, SegmentCursor, kBudgeted>(
+      queries, results, begin, end, control,
+      [this](RayJob& job, SegmentCursor& cur) {
+        cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
+      },
+      [&](RayJob& job, SegmentCursor& cur) {
+        return cur.Step(
+            [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+            prefetch);
+      });
+  if (!ok3) return false;
+  // Moves: a chain of dependent sweeps each, run one after another.
+  for (size_t i = begin; i < end; ++i) {
+    const auto* mq = std::get_if<MoveQuery>(&queries[i]);
+    if (mq == nullptr) continue;
+    if (!Move(*mq, &results[i].move.emplace(), control)) return false;
+  }
+  // Rewound queries, one at a time (they are charged one node each).
+  PairCounter pairs;
+  for (size_t i = begin; i < end; ++i) {
+    const Query& q = queries[i];
+    if (const auto* o = std::get_if<OverlapQuery>(&q); o != nullptr && o->at_tick) {
+      RunRewound<OverlapJob>(*o, &results[i].overlaps, &pairs);
+    } else if (const auto* c = std::get_if<CastQuery>(&q); c != nullptr && c->at_tick) {
+      RunRewound<CastJob>(*c, &results[i].hits, &pairs);
+    } else if (const auto* r = std::get_if<RayQuery>(&q); r != nullptr && r->at_tick) {
+      RunRewound<RayJob>(*r, &results[i].hits, &pairs);
+    } else {
+      continue;
+    }
+    if constexpr (kBudgeted) {
+      if (!control->Charge(1, pairs.count)) return false;
+      pairs.count = 0;
+    }
+  }
+  return true;
+}
+
+// Answers the first n queries, on the calling thread or in chunks on `pool`
+// when the batch is large enough; with a control, chunks not yet started
+// are skipped once it stopped.
+void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<QueryResult> results,
+                                  size_t n, ThreadPool* pool, BatchControl* control) const {
+  if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
+    RunRange(queries, results, 0, n, control);
+    return;
+  }
+  const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
+  pool->ParallelFor(chunks, [&](size_t chunk) {
+    if (control != nullptr && control->Stopped()) return;
+    const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
+    RunRange(queries, results, chunk * kParallelChunk, end, control);
+  });
+}
+
+namespace {
+// Every answer of a batch as the caller sees it (internal::FinishResult).
+void FinishResults(std::span<const Query> queries, std::span<QueryResult> results) {
+  const size_t n = std::min(queries.size(), results.size());
+  for (size_t i = 0; i < n; ++i) internal::FinishResult(queries[i], &results[i]);
+}
+}  // namespace
+
+void ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
+                           ThreadPool* pool) const {
+  if (base_ != nullptr) {
+    (void)RunBatchLayered(queries, results, pool, nullptr, nullptr);
+  } else {
+    impl_->RunChunks(queries, results, std::min(queries.size(), results.size()), pool, nullptr);
+  }
+  FinishResults(queries, results);
+}
+
+Status ColliderSet::RunBatch(std::span<const Query> queries, std::span<QueryResult> results,
+                             ThreadPool* pool, const QueryBudget& budget, QueryWork* work) const {
+  const Status s = base_ != nullptr ? RunBatchLayered(queries, results, pool, &budget, work)
+                                    : RunBatchOwn(queries, results, pool, &budget, work);
+  if (s.ok()) FinishResults(queries, results);
+  return s;
+}
+
+Status ColliderSet::RunBatchOwn(std::span<const Query> queries, std::span<QueryResult> results,
+                                ThreadPool* pool, const QueryBudget* budget_or_null,
+                                QueryWork* work) const {
+  const size_t n = std::min(queries.size(), results.size());
+  if (Status s = CheckQueryTicks(queries.first(n)); !s.ok()) {
+    for (size_t i = 0; i < n; ++i) {
+      results[i].overlaps.clear();
+      results[i].hits.clear();
+    }
+    return s;
+  }
+  if (budget_or_null == nullptr) {
+    impl_->RunChunks(queries, results, n, pool, nullptr);
+    return Status::Ok();
+  }
+  const QueryBudget& budget = *budget_or_null;
+  Impl::BatchControl control;
+  control.budget = &budget;
+  impl_->RunChunks(queries, results, n, pool, &control);
+  if (work != nullptr) {
+    work->nodes = control.nodes.load();
+    work->pair_tests = control.pair_tests.load();
+  }
+  const int stop = control.stop.load();
+  if (stop == 0) return Status::Ok();
+  for (size_t i = 0; i < n; ++i) {
+    // Release the memory too: a stopped batch may have been a huge one.
+    std::vector<OverlapHit>().swap(results[i].overlaps);
+    std::vector<CastHit>().swap(results[i].hits);
+    results[i].move.reset();
+  }
+  const auto code = static_cast<ErrorCode>(stop - 1);
+  switch (code) {
+    case ErrorCode::kDeadlineExceeded:
+      return Status(code, "queries: the deadline passed after " + std::to_string(control.nodes) +
+                              " tree nodes and " + std::to_string(control.pair_tests) +
+                              " pair tests");
+    case ErrorCode::kCancelled: return Status(code, "queries: cancelled");
+    default:
+      return Status(code, "queries: the batch needs more than its budget of " +
+                              std::to_string(budget.max_nodes) + " tree nodes and " +
+                              std::to_string(budget.max_pair_tests) +
+                              " pair tests (0: unlimited); it had used " +
+                              std::to_string(control.nodes) + " and " +
+                              std::to_string(control.pair_tests));
+  }
+}
+
+}  // namespace hitbox

@@ -1,0 +1,287 @@
+// ColliderSet internals shared by its parts: the storage (Impl: dense
+// collider arrays with swap-remove, a compact id index, a dynamic AABB tree,
+// the history of poses) and the helpers of validation and queries.
+//
+// The parts: collider_set.cc (storage, changes), collider_set_validation.cc
+// (shapes, poses, queries, the batch policy), collider_set_queries.cc (single
+// queries and moves, with the jobs of collider_set_jobs.h) and
+// collider_set_batch.cc (the batch runner).
+#pragma once
+
+#include "hitbox/world/collider_set.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+#include "collision/cast_internal.h"
+#include "world/character_internal.h"
+#include "broad_phase/dynamic_tree.h"
+#include "world/history.h"
+#include "world/id_index.h"
+
+namespace hitbox {
+
+/// Leaf boxes are the tight world bounds grown by this much (metres), so
+/// that the tree never culls a pair the narrow phase (whose tolerances are
+/// ~1e-9 m) would call touching. Also the slack of the bounding-sphere checks.
+inline constexpr double kBoxSlack = 1e-4;
+/// Extra margin of "fat" leaf boxes for colliders added or moved one by one:
+/// moves that stay inside the fat box do not touch the tree.
+inline constexpr double kFatMargin = 0.1;
+/// Batches with at least this many queries use the thread pool.
+inline constexpr size_t kParallelBatchMin = 64;
+/// Queries per ParallelFor task (enough for each kind to fill the
+/// interleaved traversals of RunRange).
+inline constexpr size_t kParallelChunk = 32;
+
+// Validation (collider_set_validation.cc); errors name `field`.
+
+/// Shortest text that reads back to the same double, e.g. "1.2", "1e-6".
+std::string Num(double v);
+Status Invalid(const std::string& field, const std::string& what);
+/// Re-validates a shape's parameters (a Shape is valid by construction, but
+/// may have been copied from memory a caller filled in).
+Status CheckShape(const Shape& s, const std::string& field);
+/// A query shape: a valid shape of a convex kind.
+Status CheckQueryShape(const Shape& s, const std::string& field);
+Status CheckVec(const Vec3& v, const std::string& field);
+Status CheckRotation(const Quat& q, const std::string& field);
+Status CheckPose(const Pose& p, const std::string& field);
+Status CheckCollider(const Collider& c, const std::string& field);
+Status ValidateMoveSettings(const MoveSettings& s, const std::string& field);
+
+inline Pose Normalized(const Pose& p) { return {p.position, p.rotation.Normalized()}; }
+
+// Tight world box plus slack: what the tree must contain for a collider.
+inline Aabb SlackBounds(const Shape& s, const Pose& p) {
+  return s.WorldBounds(p).Expanded(kBoxSlack);
+}
+
+// Entry fraction of a sphere of radius r centred at `from` moving by `d`
+// into a sphere of radius `rb` at `b`: a lower bound on the first contact of
+// any shapes inside them (Ericson, RTCD 5.3.2, intersecting a ray with a
+// sphere). Returns false when they never meet within [0, max_t].
+inline bool SphereSweepEntry(const Vec3& from, const Vec3& d, double r, const Vec3& b,
+                             double max_t, double* t) {
+  const Vec3 m = from - b;
+  const double c = Dot(m, m) - r * r;
+  if (c <= 0.0) {
+    *t = 0.0;
+    return true;
+  }
+  const double bq = Dot(m, d);
+  if (bq >= 0.0) return false;  // outside and moving away (or not moving)
+  const double a = Dot(d, d);
+  const double disc = bq * bq - a * c;
+  if (disc < 0.0) return false;
+  const double t0 = (-bq - std::sqrt(disc)) / a;
+  if (t0 > max_t) return false;
+  *t = t0;
+  return true;
+}
+
+inline bool HitLess(const CastHit& a, const CastHit& b) {
+  if (a.fraction != b.fraction) return a.fraction < b.fraction;
+  return a.id < b.id;
+}
+
+inline CastHit MakeHit(const Collider& c, const CastResult& r) {
+  CastHit h;
+  h.id = c.id;
+  h.user_data = c.user_data;
+  h.fraction = r.fraction;
+  h.normal = r.normal;
+  h.point = r.point;
+  h.started_overlapping = r.state == CastState::kStartedOverlapping;
+  h.depth = r.depth;
+  h.sub_shape = r.sub_shape;
+  return h;
+}
+
+// Capacity after growing past `cap`: by 1/16 (not 2x), which keeps the bytes
+// per collider within budget (<= 256 including tree and index) at the cost of
+// ~16 copies per collider over a long run of single adds.
+inline size_t GrownCapacity(size_t cap) { return cap + cap / 16 + 64; }
+
+inline const std::optional<double>& AtTickOf(const Query& q) {
+  return std::visit([](const auto& x) -> const std::optional<double>& { return x.at_tick; }, q);
+}
+/// Item bit of the history's colliders placed for a rewound query (the set
+/// holds fewer than 2^31 colliders).
+inline constexpr uint32_t kPlacedItem = 0x80000000u;
+
+/// Narrow-phase pair tests of a job, counted for budgets (jobs of one
+/// RunRange share one counter).
+struct PairCounter {
+  uint64_t count = 0;
+};
+
+struct ColliderSet::Impl {
+  /// The base set's (a shared map's) body, for the queries that must see it
+  /// from inside (moves); the others merge the two answers (static_world.cc).
+  const Impl* base = nullptr;
+  std::vector<Collider> colliders;
+  /// Tree leaf of colliders[i].
+  std::vector<uint32_t> leaf_of;
+  /// Bounding radius of colliders[i] (about its position), rounded up.
+  std::vector<float> radius;
+  DynamicTree tree;
+  IdIndex index;
+  uint64_t revision = 0;
+  /// Heap bytes of the colliders' kind data (hull vertices, planes, ...),
+  /// counted per collider (a hull shared by copies is counted by each).
+  size_t shape_data_bytes = 0;
+  /// Poses of the recent ticks (rewound queries).
+  internal::History history;
+  /// 1 when colliders[i] is tracked by the history: rewound queries take it
+  /// from there, not from here.
+  std::vector<uint8_t> tracked;
+
+  /// Refreshes tracked[] of `id` (if it is in the set).
+  void SyncTracked(uint64_t id) {
+    const uint32_t i = IndexOf(id);
+    if (i != IdIndex::kEmpty) tracked[i] = history.IsTracked(id) ? 1 : 0;
+  }
+  void BeginBatch(std::optional<uint64_t> tick) {
+    std::vector<uint64_t> untracked;
+    history.BeginBatch(tick, revision, &untracked);
+    for (uint64_t id : untracked) SyncTracked(id);
+  }
+
+  /// The pose of own collider i (normalized when set). Queries in the
+  /// present read own poses through here or the Collider handed to a job;
+  /// a rewound query reads the history's placed colliders for the ones it
+  /// tracks (ColliderAt).
+  const Pose& PoseOf(uint32_t i) const { return colliders[i].pose; }
+  /// The collider behind a job's tree item: the own colliders[item], or with
+  /// kPlacedItem the history's collider placed at a rewound query's tick.
+  const Collider& ColliderAt(uint32_t item, const internal::PlacedColliders* placed) const {
+    return (item & kPlacedItem) != 0 ? placed->colliders[item & ~kPlacedItem] : colliders[item];
+  }
+
+  auto KeyOf() const {
+    return [this](uint32_t i) { return colliders[i].id; };
+  }
+  uint32_t IndexOf(uint64_t id) const { return index.Find(id, KeyOf()); }
+
+  void Add(const Collider& c) {
+    const uint32_t i = static_cast<uint32_t>(colliders.size());
+    if (colliders.size() == colliders.capacity()) {
+      const size_t cap = GrownCapacity(colliders.capacity());
+      colliders.reserve(cap);
+      leaf_of.reserve(cap);
+      radius.reserve(cap);
+      tracked.reserve(cap);
+      tree.Reserve(cap);
+    }
+    colliders.push_back(c);
+    tracked.push_back(0);
+    shape_data_bytes += c.shape.DataBytes();
+    radius.push_back(RoundUp(c.shape.BoundingRadius()));
+    colliders.back().pose = Normalized(c.pose);
+    index.Insert(c.id, i, KeyOf());
+    const Collider& s = colliders.back();
+    leaf_of.push_back(tree.CreateLeaf(SlackBounds(s.shape, s.pose).Expanded(kFatMargin), i, s.layer));
+  }
+
+  void Replace(uint32_t i, const Collider& c) {
+    Collider& s = colliders[i];
+    shape_data_bytes -= s.shape.DataBytes();
+    shape_data_bytes += c.shape.DataBytes();
+    s = c;
+    s.pose = Normalized(c.pose);
+    radius[i] = RoundUp(s.shape.BoundingRadius());
+    if (tree.node(leaf_of[i]).child2 != s.layer) tree.SetLeafLayer(leaf_of[i], s.layer);
+    tree.MoveLeaf(leaf_of[i], SlackBounds(s.shape, s.pose).Expanded(kFatMargin));
+  }
+
+  void Move(uint32_t i, const Pose& pose) {
+    Collider& s = colliders[i];
+    s.pose = Normalized(pose);
+    const Aabb box = SlackBounds(s.shape, s.pose);
+    if (!tree.LeafContains(leaf_of[i], box)) tree.MoveLeaf(leaf_of[i], box.Expanded(kFatMargin));
+  }
+
+  void Remove(uint32_t i) {
+    tree.DestroyLeaf(leaf_of[i]);
+    index.Erase(colliders[i].id, KeyOf());
+    shape_data_bytes -= colliders[i].shape.DataBytes();
+    const uint32_t last = static_cast<uint32_t>(colliders.size() - 1);
+    if (i != last) {
+      colliders[i] = colliders[last];
+      leaf_of[i] = leaf_of[last];
+      radius[i] = radius[last];
+      tracked[i] = tracked[last];
+      tree.SetLeafItem(leaf_of[i], i);
+      index.Update(colliders[i].id, i, KeyOf());
+    }
+    colliders.pop_back();
+    leaf_of.pop_back();
+    radius.pop_back();
+    tracked.pop_back();
+  }
+
+  void RebuildTree() {
+    std::vector<DynamicTree::BuildItem> items(colliders.size());
+    for (size_t i = 0; i < colliders.size(); ++i) {
+      const Collider& c = colliders[i];
+      items[i] = {SlackBounds(c.shape, c.pose), static_cast<uint32_t>(i), c.layer};
+    }
+    leaf_of.resize(colliders.size());
+    tree.Build(items, &leaf_of);
+  }
+
+  /// Starts loading what a leaf test reads (the collider, 2-3 lines, and its radius).
+  void PrefetchCollider(uint32_t item) const {
+    const char* c = reinterpret_cast<const char*>(&colliders[item]);
+    __builtin_prefetch(c);
+    __builtin_prefetch(c + 64);
+    __builtin_prefetch(c + sizeof(Collider) - 1);
+    __builtin_prefetch(&radius[item]);
+  }
+
+  void Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const;
+  void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
+  void Raycast(const RayQuery& q, std::vector<CastHit>* hits) const;
+  struct BatchControl;
+  /// Answers queries[begin, end) into results[begin, end), interleaving the
+  /// traversals of queries of the same kind. With a control (may be null),
+  /// charges the work to it and returns false as soon as it says stop.
+  bool RunRange(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
+                size_t end, BatchControl* control) const;
+  /// RunRange with (kBudgeted) or without a control: without one, the
+  /// traversal loops carry no accounting at all.
+  void RunChunks(std::span<const Query> queries, std::span<QueryResult> results, size_t n,
+                 ThreadPool* pool, BatchControl* control) const;
+  template <bool kBudgeted>
+  bool RunRangeImpl(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
+                    size_t end, BatchControl* control) const;
+
+  struct OverlapJob;
+  struct HitCollector;
+  struct CastJob;
+  struct RayJob;
+  class MoveSweeper;
+  /// Runs a move; with a control, charges its work and returns false once it
+  /// says stop.
+  bool Move(const MoveQuery& q, MoveResult* result, BatchControl* control) const;
+  /// Answers a query with at_tick (nothing when the tick is not available):
+  /// the set's untracked colliders through its tree, then the history's
+  /// colliders whose window box the query reaches, placed at the tick.
+  template <typename J, typename Q, typename Hits>
+  void RunRewound(const Q& q, Hits* hits, PairCounter* pairs, bool skip_leaving = false) const;
+  template <typename Q, typename J, typename Cursor, bool kBudgeted, typename BeginFn,
+            typename StepFn>
+  bool Interleave(std::span<const Query> queries, std::span<QueryResult> results,
+                  size_t first, size_t last, BatchControl* control, const BeginFn& begin,
+                  const StepFn& step) const;
+};
+
+}  // namespace hitbox

@@ -1,0 +1,376 @@
+// The query jobs of a ColliderSet (one per query kind) and the budget
+// control of a batch, shared by the single queries (collider_set_queries.cc)
+// and the batch runner (collider_set_batch.cc).
+#pragma once
+
+#include "world/collider_set_internal.h"
+#include "world/query_hits.h"
+
+namespace hitbox {
+
+// ---------------------------------------------------------------------------
+// Queries
+//
+// Each query kind is a job: set up from the query, fed the candidate leaves
+// of a tree traversal (Leaf), then finished (sorting, contacts). Run() drives
+// one job with QueryTree / CastTree; RunBatch() steps up to kInterleave jobs
+// of one kind in turn with the cursors of dynamic_tree.h so their cache
+// misses overlap. Both feed each job the same leaves in the same order.
+
+/// Traversals stepped in turn by RunBatch (enough to cover a memory latency).
+constexpr size_t kInterleave = 8;
+
+
+/// Orders overlap hits by id: the heap of the max_hits lowest ids keeps the
+/// highest on top.
+inline bool IdLess(const OverlapHit& a, const OverlapHit& b) { return a.id < b.id; }
+
+struct ColliderSet::Impl::OverlapJob {
+  const ColliderSet::Impl* m = nullptr;
+  const OverlapQuery* q = nullptr;
+  std::vector<OverlapHit>* hits = nullptr;
+  PairCounter* pairs = nullptr;
+  Pose pose;
+  FloatAabb box;
+  double r_q = 0.0;
+  uint32_t cap = 0;
+  bool has_ignore = false;
+  /// Rewound queries: the set's colliders to pass over (tracked[]), and the
+  /// history's colliders placed at the tick (items with kPlacedItem).
+  const uint8_t* skip = nullptr;
+  const internal::PlacedColliders* placed = nullptr;
+
+  void Start(const ColliderSet::Impl& set, const OverlapQuery& query,
+             std::vector<OverlapHit>* out) {
+    m = &set;
+    q = &query;
+    hits = out;
+    hits->clear();
+    cap = internal::KeptHits(q->filter.max_hits);
+    pose = Normalized(q->pose);
+    box = FloatAabb::Outward(q->shape.WorldBounds(pose).Expanded(kBoxSlack));
+    r_q = q->shape.BoundingRadius() + kBoxSlack;
+    has_ignore = !q->filter.ignore.empty();
+  }
+  void Leaf(uint32_t item) {
+    if (skip != nullptr && skip[item] != 0) return;
+    LeafOf(m->colliders[item], m->radius[item], item);
+  }
+  void LeafOf(const Collider& c, float radius, uint32_t item) {
+    if (has_ignore && std::find(q->filter.ignore.begin(), q->filter.ignore.end(), c.id) !=
+                          q->filter.ignore.end()) {
+      return;
+    }
+    // With max_hits, keep only the lowest ids found so far (a max-heap by
+    // id): a higher id than the heap's top cannot make the cut.
+    const bool full = cap != 0 && hits->size() == cap;
+    if (full && c.id > hits->front().id) return;
+    const double r = r_q + radius;
+    if ((c.pose.position - pose.position).LengthSq() > r * r) return;
+    ++pairs->count;
+    uint32_t sub_shape = 0;
+    if (!IsConvexKind(c.shape.kind())) [[unlikely]] {
+      // One hit per surface or compound collider: the lowest input triangle
+      // or child touched.
+      sub_shape = internal::OverlapLowestPiece(q->shape, pose, c.shape, c.pose);
+      if (sub_shape == UINT32_MAX) return;
+    } else if (!hitbox::Overlap(q->shape, pose, c.shape, c.pose)) {
+      return;
+    }
+    OverlapHit h;
+    h.id = c.id;
+    h.sub_shape = sub_shape;
+    h.user_data = item;  // index for now; replaced in Finish
+    if (cap == 0) {
+      hits->push_back(h);
+      return;
+    }
+    if (full) {
+      std::pop_heap(hits->begin(), hits->end(), IdLess);
+      hits->back() = h;
+    } else {
+      hits->push_back(h);
+    }
+    std::push_heap(hits->begin(), hits->end(), IdLess);
+  }
+  void Finish() {
+    std::sort(hits->begin(), hits->end(), IdLess);
+    if (q->want_contact) pairs->count += hits->size();
+    for (OverlapHit& h : *hits) {
+      const auto item = static_cast<uint32_t>(h.user_data);
+      const Collider& c = m->ColliderAt(item, placed);
+      h.user_data = c.user_data;
+      if (q->want_contact) {
+        Contact contact;
+        if (!ComputeContact(q->shape, pose, c.shape, c.pose, &contact)) {
+          // Touching within the narrow phase's tolerance: zero depth.
+          contact = Contact{};
+          contact.depth = 0.0;
+          const Vec3 d = c.pose.position - pose.position;
+          contact.normal = d.LengthSq() > 0.0 ? d.Normalized() : Vec3{0, 1, 0};
+          contact.point_a = contact.point_b = 0.5 * (pose.position + c.pose.position);
+        }
+        h.contact = contact;
+      }
+    }
+  }
+};
+
+/// State shared by sweeps and rays: the closest hit so far, or all hits.
+struct ColliderSet::Impl::HitCollector {
+  std::vector<CastHit>* hits = nullptr;
+  const QueryFilter* filter = nullptr;
+  bool all = false;
+  bool have_best = false;
+  /// All-hits mode with max_hits: `hits` is a max-heap (by HitLess) of at
+  /// most cap hits, the worst on top.
+  uint32_t cap = 0;
+  CastHit best;
+
+  void Start(std::vector<CastHit>* out, const QueryFilter& f, bool all_hits) {
+    hits = out;
+    hits->clear();
+    filter = &f;
+    all = all_hits;
+    cap = all_hits ? internal::KeptHits(f.max_hits) : 0;
+    have_best = false;
+  }
+  /// The hit a new one must beat (HitLess) to be kept, or nullptr when any
+  /// hit is kept: the best in closest-hit mode, the heap's worst when full.
+  const CastHit* ToBeat() const {
+    if (!all) return have_best ? &best : nullptr;
+    return cap != 0 && hits->size() == cap ? &hits->front() : nullptr;
+  }
+  bool Ignored(uint64_t id) const {
+    return !filter->ignore.empty() &&
+           std::find(filter->ignore.begin(), filter->ignore.end(), id) != filter->ignore.end();
+  }
+  /// Largest fraction at which a hit on collider `id` could still be kept,
+  /// given the traversal's max fraction `max_t` (at most the fraction of the
+  /// hit to beat, once there is one); -1 when it cannot be kept. A hit ties
+  /// with the one to beat at equal fraction and then wins only with a lower id.
+  double WinningBound(uint64_t id, double max_t) const {
+    const CastHit* rival = ToBeat();
+    if (rival == nullptr || id < rival->id || max_t < rival->fraction) return max_t;
+    if (rival->fraction <= 0.0) return -1.0;
+    return std::nextafter(rival->fraction, 0.0);
+  }
+  /// Records a hit; returns the new max fraction of the traversal.
+  double Add(const Collider& c, const CastResult& r, double max_t) {
+    CastHit h = MakeHit(c, r);
+    if (all) {
+      if (cap == 0) {
+        hits->push_back(h);
+        return max_t;
+      }
+      if (hits->size() == cap) {
+        if (!HitLess(h, hits->front())) return max_t;
+        std::pop_heap(hits->begin(), hits->end(), HitLess);
+        hits->back() = h;
+      } else {
+        hits->push_back(h);
+      }
+      std::push_heap(hits->begin(), hits->end(), HitLess);
+      // Once full, nothing entered later than the worst kept hit can be kept.
+      return hits->size() == cap ? std::min(max_t, hits->front().fraction) : max_t;
+    }
+    if (!have_best || HitLess(h, best)) {
+      best = h;
+      have_best = true;
+      return std::min(max_t, h.fraction);
+    }
+    return max_t;
+  }
+  void Finish() {
+    if (all) {
+      std::sort(hits->begin(), hits->end(), HitLess);
+    } else if (have_best) {
+      hits->push_back(best);
+    }
+  }
+};
+
+struct ColliderSet::Impl::CastJob {
+  const ColliderSet::Impl* m = nullptr;
+  const CastQuery* q = nullptr;
+  PairCounter* pairs = nullptr;
+  Pose pose;
+  SegmentSetup seg;
+  double r_q = 0.0;
+  HitCollector out;
+  /// Moves: skip a pair that starts touching while the motion leaves it or
+  /// runs along it (within rounding: a motion just projected on the pair's
+  /// own plane must not be stopped by it again).
+  bool skip_leaving = false;
+  const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
+
+  void Start(const ColliderSet::Impl& set, const CastQuery& query, std::vector<CastHit>* hits) {
+    m = &set;
+    q = &query;
+    out.Start(hits, q->filter, q->all_hits);
+    pose = Normalized(q->pose);
+    const Aabb box = q->shape.WorldBounds(pose);
+    seg = SegmentSetup(box.Center(), q->translation, box.Extents() + Vec3::Splat(kBoxSlack));
+    r_q = q->shape.BoundingRadius() + kBoxSlack;
+  }
+  double Leaf(uint32_t item, double max_t) {
+    if (skip != nullptr && skip[item] != 0) return max_t;
+    return LeafOf(m->colliders[item], m->radius[item], max_t);
+  }
+  double LeafOf(const Collider& c, float radius, double max_t) {
+    if (out.Ignored(c.id)) return max_t;
+    double t;
+    if (!SphereSweepEntry(pose.position, q->translation, r_q + radius, c.pose.position,
+                          max_t, &t)) {
+      return max_t;
+    }
+    // The pair may stop as soon as it is known to come later than the hit to
+    // beat (the best so far, or the worst of a full all-hits heap), or to tie
+    // with it at a higher id (which also skips the contact solver for a
+    // second started-overlapping pair).
+    CastSettings settings;
+    settings.max_iterations = internal::WorldCastIterations();
+    const double bound = out.WinningBound(c.id, max_t);
+    if (bound < 0.0) return max_t;
+    settings.max_fraction = bound;
+    settings.contact_offset = q->contact_offset;
+    ++pairs->count;
+    const CastResult r = hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
+    // A cast that gave up (kFailed) is a hit at its fraction, a lower bound of
+    // the time of impact: the query stops there rather than pass through.
+    if (!r.hit()) return max_t;
+    if (skip_leaving && r.state == CastState::kStartedOverlapping &&
+        Dot(r.normal, q->translation) >= -1e-9 * q->translation.Length()) {
+      return max_t;
+    }
+    return out.Add(c, r, max_t);
+  }
+  void Finish() { out.Finish(); }
+};
+
+struct ColliderSet::Impl::RayJob {
+  const ColliderSet::Impl* m = nullptr;
+  const RayQuery* q = nullptr;
+  PairCounter* pairs = nullptr;
+  SegmentSetup seg;
+  HitCollector out;
+  const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
+
+  void Start(const ColliderSet::Impl& set, const RayQuery& query, std::vector<CastHit>* hits) {
+    m = &set;
+    q = &query;
+    out.Start(hits, q->filter, q->all_hits);
+    seg = SegmentSetup(q->origin, q->translation, Vec3::Splat(kBoxSlack));
+  }
+  double Leaf(uint32_t item, double max_t) {
+    if (skip != nullptr && skip[item] != 0) return max_t;
+    return LeafOf(m->colliders[item], m->radius[item], max_t);
+  }
+  double LeafOf(const Collider& c, float radius, double max_t) {
+    if (out.Ignored(c.id)) return max_t;
+    double t;
+    if (out.WinningBound(c.id, max_t) < 0.0) return max_t;
+    if (!SphereSweepEntry(q->origin, q->translation, radius + kBoxSlack,
+                          c.pose.position, max_t, &t)) {
+      return max_t;
+    }
+    ++pairs->count;
+    const CastResult r = hitbox::Raycast(q->origin, q->translation, c.shape, c.pose);
+    if (!r.hit()) return max_t;
+    return out.Add(c, r, max_t);
+  }
+  void Finish() { out.Finish(); }
+};
+
+template <typename J, typename Q, typename Hits>
+void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
+                                   bool skip_leaving) const {
+  J job;
+  job.pairs = pairs;
+  if constexpr (std::is_same_v<J, CastJob>) job.skip_leaving = skip_leaving;
+  job.Start(*this, q, hits);
+  const double t = *q.at_tick;
+  if (!history.InRange(t)) {
+    hits->clear();
+    return;
+  }
+  thread_local internal::PlacedColliders placed;
+  placed.colliders.clear();
+  placed.radius.clear();
+  job.skip = tracked.data();
+  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
+  if constexpr (std::is_same_v<Q, OverlapQuery>) {
+    QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
+              prefetch);
+    history.PlaceInBox(t, job.box, q.filter.mask, {job.pose.position, Vec3{}, job.r_q}, &placed);
+    for (size_t i = 0; i < placed.colliders.size(); ++i) {
+      job.LeafOf(placed.colliders[i], placed.radius[i], kPlacedItem | static_cast<uint32_t>(i));
+    }
+    job.placed = &placed;
+  } else {
+    // The set's tree first (most hits end on static colliders, which then
+    // shorten the history's walk), then the history's boxes, nearer first.
+    double max_t = 1.0;
+    CastTree(tree, job.seg, q.filter.mask, 1.0,
+             [&](uint32_t item, uint32_t, double mt) { return max_t = job.Leaf(item, mt); },
+             prefetch);
+    internal::History::Reach reach;
+    if constexpr (std::is_same_v<Q, CastQuery>) {
+      reach = {job.pose.position, q.translation, job.r_q};
+    } else {
+      reach = {q.origin, q.translation, kBoxSlack};
+    }
+    history.PlaceAlong(t, job.seg, q.filter.mask, max_t, reach, &placed,
+                       [&](const Collider& c, float leaf_radius, double mt) {
+                         return job.LeafOf(c, leaf_radius, mt);
+                       });
+  }
+  job.Finish();
+}
+
+/// Work between two checks of a batch's budget, deadline and cancellation:
+/// tree steps (a few microseconds of work).
+constexpr uint64_t kCheckEvery = 1024;
+
+/// The shared state of one budgeted batch: work so far (all threads), and
+/// why it stopped, if it did.
+struct ColliderSet::Impl::BatchControl {
+  const QueryBudget* budget = nullptr;
+  std::atomic<uint64_t> nodes{0};
+  std::atomic<uint64_t> pair_tests{0};
+  /// 0 while running; else 1 + the ErrorCode that stopped it.
+  std::atomic<int> stop{0};
+
+  bool Stopped() const { return stop.load(std::memory_order_relaxed) != 0; }
+  void Stop(ErrorCode code) {
+    int expected = 0;
+    stop.compare_exchange_strong(expected, 1 + static_cast<int>(code));
+  }
+  /// Adds work done by one thread; false when the batch must stop.
+  bool Charge(uint64_t n, uint64_t p) {
+    const uint64_t total_nodes = nodes.fetch_add(n, std::memory_order_relaxed) + n;
+    const uint64_t total_pairs = pair_tests.fetch_add(p, std::memory_order_relaxed) + p;
+    if (Stopped()) return false;
+    if ((budget->max_nodes != 0 && total_nodes > budget->max_nodes) ||
+        (budget->max_pair_tests != 0 && total_pairs > budget->max_pair_tests)) {
+      Stop(ErrorCode::kResourceExhausted);
+      return false;
+    }
+    return Poll();
+  }
+  /// Checks the deadline and the cancellation only.
+  bool Poll() {
+    if (budget->deadline != std::chrono::steady_clock::time_point::max() &&
+        std::chrono::steady_clock::now() >= budget->deadline) {
+      Stop(ErrorCode::kDeadlineExceeded);
+      return false;
+    }
+    if (budget->cancelled && budget->cancelled()) {
+      Stop(ErrorCode::kCancelled);
+      return false;
+    }
+    return !Stopped();
+  }
+};
+
+}  // namespace hitbox

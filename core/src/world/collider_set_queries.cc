@@ -1,0 +1,212 @@
+// ColliderSet single queries (overlap, cast, raycast, move), each a job of
+// collider_set_jobs.h fed by one tree traversal.
+#include "world/collider_set_jobs.h"
+#include "world/query_hits.h"
+
+namespace hitbox {
+
+bool QueryFilter::Accepts(uint64_t id, uint32_t layer) const {
+  if (layer > kMaxLayer || ((mask >> layer) & 1u) == 0) return false;
+  for (uint64_t x : ignore) {
+    if (x == id) return false;
+  }
+  return true;
+}
+
+void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits) const {
+  OverlapJob job;
+  PairCounter pairs;
+  if (q.at_tick) {
+    RunRewound<OverlapJob>(q, hits, &pairs);
+    return;
+  }
+  job.pairs = &pairs;
+  job.Start(*this, q, hits);
+  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
+  QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
+            prefetch);
+  job.Finish();
+}
+
+void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
+  CastJob job;
+  PairCounter pairs;
+  if (q.at_tick) {
+    RunRewound<CastJob>(q, hits, &pairs);
+    return;
+  }
+  job.pairs = &pairs;
+  job.Start(*this, q, hits);
+  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
+  CastTree(tree, job.seg, q.filter.mask, 1.0,
+           [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+           prefetch);
+  job.Finish();
+}
+
+void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
+  RayJob job;
+  PairCounter pairs;
+  if (q.at_tick) {
+    RunRewound<RayJob>(q, hits, &pairs);
+    return;
+  }
+  job.pairs = &pairs;
+  job.Start(*this, q, hits);
+  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
+  CastTree(tree, job.seg, q.filter.mask, 1.0,
+           [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+           prefetch);
+  job.Finish();
+}
+
+// The world of a move: the set's closest-hit sweeps of the move's shape,
+// with the move's filter (plus its own collider), counting the work.
+class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
+ public:
+  MoveSweeper(const Impl& set, const MoveQuery& q, BatchControl* control)
+      : set_(set), control_(control) {
+    cast_.shape = q.shape;
+    cast_.pose = q.pose;
+    cast_.filter = q.filter;
+    cast_.filter.max_hits = 0;
+    cast_.at_tick = q.at_tick;
+    if (q.apply_to_id) cast_.filter.ignore.push_back(*q.apply_to_id);
+  }
+
+  bool Sweep(const Vec3& from, const Vec3& translation, CastHit* hit) override {
+    if (stopped_) return false;
+    cast_.pose.position = from;
+    cast_.translation = translation;
+    if (cast_.at_tick) {  // the world at a past tick: history's placed colliders too
+      set_.RunRewound<CastJob>(cast_, &hits_, &pairs_, /*skip_leaving=*/true);
+      ++steps_;  // charged one node, as rewound queries in a batch
+    } else {
+      SweepIn(set_, &hits_);
+    }
+    if (set_.base != nullptr) {  // a shared map: static, swept as it is
+      SweepIn(*set_.base, &base_hits_);
+      if (!base_hits_.empty() && (hits_.empty() || HitLess(base_hits_[0], hits_[0]))) {
+        hits_.swap(base_hits_);
+      }
+    }
+    return Found(hit);
+  }
+
+  /// The first hit of the current sweep against `impl`'s tree, into `hits`.
+  void SweepIn(const Impl& impl, std::vector<CastHit>* hits) {
+    CastJob job;
+    job.pairs = &pairs_;
+    job.skip_leaving = true;
+    job.Start(impl, cast_, hits);
+    SegmentCursor cursor;
+    cursor.Begin(impl.tree, &job.seg, cast_.filter.mask, 1.0);
+    const auto prefetch = [&impl](uint32_t item) { impl.PrefetchCollider(item); };
+    while (cursor.Step(
+        [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); }, prefetch)) {
+      ++steps_;
+    }
+    ++steps_;
+    job.Finish();
+  }
+
+  /// Charges the work when due; the first hit of the last sweep, if any.
+  bool Found(CastHit* hit) {
+    if (control_ != nullptr && steps_ >= kCheckEvery && !Charge()) return false;
+    if (hits_.empty()) return false;
+    *hit = hits_.front();  // user_data set by MakeHit (a rewound hit may be gone now)
+    return true;
+  }
+
+  /// Charges the work not yet charged; false when the batch must stop.
+  bool Charge() {
+    if (control_ == nullptr) return true;
+    stopped_ = !control_->Charge(steps_, pairs_.count - charged_pairs_);
+    steps_ = 0;
+    charged_pairs_ = pairs_.count;
+    return !stopped_;
+  }
+
+ private:
+  const Impl& set_;
+  BatchControl* control_;
+  CastQuery cast_;
+  std::vector<CastHit> hits_;
+  std::vector<CastHit> base_hits_;
+  PairCounter pairs_;
+  uint64_t steps_ = 0;
+  uint64_t charged_pairs_ = 0;
+  bool stopped_ = false;
+};
+
+bool ColliderSet::Impl::Move(const MoveQuery& q, MoveResult* result,
+                             BatchControl* control) const {
+  MoveSweeper world(*this, q, control);
+  internal::RunMove(q, world, result);
+  return world.Charge();
+}
+
+void ColliderSet::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* hits,
+                          bool* truncated) const {
+  if (base_ != nullptr) {
+    QueryResult r;
+    RunOneLayered(q, &r);
+    *hits = std::move(r.overlaps);
+  } else {
+    impl_->Overlap(q, hits);
+  }
+  const bool cut = internal::TrimHits(hits, q.filter.max_hits);
+  if (truncated != nullptr) *truncated = cut;
+}
+void ColliderSet::Cast(const CastQuery& q, std::vector<CastHit>* hits, bool* truncated) const {
+  if (base_ != nullptr) {
+    QueryResult r;
+    RunOneLayered(q, &r);
+    *hits = std::move(r.hits);
+  } else {
+    impl_->Cast(q, hits);
+  }
+  const bool cut = q.all_hits && internal::TrimHits(hits, q.filter.max_hits);
+  if (truncated != nullptr) *truncated = cut;
+}
+void ColliderSet::Raycast(const RayQuery& q, std::vector<CastHit>* hits,
+                          bool* truncated) const {
+  if (base_ != nullptr) {
+    QueryResult r;
+    RunOneLayered(q, &r);
+    *hits = std::move(r.hits);
+  } else {
+    impl_->Raycast(q, hits);
+  }
+  const bool cut = q.all_hits && internal::TrimHits(hits, q.filter.max_hits);
+  if (truncated != nullptr) *truncated = cut;
+}
+
+void ColliderSet::LinkBase() { impl_->base = base_ != nullptr ? base_->impl_.get() : nullptr; }
+
+void ColliderSet::Move(const MoveQuery& q, MoveResult* result) const {
+  impl_->Move(q, result, nullptr);
+}
+
+void ColliderSet::Run(const Query& q, QueryResult* result) const {
+  if (base_ != nullptr) {
+    RunOneLayered(q, result);
+    internal::FinishResult(q, result);
+    return;
+  }
+  result->overlaps.clear();
+  result->hits.clear();
+  result->move.reset();
+  if (const auto* m = std::get_if<MoveQuery>(&q)) {
+    impl_->Move(*m, &result->move.emplace(), nullptr);
+  } else if (const auto* o = std::get_if<OverlapQuery>(&q)) {
+    impl_->Overlap(*o, &result->overlaps);
+  } else if (const auto* c = std::get_if<CastQuery>(&q)) {
+    impl_->Cast(*c, &result->hits);
+  } else if (const auto* r = std::get_if<RayQuery>(&q)) {
+    impl_->Raycast(*r, &result->hits);
+  }
+  internal::FinishResult(q, result);
+}
+
+}  // namespace hitbox

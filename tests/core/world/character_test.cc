@@ -1,0 +1,434 @@
+// Character movement (ColliderSet::Move, character.cc): scenarios on floors,
+// walls, corners, stairs and slopes, and properties over thousands of seeded
+// random worlds (no overlap beyond the skin, bounded displacement, same bits).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <vector>
+
+#include "hitbox/world/character.h"
+#include "hitbox/world/collider_set.h"
+#include "test_util.h"
+
+namespace hitbox {
+namespace {
+
+using testing::BoxH;
+using testing::CapsuleRH;
+using testing::Random;
+
+constexpr double kRadius = 0.4;
+constexpr double kHalf = 0.5;
+constexpr double kSkin = 0.01;
+/// Capsule centre height standing on ground at y = 0.
+constexpr double kStand = kRadius + kHalf + kSkin;
+
+class World {
+ public:
+  void Add(uint64_t id, const Shape& shape, const Pose& pose) {
+    Collider c;
+    c.id = id;
+    c.shape = shape;
+    c.pose = pose;
+    const ColliderChange ch = ColliderChange::Add(c);
+    const Status st = set_.Apply({&ch, 1});
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  /// A triangulated quad grid (n x n cells of `cell`) from (x0, z0) at height
+  /// y(x, z) as one mesh collider.
+  template <typename Height>
+  void AddGrid(uint64_t id, double x0, double z0, int n, double cell, Height y) {
+    TriangleMeshShape m;
+    for (int i = 0; i <= n; ++i) {
+      for (int j = 0; j <= n; ++j) {
+        const double x = x0 + i * cell;
+        const double z = z0 + j * cell;
+        m.vertices.push_back({x, y(x, z), z});
+      }
+    }
+    const auto v = [n](int i, int j) { return static_cast<uint32_t>(i * (n + 1) + j); };
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        m.triangles.push_back({v(i, j), v(i, j + 1), v(i + 1, j)});
+        m.triangles.push_back({v(i + 1, j), v(i, j + 1), v(i + 1, j + 1)});
+      }
+    }
+    Result<Shape> s = Shape::Make(m);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    Add(id, *s, Pose{});
+  }
+  MoveResult Move(const Vec3& from, const Vec3& d, const MoveSettings& settings = {}) const {
+    MoveQuery q = Query(from, d);
+    q.settings = settings;
+    MoveResult r;
+    set_.Move(q, &r);
+    return r;
+  }
+  static MoveQuery Query(const Vec3& from, const Vec3& d) {
+    MoveQuery q;
+    q.shape = CapsuleRH(kRadius, kHalf);
+    q.pose = Pose{from};
+    q.displacement = d;
+    return q;
+  }
+  const ColliderSet& set() const { return set_; }
+
+ private:
+  ColliderSet set_;
+};
+
+/// Deepest penetration of the capsule at `pos` into anything of the world.
+double DeepestOverlap(const ColliderSet& set, const Shape& shape, const Vec3& pos) {
+  OverlapQuery oq;
+  oq.shape = shape;
+  oq.pose = Pose{pos};
+  oq.want_contact = true;
+  std::vector<OverlapHit> hits;
+  set.Overlap(oq, &hits);
+  double deepest = 0.0;
+  for (const OverlapHit& h : hits) deepest = std::max(deepest, h.contact->depth);
+  return deepest;
+}
+
+// A floor of 3200 coplanar triangles: walking (with gravity) keeps the
+// height bit for bit and the horizontal motion exactly, across every seam.
+TEST(Move, TessellatedFloorKeepsHeightAndSpeed) {
+  World w;
+  w.AddGrid(1, -20.0, -20.0, 40, 1.0, [](double, double) { return 0.0; });
+  Vec3 pos{-15.0, kStand, -14.0};
+  const Vec3 d{0.137, -0.05, 0.0913};
+  for (int i = 0; i < 200; ++i) {
+    const MoveResult r = w.Move(pos, d);
+    ASSERT_EQ(r.position.y, kStand) << "move " << i;
+    ASSERT_EQ(r.position.x, pos.x + d.x) << "move " << i;
+    ASSERT_EQ(r.position.z, pos.z + d.z) << "move " << i;
+    ASSERT_TRUE(r.on_ground);
+    EXPECT_EQ(r.ground_id, 1u);
+    EXPECT_EQ(r.ground_normal, (Vec3{0, 1, 0}));
+    EXPECT_FALSE(r.blocked);
+    EXPECT_FALSE(r.stepped);
+    pos = r.position;
+  }
+}
+
+// Sliding into a wall at an angle keeps the part of the motion along it.
+TEST(Move, WallSlideKeepsParallelPart) {
+  World w;
+  w.Add(1, BoxH(20, 0.5, 20), testing::At(0, -0.5, 0));
+  w.Add(2, BoxH(0.5, 2, 20), testing::At(2.5, 2, 0));  // face at x = 2
+  const MoveResult r = w.Move({0, kStand, 0}, {5, 0, 3});
+  EXPECT_NEAR(r.position.x, 2 - kRadius - kSkin, 1e-6);
+  EXPECT_NEAR(r.position.z, 3.0, 1e-6);
+  EXPECT_NEAR(r.position.y, kStand, 1e-9);
+  EXPECT_TRUE(r.blocked);
+  ASSERT_FALSE(r.contacts.empty());
+  EXPECT_EQ(r.contacts.front().id, 2u);
+  EXPECT_NEAR(r.contacts.front().normal.x, -1.0, 1e-6);
+}
+
+// Two walls meeting at a right angle: moving into the corner stops there.
+TEST(Move, CornerStops) {
+  World w;
+  w.Add(1, BoxH(20, 0.5, 20), testing::At(0, -0.5, 0));
+  w.Add(2, BoxH(0.5, 2, 20), testing::At(2.5, 2, 0));  // x = 2
+  w.Add(3, BoxH(20, 2, 0.5), testing::At(0, 2, 2.5));  // z = 2
+  const MoveResult r = w.Move({0, kStand, 0}, {5, -0.1, 4});
+  EXPECT_NEAR(r.position.x, 2 - kRadius - kSkin, 1e-6);
+  EXPECT_NEAR(r.position.z, 2 - kRadius - kSkin, 1e-6);
+  EXPECT_NEAR(r.position.y, kStand, 1e-6);
+  EXPECT_TRUE(r.blocked);
+  // Moving on into the corner changes nothing.
+  const MoveResult again = w.Move(r.position, {1, -0.1, 1});
+  EXPECT_LE((again.position - r.position).Length(), 1e-9);
+  EXPECT_TRUE(again.blocked);
+}
+
+// Stairs up to the step height are climbed; a taller one blocks.
+TEST(Move, StairsUpToStepHeight) {
+  for (const double rise : {0.1, 0.25, 0.29, 0.35, 0.6}) {
+    World w;
+    w.Add(1, BoxH(20, 0.5, 20), testing::At(0, -0.5, 0));
+    for (int k = 1; k <= 4; ++k) {  // a staircase from z = 2: treads 0.5 m deep, then a landing
+      const double front = 1.5 + 0.5 * k;
+      w.Add(1 + k, BoxH(10, rise * k / 2, (20 - front) / 2),
+            testing::At(0, rise * k / 2, (20 + front) / 2));
+    }
+    Vec3 pos{0, kStand, 0};
+    bool stepped = false;
+    for (int i = 0; i < 30; ++i) {
+      const MoveResult r = w.Move(pos, {0, -0.1, 0.2});
+      stepped = stepped || r.stepped;
+      pos = r.position;
+      EXPECT_LE(DeepestOverlap(w.set(), CapsuleRH(kRadius, kHalf), pos), kSkin);
+    }
+    if (rise <= 0.3) {
+      // Low steps are ridden over by the capsule's rounded end without the step pass.
+      if (rise >= 0.2) { EXPECT_TRUE(stepped) << rise; }
+      EXPECT_NEAR(pos.y, kStand + 4 * rise, 1e-6) << rise;
+      EXPECT_GT(pos.z, 4.0) << rise;
+    } else {
+      EXPECT_FALSE(stepped) << rise;
+      EXPECT_NEAR(pos.y, kStand, 1e-6) << rise;
+      EXPECT_LT(pos.z, 2.0) << rise;
+    }
+  }
+}
+
+// A ramp from a floor: a 30 degree one is walked up; a 60 degree one is
+// never climbed (not even by stepping) and a capsule on it is not on ground.
+TEST(Move, SlopesAboveTheLimitAreNotWalkable) {
+  for (const double degrees : {30.0, 44.0, 46.0, 60.0}) {
+    const double slope = std::tan(degrees * 0.017453292519943295);
+    World w;
+    w.AddGrid(1, -10.0, -10.0, 20, 1.0, [slope](double x, double) {
+      return x <= 2.0 ? 0.0 : (x - 2.0) * slope;
+    });
+    Vec3 pos{0, kStand, 0};
+    for (int i = 0; i < 30; ++i) pos = w.Move(pos, {0.2, -0.1, 0}).position;
+    if (degrees <= 45.0) {
+      EXPECT_GT(pos.y, kStand + 1.0) << degrees;
+    } else {
+      EXPECT_LE(pos.y, kStand + 1e-6) << degrees;
+      EXPECT_LT(pos.x, 2.0) << degrees;
+    }
+    // Dropped onto the slope at x = 6.
+    const MoveResult r = w.Move({6.0, 4 * slope + 3.0, 0}, {0, -3.0, 0});
+    EXPECT_EQ(r.on_ground, degrees <= 45.0) << degrees;
+  }
+}
+
+// Snapping follows walkable ground down a small drop; a jump is not snapped.
+TEST(Move, GroundSnap) {
+  World w;
+  w.Add(1, BoxH(20, 0.5, 1), testing::At(0, -0.5, 0));
+  w.Add(2, BoxH(20, 0.5, 5), testing::At(0, -0.58, 6));  // 8 cm lower from z = 1
+  const MoveResult down = w.Move({0, kStand, 0.5}, {0, 0, 1.5});
+  EXPECT_NEAR(down.position.y, kStand - 0.08, 1e-6);
+  EXPECT_TRUE(down.on_ground);
+  EXPECT_EQ(down.ground_id, 2u);
+  MoveSettings no_snap;
+  no_snap.ground_snap_distance = 0;
+  const MoveResult air = w.Move({0, kStand, 0.5}, {0, 0, 1.5}, no_snap);
+  EXPECT_EQ(air.position.y, kStand);
+  EXPECT_FALSE(air.on_ground);
+  const MoveResult jump = w.Move({0, kStand, 0.5}, {0, 0.05, 1.5});
+  EXPECT_NEAR(jump.position.y, kStand + 0.05, 1e-9);
+}
+
+// Two players pushed into each other (both moved on the same snapshot): the
+// one that starts overlapping still slides along the other, never stuck on it.
+TEST(Move, StartedOverlappingSlidesAlong) {
+  World w;
+  w.Add(1, BoxH(20, 0.5, 20), testing::At(0, -0.5, 0));
+  w.Add(2, CapsuleRH(kRadius, kHalf), testing::At(0, kStand, 0));
+  Random rng(5);
+  for (int i = 0; i < 200; ++i) {
+    const double a = rng.Uniform(0, 6.283185307179586);
+    const Vec3 from{0.77 * std::cos(a), kStand, 0.77 * std::sin(a)};  // 3 cm inside
+    const Vec3 tangent{-std::sin(a), 0, std::cos(a)};
+    const Vec3 inward{-std::cos(a), 0, -std::sin(a)};
+    const MoveResult r = w.Move(from, tangent * 0.5 + inward * 0.2 + Vec3{0, -0.02, 0});
+    EXPECT_GT(Dot(r.displacement, tangent), 0.4) << i;
+    EXPECT_LE(DeepestOverlap(w.set(), CapsuleRH(kRadius, kHalf), r.position), 0.03 + 1e-9);
+  }
+}
+
+// The character's own collider (apply_to_id or filter.ignore) never blocks it.
+TEST(Move, IgnoresOwnCollider) {
+  World w;
+  w.Add(1, BoxH(20, 0.5, 20), testing::At(0, -0.5, 0));
+  w.Add(9, CapsuleRH(kRadius, kHalf), testing::At(0, kStand, 0));
+  MoveQuery q = World::Query({0, kStand, 0}, {1, 0, 0});
+  q.apply_to_id = 9;
+  MoveResult r;
+  w.set().Move(q, &r);
+  EXPECT_EQ(r.position.x, 1.0);
+  q.apply_to_id.reset();
+  q.filter.ignore = {9};
+  w.set().Move(q, &r);
+  EXPECT_EQ(r.position.x, 1.0);
+}
+
+// Bad settings are refused, naming the field.
+TEST(Move, ValidateNamesTheField) {
+  MoveQuery q = World::Query({0, 0, 0}, {1, 0, 0});
+  EXPECT_TRUE(ColliderSet::ValidateQuery(q).ok());
+  q.settings.max_slope_degrees = 90;
+  Status st = ColliderSet::ValidateQuery(q, "queries[3].move");
+  EXPECT_NE(st.message().find("queries[3].move.settings.max_slope_degrees"), std::string::npos)
+      << st.ToString();
+  q = World::Query({0, 0, 0}, {1, 0, 0});
+  q.settings.skin_width = 0;
+  EXPECT_FALSE(ColliderSet::ValidateQuery(q).ok());
+  q = World::Query({0, 0, 0}, {1, 0, NAN});
+  EXPECT_FALSE(ColliderSet::ValidateQuery(q).ok());
+  q = World::Query({0, 0, 0}, {1, 0, 0});
+  q.settings.up = {};
+  EXPECT_FALSE(ColliderSet::ValidateQuery(q).ok());
+}
+
+bool SameBits(const Vec3& a, const Vec3& b) {
+  return std::bit_cast<uint64_t>(a.x) == std::bit_cast<uint64_t>(b.x) &&
+         std::bit_cast<uint64_t>(a.y) == std::bit_cast<uint64_t>(b.y) &&
+         std::bit_cast<uint64_t>(a.z) == std::bit_cast<uint64_t>(b.z);
+}
+
+// Thousands of random worlds (boxes, spheres, capsules, hulls, a bumpy mesh
+// floor): from a free start, the end overlaps nothing by more than the skin,
+// the displacement is never longer than asked plus step and snap, and the
+// answer is the same bits alone, again, and in a pooled batch.
+TEST(Move, RandomWorldProperties) {
+  ThreadPool pool(2);
+  int moves = 0;
+  int blocked = 0;
+  for (uint64_t seed = 1; seed <= 2000; ++seed) {
+    Random rng(seed);
+    World w;
+    if (seed % 2 == 0) {
+      const double a = rng.Uniform(0.0, 0.4);
+      const double f = rng.Uniform(0.3, 1.5);
+      w.AddGrid(1, -6.0, -6.0, 24, 0.5,
+                [a, f](double x, double z) { return a * std::sin(f * x) * std::cos(f * z); });
+    } else {
+      w.Add(1, BoxH(10, 0.5, 10), testing::At(0, -0.5, 0));
+    }
+    const int n = rng.Int(3, 14);
+    for (int k = 0; k < n; ++k) {
+      const ShapeKind kind = static_cast<ShapeKind>(rng.Int(0, 3));
+      w.Add(2 + k, rng.MakeShape(kind, 0.1, 1.2),
+            Pose{Vec3{rng.Uniform(-4, 4), rng.Uniform(-0.5, 2.5), rng.Uniform(-4, 4)},
+                 rng.Rotation()});
+    }
+    std::vector<Query> batch;
+    std::vector<MoveResult> alone;
+    for (int m = 0; m < 8; ++m) {
+      MoveQuery q = World::Query({}, {});
+      q.shape = CapsuleRH(rng.Uniform(0.2, 0.5), rng.Uniform(0.0, 0.6));
+      q.settings.skin_width = rng.Uniform(0.002, 0.03);
+      q.settings.step_height = rng.Int(0, 3) == 0 ? 0.0 : rng.Uniform(0.05, 0.5);
+      q.settings.max_slope_degrees = rng.Uniform(20, 70);
+      q.settings.ground_snap_distance = rng.Uniform(0.0, 0.3);
+      q.settings.max_iterations = rng.Int(1, 12);
+      // A free start: an inflated copy of the shape touches nothing.
+      const Shape fat = *Shape::MakeCapsule(q.shape.radius() + q.settings.skin_width,
+                                            q.shape.half_height());
+      bool free = false;
+      for (int tries = 0; tries < 20 && !free; ++tries) {
+        q.pose.position = {rng.Uniform(-4, 4), rng.Uniform(0.5, 3.0), rng.Uniform(-4, 4)};
+        OverlapQuery oq;
+        oq.shape = fat;
+        oq.pose = q.pose;
+        std::vector<OverlapHit> hits;
+        w.set().Overlap(oq, &hits);
+        free = hits.empty();
+      }
+      if (!free) continue;
+      q.displacement = rng.UnitVector() * rng.Uniform(0.0, 3.0);
+      if (rng.Int(0, 1) == 0) q.displacement.y = -std::fabs(q.displacement.y);
+      MoveResult r;
+      w.set().Move(q, &r);
+      ++moves;
+      blocked += r.blocked;
+      const std::string what = "seed " + std::to_string(seed) + " move " + std::to_string(m);
+      ASSERT_TRUE(r.position.IsFinite()) << what;
+      EXPECT_LE(DeepestOverlap(w.set(), q.shape, r.position), q.settings.skin_width) << what;
+      EXPECT_LE(r.displacement.Length(), q.displacement.Length() + q.settings.step_height +
+                                             q.settings.ground_snap_distance + 1e-9)
+          << what;
+      EXPECT_LE(r.contacts.size(), static_cast<size_t>(2 * q.settings.max_iterations + 4));
+      MoveResult again;
+      w.set().Move(q, &again);
+      EXPECT_TRUE(SameBits(r.position, again.position)) << what;
+      batch.push_back(q);
+      alone.push_back(r);
+    }
+    // Mixed into a batch with other kinds, on a pool: the same bits.
+    batch.push_back(RayQuery{{0, 5, 0}, {0, -10, 0}, {}, false});
+    std::vector<QueryResult> results(batch.size());
+    const Status st = w.set().RunBatch(batch, results, &pool, QueryBudget{});
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    for (size_t i = 0; i < alone.size(); ++i) {
+      ASSERT_TRUE(results[i].move.has_value());
+      EXPECT_TRUE(SameBits(results[i].move->position, alone[i].position)) << "seed " << seed;
+      EXPECT_EQ(results[i].move->contacts.size(), alone[i].contacts.size());
+    }
+    EXPECT_FALSE(results.back().move.has_value());
+    EXPECT_EQ(results.back().hits.size(), 1u);
+  }
+  EXPECT_GT(moves, 10000);
+  EXPECT_GT(blocked, 1000);  // the worlds do get in the way
+}
+
+// A budgeted batch of moves stops with kResourceExhausted.
+TEST(Move, BudgetStopsMoves) {
+  World w;
+  w.AddGrid(1, -20.0, -20.0, 40, 1.0, [](double, double) { return 0.0; });
+  std::vector<Query> batch(16, Query(World::Query({0, kStand, 0}, {3, -1, 2})));
+  std::vector<QueryResult> results(batch.size());
+  QueryBudget budget;
+  budget.max_pair_tests = 20;
+  QueryWork work;
+  const Status st = w.set().RunBatch(batch, results, nullptr, budget, &work);
+  EXPECT_EQ(st.code(), ErrorCode::kResourceExhausted) << st.ToString();
+  EXPECT_FALSE(results[0].move.has_value());
+  budget.max_pair_tests = 0;
+  EXPECT_TRUE(w.set().RunBatch(batch, results, nullptr, budget, &work).ok());
+  EXPECT_GT(work.pair_tests, 16u);
+}
+
+}  // namespace
+}  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+// Lag compensation: a move with at_tick slides through the world as it was
+// at that tick (a wall that moved away since still blocks it then).
+TEST(Move, AtTickSeesTheWorldThen) {
+  ColliderSet set;
+  Collider wall;
+  wall.id = 1;
+  wall.shape = BoxH(0.5, 2, 5);
+  wall.pose = Pose{{3, 2, 0}};
+  const ColliderChange add = ColliderChange::Add(wall);
+  ASSERT_TRUE(set.Apply({&add, 1}, 10).ok());
+  const ColliderChange away = ColliderChange::Move(1, Pose{{3, 2, 100}});
+  ASSERT_TRUE(set.Apply({&away, 1}, 11).ok());
+
+  MoveQuery q = World::Query({0, kStand, 0}, {5, 0, 0});
+  MoveResult now;
+  set.Move(q, &now);
+  EXPECT_FALSE(now.blocked);
+  EXPECT_DOUBLE_EQ(now.position.x, 5.0);
+
+  q.at_tick = 10.0;
+  MoveResult then;
+  set.Move(q, &then);
+  EXPECT_TRUE(then.blocked);
+  EXPECT_LT(then.position.x, 3 - 0.5 - kRadius);
+  EXPECT_GT(then.position.x, 3 - 0.5 - kRadius - 2 * kSkin);
+  ASSERT_FALSE(then.contacts.empty());
+  EXPECT_EQ(then.contacts.front().id, 1u);
+
+  q.at_tick = 10.5;  // the wall is at z = 50 then: clear
+  MoveResult between;
+  set.Move(q, &between);
+  EXPECT_FALSE(between.blocked);
+  EXPECT_DOUBLE_EQ(between.position.x, 5.0);
+
+  // The same through a batch, and a tick outside the window is refused.
+  std::vector<Query> batch = {q};
+  std::get<MoveQuery>(batch[0]).at_tick = 10.0;
+  EXPECT_TRUE(set.CheckQueryTicks(batch, "queries").ok());
+  std::vector<QueryResult> results(1);
+  set.RunBatch(batch, results);
+  ASSERT_TRUE(results[0].move.has_value());
+  EXPECT_EQ(results[0].move->position.x, then.position.x);
+  std::get<MoveQuery>(batch[0]).at_tick = 9.0;
+  EXPECT_EQ(set.CheckQueryTicks(batch, "queries").code(), ErrorCode::kOutOfRange)
+      << set.CheckQueryTicks(batch, "queries").ToString();
+}
+
+}  // namespace
+}  // namespace hitbox

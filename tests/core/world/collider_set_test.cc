@@ -1,0 +1,771 @@
+// ColliderSet: batch validation and atomicity, id index and swap-remove,
+// memory per collider, and world queries (overlap / cast / raycast, single
+// and batched, 1 or N threads) against a brute-force reference that calls
+// the narrow phase on every collider, on seeded random scenes with churn.
+#include "hitbox/world/collider_set.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <atomic>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "collision/cast_internal.h"
+#include "test_util.h"
+
+namespace hitbox {
+namespace {
+
+using testing::Random;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Collider MakeCollider(uint64_t id, const Shape& shape, const Pose& pose, uint32_t layer = 0) {
+  Collider c;
+  c.id = id;
+  c.shape = shape;
+  c.pose = pose;
+  c.layer = layer;
+  c.user_data = id * 10 + 1;
+  return c;
+}
+
+Collider RandomCollider(Random& rng, uint64_t id, double world) {
+  return MakeCollider(id, rng.MakeShape(static_cast<ShapeKind>(rng.Int(0, 3)), 0.2, 2.0),
+                      Pose(rng.InBox(world), rng.Rotation()),
+                      static_cast<uint32_t>(rng.Int(0, 31)));
+}
+
+// Everything observable about a set, for "unchanged" checks.
+std::map<uint64_t, std::tuple<ShapeKind, double, double, double, double, uint32_t, uint64_t>>
+Snapshot(const ColliderSet& set) {
+  std::map<uint64_t, std::tuple<ShapeKind, double, double, double, double, uint32_t, uint64_t>> m;
+  set.ForEach([&](const Collider& c) {
+    m[c.id] = {c.shape.kind(), c.shape.radius(), c.pose.position.x, c.pose.position.y,
+               c.pose.rotation.w, c.layer, c.user_data};
+  });
+  return m;
+}
+
+// Each bad entry is rejected with its index and field; nothing changes.
+TEST(ColliderSetTest, RejectsBadBatchesWhole) {
+  ColliderSet set;
+  const Shape sphere = *Shape::MakeSphere(1.0);
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(MakeCollider(1, sphere, Pose({0, 0, 0}))),
+                                    ColliderChange::Add(MakeCollider(2, sphere, Pose({5, 0, 0})))})
+                  .ok());
+  ASSERT_EQ(set.revision(), 1u);
+  const auto before = Snapshot(set);
+
+  struct Bad {
+    ColliderChange change;
+    ErrorCode code;
+    std::string message_part;
+  };
+  Collider bad_quat = MakeCollider(10, sphere, Pose({0, 0, 0}, Quat{0, 0, 0, 1.2}));
+  Collider nan_pos = MakeCollider(11, sphere, Pose({kNaN, 0, 0}));
+  Collider bad_layer = MakeCollider(12, sphere, Pose({0, 0, 0}), 32);
+  const std::vector<Bad> bads = {
+      {ColliderChange::Add(bad_quat), ErrorCode::kInvalidArgument,
+       "changes[3].pose.rotation: quaternion norm 1.2 is not 1 (tolerance 1e-6)"},
+      {ColliderChange::Add(nan_pos), ErrorCode::kInvalidArgument, "changes[3].pose.position"},
+      {ColliderChange::Add(bad_layer), ErrorCode::kInvalidArgument, "changes[3].layer"},
+      {ColliderChange::Add(MakeCollider(2, sphere, Pose())), ErrorCode::kAlreadyExists,
+       "changes[3].id"},
+      {ColliderChange::Add(MakeCollider(100, sphere, Pose())), ErrorCode::kAlreadyExists,
+       "changes[3].id"},  // 100 is added by entry 0 of the batch
+      {ColliderChange::Move(77, Pose()), ErrorCode::kNotFound, "changes[3].id"},
+      {ColliderChange::Remove(77), ErrorCode::kNotFound, "changes[3].id"},
+      {ColliderChange::Replace(MakeCollider(77, sphere, Pose())), ErrorCode::kNotFound,
+       "changes[3].id"},
+      {ColliderChange::Move(1, Pose({0, 0, 0}, Quat{0, 0, 0, kNaN})), ErrorCode::kInvalidArgument,
+       "changes[3].pose.rotation"},
+      {ColliderChange::Move(5, Pose()), ErrorCode::kNotFound, "changes[3].id"},  // removed by [2]
+  };
+  for (const Bad& bad : bads) {
+    std::vector<ColliderChange> batch = {
+        ColliderChange::Add(MakeCollider(100, sphere, Pose({9, 9, 9}))),
+        ColliderChange::Add(MakeCollider(5, sphere, Pose({1, 9, 9}))),
+        ColliderChange::Remove(5),
+        bad.change,
+        ColliderChange::Move(1, Pose({3, 3, 3})),
+    };
+    const Status s = set.Apply(batch);
+    ASSERT_FALSE(s.ok()) << bad.message_part;
+    EXPECT_EQ(s.code(), bad.code) << s.ToString();
+    EXPECT_NE(s.message().find(bad.message_part), std::string::npos) << s.ToString();
+    EXPECT_EQ(set.revision(), 1u);
+    EXPECT_EQ(Snapshot(set), before);
+    EXPECT_EQ(set.Find(100), nullptr);
+    EXPECT_EQ(set.TreeValidate(), "");
+  }
+}
+
+// A batch may add then move an id, or add, remove and add it again.
+TEST(ColliderSetTest, ValidatesInOrder) {
+  ColliderSet set;
+  const Shape box = *Shape::MakeBox({1, 2, 3});
+  const Shape sphere = *Shape::MakeSphere(0.5);
+  const Status s = set.Apply(std::vector{
+      ColliderChange::Add(MakeCollider(7, box, Pose({0, 0, 0}))),
+      ColliderChange::Move(7, Pose({10, 0, 0})),
+      ColliderChange::Add(MakeCollider(8, box, Pose({0, 0, 0}))),
+      ColliderChange::Remove(8),
+      ColliderChange::Add(MakeCollider(8, sphere, Pose({0, 5, 0}), 3)),
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(set.size(), 2u);
+  EXPECT_EQ(set.revision(), 1u);
+  ASSERT_NE(set.Find(7), nullptr);
+  EXPECT_EQ(set.Find(7)->pose.position, Vec3(10, 0, 0));
+  EXPECT_EQ(set.Find(7)->shape.kind(), ShapeKind::kBox);
+  ASSERT_NE(set.Find(8), nullptr);
+  EXPECT_EQ(set.Find(8)->shape.kind(), ShapeKind::kSphere);
+  EXPECT_EQ(set.Find(8)->layer, 3u);
+  EXPECT_EQ(set.TreeValidate(), "");
+}
+
+// Accepted quaternions are stored normalized.
+TEST(ColliderSetTest, NormalizesQuaternions) {
+  ColliderSet set;
+  const Quat q = Quat{0.1, 0.2, 0.3, 0.9}.Normalized();
+  const Quat off{q.x * (1 + 5e-7), q.y * (1 + 5e-7), q.z * (1 + 5e-7), q.w * (1 + 5e-7)};
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(
+                            MakeCollider(1, *Shape::MakeSphere(1), Pose({0, 0, 0}, off)))})
+                  .ok());
+  EXPECT_NEAR(set.Find(1)->pose.rotation.Length(), 1.0, 1e-15);
+}
+
+// Bulk load: validation names the entry; duplicate ids inside the batch too.
+TEST(ColliderSetTest, AddBulkValidates) {
+  ColliderSet set;
+  Random rng(9);
+  std::vector<Collider> cs;
+  for (uint64_t i = 0; i < 100; ++i) cs.push_back(RandomCollider(rng, i + 1, 50));
+  cs[40].id = cs[12].id;
+  Status s = set.AddBulk(cs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), ErrorCode::kAlreadyExists);
+  EXPECT_NE(s.message().find("colliders[40].id"), std::string::npos) << s.ToString();
+  cs[40].id = 41;
+  cs[55].pose.rotation = Quat{0, 0, 0, 2};
+  s = set.AddBulk(cs);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("colliders[55].pose.rotation"), std::string::npos) << s.ToString();
+  EXPECT_EQ(set.size(), 0u);
+  EXPECT_EQ(set.revision(), 0u);
+  cs[55].pose.rotation = Quat{};
+  ASSERT_TRUE(set.AddBulk(cs).ok());
+  EXPECT_EQ(set.size(), 100u);
+  EXPECT_EQ(set.revision(), 1u);
+  EXPECT_EQ(set.TreeValidate(), "");
+  for (const Collider& c : cs) ASSERT_NE(set.Find(c.id), nullptr);
+}
+
+// Ids of any 64-bit value; swap-remove keeps the index right.
+TEST(ColliderSetTest, IdIndexSurvivesChurn) {
+  ColliderSet set;
+  Random rng(11);
+  std::map<uint64_t, Vec3> model;
+  for (int round = 0; round < 200; ++round) {
+    std::vector<ColliderChange> batch;
+    std::map<uint64_t, Vec3> next = model;
+    for (int k = 0; k < 30; ++k) {
+      const uint64_t id = (static_cast<uint64_t>(rng.Int(0, 300)) << 40) ^ 0xFFFF000000000001ull;
+      if (next.count(id)) {
+        if (rng.Int(0, 1)) {
+          batch.push_back(ColliderChange::Remove(id));
+          next.erase(id);
+        } else {
+          const Vec3 p = rng.InBox(100);
+          batch.push_back(ColliderChange::Move(id, Pose(p)));
+          next[id] = p;
+        }
+      } else {
+        const Collider c = RandomCollider(rng, id, 100);
+        batch.push_back(ColliderChange::Add(c));
+        next[id] = c.pose.position;
+      }
+    }
+    ASSERT_TRUE(set.Apply(batch).ok());
+    model = next;
+    ASSERT_EQ(set.size(), model.size());
+    for (const auto& [id, p] : model) {
+      const Collider* c = set.Find(id);
+      ASSERT_NE(c, nullptr) << id;
+      ASSERT_EQ(c->pose.position, p);
+    }
+    ASSERT_EQ(set.TreeValidate(), "") << "round " << round;
+  }
+}
+
+// <= 256 bytes per collider including tree and id index.
+TEST(ColliderSetTest, MemoryPerCollider) {
+  Random rng(5);
+  std::vector<Collider> cs;
+  for (uint64_t i = 0; i < 50000; ++i) cs.push_back(RandomCollider(rng, i * 7919 + 3, 150));
+  ColliderSet set;
+  ASSERT_TRUE(set.AddBulk(cs).ok());
+  const double per = static_cast<double>(set.MemoryBytes()) / static_cast<double>(set.size());
+  EXPECT_LE(per, 256.0);
+  // Moves (some leaving their fat boxes) do not allocate.
+  std::vector<ColliderChange> moves;
+  for (const Collider& c : cs) moves.push_back(ColliderChange::Move(c.id, Pose(rng.InBox(150))));
+  ASSERT_TRUE(set.Apply(moves).ok());
+  EXPECT_LE(static_cast<double>(set.MemoryBytes()) / static_cast<double>(set.size()), 256.0);
+  EXPECT_EQ(set.TreeValidate(), "");
+  // Growing one batch of adds at a time stays within budget at every size.
+  ColliderSet grown;
+  for (size_t i = 0; i < cs.size(); i += 500) {
+    std::vector<ColliderChange> adds;
+    for (size_t k = i; k < std::min(cs.size(), i + 500); ++k) adds.push_back(ColliderChange::Add(cs[k]));
+    ASSERT_TRUE(grown.Apply(adds).ok());
+    if (grown.size() >= 2000) {
+      ASSERT_LE(static_cast<double>(grown.MemoryBytes()) / static_cast<double>(grown.size()), 256.0)
+          << grown.size() << " colliders";
+    }
+  }
+}
+
+TEST(ColliderSetTest, ValidateQueryNamesField) {
+  CastQuery c;
+  c.translation = {1, kNaN, 0};
+  Status s = ColliderSet::ValidateQuery(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("query.translation"), std::string::npos) << s.ToString();
+  OverlapQuery o;
+  o.pose.rotation = Quat{0, 0, 1, 1};
+  s = ColliderSet::ValidateQuery(o, "queries[4]");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("queries[4].pose.rotation: quaternion norm"), std::string::npos)
+      << s.ToString();
+  RayQuery r;
+  r.origin = {0, std::numeric_limits<double>::infinity(), 0};
+  EXPECT_FALSE(ColliderSet::ValidateQuery(r).ok());
+  r.origin = {};
+  EXPECT_TRUE(ColliderSet::ValidateQuery(r).ok());
+}
+
+// ---------------------------------------------------------------------------
+// Brute-force reference world queries: the narrow phase on every collider.
+
+bool Ignored(const QueryFilter& f, const Collider& c) {
+  return !f.Accepts(c.id, c.layer);
+}
+
+std::vector<uint64_t> RefOverlap(const std::vector<Collider>& all, const OverlapQuery& q) {
+  std::vector<uint64_t> ids;
+  const Pose pose(q.pose.position, q.pose.rotation.Normalized());
+  for (const Collider& c : all) {
+    if (!Ignored(q.filter, c) && Overlap(q.shape, pose, c.shape, c.pose)) ids.push_back(c.id);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (q.filter.max_hits && ids.size() > q.filter.max_hits) ids.resize(q.filter.max_hits);
+  return ids;
+}
+
+std::vector<std::pair<double, uint64_t>> RefCast(const std::vector<Collider>& all,
+                                                 const Query& query) {
+  std::vector<std::pair<double, uint64_t>> hits;
+  bool all_hits = false;
+  uint32_t max_hits = 0;
+  for (const Collider& c : all) {
+    CastResult r;
+    if (const auto* cq = std::get_if<CastQuery>(&query)) {
+      if (Ignored(cq->filter, c)) continue;
+      r = Cast(cq->shape, Pose(cq->pose.position, cq->pose.rotation.Normalized()), cq->translation,
+               c.shape, c.pose);
+      all_hits = cq->all_hits;
+      max_hits = cq->filter.max_hits;
+    } else {
+      const auto& rq = std::get<RayQuery>(query);
+      if (Ignored(rq.filter, c)) continue;
+      r = Raycast(rq.origin, rq.translation, c.shape, c.pose);
+      all_hits = rq.all_hits;
+      max_hits = rq.filter.max_hits;
+    }
+    if (r.hit()) hits.push_back({r.fraction, c.id});
+  }
+  std::sort(hits.begin(), hits.end());
+  if (!all_hits && hits.size() > 1) hits.resize(1);
+  if (all_hits && max_hits && hits.size() > max_hits) hits.resize(max_hits);
+  return hits;
+}
+
+QueryFilter RandomFilter(Random& rng, const std::vector<Collider>& all) {
+  QueryFilter f;
+  if (rng.Int(0, 2) == 0) f.mask = static_cast<uint32_t>(rng.engine()());
+  if (rng.Int(0, 2) == 0 && !all.empty()) {
+    for (int k = rng.Int(1, 4); k > 0; --k) f.ignore.push_back(all[rng.Int(0, static_cast<int>(all.size()) - 1)].id);
+  }
+  if (rng.Int(0, 3) == 0) f.max_hits = static_cast<uint32_t>(rng.Int(1, 3));
+  return f;
+}
+
+std::vector<Query> RandomQueries(Random& rng, const std::vector<Collider>& all, int n,
+                                 double world) {
+  std::vector<Query> qs;
+  for (int i = 0; i < n; ++i) {
+    const Shape shape = rng.MakeShape(static_cast<ShapeKind>(rng.Int(0, 3)), 0.2, 3.0);
+    Vec3 origin = rng.InBox(world);
+    if (!all.empty() && rng.Int(0, 2) == 0) {
+      origin = all[rng.Int(0, static_cast<int>(all.size()) - 1)].pose.position + rng.InBox(1.0);  // start inside
+    }
+    const Pose pose(origin, rng.Rotation());
+    Vec3 d = rng.InBox(world);
+    if (rng.Int(0, 10) == 0) d = Vec3{};
+    switch (rng.Int(0, 2)) {
+      case 0: {
+        OverlapQuery q{shape, pose, RandomFilter(rng, all), rng.Int(0, 1) == 1};
+        qs.push_back(q);
+        break;
+      }
+      case 1: {
+        CastQuery q{shape, pose, d, RandomFilter(rng, all), rng.Int(0, 1) == 1};
+        qs.push_back(q);
+        break;
+      }
+      default: {
+        RayQuery q{origin, d, RandomFilter(rng, all), rng.Int(0, 1) == 1};
+        qs.push_back(q);
+        break;
+      }
+    }
+  }
+  return qs;
+}
+
+void CheckAgainstReference(const ColliderSet& set, const std::vector<Query>& qs,
+                           const std::vector<QueryResult>& results, const std::string& where) {
+  std::vector<Collider> all;
+  set.ForEach([&](const Collider& c) { all.push_back(c); });
+  for (size_t i = 0; i < qs.size(); ++i) {
+    const QueryResult& r = results[i];
+    if (const auto* o = std::get_if<OverlapQuery>(&qs[i])) {
+      std::vector<uint64_t> got;
+      for (const OverlapHit& h : r.overlaps) {
+        got.push_back(h.id);
+        ASSERT_EQ(h.user_data, set.Find(h.id)->user_data);
+        ASSERT_EQ(h.contact.has_value(), o->want_contact);
+        if (h.contact) {
+          ASSERT_NEAR(h.contact->normal.Length(), 1.0, 1e-9);
+        }
+      }
+      ASSERT_EQ(got, RefOverlap(all, *o))
+          << where << " overlap " << i << ": " << o->shape.ToString() << " @ " << ToString(o->pose);
+    } else {
+      std::vector<std::pair<double, uint64_t>> got;
+      for (const CastHit& h : r.hits) got.push_back({h.fraction, h.id});
+      ASSERT_EQ(got, RefCast(all, qs[i])) << where << " cast/ray " << i;
+      for (const CastHit& h : r.hits) {
+        if (h.started_overlapping) {
+          ASSERT_EQ(h.fraction, 0.0);
+        }
+      }
+    }
+  }
+}
+
+// The tree-backed queries equal brute force on >= 1000 random scenes with
+// masks, ignore lists, max hits and churn; RunBatch equals Run on 1 or N threads.
+TEST(ColliderSetTest, QueriesMatchBruteForce) {
+  ThreadPool pool(3);
+  for (int scene = 0; scene < 1000; ++scene) {
+    Random rng(20000 + scene);
+    const double world = rng.Int(0, 3) == 0 ? 8.0 : 30.0;
+    const Vec3 far = rng.Int(0, 5) == 0 ? Vec3{20000, -5000, 12000} : Vec3{};
+    ColliderSet set;
+    std::vector<Collider> cs;
+    const int n = rng.Int(0, 60);
+    for (int i = 0; i < n; ++i) {
+      Collider c = RandomCollider(rng, static_cast<uint64_t>(rng.engine()()), world);
+      c.pose.position += far;
+      cs.push_back(c);
+    }
+    std::sort(cs.begin(), cs.end(), [](auto& a, auto& b) { return a.id < b.id; });
+    cs.erase(std::unique(cs.begin(), cs.end(), [](auto& a, auto& b) { return a.id == b.id; }),
+             cs.end());
+    if (scene % 2) {
+      ASSERT_TRUE(set.AddBulk(cs).ok());
+    } else {
+      std::vector<ColliderChange> adds;
+      for (const Collider& c : cs) adds.push_back(ColliderChange::Add(c));
+      ASSERT_TRUE(set.Apply(adds).ok());
+    }
+    const std::string where = "scene seed " + std::to_string(20000 + scene);
+    for (int round = 0; round < 2; ++round) {
+      std::vector<Collider> all;
+      set.ForEach([&](const Collider& c) { all.push_back(c); });
+      std::vector<Query> qs = RandomQueries(rng, all, 12, world);
+      for (Query& q : qs) {
+        std::visit([&](auto& x) {
+          if constexpr (requires { x.pose; }) x.pose.position += far;
+          else x.origin += far;
+        }, q);
+      }
+      std::vector<QueryResult> results(qs.size());
+      set.RunBatch(qs, results);
+      CheckAgainstReference(set, qs, results, where + " round " + std::to_string(round));
+      if (::testing::Test::HasFatalFailure()) return;
+      // Batched on a pool: identical (repeat queries to pass the threshold).
+      std::vector<Query> many;
+      for (int k = 0; k < 8; ++k) many.insert(many.end(), qs.begin(), qs.end());
+      std::vector<QueryResult> par(many.size());
+      set.RunBatch(many, par, &pool);
+      for (size_t i = 0; i < many.size(); ++i) {
+        const QueryResult& a = results[i % qs.size()];
+        ASSERT_EQ(a.overlaps.size(), par[i].overlaps.size());
+        ASSERT_EQ(a.hits.size(), par[i].hits.size());
+        for (size_t k = 0; k < a.hits.size(); ++k) {
+          ASSERT_EQ(a.hits[k].id, par[i].hits[k].id);
+          ASSERT_EQ(a.hits[k].fraction, par[i].hits[k].fraction);
+        }
+      }
+      // Churn: moves (small and teleports), removes, adds, replaces.
+      std::vector<ColliderChange> batch;
+      for (const Collider& c : all) {
+        switch (rng.Int(0, 5)) {
+          case 0: batch.push_back(ColliderChange::Move(c.id, Pose(c.pose.position + rng.InBox(0.05),
+                                                                  c.pose.rotation)));
+            break;
+          case 1: batch.push_back(ColliderChange::Move(c.id, Pose(rng.InBox(world) + far,
+                                                                  rng.Rotation())));
+            break;
+          case 2: batch.push_back(ColliderChange::Remove(c.id)); break;
+          case 3: {
+            Collider r = RandomCollider(rng, c.id, world);
+            r.pose.position += far;
+            batch.push_back(ColliderChange::Replace(r));
+            break;
+          }
+          default: break;
+        }
+      }
+      for (int k = rng.Int(0, 10); k > 0; --k) {
+        Collider c = RandomCollider(rng, static_cast<uint64_t>(rng.engine()()), world);
+        c.pose.position += far;
+        batch.push_back(ColliderChange::Add(c));
+      }
+      ASSERT_TRUE(set.Apply(batch).ok());
+      ASSERT_EQ(set.TreeValidate(), "") << where;
+      if (round == 0 && scene % 3 == 0) set.RebuildTree();
+    }
+  }
+}
+
+// RunBatch interleaves the traversals of same-kind queries; every field of
+// every answer must equal the one-query path (Run), bit for bit, for batches
+// of mixed kinds larger than the interleave width, with masks, ignore lists,
+// max hits, all_hits and contacts.
+TEST(ColliderSetTest, InterleavedBatchEqualsSingleQueries) {
+  for (int scene = 0; scene < 60; ++scene) {
+    Random rng(31000 + scene);
+    const double world = scene % 3 == 0 ? 6.0 : 25.0;
+    std::vector<Collider> cs;
+    const int n = rng.Int(0, 400);
+    for (int i = 0; i < n; ++i) cs.push_back(RandomCollider(rng, static_cast<uint64_t>(i + 1), world));
+    ColliderSet set;
+    ASSERT_TRUE(set.AddBulk(cs).ok());
+    const std::vector<Query> qs = RandomQueries(rng, cs, rng.Int(0, 90), world);
+    std::vector<QueryResult> batch(qs.size());
+    set.RunBatch(qs, batch);
+    for (size_t i = 0; i < qs.size(); ++i) {
+      QueryResult one;
+      set.Run(qs[i], &one);
+      const std::string where =
+          "scene seed " + std::to_string(31000 + scene) + " query " + std::to_string(i);
+      ASSERT_EQ(one.overlaps.size(), batch[i].overlaps.size()) << where;
+      for (size_t k = 0; k < one.overlaps.size(); ++k) {
+        const OverlapHit& a = one.overlaps[k];
+        const OverlapHit& b = batch[i].overlaps[k];
+        ASSERT_EQ(a.id, b.id) << where;
+        ASSERT_EQ(a.user_data, b.user_data) << where;
+        ASSERT_EQ(a.contact.has_value(), b.contact.has_value()) << where;
+        if (a.contact) {
+          ASSERT_EQ(a.contact->depth, b.contact->depth) << where;
+          ASSERT_EQ(a.contact->normal, b.contact->normal) << where;
+        }
+      }
+      ASSERT_EQ(one.hits.size(), batch[i].hits.size()) << where;
+      for (size_t k = 0; k < one.hits.size(); ++k) {
+        const CastHit& a = one.hits[k];
+        const CastHit& b = batch[i].hits[k];
+        ASSERT_EQ(a.id, b.id) << where;
+        ASSERT_EQ(a.user_data, b.user_data) << where;
+        ASSERT_EQ(a.fraction, b.fraction) << where;
+        ASSERT_EQ(a.normal, b.normal) << where;
+        ASSERT_EQ(a.point, b.point) << where;
+        ASSERT_EQ(a.started_overlapping, b.started_overlapping) << where;
+        ASSERT_EQ(a.depth, b.depth) << where;
+      }
+    }
+  }
+}
+
+// A pair cast that gives up (CastState::kFailed, forced here by an iteration
+// cap of 1) stops the world sweep at its lower bound, never passes through:
+// the hit is there, no later than the exact one, and the query is still
+// clear of the collider at it.
+TEST(ColliderSetTest, FailedPairCastStopsTheSweep) {
+  ColliderSet set;
+  const Shape cyl = *Shape::MakeCylinder(0.8, 1.2);
+  const Pose pb({0.2, -0.1, 0.3}, Quat::FromAxisAngle(Vec3{1, 2, 3}.Normalized(), 0.7));
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(MakeCollider(7, cyl, pb))}).ok());
+  CastQuery q;
+  q.shape = *Shape::MakeBox({0.7, 0.4, 0.9});
+  q.pose = Pose({-5, 2.5, 1.5}, Quat::FromAxisAngle(Vec3{-2, 1, 1}.Normalized(), 1.1));
+  q.translation = {9, -4.5, -2.4};
+  std::vector<CastHit> exact, capped;
+  set.Cast(q, &exact);
+  ASSERT_EQ(exact.size(), 1u);
+  internal::SetWorldCastIterationsForTesting(1);
+  set.Cast(q, &capped);
+  QueryResult batch;
+  set.Run(Query{q}, &batch);
+  internal::SetWorldCastIterationsForTesting(0);  // the default again
+  ASSERT_EQ(capped.size(), 1u);
+  EXPECT_EQ(capped[0].id, 7u);
+  EXPECT_FALSE(capped[0].started_overlapping);
+  EXPECT_GT(capped[0].fraction, 0.0);
+  EXPECT_LT(capped[0].fraction, exact[0].fraction);
+  EXPECT_FALSE(Overlap(q.shape,
+                       Pose(q.pose.position + q.translation * (capped[0].fraction * (1 - 1e-9)),
+                            q.pose.rotation),
+                       cyl, pb));
+  ASSERT_EQ(batch.hits.size(), 1u);
+  EXPECT_EQ(batch.hits[0].fraction, capped[0].fraction);
+  std::vector<CastHit> again;
+  set.Cast(q, &again);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].fraction, exact[0].fraction);
+}
+
+// The batch policy of a server (CheckBatch): entries named by index, counted
+// against the collider limit and the geometry limits; nothing changes until
+// ApplyBatch, which loads an all-adds batch in bulk.
+TEST(ColliderSetTest, CheckBatchNamesEntriesAndLimits) {
+  ColliderSet set;
+  const Shape ball = *Shape::MakeSphere(0.5);
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(MakeCollider(1, ball, Pose()))}).ok());
+  BatchLimits limits;
+  limits.max_colliders = 3;
+  BatchPlan plan;
+  // An empty batch passes; a stale expected revision does not.
+  EXPECT_TRUE(set.CheckBatch({}, std::nullopt, std::nullopt, limits, &plan).ok());
+  EXPECT_EQ(plan.colliders_after, 1u);
+  Status st = set.CheckBatch({}, std::nullopt, uint64_t{7}, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
+  // Ids replayed in order: a remove then an add of the same id is fine, a
+  // second add is not, and the entry is named.
+  std::vector<ColliderChange> batch = {ColliderChange::Remove(1),
+                                       ColliderChange::Add(MakeCollider(1, ball, Pose())),
+                                       ColliderChange::Add(MakeCollider(1, ball, Pose()))};
+  st = set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kAlreadyExists);
+  EXPECT_EQ(st.message(), "changes[2].add.id: collider 1 already exists");
+  batch = {ColliderChange::Move(9, Pose())};
+  st = set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kNotFound);
+  EXPECT_EQ(st.message(), "changes[0].move.id: collider 9 not found");
+  // Three more colliders would make four.
+  batch = {ColliderChange::Add(MakeCollider(2, ball, Pose())),
+           ColliderChange::Add(MakeCollider(3, ball, Pose())),
+           ColliderChange::Add(MakeCollider(4, ball, Pose()))};
+  st = set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("limits.max_colliders"), std::string::npos) << st.message();
+  // A hull over the point limit, named by entry.
+  limits.max_hull_points = 4;
+  const Shape hull =
+      *Shape::Make(ConvexHull{{{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 1}}});
+  batch = {ColliderChange::Replace(MakeCollider(1, hull, Pose()))};
+  st = set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan);
+  EXPECT_EQ(st.code(), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(st.message().rfind("changes[0].replace.shape: a convex hull has 5", 0), 0u) << st.message();
+  EXPECT_EQ(set.size(), 1u);
+  EXPECT_EQ(set.revision(), 1u);
+  // Two adds fit: planned as a bulk load, applied once.
+  batch = {ColliderChange::Add(MakeCollider(2, ball, Pose())),
+           ColliderChange::Add(MakeCollider(3, ball, Pose({2, 0, 0})))};
+  ASSERT_TRUE(set.CheckBatch(batch, std::nullopt, std::nullopt, limits, &plan).ok());
+  EXPECT_TRUE(plan.all_adds);
+  EXPECT_EQ(plan.colliders_after, 3u);
+  ASSERT_TRUE(set.ApplyBatch(batch, std::nullopt, plan).ok());
+  EXPECT_EQ(set.size(), 3u);
+  EXPECT_EQ(set.revision(), 2u);
+  EXPECT_EQ(set.TreeValidate(), "");
+}
+
+TEST(ThreadPoolTest, RunsEveryIndexOnce) {
+  for (size_t threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.size(), threads);
+    for (int rep = 0; rep < 50; ++rep) {
+      std::vector<std::atomic<int>> hits(1000);
+      pool.ParallelFor(hits.size(), [&](size_t i) { hits[i]++; });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hitbox
+
+namespace hitbox {
+namespace {
+
+// A flat grid of n x n unit spheres 2 m apart (ids 1..n*n), the shape of the
+// world in which one huge overlap used to gather every collider first.
+ColliderSet SphereGrid(int n) {
+  std::vector<Collider> cs;
+  cs.reserve(static_cast<size_t>(n) * n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      cs.push_back(MakeCollider(static_cast<uint64_t>(i * n + j + 1), *Shape::MakeSphere(1.0),
+                                Pose({2.0 * i, 0, 2.0 * j})));
+    }
+  }
+  ColliderSet set;
+  EXPECT_TRUE(set.AddBulk(cs).ok());
+  return set;
+}
+
+// max_hits bounds what a query keeps while it runs, not only what it
+// returns: a huge overlap keeps the lowest ids and skips the narrow phase
+// for the rest; casts and rays keep the first hits in (fraction, id) order.
+TEST(QueryBudgetTest, MaxHitsKeepsTheBestAsItGoes) {
+  const ColliderSet set = SphereGrid(60);
+  OverlapQuery big;
+  big.shape = *Shape::MakeSphere(1000.0);
+  big.filter.max_hits = 5;
+  CastQuery sweep;
+  sweep.shape = *Shape::MakeSphere(0.5);
+  sweep.pose = Pose({-10, 0, 0.3});
+  sweep.translation = {200, 0, 0};
+  sweep.all_hits = true;
+  sweep.filter.max_hits = 7;
+  RayQuery ray;
+  ray.origin = {-10, 0.2, 2.1};
+  ray.translation = {200, 0, 0};
+  ray.all_hits = true;
+  ray.filter.max_hits = 3;
+  const std::vector<Query> qs = {big, sweep, ray};
+  std::vector<QueryResult> bounded(3);
+  QueryWork work;
+  ASSERT_TRUE(set.RunBatch(qs, bounded, nullptr, QueryBudget{}, &work).ok());
+  ASSERT_EQ(bounded[0].overlaps.size(), 5u);
+  for (size_t k = 0; k < 5; ++k) EXPECT_EQ(bounded[0].overlaps[k].id, k + 1);
+  // Far fewer pair tests than the 3600 candidates of the overlap alone.
+  EXPECT_LT(work.pair_tests, 1000u);
+  EXPECT_GT(work.nodes, 3600u);
+
+  // The same answers as keeping every hit and cutting afterwards.
+  std::vector<Query> unbounded_qs = qs;
+  std::get<CastQuery>(unbounded_qs[1]).filter.max_hits = 0;
+  std::get<RayQuery>(unbounded_qs[2]).filter.max_hits = 0;
+  std::vector<QueryResult> all(3);
+  set.RunBatch(unbounded_qs, all);
+  ASSERT_EQ(bounded[1].hits.size(), 7u);
+  ASSERT_EQ(bounded[2].hits.size(), 3u);
+  ASSERT_GE(all[1].hits.size(), 30u);
+  for (size_t k = 0; k < 7; ++k) {
+    EXPECT_EQ(bounded[1].hits[k].id, all[1].hits[k].id);
+    EXPECT_EQ(bounded[1].hits[k].fraction, all[1].hits[k].fraction);
+  }
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(bounded[2].hits[k].id, all[2].hits[k].id);
+  // The single-query path agrees.
+  std::vector<OverlapHit> one;
+  set.Overlap(big, &one);
+  ASSERT_EQ(one.size(), 5u);
+  EXPECT_EQ(one[4].id, 5u);
+}
+
+// A batch that needs more nodes or pair tests than its budget stops with
+// RESOURCE_EXHAUSTED, its results cleared; within budget it answers exactly
+// as without one. The pooled path stops too.
+TEST(QueryBudgetTest, WorkBudgetStopsRunawayBatches) {
+  const ColliderSet set = SphereGrid(100);
+  ThreadPool pool(2);
+  OverlapQuery big;
+  big.shape = *Shape::MakeSphere(1000.0);
+  big.filter.max_hits = 1024;
+  RayQuery ray;
+  ray.origin = {-5, 0, 0};
+  ray.translation = {10, 0, 0};
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    std::vector<Query> qs(100, big);
+    std::vector<QueryResult> results(qs.size());
+    QueryBudget budget;
+    budget.max_nodes = 50'000;
+    QueryWork work;
+    const Status st = set.RunBatch(qs, results, p, budget, &work);
+    ASSERT_EQ(st.code(), ErrorCode::kResourceExhausted) << st.ToString();
+    EXPECT_NE(st.message().find("50000 tree nodes"), std::string::npos) << st.message();
+    EXPECT_GT(work.nodes, 50'000u);
+    EXPECT_LT(work.nodes, 50'000u + 2 * 8 * 1024 + 4096) << "stops soon after the limit";
+    for (const QueryResult& r : results) EXPECT_TRUE(r.overlaps.empty());
+
+    budget = QueryBudget{};
+    budget.max_pair_tests = 100;
+    EXPECT_EQ(set.RunBatch(qs, results, p, budget, &work).code(), ErrorCode::kResourceExhausted);
+
+    // Small queries under a budget: the same answers as the plain batch.
+    std::vector<Query> small(200, ray);
+    std::vector<QueryResult> a(small.size()), b(small.size());
+    set.RunBatch(small, a, p);
+    budget = QueryBudget{};
+    budget.max_nodes = 1'000'000;
+    budget.max_pair_tests = 1'000'000;
+    ASSERT_TRUE(set.RunBatch(small, b, p, budget, &work).ok());
+    EXPECT_GT(work.pair_tests, 0u);
+    for (size_t i = 0; i < small.size(); ++i) {
+      ASSERT_EQ(a[i].hits.size(), 1u);
+      ASSERT_EQ(b[i].hits.size(), 1u);
+      EXPECT_EQ(a[i].hits[0].id, b[i].hits[0].id);
+      EXPECT_EQ(a[i].hits[0].fraction, b[i].hits[0].fraction);
+    }
+  }
+}
+
+// Deadlines and cancellation stop a batch, also inside one long query, soon
+// after they happen (here: a batch of a few seconds stops well within 1 s of
+// its 30 ms deadline even on a loaded machine).
+TEST(QueryBudgetTest, DeadlineAndCancellationStopInsideLongQueries) {
+  const ColliderSet set = SphereGrid(300);
+  OverlapQuery big;
+  big.shape = *Shape::MakeSphere(1000.0);  // 90k candidates, no max_hits: all tested
+  const std::vector<Query> qs(400, big);
+  std::vector<QueryResult> results(qs.size());
+  ThreadPool pool(2);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    QueryBudget budget;
+    budget.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+    EXPECT_EQ(set.RunBatch(qs, results, p, budget).code(), ErrorCode::kDeadlineExceeded);
+
+    const auto start = std::chrono::steady_clock::now();
+    budget.deadline = start + std::chrono::milliseconds(30);
+    QueryWork work;
+    const Status st = set.RunBatch(qs, results, p, budget, &work);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(st.code(), ErrorCode::kDeadlineExceeded) << st.ToString();
+    EXPECT_LT(took, std::chrono::milliseconds(1000));
+    std::printf("%s: stopped %.3f ms after its 30 ms deadline\n", p ? "pool" : "1 thread",
+                std::chrono::duration<double, std::milli>(took).count() - 30.0);
+    EXPECT_LT(work.pair_tests, 400u * 90'000u);
+    for (const QueryResult& r : results) EXPECT_TRUE(r.overlaps.empty());
+
+    std::atomic<int> polls{0};
+    budget = QueryBudget{};
+    budget.cancelled = [&] { return polls.fetch_add(1) >= 20; };
+    EXPECT_EQ(set.RunBatch(qs, results, p, budget).code(), ErrorCode::kCancelled);
+    EXPECT_LT(polls.load(), 200);
+  }
+}
+
+}  // namespace
+}  // namespace hitbox
