@@ -139,7 +139,11 @@ bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& tran
     const TriangleConvexDistance g =
         TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
     if (!g.cores_overlap) {
+      // The contact's own normal: the sweep's faces the motion by design
+      // (SweepConvexTriangle), which would count a shape leaving the
+      // triangle as approaching it.
       depth = std::max(-g.distance, 0.0);
+      n = g.normal;
     } else {
       const TriangleConvexPenetration e =
           TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g);
