@@ -277,6 +277,10 @@ struct ColliderSet::Impl {
   /// colliders whose window box the query reaches, placed at the tick.
   template <typename J, typename Q, typename Hits>
   void RunRewound(const Q& q, Hits* hits, PairCounter* pairs, bool skip_leaving = false) const;
+  /// A cast or ray query (Job CastJob or RayJob): its job fed by one segment
+  /// traversal of the tree, or by the history's candidates at q.at_tick.
+  template <typename Job, typename Q>
+  void RunSegmentQuery(const Q& q, std::vector<CastHit>* hits) const;
   template <typename Q, typename J, typename Cursor, bool kBudgeted, typename BeginFn,
             typename StepFn>
   bool Interleave(std::span<const Query> queries, std::span<QueryResult> results,

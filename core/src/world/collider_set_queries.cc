@@ -28,13 +28,14 @@ void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* 
   job.Finish();
 }
 
-void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
-  CastJob job;
+template <typename Job, typename Q>
+void ColliderSet::Impl::RunSegmentQuery(const Q& q, std::vector<CastHit>* hits) const {
   PairCounter pairs;
   if (q.at_tick) {
-    RunRewound<CastJob>(q, hits, &pairs);
+    RunRewound<Job>(q, hits, &pairs);
     return;
   }
+  Job job;
   job.pairs = &pairs;
   job.Start(*this, q, hits);
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
@@ -44,20 +45,12 @@ void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) con
   job.Finish();
 }
 
+void ColliderSet::Impl::Cast(const CastQuery& q, std::vector<CastHit>* hits) const {
+  RunSegmentQuery<CastJob>(q, hits);
+}
+
 void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) const {
-  RayJob job;
-  PairCounter pairs;
-  if (q.at_tick) {
-    RunRewound<RayJob>(q, hits, &pairs);
-    return;
-  }
-  job.pairs = &pairs;
-  job.Start(*this, q, hits);
-  const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
-  CastTree(tree, job.seg, q.filter.mask, 1.0,
-           [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
-           prefetch);
-  job.Finish();
+  RunSegmentQuery<RayJob>(q, hits);
 }
 
 // The world of a move: the set's closest-hit sweeps of the move's shape,
