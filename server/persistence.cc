@@ -313,19 +313,6 @@ Result<LoadedSnapshot> ParseSnapshot(const std::string& data, const std::string&
   }
 }
 
-// Applies a batch as ApplyLocked does (all adds: AddBulk), bumping the revision once.
-Status ApplyBatch(ColliderSet& set, const std::vector<ColliderChange>& changes,
-                  std::optional<uint64_t> tick) {
-  const bool all_adds = std::all_of(changes.begin(), changes.end(), [](const ColliderChange& c) {
-    return c.kind == ColliderChange::Kind::kAdd;
-  });
-  if (!all_adds) return set.Apply(changes, tick);
-  std::vector<Collider> adds;
-  adds.reserve(changes.size());
-  for (const ColliderChange& c : changes) adds.push_back(c.collider);
-  return set.AddBulk(adds, tick);
-}
-
 }  // namespace
 
 /// One session's open log and the sizes that decide compaction.
@@ -773,8 +760,13 @@ bool SessionStore::RecoverOne(const std::string& snapshot_name, SessionRegistry&
       }
       Status st = wire::FromProto(batch.changes(), &changes, "changes");
       if (st.ok()) {
-        st = ApplyBatch(s.set(), changes,
-                        batch.has_tick() ? std::optional<uint64_t>(batch.tick()) : std::nullopt);
+        // The live path's policy (service.cc ApplyLocked), without the
+        // session's limits: what was accepted once is replayed as it was.
+        const std::optional<uint64_t> tick =
+            batch.has_tick() ? std::optional<uint64_t>(batch.tick()) : std::nullopt;
+        BatchPlan plan;
+        st = s.set().CheckBatch(changes, tick, batch.expected_revision(), BatchLimits{}, &plan);
+        if (st.ok()) st = s.set().ApplyBatch(changes, tick, plan);
       }
       if (!st.ok()) {
         cut_why = "batch does not apply: " + st.ToString();

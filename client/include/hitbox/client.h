@@ -491,7 +491,7 @@ class Client {
                                             const QueryFilter& filter = {},
                                             const CallOptions& call = {});
 
-  /// Character movement (collide-and-slide, hitbox/character.h): where
+  /// Character movement (collide-and-slide, hitbox/world/character.h): where
   /// `query.shape` at `query.pose` ends up when it wants to move by
   /// `query.displacement`. With query.apply_to_id the server also moves that
   /// collider to the final pose in the same call (then never retried).

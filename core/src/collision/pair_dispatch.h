@@ -1,7 +1,7 @@
 // The pair table: for every ordered pair of shape kinds, the narrow-phase
 // entry points (overlap, contact, distance) and the cast method. Registered
 // once per unordered pair in narrow_phase.cc (mirrored entries generated);
-// completeness is a static_assert there and a test (tests/core/dispatch_test.cc).
+// completeness is a static_assert there and a test (tests/core/collision/dispatch_test.cc).
 #pragma once
 
 #include <array>

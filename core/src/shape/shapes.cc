@@ -1,5 +1,6 @@
 #include "hitbox/shape/shapes.h"
 
+#include "geometry/gjk.h"
 #include "shape/surface_data.h"
 
 #include <algorithm>
@@ -84,28 +85,25 @@ Result<Shape> Shape::Make(const Box& b) {
   return shape;
 }
 
-Result<Shape> Shape::Make(const Capsule& c) {
-  if (!SizeInRange(c.radius)) return BadSize("capsule", "radius", c.radius, kSizeRule);
-  if (!HalfHeightInRange(c.half_height)) {
-    return BadSize("capsule", "half_height", c.half_height, kHalfHeightRule);
+Result<Shape> Shape::MakeRound(ShapeKind kind, const char* name, double radius,
+                               double half_height) {
+  if (!SizeInRange(radius)) return BadSize(name, "radius", radius, kSizeRule);
+  if (!HalfHeightInRange(half_height)) {
+    return BadSize(name, "half_height", half_height, kHalfHeightRule);
   }
   Shape shape;
-  shape.kind_ = ShapeKind::kCapsule;
-  shape.radius_ = c.radius;
-  shape.half_height_ = c.half_height;
+  shape.kind_ = kind;
+  shape.radius_ = radius;
+  shape.half_height_ = half_height;
   return shape;
 }
 
+Result<Shape> Shape::Make(const Capsule& c) {
+  return MakeRound(ShapeKind::kCapsule, "capsule", c.radius, c.half_height);
+}
+
 Result<Shape> Shape::Make(const Cylinder& c) {
-  if (!SizeInRange(c.radius)) return BadSize("cylinder", "radius", c.radius, kSizeRule);
-  if (!HalfHeightInRange(c.half_height)) {
-    return BadSize("cylinder", "half_height", c.half_height, kHalfHeightRule);
-  }
-  Shape shape;
-  shape.kind_ = ShapeKind::kCylinder;
-  shape.radius_ = c.radius;
-  shape.half_height_ = c.half_height;
-  return shape;
+  return MakeRound(ShapeKind::kCylinder, "cylinder", c.radius, c.half_height);
 }
 
 Aabb Shape::LocalBounds() const {
@@ -175,26 +173,13 @@ Aabb Shape::WorldBounds(const Pose& pose) const {
 
 Vec3 Shape::Support(const Vec3& d) const {
   switch (kind_) {
-    case ShapeKind::kSphere: {
-      const double len = d.Length();
-      return len > 0.0 ? d * (radius_ / len) : Vec3{radius_, 0, 0};
-    }
+    case ShapeKind::kSphere:
     case ShapeKind::kBox:
-      return {d.x >= 0 ? half_extents_.x : -half_extents_.x,
-              d.y >= 0 ? half_extents_.y : -half_extents_.y,
-              d.z >= 0 ? half_extents_.z : -half_extents_.z};
-    case ShapeKind::kCapsule: {
-      const double len = d.Length();
-      const Vec3 s = len > 0.0 ? d * (radius_ / len) : Vec3{radius_, 0, 0};
-      return {s.x, s.y + (d.y >= 0 ? half_height_ : -half_height_), s.z};
-    }
-    case ShapeKind::kCylinder: {
-      const double len_xz = std::sqrt(d.x * d.x + d.z * d.z);
-      const double y = d.y >= 0 ? half_height_ : -half_height_;
-      if (len_xz > 0.0) return {d.x * (radius_ / len_xz), y, d.z * (radius_ / len_xz)};
-      return {radius_, y, 0.0};
-    }
-    case ShapeKind::kConvexHull: return hull_->Support(d);
+    case ShapeKind::kCapsule:
+    case ShapeKind::kCylinder:
+    case ShapeKind::kConvexHull:
+      // The one support map of the convex kinds: core plus margin (gjk.h).
+      return internal::ConvexCore::FromShape(*this).Support(d);
     case ShapeKind::kMesh:
     case ShapeKind::kHeightfield: {
       // Surfaces are not convex: the support of their local bounding box.

@@ -129,7 +129,7 @@ struct HeightfieldShape {
 };
 
 /// Immutable built surface (TriangleMesh or Heightfield with its hierarchy),
-/// shared by every Shape that copies it (defined in core/src/surface_data.h).
+/// shared by every Shape that copies it (defined in core/src/shape/surface_data.h).
 class SurfaceData;
 namespace internal {
 void SurfaceAddRef(const SurfaceData* s);
@@ -330,6 +330,9 @@ class Shape {
   bool operator==(const Shape& o) const;
 
  private:
+  /// A capsule or cylinder (`name` in errors): radius and half height checked.
+  static Result<Shape> MakeRound(ShapeKind kind, const char* name, double radius,
+                                 double half_height);
   static constexpr bool HasData(ShapeKind k) {
     return static_cast<int>(k) >= static_cast<int>(ShapeKind::kConvexHull);
   }

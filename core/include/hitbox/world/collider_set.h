@@ -32,7 +32,7 @@ inline constexpr uint32_t kMaxLayer = 31;
 /// Largest CastQuery::contact_offset, metres (ValidateQuery and the wire).
 inline constexpr double kMaxContactOffset = 1e3;
 // (kQuatNormTolerance, the tolerance on |q| - 1 of callers' quaternions, is
-// in hitbox/shapes.h: compound child poses follow the same rule.)
+// in hitbox/shape/shapes.h: compound child poses follow the same rule.)
 
 /// One collider of a set.
 struct Collider {
