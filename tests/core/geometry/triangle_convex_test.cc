@@ -12,6 +12,8 @@
 #include "geometry/gjk.h"
 #include "geometry/surface_queries.h"
 #include "geometry/triangle_mesh.h"
+#include "hitbox/collision/collide.h"
+#include "mesh_util.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -140,6 +142,98 @@ TEST(TrianglePolytopePenetration, DegenerateTriangleIsNotValid) {
   const Vec3 tri[3] = {{0, 0, 0}, {1, 0, 0}, {2, 0, 0}};
   TrianglePolytopeCore core;
   EXPECT_FALSE(TrianglePolytopePenetration(tri, core, 1.0).valid);
+}
+
+/// The mesh of the slow fuzz input (fuzz/corpus/geometry/regress-slow-mesh-contact):
+/// a 37 x 37 grid of 3.90625e-7 m quads with heights 0.5, -10 and 0, so 2738
+/// steep slivers (10.5 m tall, < 1.5e-5 m wide) next to the origin.
+testing::MeshData SliverGrid() {
+  testing::MeshData m;
+  const double h[4] = {0.5, -10.0, 0.0, 0.5};
+  const uint32_t n = 37;
+  for (uint32_t i = 0; i <= n; ++i) {
+    for (uint32_t j = 0; j <= n; ++j) m.vertices.push_back({i * 3.90625e-7, h[(i * 7 + j * 3) % 4], j * 3.90625e-7});
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t a = i * (n + 1) + j, b = a + 1, c = a + n + 1, d = c + 1;
+      if (((i + j) * 31 + 4) & 4) {
+        m.triangles.push_back({a, b, d});
+        m.triangles.push_back({a, d, c});
+      } else {
+        m.triangles.push_back({a, b, c});
+        m.triangles.push_back({b, d, c});
+      }
+    }
+  }
+  return m;
+}
+
+// EPA on a curved core against slivers (the slow fuzz input's geometry with a
+// unit cylinder through it): every contact is a separating move within 0.1%
+// of the shortest (the radius along the sliver's normal), though most calls
+// end capped (kTriangleEpaMax*: ~0.1M instructions a call, 1.25M before).
+TEST(TriangleConvexEpa, CylinderOnSliversSeparatesNearTheShortest) {
+  auto built = TriangleMesh::Build(SliverGrid().vertices, SliverGrid().triangles);
+  ASSERT_TRUE(built.ok());
+  const TriangleMesh& mesh = *built;
+  ASSERT_EQ(mesh.triangle_count(), 2738u);
+  const ConvexCore core = Core(ConvexCore::Kind::kCylinder, {}, 1.0, 1.0, 0.0);
+  int contacts = 0;
+  for (const Quat& q : {Quat{}, Quat::FromAxisAngle({0, 0, 1}, 0.3), Quat::FromAxisAngle({1, 0, 1}, 1.1)}) {
+    const PlacedConvex convex(core, Pose{{0, 0, 0}, q});
+    for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+      Vec3 v[3];
+      mesh.TriangleVertices(k, v);
+      const TriangleConvexDistance g = TriangleConvexGjk(v, convex, 0.0, convex.scale());
+      if (!g.cores_overlap) continue;
+      const TriangleConvexPenetration e = TriangleCoresPenetration(v, convex, g);
+      if (!e.valid) continue;  // no tetrahedron: the caller's face-normal answer
+      ++contacts;
+      // The cylinder's extent along the sliver's normal, within the sliver's width.
+      const Vec3 face = Cross(v[1] - v[0], v[2] - v[0]).Normalized();
+      const Vec3 rim = convex(face);
+      const double shortest = std::fabs(Dot(rim, face));
+      EXPECT_LE(e.depth, shortest * 1.001 + 2e-5) << k;
+      const PlacedConvex moved(core, Pose{e.normal * (e.depth + 1e-7), q});
+      const TriangleConvexDistance gm = TriangleConvexGjk(v, moved, 0.0, moved.scale());
+      EXPECT_FALSE(gm.cores_overlap) << k;
+      EXPECT_GT(gm.distance, 0.0) << k;
+    }
+  }
+  std::printf("%d cylinder contacts on slivers\n", contacts);
+  EXPECT_GT(contacts, 3000);
+}
+
+// The contact queries of the fuzz input: cylinders 43 km wide around the
+// sliver mesh, 61 km from the origin. Answers come quickly (EPA capped) and
+// moving the cylinder out by the depth (+1e-9 of the scale) separates it.
+TEST(TriangleConvexEpa, HugeCylindersAroundSliversSeparate) {
+  TriangleMeshShape ms;
+  const testing::MeshData grid = SliverGrid();
+  ms.vertices = grid.vertices;
+  for (const auto& t : grid.triangles) ms.triangles.push_back({t[0], t[1], t[2]});
+  const Result<Shape> mesh = Shape::Make(ms);
+  ASSERT_TRUE(mesh.ok());
+  const Pose target{{43167.96875, 43167.96875, 43167.96875},
+                    Quat{0.54657990386658772, 0.54657990386658772, 0.54657990386658772, 0.3221043713884913}};
+  const Shape probes[2] = {*Shape::MakeCylinder(43167.96875, 43167.96875),
+                           *Shape::MakeCylinder(43167.96875, 43507.8125)};
+  const Pose poses[2] = {
+      Pose{{0x1.513ffp+15, 0x1.513ffp+15, 0x1.53e7ap+15},
+           Quat{0x1.56be55fc5c906p-1, 0x1.56be55fc5c906p-1, 0x1.47f1abbf35117p-12, 0x1.49d5ba740c805p-2}},
+      Pose{{0x1.513ffp+15, 0x1.513ffp+15, 0x1.513ffp+15},
+           Quat{-0x1.21a18501114b4p-13, -0x1.21a18501114b4p-13, 0x1.b7b4f6506bc6cp-35, 0x1.ffffff5c28f5dp-1}}};
+  for (int i = 0; i < 2; ++i) {
+    Contact c;
+    ASSERT_TRUE(ComputeContact(probes[i], poses[i], *mesh, target, &c));
+    EXPECT_TRUE(std::isfinite(c.depth));
+    EXPECT_GT(c.depth, 0.0);
+    EXPECT_NEAR(c.normal.Length(), 1.0, 1e-9);
+    // Contact::normal moves B (the mesh) away from A: move A the other way.
+    const Pose out{poses[i].position - c.normal * (c.depth + 1e-4), poses[i].rotation};
+    EXPECT_FALSE(Overlap(probes[i], out, *mesh, target)) << i;
+  }
 }
 
 }  // namespace
