@@ -17,6 +17,7 @@
 #include "geometry/triangle_convex.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/gjk.h"
+#include "geometry/work_meter.h"
 #include "hitbox/math/math.h"
 
 namespace hitbox {
@@ -101,7 +102,9 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
                           std::vector<uint32_t>* triangles) {
   bool any = false;
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
+  internal::WorkTally tally;
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     // The triangle's box against the convex's bounds (plus a rounding margin;
@@ -128,7 +131,9 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
                            std::vector<MeshContact>* contacts) {
   bool any = false;
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
+  internal::WorkTally tally;
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
@@ -221,7 +226,9 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   double best = 1.0;    // fraction of the best hit so far
   double limit = 1.0;   // visit and sweep up to here (best + tie once hit)
   uint32_t best_orig = UINT32_MAX;
+  internal::WorkTally tally;
   surface.VisitSwept(box, translation, centre_path, grow, &limit, [&](uint32_t k) {
+    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     double t_enter;
