@@ -22,17 +22,20 @@
 #include <limits>
 
 #include "collision/cast_internal.h"
+#include "geometry/work_meter.h"
 #include "hitbox/collision/collide.h"
 
 namespace hitbox::internal {
 
 namespace {
 
-/// Calls f(i) for each set bit i of `mask`, lowest first, while f returns true.
+/// Calls f(i) for each set bit i of `mask`, lowest first, while f returns
+/// true; each child counts as a pair test of the batch (work_meter.h).
 template <typename F>
 void ForEachChild(uint64_t mask, F&& f) {
+  WorkTally tally;
   while (mask != 0) {
-    if (!f(static_cast<uint32_t>(std::countr_zero(mask)))) return;
+    if (!tally.Count() || !f(static_cast<uint32_t>(std::countr_zero(mask)))) return;
     mask &= mask - 1;
   }
 }
@@ -97,7 +100,8 @@ DistanceResult CompoundDistance(const Shape& a, const Pose& pose_a, const Shape&
   const Aabb a_box = a.WorldBounds(a_local);
   DistanceResult best;
   best.distance = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < c.children().size() && best.distance > 0.0; ++i) {
+  WorkTally tally;
+  for (size_t i = 0; i < c.children().size() && best.distance > 0.0 && tally.Count(); ++i) {
     // Children whose boxes are already farther than the best cannot beat it.
     if (BoxDistance(a_box, c.child_bounds()[i]) >= best.distance) continue;
     const CompoundChild& child = c.children()[i];

@@ -30,6 +30,7 @@
 #include "collision/pair_dispatch.h"
 #include "geometry/epa.h"
 #include "geometry/gjk.h"
+#include "geometry/sat.h"
 #include "hitbox/collision/collide.h"
 
 namespace hitbox {
@@ -46,7 +47,7 @@ using internal::GjkState;
 constexpr double kDirectionEpsilon = 1e-12;
 /// Cross-product axes shorter than this (sine of the angle between two edges)
 /// are skipped by the SATs: the edges are parallel and the face axes decide.
-constexpr double kParallelEpsilon = 1e-12;
+constexpr double kParallelEpsilon = internal::kSatParallelEpsilon;
 
 /// Which query a pair function answers.
 enum class Query { kOverlap, kContact, kDistance };
@@ -57,8 +58,6 @@ struct PairAnswer {
   Contact contact;
   DistanceResult distance;
 };
-
-Vec3 Sign(double v, const Vec3& axis) { return v < 0.0 ? -axis : axis; }
 
 /// |x| + |y| + |z|: a cheap length scale (>= the Euclidean length).
 double Norm1(const Vec3& v) { return std::fabs(v.x) + std::fabs(v.y) + std::fabs(v.z); }
@@ -279,27 +278,24 @@ void BoxCapsule(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
     return;
   }
   const Vec3& c = rel.position;
-  double best_pen = std::numeric_limits<double>::infinity();
-  Vec3 best_n{0, 1, 0};
+  internal::SatMinimum sat;
   auto try_axis = [&](const Vec3& n) {
-    const double proj = Dot(c, n);
-    const double pen = h.x * std::fabs(n.x) + h.y * std::fabs(n.y) + h.z * std::fabs(n.z) +
-                       std::fabs(Dot(u, n)) - std::fabs(proj);
-    if (pen < best_pen) best_pen = pen, best_n = Sign(proj, n);
+    sat.Centered(n, h.x * std::fabs(n.x) + h.y * std::fabs(n.y) + h.z * std::fabs(n.z),
+                 std::fabs(Dot(u, n)), Dot(c, n));
   };
   for (int i = 0; i < 3; ++i) {
     Vec3 e{};
     e[i] = 1.0;
     try_axis(e);
   }
-  const double u_len = u.Length();
   for (int i = 0; i < 3; ++i) {
     Vec3 e{};
     e[i] = 1.0;
-    const Vec3 axis = Cross(e, u);
-    const double len = axis.Length();
-    if (len > kParallelEpsilon * u_len && len > 0.0) try_axis(axis / len);
+    Vec3 axis;
+    if (internal::SatCrossAxis(e, u, &axis)) try_axis(axis);
   }
+  const double best_pen = sat.depth;
+  const Vec3 best_n = sat.normal;
   const double depth = std::max(0.0, best_pen) + r;
   // Deepest point of the capsule inside the box: its support along -n.
   const Vec3 seg_end = Dot(u, best_n) > 0.0 ? c - u : c + u;
@@ -367,26 +363,13 @@ void BoxBox(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
     return;
   }
   const Vec3 bx[3] = {m.Column(0), m.Column(1), m.Column(2)};  // B's axes in A's frame
-  double best_pen = std::numeric_limits<double>::infinity();
-  Vec3 best_n{0, 1, 0};
-  int best_kind = 0;  // 0: A face, 1: B face, 2: edge pair
-  int best_i = 0, best_j = 0;
+  // Tag of the best axis: kind * 9 + i * 3 + j (kind 0: A face, 1: B face, 2: edge pair).
+  internal::SatMinimum sat;
   // Returns false when `n` separates (early out for overlap queries).
   auto test = [&](const Vec3& n, int kind, int i, int j) {
-    const double proj = Dot(t, n);
     const double ra = ha.x * std::fabs(n.x) + ha.y * std::fabs(n.y) + ha.z * std::fabs(n.z);
-    const double rb = hb.x * std::fabs(Dot(n, bx[0])) + hb.y * std::fabs(Dot(n, bx[1])) +
-                      hb.z * std::fabs(Dot(n, bx[2]));
-    const double pen = ra + rb - std::fabs(proj);
-    if (pen < 0.0) return false;
-    if (pen < best_pen) {
-      best_pen = pen;
-      best_n = Sign(proj, n);
-      best_kind = kind;
-      best_i = i;
-      best_j = j;
-    }
-    return true;
+    return sat.Centered(n, ra, internal::BoxProjectionRadius(bx, hb, n), Dot(t, n),
+                        kind * 9 + i * 3 + j) >= 0.0;
   };
   for (int i = 0; i < 3; ++i) {
     Vec3 e{};
@@ -410,8 +393,9 @@ void BoxBox(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
   out->overlap = true;
   if constexpr (query == Query::kOverlap) return;
 
-  const Vec3& n = best_n;
-  const double depth = best_pen;
+  const Vec3 n = sat.normal;
+  const double depth = sat.depth;
+  const int best_kind = sat.tag / 9, best_i = sat.tag / 3 % 3, best_j = sat.tag % 3;
   // Support vertex of B along -n (in A's frame) and of A along n.
   auto b_support = [&](const Vec3& dir) {
     Vec3 p = t;

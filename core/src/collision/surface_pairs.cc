@@ -21,6 +21,7 @@
 #include "collision/cast_internal.h"
 #include "geometry/surface_queries.h"
 #include "geometry/gjk.h"
+#include "geometry/work_meter.h"
 #include "hitbox/collision/collide.h"
 #include "shape/surface_data.h"
 
@@ -77,10 +78,12 @@ DistanceResult SurfaceDistance(const Shape& a, const Pose& pa, const Shape& b, c
   DistanceResult out;
   out.distance = std::numeric_limits<double>::infinity();
   Vec3 pa_local, pb_local;
+  WorkTally tally;
   b.surface()->Visit([&](const auto& s) {
     Aabb everything = s.bounds();
     everything = everything.Union(q.bounds());
     return s.VisitOverlapping(everything, [&](uint32_t k) {
+      if (!tally.Count()) return false;  // the batch stops (budget, deadline)
       Vec3 v[3];
       s.TriangleVertices(k, v);
       const TriangleConvexDistance g = TriangleConvexGjk(v, q, q.margin(), q.scale());

@@ -17,6 +17,7 @@
 #include "geometry/triangle_convex.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/gjk.h"
+#include "geometry/work_meter.h"
 #include "hitbox/math/math.h"
 
 namespace hitbox {
@@ -43,6 +44,28 @@ class PlacedConvex {
   const Aabb& bounds() const { return bounds_; }
   /// Length scale for GJK tolerances (metres).
   double scale() const { return scale_; }
+  /// The core as a polytope in the surface frame (point, segment or box), for
+  /// TrianglePolytopePenetration; false for a cylinder or a hull.
+  bool PolytopeCore(TrianglePolytopeCore* out) const {
+    const internal::ConvexCore& c = *placed_.core;
+    out->center = placed_.position;
+    switch (c.kind) {
+      case internal::ConvexCore::Kind::kPoint: out->axes = 0; return true;
+      case internal::ConvexCore::Kind::kSegment:
+        out->axes = 1;
+        out->axis[0] = placed_.rotation.Column(1);
+        out->half[0] = c.half_height;
+        return true;
+      case internal::ConvexCore::Kind::kBox:
+        out->axes = 3;
+        for (int k = 0; k < 3; ++k) {
+          out->axis[k] = placed_.rotation.Column(k);
+          out->half[k] = c.half_extents[k];
+        }
+        return true;
+      default: return false;
+    }
+  }
 
  private:
   internal::PlacedCore placed_;
@@ -50,6 +73,26 @@ class PlacedConvex {
   Aabb bounds_;
   double scale_;
 };
+
+/// Penetration of the convex into triangle `tri` when GJK found their cores
+/// overlapping (`g.cores_overlap`): exact and closed-form by SAT for polytope
+/// cores (sphere, capsule, box: TrianglePolytopePenetration), EPA from GJK's
+/// tetrahedron for the others (cylinder, convex hull). Every triangle contact
+/// with overlapping cores (surface contacts, the contact offset of sweeps
+/// started inside) goes through here.
+template <typename Convex>
+TriangleConvexPenetration TriangleCoresPenetration(const Vec3 tri[3], const Convex& convex,
+                                                   const TriangleConvexDistance& g) {
+  TrianglePolytopeCore polytope;
+  if constexpr (requires { convex.PolytopeCore(&polytope); }) {
+    if (convex.PolytopeCore(&polytope)) {
+      const TriangleConvexPenetration p =
+          TrianglePolytopePenetration(tri, polytope, convex.margin());
+      if (p.valid) return p;
+    }
+  }
+  return TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g);
+}
 
 /// Triangles of `surface` touched by the convex (touching counts; a pair GJK
 /// cannot prove apart, lower bound <= 0, counts as touching). Appends input triangle indices to
@@ -59,7 +102,9 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
                           std::vector<uint32_t>* triangles) {
   bool any = false;
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
+  internal::WorkTally tally;
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     // The triangle's box against the convex's bounds (plus a rounding margin;
@@ -76,16 +121,19 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
 
 /// Contacts of the convex with every triangle of `surface` it touches (one
 /// MeshContact each, appended): when the cores are apart, GJK's closest points
-/// (depth = margin - distance); when they overlap, EPA from GJK's enclosing
-/// tetrahedron. Should EPA fail (a flat Minkowski difference), the face
-/// normal with the depth that clears the triangle's plane: a separating move,
-/// not necessarily the shortest. Returns true when any triangle is touched.
+/// (depth = margin - distance); when they overlap, TriangleCoresPenetration
+/// (SAT for polytope cores, else EPA from GJK's enclosing tetrahedron).
+/// Should EPA fail (a flat Minkowski difference), the face normal with the
+/// depth that clears the triangle's plane: a separating move, not
+/// necessarily the shortest. Returns true when any triangle is touched.
 template <typename Surface, typename Convex>
 bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
                            std::vector<MeshContact>* contacts) {
   bool any = false;
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
+  internal::WorkTally tally;
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
@@ -101,8 +149,7 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
       c.point_on_mesh = g.point_on_triangle;
       c.point_on_query = g.point_on_convex;
     } else {
-      const TriangleConvexPenetration e =
-          TriangleConvexEpa(v, convex, convex.margin(), convex.scale(), g);
+      const TriangleConvexPenetration e = TriangleCoresPenetration(v, convex, g);
       if (e.valid) {
         c.normal = e.normal;
         c.depth = e.depth;
@@ -128,7 +175,7 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
 /// Whether the contact offset `skin` > 0 keeps the first contact `s` of the
 /// convex translating by `translation` with triangle `tri`
 /// (CastSettings::contact_offset): its depth when started inside (GJK, or
-/// EPA when the cores overlap) plus the approach over the rest of the
+/// TriangleCoresPenetration when the cores overlap) plus the approach over the rest of the
 /// translation must reach the skin.
 template <typename Convex>
 bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& translation,
@@ -145,8 +192,7 @@ bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& tran
       depth = std::max(-g.distance, 0.0);
       n = g.normal;
     } else {
-      const TriangleConvexPenetration e =
-          TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g);
+      const TriangleConvexPenetration e = TriangleCoresPenetration(tri, convex, g);
       if (!e.valid) return true;  // depth unknown: a hit, as without the skin
       depth = e.depth;
       n = e.normal;
@@ -180,7 +226,9 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   double best = 1.0;    // fraction of the best hit so far
   double limit = 1.0;   // visit and sweep up to here (best + tie once hit)
   uint32_t best_orig = UINT32_MAX;
+  internal::WorkTally tally;
   surface.VisitSwept(box, translation, centre_path, grow, &limit, [&](uint32_t k) {
+    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     double t_enter;

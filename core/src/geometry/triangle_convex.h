@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "geometry/sat.h"
 #include "geometry/triangle.h"
 #include "hitbox/math/math.h"
 
@@ -258,16 +259,16 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
 
 /// Penetration of a convex (core + margin) into a triangle, mesh frame.
 struct TriangleConvexPenetration {
-  /// False when no contact could be computed (no enclosing tetrahedron, a
-  /// flat Minkowski difference, or the cap hit before convergence).
+  /// False when no contact could be computed (no enclosing tetrahedron, or a
+  /// degenerate triangle for TrianglePolytopePenetration).
   bool valid = false;
-  /// 0: EPA converged (or capped on its best face). Otherwise EPA broke down
-  /// (3 degenerate new face, 4 no face left, 5 origin outside the polytope
+  /// 0: EPA converged (or capped on its best face), or the closed form.
+  /// Otherwise EPA broke down (2 flat start tetrahedron, 3 degenerate new
+  /// face or horizon overflow, 4 no face left, 5 origin outside the polytope
   /// after rounding on slivers of a curved core) and the answer is the best
-  /// of the polytope's face normals n by the exact support h(n) of the
-  /// Minkowski difference: still a separating move (depth, normal), perhaps
-  /// slightly longer than the shortest. 1 no tetrahedron, 2 degenerate start:
-  /// not valid.
+  /// of the polytope's face normals and the triangle's normals n by the
+  /// exact support h(n) of the Minkowski difference: still a separating move
+  /// (depth, normal), perhaps longer than the shortest. 1 no tetrahedron: not valid.
   int failure = 0;
   /// Depth in metres: moving the convex by depth * normal separates it.
   double depth = 0.0;
@@ -278,11 +279,28 @@ struct TriangleConvexPenetration {
   Vec3 point_on_triangle;
 };
 
+/// Caps of TriangleConvexEpa: polytope vertices, face slots and iterations.
+/// Each iteration scans the face slots a few times, so these bound the cost
+/// of one call whatever the input: ~0.1M instructions a triangle for a
+/// cylinder on the slivers of the slow fuzz input (1.25M with the caps of
+/// 160 vertices, 1024 faces and 150 iterations, up to ~3M a call).
+inline constexpr int kTriangleEpaMaxVertices = 64;
+inline constexpr int kTriangleEpaMaxFaces = 256;
+inline constexpr int kTriangleEpaMaxIterations = 32;
+/// A start tetrahedron whose volume (times 6) is below this fraction of the
+/// product of its edge lengths from vertex 0, or below kTriangleEpaFlatVolume
+/// * scale^3, is flat: EPA cannot expand it reliably and the fallback answers.
+inline constexpr double kTriangleEpaFlatSine = 1e-9;
+inline constexpr double kTriangleEpaFlatVolume = 1e-15;
+
 /// Expanding Polytope Algorithm (van den Bergen 2001; as epa.h) on the
 /// Minkowski difference core - triangle, started from GJK's enclosing
 /// tetrahedron `g` (g.tetrahedron == 4). Each step pushes the face nearest
 /// the origin out to the support point along its normal, re-stitching the
-/// horizon, until the support gap is below 1e-9 * scale.
+/// horizon, until the support gap is below 1e-9 * scale. Face slots of
+/// removed faces are reused. A flat start tetrahedron, a breakdown or the
+/// caps (kTriangleEpaMax*) end in the fallback: the best of the polytope's
+/// face normals and the triangle's two normals by the exact support.
 template <typename CoreSupport>
 TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport& core_support,
                                             double margin, double scale,
@@ -299,11 +317,12 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
     double d;
     bool alive;
   };
-  constexpr int kMaxVerts = 160;
-  constexpr int kMaxFaces = 1024;
+  constexpr int kMaxVerts = kTriangleEpaMaxVertices;
+  constexpr int kMaxFaces = kTriangleEpaMaxFaces;
   Vert verts[kMaxVerts];
   Face faces[kMaxFaces];
-  int nv = 0, nf = 0;
+  int free_slots[kMaxFaces];
+  int nv = 0, nf = 0, nfree = 0;
   for (int k = 0; k < 4; ++k) {
     verts[nv].w = g.tet_w[k];
     verts[nv].p = g.tet_p[k];
@@ -311,26 +330,17 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
     ++nv;
   }
   auto make_face = [&](int a, int b, int c) {
-    if (nf >= kMaxFaces) return false;
-    Face& f = faces[nf];
-    f.v[0] = a; f.v[1] = b; f.v[2] = c;
+    if (nfree == 0 && nf >= kMaxFaces) return false;
     const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
     const double len = n.Length();
     if (!(len > 0.0)) return false;
+    Face& f = faces[nfree > 0 ? free_slots[--nfree] : nf++];
+    f.v[0] = a; f.v[1] = b; f.v[2] = c;
     f.n = n / len;
     f.d = Dot(f.n, verts[a].w);
     f.alive = true;
-    ++nf;
     return true;
   };
-  // Tetrahedron faces, oriented outwards (away from the opposite vertex).
-  const int tf[4][4] = {{0, 1, 2, 3}, {0, 3, 1, 2}, {0, 2, 3, 1}, {1, 3, 2, 0}};
-  for (const auto& f : tf) {
-    int a = f[0], b = f[1], c = f[2];
-    const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
-    if (Dot(n, verts[f[3]].w - verts[a].w) > 0.0) std::swap(b, c);
-    if (!make_face(a, b, c)) { out.failure = 2; return out; }
-  }
   auto tri_support = [&](const Vec3& d, double l[3]) {
     const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
     const int i = (x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2);
@@ -340,17 +350,24 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
   };
   const double tol = 1e-9 * scale;
   // Breakdown: for any unit n, moving the convex by h(n) along -n separates
-  // it (h the support of core - triangle); take the best alive face normal.
+  // it (h the support of core - triangle); take the best of the alive face
+  // normals and the triangle's normals (the answer for a flat difference).
   auto fallback = [&](int reason) {
     out.failure = reason;
     double best_h = std::numeric_limits<double>::infinity();
     Vec3 best_n;
-    for (int i = 0; i < nf; ++i) {
-      if (!faces[i].alive) continue;
+    auto consider = [&](const Vec3& n) {
       double l[3];
-      const Vec3 n = faces[i].n;
       const double h = Dot(core_support(n) - tri_support(-n, l), n);
       if (h < best_h) { best_h = h; best_n = n; }
+    };
+    for (int i = 0; i < nf; ++i) {
+      if (faces[i].alive) consider(faces[i].n);
+    }
+    const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]);
+    if (face.LengthSq() > 0.0) {
+      consider(face.Normalized());
+      consider(-face.Normalized());
     }
     if (!(best_h < std::numeric_limits<double>::infinity())) return out;
     double l[3];
@@ -361,31 +378,56 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
     out.point_on_triangle = tri_support(-best_n, l);
     return out;
   };
+  // A flat start tetrahedron (a sliver triangle against a point-like part of
+  // the core): its faces' normals are rounding; the fallback decides.
+  {
+    const Vec3 e1 = g.tet_w[1] - g.tet_w[0], e2 = g.tet_w[2] - g.tet_w[0],
+               e3 = g.tet_w[3] - g.tet_w[0];
+    const double vol6 = std::fabs(Dot(e1, Cross(e2, e3)));
+    const double edges = std::sqrt(e1.LengthSq() * e2.LengthSq() * e3.LengthSq());
+    if (!(vol6 > kTriangleEpaFlatSine * edges) ||
+        !(vol6 > kTriangleEpaFlatVolume * scale * scale * scale)) {
+      return fallback(2);
+    }
+  }
+  // Tetrahedron faces, oriented outwards (away from the opposite vertex).
+  const int tf[4][4] = {{0, 1, 2, 3}, {0, 3, 1, 2}, {0, 2, 3, 1}, {1, 3, 2, 0}};
+  for (const auto& f : tf) {
+    int a = f[0], b = f[1], c = f[2];
+    const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
+    if (Dot(n, verts[f[3]].w - verts[a].w) > 0.0) std::swap(b, c);
+    if (!make_face(a, b, c)) return fallback(2);
+  }
   int best = -1;
-  for (int it = 0; it < 150; ++it) {
+  bool stopped = false;    // left the loop on a break (best is then alive)
+  bool converged = false;  // support gap within the tolerance
+  for (int it = 0; it < kTriangleEpaMaxIterations && !stopped; ++it) {
     best = -1;
     for (int i = 0; i < nf; ++i) {
       if (faces[i].alive && (best < 0 || faces[i].d < faces[best].d)) best = i;
     }
     if (best < 0) return fallback(4);
     const Face& f = faces[best];
-    if (nv >= kMaxVerts || nf + 64 > kMaxFaces) break;  // capped: best face so far
+    // Capped: the best face so far (a new point adds at most a few faces
+    // per horizon edge; keep room for a horizon of 64 edges).
+    if (nv >= kMaxVerts || nfree + (kMaxFaces - nf) < 64) { stopped = true; break; }
     Vert& nvx = verts[nv];
     nvx.p = core_support(f.n);
     nvx.w = nvx.p - tri_support(-f.n, nvx.l);
     const double gap = Dot(nvx.w, f.n) - f.d;
-    if (gap <= tol) break;
+    if (gap <= tol) { stopped = converged = true; break; }
     // A support point already in the polytope (curved cores repeat rim
     // points): no progress is possible along this face.
     bool repeated = false;
     for (int i = 0; i < nv && !repeated; ++i) {
       repeated = (verts[i].w - nvx.w).LengthSq() <= 1e-12 * scale * scale;
     }
-    if (repeated) break;
+    if (repeated) { stopped = true; break; }
     const int wi = nv++;
     // Remove the faces that see the new point; keep their horizon edges.
     int edges[kMaxFaces][2];
     int ne = 0;
+    bool overflow = false;
     for (int i = 0; i < nf; ++i) {
       // Visible with a margin: near-coplanar slivers on curved cores must not
       // flip the polytope inside out.
@@ -393,6 +435,7 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
         continue;
       }
       faces[i].alive = false;
+      free_slots[nfree++] = i;
       for (int e = 0; e < 3; ++e) {
         const int a = faces[i].v[e], b = faces[i].v[(e + 1) % 3];
         bool shared = false;
@@ -405,18 +448,30 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
             break;
           }
         }
-        if (!shared && ne < kMaxFaces) {
-          edges[ne][0] = a;
-          edges[ne][1] = b;
-          ++ne;
+        if (!shared) {
+          if (ne < 64) {
+            edges[ne][0] = a;
+            edges[ne][1] = b;
+            ++ne;
+          } else {
+            overflow = true;
+          }
         }
       }
     }
+    if (overflow) return fallback(3);
     for (int k = 0; k < ne; ++k) {
       if (!make_face(edges[k][0], edges[k][1], wi)) return fallback(3);
     }
   }
-  if (best < 0) return out;
+  if (!stopped) {
+    // Iteration cap: the best face of the polytope as it is now.
+    best = -1;
+    for (int i = 0; i < nf; ++i) {
+      if (faces[i].alive && (best < 0 || faces[i].d < faces[best].d)) best = i;
+    }
+  }
+  if (best < 0) return fallback(4);
   const Face& f = faces[best];
   if (f.d < -tol) return fallback(5);  // origin not enclosed
   // Barycentric weights of the origin's projection n * d on the face.
@@ -444,11 +499,83 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
   // by it along -n always leaves the two touching or apart, as in epa.h.
   double lh[3];
   const double h = Dot(core_support(f.n) - tri_support(-f.n, lh), f.n);
+  if (!converged) {
+    // Capped or stalled (a curved core converges slowly): a face normal of
+    // the polytope or of the triangle may already do better.
+    const TriangleConvexPenetration alt = fallback(0);
+    if (alt.valid && alt.depth < std::max(std::max(h, f.d), 0.0) + margin) return alt;
+    out = TriangleConvexPenetration{};
+  }
   out.valid = true;
   out.depth = std::max(std::max(h, f.d), 0.0) + margin;
   out.normal = -f.n;
   out.point_on_convex = core_point + f.n * margin;
   out.point_on_triangle = tri_point;
+  return out;
+}
+
+/// A polytope core in the mesh frame: the points centre + sum of s_k *
+/// half[k] * axis[k] for s_k in [-1, 1] and k < axes. A point has no axis, a
+/// segment (capsule core) one, a box three (unit, orthogonal).
+struct TrianglePolytopeCore {
+  Vec3 center;
+  Vec3 axis[3];
+  double half[3] = {0, 0, 0};
+  int axes = 0;
+
+  /// Half-width of the core's projection onto unit `n`.
+  double Radius(const Vec3& n) const {
+    double r = 0.0;
+    for (int k = 0; k < axes; ++k) r += half[k] * std::fabs(Dot(n, axis[k]));
+    return r;
+  }
+  /// Support point along `dir`.
+  Vec3 Support(const Vec3& dir) const {
+    Vec3 p = center;
+    for (int k = 0; k < axes; ++k) p += axis[k] * (Dot(dir, axis[k]) >= 0.0 ? half[k] : -half[k]);
+    return p;
+  }
+};
+
+/// Exact penetration of a polytope core grown by `margin` (sphere: a point,
+/// capsule: a segment, box) into triangle `tri`, by the separating axis test
+/// (sat.h) over the face normals of their Minkowski difference: the
+/// triangle's normal, the core's face normals (a box's axes) and the crosses
+/// of the core's edges with the triangle's edges (parallel pairs skipped). A
+/// flat difference (a point core, or a segment in the triangle's plane) is
+/// decided by the triangle's normal alone. No iteration; 4 (point), 7
+/// (segment) or 16 (box) axes. Meant for cores GJK found overlapping; for
+/// apart cores the depth is negative (not a contact). Not valid for a
+/// degenerate (zero-normal) triangle.
+inline TriangleConvexPenetration TrianglePolytopePenetration(const Vec3 tri[3],
+                                                             const TrianglePolytopeCore& core,
+                                                             double margin) {
+  TriangleConvexPenetration out;
+  const Vec3 e[3] = {tri[1] - tri[0], tri[2] - tri[1], tri[0] - tri[2]};
+  Vec3 face;
+  if (!internal::SatCrossAxis(e[0], tri[2] - tri[0], &face)) return out;
+  // A is the triangle, B the core: the normal moves the core away.
+  internal::SatMinimum sat;
+  auto axis = [&](const Vec3& n) {
+    const double t0 = Dot(tri[0], n), t1 = Dot(tri[1], n), t2 = Dot(tri[2], n);
+    const double c = Dot(core.center, n), r = core.Radius(n);
+    sat.Axis(n, std::min(t0, std::min(t1, t2)), std::max(t0, std::max(t1, t2)), c - r, c + r);
+  };
+  axis(face);
+  for (int k = 0; k < core.axes; ++k) {
+    if (core.axes == 3) axis(core.axis[k]);  // a box's face normals
+    for (const Vec3& edge : e) {
+      Vec3 n;
+      if (internal::SatCrossAxis(core.axis[k], edge, &n)) axis(n);
+    }
+  }
+  out.valid = true;
+  out.depth = std::max(sat.depth + margin, 0.0);
+  out.normal = sat.normal;
+  // The core's deepest point against the normal, grown by the margin; the
+  // triangle's point follows from point_on_convex + depth * normal.
+  out.point_on_convex = core.Support(-sat.normal) - sat.normal * margin;
+  out.point_on_triangle = out.point_on_convex + sat.normal * out.depth;
   return out;
 }
 

@@ -1,5 +1,7 @@
 // ColliderSet batch runner: the queries of a batch interleaved per kind with
 // the tree cursors, in chunks on the thread pool, under a budget.
+#include <optional>
+
 #include "world/collider_set_jobs.h"
 #include "world/query_hits.h"
 
@@ -80,6 +82,14 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
     results[i].overlaps.clear();
     results[i].hits.clear();
     results[i].move.reset();
+  }
+  // Under a budget, the triangles and children tested inside one query count
+  // too, and a long one stops with the batch.
+  std::optional<BatchControl::Meter> meter;
+  std::optional<internal::ScopedWorkMeter> meter_scope;
+  if constexpr (kBudgeted) {
+    meter.emplace(control);
+    meter_scope.emplace(&*meter);
   }
   const auto prefetch = [this](uint32_t item) { PrefetchCollider(item); };
   if (kBudgeted && !control->Poll()) return false;

@@ -3,6 +3,7 @@
 // and the batch runner (collider_set_batch.cc).
 #pragma once
 
+#include "geometry/work_meter.h"
 #include "world/collider_set_internal.h"
 #include "world/query_hits.h"
 
@@ -358,6 +359,31 @@ struct ColliderSet::Impl::BatchControl {
     }
     return Poll();
   }
+  /// Adds pair tests counted inside one narrow-phase query (the triangles of
+  /// a mesh or heightfield, the children of a compound: work_meter.h); with
+  /// `poll`, checks the deadline and the cancellation too. False when the
+  /// batch must stop.
+  bool ChargeTests(uint64_t p, bool poll) {
+    const uint64_t total_pairs = pair_tests.fetch_add(p, std::memory_order_relaxed) + p;
+    if (Stopped()) return false;
+    if (budget->max_pair_tests != 0 && total_pairs > budget->max_pair_tests) {
+      Stop(ErrorCode::kResourceExhausted);
+      return false;
+    }
+    return !poll || Poll();
+  }
+  /// The WorkMeter (work_meter.h) of this batch on one thread: the tests
+  /// inside long surface and compound queries go to the batch's pair-test
+  /// count, and the deadline and cancellation are checked between them, so
+  /// one long query stops as a batch does.
+  class Meter final : public internal::WorkMeter {
+   public:
+    explicit Meter(BatchControl* control) : control_(control) {}
+    bool Charge(uint64_t tests, bool poll) override { return control_->ChargeTests(tests, poll); }
+
+   private:
+    BatchControl* control_;
+  };
   /// Checks the deadline and the cancellation only.
   bool Poll() {
     if (budget->deadline != std::chrono::steady_clock::time_point::max() &&

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "collision/cast_internal.h"
+#include "geometry/work_meter.h"
+#include "mesh_util.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -764,6 +766,56 @@ TEST(QueryBudgetTest, DeadlineAndCancellationStopInsideLongQueries) {
     budget.cancelled = [&] { return polls.fetch_add(1) >= 20; };
     EXPECT_EQ(set.RunBatch(qs, results, p, budget).code(), ErrorCode::kCancelled);
     EXPECT_LT(polls.load(), 200);
+  }
+}
+
+// Inside one query against a mesh every triangle tested is a pair test: one
+// overlap with contacts of a 20,000-triangle mesh under a budget of 1,000
+// pair tests stops with RESOURCE_EXHAUSTED soon after 1,000; a cancellation
+// or a passed deadline stops it inside the mesh, long before its last
+// triangle (the checks are reachable inside one long surface query).
+TEST(QueryBudgetTest, SurfaceQueriesCountTrianglesAndStopInside) {
+  const testing::MeshData grid = testing::WavyGrid(100, 0.5);  // 20,000 triangles
+  TriangleMeshShape ms;
+  ms.vertices = grid.vertices;
+  for (const auto& t : grid.triangles) ms.triangles.push_back({t[0], t[1], t[2]});
+  const Result<Shape> mesh = Shape::Make(ms);
+  ASSERT_TRUE(mesh.ok()) << mesh.error().message;
+  ColliderSet set;
+  const std::vector<Collider> colliders = {MakeCollider(1, *mesh, Pose({0, 0, 0}))};
+  ASSERT_TRUE(set.AddBulk(colliders).ok());
+  OverlapQuery big;
+  big.shape = *Shape::MakeBox({100, 100, 100});
+  big.want_contact = true;
+  const std::vector<Query> qs = {big};
+  std::vector<QueryResult> results(1);
+  ThreadPool pool(2);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    QueryWork work;
+    ASSERT_TRUE(set.RunBatch(qs, results, p, QueryBudget{}, &work).ok());
+    ASSERT_EQ(results[0].overlaps.size(), 1u);
+    EXPECT_GE(work.pair_tests, 20'000u) << "each triangle counts";
+
+    QueryBudget budget;
+    budget.max_pair_tests = 1000;
+    const Status st = set.RunBatch(qs, results, p, budget, &work);
+    ASSERT_EQ(st.code(), ErrorCode::kResourceExhausted) << st.ToString();
+    EXPECT_NE(st.message().find("1000 pair tests"), std::string::npos) << st.message();
+    EXPECT_GT(work.pair_tests, 1000u);
+    // The overlap stops at its first check past 1000, the contact at its first check.
+    EXPECT_LE(work.pair_tests, 1000u + 2 * internal::kWorkCheckEvery + 2) << "stops at a check";
+    EXPECT_TRUE(results[0].overlaps.empty());
+
+    std::atomic<int> polls{0};
+    budget = QueryBudget{};
+    budget.cancelled = [&] { return polls.fetch_add(1) >= 3; };
+    EXPECT_EQ(set.RunBatch(qs, results, p, budget, &work).code(), ErrorCode::kCancelled);
+    EXPECT_LE(work.pair_tests, 5u * internal::kWorkCheckEvery) << "stopped inside the mesh";
+
+    budget = QueryBudget{};
+    budget.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+    EXPECT_EQ(set.RunBatch(qs, results, p, budget, &work).code(), ErrorCode::kDeadlineExceeded);
+    EXPECT_LT(work.pair_tests, 20'000u);
   }
 }
 

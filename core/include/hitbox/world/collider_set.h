@@ -224,14 +224,14 @@ struct QueryResult {
 struct QueryBudget {
   /// Most tree nodes all queries of the batch may visit together; 0: no limit.
   uint64_t max_nodes = 0;
-  /// Most narrow-phase pair tests (one query against one collider, contacts
-  /// included) of the whole batch; 0: no limit.
+  /// Most pair tests of the whole batch (a query against a collider, and each
+  /// mesh or heightfield triangle and compound child it tests); 0: no limit.
   uint64_t max_pair_tests = 0;
   /// Past this time the batch stops with kDeadlineExceeded.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  /// Polled with the deadline (every ~1000 nodes, i.e. every few
-  /// microseconds of work); true stops the batch with kCancelled. May be
-  /// called from several threads at once.
+  /// Polled with the deadline (every ~1000 nodes, or 64 triangles or children
+  /// inside one query: microseconds of work); true stops the batch with
+  /// kCancelled. May be called from several threads at once.
   std::function<bool()> cancelled;
 };
 
