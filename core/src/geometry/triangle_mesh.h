@@ -42,6 +42,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+
+#include <immintrin.h>
 #include <span>
 #include <vector>
 
@@ -252,13 +254,28 @@ class TriangleMesh {
     }
     return dvertices_[i];
   }
-  /// Bit mask of the children of `n` whose boxes (min = lo + q * step_,
-  /// max = hi + q * step_ per axis) `ray` enters for some t in [0, t_max],
-  /// with a lower bound of that t per child in `t_enter` (the conservative
-  /// slab test of bvh_ray.h, four boxes at once).
+  /// A path prepared for EnterChildren: per axis, the entry and exit
+  /// distances of a child box are near + q_near * scale and far + q_far *
+  /// scale, q_near / q_far its quantized min or max (by the sign of the
+  /// direction; offsets into Node::min).
+  struct PathSetup {
+    double near[3], far[3], scale[3];
+    uint32_t near_off[3], far_off[3];
+    /// Axes the path does not move along: boxes must contain origin there.
+    bool zero[3];
+    double origin[3], lo[3], hi[3];
+    /// Absolute widening of the distances (rounding of near / far).
+    double slack = 0.0;
+  };
+  /// Prepares `path` (a BvhRay) against child boxes min = lo + q * step_,
+  /// max = hi + q * step_ per axis.
   template <typename Path>
-  uint32_t EnterChildren(const Node& n, const Path& ray, const Vec3& lo, const Vec3& hi,
-                         double t_max, double t_enter[kMeshNodeWidth]) const;
+  PathSetup SetupPath(const Path& path, const Vec3& lo, const Vec3& hi) const;
+  /// Bit mask of the children of `n` whose boxes the prepared path enters
+  /// for some t in [0, t_max], with a lower bound of that t per child in
+  /// `t_enter` (the conservative slab test of bvh_ray.h, four boxes at once).
+  static uint32_t EnterChildren(const Node& n, const PathSetup& p, double t_max,
+                                double t_enter[kMeshNodeWidth]);
   /// Bit mask of the children of `n` whose quantized boxes meet the query
   /// range [qlo, qhi] (QueryRange) on every axis.
   static uint32_t OverlapChildren(const Node& n, const int32_t qlo[3], const int32_t qhi[3]);
@@ -295,82 +312,142 @@ class TriangleMesh {
   uint32_t dropped_ = 0;
 };
 
+template <typename Path>
+TriangleMesh::PathSetup TriangleMesh::SetupPath(const Path& path, const Vec3& lo,
+                                                const Vec3& hi) const {
+  PathSetup p;
+  for (uint32_t a = 0; a < 3; ++a) {
+    p.zero[a] = path.zero[a];
+    p.origin[a] = path.origin[a];
+    p.lo[a] = lo[a];
+    p.hi[a] = hi[a];
+    const double inv = path.inv[a];
+    // Distance of a bound lo + q * step_: (lo - o) * inv + q * (step_ * inv),
+    // off by a few ulps of |t| + |(lo - o) * inv| (q * step_ is exact): the
+    // second part is the slack, the first the relative widening.
+    const double t_lo = (lo[a] - path.origin[a]) * inv;
+    const double t_hi = (hi[a] - path.origin[a]) * inv;
+    p.scale[a] = p.zero[a] ? step_[a] : step_[a] * inv;
+    const bool flip = inv < 0.0;
+    p.near[a] = flip ? t_hi : t_lo;
+    p.far[a] = flip ? t_lo : t_hi;
+    p.near_off[a] = (flip ? 3 * kMeshNodeWidth : 0) + a * kMeshNodeWidth;
+    p.far_off[a] = (flip ? 0 : 3 * kMeshNodeWidth) + a * kMeshNodeWidth;
+    if (!p.zero[a]) p.slack = std::max(p.slack, std::max(std::fabs(t_lo), std::fabs(t_hi)) * 1e-12);
+  }
+  return p;
+}
+
 namespace mesh_simd {
-// GCC vector extensions: four lanes, lowered to SSE2 pairs or AVX registers.
-// Kept inside single functions (never passed or returned by value).
-typedef double D4 __attribute__((vector_size(32)));
-typedef int64_t L4 __attribute__((vector_size(32)));
-typedef int32_t I4 __attribute__((vector_size(16)));
-typedef uint16_t U4 __attribute__((vector_size(8)));
+
+/// The four 16-bit values at `q` as 32-bit integers.
+__attribute__((always_inline)) inline __m128i LoadU16x4(const uint16_t* q) {
+  return _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)),
+                            _mm_setzero_si128());
+}
+
+/// Bit i set when child i is not kEmpty.
+__attribute__((always_inline)) inline uint32_t UsedChildren(const uint32_t* child) {
+  const __m128i words = _mm_loadu_si128(reinterpret_cast<const __m128i*>(child));
+  const __m128i empty = _mm_cmpeq_epi32(words, _mm_set1_epi32(-1));
+  return static_cast<uint32_t>(~_mm_movemask_ps(_mm_castsi128_ps(empty))) & 15u;
+}
+
 }  // namespace mesh_simd
 
-template <typename Path>
 __attribute__((always_inline)) inline uint32_t TriangleMesh::EnterChildren(
-    const Node& n, const Path& ray, const Vec3& lo, const Vec3& hi, double t_max,
-    double t_enter[kMeshNodeWidth]) const {
-  using mesh_simd::D4;
-  using mesh_simd::L4;
-  using mesh_simd::U4;
+    const Node& n, const PathSetup& p, double t_max, double t_enter[kMeshNodeWidth]) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  D4 enter = {-kInf, -kInf, -kInf, -kInf};
-  D4 exit = {kInf, kInf, kInf, kInf};
-  L4 inside = {-1, -1, -1, -1};
-  for (int a = 0; a < 3; ++a) {
-    U4 qmin, qmax;
-    std::memcpy(&qmin, n.min[a], sizeof(qmin));
-    std::memcpy(&qmax, n.max[a], sizeof(qmax));
-    const double s = step_[a];
-    // q * s is exact (s a power of two): one rounding per bound.
-    const D4 bmin = lo[a] + __builtin_convertvector(qmin, D4) * s;
-    const D4 bmax = hi[a] + __builtin_convertvector(qmax, D4) * s;
-    const double o = ray.origin[a];
-    if (ray.zero[a]) {
-      inside &= (bmin <= o) & (bmax >= o);
+  const uint16_t* q = &n.min[0][0];
+  // Widening each axis's slab distances (bvh_ray.h) commutes with max / min
+  // (x -/+ (|x| * 1e-12 + slack) is increasing), so the results are widened
+  // once. Four lanes: one AVX register, or two SSE2 pairs (lo: children 0-1).
+#ifdef __AVX__
+  __m256d enter = _mm256_set1_pd(-kInf), exit = _mm256_set1_pd(kInf);
+  __m256d inside = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+  for (uint32_t a = 0; a < 3; ++a) {
+    const __m256d dn = _mm256_cvtepi32_pd(mesh_simd::LoadU16x4(q + p.near_off[a]));
+    const __m256d df = _mm256_cvtepi32_pd(mesh_simd::LoadU16x4(q + p.far_off[a]));
+    const __m256d scale = _mm256_set1_pd(p.scale[a]);
+    if (p.zero[a]) {
+      // Not moving along a: the boxes must hold the origin. Here near / far
+      // are the min / max and scale is step_: the very bounds of the build
+      // (q * step_ is exact, one rounding).
+      const __m256d o = _mm256_set1_pd(p.origin[a]);
+      const __m256d bmin = _mm256_add_pd(_mm256_set1_pd(p.lo[a]), _mm256_mul_pd(dn, scale));
+      const __m256d bmax = _mm256_add_pd(_mm256_set1_pd(p.hi[a]), _mm256_mul_pd(df, scale));
+      inside = _mm256_and_pd(inside, _mm256_and_pd(_mm256_cmp_pd(bmin, o, _CMP_LE_OQ),
+                                                   _mm256_cmp_pd(bmax, o, _CMP_GE_OQ)));
       continue;
     }
-    const double inv = ray.inv[a];
-    const D4 t1 = (bmin - o) * inv;
-    const D4 t2 = (bmax - o) * inv;
-    const L4 lt = t1 < t2;
-    const D4 tn = lt ? t1 : t2;
-    const D4 tf = lt ? t2 : t1;
-    enter = enter > tn ? enter : tn;
-    exit = exit < tf ? exit : tf;
+    enter = _mm256_max_pd(enter, _mm256_add_pd(_mm256_set1_pd(p.near[a]), _mm256_mul_pd(dn, scale)));
+    exit = _mm256_min_pd(exit, _mm256_add_pd(_mm256_set1_pd(p.far[a]), _mm256_mul_pd(df, scale)));
   }
-  // Widening each axis's slab distances (bvh_ray.h) commutes with max / min
-  // (x -/+ |x| * 1e-12 is increasing), so widen the results once.
-  const D4 abs_enter = enter < 0.0 ? -enter : enter;
-  const D4 abs_exit = exit < 0.0 ? -exit : exit;
-  enter -= abs_enter * 1e-12;
-  exit += abs_exit * 1e-12;
-  enter = enter > 0.0 ? enter : 0.0;
-  exit = exit < t_max ? exit : t_max;
-  const L4 hit = inside & (enter <= exit);
-  std::memcpy(t_enter, &enter, sizeof(enter));
+  const __m256d sign = _mm256_set1_pd(-0.0), eps = _mm256_set1_pd(1e-12);
+  const __m256d slack = _mm256_set1_pd(p.slack);
+  enter = _mm256_sub_pd(enter, _mm256_add_pd(_mm256_mul_pd(_mm256_andnot_pd(sign, enter), eps), slack));
+  exit = _mm256_add_pd(exit, _mm256_add_pd(_mm256_mul_pd(_mm256_andnot_pd(sign, exit), eps), slack));
+  enter = _mm256_max_pd(enter, _mm256_setzero_pd());
+  exit = _mm256_min_pd(exit, _mm256_set1_pd(t_max));
+  _mm256_storeu_pd(t_enter, enter);
+  const __m256d hit = _mm256_and_pd(inside, _mm256_cmp_pd(enter, exit, _CMP_LE_OQ));
+  const uint32_t mask = static_cast<uint32_t>(_mm256_movemask_pd(hit));
+#else
+  __m128d enter[2], exit[2], inside[2];
+  for (int h = 0; h < 2; ++h) {
+    enter[h] = _mm_set1_pd(-kInf);
+    exit[h] = _mm_set1_pd(kInf);
+    inside[h] = _mm_castsi128_pd(_mm_set1_epi32(-1));
+  }
+  for (uint32_t a = 0; a < 3; ++a) {
+    const __m128i qn = mesh_simd::LoadU16x4(q + p.near_off[a]);
+    const __m128i qf = mesh_simd::LoadU16x4(q + p.far_off[a]);
+    const __m128d dn[2] = {_mm_cvtepi32_pd(qn), _mm_cvtepi32_pd(_mm_shuffle_epi32(qn, 0xee))};
+    const __m128d df[2] = {_mm_cvtepi32_pd(qf), _mm_cvtepi32_pd(_mm_shuffle_epi32(qf, 0xee))};
+    const __m128d scale = _mm_set1_pd(p.scale[a]);
+    if (p.zero[a]) {  // as above: the boxes must hold the origin
+      const __m128d o = _mm_set1_pd(p.origin[a]);
+      for (int h = 0; h < 2; ++h) {
+        const __m128d bmin = _mm_add_pd(_mm_set1_pd(p.lo[a]), _mm_mul_pd(dn[h], scale));
+        const __m128d bmax = _mm_add_pd(_mm_set1_pd(p.hi[a]), _mm_mul_pd(df[h], scale));
+        inside[h] = _mm_and_pd(inside[h], _mm_and_pd(_mm_cmple_pd(bmin, o), _mm_cmpge_pd(bmax, o)));
+      }
+      continue;
+    }
+    const __m128d near = _mm_set1_pd(p.near[a]), far = _mm_set1_pd(p.far[a]);
+    for (int h = 0; h < 2; ++h) {
+      enter[h] = _mm_max_pd(enter[h], _mm_add_pd(near, _mm_mul_pd(dn[h], scale)));
+      exit[h] = _mm_min_pd(exit[h], _mm_add_pd(far, _mm_mul_pd(df[h], scale)));
+    }
+  }
+  const __m128d sign = _mm_set1_pd(-0.0), eps = _mm_set1_pd(1e-12);
+  const __m128d slack = _mm_set1_pd(p.slack), limit = _mm_set1_pd(t_max);
   uint32_t mask = 0;
-  for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
-    if (hit[i] != 0 && n.child[i] != kEmpty) mask |= 1u << i;
+  for (int h = 0; h < 2; ++h) {
+    __m128d e = _mm_sub_pd(enter[h], _mm_add_pd(_mm_mul_pd(_mm_andnot_pd(sign, enter[h]), eps), slack));
+    __m128d x = _mm_add_pd(exit[h], _mm_add_pd(_mm_mul_pd(_mm_andnot_pd(sign, exit[h]), eps), slack));
+    e = _mm_max_pd(e, _mm_setzero_pd());
+    x = _mm_min_pd(x, limit);
+    _mm_storeu_pd(t_enter + 2 * h, e);
+    mask |= static_cast<uint32_t>(_mm_movemask_pd(_mm_and_pd(inside[h], _mm_cmple_pd(e, x))))
+            << (2 * h);
   }
-  return mask;
+#endif
+  return mask & mesh_simd::UsedChildren(n.child);
 }
 
 __attribute__((always_inline)) inline uint32_t TriangleMesh::OverlapChildren(
     const Node& n, const int32_t qlo[3], const int32_t qhi[3]) {
-  using mesh_simd::I4;
-  using mesh_simd::U4;
-  I4 ok = {-1, -1, -1, -1};
+  // Apart on an axis: child min > qhi or child max < qlo (32-bit compares).
+  __m128i apart = _mm_setzero_si128();
   for (int a = 0; a < 3; ++a) {
-    U4 qmin, qmax;
-    std::memcpy(&qmin, n.min[a], sizeof(qmin));
-    std::memcpy(&qmax, n.max[a], sizeof(qmax));
-    ok &= (__builtin_convertvector(qmin, I4) <= qhi[a]) &
-          (__builtin_convertvector(qmax, I4) >= qlo[a]);
+    const __m128i cmin = mesh_simd::LoadU16x4(n.min[a]);
+    const __m128i cmax = mesh_simd::LoadU16x4(n.max[a]);
+    apart = _mm_or_si128(apart, _mm_or_si128(_mm_cmpgt_epi32(cmin, _mm_set1_epi32(qhi[a])),
+                                             _mm_cmpgt_epi32(_mm_set1_epi32(qlo[a]), cmax)));
   }
-  uint32_t mask = 0;
-  for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
-    if (ok[i] != 0 && n.child[i] != kEmpty) mask |= 1u << i;
-  }
-  return mask;
+  const uint32_t meet = ~static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(apart))) & 15u;
+  return meet & mesh_simd::UsedChildren(n.child);
 }
 
 template <typename Visit>
@@ -409,7 +486,7 @@ bool TriangleMesh::VisitSwept(const Aabb& /*swept_box*/, const Vec3& /*translati
   if (nodes_.empty()) return true;
   // Child boxes with the growth folded into the offsets (no extra work per
   // node; with grow = 0 exactly the quantized boxes).
-  const Vec3 lo = bounds_.min - grow, hi = bounds_.min + grow;
+  const PathSetup setup = SetupPath(path, bounds_.min - grow, bounds_.min + grow);
   struct Entry {
     uint32_t word;
     double t;
@@ -430,7 +507,7 @@ bool TriangleMesh::VisitSwept(const Aabb& /*swept_box*/, const Vec3& /*translati
     }
     const Node& n = nodes_[e.word];
     double t[kMeshNodeWidth];
-    uint32_t mask = EnterChildren(n, path, lo, hi, *max_t, t);
+    uint32_t mask = EnterChildren(n, setup, *max_t, t);
     // Entered children pushed farthest first (nearest popped next).
     Entry hits[kMeshNodeWidth];
     int count = 0;
