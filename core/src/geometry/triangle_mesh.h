@@ -204,7 +204,8 @@ class TriangleMesh {
   static constexpr uint32_t kLeafBit = 1u << 31;
   static constexpr uint32_t kEmpty = 0xffffffffu;
   /// Deepest traversal stack: a node pushes at most 3 more entries than it
-  /// pops, and median splits keep the depth under 16 for kMaxMeshTriangles.
+  /// pops, and children are full subtrees of a power of four leaves, so the
+  /// depth is at most log4(kMaxMeshTriangles / kMeshLeafSize) + 1 = 14.
   static constexpr int kStackSize = 3 * 24 + 4;
   static constexpr uint32_t kIndexMask = 0x7fffffffu;
 

@@ -120,7 +120,8 @@ TEST(MeshBuild, MemoryPerTriangle) {
                 "quantized vertices: %d\n",
                 grid.triangle_count(), grid.MemoryBytes(), per, grid.node_count(),
                 grid.quantized_vertices());
-    EXPECT_LE(per, 32.0);
+    // 14.8, 16.0 and 16.8 bytes with the 4-wide hierarchy.
+    EXPECT_LE(per, 17.5);
   }
   const TriangleMesh ico = MustBuild(IcoSphere(3.0, 4));
   const double per_ico = static_cast<double>(ico.MemoryBytes()) / ico.triangle_count();
