@@ -222,6 +222,18 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   mesh.obits_ = bits_for(triangles.size());
   mesh.vmask_ = static_cast<uint32_t>((uint64_t{1} << mesh.vbits_) - 1);
   mesh.omask_ = static_cast<uint32_t>((uint64_t{1} << mesh.obits_) - 1);
+  // Signed differences of the second and third index from the first: the
+  // bits for the largest, or the index width (differences modulo 2^vbits_).
+  int64_t widest = 0;
+  for (const Indices& tri : kept) {
+    for (int c = 1; c < 3; ++c) {
+      const int64_t d = static_cast<int64_t>(tri[c]) - static_cast<int64_t>(tri[0]);
+      widest = std::max(widest, d < 0 ? -d - 1 : d);  // two's complement magnitude
+    }
+  }
+  mesh.dbits_ = 1;
+  while (mesh.dbits_ < mesh.vbits_ && (widest >> (mesh.dbits_ - 1)) != 0) ++mesh.dbits_;
+  mesh.dmask_ = static_cast<uint32_t>((uint64_t{1} << mesh.dbits_) - 1);
   mesh.wide_ = mesh.record_bits() + 7 > 64;
   mesh.packed_.assign((static_cast<uint64_t>(n) * mesh.record_bits() + 7) / 8 + 16, 0);
   for (size_t k = 0; k < n; ++k) {
@@ -232,69 +244,137 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
 }
 
 void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes) {
+  // The least power of two step with min + 65535 * step >= max: q * step is
+  // then exact, so a decoded bound min + q * step is one rounding, fused or
+  // not, in Quantize here and in the traversals alike.
   for (int a = 0; a < 3; ++a) {
-    double s = (bounds_.max[a] - bounds_.min[a]) / 65535.0;
-    while (s > 0.0 && bounds_.min[a] + 65535.0 * s < bounds_.max[a]) {
-      s = std::nextafter(s, std::numeric_limits<double>::infinity());
+    const double extent = bounds_.max[a] - bounds_.min[a];
+    double s = 0.0;
+    if (extent > 0.0) {
+      int e = 0;
+      std::frexp(extent / 65535.0, &e);
+      s = std::ldexp(1.0, e - 1);
+      while (s > std::numeric_limits<double>::denorm_min() &&
+             bounds_.min[a] + 65535.0 * (s * 0.5) >= bounds_.max[a]) {
+        s *= 0.5;
+      }
+      while (bounds_.min[a] + 65535.0 * s < bounds_.max[a]) s *= 2.0;
     }
     step_[a] = s;
   }
   nodes_.clear();
-  nodes_.reserve(order->size() / 2 + 1);
-  struct Item {
-    uint32_t begin, end, parent;
-  };
-  std::vector<Item> work;
-  work.push_back({0, static_cast<uint32_t>(order->size()), UINT32_MAX});
-  std::vector<uint32_t>& ord = *order;
-  while (!work.empty()) {
-    const Item it = work.back();
-    work.pop_back();
-    const uint32_t self = static_cast<uint32_t>(nodes_.size());
-    if (it.parent != UINT32_MAX) nodes_[it.parent].data = self;  // second child
-    Aabb box;
-    Aabb centroids;
-    for (uint32_t k = it.begin; k < it.end; ++k) {
-      box = box.Union(boxes[ord[k]]);
-      centroids = centroids.Union(boxes[ord[k]].Center());
-    }
+  nodes_.reserve(order->size() / (kMeshLeafSize * (kMeshNodeWidth - 1)) + 2);
+  const uint32_t root = BuildNode(order, boxes, 0, static_cast<uint32_t>(order->size()));
+  if (root & kLeafBit) {
+    // Too few triangles for a split: a root node with the one leaf.
     Node node;
     for (int a = 0; a < 3; ++a) {
-      node.min[a] = Quantize(box.min[a], bounds_.min[a], step_[a], false);
-      node.max[a] = Quantize(box.max[a], bounds_.min[a], step_[a], true);
+      for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
+        node.min[a][i] = 65535;
+        node.max[a][i] = 0;
+      }
+      node.min[a][0] = Quantize(bounds_.min[a], bounds_.min[a], step_[a], false);
+      node.max[a][0] = Quantize(bounds_.max[a], bounds_.min[a], step_[a], true);
     }
-    const uint32_t count = it.end - it.begin;
-    if (count <= kMeshLeafSize) {
-      node.data = kLeafBit | (it.begin << 3) | (count - 1);
-      nodes_.push_back(node);
-      continue;
-    }
-    node.data = 0;
+    for (uint32_t i = 0; i < kMeshNodeWidth; ++i) node.child[i] = kEmpty;
+    node.child[0] = root;
     nodes_.push_back(node);
+  }
+  nodes_.shrink_to_fit();
+}
+
+uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
+                                 uint32_t begin, uint32_t end) {
+  const uint32_t count = end - begin;
+  if (count <= kMeshLeafSize) return kLeafBit | (begin << 3) | (count - 1);
+  std::vector<uint32_t>& ord = *order;
+  // Splits [b, e) at `mid` by centroid on the centroids' longest axis.
+  auto split = [&](uint32_t b, uint32_t e, uint32_t mid) {
+    Aabb centroids;
+    for (uint32_t k = b; k < e; ++k) centroids = centroids.Union(boxes[ord[k]].Center());
     const Vec3 ext = centroids.max - centroids.min;
     const int axis = (ext.x >= ext.y && ext.x >= ext.z) ? 0 : (ext.y >= ext.z ? 1 : 2);
-    // Split near the median, rounded up to a multiple of the leaf size so
-    // leaves are full.
-    const uint32_t mid = it.begin + ((count / 2 + kMeshLeafSize - 1) & ~(kMeshLeafSize - 1));
-    std::nth_element(ord.begin() + it.begin, ord.begin() + mid, ord.begin() + it.end,
+    std::nth_element(ord.begin() + b, ord.begin() + mid, ord.begin() + e,
                      [&](uint32_t x, uint32_t y) {
                        const double cx = boxes[x].min[axis] + boxes[x].max[axis];
                        const double cy = boxes[y].min[axis] + boxes[y].max[axis];
                        return cx != cy ? cx < cy : x < y;
                      });
-    // Depth-first pre-order: the first child is built right after this node,
-    // then the second, whose index is patched into this node's data.
-    work.push_back({mid, it.end, self});
-    work.push_back({it.begin, mid, UINT32_MAX});
+    return mid;
+  };
+  // Children are full subtrees of `chunk` triangles (the least power of
+  // four leaves that makes at most four children; the last holds the rest),
+  // so nodes stay full: about one per three leaves. Ranges are cut by
+  // binary splits, half the chunks to each side.
+  const uint32_t leaves = (count + kMeshLeafSize - 1) / kMeshLeafSize;
+  uint32_t per_child = 1;
+  while (per_child * kMeshNodeWidth < leaves) per_child *= kMeshNodeWidth;
+  const uint32_t chunk = per_child * kMeshLeafSize;
+  const uint32_t parts = (count + chunk - 1) / chunk;
+  uint32_t bounds[kMeshNodeWidth + 1];
+  bounds[0] = begin;
+  bounds[parts] = end;
+  auto partition = [&](auto&& self_fn, uint32_t first_part, uint32_t part_count) -> void {
+    if (part_count <= 1) return;
+    const uint32_t left = (part_count + 1) / 2;
+    bounds[first_part + left] = split(bounds[first_part], bounds[first_part + part_count],
+                                      begin + (first_part + left) * chunk);
+    self_fn(self_fn, first_part, left);
+    self_fn(self_fn, first_part + left, part_count - left);
+  };
+  partition(partition, 0, parts);
+  const uint32_t self = static_cast<uint32_t>(nodes_.size());
+  nodes_.emplace_back();
+  for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
+    Node& node = nodes_[self];
+    if (i >= parts) {
+      for (int a = 0; a < 3; ++a) {
+        node.min[a][i] = 65535;
+        node.max[a][i] = 0;
+      }
+      node.child[i] = kEmpty;
+      continue;
+    }
+    Aabb box;
+    for (uint32_t k = bounds[i]; k < bounds[i + 1]; ++k) box = box.Union(boxes[ord[k]]);
+    for (int a = 0; a < 3; ++a) {
+      node.min[a][i] = Quantize(box.min[a], bounds_.min[a], step_[a], false);
+      node.max[a][i] = Quantize(box.max[a], bounds_.min[a], step_[a], true);
+    }
+    const uint32_t word = BuildNode(order, boxes, bounds[i], bounds[i + 1]);
+    nodes_[self].child[i] = word;  // nodes_ may have grown: index again
   }
-  nodes_.shrink_to_fit();
+  return self;
+}
+
+void TriangleMesh::QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) const {
+  for (int a = 0; a < 3; ++a) {
+    const double lo = bounds_.min[a], s = step_[a];
+    if (s == 0.0) {  // flat axis: every child box is [lo, lo], inside box's range
+      qlo[a] = 0;
+      qhi[a] = 65535;
+      continue;
+    }
+    auto decode = [&](int32_t q) { return lo + static_cast<double>(q) * s; };
+    // Least q with decode(q) >= box.min, greatest with decode(q) <= box.max
+    // (decode is non-decreasing); the estimates are off by a step at most.
+    int32_t q = static_cast<int32_t>(std::clamp(std::ceil((box.min[a] - lo) / s), 0.0, 65535.0));
+    while (q > 0 && decode(q - 1) >= box.min[a]) --q;
+    while (q < 65535 && decode(q) < box.min[a]) ++q;
+    qlo[a] = q;
+    q = static_cast<int32_t>(std::clamp(std::floor((box.max[a] - lo) / s), 0.0, 65535.0));
+    while (q < 65535 && decode(q + 1) <= box.max[a]) ++q;
+    while (q > 0 && decode(q) > box.max[a]) --q;
+    qhi[a] = q;
+  }
 }
 
 void TriangleMesh::SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags,
                              uint32_t original) {
   PackedRecord r = original;
   r = (r << 3) | flags;
-  for (int c = 2; c >= 0; --c) r = (r << vbits_) | tri[c];
+  for (int c = 2; c >= 1; --c) r = (r << dbits_) | ((tri[c] - tri[0]) & dmask_);
+  r = (r << vbits_) | tri[0];
   StoreBits(&packed_, static_cast<uint64_t>(k) * record_bits(), record_bits(), r);
 }
 
@@ -306,14 +386,20 @@ size_t TriangleMesh::MemoryBytes() const {
 
 void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
   const PackedRecord r = Record(k);
-  const uint64_t lo = static_cast<uint64_t>(r);
-  if (3 * vbits_ <= 64) {
-    out[0] = Vertex(static_cast<uint32_t>(lo) & vmask_);
-    out[1] = Vertex(static_cast<uint32_t>(lo >> vbits_) & vmask_);
-    out[2] = Vertex(static_cast<uint32_t>(lo >> (2 * vbits_)) & vmask_);
-    return;
+  uint32_t i0, d1, d2;
+  if (index_bits() <= 64) {
+    const uint64_t lo = static_cast<uint64_t>(r);
+    i0 = static_cast<uint32_t>(lo) & vmask_;
+    d1 = static_cast<uint32_t>(lo >> vbits_) & dmask_;
+    d2 = static_cast<uint32_t>(lo >> (vbits_ + dbits_)) & dmask_;
+  } else {
+    i0 = static_cast<uint32_t>(r) & vmask_;
+    d1 = static_cast<uint32_t>(r >> vbits_) & dmask_;
+    d2 = static_cast<uint32_t>(r >> (vbits_ + dbits_)) & dmask_;
   }
-  for (int c = 0; c < 3; ++c) out[c] = Vertex(static_cast<uint32_t>(r >> (c * vbits_)) & vmask_);
+  out[0] = Vertex(i0);
+  out[1] = Vertex(Offset(i0, d1));
+  out[2] = Vertex(Offset(i0, d2));
 }
 
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
@@ -354,30 +440,16 @@ void TriangleMesh::RaycastAll(const Vec3& origin, const Vec3& translation,
   if (translation.LengthSq() == 0.0) return;
   const WatertightRay ray(origin, translation);
   const BvhRay bray(origin, translation);
-  uint32_t stack[64];
-  int top = 0;
-  stack[top++] = 0;
-  while (top > 0) {
-    const uint32_t ni = stack[--top];
-    const Node& nd = nodes_[ni];
-    double te = 0.0;
-    if (!bray.Enter(NodeBox(nd), 1.0, &te)) continue;
-    if (nd.data & kLeafBit) {
-      const uint32_t first = (nd.data & kIndexMask) >> 3;
-      const uint32_t count = (nd.data & 7u) + 1;
-      for (uint32_t k = first; k < first + count; ++k) {
-        Vec3 v[3];
-        TriangleVertices(k, v);
-        TriangleRayHit h;
-        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h)) continue;
-        const Vec3 nrm = FacingNormal(v[0], v[1], v[2], translation);
-        hits->push_back({h.t, nrm, OriginalIndex(k)});
-      }
-    } else {
-      stack[top++] = nd.data;
-      stack[top++] = ni + 1;
-    }
-  }
+  const double max_t = 1.0;
+  VisitSwept(bounds_, translation, bray, Vec3{}, &max_t, [&](uint32_t k) {
+    Vec3 v[3];
+    TriangleVertices(k, v);
+    TriangleRayHit h;
+    if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h)) return true;
+    const Vec3 nrm = FacingNormal(v[0], v[1], v[2], translation);
+    hits->push_back({h.t, nrm, OriginalIndex(k)});
+    return true;
+  });
 }
 
 bool TriangleMesh::OverlapSphere(const Vec3& center, double radius, bool first_only,

@@ -12,13 +12,22 @@
 //     Decoding q / 10^k (a correctly rounded division) gives back exactly the
 //     input coordinate.
 //   - triangles in hierarchy leaf order, bit-packed records of
-//     3 * ceil(log2(vertices)) + 3 + ceil(log2(triangles)) bits: three vertex
-//     indices, the active-edge flags and the original triangle index (for
-//     `sub_shape`); 6 bytes for a mesh of 2,000 vertices and 4,000 triangles,
-//     at most 15 bytes.
-//   - hierarchy nodes: 16-bit quantized boxes relative to the mesh bounds,
-//     rounded outwards (conservative), plus one 32-bit word: 16 bytes a node,
-//     about one node per two triangles (leaves hold up to kMeshLeafSize).
+//     ceil(log2(vertices)) + 2 * d + 3 + ceil(log2(triangles)) bits: the first
+//     vertex index, the second and third as d-bit signed differences from the
+//     first (d just wide enough for the mesh's largest difference, at most
+//     the index width, then taken modulo 2^index width), the active-edge
+//     flags and the original triangle index (for `sub_shape`); 5 bytes for a
+//     grid of 2,000 vertices and 4,000 triangles, at most 15 bytes.
+//   - hierarchy: a 4-wide tree (Jolt Physics' quad-tree node codec, our own
+//     layout). A 64-byte node holds the boxes of its four children, 16-bit
+//     quantized relative to the mesh bounds and rounded outwards
+//     (conservative), laid out axis by axis so one node's four boxes are
+//     tested together (GCC vector extensions: SSE2 pairs, AVX when built
+//     for it), and one 32-bit word per child: an inner node or a leaf range
+//     of up to kMeshLeafSize triangles. About one node per 12 triangles
+//     (5.3 bytes a triangle). The quantization step is a power of two, so
+//     decoding min + q * step rounds once whether or not the compiler fuses
+//     it into an FMA: build and traversal agree to the bit.
 //
 // Active edges (Jolt Physics, MeshShape / ActiveEdges.h): an edge is active
 // when it is a boundary edge, is shared by more than two triangles, or its two
@@ -32,6 +41,9 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+
+#include <immintrin.h>
 #include <span>
 #include <vector>
 
@@ -44,10 +56,11 @@ namespace hitbox {
 /// Faces meeting at an edge at more than this angle (radians, ~5 degrees)
 /// make the edge active.
 inline constexpr double kActiveEdgeAngle = 0.0872664626;
-/// Most triangles in a hierarchy leaf. 8 would halve the nodes (4 bytes a
-/// triangle less) but cost big_level +25% instructions on rays and +13% on
-/// overlaps (callgrind, RunBatch), so 4.
+/// Most triangles in a hierarchy leaf (at most 8: the leaf word keeps
+/// count - 1 in 3 bits).
 inline constexpr uint32_t kMeshLeafSize = 4;
+/// Children of a hierarchy node.
+inline constexpr uint32_t kMeshNodeWidth = 4;
 /// Largest number of triangles in a mesh (indices keep 3 flag bits).
 inline constexpr uint32_t kMaxMeshTriangles = 1u << 28;
 /// Largest number of vertices in a mesh.
@@ -135,14 +148,14 @@ class TriangleMesh {
   void TriangleVertices(uint32_t k, Vec3 out[3]) const;
   /// Original input index of kept triangle `k`.
   uint32_t OriginalIndex(uint32_t k) const {
-    return static_cast<uint32_t>(Record(k) >> (3 * vbits_ + 3)) & omask_;
+    return static_cast<uint32_t>(Record(k) >> (index_bits() + 3)) & omask_;
   }
   /// Active-edge flags of kept triangle `k`.
   EdgeFlags ActiveEdges(uint32_t k) const {
-    return static_cast<EdgeFlags>(static_cast<uint32_t>(Record(k) >> (3 * vbits_)) & 7u);
+    return static_cast<EdgeFlags>(static_cast<uint32_t>(Record(k) >> index_bits()) & 7u);
   }
   /// Bits of one packed triangle record.
-  uint32_t record_bits() const { return 3 * vbits_ + 3 + obits_; }
+  uint32_t record_bits() const { return index_bits() + 3 + obits_; }
 
   /// Closest hit of the ray origin + t * translation, t in [0, 1], on any
   /// triangle (watertight, two-sided). False when nothing is hit.
@@ -178,15 +191,22 @@ class TriangleMesh {
                   const Vec3& grow, const double* max_t, Visit&& visit) const;
 
  private:
-  struct Node {
-    /// Quantized box (16 bits per coordinate, relative to bounds_).
-    uint16_t min[3];
-    uint16_t max[3];
-    /// Leaf: kLeafBit | first << 3 | (count - 1); internal: index of the
-    /// second child (the first child follows this node).
-    uint32_t data;
+  /// A 4-wide hierarchy node (64 bytes, one cache line).
+  struct alignas(64) Node {
+    /// Quantized child boxes, [axis][child] (16 bits, relative to bounds_).
+    uint16_t min[3][kMeshNodeWidth];
+    uint16_t max[3][kMeshNodeWidth];
+    /// Per child: kLeafBit | first << 3 | (count - 1) for a leaf of
+    /// triangles first..first+count-1, the index of an inner node, or kEmpty.
+    uint32_t child[kMeshNodeWidth];
   };
+  static_assert(sizeof(Node) == 64);
   static constexpr uint32_t kLeafBit = 1u << 31;
+  static constexpr uint32_t kEmpty = 0xffffffffu;
+  /// Deepest traversal stack: a node pushes at most 3 more entries than it
+  /// pops, and children are full subtrees of a power of four leaves, so the
+  /// depth is at most log4(kMaxMeshTriangles / kMeshLeafSize) + 1 = 14.
+  static constexpr int kStackSize = 3 * 24 + 4;
   static constexpr uint32_t kIndexMask = 0x7fffffffu;
 
   /// The packed record of triangle k, from bit 0 (unaligned little-endian
@@ -204,6 +224,14 @@ class TriangleMesh {
     return x >> (bit & 7);
   }
   void SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags, uint32_t original);
+  /// Bits of the vertex indices in a record (first index + two differences).
+  uint32_t index_bits() const { return vbits_ + 2u * dbits_; }
+  /// Vertex index from the first index and a dbits_-bit difference.
+  uint32_t Offset(uint32_t first, uint32_t diff) const {
+    const uint32_t shift = 32u - dbits_;
+    const int32_t d = static_cast<int32_t>(diff << shift) >> shift;
+    return (first + static_cast<uint32_t>(d)) & vmask_;
+  }
 
   /// Bits [bit, bit + 121) of a packed byte array (16 bytes of padding).
   static PackedRecord LoadBits(const std::vector<uint8_t>& bytes, uint64_t bit) {
@@ -227,12 +255,37 @@ class TriangleMesh {
     }
     return dvertices_[i];
   }
-  Aabb NodeBox(const Node& n) const {
-    return {Vec3{bounds_.min.x + n.min[0] * step_.x, bounds_.min.y + n.min[1] * step_.y,
-                 bounds_.min.z + n.min[2] * step_.z},
-            Vec3{bounds_.min.x + n.max[0] * step_.x, bounds_.min.y + n.max[1] * step_.y,
-                 bounds_.min.z + n.max[2] * step_.z}};
-  }
+  /// A path prepared for EnterChildren: per axis, the entry and exit
+  /// distances of a child box are near + q_near * scale and far + q_far *
+  /// scale, q_near / q_far its quantized min or max (by the sign of the
+  /// direction; offsets into Node::min).
+  struct PathSetup {
+    double near[3], far[3], scale[3];
+    uint32_t near_off[3], far_off[3];
+    /// Axes the path does not move along: boxes must contain origin there.
+    bool zero[3];
+    double origin[3], lo[3], hi[3];
+    /// Absolute widening of the distances (rounding of near / far).
+    double slack = 0.0;
+  };
+  /// Prepares `path` (a BvhRay) against child boxes min = lo + q * step_,
+  /// max = hi + q * step_ per axis.
+  template <typename Path>
+  PathSetup SetupPath(const Path& path, const Vec3& lo, const Vec3& hi) const;
+  /// Bit mask of the children of `n` whose boxes the prepared path enters
+  /// for some t in [0, t_max], with a lower bound of that t per child in
+  /// `t_enter` (the conservative slab test of bvh_ray.h, four boxes at once).
+  static uint32_t EnterChildren(const Node& n, const PathSetup& p, double t_max,
+                                double t_enter[kMeshNodeWidth]);
+  /// Bit mask of the children of `n` whose quantized boxes meet the query
+  /// range [qlo, qhi] (QueryRange) on every axis.
+  static uint32_t OverlapChildren(const Node& n, const int32_t qlo[3], const int32_t qhi[3]);
+  /// The quantized range of `box` (which overlaps bounds_): a child box
+  /// overlaps `box` exactly when its quantized box meets [qlo, qhi].
+  void QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) const;
+  /// Builds the subtree over order[begin, end) and returns its child word.
+  uint32_t BuildNode(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
+                     uint32_t begin, uint32_t end);
   void BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes);
 
   // Decimal vertices: per axis q - qmin_ in vaxis_bits_ bits, x, y, z packed
@@ -249,6 +302,8 @@ class TriangleMesh {
   uint32_t triangle_count_ = 0;
   uint8_t vbits_ = 1;       // bits of a vertex index
   uint8_t obits_ = 1;       // bits of an original triangle index
+  uint8_t dbits_ = 1;       // bits of a vertex index difference (<= vbits_)
+  uint32_t dmask_ = 1;      // (1 << dbits_) - 1
   bool wide_ = false;       // record_bits() + 7 > 64: 128-bit loads
   uint32_t vmask_ = 1;      // (1 << vbits_) - 1
   uint32_t omask_ = 1;      // (1 << obits_) - 1
@@ -258,25 +313,168 @@ class TriangleMesh {
   uint32_t dropped_ = 0;
 };
 
+template <typename Path>
+TriangleMesh::PathSetup TriangleMesh::SetupPath(const Path& path, const Vec3& lo,
+                                                const Vec3& hi) const {
+  PathSetup p;
+  for (uint32_t a = 0; a < 3; ++a) {
+    p.zero[a] = path.zero[a];
+    p.origin[a] = path.origin[a];
+    p.lo[a] = lo[a];
+    p.hi[a] = hi[a];
+    const double inv = path.inv[a];
+    // Distance of a bound lo + q * step_: (lo - o) * inv + q * (step_ * inv),
+    // off by a few ulps of |t| + |(lo - o) * inv| (q * step_ is exact): the
+    // second part is the slack, the first the relative widening.
+    const double t_lo = (lo[a] - path.origin[a]) * inv;
+    const double t_hi = (hi[a] - path.origin[a]) * inv;
+    p.scale[a] = p.zero[a] ? step_[a] : step_[a] * inv;
+    const bool flip = inv < 0.0;
+    p.near[a] = flip ? t_hi : t_lo;
+    p.far[a] = flip ? t_lo : t_hi;
+    p.near_off[a] = (flip ? 3 * kMeshNodeWidth : 0) + a * kMeshNodeWidth;
+    p.far_off[a] = (flip ? 0 : 3 * kMeshNodeWidth) + a * kMeshNodeWidth;
+    if (!p.zero[a]) p.slack = std::max(p.slack, std::max(std::fabs(t_lo), std::fabs(t_hi)) * 1e-12);
+  }
+  return p;
+}
+
+namespace mesh_simd {
+
+/// The four 16-bit values at `q` as 32-bit integers.
+__attribute__((always_inline)) inline __m128i LoadU16x4(const uint16_t* q) {
+  return _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)),
+                            _mm_setzero_si128());
+}
+
+/// Bit i set when child i is not kEmpty.
+__attribute__((always_inline)) inline uint32_t UsedChildren(const uint32_t* child) {
+  const __m128i words = _mm_loadu_si128(reinterpret_cast<const __m128i*>(child));
+  const __m128i empty = _mm_cmpeq_epi32(words, _mm_set1_epi32(-1));
+  return static_cast<uint32_t>(~_mm_movemask_ps(_mm_castsi128_ps(empty))) & 15u;
+}
+
+}  // namespace mesh_simd
+
+__attribute__((always_inline)) inline uint32_t TriangleMesh::EnterChildren(
+    const Node& n, const PathSetup& p, double t_max, double t_enter[kMeshNodeWidth]) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const uint16_t* q = &n.min[0][0];
+  // Widening each axis's slab distances (bvh_ray.h) commutes with max / min
+  // (x -/+ (|x| * 1e-12 + slack) is increasing), so the results are widened
+  // once. Four lanes: one AVX register, or two SSE2 pairs (lo: children 0-1).
+#ifdef __AVX__
+  __m256d enter = _mm256_set1_pd(-kInf), exit = _mm256_set1_pd(kInf);
+  __m256d inside = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+  for (uint32_t a = 0; a < 3; ++a) {
+    const __m256d dn = _mm256_cvtepi32_pd(mesh_simd::LoadU16x4(q + p.near_off[a]));
+    const __m256d df = _mm256_cvtepi32_pd(mesh_simd::LoadU16x4(q + p.far_off[a]));
+    const __m256d scale = _mm256_set1_pd(p.scale[a]);
+    if (p.zero[a]) {
+      // Not moving along a: the boxes must hold the origin. Here near / far
+      // are the min / max and scale is step_: the very bounds of the build
+      // (q * step_ is exact, one rounding).
+      const __m256d o = _mm256_set1_pd(p.origin[a]);
+      const __m256d bmin = _mm256_add_pd(_mm256_set1_pd(p.lo[a]), _mm256_mul_pd(dn, scale));
+      const __m256d bmax = _mm256_add_pd(_mm256_set1_pd(p.hi[a]), _mm256_mul_pd(df, scale));
+      inside = _mm256_and_pd(inside, _mm256_and_pd(_mm256_cmp_pd(bmin, o, _CMP_LE_OQ),
+                                                   _mm256_cmp_pd(bmax, o, _CMP_GE_OQ)));
+      continue;
+    }
+    enter = _mm256_max_pd(enter, _mm256_add_pd(_mm256_set1_pd(p.near[a]), _mm256_mul_pd(dn, scale)));
+    exit = _mm256_min_pd(exit, _mm256_add_pd(_mm256_set1_pd(p.far[a]), _mm256_mul_pd(df, scale)));
+  }
+  const __m256d sign = _mm256_set1_pd(-0.0), eps = _mm256_set1_pd(1e-12);
+  const __m256d slack = _mm256_set1_pd(p.slack);
+  enter = _mm256_sub_pd(enter, _mm256_add_pd(_mm256_mul_pd(_mm256_andnot_pd(sign, enter), eps), slack));
+  exit = _mm256_add_pd(exit, _mm256_add_pd(_mm256_mul_pd(_mm256_andnot_pd(sign, exit), eps), slack));
+  enter = _mm256_max_pd(enter, _mm256_setzero_pd());
+  exit = _mm256_min_pd(exit, _mm256_set1_pd(t_max));
+  _mm256_storeu_pd(t_enter, enter);
+  const __m256d hit = _mm256_and_pd(inside, _mm256_cmp_pd(enter, exit, _CMP_LE_OQ));
+  const uint32_t mask = static_cast<uint32_t>(_mm256_movemask_pd(hit));
+#else
+  __m128d enter[2], exit[2], inside[2];
+  for (int h = 0; h < 2; ++h) {
+    enter[h] = _mm_set1_pd(-kInf);
+    exit[h] = _mm_set1_pd(kInf);
+    inside[h] = _mm_castsi128_pd(_mm_set1_epi32(-1));
+  }
+  for (uint32_t a = 0; a < 3; ++a) {
+    const __m128i qn = mesh_simd::LoadU16x4(q + p.near_off[a]);
+    const __m128i qf = mesh_simd::LoadU16x4(q + p.far_off[a]);
+    const __m128d dn[2] = {_mm_cvtepi32_pd(qn), _mm_cvtepi32_pd(_mm_shuffle_epi32(qn, 0xee))};
+    const __m128d df[2] = {_mm_cvtepi32_pd(qf), _mm_cvtepi32_pd(_mm_shuffle_epi32(qf, 0xee))};
+    const __m128d scale = _mm_set1_pd(p.scale[a]);
+    if (p.zero[a]) {  // as above: the boxes must hold the origin
+      const __m128d o = _mm_set1_pd(p.origin[a]);
+      for (int h = 0; h < 2; ++h) {
+        const __m128d bmin = _mm_add_pd(_mm_set1_pd(p.lo[a]), _mm_mul_pd(dn[h], scale));
+        const __m128d bmax = _mm_add_pd(_mm_set1_pd(p.hi[a]), _mm_mul_pd(df[h], scale));
+        inside[h] = _mm_and_pd(inside[h], _mm_and_pd(_mm_cmple_pd(bmin, o), _mm_cmpge_pd(bmax, o)));
+      }
+      continue;
+    }
+    const __m128d near = _mm_set1_pd(p.near[a]), far = _mm_set1_pd(p.far[a]);
+    for (int h = 0; h < 2; ++h) {
+      enter[h] = _mm_max_pd(enter[h], _mm_add_pd(near, _mm_mul_pd(dn[h], scale)));
+      exit[h] = _mm_min_pd(exit[h], _mm_add_pd(far, _mm_mul_pd(df[h], scale)));
+    }
+  }
+  const __m128d sign = _mm_set1_pd(-0.0), eps = _mm_set1_pd(1e-12);
+  const __m128d slack = _mm_set1_pd(p.slack), limit = _mm_set1_pd(t_max);
+  uint32_t mask = 0;
+  for (int h = 0; h < 2; ++h) {
+    __m128d e = _mm_sub_pd(enter[h], _mm_add_pd(_mm_mul_pd(_mm_andnot_pd(sign, enter[h]), eps), slack));
+    __m128d x = _mm_add_pd(exit[h], _mm_add_pd(_mm_mul_pd(_mm_andnot_pd(sign, exit[h]), eps), slack));
+    e = _mm_max_pd(e, _mm_setzero_pd());
+    x = _mm_min_pd(x, limit);
+    _mm_storeu_pd(t_enter + 2 * h, e);
+    mask |= static_cast<uint32_t>(_mm_movemask_pd(_mm_and_pd(inside[h], _mm_cmple_pd(e, x))))
+            << (2 * h);
+  }
+#endif
+  return mask & mesh_simd::UsedChildren(n.child);
+}
+
+__attribute__((always_inline)) inline uint32_t TriangleMesh::OverlapChildren(
+    const Node& n, const int32_t qlo[3], const int32_t qhi[3]) {
+  // Apart on an axis: child min > qhi or child max < qlo (32-bit compares).
+  __m128i apart = _mm_setzero_si128();
+  for (int a = 0; a < 3; ++a) {
+    const __m128i cmin = mesh_simd::LoadU16x4(n.min[a]);
+    const __m128i cmax = mesh_simd::LoadU16x4(n.max[a]);
+    apart = _mm_or_si128(apart, _mm_or_si128(_mm_cmpgt_epi32(cmin, _mm_set1_epi32(qhi[a])),
+                                             _mm_cmpgt_epi32(_mm_set1_epi32(qlo[a]), cmax)));
+  }
+  const uint32_t meet = ~static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(apart))) & 15u;
+  return meet & mesh_simd::UsedChildren(n.child);
+}
+
 template <typename Visit>
 bool TriangleMesh::VisitOverlapping(const Aabb& box, Visit&& visit) const {
   if (nodes_.empty() || !box.Overlaps(bounds_)) return true;
-  uint32_t stack[64];
+  int32_t qlo[3], qhi[3];
+  QueryRange(box, qlo, qhi);
+  uint32_t stack[kStackSize];
   int top = 0;
   stack[top++] = 0;
   while (top > 0) {
-    const uint32_t ni = stack[--top];
-    const Node& n = nodes_[ni];
-    if (!NodeBox(n).Overlaps(box)) continue;
-    if (n.data & kLeafBit) {
-      const uint32_t first = (n.data & kIndexMask) >> 3;
-      const uint32_t count = (n.data & 7u) + 1;
+    const uint32_t word = stack[--top];
+    if (word & kLeafBit) {
+      const uint32_t first = (word & ~kLeafBit) >> 3;
+      const uint32_t count = (word & 7u) + 1;
       for (uint32_t k = first; k < first + count; ++k) {
         if (!visit(k)) return false;
       }
-    } else {
-      stack[top++] = n.data;
-      stack[top++] = ni + 1;
+      continue;
+    }
+    const Node& n = nodes_[word];
+    // Children pushed last to first: visited in stored order.
+    for (uint32_t mask = OverlapChildren(n, qlo, qhi); mask != 0;) {
+      const int i = 31 - __builtin_clz(mask);
+      stack[top++] = n.child[i];
+      mask &= ~(1u << i);
     }
   }
   return true;
@@ -287,53 +485,44 @@ bool TriangleMesh::VisitSwept(const Aabb& /*swept_box*/, const Vec3& /*translati
                               const Path& path, const Vec3& grow, const double* max_t,
                               Visit&& visit) const {
   if (nodes_.empty()) return true;
-  // NodeBox with the growth folded into the offsets (no extra work per node;
-  // with grow = 0 exactly NodeBox).
-  const Vec3 lo = bounds_.min - grow, hi = bounds_.min + grow;
-  auto grown_box = [&](const Node& n) {
-    return Aabb{
-        Vec3{lo.x + n.min[0] * step_.x, lo.y + n.min[1] * step_.y, lo.z + n.min[2] * step_.z},
-        Vec3{hi.x + n.max[0] * step_.x, hi.y + n.max[1] * step_.y, hi.z + n.max[2] * step_.z}};
-  };
+  // Child boxes with the growth folded into the offsets (no extra work per
+  // node; with grow = 0 exactly the quantized boxes).
+  const PathSetup setup = SetupPath(path, bounds_.min - grow, bounds_.min + grow);
   struct Entry {
-    uint32_t node;
+    uint32_t word;
     double t;
   };
-  Entry stack[64];
+  Entry stack[kStackSize];
   int top = 0;
-  double t0;
-  if (!path.Enter(grown_box(nodes_[0]), *max_t, &t0)) return true;
-  stack[top++] = {0, t0};
+  stack[top++] = {0, 0.0};
   while (top > 0) {
     const Entry e = stack[--top];
     if (e.t > *max_t) continue;
-    const Node& nd = nodes_[e.node];
-    if (nd.data & kLeafBit) {
-      const uint32_t first = (nd.data & kIndexMask) >> 3;
-      const uint32_t count = (nd.data & 7u) + 1;
+    if (e.word & kLeafBit) {
+      const uint32_t first = (e.word & ~kLeafBit) >> 3;
+      const uint32_t count = (e.word & 7u) + 1;
       for (uint32_t k = first; k < first + count; ++k) {
         if (!visit(k)) return false;
       }
       continue;
     }
-    // Both children entered: the farther is pushed first (visited last).
-    const uint32_t c0 = e.node + 1, c1 = nd.data;
-    double ta = 0.0, tb = 0.0;
-    const bool ha = path.Enter(grown_box(nodes_[c0]), *max_t, &ta);
-    const bool hb = path.Enter(grown_box(nodes_[c1]), *max_t, &tb);
-    if (ha && hb) {
-      if (ta <= tb) {
-        stack[top++] = {c1, tb};
-        stack[top++] = {c0, ta};
-      } else {
-        stack[top++] = {c0, ta};
-        stack[top++] = {c1, tb};
+    const Node& n = nodes_[e.word];
+    double t[kMeshNodeWidth];
+    uint32_t mask = EnterChildren(n, setup, *max_t, t);
+    // Entered children pushed farthest first (nearest popped next).
+    Entry hits[kMeshNodeWidth];
+    int count = 0;
+    for (; mask != 0; mask &= mask - 1) {
+      const int i = __builtin_ctz(mask);
+      Entry x{n.child[i], t[i]};
+      int j = count++;
+      while (j > 0 && hits[j - 1].t < x.t) {
+        hits[j] = hits[j - 1];
+        --j;
       }
-    } else if (ha) {
-      stack[top++] = {c0, ta};
-    } else if (hb) {
-      stack[top++] = {c1, tb};
+      hits[j] = x;
     }
+    for (int j = 0; j < count; ++j) stack[top++] = hits[j];
   }
   return true;
 }
