@@ -6,8 +6,10 @@
 //   BM_ArenaTickInProcess/1   the full tick; /0 the same without its moves,
 //                             so (full - without) / 64 is the cost of a move
 //   BM_ArenaMovesInProcess    the moves alone (ns_per_move)
-//   BM_ArenaTickStream        through an in-process server's Tick stream
-//                             (in-process channel: no network)
+//   BM_ArenaTickStream/moves:M/buffers:R
+//                             through an in-process server's Tick stream
+//                             (in-process channel: no network); M = 0: without
+//                             the moves; R = 1: answers into a kept TickResult
 //   BM_ArenaTickService/by_id:B/buffers:R
 //                             through the Tick stream of a server in a child
 //                             process (this program, --serve-arena) over
@@ -170,6 +172,7 @@ BENCHMARK(BM_ArenaMovesInProcess);
 // One tick through the Tick stream of an in-process server (one tick in flight).
 void BM_ArenaTickStream(benchmark::State& state) {
   const bool moves = state.range(0) != 0;
+  const bool buffers = state.range(1) != 0;  // answers into one kept TickResult (TickInto)
   spdlog::set_level(spdlog::level::warn);
   server::ServerOptions options;
   options.listen = "127.0.0.1:0";
@@ -183,8 +186,18 @@ void BM_ArenaTickStream(benchmark::State& state) {
       state.SkipWithError("arena");
     }
     std::unique_ptr<TickStream> stream = client.OpenTickStream("arena");
+    TickResult kept;
     for (auto _ : state) {
       const std::vector<Query> queries = run.Next(moves);
+      if (buffers) {
+        const RpcStatus st = stream->TickInto({}, queries, {}, &kept);
+        if (!st.ok()) {
+          state.SkipWithError(st.ToString().c_str());
+          break;
+        }
+        if (moves) run.Advance(kept.results);
+        continue;
+      }
       RpcResult<TickResult> r = stream->Tick({}, queries).get();
       if (!r.ok()) {
         state.SkipWithError(r.status().ToString().c_str());
@@ -197,7 +210,12 @@ void BM_ArenaTickStream(benchmark::State& state) {
   srv->Shutdown(std::chrono::milliseconds(0));
   srv->Wait();
 }
-BENCHMARK(BM_ArenaTickStream)->Arg(1)->Arg(0)->UseRealTime();
+BENCHMARK(BM_ArenaTickStream)
+    ->ArgNames({"moves", "buffers"})
+    ->Args({1, 0})
+    ->Args({0, 0})
+    ->Args({1, 1})
+    ->UseRealTime();
 
 // ---------------------------------------------------------------------------
 // A hitbox server in a child process (this program with --serve-arena): it
