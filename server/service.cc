@@ -692,13 +692,13 @@ uint64_t HitboxService::HitBudget() const {
 grpc::Status HitboxService::RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
                                       std::vector<QueryResult>* results, const CallControl& call,
                                       MemoryReservation* mem) const {
-  // Results reused from an earlier tick keep their capacity: count it.
+  // Results reused from an earlier tick keep their capacity (RunBatch clears
+  // them, and a move's result keeps its contacts' buffer): count it.
   results->resize(queries.size());
   uint64_t held = 0;
   for (QueryResult& r : *results) {
     r.overlaps.clear();
     r.hits.clear();
-    r.move.reset();
     held += HeldBytes(r);
   }
   if (Status st = s.set().CheckQueryTicks(queries); !st.ok()) {

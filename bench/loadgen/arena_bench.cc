@@ -6,12 +6,18 @@
 //   BM_ArenaTickInProcess/1   the full tick; /0 the same without its moves,
 //                             so (full - without) / 64 is the cost of a move
 //   BM_ArenaMovesInProcess    the moves alone (ns_per_move)
-//   BM_ArenaTickStream        through an in-process server's Tick stream
-//                             (in-process channel: no network)
-//   BM_ArenaTickService/B     through the Tick stream of a server in a child
+//   BM_ArenaTickStream/moves:M/buffers:R
+//                             through an in-process server's Tick stream
+//                             (in-process channel: no network); M = 0: without
+//                             the moves; R = 1: answers into a kept TickResult
+//   BM_ArenaTickService/by_id:B/buffers:R
+//                             through the Tick stream of a server in a child
 //                             process (this program, --serve-arena) over
 //                             loopback TCP, one tick in flight; B = 1: the
-//                             sweeps by collider id (Query.shape_from_collider)
+//                             sweeps by collider id (Query.shape_from_collider);
+//                             R = 1: the answers decoded into one TickResult
+//                             the game keeps (TickStream::TickInto), R = 0: a
+//                             new TickResult per tick (the future-returning Tick)
 //
 // BM_ArenaTickService reports, per tick: the server's CPU (the child's
 // getrusage), the client's CPU (this process's, less the game's own work of
@@ -166,6 +172,7 @@ BENCHMARK(BM_ArenaMovesInProcess);
 // One tick through the Tick stream of an in-process server (one tick in flight).
 void BM_ArenaTickStream(benchmark::State& state) {
   const bool moves = state.range(0) != 0;
+  const bool buffers = state.range(1) != 0;  // answers into one kept TickResult (TickInto)
   spdlog::set_level(spdlog::level::warn);
   server::ServerOptions options;
   options.listen = "127.0.0.1:0";
@@ -179,8 +186,18 @@ void BM_ArenaTickStream(benchmark::State& state) {
       state.SkipWithError("arena");
     }
     std::unique_ptr<TickStream> stream = client.OpenTickStream("arena");
+    TickResult kept;
     for (auto _ : state) {
       const std::vector<Query> queries = run.Next(moves);
+      if (buffers) {
+        const RpcStatus st = stream->TickInto({}, queries, {}, &kept);
+        if (!st.ok()) {
+          state.SkipWithError(st.ToString().c_str());
+          break;
+        }
+        if (moves) run.Advance(kept.results);
+        continue;
+      }
       RpcResult<TickResult> r = stream->Tick({}, queries).get();
       if (!r.ok()) {
         state.SkipWithError(r.status().ToString().c_str());
@@ -193,7 +210,12 @@ void BM_ArenaTickStream(benchmark::State& state) {
   srv->Shutdown(std::chrono::milliseconds(0));
   srv->Wait();
 }
-BENCHMARK(BM_ArenaTickStream)->Arg(1)->Arg(0)->UseRealTime();
+BENCHMARK(BM_ArenaTickStream)
+    ->ArgNames({"moves", "buffers"})
+    ->Args({1, 0})
+    ->Args({0, 0})
+    ->Args({1, 1})
+    ->UseRealTime();
 
 // ---------------------------------------------------------------------------
 // A hitbox server in a child process (this program with --serve-arena): it
@@ -276,6 +298,7 @@ class ServerChild {
 
 void BM_ArenaTickService(benchmark::State& state) {
   const bool by_id = state.range(0) != 0;
+  const bool buffers = state.range(1) != 0;
   spdlog::set_level(spdlog::level::warn);
 
   // The in-process cost of the same ticks (from the same start: the
@@ -319,21 +342,34 @@ void BM_ArenaTickService(benchmark::State& state) {
     double game_cpu = 0;
     uint64_t game_allocs = 0;
     bool failed = false;
+    TickResult kept;  // buffers: the game's own, reused every tick
     const auto tick = [&] {
       double c0 = ThreadCpuSeconds();
       uint64_t a0 = Allocations();
       const std::vector<Query> queries = run.Next(true);
       game_cpu += ThreadCpuSeconds() - c0;
       game_allocs += Allocations() - a0;
-      RpcResult<TickResult> r = stream->Tick({}, queries, sweeps).get();
-      if (!r.ok()) {
-        state.SkipWithError(r.status().ToString().c_str());
+      RpcStatus st;
+      RpcResult<TickResult> owned = RpcStatus(RpcCode::kInternal, "unset");
+      const std::vector<QueryResult>* results = &kept.results;
+      if (buffers) {
+        st = stream->TickInto({}, queries, sweeps, &kept);
+      } else {
+        owned = stream->Tick({}, queries, sweeps).get();
+        if (owned.ok()) {
+          results = &owned->results;
+        } else {
+          st = owned.status();
+        }
+      }
+      if (!st.ok()) {
+        state.SkipWithError(st.ToString().c_str());
         failed = true;
         return;
       }
       c0 = ThreadCpuSeconds();
       a0 = Allocations();
-      run.Advance(r->results);
+      run.Advance(*results);
       game_cpu += ThreadCpuSeconds() - c0;
       game_allocs += Allocations() - a0;
     };
@@ -366,7 +402,13 @@ void BM_ArenaTickService(benchmark::State& state) {
     state.counters["server_over_inproc"] = server_us / inproc_us;
   }
 }
-BENCHMARK(BM_ArenaTickService)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ArenaTickService)
+    ->ArgNames({"by_id", "buffers"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace hitbox

@@ -18,6 +18,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "hitbox/wire/convert.h"
+#include "hitbox/wire/message_arena.h"
 
 namespace hitbox {
 namespace {
@@ -172,9 +173,11 @@ RpcStatus ResultsFromProto(const wire::Repeated<v1::QueryResult>& in, size_t exp
                                     " query results for " + std::to_string(expected) +
                                     " queries"};
   }
-  out->clear();
-  out->reserve(expected);
-  for (const v1::QueryResult& r : in) out->push_back(wire::ResultFromProto(r));
+  // Decoded into the results already there: their buffers are reused.
+  out->resize(expected);
+  for (size_t i = 0; i < expected; ++i) {
+    wire::ResultFromProto(in.Get(static_cast<int>(i)), &(*out)[i]);
+  }
   return {};
 }
 
@@ -620,6 +623,31 @@ RpcResult<QueryBatchResult> Client::Query(std::string_view session_id,
     return r;
   }
   return out;
+}
+
+RpcStatus Client::Query(std::string_view session_id, std::span<const hitbox::Query> queries,
+                        std::span<const ShapeFromCollider> shapes_from, QueryBatchResult* out,
+                        const CallOptions& call) {
+  if (out == nullptr) return {RpcCode::kInvalidArgument, "Query: out is null"};
+  // The request and the response on one arena, freed at once.
+  wire::MessageArena arena;
+  v1::QueryRequest* req = arena.Fresh<v1::QueryRequest>();
+  req->set_session_id(std::string(session_id));
+  if (RpcStatus s = internal::QueriesToProto(queries, shapes_from, req->mutable_queries());
+      !s.ok()) {
+    return s;
+  }
+  v1::QueryResponse* resp =
+      google::protobuf::Arena::CreateMessage<v1::QueryResponse>(req->GetArena());
+  const bool applies = std::any_of(queries.begin(), queries.end(), [](const hitbox::Query& q) {
+    const auto* m = std::get_if<MoveQuery>(&q);
+    return m != nullptr && m->apply_to_id.has_value();
+  });
+  RpcStatus s = impl_->Unary("Query", /*idempotent=*/!applies, call, &v1::Hitbox::Stub::Query,
+                             *req, resp);
+  if (!s.ok()) return s;
+  out->revision = resp->revision();
+  return internal::ResultsFromProto(resp->results(), queries.size(), &out->results);
 }
 
 RpcResult<ApplyResult> Client::ApplyTick(std::string_view session_id, uint64_t tick,

@@ -1,7 +1,8 @@
 // The Tick stream over gRPC's callback API (grpc::ClientBidiReactor).
 //
 // State, all under mu_:
-//   pending_      tick number -> callback, for every tick accepted and not answered
+//   pending_      every tick accepted and not answered (its callback, or the caller's
+//                 TickResult to decode into), by increasing tick number
 //   queue_        requests waiting for the single outstanding write
 //   writing_      a StartWrite (or StartWritesDone) is outstanding
 //   ended_        the stream has a final status (OnDone started): Tick() fails at once
@@ -10,10 +11,10 @@
 // OnDone (the last reaction) comes only after the server closed the stream or
 // the call was cancelled. Callbacks and Start* calls are made without holding
 // mu_ (a reaction may run on another thread at any time).
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
-#include <map>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -28,6 +29,31 @@ namespace {
 
 class TickStreamImpl final : public TickStream,
                              public grpc::ClientBidiReactor<v1::TickRequest, v1::TickResponse> {
+  // A tick sent and not yet answered: `done` gets a TickResult of its own,
+  // or (with `into`) the answer is decoded into the caller's and `done_into`
+  // gets the status.
+  struct Pending {
+    TickCallback done;
+    TickDoneCallback done_into;
+    TickResult* into = nullptr;
+    bool into_form = false;  // answered into `into` (never null once queued)
+    uint64_t tick = 0;
+    size_t query_count = 0;
+
+    static Pending Value(TickCallback done) {
+      Pending p;
+      p.done = std::move(done);
+      return p;
+    }
+    static Pending Into(TickResult* out, TickDoneCallback done) {
+      Pending p;
+      p.done_into = std::move(done);
+      p.into = out;
+      p.into_form = true;
+      return p;
+    }
+  };
+
  public:
   TickStreamImpl(std::shared_ptr<grpc::Channel> channel, std::string session_id,
                  const TickStreamOptions& options, bool wait_for_ready,
@@ -61,52 +87,89 @@ class TickStreamImpl final : public TickStream,
 
   std::future<RpcResult<TickResult>> Tick(std::span<const ColliderChange> changes,
                                           std::span<const hitbox::Query> queries) override {
-    auto promise = std::make_shared<std::promise<RpcResult<TickResult>>>();
-    std::future<RpcResult<TickResult>> future = promise->get_future();
-    Tick(changes, queries,
-         [promise](RpcResult<TickResult> result) { promise->set_value(std::move(result)); });
-    return future;
+    return SendForFuture(std::nullopt, changes, queries, {});
   }
 
   std::future<RpcResult<TickResult>> TickAt(uint64_t tick, std::span<const ColliderChange> changes,
                                             std::span<const hitbox::Query> queries) override {
-    auto promise = std::make_shared<std::promise<RpcResult<TickResult>>>();
-    std::future<RpcResult<TickResult>> future = promise->get_future();
-    Send(tick, changes, queries,
-         [promise](RpcResult<TickResult> result) { promise->set_value(std::move(result)); });
-    return future;
+    return SendForFuture(tick, changes, queries, {});
   }
 
   void TickAt(uint64_t tick, std::span<const ColliderChange> changes,
               std::span<const hitbox::Query> queries, TickCallback done) override {
-    Send(tick, changes, queries, std::move(done));
+    Send(tick, changes, queries, {}, Pending::Value(std::move(done)));
   }
 
   void Tick(std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
             TickCallback done) override {
-    Send(std::nullopt, changes, queries, std::move(done));
+    Send(std::nullopt, changes, queries, {}, Pending::Value(std::move(done)));
   }
 
   std::future<RpcResult<TickResult>> Tick(
       std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
       std::span<const ShapeFromCollider> shapes_from) override {
-    auto promise = std::make_shared<std::promise<RpcResult<TickResult>>>();
-    std::future<RpcResult<TickResult>> future = promise->get_future();
-    Send(std::nullopt, changes, queries,
-         [promise](RpcResult<TickResult> result) { promise->set_value(std::move(result)); },
-         shapes_from);
-    return future;
+    return SendForFuture(std::nullopt, changes, queries, shapes_from);
   }
 
   void Tick(std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
             std::span<const ShapeFromCollider> shapes_from, TickCallback done) override {
-    Send(std::nullopt, changes, queries, std::move(done), shapes_from);
+    Send(std::nullopt, changes, queries, shapes_from, Pending::Value(std::move(done)));
   }
 
-  // Queues one tick numbered `game_tick` (nullopt: the next number).
+  void Tick(std::span<const ColliderChange> changes, std::span<const hitbox::Query> queries,
+            std::span<const ShapeFromCollider> shapes_from, TickResult* out,
+            TickDoneCallback done) override {
+    Send(std::nullopt, changes, queries, shapes_from,
+         Pending::Into(out, std::move(done)));
+  }
+
+  void TickAt(uint64_t tick, std::span<const ColliderChange> changes,
+              std::span<const hitbox::Query> queries, TickResult* out,
+              TickDoneCallback done) override {
+    Send(tick, changes, queries, {}, Pending::Into(out, std::move(done)));
+  }
+
+  RpcStatus TickInto(std::span<const ColliderChange> changes,
+                     std::span<const hitbox::Query> queries,
+                     std::span<const ShapeFromCollider> shapes_from, TickResult* out) override {
+    // On the caller's stack: the callback holds one pointer (std::function
+    // keeps it inline), so waiting costs no heap allocation.
+    struct Waiter {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      RpcStatus status;
+    } w;
+    Send(std::nullopt, changes, queries, shapes_from,
+         Pending::Into(out, [wp = &w](const RpcStatus& st) {
+           std::lock_guard<std::mutex> lock(wp->mu);
+           wp->status = st;
+           wp->done = true;
+           wp->cv.notify_one();
+         }));
+    std::unique_lock<std::mutex> lock(w.mu);
+    w.cv.wait(lock, [&w] { return w.done; });
+    return w.status;
+  }
+
+  std::future<RpcResult<TickResult>> SendForFuture(std::optional<uint64_t> game_tick,
+                                                   std::span<const ColliderChange> changes,
+                                                   std::span<const hitbox::Query> queries,
+                                                   std::span<const ShapeFromCollider> shapes_from) {
+    auto promise = std::make_shared<std::promise<RpcResult<TickResult>>>();
+    std::future<RpcResult<TickResult>> future = promise->get_future();
+    Send(game_tick, changes, queries, shapes_from,
+         Pending::Value([promise](RpcResult<TickResult> result) {
+           promise->set_value(std::move(result));
+         }));
+    return future;
+  }
+
+  // Queues one tick numbered `game_tick` (nullopt: the next number), to be
+  // answered as `entry` says.
   void Send(std::optional<uint64_t> game_tick, std::span<const ColliderChange> changes,
-            std::span<const hitbox::Query> queries, TickCallback done,
-            std::span<const ShapeFromCollider> shapes_from = {}) {
+            std::span<const hitbox::Query> queries,
+            std::span<const ShapeFromCollider> shapes_from, Pending entry) {
     RpcStatus refused;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -121,6 +184,8 @@ class TickStreamImpl final : public TickStream,
                             "tick stream has " + std::to_string(pending_.size()) +
                                 " ticks in flight (max_in_flight " +
                                 std::to_string(max_in_flight_) + ")");
+      } else if (entry.into_form && entry.into == nullptr) {
+        refused = RpcStatus(RpcCode::kInvalidArgument, "Tick: out is null");
       } else if (game_tick && *game_tick < next_tick_) {
         refused = RpcStatus(RpcCode::kInvalidArgument,
                             "tick " + std::to_string(*game_tick) +
@@ -132,7 +197,10 @@ class TickStreamImpl final : public TickStream,
         refused = TickToProto(session_id_, tick, changes, queries, shapes_from, out->message);
         if (refused.ok()) {
           next_tick_ = tick + 1;
-          pending_.emplace(tick, Pending{std::move(done), queries.size()});
+          entry.tick = tick;
+          entry.query_count = queries.size();
+          // Ticks only increase: pending_ stays sorted by tick.
+          pending_.push_back(std::move(entry));
           queue_.push_back(std::move(out));
         } else {
           spare_.push_back(std::move(out));
@@ -140,7 +208,7 @@ class TickStreamImpl final : public TickStream,
       }
     }
     if (!refused.ok()) {
-      Call(done, std::move(refused));
+      Complete(entry, std::move(refused));
       return;
     }
     PumpWrites();
@@ -195,24 +263,47 @@ class TickStreamImpl final : public TickStream,
     if (!ok) return;  // the stream is ending; OnDone follows
     Pending entry;
     bool found = false;
-    RpcResult<TickResult> result = RpcStatus(RpcCode::kInternal, "unset");
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = pending_.find(response_->tick());
-      if (it != pending_.end()) {
-        entry = std::move(it->second);
+      const uint64_t tick = response_->tick();
+      auto it = std::lower_bound(pending_.begin(), pending_.end(), tick,
+                                 [](const Pending& p, uint64_t t) { return p.tick < t; });
+      if (it != pending_.end() && it->tick == tick) {
+        entry = std::move(*it);
         pending_.erase(it);
         found = true;
       }
     }
-    if (found) result = Convert(*response_, entry.query_count);
+    if (!found) {
+      response_ = response_arena_.Fresh<v1::TickResponse>();
+      StartRead(response_);
+      return;
+    }
+    if (entry.into_form) {
+      // Decoded straight into the caller's result, before the response is reused.
+      RpcStatus status = Decode(*response_, entry.query_count, entry.into);
+      response_ = response_arena_.Fresh<v1::TickResponse>();  // the last one is no longer needed
+      StartRead(response_);
+      CallInto(entry.done_into, status);
+      return;
+    }
+    RpcResult<TickResult> result = RpcStatus(RpcCode::kInternal, "unset");
+    {
+      TickResult out;
+      RpcStatus status = Decode(*response_, entry.query_count, &out);
+      if (status.ok()) {
+        result = std::move(out);
+      } else {
+        result = std::move(status);
+      }
+    }
     response_ = response_arena_.Fresh<v1::TickResponse>();  // the last one is no longer needed
     StartRead(response_);
-    if (found) Call(entry.done, std::move(result));
+    Call(entry.done, std::move(result));
   }
 
   void OnDone(const grpc::Status& status) override {
-    std::map<uint64_t, Pending> orphans;
+    std::vector<Pending> orphans;
     RpcStatus failure;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -225,7 +316,7 @@ class TickStreamImpl final : public TickStream,
                                                "answering this tick")
                                    : final_status_;
     }
-    for (auto& [tick, entry] : orphans) Call(entry.done, failure);
+    for (Pending& entry : orphans) Complete(entry, failure);
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
     done_cv_.notify_all();
@@ -234,11 +325,6 @@ class TickStreamImpl final : public TickStream,
   }
 
  private:
-  struct Pending {
-    TickCallback done;
-    size_t query_count = 0;
-  };
-
   static void Call(const TickCallback& done, RpcResult<TickResult> result) {
     if (!done) return;
     try {
@@ -248,15 +334,32 @@ class TickStreamImpl final : public TickStream,
     }
   }
 
-  static RpcResult<TickResult> Convert(const v1::TickResponse& r, size_t query_count) {
+  static void CallInto(const TickDoneCallback& done, const RpcStatus& status) {
+    if (!done) return;
+    try {
+      done(status);
+    } catch (...) {
+      // A throwing callback must not unwind into gRPC's threads.
+    }
+  }
+
+  // A tick that ends without an answer: `status` to whichever callback it has.
+  static void Complete(const Pending& entry, RpcStatus status) {
+    if (entry.into_form) {
+      CallInto(entry.done_into, status);
+    } else {
+      Call(entry.done, std::move(status));
+    }
+  }
+
+  // The answer `r` into `*out` (its buffers reused); the tick's error when it has one.
+  static RpcStatus Decode(const v1::TickResponse& r, size_t query_count, TickResult* out) {
     if (r.has_error() && r.error().code() != 0) {
       return RpcStatus(static_cast<RpcCode>(r.error().code()), r.error().message());
     }
-    TickResult out;
-    out.tick = r.tick();
-    out.revision = r.revision();
-    if (RpcStatus s = ResultsFromProto(r.results(), query_count, &out.results); !s.ok()) return s;
-    return out;
+    out->tick = r.tick();
+    out->revision = r.revision();
+    return ResultsFromProto(r.results(), query_count, &out->results);
   }
 
   // Starts the next queued write, or the half-close once Finish() was asked
@@ -316,7 +419,8 @@ class TickStreamImpl final : public TickStream,
   // The response being read (owned by the outstanding StartRead), on its arena.
   wire::MessageArena response_arena_;
   v1::TickResponse* response_ = nullptr;
-  std::map<uint64_t, Pending> pending_;
+  // Ticks sent and not yet answered, by increasing tick.
+  std::vector<Pending> pending_;
   bool writing_ = false;
   bool broken_writes_ = false;
   bool finishing_ = false;

@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <future>
+#include <string>
 
 #include "hitbox/client.h"
 #include "hitbox/loadgen.h"
@@ -207,6 +208,157 @@ void PlayArena(Client& client, const std::string& session) {
   EXPECT_TRUE(client.DeleteSession(session).ok());
 }
 
+// Every field of a result, bit for bit; "" when equal.
+std::string ResultDiff(const QueryResult& a, const QueryResult& b) {
+  if (a.tag != b.tag) return "tag";
+  if (a.truncated != b.truncated) return "truncated";
+  if (a.move.has_value() != b.move.has_value()) return "move";
+  if (a.move) {
+    const MoveResult& x = *a.move;
+    const MoveResult& y = *b.move;
+    if (!SameBits(x.position, y.position) || !SameBits(x.displacement, y.displacement)) {
+      return "move.position";
+    }
+    if (x.contacts.size() != y.contacts.size()) return "move.contacts.size";
+    for (size_t k = 0; k < x.contacts.size(); ++k) {
+      if (x.contacts[k].id != y.contacts[k].id ||
+          !SameBits(x.contacts[k].normal, y.contacts[k].normal) ||
+          !SameBits(x.contacts[k].point, y.contacts[k].point)) {
+        return "move.contacts[" + std::to_string(k) + "]";
+      }
+    }
+    if (x.on_ground != y.on_ground || x.ground_id != y.ground_id ||
+        !SameBits(x.ground_normal, y.ground_normal) || x.stepped != y.stepped ||
+        x.blocked != y.blocked) {
+      return "move.flags";
+    }
+  }
+  if (a.hits.size() != b.hits.size()) return "hits.size";
+  for (size_t k = 0; k < a.hits.size(); ++k) {
+    if (a.hits[k].id != b.hits[k].id ||
+        std::bit_cast<uint64_t>(a.hits[k].fraction) !=
+            std::bit_cast<uint64_t>(b.hits[k].fraction) ||
+        !SameBits(a.hits[k].normal, b.hits[k].normal) ||
+        !SameBits(a.hits[k].point, b.hits[k].point)) {
+      return "hits[" + std::to_string(k) + "]";
+    }
+  }
+  if (a.overlaps.size() != b.overlaps.size()) return "overlaps.size";
+  for (size_t k = 0; k < a.overlaps.size(); ++k) {
+    if (a.overlaps[k].id != b.overlaps[k].id) return "overlaps[" + std::to_string(k) + "]";
+  }
+  return "";
+}
+
+// 60 ticks of the arena answered into one TickResult the game keeps
+// (TickInto, and the callback form every third tick), each equal field by
+// field to a mirror's fresh answers; a kept QueryBatchResult the same over
+// unary calls; errors reach the caller's status.
+void PlayArenaIntoKeptBuffers(Client& client, const std::string& session) {
+  const loadgen::ArenaOptions options;
+  const loadgen::Arena arena = loadgen::GenerateArena(options);
+  ASSERT_TRUE(client.CreateSession(session).ok());
+  RpcResult<ApplyResult> added = client.AddColliders(session, arena.colliders);
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  ColliderSet mirror;
+  ASSERT_TRUE(mirror.AddBulk(arena.colliders).ok());
+
+  std::unique_ptr<TickStream> stream = client.OpenTickStream(session);
+  std::vector<Vec3> positions = arena.spawn;
+  uint64_t revision = added->revision;
+  TickResult kept;
+  for (uint64_t tick = 1; tick <= 60; ++tick) {
+    std::vector<Query> queries = loadgen::ArenaTickQueries(arena, options, positions, tick);
+    // Some ticks carry fewer queries: the kept results shrink and grow again.
+    if (tick % 5 == 0) queries.resize(positions.size() + 7);
+    std::vector<ShapeFromCollider> by_id;
+    for (size_t k = 0;
+         tick % 2 == 0 && k < options.casts_per_tick && positions.size() + k < queries.size();
+         ++k) {
+      by_id.push_back(
+          {positions.size() + k, kArenaPlayerBase + loadgen::ArenaSweepPlayer(options, k)});
+    }
+    if (tick % 3 == 0) {
+      std::promise<RpcStatus> done;
+      stream->Tick({}, queries, by_id, &kept, [&done](const RpcStatus& st) { done.set_value(st); });
+      const RpcStatus st = done.get_future().get();
+      ASSERT_TRUE(st.ok()) << "tick " << tick << ": " << st.ToString();
+    } else {
+      const RpcStatus st = stream->TickInto({}, queries, by_id, &kept);
+      ASSERT_TRUE(st.ok()) << "tick " << tick << ": " << st.ToString();
+    }
+    EXPECT_EQ(kept.tick, tick);
+    EXPECT_EQ(kept.revision, ++revision);
+    ASSERT_EQ(kept.results.size(), queries.size());
+    std::vector<QueryResult> expected(queries.size());
+    mirror.RunBatch(queries, expected);
+    std::vector<ColliderChange> applied;
+    for (size_t i = 0; i < queries.size(); ++i) {
+      ASSERT_EQ(ResultDiff(kept.results[i], expected[i]), "") << "tick " << tick << " query " << i;
+    }
+    for (size_t i = 0; i < positions.size(); ++i) {
+      positions[i] = kept.results[i].move->position;
+      applied.push_back(ColliderChange::Move(kArenaPlayerBase + i, Pose(positions[i])));
+    }
+    ASSERT_TRUE(mirror.Apply(applied).ok());
+  }
+
+  // A refused tick reaches the caller's status (the client refuses an index
+  // past the queries; the server a collider moved twice); the stream goes on.
+  MoveQuery m;
+  m.shape = arena.player_shape;
+  m.pose = Pose(positions[0]);
+  m.displacement = {0.1, 0, 0};
+  m.apply_to_id = kArenaPlayerBase;
+  const std::vector<Query> twice = {m, m};
+  const std::vector<ShapeFromCollider> past = {{2, kArenaPlayerBase}};
+  RpcStatus st = stream->TickInto({}, twice, past, &kept);
+  EXPECT_EQ(st.code(), RpcCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("shapes_from[0].query_index: 2"), std::string::npos) << st.message();
+  st = stream->TickInto({}, twice, {}, &kept);
+  EXPECT_EQ(st.code(), RpcCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("queries[1].move.apply_to_id"), std::string::npos) << st.message();
+  st = stream->TickInto({}, {}, {}, nullptr);
+  EXPECT_EQ(st.code(), RpcCode::kInvalidArgument) << st.ToString();
+  st = stream->TickInto({}, {}, {}, &kept);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(kept.revision, revision);
+  EXPECT_TRUE(kept.results.empty());
+  EXPECT_TRUE(stream->Finish().ok());
+  // After Finish: FAILED_PRECONDITION, through the callback form too.
+  st = stream->TickInto({}, {}, {}, &kept);
+  EXPECT_EQ(st.code(), RpcCode::kFailedPrecondition);
+  RpcStatus late;
+  stream->TickAt(1000, {}, {}, &kept, [&late](const RpcStatus& s) { late = s; });
+  EXPECT_EQ(late.code(), RpcCode::kFailedPrecondition);
+
+  // Unary queries into a kept QueryBatchResult equal the value form's answers.
+  QueryBatchResult batch;
+  for (uint64_t round = 1; round <= 3; ++round) {
+    std::vector<Query> queries = loadgen::ArenaTickQueries(arena, options, positions, 100 + round);
+    for (size_t i = 0; i < positions.size(); ++i) {
+      std::get<MoveQuery>(queries[i]).apply_to_id.reset();  // nothing changes
+    }
+    if (round == 2) queries.resize(positions.size() + 3);
+    const RpcStatus into = client.Query(session, queries, {}, &batch);
+    ASSERT_TRUE(into.ok()) << into.ToString();
+    RpcResult<QueryBatchResult> value = client.Query(session, queries);
+    ASSERT_TRUE(value.ok()) << value.status().ToString();
+    EXPECT_EQ(batch.revision, value->revision);
+    ASSERT_EQ(batch.results.size(), queries.size());
+    for (size_t i = 0; i < queries.size(); ++i) {
+      ASSERT_EQ(ResultDiff(batch.results[i], value->results[i]), "")
+          << "round " << round << " query " << i;
+    }
+  }
+  const std::vector<Query> one = {RayQuery{}};
+  const std::vector<ShapeFromCollider> ray_id = {{0, kArenaPlayerBase}};
+  const RpcStatus ray = client.Query(session, one, ray_id, &batch);
+  EXPECT_EQ(ray.code(), RpcCode::kInvalidArgument) << ray.ToString();
+  EXPECT_EQ(client.Query(session, one, {}, nullptr).code(), RpcCode::kInvalidArgument);
+  EXPECT_TRUE(client.DeleteSession(session).ok());
+}
+
 TEST(MoveHitboxdTest, ArenaOfSixtyFourPlayers) {
   testing::HitboxdProcess server;
   ASSERT_TRUE(server.running()) << "could not start " << testing::HitboxdProcess::BinaryPath();
@@ -226,6 +378,30 @@ TEST(MoveInProcessTest, ArenaOfSixtyFourPlayers) {
   {
     Client client((*started)->InProcessChannel());
     PlayArena(client, "arena-in-process");
+  }
+  (*started)->Shutdown(std::chrono::milliseconds(100));
+  (*started)->Wait();
+}
+
+TEST(MoveHitboxdTest, ArenaIntoKeptBuffers) {
+  testing::HitboxdProcess server;
+  ASSERT_TRUE(server.running()) << "could not start " << testing::HitboxdProcess::BinaryPath();
+  ClientOptions o;
+  o.default_timeout = std::chrono::seconds(20);
+  Client client(server.address(), o);
+  PlayArenaIntoKeptBuffers(client, "arena-kept");
+}
+
+TEST(MoveInProcessTest, ArenaIntoKeptBuffers) {
+  spdlog::set_level(spdlog::level::warn);
+  server::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.service.threads = 2;
+  Result<std::unique_ptr<server::HitboxServer>> started = server::HitboxServer::Start(options);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  {
+    Client client((*started)->InProcessChannel());
+    PlayArenaIntoKeptBuffers(client, "arena-kept-in-process");
   }
   (*started)->Shutdown(std::chrono::milliseconds(100));
   (*started)->Wait();

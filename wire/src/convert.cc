@@ -801,31 +801,46 @@ CastHit ResultFromProto(const v1::CastHit& h) {
 
 MoveResult ResultFromProto(const v1::MoveResult& r) {
   MoveResult out;
-  out.position = V(r.position());
-  out.displacement = V(r.displacement());
-  out.contacts.reserve(r.contacts_size());
-  for (const v1::MoveContact& c : r.contacts()) {
-    out.contacts.push_back(MoveContact{c.id(), c.sub_shape(), V(c.normal()), V(c.point())});
-  }
-  out.on_ground = r.on_ground();
-  out.ground_id = r.ground_id();
-  out.ground_sub_shape = r.ground_sub_shape();
-  out.ground_normal = V(r.ground_normal());
-  out.stepped = r.stepped();
-  out.blocked = r.blocked();
+  ResultFromProto(r, &out);
   return out;
+}
+
+void ResultFromProto(const v1::MoveResult& r, MoveResult* out) {
+  out->position = V(r.position());
+  out->displacement = V(r.displacement());
+  out->contacts.clear();
+  out->contacts.reserve(r.contacts_size());
+  for (const v1::MoveContact& c : r.contacts()) {
+    out->contacts.push_back(MoveContact{c.id(), c.sub_shape(), V(c.normal()), V(c.point())});
+  }
+  out->on_ground = r.on_ground();
+  out->ground_id = r.ground_id();
+  out->ground_sub_shape = r.ground_sub_shape();
+  out->ground_normal = V(r.ground_normal());
+  out->stepped = r.stepped();
+  out->blocked = r.blocked();
 }
 
 QueryResult ResultFromProto(const v1::QueryResult& r) {
   QueryResult out;
-  out.tag = r.tag();
-  out.truncated = r.truncated();
-  if (r.has_move()) out.move = ResultFromProto(r.move());
-  out.overlaps.reserve(r.overlaps_size());
-  for (const v1::OverlapHit& h : r.overlaps()) out.overlaps.push_back(ResultFromProto(h));
-  out.hits.reserve(r.hits_size());
-  for (const v1::CastHit& h : r.hits()) out.hits.push_back(ResultFromProto(h));
+  ResultFromProto(r, &out);
   return out;
+}
+
+void ResultFromProto(const v1::QueryResult& r, QueryResult* out) {
+  out->tag = r.tag();
+  out->truncated = r.truncated();
+  if (r.has_move()) {
+    ResultFromProto(r.move(), out->move ? &*out->move : &out->move.emplace());
+  } else {
+    out->move.reset();
+  }
+  out->overlaps.clear();
+  out->overlaps.reserve(r.overlaps_size());
+  for (const v1::OverlapHit& h : r.overlaps()) out->overlaps.push_back(ResultFromProto(h));
+  out->hits.clear();
+  out->hits.reserve(r.hits_size());
+  for (const v1::CastHit& h : r.hits()) out->hits.push_back(ResultFromProto(h));
 }
 
 // ---------------------------------------------------------------------------

@@ -300,6 +300,14 @@ struct ShapeFromCollider {
 /// throw; it may call Tick() again but must not destroy its TickStream.
 using TickCallback = std::function<void(RpcResult<TickResult> result)>;
 
+/// Called once with the outcome of a tick answered into a caller's
+/// TickResult (TickStream::Tick with `out`): OK once *out holds the answer,
+/// else the tick's error (*out's contents are then unspecified). Called on a
+/// gRPC thread, or on the caller's when the tick fails before it is sent;
+/// must be quick, must not throw, may call Tick() again but must not destroy
+/// its TickStream.
+using TickDoneCallback = std::function<void(const RpcStatus& status)>;
+
 /// A bidirectional Tick stream bound to one session: each Tick() sends
 /// changes + queries and yields the tick's revision and query results.
 ///
@@ -348,6 +356,27 @@ class TickStream {
                                                     std::span<const Query> queries) = 0;
   virtual void TickAt(uint64_t tick, std::span<const ColliderChange> changes,
                       std::span<const Query> queries, TickCallback done) = 0;
+
+  /// Caller-owned results: sends one tick (its `shapes_from` queries sweeps
+  /// by collider id, may be empty) and decodes its answer into `*out`, then
+  /// calls `done`. *out must stay alive, and be neither read nor given to
+  /// another tick, until `done` runs. The decode reuses *out's buffers
+  /// (results resized to the tick's queries, their hit vectors cleared and
+  /// refilled, a move's contacts too), so a TickResult kept from tick to tick
+  /// makes a steady-state tick allocate (next to) nothing on the client. A
+  /// null `out` fails the tick at once with INVALID_ARGUMENT.
+  virtual void Tick(std::span<const ColliderChange> changes, std::span<const Query> queries,
+                    std::span<const ShapeFromCollider> shapes_from, TickResult* out,
+                    TickDoneCallback done) = 0;
+  /// The same for game tick `tick` (TickAt).
+  virtual void TickAt(uint64_t tick, std::span<const ColliderChange> changes,
+                      std::span<const Query> queries, TickResult* out, TickDoneCallback done) = 0;
+  /// Sends one tick and waits for its answer in `*out` (as the Tick above);
+  /// returns its status. Blocks the calling thread: never call it from a
+  /// tick callback (gRPC's threads).
+  virtual RpcStatus TickInto(std::span<const ColliderChange> changes,
+                             std::span<const Query> queries,
+                             std::span<const ShapeFromCollider> shapes_from, TickResult* out) = 0;
   /// Number of ticks sent and not yet answered.
   virtual size_t pending() const = 0;
   /// True once the stream has ended (broken, cancelled or finished).
@@ -466,6 +495,13 @@ class Client {
                                     std::span<const hitbox::Query> queries,
                                     std::span<const ShapeFromCollider> shapes_from,
                                     const CallOptions& call = {});
+  /// The same, decoded into the caller's `*out` (its revision and results;
+  /// kept from call to call, its results' vectors are cleared and refilled,
+  /// not freed): `client.Query(id, queries, {}, &kept)`. On an error *out's
+  /// contents are unspecified; a null `out` is INVALID_ARGUMENT.
+  RpcStatus Query(std::string_view session_id, std::span<const hitbox::Query> queries,
+                  std::span<const ShapeFromCollider> shapes_from, QueryBatchResult* out,
+                  const CallOptions& call = {});
   /// Colliders that `shape` at `pose` overlaps (touching counts), sorted by
   /// id; at most max_hits of them (0: the session's max_hits_per_query). Use
   /// Query() to learn whether the list was cut (QueryResult::truncated).

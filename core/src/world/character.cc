@@ -67,13 +67,22 @@ class Mover {
     CastHit start_ground;
     const bool grounded_at_start = Probe(start, &start_ground);
 
-    std::vector<MoveContact> plain_contacts;
+    // Every field of *out is set below; its contacts keep their capacity
+    // (a result reused from tick to tick allocates nothing in steady state).
+    out->stepped = false;
+    out->ground_id = 0;
+    out->ground_sub_shape = 0;
+    out->ground_normal = Vec3::Zero();
+    std::vector<MoveContact>& plain_contacts = out->contacts;
+    plain_contacts.clear();
     PassInfo plain_info;
     Vec3 pos = Slide(start, disp, /*level=*/false, &plain_info, &plain_contacts);
-    std::vector<MoveContact>* contacts = &plain_contacts;
     bool stopped = plain_info.stopped;
 
-    std::vector<MoveContact> step_contacts;
+    // The step pass's contacts: per-thread scratch, swapped into *out when
+    // the step is kept (the scratch then keeps the plain pass's buffer).
+    thread_local std::vector<MoveContact> step_contacts;
+    step_contacts.clear();
     const MoveSettings& s = q_.settings;
     if (s.step_height > 0.0 && grounded_at_start && plain_info.wall && rise <= 0.0 &&
         horizontal.Length() > kMinMove) {
@@ -83,7 +92,7 @@ class Mover {
                   &step_contacts) &&
           Horizontal(stepped - start).Length() > Horizontal(pos - start).Length() + kMinMove) {
         pos = stepped;
-        contacts = &step_contacts;
+        plain_contacts.swap(step_contacts);
         stopped = step_info.stopped;
         out->stepped = true;
       }
@@ -97,14 +106,13 @@ class Mover {
       const Vec3 snapped = Advance(pos, down, &g);
       if (g.fraction < 1.0 && Walkable(g.normal)) {
         pos = snapped;
-        contacts->push_back(ContactOf(g));
+        plain_contacts.push_back(ContactOf(g));
         on_ground = Probe(pos, &ground);
       }
     }
 
     out->position = pos;
     out->displacement = pos - start;
-    out->contacts = std::move(*contacts);
     out->on_ground = on_ground;
     if (out->on_ground) {
       out->ground_id = ground.id;
@@ -301,8 +309,7 @@ class Mover {
 }  // namespace
 
 void RunMove(const MoveQuery& q, MoveWorld& world, MoveResult* out) {
-  *out = MoveResult{};
-  Mover(q, world).Run(out);
+  Mover(q, world).Run(out);  // sets every field of *out (its contacts' buffer kept)
 }
 
 }  // namespace hitbox::internal

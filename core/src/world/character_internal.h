@@ -20,7 +20,8 @@ class MoveWorld {
 };
 
 /// Runs the move `q` (validated: finite, unit up after normalizing, settings
-/// in range) against `world` into *out.
+/// in range) against `world` into *out, every field of which it sets (the
+/// contacts are cleared, not freed, so a reused result allocates nothing).
 void RunMove(const MoveQuery& q, MoveWorld& world, MoveResult* out);
 
 }  // namespace hitbox::internal

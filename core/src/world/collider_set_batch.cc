@@ -78,11 +78,7 @@ template <bool kBudgeted>
 bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
                                      std::span<QueryResult> results, size_t begin, size_t end,
                                      BatchControl* control) const {
-  for (size_t i = begin; i < end; ++i) {
-    results[i].overlaps.clear();
-    results[i].hits.clear();
-    results[i].move.reset();
-  }
+  for (size_t i = begin; i < end; ++i) internal::ClearResult(queries[i], &results[i]);
   // Under a budget, the triangles and children tested inside one query count
   // too, and a long one stops with the batch.
   std::optional<BatchControl::Meter> meter;
@@ -126,7 +122,7 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
   for (size_t i = begin; i < end; ++i) {
     const auto* mq = std::get_if<MoveQuery>(&queries[i]);
     if (mq == nullptr) continue;
-    if (!Move(*mq, &results[i].move.emplace(), control)) return false;
+    if (!Move(*mq, internal::MoveSlot(&results[i]), control)) return false;
   }
   // Rewound queries, one at a time (they are charged one node each).
   PairCounter pairs;

@@ -53,19 +53,45 @@ void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) c
   RunSegmentQuery<RayJob>(q, hits);
 }
 
+namespace {
+// What a move's sweeps work in, kept per thread from move to move so that a
+// move allocates nothing once the buffers have grown (moves do not nest).
+struct MoveScratch {
+  CastQuery cast;
+  std::vector<CastHit> hits;
+  std::vector<CastHit> base_hits;
+};
+MoveScratch& ThreadMoveScratch() {
+  thread_local MoveScratch scratch;
+  return scratch;
+}
+}  // namespace
+
 // The world of a move: the set's closest-hit sweeps of the move's shape,
 // with the move's filter (plus its own collider), counting the work.
 class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
  public:
   MoveSweeper(const Impl& set, const MoveQuery& q, BatchControl* control)
-      : set_(set), control_(control) {
+      : set_(set), control_(control), scratch_(ThreadMoveScratch()), cast_(scratch_.cast),
+        hits_(scratch_.hits), base_hits_(scratch_.base_hits) {
+    // A fresh closest-hit cast of the move's shape; the ignore list keeps its buffer.
+    std::vector<uint64_t> ignore = std::move(cast_.filter.ignore);
+    ignore.assign(q.filter.ignore.begin(), q.filter.ignore.end());
+    if (q.apply_to_id) ignore.push_back(*q.apply_to_id);
+    cast_ = CastQuery();
     cast_.shape = q.shape;
     cast_.pose = q.pose;
-    cast_.filter = q.filter;
+    cast_.filter.mask = q.filter.mask;
+    cast_.filter.ignore = std::move(ignore);
     cast_.filter.max_hits = 0;
     cast_.at_tick = q.at_tick;
-    if (q.apply_to_id) cast_.filter.ignore.push_back(*q.apply_to_id);
+    hits_.clear();
+    base_hits_.clear();
   }
+  // The scratch keeps no shape (a hull's or mesh's data) past the move.
+  ~MoveSweeper() { cast_.shape = Shape(); }
+  MoveSweeper(const MoveSweeper&) = delete;
+  MoveSweeper& operator=(const MoveSweeper&) = delete;
 
   bool Sweep(const Vec3& from, const Vec3& translation, CastHit* hit) override {
     if (stopped_) return false;
@@ -123,9 +149,10 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
  private:
   const Impl& set_;
   BatchControl* control_;
-  CastQuery cast_;
-  std::vector<CastHit> hits_;
-  std::vector<CastHit> base_hits_;
+  MoveScratch& scratch_;
+  CastQuery& cast_;
+  std::vector<CastHit>& hits_;
+  std::vector<CastHit>& base_hits_;
   PairCounter pairs_;
   uint64_t steps_ = 0;
   uint64_t charged_pairs_ = 0;
@@ -187,11 +214,9 @@ void ColliderSet::Run(const Query& q, QueryResult* result) const {
     internal::FinishResult(q, result);
     return;
   }
-  result->overlaps.clear();
-  result->hits.clear();
-  result->move.reset();
+  internal::ClearResult(q, result);
   if (const auto* m = std::get_if<MoveQuery>(&q)) {
-    impl_->Move(*m, &result->move.emplace(), nullptr);
+    impl_->Move(*m, internal::MoveSlot(result), nullptr);
   } else if (const auto* o = std::get_if<OverlapQuery>(&q)) {
     impl_->Overlap(*o, &result->overlaps);
   } else if (const auto* c = std::get_if<CastQuery>(&q)) {

@@ -110,6 +110,12 @@ void History::BeginBatch(std::optional<uint64_t> tick, uint64_t revision_before,
       // Pruning relative to the newest committed tick keeps all an undo of
       // this batch needs; older logs may point at freed tracks: drop them.
       Prune(Range().oldest, untracked);
+      // The new log keeps a dropped one's buffer: a tick per batch (the
+      // server's Tick stream) then allocates no undo log in steady state.
+      if (log.ops.capacity() == 0 && !logs_.empty()) {
+        log.ops = std::move(logs_.back().ops);
+        log.ops.clear();
+      }
       logs_.clear();
     } else {
       first_ = *tick;

@@ -26,6 +26,19 @@ bool TrimHits(std::vector<T>* hits, uint32_t max_hits) {
   return true;
 }
 
+/// Empties `r` for a new answer to `q`, keeping its buffers: the hit lists
+/// are cleared, not freed, and a move's result stays for MoveSlot to reuse
+/// (any other query's is dropped).
+inline void ClearResult(const Query& q, QueryResult* r) {
+  r->overlaps.clear();
+  r->hits.clear();
+  if (!std::holds_alternative<MoveQuery>(q)) r->move.reset();
+}
+
+/// Where a move writes its answer in `r`: the MoveResult already there (its
+/// contacts keep their capacity; RunMove sets every field) or a new one.
+inline MoveResult* MoveSlot(QueryResult* r) { return r->move ? &*r->move : &r->move.emplace(); }
+
 /// The answer to `q` as the caller sees it: cut to max_hits with
 /// `truncated` telling whether anything was cut, and the query's tag.
 inline void FinishResult(const Query& q, QueryResult* r) {

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "hitbox/world/character.h"
@@ -274,6 +275,79 @@ bool SameBits(const Vec3& a, const Vec3& b) {
          std::bit_cast<uint64_t>(a.z) == std::bit_cast<uint64_t>(b.z);
 }
 
+// A random world of seed `seed`: a wavy mesh floor (even seeds) or a box
+// floor, and 3 to 14 random shapes around and above it.
+void BuildRandomWorld(uint64_t seed, Random& rng, World* w) {
+  if (seed % 2 == 0) {
+    const double a = rng.Uniform(0.0, 0.4);
+    const double f = rng.Uniform(0.3, 1.5);
+    w->AddGrid(1, -6.0, -6.0, 24, 0.5,
+               [a, f](double x, double z) { return a * std::sin(f * x) * std::cos(f * z); });
+  } else {
+    w->Add(1, BoxH(10, 0.5, 10), testing::At(0, -0.5, 0));
+  }
+  const int n = rng.Int(3, 14);
+  for (int k = 0; k < n; ++k) {
+    const ShapeKind kind = static_cast<ShapeKind>(rng.Int(0, 3));
+    w->Add(
+        2 + k, rng.MakeShape(kind, 0.1, 1.2),
+        Pose{Vec3{rng.Uniform(-4, 4), rng.Uniform(-0.5, 2.5), rng.Uniform(-4, 4)}, rng.Rotation()});
+  }
+}
+
+// A random capsule move with random settings from a free start in `w`
+// (false when no free start was found in 20 tries).
+bool RandomFreeMove(Random& rng, const World& w, MoveQuery* out) {
+  MoveQuery q = World::Query({}, {});
+  q.shape = CapsuleRH(rng.Uniform(0.2, 0.5), rng.Uniform(0.0, 0.6));
+  q.settings.skin_width = rng.Uniform(0.002, 0.03);
+  q.settings.step_height = rng.Int(0, 3) == 0 ? 0.0 : rng.Uniform(0.05, 0.5);
+  q.settings.max_slope_degrees = rng.Uniform(20, 70);
+  q.settings.ground_snap_distance = rng.Uniform(0.0, 0.3);
+  q.settings.max_iterations = rng.Int(1, 12);
+  // A free start: an inflated copy of the shape touches nothing.
+  const Shape fat =
+      *Shape::MakeCapsule(q.shape.radius() + q.settings.skin_width, q.shape.half_height());
+  bool free = false;
+  for (int tries = 0; tries < 20 && !free; ++tries) {
+    q.pose.position = {rng.Uniform(-4, 4), rng.Uniform(0.5, 3.0), rng.Uniform(-4, 4)};
+    OverlapQuery oq;
+    oq.shape = fat;
+    oq.pose = q.pose;
+    std::vector<OverlapHit> hits;
+    w.set().Overlap(oq, &hits);
+    free = hits.empty();
+  }
+  if (!free) return false;
+  q.displacement = rng.UnitVector() * rng.Uniform(0.0, 3.0);
+  if (rng.Int(0, 1) == 0) q.displacement.y = -std::fabs(q.displacement.y);
+  *out = std::move(q);
+  return true;
+}
+
+// Every field of two move results, bit for bit; "" when equal.
+std::string MoveDiff(const MoveResult& a, const MoveResult& b) {
+  if (!SameBits(a.position, b.position)) return "position";
+  if (!SameBits(a.displacement, b.displacement)) return "displacement";
+  if (a.contacts.size() != b.contacts.size()) return "contacts.size";
+  for (size_t k = 0; k < a.contacts.size(); ++k) {
+    const MoveContact& x = a.contacts[k];
+    const MoveContact& y = b.contacts[k];
+    if (x.id != y.id || x.sub_shape != y.sub_shape || !SameBits(x.normal, y.normal) ||
+        !SameBits(x.point, y.point)) {
+      return "contacts[" + std::to_string(k) + "]";
+    }
+  }
+  if (a.on_ground != b.on_ground) return "on_ground";
+  if (a.ground_id != b.ground_id || a.ground_sub_shape != b.ground_sub_shape ||
+      !SameBits(a.ground_normal, b.ground_normal)) {
+    return "ground";
+  }
+  if (a.stepped != b.stepped) return "stepped";
+  if (a.blocked != b.blocked) return "blocked";
+  return "";
+}
+
 // Thousands of random worlds (boxes, spheres, capsules, hulls, a bumpy mesh
 // floor): from a free start, the end overlaps nothing by more than the skin,
 // the displacement is never longer than asked plus step and snap, and the
@@ -285,47 +359,12 @@ TEST(Move, RandomWorldProperties) {
   for (uint64_t seed = 1; seed <= 2000; ++seed) {
     Random rng(seed);
     World w;
-    if (seed % 2 == 0) {
-      const double a = rng.Uniform(0.0, 0.4);
-      const double f = rng.Uniform(0.3, 1.5);
-      w.AddGrid(1, -6.0, -6.0, 24, 0.5,
-                [a, f](double x, double z) { return a * std::sin(f * x) * std::cos(f * z); });
-    } else {
-      w.Add(1, BoxH(10, 0.5, 10), testing::At(0, -0.5, 0));
-    }
-    const int n = rng.Int(3, 14);
-    for (int k = 0; k < n; ++k) {
-      const ShapeKind kind = static_cast<ShapeKind>(rng.Int(0, 3));
-      w.Add(2 + k, rng.MakeShape(kind, 0.1, 1.2),
-            Pose{Vec3{rng.Uniform(-4, 4), rng.Uniform(-0.5, 2.5), rng.Uniform(-4, 4)},
-                 rng.Rotation()});
-    }
+    BuildRandomWorld(seed, rng, &w);
     std::vector<Query> batch;
     std::vector<MoveResult> alone;
     for (int m = 0; m < 8; ++m) {
-      MoveQuery q = World::Query({}, {});
-      q.shape = CapsuleRH(rng.Uniform(0.2, 0.5), rng.Uniform(0.0, 0.6));
-      q.settings.skin_width = rng.Uniform(0.002, 0.03);
-      q.settings.step_height = rng.Int(0, 3) == 0 ? 0.0 : rng.Uniform(0.05, 0.5);
-      q.settings.max_slope_degrees = rng.Uniform(20, 70);
-      q.settings.ground_snap_distance = rng.Uniform(0.0, 0.3);
-      q.settings.max_iterations = rng.Int(1, 12);
-      // A free start: an inflated copy of the shape touches nothing.
-      const Shape fat = *Shape::MakeCapsule(q.shape.radius() + q.settings.skin_width,
-                                            q.shape.half_height());
-      bool free = false;
-      for (int tries = 0; tries < 20 && !free; ++tries) {
-        q.pose.position = {rng.Uniform(-4, 4), rng.Uniform(0.5, 3.0), rng.Uniform(-4, 4)};
-        OverlapQuery oq;
-        oq.shape = fat;
-        oq.pose = q.pose;
-        std::vector<OverlapHit> hits;
-        w.set().Overlap(oq, &hits);
-        free = hits.empty();
-      }
-      if (!free) continue;
-      q.displacement = rng.UnitVector() * rng.Uniform(0.0, 3.0);
-      if (rng.Int(0, 1) == 0) q.displacement.y = -std::fabs(q.displacement.y);
+      MoveQuery q;
+      if (!RandomFreeMove(rng, w, &q)) continue;
       MoveResult r;
       w.set().Move(q, &r);
       ++moves;
@@ -358,6 +397,54 @@ TEST(Move, RandomWorldProperties) {
   }
   EXPECT_GT(moves, 10000);
   EXPECT_GT(blocked, 1000);  // the worlds do get in the way
+}
+
+// Results reused from move to move and batch to batch (their contacts'
+// buffers kept, as a server's tick results are) answer exactly as fresh
+// ones, every field: a kept MoveResult last filled by a stepped, grounded
+// move with many contacts, and a batch slot that alternates between a move
+// and a ray.
+TEST(Move, ReusedResultsAnswerAsFreshOnes) {
+  MoveResult kept;
+  std::vector<QueryResult> kept_batch;
+  int compared = 0, stepped = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    Random rng(seed);
+    World w;
+    BuildRandomWorld(seed, rng, &w);
+    std::vector<Query> batch;
+    for (int m = 0; m < 8; ++m) {
+      MoveQuery q;
+      if (!RandomFreeMove(rng, w, &q)) continue;
+      MoveResult fresh;
+      w.set().Move(q, &fresh);
+      w.set().Move(q, &kept);
+      ASSERT_EQ(MoveDiff(kept, fresh), "") << "seed " << seed << " move " << m;
+      ++compared;
+      stepped += fresh.stepped;
+      // Rays between the moves at places that vary with the seed: a kept
+      // slot's query changes between a move and a ray from batch to batch.
+      if ((seed + static_cast<uint64_t>(m)) % 2 == 0) {
+        batch.push_back(RayQuery{{0, 5, 0}, {0, -10, 0}, {}, false});
+      }
+      batch.push_back(q);
+    }
+    std::vector<QueryResult> fresh_batch(batch.size());
+    w.set().RunBatch(batch, fresh_batch);
+    kept_batch.resize(batch.size());
+    w.set().RunBatch(batch, kept_batch);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      ASSERT_EQ(kept_batch[i].move.has_value(), fresh_batch[i].move.has_value())
+          << "seed " << seed << " query " << i;
+      if (fresh_batch[i].move) {
+        ASSERT_EQ(MoveDiff(*kept_batch[i].move, *fresh_batch[i].move), "")
+            << "seed " << seed << " query " << i;
+      }
+      ASSERT_EQ(kept_batch[i].hits.size(), fresh_batch[i].hits.size());
+    }
+  }
+  EXPECT_GT(compared, 1500);
+  EXPECT_GT(stepped, 0);  // a kept result was last filled by a step, too
 }
 
 // A budgeted batch of moves stops with kResourceExhausted.

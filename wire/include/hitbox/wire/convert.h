@@ -107,6 +107,11 @@ OverlapHit ResultFromProto(const v1::OverlapHit& h);
 CastHit ResultFromProto(const v1::CastHit& h);
 MoveResult ResultFromProto(const v1::MoveResult& r);
 QueryResult ResultFromProto(const v1::QueryResult& r);
+/// The same into `*out`, every field set, reusing its buffers: vectors are
+/// cleared, not freed, and a move result already there is overwritten, so a
+/// result decoded into tick after tick allocates nothing in steady state.
+void ResultFromProto(const v1::MoveResult& r, MoveResult* out);
+void ResultFromProto(const v1::QueryResult& r, QueryResult* out);
 
 // ---------------------------------------------------------------------------
 // core -> proto.
