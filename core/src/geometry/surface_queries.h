@@ -6,7 +6,8 @@
 // point + radius, capsule = segment + radius, box, cylinder; a convex hull
 // plugs in with its own support function). Candidates come from the surface's
 // hierarchy (VisitOverlapping); each triangle is decided by GJK
-// (triangle_convex.h). `sub_shape` answers are input triangle indices.
+// (triangle_convex.h), or for a sweep of a sphere or capsule by the closed
+// forms of triangle_queries.h. `sub_shape` answers are input triangle indices.
 #pragma once
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "geometry/bvh_ray.h"
 #include "geometry/triangle_convex.h"
 #include "geometry/triangle_mesh.h"
+#include "geometry/triangle_queries.h"
 #include "geometry/gjk.h"
 #include "geometry/work_meter.h"
 #include "hitbox/math/math.h"
@@ -36,6 +38,15 @@ class PlacedConvex {
       bounds_.min[a] = placed_.CoreSupport(d)[a] - margin_;
     }
     scale_ = core.CoreBoundingRadius() + margin_ + pose_in_surface.position.Length();
+    using Kind = internal::ConvexCore::Kind;
+    if (core.kind == Kind::kPoint || core.kind == Kind::kSegment) {
+      const Vec3 half = core.kind == Kind::kSegment
+                            ? placed_.rotation * Vec3{0.0, core.half_height, 0.0}
+                            : Vec3{};
+      segment_[0] = pose_in_surface.position - half;
+      segment_[1] = pose_in_surface.position + half;
+      rounded_ = core.kind == Kind::kPoint ? Rounded::kBall : Rounded::kCapsule;
+    }
   }
   /// Core support point along `dir`, surface frame.
   Vec3 operator()(const Vec3& dir) const { return placed_.CoreSupport(dir); }
@@ -66,12 +77,20 @@ class PlacedConvex {
       default: return false;
     }
   }
+  /// Which closed form fits: a ball (point core) or a capsule (segment core)
+  /// around segment(), radius margin(); kNone for other cores.
+  enum class Rounded : uint8_t { kNone, kBall, kCapsule };
+  Rounded rounded() const { return rounded_; }
+  /// The core's segment, surface frame (both ends the centre for a ball).
+  const Vec3* segment() const { return segment_; }
 
  private:
   internal::PlacedCore placed_;
   double margin_;
   Aabb bounds_;
   double scale_;
+  Rounded rounded_ = Rounded::kNone;
+  Vec3 segment_[2];
 };
 
 /// Penetration of the convex into triangle `tri` when GJK found their cores
@@ -92,6 +111,35 @@ TriangleConvexPenetration TriangleCoresPenetration(const Vec3 tri[3], const Conv
     }
   }
   return TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g);
+}
+
+/// One triangle's part of SurfaceSweepConvex: the first contact of the
+/// convex translating by `translation` for t in [0, t_max]. A sphere or a
+/// capsule (PlacedConvex::rounded()) takes the closed forms (exact, no
+/// iteration: SweepSphereTriangle, SweepCapsuleTriangle); any other convex the
+/// GJK ray cast (SweepConvexTriangle).
+template <typename Convex>
+TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3& translation,
+                                  double t_max, double scale, uint8_t active) {
+  if constexpr (requires { convex.rounded(); }) {
+    if (convex.rounded() != Convex::Rounded::kNone) {
+      const Vec3* seg = convex.segment();
+      const TriangleSweep s =
+          convex.rounded() == Convex::Rounded::kBall
+              ? SweepSphereTriangle(seg[0], convex.margin(), translation, t_max, v[0], v[1],
+                                    v[2], active)
+              : SweepCapsuleTriangle(seg[0], seg[1], convex.margin(), translation, t_max, v[0],
+                                     v[1], v[2], active);
+      TriangleConvexSweep out;
+      out.hit = s.hit;
+      out.started_inside = s.started_inside;
+      out.t = s.t;
+      out.normal = s.normal;
+      out.point = s.point;
+      return out;
+    }
+  }
+  return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active);
 }
 
 /// Triangles of `surface` touched by the convex (touching counts; a pair GJK
@@ -236,8 +284,8 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
                            &t_enter)) {
       return true;
     }
-    const TriangleConvexSweep s = SweepConvexTriangle(v, convex, convex.margin(), translation,
-                                                      limit, scale, surface.ActiveEdges(k));
+    const TriangleConvexSweep s =
+        SweepTriangle(v, convex, translation, limit, scale, surface.ActiveEdges(k));
     if (!s.hit) return true;
     if (skin > 0.0 && !TriangleSkinKeeps(v, convex, translation, s, skin)) return true;
     const uint32_t orig = surface.OriginalIndex(k);

@@ -109,6 +109,15 @@ inline bool ClosestToOrigin(SimplexPoint* s, int* n, Vec3* v, double* lam) {
     out[1] = vb * den; out[2] = vc * den; out[0] = 1.0 - out[1] - out[2];
   };
   auto keep = [&](const int* idx, const double* w, int m) {
+    // Every point kept in place (the common case): no copies.
+    bool same = true;
+    for (int i = 0; i < m; ++i) same = same && idx[i] == i && w[i] > 0.0;
+    if (same) {
+      *n = m;
+      *v = Vec3{};
+      for (int i = 0; i < m; ++i) { lam[i] = w[i]; *v += s[i].w * w[i]; }
+      return;
+    }
     SimplexPoint t[4];
     double wl[4];
     int k = 0;

@@ -3,6 +3,7 @@
 // bit-identical answers for the same triangles.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -72,6 +73,20 @@ inline void BallTriangleContact(const Vec3& center_point, const Vec3& q, double 
   *point_on_query = center_point - *normal * r;
 }
 
+/// Whether a rounded shape (core points whose heights above the plane of
+/// triangle abc, unit normal n, span [lo, hi]; radius r) moving by v stays
+/// clear of that plane for t in [0, t_max]: wholly on one side by more than
+/// a rounding margin, and not closing enough to reach it by t_max. Then it
+/// cannot touch the triangle: a miss without the closed forms' work.
+inline bool ClearOfPlane(double lo, double hi, double r, const Vec3& v, const Vec3& n,
+                         double t_max) {
+  const double margin = 1e-12 * (r + std::max(std::fabs(lo), std::fabs(hi)));
+  const double dv = Dot(v, n);
+  if (lo - r > margin) return !(-dv * t_max >= lo - r - margin);
+  if (-hi - r > margin) return !(dv * t_max >= -hi - r - margin);
+  return false;
+}
+
 /// Result of a sphere sweep against one triangle.
 struct TriangleSweep {
   bool hit = false;
@@ -93,6 +108,8 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
                                          uint8_t active) {
   TriangleSweep out;
   const Vec3 n = TriangleNormal(a, b, cc);
+  const double h = Dot(c - a, n);
+  if (ClearOfPlane(h, h, r, v, n, t_max)) return out;
   Vec3 q;
   const double d2 = PointTriangleDistanceSq(c, a, b, cc, &q);
   if (d2 <= r * r) {
@@ -152,6 +169,120 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
   }
   if (use_face) {
     const Vec3 face = n * (Dot(centre_at - a, n) >= 0.0 ? 1.0 : -1.0);
+    if (Dot(face, v) <= 0.0) out.normal = face;
+  }
+  return out;
+}
+
+/// First contact of a capsule (segment [p0, p1], radius r) moving by v, t in
+/// [0, t_max], with triangle abc; `active` and the answer as for
+/// SweepSphereTriangle. The Minkowski sum of the triangle and the capsule is
+/// covered by pieces each solved in closed form, and the first contact is the
+/// earliest of theirs: each end ball against the triangle
+/// (SweepSphereTriangle); each triangle vertex against the capsule (a ray
+/// along -v, RaySegmentCapsule); the capsule's side against each triangle
+/// edge (the distance of two skew lines is linear in t and reaches r once: a
+/// contact when both closest points then lie inside the segment and the edge;
+/// near-parallel lines touch first, to within (length * angle)^2 / r, at an
+/// end or a vertex). The side reaches the face's interior first only when
+/// parallel to it, and then touches an edge or has an end inside the face at
+/// the same time.
+inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+                                          double t_max, const Vec3& a, const Vec3& b,
+                                          const Vec3& cc, uint8_t active) {
+  TriangleSweep out;
+  const Vec3 n = TriangleNormal(a, b, cc);
+  const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
+  if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return out;
+  // Both ends beyond r on one side of the plane: not touching at the start
+  // (the closest-points test is the costliest piece).
+  const double clear = 1e-12 * (r + std::max(std::fabs(h0), std::fabs(h1)));
+  const bool apart = std::min(h0, h1) - r > clear || -std::max(h0, h1) - r > clear;
+  Vec3 on_seg, on_tri;
+  const double d2 =
+      apart ? 2.0 * r * r + 1.0 : SegmentTriangleDistanceSq(p0, p1, a, b, cc, &on_seg, &on_tri);
+  if (d2 <= r * r) {
+    out.hit = out.started_inside = true;
+    out.t = 0.0;
+    const double d = std::sqrt(d2);
+    out.normal = d > 0.0 ? (on_seg - on_tri) / d : n * (Dot(n, v) > 0.0 ? -1.0 : 1.0);
+    out.point = on_tri;
+    return out;
+  }
+  double best = t_max;
+  bool found = false;
+  // Feature of a vertex or side contact (-1: from an end ball, whose normal
+  // SweepSphereTriangle has already settled).
+  TriangleFeature feature = TriangleFeature::kFace;
+  int index = -1;
+  for (const Vec3& end : {p0, p1}) {
+    const TriangleSweep s = SweepSphereTriangle(end, r, v, best, a, b, cc, active);
+    if (s.hit && (!found || s.t < best)) {
+      best = s.t;
+      found = true;
+      out.normal = s.normal;
+      out.point = s.point;
+    }
+  }
+  const Vec3 vs[3] = {a, b, cc};
+  for (int i = 0; i < 3; ++i) {
+    internal::RayEntry e;
+    if (internal::RaySegmentCapsule(vs[i], -v, p0, p1, r, &e) == internal::RayOutcome::kHit &&
+        e.t < best) {
+      best = e.t;
+      found = true;
+      out.normal = -e.normal;  // e.normal leaves the capsule towards the vertex
+      out.point = vs[i];
+      feature = TriangleFeature::kVertex;
+      index = i;
+    }
+  }
+  const Vec3 d = p1 - p0;
+  const double dd = d.LengthSq();
+  for (int i = 0; i < 3; ++i) {
+    const Vec3 e = vs[(i + 1) % 3] - vs[i];
+    const double ee = e.LengthSq();
+    const Vec3 m = Cross(d, e);
+    const double mm = m.LengthSq();
+    // Near-parallel (sin^2 of the angle below 1e-12) or a point segment: left
+    // to the ends and vertices above.
+    if (!(mm > 1e-12 * dd * ee)) continue;
+    const Vec3 axis = m / std::sqrt(mm);
+    const double s0 = Dot(p0 - vs[i], axis);
+    const double side = s0 >= 0.0 ? 1.0 : -1.0;
+    const double gap = std::fabs(s0) - r;
+    const double closing = -Dot(v, axis) * side;
+    if (!(gap > 0.0 && closing > 0.0)) continue;
+    const double t = gap / closing;
+    if (!(t < best)) continue;
+    // Closest points of the two lines at t (Ericson RTCD 5.1.8, unclamped).
+    const Vec3 w = p0 + v * t - vs[i];
+    const double de = Dot(d, e), dw = Dot(d, w), ew = Dot(e, w);
+    const double den = dd * ee - de * de;
+    if (!(den > 0.0)) continue;
+    const double sc = (de * ew - ee * dw) / den;
+    const double uc = (dd * ew - de * dw) / den;
+    if (sc < 0.0 || sc > 1.0 || uc < 0.0 || uc > 1.0) continue;
+    best = t;
+    found = true;
+    out.normal = axis * side;
+    out.point = vs[i] + e * uc;
+    feature = TriangleFeature::kEdge;
+    index = i;
+  }
+  if (!found) return out;
+  out.hit = true;
+  out.t = best;
+  // Inactive edge or vertex: the face normal (Jolt's active edges), as
+  // SweepSphereTriangle.
+  bool use_face = false;
+  if (index >= 0 && feature == TriangleFeature::kEdge) {
+    use_face = ((active >> index) & 1u) == 0;
+  } else if (index >= 0 && feature == TriangleFeature::kVertex) {
+    use_face = ((active >> index) & 1u) == 0 && ((active >> ((index + 2) % 3)) & 1u) == 0;
+  }
+  if (use_face) {
+    const Vec3 face = n * (Dot(n, out.normal) >= 0.0 ? 1.0 : -1.0);
     if (Dot(face, v) <= 0.0) out.normal = face;
   }
   return out;
