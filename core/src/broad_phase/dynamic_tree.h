@@ -406,12 +406,13 @@ struct SegmentSetup {
     near = _mm_max_ps(_mm_mul_ps(near, _mm_set1_ps(1.0f - kSlack)), _mm_setzero_ps());
     far = _mm_add_ps(_mm_mul_ps(far, _mm_set1_ps(1.0f + kSlack)), _mm_set1_ps(1e-30f));
     const unsigned in = static_cast<unsigned>(_mm_movemask_ps(_mm_cmple_ps(near, far)));
-    const double e1 = _mm_cvtss_f32(near);
-    const double e2 = _mm_cvtss_f32(_mm_movehl_ps(near, near));
-    *t1 = e1;
-    *t2 = e2;
-    return (in & static_cast<unsigned>(e1 <= max_t)) |
-           (((in >> 2) & static_cast<unsigned>(e2 <= max_t)) << 1);
+    // Both entries widened to double (exactly) in one register and compared
+    // with max_t together: bit 0 for n1, bit 1 for n2.
+    const __m128d e12 = _mm_cvtps_pd(_mm_shuffle_ps(near, near, _MM_SHUFFLE(2, 0, 2, 0)));
+    const unsigned soon = static_cast<unsigned>(_mm_movemask_pd(_mm_cmple_pd(e12, _mm_set1_pd(max_t))));
+    *t1 = _mm_cvtsd_f64(e12);
+    *t2 = _mm_cvtsd_f64(_mm_unpackhi_pd(e12, e12));
+    return (in & soon & 1u) | ((in >> 1) & soon & 2u);
 #else
     return static_cast<unsigned>(EntryScalar(n1, max_t, t1)) |
            (static_cast<unsigned>(EntryScalar(n2, max_t, t2)) << 1);

@@ -441,8 +441,10 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
 
 }  // namespace internal
 
-CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
-                const Pose& pose_b, const CastSettings& settings) {
+namespace internal {
+
+CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& translation,
+                              const Shape& b, const Pose& pose_b, const CastSettings& settings) {
   CastResult result;
   if (!pose_a.IsFinite() || !pose_b.IsFinite() || !translation.IsFinite()) return result;
   // A in B's frame (as Pose::RelativeTo: positions subtracted first), with
@@ -454,35 +456,50 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
     a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
   }
   const Vec3 v = rb.TransposeMul(translation);
-  const internal::LocalCast lc = internal::CastLocal(a, a_in_b, v, b, settings);
+  const LocalCast lc = CastLocal(a, a_in_b, v, b, settings);
   switch (lc.state) {
     case CastState::kMiss: return result;
     case CastState::kHit:
     case CastState::kFailed:  // gave up: lc.t is a lower bound of the time of impact
       result.state = lc.state;
       result.fraction = lc.t;
-      result.normal = internal::FixImpactNormal(rb * lc.normal, translation, lc.t);
+      result.normal = FixImpactNormal(rb * lc.normal, translation, lc.t);
       result.point = pose_b.position + rb * lc.point;
       result.sub_shape = lc.sub_shape;
       return result;
-    case CastState::kStartedOverlapping: {
+    case CastState::kStartedOverlapping:
+      // The cast's own separation direction and point, depth 0, until
+      // AddStartedContact replaces them by the contact.
       result.state = CastState::kStartedOverlapping;
       result.fraction = 0.0;
       result.sub_shape = lc.sub_shape;
-      Contact contact;
-      if (ComputeContact(a, pose_a, b, pose_b, &contact)) {
-        // Contact::normal moves B away from A; the cast normal moves A away from B.
-        result.normal = -contact.normal;
-        result.depth = contact.depth;
-        result.point = (contact.point_a + contact.point_b) * 0.5;
-      } else {
-        // Touching within rounding (or no contact solver answer): depth 0.
-        result.normal = rb * lc.normal;
-        result.depth = 0.0;
-        result.point = pose_b.position + rb * lc.point;
-      }
+      result.normal = rb * lc.normal;
+      result.depth = 0.0;
+      result.point = pose_b.position + rb * lc.point;
       return result;
-    }
+  }
+  return result;
+}
+
+void AddStartedContact(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,
+                       CastResult* result) {
+  Contact contact;
+  if (!ComputeContact(a, pose_a, b, pose_b, &contact)) {
+    return;  // touching within rounding (or no contact solver answer): depth 0 as it is
+  }
+  // Contact::normal moves B away from A; the cast normal moves A away from B.
+  result->normal = -contact.normal;
+  result->depth = contact.depth;
+  result->point = (contact.point_a + contact.point_b) * 0.5;
+}
+
+}  // namespace internal
+
+CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
+                const Pose& pose_b, const CastSettings& settings) {
+  CastResult result = internal::CastWithoutContact(a, pose_a, translation, b, pose_b, settings);
+  if (result.state == CastState::kStartedOverlapping) {
+    internal::AddStartedContact(a, pose_a, b, pose_b, &result);
   }
   return result;
 }

@@ -135,6 +135,19 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
 LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                          const CastSettings& settings);
 
+/// Cast() without its last step: a kStartedOverlapping result has depth 0
+/// and the cast's own separation normal and point (world frame).
+/// AddStartedContact then makes it exactly Cast()'s answer, so a world sweep
+/// can leave the contact to the one pair that wins (collider_set_jobs.h).
+CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& translation,
+                              const Shape& b, const Pose& pose_b, const CastSettings& settings);
+/// Gives a kStartedOverlapping result of CastWithoutContact (same shapes and
+/// poses) the penetration contact of Cast(): normal (from B towards A),
+/// depth and point by ComputeContact; unchanged when that finds no overlap
+/// (touching within rounding: depth 0).
+void AddStartedContact(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,
+                       CastResult* result);
+
 /// `n` with any component along `translation` removed when t > 0, so an
 /// impact normal never points along the motion (rounding at grazing contacts).
 inline Vec3 FixImpactNormal(const Vec3& n, const Vec3& translation, double t) {

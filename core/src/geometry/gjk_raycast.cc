@@ -176,6 +176,7 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
   };
   auto stall_gap = accept_gap;
   int restarts = 0;
+  Vec3 y[4];  // simplex points relative to x (set for the first n each iteration)
   while (it < max_iterations) {
     if (dist <= margin + accept_gap()) {
       converged = true;
@@ -212,7 +213,6 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
       break;
     }
     if (!duplicate) simplex[n++] = s;
-    Vec3 y[4];
     for (int i = 0; i < n; ++i) y[i] = simplex[i].c - x;
     bool inside = false;
     switch (n) {
@@ -228,17 +228,19 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
       n = 0;
       break;
     }
+    // Keep the vertices with a positive weight, compacted in place (kept <= i).
     int kept = 0;
     Vec3 closest;
-    double wk[4];
     for (int i = 0; i < n; ++i) {
       if (w[i] <= 0.0) continue;
       closest += y[i] * w[i];
-      wk[kept] = w[i];
-      simplex[kept++] = simplex[i];
+      if (kept != i) {
+        w[kept] = w[i];
+        simplex[kept] = simplex[i];
+      }
+      ++kept;
     }
     n = kept;
-    for (int i = 0; i < n; ++i) w[i] = wk[i];
     const double new_dist = closest.Length();
     const bool stalled = !advanced_now && dist_from_simplex && !(new_dist < dist);
     dist_from_simplex = true;

@@ -204,10 +204,18 @@ struct ColliderSet::Impl::CastJob {
   /// own plane must not be stopped by it again).
   bool skip_leaving = false;
   const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
+  /// Closest-hit sweeps leave the contact of a pair that starts overlapping
+  /// (ComputeContact, often EPA) to the one pair that wins, in Finish().
+  /// Off for moves (skip_leaving reads the normal at once) and for rewound
+  /// queries (whose placed colliders need not outlive the walk).
+  bool defer_contact = true;
+  /// The collider of `out.best` when its contact is deferred, else nullptr.
+  const Collider* deferred = nullptr;
 
   void Start(const ColliderSet::Impl& set, const CastQuery& query, std::vector<CastHit>* hits) {
     m = &set;
     q = &query;
+    deferred = nullptr;
     out.Start(hits, q->filter, q->all_hits);
     pose = Normalized(q->pose);
     const Aabb box = q->shape.WorldBounds(pose);
@@ -236,7 +244,11 @@ struct ColliderSet::Impl::CastJob {
     settings.max_fraction = bound;
     settings.contact_offset = q->contact_offset;
     ++pairs->count;
-    const CastResult r = hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
+    const bool defer = defer_contact && !skip_leaving && !out.all;
+    const CastResult r =
+        defer ? internal::CastWithoutContact(q->shape, pose, q->translation, c.shape, c.pose,
+                                             settings)
+              : hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
     // A cast that gave up (kFailed) is a hit at its fraction, a lower bound of
     // the time of impact: the query stops there rather than pass through.
     if (!r.hit()) return max_t;
@@ -244,9 +256,28 @@ struct ColliderSet::Impl::CastJob {
         Dot(r.normal, q->translation) >= -1e-9 * q->translation.Length()) {
       return max_t;
     }
-    return out.Add(c, r, max_t);
+    const double next = out.Add(c, r, max_t);
+    if (defer && out.have_best && out.best.id == c.id) {
+      deferred = r.state == CastState::kStartedOverlapping ? &c : nullptr;
+    }
+    return next;
   }
-  void Finish() { out.Finish(); }
+  void Finish() {
+    if (deferred != nullptr) {
+      // The winner started overlapping: its contact, exactly as Cast() gives it.
+      CastResult r;
+      r.state = CastState::kStartedOverlapping;
+      r.fraction = 0.0;
+      r.normal = out.best.normal;
+      r.point = out.best.point;
+      internal::AddStartedContact(q->shape, pose, deferred->shape, deferred->pose, &r);
+      out.best.normal = r.normal;
+      out.best.point = r.point;
+      out.best.depth = r.depth;
+      deferred = nullptr;
+    }
+    out.Finish();
+  }
 };
 
 struct ColliderSet::Impl::RayJob {
@@ -288,7 +319,10 @@ void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
                                    bool skip_leaving) const {
   J job;
   job.pairs = pairs;
-  if constexpr (std::is_same_v<J, CastJob>) job.skip_leaving = skip_leaving;
+  if constexpr (std::is_same_v<J, CastJob>) {
+    job.skip_leaving = skip_leaving;
+    job.defer_contact = false;
+  }
   job.Start(*this, q, hits);
   const double t = *q.at_tick;
   if (!history.InRange(t)) {

@@ -1,0 +1,83 @@
+// hitbox-batch-once: one kind of a case file's queries through
+// ColliderSet::RunBatch on the calling thread, `--reps` times, then every
+// answer checked against the file (exit 1 on a mismatch). A fixed amount of
+// work for instruction counts, e.g. the sweep batch of big.json:
+//
+//   valgrind --tool=callgrind --toggle-collect='*RunKindBatch*'
+//       build/bin/hitbox-batch-once ../shared/cases/big.json sweep
+//
+//   hitbox-batch-once FILE KIND [--reps N]     KIND: overlap, sweep or raycast
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "hitbox/cases/case_file.h"
+#include "hitbox/world/collider_set.h"
+
+namespace hitbox {
+namespace {
+
+// Kept out of line so that callgrind can count exactly this (--toggle-collect).
+__attribute__((noinline)) void RunKindBatch(const ColliderSet& set, const std::vector<Query>& qs,
+                                            std::vector<QueryResult>& results, int reps) {
+  for (int i = 0; i < reps; ++i) set.RunBatch(qs, results, nullptr);
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"One kind of a case file's queries through RunBatch on one thread"};
+  std::string path, kind_name;
+  int reps = 1;
+  app.add_option("file", path, "case file (.json or .json.gz)")->required();
+  app.add_option("kind", kind_name, "overlap, sweep or raycast")->required();
+  app.add_option("--reps", reps, "batches to run (>= 1)")->check(CLI::Range(1, 1000000));
+  CLI11_PARSE(app, argc, argv);
+  int kind = -1;
+  for (int k = 0; k < cases::kQueryKindCount; ++k) {
+    if (kind_name == cases::QueryKindName(static_cast<cases::QueryKind>(k))) kind = k;
+  }
+  if (kind < 0) {
+    std::fprintf(stderr, "kind: expected overlap, sweep or raycast, got '%s'\n",
+                 kind_name.c_str());
+    return 2;
+  }
+  Result<cases::CaseFile> loaded = cases::LoadCaseFile(path);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
+    return 2;
+  }
+  const cases::CaseFile& file = *loaded;
+  ColliderSet set;
+  if (const Status s = cases::LoadWorld(file, &set); !s.ok()) {
+    std::fprintf(stderr, "load: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  const std::vector<Query> all = cases::Queries(file);
+  std::vector<Query> qs;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (static_cast<int>(file.queries[i].kind) != kind) continue;
+    qs.push_back(all[i]);
+    index.push_back(i);
+  }
+  std::vector<QueryResult> results(qs.size());
+  RunKindBatch(set, qs, results, reps);
+  size_t mismatches = 0;
+  for (size_t j = 0; j < qs.size(); ++j) {
+    const cases::Verdict v =
+        cases::CheckAnswer(file.queries[index[j]], file.expected[index[j]], results[j]);
+    if (!v.ok && mismatches++ < 20) {
+      std::fprintf(stderr, "MISMATCH query %llu: %s\n",
+                   static_cast<unsigned long long>(file.queries[index[j]].id), v.reason.c_str());
+    }
+  }
+  std::printf("%s: %zu queries x %d, %zu mismatches\n", kind_name.c_str(), qs.size(), reps,
+              mismatches);
+  return mismatches == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace hitbox
+
+int main(int argc, char** argv) { return hitbox::Main(argc, argv); }
