@@ -126,8 +126,10 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
       while (b < 33 && (range >> b) != 0) ++b;
       mesh.vaxis_bits_[a] = b;
       mesh.vaxis_mask_[a] = (uint64_t{1} << b) - 1;
+      mesh.vaxis_off_[a] = mesh.vrecord_bits_;
       mesh.vrecord_bits_ += b;
     }
+    mesh.xy_one_load_ = mesh.vaxis_bits_[0] + mesh.vaxis_bits_[1] <= 57;
     mesh.vpacked_.assign((static_cast<uint64_t>(vertices.size()) * mesh.vrecord_bits_ + 7) / 8 + 16,
                          0);
     for (size_t i = 0; i < vertices.size(); ++i) {
@@ -235,6 +237,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   while (mesh.dbits_ < mesh.vbits_ && (widest >> (mesh.dbits_ - 1)) != 0) ++mesh.dbits_;
   mesh.dmask_ = static_cast<uint32_t>((uint64_t{1} << mesh.dbits_) - 1);
   mesh.wide_ = mesh.record_bits() + 7 > 64;
+  mesh.narrow_indices_ = mesh.index_bits() <= 57;
   mesh.packed_.assign((static_cast<uint64_t>(n) * mesh.record_bits() + 7) / 8 + 16, 0);
   for (size_t k = 0; k < n; ++k) {
     const uint32_t t = order[k];
@@ -382,24 +385,6 @@ size_t TriangleMesh::MemoryBytes() const {
   return vpacked_.capacity() +
          dvertices_.capacity() * sizeof(Vec3) + packed_.capacity() +
          nodes_.capacity() * sizeof(Node);
-}
-
-void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
-  const PackedRecord r = Record(k);
-  uint32_t i0, d1, d2;
-  if (index_bits() <= 64) {
-    const uint64_t lo = static_cast<uint64_t>(r);
-    i0 = static_cast<uint32_t>(lo) & vmask_;
-    d1 = static_cast<uint32_t>(lo >> vbits_) & dmask_;
-    d2 = static_cast<uint32_t>(lo >> (vbits_ + dbits_)) & dmask_;
-  } else {
-    i0 = static_cast<uint32_t>(r) & vmask_;
-    d1 = static_cast<uint32_t>(r >> vbits_) & dmask_;
-    d2 = static_cast<uint32_t>(r >> (vbits_ + dbits_)) & dmask_;
-  }
-  out[0] = Vertex(i0);
-  out[1] = Vertex(Offset(i0, d1));
-  out[2] = Vertex(Offset(i0, d2));
 }
 
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,

@@ -145,7 +145,7 @@ class TriangleMesh {
   size_t node_count() const { return nodes_.size(); }
 
   /// Vertices of kept triangle `k` (hierarchy order, 0..triangle_count()-1).
-  void TriangleVertices(uint32_t k, Vec3 out[3]) const;
+  inline void TriangleVertices(uint32_t k, Vec3 out[3]) const;
   /// Original input index of kept triangle `k`.
   uint32_t OriginalIndex(uint32_t k) const {
     return static_cast<uint32_t>(Record(k) >> (index_bits() + 3)) & omask_;
@@ -233,40 +233,55 @@ class TriangleMesh {
     return (first + static_cast<uint32_t>(d)) & vmask_;
   }
 
-  /// Bits [bit, bit + 121) of a packed byte array (16 bytes of padding).
-  static PackedRecord LoadBits(const std::vector<uint8_t>& bytes, uint64_t bit) {
-    PackedRecord x;
-    std::memcpy(&x, bytes.data() + (bit >> 3), sizeof(x));
+  /// The 64 bits of `bytes` from bit `bit` on (unaligned little-endian load;
+  /// the arrays have 16 bytes of padding): the low 57 are bits [bit, bit + 57).
+  static uint64_t Load64(const uint8_t* bytes, uint64_t bit) {
+    uint64_t x;
+    std::memcpy(&x, bytes + (bit >> 3), sizeof(x));
     return x >> (bit & 7);
+  }
+  /// Decimal vertex i as its integers q: one 64-bit load per axis (an axis
+  /// has at most 33 bits), or one for x and y together when they fit.
+  __attribute__((always_inline)) void VertexQ(uint32_t i, int64_t q[3]) const {
+    const uint64_t base = static_cast<uint64_t>(i) * vrecord_bits_;
+    const uint64_t x = Load64(vpacked_.data(), base);
+    const uint64_t y = xy_one_load_ ? x >> vaxis_off_[1]
+                                    : Load64(vpacked_.data(), base + vaxis_off_[1]);
+    const uint64_t z = Load64(vpacked_.data(), base + vaxis_off_[2]);
+    q[0] = static_cast<int64_t>(x & vaxis_mask_[0]) + qmin_[0];
+    q[1] = static_cast<int64_t>(y & vaxis_mask_[1]) + qmin_[1];
+    q[2] = static_cast<int64_t>(z & vaxis_mask_[2]) + qmin_[2];
   }
   Vec3 Vertex(uint32_t i) const {
     if (!vpacked_.empty()) {
-      const PackedRecord r = LoadBits(vpacked_, static_cast<uint64_t>(i) * vrecord_bits_);
-      const uint64_t lo = static_cast<uint64_t>(r);
-      const int64_t qx = static_cast<int64_t>(lo & vaxis_mask_[0]) + qmin_[0];
-      const int64_t qy = static_cast<int64_t>((lo >> vaxis_bits_[0]) & vaxis_mask_[1]) + qmin_[1];
-      const int64_t qz =
-          static_cast<int64_t>(static_cast<uint64_t>(r >> (vaxis_bits_[0] + vaxis_bits_[1])) &
-                               vaxis_mask_[2]) +
-          qmin_[2];
-      return {static_cast<double>(qx) / vertex_divisor_,
-              static_cast<double>(qy) / vertex_divisor_,
-              static_cast<double>(qz) / vertex_divisor_};
+      int64_t q[3];
+      VertexQ(i, q);
+      return {static_cast<double>(q[0]) / vertex_divisor_,
+              static_cast<double>(q[1]) / vertex_divisor_,
+              static_cast<double>(q[2]) / vertex_divisor_};
     }
     return dvertices_[i];
   }
-  /// A path prepared for EnterChildren: per axis, the entry and exit
-  /// distances of a child box are near + q_near * scale and far + q_far *
-  /// scale, q_near / q_far its quantized min or max (by the sign of the
-  /// direction; offsets into Node::min).
+#ifdef __AVX__
+  using Lanes = __m256d;  // one value per child
+  static Lanes Splat(double v) { return _mm256_set1_pd(v); }
+#else
+  using Lanes = __m128d;  // a pair of children (EnterChildren uses two)
+  static Lanes Splat(double v) { return _mm_set1_pd(v); }
+#endif
+  /// A path prepared for EnterChildren, its constants broadcast once per
+  /// path: per axis, the entry and exit distances of a child box are near +
+  /// q_near * scale and far + q_far * scale, q_near / q_far its quantized
+  /// min or max (by the sign of the direction; offsets into Node::min).
   struct PathSetup {
-    double near[3], far[3], scale[3];
+    Lanes near[3], far[3], scale[3];
     uint32_t near_off[3], far_off[3];
-    /// Axes the path does not move along: boxes must contain origin there.
+    /// Axes the path does not move along: boxes must contain origin there
+    /// (near / far are then the min / max bounds lo / hi, scale step_).
     bool zero[3];
-    double origin[3], lo[3], hi[3];
+    Lanes origin[3];
     /// Absolute widening of the distances (rounding of near / far).
-    double slack = 0.0;
+    Lanes slack;
   };
   /// Prepares `path` (a BvhRay) against child boxes min = lo + q * step_,
   /// max = hi + q * step_ per axis.
@@ -293,6 +308,8 @@ class TriangleMesh {
   std::vector<uint8_t> vpacked_;
   int64_t qmin_[3] = {0, 0, 0};
   uint8_t vaxis_bits_[3] = {0, 0, 0};
+  uint32_t vaxis_off_[3] = {0, 0, 0};  // bit of each axis within a vertex record
+  bool xy_one_load_ = false;           // x and y bits within 57: one load for both
   uint64_t vaxis_mask_[3] = {0, 0, 0};
   uint32_t vrecord_bits_ = 0;
   std::vector<Vec3> dvertices_;
@@ -305,6 +322,7 @@ class TriangleMesh {
   uint8_t dbits_ = 1;       // bits of a vertex index difference (<= vbits_)
   uint32_t dmask_ = 1;      // (1 << dbits_) - 1
   bool wide_ = false;       // record_bits() + 7 > 64: 128-bit loads
+  bool narrow_indices_ = false;  // index_bits() <= 57: the indices in one 64-bit load
   uint32_t vmask_ = 1;      // (1 << vbits_) - 1
   uint32_t omask_ = 1;      // (1 << obits_) - 1
   std::vector<Node> nodes_;
@@ -317,25 +335,33 @@ template <typename Path>
 TriangleMesh::PathSetup TriangleMesh::SetupPath(const Path& path, const Vec3& lo,
                                                 const Vec3& hi) const {
   PathSetup p;
+  double slack = 0.0;
   for (uint32_t a = 0; a < 3; ++a) {
     p.zero[a] = path.zero[a];
-    p.origin[a] = path.origin[a];
-    p.lo[a] = lo[a];
-    p.hi[a] = hi[a];
+    p.origin[a] = Splat(path.origin[a]);
     const double inv = path.inv[a];
+    if (p.zero[a]) {
+      p.near[a] = Splat(lo[a]);
+      p.far[a] = Splat(hi[a]);
+      p.scale[a] = Splat(step_[a]);
+      p.near_off[a] = a * kMeshNodeWidth;
+      p.far_off[a] = 3 * kMeshNodeWidth + a * kMeshNodeWidth;
+      continue;
+    }
     // Distance of a bound lo + q * step_: (lo - o) * inv + q * (step_ * inv),
     // off by a few ulps of |t| + |(lo - o) * inv| (q * step_ is exact): the
     // second part is the slack, the first the relative widening.
     const double t_lo = (lo[a] - path.origin[a]) * inv;
     const double t_hi = (hi[a] - path.origin[a]) * inv;
-    p.scale[a] = p.zero[a] ? step_[a] : step_[a] * inv;
+    p.scale[a] = Splat(step_[a] * inv);
     const bool flip = inv < 0.0;
-    p.near[a] = flip ? t_hi : t_lo;
-    p.far[a] = flip ? t_lo : t_hi;
+    p.near[a] = Splat(flip ? t_hi : t_lo);
+    p.far[a] = Splat(flip ? t_lo : t_hi);
     p.near_off[a] = (flip ? 3 * kMeshNodeWidth : 0) + a * kMeshNodeWidth;
     p.far_off[a] = (flip ? 0 : 3 * kMeshNodeWidth) + a * kMeshNodeWidth;
-    if (!p.zero[a]) p.slack = std::max(p.slack, std::max(std::fabs(t_lo), std::fabs(t_hi)) * 1e-12);
+    slack = std::max(slack, std::max(std::fabs(t_lo), std::fabs(t_hi)) * 1e-12);
   }
+  p.slack = Splat(slack);
   return p;
 }
 
@@ -369,23 +395,21 @@ __attribute__((always_inline)) inline uint32_t TriangleMesh::EnterChildren(
   for (uint32_t a = 0; a < 3; ++a) {
     const __m256d dn = _mm256_cvtepi32_pd(mesh_simd::LoadU16x4(q + p.near_off[a]));
     const __m256d df = _mm256_cvtepi32_pd(mesh_simd::LoadU16x4(q + p.far_off[a]));
-    const __m256d scale = _mm256_set1_pd(p.scale[a]);
+    const __m256d near = _mm256_add_pd(p.near[a], _mm256_mul_pd(dn, p.scale[a]));
+    const __m256d far = _mm256_add_pd(p.far[a], _mm256_mul_pd(df, p.scale[a]));
     if (p.zero[a]) {
       // Not moving along a: the boxes must hold the origin. Here near / far
-      // are the min / max and scale is step_: the very bounds of the build
-      // (q * step_ is exact, one rounding).
-      const __m256d o = _mm256_set1_pd(p.origin[a]);
-      const __m256d bmin = _mm256_add_pd(_mm256_set1_pd(p.lo[a]), _mm256_mul_pd(dn, scale));
-      const __m256d bmax = _mm256_add_pd(_mm256_set1_pd(p.hi[a]), _mm256_mul_pd(df, scale));
-      inside = _mm256_and_pd(inside, _mm256_and_pd(_mm256_cmp_pd(bmin, o, _CMP_LE_OQ),
-                                                   _mm256_cmp_pd(bmax, o, _CMP_GE_OQ)));
+      // are the min / max bounds: the very bounds of the build (q * step_ is
+      // exact, one rounding).
+      inside = _mm256_and_pd(inside, _mm256_and_pd(_mm256_cmp_pd(near, p.origin[a], _CMP_LE_OQ),
+                                                   _mm256_cmp_pd(far, p.origin[a], _CMP_GE_OQ)));
       continue;
     }
-    enter = _mm256_max_pd(enter, _mm256_add_pd(_mm256_set1_pd(p.near[a]), _mm256_mul_pd(dn, scale)));
-    exit = _mm256_min_pd(exit, _mm256_add_pd(_mm256_set1_pd(p.far[a]), _mm256_mul_pd(df, scale)));
+    enter = _mm256_max_pd(enter, near);
+    exit = _mm256_min_pd(exit, far);
   }
   const __m256d sign = _mm256_set1_pd(-0.0), eps = _mm256_set1_pd(1e-12);
-  const __m256d slack = _mm256_set1_pd(p.slack);
+  const __m256d slack = p.slack;
   enter = _mm256_sub_pd(enter, _mm256_add_pd(_mm256_mul_pd(_mm256_andnot_pd(sign, enter), eps), slack));
   exit = _mm256_add_pd(exit, _mm256_add_pd(_mm256_mul_pd(_mm256_andnot_pd(sign, exit), eps), slack));
   enter = _mm256_max_pd(enter, _mm256_setzero_pd());
@@ -405,24 +429,20 @@ __attribute__((always_inline)) inline uint32_t TriangleMesh::EnterChildren(
     const __m128i qf = mesh_simd::LoadU16x4(q + p.far_off[a]);
     const __m128d dn[2] = {_mm_cvtepi32_pd(qn), _mm_cvtepi32_pd(_mm_shuffle_epi32(qn, 0xee))};
     const __m128d df[2] = {_mm_cvtepi32_pd(qf), _mm_cvtepi32_pd(_mm_shuffle_epi32(qf, 0xee))};
-    const __m128d scale = _mm_set1_pd(p.scale[a]);
-    if (p.zero[a]) {  // as above: the boxes must hold the origin
-      const __m128d o = _mm_set1_pd(p.origin[a]);
-      for (int h = 0; h < 2; ++h) {
-        const __m128d bmin = _mm_add_pd(_mm_set1_pd(p.lo[a]), _mm_mul_pd(dn[h], scale));
-        const __m128d bmax = _mm_add_pd(_mm_set1_pd(p.hi[a]), _mm_mul_pd(df[h], scale));
-        inside[h] = _mm_and_pd(inside[h], _mm_and_pd(_mm_cmple_pd(bmin, o), _mm_cmpge_pd(bmax, o)));
-      }
-      continue;
-    }
-    const __m128d near = _mm_set1_pd(p.near[a]), far = _mm_set1_pd(p.far[a]);
     for (int h = 0; h < 2; ++h) {
-      enter[h] = _mm_max_pd(enter[h], _mm_add_pd(near, _mm_mul_pd(dn[h], scale)));
-      exit[h] = _mm_min_pd(exit[h], _mm_add_pd(far, _mm_mul_pd(df[h], scale)));
+      const __m128d near = _mm_add_pd(p.near[a], _mm_mul_pd(dn[h], p.scale[a]));
+      const __m128d far = _mm_add_pd(p.far[a], _mm_mul_pd(df[h], p.scale[a]));
+      if (p.zero[a]) {  // as above: the boxes must hold the origin
+        inside[h] = _mm_and_pd(inside[h], _mm_and_pd(_mm_cmple_pd(near, p.origin[a]),
+                                                     _mm_cmpge_pd(far, p.origin[a])));
+        continue;
+      }
+      enter[h] = _mm_max_pd(enter[h], near);
+      exit[h] = _mm_min_pd(exit[h], far);
     }
   }
   const __m128d sign = _mm_set1_pd(-0.0), eps = _mm_set1_pd(1e-12);
-  const __m128d slack = _mm_set1_pd(p.slack), limit = _mm_set1_pd(t_max);
+  const __m128d slack = p.slack, limit = _mm_set1_pd(t_max);
   uint32_t mask = 0;
   for (int h = 0; h < 2; ++h) {
     __m128d e = _mm_sub_pd(enter[h], _mm_add_pd(_mm_mul_pd(_mm_andnot_pd(sign, enter[h]), eps), slack));
@@ -449,6 +469,37 @@ __attribute__((always_inline)) inline uint32_t TriangleMesh::OverlapChildren(
   }
   const uint32_t meet = ~static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(apart))) & 15u;
   return meet & mesh_simd::UsedChildren(n.child);
+}
+
+inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
+  uint32_t i0, d1, d2;
+  if (narrow_indices_) {
+    const uint64_t lo = Load64(packed_.data(), static_cast<uint64_t>(k) * record_bits());
+    i0 = static_cast<uint32_t>(lo) & vmask_;
+    d1 = static_cast<uint32_t>(lo >> vbits_) & dmask_;
+    d2 = static_cast<uint32_t>(lo >> (vbits_ + dbits_)) & dmask_;
+  } else {
+    const PackedRecord r = Record(k);
+    i0 = static_cast<uint32_t>(r) & vmask_;
+    d1 = static_cast<uint32_t>(r >> vbits_) & dmask_;
+    d2 = static_cast<uint32_t>(r >> (vbits_ + dbits_)) & dmask_;
+  }
+  const uint32_t idx[3] = {i0, Offset(i0, d1), Offset(i0, d2)};
+  if (vpacked_.empty()) {
+    for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
+    return;
+  }
+  // q / 10^k, correctly rounded: exactly the input coordinates (two lanes
+  // of one division and one more per vertex).
+  const __m128d div = _mm_set1_pd(vertex_divisor_);
+  for (int c = 0; c < 3; ++c) {
+    int64_t q[3];
+    VertexQ(idx[c], q);
+    const __m128d xy = _mm_div_pd(_mm_set_pd(static_cast<double>(q[1]), static_cast<double>(q[0])), div);
+    _mm_storel_pd(&out[c].x, xy);
+    _mm_storeh_pd(&out[c].y, xy);
+    out[c].z = static_cast<double>(q[2]) / vertex_divisor_;
+  }
 }
 
 template <typename Visit>

@@ -133,7 +133,9 @@ TEST(MeshBuild, MemoryPerTriangle) {
 
 // Stored triangles give back exactly the input vertices, in order, whether the
 // index differences are small (a grid), wrap around (shuffled vertices of a
-// large mesh) or the mesh is a single triangle (a root node with one leaf).
+// large mesh), the mesh is a single triangle (a root node with one leaf) or
+// its records are wide (over 2^20 vertices: indices beyond one 64-bit load;
+// nanometre coordinates over +-2000 m: 32 bits an axis).
 TEST(MeshBuild, TrianglesRoundTripExactly) {
   Random rng(7);
   MeshData grid = WavyGrid(40, 0.5);
@@ -150,8 +152,24 @@ TEST(MeshBuild, TrianglesRoundTripExactly) {
   MeshData one;
   one.vertices = {{0, 0, 0}, {1, 0, 0}, {0, 0, 1}, {5, 5, 5}};
   one.triangles = {{2, 0, 1}};
-  for (const MeshData* data : {&grid, &shuffled, &one}) {
+  MeshData wide;
+  wide.vertices.resize((1u << 20) + 5);
+  for (Vec3& v : wide.vertices) {
+    for (int a = 0; a < 3; ++a) v[a] = static_cast<double>(rng.Int(-2000000000, 2000000000)) / 1e9;
+  }
+  while (wide.triangles.size() < 300) {
+    const int last = static_cast<int>(wide.vertices.size()) - 1;
+    const std::array<uint32_t, 3> tri = {static_cast<uint32_t>(rng.Int(0, last)),
+                                         static_cast<uint32_t>(rng.Int(0, last)),
+                                         static_cast<uint32_t>(rng.Int(0, last))};
+    if (tri[0] != tri[1] && tri[1] != tri[2] && tri[0] != tri[2]) wide.triangles.push_back(tri);
+  }
+  for (const MeshData* data : {&grid, &shuffled, &one, &wide}) {
     const TriangleMesh mesh = MustBuild(*data);
+    if (data == &wide) {
+      EXPECT_TRUE(mesh.quantized_vertices());
+      EXPECT_GT(mesh.record_bits(), 64u);
+    }
     ASSERT_EQ(mesh.triangle_count(), data->triangles.size());
     std::vector<int> seen(data->triangles.size(), 0);
     for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
