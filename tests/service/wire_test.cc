@@ -743,5 +743,44 @@ TEST(WireTest, ContactOffsetTagAndTruncated) {
   EXPECT_EQ(wire::ResultFromProto(p).tag, 6u);
 }
 
+// A default filter (every layer, no ignored ids, max_hits 0) is left out of
+// the message and reads back as the default; any other is sent. A message
+// reused for a default-filter query loses the filter it had.
+TEST(WireTest, DefaultFilterIsLeftOut) {
+  RayQuery rq;
+  rq.translation = {1, 0, 0};
+  v1::Query p;
+  wire::ToProto(Query(rq), &p);
+  EXPECT_FALSE(p.raycast().has_filter());
+  Result<Query> back = wire::FromProto(p, "q");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  const QueryFilter& f = std::get<RayQuery>(*back).filter;
+  EXPECT_EQ(f.mask, QueryFilter{}.mask);
+  EXPECT_TRUE(f.ignore.empty());
+  EXPECT_EQ(f.max_hits, 0u);
+
+  const QueryFilter defaults;
+  for (int k = 0; k < 3; ++k) {
+    OverlapQuery oq;
+    oq.shape = *Shape::MakeSphere(1);
+    if (k == 0) oq.filter.mask = 1;
+    if (k == 1) oq.filter.ignore = {9};
+    if (k == 2) oq.filter.max_hits = 3;
+    v1::Query po;
+    wire::ToProto(Query(oq), &po);
+    EXPECT_TRUE(po.overlap().has_filter()) << k;
+    Result<Query> ob = wire::FromProto(po, "q");
+    ASSERT_TRUE(ob.ok()) << ob.error().message;
+    const QueryFilter& g = std::get<OverlapQuery>(*ob).filter;
+    EXPECT_EQ(g.mask, k == 0 ? 1u : defaults.mask);
+    EXPECT_EQ(g.ignore, k == 1 ? std::vector<uint64_t>{9} : std::vector<uint64_t>{});
+    EXPECT_EQ(g.max_hits, k == 2 ? 3u : 0u);
+    // The same message reused for a default-filter query.
+    oq.filter = QueryFilter{};
+    wire::ToProto(Query(oq), &po);
+    EXPECT_FALSE(po.overlap().has_filter()) << k;
+  }
+}
+
 }  // namespace
 }  // namespace hitbox

@@ -957,6 +957,22 @@ void ToProto(const QueryFilter& f, v1::QueryFilter* out) {
   out->set_max_hits(f.max_hits);
 }
 
+namespace {
+
+// A query message's filter, left out when it is the default (every layer, no
+// ignored ids, max_hits 0), which is what a missing filter reads as
+// (FilterOf): most queries of a tick send none.
+template <typename QueryMessage>
+void FilterToProto(const QueryFilter& f, QueryMessage* p) {
+  if (f.mask == QueryFilter{}.mask && f.ignore.empty() && f.max_hits == 0) {
+    p->clear_filter();
+  } else {
+    ToProto(f, p->mutable_filter());
+  }
+}
+
+}  // namespace
+
 void ToProto(const Query& q, v1::Query* out, bool shape_and_pose) {
   if (const auto* o = std::get_if<OverlapQuery>(&q)) {
     v1::OverlapQuery* p = out->mutable_overlap();
@@ -964,7 +980,7 @@ void ToProto(const Query& q, v1::Query* out, bool shape_and_pose) {
       ToProto(o->shape, p->mutable_shape());
       ToProto(o->pose, p->mutable_pose());
     }
-    ToProto(o->filter, p->mutable_filter());
+    FilterToProto(o->filter, p);
     p->set_want_contact(o->want_contact);
   } else if (const auto* c = std::get_if<CastQuery>(&q)) {
     v1::CastQuery* p = out->mutable_cast();
@@ -973,14 +989,14 @@ void ToProto(const Query& q, v1::Query* out, bool shape_and_pose) {
       ToProto(c->pose, p->mutable_pose());
     }
     ToProto(c->translation, p->mutable_translation());
-    ToProto(c->filter, p->mutable_filter());
+    FilterToProto(c->filter, p);
     p->set_all_hits(c->all_hits);
     p->set_contact_offset(c->contact_offset);
   } else if (const auto* r = std::get_if<RayQuery>(&q)) {
     v1::RayQuery* p = out->mutable_raycast();
     ToProto(r->origin, p->mutable_origin());
     ToProto(r->translation, p->mutable_translation());
-    ToProto(r->filter, p->mutable_filter());
+    FilterToProto(r->filter, p);
     p->set_all_hits(r->all_hits);
   } else if (const auto* m = std::get_if<MoveQuery>(&q)) {
     v1::MoveQuery* p = out->mutable_move();
@@ -989,7 +1005,7 @@ void ToProto(const Query& q, v1::Query* out, bool shape_and_pose) {
       ToProto(m->pose, p->mutable_pose());
     }
     ToProto(m->displacement, p->mutable_displacement());
-    ToProto(m->filter, p->mutable_filter());
+    FilterToProto(m->filter, p);
     ToProto(m->settings, p->mutable_settings());
     if (m->apply_to_id) p->set_apply_to_id(*m->apply_to_id);
   }
