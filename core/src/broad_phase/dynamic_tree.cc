@@ -267,81 +267,42 @@ void DynamicTree::Rotate(uint32_t a) {
   const double area_b = Area(nodes_[b]);
   const double area_c = Area(nodes_[c]);
 
-  enum class Move { kNone, kBF, kBG, kCD, kCE };
-  Move best = Move::kNone;
+  // The best swap so far: a's child slot `up_slot` (B or C) trades places
+  // with grandchild slot `down_slot` of a's other child `other`.
+  uint32_t* up_slot = nullptr;
+  uint32_t* down_slot = nullptr;
+  uint32_t other = kNull;
   double best_cost = area_b + area_c;  // cost of the two changeable nodes now
+  // Swapping `x` (a child of a, area `area_x`) with grandchild slot `slot` of
+  // `y` leaves y holding x and its other child `kept`.
+  const auto consider = [&](uint32_t* x_slot, double area_x, uint32_t y, uint32_t* slot,
+                            uint32_t kept) {
+    const double cost = area_x + UnionArea(nodes_[*x_slot], nodes_[kept]);
+    if (cost < best_cost) {
+      best_cost = cost;
+      up_slot = x_slot;
+      down_slot = slot;
+      other = y;
+    }
+  };
   if (!c_leaf) {
-    const uint32_t f = nodes_[c].child1;
-    const uint32_t g = nodes_[c].child2;
-    // Swap B and F: C becomes (B, G).
-    const double cost_bf = area_b + UnionArea(nodes_[b], nodes_[g]);
-    // Swap B and G: C becomes (F, B).
-    const double cost_bg = area_b + UnionArea(nodes_[b], nodes_[f]);
-    if (cost_bf < best_cost) {
-      best_cost = cost_bf;
-      best = Move::kBF;
-    }
-    if (cost_bg < best_cost) {
-      best_cost = cost_bg;
-      best = Move::kBG;
-    }
+    TreeNode& nc = nodes_[c];
+    consider(&na.child1, area_b, c, &nc.child1, nc.child2);  // B <-> F: C = (B, G)
+    consider(&na.child1, area_b, c, &nc.child2, nc.child1);  // B <-> G: C = (F, B)
   }
   if (!b_leaf) {
-    const uint32_t d = nodes_[b].child1;
-    const uint32_t e = nodes_[b].child2;
-    // Swap C and D: B becomes (C, E).
-    const double cost_cd = area_c + UnionArea(nodes_[c], nodes_[e]);
-    // Swap C and E: B becomes (D, C).
-    const double cost_ce = area_c + UnionArea(nodes_[c], nodes_[d]);
-    if (cost_cd < best_cost) {
-      best_cost = cost_cd;
-      best = Move::kCD;
-    }
-    if (cost_ce < best_cost) {
-      best_cost = cost_ce;
-      best = Move::kCE;
-    }
+    TreeNode& nb = nodes_[b];
+    consider(&na.child2, area_c, b, &nb.child1, nb.child2);  // C <-> D: B = (C, E)
+    consider(&na.child2, area_c, b, &nb.child2, nb.child1);  // C <-> E: B = (D, C)
   }
-  switch (best) {
-    case Move::kNone:
-      return;
-    case Move::kBF: {
-      const uint32_t f = nodes_[c].child1;
-      na.child1 = f;
-      info_[f].parent = a;
-      nodes_[c].child1 = b;
-      info_[b].parent = c;
-      Refit(c);
-      break;
-    }
-    case Move::kBG: {
-      const uint32_t g = nodes_[c].child2;
-      na.child1 = g;
-      info_[g].parent = a;
-      nodes_[c].child2 = b;
-      info_[b].parent = c;
-      Refit(c);
-      break;
-    }
-    case Move::kCD: {
-      const uint32_t d = nodes_[b].child1;
-      na.child2 = d;
-      info_[d].parent = a;
-      nodes_[b].child1 = c;
-      info_[c].parent = b;
-      Refit(b);
-      break;
-    }
-    case Move::kCE: {
-      const uint32_t e = nodes_[b].child2;
-      na.child2 = e;
-      info_[e].parent = a;
-      nodes_[b].child2 = c;
-      info_[c].parent = b;
-      Refit(b);
-      break;
-    }
-  }
+  if (up_slot == nullptr) return;
+  const uint32_t down = *up_slot;  // B or C, moving down under `other`
+  const uint32_t up = *down_slot;  // the grandchild, moving up under a
+  *up_slot = up;
+  info_[up].parent = a;
+  *down_slot = down;
+  info_[down].parent = other;
+  Refit(other);
   Refit(a);
 }
 
