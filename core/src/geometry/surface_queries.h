@@ -271,6 +271,31 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   std::vector<Candidate> candidates;
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   internal::WorkTally tally;
+  if constexpr (requires { convex.rounded(); }) {
+    if (convex.rounded() != Convex::Rounded::kNone) {
+      // A ball or a capsule: GJK on a point or segment core and its contact
+      // cost little more than the bounds would; every touching triangle is
+      // decided in the hierarchy's order.
+      bool any = false;
+      surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+        if (!tally.Count()) return false;  // the batch stops (budget, deadline)
+        Vec3 v[3];
+        surface.TriangleVertices(k, v);
+        if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
+        const TriangleConvexDistance g =
+            TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
+        if (g.distance_lower > 0.0) return true;
+        const MeshContact m = TriangleContact(v, surface.OriginalIndex(k), convex, g);
+        if (!any || m.depth > out->depth ||
+            (m.depth == out->depth && m.triangle < out->triangle)) {
+          *out = m;
+        }
+        any = true;
+        return true;
+      });
+      return any;
+    }
+  }
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
     // The batch stops (budget, deadline): the triangles visited so far are
     // decided, as SurfaceContactsConvex does.
