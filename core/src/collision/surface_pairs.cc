@@ -9,7 +9,8 @@
 //
 // Per collider (not per triangle):
 //   overlap   true when any triangle is touched;
-//   contact   the deepest triangle's contact (ties: lowest input triangle);
+//   contact   the deepest triangle's contact (ties: lowest input triangle;
+//             SurfaceDeepestContactConvex: triangles that cannot be deeper skipped);
 //   distance  the least distance over every triangle (O(triangles): each is
 //             visited; meant for tools and tests, not per-frame queries);
 //   cast      the first triangle touched (ties: lowest input triangle);
@@ -54,22 +55,18 @@ uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pa, const Shape& b, co
 bool SurfaceContact(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                     Contact* contact, uint32_t* triangle) {
   HITBOX_PLACE(q, a, pb.RelativeTo(pa));
-  std::vector<MeshContact> contacts;
-  b.surface()->Visit([&](const auto& s) { return SurfaceContactsConvex(s, q, &contacts); });
-  if (contacts.empty()) return false;
-  const MeshContact* best = &contacts[0];
-  for (const MeshContact& c : contacts) {
-    if (c.depth > best->depth || (c.depth == best->depth && c.triangle < best->triangle)) {
-      best = &c;
-    }
+  MeshContact deepest;
+  if (!b.surface()->Visit(
+          [&](const auto& s) { return SurfaceDeepestContactConvex(s, q, &deepest); })) {
+    return false;
   }
   // MeshContact::normal pushes the query (A) out; Contact::normal moves B away from A.
   const Mat33 rb = pb.rotation.ToMatrix();
-  contact->depth = best->depth;
-  contact->normal = -(rb * best->normal);
-  contact->point_a = pb.position + rb * best->point_on_query;
-  contact->point_b = pb.position + rb * best->point_on_mesh;
-  if (triangle != nullptr) *triangle = best->triangle;
+  contact->depth = deepest.depth;
+  contact->normal = -(rb * deepest.normal);
+  contact->point_a = pb.position + rb * deepest.point_on_query;
+  contact->point_b = pb.position + rb * deepest.point_on_mesh;
+  if (triangle != nullptr) *triangle = deepest.triangle;
   return true;
 }
 

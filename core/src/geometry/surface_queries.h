@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "geometry/bvh_ray.h"
@@ -167,13 +168,47 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
   return any;
 }
 
+/// The contact of the convex with triangle `v` (input index `triangle`)
+/// given their GJK result `g` (touching: g.distance_lower <= 0): when the
+/// cores are apart, GJK's closest points (depth = margin - distance); when
+/// they overlap, TriangleCoresPenetration (SAT for polytope cores, else EPA
+/// from GJK's enclosing tetrahedron). Should EPA fail (a flat Minkowski
+/// difference), the face normal with the depth that clears the triangle's
+/// plane: a separating move, not necessarily the shortest.
+template <typename Convex>
+MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
+                            const TriangleConvexDistance& g) {
+  MeshContact c;
+  c.triangle = triangle;
+  if (!g.cores_overlap) {
+    c.normal = g.normal;
+    c.depth = std::max(-g.distance, 0.0);
+    c.point_on_mesh = g.point_on_triangle;
+    c.point_on_query = g.point_on_convex;
+    return c;
+  }
+  const TriangleConvexPenetration e = TriangleCoresPenetration(v, convex, g);
+  if (e.valid) {
+    c.normal = e.normal;
+    c.depth = e.depth;
+    c.point_on_mesh = e.point_on_triangle;
+    c.point_on_query = e.point_on_convex;
+    return c;
+  }
+  Vec3 n = Cross(v[1] - v[0], v[2] - v[0]).Normalized();
+  const Vec3 centre = convex(n) * 0.5 + convex(-n) * 0.5;
+  if (Dot(centre - v[0], n) < 0.0) n = -n;
+  const Vec3 deepest = convex(-n) - n * convex.margin();
+  c.normal = n;
+  c.depth = std::max(Dot(v[0] - deepest, n), 0.0);
+  c.point_on_query = deepest;
+  c.point_on_mesh = deepest + n * c.depth;
+  return c;
+}
+
 /// Contacts of the convex with every triangle of `surface` it touches (one
-/// MeshContact each, appended): when the cores are apart, GJK's closest points
-/// (depth = margin - distance); when they overlap, TriangleCoresPenetration
-/// (SAT for polytope cores, else EPA from GJK's enclosing tetrahedron).
-/// Should EPA fail (a flat Minkowski difference), the face normal with the
-/// depth that clears the triangle's plane: a separating move, not
-/// necessarily the shortest. Returns true when any triangle is touched.
+/// MeshContact each, appended; TriangleContact). Returns true when any
+/// triangle is touched.
 template <typename Surface, typename Convex>
 bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
                            std::vector<MeshContact>* contacts) {
@@ -189,34 +224,120 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
     const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
     if (g.distance_lower > 0.0) return true;
     any = true;
-    MeshContact c;
-    c.triangle = surface.OriginalIndex(k);
-    if (!g.cores_overlap) {
-      c.normal = g.normal;
-      c.depth = std::max(-g.distance, 0.0);
-      c.point_on_mesh = g.point_on_triangle;
-      c.point_on_query = g.point_on_convex;
-    } else {
-      const TriangleConvexPenetration e = TriangleCoresPenetration(v, convex, g);
-      if (e.valid) {
-        c.normal = e.normal;
-        c.depth = e.depth;
-        c.point_on_mesh = e.point_on_triangle;
-        c.point_on_query = e.point_on_convex;
-      } else {
-        Vec3 n = Cross(v[1] - v[0], v[2] - v[0]).Normalized();
-        const Vec3 centre = convex(n) * 0.5 + convex(-n) * 0.5;
-        if (Dot(centre - v[0], n) < 0.0) n = -n;
-        const Vec3 deepest = convex(-n) - n * convex.margin();
-        c.normal = n;
-        c.depth = std::max(Dot(v[0] - deepest, n), 0.0);
-        c.point_on_query = deepest;
-        c.point_on_mesh = deepest + n * c.depth;
-      }
-    }
-    contacts->push_back(c);
+    contacts->push_back(TriangleContact(v, surface.OriginalIndex(k), convex, g));
     return true;
   });
+  return any;
+}
+
+/// The least overlap of the convex and triangle `v` along the in-plane
+/// normals of the triangle's three edges (each an upper bound on their
+/// penetration depth; infinite for a degenerate triangle).
+template <typename Convex>
+double TriangleEdgeOverlap(const Vec3 v[3], const Convex& convex) {
+  const Vec3 n = Cross(v[1] - v[0], v[2] - v[0]);
+  double least = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 3; ++i) {
+    const Vec3 axis = Cross(v[(i + 1) % 3] - v[i], n).Normalized();
+    if (!(axis.LengthSq() > 0.0)) continue;
+    const double t0 = Dot(axis, v[0]), t1 = Dot(axis, v[1]), t2 = Dot(axis, v[2]);
+    const double lo = Dot(axis, convex(-axis)) - convex.margin();
+    const double hi = Dot(axis, convex(axis)) + convex.margin();
+    least = std::min(least, std::min(std::max(t0, std::max(t1, t2)) - lo,
+                                     hi - std::min(t0, std::min(t1, t2))));
+  }
+  return least;
+}
+
+/// The deepest of SurfaceContactsConvex's contacts (ties: the lowest input
+/// triangle), without computing every one: each candidate triangle's depth
+/// is bounded above by the overlap of the two along the triangle's normal
+/// (two support calls; any axis's overlap bounds the penetration depth, and
+/// GJK, SAT and EPA stay within it: EPA's converged depth to its 1e-9 * scale
+/// tolerance, its fallbacks and SAT try that axis themselves), so the
+/// triangles are decided in order of that bound, highest first, and those
+/// whose bound (or, for one within reach, TriangleEdgeOverlap's) is below
+/// the deepest contact so far by more than 4e-9 * scale are passed over
+/// without GJK, SAT or EPA. Returns false when
+/// no triangle is touched. The same contact as the deepest of
+/// SurfaceContactsConvex's (its depths can exceed the bound only by rounding).
+template <typename Surface, typename Convex>
+bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, MeshContact* out) {
+  struct Candidate {
+    double bound;  // the overlap along the triangle's normal (an upper bound on the depth)
+    uint32_t triangle;
+    Vec3 v[3];
+  };
+  std::vector<Candidate> candidates;
+  const Aabb near_box = convex.bounds().Expanded(kSweepGap);
+  internal::WorkTally tally;
+  if constexpr (requires { convex.rounded(); }) {
+    if (convex.rounded() != Convex::Rounded::kNone) {
+      // A ball or a capsule: GJK on a point or segment core and its contact
+      // cost little more than the bounds would; every touching triangle is
+      // decided in the hierarchy's order.
+      bool any = false;
+      surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+        if (!tally.Count()) return false;  // the batch stops (budget, deadline)
+        Vec3 v[3];
+        surface.TriangleVertices(k, v);
+        if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
+        const TriangleConvexDistance g =
+            TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
+        if (g.distance_lower > 0.0) return true;
+        const MeshContact m = TriangleContact(v, surface.OriginalIndex(k), convex, g);
+        if (!any || m.depth > out->depth ||
+            (m.depth == out->depth && m.triangle < out->triangle)) {
+          *out = m;
+        }
+        any = true;
+        return true;
+      });
+      return any;
+    }
+  }
+  surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+    // The batch stops (budget, deadline): the triangles visited so far are
+    // decided, as SurfaceContactsConvex does.
+    if (!tally.Count()) return false;
+    Candidate c;
+    surface.TriangleVertices(k, c.v);
+    // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
+    if (!Aabb().Union(c.v[0]).Union(c.v[1]).Union(c.v[2]).Overlaps(near_box)) return true;
+    const Vec3 n = Cross(c.v[1] - c.v[0], c.v[2] - c.v[0]).Normalized();
+    c.bound = std::numeric_limits<double>::infinity();
+    if (n.LengthSq() > 0.0) {
+      const double d = Dot(n, c.v[0]);
+      const double above = Dot(n, convex(n)) + convex.margin() - d;
+      const double below = d - Dot(n, convex(-n)) + convex.margin();
+      c.bound = std::min(above, below);
+    }
+    c.triangle = surface.OriginalIndex(k);
+    candidates.push_back(c);
+    return true;
+  });
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.bound > b.bound || (a.bound == b.bound && a.triangle < b.triangle);
+  });
+  const double slack = 4e-9 * convex.scale();
+  bool any = false;
+  for (const Candidate& c : candidates) {
+    if (any && c.bound + slack < out->depth) break;  // no deeper contact remains
+    // Within reach of the deepest so far (typically a neighbour in the same
+    // plane): the in-plane normals of its edges bound the depth too.
+    if (any && c.bound + slack >= out->depth &&
+        TriangleEdgeOverlap(c.v, convex) + slack < out->depth) {
+      continue;
+    }
+    const TriangleConvexDistance g =
+        TriangleConvexGjk(c.v, convex, convex.margin(), convex.scale());
+    if (g.distance_lower > 0.0) continue;
+    const MeshContact m = TriangleContact(c.v, c.triangle, convex, g);
+    if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
+      *out = m;
+    }
+    any = true;
+  }
   return any;
 }
 

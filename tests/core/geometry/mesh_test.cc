@@ -912,6 +912,65 @@ TEST(MeshConvex, ContactsSeparateByDepth) {
   EXPECT_LE(loose, contacts / 200);
 }
 
+// The deepest contact found by bounds (SurfaceDeepestContactConvex: triangles
+// whose overlap along their normal or their edges' in-plane normals is below
+// the deepest so far are skipped) is the deepest of all the contacts
+// (SurfaceContactsConvex; ties: lowest triangle), field for field: spheres,
+// capsules, boxes, rounded boxes and cylinders on a flat floor (coplanar
+// ties), a wavy grid and a closed sphere, touching, grazing and deep.
+TEST(MeshConvex, DeepestContactMatchesAllContacts) {
+  Random rng(67);
+  const TriangleMesh meshes[3] = {MustBuild(WavyGrid(8, 1.0, /*flat=*/true)),
+                                  MustBuild(WavyGrid(8, 1.0)), MustBuild(IcoSphere(2.0, 2))};
+  int compared = 0, several = 0, none = 0;
+  for (int i = 0; i < 6000; ++i) {
+    const TriangleMesh& mesh = meshes[i % 3];
+    const Aabb b = mesh.bounds();
+    const Vec3 c = b.Center() + Mul(rng.InBox(0.9), b.Extents() + Vec3{0, 0.3, 0});
+    const Quat q = i % 5 == 0 ? Quat{} : Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3));
+    const Vec3 he{rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9)};
+    const double r = rng.Uniform(0.05, 0.9), hh = rng.Uniform(0.05, 0.9);
+    const ConvexCore cores[5] = {Core(ConvexCore::Kind::kPoint, {}, 0, 0, r),
+                                 Core(ConvexCore::Kind::kSegment, {}, hh, 0, r),
+                                 Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
+                                 Core(ConvexCore::Kind::kBox, he, 0, 0, 0.1 * r),
+                                 Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
+    const ConvexCore& core = cores[(i / 3) % 5];
+    Pose pose{c, q};
+    if (i % 7 == 0) {
+      // Resting on the flat floor's plane (y = 0) within rounding: grazing ties.
+      const PlacedConvex probe(core, pose);
+      pose.position.y -= probe.bounds().min.y - rng.Uniform(-1e-9, 1e-9);
+    }
+    const PlacedConvex placed(core, pose);
+    std::vector<MeshContact> all;
+    const bool any = SurfaceContactsConvex(mesh, placed, &all);
+    MeshContact deepest;
+    ASSERT_EQ(SurfaceDeepestContactConvex(mesh, placed, &deepest), any) << i;
+    if (!any) {
+      ++none;
+      continue;
+    }
+    const MeshContact* want = &all[0];
+    for (const MeshContact& x : all) {
+      if (x.depth > want->depth || (x.depth == want->depth && x.triangle < want->triangle)) {
+        want = &x;
+      }
+    }
+    ++compared;
+    if (all.size() > 1) ++several;
+    EXPECT_EQ(deepest.triangle, want->triangle) << i << " " << ToString(pose);
+    EXPECT_EQ(deepest.depth, want->depth) << i;
+    EXPECT_EQ(deepest.normal, want->normal) << i;
+    EXPECT_EQ(deepest.point_on_mesh, want->point_on_mesh) << i;
+    EXPECT_EQ(deepest.point_on_query, want->point_on_query) << i;
+  }
+  std::printf("%d deepest contacts compared (%d among several triangles), %d apart\n", compared,
+              several, none);
+  EXPECT_GT(several, 2000);
+  EXPECT_GT(none, 200);
+}
+
 // Convex sweeps (box, cylinder, capsule, sphere by GJK): apart at every
 // sample before the reported fraction, within the gap at it; a point core
 // with a radius matches the closed-form sphere sweep.
