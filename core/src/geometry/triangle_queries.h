@@ -16,7 +16,12 @@ namespace hitbox {
 
 /// Unit normal of triangle abc (winding order a, b, c); zero when degenerate.
 inline Vec3 TriangleNormal(const Vec3& a, const Vec3& b, const Vec3& c) {
-  return Cross(b - a, c - a).Normalized();
+  const Vec3 n = Cross(b - a, c - a);
+  // A tiny triangle's cross product (components below ~1e-150) would lose
+  // its precision squared into denormals: scaled up first, it stays unit.
+  const double m = n.Abs().MaxComponent();
+  if (m > 0.0 && m < 1e-150) return (n / m).Normalized();
+  return n.Normalized();
 }
 
 /// The unit normal of triangle (a, b, c) facing against `dir`: a two-sided

@@ -217,4 +217,18 @@ TEST(TriangleSweepClosedForm, CapsuleMissAndStartInside) {
 }
 
 }  // namespace
+// Found by the geometry fuzzer: a mesh triangle 4e-162 m wide and 245 m tall
+// gave a raycast normal of length 0.9991 (the cross product's squares were
+// denormals). Tiny triangles at every scale down to 1e-300 get unit normals.
+TEST(TriangleNormal, TinyTrianglesHaveUnitNormals) {
+  for (double s : {1e-100, 1e-155, 4.0532657133499189e-162, 1e-200, 1e-300}) {
+    const Vec3 a{0, 0, 0}, b{s, 244.953125, 0}, c{0, 1.3e-163, s};
+    const Vec3 n = TriangleNormal(a, b, c);
+    EXPECT_NEAR(n.Length(), 1.0, 1e-12) << s;
+    const Vec3 f = FacingNormal(a, b, c, Vec3{1e-6, 1e-6, 0});
+    EXPECT_NEAR(f.Length(), 1.0, 1e-12) << s;
+  }
+  EXPECT_EQ(TriangleNormal({0, 0, 0}, {1, 0, 0}, {2, 0, 0}), Vec3{});
+}
+
 }  // namespace hitbox
