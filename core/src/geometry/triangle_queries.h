@@ -16,12 +16,7 @@ namespace hitbox {
 
 /// Unit normal of triangle abc (winding order a, b, c); zero when degenerate.
 inline Vec3 TriangleNormal(const Vec3& a, const Vec3& b, const Vec3& c) {
-  const Vec3 n = Cross(b - a, c - a);
-  // A tiny triangle's cross product (components below ~1e-150) would lose
-  // its precision squared into denormals: scaled up first, it stays unit.
-  const double m = n.Abs().MaxComponent();
-  if (m > 0.0 && m < 1e-150) return (n / m).Normalized();
-  return n.Normalized();
+  return Cross(b - a, c - a).Normalized();
 }
 
 /// The unit normal of triangle (a, b, c) facing against `dir`: a two-sided
@@ -73,7 +68,7 @@ inline void BallTriangleContact(const Vec3& center_point, const Vec3& q, double 
                                 const Vec3& face_normal, Vec3* normal, double* depth,
                                 Vec3* point_on_query) {
   const double d = std::sqrt(d2);
-  *normal = d > 0.0 ? (center_point - q) / d : face_normal;
+  *normal = d > 0.0 ? (center_point - q).Normalized() : face_normal;
   *depth = r - d;
   *point_on_query = center_point - *normal * r;
 }
@@ -122,7 +117,7 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
     out.t = 0.0;
     const double d = std::sqrt(d2);
     const double side = Dot(c - a, n) >= 0.0 ? 1.0 : -1.0;
-    out.normal = d > 0.0 ? (c - q) / d : n * side;
+    out.normal = d > 0.0 ? (c - q).Normalized() : n * side;
     out.point = q;
     return out;
   }
@@ -210,7 +205,7 @@ inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double
     out.hit = out.started_inside = true;
     out.t = 0.0;
     const double d = std::sqrt(d2);
-    out.normal = d > 0.0 ? (on_seg - on_tri) / d : n * (Dot(n, v) > 0.0 ? -1.0 : 1.0);
+    out.normal = d > 0.0 ? (on_seg - on_tri).Normalized() : n * (Dot(n, v) > 0.0 ? -1.0 : 1.0);
     out.point = on_tri;
     return out;
   }

@@ -43,10 +43,16 @@ struct Vec3 {
   constexpr double LengthSq() const { return x * x + y * y + z * z; }
   /// Euclidean length.
   double Length() const { return std::sqrt(LengthSq()); }
-  /// This vector scaled to unit length; the zero vector stays zero.
+  /// This vector scaled to unit length; the zero vector stays zero. A tiny
+  /// vector (length below 1e-150, whose squares would be denormal or zero) is
+  /// scaled by its largest component first, so it still comes out unit.
   Vec3 Normalized() const {
     const double len = Length();
-    return len > 0.0 ? *this / len : Vec3{};
+    if (len > 1e-150) return *this / len;
+    const double m = std::max({std::fabs(x), std::fabs(y), std::fabs(z)});
+    if (!(m > 0.0)) return Vec3{};
+    const Vec3 s = *this / m;
+    return s / s.Length();
   }
   /// True when every component is finite (not NaN, not infinite).
   bool IsFinite() const { return std::isfinite(x) && std::isfinite(y) && std::isfinite(z); }
