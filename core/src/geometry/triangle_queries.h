@@ -115,9 +115,8 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
   if (d2 <= r * r) {
     out.hit = out.started_inside = true;
     out.t = 0.0;
-    const double d = std::sqrt(d2);
     const double side = Dot(c - a, n) >= 0.0 ? 1.0 : -1.0;
-    out.normal = d > 0.0 ? (c - q).Normalized() : n * side;
+    out.normal = d2 > 0.0 ? (c - q).Normalized() : n * side;
     out.point = q;
     return out;
   }
@@ -204,8 +203,7 @@ inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double
   if (d2 <= r * r) {
     out.hit = out.started_inside = true;
     out.t = 0.0;
-    const double d = std::sqrt(d2);
-    out.normal = d > 0.0 ? (on_seg - on_tri).Normalized() : n * (Dot(n, v) > 0.0 ? -1.0 : 1.0);
+    out.normal = d2 > 0.0 ? (on_seg - on_tri).Normalized() : n * (Dot(n, v) > 0.0 ? -1.0 : 1.0);
     out.point = on_tri;
     return out;
   }
