@@ -241,17 +241,46 @@ inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
          (b.min[1] <= n.max[1]) & (n.min[2] <= b.max[2]) & (b.min[2] <= n.max[2]);
 }
 
+/// The one step of a box traversal that both QueryTree and BoxCursor take:
+/// pushes the children of internal node `n` whose boxes overlap `box` and
+/// hold a layer of `mask`, child 1 on top, onto `stack` of `sp` entries;
+/// returns the new count. Children are tested before they are pushed (the
+/// two children of a node usually share a cache line). With kPrefetch, the
+/// pushed children's next lines are prefetched at once (the one-shot walk; a
+/// cursor prefetches when it pops instead).
+template <bool kPrefetch, typename ItemPrefetch>
+__attribute__((always_inline)) inline size_t PushOverlappingChildren(
+    const DynamicTree& tree, const TreeNode* nodes, const TreeNode& n, const FloatAabb& box,
+    uint32_t mask, uint32_t* stack, size_t sp, const ItemPrefetch& item_prefetch) {
+  const uint32_t c1 = n.child1;
+  const uint32_t c2 = n.child2;
+  bool h1 = BoxesOverlap(nodes[c1], box);
+  bool h2 = BoxesOverlap(nodes[c2], box);
+  if (mask != 0xFFFFFFFFu) {
+    h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
+    h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
+  }
+  if constexpr (kPrefetch) {
+    // Start fetching the grandchildren (one line per child pair) while the
+    // rest of the stack is worked on: traversal is bound by memory latency.
+    if (h1) PrefetchNext(nodes, c1, item_prefetch);
+    if (h2) PrefetchNext(nodes, c2, item_prefetch);
+  }
+  stack[sp] = c2;
+  sp += h2;
+  stack[sp] = c1;
+  return sp + h1;
+}
+
 /// Calls fn(item, layer) for every leaf whose box overlaps `box` (touching
-/// counts) and whose layer bit is in `mask`. Children are tested before they
-/// are pushed (the two children of a node usually share a cache line).
-/// item_prefetch(item) is called when a leaf is pushed, to prefetch its data.
+/// counts) and whose layer bit is in `mask`. item_prefetch(item) is called
+/// when a leaf is pushed, to prefetch its data.
 template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
 inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t mask, Fn&& fn,
                       const ItemPrefetch& item_prefetch = {}) {
   const uint32_t root = tree.root();
   if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
-  const bool all_layers = mask == 0xFFFFFFFFu;
   if (!BoxesOverlap(nodes[root], box)) return;
   // Depth-first: the stack never holds more than height + 1 entries, so it is
   // sized once and pushed without bounds checks (branch-free pushes).
@@ -260,28 +289,12 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t ma
   size_t sp = 0;
   stack[sp++] = root;
   while (sp > 0) {
-    const uint32_t i = stack[--sp];
-    const TreeNode& n = nodes[i];
+    const TreeNode& n = nodes[stack[--sp]];
     if (n.IsLeaf()) {
       if ((mask >> n.child2) & 1u) fn(n.Item(), n.child2);
       continue;
     }
-    const uint32_t c1 = n.child1;
-    const uint32_t c2 = n.child2;
-    bool h1 = BoxesOverlap(nodes[c1], box);
-    bool h2 = BoxesOverlap(nodes[c2], box);
-    if (!all_layers) {
-      h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
-      h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
-    }
-    // Start fetching the grandchildren (one line per child pair) while the
-    // rest of the stack is worked on: traversal is bound by memory latency.
-    if (h1) PrefetchNext(nodes, c1, item_prefetch);
-    if (h2) PrefetchNext(nodes, c2, item_prefetch);
-    stack[sp] = c2;
-    sp += h2;
-    stack[sp] = c1;
-    sp += h1;
+    sp = PushOverlappingChildren<true>(tree, nodes, n, box, mask, stack, sp, item_prefetch);
   }
 }
 
@@ -448,6 +461,50 @@ struct SegmentSetup {
 #endif
 };
 
+/// A node on a segment traversal's stack: the fraction where the segment
+/// enters its box.
+struct SegmentEntry {
+  uint32_t node;
+  double t;
+};
+
+/// The one step of a segment traversal that both CastTree and SegmentCursor
+/// take: pushes the children of internal node `n` the segment enters by
+/// `max_fraction` and that hold a layer of `mask`, the nearer on top (so it
+/// is visited first); returns the new count. kPrefetch as in
+/// PushOverlappingChildren.
+template <bool kPrefetch, typename ItemPrefetch>
+__attribute__((always_inline)) inline size_t PushEnteredChildren(
+    const DynamicTree& tree, const TreeNode* nodes, const SegmentSetup& seg, const TreeNode& n,
+    uint32_t mask, double max_fraction, SegmentEntry* stack, size_t sp,
+    const ItemPrefetch& item_prefetch) {
+  const uint32_t c1 = n.child1;
+  const uint32_t c2 = n.child2;
+  double t1, t2;
+  const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], max_fraction, &t1, &t2);
+  bool h1 = (hits & 1u) != 0;
+  bool h2 = (hits & 2u) != 0;
+  if (mask != 0xFFFFFFFFu) {
+    h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
+    h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
+  }
+  // Push the farther child first so the nearer is visited first; selects
+  // instead of branches.
+  const bool swap = t2 < t1;
+  const SegmentEntry near{swap ? c2 : c1, swap ? t2 : t1};
+  const SegmentEntry far{swap ? c1 : c2, swap ? t1 : t2};
+  const bool h_near = swap ? h2 : h1;
+  const bool h_far = swap ? h1 : h2;
+  if constexpr (kPrefetch) {
+    if (h1) PrefetchNext(nodes, c1, item_prefetch);
+    if (h2) PrefetchNext(nodes, c2, item_prefetch);
+  }
+  stack[sp] = far;
+  sp += h_far;
+  stack[sp] = near;
+  return sp + h_near;
+}
+
 /// Walks the leaves whose grown box the segment reaches within the current
 /// max fraction, nearer boxes first. fn(item, layer, max_fraction) returns the
 /// new max fraction (return max_fraction unchanged to keep going; a smaller
@@ -458,21 +515,16 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
   const uint32_t root = tree.root();
   if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
-  const bool all_layers = mask == 0xFFFFFFFFu;
-  struct Entry {
-    uint32_t node;
-    double t;
-  };
   double t_root;
   if (!seg.Entry(nodes[root], max_fraction, &t_root)) return;
-  TraversalBuffer<Entry> buffer(tree.Height() + 2);
-  Entry* stack = buffer.data();
+  TraversalBuffer<SegmentEntry> buffer(tree.Height() + 2);
+  SegmentEntry* stack = buffer.data();
   size_t sp = 0;
   stack[sp++] = {root, t_root};
   while (sp > 0) {
     // Field by field (see SegmentCursor::Step: store-to-load forwarding).
     --sp;
-    const Entry e{stack[sp].node, stack[sp].t};
+    const SegmentEntry e{stack[sp].node, stack[sp].t};
     if (e.t > max_fraction) continue;
     const TreeNode& n = nodes[e.node];
     if (n.IsLeaf()) {
@@ -482,29 +534,8 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
       }
       continue;
     }
-    const uint32_t c1 = n.child1;
-    const uint32_t c2 = n.child2;
-    double t1, t2;
-    const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], max_fraction, &t1, &t2);
-    bool h1 = (hits & 1u) != 0;
-    bool h2 = (hits & 2u) != 0;
-    if (!all_layers) {
-      h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
-      h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
-    }
-    // Push the farther child first so the nearer is visited first; selects
-    // instead of branches.
-    const bool swap = t2 < t1;
-    const Entry near{swap ? c2 : c1, swap ? t2 : t1};
-    const Entry far{swap ? c1 : c2, swap ? t1 : t2};
-    const bool h_near = swap ? h2 : h1;
-    const bool h_far = swap ? h1 : h2;
-    if (h1) PrefetchNext(nodes, c1, item_prefetch);
-    if (h2) PrefetchNext(nodes, c2, item_prefetch);
-    stack[sp] = far;
-    sp += h_far;
-    stack[sp] = near;
-    sp += h_near;
+    sp = PushEnteredChildren<true>(tree, nodes, seg, n, mask, max_fraction, stack, sp,
+                                  item_prefetch);
   }
 }
 
@@ -570,18 +601,8 @@ class BoxCursor {
       if (n.IsLeaf()) {
         if ((mask_ >> n.child2) & 1u) fn(n.Item(), n.child2);
       } else {
-        const uint32_t c1 = n.child1;
-        const uint32_t c2 = n.child2;
-        bool h1 = BoxesOverlap(nodes[c1], box_);
-        bool h2 = BoxesOverlap(nodes[c2], box_);
-        if (mask_ != 0xFFFFFFFFu) {
-          h1 = h1 && (tree_->LayerMask(c1) & mask_) != 0;
-          h2 = h2 && (tree_->LayerMask(c2) & mask_) != 0;
-        }
-        stack_[sp_] = c2;
-        sp_ += h2;
-        stack_[sp_] = c1;
-        sp_ += h1;
+        sp_ = PushOverlappingChildren<false>(*tree_, nodes, n, box_, mask_, &stack_[0], sp_,
+                                             item_prefetch);
       }
     }
     if (sp_ == 0) return false;
@@ -636,25 +657,8 @@ class SegmentCursor {
             }
           }
         } else {
-          const uint32_t c1 = n.child1;
-          const uint32_t c2 = n.child2;
-          double t1, t2;
-          const unsigned hits = seg_->Entry2(nodes[c1], nodes[c2], max_fraction_, &t1, &t2);
-          bool h1 = (hits & 1u) != 0;
-          bool h2 = (hits & 2u) != 0;
-          if (mask_ != 0xFFFFFFFFu) {
-            h1 = h1 && (tree_->LayerMask(c1) & mask_) != 0;
-            h2 = h2 && (tree_->LayerMask(c2) & mask_) != 0;
-          }
-          const bool swap = t2 < t1;
-          const Entry near{swap ? c2 : c1, swap ? t2 : t1};
-          const Entry far{swap ? c1 : c2, swap ? t1 : t2};
-          const bool h_near = swap ? h2 : h1;
-          const bool h_far = swap ? h1 : h2;
-          stack_[sp_] = far;
-          sp_ += h_far;
-          stack_[sp_] = near;
-          sp_ += h_near;
+          sp_ = PushEnteredChildren<false>(*tree_, nodes, *seg_, n, mask_, max_fraction_,
+                                           &stack_[0], sp_, item_prefetch);
         }
       }
     }
@@ -675,10 +679,7 @@ class SegmentCursor {
   }
 
  private:
-  struct Entry {
-    uint32_t node;
-    double t;
-  };
+  using Entry = SegmentEntry;
   const DynamicTree* tree_ = nullptr;
   const SegmentSetup* seg_ = nullptr;
   uint32_t mask_ = 0;
