@@ -735,32 +735,175 @@ Status FromProto(const Repeated<v1::ColliderChange>& changes, std::vector<Collid
   return Status::Ok();
 }
 
+namespace {
+
+// The fast path of a query list: the common queries converted in place with
+// plain checks, no Result, Status or Path built. Each Fast* function accepts
+// exactly what its general counterpart above accepts and produces the same
+// value; on anything else (a failed check, a convex hull, a move) it returns
+// false and the general path converts the query again, so errors and their
+// messages come from one place.
+
+bool FastCoordinate(double v) { return std::isfinite(v) && InCoordinateRange(v); }
+
+// Vec
+bool FastVec(const v1::Vec3& v, Vec3* out) {
+  const double x = v.x(), y = v.y(), z = v.z();
+  if (!(FastCoordinate(x) && FastCoordinate(y) && FastCoordinate(z))) return false;
+  *out = Vec3{x, y, z};
+  return true;
+}
+
+// PoseOf
+bool FastPose(const v1::Pose& p, Pose* out) {
+  if (p.has_position() && !FastVec(p.position(), &out->position)) return false;
+  if (p.has_rotation()) {
+    const v1::Quat& q = p.rotation();
+    const Quat r{q.x(), q.y(), q.z(), q.w()};
+    if (!(std::isfinite(r.x) && std::isfinite(r.y) && std::isfinite(r.z) && std::isfinite(r.w)) ||
+        !r.IsNormalized(kQuatNormTolerance)) {
+      return false;
+    }
+    out->rotation = r.Normalized();
+  }
+  return true;
+}
+
+bool FastSize(double v) { return v >= kMinShapeSize && v <= kMaxShapeSize; }
+bool FastHalfHeight(double v) { return v == 0.0 || FastSize(v); }
+
+// ShapeOf for the primitives; false for a convex hull or a collider-only kind.
+bool FastShape(const v1::Shape& s, Shape* out) {
+  Result<Shape> made = Error{};
+  switch (s.kind_case()) {
+    case v1::Shape::kSphere:
+      if (!FastSize(s.sphere().radius())) return false;
+      made = Shape::MakeSphere(s.sphere().radius());
+      break;
+    case v1::Shape::kBox: {
+      if (!s.box().has_half_extents()) return false;
+      const v1::Vec3& e = s.box().half_extents();
+      if (!(FastSize(e.x()) && FastSize(e.y()) && FastSize(e.z()))) return false;
+      made = Shape::MakeBox({e.x(), e.y(), e.z()});
+      break;
+    }
+    case v1::Shape::kCapsule:
+      if (!(FastSize(s.capsule().radius()) && FastHalfHeight(s.capsule().half_height()))) {
+        return false;
+      }
+      made = Shape::MakeCapsule(s.capsule().radius(), s.capsule().half_height());
+      break;
+    case v1::Shape::kCylinder:
+      if (!(FastSize(s.cylinder().radius()) && FastHalfHeight(s.cylinder().half_height()))) {
+        return false;
+      }
+      made = Shape::MakeCylinder(s.cylinder().radius(), s.cylinder().half_height());
+      break;
+    default:
+      return false;
+  }
+  if (!made.ok()) return false;
+  *out = std::move(*made);
+  return true;
+}
+
+// PlacedShapeOf
+template <typename QueryMessage>
+bool FastPlacedShape(const QueryMessage& in, bool from_collider, Shape* shape, Pose* pose) {
+  if (from_collider) return !in.has_shape() && !in.has_pose();
+  if (!in.has_shape() || !FastShape(in.shape(), shape)) return false;
+  return !in.has_pose() || FastPose(in.pose(), pose);
+}
+
+// FilterOf; `out` comes with the ignore ids' reused capacity.
+bool FastFilter(const v1::QueryFilter& f, QueryFilter* out) {
+  if (f.has_mask()) out->mask = f.mask();
+  if (f.ignore_ids_size() > kMaxIgnoreIds) return false;
+  out->ignore.assign(f.ignore_ids().begin(), f.ignore_ids().end());
+  out->max_hits = f.max_hits();
+  return true;
+}
+
+// QueryOf for overlap, cast and raycast queries, into *slot.
+bool FastQuery(const v1::Query& q, Query* slot) {
+  const bool from_collider = q.has_shape_from_collider();
+  if (q.has_at_tick() && !(std::isfinite(q.at_tick()) && q.at_tick() >= 0.0)) return false;
+  // The capacity of the ignore ids of the query converted here before.
+  std::vector<uint64_t> ignore =
+      std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; }, *slot).ignore);
+  ignore.clear();
+  const auto finish = [&](auto&& x) {
+    x.tag = q.tag();
+    if (q.has_at_tick()) x.at_tick = q.at_tick();
+    *slot = std::move(x);
+    return true;
+  };
+  switch (q.kind_case()) {
+    case v1::Query::kOverlap: {
+      const v1::OverlapQuery& in = q.overlap();
+      OverlapQuery out;
+      out.filter.ignore = std::move(ignore);
+      if (!FastPlacedShape(in, from_collider, &out.shape, &out.pose) ||
+          !FastFilter(in.filter(), &out.filter)) {
+        return false;
+      }
+      out.want_contact = in.want_contact();
+      return finish(std::move(out));
+    }
+    case v1::Query::kCast: {
+      const v1::CastQuery& in = q.cast();
+      CastQuery out;
+      out.filter.ignore = std::move(ignore);
+      const double offset = in.contact_offset();
+      if (!FastPlacedShape(in, from_collider, &out.shape, &out.pose) ||
+          !FastVec(in.translation(), &out.translation) ||
+          !FastFilter(in.filter(), &out.filter) ||
+          !(std::isfinite(offset) && offset >= 0 && offset <= kMaxContactOffset)) {
+        return false;
+      }
+      out.all_hits = in.all_hits();
+      out.contact_offset = offset;
+      return finish(std::move(out));
+    }
+    case v1::Query::kRaycast: {
+      if (from_collider) return false;
+      const v1::RayQuery& in = q.raycast();
+      RayQuery out;
+      out.filter.ignore = std::move(ignore);
+      if (!FastVec(in.origin(), &out.origin) || !FastVec(in.translation(), &out.translation) ||
+          !FastFilter(in.filter(), &out.filter)) {
+        return false;
+      }
+      out.all_hits = in.all_hits();
+      return finish(std::move(out));
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 Status FromProto(const Repeated<v1::Query>& queries, std::vector<Query>* out,
                  std::string_view field) {
   const Path root(field);
   const size_t n = static_cast<size_t>(queries.size());
-  out->reserve(n);
+  out->resize(n);
   for (size_t i = 0; i < n; ++i) {
-    // The capacity of the ignore ids of the query converted here before.
-    std::vector<uint64_t> ignore;
-    if (i < out->size()) {
-      ignore = std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; },
-                                    (*out)[i]).ignore);
-      ignore.clear();
-    }
-    Result<Query> q = QueryOf(queries.Get(static_cast<int>(i)), Path(&root, static_cast<int>(i)),
-                              std::move(ignore));
+    const v1::Query& in = queries.Get(static_cast<int>(i));
+    Query& slot = (*out)[i];
+    if (FastQuery(in, &slot)) continue;
+    // The general path: moves, convex hulls, and every error.
+    std::vector<uint64_t> ignore =
+        std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; }, slot).ignore);
+    ignore.clear();
+    Result<Query> q = QueryOf(in, Path(&root, static_cast<int>(i)), std::move(ignore));
     if (!q.ok()) {
       out->clear();
       return q.error();
     }
-    if (i < out->size()) {
-      (*out)[i] = std::move(*q);
-    } else {
-      out->push_back(std::move(*q));
-    }
+    slot = std::move(*q);
   }
-  out->resize(n);
   return Status::Ok();
 }
 
