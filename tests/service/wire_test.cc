@@ -785,7 +785,7 @@ TEST(WireTest, DefaultFilterIsLeftOut) {
 
 // A query list converts each query as the single-query FromProto does (the
 // list takes a fast path for overlaps, casts and rays): the same values, and
-// for a bad query the same error under "queries[i]". Thousands of seeded
+// for a bad query the same error under "queries[i]". 3000 seeded lists of
 // queries of every kind and form, valid and broken one field at a time,
 // converted into a vector that still holds other queries.
 TEST(WireTest, QueryListMatchesSingleQueries) {
@@ -860,6 +860,16 @@ TEST(WireTest, QueryListMatchesSingleQueries) {
         random_shape(m->mutable_shape());
         wire::ToProto(Vec3{u(rng), u(rng), u(rng)}, m->mutable_displacement());
         if (rng() % 2) m->set_apply_to_id(rng() % 100);
+        if (rng() % 2) random_filter(m->mutable_filter());
+        if (rng() % 2) {
+          v1::MoveSettings* st = m->mutable_settings();
+          if (rng() % 2) wire::ToProto(Vec3{u(rng), u(rng), u(rng)}, st->mutable_up());
+          if (rng() % 2) st->set_skin_width(pick({0.01, 1e3}));
+          if (rng() % 2) st->set_max_iterations(1 + static_cast<uint32_t>(rng() % 8));
+          if (rng() % 2) st->set_max_slope_degrees(pick({0.0, 45.0, 89.9}));
+          if (rng() % 2) st->set_step_height(pick({0.0, 0.3}));
+          if (rng() % 2) st->set_ground_snap_distance(pick({0.0, 0.2, 1e3}));
+        }
         break;
       }
     }
@@ -877,11 +887,13 @@ TEST(WireTest, QueryListMatchesSingleQueries) {
     const double bad = pick({nan, inf, -inf, 2e9, -2e9});
     v1::Shape* shape = q->has_overlap() ? q->mutable_overlap()->mutable_shape()
                        : q->has_cast()  ? q->mutable_cast()->mutable_shape()
+                       : q->has_move()  ? q->mutable_move()->mutable_shape()
                                         : nullptr;
     v1::Pose* pose = q->has_overlap() ? q->mutable_overlap()->mutable_pose()
                      : q->has_cast()  ? q->mutable_cast()->mutable_pose()
+                     : q->has_move()  ? q->mutable_move()->mutable_pose()
                                       : nullptr;
-    switch (rng() % 12) {
+    switch (q->has_move() && rng() % 2 ? 11 : rng() % 13) {
       case 0:
         if (pose != nullptr) pose->mutable_position()->set_y(bad);
         if (q->has_raycast()) q->mutable_raycast()->mutable_origin()->set_z(bad);
@@ -920,6 +932,21 @@ TEST(WireTest, QueryListMatchesSingleQueries) {
       case 9:
         q->set_shape_from_collider(7);  // with a shape or pose given, or on a ray
         break;
+      case 11:
+        if (q->has_move()) {
+          v1::MoveSettings* st = q->mutable_move()->mutable_settings();
+          switch (rng() % 6) {
+            case 0: wire::ToProto(Vec3{0, 0, 0}, st->mutable_up()); break;
+            case 1: st->set_skin_width(pick({0.0, 1e3 + 1, nan})); break;
+            case 2: st->set_max_iterations(rng() % 2 ? 0u : 65u); break;
+            case 3: st->set_max_slope_degrees(pick({90.0, -1.0, nan})); break;
+            case 4: st->set_step_height(pick({-0.1, inf})); break;
+            default: st->set_ground_snap_distance(pick({-0.1, 2e3})); break;
+          }
+        } else {
+          q->clear_kind();
+        }
+        break;
       case 10: {
         v1::QueryFilter* f = q->has_overlap()  ? q->mutable_overlap()->mutable_filter()
                              : q->has_cast()   ? q->mutable_cast()->mutable_filter()
@@ -940,12 +967,12 @@ TEST(WireTest, QueryListMatchesSingleQueries) {
   };
   std::vector<Query> out;
   int errors = 0, converted = 0;
-  for (int round = 0; round < 400; ++round) {
+  for (int round = 0; round < 3000; ++round) {
     google::protobuf::RepeatedPtrField<v1::Query> list;
     const int n = 1 + static_cast<int>(rng() % 16);
     for (int i = 0; i < n; ++i) {
       random_query(list.Add());
-      if (rng() % 40 == 0) break_one(list.Mutable(i));
+      if (rng() % 30 == 0) break_one(list.Mutable(i));
     }
     // The reference: each query on its own, under its path in the list.
     std::vector<Query> expected;

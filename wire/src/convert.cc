@@ -740,7 +740,7 @@ namespace {
 // The fast path of a query list: the common queries converted in place with
 // plain checks, no Result, Status or Path built. Each Fast* function accepts
 // exactly what its general counterpart above accepts and produces the same
-// value; on anything else (a failed check, a convex hull, a move) it returns
+// value; on anything else (a failed check, a convex hull) it returns
 // false and the general path converts the query again, so errors and their
 // messages come from one place.
 
@@ -824,7 +824,44 @@ bool FastFilter(const v1::QueryFilter& f, QueryFilter* out) {
   return true;
 }
 
-// QueryOf for overlap, cast and raycast queries, into *slot.
+// CheckSetting
+bool FastSetting(double v, double lo, bool lo_open, double hi, bool hi_open) {
+  return std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+}
+
+// MoveSettingsOf
+bool FastMoveSettings(const v1::MoveSettings& in, MoveSettings* out) {
+  if (in.has_up()) {
+    Vec3 v;
+    if (!FastVec(in.up(), &v) || !(v.Length() >= 1e-6)) return false;
+    out->up = v.Normalized();
+  }
+  if (in.has_skin_width()) {
+    out->skin_width = in.skin_width();
+    if (!FastSetting(out->skin_width, 0, true, kMaxMoveDistanceSetting, false)) return false;
+  }
+  if (in.has_max_iterations()) {
+    if (in.max_iterations() < 1 || in.max_iterations() > kMaxMoveIterations) return false;
+    out->max_iterations = static_cast<int>(in.max_iterations());
+  }
+  if (in.has_max_slope_degrees()) {
+    out->max_slope_degrees = in.max_slope_degrees();
+    if (!FastSetting(out->max_slope_degrees, 0, false, 90, true)) return false;
+  }
+  if (in.has_step_height()) {
+    out->step_height = in.step_height();
+    if (!FastSetting(out->step_height, 0, false, kMaxMoveDistanceSetting, false)) return false;
+  }
+  if (in.has_ground_snap_distance()) {
+    out->ground_snap_distance = in.ground_snap_distance();
+    if (!FastSetting(out->ground_snap_distance, 0, false, kMaxMoveDistanceSetting, false)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// QueryOf into *slot.
 bool FastQuery(const v1::Query& q, Query* slot) {
   const bool from_collider = q.has_shape_from_collider();
   if (q.has_at_tick() && !(std::isfinite(q.at_tick()) && q.at_tick() >= 0.0)) return false;
@@ -877,6 +914,19 @@ bool FastQuery(const v1::Query& q, Query* slot) {
       out.all_hits = in.all_hits();
       return finish(std::move(out));
     }
+    case v1::Query::kMove: {
+      const v1::MoveQuery& in = q.move();
+      MoveQuery out;
+      out.filter.ignore = std::move(ignore);
+      if (!FastPlacedShape(in, from_collider, &out.shape, &out.pose) ||
+          !FastVec(in.displacement(), &out.displacement) ||
+          !FastFilter(in.filter(), &out.filter) ||
+          !FastMoveSettings(in.settings(), &out.settings)) {
+        return false;
+      }
+      if (in.has_apply_to_id()) out.apply_to_id = in.apply_to_id();
+      return finish(std::move(out));
+    }
     default:
       return false;
   }
@@ -893,7 +943,7 @@ Status FromProto(const Repeated<v1::Query>& queries, std::vector<Query>* out,
     const v1::Query& in = queries.Get(static_cast<int>(i));
     Query& slot = (*out)[i];
     if (FastQuery(in, &slot)) continue;
-    // The general path: moves, convex hulls, and every error.
+    // The general path: convex hulls, and every error.
     std::vector<uint64_t> ignore =
         std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; }, slot).ignore);
     ignore.clear();
