@@ -1264,10 +1264,15 @@ void ToProto(const CastHit& h, v1::CastHit* out) {
 void ToProto(const QueryResult& r, uint64_t tag, v1::QueryResult* out) {
   out->set_tag(tag);
   out->set_truncated(r.truncated);
-  out->mutable_overlaps()->Reserve(static_cast<int>(r.overlaps.size()));
-  for (const OverlapHit& h : r.overlaps) ToProto(h, out->add_overlaps());
-  out->mutable_hits()->Reserve(static_cast<int>(r.hits.size()));
-  for (const CastHit& h : r.hits) ToProto(h, out->add_hits());
+  // Most results of a tick hold one hit or none: no Reserve call for none.
+  if (!r.overlaps.empty()) {
+    out->mutable_overlaps()->Reserve(static_cast<int>(r.overlaps.size()));
+    for (const OverlapHit& h : r.overlaps) ToProto(h, out->add_overlaps());
+  }
+  if (!r.hits.empty()) {
+    out->mutable_hits()->Reserve(static_cast<int>(r.hits.size()));
+    for (const CastHit& h : r.hits) ToProto(h, out->add_hits());
+  }
   if (r.move) ToProto(*r.move, out->mutable_move());
 }
 
