@@ -746,7 +746,7 @@ namespace {
 
 bool FastCoordinate(double v) { return std::isfinite(v) && InCoordinateRange(v); }
 
-// Vec
+// A position or direction, as Vec.
 bool FastVec(const v1::Vec3& v, Vec3* out) {
   const double x = v.x(), y = v.y(), z = v.z();
   if (!(FastCoordinate(x) && FastCoordinate(y) && FastCoordinate(z))) return false;
@@ -754,7 +754,7 @@ bool FastVec(const v1::Vec3& v, Vec3* out) {
   return true;
 }
 
-// PoseOf
+// A pose, as PoseOf.
 bool FastPose(const v1::Pose& p, Pose* out) {
   if (p.has_position() && !FastVec(p.position(), &out->position)) return false;
   if (p.has_rotation()) {
@@ -772,7 +772,7 @@ bool FastPose(const v1::Pose& p, Pose* out) {
 bool FastSize(double v) { return v >= kMinShapeSize && v <= kMaxShapeSize; }
 bool FastHalfHeight(double v) { return v == 0.0 || FastSize(v); }
 
-// ShapeOf for the primitives; false for a convex hull or a collider-only kind.
+// A primitive shape, as ShapeOf; false for a convex hull or a collider-only kind.
 bool FastShape(const v1::Shape& s, Shape* out) {
   Result<Shape> made = Error{};
   switch (s.kind_case()) {
@@ -807,7 +807,7 @@ bool FastShape(const v1::Shape& s, Shape* out) {
   return true;
 }
 
-// PlacedShapeOf
+// A query's shape and pose, as PlacedShapeOf.
 template <typename QueryMessage>
 bool FastPlacedShape(const QueryMessage& in, bool from_collider, Shape* shape, Pose* pose) {
   if (from_collider) return !in.has_shape() && !in.has_pose();
@@ -815,7 +815,7 @@ bool FastPlacedShape(const QueryMessage& in, bool from_collider, Shape* shape, P
   return !in.has_pose() || FastPose(in.pose(), pose);
 }
 
-// FilterOf; `out` comes with the ignore ids' reused capacity.
+// A filter, as FilterOf; `out` comes with the ignore ids' reused capacity.
 bool FastFilter(const v1::QueryFilter& f, QueryFilter* out) {
   if (f.has_mask()) out->mask = f.mask();
   if (f.ignore_ids_size() > kMaxIgnoreIds) return false;
@@ -824,12 +824,12 @@ bool FastFilter(const v1::QueryFilter& f, QueryFilter* out) {
   return true;
 }
 
-// CheckSetting
+// A setting in its range, as CheckSetting.
 bool FastSetting(double v, double lo, bool lo_open, double hi, bool hi_open) {
   return std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
 }
 
-// MoveSettingsOf
+// A move's settings, as MoveSettingsOf.
 bool FastMoveSettings(const v1::MoveSettings& in, MoveSettings* out) {
   if (in.has_up()) {
     Vec3 v;
@@ -861,7 +861,7 @@ bool FastMoveSettings(const v1::MoveSettings& in, MoveSettings* out) {
   return true;
 }
 
-// QueryOf into *slot.
+// A query, as QueryOf, into *slot.
 bool FastQuery(const v1::Query& q, Query* slot) {
   const bool from_collider = q.has_shape_from_collider();
   if (q.has_at_tick() && !(std::isfinite(q.at_tick()) && q.at_tick() >= 0.0)) return false;
