@@ -774,37 +774,29 @@ bool FastHalfHeight(double v) { return v == 0.0 || FastSize(v); }
 
 // A primitive shape, as ShapeOf; false for a convex hull or a collider-only kind.
 bool FastShape(const v1::Shape& s, Shape* out) {
-  Result<Shape> made = Error{};
+  const auto place = [out](Result<Shape> made) {
+    if (!made.ok()) return false;
+    *out = std::move(*made);
+    return true;
+  };
   switch (s.kind_case()) {
     case v1::Shape::kSphere:
-      if (!FastSize(s.sphere().radius())) return false;
-      made = Shape::MakeSphere(s.sphere().radius());
-      break;
+      return FastSize(s.sphere().radius()) && place(Shape::MakeSphere(s.sphere().radius()));
     case v1::Shape::kBox: {
       if (!s.box().has_half_extents()) return false;
       const v1::Vec3& e = s.box().half_extents();
-      if (!(FastSize(e.x()) && FastSize(e.y()) && FastSize(e.z()))) return false;
-      made = Shape::MakeBox({e.x(), e.y(), e.z()});
-      break;
+      return FastSize(e.x()) && FastSize(e.y()) && FastSize(e.z()) &&
+             place(Shape::MakeBox({e.x(), e.y(), e.z()}));
     }
     case v1::Shape::kCapsule:
-      if (!(FastSize(s.capsule().radius()) && FastHalfHeight(s.capsule().half_height()))) {
-        return false;
-      }
-      made = Shape::MakeCapsule(s.capsule().radius(), s.capsule().half_height());
-      break;
+      return FastSize(s.capsule().radius()) && FastHalfHeight(s.capsule().half_height()) &&
+             place(Shape::MakeCapsule(s.capsule().radius(), s.capsule().half_height()));
     case v1::Shape::kCylinder:
-      if (!(FastSize(s.cylinder().radius()) && FastHalfHeight(s.cylinder().half_height()))) {
-        return false;
-      }
-      made = Shape::MakeCylinder(s.cylinder().radius(), s.cylinder().half_height());
-      break;
+      return FastSize(s.cylinder().radius()) && FastHalfHeight(s.cylinder().half_height()) &&
+             place(Shape::MakeCylinder(s.cylinder().radius(), s.cylinder().half_height()));
     default:
       return false;
   }
-  if (!made.ok()) return false;
-  *out = std::move(*made);
-  return true;
 }
 
 // A query's shape and pose, as PlacedShapeOf.
