@@ -782,5 +782,242 @@ TEST(WireTest, DefaultFilterIsLeftOut) {
   }
 }
 
+
+// A query list converts each query as the single-query FromProto does (the
+// list takes a fast path for overlaps, casts and rays): the same values, and
+// for a bad query the same error under "queries[i]". 3000 seeded lists of
+// queries of every kind and form, valid and broken one field at a time,
+// converted into a vector that still holds other queries.
+TEST(WireTest, QueryListMatchesSingleQueries) {
+  std::mt19937_64 rng(20261123);
+  std::uniform_real_distribution<double> u(-100, 100), pos(0.01, 5);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  auto pick = [&](std::initializer_list<double> v) { return v.begin()[rng() % v.size()]; };
+  auto random_shape = [&](v1::Shape* s) {
+    switch (rng() % 5) {
+      case 0: s->mutable_sphere()->set_radius(pos(rng)); break;
+      case 1: wire::ToProto(Vec3{pos(rng), pos(rng), pos(rng)},
+                            s->mutable_box()->mutable_half_extents()); break;
+      case 2:
+        s->mutable_capsule()->set_radius(pos(rng));
+        s->mutable_capsule()->set_half_height(rng() % 4 == 0 ? 0.0 : pos(rng));
+        break;
+      case 3:
+        s->mutable_cylinder()->set_radius(pos(rng));
+        s->mutable_cylinder()->set_half_height(rng() % 4 == 0 ? 0.0 : pos(rng));
+        break;
+      default:
+        for (int k = 0; k < 4; ++k) {
+          wire::ToProto(Vec3{k == 1 ? 1.0 : 0.0, k == 2 ? 1.0 : 0.0, k == 3 ? 1.0 : 0.0},
+                        s->mutable_convex_hull()->add_points());
+        }
+        break;
+    }
+  };
+  auto random_pose = [&](v1::Pose* p) {
+    if (rng() % 4 != 0) wire::ToProto(Vec3{u(rng), u(rng), u(rng)}, p->mutable_position());
+    if (rng() % 4 != 0) {
+      wire::ToProto(Quat(u(rng), u(rng), u(rng), u(rng)).Normalized(), p->mutable_rotation());
+    }
+  };
+  auto random_filter = [&](v1::QueryFilter* f) {
+    if (rng() % 2) f->set_mask(static_cast<uint32_t>(rng()));
+    const int ids = static_cast<int>(rng() % 3);
+    for (int k = 0; k < ids; ++k) f->add_ignore_ids(rng() % 100);
+    if (rng() % 2) f->set_max_hits(static_cast<uint32_t>(rng() % 10));
+  };
+  auto random_query = [&](v1::Query* q) {
+    switch (rng() % 4) {
+      case 0: {
+        v1::OverlapQuery* o = q->mutable_overlap();
+        random_shape(o->mutable_shape());
+        if (rng() % 2) random_pose(o->mutable_pose());
+        if (rng() % 2) random_filter(o->mutable_filter());
+        o->set_want_contact(rng() % 2);
+        break;
+      }
+      case 1: {
+        v1::CastQuery* c = q->mutable_cast();
+        random_shape(c->mutable_shape());
+        if (rng() % 2) random_pose(c->mutable_pose());
+        if (rng() % 4 != 0) wire::ToProto(Vec3{u(rng), u(rng), u(rng)}, c->mutable_translation());
+        if (rng() % 2) random_filter(c->mutable_filter());
+        c->set_all_hits(rng() % 2);
+        if (rng() % 2) c->set_contact_offset(pick({0.0, 0.01, 1e3}));
+        break;
+      }
+      case 2: {
+        v1::RayQuery* r = q->mutable_raycast();
+        if (rng() % 4 != 0) wire::ToProto(Vec3{u(rng), u(rng), u(rng)}, r->mutable_origin());
+        if (rng() % 4 != 0) wire::ToProto(Vec3{u(rng), u(rng), u(rng)}, r->mutable_translation());
+        if (rng() % 2) random_filter(r->mutable_filter());
+        r->set_all_hits(rng() % 2);
+        break;
+      }
+      default: {
+        v1::MoveQuery* m = q->mutable_move();
+        random_shape(m->mutable_shape());
+        wire::ToProto(Vec3{u(rng), u(rng), u(rng)}, m->mutable_displacement());
+        if (rng() % 2) m->set_apply_to_id(rng() % 100);
+        if (rng() % 2) random_filter(m->mutable_filter());
+        if (rng() % 2) {
+          v1::MoveSettings* st = m->mutable_settings();
+          if (rng() % 2) wire::ToProto(Vec3{u(rng), u(rng), u(rng)}, st->mutable_up());
+          if (rng() % 2) st->set_skin_width(pick({0.01, 1e3}));
+          if (rng() % 2) st->set_max_iterations(1 + static_cast<uint32_t>(rng() % 8));
+          if (rng() % 2) st->set_max_slope_degrees(pick({0.0, 45.0, 89.9}));
+          if (rng() % 2) st->set_step_height(pick({0.0, 0.3}));
+          if (rng() % 2) st->set_ground_snap_distance(pick({0.0, 0.2, 1e3}));
+        }
+        break;
+      }
+    }
+    if (rng() % 2) q->set_tag(rng());
+    if (rng() % 4 == 0) q->set_at_tick(pick({0.0, 3.0, 1e9}));
+    if (rng() % 6 == 0 && !q->has_raycast()) {  // a sweep by collider id: no shape, no pose
+      q->set_shape_from_collider(rng() % 100);
+      if (q->has_overlap()) q->mutable_overlap()->clear_shape(), q->mutable_overlap()->clear_pose();
+      if (q->has_cast()) q->mutable_cast()->clear_shape(), q->mutable_cast()->clear_pose();
+      if (q->has_move()) q->mutable_move()->clear_shape(), q->mutable_move()->clear_pose();
+    }
+  };
+  // One field broken: a non-finite, out-of-range or non-unit value.
+  auto break_one = [&](v1::Query* q) {
+    const double bad = pick({nan, inf, -inf, 2e9, -2e9});
+    v1::Shape* shape = q->has_overlap() ? q->mutable_overlap()->mutable_shape()
+                       : q->has_cast()  ? q->mutable_cast()->mutable_shape()
+                       : q->has_move()  ? q->mutable_move()->mutable_shape()
+                                        : nullptr;
+    v1::Pose* pose = q->has_overlap() ? q->mutable_overlap()->mutable_pose()
+                     : q->has_cast()  ? q->mutable_cast()->mutable_pose()
+                     : q->has_move()  ? q->mutable_move()->mutable_pose()
+                                      : nullptr;
+    switch (q->has_move() && rng() % 2 ? 11 : rng() % 13) {
+      case 0:
+        if (pose != nullptr) pose->mutable_position()->set_y(bad);
+        if (q->has_raycast()) q->mutable_raycast()->mutable_origin()->set_z(bad);
+        break;
+      case 1:
+        if (pose != nullptr) pose->mutable_rotation()->set_w(pick({nan, 2.0, 0.999}));
+        break;
+      case 2:
+        if (shape != nullptr && shape->has_sphere()) shape->mutable_sphere()->set_radius(-1);
+        if (shape != nullptr && shape->has_box()) {
+          shape->mutable_box()->mutable_half_extents()->set_x(pick({0.0, nan, 2e6}));
+        }
+        if (shape != nullptr && shape->has_capsule()) shape->mutable_capsule()->set_half_height(-1);
+        if (shape != nullptr && shape->has_cylinder()) shape->mutable_cylinder()->set_radius(1e-8);
+        break;
+      case 3:
+        if (shape != nullptr && shape->has_box()) shape->mutable_box()->clear_half_extents();
+        break;
+      case 4:
+        if (q->has_cast()) q->mutable_cast()->mutable_translation()->set_x(bad);
+        if (q->has_raycast()) q->mutable_raycast()->mutable_translation()->set_x(bad);
+        break;
+      case 5:
+        if (shape != nullptr) shape->mutable_mesh();
+        break;
+      case 6:
+        if (shape != nullptr) shape->Clear();  // no kind set
+        if (q->has_overlap()) q->mutable_overlap()->clear_shape();  // no shape
+        break;
+      case 7:
+        if (q->has_cast()) q->mutable_cast()->set_contact_offset(pick({1e3 + 1, -0.1, nan}));
+        break;
+      case 8:
+        q->set_at_tick(pick({-1.0, nan, inf}));
+        break;
+      case 9:
+        q->set_shape_from_collider(7);  // with a shape or pose given, or on a ray
+        break;
+      case 11:
+        if (q->has_move()) {
+          v1::MoveSettings* st = q->mutable_move()->mutable_settings();
+          switch (rng() % 6) {
+            case 0: wire::ToProto(Vec3{0, 0, 0}, st->mutable_up()); break;
+            case 1: st->set_skin_width(pick({0.0, 1e3 + 1, nan})); break;
+            case 2: st->set_max_iterations(rng() % 2 ? 0u : 65u); break;
+            case 3: st->set_max_slope_degrees(pick({90.0, -1.0, nan})); break;
+            case 4: st->set_step_height(pick({-0.1, inf})); break;
+            default: st->set_ground_snap_distance(pick({-0.1, 2e3})); break;
+          }
+        } else {
+          q->clear_kind();
+        }
+        break;
+      case 10: {
+        v1::QueryFilter* f = q->has_overlap()  ? q->mutable_overlap()->mutable_filter()
+                             : q->has_cast()   ? q->mutable_cast()->mutable_filter()
+                             : q->has_raycast() ? q->mutable_raycast()->mutable_filter()
+                                                : q->mutable_move()->mutable_filter();
+        for (int k = 0; k < 257; ++k) f->add_ignore_ids(k);
+        break;
+      }
+      default:
+        q->clear_kind();
+        break;
+    }
+  };
+  const auto encode = [](const Query& q) {
+    v1::Query p;
+    wire::ToProto(q, &p);
+    return std::to_string(q.index()) + ":" + p.SerializeAsString();
+  };
+  std::vector<Query> out;
+  int errors = 0, converted = 0;
+  for (int round = 0; round < 3000; ++round) {
+    google::protobuf::RepeatedPtrField<v1::Query> list;
+    const int n = 1 + static_cast<int>(rng() % 16);
+    for (int i = 0; i < n; ++i) {
+      random_query(list.Add());
+      if (rng() % 30 == 0) break_one(list.Mutable(i));
+    }
+    // The reference: each query on its own, under its path in the list.
+    std::vector<Query> expected;
+    std::string expected_error;
+    for (int i = 0; i < n; ++i) {
+      Result<Query> one = wire::FromProto(list.Get(i), "queries[" + std::to_string(i) + "]");
+      if (!one.ok()) {
+        expected_error = one.error().message;
+        break;
+      }
+      expected.push_back(std::move(*one));
+    }
+    const Status st = wire::FromProto(list, &out, "queries");
+    if (!expected_error.empty()) {
+      ++errors;
+      ASSERT_FALSE(st.ok()) << round;
+      EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+      EXPECT_EQ(st.message(), expected_error) << round;
+      EXPECT_TRUE(out.empty());
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << round << ": " << st.message();
+    ASSERT_EQ(out.size(), expected.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      ++converted;
+      EXPECT_EQ(encode(out[i]), encode(expected[i])) << round << " " << i;
+      // Shape kinds and fields a proto round trip could hide.
+      std::visit(
+          [&](const auto& got) {
+            using T = std::decay_t<decltype(got)>;
+            const T& want = std::get<T>(expected[i]);
+            EXPECT_EQ(got.filter.ignore, want.filter.ignore);
+            EXPECT_EQ(got.at_tick, want.at_tick);
+            if constexpr (!std::is_same_v<T, RayQuery>) {
+              EXPECT_EQ(got.shape, want.shape);
+              EXPECT_EQ(got.pose.rotation, want.pose.rotation);
+            }
+          },
+          out[i]);
+    }
+  }
+  // Both outcomes were exercised many times.
+  EXPECT_GT(errors, 50);
+  EXPECT_GT(converted, 1000);
+}
+
 }  // namespace
 }  // namespace hitbox

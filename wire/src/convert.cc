@@ -735,32 +735,217 @@ Status FromProto(const Repeated<v1::ColliderChange>& changes, std::vector<Collid
   return Status::Ok();
 }
 
+namespace {
+
+// The fast path of a query list: the common queries converted in place with
+// plain checks, no Result, Status or Path built. Each Fast* function accepts
+// exactly what its general counterpart above accepts and produces the same
+// value; on anything else (a failed check, a convex hull) it returns
+// false and the general path converts the query again, so errors and their
+// messages come from one place.
+
+bool FastCoordinate(double v) { return std::isfinite(v) && InCoordinateRange(v); }
+
+// A position or direction, as Vec.
+bool FastVec(const v1::Vec3& v, Vec3* out) {
+  const double x = v.x(), y = v.y(), z = v.z();
+  if (!(FastCoordinate(x) && FastCoordinate(y) && FastCoordinate(z))) return false;
+  *out = Vec3{x, y, z};
+  return true;
+}
+
+// A pose, as PoseOf.
+bool FastPose(const v1::Pose& p, Pose* out) {
+  if (p.has_position() && !FastVec(p.position(), &out->position)) return false;
+  if (p.has_rotation()) {
+    const v1::Quat& q = p.rotation();
+    const Quat r{q.x(), q.y(), q.z(), q.w()};
+    if (!(std::isfinite(r.x) && std::isfinite(r.y) && std::isfinite(r.z) && std::isfinite(r.w)) ||
+        !r.IsNormalized(kQuatNormTolerance)) {
+      return false;
+    }
+    out->rotation = r.Normalized();
+  }
+  return true;
+}
+
+bool FastSize(double v) { return v >= kMinShapeSize && v <= kMaxShapeSize; }
+bool FastHalfHeight(double v) { return v == 0.0 || FastSize(v); }
+
+// A primitive shape, as ShapeOf; false for a convex hull or a collider-only kind.
+bool FastShape(const v1::Shape& s, Shape* out) {
+  const auto place = [out](Result<Shape> made) {
+    if (!made.ok()) return false;
+    *out = std::move(*made);
+    return true;
+  };
+  switch (s.kind_case()) {
+    case v1::Shape::kSphere:
+      return FastSize(s.sphere().radius()) && place(Shape::MakeSphere(s.sphere().radius()));
+    case v1::Shape::kBox: {
+      if (!s.box().has_half_extents()) return false;
+      const v1::Vec3& e = s.box().half_extents();
+      return FastSize(e.x()) && FastSize(e.y()) && FastSize(e.z()) &&
+             place(Shape::MakeBox({e.x(), e.y(), e.z()}));
+    }
+    case v1::Shape::kCapsule:
+      return FastSize(s.capsule().radius()) && FastHalfHeight(s.capsule().half_height()) &&
+             place(Shape::MakeCapsule(s.capsule().radius(), s.capsule().half_height()));
+    case v1::Shape::kCylinder:
+      return FastSize(s.cylinder().radius()) && FastHalfHeight(s.cylinder().half_height()) &&
+             place(Shape::MakeCylinder(s.cylinder().radius(), s.cylinder().half_height()));
+    default:
+      return false;
+  }
+}
+
+// A query's shape and pose, as PlacedShapeOf.
+template <typename QueryMessage>
+bool FastPlacedShape(const QueryMessage& in, bool from_collider, Shape* shape, Pose* pose) {
+  if (from_collider) return !in.has_shape() && !in.has_pose();
+  if (!in.has_shape() || !FastShape(in.shape(), shape)) return false;
+  return !in.has_pose() || FastPose(in.pose(), pose);
+}
+
+// A filter, as FilterOf; `out` comes with the ignore ids' reused capacity.
+bool FastFilter(const v1::QueryFilter& f, QueryFilter* out) {
+  if (f.has_mask()) out->mask = f.mask();
+  if (f.ignore_ids_size() > kMaxIgnoreIds) return false;
+  out->ignore.assign(f.ignore_ids().begin(), f.ignore_ids().end());
+  out->max_hits = f.max_hits();
+  return true;
+}
+
+// A setting in its range, as CheckSetting.
+bool FastSetting(double v, double lo, bool lo_open, double hi, bool hi_open) {
+  return std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+}
+
+// A move's settings, as MoveSettingsOf.
+bool FastMoveSettings(const v1::MoveSettings& in, MoveSettings* out) {
+  if (in.has_up()) {
+    Vec3 v;
+    if (!FastVec(in.up(), &v) || !(v.Length() >= 1e-6)) return false;
+    out->up = v.Normalized();
+  }
+  if (in.has_skin_width()) {
+    out->skin_width = in.skin_width();
+    if (!FastSetting(out->skin_width, 0, true, kMaxMoveDistanceSetting, false)) return false;
+  }
+  if (in.has_max_iterations()) {
+    if (in.max_iterations() < 1 || in.max_iterations() > kMaxMoveIterations) return false;
+    out->max_iterations = static_cast<int>(in.max_iterations());
+  }
+  if (in.has_max_slope_degrees()) {
+    out->max_slope_degrees = in.max_slope_degrees();
+    if (!FastSetting(out->max_slope_degrees, 0, false, 90, true)) return false;
+  }
+  if (in.has_step_height()) {
+    out->step_height = in.step_height();
+    if (!FastSetting(out->step_height, 0, false, kMaxMoveDistanceSetting, false)) return false;
+  }
+  if (in.has_ground_snap_distance()) {
+    out->ground_snap_distance = in.ground_snap_distance();
+    if (!FastSetting(out->ground_snap_distance, 0, false, kMaxMoveDistanceSetting, false)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A query, as QueryOf, into *slot.
+bool FastQuery(const v1::Query& q, Query* slot) {
+  const bool from_collider = q.has_shape_from_collider();
+  if (q.has_at_tick() && !(std::isfinite(q.at_tick()) && q.at_tick() >= 0.0)) return false;
+  // The capacity of the ignore ids of the query converted here before.
+  std::vector<uint64_t> ignore =
+      std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; }, *slot).ignore);
+  ignore.clear();
+  const auto finish = [&](auto&& x) {
+    x.tag = q.tag();
+    if (q.has_at_tick()) x.at_tick = q.at_tick();
+    *slot = std::move(x);
+    return true;
+  };
+  switch (q.kind_case()) {
+    case v1::Query::kOverlap: {
+      const v1::OverlapQuery& in = q.overlap();
+      OverlapQuery out;
+      out.filter.ignore = std::move(ignore);
+      if (!FastPlacedShape(in, from_collider, &out.shape, &out.pose) ||
+          !FastFilter(in.filter(), &out.filter)) {
+        return false;
+      }
+      out.want_contact = in.want_contact();
+      return finish(std::move(out));
+    }
+    case v1::Query::kCast: {
+      const v1::CastQuery& in = q.cast();
+      CastQuery out;
+      out.filter.ignore = std::move(ignore);
+      const double offset = in.contact_offset();
+      if (!FastPlacedShape(in, from_collider, &out.shape, &out.pose) ||
+          !FastVec(in.translation(), &out.translation) ||
+          !FastFilter(in.filter(), &out.filter) ||
+          !(std::isfinite(offset) && offset >= 0 && offset <= kMaxContactOffset)) {
+        return false;
+      }
+      out.all_hits = in.all_hits();
+      out.contact_offset = offset;
+      return finish(std::move(out));
+    }
+    case v1::Query::kRaycast: {
+      if (from_collider) return false;
+      const v1::RayQuery& in = q.raycast();
+      RayQuery out;
+      out.filter.ignore = std::move(ignore);
+      if (!FastVec(in.origin(), &out.origin) || !FastVec(in.translation(), &out.translation) ||
+          !FastFilter(in.filter(), &out.filter)) {
+        return false;
+      }
+      out.all_hits = in.all_hits();
+      return finish(std::move(out));
+    }
+    case v1::Query::kMove: {
+      const v1::MoveQuery& in = q.move();
+      MoveQuery out;
+      out.filter.ignore = std::move(ignore);
+      if (!FastPlacedShape(in, from_collider, &out.shape, &out.pose) ||
+          !FastVec(in.displacement(), &out.displacement) ||
+          !FastFilter(in.filter(), &out.filter) ||
+          !FastMoveSettings(in.settings(), &out.settings)) {
+        return false;
+      }
+      if (in.has_apply_to_id()) out.apply_to_id = in.apply_to_id();
+      return finish(std::move(out));
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 Status FromProto(const Repeated<v1::Query>& queries, std::vector<Query>* out,
                  std::string_view field) {
   const Path root(field);
   const size_t n = static_cast<size_t>(queries.size());
-  out->reserve(n);
+  out->resize(n);
   for (size_t i = 0; i < n; ++i) {
-    // The capacity of the ignore ids of the query converted here before.
-    std::vector<uint64_t> ignore;
-    if (i < out->size()) {
-      ignore = std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; },
-                                    (*out)[i]).ignore);
-      ignore.clear();
-    }
-    Result<Query> q = QueryOf(queries.Get(static_cast<int>(i)), Path(&root, static_cast<int>(i)),
-                              std::move(ignore));
+    const v1::Query& in = queries.Get(static_cast<int>(i));
+    Query& slot = (*out)[i];
+    if (FastQuery(in, &slot)) continue;
+    // The general path: convex hulls, and every error.
+    std::vector<uint64_t> ignore =
+        std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; }, slot).ignore);
+    ignore.clear();
+    Result<Query> q = QueryOf(in, Path(&root, static_cast<int>(i)), std::move(ignore));
     if (!q.ok()) {
       out->clear();
       return q.error();
     }
-    if (i < out->size()) {
-      (*out)[i] = std::move(*q);
-    } else {
-      out->push_back(std::move(*q));
-    }
+    slot = std::move(*q);
   }
-  out->resize(n);
   return Status::Ok();
 }
 
@@ -1071,10 +1256,15 @@ void ToProto(const CastHit& h, v1::CastHit* out) {
 void ToProto(const QueryResult& r, uint64_t tag, v1::QueryResult* out) {
   out->set_tag(tag);
   out->set_truncated(r.truncated);
-  out->mutable_overlaps()->Reserve(static_cast<int>(r.overlaps.size()));
-  for (const OverlapHit& h : r.overlaps) ToProto(h, out->add_overlaps());
-  out->mutable_hits()->Reserve(static_cast<int>(r.hits.size()));
-  for (const CastHit& h : r.hits) ToProto(h, out->add_hits());
+  // Most results of a tick hold one hit or none: no Reserve call for none.
+  if (!r.overlaps.empty()) {
+    out->mutable_overlaps()->Reserve(static_cast<int>(r.overlaps.size()));
+    for (const OverlapHit& h : r.overlaps) ToProto(h, out->add_overlaps());
+  }
+  if (!r.hits.empty()) {
+    out->mutable_hits()->Reserve(static_cast<int>(r.hits.size()));
+    for (const CastHit& h : r.hits) ToProto(h, out->add_hits());
+  }
   if (r.move) ToProto(*r.move, out->mutable_move());
 }
 
