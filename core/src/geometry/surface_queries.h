@@ -47,6 +47,11 @@ class PlacedConvex {
       segment_[0] = pose_in_surface.position - half;
       segment_[1] = pose_in_surface.position + half;
       rounded_ = core.kind == Kind::kPoint ? Rounded::kBall : Rounded::kCapsule;
+    } else if (core.kind == Kind::kBox) {
+      is_box_ = true;
+      box_.center = pose_in_surface.position;
+      for (int k = 0; k < 3; ++k) box_.axis[k] = placed_.rotation.Column(k);
+      box_.half = core.half_extents;
     }
   }
   /// Core support point along `dir`, surface frame.
@@ -78,6 +83,8 @@ class PlacedConvex {
       default: return false;
     }
   }
+  /// A box core in the surface frame, for SweepBoxSat; null for the others.
+  const OrientedBox* oriented_box() const { return is_box_ ? &box_ : nullptr; }
   /// Which closed form fits: a ball (point core) or a capsule (segment core)
   /// around segment(), radius margin(); kNone for other cores.
   enum class Rounded : uint8_t { kNone, kBall, kCapsule };
@@ -92,6 +99,8 @@ class PlacedConvex {
   double scale_;
   Rounded rounded_ = Rounded::kNone;
   Vec3 segment_[2];
+  bool is_box_ = false;
+  OrientedBox box_;
 };
 
 /// Penetration of the convex into triangle `tri` when GJK found their cores
@@ -138,6 +147,14 @@ TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const V
       out.normal = s.normal;
       out.point = s.point;
       return out;
+    }
+  }
+  if constexpr (requires { convex.oriented_box(); }) {
+    if (const OrientedBox* box = convex.oriented_box()) {
+      const SweepSatResult sat =
+          SweepBoxSat(v, *box, convex.margin(), translation, t_max, scale, active);
+      if (sat.state == SweepSatResult::State::kApart) return TriangleConvexSweep{};
+      if (sat.state == SweepSatResult::State::kHit) return sat.hit;
     }
   }
   return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active);
