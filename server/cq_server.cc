@@ -165,6 +165,12 @@ class CqQueryServer::Call {
     const grpc::Status st =
         poller_->service()->AnswerQuery(ctx_, request_, &response_, control, &memory_);
     if (st.ok()) {
+      // The interceptor sees only the serialized answer here: count it as it
+      // counts a callback answer.
+      Metrics& metrics = poller_->service()->metrics();
+      std::vector<uint64_t> per_kind;
+      metrics.CountKinds(request_.queries(), &per_kind);
+      metrics.AddAnswer(per_kind, response_.results());
       responder_.Finish(response_, st, Tag(kFinished));
     } else {
       responder_.FinishWithError(st, Tag(kFinished));

@@ -82,12 +82,18 @@ struct Served {
     return stub->Query(&ctx, req, resp);
   }
 
-  // The hitbox_rpc_calls_total samples of Query, one line each.
-  std::string QueryCallCounts() const {
+  // The counters Query moves (calls by code, queries by kind, hits,
+  // refusals), one sample a line.
+  std::string QueryCounters() const {
     std::istringstream in(server->RenderMetrics());
     std::string line, out;
-    while (std::getline(in, line)) {
-      if (line.rfind("hitbox_rpc_calls_total{rpc=\"Query\"", 0) == 0) out += line + "\n";
+    for (std::string prefix : {"hitbox_rpc_calls_total{rpc=\"Query\"", "hitbox_queries_total",
+                               "hitbox_query_hits_total", "hitbox_rejected_requests_total"}) {
+      in.clear();
+      in.seekg(0);
+      while (std::getline(in, line)) {
+        if (line.rfind(prefix, 0) == 0) out += line + "\n";
+      }
     }
     return out;
   }
@@ -155,8 +161,10 @@ TEST(CqServerTest, AnswersAndRefusesLikeTheCallbackApi) {
       }
     }
   }
-  EXPECT_THAT(cq.QueryCallCounts(), HasSubstr("code=\"OK\"} 1"));
-  EXPECT_EQ(cq.QueryCallCounts(), callback.QueryCallCounts());
+  EXPECT_THAT(cq.QueryCounters(), HasSubstr("code=\"OK\"} 1"));
+  EXPECT_THAT(cq.QueryCounters(), HasSubstr("hitbox_queries_total{kind=\"raycast\"} 10"));
+  EXPECT_THAT(cq.QueryCounters(), HasSubstr("hitbox_query_hits_total 10"));
+  EXPECT_EQ(cq.QueryCounters(), callback.QueryCounters());
   EXPECT_EQ(cq.server->service().answer_memory().used(), 0u);
 }
 
