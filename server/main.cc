@@ -208,6 +208,14 @@ int main(int argc, char** argv) {
                  "start as a shared read-only map named by its file name without extension "
                  "(sessions may be created on one); a bad file stops the start")
       ->envname("HITBOX_MAPS");
+  std::string rpc_api = hitbox::server::RpcApiName(o.rpc_api);
+  app.add_option("--rpc-api", rpc_api,
+                 "gRPC API of the unary Query rpc: callback (gRPC's callback API and threads, "
+                 "like every other rpc) or cq (the asynchronous completion-queue API on one "
+                 "polling thread per query thread)")
+      ->envname("HITBOX_RPC_API")
+      ->check(CLI::IsMember({"callback", "cq"}))
+      ->capture_default_str();
   app.add_flag("--demo", o.demo,
                "create session \"demo\" with a small mixed world at start and log how to query it")
       ->envname("HITBOX_DEMO");
@@ -219,6 +227,7 @@ int main(int argc, char** argv) {
   // traces); release builds of gRPC run without it. Turn it off here.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   o.shutdown_grace = std::chrono::milliseconds(grace_ms);
+  o.rpc_api = *hitbox::server::ParseRpcApi(rpc_api);
   o.persist.fsync = *hitbox::server::ParseFsyncPolicy(fsync);
   if (!admin_token_file.empty()) {
     hitbox::Result<std::string> token = hitbox::server::ReadTokenFile(admin_token_file);

@@ -99,13 +99,7 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
     const auto& queries = answers_ == Answers::kQuery
                               ? static_cast<const v1::QueryRequest*>(message)->queries()
                               : static_cast<const v1::TickRequest*>(message)->queries();
-    pending_.clear();
-    for (const v1::Query& q : queries) {
-      const int kind = metrics_->QueryKindIndex(static_cast<int>(q.kind_case()));
-      if (kind < 0) continue;
-      if (pending_.size() <= static_cast<size_t>(kind)) pending_.resize(kind + 1, 0);
-      ++pending_[kind];
-    }
+    metrics_->CountKinds(queries, &pending_);
   }
 
   // Counts an answer: its queries and hits, or the tick's in-band refusal.
@@ -126,13 +120,8 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
       }
       results = &tick->results();
     }
-    for (size_t kind = 0; kind < pending_.size(); ++kind) {
-      if (pending_[kind] != 0) metrics_->AddQueries(static_cast<int>(kind), pending_[kind]);
-    }
+    metrics_->AddAnswer(pending_, *results);
     pending_.clear();
-    uint64_t hits = 0;
-    for (const v1::QueryResult& r : *results) hits += r.overlaps_size() + r.hits_size();
-    metrics_->AddHits(hits);
   }
 
   Metrics* const metrics_;
@@ -208,6 +197,27 @@ int Metrics::QueryKindIndex(int field_number) const {
     if (kind_fields_[i] == field_number) return static_cast<int>(i);
   }
   return -1;
+}
+
+void Metrics::CountKinds(const google::protobuf::RepeatedPtrField<v1::Query>& queries,
+                         std::vector<uint64_t>* per_kind) const {
+  per_kind->clear();
+  for (const v1::Query& q : queries) {
+    const int kind = QueryKindIndex(static_cast<int>(q.kind_case()));
+    if (kind < 0) continue;
+    if (per_kind->size() <= static_cast<size_t>(kind)) per_kind->resize(kind + 1, 0);
+    ++(*per_kind)[kind];
+  }
+}
+
+void Metrics::AddAnswer(const std::vector<uint64_t>& per_kind,
+                        const google::protobuf::RepeatedPtrField<v1::QueryResult>& results) {
+  for (size_t kind = 0; kind < per_kind.size(); ++kind) {
+    if (per_kind[kind] != 0) AddQueries(static_cast<int>(kind), per_kind[kind]);
+  }
+  uint64_t hits = 0;
+  for (const v1::QueryResult& r : results) hits += r.overlaps_size() + r.hits_size();
+  AddHits(hits);
 }
 
 void Metrics::AddQueries(int kind, uint64_t count) {

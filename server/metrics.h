@@ -20,6 +20,7 @@
 #include <grpcpp/support/status.h>
 
 #include "hitbox/status.h"
+#include "hitbox/v1/hitbox.pb.h"
 
 namespace httplib {
 class Server;
@@ -87,6 +88,16 @@ class Metrics {
   /// `count` answered queries of kind `kind` (QueryKindIndex).
   void AddQueries(int kind, uint64_t count);
   void AddHits(uint64_t hits) { hits_.fetch_add(hits, std::memory_order_relaxed); }
+  /// The queries of a request counted by kind (index QueryKindIndex) into
+  /// `per_kind` (cleared first), to be added once it is answered.
+  void CountKinds(const google::protobuf::RepeatedPtrField<v1::Query>& queries,
+                  std::vector<uint64_t>* per_kind) const;
+  /// An answer sent: the queries of `per_kind` (CountKinds) and the hits of
+  /// `results`. The interceptor counts the answers of Query and Tick; the
+  /// completion-queue Query path (cq_server.h) counts its own, which gRPC
+  /// serializes before interceptors see them.
+  void AddAnswer(const std::vector<uint64_t>& per_kind,
+                 const google::protobuf::RepeatedPtrField<v1::QueryResult>& results);
   /// Narrow-phase pair tests run by queries (answered or not).
   void AddPairTests(uint64_t n) { pair_tests_.fetch_add(n, std::memory_order_relaxed); }
   void AddRejected(RejectReason reason);

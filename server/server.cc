@@ -131,7 +131,12 @@ Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& o
                                static_cast<int>(std::min<uint32_t>(
                                    options.max_streams_per_connection, INT_MAX)));
   }
-  builder.RegisterService(s->service_.get());
+  if (options.rpc_api == RpcApi::kCq) {
+    // Registers its own service object, with Query on completion queues.
+    s->cq_ = std::make_unique<CqQueryServer>(s->service_.get(), &builder, s->service_->threads());
+  } else {
+    builder.RegisterService(s->service_.get());
+  }
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&s->service_->metrics()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
@@ -149,6 +154,7 @@ Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& o
   if (s->server_ == nullptr || s->port_ == 0) {
     return Error{ErrorCode::kFailedPrecondition, "cannot listen on " + options.listen};
   }
+  if (s->cq_ != nullptr) s->cq_->Start();
   SetHealth(s->server_.get(), true);
   return s;
 }
@@ -173,6 +179,8 @@ HitboxServer::~HitboxServer() {
     server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
   }
+  if (cq_ != nullptr) cq_->Shutdown();  // no call left: drain the queues
+  server_.reset();
 }
 
 std::shared_ptr<grpc::Channel> HitboxServer::InProcessChannel() {
@@ -184,6 +192,7 @@ std::shared_ptr<grpc::Channel> HitboxServer::InProcessChannel() {
 void HitboxServer::Shutdown(std::chrono::milliseconds grace) {
   SetHealth(server_.get(), false);
   server_->Shutdown(std::chrono::system_clock::now() + grace);
+  if (cq_ != nullptr) cq_->Shutdown();  // every call is done: drain the queues
 }
 
 void HitboxServer::Wait() { server_->Wait(); }
@@ -287,14 +296,18 @@ int RunServer(const ServerOptions& options) {
   spdlog::info(
       "hitboxd listening on {} (port {}); limits: max_sessions={} max_colliders={} "
       "max_changes={} max_queries={} max_hits={} max_message_bytes={} max_memory={} "
-      "session_idle_timeout={}; query threads={}; shutdown grace={}ms",
+      "session_idle_timeout={}; query threads={}; Query on the {} API; shutdown grace={}ms",
       options.listen, server.port(), l.max_sessions, l.session.max_colliders,
       l.session.max_changes_per_message, l.session.max_queries_per_message,
       l.session.max_hits_per_query, l.max_message_bytes,
       l.max_memory_bytes == 0 ? std::string("none") : std::to_string(l.max_memory_bytes),
       l.session.idle_timeout_ms == 0 ? std::string("never")
                                      : std::to_string(l.session.idle_timeout_ms) + "ms",
-      threads, options.shutdown_grace.count());
+      threads,
+      options.rpc_api == RpcApi::kCq
+          ? "completion-queue (" + std::to_string(threads) + " polling threads)"
+          : std::string("callback"),
+      options.shutdown_grace.count());
   if (server.metrics_port() != 0) {
     spdlog::info("metrics: http://{}:{}/metrics", options.metrics_listen.substr(
                      0, options.metrics_listen.rfind(':')), server.metrics_port());

@@ -460,7 +460,7 @@ bool MemoryReservation::Resize(uint64_t bytes) {
   return true;
 }
 
-CallControl CallControl::Of(grpc::CallbackServerContext* ctx) {
+CallControl CallControl::Of(grpc::ServerContextBase* ctx) {
   CallControl c;
   const std::chrono::system_clock::time_point deadline = ctx->deadline();
   const auto now = std::chrono::system_clock::now();
@@ -570,7 +570,7 @@ grpc::Status HitboxService::Rejected(const char* rpc, const std::string& session
   return status;
 }
 
-grpc::Status HitboxService::Admit(const grpc::CallbackServerContext& ctx,
+grpc::Status HitboxService::Admit(const grpc::ServerContextBase& ctx,
                                   const grpc::Status& slot, Access access,
                                   const std::string& session_id, const char* rpc) const {
   if (!slot.ok()) return Rejected(rpc, session_id, slot);
@@ -1362,14 +1362,17 @@ grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
                                                const v1::QueryRequest* req,
                                                v1::QueryResponse* resp) {
   auto* reactor = new QueryReactor(&answer_memory_);
-  const InFlightSlot slot(in_flight_);
-  grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "Query");
-  if (st.ok()) {
-    st = Rejected("Query", req->session_id(),
-                  DoQuery(*req, resp, CallControl::Of(ctx), reactor->memory()));
-  }
-  reactor->Finish(st);
+  reactor->Finish(AnswerQuery(*ctx, *req, resp, CallControl::Of(ctx), reactor->memory()));
   return reactor;
+}
+
+grpc::Status HitboxService::AnswerQuery(const grpc::ServerContextBase& ctx,
+                                        const v1::QueryRequest& req, v1::QueryResponse* resp,
+                                        const CallControl& call, MemoryReservation* mem) {
+  const InFlightSlot slot(in_flight_);
+  grpc::Status st = Admit(ctx, slot.status(), Access::kSession, req.session_id(), "Query");
+  if (st.ok()) st = Rejected("Query", req.session_id(), DoQuery(req, resp, call, mem));
+  return st;
 }
 
 grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* HitboxService::Tick(

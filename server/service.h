@@ -75,8 +75,9 @@ struct CallControl {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   /// True once the call was cancelled (may be empty: never).
   std::function<bool()> cancelled;
-  /// The deadline and cancellation of a gRPC call.
-  static CallControl Of(grpc::CallbackServerContext* ctx);
+  /// The deadline and cancellation of a gRPC call (callback API; on the
+  /// completion-queue API the caller replaces `cancelled`, see cq_server.h).
+  static CallControl Of(grpc::ServerContextBase* ctx);
 };
 
 /// Configuration of the service.
@@ -144,6 +145,12 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   /// the answer when it returns, to be given back once the response is sent.
   grpc::Status DoQuery(const v1::QueryRequest& req, v1::QueryResponse* resp,
                        const CallControl& call = {}, MemoryReservation* mem = nullptr);
+  /// The Query rpc as either API serves it (the callback entry point, the
+  /// completion-queue server of cq_server.h): the in-flight slot, the
+  /// caller's right to the session, DoQuery, the log of a rejection.
+  grpc::Status AnswerQuery(const grpc::ServerContextBase& ctx, const v1::QueryRequest& req,
+                           v1::QueryResponse* resp, const CallControl& call,
+                           MemoryReservation* mem);
 
   /// Per-stream state of a Tick stream.
   struct TickStream {
@@ -250,7 +257,7 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   // The gate of every rpc entry point: the in-flight slot, then the caller's
   // right to `access` (auth.h). Denials are logged (never the token).
   // `slot` is the outcome of taking the call's in-flight slot.
-  grpc::Status Admit(const grpc::CallbackServerContext& ctx, const grpc::Status& slot,
+  grpc::Status Admit(const grpc::ServerContextBase& ctx, const grpc::Status& slot,
                      Access access, const std::string& session_id, const char* rpc) const;
   // Logs a rejected request at warning level and passes the status through.
   grpc::Status Rejected(const char* rpc, const std::string& session, grpc::Status status) const;

@@ -10,6 +10,7 @@
 #include <future>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -591,14 +592,17 @@ TEST(HitboxdRewindTest, TickStreamLagCompensation) {
 }
 
 // Every conformance case file answered through the service: colliders loaded
-// in batches under the limits, queries sent in batches, checked by FORMAT.md.
-class HitboxdCasesTest : public ::testing::TestWithParam<std::string> {};
+// in batches under the limits, queries sent in batches, checked by FORMAT.md;
+// with Query on either gRPC API (--rpc-api callback, cq).
+class HitboxdCasesTest
+    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(HitboxdCasesTest, AnswersMatchReference) {
-  Result<cases::CaseFile> loaded = cases::LoadCaseFile(GetParam());
+  Result<cases::CaseFile> loaded = cases::LoadCaseFile(std::get<0>(GetParam()));
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   const cases::CaseFile& file = *loaded;
-  Daemon d({"--max-changes", "4096", "--max-queries", "1024"});
+  Daemon d({"--max-changes", "4096", "--max-queries", "1024", "--rpc-api",
+            std::get<1>(GetParam())});
   ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   CreateSession(stub.get(), "cases");
@@ -660,20 +664,23 @@ TEST_P(HitboxdCasesTest, AnswersMatchReference) {
   EXPECT_EQ(d.Terminate(), 0) << d.log();
 }
 
-std::string CaseName(const ::testing::TestParamInfo<std::string>& info) {
-  const fs::path path(info.param);
+std::string CaseName(
+    const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+  const fs::path path(std::get<0>(info.param));
   std::string name = path.filename().string();
   if (path.parent_path().filename() == "next") name = "next_" + name;
   if (path.parent_path().filename() == "rewind") name = "rewind_" + name;
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
-  return name;
+  return name + "_" + std::get<1>(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, HitboxdCasesTest,
-                         ::testing::ValuesIn(cases::ListSupportedCaseFiles(HITBOX_CASES_DIR)),
-                         CaseName);
+INSTANTIATE_TEST_SUITE_P(
+    Cases, HitboxdCasesTest,
+    ::testing::Combine(::testing::ValuesIn(cases::ListSupportedCaseFiles(HITBOX_CASES_DIR)),
+                       ::testing::Values("callback", "cq")),
+    CaseName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(HitboxdCasesTest);
 
 }  // namespace

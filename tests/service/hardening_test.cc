@@ -1,7 +1,8 @@
 // Bounded work and memory in the service (in process, over the server's
 // in-process channel): work budgets per request, deadlines and cancellation
 // inside long queries, the server-wide budget for answers in flight, and ticks
-// whose queries fail after their changes applied (they change nothing).
+// whose queries fail after their changes applied (they change nothing). Each
+// case runs with Query on either gRPC API (--rpc-api callback and cq).
 #include <chrono>
 #include <future>
 #include <thread>
@@ -21,12 +22,13 @@ using testing_service::SphereMsg;
 
 constexpr int kGrid = 150;  // 22,500 unit spheres, 2 m apart on a plane
 
-class HardeningTest : public ::testing::Test {
+class HardeningTest : public ::testing::TestWithParam<server::RpcApi> {
  protected:
   void Start(uint64_t max_nodes, uint64_t max_pairs, uint64_t inflight = 1ull << 30) {
     server::ServerOptions o;
     o.listen = "127.0.0.1:0";
     o.service.threads = 2;
+    o.rpc_api = GetParam();
     o.service.limits.session.max_nodes_per_message = max_nodes;
     o.service.limits.session.max_pair_tests_per_message = max_pairs;
     o.service.limits.max_inflight_bytes = inflight;
@@ -92,7 +94,7 @@ class HardeningTest : public ::testing::Test {
 // A request that needs more tree nodes or pair tests than the session's
 // budget is RESOURCE_EXHAUSTED, naming the limit and what to lower; smaller
 // requests on the same session go on being answered.
-TEST_F(HardeningTest, WorkBudgetRefusesRunawayRequests) {
+TEST_P(HardeningTest, WorkBudgetRefusesRunawayRequests) {
   Start(/*max_nodes=*/200'000, /*max_pairs=*/20'000);
   v1::QueryResponse resp;
   grpc::Status st = Query(Overlaps(200, 1000.0, 1), &resp);
@@ -136,7 +138,7 @@ TEST_F(HardeningTest, WorkBudgetRefusesRunawayRequests) {
 // session's write lock (which waits for every running query) is free soon
 // after the client saw DEADLINE_EXCEEDED, though the whole request would
 // take many seconds.
-TEST_F(HardeningTest, DeadlineStopsLongRequests) {
+TEST_P(HardeningTest, DeadlineStopsLongRequests) {
   Start(/*max_nodes=*/1ull << 40, /*max_pairs=*/1ull << 40);
   v1::QueryResponse resp;
   const v1::QueryRequest huge = Overlaps(2000, 1000.0, 1024);  // ~1 s of work per 100
@@ -156,7 +158,7 @@ TEST_F(HardeningTest, DeadlineStopsLongRequests) {
 }
 
 // A cancelled request stops too (the client goes away mid-request).
-TEST_F(HardeningTest, CancellationStopsLongRequests) {
+TEST_P(HardeningTest, CancellationStopsLongRequests) {
   Start(/*max_nodes=*/1ull << 40, /*max_pairs=*/1ull << 40);
   const v1::QueryRequest huge = Overlaps(2000, 1000.0, 1024);
   grpc::ClientContext ctx;
@@ -179,7 +181,7 @@ TEST_F(HardeningTest, CancellationStopsLongRequests) {
 // The answers of all calls in flight share one byte budget: a request whose
 // worst-case answer cannot fit is RESOURCE_EXHAUSTED naming the flag, and
 // nothing stays reserved after any call.
-TEST_F(HardeningTest, InflightMemoryBudget) {
+TEST_P(HardeningTest, InflightMemoryBudget) {
   Start(/*max_nodes=*/1ull << 40, /*max_pairs=*/1ull << 40, /*inflight=*/64 << 10);
   v1::QueryResponse resp;
   // 1024 hits of an overlap hold ~64 KiB and more: over the budget.
@@ -211,7 +213,7 @@ TEST_F(HardeningTest, InflightMemoryBudget) {
 
 // A tick whose changes applied but whose queries then ran out of budget is
 // rejected as a whole: the changes are undone and the revision kept.
-TEST_F(HardeningTest, TickWithFailingQueriesChangesNothing) {
+TEST_P(HardeningTest, TickWithFailingQueriesChangesNothing) {
   Start(/*max_nodes=*/200'000, /*max_pairs=*/20'000);
   const uint64_t revision = Revision();
   auto stream_ctx = std::make_unique<grpc::ClientContext>();
@@ -334,6 +336,12 @@ TEST(GeometryLimitsTest, BigShapesAreRefusedByName) {
   ASSERT_TRUE(service.DoGetSession(get, &info).ok());
   EXPECT_EQ(info.collider_count(), 2u);
 }
+
+INSTANTIATE_TEST_SUITE_P(RpcApi, HardeningTest,
+                         ::testing::Values(server::RpcApi::kCallback, server::RpcApi::kCq),
+                         [](const ::testing::TestParamInfo<server::RpcApi>& p) {
+                           return std::string(server::RpcApiName(p.param));
+                         });
 
 }  // namespace
 }  // namespace hitbox
