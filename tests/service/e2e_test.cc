@@ -601,8 +601,10 @@ TEST_P(HitboxdCasesTest, AnswersMatchReference) {
   Result<cases::CaseFile> loaded = cases::LoadCaseFile(std::get<0>(GetParam()));
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   const cases::CaseFile& file = *loaded;
+  // A short grace: at SIGTERM this test's idle channel (nothing polls it
+  // while Terminate waits) would hold the stop for the whole default 5 s.
   Daemon d({"--max-changes", "4096", "--max-queries", "1024", "--rpc-api",
-            std::get<1>(GetParam())});
+            std::get<1>(GetParam()), "--shutdown-grace-ms", "300"});
   ASSERT_TRUE(d.WaitServing()) << d.log();
   auto stub = v1::Hitbox::NewStub(d.channel());
   CreateSession(stub.get(), "cases");
