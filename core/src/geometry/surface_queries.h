@@ -172,12 +172,14 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
 /// given their GJK result `g` (touching: g.distance_lower <= 0): when the
 /// cores are apart, GJK's closest points (depth = margin - distance); when
 /// they overlap, TriangleCoresPenetration (SAT for polytope cores, else EPA
-/// from GJK's enclosing tetrahedron). Should EPA fail (a flat Minkowski
+/// from GJK's enclosing tetrahedron), or `penetration` when the caller has
+/// already computed that for this triangle and convex. Should EPA fail (a flat Minkowski
 /// difference), the face normal with the depth that clears the triangle's
 /// plane: a separating move, not necessarily the shortest.
 template <typename Convex>
 MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
-                            const TriangleConvexDistance& g) {
+                            const TriangleConvexDistance& g,
+                            const TriangleConvexPenetration* penetration = nullptr) {
   MeshContact c;
   c.triangle = triangle;
   if (!g.cores_overlap) {
@@ -187,7 +189,8 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
     c.point_on_query = g.point_on_convex;
     return c;
   }
-  const TriangleConvexPenetration e = TriangleCoresPenetration(v, convex, g);
+  const TriangleConvexPenetration e =
+      penetration != nullptr ? *penetration : TriangleCoresPenetration(v, convex, g);
   if (e.valid) {
     c.normal = e.normal;
     c.depth = e.depth;
@@ -250,25 +253,40 @@ double TriangleEdgeOverlap(const Vec3 v[3], const Convex& convex) {
 }
 
 /// The deepest of SurfaceContactsConvex's contacts (ties: the lowest input
-/// triangle), without computing every one: each candidate triangle's depth
-/// is bounded above by the overlap of the two along the triangle's normal
-/// (two support calls; any axis's overlap bounds the penetration depth, and
-/// GJK, SAT and EPA stay within it: EPA's converged depth to its 1e-9 * scale
-/// tolerance, its fallbacks and SAT try that axis themselves), so the
-/// triangles are decided in order of that bound, highest first, and those
-/// whose bound (or, for one within reach, TriangleEdgeOverlap's) is below
-/// the deepest contact so far by more than 4e-9 * scale are passed over
-/// without GJK, SAT or EPA. Returns false when
-/// no triangle is touched. The same contact as the deepest of
-/// SurfaceContactsConvex's (its depths can exceed the bound only by rounding).
+/// triangle), without computing every one. Each candidate triangle's depth
+/// is bounded above, first by the overlap of the two along the triangle's
+/// normal (two support calls; any axis's overlap bounds the penetration
+/// depth, and GJK, SAT and EPA stay within it: EPA's converged depth to its
+/// 1e-9 * scale tolerance, its fallbacks and SAT try that axis themselves),
+/// then, when the triangle comes up, by a tighter one: for a box core the SAT
+/// depth itself (TrianglePolytopePenetration: exactly the contact's depth
+/// when GJK finds the cores overlapping, else the contact has depth 0), for
+/// a cylinder or hull core also the overlaps along the in-plane normals of
+/// its edges (TriangleEdgeOverlap). Triangles are decided (GJK, then the
+/// contact) in order of their tightest bound, highest first (a max-heap,
+/// refined lazily: a triangle whose bound tightens goes back in the heap),
+/// and once the highest bound left is below the deepest contact so far by
+/// more than 4e-9 * scale, the rest are passed over. Returns false when no
+/// triangle is touched. The same contact as the deepest of
+/// SurfaceContactsConvex's: the deepest-then-lowest choice does not depend
+/// on the order, and a skipped triangle's contact cannot win (its depths can
+/// exceed the bound only by rounding, or EPA's tolerance).
 template <typename Surface, typename Convex>
 bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, MeshContact* out) {
   struct Candidate {
-    double bound;  // the overlap along the triangle's normal (an upper bound on the depth)
-    uint32_t triangle;
     Vec3 v[3];
+    uint32_t triangle;
+    bool refined;     // `bound` is the tightest this triangle gets
+    bool has_sat;     // `sat` holds the polytope core's TrianglePolytopePenetration
+    TriangleConvexPenetration sat;
+  };
+  struct Entry {
+    double bound;     // an upper bound on the triangle's contact depth
+    uint32_t triangle;
+    uint32_t index;   // into candidates
   };
   std::vector<Candidate> candidates;
+  std::vector<Entry> heap;
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   internal::WorkTally tally;
   if constexpr (requires { convex.rounded(); }) {
@@ -305,34 +323,65 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
     if (!Aabb().Union(c.v[0]).Union(c.v[1]).Union(c.v[2]).Overlaps(near_box)) return true;
     const Vec3 n = Cross(c.v[1] - c.v[0], c.v[2] - c.v[0]).Normalized();
-    c.bound = std::numeric_limits<double>::infinity();
+    double bound = std::numeric_limits<double>::infinity();
     if (n.LengthSq() > 0.0) {
       const double d = Dot(n, c.v[0]);
       const double above = Dot(n, convex(n)) + convex.margin() - d;
       const double below = d - Dot(n, convex(-n)) + convex.margin();
-      c.bound = std::min(above, below);
+      bound = std::min(above, below);
     }
     c.triangle = surface.OriginalIndex(k);
+    c.refined = false;
+    c.has_sat = false;
+    heap.push_back({bound, c.triangle, static_cast<uint32_t>(candidates.size())});
     candidates.push_back(c);
     return true;
   });
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.bound > b.bound || (a.bound == b.bound && a.triangle < b.triangle);
-  });
+  // Max-heap on the bound; ties: the lowest triangle first.
+  const auto lower = [](const Entry& a, const Entry& b) {
+    return a.bound < b.bound || (a.bound == b.bound && a.triangle > b.triangle);
+  };
+  std::make_heap(heap.begin(), heap.end(), lower);
+  TrianglePolytopeCore polytope;
+  bool polytope_core = false;
+  if constexpr (requires { convex.PolytopeCore(&polytope); }) {
+    polytope_core = convex.PolytopeCore(&polytope);
+  }
   const double slack = 4e-9 * convex.scale();
   bool any = false;
-  for (const Candidate& c : candidates) {
-    if (any && c.bound + slack < out->depth) break;  // no deeper contact remains
-    // Within reach of the deepest so far (typically a neighbour in the same
-    // plane): the in-plane normals of its edges bound the depth too.
-    if (any && c.bound + slack >= out->depth &&
-        TriangleEdgeOverlap(c.v, convex) + slack < out->depth) {
-      continue;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), lower);
+    Entry e = heap.back();
+    heap.pop_back();
+    if (any && e.bound + slack < out->depth) break;  // no deeper contact remains
+    Candidate& c = candidates[e.index];
+    if (!c.refined) {
+      // Its turn on the first bound: tighten it, and decide it now only if
+      // it stays the highest.
+      c.refined = true;
+      double tight = std::numeric_limits<double>::infinity();
+      if (polytope_core) {
+        c.sat = TrianglePolytopePenetration(c.v, polytope, convex.margin());
+        c.has_sat = c.sat.valid;
+        if (c.has_sat) tight = c.sat.depth;
+      } else {
+        tight = TriangleEdgeOverlap(c.v, convex);
+      }
+      if (tight < e.bound) {
+        e.bound = tight;
+        if (!heap.empty() && lower(e, heap.front())) {
+          heap.push_back(e);
+          std::push_heap(heap.begin(), heap.end(), lower);
+          continue;
+        }
+        if (any && e.bound + slack < out->depth) break;
+      }
     }
     const TriangleConvexDistance g =
         TriangleConvexGjk(c.v, convex, convex.margin(), convex.scale());
     if (g.distance_lower > 0.0) continue;
-    const MeshContact m = TriangleContact(c.v, c.triangle, convex, g);
+    const MeshContact m =
+        TriangleContact(c.v, c.triangle, convex, g, c.has_sat ? &c.sat : nullptr);
     if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
       *out = m;
     }
