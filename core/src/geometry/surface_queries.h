@@ -101,8 +101,9 @@ class PlacedConvex {
 /// with overlapping cores (surface contacts, the contact offset of sweeps
 /// started inside) goes through here.
 template <typename Convex>
-TriangleConvexPenetration TriangleCoresPenetration(const Vec3 tri[3], const Convex& convex,
-                                                   const TriangleConvexDistance& g) {
+TriangleConvexPenetration TriangleCoresPenetration(
+    const Vec3 tri[3], const Convex& convex, const TriangleConvexDistance& g,
+    TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron) {
   TrianglePolytopeCore polytope;
   if constexpr (requires { convex.PolytopeCore(&polytope); }) {
     if (convex.PolytopeCore(&polytope)) {
@@ -111,7 +112,7 @@ TriangleConvexPenetration TriangleCoresPenetration(const Vec3 tri[3], const Conv
       if (p.valid) return p;
     }
   }
-  return TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g);
+  return TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g, start);
 }
 
 /// One triangle's part of SurfaceSweepConvex: the first contact of the
@@ -179,7 +180,8 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
 template <typename Convex>
 MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
                             const TriangleConvexDistance& g,
-                            const TriangleConvexPenetration* penetration = nullptr) {
+                            const TriangleConvexPenetration* penetration = nullptr,
+                            TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron) {
   MeshContact c;
   c.triangle = triangle;
   if (!g.cores_overlap) {
@@ -190,7 +192,7 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
     return c;
   }
   const TriangleConvexPenetration e =
-      penetration != nullptr ? *penetration : TriangleCoresPenetration(v, convex, g);
+      penetration != nullptr ? *penetration : TriangleCoresPenetration(v, convex, g, start);
   if (e.valid) {
     c.normal = e.normal;
     c.depth = e.depth;
@@ -209,6 +211,52 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
   return c;
 }
 
+/// Whether the convex touches triangle `v` (input index `triangle`), and
+/// then their contact (*out): as GJK (touching: distance_lower <= 0) and
+/// TriangleContact decide, but without GJK when the cores certainly overlap
+/// by more than 1e-9 * scale, where GJK finds them overlapping and the
+/// contact is the cores' penetration: for a box core its SAT depth (`sat`,
+/// the caller's TrianglePolytopePenetration for this triangle, or null),
+/// for a cylinder or hull EPA started from the prism along the triangle's
+/// normal when that holds the origin (TriangleConvexEpa, kPrismOnly). Every
+/// surface contact (SurfaceContactsConvex, SurfaceDeepestContactConvex)
+/// goes through here, so all of them answer alike.
+template <typename Convex>
+bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
+                          const TriangleConvexPenetration* sat, MeshContact* out) {
+  const double tol = 1e-9 * convex.scale();
+  TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron;
+  auto from = [&](const TriangleConvexPenetration& e) {
+    out->triangle = triangle;
+    out->normal = e.normal;
+    out->depth = e.depth;
+    out->point_on_mesh = e.point_on_triangle;
+    out->point_on_query = e.point_on_convex;
+    return true;
+  };
+  if (sat != nullptr) {
+    if (sat->valid && sat->depth - convex.margin() > tol) return from(*sat);
+  } else {
+    TrianglePolytopeCore polytope;
+    bool polytope_core = false;
+    if constexpr (requires { convex.PolytopeCore(&polytope); }) {
+      polytope_core = convex.PolytopeCore(&polytope);
+    }
+    if (!polytope_core) {
+      const TriangleConvexPenetration e = TriangleConvexEpa(
+          v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
+          TriangleEpaStart::kPrismOnly);
+      if (e.valid) return from(e);
+      start = TriangleEpaStart::kTetrahedronOnly;  // the prism does not hold the origin
+    }
+  }
+  const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
+  if (g.distance_lower > 0.0) return false;
+  *out = TriangleContact(v, triangle, convex, g, sat != nullptr && sat->valid ? sat : nullptr,
+                         start);
+  return true;
+}
+
 /// Contacts of the convex with every triangle of `surface` it touches (one
 /// MeshContact each, appended; TriangleContact). Returns true when any
 /// triangle is touched.
@@ -216,6 +264,12 @@ template <typename Surface, typename Convex>
 bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
                            std::vector<MeshContact>* contacts) {
   bool any = false;
+  // A box core: SAT first (TriangleTouchContact), as SurfaceDeepestContactConvex.
+  TrianglePolytopeCore polytope;
+  bool box_core = false;
+  if constexpr (requires { convex.PolytopeCore(&polytope); }) {
+    box_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
+  }
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   internal::WorkTally tally;
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
@@ -224,10 +278,15 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
     surface.TriangleVertices(k, v);
     // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
     if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
-    const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
-    if (g.distance_lower > 0.0) return true;
+    TriangleConvexPenetration sat;
+    if (box_core) sat = TrianglePolytopePenetration(v, polytope, convex.margin());
+    MeshContact m;
+    if (!TriangleTouchContact(v, surface.OriginalIndex(k), convex, box_core ? &sat : nullptr,
+                              &m)) {
+      return true;
+    }
     any = true;
-    contacts->push_back(TriangleContact(v, surface.OriginalIndex(k), convex, g));
+    contacts->push_back(m);
     return true;
   });
   return any;
@@ -300,10 +359,8 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
         Vec3 v[3];
         surface.TriangleVertices(k, v);
         if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
-        const TriangleConvexDistance g =
-            TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
-        if (g.distance_lower > 0.0) return true;
-        const MeshContact m = TriangleContact(v, surface.OriginalIndex(k), convex, g);
+        MeshContact m;
+        if (!TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) return true;
         if (!any || m.depth > out->depth ||
             (m.depth == out->depth && m.triangle < out->triangle)) {
           *out = m;
@@ -345,7 +402,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   TrianglePolytopeCore polytope;
   bool polytope_core = false;
   if constexpr (requires { convex.PolytopeCore(&polytope); }) {
-    polytope_core = convex.PolytopeCore(&polytope);
+    polytope_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
   }
   const double slack = 4e-9 * convex.scale();
   bool any = false;
@@ -377,11 +434,10 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
         if (any && e.bound + slack < out->depth) break;
       }
     }
-    const TriangleConvexDistance g =
-        TriangleConvexGjk(c.v, convex, convex.margin(), convex.scale());
-    if (g.distance_lower > 0.0) continue;
-    const MeshContact m =
-        TriangleContact(c.v, c.triangle, convex, g, c.has_sat ? &c.sat : nullptr);
+    MeshContact m;
+    if (!TriangleTouchContact(c.v, c.triangle, convex, c.has_sat ? &c.sat : nullptr, &m)) {
+      continue;
+    }
     if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
       *out = m;
     }

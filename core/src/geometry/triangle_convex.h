@@ -288,6 +288,9 @@ struct TriangleConvexPenetration {
   Vec3 point_on_triangle;
 };
 
+/// Start polytope of TriangleConvexEpa (see there).
+enum class TriangleEpaStart : uint8_t { kPrismOrTetrahedron, kPrismOnly, kTetrahedronOnly };
+
 /// Caps of TriangleConvexEpa: polytope vertices, face slots and iterations.
 /// Each iteration scans the face slots a few times, so these bound the cost
 /// of one call whatever the input: ~0.1M instructions a triangle for a
@@ -310,12 +313,20 @@ inline constexpr double kTriangleEpaFlatVolume = 1e-15;
 /// removed faces are reused. A flat start tetrahedron, a breakdown or the
 /// caps (kTriangleEpaMax*) end in the fallback: the best of the polytope's
 /// face normals and the triangle's two normals by the exact support.
+///
+/// `start` picks the start polytope: the prism between the difference's
+/// faces along the triangle's normal when it holds the origin, else GJK's
+/// tetrahedron (kPrismOrTetrahedron); the prism alone (kPrismOnly, `g`
+/// unused: not valid, failure 1, when it does not hold the origin; when it
+/// does, the cores certainly overlap, with the origin more than 1e-9 * scale
+/// inside every face of it); the tetrahedron alone (kTetrahedronOnly, after
+/// a kPrismOnly call that was not valid).
 template <typename CoreSupport>
-TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport& core_support,
-                                            double margin, double scale,
-                                            const TriangleConvexDistance& g) {
+TriangleConvexPenetration TriangleConvexEpa(
+    const Vec3 tri[3], const CoreSupport& core_support, double margin, double scale,
+    const TriangleConvexDistance& g,
+    TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron) {
   TriangleConvexPenetration out;
-  if (g.tetrahedron != 4) { out.failure = 1; return out; }
   struct Vert {
     Vec3 w, p;
     double l[3];
@@ -385,11 +396,13 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
   // triangle's normal +-n: core support along -n minus the triangle (vertices
   // 0..2, outward normal -n) and along +n minus it (3..5, outward +n), joined
   // by three parallelograms. It lies in the difference, and when it holds the
-  // origin (the core's extreme points along +-n lie on both sides of the
-  // triangle over its interior: a face contact, typically) its caps are exact
+  // origin, more than tol inside each face (the core's extreme points along
+  // +-n lie on both sides of the triangle over its interior: a face contact,
+  // typically), the cores certainly overlap and its caps are exact
   // faces of the difference, so a face contact converges at once. Otherwise,
   // or should it be flat, GJK's tetrahedron.
   const bool prism = [&] {
+    if (start == TriangleEpaStart::kTetrahedronOnly) return false;
     const Vec3 cross = Cross(tri[1] - tri[0], tri[2] - tri[0]);
     const double len = cross.Length();
     if (!(len > 0.0)) return false;
@@ -412,13 +425,17 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
       int a = f[0], b = f[1], c = f[2];
       const Vec3 fn = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
       if (Dot(fn, centre - verts[a].w) > 0.0) std::swap(b, c);
-      if (!make_face(a, b, c) || !(faces[nf - 1].d > 0.0)) {
+      if (!make_face(a, b, c) || !(faces[nf - 1].d > tol)) {
         nv = nf = nfree = 0;  // not holding the origin (or degenerate): GJK's tetrahedron
         return false;
       }
     }
     return true;
   }();
+  if (!prism && (start == TriangleEpaStart::kPrismOnly || g.tetrahedron != 4)) {
+    out.failure = 1;
+    return out;
+  }
   for (int k = 0; k < 4 && !prism; ++k) {
     verts[nv].w = g.tet_w[k];
     verts[nv].p = g.tet_p[k];
