@@ -311,19 +311,41 @@ double TriangleEdgeOverlap(const Vec3 v[3], const Convex& convex) {
   return least;
 }
 
+namespace surface_detail {
+/// A triangle waiting in SurfaceDeepestContactConvex's heap.
+struct DeepestCandidate {
+  Vec3 v[3];
+  uint32_t triangle;
+  uint8_t stage;  // refinements of its bound done so far
+  int32_t sat;    // index of its box SAT result in DeepestScratch::sats, or -1
+};
+/// A heap entry: an upper bound on the triangle's contact depth.
+struct DeepestEntry {
+  double bound;
+  uint32_t triangle;
+  uint32_t index;  // into DeepestScratch::candidates
+};
+struct DeepestScratch {
+  std::vector<DeepestCandidate> candidates;
+  std::vector<DeepestEntry> heap;
+  std::vector<TriangleConvexPenetration> sats;
+};
+}  // namespace surface_detail
+
 /// The deepest of SurfaceContactsConvex's contacts (ties: the lowest input
 /// triangle), without computing every one. Each candidate triangle's depth
 /// is bounded above, first by the overlap of the two along the triangle's
 /// normal (two support calls; any axis's overlap bounds the penetration
 /// depth, and GJK, SAT and EPA stay within it: EPA's converged depth to its
 /// 1e-9 * scale tolerance, its fallbacks and SAT try that axis themselves),
-/// then, when the triangle comes up, by a tighter one: for a box core the SAT
-/// depth itself (TrianglePolytopePenetration: exactly the contact's depth
-/// when GJK finds the cores overlapping, else the contact has depth 0), for
-/// a cylinder or hull core also the overlaps along the in-plane normals of
-/// its edges (TriangleEdgeOverlap). Triangles are decided (GJK, then the
-/// contact) in order of their tightest bound, highest first (a max-heap,
-/// refined lazily: a triangle whose bound tightens goes back in the heap),
+/// then, each time the triangle comes up, by a tighter one: for a box core
+/// the overlaps along its face normals, then the SAT depth itself
+/// (TrianglePolytopePenetration: exactly the contact's depth when the cores
+/// overlap, else the contact's depth is at most it, up to rounding), for a
+/// cylinder or hull core the overlaps along the in-plane normals of its
+/// edges (TriangleEdgeOverlap). Triangles are decided (TriangleTouchContact)
+/// in order of their tightest bound, highest first (a max-heap, refined
+/// lazily: a triangle whose bound tightens goes back in the heap),
 /// and once the highest bound left is below the deepest contact so far by
 /// more than 4e-9 * scale, the rest are passed over. Returns false when no
 /// triangle is touched. The same contact as the deepest of
@@ -332,20 +354,16 @@ double TriangleEdgeOverlap(const Vec3 v[3], const Convex& convex) {
 /// exceed the bound only by rounding, or EPA's tolerance).
 template <typename Surface, typename Convex>
 bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, MeshContact* out) {
-  struct Candidate {
-    Vec3 v[3];
-    uint32_t triangle;
-    bool refined;     // `bound` is the tightest this triangle gets
-    bool has_sat;     // `sat` holds the polytope core's TrianglePolytopePenetration
-    TriangleConvexPenetration sat;
-  };
-  struct Entry {
-    double bound;     // an upper bound on the triangle's contact depth
-    uint32_t triangle;
-    uint32_t index;   // into candidates
-  };
-  std::vector<Candidate> candidates;
-  std::vector<Entry> heap;
+  using Candidate = surface_detail::DeepestCandidate;
+  using Entry = surface_detail::DeepestEntry;
+  // Scratch kept per thread between calls (no allocation per query).
+  static thread_local surface_detail::DeepestScratch scratch;
+  std::vector<Candidate>& candidates = scratch.candidates;
+  std::vector<Entry>& heap = scratch.heap;
+  std::vector<TriangleConvexPenetration>& sats = scratch.sats;
+  candidates.clear();
+  heap.clear();
+  sats.clear();
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   internal::WorkTally tally;
   if constexpr (requires { convex.rounded(); }) {
@@ -388,8 +406,8 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
       bound = std::min(above, below);
     }
     c.triangle = surface.OriginalIndex(k);
-    c.refined = false;
-    c.has_sat = false;
+    c.stage = 0;
+    c.sat = -1;
     heap.push_back({bound, c.triangle, static_cast<uint32_t>(candidates.size())});
     candidates.push_back(c);
     return true;
@@ -404,6 +422,9 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   if constexpr (requires { convex.PolytopeCore(&polytope); }) {
     polytope_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
   }
+  // Refinements: a box's face normals, then its SAT depth; a cylinder's or
+  // a hull's edge overlaps.
+  const uint8_t final_stage = polytope_core ? 2 : 1;
   const double slack = 4e-9 * convex.scale();
   bool any = false;
   while (!heap.empty()) {
@@ -412,30 +433,52 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     heap.pop_back();
     if (any && e.bound + slack < out->depth) break;  // no deeper contact remains
     Candidate& c = candidates[e.index];
-    if (!c.refined) {
-      // Its turn on the first bound: tighten it, and decide it now only if
-      // it stays the highest.
-      c.refined = true;
+    // Its turn on a loose bound: tighten it, and decide it now only if it
+    // stays the highest.
+    bool requeued = false, done = false;
+    while (c.stage < final_stage) {
       double tight = std::numeric_limits<double>::infinity();
-      if (polytope_core) {
-        c.sat = TrianglePolytopePenetration(c.v, polytope, convex.margin());
-        c.has_sat = c.sat.valid;
-        if (c.has_sat) tight = c.sat.depth;
-      } else {
+      if (!polytope_core) {
         tight = TriangleEdgeOverlap(c.v, convex);
-      }
-      if (tight < e.bound) {
-        e.bound = tight;
-        if (!heap.empty() && lower(e, heap.front())) {
-          heap.push_back(e);
-          std::push_heap(heap.begin(), heap.end(), lower);
-          continue;
+      } else if (c.stage == 0) {
+        // The box's own face normals (three axes, no support calls).
+        for (int k = 0; k < 3; ++k) {
+          const Vec3& a = polytope.axis[k];
+          const double t0 = Dot(a, c.v[0]), t1 = Dot(a, c.v[1]), t2 = Dot(a, c.v[2]);
+          const double mid = Dot(a, polytope.center);
+          const double reach = polytope.half[k] + convex.margin();
+          tight = std::min(tight, std::min(std::max(t0, std::max(t1, t2)) - (mid - reach),
+                                           mid + reach - std::min(t0, std::min(t1, t2))));
         }
-        if (any && e.bound + slack < out->depth) break;
+      } else {
+        const TriangleConvexPenetration sat =
+            TrianglePolytopePenetration(c.v, polytope, convex.margin());
+        if (sat.valid) {
+          tight = sat.depth;
+          c.sat = static_cast<int32_t>(sats.size());
+          sats.push_back(sat);
+        }
+      }
+      ++c.stage;
+      if (!(tight < e.bound)) continue;
+      e.bound = tight;
+      if (!heap.empty() && lower(e, heap.front())) {
+        heap.push_back(e);
+        std::push_heap(heap.begin(), heap.end(), lower);
+        requeued = true;
+        break;
+      }
+      // Still the highest: every bound left is at most this one.
+      if (any && e.bound + slack < out->depth) {
+        done = true;
+        break;
       }
     }
+    if (done) break;
+    if (requeued) continue;
     MeshContact m;
-    if (!TriangleTouchContact(c.v, c.triangle, convex, c.has_sat ? &c.sat : nullptr, &m)) {
+    if (!TriangleTouchContact(c.v, c.triangle, convex, c.sat >= 0 ? &sats[c.sat] : nullptr,
+                              &m)) {
       continue;
     }
     if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
