@@ -339,8 +339,18 @@ TriangleConvexPenetration TriangleConvexEpa(
   };
   constexpr int kMaxVerts = kTriangleEpaMaxVertices;
   constexpr int kMaxFaces = kTriangleEpaMaxFaces;
-  Vert verts[kMaxVerts];
-  Face faces[kMaxFaces];
+  // Left uninitialised (no zeroing of ~1150 doubles a call): every slot is
+  // written before it is read (nv and nf count the written ones).
+  union Verts {
+    Verts() {}
+    Vert at[kMaxVerts];
+  } vert_store;
+  union Faces {
+    Faces() {}
+    Face at[kMaxFaces];
+  } face_store;
+  Vert* const verts = vert_store.at;
+  Face* const faces = face_store.at;
   int free_slots[kMaxFaces];
   int nv = 0, nf = 0, nfree = 0;
   auto make_face = [&](int a, int b, int c) {
