@@ -110,8 +110,9 @@ class PlacedConvex {
 /// with overlapping cores (surface contacts, the contact offset of sweeps
 /// started inside) goes through here.
 template <typename Convex>
-TriangleConvexPenetration TriangleCoresPenetration(const Vec3 tri[3], const Convex& convex,
-                                                   const TriangleConvexDistance& g) {
+TriangleConvexPenetration TriangleCoresPenetration(
+    const Vec3 tri[3], const Convex& convex, const TriangleConvexDistance& g,
+    TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron) {
   TrianglePolytopeCore polytope;
   if constexpr (requires { convex.PolytopeCore(&polytope); }) {
     if (convex.PolytopeCore(&polytope)) {
@@ -120,7 +121,7 @@ TriangleConvexPenetration TriangleCoresPenetration(const Vec3 tri[3], const Conv
       if (p.valid) return p;
     }
   }
-  return TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g);
+  return TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g, start);
 }
 
 /// One triangle's part of SurfaceSweepConvex: the first contact of the
@@ -189,12 +190,15 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
 /// given their GJK result `g` (touching: g.distance_lower <= 0): when the
 /// cores are apart, GJK's closest points (depth = margin - distance); when
 /// they overlap, TriangleCoresPenetration (SAT for polytope cores, else EPA
-/// from GJK's enclosing tetrahedron). Should EPA fail (a flat Minkowski
+/// from GJK's enclosing tetrahedron), or `penetration` when the caller has
+/// already computed that for this triangle and convex. Should EPA fail (a flat Minkowski
 /// difference), the face normal with the depth that clears the triangle's
 /// plane: a separating move, not necessarily the shortest.
 template <typename Convex>
 MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
-                            const TriangleConvexDistance& g) {
+                            const TriangleConvexDistance& g,
+                            const TriangleConvexPenetration* penetration = nullptr,
+                            TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron) {
   MeshContact c;
   c.triangle = triangle;
   if (!g.cores_overlap) {
@@ -204,7 +208,8 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
     c.point_on_query = g.point_on_convex;
     return c;
   }
-  const TriangleConvexPenetration e = TriangleCoresPenetration(v, convex, g);
+  const TriangleConvexPenetration e =
+      penetration != nullptr ? *penetration : TriangleCoresPenetration(v, convex, g, start);
   if (e.valid) {
     c.normal = e.normal;
     c.depth = e.depth;
@@ -223,6 +228,52 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
   return c;
 }
 
+/// Whether the convex touches triangle `v` (input index `triangle`), and
+/// then their contact (*out): as GJK (touching: distance_lower <= 0) and
+/// TriangleContact decide, but without GJK when the cores certainly overlap
+/// by more than 1e-9 * scale, where GJK finds them overlapping and the
+/// contact is the cores' penetration: for a box core its SAT depth (`sat`,
+/// the caller's TrianglePolytopePenetration for this triangle, or null),
+/// for a cylinder or hull EPA started from the prism along the triangle's
+/// normal when that holds the origin (TriangleConvexEpa, kPrismOnly). Every
+/// surface contact (SurfaceContactsConvex, SurfaceDeepestContactConvex)
+/// goes through here, so all of them answer alike.
+template <typename Convex>
+bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
+                          const TriangleConvexPenetration* sat, MeshContact* out) {
+  const double tol = 1e-9 * convex.scale();
+  TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron;
+  auto from = [&](const TriangleConvexPenetration& e) {
+    out->triangle = triangle;
+    out->normal = e.normal;
+    out->depth = e.depth;
+    out->point_on_mesh = e.point_on_triangle;
+    out->point_on_query = e.point_on_convex;
+    return true;
+  };
+  if (sat != nullptr) {
+    if (sat->valid && sat->depth - convex.margin() > tol) return from(*sat);
+  } else {
+    TrianglePolytopeCore polytope;
+    bool polytope_core = false;
+    if constexpr (requires { convex.PolytopeCore(&polytope); }) {
+      polytope_core = convex.PolytopeCore(&polytope);
+    }
+    if (!polytope_core) {
+      const TriangleConvexPenetration e = TriangleConvexEpa(
+          v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
+          TriangleEpaStart::kPrismOnly);
+      if (e.valid) return from(e);
+      start = TriangleEpaStart::kTetrahedronOnly;  // the prism does not hold the origin
+    }
+  }
+  const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
+  if (g.distance_lower > 0.0) return false;
+  *out = TriangleContact(v, triangle, convex, g, sat != nullptr && sat->valid ? sat : nullptr,
+                         start);
+  return true;
+}
+
 /// Contacts of the convex with every triangle of `surface` it touches (one
 /// MeshContact each, appended; TriangleContact). Returns true when any
 /// triangle is touched.
@@ -230,6 +281,12 @@ template <typename Surface, typename Convex>
 bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
                            std::vector<MeshContact>* contacts) {
   bool any = false;
+  // A box core: SAT first (TriangleTouchContact), as SurfaceDeepestContactConvex.
+  TrianglePolytopeCore polytope;
+  bool box_core = false;
+  if constexpr (requires { convex.PolytopeCore(&polytope); }) {
+    box_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
+  }
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   internal::WorkTally tally;
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
@@ -238,10 +295,15 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
     surface.TriangleVertices(k, v);
     // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
     if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
-    const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
-    if (g.distance_lower > 0.0) return true;
+    TriangleConvexPenetration sat;
+    if (box_core) sat = TrianglePolytopePenetration(v, polytope, convex.margin());
+    MeshContact m;
+    if (!TriangleTouchContact(v, surface.OriginalIndex(k), convex, box_core ? &sat : nullptr,
+                              &m)) {
+      return true;
+    }
     any = true;
-    contacts->push_back(TriangleContact(v, surface.OriginalIndex(k), convex, g));
+    contacts->push_back(m);
     return true;
   });
   return any;
@@ -266,26 +328,59 @@ double TriangleEdgeOverlap(const Vec3 v[3], const Convex& convex) {
   return least;
 }
 
+namespace surface_detail {
+/// A triangle waiting in SurfaceDeepestContactConvex's heap.
+struct DeepestCandidate {
+  Vec3 v[3];
+  uint32_t triangle;
+  uint8_t stage;  // refinements of its bound done so far
+  int32_t sat;    // index of its box SAT result in DeepestScratch::sats, or -1
+};
+/// A heap entry: an upper bound on the triangle's contact depth.
+struct DeepestEntry {
+  double bound;
+  uint32_t triangle;
+  uint32_t index;  // into DeepestScratch::candidates
+};
+struct DeepestScratch {
+  std::vector<DeepestCandidate> candidates;
+  std::vector<DeepestEntry> heap;
+  std::vector<TriangleConvexPenetration> sats;
+};
+}  // namespace surface_detail
+
 /// The deepest of SurfaceContactsConvex's contacts (ties: the lowest input
-/// triangle), without computing every one: each candidate triangle's depth
-/// is bounded above by the overlap of the two along the triangle's normal
-/// (two support calls; any axis's overlap bounds the penetration depth, and
-/// GJK, SAT and EPA stay within it: EPA's converged depth to its 1e-9 * scale
-/// tolerance, its fallbacks and SAT try that axis themselves), so the
-/// triangles are decided in order of that bound, highest first, and those
-/// whose bound (or, for one within reach, TriangleEdgeOverlap's) is below
-/// the deepest contact so far by more than 4e-9 * scale are passed over
-/// without GJK, SAT or EPA. Returns false when
-/// no triangle is touched. The same contact as the deepest of
-/// SurfaceContactsConvex's (its depths can exceed the bound only by rounding).
+/// triangle), without computing every one. Each candidate triangle's depth
+/// is bounded above, first by the overlap of the two along the triangle's
+/// normal (two support calls; any axis's overlap bounds the penetration
+/// depth, and GJK, SAT and EPA stay within it: EPA's converged depth to its
+/// 1e-9 * scale tolerance, its fallbacks and SAT try that axis themselves),
+/// then, each time the triangle comes up, by a tighter one: for a box core
+/// the overlaps along its face normals, then the SAT depth itself
+/// (TrianglePolytopePenetration: exactly the contact's depth when the cores
+/// overlap, else the contact's depth is at most it, up to rounding), for a
+/// cylinder or hull core the overlaps along the in-plane normals of its
+/// edges (TriangleEdgeOverlap). Triangles are decided (TriangleTouchContact)
+/// in order of their tightest bound, highest first (a max-heap, refined
+/// lazily: a triangle whose bound tightens goes back in the heap),
+/// and once the highest bound left is below the deepest contact so far by
+/// more than 4e-9 * scale, the rest are passed over. Returns false when no
+/// triangle is touched. The same contact as the deepest of
+/// SurfaceContactsConvex's: the deepest-then-lowest choice does not depend
+/// on the order, and a skipped triangle's contact cannot win (its depths can
+/// exceed the bound only by rounding, or EPA's tolerance).
 template <typename Surface, typename Convex>
 bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, MeshContact* out) {
-  struct Candidate {
-    double bound;  // the overlap along the triangle's normal (an upper bound on the depth)
-    uint32_t triangle;
-    Vec3 v[3];
-  };
-  std::vector<Candidate> candidates;
+  using Candidate = surface_detail::DeepestCandidate;
+  using Entry = surface_detail::DeepestEntry;
+  // Scratch kept per thread between calls (no allocation per query).
+  static thread_local surface_detail::DeepestScratch scratch;
+  std::vector<Candidate>& candidates = scratch.candidates;
+  std::vector<Entry>& heap = scratch.heap;
+  std::vector<TriangleConvexPenetration>& sats = scratch.sats;
+  candidates.clear();
+  heap.clear();
+  sats.clear();
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   internal::WorkTally tally;
   if constexpr (requires { convex.rounded(); }) {
@@ -299,10 +394,8 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
         Vec3 v[3];
         surface.TriangleVertices(k, v);
         if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
-        const TriangleConvexDistance g =
-            TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
-        if (g.distance_lower > 0.0) return true;
-        const MeshContact m = TriangleContact(v, surface.OriginalIndex(k), convex, g);
+        MeshContact m;
+        if (!TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) return true;
         if (!any || m.depth > out->depth ||
             (m.depth == out->depth && m.triangle < out->triangle)) {
           *out = m;
@@ -322,34 +415,89 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
     if (!Aabb().Union(c.v[0]).Union(c.v[1]).Union(c.v[2]).Overlaps(near_box)) return true;
     const Vec3 n = Cross(c.v[1] - c.v[0], c.v[2] - c.v[0]).Normalized();
-    c.bound = std::numeric_limits<double>::infinity();
+    double bound = std::numeric_limits<double>::infinity();
     if (n.LengthSq() > 0.0) {
       const double d = Dot(n, c.v[0]);
       const double above = Dot(n, convex(n)) + convex.margin() - d;
       const double below = d - Dot(n, convex(-n)) + convex.margin();
-      c.bound = std::min(above, below);
+      bound = std::min(above, below);
     }
     c.triangle = surface.OriginalIndex(k);
+    c.stage = 0;
+    c.sat = -1;
+    heap.push_back({bound, c.triangle, static_cast<uint32_t>(candidates.size())});
     candidates.push_back(c);
     return true;
   });
-  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.bound > b.bound || (a.bound == b.bound && a.triangle < b.triangle);
-  });
+  // Max-heap on the bound; ties: the lowest triangle first.
+  const auto lower = [](const Entry& a, const Entry& b) {
+    return a.bound < b.bound || (a.bound == b.bound && a.triangle > b.triangle);
+  };
+  std::make_heap(heap.begin(), heap.end(), lower);
+  TrianglePolytopeCore polytope;
+  bool polytope_core = false;
+  if constexpr (requires { convex.PolytopeCore(&polytope); }) {
+    polytope_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
+  }
+  // Refinements: a box's face normals, then its SAT depth; a cylinder's or
+  // a hull's edge overlaps.
+  const uint8_t final_stage = polytope_core ? 2 : 1;
   const double slack = 4e-9 * convex.scale();
   bool any = false;
-  for (const Candidate& c : candidates) {
-    if (any && c.bound + slack < out->depth) break;  // no deeper contact remains
-    // Within reach of the deepest so far (typically a neighbour in the same
-    // plane): the in-plane normals of its edges bound the depth too.
-    if (any && c.bound + slack >= out->depth &&
-        TriangleEdgeOverlap(c.v, convex) + slack < out->depth) {
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), lower);
+    Entry e = heap.back();
+    heap.pop_back();
+    if (any && e.bound + slack < out->depth) break;  // no deeper contact remains
+    Candidate& c = candidates[e.index];
+    // Its turn on a loose bound: tighten it, and decide it now only if it
+    // stays the highest.
+    bool requeued = false, done = false;
+    while (c.stage < final_stage) {
+      double tight = std::numeric_limits<double>::infinity();
+      if (!polytope_core) {
+        tight = TriangleEdgeOverlap(c.v, convex);
+      } else if (c.stage == 0) {
+        // The box's own face normals (three axes, no support calls).
+        for (int k = 0; k < 3; ++k) {
+          const Vec3& a = polytope.axis[k];
+          const double t0 = Dot(a, c.v[0]), t1 = Dot(a, c.v[1]), t2 = Dot(a, c.v[2]);
+          const double mid = Dot(a, polytope.center);
+          const double reach = polytope.half[k] + convex.margin();
+          tight = std::min(tight, std::min(std::max(t0, std::max(t1, t2)) - (mid - reach),
+                                           mid + reach - std::min(t0, std::min(t1, t2))));
+        }
+      } else {
+        const TriangleConvexPenetration sat =
+            TrianglePolytopePenetration(c.v, polytope, convex.margin());
+        if (sat.valid) {
+          tight = sat.depth;
+          c.sat = static_cast<int32_t>(sats.size());
+          sats.push_back(sat);
+        }
+      }
+      ++c.stage;
+      if (!(tight < e.bound)) continue;
+      e.bound = tight;
+      if (!heap.empty() && lower(e, heap.front())) {
+        heap.push_back(e);
+        std::push_heap(heap.begin(), heap.end(), lower);
+        requeued = true;
+        break;
+      }
+      // Still the highest: every bound left is at most this one.
+      if (any && e.bound + slack < out->depth) {
+        done = true;
+        break;
+      }
+    }
+    if (done) break;
+    if (requeued) continue;
+    MeshContact m;
+    if (!TriangleTouchContact(c.v, c.triangle, convex, c.sat >= 0 ? &sats[c.sat] : nullptr,
+                              &m)) {
       continue;
     }
-    const TriangleConvexDistance g =
-        TriangleConvexGjk(c.v, convex, convex.margin(), convex.scale());
-    if (g.distance_lower > 0.0) continue;
-    const MeshContact m = TriangleContact(c.v, c.triangle, convex, g);
     if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
       *out = m;
     }

@@ -288,6 +288,9 @@ struct TriangleConvexPenetration {
   Vec3 point_on_triangle;
 };
 
+/// Start polytope of TriangleConvexEpa (see there).
+enum class TriangleEpaStart : uint8_t { kPrismOrTetrahedron, kPrismOnly, kTetrahedronOnly };
+
 /// Caps of TriangleConvexEpa: polytope vertices, face slots and iterations.
 /// Each iteration scans the face slots a few times, so these bound the cost
 /// of one call whatever the input: ~0.1M instructions a triangle for a
@@ -310,12 +313,20 @@ inline constexpr double kTriangleEpaFlatVolume = 1e-15;
 /// removed faces are reused. A flat start tetrahedron, a breakdown or the
 /// caps (kTriangleEpaMax*) end in the fallback: the best of the polytope's
 /// face normals and the triangle's two normals by the exact support.
+///
+/// `start` picks the start polytope: the prism between the difference's
+/// faces along the triangle's normal when it holds the origin, else GJK's
+/// tetrahedron (kPrismOrTetrahedron); the prism alone (kPrismOnly, `g`
+/// unused: not valid, failure 1, when it does not hold the origin; when it
+/// does, the cores certainly overlap, with the origin more than 1e-9 * scale
+/// inside every face of it); the tetrahedron alone (kTetrahedronOnly, after
+/// a kPrismOnly call that was not valid).
 template <typename CoreSupport>
-TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport& core_support,
-                                            double margin, double scale,
-                                            const TriangleConvexDistance& g) {
+TriangleConvexPenetration TriangleConvexEpa(
+    const Vec3 tri[3], const CoreSupport& core_support, double margin, double scale,
+    const TriangleConvexDistance& g,
+    TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron) {
   TriangleConvexPenetration out;
-  if (g.tetrahedron != 4) { out.failure = 1; return out; }
   struct Vert {
     Vec3 w, p;
     double l[3];
@@ -328,16 +339,20 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
   };
   constexpr int kMaxVerts = kTriangleEpaMaxVertices;
   constexpr int kMaxFaces = kTriangleEpaMaxFaces;
-  Vert verts[kMaxVerts];
-  Face faces[kMaxFaces];
+  // Left uninitialised (no zeroing of ~1150 doubles a call): every slot is
+  // written before it is read (nv and nf count the written ones).
+  union Verts {
+    Verts() {}
+    Vert at[kMaxVerts];
+  } vert_store;
+  union Faces {
+    Faces() {}
+    Face at[kMaxFaces];
+  } face_store;
+  Vert* const verts = vert_store.at;
+  Face* const faces = face_store.at;
   int free_slots[kMaxFaces];
   int nv = 0, nf = 0, nfree = 0;
-  for (int k = 0; k < 4; ++k) {
-    verts[nv].w = g.tet_w[k];
-    verts[nv].p = g.tet_p[k];
-    for (int j = 0; j < 3; ++j) verts[nv].l[j] = g.tet_l[k][j];
-    ++nv;
-  }
   auto make_face = [&](int a, int b, int c) {
     if (nfree == 0 && nf >= kMaxFaces) return false;
     const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
@@ -387,9 +402,59 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
     out.point_on_triangle = tri_support(-best_n, l);
     return out;
   };
+  // Start from the prism between the difference's two faces along the
+  // triangle's normal +-n: core support along -n minus the triangle (vertices
+  // 0..2, outward normal -n) and along +n minus it (3..5, outward +n), joined
+  // by three parallelograms. It lies in the difference, and when it holds the
+  // origin, more than tol inside each face (the core's extreme points along
+  // +-n lie on both sides of the triangle over its interior: a face contact,
+  // typically), the cores certainly overlap and its caps are exact
+  // faces of the difference, so a face contact converges at once. Otherwise,
+  // or should it be flat, GJK's tetrahedron.
+  const bool prism = [&] {
+    if (start == TriangleEpaStart::kTetrahedronOnly) return false;
+    const Vec3 cross = Cross(tri[1] - tri[0], tri[2] - tri[0]);
+    const double len = cross.Length();
+    if (!(len > 0.0)) return false;
+    const Vec3 n = cross / len;
+    const Vec3 lo = core_support(-n), hi = core_support(n);
+    if (!(Dot(hi - lo, n) > tol)) return false;
+    for (int k = 0; k < 6; ++k) {
+      Vert& x = verts[k];
+      x.p = k < 3 ? lo : hi;
+      x.w = x.p - tri[k % 3];
+      x.l[0] = x.l[1] = x.l[2] = 0.0;
+      x.l[k % 3] = 1.0;
+    }
+    nv = 6;
+    Vec3 centre;
+    for (int k = 0; k < 6; ++k) centre += verts[k].w * (1.0 / 6.0);
+    const int pf[8][3] = {{0, 1, 2}, {3, 4, 5}, {0, 1, 4}, {0, 4, 3},
+                          {1, 2, 5}, {1, 5, 4}, {2, 0, 3}, {2, 3, 5}};
+    for (const auto& f : pf) {
+      int a = f[0], b = f[1], c = f[2];
+      const Vec3 fn = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
+      if (Dot(fn, centre - verts[a].w) > 0.0) std::swap(b, c);
+      if (!make_face(a, b, c) || !(faces[nf - 1].d > tol)) {
+        nv = nf = nfree = 0;  // not holding the origin (or degenerate): GJK's tetrahedron
+        return false;
+      }
+    }
+    return true;
+  }();
+  if (!prism && (start == TriangleEpaStart::kPrismOnly || g.tetrahedron != 4)) {
+    out.failure = 1;
+    return out;
+  }
+  for (int k = 0; k < 4 && !prism; ++k) {
+    verts[nv].w = g.tet_w[k];
+    verts[nv].p = g.tet_p[k];
+    for (int j = 0; j < 3; ++j) verts[nv].l[j] = g.tet_l[k][j];
+    ++nv;
+  }
   // A flat start tetrahedron (a sliver triangle against a point-like part of
   // the core): its faces' normals are rounding; the fallback decides.
-  {
+  if (!prism) {
     const Vec3 e1 = g.tet_w[1] - g.tet_w[0], e2 = g.tet_w[2] - g.tet_w[0],
                e3 = g.tet_w[3] - g.tet_w[0];
     const double vol6 = std::fabs(Dot(e1, Cross(e2, e3)));
@@ -402,6 +467,7 @@ TriangleConvexPenetration TriangleConvexEpa(const Vec3 tri[3], const CoreSupport
   // Tetrahedron faces, oriented outwards (away from the opposite vertex).
   const int tf[4][4] = {{0, 1, 2, 3}, {0, 3, 1, 2}, {0, 2, 3, 1}, {1, 3, 2, 0}};
   for (const auto& f : tf) {
+    if (prism) break;
     int a = f[0], b = f[1], c = f[2];
     const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
     if (Dot(n, verts[f[3]].w - verts[a].w) > 0.0) std::swap(b, c);

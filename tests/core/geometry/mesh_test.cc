@@ -913,17 +913,26 @@ TEST(MeshConvex, ContactsSeparateByDepth) {
 }
 
 // The deepest contact found by bounds (SurfaceDeepestContactConvex: triangles
-// whose overlap along their normal or their edges' in-plane normals is below
-// the deepest so far are skipped) is the deepest of all the contacts
-// (SurfaceContactsConvex; ties: lowest triangle), field for field: spheres,
-// capsules, boxes, rounded boxes and cylinders on a flat floor (coplanar
-// ties), a wavy grid and a closed sphere, touching, grazing and deep.
+// whose overlap along their normal, their edges' in-plane normals or (box)
+// their SAT depth is below the deepest so far are skipped) is the deepest of
+// all the contacts (SurfaceContactsConvex; ties: lowest triangle), field for
+// field: spheres, capsules, boxes, rounded boxes, cylinders and convex hulls
+// (4 to 40 points, some sliver-thin) on a flat floor (coplanar ties), a wavy
+// grid and a closed sphere, touching, grazing and deep.
 TEST(MeshConvex, DeepestContactMatchesAllContacts) {
   Random rng(67);
   const TriangleMesh meshes[3] = {MustBuild(WavyGrid(8, 1.0, /*flat=*/true)),
                                   MustBuild(WavyGrid(8, 1.0)), MustBuild(IcoSphere(2.0, 2))};
+  std::vector<Shape> hulls;
+  while (hulls.size() < 24) {
+    std::vector<Vec3> points(4 + hulls.size() * 36 / 24);
+    const Vec3 squash{rng.Uniform(0.05, 1.0), rng.Uniform(0.05, 1.0), rng.Uniform(0.05, 1.0)};
+    for (Vec3& p : points) p = Mul(rng.InBox(0.8), squash) + Vec3{0.3, -0.2, 0.1};
+    Result<Shape> hull = Shape::Make(ConvexHull{points});
+    if (hull.ok()) hulls.push_back(std::move(hull).value());
+  }
   int compared = 0, several = 0, none = 0;
-  for (int i = 0; i < 6000; ++i) {
+  for (int i = 0; i < 9000; ++i) {
     const TriangleMesh& mesh = meshes[i % 3];
     const Aabb b = mesh.bounds();
     const Vec3 c = b.Center() + Mul(rng.InBox(0.9), b.Extents() + Vec3{0, 0.3, 0});
@@ -935,7 +944,8 @@ TEST(MeshConvex, DeepestContactMatchesAllContacts) {
                                  Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
                                  Core(ConvexCore::Kind::kBox, he, 0, 0, 0.1 * r),
                                  Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
-    const ConvexCore& core = cores[(i / 3) % 5];
+    const ConvexCore hull = ConvexCore::FromShape(hulls[(i / 18) % hulls.size()]);
+    const ConvexCore& core = (i / 3) % 6 == 5 ? hull : cores[(i / 3) % 6];
     Pose pose{c, q};
     if (i % 7 == 0) {
       // Resting on the flat floor's plane (y = 0) within rounding: grazing ties.
@@ -967,8 +977,8 @@ TEST(MeshConvex, DeepestContactMatchesAllContacts) {
   }
   std::printf("%d deepest contacts compared (%d among several triangles), %d apart\n", compared,
               several, none);
-  EXPECT_GT(several, 2000);
-  EXPECT_GT(none, 200);
+  EXPECT_GT(several, 3000);
+  EXPECT_GT(none, 300);
 }
 
 // Convex sweeps (box, cylinder, capsule, sphere by GJK): apart at every

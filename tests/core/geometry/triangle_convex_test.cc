@@ -122,6 +122,81 @@ TEST(TrianglePolytopePenetration, MatchesEpaAndSeparatesExactly) {
   EXPECT_LE(normal_ties, compared / 100);
 }
 
+// TriangleTouchContact (every surface contact goes through it) against GJK
+// and TriangleContact: the same touching decision; for a box whose core
+// SAT says overlapping (no GJK) the same contact field for field; for a
+// cylinder or a hull whose EPA starts from the prism along the triangle's
+// normal (no GJK), a depth within 1e-6 of EPA from GJK's tetrahedron, and a
+// separating move (moving out by depth + 1e-7 leaves them apart).
+TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
+  Random rng(77);
+  std::vector<Shape> hulls;
+  while (hulls.size() < 16) {
+    std::vector<Vec3> points(4 + hulls.size() * 2);
+    for (Vec3& p : points) p = rng.InBox(0.7);
+    Result<Shape> hull = Shape::Make(ConvexHull{points});
+    if (hull.ok()) hulls.push_back(std::move(hull).value());
+  }
+  int touching = 0, box_sat = 0, prism = 0, apart = 0;
+  for (int i = 0; i < 30000; ++i) {
+    Vec3 tri[3];
+    RandomTriangle(rng, i, tri);
+    const int kind = i % 3;
+    const ConvexCore core =
+        kind == 0   ? RandomPolytopeCore(rng, 2)
+        : kind == 1 ? Core(ConvexCore::Kind::kCylinder, {}, rng.Uniform(0.05, 1.0),
+                           rng.Uniform(0.05, 1.0), 0.0)
+                    : ConvexCore::FromShape(hulls[i % hulls.size()]);
+    double l0 = rng.Uniform(0, 1), l1 = rng.Uniform(0, 1);
+    if (l0 + l1 > 1.0) l0 = 1.0 - l0, l1 = 1.0 - l1;
+    const Vec3 on = tri[0] + (tri[1] - tri[0]) * l0 + (tri[2] - tri[0]) * l1;
+    const Pose pose{on + rng.InBox(0.8), rng.Rotation()};
+    const PlacedConvex convex(core, pose);
+    TrianglePolytopeCore poly;
+    TriangleConvexPenetration sat;
+    const bool box = convex.PolytopeCore(&poly);
+    if (box) sat = TrianglePolytopePenetration(tri, poly, convex.margin());
+    MeshContact m;
+    const bool touch = TriangleTouchContact(tri, 7, convex, box ? &sat : nullptr, &m);
+    const TriangleConvexDistance g = TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
+    ASSERT_EQ(touch, g.distance_lower <= 0.0) << i;
+    if (!touch) {
+      ++apart;
+      continue;
+    }
+    ++touching;
+    EXPECT_EQ(m.triangle, 7u);
+    const MeshContact want = TriangleContact(tri, 7, convex, g);
+    if (box) {
+      if (sat.valid && sat.depth - convex.margin() > 1e-9 * convex.scale()) ++box_sat;
+      EXPECT_EQ(m.depth, want.depth) << i;
+      EXPECT_EQ(m.normal, want.normal) << i;
+      EXPECT_EQ(m.point_on_mesh, want.point_on_mesh) << i;
+      EXPECT_EQ(m.point_on_query, want.point_on_query) << i;
+      continue;
+    }
+    const TriangleConvexPenetration from_prism = TriangleConvexEpa(
+        tri, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
+        TriangleEpaStart::kPrismOnly);
+    if (!from_prism.valid) continue;
+    ++prism;
+    ASSERT_TRUE(g.cores_overlap) << i;
+    EXPECT_EQ(m.depth, from_prism.depth) << i;
+    const TriangleConvexPenetration from_tet = TriangleConvexEpa(
+        tri, convex, convex.margin(), convex.scale(), g, TriangleEpaStart::kTetrahedronOnly);
+    if (from_tet.valid && from_tet.failure == 0 && from_prism.failure == 0) {
+      EXPECT_NEAR(m.depth, from_tet.depth, 1e-6) << i;
+    }
+    const PlacedConvex moved(core, Pose{pose.position + m.normal * (m.depth + 1e-7), pose.rotation});
+    EXPECT_GT(TriangleConvexGjk(tri, moved, moved.margin(), moved.scale()).distance, 0.0) << i;
+  }
+  std::printf("%d touching (%d boxes by SAT, %d cylinders or hulls from the prism), %d apart\n",
+              touching, box_sat, prism, apart);
+  EXPECT_GT(box_sat, 2000);
+  EXPECT_GT(prism, 2000);
+  EXPECT_GT(apart, 3000);
+}
+
 // A sphere centred on a sliver triangle (the fuzz finding of issue 9): the
 // contact is the radius along the face normal, without EPA.
 TEST(TrianglePolytopePenetration, SphereOnSliver) {
