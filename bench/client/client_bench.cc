@@ -77,8 +77,11 @@ void BM_SweepRoundTrip(benchmark::State& state) {
 }
 BENCHMARK(BM_SweepRoundTrip)->UseRealTime();
 
-// Ticks of one move + one ray, with range(0) ticks kept in flight.
+// Ticks of one move + one ray, with range(0) ticks kept in flight. Each run
+// opens a new stream on the shared session, whose ticks with changes must keep
+// increasing across streams: numbered from a counter that outlives the runs.
 void BM_TickPipelined(benchmark::State& state) {
+  static uint64_t next_tick = 1;
   Fixture& f = Shared();
   std::unique_ptr<TickStream> stream = f.client->OpenTickStream("bench");
   const size_t depth = static_cast<size_t>(state.range(0));
@@ -88,7 +91,7 @@ void BM_TickPipelined(benchmark::State& state) {
   for (auto _ : state) {
     const std::vector<ColliderChange> move = {
         ColliderChange::Move(5, Pose({10.0, static_cast<double>(n++ % 2), 0.0}))};
-    inflight.push_back(stream->Tick(move, ray));
+    inflight.push_back(stream->TickAt(next_tick++, move, ray));
     if (inflight.size() >= depth) {
       RpcResult<TickResult> r = inflight.front().get();
       inflight.pop_front();
