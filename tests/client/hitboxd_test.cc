@@ -50,18 +50,6 @@ std::vector<Collider> World() {
   };
 }
 
-// Whether core's casts are implemented in this build (they are written in
-// parallel with the service): a ray through a unit sphere must hit it. Checks
-// of cast and ray geometry are skipped, with a note, until then.
-bool CoreCastsWork() {
-  static const bool works = [] {
-    const bool hit = Raycast({-5, 0, 0}, {10, 0, 0}, Shape(), Pose()).hit();
-    if (!hit) std::printf("[  NOTE    ] core casts not implemented yet: cast geometry unchecked\n");
-    return hit;
-  }();
-  return works;
-}
-
 // The message the server's validation gives a change batch: the batch as
 // the client encodes it, decoded by hitbox_wire as the server does.
 std::string WireError(const std::vector<ColliderChange>& changes) {
@@ -150,21 +138,19 @@ void ExerciseEveryCall(Client& client, const std::string& id) {
   ASSERT_TRUE(every.ok()) << every.status().ToString();
   RpcResult<std::optional<CastHit>> ray = client.Raycast(id, {0, 1, -1}, {0, 0, 10});
   ASSERT_TRUE(ray.ok()) << ray.status().ToString();
-  if (CoreCastsWork()) {
-    ASSERT_TRUE(hit->has_value());
-    EXPECT_EQ((*hit)->id, 2u);
-    EXPECT_EQ((*hit)->user_data, 0xBEEFu);
-    EXPECT_NEAR((*hit)->fraction, 0.435, 1e-5);
-    EXPECT_TRUE(testing::VecNear((*hit)->normal, {0, 0, -1}, 1e-6));
-    EXPECT_NEAR((*hit)->point.z, 4.75, 1e-4);
-    // Without the mask the floor is touched from the start.
-    ASSERT_EQ(every->size(), 2u);
-    EXPECT_EQ((*every)[0].id, 1u);
-    EXPECT_TRUE((*every)[0].started_overlapping);
-    ASSERT_TRUE(ray->has_value());
-    EXPECT_EQ((*ray)->id, 2u);
-    EXPECT_NEAR((*ray)->fraction, 0.575, 1e-9);
-  }
+  ASSERT_TRUE(hit->has_value());
+  EXPECT_EQ((*hit)->id, 2u);
+  EXPECT_EQ((*hit)->user_data, 0xBEEFu);
+  EXPECT_NEAR((*hit)->fraction, 0.435, 1e-5);
+  EXPECT_TRUE(testing::VecNear((*hit)->normal, {0, 0, -1}, 1e-6));
+  EXPECT_NEAR((*hit)->point.z, 4.75, 1e-4);
+  // Without the mask the floor is touched from the start.
+  ASSERT_EQ(every->size(), 2u);
+  EXPECT_EQ((*every)[0].id, 1u);
+  EXPECT_TRUE((*every)[0].started_overlapping);
+  ASSERT_TRUE(ray->has_value());
+  EXPECT_EQ((*ray)->id, 2u);
+  EXPECT_NEAR((*ray)->fraction, 0.575, 1e-9);
 
   RpcResult<std::vector<OverlapHit>> over =
       client.Overlap(id, *Shape::MakeSphere(1.0), Pose({0, 0.5, 0}), {}, true);
@@ -181,9 +167,7 @@ void ExerciseEveryCall(Client& client, const std::string& id) {
   ASSERT_TRUE(answers.ok());
   EXPECT_EQ(answers->revision, 1u);
   ASSERT_EQ(answers->results.size(), 2u);
-  if (CoreCastsWork()) {
-    EXPECT_EQ(answers->results[0].hits.size(), 1u);
-  }
+  EXPECT_EQ(answers->results[0].hits.size(), 1u);
   EXPECT_TRUE(answers->results[1].overlaps.empty());
 
   // Move the wall out of the way; the sweep then misses.
@@ -266,14 +250,12 @@ TEST_F(HitboxdTest, TagsTruncatedAndContactOffset) {
   EXPECT_TRUE(r->results[2].truncated);
   EXPECT_EQ(r->results[3].overlaps.size(), 6u);
   EXPECT_FALSE(r->results[3].truncated);
-  if (CoreCastsWork()) {
-    ASSERT_EQ(r->results[0].hits.size(), 1u);
-    EXPECT_EQ(r->results[0].hits[0].id, 1u);  // the floor, at once
-    EXPECT_EQ(r->results[0].hits[0].fraction, 0.0);
-    ASSERT_EQ(r->results[1].hits.size(), 1u);
-    EXPECT_EQ(r->results[1].hits[0].id, 2u);  // the wall
-    EXPECT_NEAR(r->results[1].hits[0].fraction, 3.5 / 4.0, 1e-9);
-  }
+  ASSERT_EQ(r->results[0].hits.size(), 1u);
+  EXPECT_EQ(r->results[0].hits[0].id, 1u);  // the floor, at once
+  EXPECT_EQ(r->results[0].hits[0].fraction, 0.0);
+  ASSERT_EQ(r->results[1].hits.size(), 1u);
+  EXPECT_EQ(r->results[1].hits[0].id, 2u);  // the wall
+  EXPECT_NEAR(r->results[1].hits[0].fraction, 3.5 / 4.0, 1e-9);
 
   // The same on a tick stream.
   std::unique_ptr<TickStream> stream = client_->OpenTickStream("tags");
@@ -408,7 +390,6 @@ TEST_F(HitboxdTest, TickStream) {
     EXPECT_EQ(r->revision, i + 1);
     if (i == 0) continue;
     ASSERT_EQ(r->results.size(), 1u);
-    if (!CoreCastsWork()) continue;
     ASSERT_EQ(r->results[0].hits.size(), 1u);
     // Wall front at 4.75 + 0.1 i: fraction (4.35 + 0.1 i) / 10.
     EXPECT_NEAR(r->results[0].hits[0].fraction, (4.35 + 0.1 * static_cast<double>(i)) / 10, 1e-5)
@@ -533,10 +514,8 @@ TEST_F(HitboxdTest, ServerKilledMidStreamThenRecovered) {
   RpcResult<TickResult> r = fresh->Tick({}, ray).get();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->results.size(), 1u);
-  if (CoreCastsWork()) {
-    ASSERT_EQ(r->results[0].hits.size(), 1u);
-    EXPECT_EQ(r->results[0].hits[0].id, 2u);
-  }
+  ASSERT_EQ(r->results[0].hits.size(), 1u);
+  EXPECT_EQ(r->results[0].hits[0].id, 2u);
   EXPECT_EQ(fresh->Finish().code(), RpcCode::kOk);
 }
 
