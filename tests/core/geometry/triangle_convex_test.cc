@@ -319,10 +319,12 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   EXPECT_LE(std::fabs(outside), 1e-7) << where << " " << ToString(s.point);
   if (std::fabs(s.t - gjk.t) * len > 1e-8) return;
   ++tally->same_moment;
-  // The cast takes a point on an edge whose barycentric weights round to
-  // all positive for the face (face normal); the closed form keeps the
-  // active edge's normal. Allowed where the point is within 1e-9 of an
-  // active edge and the cast's normal is the face normal.
+  // On an active edge the cast's fallback (conservative advancement) can
+  // find the cores overlapping at the contact by rounding (GJK's
+  // tetrahedron at a gap of ~1e-9 m) and then reports the face normal
+  // against the motion; the closed form keeps the active edge's normal.
+  // Allowed where the point is within 1e-9 of an active edge and the cast's
+  // normal is the face normal.
   bool on_active_edge = false;
   for (int e = 0; e < 3; ++e) {
     if (!((active >> e) & 1u)) continue;
