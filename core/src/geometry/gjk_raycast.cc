@@ -134,6 +134,27 @@ bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
   return false;
 }
 
+// Barycentric weights of the origin in the non-flat tetrahedron y[0..4)
+// that holds it (signed volumes, Ericson RTCD 3.4); rounding is clamped away
+// so the weights stay a convex combination.
+void BarycentricOfOrigin(const Vec3* y, double w[4]) {
+  auto volume = [](const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d) {
+    return Dot(b - a, Cross(c - a, d - a));
+  };
+  const Vec3 o;
+  const double total = volume(y[0], y[1], y[2], y[3]);
+  w[0] = volume(o, y[1], y[2], y[3]) / total;
+  w[1] = volume(y[0], o, y[2], y[3]) / total;
+  w[2] = volume(y[0], y[1], o, y[3]) / total;
+  w[3] = volume(y[0], y[1], y[2], o) / total;
+  double sum = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    w[i] = std::max(w[i], 0.0);
+    sum += w[i];
+  }
+  for (int i = 0; i < 4; ++i) w[i] = sum > 0.0 ? w[i] / sum : 0.25;
+}
+
 }  // namespace
 
 namespace {
@@ -222,10 +243,12 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
       default: inside = ClosestOnTetrahedron(y, w); break;
     }
     if (inside) {
-      // x lies inside C: in contact at lambda.
+      // x lies inside C: in contact at lambda. x's barycentric weights in
+      // the tetrahedron give the contact point (its B parents), as for a
+      // closest point on a face.
       converged = true;
       dist = 0.0;
-      n = 0;
+      BarycentricOfOrigin(y, w);
       break;
     }
     // Keep the vertices with a positive weight, compacted in place (kept <= i).

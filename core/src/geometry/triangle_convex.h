@@ -190,9 +190,9 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
     l[i] = 1.0;
     return tri[i];
   };
-  SimplexPoint s[4];
+  SimplexPoint s[4], prev[4];
   int n = 0;
-  double lam[4] = {1, 0, 0, 0};
+  double lam[4] = {1, 0, 0, 0}, prev_lam[4];
   // Start from the centroid direction.
   Vec3 dir = (tri[0] + tri[1] + tri[2]) * (1.0 / 3.0) - core_support(Vec3{1, 0, 0});
   if (dir.LengthSq() == 0.0) dir = {1, 0, 0};
@@ -223,6 +223,11 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
     bool dup = false;
     for (int i = 0; i < n; ++i) dup = dup || s[i].w == p.w;
     if (dup) break;
+    // The simplex of v, kept should this step make no progress
+    // (ClosestToOrigin reduces s in place): the closest points are v's.
+    std::copy(s, s + 4, prev);
+    std::copy(lam, lam + 4, prev_lam);
+    const int prev_n = n;
     s[n++] = p;
     Vec3 nv;
     if (!triangle_convex_detail::ClosestToOrigin(s, &n, &nv, lam)) {
@@ -238,7 +243,13 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
       }
       break;
     }
-    if (nv.LengthSq() >= vv) break;  // no progress (rounding)
+    if (nv.LengthSq() >= vv) {
+      // No progress (rounding): v and its simplex stand.
+      n = prev_n;
+      std::copy(prev, prev + 4, s);
+      std::copy(prev_lam, prev_lam + 4, lam);
+      break;
+    }
     v = nv;
   }
   out.iterations = it;
@@ -1047,6 +1058,9 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
   bool contact = false;
   bool restarted = false;
   SimplexPoint last = s[0];  // the latest support point
+  SimplexPoint kept[4];       // the simplex of `dir` while a step is tried after a restart
+  double kept_lam[4] = {0, 0, 0, 0};
+  int kept_n = 0;
   auto restart = [&] {
     restarted = true;
     s[0] = last;
@@ -1114,6 +1128,15 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
       }
     }
     last = p;
+    if (restarted) {
+      // A step without progress now ends the cast at `dir`: keep the simplex
+      // `dir` is the closest point of (ClosestToOrigin reduces s in place),
+      // so that the contact point is its triangle point, not that of the
+      // step's rejected simplex (up to the convex's size away).
+      kept_n = n;
+      std::copy(s, s + 4, kept);
+      std::copy(lam, lam + 4, kept_lam);
+    }
     if (!dup) s[n++] = p;
     Vec3 nv;
     if (!triangle_convex_detail::ClosestToOrigin(s, &n, &nv, lam)) {
@@ -1126,6 +1149,9 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
       // contact): GJK again from the latest support point, once per advance
       // (as Jolt's CastShape), then the fallback below.
       if (restarted) {
+        n = kept_n;
+        std::copy(kept, kept + 4, s);
+        std::copy(kept_lam, kept_lam + 4, lam);
         contact = stalled();
         break;
       }

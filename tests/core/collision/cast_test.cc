@@ -478,6 +478,45 @@ INSTANTIATE_TEST_SUITE_P(AllPairs, CastPairTest, ::testing::ValuesIn(AllPairs())
                                   ShapeKindName(param_info.param.second);
                          });
 
+// Distance (metres) from `p` to `shape` at `pose` (0 inside): GJK of a
+// point core against the shape's core plus margin.
+double DistanceToShape(const Shape& shape, const Pose& pose, const Vec3& p) {
+  const internal::ConvexCore point;  // a point core, no margin
+  return internal::GjkDistance(internal::ConvexCore::FromShape(shape), point,
+                               pose.RelativeTo(Pose{p}))
+      .distance;
+}
+
+// The GJK ray cast (CastConservative) of boxes, cylinders and hulls against
+// each other, seeded, motions at random and aimed at B: every hit's point is
+// on B's surface and on A's at the hit pose (1e-6 of the scale; the pair only
+// touches there, so a point near both is on both surfaces), B's frame.
+TEST(CastPointTest, GjkCastPointOnBothShapes) {
+  const ShapeKind kinds[3] = {ShapeKind::kBox, ShapeKind::kCylinder, ShapeKind::kConvexHull};
+  Random rng(31337);
+  int hits = 0, bad = 0;
+  for (int i = 0; i < 9000 && bad < 10; ++i) {
+    const ShapeKind ka = kinds[i % 3], kb = kinds[i / 3 % 3];
+    const Shape a = rng.MakeShape(ka, 0.05, 1.5);
+    const Shape b = rng.MakeShape(kb, 0.05, 1.5);
+    const Pose a_in_b(rng.InBox(4.0), rng.Rotation());
+    const Vec3 v = i % 2 == 0 ? (rng.InBox(0.5) - a_in_b.position) * rng.Uniform(1.0, 2.0)
+                              : rng.UnitVector() * rng.Uniform(0.5, 8.0);
+    const internal::LocalCast r = internal::CastConservative(a, a_in_b, v, b, {});
+    if (r.state != CastState::kHit) continue;
+    ++hits;
+    const double tol = 1e-6 * (a_in_b.position.Length() + v.Length() + 3.0);
+    const double off_b = DistanceToShape(b, Pose{}, r.point);
+    const double off_a = DistanceToShape(a, Moved(a_in_b, v * r.t), r.point);
+    if (off_a > tol || off_b > tol) {
+      ++bad;
+      ADD_FAILURE() << PairName(ka, kb) << " case " << i << " t " << r.t << ": point "
+                    << ToString(r.point) << " off A " << off_a << ", off B " << off_b;
+    }
+  }
+  EXPECT_GT(hits, 2000);
+}
+
 // ---------------------------------------------------------------------------
 // Conformance case files, pairwise brute force (big.json is left to the
 // world-level conformance test).

@@ -379,7 +379,7 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
         << where;
   }
   // The point: on the triangle and on the box's surface at s.t (the cast's
-  // own point can be off the box after an advance; it is not compared).
+  // own point: SweepConvexTriangle.PointOnTriangleAndConvex).
   // (In the plane and the triangle's bounds: ClosestPointOnTriangle itself
   // rounds by ~1e-6 on the slivers.)
   EXPECT_LE(std::fabs(Dot(face, s.point - tri[0])), 1e-9) << where;
@@ -394,10 +394,12 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   EXPECT_LE(std::fabs(outside), 1e-7) << where << " " << ToString(s.point);
   if (std::fabs(s.t - gjk.t) * len > 1e-8) return;
   ++tally->same_moment;
-  // The cast takes a point on an edge whose barycentric weights round to
-  // all positive for the face (face normal); the closed form keeps the
-  // active edge's normal. Allowed where the point is within 1e-9 of an
-  // active edge and the cast's normal is the face normal.
+  // On an active edge the cast's fallback (conservative advancement) can
+  // find the cores overlapping at the contact by rounding (GJK's
+  // tetrahedron at a gap of ~1e-9 m) and then reports the face normal
+  // against the motion; the closed form keeps the active edge's normal.
+  // Allowed where the point is within 1e-9 of an active edge and the cast's
+  // normal is the face normal.
   bool on_active_edge = false;
   for (int e = 0; e < 3; ++e) {
     if (!((active >> e) & 1u)) continue;
@@ -480,6 +482,95 @@ TEST(SweepBoxSat, MatchesGjkCast) {
   EXPECT_GT(tally.apart, 3000);
   EXPECT_GT(tally.same_moment, 1000);
   EXPECT_GT(tally.started, 1000);
+}
+
+
+namespace cast_point {
+
+/// Distance (metres) from `p` to the convex `core` at `pose` (margin
+/// included; 0 inside): GJK of a point against the convex.
+double DistanceToConvex(const ConvexCore& core, const Pose& pose, const Vec3& p) {
+  ConvexCore point;  // a point core, no margin
+  return internal::GjkDistance(core, point, pose.RelativeTo(Pose{p})).distance;
+}
+
+/// How far `p` is off triangle `tri` (metres, 0 on it): its distance to the
+/// plane, or past an edge within the plane (robust on slivers, unlike the
+/// Voronoi regions of ClosestPointOnTriangle).
+double OffTriangle(const Vec3 tri[3], const Vec3& p) {
+  const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
+  double off = std::fabs(Dot(face, p - tri[0]));
+  for (int e = 0; e < 3; ++e) {
+    const Vec3 inward = Cross(face, tri[(e + 1) % 3] - tri[e]).Normalized();
+    off = std::max(off, -Dot(inward, p - tri[e]));
+  }
+  return off;
+}
+
+struct Counts {
+  int hits = 0, advanced = 0, bad = 0;
+};
+
+/// One cast of `shape` at `pose` by `v` against `tri`; for a hit (not
+/// started inside), its point must be on the triangle and on the convex's
+/// surface at the hit pose. Not inside beyond the cast's gap: the moved
+/// convex only touches the triangle, so a point of the triangle within
+/// `tol` of it is on its surface within `tol`.
+void CheckPoint(const Vec3 tri[3], const Shape& shape, const Pose& pose, const Vec3& v,
+                uint8_t active, Counts* counts, int i) {
+  const ConvexCore core = ConvexCore::FromShape(shape);
+  const PlacedConvex q(core, pose);
+  const double scale = q.scale() + v.Length();
+  const TriangleConvexSweep s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
+  if (!s.hit || s.started_inside || s.capped) return;
+  ++counts->hits;
+  if (s.t > 0.0) ++counts->advanced;
+  const double tol = 1e-6 * scale;
+  const double off_triangle = OffTriangle(tri, s.point);
+  const double off_convex = DistanceToConvex(core, Pose{pose.position + v * s.t, pose.rotation},
+                                             s.point);
+  const bool ok = off_triangle <= tol && off_convex <= tol;
+  counts->bad += ok ? 0 : 1;
+  EXPECT_TRUE(ok) << ShapeKindName(shape.kind()) << " " << i << " t " << s.t << " off triangle "
+                  << off_triangle << " off convex " << off_convex;
+}
+
+}  // namespace cast_point
+
+// The GJK cast's contact point (SweepConvexTriangle) on seeded boxes,
+// cylinders and hulls against random triangles (slivers among them), with
+// motions at random, aimed at the triangle and grazing its plane: every hit's
+// point is on the triangle and on the moved convex's surface (1e-6 of the
+// scale), after any number of advances.
+TEST(SweepConvexTriangle, PointOnTriangleAndConvex) {
+  using namespace cast_point;
+  Random rng(2024);
+  Counts counts;
+  const ShapeKind kinds[3] = {ShapeKind::kBox, ShapeKind::kCylinder, ShapeKind::kConvexHull};
+  for (int i = 0; i < 20000; ++i) {
+    Vec3 tri[3];
+    RandomTriangle(rng, i, tri);
+    const Shape shape = rng.MakeShape(kinds[i % 3], 0.05, 1.0);
+    const Pose pose{rng.InBox(3.0), rng.Rotation()};
+    const uint8_t active = static_cast<uint8_t>(rng.Int(0, 7));
+    const Vec3 target = tri[0] * 0.2 + tri[1] * 0.3 + tri[2] * 0.5 + rng.InBox(0.5);
+    Vec3 v;
+    switch (i / 3 % 3) {
+      case 0: v = rng.UnitVector() * rng.Uniform(0.5, 6.0); break;
+      case 1: v = (target - pose.position) * rng.Uniform(1.0, 2.0); break;
+      default: {
+        // Mostly along the triangle's plane, slightly into it.
+        const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
+        const Vec3 to = target - pose.position;
+        v = (to - face * Dot(face, to)) * rng.Uniform(1.0, 2.0) + face * rng.Uniform(-0.3, 0.3);
+        break;
+      }
+    }
+    CheckPoint(tri, shape, pose, v, active, &counts, i);
+  }
+  std::printf("hits %d (after an advance %d), bad points %d\n", counts.hits, counts.advanced,
+              counts.bad);
+  EXPECT_GT(counts.advanced, 5000);
 }
 
 }  // namespace
