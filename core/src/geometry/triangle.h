@@ -3,9 +3,9 @@
 // capsule tests in closed form. A triangle is a two-sided SURFACE (see
 // ../shared/cases/FORMAT.md): it has no inside and is hit from either side.
 //
-// This file is compiled with -ffp-contract=off wherever it is included from
-// core (see core/CMakeLists.txt): the watertight edge functions rely on
-// a*b - c*d being computed the same way (no fused multiply-add) for both
+// Every file that includes it is compiled with -ffp-contract=off (the whole
+// build is: see the top CMakeLists.txt): the watertight edge functions rely
+// on a*b - c*d being computed the same way (no fused multiply-add) for both
 // triangles that share an edge.
 #pragma once
 
