@@ -7,8 +7,6 @@
 namespace hitbox {
 namespace {
 
-constexpr uint32_t kNull = DynamicTree::kNull;
-
 TreeNode Union(const TreeNode& a, const TreeNode& b) {
   TreeNode r{};
   for (int i = 0; i < 3; ++i) {
