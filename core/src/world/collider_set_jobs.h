@@ -57,7 +57,7 @@ struct ColliderSet::Impl::OverlapJob {
     if (skip != nullptr && skip[item] != 0) return;
     LeafOf(m->colliders[item], m->radius[item], item);
   }
-  void LeafOf(const Collider& c, float radius, uint32_t item) {
+  void LeafOf(const Collider& c, float leaf_radius, uint32_t item) {
     if (has_ignore && std::find(q->filter.ignore.begin(), q->filter.ignore.end(), c.id) !=
                           q->filter.ignore.end()) {
       return;
@@ -66,7 +66,7 @@ struct ColliderSet::Impl::OverlapJob {
     // id): a higher id than the heap's top cannot make the cut.
     const bool full = cap != 0 && hits->size() == cap;
     if (full && c.id > hits->front().id) return;
-    const double r = r_q + radius;
+    const double r = r_q + leaf_radius;
     if ((c.pose.position - pose.position).LengthSq() > r * r) return;
     ++pairs->count;
     uint32_t sub_shape = 0;
@@ -226,10 +226,10 @@ struct ColliderSet::Impl::CastJob {
     if (skip != nullptr && skip[item] != 0) return max_t;
     return LeafOf(m->colliders[item], m->radius[item], max_t);
   }
-  double LeafOf(const Collider& c, float radius, double max_t) {
+  double LeafOf(const Collider& c, float leaf_radius, double max_t) {
     if (out.Ignored(c.id)) return max_t;
     double t;
-    if (!SphereSweepEntry(pose.position, q->translation, r_q + radius, c.pose.position,
+    if (!SphereSweepEntry(pose.position, q->translation, r_q + leaf_radius, c.pose.position,
                           max_t, &t)) {
       return max_t;
     }
@@ -298,11 +298,11 @@ struct ColliderSet::Impl::RayJob {
     if (skip != nullptr && skip[item] != 0) return max_t;
     return LeafOf(m->colliders[item], m->radius[item], max_t);
   }
-  double LeafOf(const Collider& c, float radius, double max_t) {
+  double LeafOf(const Collider& c, float leaf_radius, double max_t) {
     if (out.Ignored(c.id)) return max_t;
     double t;
     if (out.WinningBound(c.id, max_t) < 0.0) return max_t;
-    if (!SphereSweepEntry(q->origin, q->translation, radius + kBoxSlack,
+    if (!SphereSweepEntry(q->origin, q->translation, leaf_radius + kBoxSlack,
                           c.pose.position, max_t, &t)) {
       return max_t;
     }
