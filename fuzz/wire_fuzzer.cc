@@ -2,7 +2,8 @@
 // (ColliderChange, Query, Collider) and of the answers a client reads
 // (QueryResult). The first byte picks the message, the rest is its serialized
 // form. Checks: what wire accepts, core accepts too (ColliderSet::Apply /
-// ValidateQuery); accepted values round-trip (core -> proto -> core -> proto
+// ValidateQuery); a query converts alike alone and in a list (the list's
+// fast path); accepted values round-trip (core -> proto -> core -> proto
 // gives the same message, doubles within a few ulps); FormatDouble reads back to the same double.
 #include <cmath>
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/message_differencer.h>
@@ -22,7 +24,7 @@
 namespace hitbox::fuzz {
 namespace {
 
-[[maybe_unused]] std::string Bytes(const google::protobuf::Message& m) {
+std::string Bytes(const google::protobuf::Message& m) {
   std::string s;
   HITBOX_FUZZ_CHECK(m.SerializeToString(&s), "does not serialize");
   return s;
@@ -87,6 +89,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 1: {
       v1::Query msg;
       if (!msg.ParseFromArray(body, body_size)) return 0;
+      // A query list converts the common queries on a fast path of its own:
+      // it must give what the single conversion gives, value and error text.
+      {
+        wire::Repeated<v1::Query> list;
+        *list.Add() = msg;
+        std::vector<Query> converted;
+        const Status listed = wire::FromProto(list, &converted);
+        auto single = wire::FromProto(msg, "queries[0]");
+        HITBOX_FUZZ_CHECK(listed.ok() == single.ok(), "list %s, single %s",
+                          listed.ToString().c_str(),
+                          single.ok() ? "OK" : single.error().message.c_str());
+        if (!listed.ok()) {
+          HITBOX_FUZZ_CHECK(listed.message() == single.error().message,
+                            "list error '%s', single error '%s'", listed.message().c_str(),
+                            single.error().message.c_str());
+        } else {
+          HITBOX_FUZZ_CHECK(converted.size() == 1, "list of one gave %zu", converted.size());
+          v1::Query from_list, from_single;
+          wire::ToProto(converted[0], &from_list);
+          wire::ToProto(*single, &from_single);
+          HITBOX_FUZZ_CHECK(Bytes(from_list) == Bytes(from_single),
+                            "list and single conversions differ:\n%s\n%s",
+                            from_list.DebugString().c_str(), from_single.DebugString().c_str());
+        }
+      }
       auto q = wire::FromProto(msg, "query");
       if (!q.ok()) return 0;
       RoundTrip<Query, v1::Query>(*q, "Query");
