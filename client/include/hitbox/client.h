@@ -350,7 +350,10 @@ class TickStream {
   /// Sends game tick `tick`: its changes become the session's history for
   /// that tick (queries with at_tick see them). The ticks of a stream must
   /// increase (else INVALID_ARGUMENT at once); Tick() without a number
-  /// continues after the last one.
+  /// continues after the last one, and numbers a new stream's ticks from 1.
+  /// A session refuses a tick with changes below its newest tick, so a game
+  /// that opens a new stream on a session it already ticked (a reconnect)
+  /// sends TickAt with its own game tick, not Tick().
   virtual std::future<RpcResult<TickResult>> TickAt(uint64_t tick,
                                                     std::span<const ColliderChange> changes,
                                                     std::span<const Query> queries) = 0;
