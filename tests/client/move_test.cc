@@ -359,16 +359,20 @@ void PlayArenaIntoKeptBuffers(Client& client, const std::string& session) {
   EXPECT_TRUE(client.DeleteSession(session).ok());
 }
 
-TEST(MoveHitboxdTest, ArenaOfSixtyFourPlayers) {
+// Runs play(client, session) against a hitboxd process.
+template <typename Play>
+void OnHitboxd(Play play, const std::string& session) {
   testing::HitboxdProcess server;
   ASSERT_TRUE(server.running()) << "could not start " << testing::HitboxdProcess::BinaryPath();
   ClientOptions o;
   o.default_timeout = std::chrono::seconds(20);
   Client client(server.address(), o);
-  PlayArena(client, "arena");
+  play(client, session);
 }
 
-TEST(MoveInProcessTest, ArenaOfSixtyFourPlayers) {
+// Runs play(client, session) against a server in this process (in-process channel).
+template <typename Play>
+void InProcess(Play play, const std::string& session) {
   spdlog::set_level(spdlog::level::warn);
   server::ServerOptions options;
   options.listen = "127.0.0.1:0";
@@ -377,34 +381,20 @@ TEST(MoveInProcessTest, ArenaOfSixtyFourPlayers) {
   ASSERT_TRUE(started.ok()) << started.error().message;
   {
     Client client((*started)->InProcessChannel());
-    PlayArena(client, "arena-in-process");
+    play(client, session);
   }
   (*started)->Shutdown(std::chrono::milliseconds(100));
   (*started)->Wait();
 }
 
-TEST(MoveHitboxdTest, ArenaIntoKeptBuffers) {
-  testing::HitboxdProcess server;
-  ASSERT_TRUE(server.running()) << "could not start " << testing::HitboxdProcess::BinaryPath();
-  ClientOptions o;
-  o.default_timeout = std::chrono::seconds(20);
-  Client client(server.address(), o);
-  PlayArenaIntoKeptBuffers(client, "arena-kept");
-}
+TEST(MoveHitboxdTest, ArenaOfSixtyFourPlayers) { OnHitboxd(PlayArena, "arena"); }
+
+TEST(MoveInProcessTest, ArenaOfSixtyFourPlayers) { InProcess(PlayArena, "arena-in-process"); }
+
+TEST(MoveHitboxdTest, ArenaIntoKeptBuffers) { OnHitboxd(PlayArenaIntoKeptBuffers, "arena-kept"); }
 
 TEST(MoveInProcessTest, ArenaIntoKeptBuffers) {
-  spdlog::set_level(spdlog::level::warn);
-  server::ServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.service.threads = 2;
-  Result<std::unique_ptr<server::HitboxServer>> started = server::HitboxServer::Start(options);
-  ASSERT_TRUE(started.ok()) << started.error().message;
-  {
-    Client client((*started)->InProcessChannel());
-    PlayArenaIntoKeptBuffers(client, "arena-kept-in-process");
-  }
-  (*started)->Shutdown(std::chrono::milliseconds(100));
-  (*started)->Wait();
+  InProcess(PlayArenaIntoKeptBuffers, "arena-kept-in-process");
 }
 
 }  // namespace

@@ -853,14 +853,20 @@ bool FastMoveSettings(const v1::MoveSettings& in, MoveSettings* out) {
   return true;
 }
 
+// The ignore ids of the query held in `slot` before, emptied: their
+// capacity is reused for the query converted into it.
+std::vector<uint64_t> TakeIgnoreIds(Query& slot) {
+  std::vector<uint64_t> ignore =
+      std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; }, slot).ignore);
+  ignore.clear();
+  return ignore;
+}
+
 // A query, as QueryOf, into *slot.
 bool FastQuery(const v1::Query& q, Query* slot) {
   const bool from_collider = q.has_shape_from_collider();
   if (q.has_at_tick() && !(std::isfinite(q.at_tick()) && q.at_tick() >= 0.0)) return false;
-  // The capacity of the ignore ids of the query converted here before.
-  std::vector<uint64_t> ignore =
-      std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; }, *slot).ignore);
-  ignore.clear();
+  std::vector<uint64_t> ignore = TakeIgnoreIds(*slot);
   const auto finish = [&](auto&& x) {
     x.tag = q.tag();
     if (q.has_at_tick()) x.at_tick = q.at_tick();
@@ -936,10 +942,7 @@ Status FromProto(const Repeated<v1::Query>& queries, std::vector<Query>* out,
     Query& slot = (*out)[i];
     if (FastQuery(in, &slot)) continue;
     // The general path: convex hulls, and every error.
-    std::vector<uint64_t> ignore =
-        std::move(std::visit([](auto& x) -> QueryFilter& { return x.filter; }, slot).ignore);
-    ignore.clear();
-    Result<Query> q = QueryOf(in, Path(&root, static_cast<int>(i)), std::move(ignore));
+    Result<Query> q = QueryOf(in, Path(&root, static_cast<int>(i)), TakeIgnoreIds(slot));
     if (!q.ok()) {
       out->clear();
       return q.error();

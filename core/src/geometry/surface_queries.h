@@ -161,6 +161,24 @@ TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const V
   return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active);
 }
 
+/// Calls fn(k, v) for each triangle k of `surface` (vertices v) whose box
+/// meets the convex's bounds grown by kSweepGap: the hierarchy's leaves hold
+/// several triangles, and a triangle whose own box is apart is certainly
+/// apart (no GJK). Every triangle visited counts against the batch's budget
+/// (WorkTally), which stops the walk when spent; fn returns false to stop.
+template <typename Surface, typename Convex, typename Fn>
+void VisitNearTriangles(const Surface& surface, const Convex& convex, Fn&& fn) {
+  const Aabb near_box = convex.bounds().Expanded(kSweepGap);
+  internal::WorkTally tally;
+  surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
+    Vec3 v[3];
+    surface.TriangleVertices(k, v);
+    if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
+    return fn(k, v);
+  });
+}
+
 /// Triangles of `surface` touched by the convex (touching counts; a pair GJK
 /// cannot prove apart, lower bound <= 0, counts as touching). Appends input triangle indices to
 /// `triangles` (when given; else stops at the first when `first_only`).
@@ -168,15 +186,7 @@ template <typename Surface, typename Convex>
 bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool first_only,
                           std::vector<uint32_t>* triangles) {
   bool any = false;
-  const Aabb near_box = convex.bounds().Expanded(kSweepGap);
-  internal::WorkTally tally;
-  surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
-    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
-    Vec3 v[3];
-    surface.TriangleVertices(k, v);
-    // The triangle's box against the convex's bounds (plus a rounding margin;
-    // a leaf's box holds several triangles): apart is certainly apart.
-    if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
+  VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
     const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
     if (g.distance_lower > 0.0) return true;  // certainly apart
     any = true;
@@ -287,14 +297,7 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
   if constexpr (requires { convex.PolytopeCore(&polytope); }) {
     box_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
   }
-  const Aabb near_box = convex.bounds().Expanded(kSweepGap);
-  internal::WorkTally tally;
-  surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
-    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
-    Vec3 v[3];
-    surface.TriangleVertices(k, v);
-    // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
-    if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
+  VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
     TriangleConvexPenetration sat;
     if (box_core) sat = TrianglePolytopePenetration(v, polytope, convex.margin());
     MeshContact m;
@@ -381,19 +384,13 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   candidates.clear();
   heap.clear();
   sats.clear();
-  const Aabb near_box = convex.bounds().Expanded(kSweepGap);
-  internal::WorkTally tally;
   if constexpr (requires { convex.rounded(); }) {
     if (convex.rounded() != Convex::Rounded::kNone) {
       // A ball or a capsule: GJK on a point or segment core and its contact
       // cost little more than the bounds would; every touching triangle is
       // decided in the hierarchy's order.
       bool any = false;
-      surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
-        if (!tally.Count()) return false;  // the batch stops (budget, deadline)
-        Vec3 v[3];
-        surface.TriangleVertices(k, v);
-        if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
+      VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
         MeshContact m;
         if (!TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) return true;
         if (!any || m.depth > out->depth ||
@@ -406,14 +403,11 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
       return any;
     }
   }
-  surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
-    // The batch stops (budget, deadline): the triangles visited so far are
-    // decided, as SurfaceContactsConvex does.
-    if (!tally.Count()) return false;
+  // Should the batch stop (budget, deadline), the triangles visited so far
+  // are decided, as SurfaceContactsConvex does.
+  VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
     Candidate c;
-    surface.TriangleVertices(k, c.v);
-    // Apart boxes are certainly apart (as SurfaceOverlapConvex): no GJK.
-    if (!Aabb().Union(c.v[0]).Union(c.v[1]).Union(c.v[2]).Overlaps(near_box)) return true;
+    std::copy(v, v + 3, c.v);
     const Vec3 n = Cross(c.v[1] - c.v[0], c.v[2] - c.v[0]).Normalized();
     double bound = std::numeric_limits<double>::infinity();
     if (n.LengthSq() > 0.0) {
