@@ -49,31 +49,40 @@ struct TriangleRayHit {
   double u = 0.0, v = 0.0, w = 0.0;
 };
 
-/// Watertight two-sided ray-triangle test (Woop et al. 2013, section 3):
-/// vertices are translated to the ray origin, sheared and scaled so that the
-/// ray runs along +z from (0, 0); the 2D edge functions of the three edges
-/// decide the hit. An edge function that rounds to exactly 0 is recomputed in
-/// extended precision (long double), as the paper does in double for float
-/// input. A point of a shared edge or vertex is inside (edge function 0) for
-/// at least one of the triangles that share it, because the edge functions of
-/// a shared edge are computed from the same transformed vertices by the same
-/// expression and are exact negatives of each other. Hits with t in
-/// [0, t_max] count; a ray lying in the triangle's plane (det 0) misses.
-inline bool RayTriangleWatertight(const WatertightRay& ray, const Vec3& a, const Vec3& b,
-                                  const Vec3& c, double t_max, TriangleRayHit* hit) {
-  const Vec3 A = a - ray.origin;
-  const Vec3 B = b - ray.origin;
-  const Vec3 C = c - ray.origin;
-  const double ax = A[ray.kx] - ray.sx * A[ray.kz];
-  const double ay = A[ray.ky] - ray.sy * A[ray.kz];
-  const double bx = B[ray.kx] - ray.sx * B[ray.kz];
-  const double by = B[ray.ky] - ray.sy * B[ray.kz];
-  const double cx = C[ray.kx] - ray.sx * C[ray.kz];
-  const double cy = C[ray.ky] - ray.sy * C[ray.kz];
+/// A vertex in the frame of a WatertightRay (Woop et al. 2013, section 3):
+/// translated to the ray origin, sheared so that the ray runs along +z from
+/// (0, 0), z scaled by 1 / dir[kz]. It depends only on the ray and the
+/// vertex, so a triangle walk may compute it once per vertex and reuse it for
+/// every triangle that shares the vertex (same values to the bit).
+struct ShearedVertex {
+  // No default member initializers: a cache of these stays uninitialised
+  // until filled (zeroing it cost ~50 instructions a ray).
+  double x, y, z;
+};
+
+inline ShearedVertex ShearVertex(const WatertightRay& ray, const Vec3& p) {
+  // Components as an array: indexing by the ray's axes is then one load
+  // (Vec3::operator[] with a run-time index is a chain of selects).
+  const double d[3] = {p.x - ray.origin.x, p.y - ray.origin.y, p.z - ray.origin.z};
+  return {d[ray.kx] - ray.sx * d[ray.kz], d[ray.ky] - ray.sy * d[ray.kz], ray.sz * d[ray.kz]};
+}
+
+/// Watertight two-sided ray-triangle test on sheared vertices (ShearVertex):
+/// the 2D edge functions of the three edges decide the hit. An edge function
+/// that rounds to exactly 0 is recomputed in extended precision (long
+/// double), as the paper does in double for float input. A point of a shared
+/// edge or vertex is inside (edge function 0) for at least one of the
+/// triangles that share it, because the edge functions of a shared edge are
+/// computed from the same transformed vertices by the same expression and are
+/// exact negatives of each other. Hits with t in [0, t_max] count; a ray
+/// lying in the triangle's plane (det 0) misses.
+inline bool RayTriangleSheared(const ShearedVertex& sa, const ShearedVertex& sb,
+                               const ShearedVertex& sc, double t_max, TriangleRayHit* hit) {
+  const double ax = sa.x, ay = sa.y, bx = sb.x, by = sb.y, cx = sc.x, cy = sc.y;
   double u = cx * by - cy * bx;
   double v = ax * cy - ay * cx;
   double w = bx * ay - by * ax;
-  if (u == 0.0 || v == 0.0 || w == 0.0) {
+  if (u == 0.0 || v == 0.0 || w == 0.0) [[unlikely]] {
     using LD = long double;
     u = static_cast<double>(static_cast<LD>(cx) * static_cast<LD>(by) -
                             static_cast<LD>(cy) * static_cast<LD>(bx));
@@ -85,10 +94,7 @@ inline bool RayTriangleWatertight(const WatertightRay& ray, const Vec3& a, const
   if ((u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0)) return false;
   const double det = u + v + w;
   if (det == 0.0) return false;
-  const double az = ray.sz * A[ray.kz];
-  const double bz = ray.sz * B[ray.kz];
-  const double cz = ray.sz * C[ray.kz];
-  const double t_scaled = u * az + v * bz + w * cz;
+  const double t_scaled = u * sa.z + v * sb.z + w * sc.z;
   // t = t_scaled / det must lie in [0, t_max]; compare without dividing first.
   if (det > 0.0) {
     if (t_scaled < 0.0 || t_scaled > t_max * det) return false;
@@ -113,6 +119,14 @@ inline bool RayTriangleWatertight(const WatertightRay& ray, const Vec3& a, const
     hit->t = std::clamp(hit->t, 0.0, t_max);  // the tests above hold up to rounding
   }
   return true;
+}
+
+/// Watertight two-sided ray-triangle test (Woop, Benthin, Wald, JCGT 2013):
+/// RayTriangleSheared on the three vertices sheared into the ray's frame.
+inline bool RayTriangleWatertight(const WatertightRay& ray, const Vec3& a, const Vec3& b,
+                                  const Vec3& c, double t_max, TriangleRayHit* hit) {
+  return RayTriangleSheared(ShearVertex(ray, a), ShearVertex(ray, b), ShearVertex(ray, c), t_max,
+                            hit);
 }
 
 /// Feature of a triangle nearest to a point: its interior, an edge (0: ab,

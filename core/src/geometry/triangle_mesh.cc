@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -387,19 +388,55 @@ size_t TriangleMesh::MemoryBytes() const {
          nodes_.capacity() * sizeof(Node);
 }
 
+namespace {
+
+/// Vertices of one mesh sheared into one ray's frame (ShearVertex), cached
+/// by vertex index (direct-mapped, multiplicative hash): neighbouring
+/// triangles of a leaf and of nearby leaves share most of their vertices, so
+/// most are decoded (q / 10^k) and sheared once per ray. The cached values
+/// are those ShearVertex gives, to the bit.
+class ShearedVertexCache {
+ public:
+  ShearedVertexCache() { std::fill(std::begin(key_), std::end(key_), kNoVertex); }
+
+  /// Sheared vertex `i`, made by make(i) when not cached.
+  template <typename Make>
+  __attribute__((always_inline)) ShearedVertex Get(uint32_t i, Make&& make) {
+    const uint32_t slot = (i * 0x9E3779B1u) >> (32 - kSlotBits);
+    if (key_[slot] != i) {
+      key_[slot] = i;
+      value_[slot] = make(i);
+    }
+    return value_[slot];
+  }
+
+ private:
+  static constexpr int kSlotBits = 4;
+  static constexpr uint32_t kNoVertex = 0xffffffffu;  // above kMaxMeshVertices
+  uint32_t key_[1u << kSlotBits];
+  ShearedVertex value_[1u << kSlotBits];
+};
+
+}  // namespace
+
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
                                   MeshRayHit* hit) const {
   if (translation.LengthSq() == 0.0) return false;
   const WatertightRay ray(origin, translation);
   const BvhRay bray(origin, translation);
+  ShearedVertexCache cache;
+  const auto shear = [&](uint32_t i) { return ShearVertex(ray, Vertex(i)); };
   double best = 1.0;
   uint32_t best_k = UINT32_MAX;
   uint32_t best_orig = UINT32_MAX;
   VisitSwept(bounds_, translation, bray, Vec3{}, &best, [&](uint32_t k) {
-    Vec3 v[3];
-    TriangleVertices(k, v);
+    uint32_t idx[3];
+    TriangleIndices(k, idx);
+    const ShearedVertex a = cache.Get(idx[0], shear);
+    const ShearedVertex b = cache.Get(idx[1], shear);
+    const ShearedVertex c = cache.Get(idx[2], shear);
     TriangleRayHit h;
-    if (!RayTriangleWatertight(ray, v[0], v[1], v[2], best, &h)) return true;
+    if (!RayTriangleSheared(a, b, c, best, &h)) return true;
     const uint32_t orig = OriginalIndex(k);
     if (h.t < best || best_k == UINT32_MAX || (h.t == best && orig < best_orig)) {
       best = h.t;
@@ -425,12 +462,19 @@ void TriangleMesh::RaycastAll(const Vec3& origin, const Vec3& translation,
   if (translation.LengthSq() == 0.0) return;
   const WatertightRay ray(origin, translation);
   const BvhRay bray(origin, translation);
+  ShearedVertexCache cache;
+  const auto shear = [&](uint32_t i) { return ShearVertex(ray, Vertex(i)); };
   const double max_t = 1.0;
   VisitSwept(bounds_, translation, bray, Vec3{}, &max_t, [&](uint32_t k) {
+    uint32_t idx[3];
+    TriangleIndices(k, idx);
+    TriangleRayHit h;
+    if (!RayTriangleSheared(cache.Get(idx[0], shear), cache.Get(idx[1], shear),
+                            cache.Get(idx[2], shear), 1.0, &h)) {
+      return true;
+    }
     Vec3 v[3];
     TriangleVertices(k, v);
-    TriangleRayHit h;
-    if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h)) return true;
     const Vec3 nrm = FacingNormal(v[0], v[1], v[2], translation);
     hits->push_back({h.t, nrm, OriginalIndex(k)});
     return true;

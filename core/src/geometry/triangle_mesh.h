@@ -146,6 +146,8 @@ class TriangleMesh {
 
   /// Vertices of kept triangle `k` (hierarchy order, 0..triangle_count()-1).
   inline void TriangleVertices(uint32_t k, Vec3 out[3]) const;
+  /// Vertex indices of kept triangle `k` (into the input vertices).
+  inline void TriangleIndices(uint32_t k, uint32_t idx[3]) const;
   /// Original input index of kept triangle `k`.
   uint32_t OriginalIndex(uint32_t k) const {
     return static_cast<uint32_t>(Record(k) >> (index_bits() + 3)) & omask_;
@@ -471,7 +473,7 @@ __attribute__((always_inline)) inline uint32_t TriangleMesh::OverlapChildren(
   return meet & mesh_simd::UsedChildren(n.child);
 }
 
-inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
+inline void TriangleMesh::TriangleIndices(uint32_t k, uint32_t idx[3]) const {
   uint32_t i0, d1, d2;
   if (narrow_indices_) {
     const uint64_t lo = Load64(packed_.data(), static_cast<uint64_t>(k) * record_bits());
@@ -484,7 +486,14 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
     d1 = static_cast<uint32_t>(r >> vbits_) & dmask_;
     d2 = static_cast<uint32_t>(r >> (vbits_ + dbits_)) & dmask_;
   }
-  const uint32_t idx[3] = {i0, Offset(i0, d1), Offset(i0, d2)};
+  idx[0] = i0;
+  idx[1] = Offset(i0, d1);
+  idx[2] = Offset(i0, d2);
+}
+
+inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
+  uint32_t idx[3];
+  TriangleIndices(k, idx);
   if (vpacked_.empty()) {
     for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
     return;
@@ -560,20 +569,21 @@ bool TriangleMesh::VisitSwept(const Aabb& /*swept_box*/, const Vec3& /*translati
     const Node& n = nodes_[e.word];
     double t[kMeshNodeWidth];
     uint32_t mask = EnterChildren(n, setup, *max_t, t);
-    // Entered children pushed farthest first (nearest popped next).
-    Entry hits[kMeshNodeWidth];
+    // Entered children pushed farthest first (nearest popped next): an
+    // insertion sort straight on top of the stack (no copy of a temporary).
+    Entry* const base = stack + top;
     int count = 0;
     for (; mask != 0; mask &= mask - 1) {
       const int i = __builtin_ctz(mask);
-      Entry x{n.child[i], t[i]};
+      const Entry x{n.child[i], t[i]};
       int j = count++;
-      while (j > 0 && hits[j - 1].t < x.t) {
-        hits[j] = hits[j - 1];
+      while (j > 0 && base[j - 1].t < x.t) {
+        base[j] = base[j - 1];
         --j;
       }
-      hits[j] = x;
+      base[j] = x;
     }
-    for (int j = 0; j < count; ++j) stack[top++] = hits[j];
+    top += count;
   }
   return true;
 }
