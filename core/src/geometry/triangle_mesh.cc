@@ -411,7 +411,7 @@ class ShearedVertexCache {
   }
 
  private:
-  static constexpr int kSlotBits = 4;
+  static constexpr int kSlotBits = 5;
   static constexpr uint32_t kNoVertex = 0xffffffffu;  // above kMaxMeshVertices
   uint32_t key_[1u << kSlotBits];
   ShearedVertex value_[1u << kSlotBits];
