@@ -375,6 +375,49 @@ TEST(DynamicTreeTest, SegmentEntryIsTight) {
   }
 }
 
+// The bound of a traversal is compared in float (FractionBound): for any
+// max fraction, Entry says "entered by max_t" exactly when the entry
+// fraction found with no bound is <= max_t in double, also for bounds
+// between two floats, on them, and one float step to either side.
+TEST(DynamicTreeTest, FloatBoundIsTheDoubleComparison) {
+  Random rng(13);
+  int near_misses = 0;
+  for (int i = 0; i < 50000; ++i) {
+    const Aabb b = RandomBox(rng, 10.0, 3.0);
+    const FloatAabb fb = FloatAabb::Outward(b);
+    TreeNode n{};
+    for (int k = 0; k < 3; ++k) {
+      n.min[k] = fb.min[k];
+      n.max[k] = fb.max[k];
+    }
+    const SegmentSetup seg(rng.InBox(20.0), rng.InBox(40.0), Vec3{});
+    double t_free;
+    if (!seg.Entry(n, std::numeric_limits<double>::max(), &t_free)) continue;
+    // The entry fraction is a float widened exactly.
+    ASSERT_EQ(t_free, static_cast<double>(static_cast<float>(t_free))) << i;
+    const float tf = static_cast<float>(t_free);
+    const double bounds[] = {t_free,
+                             static_cast<double>(NextFloatUp(tf)),
+                             static_cast<double>(NextFloatDown(tf)),
+                             std::nextafter(t_free, 2.0),
+                             std::nextafter(t_free, -1.0),
+                             rng.Uniform(0.0, 1.0)};
+    for (const double max_t : bounds) {
+      double t;
+      const bool entered = seg.Entry(n, max_t, &t);
+      ASSERT_EQ(entered, t_free <= max_t) << i << " t " << t_free << " max_t " << max_t;
+      if (entered) {
+        ASSERT_EQ(t, t_free) << i;
+      }
+      near_misses += !entered && max_t >= static_cast<double>(NextFloatDown(tf));
+    }
+    // The traversal's pop test agrees too.
+    ASSERT_EQ(tf > FractionBound(std::nextafter(t_free, -1.0)), true) << i;
+    ASSERT_EQ(tf > FractionBound(t_free), false) << i;
+  }
+  EXPECT_GT(near_misses, 300);
+}
+
 // Insertion with SAH and rotations keeps a sorted insertion order shallow.
 TEST(DynamicTreeTest, SortedInsertsStayShallow) {
   DynamicTree tree;
