@@ -235,10 +235,45 @@ inline void PrefetchNext(const TreeNode* nodes, uint32_t node, const ItemPrefetc
   }
 }
 
-inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
+/// A query box prepared for overlap tests against nodes: with SSE2 its
+/// corners as float vectors (lane 3 zero), so one test is two compares.
+struct BoxSetup {
+#if defined(__SSE2__)
+  alignas(16) float min[4];
+  alignas(16) float max[4];
+#else
+  FloatAabb box;
+#endif
+
+  BoxSetup() = default;
+  explicit BoxSetup(const FloatAabb& b) {
+#if defined(__SSE2__)
+    for (int i = 0; i < 3; ++i) {
+      min[i] = b.min[i];
+      max[i] = b.max[i];
+    }
+    min[3] = max[3] = 0.0f;
+#else
+    box = b;
+#endif
+  }
+};
+
+/// True when node n's box overlaps b (touching counts): the same six
+/// comparisons as on FloatAabb, with SSE2 in two vector compares.
+inline bool BoxesOverlap(const TreeNode& n, const BoxSetup& b) {
+#if defined(__SSE2__)
+  // 16-byte loads of a node take the child word into lane 3, which the
+  // mask below drops (it may hold NaN bits).
+  const __m128 ok = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(n.min), _mm_load_ps(b.max)),
+                               _mm_cmple_ps(_mm_load_ps(b.min), _mm_loadu_ps(n.max)));
+  return (_mm_movemask_ps(ok) & 7) == 7;
+#else
   // Non-short-circuit & keeps this branch-free.
-  return (n.min[0] <= b.max[0]) & (b.min[0] <= n.max[0]) & (n.min[1] <= b.max[1]) &
-         (b.min[1] <= n.max[1]) & (n.min[2] <= b.max[2]) & (b.min[2] <= n.max[2]);
+  const FloatAabb& x = b.box;
+  return (n.min[0] <= x.max[0]) & (x.min[0] <= n.max[0]) & (n.min[1] <= x.max[1]) &
+         (x.min[1] <= n.max[1]) & (n.min[2] <= x.max[2]) & (x.min[2] <= n.max[2]);
+#endif
 }
 
 /// The one step of a box traversal that both QueryTree and BoxCursor take:
@@ -250,7 +285,7 @@ inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
 /// cursor prefetches when it pops instead).
 template <bool kPrefetch, typename ItemPrefetch>
 __attribute__((always_inline)) inline size_t PushOverlappingChildren(
-    const DynamicTree& tree, const TreeNode* nodes, const TreeNode& n, const FloatAabb& box,
+    const DynamicTree& tree, const TreeNode* nodes, const TreeNode& n, const BoxSetup& box,
     uint32_t mask, uint32_t* stack, size_t sp, const ItemPrefetch& item_prefetch) {
   const uint32_t c1 = n.child1;
   const uint32_t c2 = n.child2;
@@ -276,11 +311,12 @@ __attribute__((always_inline)) inline size_t PushOverlappingChildren(
 /// counts) and whose layer bit is in `mask`. item_prefetch(item) is called
 /// when a leaf is pushed, to prefetch its data.
 template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
-inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t mask, Fn&& fn,
+inline void QueryTree(const DynamicTree& tree, const FloatAabb& query, uint32_t mask, Fn&& fn,
                       const ItemPrefetch& item_prefetch = {}) {
   const uint32_t root = tree.root();
   if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
+  const BoxSetup box(query);
   if (!BoxesOverlap(nodes[root], box)) return;
   // Depth-first: the stack never holds more than height + 1 entries, so it is
   // sized once and pushed without bounds checks (branch-free pushes).
@@ -598,12 +634,12 @@ class BoxCursor {
   /// Starts a traversal of `tree` for leaves overlapping `box` on `mask`.
   void Begin(const DynamicTree& tree, const FloatAabb& box, uint32_t mask) {
     tree_ = &tree;
-    box_ = box;
+    box_ = BoxSetup(box);
     mask_ = mask;
     sp_ = 0;
     pending_ = DynamicTree::kNull;
     const uint32_t root = tree.root();
-    if (root == DynamicTree::kNull || !BoxesOverlap(tree.node(root), box)) return;
+    if (root == DynamicTree::kNull || !BoxesOverlap(tree.node(root), box_)) return;
     stack_.Reset(static_cast<size_t>(tree.Height()) + 2);
     stack_[sp_++] = root;
   }
@@ -630,7 +666,7 @@ class BoxCursor {
 
  private:
   const DynamicTree* tree_ = nullptr;
-  FloatAabb box_;
+  BoxSetup box_;
   uint32_t mask_ = 0;
   CursorStack<uint32_t> stack_;
   size_t sp_ = 0;

@@ -375,6 +375,49 @@ TEST(DynamicTreeTest, SegmentEntryIsTight) {
   }
 }
 
+// The vector box test is the six comparisons of the float boxes, touching
+// faces included, whatever bits (NaN too) the child words next to the
+// corners hold.
+TEST(DynamicTreeTest, BoxTestIsTheSixComparisons) {
+  Random rng(14);
+  int overlaps = 0;
+  int touching = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const FloatAabb a = FloatAabb::Outward(RandomBox(rng, 4.0, 3.0));
+    FloatAabb b = FloatAabb::Outward(RandomBox(rng, 4.0, 3.0));
+    if (rng.Int(0, 3) == 0) {
+      // Make b touch a on one axis: a face of b on the opposite face of a.
+      const int axis = rng.Int(0, 2);
+      const float w = b.max[axis] - b.min[axis];
+      if (rng.Int(0, 1)) {
+        b.min[axis] = a.max[axis];
+        b.max[axis] = a.max[axis] + w;
+      } else {
+        b.max[axis] = a.min[axis];
+        b.min[axis] = a.min[axis] - w;
+      }
+    }
+    TreeNode n{};
+    for (int k = 0; k < 3; ++k) {
+      n.min[k] = a.min[k];
+      n.max[k] = a.max[k];
+    }
+    n.child1 = rng.Int(0, 1) ? 0x7FC00000u : static_cast<uint32_t>(rng.engine()());
+    n.child2 = rng.Int(0, 1) ? 0xFFFFFFFFu : static_cast<uint32_t>(rng.engine()());
+    bool expected = true;
+    bool touch = false;
+    for (int k = 0; k < 3; ++k) {
+      expected = expected && a.min[k] <= b.max[k] && b.min[k] <= a.max[k];
+      touch = touch || a.min[k] == b.max[k] || b.min[k] == a.max[k];
+    }
+    ASSERT_EQ(BoxesOverlap(n, BoxSetup(b)), expected) << i;
+    overlaps += expected;
+    touching += expected && touch;
+  }
+  EXPECT_GT(overlaps, 10000);
+  EXPECT_GT(touching, 1000);
+}
+
 // The bound of a traversal is compared in float (FractionBound): for any
 // max fraction, Entry says "entered by max_t" exactly when the entry
 // fraction found with no bound is <= max_t in double, also for bounds
