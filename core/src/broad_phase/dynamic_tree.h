@@ -235,10 +235,45 @@ inline void PrefetchNext(const TreeNode* nodes, uint32_t node, const ItemPrefetc
   }
 }
 
-inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
+/// A query box prepared for overlap tests against nodes: with SSE2 its
+/// corners as float vectors (lane 3 zero), so one test is two compares.
+struct BoxSetup {
+#if defined(__SSE2__)
+  alignas(16) float min[4];
+  alignas(16) float max[4];
+#else
+  FloatAabb box;
+#endif
+
+  BoxSetup() = default;
+  explicit BoxSetup(const FloatAabb& b) {
+#if defined(__SSE2__)
+    for (int i = 0; i < 3; ++i) {
+      min[i] = b.min[i];
+      max[i] = b.max[i];
+    }
+    min[3] = max[3] = 0.0f;
+#else
+    box = b;
+#endif
+  }
+};
+
+/// True when node n's box overlaps b (touching counts): the same six
+/// comparisons as on FloatAabb, with SSE2 in two vector compares.
+inline bool BoxesOverlap(const TreeNode& n, const BoxSetup& b) {
+#if defined(__SSE2__)
+  // 16-byte loads of a node take the child word into lane 3, which the
+  // mask below drops (it may hold NaN bits).
+  const __m128 ok = _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(n.min), _mm_load_ps(b.max)),
+                               _mm_cmple_ps(_mm_load_ps(b.min), _mm_loadu_ps(n.max)));
+  return (_mm_movemask_ps(ok) & 7) == 7;
+#else
   // Non-short-circuit & keeps this branch-free.
-  return (n.min[0] <= b.max[0]) & (b.min[0] <= n.max[0]) & (n.min[1] <= b.max[1]) &
-         (b.min[1] <= n.max[1]) & (n.min[2] <= b.max[2]) & (b.min[2] <= n.max[2]);
+  const FloatAabb& x = b.box;
+  return (n.min[0] <= x.max[0]) & (x.min[0] <= n.max[0]) & (n.min[1] <= x.max[1]) &
+         (x.min[1] <= n.max[1]) & (n.min[2] <= x.max[2]) & (x.min[2] <= n.max[2]);
+#endif
 }
 
 /// The one step of a box traversal that both QueryTree and BoxCursor take:
@@ -250,7 +285,7 @@ inline bool BoxesOverlap(const TreeNode& n, const FloatAabb& b) {
 /// cursor prefetches when it pops instead).
 template <bool kPrefetch, typename ItemPrefetch>
 __attribute__((always_inline)) inline size_t PushOverlappingChildren(
-    const DynamicTree& tree, const TreeNode* nodes, const TreeNode& n, const FloatAabb& box,
+    const DynamicTree& tree, const TreeNode* nodes, const TreeNode& n, const BoxSetup& box,
     uint32_t mask, uint32_t* stack, size_t sp, const ItemPrefetch& item_prefetch) {
   const uint32_t c1 = n.child1;
   const uint32_t c2 = n.child2;
@@ -276,11 +311,12 @@ __attribute__((always_inline)) inline size_t PushOverlappingChildren(
 /// counts) and whose layer bit is in `mask`. item_prefetch(item) is called
 /// when a leaf is pushed, to prefetch its data.
 template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
-inline void QueryTree(const DynamicTree& tree, const FloatAabb& box, uint32_t mask, Fn&& fn,
+inline void QueryTree(const DynamicTree& tree, const FloatAabb& query, uint32_t mask, Fn&& fn,
                       const ItemPrefetch& item_prefetch = {}) {
   const uint32_t root = tree.root();
   if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
+  const BoxSetup box(query);
   if (!BoxesOverlap(nodes[root], box)) return;
   // Depth-first: the stack never holds more than height + 1 entries, so it is
   // sized once and pushed without bounds checks (branch-free pushes).
@@ -378,15 +414,20 @@ struct SegmentSetup {
   /// Entry fraction of the segment into the node box grown by `extent`,
   /// clipped to [0, max_t]; false when it does not reach the box by max_t.
   bool Entry(const TreeNode& n, double max_t, double* t_enter) const {
-    double unused;
-    return (Entry2(n, n, max_t, t_enter, &unused) & 1u) != 0;
+    float t, unused;
+    const bool in = (Entry2(n, n, RoundDown(max_t), &t, &unused) & 1u) != 0;
+    *t_enter = t;
+    return in;
   }
 
-  /// Entry() of two nodes at once (a node's two children): bit 0 of the
-  /// result for n1 (entry fraction in *t1), bit 1 for n2 (*t2). Each answer
-  /// is exactly Entry()'s.
+  /// Entry() of two nodes at once (a node's two children) against the bound
+  /// max_t_down = RoundDown(max_t): bit 0 of the result for n1 (entry
+  /// fraction in *t1), bit 1 for n2 (*t2). Each answer is exactly Entry()'s:
+  /// an entry fraction is a float f, and f <= max_t exactly when f <=
+  /// RoundDown(max_t) (the largest float <= max_t), so the bound is compared
+  /// in float with the other lanes and no fraction is widened to double.
   __attribute__((always_inline)) unsigned Entry2(const TreeNode& n1, const TreeNode& n2,
-                                                 double max_t, double* t1, double* t2) const {
+                                                 float max_t_down, float* t1, float* t2) const {
 #if defined(__SSE2__)
     // A node is {min[3], child1, max[3], child2}: 16-byte loads take the
     // child word into lane 3, whose value (any float, NaN included) the
@@ -418,17 +459,24 @@ struct SegmentSetup {
     // node planes give infinite fractions of the right sign.)
     near = _mm_max_ps(_mm_mul_ps(near, _mm_set1_ps(1.0f - kSlack)), _mm_setzero_ps());
     far = _mm_add_ps(_mm_mul_ps(far, _mm_set1_ps(1.0f + kSlack)), _mm_set1_ps(1e-30f));
-    const unsigned in = static_cast<unsigned>(_mm_movemask_ps(_mm_cmple_ps(near, far)));
-    // Both entries widened to double (exactly) in one register and compared
-    // with max_t together: bit 0 for n1, bit 1 for n2.
-    const __m128d e12 = _mm_cvtps_pd(_mm_shuffle_ps(near, near, _MM_SHUFFLE(2, 0, 2, 0)));
-    const unsigned soon = static_cast<unsigned>(_mm_movemask_pd(_mm_cmple_pd(e12, _mm_set1_pd(max_t))));
-    *t1 = _mm_cvtsd_f64(e12);
-    *t2 = _mm_cvtsd_f64(_mm_unpackhi_pd(e12, e12));
-    return (in & soon & 1u) | ((in >> 1) & soon & 2u);
+    // Entered (entry <= exit) and soon enough (entry <= the bound), both in
+    // one mask: lanes 0-1 for n1, 2-3 for n2 (each pair holds equal values).
+    const __m128 ok = _mm_and_ps(_mm_cmple_ps(near, far),
+                                 _mm_cmple_ps(near, _mm_set1_ps(max_t_down)));
+    const unsigned in = static_cast<unsigned>(_mm_movemask_ps(ok));
+    *t1 = _mm_cvtss_f32(near);
+    *t2 = _mm_cvtss_f32(_mm_movehl_ps(near, near));
+    return (in & 1u) | ((in >> 1) & 2u);
 #else
-    return static_cast<unsigned>(EntryScalar(n1, max_t, t1)) |
-           (static_cast<unsigned>(EntryScalar(n2, max_t, t2)) << 1);
+    // The double test against a bound at or above max_t (conservative), its
+    // fractions rounded down (so a pop never prunes what the test entered).
+    const double bound = NextFloatUp(max_t_down);
+    double d1, d2;
+    const unsigned r = static_cast<unsigned>(EntryScalar(n1, bound, &d1)) |
+                       (static_cast<unsigned>(EntryScalar(n2, bound, &d2)) << 1);
+    *t1 = RoundDown(d1);
+    *t2 = RoundDown(d2);
+    return r;
 #endif
   }
 
@@ -462,26 +510,30 @@ struct SegmentSetup {
 };
 
 /// A node on a segment traversal's stack: the fraction where the segment
-/// enters its box.
+/// enters its box (a float, as the test computes it; 8 bytes an entry).
 struct SegmentEntry {
   uint32_t node;
-  double t;
+  float t;
 };
+
+/// The bound a segment traversal compares entry fractions with: a float
+/// fraction f is <= max_fraction exactly when f <= RoundDown(max_fraction).
+inline float FractionBound(double max_fraction) { return RoundDown(max_fraction); }
 
 /// The one step of a segment traversal that both CastTree and SegmentCursor
 /// take: pushes the children of internal node `n` the segment enters by
-/// `max_fraction` and that hold a layer of `mask`, the nearer on top (so it
-/// is visited first); returns the new count. kPrefetch as in
-/// PushOverlappingChildren.
+/// the max fraction (bound = FractionBound(max fraction)) and that hold a
+/// layer of `mask`, the nearer on top (so it is visited first); returns the
+/// new count. kPrefetch as in PushOverlappingChildren.
 template <bool kPrefetch, typename ItemPrefetch>
 __attribute__((always_inline)) inline size_t PushEnteredChildren(
     const DynamicTree& tree, const TreeNode* nodes, const SegmentSetup& seg, const TreeNode& n,
-    uint32_t mask, double max_fraction, SegmentEntry* stack, size_t sp,
+    uint32_t mask, float bound, SegmentEntry* stack, size_t sp,
     const ItemPrefetch& item_prefetch) {
   const uint32_t c1 = n.child1;
   const uint32_t c2 = n.child2;
-  double t1, t2;
-  const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], max_fraction, &t1, &t2);
+  float t1, t2;
+  const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], bound, &t1, &t2);
   bool h1 = (hits & 1u) != 0;
   bool h2 = (hits & 2u) != 0;
   if (mask != 0xFFFFFFFFu) {
@@ -515,8 +567,9 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
   const uint32_t root = tree.root();
   if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
-  double t_root;
-  if (!seg.Entry(nodes[root], max_fraction, &t_root)) return;
+  float bound = FractionBound(max_fraction);
+  float t_root, unused;
+  if ((seg.Entry2(nodes[root], nodes[root], bound, &t_root, &unused) & 1u) == 0) return;
   TraversalBuffer<SegmentEntry> buffer(tree.Height() + 2);
   SegmentEntry* stack = buffer.data();
   size_t sp = 0;
@@ -525,17 +578,17 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
     // Field by field (see SegmentCursor::Step: store-to-load forwarding).
     --sp;
     const SegmentEntry e{stack[sp].node, stack[sp].t};
-    if (e.t > max_fraction) continue;
+    if (e.t > bound) continue;
     const TreeNode& n = nodes[e.node];
     if (n.IsLeaf()) {
       if ((mask >> n.child2) & 1u) {
         max_fraction = fn(n.Item(), n.child2, max_fraction);
         if (max_fraction < 0.0) return;
+        bound = FractionBound(max_fraction);
       }
       continue;
     }
-    sp = PushEnteredChildren<true>(tree, nodes, seg, n, mask, max_fraction, stack, sp,
-                                  item_prefetch);
+    sp = PushEnteredChildren<true>(tree, nodes, seg, n, mask, bound, stack, sp, item_prefetch);
   }
 }
 
@@ -581,12 +634,12 @@ class BoxCursor {
   /// Starts a traversal of `tree` for leaves overlapping `box` on `mask`.
   void Begin(const DynamicTree& tree, const FloatAabb& box, uint32_t mask) {
     tree_ = &tree;
-    box_ = box;
+    box_ = BoxSetup(box);
     mask_ = mask;
     sp_ = 0;
     pending_ = DynamicTree::kNull;
     const uint32_t root = tree.root();
-    if (root == DynamicTree::kNull || !BoxesOverlap(tree.node(root), box)) return;
+    if (root == DynamicTree::kNull || !BoxesOverlap(tree.node(root), box_)) return;
     stack_.Reset(static_cast<size_t>(tree.Height()) + 2);
     stack_[sp_++] = root;
   }
@@ -613,7 +666,7 @@ class BoxCursor {
 
  private:
   const DynamicTree* tree_ = nullptr;
-  FloatAabb box_;
+  BoxSetup box_;
   uint32_t mask_ = 0;
   CursorStack<uint32_t> stack_;
   size_t sp_ = 0;
@@ -630,11 +683,15 @@ class SegmentCursor {
     seg_ = seg;
     mask_ = mask;
     max_fraction_ = max_fraction;
+    bound_ = FractionBound(max_fraction);
     sp_ = 0;
     has_pending_ = false;
     const uint32_t root = tree.root();
-    double t_root;
-    if (root == DynamicTree::kNull || !seg->Entry(tree.node(root), max_fraction, &t_root)) return;
+    if (root == DynamicTree::kNull) return;
+    float t_root, unused;
+    if ((seg->Entry2(tree.node(root), tree.node(root), bound_, &t_root, &unused) & 1u) == 0) {
+      return;
+    }
     stack_.Reset(static_cast<size_t>(tree.Height()) + 2);
     stack_[sp_++] = {root, t_root};
   }
@@ -646,7 +703,7 @@ class SegmentCursor {
     const TreeNode* nodes = tree_->nodes();
     if (has_pending_) {
       has_pending_ = false;
-      if (pending_.t <= max_fraction_) {
+      if (pending_.t <= bound_) {
         const TreeNode& n = nodes[pending_.node];
         if (n.IsLeaf()) {
           if ((mask_ >> n.child2) & 1u) {
@@ -655,19 +712,19 @@ class SegmentCursor {
               sp_ = 0;
               return false;
             }
+            bound_ = FractionBound(max_fraction_);
           }
         } else {
-          sp_ = PushEnteredChildren<false>(*tree_, nodes, *seg_, n, mask_, max_fraction_,
-                                           &stack_[0], sp_, item_prefetch);
+          sp_ = PushEnteredChildren<false>(*tree_, nodes, *seg_, n, mask_, bound_, &stack_[0],
+                                           sp_, item_prefetch);
         }
       }
     }
     while (sp_ > 0) {
-      // Field by field: a 16-byte copy would read the padding after `node`
-      // too, which defeats store-to-load forwarding of the 4-byte push.
+      // Field by field, each as it was pushed (store-to-load forwarding).
       --sp_;
-      const double t = stack_[sp_].t;
-      if (t > max_fraction_) continue;
+      const float t = stack_[sp_].t;
+      if (t > bound_) continue;
       const uint32_t node = stack_[sp_].node;
       pending_.node = node;
       pending_.t = t;
@@ -684,9 +741,11 @@ class SegmentCursor {
   const SegmentSetup* seg_ = nullptr;
   uint32_t mask_ = 0;
   double max_fraction_ = 1.0;
+  /// FractionBound(max_fraction_): what entry fractions are compared with.
+  float bound_ = 1.0f;
   CursorStack<Entry> stack_;
   size_t sp_ = 0;
-  Entry pending_{0, 0.0};
+  Entry pending_{0, 0.0f};
   bool has_pending_ = false;
 };
 

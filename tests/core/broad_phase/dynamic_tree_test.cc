@@ -375,6 +375,92 @@ TEST(DynamicTreeTest, SegmentEntryIsTight) {
   }
 }
 
+// The vector box test is the six comparisons of the float boxes, touching
+// faces included, whatever bits (NaN too) the child words next to the
+// corners hold.
+TEST(DynamicTreeTest, BoxTestIsTheSixComparisons) {
+  Random rng(14);
+  int overlaps = 0;
+  int touching = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const FloatAabb a = FloatAabb::Outward(RandomBox(rng, 4.0, 3.0));
+    FloatAabb b = FloatAabb::Outward(RandomBox(rng, 4.0, 3.0));
+    if (rng.Int(0, 3) == 0) {
+      // Make b touch a on one axis: a face of b on the opposite face of a.
+      const int axis = rng.Int(0, 2);
+      const float w = b.max[axis] - b.min[axis];
+      if (rng.Int(0, 1)) {
+        b.min[axis] = a.max[axis];
+        b.max[axis] = a.max[axis] + w;
+      } else {
+        b.max[axis] = a.min[axis];
+        b.min[axis] = a.min[axis] - w;
+      }
+    }
+    TreeNode n{};
+    for (int k = 0; k < 3; ++k) {
+      n.min[k] = a.min[k];
+      n.max[k] = a.max[k];
+    }
+    n.child1 = rng.Int(0, 1) ? 0x7FC00000u : static_cast<uint32_t>(rng.engine()());
+    n.child2 = rng.Int(0, 1) ? 0xFFFFFFFFu : static_cast<uint32_t>(rng.engine()());
+    bool expected = true;
+    bool touch = false;
+    for (int k = 0; k < 3; ++k) {
+      expected = expected && a.min[k] <= b.max[k] && b.min[k] <= a.max[k];
+      touch = touch || a.min[k] == b.max[k] || b.min[k] == a.max[k];
+    }
+    ASSERT_EQ(BoxesOverlap(n, BoxSetup(b)), expected) << i;
+    overlaps += expected;
+    touching += expected && touch;
+  }
+  EXPECT_GT(overlaps, 10000);
+  EXPECT_GT(touching, 1000);
+}
+
+// The bound of a traversal is compared in float (FractionBound): for any
+// max fraction, Entry says "entered by max_t" exactly when the entry
+// fraction found with no bound is <= max_t in double, also for bounds
+// between two floats, on them, and one float step to either side.
+TEST(DynamicTreeTest, FloatBoundIsTheDoubleComparison) {
+  Random rng(13);
+  int near_misses = 0;
+  for (int i = 0; i < 50000; ++i) {
+    const Aabb b = RandomBox(rng, 10.0, 3.0);
+    const FloatAabb fb = FloatAabb::Outward(b);
+    TreeNode n{};
+    for (int k = 0; k < 3; ++k) {
+      n.min[k] = fb.min[k];
+      n.max[k] = fb.max[k];
+    }
+    const SegmentSetup seg(rng.InBox(20.0), rng.InBox(40.0), Vec3{});
+    double t_free;
+    if (!seg.Entry(n, std::numeric_limits<double>::max(), &t_free)) continue;
+    // The entry fraction is a float widened exactly.
+    ASSERT_EQ(t_free, static_cast<double>(static_cast<float>(t_free))) << i;
+    const float tf = static_cast<float>(t_free);
+    const double bounds[] = {t_free,
+                             static_cast<double>(NextFloatUp(tf)),
+                             static_cast<double>(NextFloatDown(tf)),
+                             std::nextafter(t_free, 2.0),
+                             std::nextafter(t_free, -1.0),
+                             rng.Uniform(0.0, 1.0)};
+    for (const double max_t : bounds) {
+      double t;
+      const bool entered = seg.Entry(n, max_t, &t);
+      ASSERT_EQ(entered, t_free <= max_t) << i << " t " << t_free << " max_t " << max_t;
+      if (entered) {
+        ASSERT_EQ(t, t_free) << i;
+      }
+      near_misses += !entered && max_t >= static_cast<double>(NextFloatDown(tf));
+    }
+    // The traversal's pop test agrees too.
+    ASSERT_EQ(tf > FractionBound(std::nextafter(t_free, -1.0)), true) << i;
+    ASSERT_EQ(tf > FractionBound(t_free), false) << i;
+  }
+  EXPECT_GT(near_misses, 300);
+}
+
 // Insertion with SAH and rotations keeps a sorted insertion order shallow.
 TEST(DynamicTreeTest, SortedInsertsStayShallow) {
   DynamicTree tree;
