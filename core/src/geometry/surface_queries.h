@@ -557,6 +557,11 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   internal::WorkTally tally;
   surface.VisitSwept(box, translation, centre_path, grow, &limit, [&](uint32_t k) {
     if (!tally.Count()) return false;  // the batch stops (budget, deadline)
+    // Once a triangle touches at fraction 0, only a lower input index can
+    // change the answer (a tie at 0; nothing comes earlier).
+    if (best == 0.0 && best_orig != UINT32_MAX && surface.OriginalIndex(k) > best_orig) {
+      return true;
+    }
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     double t_enter;

@@ -132,7 +132,18 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
       const Vec3 p = c + v * t - n * (side * r);
       TriangleFeature f;
       const Vec3 on = ClosestPointOnTriangle(p, a, b, cc, &f);
-      if (f == TriangleFeature::kFace || (on - p).LengthSq() <= 1e-24 * (1.0 + p.LengthSq())) {
+      if (f == TriangleFeature::kFace) {
+        // Inside the face: every other piece of the triangle's Minkowski sum
+        // with the ball (the edge capsules) lies within r of the plane, so
+        // none is entered before the plane is reached; and the face's normal
+        // needs no active-edge check.
+        out.hit = true;
+        out.t = t;
+        out.normal = n * side;
+        out.point = p;
+        return out;
+      }
+      if ((on - p).LengthSq() <= 1e-24 * (1.0 + p.LengthSq())) {
         best = t;
         found = true;
         out.normal = n * side;
