@@ -218,6 +218,32 @@ inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double
     out.point = on_tri;
     return out;
   }
+  if (apart) {
+    // Wholly on one side: the end nearer the plane reaches it first (p0 on a
+    // tie, as the loop below), and when that is inside the face it is the
+    // first contact (every piece of the Minkowski sum lies within r of the
+    // plane): SweepSphereTriangle's face answer for that end.
+    const double side = h0 >= 0.0 ? 1.0 : -1.0;
+    const bool near1 = std::fabs(h1) < std::fabs(h0);
+    const Vec3& end = near1 ? p1 : p0;
+    const double s0 = near1 ? h1 : h0;
+    const double closing = -Dot(v, n) * side;
+    if (closing > 0.0 && std::fabs(s0) > r) {
+      const double t = (std::fabs(s0) - r) / closing;
+      if (t <= t_max) {
+        const Vec3 p = end + v * t - n * (side * r);
+        TriangleFeature f;
+        ClosestPointOnTriangle(p, a, b, cc, &f);
+        if (f == TriangleFeature::kFace) {
+          out.hit = true;
+          out.t = t;
+          out.normal = n * side;
+          out.point = p;
+          return out;
+        }
+      }
+    }
+  }
   double best = t_max;
   bool found = false;
   // Feature of a vertex or side contact (-1: from an end ball, whose normal
