@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -31,15 +32,30 @@ class PlacedConvex {
  public:
   PlacedConvex(const internal::ConvexCore& core, const Pose& pose_in_surface)
       : placed_(core, pose_in_surface), margin_(core.margin) {
-    for (int a = 0; a < 3; ++a) {
-      Vec3 d;
-      d[a] = 1.0;
-      bounds_.max[a] = placed_.CoreSupport(d)[a] + margin_;
-      d[a] = -1.0;
-      bounds_.min[a] = placed_.CoreSupport(d)[a] - margin_;
+    using Kind = internal::ConvexCore::Kind;
+    if (core.kind == Kind::kPoint || core.kind == Kind::kSegment || core.kind == Kind::kBox) {
+      // The supports along +-each axis in closed form: the core's half-extents
+      // (a segment's along Y, none for a point) times |row a| of the rotation,
+      // summed in CoreSupport's order, so the same bounds to the bit.
+      const Vec3 he = core.kind == Kind::kBox       ? core.half_extents
+                      : core.kind == Kind::kSegment ? Vec3{0.0, core.half_height, 0.0}
+                                                    : Vec3{};
+      for (int a = 0; a < 3; ++a) {
+        const Vec3& r = placed_.rotation.row[a];
+        const double reach = std::fabs(r.x) * he.x + std::fabs(r.y) * he.y + std::fabs(r.z) * he.z;
+        bounds_.max[a] = placed_.position[a] + reach + margin_;
+        bounds_.min[a] = placed_.position[a] - reach - margin_;
+      }
+    } else {
+      for (int a = 0; a < 3; ++a) {
+        Vec3 d;
+        d[a] = 1.0;
+        bounds_.max[a] = placed_.CoreSupport(d)[a] + margin_;
+        d[a] = -1.0;
+        bounds_.min[a] = placed_.CoreSupport(d)[a] - margin_;
+      }
     }
     scale_ = core.CoreBoundingRadius() + margin_ + pose_in_surface.position.Length();
-    using Kind = internal::ConvexCore::Kind;
     if (core.kind == Kind::kPoint || core.kind == Kind::kSegment) {
       const Vec3 half = core.kind == Kind::kSegment
                             ? placed_.rotation * Vec3{0.0, core.half_height, 0.0}
@@ -557,6 +573,11 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   internal::WorkTally tally;
   surface.VisitSwept(box, translation, centre_path, grow, &limit, [&](uint32_t k) {
     if (!tally.Count()) return false;  // the batch stops (budget, deadline)
+    // Once a triangle touches at fraction 0, only a lower input index can
+    // change the answer (a tie at 0; nothing comes earlier).
+    if (best == 0.0 && best_orig != UINT32_MAX && surface.OriginalIndex(k) > best_orig) {
+      return true;
+    }
     Vec3 v[3];
     surface.TriangleVertices(k, v);
     double t_enter;

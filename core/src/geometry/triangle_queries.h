@@ -132,7 +132,18 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
       const Vec3 p = c + v * t - n * (side * r);
       TriangleFeature f;
       const Vec3 on = ClosestPointOnTriangle(p, a, b, cc, &f);
-      if (f == TriangleFeature::kFace || (on - p).LengthSq() <= 1e-24 * (1.0 + p.LengthSq())) {
+      if (f == TriangleFeature::kFace) {
+        // Inside the face: every other piece of the triangle's Minkowski sum
+        // with the ball (the edge capsules) lies within r of the plane, so
+        // none is entered before the plane is reached; and the face's normal
+        // needs no active-edge check.
+        out.hit = true;
+        out.t = t;
+        out.normal = n * side;
+        out.point = p;
+        return out;
+      }
+      if ((on - p).LengthSq() <= 1e-24 * (1.0 + p.LengthSq())) {
         best = t;
         found = true;
         out.normal = n * side;
@@ -206,6 +217,32 @@ inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double
     out.normal = d2 > 0.0 ? (on_seg - on_tri).Normalized() : n * (Dot(n, v) > 0.0 ? -1.0 : 1.0);
     out.point = on_tri;
     return out;
+  }
+  if (apart) {
+    // Wholly on one side: the end nearer the plane reaches it first (p0 on a
+    // tie, as the loop below), and when that is inside the face it is the
+    // first contact (every piece of the Minkowski sum lies within r of the
+    // plane): SweepSphereTriangle's face answer for that end.
+    const double side = h0 >= 0.0 ? 1.0 : -1.0;
+    const bool near1 = std::fabs(h1) < std::fabs(h0);
+    const Vec3& end = near1 ? p1 : p0;
+    const double s0 = near1 ? h1 : h0;
+    const double closing = -Dot(v, n) * side;
+    if (closing > 0.0 && std::fabs(s0) > r) {
+      const double t = (std::fabs(s0) - r) / closing;
+      if (t <= t_max) {
+        const Vec3 p = end + v * t - n * (side * r);
+        TriangleFeature f;
+        ClosestPointOnTriangle(p, a, b, cc, &f);
+        if (f == TriangleFeature::kFace) {
+          out.hit = true;
+          out.t = t;
+          out.normal = n * side;
+          out.point = p;
+          return out;
+        }
+      }
+    }
   }
   double best = t_max;
   bool found = false;

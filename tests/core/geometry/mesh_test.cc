@@ -1030,6 +1030,76 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
   EXPECT_GT(hits, 1500);
 }
 
+// Every convex kind swept through a mesh (SurfaceSweepConvex, with its culls
+// and early outs) against brute force over every triangle (SweepTriangle with
+// the full path): the same miss, fraction, started-inside state and triangle.
+// Most shapes start near or inside the surface, so several triangles often
+// touch at fraction 0 and the lowest input index must win.
+TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
+  Random rng(4242);
+  const TriangleMesh grid = MustBuild(WavyGrid(10, 0.9));
+  const TriangleMesh ico = MustBuild(IcoSphere(2.0, 2));
+  const ShapeKind kinds[5] = {ShapeKind::kSphere, ShapeKind::kCapsule, ShapeKind::kBox,
+                              ShapeKind::kCylinder, ShapeKind::kConvexHull};
+  int started = 0, several_at_zero = 0, hits = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const TriangleMesh& m = i % 2 == 0 ? grid : ico;
+    const Aabb b = m.bounds();
+    const Shape shape = rng.MakeShape(kinds[i % 5], 0.05, 0.8);
+    const ConvexCore core = ConvexCore::FromShape(shape);
+    // Near a random triangle's point, moving a short way or across the mesh.
+    Vec3 tv[3];
+    m.TriangleVertices(static_cast<uint32_t>(rng.Int(0, static_cast<int>(m.triangle_count()) - 1)),
+                       tv);
+    const Vec3 c = (tv[0] + tv[1] + tv[2]) / 3.0 + rng.InBox(i % 3 == 0 ? 2.0 : 0.6);
+    const Vec3 d = i % 4 == 0 ? b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c
+                              : rng.UnitVector() * rng.Uniform(0.0, 1.5);
+    const PlacedConvex q(core, Pose{c, rng.Rotation()});
+    const MeshSweepHit got = SurfaceSweepConvex(m, q, d);
+    const double scale = q.scale() + d.Length();
+    const double tie = d.Length() > 0.0 ? 1e-9 / d.Length() : 0.0;
+    double best = 2.0;
+    bool inside = false;
+    std::vector<std::pair<double, uint32_t>> found;
+    for (uint32_t k = 0; k < m.triangle_count(); ++k) {
+      Vec3 v[3];
+      m.TriangleVertices(k, v);
+      const TriangleConvexSweep s = SweepTriangle(v, q, d, 1.0, scale, m.ActiveEdges(k));
+      if (!s.hit) continue;
+      found.push_back({s.t, m.OriginalIndex(k)});
+      best = std::min(best, s.t);
+      inside = inside || s.started_inside || s.t == 0.0;
+    }
+    ASSERT_EQ(got.state != MeshSweepHit::State::kMiss, !found.empty()) << "case " << i;
+    if (found.empty()) continue;
+    ++hits;
+    EXPECT_NEAR(got.fraction, best, 2.0 * tie + 1e-12) << "case " << i;
+    if (inside) {
+      ++started;
+      EXPECT_EQ(got.state, MeshSweepHit::State::kStartedInside) << "case " << i;
+      uint32_t lowest = UINT32_MAX;
+      int at_zero = 0;
+      for (const auto& [t, orig] : found) {
+        if (t <= tie) {
+          lowest = std::min(lowest, orig);
+          ++at_zero;
+        }
+      }
+      several_at_zero += at_zero > 1;
+      EXPECT_EQ(got.triangle, lowest) << "case " << i;
+    } else {
+      // A hit of the brute force within the ties of the best.
+      bool listed = false;
+      for (const auto& [t, orig] : found) listed = listed || (orig == got.triangle && t <= best + 2.0 * tie);
+      EXPECT_TRUE(listed) << "case " << i << " triangle " << got.triangle;
+    }
+  }
+  std::printf("hits %d, started inside %d (several triangles at 0: %d)\n", hits, started,
+              several_at_zero);
+  EXPECT_GT(hits, 2500);
+  EXPECT_GT(several_at_zero, 500);
+}
+
 // Capsules, boxes and cylinders sliding on a flat tessellated floor report
 // the face normal, including contacts on internal edges and vertices.
 TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {

@@ -60,6 +60,26 @@ void RandomTriangle(Random& rng, int i, Vec3 tri[3]) {
   }
 }
 
+// PlacedConvex's bounds of sphere, capsule and box cores (closed form) are
+// the supports along +-each axis plus the margin, to the bit.
+TEST(PlacedConvex, BoundsAreTheAxisSupports) {
+  Random rng(77);
+  for (int i = 0; i < 3000; ++i) {
+    ConvexCore core = RandomPolytopeCore(rng, i % 3);
+    const Quat rot = i % 7 == 0 ? Quat{} : rng.Rotation();
+    const Pose pose{rng.InBox(50.0), rot};
+    const PlacedConvex q(core, pose);
+    const internal::PlacedCore placed(core, pose);
+    for (int a = 0; a < 3; ++a) {
+      Vec3 d;
+      d[a] = 1.0;
+      EXPECT_EQ(q.bounds().max[a], placed.CoreSupport(d)[a] + core.margin) << i;
+      d[a] = -1.0;
+      EXPECT_EQ(q.bounds().min[a], placed.CoreSupport(d)[a] - core.margin) << i;
+    }
+  }
+}
+
 // Polytope cores (sphere, capsule, box) whose cores overlap a triangle: the
 // SAT depth and normal equal EPA's where EPA converged; moving the shape by
 // depth (+1e-7) along the normal separates it, and 1e-7 short of that it
