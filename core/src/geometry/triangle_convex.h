@@ -6,10 +6,11 @@
 //
 // GJK: Gilbert, Johnson, Keerthi (1988) with van den Bergen's termination
 // (2003, ch. 4: |v|^2 - v.w <= eps |v|^2); the simplex's closest point to the
-// origin by signed volumes (simplex.h, shared by every GJK in hitbox_core).
-// The convex is a core grown by a ball
-// of radius `margin`; GJK runs on the core and the margin is subtracted, so a
-// sphere or capsule is exact.
+// origin by simplex.h (Voronoi regions for triangles, Ericson, "Real-Time
+// Collision Detection" 5.1.5; signed volumes for tetrahedra, Montanari et al.
+// 2017), also EPA's. The convex is a core grown by a ball of radius `margin`;
+// GJK runs on the core and the margin is subtracted, so a sphere or capsule
+// is exact.
 //
 // Sweep: conservative advancement along the separating normal (Mirtich 1996;
 // for pure translation each step t += distance / closing speed never passes
@@ -77,7 +78,7 @@ struct SimplexPoint {
 };
 
 /// The closest point to the origin of the simplex s[0..n) (simplex.h).
-[[gnu::noinline]] inline internal::SimplexClosest Closest(const SimplexPoint* s, int n) {
+inline internal::SimplexClosest Closest(const SimplexPoint* s, int n) {
   return internal::ClosestToOriginOf([s](int i) -> const Vec3& { return s[i].w; }, n);
 }
 
