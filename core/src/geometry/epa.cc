@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "geometry/simplex.h"
+
 namespace hitbox::internal {
 namespace {
 
@@ -257,22 +259,13 @@ class Polytope {
   int stamp_ = 0;
 };
 
+/// A GJK tetrahedron at most this flat (simplex.h's measure) does not
+/// start EPA: too flat to expand reliably, the axis supports are added.
+constexpr double kEpaStartFlatVolume = 1e-9;
+
 /// True when GJK ended on a tetrahedron with the origin strictly inside.
-bool TetrahedronHoldsOrigin(const GjkResult& g) {
-  if (g.simplex_size != 4) return false;
-  const Vec3* w = g.simplex_w;
-  const Vec3 e1 = w[1] - w[0];
-  const Vec3 e2 = w[2] - w[0];
-  const Vec3 e3 = w[3] - w[0];
-  const double vol = Dot(e1, Cross(e2, e3));
-  const double c[4] = {Dot(w[1], Cross(w[2], w[3])), -Dot(w[0], Cross(e2, e3)),
-                       -Dot(e1, Cross(w[0], e3)), -Dot(e1, Cross(e2, w[0]))};
-  const double size = std::sqrt(e1.LengthSq() * e2.LengthSq() * e3.LengthSq());
-  if (!(std::fabs(vol) > 1e-9 * size)) return false;  // too flat to start from
-  for (double ci : c) {
-    if (!(ci * vol > 0.0)) return false;
-  }
-  return true;
+bool GjkTetrahedronHoldsOrigin(const GjkResult& g) {
+  return g.simplex_size == 4 && TetrahedronHoldsOrigin(g.simplex_w, kEpaStartFlatVolume);
 }
 
 /// h(n) = max over A - B of w.n for unit n (A's frame).
@@ -376,7 +369,7 @@ EpaResult Epa(const ConvexCore& a, const ConvexCore& b, const Pose& b_in_a, cons
                                  {-1, 1, 1}, {-1, 1, -1}, {-1, -1, 1}, {-1, -1, -1}};
   // A full GJK tetrahedron already holds the origin; otherwise add the
   // axis and diagonal supports so the start hull is full-dimensional.
-  if (!TetrahedronHoldsOrigin(gjk)) {
+  if (!GjkTetrahedronHoldsOrigin(gjk)) {
     for (const Vec3& d : kDirs) poly.AddVertex(d);
   }
 

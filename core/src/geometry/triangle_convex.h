@@ -6,10 +6,11 @@
 //
 // GJK: Gilbert, Johnson, Keerthi (1988) with van den Bergen's termination
 // (2003, ch. 4: |v|^2 - v.w <= eps |v|^2); the simplex's closest point to the
-// origin by Voronoi regions (Ericson, "Real-Time Collision Detection" 5.1.5
-// for triangles, 5.1.6 for tetrahedra). The convex is a core grown by a ball
-// of radius `margin`; GJK runs on the core and the margin is subtracted, so a
-// sphere or capsule is exact.
+// origin by simplex.h (Voronoi regions for triangles, Ericson, "Real-Time
+// Collision Detection" 5.1.5; signed volumes for tetrahedra, Montanari et al.
+// 2017), also EPA's. The convex is a core grown by a ball of radius `margin`;
+// GJK runs on the core and the margin is subtracted, so a sphere or capsule
+// is exact.
 //
 // Sweep: conservative advancement along the separating normal (Mirtich 1996;
 // for pure translation each step t += distance / closing speed never passes
@@ -22,6 +23,7 @@
 #include <limits>
 
 #include "geometry/sat.h"
+#include "geometry/simplex.h"
 #include "geometry/triangle.h"
 #include "hitbox/math/math.h"
 
@@ -75,102 +77,18 @@ struct SimplexPoint {
   double l[3];  // barycentric weights of the triangle point
 };
 
-/// Closest point to the origin of segment / triangle / tetrahedron `s` (n
-/// points); reduces `s` to the smallest sub-simplex holding it; returns
-/// false when the origin is inside the tetrahedron.
-inline bool ClosestToOrigin(SimplexPoint* s, int* n, Vec3* v, double* lam) {
-  auto solve_triangle = [](const Vec3& a, const Vec3& b, const Vec3& c, double out[3]) {
-    // Ericson 5.1.5 with p = origin, returning barycentric weights.
-    const Vec3 ab = b - a, ac = c - a, ap = -a;
-    const double d1 = Dot(ab, ap), d2 = Dot(ac, ap);
-    if (d1 <= 0.0 && d2 <= 0.0) { out[0] = 1; out[1] = 0; out[2] = 0; return; }
-    const Vec3 bp = -b;
-    const double d3 = Dot(ab, bp), d4 = Dot(ac, bp);
-    if (d3 >= 0.0 && d4 <= d3) { out[0] = 0; out[1] = 1; out[2] = 0; return; }
-    const double vc = d1 * d4 - d3 * d2;
-    if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
-      const double t = d1 / (d1 - d3);
-      out[0] = 1 - t; out[1] = t; out[2] = 0; return;
-    }
-    const Vec3 cp = -c;
-    const double d5 = Dot(ab, cp), d6 = Dot(ac, cp);
-    if (d6 >= 0.0 && d5 <= d6) { out[0] = 0; out[1] = 0; out[2] = 1; return; }
-    const double vb = d5 * d2 - d1 * d6;
-    if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
-      const double t = d2 / (d2 - d6);
-      out[0] = 1 - t; out[1] = 0; out[2] = t; return;
-    }
-    const double va = d3 * d6 - d5 * d4;
-    if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0) {
-      const double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
-      out[0] = 0; out[1] = 1 - t; out[2] = t; return;
-    }
-    const double den = 1.0 / (va + vb + vc);
-    out[1] = vb * den; out[2] = vc * den; out[0] = 1.0 - out[1] - out[2];
-  };
-  auto keep = [&](const int* idx, const double* w, int m) {
-    // Every point kept in place (the common case): no copies.
-    bool same = true;
-    for (int i = 0; i < m; ++i) same = same && idx[i] == i && w[i] > 0.0;
-    if (same) {
-      *n = m;
-      *v = Vec3{};
-      for (int i = 0; i < m; ++i) { lam[i] = w[i]; *v += s[i].w * w[i]; }
-      return;
-    }
-    SimplexPoint t[4];
-    double wl[4];
-    int k = 0;
-    for (int i = 0; i < m; ++i) {
-      if (w[i] > 0.0) { t[k] = s[idx[i]]; wl[k] = w[i]; ++k; }
-    }
-    if (k == 0) { t[0] = s[idx[0]]; wl[0] = 1.0; k = 1; }
-    *n = k;
-    *v = Vec3{};
-    for (int i = 0; i < k; ++i) { s[i] = t[i]; lam[i] = wl[i]; *v += t[i].w * wl[i]; }
-  };
-  if (*n == 1) { lam[0] = 1.0; *v = s[0].w; return true; }
-  if (*n == 2) {
-    const Vec3 d = s[1].w - s[0].w;
-    const double dd = d.LengthSq();
-    double t = dd > 0.0 ? -Dot(s[0].w, d) / dd : 0.0;
-    t = std::clamp(t, 0.0, 1.0);
-    const int idx[2] = {0, 1};
-    const double w[2] = {1.0 - t, t};
-    keep(idx, w, 2);
-    return true;
+/// The closest point to the origin of the simplex s[0..n) (simplex.h).
+inline internal::SimplexClosest Closest(const SimplexPoint* s, int n) {
+  return internal::ClosestToOriginOf([s](int i) -> const Vec3& { return s[i].w; }, n);
+}
+
+/// Reduces s to the points `r` kept, in place, with their weights in `lam`.
+inline void Keep(const internal::SimplexClosest& r, SimplexPoint* s, int* n, double* lam) {
+  for (int k = 0; k < r.count; ++k) {
+    lam[k] = r.weight[k];
+    if (r.index[k] != k) s[k] = s[r.index[k]];
   }
-  if (*n == 3) {
-    double w[3];
-    solve_triangle(s[0].w, s[1].w, s[2].w, w);
-    const int idx[3] = {0, 1, 2};
-    keep(idx, w, 3);
-    return true;
-  }
-  // Tetrahedron (Ericson 5.1.6): faces whose plane separates the origin from
-  // the opposite vertex; the closest of their closest points.
-  const int faces[4][4] = {{0, 1, 2, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 3, 2, 0}};
-  double best = std::numeric_limits<double>::infinity();
-  int best_face = -1;
-  double best_w[3] = {0, 0, 0};
-  for (const auto& f : faces) {
-    const Vec3 a = s[f[0]].w, b = s[f[1]].w, c = s[f[2]].w, d = s[f[3]].w;
-    const Vec3 nrm = Cross(b - a, c - a);
-    const double so = Dot(-a, nrm), sd = Dot(d - a, nrm);
-    if (so * sd >= 0.0 && sd != 0.0) continue;  // origin on the inner side of this face
-    double w[3];
-    solve_triangle(a, b, c, w);
-    const Vec3 p = a * w[0] + b * w[1] + c * w[2];
-    const double l = p.LengthSq();
-    if (l < best) {
-      best = l;
-      best_face = static_cast<int>(&f - faces);
-      best_w[0] = w[0]; best_w[1] = w[1]; best_w[2] = w[2];
-    }
-  }
-  if (best_face < 0) return false;
-  keep(faces[best_face], best_w, 3);
-  return true;
+  *n = r.count;
 }
 
 }  // namespace triangle_convex_detail
@@ -190,9 +108,9 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
     l[i] = 1.0;
     return tri[i];
   };
-  SimplexPoint s[4], prev[4];
+  SimplexPoint s[4];
   int n = 0;
-  double lam[4] = {1, 0, 0, 0}, prev_lam[4];
+  double lam[4] = {1, 0, 0, 0};
   // Start from the centroid direction.
   Vec3 dir = (tri[0] + tri[1] + tri[2]) * (1.0 / 3.0) - core_support(Vec3{1, 0, 0});
   if (dir.LengthSq() == 0.0) dir = {1, 0, 0};
@@ -223,34 +141,29 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
     bool dup = false;
     for (int i = 0; i < n; ++i) dup = dup || s[i].w == p.w;
     if (dup) break;
-    // The simplex of v, kept should this step make no progress
-    // (ClosestToOrigin reduces s in place): the closest points are v's.
-    std::copy(s, s + 4, prev);
-    std::copy(lam, lam + 4, prev_lam);
-    const int prev_n = n;
-    s[n++] = p;
-    Vec3 nv;
-    if (!triangle_convex_detail::ClosestToOrigin(s, &n, &nv, lam)) {
+    // The new point goes after the simplex of v, which stands (s[0..n), lam)
+    // unless the step makes progress.
+    s[n] = p;
+    const internal::SimplexClosest r = triangle_convex_detail::Closest(s, n + 1);
+    if (r.inside) {
       // The tetrahedron holds the origin, unless rounding on a flat one says
-      // so while the lower bound already proves separation.
-      if (lower > eps_abs) { n = 3; break; }
+      // so while the lower bound already proves separation (v stands).
+      if (lower > eps_abs) break;
       overlap = true;
       out.tetrahedron = 4;
+      n = 4;
       for (int k = 0; k < 4; ++k) {
+        lam[k] = r.weight[k];  // the origin's weights: the core points meet
         out.tet_w[k] = s[k].w;
         out.tet_p[k] = s[k].p;
         for (int j = 0; j < 3; ++j) out.tet_l[k][j] = s[k].l[j];
       }
       break;
     }
-    if (nv.LengthSq() >= vv) {
-      // No progress (rounding): v and its simplex stand.
-      n = prev_n;
-      std::copy(prev, prev + 4, s);
-      std::copy(prev_lam, prev_lam + 4, lam);
-      break;
-    }
-    v = nv;
+    // No progress (rounding): v and its simplex stand.
+    if (r.vv >= vv) break;
+    triangle_convex_detail::Keep(r, s, &n, lam);
+    v = r.v;
   }
   out.iterations = it;
   // Recover the closest points from the simplex weights.
@@ -1058,9 +971,6 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
   bool contact = false;
   bool restarted = false;
   SimplexPoint last = s[0];  // the latest support point
-  SimplexPoint kept[4];       // the simplex of `dir` while a step is tried after a restart
-  double kept_lam[4] = {0, 0, 0, 0};
-  int kept_n = 0;
   auto restart = [&] {
     restarted = true;
     s[0] = last;
@@ -1128,38 +1038,33 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
       }
     }
     last = p;
-    if (restarted) {
-      // A step without progress now ends the cast at `dir`: keep the simplex
-      // `dir` is the closest point of (ClosestToOrigin reduces s in place),
-      // so that the contact point is its triangle point, not that of the
-      // step's rejected simplex (up to the convex's size away).
-      kept_n = n;
-      std::copy(s, s + 4, kept);
-      std::copy(lam, lam + 4, kept_lam);
-    }
-    if (!dup) s[n++] = p;
-    Vec3 nv;
-    if (!triangle_convex_detail::ClosestToOrigin(s, &n, &nv, lam)) {
+    // The new point goes after the simplex of `dir`, which stands (s[0..n),
+    // lam) unless the step makes progress: a step without progress after a
+    // restart ends the cast at `dir`, whose triangle point is the contact
+    // point (not that of the step's rejected simplex, up to the convex's
+    // size away).
+    if (!dup) s[n] = p;
+    const internal::SimplexClosest r = triangle_convex_detail::Closest(s, dup ? n : n + 1);
+    if (r.inside) {
       overlap = true;  // the tetrahedron holds the moving point
+      n = 4;
+      for (int k = 0; k < 4; ++k) lam[k] = r.weight[k];
       break;
     }
-    const double nvv = nv.LengthSq();
-    if (nvv >= prev_vv) {
+    if (r.vv >= prev_vv) {
       // No progress (rounding, typically a flat simplex near a face-face
       // contact): GJK again from the latest support point, once per advance
       // (as Jolt's CastShape), then the fallback below.
       if (restarted) {
-        n = kept_n;
-        std::copy(kept, kept + 4, s);
-        std::copy(kept_lam, kept_lam + 4, lam);
         contact = stalled();
         break;
       }
       restart();
       continue;
-    }  // no progress (rounding): the fallback below
-    prev_vv = nvv;
-    dir = nv;
+    }
+    triangle_convex_detail::Keep(r, s, &n, lam);
+    prev_vv = r.vv;
+    dir = r.v;
   }
   if ((!contact && !overlap) || (overlap && t > 0.0)) {
     // Stalled in rounding farther than kSweepStallGap (a flat simplex near a
