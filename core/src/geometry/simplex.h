@@ -2,10 +2,11 @@
 // to the origin: the simplex solver of triangle-vs-convex GJK and its cast
 // (triangle_convex.h) and the origin-in-tetrahedron test of EPA (epa.cc).
 // Internal to hitbox_core. (GJK distance, gjk.cc, and the GJK ray cast,
-// gjk_raycast.cc, still carry their own solvers: moved onto this one, their
-// rounding changes and CastPointTest.GjkCastPointOnBothShapes finds a contact
-// point 5e-5..0.2 m off a shape in one of 9000 cases: the rounding exposes
-// fragile paths of the cast, to be fixed before they move.)
+// gjk_raycast.cc, still carry their own solvers: moved onto this one, both
+// pass every test, but cost +1.3% (big.json overlap, GJK distance) and +2.6%
+// (big.json sweep, the ray cast: Triangle's interior path) instructions.
+// The contact points 5e-5..0.2 m off a shape that the move exposed came from
+// GJK distance ending `inside` a thin tetrahedron, see kSimplexThinVolume2.)
 //
 // Algorithm: a tetrahedron by signed volumes (Montanari, Petrinic, Barbieri,
 // "Improving the GJK algorithm for faster and more reliable distance queries
@@ -30,6 +31,9 @@
 //   weight that rounding leaves at or below 0 drops its point;
 // - a flat tetrahedron, |volume| <= kSimplexFlatVolume |e1| |e2| |e3|: the
 //   closest of its four faces, never `inside` (it holds no interior);
+// - a tetrahedron too thin for its distance from the origin (volume^2 <=
+//   kSimplexThinVolume2 r^6, r its farthest point) whose signs say `inside`:
+//   as flat (its weights would be rounding noise);
 // - the origin on a face, an edge or a vertex (a signed volume or region
 //   test exactly 0): not inside; the point is kept on that face, edge or
 //   vertex (a weight that would be 0 drops its point), at distance 0 up to
@@ -41,6 +45,7 @@
 // of the origin.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -59,6 +64,16 @@ inline constexpr double kSimplexWellShapedSine2 = 1e-8;
 /// A tetrahedron whose volume (times 6) is at most this fraction of |e1| |e2|
 /// |e3| (edges from point 0) is flat: it never holds the origin.
 inline constexpr double kSimplexFlatVolume = 1e-13;
+
+/// A tetrahedron whose squared volume (times 6) is at most this fraction of
+/// r^6, r the largest distance of its points from the origin, is too thin for
+/// its distance: its cofactors' rounding (~1e-16 r^3, however short its
+/// edges) could move its weights by more than ~1e-4, and the parents they
+/// weigh (GJK's points on each shape) apart by as much. It is handled as flat.
+/// (1e-18, weights to ~1e-7, also drops thin tetrahedra that do hold the
+/// origin: with GJK distance and the ray cast on this solver, casts then
+/// stall and end early by ~1e-6, CastPairTest.MatchesBisectionOnOverlap.)
+inline constexpr double kSimplexThinVolume2 = 1e-24;
 
 /// Closest point of a simplex to the origin.
 struct SimplexClosest {
@@ -217,9 +232,20 @@ inline SimplexClosest ClosestToOriginOf(const At& w, int n) {
     default: {
       double vol, c[4], size;
       TetrahedronVolumes(w, &vol, c, &size);
-      const bool flat = std::fabs(vol) <= kSimplexFlatVolume * size || vol == 0.0;
-      if (!flat && c[0] * vol > 0.0 && c[1] * vol > 0.0 && c[2] * vol > 0.0 &&
-          c[3] * vol > 0.0) {
+      bool flat = std::fabs(vol) <= kSimplexFlatVolume * size || vol == 0.0;
+      bool inside = !flat && c[0] * vol > 0.0 && c[1] * vol > 0.0 && c[2] * vol > 0.0 &&
+                    c[3] * vol > 0.0;
+      if (inside) {
+        // Too thin for its distance from the origin: the cofactors' rounding
+        // (~eps |w|^3) swamps vol, so `inside` and its weights are noise.
+        // (Checked only here: a tetrahedron that cannot hold the origin
+        // keeps its cheaper face test.)
+        double r2 = 0.0;
+        for (int m = 0; m < 4; ++m) r2 = std::max(r2, w(m).LengthSq());
+        flat = vol * vol <= kSimplexThinVolume2 * (r2 * r2 * r2);
+        inside = !flat;
+      }
+      if (inside) {
         out.count = 4;
         out.inside = true;
         const double inv = 1.0 / vol;

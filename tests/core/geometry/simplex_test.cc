@@ -146,6 +146,29 @@ TEST(SimplexTest, InsideGivesBarycentricWeights) {
   for (int k = 0; k < 4; ++k) EXPECT_DOUBLE_EQ(weights[k], r.weight[k]);
 }
 
+// A tetrahedron from GJK distance in a box-cylinder cast (CastPointTest
+// case 1299): two parallel edges 1e-5 m long, 2 m apart, 6 x volume 2.5e-16
+// with its points ~1 m from the origin. The cofactors' rounding (~1e-16)
+// swamps that volume: `inside` with its weights 0.07..0.3 off the exact
+// ones moved the contact point 0.23 m off a shape. Now it answers as flat
+// (a face at distance ~0) or, if inside, with the exact weights.
+TEST(SimplexTest, ThinTetrahedronFarFromTheOriginIsNotInsideWithNoise) {
+  const Vec3 w[4] = {{0.58692046132669984, 0.31317982031091007, 0.78746849450449585},
+                     {-0.76274301932136235, -0.40699798961788802, -1.0233674717260179},
+                     {0.58692730553020023, 0.31317982031091007, 0.78746716395261673},
+                     {-0.76275328562029499, -0.40699798961788802, -1.0233654758491784}};
+  // Exact barycentric coordinates of the origin (rational arithmetic).
+  const double exact[4] = {0.266309879213714, 0.2726943819818215, 0.29882554152096086,
+                           0.16217019728350365};
+  const SimplexClosest r = ClosestToOrigin(w, 4);
+  if (r.inside) {
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(r.weight[k], exact[k], 1e-6) << k;
+  } else {
+    EXPECT_LE(r.vv, 1e-20);
+    EXPECT_EQ(Check(w, 4, r, 1e-9), "");
+  }
+}
+
 // NaN points: a defined answer (the first point), no crash or empty set.
 TEST(SimplexTest, NanPointsAnswerTheFirstPoint) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
