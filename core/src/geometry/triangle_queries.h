@@ -96,6 +96,29 @@ struct TriangleSweep {
   Vec3 point;
 };
 
+/// Where a ball (centre `c` at signed height `h` = Dot(c - a, n) over a
+/// triangle's plane, unit normal `n`, radius r) moving by v first reaches the
+/// plane offset by r on its side.
+struct BallPlaneEntry {
+  double t = 0.0;
+  /// +1 when the ball is on the side n points to (h >= 0), else -1.
+  double side = 1.0;
+  /// The ball's point on the plane at t.
+  Vec3 point;
+};
+/// False when the ball moves away from (or along) the plane, starts within r
+/// of it, or reaches it after t_max.
+inline bool BallReachesPlane(const Vec3& c, double h, double r, const Vec3& v, const Vec3& n,
+                             double t_max, BallPlaneEntry* e) {
+  e->side = h >= 0.0 ? 1.0 : -1.0;
+  const double closing = -Dot(v, n) * e->side;  // > 0 when moving towards the plane
+  if (!(closing > 0.0 && std::fabs(h) > r)) return false;
+  e->t = (std::fabs(h) - r) / closing;
+  if (!(e->t <= t_max)) return false;
+  e->point = c + v * e->t - n * (e->side * r);
+  return true;
+}
+
 /// First contact of a sphere (centre c, radius r) moving by v, t in [0, t_max],
 /// with triangle abc. `active`: the triangle's active-edge flags (bit i = edge
 /// from vertex i to vertex i+1); a contact on an inactive edge, or on a vertex
@@ -123,32 +146,26 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
   double best = t_max;
   bool found = false;
   // Face: the sphere's centre reaches the plane offset by r on its side.
-  const double s0 = Dot(c - a, n);
-  const double side = s0 >= 0.0 ? 1.0 : -1.0;
-  const double closing = -Dot(v, n) * side;  // > 0 when moving towards the plane
-  if (closing > 0.0 && std::fabs(s0) > r) {
-    const double t = (std::fabs(s0) - r) / closing;
-    if (t <= best) {
-      const Vec3 p = c + v * t - n * (side * r);
-      TriangleFeature f;
-      const Vec3 on = ClosestPointOnTriangle(p, a, b, cc, &f);
-      if (f == TriangleFeature::kFace) {
-        // Inside the face: every other piece of the triangle's Minkowski sum
-        // with the ball (the edge capsules) lies within r of the plane, so
-        // none is entered before the plane is reached; and the face's normal
-        // needs no active-edge check.
-        out.hit = true;
-        out.t = t;
-        out.normal = n * side;
-        out.point = p;
-        return out;
-      }
-      if ((on - p).LengthSq() <= 1e-24 * (1.0 + p.LengthSq())) {
-        best = t;
-        found = true;
-        out.normal = n * side;
-        out.point = p;
-      }
+  BallPlaneEntry at_plane;
+  if (BallReachesPlane(c, h, r, v, n, best, &at_plane)) {
+    TriangleFeature f;
+    const Vec3 on = ClosestPointOnTriangle(at_plane.point, a, b, cc, &f);
+    if (f == TriangleFeature::kFace) {
+      // Inside the face: every other piece of the triangle's Minkowski sum
+      // with the ball (the edge capsules) lies within r of the plane, so
+      // none is entered before the plane is reached; and the face's normal
+      // needs no active-edge check.
+      out.hit = true;
+      out.t = at_plane.t;
+      out.normal = n * at_plane.side;
+      out.point = at_plane.point;
+      return out;
+    }
+    if ((on - at_plane.point).LengthSq() <= 1e-24 * (1.0 + at_plane.point.LengthSq())) {
+      best = at_plane.t;
+      found = true;
+      out.normal = n * at_plane.side;
+      out.point = at_plane.point;
     }
   }
   const Vec3 vs[3] = {a, b, cc};
@@ -223,24 +240,17 @@ inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double
     // tie, as the loop below), and when that is inside the face it is the
     // first contact (every piece of the Minkowski sum lies within r of the
     // plane): SweepSphereTriangle's face answer for that end.
-    const double side = h0 >= 0.0 ? 1.0 : -1.0;
     const bool near1 = std::fabs(h1) < std::fabs(h0);
-    const Vec3& end = near1 ? p1 : p0;
-    const double s0 = near1 ? h1 : h0;
-    const double closing = -Dot(v, n) * side;
-    if (closing > 0.0 && std::fabs(s0) > r) {
-      const double t = (std::fabs(s0) - r) / closing;
-      if (t <= t_max) {
-        const Vec3 p = end + v * t - n * (side * r);
-        TriangleFeature f;
-        ClosestPointOnTriangle(p, a, b, cc, &f);
-        if (f == TriangleFeature::kFace) {
-          out.hit = true;
-          out.t = t;
-          out.normal = n * side;
-          out.point = p;
-          return out;
-        }
+    BallPlaneEntry at_plane;
+    if (BallReachesPlane(near1 ? p1 : p0, near1 ? h1 : h0, r, v, n, t_max, &at_plane)) {
+      TriangleFeature f;
+      ClosestPointOnTriangle(at_plane.point, a, b, cc, &f);
+      if (f == TriangleFeature::kFace) {
+        out.hit = true;
+        out.t = at_plane.t;
+        out.normal = n * at_plane.side;
+        out.point = at_plane.point;
+        return out;
       }
     }
   }
