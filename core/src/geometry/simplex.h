@@ -49,6 +49,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "hitbox/math/math.h"
 
@@ -79,10 +80,12 @@ inline constexpr double kSimplexThinVolume2 = 1e-24;
 struct SimplexClosest {
   /// Points of the smallest sub-simplex holding the closest point (1..4).
   int count = 0;
-  /// Their indices into the input, ascending (index[i] >= i).
-  int index[4] = {0, 0, 0, 0};
-  /// Their barycentric weights (> 0, summing to 1).
-  double weight[4] = {0.0, 0.0, 0.0, 0.0};
+  /// Their indices into the input, ascending (index[i] >= i); entries from
+  /// `count` on are unspecified (left unset: the solver's hot paths would
+  /// spend more on zeroing them than on the answer).
+  int index[4];
+  /// Their barycentric weights (> 0, summing to 1); from `count` on unspecified.
+  double weight[4];
   /// The closest point and its squared length (0 when inside).
   Vec3 v;
   double vv = 0.0;
@@ -142,16 +145,16 @@ inline void Segment(int i, int j, const Vec3& a, const Vec3& b, SimplexClosest* 
 template <ClosestPointForm kPoint>
 inline void Triangle(int i, int j, int k, const Vec3& a, const Vec3& b, const Vec3& c,
                      SimplexClosest* r) {
-  const Vec3 ab = b - a, ac = c - a, ap = -a;
-  const double d1 = Dot(ab, ap), d2 = Dot(ac, ap);
+  // Ericson's d1 .. d6 for the query point p = 0: d1 = ab.(p - a) = -ab.a
+  // (negating the dot product, not a, rounds the same).
+  const Vec3 ab = b - a, ac = c - a;
+  const double d1 = -Dot(ab, a), d2 = -Dot(ac, a);
   if (d1 <= 0.0 && d2 <= 0.0) return Vertex(i, a, r);
-  const Vec3 bp = -b;
-  const double d3 = Dot(ab, bp), d4 = Dot(ac, bp);
+  const double d3 = -Dot(ab, b), d4 = -Dot(ac, b);
   if (d3 >= 0.0 && d4 <= d3) return Vertex(j, b, r);
   const double vc = d1 * d4 - d3 * d2;
   if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) return Edge(i, j, a, b, d1 / (d1 - d3), r);
-  const Vec3 cp = -c;
-  const double d5 = Dot(ab, cp), d6 = Dot(ac, cp);
+  const double d5 = -Dot(ab, c), d6 = -Dot(ac, c);
   if (d6 >= 0.0 && d5 <= d6) return Vertex(k, c, r);
   const double vb = d5 * d2 - d1 * d6;
   if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) return Edge(i, k, a, c, d2 / (d2 - d6), r);
@@ -173,12 +176,35 @@ inline void Triangle(int i, int j, int k, const Vec3& a, const Vec3& b, const Ve
     return;
   }
   const double inv = 1.0 / den;
-  const double w1 = vb * inv, w2 = vc * inv;
-  const double wt[3] = {1.0 - w1 - w2, w1, w2};
+  const double w1 = vb * inv, w2 = vc * inv, w0 = 1.0 - w1 - w2;
+  if (w0 > 0.0 && w1 > 0.0 && w2 > 0.0) {
+    // The interior (the common case): all three points kept, and in the
+    // projection form the weighted sum is not formed at all.
+    r->count = 3;
+    r->index[0] = i;
+    r->index[1] = j;
+    r->index[2] = k;
+    r->weight[0] = w0;
+    r->weight[1] = w1;
+    r->weight[2] = w2;
+    if constexpr (kPoint == ClosestPointForm::kProjection) {
+      const Vec3 n = Cross(ab, ac);
+      const double nn = n.LengthSq();
+      if (nn > kSimplexWellShapedSine2 * ee) {
+        r->v = n * (Dot(a, n) / nn);
+        r->vv = r->v.LengthSq();
+        return;
+      }
+    }
+    r->v = a * w0 + b * w1 + c * w2;
+    r->vv = r->v.LengthSq();
+    return;
+  }
+  // Rounding left a weight at or below 0 (the point on an edge): that point
+  // is dropped, like any zero weight.
+  const double wt[3] = {w0, w1, w2};
   const int idx[3] = {i, j, k};
   const Vec3* p[3] = {&a, &b, &c};
-  // Rounding may leave a weight at or below 0 (the point on an edge): that
-  // point is dropped, like any zero weight.
   r->count = 0;
   r->v = Vec3{};
   for (int m = 0; m < 3; ++m) {
@@ -187,12 +213,6 @@ inline void Triangle(int i, int j, int k, const Vec3& a, const Vec3& b, const Ve
     r->weight[r->count] = wt[m];
     r->v += *p[m] * wt[m];
     ++r->count;
-  }
-  if constexpr (kPoint == ClosestPointForm::kProjection) {
-    if (r->count < 3) return void(r->vv = r->v.LengthSq());
-    const Vec3 n = Cross(ab, ac);
-    const double nn = n.LengthSq();
-    if (nn > kSimplexWellShapedSine2 * ee) r->v = n * (Dot(a, n) / nn);
   }
   r->vv = r->v.LengthSq();
 }
@@ -257,17 +277,23 @@ inline SimplexClosest ClosestToOriginOf(const At& w, int n) {
         break;
       }
       // The faces the origin lies outside of (every face of a flat one):
-      // the closest of their closest points. Face m is opposite point m,
-      // its points ascending.
+      // the closest of their closest points (one below infinity; none, as
+      // for NaN points, leaves count 0). Face m is opposite point m, its
+      // points ascending. Each face is solved into whichever of `out` and
+      // `f` does not hold the best so far, so the best is copied at most
+      // once, at the end.
       static constexpr int kFace[4][3] = {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}};
-      out.vv = std::numeric_limits<double>::infinity();
       SimplexClosest f;
+      f.vv = std::numeric_limits<double>::infinity();
+      SimplexClosest* best = &f;
+      SimplexClosest* next = &out;
       for (int m = 0; m < 4; ++m) {
         if (!flat && c[m] * vol > 0.0) continue;
         const int* t = kFace[m];
-        Triangle<kPoint>(t[0], t[1], t[2], w(t[0]), w(t[1]), w(t[2]), &f);
-        if (f.vv < out.vv) out = f;
+        Triangle<kPoint>(t[0], t[1], t[2], w(t[0]), w(t[1]), w(t[2]), next);
+        if (next->vv < best->vv) std::swap(best, next);
       }
+      if (best != &out) out = *best;
       break;
     }
   }
