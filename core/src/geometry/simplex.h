@@ -1,12 +1,10 @@
 // The closest point of a simplex (a point, segment, triangle or tetrahedron)
-// to the origin: the simplex solver of triangle-vs-convex GJK and its cast
-// (triangle_convex.h) and the origin-in-tetrahedron test of EPA (epa.cc).
-// Internal to hitbox_core. (GJK distance, gjk.cc, and the GJK ray cast,
-// gjk_raycast.cc, still carry their own solvers: moved onto this one, both
-// pass every test, but cost +1.3% (big.json overlap, GJK distance) and +2.6%
-// (big.json sweep, the ray cast: Triangle's interior path) instructions.
-// The contact points 5e-5..0.2 m off a shape that the move exposed came from
-// GJK distance ending `inside` a thin tetrahedron, see kSimplexThinVolume2.)
+// to the origin: the one simplex solver of hitbox_core, for GJK distance
+// (gjk.cc, in the projection form), the GJK ray cast (gjk_raycast.cc),
+// triangle-vs-convex GJK and its cast (triangle_convex.h) and the
+// origin-in-tetrahedron test of EPA (epa.cc). Internal to hitbox_core.
+// (GJK distance ending `inside` a thin tetrahedron once put contact points
+// 5e-5..0.2 m off a shape: see kSimplexThinVolume2.)
 //
 // Algorithm: a tetrahedron by signed volumes (Montanari, Petrinic, Barbieri,
 // "Improving the GJK algorithm for faster and more reliable distance queries
@@ -236,6 +234,56 @@ inline void TetrahedronVolumes(const At& w, double* vol, double c[4], double* si
   *size = std::sqrt(e1.LengthSq() * e2.LengthSq() * e3.LengthSq());
 }
 
+/// Tetrahedron w(0..3) (`w`: index -> const Vec3&): by its signed volumes,
+/// inside or the closest of the faces the origin lies outside of.
+template <ClosestPointForm kPoint, typename At>
+inline void Tetrahedron(const At& w, SimplexClosest* out) {
+  double vol, c[4], size;
+  TetrahedronVolumes(w, &vol, c, &size);
+  bool flat = std::fabs(vol) <= kSimplexFlatVolume * size || vol == 0.0;
+  bool inside = !flat && c[0] * vol > 0.0 && c[1] * vol > 0.0 && c[2] * vol > 0.0 &&
+                c[3] * vol > 0.0;
+  if (inside) {
+    // Too thin for its distance from the origin: the cofactors' rounding
+    // (~eps |w|^3) swamps vol, so `inside` and its weights are noise.
+    // (Checked only here: a tetrahedron that cannot hold the origin
+    // keeps its cheaper face test.)
+    double r2 = 0.0;
+    for (int m = 0; m < 4; ++m) r2 = std::max(r2, w(m).LengthSq());
+    flat = vol * vol <= kSimplexThinVolume2 * (r2 * r2 * r2);
+    inside = !flat;
+  }
+  if (inside) {
+    out->count = 4;
+    out->inside = true;
+    const double inv = 1.0 / vol;
+    for (int m = 0; m < 4; ++m) {
+      out->index[m] = m;
+      out->weight[m] = c[m] * inv;
+    }
+    out->vv = 0.0;
+    return;
+  }
+  // The faces the origin lies outside of (every face of a flat one):
+  // the closest of their closest points (one below infinity; none, as
+  // for NaN points, leaves count 0). Face m is opposite point m, its
+  // points ascending. Each face is solved into whichever of `*out` and
+  // `f` does not hold the best so far, so the best is copied at most
+  // once, at the end.
+  static constexpr int kFace[4][3] = {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}};
+  SimplexClosest f;
+  f.vv = std::numeric_limits<double>::infinity();
+  SimplexClosest* best = &f;
+  SimplexClosest* next = out;
+  for (int m = 0; m < 4; ++m) {
+    if (!flat && c[m] * vol > 0.0) continue;
+    const int* t = kFace[m];
+    Triangle<kPoint>(t[0], t[1], t[2], w(t[0]), w(t[1]), w(t[2]), next);
+    if (next->vv < best->vv) std::swap(best, next);
+  }
+  if (best != out) *out = *best;
+}
+
 }  // namespace simplex_detail
 
 /// Closest point to the origin of the simplex of the `n` (1..4) points
@@ -249,53 +297,7 @@ inline SimplexClosest ClosestToOriginOf(const At& w, int n) {
     case 1: Vertex(0, w(0), &out); break;
     case 2: Segment(0, 1, w(0), w(1), &out); break;
     case 3: Triangle<kPoint>(0, 1, 2, w(0), w(1), w(2), &out); break;
-    default: {
-      double vol, c[4], size;
-      TetrahedronVolumes(w, &vol, c, &size);
-      bool flat = std::fabs(vol) <= kSimplexFlatVolume * size || vol == 0.0;
-      bool inside = !flat && c[0] * vol > 0.0 && c[1] * vol > 0.0 && c[2] * vol > 0.0 &&
-                    c[3] * vol > 0.0;
-      if (inside) {
-        // Too thin for its distance from the origin: the cofactors' rounding
-        // (~eps |w|^3) swamps vol, so `inside` and its weights are noise.
-        // (Checked only here: a tetrahedron that cannot hold the origin
-        // keeps its cheaper face test.)
-        double r2 = 0.0;
-        for (int m = 0; m < 4; ++m) r2 = std::max(r2, w(m).LengthSq());
-        flat = vol * vol <= kSimplexThinVolume2 * (r2 * r2 * r2);
-        inside = !flat;
-      }
-      if (inside) {
-        out.count = 4;
-        out.inside = true;
-        const double inv = 1.0 / vol;
-        for (int m = 0; m < 4; ++m) {
-          out.index[m] = m;
-          out.weight[m] = c[m] * inv;
-        }
-        out.vv = 0.0;
-        break;
-      }
-      // The faces the origin lies outside of (every face of a flat one):
-      // the closest of their closest points (one below infinity; none, as
-      // for NaN points, leaves count 0). Face m is opposite point m, its
-      // points ascending. Each face is solved into whichever of `out` and
-      // `f` does not hold the best so far, so the best is copied at most
-      // once, at the end.
-      static constexpr int kFace[4][3] = {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}};
-      SimplexClosest f;
-      f.vv = std::numeric_limits<double>::infinity();
-      SimplexClosest* best = &f;
-      SimplexClosest* next = &out;
-      for (int m = 0; m < 4; ++m) {
-        if (!flat && c[m] * vol > 0.0) continue;
-        const int* t = kFace[m];
-        Triangle<kPoint>(t[0], t[1], t[2], w(t[0]), w(t[1]), w(t[2]), next);
-        if (next->vv < best->vv) std::swap(best, next);
-      }
-      if (best != &out) out = *best;
-      break;
-    }
+    default: Tetrahedron<kPoint>(w, &out); break;
   }
   if (!(out.count > 0 && out.vv == out.vv)) Vertex(0, w(0), &out);  // NaN points
   return out;
