@@ -3,121 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "geometry/simplex.h"
+
 namespace hitbox::internal {
-namespace {
-
-/// Closest point of a sub-simplex to the origin: barycentric weights per
-/// simplex slot (0 for unused slots), the point itself and its squared length.
-struct SubResult {
-  double lambda[4] = {0.0, 0.0, 0.0, 0.0};
-  Vec3 v;
-  double vv = std::numeric_limits<double>::infinity();
-};
-
-// Signed-volumes subalgorithm, Montanari et al. 2017, section 3 (S1D, S2D,
-// S3D). Each routine finds the closest point to the origin of the simplex
-// spanned by the given slots of `w` and the smallest support set holding it.
-
-SubResult S1D(const Vec3* w, int i, int j) {
-  SubResult r;
-  const Vec3 t = w[j] - w[i];
-  const double tt = t.LengthSq();
-  const double u = tt > 0.0 ? -Dot(w[i], t) / tt : 0.0;
-  if (u <= 0.0) {
-    r.lambda[i] = 1.0;
-    r.v = w[i];
-  } else if (u >= 1.0) {
-    r.lambda[j] = 1.0;
-    r.v = w[j];
-  } else {
-    r.lambda[i] = 1.0 - u;
-    r.lambda[j] = u;
-    r.v = w[i] * (1.0 - u) + w[j] * u;
-  }
-  r.vv = r.v.LengthSq();
-  return r;
-}
-
-SubResult S2D(const Vec3* w, int i, int j, int k) {
-  const Vec3 e1 = w[j] - w[i];
-  const Vec3 e2 = w[k] - w[i];
-  const Vec3 n = Cross(e1, e2);
-  const double nn = n.LengthSq();
-  // A sliver triangle: fall back to its edges.
-  if (nn <= 1e-26 * e1.LengthSq() * e2.LengthSq() || nn == 0.0) {
-    SubResult best = S1D(w, i, j);
-    const SubResult r2 = S1D(w, j, k);
-    if (r2.vv < best.vv) best = r2;
-    const SubResult r3 = S1D(w, i, k);
-    if (r3.vv < best.vv) best = r3;
-    return best;
-  }
-  // Projection of the origin onto the triangle's plane.
-  const Vec3 p0 = n * (Dot(w[i], n) / nn);
-  // Signed areas in the coordinate plane where the triangle's projection is largest.
-  const Vec3 an = n.Abs();
-  const int ax = (an.x >= an.y && an.x >= an.z) ? 0 : (an.y >= an.z ? 1 : 2);
-  const int ja = (ax + 1) % 3;
-  const int ka = (ax + 2) % 3;
-  auto area2 = [ja, ka](const Vec3& p, const Vec3& q, const Vec3& s) {
-    return (q[ja] - p[ja]) * (s[ka] - p[ka]) - (q[ka] - p[ka]) * (s[ja] - p[ja]);
-  };
-  const double mu = n[ax];
-  const double c[3] = {area2(p0, w[j], w[k]), area2(w[i], p0, w[k]), area2(w[i], w[j], p0)};
-  if (c[0] * mu > 0.0 && c[1] * mu > 0.0 && c[2] * mu > 0.0) {
-    SubResult r;
-    r.lambda[i] = c[0] / mu;
-    r.lambda[j] = c[1] / mu;
-    r.lambda[k] = c[2] / mu;
-    // For a well-shaped triangle, the projection itself rather than
-    // sum(lambda * w): its direction is the triangle's normal, accurate even
-    // when |v| is far below |w| (the weighted sum's direction is then
-    // rounding noise). For a thin one the normal is the noisy part.
-    const bool well_shaped = nn > 1e-8 * e1.LengthSq() * e2.LengthSq();
-    r.v = well_shaped ? p0 : w[i] * r.lambda[i] + w[j] * r.lambda[j] + w[k] * r.lambda[k];
-    r.vv = r.v.LengthSq();
-    return r;
-  }
-  SubResult best;
-  const int idx[3] = {i, j, k};
-  for (int m = 0; m < 3; ++m) {
-    if (c[m] * mu > 0.0) continue;
-    const SubResult r = S1D(w, idx[(m + 1) % 3], idx[(m + 2) % 3]);
-    if (r.vv < best.vv) best = r;
-  }
-  return best;
-}
-
-/// Returns the closest point of the tetrahedron; `inside` is set when the
-/// origin lies strictly inside it.
-SubResult S3D(const Vec3* w, bool* inside) {
-  *inside = false;
-  const Vec3 e1 = w[1] - w[0];
-  const Vec3 e2 = w[2] - w[0];
-  const Vec3 e3 = w[3] - w[0];
-  const double vol = Dot(e1, Cross(e2, e3));
-  const double c[4] = {Dot(w[1], Cross(w[2], w[3])), -Dot(w[0], Cross(e2, e3)),
-                       -Dot(e1, Cross(w[0], e3)), -Dot(e1, Cross(e2, w[0]))};
-  const double size = std::sqrt(e1.LengthSq() * e2.LengthSq() * e3.LengthSq());
-  const bool flat = std::fabs(vol) <= 1e-13 * size || vol == 0.0;
-  if (!flat && c[0] * vol > 0.0 && c[1] * vol > 0.0 && c[2] * vol > 0.0 && c[3] * vol > 0.0) {
-    SubResult r;
-    for (int m = 0; m < 4; ++m) r.lambda[m] = c[m] / vol;
-    r.v = Vec3{};
-    r.vv = 0.0;
-    *inside = true;
-    return r;
-  }
-  SubResult best;
-  for (int m = 0; m < 4; ++m) {
-    if (!flat && c[m] * vol > 0.0) continue;
-    const SubResult r = S2D(w, (m + 1) % 4, (m + 2) % 4, (m + 3) % 4);
-    if (r.vv < best.vv) best = r;
-  }
-  return best;
-}
-
-}  // namespace
 
 ConvexCore ConvexCore::FromShape(const Shape& shape) {
   ConvexCore c;
@@ -206,11 +94,27 @@ GjkResult GjkDistanceImpl(const ConvexCore& a, const ConvexCore& b, const Pose& 
   bool decided = false;
   bool v_from_simplex = false;  // the start point is not a simplex point
   bool stalled = false;         // stopped by rounding, not by the bounds
+  // v's points on each core, core_a and core_b, are the weights `lam` of
+  // v's simplex applied to its parents: summed only when needed (a restart,
+  // a step without progress, the end), not after every step.
+  double lam[4];
+  bool core_pending = false;  // core_a / core_b not yet summed for v
+  auto SumCorePoints = [&](int count) {
+    Vec3 na{}, nb{};
+    for (int k = 0; k < count; ++k) {
+      na += sa[k] * lam[k];
+      nb += sb[k] * lam[k];
+    }
+    core_a = na;
+    core_b = nb;
+    core_pending = false;
+  };
   // Restarts replace the simplex by the single point v (a point of A - B
   // with known parents), which drops the sliver that stalled the descent.
   constexpr int kMaxRestarts = 4;
   int restarts = 0;
   auto Restart = [&]() {
+    if (core_pending) SumCorePoints(n);
     sw[0] = v;
     sa[0] = core_a;
     sb[0] = core_b;
@@ -260,39 +164,30 @@ GjkResult GjkDistanceImpl(const ConvexCore& a, const ConvexCore& b, const Pose& 
     sa[n] = pa;
     sb[n] = pbs;
     ++n;
-    SubResult r;
-    bool inside = false;
-    switch (n) {
-      case 1:
-        r.lambda[0] = 1.0;
-        r.v = sw[0];
-        r.vv = r.v.LengthSq();
-        break;
-      case 2: r = S1D(sw, 0, 1); break;
-      case 3: r = S2D(sw, 0, 1, 2); break;
-      default: r = S3D(sw, &inside); break;
-    }
-    // Keep only the vertices of the support set, and rebuild the points.
-    int kept = 0;
-    Vec3 na{}, nb{};
-    for (int m = 0; m < n; ++m) {
-      if (r.lambda[m] <= 0.0) continue;
-      na += sa[m] * r.lambda[m];
-      nb += sb[m] * r.lambda[m];
-      sw[kept] = sw[m];
-      sa[kept] = sa[m];
-      sb[kept] = sb[m];
-      ++kept;
-    }
-    n = kept;
+    // Closest point of the simplex (simplex.h); keep only the vertices of
+    // its support set.
+    const SimplexClosest r = ClosestToOrigin<ClosestPointForm::kProjection>(sw, n);
+    const bool inside = r.inside;
     // The simplex only ever shrinks the distance once v comes from it.
     const bool progress = r.vv < vv || !v_from_simplex;
     v_from_simplex = true;
+    // Without progress v stands: its core points come from its simplex
+    // (all but the new point) before that is reduced.
+    if (!(progress || inside) && core_pending) SumCorePoints(n - 1);
+    for (int k = 0; k < r.count; ++k) {
+      const int m = r.index[k];
+      lam[k] = r.weight[k];
+      if (m != k) {
+        sw[k] = sw[m];
+        sa[k] = sa[m];
+        sb[k] = sb[m];
+      }
+    }
+    n = r.count;
     if (progress || inside) {
       v = r.v;
       vv = r.vv;
-      core_a = na;
-      core_b = nb;
+      core_pending = true;
     }
     if (inside || vv <= abs_tol * abs_tol) {
       cores_overlap = true;
@@ -320,6 +215,7 @@ GjkResult GjkDistanceImpl(const ConvexCore& a, const ConvexCore& b, const Pose& 
       vv <= uncertain * uncertain) {
     cores_overlap = true;
   }
+  if (core_pending) SumCorePoints(n);
   out.iterations = it;
   out.simplex_size = n;
   out.core_point_a = core_a;

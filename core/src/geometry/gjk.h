@@ -6,7 +6,8 @@
 // Environments", 2003, ch. 4: upper bound |v|, lower bound v.w/|v|), with the
 // signed-volumes distance subalgorithm of Montanari, Petrinic, Barbieri,
 // "Improving the GJK algorithm for faster and more reliable distance queries
-// between convex objects", ACM TOG 36(3), 2017, in place of Johnson's.
+// between convex objects", ACM TOG 36(3), 2017, in place of Johnson's
+// (simplex.h, shared by every GJK in hitbox_core).
 //
 // Rounded shapes are handled as a core plus a margin: a sphere is a point
 // grown by its radius, a capsule a segment grown by its radius. GJK runs on the

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "geometry/ray_primitives.h"
+#include "geometry/simplex.h"
 
 namespace hitbox::internal {
 namespace {
@@ -14,150 +15,6 @@ struct Vertex {
   Vec3 c;
   Vec3 pb;  // support point of B's core (B frame)
 };
-
-// Closest point to the origin of the simplex y[0..n) (y_i = c_i - x), as
-// barycentric weights; the simplex is reduced to the vertices with a positive
-// weight. Closest point on a triangle: Ericson, RTCD 5.1.5; on a tetrahedron:
-// RTCD 5.1.6 (faces the origin lies outside of). Returns true when the
-// origin lies inside the tetrahedron (x inside C).
-bool ClosestOnSegment(const Vec3& a, const Vec3& b, double w[2]) {
-  const Vec3 ab = b - a;
-  const double den = ab.LengthSq();
-  const double t = den > 0.0 ? std::clamp(-Dot(a, ab) / den, 0.0, 1.0) : 0.0;
-  w[0] = 1.0 - t;
-  w[1] = t;
-  return false;
-}
-
-void ClosestOnTriangle(const Vec3& a, const Vec3& b, const Vec3& c, double w[3]) {
-  const Vec3 ab = b - a, ac = c - a, ap = -a;
-  const double d1 = Dot(ab, ap), d2 = Dot(ac, ap);
-  w[0] = w[1] = w[2] = 0.0;
-  if (d1 <= 0.0 && d2 <= 0.0) {
-    w[0] = 1.0;
-    return;
-  }
-  const Vec3 bp = -b;
-  const double d3 = Dot(ab, bp), d4 = Dot(ac, bp);
-  if (d3 >= 0.0 && d4 <= d3) {
-    w[1] = 1.0;
-    return;
-  }
-  const double vc = d1 * d4 - d3 * d2;
-  if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
-    const double t = d1 / (d1 - d3);
-    w[0] = 1.0 - t;
-    w[1] = t;
-    return;
-  }
-  const Vec3 cp = -c;
-  const double d5 = Dot(ab, cp), d6 = Dot(ac, cp);
-  if (d6 >= 0.0 && d5 <= d6) {
-    w[2] = 1.0;
-    return;
-  }
-  const double vb = d5 * d2 - d1 * d6;
-  if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
-    const double t = d2 / (d2 - d6);
-    w[0] = 1.0 - t;
-    w[2] = t;
-    return;
-  }
-  const double va = d3 * d6 - d5 * d4;
-  if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0) {
-    const double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
-    w[1] = 1.0 - t;
-    w[2] = t;
-    return;
-  }
-  const double den = va + vb + vc;
-  if (!(den > 0.0)) {  // degenerate (collinear): best of the edges
-    double best = std::numeric_limits<double>::infinity();
-    const Vec3* p[3] = {&a, &b, &c};
-    for (int e = 0; e < 3; ++e) {
-      double we[2];
-      const int i = e, j = (e + 1) % 3;
-      ClosestOnSegment(*p[i], *p[j], we);
-      const double d = (*p[i] * we[0] + *p[j] * we[1]).LengthSq();
-      if (d < best) {
-        best = d;
-        w[0] = w[1] = w[2] = 0.0;
-        w[i] = we[0];
-        w[j] = we[1];
-      }
-    }
-    return;
-  }
-  w[1] = vb / den;
-  w[2] = vc / den;
-  w[0] = 1.0 - w[1] - w[2];
-}
-
-// True when the origin and `d` lie strictly on opposite sides of plane abc.
-bool OriginOutsidePlane(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d) {
-  const Vec3 n = Cross(b - a, c - a);
-  const double sp = Dot(-a, n);
-  const double sd = Dot(d - a, n);
-  return sp * sd < 0.0;
-}
-
-bool ClosestOnTetrahedron(const Vec3* y, double w[4]) {
-  static constexpr int kFaces[4][4] = {{1, 3, 2, 0}, {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 1, 2, 3}};
-  // A flat tetrahedron (e.g. four support points on one box face) holds
-  // nothing: take the best of its faces.
-  const Vec3 e1 = y[1] - y[0], e2 = y[2] - y[0], e3 = y[3] - y[0];
-  const double vol = Dot(e1, Cross(e2, e3));
-  const bool flat =
-      std::fabs(vol) <= 1e-12 * std::sqrt(e1.LengthSq() * e2.LengthSq() * e3.LengthSq());
-  bool inside = true;
-  double best = std::numeric_limits<double>::infinity();
-  double wt[4] = {0, 0, 0, 0};
-  // (All four faces: skipping the old one, as exact GJK allows, misjudges
-  // "inside" when rounding on a sliver triangle left its closest point off.)
-  for (int fi = 0; fi < 4; ++fi) {
-    const int* f = kFaces[fi];
-    if (!flat && !OriginOutsidePlane(y[f[0]], y[f[1]], y[f[2]], y[f[3]])) continue;
-    inside = false;
-    double wf[3];
-    ClosestOnTriangle(y[f[0]], y[f[1]], y[f[2]], wf);
-    const double d = (y[f[0]] * wf[0] + y[f[1]] * wf[1] + y[f[2]] * wf[2]).LengthSq();
-    if (d < best) {
-      best = d;
-      wt[0] = wt[1] = wt[2] = wt[3] = 0.0;
-      wt[f[0]] = wf[0];
-      wt[f[1]] = wf[1];
-      wt[f[2]] = wf[2];
-    }
-  }
-  if (inside) return true;
-  for (int i = 0; i < 4; ++i) w[i] = wt[i];
-  return false;
-}
-
-// Barycentric weights of the origin in the non-flat tetrahedron y[0..4)
-// that holds it (signed volumes, Ericson RTCD 3.4); rounding is clamped away
-// so the weights stay a convex combination.
-void BarycentricOfOrigin(const Vec3* y, double w[4]) {
-  auto volume = [](const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& d) {
-    return Dot(b - a, Cross(c - a, d - a));
-  };
-  const Vec3 o;
-  const double total = volume(y[0], y[1], y[2], y[3]);
-  w[0] = volume(o, y[1], y[2], y[3]) / total;
-  w[1] = volume(y[0], o, y[2], y[3]) / total;
-  w[2] = volume(y[0], y[1], o, y[3]) / total;
-  w[3] = volume(y[0], y[1], y[2], o) / total;
-  double sum = 0.0;
-  for (int i = 0; i < 4; ++i) {
-    w[i] = std::max(w[i], 0.0);
-    sum += w[i];
-  }
-  for (int i = 0; i < 4; ++i) w[i] = sum > 0.0 ? w[i] / sum : 0.25;
-}
-
-}  // namespace
-
-namespace {
 
 template <bool kHull>
 GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const Vec3& v,
@@ -197,7 +54,7 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
   };
   auto stall_gap = accept_gap;
   int restarts = 0;
-  Vec3 y[4];  // simplex points relative to x (set for the first n each iteration)
+  Vec3 y[4];  // simplex points relative to x (y[i] = simplex[i].c - x, i < n)
   while (it < max_iterations) {
     if (dist <= margin + accept_gap()) {
       converged = true;
@@ -213,6 +70,7 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
     const double plane = Dot(nd, s.c) + margin;
     const double xn = Dot(nd, x);
     bool advanced_now = false;
+    bool x_moved = false;
     if (xn > plane) {
       const double vn = Dot(nd, v);
       if (vn >= 0.0) return out;  // moving away from (or along) the plane: miss
@@ -221,6 +79,7 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
       if (next > lambda) {
         lambda = next;
         x = v * lambda;
+        x_moved = true;
       }
       advanced = advanced_now = true;
       normal = nd;
@@ -233,41 +92,39 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
       converged = true;  // GJK's usual stop: no new support point at this x
       break;
     }
-    if (!duplicate) simplex[n++] = s;
-    for (int i = 0; i < n; ++i) y[i] = simplex[i].c - x;
-    bool inside = false;
-    switch (n) {
-      case 1: w[0] = 1.0; break;
-      case 2: ClosestOnSegment(y[0], y[1], w); break;
-      case 3: ClosestOnTriangle(y[0], y[1], y[2], w); break;
-      default: inside = ClosestOnTetrahedron(y, w); break;
+    if (!duplicate) {
+      simplex[n] = s;
+      y[n] = s.c - x;
+      ++n;
     }
-    if (inside) {
+    // The older points' offsets stand unless x moved.
+    if (x_moved) {
+      for (int i = 0; i < n; ++i) y[i] = simplex[i].c - x;
+    }
+    // Closest point of the simplex to x (simplex.h).
+    const SimplexClosest r = ClosestToOrigin(y, n);
+    if (r.inside) {
       // x lies inside C: in contact at lambda. x's barycentric weights in
       // the tetrahedron give the contact point (its B parents), as for a
       // closest point on a face.
       converged = true;
       dist = 0.0;
-      BarycentricOfOrigin(y, w);
+      for (int i = 0; i < 4; ++i) w[i] = r.weight[i];
       break;
     }
-    // Keep the vertices with a positive weight, compacted in place (kept <= i).
-    int kept = 0;
-    Vec3 closest;
-    for (int i = 0; i < n; ++i) {
-      if (w[i] <= 0.0) continue;
-      closest += y[i] * w[i];
-      if (kept != i) {
-        w[kept] = w[i];
-        simplex[kept] = simplex[i];
+    // Keep the vertices of the closest point's support set, in place.
+    for (int k = 0; k < r.count; ++k) {
+      w[k] = r.weight[k];
+      if (r.index[k] != k) {
+        simplex[k] = simplex[r.index[k]];
+        y[k] = y[r.index[k]];
       }
-      ++kept;
     }
-    n = kept;
-    const double new_dist = closest.Length();
+    n = r.count;
+    const double new_dist = std::sqrt(r.vv);
     const bool stalled = !advanced_now && dist_from_simplex && !(new_dist < dist);
     dist_from_simplex = true;
-    dir = -closest;
+    dir = -r.v;
     dist = new_dist;
     if (stalled) {
       // No progress: rounding on a sliver simplex (points bunched on a curved

@@ -1,12 +1,10 @@
 // The closest point of a simplex (a point, segment, triangle or tetrahedron)
-// to the origin: the simplex solver of triangle-vs-convex GJK and its cast
-// (triangle_convex.h) and the origin-in-tetrahedron test of EPA (epa.cc).
-// Internal to hitbox_core. (GJK distance, gjk.cc, and the GJK ray cast,
-// gjk_raycast.cc, still carry their own solvers: moved onto this one, both
-// pass every test, but cost +1.3% (big.json overlap, GJK distance) and +2.6%
-// (big.json sweep, the ray cast: Triangle's interior path) instructions.
-// The contact points 5e-5..0.2 m off a shape that the move exposed came from
-// GJK distance ending `inside` a thin tetrahedron, see kSimplexThinVolume2.)
+// to the origin: the one simplex solver of hitbox_core, for GJK distance
+// (gjk.cc, in the projection form), the GJK ray cast (gjk_raycast.cc),
+// triangle-vs-convex GJK and its cast (triangle_convex.h) and the
+// origin-in-tetrahedron test of EPA (epa.cc). Internal to hitbox_core.
+// (GJK distance ending `inside` a thin tetrahedron once put contact points
+// 5e-5..0.2 m off a shape: see kSimplexThinVolume2.)
 //
 // Algorithm: a tetrahedron by signed volumes (Montanari, Petrinic, Barbieri,
 // "Improving the GJK algorithm for faster and more reliable distance queries
@@ -49,6 +47,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "hitbox/math/math.h"
 
@@ -79,10 +78,12 @@ inline constexpr double kSimplexThinVolume2 = 1e-24;
 struct SimplexClosest {
   /// Points of the smallest sub-simplex holding the closest point (1..4).
   int count = 0;
-  /// Their indices into the input, ascending (index[i] >= i).
-  int index[4] = {0, 0, 0, 0};
-  /// Their barycentric weights (> 0, summing to 1).
-  double weight[4] = {0.0, 0.0, 0.0, 0.0};
+  /// Their indices into the input, ascending (index[i] >= i); entries from
+  /// `count` on are unspecified (left unset: the solver's hot paths would
+  /// spend more on zeroing them than on the answer).
+  int index[4];
+  /// Their barycentric weights (> 0, summing to 1); from `count` on unspecified.
+  double weight[4];
   /// The closest point and its squared length (0 when inside).
   Vec3 v;
   double vv = 0.0;
@@ -142,16 +143,16 @@ inline void Segment(int i, int j, const Vec3& a, const Vec3& b, SimplexClosest* 
 template <ClosestPointForm kPoint>
 inline void Triangle(int i, int j, int k, const Vec3& a, const Vec3& b, const Vec3& c,
                      SimplexClosest* r) {
-  const Vec3 ab = b - a, ac = c - a, ap = -a;
-  const double d1 = Dot(ab, ap), d2 = Dot(ac, ap);
+  // Ericson's d1 .. d6 for the query point p = 0: d1 = ab.(p - a) = -ab.a
+  // (negating the dot product, not a, rounds the same).
+  const Vec3 ab = b - a, ac = c - a;
+  const double d1 = -Dot(ab, a), d2 = -Dot(ac, a);
   if (d1 <= 0.0 && d2 <= 0.0) return Vertex(i, a, r);
-  const Vec3 bp = -b;
-  const double d3 = Dot(ab, bp), d4 = Dot(ac, bp);
+  const double d3 = -Dot(ab, b), d4 = -Dot(ac, b);
   if (d3 >= 0.0 && d4 <= d3) return Vertex(j, b, r);
   const double vc = d1 * d4 - d3 * d2;
   if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) return Edge(i, j, a, b, d1 / (d1 - d3), r);
-  const Vec3 cp = -c;
-  const double d5 = Dot(ab, cp), d6 = Dot(ac, cp);
+  const double d5 = -Dot(ab, c), d6 = -Dot(ac, c);
   if (d6 >= 0.0 && d5 <= d6) return Vertex(k, c, r);
   const double vb = d5 * d2 - d1 * d6;
   if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) return Edge(i, k, a, c, d2 / (d2 - d6), r);
@@ -173,12 +174,35 @@ inline void Triangle(int i, int j, int k, const Vec3& a, const Vec3& b, const Ve
     return;
   }
   const double inv = 1.0 / den;
-  const double w1 = vb * inv, w2 = vc * inv;
-  const double wt[3] = {1.0 - w1 - w2, w1, w2};
+  const double w1 = vb * inv, w2 = vc * inv, w0 = 1.0 - w1 - w2;
+  if (w0 > 0.0 && w1 > 0.0 && w2 > 0.0) {
+    // The interior (the common case): all three points kept, and in the
+    // projection form the weighted sum is not formed at all.
+    r->count = 3;
+    r->index[0] = i;
+    r->index[1] = j;
+    r->index[2] = k;
+    r->weight[0] = w0;
+    r->weight[1] = w1;
+    r->weight[2] = w2;
+    if constexpr (kPoint == ClosestPointForm::kProjection) {
+      const Vec3 n = Cross(ab, ac);
+      const double nn = n.LengthSq();
+      if (nn > kSimplexWellShapedSine2 * ee) {
+        r->v = n * (Dot(a, n) / nn);
+        r->vv = r->v.LengthSq();
+        return;
+      }
+    }
+    r->v = a * w0 + b * w1 + c * w2;
+    r->vv = r->v.LengthSq();
+    return;
+  }
+  // Rounding left a weight at or below 0 (the point on an edge): that point
+  // is dropped, like any zero weight.
+  const double wt[3] = {w0, w1, w2};
   const int idx[3] = {i, j, k};
   const Vec3* p[3] = {&a, &b, &c};
-  // Rounding may leave a weight at or below 0 (the point on an edge): that
-  // point is dropped, like any zero weight.
   r->count = 0;
   r->v = Vec3{};
   for (int m = 0; m < 3; ++m) {
@@ -187,12 +211,6 @@ inline void Triangle(int i, int j, int k, const Vec3& a, const Vec3& b, const Ve
     r->weight[r->count] = wt[m];
     r->v += *p[m] * wt[m];
     ++r->count;
-  }
-  if constexpr (kPoint == ClosestPointForm::kProjection) {
-    if (r->count < 3) return void(r->vv = r->v.LengthSq());
-    const Vec3 n = Cross(ab, ac);
-    const double nn = n.LengthSq();
-    if (nn > kSimplexWellShapedSine2 * ee) r->v = n * (Dot(a, n) / nn);
   }
   r->vv = r->v.LengthSq();
 }
@@ -216,6 +234,56 @@ inline void TetrahedronVolumes(const At& w, double* vol, double c[4], double* si
   *size = std::sqrt(e1.LengthSq() * e2.LengthSq() * e3.LengthSq());
 }
 
+/// Tetrahedron w(0..3) (`w`: index -> const Vec3&): by its signed volumes,
+/// inside or the closest of the faces the origin lies outside of.
+template <ClosestPointForm kPoint, typename At>
+inline void Tetrahedron(const At& w, SimplexClosest* out) {
+  double vol, c[4], size;
+  TetrahedronVolumes(w, &vol, c, &size);
+  bool flat = std::fabs(vol) <= kSimplexFlatVolume * size || vol == 0.0;
+  bool inside = !flat && c[0] * vol > 0.0 && c[1] * vol > 0.0 && c[2] * vol > 0.0 &&
+                c[3] * vol > 0.0;
+  if (inside) {
+    // Too thin for its distance from the origin: the cofactors' rounding
+    // (~eps |w|^3) swamps vol, so `inside` and its weights are noise.
+    // (Checked only here: a tetrahedron that cannot hold the origin
+    // keeps its cheaper face test.)
+    double r2 = 0.0;
+    for (int m = 0; m < 4; ++m) r2 = std::max(r2, w(m).LengthSq());
+    flat = vol * vol <= kSimplexThinVolume2 * (r2 * r2 * r2);
+    inside = !flat;
+  }
+  if (inside) {
+    out->count = 4;
+    out->inside = true;
+    const double inv = 1.0 / vol;
+    for (int m = 0; m < 4; ++m) {
+      out->index[m] = m;
+      out->weight[m] = c[m] * inv;
+    }
+    out->vv = 0.0;
+    return;
+  }
+  // The faces the origin lies outside of (every face of a flat one):
+  // the closest of their closest points (one below infinity; none, as
+  // for NaN points, leaves count 0). Face m is opposite point m, its
+  // points ascending. Each face is solved into whichever of `*out` and
+  // `f` does not hold the best so far, so the best is copied at most
+  // once, at the end.
+  static constexpr int kFace[4][3] = {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}};
+  SimplexClosest f;
+  f.vv = std::numeric_limits<double>::infinity();
+  SimplexClosest* best = &f;
+  SimplexClosest* next = out;
+  for (int m = 0; m < 4; ++m) {
+    if (!flat && c[m] * vol > 0.0) continue;
+    const int* t = kFace[m];
+    Triangle<kPoint>(t[0], t[1], t[2], w(t[0]), w(t[1]), w(t[2]), next);
+    if (next->vv < best->vv) std::swap(best, next);
+  }
+  if (best != out) *out = *best;
+}
+
 }  // namespace simplex_detail
 
 /// Closest point to the origin of the simplex of the `n` (1..4) points
@@ -229,47 +297,7 @@ inline SimplexClosest ClosestToOriginOf(const At& w, int n) {
     case 1: Vertex(0, w(0), &out); break;
     case 2: Segment(0, 1, w(0), w(1), &out); break;
     case 3: Triangle<kPoint>(0, 1, 2, w(0), w(1), w(2), &out); break;
-    default: {
-      double vol, c[4], size;
-      TetrahedronVolumes(w, &vol, c, &size);
-      bool flat = std::fabs(vol) <= kSimplexFlatVolume * size || vol == 0.0;
-      bool inside = !flat && c[0] * vol > 0.0 && c[1] * vol > 0.0 && c[2] * vol > 0.0 &&
-                    c[3] * vol > 0.0;
-      if (inside) {
-        // Too thin for its distance from the origin: the cofactors' rounding
-        // (~eps |w|^3) swamps vol, so `inside` and its weights are noise.
-        // (Checked only here: a tetrahedron that cannot hold the origin
-        // keeps its cheaper face test.)
-        double r2 = 0.0;
-        for (int m = 0; m < 4; ++m) r2 = std::max(r2, w(m).LengthSq());
-        flat = vol * vol <= kSimplexThinVolume2 * (r2 * r2 * r2);
-        inside = !flat;
-      }
-      if (inside) {
-        out.count = 4;
-        out.inside = true;
-        const double inv = 1.0 / vol;
-        for (int m = 0; m < 4; ++m) {
-          out.index[m] = m;
-          out.weight[m] = c[m] * inv;
-        }
-        out.vv = 0.0;
-        break;
-      }
-      // The faces the origin lies outside of (every face of a flat one):
-      // the closest of their closest points. Face m is opposite point m,
-      // its points ascending.
-      static constexpr int kFace[4][3] = {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}};
-      out.vv = std::numeric_limits<double>::infinity();
-      SimplexClosest f;
-      for (int m = 0; m < 4; ++m) {
-        if (!flat && c[m] * vol > 0.0) continue;
-        const int* t = kFace[m];
-        Triangle<kPoint>(t[0], t[1], t[2], w(t[0]), w(t[1]), w(t[2]), &f);
-        if (f.vv < out.vv) out = f;
-      }
-      break;
-    }
+    default: Tetrahedron<kPoint>(w, &out); break;
   }
   if (!(out.count > 0 && out.vv == out.vv)) Vertex(0, w(0), &out);  // NaN points
   return out;

@@ -8,7 +8,8 @@
 // (2003, ch. 4: |v|^2 - v.w <= eps |v|^2); the simplex's closest point to the
 // origin by simplex.h (Voronoi regions for triangles, Ericson, "Real-Time
 // Collision Detection" 5.1.5; signed volumes for tetrahedra, Montanari et al.
-// 2017), also EPA's. The convex is a core grown by a ball of radius `margin`;
+// 2017), the one solver of GJK distance, the GJK ray cast and EPA's start
+// test too. The convex is a core grown by a ball of radius `margin`;
 // GJK runs on the core and the margin is subtracted, so a sphere or capsule
 // is exact.
 //

@@ -181,6 +181,19 @@ TEST(SimplexTest, NanPointsAnswerTheFirstPoint) {
   }
 }
 
+// A tetrahedron with one NaN point: its finite face answers (a NaN face,
+// solved first, never counts as the closest).
+TEST(SimplexTest, NanPointLeavesTheFiniteFace) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Vec3 w[4] = {{nan, 0, 0}, {-1, -1, 1}, {2, -1, 1}, {0, 2, 1}};
+  const SimplexClosest r = ClosestToOrigin(w, 4);
+  EXPECT_FALSE(r.inside);
+  ASSERT_EQ(r.count, 3);
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(r.index[k], k + 1);
+  EXPECT_NEAR(r.vv, 1.0, 1e-15);
+  EXPECT_NEAR(r.v.z, 1.0, 1e-15);
+}
+
 // TriangleConvexGjk with the cores overlapping inside a GJK tetrahedron: the
 // reported points are the tetrahedron's barycentric combination of its
 // payloads, so the point on the convex and on the triangle coincide (with a
