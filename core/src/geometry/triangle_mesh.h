@@ -46,6 +46,7 @@
 
 #include <immintrin.h>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "geometry/triangle.h"
@@ -610,51 +611,66 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
   // One min-heap of nodes and entered triangles on their entry fraction
   // (best-first search): a node is opened, and a triangle visited, only once
   // nothing left can come before it. `tri` is a triangle, or kEmpty for the
-  // node or leaf `word`.
+  // node or leaf `word`. The earliest entry a step adds is held out of the
+  // heap and taken next when it comes before the heap's first (the common
+  // descent towards the path's start: no push and pop).
   struct Entry {
     double t;
     uint32_t word;  // a node or leaf; for a triangle, its entry count
     uint32_t tri;
   };
   const auto later = [](const Entry& a, const Entry& b) {
-    return a.t > b.t || (a.t == b.t && a.tri > b.tri);
+    return a.t > b.t || (a.t == b.t && (a.tri > b.tri || (a.tri == b.tri && a.word > b.word)));
   };
   static thread_local std::vector<Entry> heap;
   heap.clear();
-  heap.push_back({0.0, 0, kEmpty});
   uint32_t entered = 0;
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const Entry e = heap.back();
-    heap.pop_back();
+  Entry e{0.0, 0, kEmpty};
+  for (;;) {
     if (e.t > *max_t) return true;  // everything left enters later still
+    bool held = false;
+    Entry next;
+    auto add = [&](const Entry& x) {
+      if (!held) {
+        next = x;
+        held = true;
+        return;
+      }
+      heap.push_back(later(next, x) ? std::exchange(next, x) : x);
+      std::push_heap(heap.begin(), heap.end(), later);
+    };
     if (e.tri != kEmpty) {
       if (!visit(e.tri, e.word)) return false;
-      continue;
-    }
-    if (e.word & kLeafBit) {
+    } else if (e.word & kLeafBit) {
       const uint32_t first = (e.word & ~kLeafBit) >> 3;
       const uint32_t count = (e.word & 7u) + 1;
       for (uint32_t k = first; k < first + count; ++k) {
         double t;
         bool stop = false;
-        if (enter(k, &t, &stop)) {
-          heap.push_back({std::max(t, e.t), entered++, k});
-          std::push_heap(heap.begin(), heap.end(), later);
-        }
+        if (enter(k, &t, &stop)) add({std::max(t, e.t), entered++, k});
         if (stop) return false;
       }
+    } else {
+      const Node& n = nodes_[e.word];
+      double t[kMeshNodeWidth];
+      for (uint32_t mask = EnterChildren(n, setup, *max_t, t); mask != 0; mask &= mask - 1) {
+        const int i = __builtin_ctz(mask);
+        add({t[i], n.child[i], kEmpty});
+      }
+    }
+    if (held && (heap.empty() || !later(next, heap.front()))) {
+      e = next;
       continue;
     }
-    const Node& n = nodes_[e.word];
-    double t[kMeshNodeWidth];
-    for (uint32_t mask = EnterChildren(n, setup, *max_t, t); mask != 0; mask &= mask - 1) {
-      const int i = __builtin_ctz(mask);
-      heap.push_back({t[i], n.child[i], kEmpty});
+    if (held) {
+      heap.push_back(next);
       std::push_heap(heap.begin(), heap.end(), later);
     }
+    if (heap.empty()) return true;
+    std::pop_heap(heap.begin(), heap.end(), later);
+    e = heap.back();
+    heap.pop_back();
   }
-  return true;
 }
 
 }  // namespace hitbox
