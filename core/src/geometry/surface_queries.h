@@ -628,6 +628,9 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
             *stop = true;
             return false;
           }
+          // Passed over now, passed over at its turn (best and best_orig
+          // only fall): not decoded nor kept.
+          if (passed_over(k)) return false;
           std::array<Vec3, 3> v;
           surface.TriangleVertices(k, v.data());
           if (!enter(v.data(), t_enter)) return false;
