@@ -11,9 +11,11 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "geometry/bvh_ray.h"
@@ -548,7 +550,11 @@ bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& tran
 
 /// First contact of the convex translating by `translation` with `surface`;
 /// with a contact offset `skin` > 0, triangles it does not keep
-/// (TriangleSkinKeeps) are passed over.
+/// (TriangleSkinKeeps) are passed over. A mesh's triangles are swept in the
+/// order the centre path enters their grown boxes (VisitSweptClosestFirst),
+/// a heightfield's in its walk's order; the answer does not depend on the
+/// order beyond the rounding of ties (the earliest, then the lowest input
+/// triangle among those within a nanometre of travel).
 template <typename Surface, typename Convex>
 MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
                                 const Vec3& translation, double skin = 0.0) {
@@ -571,24 +577,20 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   double limit = 1.0;   // visit and sweep up to here (best + tie once hit)
   uint32_t best_orig = UINT32_MAX;
   internal::WorkTally tally;
-  surface.VisitSwept(box, translation, centre_path, grow, &limit, [&](uint32_t k) {
-    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
-    // Once a triangle touches at fraction 0, only a lower input index can
-    // change the answer (a tie at 0; nothing comes earlier).
-    if (best == 0.0 && best_orig != UINT32_MAX && surface.OriginalIndex(k) > best_orig) {
-      return true;
-    }
-    Vec3 v[3];
-    surface.TriangleVertices(k, v);
-    double t_enter;
-    if (!centre_path.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), limit,
-                           &t_enter)) {
-      return true;
-    }
+  // Once a triangle touches at fraction 0, only a lower input index can
+  // change the answer (a tie at 0; nothing comes earlier).
+  auto passed_over = [&](uint32_t k) {
+    return best == 0.0 && best_orig != UINT32_MAX && surface.OriginalIndex(k) > best_orig;
+  };
+  auto enter = [&](const Vec3 v[3], double* t_enter) {
+    return centre_path.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), limit,
+                             t_enter);
+  };
+  auto sweep = [&](uint32_t k, const Vec3 v[3]) {
     const TriangleConvexSweep s =
         SweepTriangle(v, convex, translation, limit, scale, surface.ActiveEdges(k));
-    if (!s.hit) return true;
-    if (skin > 0.0 && !TriangleSkinKeeps(v, convex, translation, s, skin)) return true;
+    if (!s.hit) return;
+    if (skin > 0.0 && !TriangleSkinKeeps(v, convex, translation, s, skin)) return;
     const uint32_t orig = surface.OriginalIndex(k);
     const bool first = best_orig == UINT32_MAX;
     const bool earlier = s.t < best - tie;
@@ -609,8 +611,47 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
       out.fraction = best;
       if (best == 0.0) out.state = MeshSweepHit::State::kStartedInside;
     }
-    return true;
-  });
+  };
+  if constexpr (std::is_same_v<Surface, TriangleMesh>) {
+    // Closest first: the earliest contacts tend to come first, so the
+    // limit shrinks before the later triangles are swept, and those end at
+    // their first support plane or box axis instead of in a converged cast
+    // (big_level: 5637 triangle hits of 13763 sweeps walked in hierarchy
+    // order, 1818 of them superseded by an earlier hit found after them).
+    // The entered triangles' vertices, by entry count (decoded once).
+    static thread_local std::vector<std::array<Vec3, 3>> entered;
+    entered.clear();
+    surface.VisitSweptClosestFirst(
+        centre_path, grow, &limit,
+        [&](uint32_t k, double* t_enter, bool* stop) {
+          if (!tally.Count()) {  // the batch stops (budget, deadline)
+            *stop = true;
+            return false;
+          }
+          // Passed over now, passed over at its turn (best and best_orig
+          // only fall): not decoded nor kept.
+          if (passed_over(k)) return false;
+          std::array<Vec3, 3> v;
+          surface.TriangleVertices(k, v.data());
+          if (!enter(v.data(), t_enter)) return false;
+          entered.push_back(v);
+          return true;
+        },
+        [&](uint32_t k, uint32_t i) {
+          if (!passed_over(k)) sweep(k, entered[i].data());
+          return true;
+        });
+  } else {
+    surface.VisitSwept(box, translation, centre_path, grow, &limit, [&](uint32_t k) {
+      if (!tally.Count()) return false;  // the batch stops (budget, deadline)
+      if (passed_over(k)) return true;
+      Vec3 v[3];
+      surface.TriangleVertices(k, v);
+      double t_enter;
+      if (enter(v, &t_enter)) sweep(k, v);
+      return true;
+    });
+  }
   return out;
 }
 

@@ -647,8 +647,10 @@ struct SweepSatResult {
 ///   cast's started-inside answer (t = 0, the face normal against the
 ///   motion; the point the triangle's nearest to the box's centre: the
 ///   caller's contact replaces both);
-/// - one axis entering last, by more than kSweepSatDistinct of travel after
-///   the others and the start and before the earliest exit: one generic
+/// - one axis entering last, at or before t_max, by more than
+///   kSweepSatDistinct of travel after the others and the start and before
+///   the earliest exit (the overlap's own, even past t_max: the answer does
+///   not depend on t_max beyond the hit or miss): one generic
 ///   feature pair (the triangle's face and a box vertex, a box face and a
 ///   triangle vertex, a box edge and a triangle edge), answered as the cast
 ///   converges: that axis as the normal (facing the box), the contact point
@@ -670,7 +672,8 @@ inline SweepSatResult SweepBoxSat(const Vec3 tri[3], const OrientedBox& box, dou
   const double gap = margin + 0.5 * kSweepGap;
   const double pad = kSweepStallGap + kSweepSatSlack + 1e-12 * scale;
   double lo = 0.0, hi = t_max;      // fractions not proven apart (grown by pad)
-  double lo_x = 0.0, hi_x = t_max;  // latest entry, earliest exit (grown by gap)
+  // Latest entry, earliest exit (grown by gap; the exit not cut at t_max).
+  double lo_x = 0.0, hi_x = std::numeric_limits<double>::infinity();
   double next = 0.0;                // the entry before lo_x (0: the start)
   bool exact_apart = false;         // apart on a static axis within the pad
   bool deep = true;  // overlapping at t = 0 by more than kSweepSatDistinct on every axis
@@ -748,7 +751,7 @@ inline SweepSatResult SweepBoxSat(const Vec3 tri[3], const OrientedBox& box, dou
   }
   // A closed-form hit: one generic feature pair entering last.
   const double len = v.Length();
-  if (exact_apart || !clear || entry < 0 || !(lo_x <= hi_x) ||
+  if (exact_apart || !clear || entry < 0 || !(lo_x <= hi_x) || !(lo_x <= t_max) ||
       !((hi_x - lo_x) * len > kSweepSatDistinct) || !((lo_x - next) * len > kSweepSatDistinct)) {
     return out;
   }

@@ -38,6 +38,7 @@
 // edge's normal.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -45,6 +46,7 @@
 
 #include <immintrin.h>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "geometry/triangle.h"
@@ -191,6 +193,19 @@ class TriangleMesh {
   template <typename Path, typename Visit>
   bool VisitSwept(const Aabb& swept_box, const Vec3& translation, const Path& path,
                   const Vec3& grow, const double* max_t, Visit&& visit) const;
+
+  /// As VisitSwept, but closest first down to the triangles: for each
+  /// triangle k of an entered leaf, enter(k, &t, &stop) says whether the
+  /// caller's own test lets it through, t a lower bound of its first contact;
+  /// visit(k, i) is then called in increasing t (at equal t, waiting
+  /// triangles before nodes, the lower k first) while t <= *max_t, so a sweep
+  /// meets its earliest triangles first and *max_t shrinks soonest. i counts
+  /// the triangles entered before k (from 0): the caller may keep what enter
+  /// computed for k at index i of a list. enter sets stop, or visit returns
+  /// false, to end the walk (then false is returned).
+  template <typename Path, typename Enter, typename Visit>
+  bool VisitSweptClosestFirst(const Path& path, const Vec3& grow, const double* max_t,
+                              Enter&& enter, Visit&& visit) const;
 
  private:
   /// A 4-wide hierarchy node (64 bytes, one cache line).
@@ -586,6 +601,76 @@ bool TriangleMesh::VisitSwept(const Aabb& /*swept_box*/, const Vec3& /*translati
     top += count;
   }
   return true;
+}
+
+template <typename Path, typename Enter, typename Visit>
+bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, const double* max_t,
+                                          Enter&& enter, Visit&& visit) const {
+  if (nodes_.empty()) return true;
+  const PathSetup setup = SetupPath(path, bounds_.min - grow, bounds_.min + grow);
+  // One min-heap of nodes and entered triangles on their entry fraction
+  // (best-first search): a node is opened, and a triangle visited, only once
+  // nothing left can come before it. `tri` is a triangle, or kEmpty for the
+  // node or leaf `word`. The earliest entry a step adds is held out of the
+  // heap and taken next when it comes before the heap's first (the common
+  // descent towards the path's start: no push and pop).
+  struct Entry {
+    double t;
+    uint32_t word;  // a node or leaf; for a triangle, its entry count
+    uint32_t tri;
+  };
+  const auto later = [](const Entry& a, const Entry& b) {
+    return a.t > b.t || (a.t == b.t && (a.tri > b.tri || (a.tri == b.tri && a.word > b.word)));
+  };
+  static thread_local std::vector<Entry> heap;
+  heap.clear();
+  uint32_t entered = 0;
+  Entry e{0.0, 0, kEmpty};
+  for (;;) {
+    if (e.t > *max_t) return true;  // everything left enters later still
+    bool held = false;
+    Entry next;
+    auto add = [&](const Entry& x) {
+      if (!held) {
+        next = x;
+        held = true;
+        return;
+      }
+      heap.push_back(later(next, x) ? std::exchange(next, x) : x);
+      std::push_heap(heap.begin(), heap.end(), later);
+    };
+    if (e.tri != kEmpty) {
+      if (!visit(e.tri, e.word)) return false;
+    } else if (e.word & kLeafBit) {
+      const uint32_t first = (e.word & ~kLeafBit) >> 3;
+      const uint32_t count = (e.word & 7u) + 1;
+      for (uint32_t k = first; k < first + count; ++k) {
+        double t;
+        bool stop = false;
+        if (enter(k, &t, &stop)) add({std::max(t, e.t), entered++, k});
+        if (stop) return false;
+      }
+    } else {
+      const Node& n = nodes_[e.word];
+      double t[kMeshNodeWidth];
+      for (uint32_t mask = EnterChildren(n, setup, *max_t, t); mask != 0; mask &= mask - 1) {
+        const int i = __builtin_ctz(mask);
+        add({t[i], n.child[i], kEmpty});
+      }
+    }
+    if (held && (heap.empty() || !later(next, heap.front()))) {
+      e = next;
+      continue;
+    }
+    if (held) {
+      heap.push_back(next);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+    if (heap.empty()) return true;
+    std::pop_heap(heap.begin(), heap.end(), later);
+    e = heap.back();
+    heap.pop_back();
+  }
 }
 
 }  // namespace hitbox

@@ -190,7 +190,8 @@ TEST(MeshBuild, TrianglesRoundTripExactly) {
 
 // The hierarchy is conservative: every triangle whose box meets a query box
 // is visited (exactly once), and every triangle whose box a ray or a grown
-// path enters before max_t is visited.
+// path enters before max_t is visited; VisitSweptClosestFirst visits them in
+// the order the path enters their boxes.
 TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
   Random rng(11);
   for (const MeshData& data : {WavyGrid(30, 0.7), IcoSphere(2.0, 3)}) {
@@ -239,6 +240,44 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
           ASSERT_EQ(visits[k], 1) << "path " << i << " triangle " << k;
         }
       }
+      // Closest first: the same triangles, each once, in increasing entry
+      // fraction; then with the limit lowered as a sweep's
+      // hits do, none entered past the limit of its turn.
+      std::vector<double> enter_t(mesh.triangle_count(), -1.0);
+      std::fill(visits.begin(), visits.end(), 0);
+      double last = 0.0;
+      mesh.VisitSweptClosestFirst(
+          path, g, &max_t,
+          [&](uint32_t k, double* t, bool*) {
+            if (!path.Enter(tri_boxes[k].Expanded(g), max_t, t)) return false;
+            enter_t[k] = *t;
+            return true;
+          },
+          [&](uint32_t k, uint32_t n) {
+            EXPECT_EQ(visits[k]++, 0) << "path " << i << " triangle " << k;
+            EXPECT_LT(n, mesh.triangle_count());
+            EXPECT_GE(enter_t[k], last) << "path " << i << " triangle " << k;
+            last = enter_t[k];
+            return true;
+          });
+      for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+        double t;
+        EXPECT_EQ(visits[k], path.Enter(tri_boxes[k].Expanded(g), max_t, &t) ? 1 : 0)
+            << "path " << i << " triangle " << k;
+      }
+      double limit = max_t;
+      mesh.VisitSweptClosestFirst(
+          path, g, &limit,
+          [&](uint32_t k, double* t, bool*) {
+            return path.Enter(tri_boxes[k].Expanded(g), max_t, t);
+          },
+          [&](uint32_t k, uint32_t) {
+            double t;
+            path.Enter(tri_boxes[k].Expanded(g), max_t, &t);
+            EXPECT_LE(t, limit) << "path " << i << " triangle " << k;
+            limit = std::min(limit, t + 0.05);
+            return true;
+          });
     }
   }
 }

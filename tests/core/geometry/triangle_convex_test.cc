@@ -504,6 +504,39 @@ TEST(SweepBoxSat, MatchesGjkCast) {
   EXPECT_GT(tally.started, 1000);
 }
 
+// A closed-form box sweep answers the same, to the bit, whatever the limit
+// t_max at or past its fraction (a mesh sweep lowers the limit as it finds
+// hits, in an order of its own), and is not kHit for a limit below it.
+TEST(SweepBoxSat, AnswerDoesNotDependOnTheLimit) {
+  using namespace sweep_box_sat;
+  Random rng(2020);
+  int checked = 0;
+  for (int i = 0; i < 20000; ++i) {
+    Vec3 tri[3];
+    RandomTriangle(rng, i, tri);
+    const ConvexCore core = RandomBox(rng);
+    const PlacedConvex q(core, Pose{rng.InBox(3.0), rng.Rotation()});
+    const Vec3 v = rng.UnitVector() * rng.Uniform(0.5, 6.0);
+    const uint8_t active = static_cast<uint8_t>(rng.Int(0, 7));
+    const double scale = q.scale() + v.Length();
+    const SweepSatResult full = SweepBoxSat(tri, *q.oriented_box(), q.margin(), v, 1.0, scale, active);
+    if (full.state != SweepSatResult::State::kHit || full.hit.t == 0.0) continue;
+    ++checked;
+    const double t = full.hit.t;
+    for (const double t_max : {t, t + (1.0 - t) * 1e-6, t + (1.0 - t) * rng.Uniform(0.0, 1.0)}) {
+      const SweepSatResult r = SweepBoxSat(tri, *q.oriented_box(), q.margin(), v, t_max, scale, active);
+      ASSERT_EQ(r.state, SweepSatResult::State::kHit) << i << " t " << t << " t_max " << t_max;
+      EXPECT_EQ(r.hit.t, t) << i;
+      EXPECT_EQ(r.hit.normal, full.hit.normal) << i;
+      EXPECT_EQ(r.hit.point, full.hit.point) << i;
+    }
+    const SweepSatResult below =
+        SweepBoxSat(tri, *q.oriented_box(), q.margin(), v, t * 0.999, scale, active);
+    EXPECT_NE(below.state, SweepSatResult::State::kHit) << i;
+  }
+  std::printf("closed-form hits checked %d\n", checked);
+  EXPECT_GT(checked, 800);
+}
 
 namespace cast_point {
 
