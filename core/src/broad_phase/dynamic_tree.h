@@ -689,7 +689,7 @@ class SegmentCursor {
     max_fraction_ = max_fraction;
     bound_ = FractionBound(max_fraction);
     sp_ = 0;
-    has_pending_ = false;
+    pending_ = DynamicTree::kNull;
     const uint32_t root = tree.root();
     if (root == DynamicTree::kNull) return;
     float t_root, unused;
@@ -705,35 +705,31 @@ class SegmentCursor {
   template <typename Fn, typename ItemPrefetch>
   bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
     const TreeNode* nodes = tree_->nodes();
-    if (has_pending_) {
-      has_pending_ = false;
-      if (pending_.t <= bound_) {
-        const TreeNode& n = nodes[pending_.node];
-        if (n.IsLeaf()) {
-          if ((mask_ >> n.child2) & 1u) {
-            max_fraction_ = fn(n.Item(), n.child2, max_fraction_);
-            if (max_fraction_ < 0.0) {
-              sp_ = 0;
-              return false;
-            }
-            bound_ = FractionBound(max_fraction_);
+    // The pending node's fraction was checked against bound_ when it was
+    // popped, and only this cursor's own leaves change bound_.
+    if (pending_ != DynamicTree::kNull) {
+      const TreeNode& n = nodes[pending_];
+      pending_ = DynamicTree::kNull;
+      if (n.IsLeaf()) {
+        if ((mask_ >> n.child2) & 1u) {
+          max_fraction_ = fn(n.Item(), n.child2, max_fraction_);
+          if (max_fraction_ < 0.0) {
+            sp_ = 0;
+            return false;
           }
-        } else {
-          sp_ = PushEnteredChildren<false>(*tree_, nodes, *seg_, n, mask_, bound_, &stack_[0],
-                                           sp_, item_prefetch);
+          bound_ = FractionBound(max_fraction_);
         }
+      } else {
+        sp_ = PushEnteredChildren<false>(*tree_, nodes, *seg_, n, mask_, bound_, &stack_[0], sp_,
+                                         item_prefetch);
       }
     }
     while (sp_ > 0) {
       // Field by field, each as it was pushed (store-to-load forwarding).
       --sp_;
-      const float t = stack_[sp_].t;
-      if (t > bound_) continue;
-      const uint32_t node = stack_[sp_].node;
-      pending_.node = node;
-      pending_.t = t;
-      has_pending_ = true;
-      PrefetchNext(nodes, node, item_prefetch);
+      if (stack_[sp_].t > bound_) continue;
+      pending_ = stack_[sp_].node;
+      PrefetchNext(nodes, pending_, item_prefetch);
       return true;
     }
     return false;
@@ -749,8 +745,8 @@ class SegmentCursor {
   float bound_ = 1.0f;
   CursorStack<Entry> stack_;
   size_t sp_ = 0;
-  Entry pending_{0, 0.0f};
-  bool has_pending_ = false;
+  /// Node to visit on the next Step (its lines prefetched), or kNull.
+  uint32_t pending_ = DynamicTree::kNull;
 };
 
 }  // namespace hitbox
