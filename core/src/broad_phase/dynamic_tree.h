@@ -525,14 +525,18 @@ struct SegmentEntry {
 inline float FractionBound(double max_fraction) { return RoundDown(max_fraction); }
 
 /// The one step of a segment traversal that both CastTree and SegmentCursor
-/// take: pushes the children of internal node `n` the segment enters by
-/// the max fraction (bound = FractionBound(max fraction)) and that hold a
-/// layer of `mask`, the nearer on top (so it is visited first); returns the
-/// new count. kPrefetch as in PushOverlappingChildren.
+/// take on internal node `n`: of its children that the segment enters by the
+/// max fraction (bound = FractionBound(max fraction)) and that hold a layer
+/// of `mask`, returns the nearer, to be visited next, and pushes the farther
+/// onto `stack` (*sp entries); returns a lone entered child, or kNull when
+/// none is entered. Visiting the returned child next is what pushing it on
+/// top and popping it at once did (its fraction was just compared with the
+/// bound), without the store and reload. kPrefetch as in
+/// PushOverlappingChildren.
 template <bool kPrefetch, typename ItemPrefetch>
-__attribute__((always_inline)) inline size_t PushEnteredChildren(
+__attribute__((always_inline)) inline uint32_t EnterChildren(
     const DynamicTree& tree, const TreeNode* nodes, const SegmentSetup& seg, const TreeNode& n,
-    uint32_t mask, float bound, SegmentEntry* stack, size_t sp,
+    uint32_t mask, float bound, SegmentEntry* stack, size_t* sp,
     const ItemPrefetch& item_prefetch) {
   const uint32_t c1 = n.child1;
   const uint32_t c2 = n.child2;
@@ -544,10 +548,9 @@ __attribute__((always_inline)) inline size_t PushEnteredChildren(
     h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
     h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
   }
-  // Push the farther child first so the nearer is visited first; selects
-  // instead of branches.
+  // The nearer first (child 1 on a tie); selects instead of branches.
   const bool swap = t2 < t1;
-  const SegmentEntry near{swap ? c2 : c1, swap ? t2 : t1};
+  const uint32_t near = swap ? c2 : c1;
   const SegmentEntry far{swap ? c1 : c2, swap ? t1 : t2};
   const bool h_near = swap ? h2 : h1;
   const bool h_far = swap ? h1 : h2;
@@ -555,10 +558,9 @@ __attribute__((always_inline)) inline size_t PushEnteredChildren(
     if (h1) PrefetchNext(nodes, c1, item_prefetch);
     if (h2) PrefetchNext(nodes, c2, item_prefetch);
   }
-  stack[sp] = far;
-  sp += h_far;
-  stack[sp] = near;
-  return sp + h_near;
+  stack[*sp] = far;
+  *sp += h_near & h_far;
+  return h_near ? near : (h_far ? far.node : DynamicTree::kNull);
 }
 
 /// Walks the leaves whose grown box the segment reaches within the current
@@ -577,13 +579,17 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
   TraversalBuffer<SegmentEntry> buffer(tree.Height() + 2);
   SegmentEntry* stack = buffer.data();
   size_t sp = 0;
-  stack[sp++] = {root, t_root};
-  while (sp > 0) {
-    // Field by field (see SegmentCursor::Step: store-to-load forwarding).
-    --sp;
-    const SegmentEntry e{stack[sp].node, stack[sp].t};
-    if (e.t > bound) continue;
-    const TreeNode& n = nodes[e.node];
+  // The node to visit next (entered within the bound), else pop one.
+  uint32_t next = root;
+  for (;;) {
+    while (next == DynamicTree::kNull) {
+      if (sp == 0) return;
+      // Field by field (see SegmentCursor::Step: store-to-load forwarding).
+      --sp;
+      if (stack[sp].t <= bound) next = stack[sp].node;
+    }
+    const TreeNode& n = nodes[next];
+    next = DynamicTree::kNull;
     if (n.IsLeaf()) {
       if ((mask >> n.child2) & 1u) {
         max_fraction = fn(n.Item(), n.child2, max_fraction);
@@ -592,7 +598,7 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
       }
       continue;
     }
-    sp = PushEnteredChildren<true>(tree, nodes, seg, n, mask, bound, stack, sp, item_prefetch);
+    next = EnterChildren<true>(tree, nodes, seg, n, mask, bound, stack, &sp, item_prefetch);
   }
 }
 
@@ -706,7 +712,7 @@ class SegmentCursor {
   bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
     const TreeNode* nodes = tree_->nodes();
     // The pending node's fraction was checked against bound_ when it was
-    // popped, and only this cursor's own leaves change bound_.
+    // popped or entered, and only this cursor's own leaves change bound_.
     if (pending_ != DynamicTree::kNull) {
       const TreeNode& n = nodes[pending_];
       pending_ = DynamicTree::kNull;
@@ -720,19 +726,18 @@ class SegmentCursor {
           bound_ = FractionBound(max_fraction_);
         }
       } else {
-        sp_ = PushEnteredChildren<false>(*tree_, nodes, *seg_, n, mask_, bound_, &stack_[0], sp_,
-                                         item_prefetch);
+        pending_ = EnterChildren<false>(*tree_, nodes, *seg_, n, mask_, bound_, &stack_[0], &sp_,
+                                        item_prefetch);
       }
     }
-    while (sp_ > 0) {
+    while (pending_ == DynamicTree::kNull) {
+      if (sp_ == 0) return false;
       // Field by field, each as it was pushed (store-to-load forwarding).
       --sp_;
-      if (stack_[sp_].t > bound_) continue;
-      pending_ = stack_[sp_].node;
-      PrefetchNext(nodes, pending_, item_prefetch);
-      return true;
+      if (stack_[sp_].t <= bound_) pending_ = stack_[sp_].node;
     }
-    return false;
+    PrefetchNext(nodes, pending_, item_prefetch);
+    return true;
   }
 
  private:
