@@ -280,17 +280,20 @@ inline bool BoxesOverlap(const TreeNode& n, const BoxSetup& b) {
 #endif
 }
 
-/// The one step of a box traversal that both QueryTree and BoxCursor take:
-/// pushes the children of internal node `n` whose boxes overlap `box` and
-/// hold a layer of `mask`, child 1 on top, onto `stack` of `sp` entries;
-/// returns the new count. Children are tested before they are pushed (the
-/// two children of a node usually share a cache line). With kPrefetch, the
-/// pushed children's next lines are prefetched at once (the one-shot walk; a
-/// cursor prefetches when it pops instead).
+/// The one step of a box traversal that both QueryTree and BoxCursor take on
+/// internal node `n`: of its children whose boxes overlap `box` and hold a
+/// layer of `mask`, returns child 1, to be visited next, and pushes child 2
+/// onto `stack` (*sp entries); returns a lone overlapping child, or kNull when
+/// neither overlaps. Visiting the returned child next is what pushing it on
+/// top and popping it at once did, without the store and reload. Children are
+/// tested before they are pushed (the two children of a node usually share a
+/// cache line). With kPrefetch, the entered children's next lines are
+/// prefetched at once (the one-shot walk; a cursor prefetches when it moves
+/// to a node instead).
 template <bool kPrefetch, typename ItemPrefetch>
-__attribute__((always_inline)) inline size_t PushOverlappingChildren(
+__attribute__((always_inline)) inline uint32_t OverlapChildren(
     const DynamicTree& tree, const TreeNode* nodes, const TreeNode& n, const BoxSetup& box,
-    uint32_t mask, uint32_t* stack, size_t sp, const ItemPrefetch& item_prefetch) {
+    uint32_t mask, uint32_t* stack, size_t* sp, const ItemPrefetch& item_prefetch) {
   const uint32_t c1 = n.child1;
   const uint32_t c2 = n.child2;
   bool h1 = BoxesOverlap(nodes[c1], box);
@@ -305,15 +308,14 @@ __attribute__((always_inline)) inline size_t PushOverlappingChildren(
     if (h1) PrefetchNext(nodes, c1, item_prefetch);
     if (h2) PrefetchNext(nodes, c2, item_prefetch);
   }
-  stack[sp] = c2;
-  sp += h2;
-  stack[sp] = c1;
-  return sp + h1;
+  stack[*sp] = c2;
+  *sp += h1 & h2;
+  return h1 ? c1 : (h2 ? c2 : DynamicTree::kNull);
 }
 
 /// Calls fn(item, layer) for every leaf whose box overlaps `box` (touching
 /// counts) and whose layer bit is in `mask`. item_prefetch(item) is called
-/// when a leaf is pushed, to prefetch its data.
+/// when a leaf is entered, to prefetch its data.
 template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
 inline void QueryTree(const DynamicTree& tree, const FloatAabb& query, uint32_t mask, Fn&& fn,
                       const ItemPrefetch& item_prefetch = {}) {
@@ -327,14 +329,20 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& query, uint32_t 
   TraversalBuffer<uint32_t> buffer(tree.Height() + 2);
   uint32_t* stack = buffer.data();
   size_t sp = 0;
-  stack[sp++] = root;
-  while (sp > 0) {
-    const TreeNode& n = nodes[stack[--sp]];
+  // The node to visit next, else pop one.
+  uint32_t next = root;
+  for (;;) {
+    if (next == DynamicTree::kNull) {
+      if (sp == 0) return;
+      next = stack[--sp];
+    }
+    const TreeNode& n = nodes[next];
     if (n.IsLeaf()) {
       if ((mask >> n.child2) & 1u) fn(n.Item(), n.child2);
+      next = DynamicTree::kNull;
       continue;
     }
-    sp = PushOverlappingChildren<true>(tree, nodes, n, box, mask, stack, sp, item_prefetch);
+    next = OverlapChildren<true>(tree, nodes, n, box, mask, stack, &sp, item_prefetch);
   }
 }
 
@@ -532,7 +540,7 @@ inline float FractionBound(double max_fraction) { return RoundDown(max_fraction)
 /// none is entered. Visiting the returned child next is what pushing it on
 /// top and popping it at once did (its fraction was just compared with the
 /// bound), without the store and reload. kPrefetch as in
-/// PushOverlappingChildren.
+/// OverlapChildren.
 template <bool kPrefetch, typename ItemPrefetch>
 __attribute__((always_inline)) inline uint32_t EnterChildren(
     const DynamicTree& tree, const TreeNode* nodes, const SegmentSetup& seg, const TreeNode& n,
@@ -664,12 +672,14 @@ class BoxCursor {
       if (n.IsLeaf()) {
         if ((mask_ >> n.child2) & 1u) fn(n.Item(), n.child2);
       } else {
-        sp_ = PushOverlappingChildren<false>(*tree_, nodes, n, box_, mask_, &stack_[0], sp_,
-                                             item_prefetch);
+        pending_ = OverlapChildren<false>(*tree_, nodes, n, box_, mask_, &stack_[0], &sp_,
+                                          item_prefetch);
       }
     }
-    if (sp_ == 0) return false;
-    pending_ = stack_[--sp_];
+    if (pending_ == DynamicTree::kNull) {
+      if (sp_ == 0) return false;
+      pending_ = stack_[--sp_];
+    }
     PrefetchNext(nodes, pending_, item_prefetch);
     return true;
   }

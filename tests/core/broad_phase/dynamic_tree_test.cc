@@ -101,6 +101,35 @@ void CheckQueries(Scene& s, Random& rng, int queries, const std::string& where) 
       return max_t;
     });
     ASSERT_EQ(got_item, best_item) << where << " closest " << q;
+
+    // The cursors of a batch reach the same leaves in the same order as the
+    // one-shot walks, with and without pruning by the closest entry.
+    std::vector<uint32_t> walked, stepped;
+    QueryTree(s.tree, qb, mask, [&](uint32_t item, uint32_t) { walked.push_back(item); });
+    BoxCursor box_cursor;
+    box_cursor.Begin(s.tree, qb, mask);
+    while (box_cursor.Step([&](uint32_t item, uint32_t) { stepped.push_back(item); },
+                           NoItemPrefetch{})) {
+    }
+    ASSERT_EQ(stepped, walked) << where << " box cursor " << q;
+    for (const bool prune : {false, true}) {
+      const auto leaf_fn = [&](std::vector<uint32_t>* seen) {
+        return [&, seen](uint32_t item, uint32_t, double max_t) {
+          seen->push_back(item);
+          double t;
+          if (!prune || !seg.Entry(s.tree.node(s.leaf[item]), max_t, &t)) return max_t;
+          return t;
+        };
+      };
+      walked.clear();
+      stepped.clear();
+      CastTree(s.tree, seg, mask, 1.0, leaf_fn(&walked));
+      SegmentCursor seg_cursor;
+      seg_cursor.Begin(s.tree, &seg, mask, 1.0);
+      while (seg_cursor.Step(leaf_fn(&stepped), NoItemPrefetch{})) {
+      }
+      ASSERT_EQ(stepped, walked) << where << " segment cursor " << q << " prune " << prune;
+    }
   }
 }
 
