@@ -385,6 +385,14 @@ struct SegmentSetup {
   /// Unset (fields uninitialised); assign a constructed one before use.
   SegmentSetup() = default;
   SegmentSetup(const Vec3& origin, const Vec3& translation, const Vec3& extent) {
+#if defined(__SSE2__)
+    // Every component invertible (the usual case): the three axes at once.
+    if (std::fabs(translation.x) > 1e-30 && std::fabs(translation.y) > 1e-30 &&
+        std::fabs(translation.z) > 1e-30) {
+      SetAllAxes(origin, translation, extent);
+      return;
+    }
+#endif
     for (int i = 0; i < 3; ++i) {
       const double d = translation[i];
 #if defined(__SSE2__)
@@ -422,6 +430,52 @@ struct SegmentSetup {
     lo[3] = hi[3] = inv[3] = 0.0f;
 #endif
   }
+
+#if defined(__SSE2__)
+  /// RoundUp of each lane of (a, b) (lanes 0-1 of a, then of b) as float
+  /// lanes 0..3: the nearest float, moved one step up (the bits plus one,
+  /// minus one below zero) where it lies below the double. It is never -0
+  /// below the double (v rounds to -0 only for v <= 0), and +0 steps to
+  /// denorm_min: exactly RoundUp's values.
+  static __m128 RoundUp4(__m128d a, __m128d b) {
+    const __m128 f = _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b));
+    const __m128 below =
+        _mm_shuffle_ps(_mm_castpd_ps(_mm_cmplt_pd(_mm_cvtps_pd(f), a)),
+                       _mm_castpd_ps(_mm_cmplt_pd(_mm_cvtps_pd(_mm_movehl_ps(f, f)), b)),
+                       _MM_SHUFFLE(2, 0, 2, 0));
+    const __m128i bits = _mm_castps_si128(f);
+    // bits + 1 + 2 * (-1 when negative): +1 above zero, -1 below.
+    const __m128i next = _mm_add_epi32(
+        _mm_add_epi32(bits, _mm_set1_epi32(1)), _mm_slli_epi32(_mm_srai_epi32(bits, 31), 1));
+    return _mm_or_ps(_mm_and_ps(below, _mm_castsi128_ps(next)), _mm_andnot_ps(below, f));
+  }
+
+  /// The constructor's values when every |translation| component is above
+  /// 1e-30: lo = RoundUp(origin + extent), hi = RoundDown(origin - extent) =
+  /// -RoundUp(-(origin - extent)) (rounding to nearest is symmetric; negated
+  /// by the sign bit, so zeros keep RoundDown's sign), inv = 1 / translation
+  /// rounded to float, in two-lane double vectors (the same correctly rounded
+  /// operations).
+  void SetAllAxes(const Vec3& origin, const Vec3& translation, const Vec3& extent) {
+    const __m128d o01 = _mm_set_pd(origin.y, origin.x);
+    const __m128d o2 = _mm_set_sd(origin.z);
+    const __m128d e01 = _mm_set_pd(extent.y, extent.x);
+    const __m128d e2 = _mm_set_sd(extent.z);
+    const __m128d one = _mm_set1_pd(1.0);
+    // Lane 3 (from the zero upper half of the _sd vectors): RoundUp(0) = 0,
+    // and 1 / 1 for inv, cleared below.
+    _mm_store_ps(lo, RoundUp4(_mm_add_pd(o01, e01), _mm_add_sd(o2, e2)));
+    const __m128d sign = _mm_set1_pd(-0.0);
+    _mm_store_ps(hi, _mm_xor_ps(RoundUp4(_mm_xor_pd(_mm_sub_pd(o01, e01), sign),
+                                         _mm_xor_pd(_mm_sub_sd(o2, e2), sign)),
+                                _mm_set1_ps(-0.0f)));
+    const __m128d d01 = _mm_set_pd(translation.y, translation.x);
+    const __m128d d2 = _mm_set_pd(1.0, translation.z);
+    _mm_store_ps(inv, _mm_movelh_ps(_mm_cvtpd_ps(_mm_div_pd(one, d01)),
+                                    _mm_cvtpd_ps(_mm_div_pd(one, d2))));
+    lo[3] = hi[3] = inv[3] = 0.0f;
+  }
+#endif
 
   /// Entry fraction of the segment into the node box grown by `extent`,
   /// clipped to [0, max_t]; false when it does not reach the box by max_t.
