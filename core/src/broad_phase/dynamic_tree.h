@@ -673,7 +673,8 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
 // node's children are known only once the node is loaded), ~one per level,
 // which leaves the core idle. The cursors below run the same traversals as
 // QueryTree / CastTree one node per Step(): a step works on the node whose
-// line it prefetched in the previous step, then pops and prefetches the next.
+// lines it prefetched in the previous step, then takes the next (the child
+// that node returned, else a pop) and prefetches what that one will read.
 // Stepping several cursors in turn keeps several misses in flight ("AMAC":
 // Kocberber et al., "Asynchronous Memory Access Chaining", VLDB 2015). Each
 // cursor visits the same nodes and calls its leaf function in the same order
