@@ -224,8 +224,12 @@ struct NoItemPrefetch {
 
 /// Hints the cache to load what visiting `node` will read next: its children
 /// (one line when they are a pair), or for a leaf the caller's item data.
+/// Always inlined: gcc's IPA analyses (pure-const, modref) find a function
+/// whose only statements are prefetches free of side effects and delete the
+/// calls to it, which left the cursors' Step without any prefetch.
 template <typename ItemPrefetch>
-inline void PrefetchNext(const TreeNode* nodes, uint32_t node, const ItemPrefetch& item_prefetch) {
+__attribute__((always_inline)) inline void PrefetchNext(const TreeNode* nodes, uint32_t node,
+                                                        const ItemPrefetch& item_prefetch) {
   const TreeNode& n = nodes[node];
   if (!n.IsLeaf()) {
     __builtin_prefetch(&nodes[n.child1]);
@@ -276,22 +280,27 @@ inline bool BoxesOverlap(const TreeNode& n, const BoxSetup& b) {
 #endif
 }
 
-/// The one step of a box traversal that both QueryTree and BoxCursor take:
-/// pushes the children of internal node `n` whose boxes overlap `box` and
-/// hold a layer of `mask`, child 1 on top, onto `stack` of `sp` entries;
-/// returns the new count. Children are tested before they are pushed (the
-/// two children of a node usually share a cache line). With kPrefetch, the
-/// pushed children's next lines are prefetched at once (the one-shot walk; a
-/// cursor prefetches when it pops instead).
+/// The one step of a box traversal that both QueryTree and BoxCursor take on
+/// internal node `n`: of its children whose boxes overlap `box` and hold a
+/// layer of `mask`, returns child 1, to be visited next, and pushes child 2
+/// onto `stack` (*sp entries); returns a lone overlapping child, or kNull when
+/// neither overlaps. Visiting the returned child next is what pushing it on
+/// top and popping it at once did, without the store and reload. Children are
+/// tested before they are pushed (the two children of a node usually share a
+/// cache line). With kPrefetch, the entered children's next lines are
+/// prefetched at once (the one-shot walk; a cursor prefetches when it moves
+/// to a node instead).
 template <bool kPrefetch, typename ItemPrefetch>
-__attribute__((always_inline)) inline size_t PushOverlappingChildren(
+__attribute__((always_inline)) inline uint32_t OverlapChildren(
     const DynamicTree& tree, const TreeNode* nodes, const TreeNode& n, const BoxSetup& box,
-    uint32_t mask, uint32_t* stack, size_t sp, const ItemPrefetch& item_prefetch) {
+    uint32_t mask, uint32_t* stack, size_t* sp, const ItemPrefetch& item_prefetch) {
   const uint32_t c1 = n.child1;
   const uint32_t c2 = n.child2;
   bool h1 = BoxesOverlap(nodes[c1], box);
   bool h2 = BoxesOverlap(nodes[c2], box);
-  if (mask != 0xFFFFFFFFu) {
+  // Most queries take every layer: that path is laid out in line (gcc put
+  // the full-mask case out of line, two jumps per node).
+  if (__builtin_expect(mask != 0xFFFFFFFFu, 0)) {
     h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
     h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
   }
@@ -301,15 +310,14 @@ __attribute__((always_inline)) inline size_t PushOverlappingChildren(
     if (h1) PrefetchNext(nodes, c1, item_prefetch);
     if (h2) PrefetchNext(nodes, c2, item_prefetch);
   }
-  stack[sp] = c2;
-  sp += h2;
-  stack[sp] = c1;
-  return sp + h1;
+  stack[*sp] = c2;
+  *sp += h1 & h2;
+  return h1 ? c1 : (h2 ? c2 : DynamicTree::kNull);
 }
 
 /// Calls fn(item, layer) for every leaf whose box overlaps `box` (touching
 /// counts) and whose layer bit is in `mask`. item_prefetch(item) is called
-/// when a leaf is pushed, to prefetch its data.
+/// when a leaf is entered, to prefetch its data.
 template <typename Fn, typename ItemPrefetch = NoItemPrefetch>
 inline void QueryTree(const DynamicTree& tree, const FloatAabb& query, uint32_t mask, Fn&& fn,
                       const ItemPrefetch& item_prefetch = {}) {
@@ -323,14 +331,20 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& query, uint32_t 
   TraversalBuffer<uint32_t> buffer(tree.Height() + 2);
   uint32_t* stack = buffer.data();
   size_t sp = 0;
-  stack[sp++] = root;
-  while (sp > 0) {
-    const TreeNode& n = nodes[stack[--sp]];
+  // The node to visit next, else pop one.
+  uint32_t next = root;
+  for (;;) {
+    if (next == DynamicTree::kNull) {
+      if (sp == 0) return;
+      next = stack[--sp];
+    }
+    const TreeNode& n = nodes[next];
     if (n.IsLeaf()) {
       if ((mask >> n.child2) & 1u) fn(n.Item(), n.child2);
+      next = DynamicTree::kNull;
       continue;
     }
-    sp = PushOverlappingChildren<true>(tree, nodes, n, box, mask, stack, sp, item_prefetch);
+    next = OverlapChildren<true>(tree, nodes, n, box, mask, stack, &sp, item_prefetch);
   }
 }
 
@@ -373,6 +387,14 @@ struct SegmentSetup {
   /// Unset (fields uninitialised); assign a constructed one before use.
   SegmentSetup() = default;
   SegmentSetup(const Vec3& origin, const Vec3& translation, const Vec3& extent) {
+#if defined(__SSE2__)
+    // Every component invertible (the usual case): the three axes at once.
+    if (std::fabs(translation.x) > 1e-30 && std::fabs(translation.y) > 1e-30 &&
+        std::fabs(translation.z) > 1e-30) {
+      SetAllAxes(origin, translation, extent);
+      return;
+    }
+#endif
     for (int i = 0; i < 3; ++i) {
       const double d = translation[i];
 #if defined(__SSE2__)
@@ -410,6 +432,52 @@ struct SegmentSetup {
     lo[3] = hi[3] = inv[3] = 0.0f;
 #endif
   }
+
+#if defined(__SSE2__)
+  /// RoundUp of each lane of (a, b) (lanes 0-1 of a, then of b) as float
+  /// lanes 0..3: the nearest float, moved one step up (the bits plus one,
+  /// minus one below zero) where it lies below the double. It is never -0
+  /// below the double (v rounds to -0 only for v <= 0), and +0 steps to
+  /// denorm_min: exactly RoundUp's values.
+  static __m128 RoundUp4(__m128d a, __m128d b) {
+    const __m128 f = _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b));
+    const __m128 below =
+        _mm_shuffle_ps(_mm_castpd_ps(_mm_cmplt_pd(_mm_cvtps_pd(f), a)),
+                       _mm_castpd_ps(_mm_cmplt_pd(_mm_cvtps_pd(_mm_movehl_ps(f, f)), b)),
+                       _MM_SHUFFLE(2, 0, 2, 0));
+    const __m128i bits = _mm_castps_si128(f);
+    // bits + 1 + 2 * (-1 when negative): +1 above zero, -1 below.
+    const __m128i next = _mm_add_epi32(
+        _mm_add_epi32(bits, _mm_set1_epi32(1)), _mm_slli_epi32(_mm_srai_epi32(bits, 31), 1));
+    return _mm_or_ps(_mm_and_ps(below, _mm_castsi128_ps(next)), _mm_andnot_ps(below, f));
+  }
+
+  /// The constructor's values when every |translation| component is above
+  /// 1e-30: lo = RoundUp(origin + extent), hi = RoundDown(origin - extent) =
+  /// -RoundUp(-(origin - extent)) (rounding to nearest is symmetric; negated
+  /// by the sign bit, so zeros keep RoundDown's sign), inv = 1 / translation
+  /// rounded to float, in two-lane double vectors (the same correctly rounded
+  /// operations).
+  void SetAllAxes(const Vec3& origin, const Vec3& translation, const Vec3& extent) {
+    const __m128d o01 = _mm_set_pd(origin.y, origin.x);
+    const __m128d o2 = _mm_set_sd(origin.z);
+    const __m128d e01 = _mm_set_pd(extent.y, extent.x);
+    const __m128d e2 = _mm_set_sd(extent.z);
+    const __m128d one = _mm_set1_pd(1.0);
+    // Lane 3 (from the zero upper half of the _sd vectors): RoundUp(0) = 0,
+    // and 1 / 1 for inv, cleared below.
+    _mm_store_ps(lo, RoundUp4(_mm_add_pd(o01, e01), _mm_add_sd(o2, e2)));
+    const __m128d sign = _mm_set1_pd(-0.0);
+    _mm_store_ps(hi, _mm_xor_ps(RoundUp4(_mm_xor_pd(_mm_sub_pd(o01, e01), sign),
+                                         _mm_xor_pd(_mm_sub_sd(o2, e2), sign)),
+                                _mm_set1_ps(-0.0f)));
+    const __m128d d01 = _mm_set_pd(translation.y, translation.x);
+    const __m128d d2 = _mm_set_pd(1.0, translation.z);
+    _mm_store_ps(inv, _mm_movelh_ps(_mm_cvtpd_ps(_mm_div_pd(one, d01)),
+                                    _mm_cvtpd_ps(_mm_div_pd(one, d2))));
+    lo[3] = hi[3] = inv[3] = 0.0f;
+  }
+#endif
 
   /// Entry fraction of the segment into the node box grown by `extent`,
   /// clipped to [0, max_t]; false when it does not reach the box by max_t.
@@ -521,14 +589,18 @@ struct SegmentEntry {
 inline float FractionBound(double max_fraction) { return RoundDown(max_fraction); }
 
 /// The one step of a segment traversal that both CastTree and SegmentCursor
-/// take: pushes the children of internal node `n` the segment enters by
-/// the max fraction (bound = FractionBound(max fraction)) and that hold a
-/// layer of `mask`, the nearer on top (so it is visited first); returns the
-/// new count. kPrefetch as in PushOverlappingChildren.
+/// take on internal node `n`: of its children that the segment enters by the
+/// max fraction (bound = FractionBound(max fraction)) and that hold a layer
+/// of `mask`, returns the nearer, to be visited next, and pushes the farther
+/// onto `stack` (*sp entries); returns a lone entered child, or kNull when
+/// none is entered. Visiting the returned child next is what pushing it on
+/// top and popping it at once did (its fraction was just compared with the
+/// bound), without the store and reload. kPrefetch as in
+/// OverlapChildren.
 template <bool kPrefetch, typename ItemPrefetch>
-__attribute__((always_inline)) inline size_t PushEnteredChildren(
+__attribute__((always_inline)) inline uint32_t EnterChildren(
     const DynamicTree& tree, const TreeNode* nodes, const SegmentSetup& seg, const TreeNode& n,
-    uint32_t mask, float bound, SegmentEntry* stack, size_t sp,
+    uint32_t mask, float bound, SegmentEntry* stack, size_t* sp,
     const ItemPrefetch& item_prefetch) {
   const uint32_t c1 = n.child1;
   const uint32_t c2 = n.child2;
@@ -536,14 +608,15 @@ __attribute__((always_inline)) inline size_t PushEnteredChildren(
   const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], bound, &t1, &t2);
   bool h1 = (hits & 1u) != 0;
   bool h2 = (hits & 2u) != 0;
-  if (mask != 0xFFFFFFFFu) {
+  // Most queries take every layer: that path is laid out in line (gcc put
+  // the full-mask case out of line, two jumps per node).
+  if (__builtin_expect(mask != 0xFFFFFFFFu, 0)) {
     h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
     h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
   }
-  // Push the farther child first so the nearer is visited first; selects
-  // instead of branches.
+  // The nearer first (child 1 on a tie); selects instead of branches.
   const bool swap = t2 < t1;
-  const SegmentEntry near{swap ? c2 : c1, swap ? t2 : t1};
+  const uint32_t near = swap ? c2 : c1;
   const SegmentEntry far{swap ? c1 : c2, swap ? t1 : t2};
   const bool h_near = swap ? h2 : h1;
   const bool h_far = swap ? h1 : h2;
@@ -551,10 +624,9 @@ __attribute__((always_inline)) inline size_t PushEnteredChildren(
     if (h1) PrefetchNext(nodes, c1, item_prefetch);
     if (h2) PrefetchNext(nodes, c2, item_prefetch);
   }
-  stack[sp] = far;
-  sp += h_far;
-  stack[sp] = near;
-  return sp + h_near;
+  stack[*sp] = far;
+  *sp += h_near & h_far;
+  return h_near ? near : (h_far ? far.node : DynamicTree::kNull);
 }
 
 /// Walks the leaves whose grown box the segment reaches within the current
@@ -573,13 +645,17 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
   TraversalBuffer<SegmentEntry> buffer(tree.Height() + 2);
   SegmentEntry* stack = buffer.data();
   size_t sp = 0;
-  stack[sp++] = {root, t_root};
-  while (sp > 0) {
-    // Field by field (see SegmentCursor::Step: store-to-load forwarding).
-    --sp;
-    const SegmentEntry e{stack[sp].node, stack[sp].t};
-    if (e.t > bound) continue;
-    const TreeNode& n = nodes[e.node];
+  // The node to visit next (entered within the bound), else pop one.
+  uint32_t next = root;
+  for (;;) {
+    while (next == DynamicTree::kNull) {
+      if (sp == 0) return;
+      // Field by field (see SegmentCursor::Step: store-to-load forwarding).
+      --sp;
+      if (stack[sp].t <= bound) next = stack[sp].node;
+    }
+    const TreeNode& n = nodes[next];
+    next = DynamicTree::kNull;
     if (n.IsLeaf()) {
       if ((mask >> n.child2) & 1u) {
         max_fraction = fn(n.Item(), n.child2, max_fraction);
@@ -588,7 +664,7 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
       }
       continue;
     }
-    sp = PushEnteredChildren<true>(tree, nodes, seg, n, mask, bound, stack, sp, item_prefetch);
+    next = EnterChildren<true>(tree, nodes, seg, n, mask, bound, stack, &sp, item_prefetch);
   }
 }
 
@@ -597,7 +673,8 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
 // node's children are known only once the node is loaded), ~one per level,
 // which leaves the core idle. The cursors below run the same traversals as
 // QueryTree / CastTree one node per Step(): a step works on the node whose
-// line it prefetched in the previous step, then pops and prefetches the next.
+// lines it prefetched in the previous step, then takes the next (the child
+// that node returned, else a pop) and prefetches what that one will read.
 // Stepping several cursors in turn keeps several misses in flight ("AMAC":
 // Kocberber et al., "Asynchronous Memory Access Chaining", VLDB 2015). Each
 // cursor visits the same nodes and calls its leaf function in the same order
@@ -654,12 +731,14 @@ class BoxCursor {
       if (n.IsLeaf()) {
         if ((mask_ >> n.child2) & 1u) fn(n.Item(), n.child2);
       } else {
-        sp_ = PushOverlappingChildren<false>(*tree_, nodes, n, box_, mask_, &stack_[0], sp_,
-                                             item_prefetch);
+        pending_ = OverlapChildren<false>(*tree_, nodes, n, box_, mask_, &stack_[0], &sp_,
+                                          item_prefetch);
       }
     }
-    if (sp_ == 0) return false;
-    pending_ = stack_[--sp_];
+    if (pending_ == DynamicTree::kNull) {
+      if (sp_ == 0) return false;
+      pending_ = stack_[--sp_];
+    }
     PrefetchNext(nodes, pending_, item_prefetch);
     return true;
   }
@@ -685,7 +764,7 @@ class SegmentCursor {
     max_fraction_ = max_fraction;
     bound_ = FractionBound(max_fraction);
     sp_ = 0;
-    has_pending_ = false;
+    pending_ = DynamicTree::kNull;
     const uint32_t root = tree.root();
     if (root == DynamicTree::kNull) return;
     float t_root, unused;
@@ -701,38 +780,33 @@ class SegmentCursor {
   template <typename Fn, typename ItemPrefetch>
   bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
     const TreeNode* nodes = tree_->nodes();
-    if (has_pending_) {
-      has_pending_ = false;
-      if (pending_.t <= bound_) {
-        const TreeNode& n = nodes[pending_.node];
-        if (n.IsLeaf()) {
-          if ((mask_ >> n.child2) & 1u) {
-            max_fraction_ = fn(n.Item(), n.child2, max_fraction_);
-            if (max_fraction_ < 0.0) {
-              sp_ = 0;
-              return false;
-            }
-            bound_ = FractionBound(max_fraction_);
+    // The pending node's fraction was checked against bound_ when it was
+    // popped or entered, and only this cursor's own leaves change bound_.
+    if (pending_ != DynamicTree::kNull) {
+      const TreeNode& n = nodes[pending_];
+      pending_ = DynamicTree::kNull;
+      if (n.IsLeaf()) {
+        if ((mask_ >> n.child2) & 1u) {
+          max_fraction_ = fn(n.Item(), n.child2, max_fraction_);
+          if (max_fraction_ < 0.0) {
+            sp_ = 0;
+            return false;
           }
-        } else {
-          sp_ = PushEnteredChildren<false>(*tree_, nodes, *seg_, n, mask_, bound_, &stack_[0],
-                                           sp_, item_prefetch);
+          bound_ = FractionBound(max_fraction_);
         }
+      } else {
+        pending_ = EnterChildren<false>(*tree_, nodes, *seg_, n, mask_, bound_, &stack_[0], &sp_,
+                                        item_prefetch);
       }
     }
-    while (sp_ > 0) {
+    while (pending_ == DynamicTree::kNull) {
+      if (sp_ == 0) return false;
       // Field by field, each as it was pushed (store-to-load forwarding).
       --sp_;
-      const float t = stack_[sp_].t;
-      if (t > bound_) continue;
-      const uint32_t node = stack_[sp_].node;
-      pending_.node = node;
-      pending_.t = t;
-      has_pending_ = true;
-      PrefetchNext(nodes, node, item_prefetch);
-      return true;
+      if (stack_[sp_].t <= bound_) pending_ = stack_[sp_].node;
     }
-    return false;
+    PrefetchNext(nodes, pending_, item_prefetch);
+    return true;
   }
 
  private:
@@ -745,8 +819,8 @@ class SegmentCursor {
   float bound_ = 1.0f;
   CursorStack<Entry> stack_;
   size_t sp_ = 0;
-  Entry pending_{0, 0.0f};
-  bool has_pending_ = false;
+  /// Node to visit on the next Step (its lines prefetched), or kNull.
+  uint32_t pending_ = DynamicTree::kNull;
 };
 
 }  // namespace hitbox

@@ -101,6 +101,35 @@ void CheckQueries(Scene& s, Random& rng, int queries, const std::string& where) 
       return max_t;
     });
     ASSERT_EQ(got_item, best_item) << where << " closest " << q;
+
+    // The cursors of a batch reach the same leaves in the same order as the
+    // one-shot walks, with and without pruning by the closest entry.
+    std::vector<uint32_t> walked, stepped;
+    QueryTree(s.tree, qb, mask, [&](uint32_t item, uint32_t) { walked.push_back(item); });
+    BoxCursor box_cursor;
+    box_cursor.Begin(s.tree, qb, mask);
+    while (box_cursor.Step([&](uint32_t item, uint32_t) { stepped.push_back(item); },
+                           NoItemPrefetch{})) {
+    }
+    ASSERT_EQ(stepped, walked) << where << " box cursor " << q;
+    for (const bool prune : {false, true}) {
+      const auto leaf_fn = [&](std::vector<uint32_t>* seen) {
+        return [&, seen](uint32_t item, uint32_t, double max_t) {
+          seen->push_back(item);
+          double t;
+          if (!prune || !seg.Entry(s.tree.node(s.leaf[item]), max_t, &t)) return max_t;
+          return t;
+        };
+      };
+      walked.clear();
+      stepped.clear();
+      CastTree(s.tree, seg, mask, 1.0, leaf_fn(&walked));
+      SegmentCursor seg_cursor;
+      seg_cursor.Begin(s.tree, &seg, mask, 1.0);
+      while (seg_cursor.Step(leaf_fn(&stepped), NoItemPrefetch{})) {
+      }
+      ASSERT_EQ(stepped, walked) << where << " segment cursor " << q << " prune " << prune;
+    }
   }
 }
 
@@ -292,6 +321,47 @@ bool ReferenceEntry(const FloatAabb& box, const Vec3& origin, const Vec3& d, con
   *t_enter = t0;
   return t0 <= t1;
 }
+
+// A segment's planes and inverses are RoundUp(o + e), RoundDown(o - e) and
+// 1 / d rounded to float, to the bit (sign of zero included), whether the
+// three axes are set at once (every |d| > 1e-30) or one by one (SSE2: the
+// float form).
+#if defined(__SSE2__)
+TEST(DynamicTreeTest, SegmentSetupIsTheRoundedValues) {
+  Random rng(17);
+  const auto value = [&]() -> double {
+    switch (rng.Int(0, 7)) {
+      case 0: return 0.0;
+      case 1: return -0.0;
+      case 2: return rng.Int(0, 1) ? 3.4e38 : -3.5e38;  // near / beyond the float range
+      case 3: return rng.Uniform(-1, 1) * 1e-44;        // float subnormals
+      default: return rng.Uniform(-1, 1) * std::pow(10.0, rng.Uniform(-40, 37));
+    }
+  };
+  for (int i = 0; i < 200000; ++i) {
+    Vec3 o{value(), value(), value()};
+    Vec3 e = Vec3{value(), value(), value()}.Abs();
+    if (rng.Int(0, 9) == 0) e = o.Abs();  // o - e or o + e exactly zero
+    Vec3 d{value(), value(), value()};
+    if (rng.Int(0, 3) != 0) {
+      for (int k = 0; k < 3; ++k) {
+        if (!(std::fabs(d[k]) > 1e-30)) d[k] = rng.Uniform(0.5, 2.0) * (rng.Int(0, 1) ? 1 : -1);
+      }
+    }
+    const SegmentSetup seg(o, d, e);
+    for (int k = 0; k < 3; ++k) {
+      if (!(std::fabs(d[k]) > 1e-30)) continue;  // the folded-motion case: own test
+      ASSERT_EQ(std::bit_cast<uint32_t>(seg.lo[k]), std::bit_cast<uint32_t>(RoundUp(o[k] + e[k])))
+          << i << " axis " << k << " o " << o[k] << " e " << e[k];
+      ASSERT_EQ(std::bit_cast<uint32_t>(seg.hi[k]), std::bit_cast<uint32_t>(RoundDown(o[k] - e[k])))
+          << i << " axis " << k << " o " << o[k] << " e " << e[k];
+      ASSERT_EQ(std::bit_cast<uint32_t>(seg.inv[k]),
+                std::bit_cast<uint32_t>(static_cast<float>(1.0 / d[k])))
+          << i << " axis " << k << " d " << d[k];
+    }
+  }
+}
+#endif
 
 // The tree's slab test (single precision) never misses a node the exact test
 // enters and never reports a later entry, on random segments and on segments
