@@ -435,10 +435,14 @@ bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
     const ShearedVertex a = cache.Get(idx[0], shear);
     const ShearedVertex b = cache.Get(idx[1], shear);
     const ShearedVertex c = cache.Get(idx[2], shear);
+    // The hit's fraction over the whole ray, never clamped to the best so
+    // far (the test with t_max = best passes a hit a rounding beyond it and
+    // clamps it to a tie): the answer then does not depend on the order of
+    // the visits, and equals brute force over every triangle.
     TriangleRayHit h;
-    if (!RayTriangleSheared(a, b, c, best, &h)) return true;
+    if (!RayTriangleSheared(a, b, c, 1.0, &h) || h.t > best) return true;
     const uint32_t orig = OriginalIndex(k);
-    if (h.t < best || best_k == UINT32_MAX || (h.t == best && orig < best_orig)) {
+    if (h.t < best || best_k == UINT32_MAX || orig < best_orig) {
       best = h.t;
       best_k = k;
       best_orig = orig;
