@@ -245,8 +245,10 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
 
 // Rays grazing a triangle box's corner or face (through vertices and edges
 // shared by several triangles), with zero or tiny direction components (one
-// lying in a flat mesh's plane), near and 20 km from the origin: the closest
-// hit equals brute force over every triangle, fraction and triangle, whatever
+// lying in a flat mesh's plane), near and 20 km from the origin: the rays'
+// float walk (VisitRay) visits every triangle whose box the double slab test
+// of bvh_ray.h keeps (the exact test widened by 1e-12), and the closest hit
+// equals brute force over every triangle, fraction and triangle, whatever
 // order the triangles are visited in.
 TEST(MeshRaycast, GrazingRaysMatchBruteForce) {
   Random rng(23);
@@ -255,7 +257,7 @@ TEST(MeshRaycast, GrazingRaysMatchBruteForce) {
                                   IcoSphere(2.0, 3, far)};
   meshes.push_back(meshes[0]);
   for (Vec3& v : meshes.back().vertices) v += far;
-  int hits = 0;
+  int visited = 0, hits = 0;
   for (const MeshData& data : meshes) {
     const TriangleMesh mesh = MustBuild(data);
     std::vector<Aabb> tri_boxes(mesh.triangle_count());
@@ -288,6 +290,22 @@ TEST(MeshRaycast, GrazingRaysMatchBruteForce) {
         if (d[a] == 0.0) o[a] = p[a];
       }
       if (i % 5 == 0) o = b.Center() + Mul(rng.InBox(1.2), b.Extents() + Vec3::Splat(1.0));
+      const double max_t = i % 3 == 0 ? 1.0 : rng.Uniform(0.0, 1.0);
+      std::vector<int> visits(mesh.triangle_count(), 0);
+      mesh.VisitRay(o, d, &max_t, [&](uint32_t k) {
+        ++visits[k];
+        return true;
+      });
+      const BvhRay path(o, d);
+      for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+        EXPECT_LE(visits[k], 1);
+        double t;
+        if (path.Enter(tri_boxes[k], max_t, &t)) {
+          ASSERT_EQ(visits[k], 1) << "ray " << i << " " << ToString(o) << " " << ToString(d)
+                                  << " triangle " << k;
+          ++visited;
+        }
+      }
       MeshRayHit got, want;
       const bool g = mesh.RaycastClosest(o, d, &got);
       ASSERT_EQ(g, BruteRaycast(mesh, o, d, &want)) << ToString(o) << " " << ToString(d);
@@ -297,7 +315,7 @@ TEST(MeshRaycast, GrazingRaysMatchBruteForce) {
       EXPECT_EQ(got.triangle, want.triangle);
     }
   }
-  std::printf("%d closest hits\n", hits);
+  std::printf("%d triangle boxes met, %d closest hits\n", visited, hits);
   EXPECT_GT(hits, 4000);
 }
 
