@@ -278,9 +278,12 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
       for (uint32_t k = t; k < t + 2; ++k) {
         Vec3 v[3];
         TriangleVertices(k, v);
+        // As TriangleMesh::RaycastClosest: the fraction over the whole ray,
+        // never clamped to the best so far (the answer does not depend on
+        // the order of the visits).
         TriangleRayHit h;
-        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], best, &h)) continue;
-        if (h.t < best || best_t == UINT32_MAX || (h.t == best && k < best_t)) {
+        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h) || h.t > best) continue;
+        if (h.t < best || best_t == UINT32_MAX || k < best_t) {
           best = h.t;
           best_t = k;
         }
