@@ -263,15 +263,17 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
     uint32_t bx, bz;
     double t;
   };
-  std::vector<Entry> stack;
-  stack.reserve(64);
+  // A block pushes at most four children for the one it pops, one level
+  // down: at most 3 entries a level (kMaxHeightfieldSamples: under 26
+  // levels) plus the root. A fixed array: no allocation per ray.
+  Entry stack[3 * 26 + 4];
+  int top = 0;
   const int top_level = static_cast<int>(levels_.size());
   double t0;
   if (!bray.Enter(BlockBox(top_level, 0, 0), best, &t0)) return false;
-  stack.push_back({top_level, 0, 0, t0});
-  while (!stack.empty()) {
-    const Entry e = stack.back();
-    stack.pop_back();
+  stack[top++] = {top_level, 0, 0, t0};
+  while (top > 0) {
+    const Entry e = stack[--top];
     if (e.t > best) continue;
     if (e.level == 0) {
       const uint32_t t = 2 * (e.bz * (cols_ - 1) + e.bx);
@@ -308,7 +310,7 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
     for (int i = 1; i < nk; ++i) {
       for (int j = i; j > 0 && kids[j - 1].t < kids[j].t; --j) std::swap(kids[j - 1], kids[j]);
     }
-    for (int i = 0; i < nk; ++i) stack.push_back(kids[i]);
+    for (int i = 0; i < nk; ++i) stack[top++] = kids[i];
   }
   if (best_t == UINT32_MAX) return false;
   if (hit != nullptr) {
