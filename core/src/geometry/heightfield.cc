@@ -171,20 +171,12 @@ void Heightfield::CellRange(uint32_t r, uint32_t c, double* lo, double* hi) cons
 }
 
 Aabb Heightfield::BlockBox(int level, uint32_t bx, uint32_t bz) const {
-  double lo, hi;
-  uint32_t cells = 1;
-  if (level == 0) {
-    CellRange(bz, bx, &lo, &hi);
-  } else {
-    const Level& lv = levels_[static_cast<size_t>(level - 1)];
-    cells = lv.block_cells;
-    lo = lv.min[static_cast<size_t>(bz) * lv.nx + bx];
-    hi = lv.max[static_cast<size_t>(bz) * lv.nx + bx];
-  }
-  const uint32_t c0 = bx * cells, c1 = std::min((bx + 1) * cells, cols_ - 1);
-  const uint32_t r0 = bz * cells, r1 = std::min((bz + 1) * cells, rows_ - 1);
-  return {Vec3{static_cast<double>(c0) * dx_, lo, static_cast<double>(r0) * dz_},
-          Vec3{static_cast<double>(c1) * dx_, hi, static_cast<double>(r1) * dz_}};
+  const uint32_t cells = level == 0 ? 1 : levels_[static_cast<size_t>(level - 1)].block_cells;
+  double lo, hi, x0, x1, z0, z1;
+  BlockHeights(level, bx, bz, &lo, &hi);
+  BlockSpan(bx, cells, cols_, dx_, &x0, &x1);
+  BlockSpan(bz, cells, rows_, dz_, &z0, &z1);
+  return {Vec3{x0, lo, z0}, Vec3{x1, hi, z1}};
 }
 
 void Heightfield::TriangleVertices(uint32_t t, Vec3 out[3]) const {
@@ -296,14 +288,37 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
     const int cl = e.level - 1;
     const uint32_t nx = cl == 0 ? cols_ - 1 : levels_[static_cast<size_t>(cl - 1)].nx;
     const uint32_t nz = cl == 0 ? rows_ - 1 : levels_[static_cast<size_t>(cl - 1)].nz;
+    // Each child's test is bray.Enter(BlockBox(cl, bx, bz), best) with the
+    // slabs of its column (x) and row (z) computed once for the two children
+    // that share them; the same operations in the same order, so the same
+    // results (Enter's early exit does not change them: lo only grows, hi
+    // only shrinks).
+    const uint32_t cells = cl == 0 ? 1 : levels_[static_cast<size_t>(cl - 1)].block_cells;
+    // (A column or row past the grid gets a range too, never used.)
+    double x_in[2], x_out[2], z_in[2], z_out[2];
+    bool x_met[2], z_met[2];
+    for (uint32_t i = 0; i < 2; ++i) {
+      double lo, hi;
+      BlockSpan(e.bx * 2 + i, cells, cols_, dx_, &lo, &hi);
+      x_met[i] = bray.Slab(0, lo, hi, &x_in[i], &x_out[i]);
+      BlockSpan(e.bz * 2 + i, cells, rows_, dz_, &lo, &hi);
+      z_met[i] = bray.Slab(2, lo, hi, &z_in[i], &z_out[i]);
+    }
     Entry kids[4];
     int nk = 0;
     for (uint32_t j = 0; j < 2; ++j) {
       for (uint32_t i = 0; i < 2; ++i) {
         const uint32_t bx = e.bx * 2 + i, bz = e.bz * 2 + j;
         if (bx >= nx || bz >= nz) continue;
-        double te = 0.0;
-        if (bray.Enter(BlockBox(cl, bx, bz), best, &te)) kids[nk++] = {cl, bx, bz, te};
+        double y_lo, y_hi, y_in, y_out;
+        BlockHeights(cl, bx, bz, &y_lo, &y_hi);
+        if (!x_met[i] || !z_met[j] || !bray.Slab(1, y_lo, y_hi, &y_in, &y_out)) continue;
+        double lo = std::max(0.0, x_in[i]), hi = std::min(best, x_out[i]);
+        lo = std::max(lo, y_in);
+        hi = std::min(hi, y_out);
+        lo = std::max(lo, z_in[j]);
+        hi = std::min(hi, z_out[j]);
+        if (lo <= hi) kids[nk++] = {cl, bx, bz, lo};
       }
     }
     // Far to near (insertion sort of at most 4), so the nearest is popped first.
