@@ -248,6 +248,7 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
   if (translation.LengthSq() == 0.0) return false;
   const WatertightRay ray(origin, translation);
   const BvhRay bray(origin, translation);
+  ShearedVertexCache cache;
   double best = 1.0;
   uint32_t best_t = UINT32_MAX;
   struct Entry {
@@ -268,15 +269,25 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
     const Entry e = stack[--top];
     if (e.t > best) continue;
     if (e.level == 0) {
+      // The cell's samples (r, c), (r + 1, c), (r + 1, c + 1), (r, c + 1),
+      // sheared once per ray (TriangleVertices' points, so the same values).
+      const uint32_t r = e.bz, c = e.bx, s00 = r * cols_ + c, s10 = s00 + cols_;
+      const auto sample = [&](uint32_t sr, uint32_t sc) {
+        return [&, sr, sc](uint32_t) { return ShearVertex(ray, Point(sr, sc)); };
+      };
+      const ShearedVertex p00 = cache.Get(s00, sample(r, c)),
+                          p10 = cache.Get(s10, sample(r + 1, c)),
+                          p11 = cache.Get(s10 + 1, sample(r + 1, c + 1)),
+                          p01 = cache.Get(s00 + 1, sample(r, c + 1));
       const uint32_t t = 2 * (e.bz * (cols_ - 1) + e.bx);
       for (uint32_t k = t; k < t + 2; ++k) {
-        Vec3 v[3];
-        TriangleVertices(k, v);
         // As TriangleMesh::RaycastClosest: the fraction over the whole ray,
         // never clamped to the best so far (the answer does not depend on
         // the order of the visits).
         TriangleRayHit h;
-        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h) || h.t > best) continue;
+        const bool hit_k = k == t ? RayTriangleSheared(p00, p10, p11, 1.0, &h)
+                                  : RayTriangleSheared(p00, p11, p01, 1.0, &h);
+        if (!hit_k || h.t > best) continue;
         if (h.t < best || best_t == UINT32_MAX || k < best_t) {
           best = h.t;
           best_t = k;

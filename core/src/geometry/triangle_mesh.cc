@@ -457,37 +457,6 @@ size_t TriangleMesh::MemoryBytes() const {
          nodes_.capacity() * sizeof(Node);
 }
 
-namespace {
-
-/// Vertices of one mesh sheared into one ray's frame (ShearVertex), cached
-/// by vertex index (direct-mapped, multiplicative hash): neighbouring
-/// triangles of a leaf and of nearby leaves share most of their vertices, so
-/// most are decoded (q / 10^k) and sheared once per ray. The cached values
-/// are those ShearVertex gives, to the bit.
-class ShearedVertexCache {
- public:
-  ShearedVertexCache() { std::fill(std::begin(key_), std::end(key_), kNoVertex); }
-
-  /// Sheared vertex `i`, made by make(i) when not cached.
-  template <typename Make>
-  __attribute__((always_inline)) ShearedVertex Get(uint32_t i, Make&& make) {
-    const uint32_t slot = (i * 0x9E3779B1u) >> (32 - kSlotBits);
-    if (key_[slot] != i) {
-      key_[slot] = i;
-      value_[slot] = make(i);
-    }
-    return value_[slot];
-  }
-
- private:
-  static constexpr int kSlotBits = 5;
-  static constexpr uint32_t kNoVertex = 0xffffffffu;  // above kMaxMeshVertices
-  uint32_t key_[1u << kSlotBits];
-  ShearedVertex value_[1u << kSlotBits];
-};
-
-}  // namespace
-
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
                                   MeshRayHit* hit) const {
   if (translation.LengthSq() == 0.0) return false;

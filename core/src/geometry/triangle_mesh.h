@@ -38,10 +38,12 @@
 // edge's normal.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include <immintrin.h>
@@ -110,6 +112,33 @@ struct MeshSweepHit {
   /// triangle: `fraction` is then a lower bound of the time of impact, not a
   /// proven contact (generic convex sweeps only).
   bool capped = false;
+};
+
+/// Vertices of one surface (mesh or heightfield) sheared into one ray's
+/// frame (ShearVertex), cached by vertex index (direct-mapped, multiplicative
+/// hash): neighbouring triangles of a leaf or cell and of nearby ones share
+/// most of their vertices, so most are decoded and sheared once per ray. The
+/// cached values are those ShearVertex gives, to the bit.
+class ShearedVertexCache {
+ public:
+  ShearedVertexCache() { std::fill(std::begin(key_), std::end(key_), kNoVertex); }
+
+  /// Sheared vertex `i`, made by make(i) when not cached.
+  template <typename Make>
+  __attribute__((always_inline)) ShearedVertex Get(uint32_t i, Make&& make) {
+    const uint32_t slot = (i * 0x9E3779B1u) >> (32 - kSlotBits);
+    if (key_[slot] != i) {
+      key_[slot] = i;
+      value_[slot] = make(i);
+    }
+    return value_[slot];
+  }
+
+ private:
+  static constexpr int kSlotBits = 5;
+  static constexpr uint32_t kNoVertex = 0xffffffffu;  // above any vertex index
+  uint32_t key_[1u << kSlotBits];
+  ShearedVertex value_[1u << kSlotBits];
 };
 
 /// 128-bit unsigned (a GCC/Clang extension) for packed triangle records.
