@@ -246,7 +246,18 @@ Result<TriangleMesh> Heightfield::ToMesh() const {
 bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
                                  MeshRayHit* hit) const {
   if (translation.LengthSq() == 0.0) return false;
+  // As TriangleMesh::RaycastClosest: one walk per largest axis of the ray.
   const WatertightRay ray(origin, translation);
+  switch (ray.kz) {
+    case 0: return RaycastClosestAxes<0>(origin, translation, ray, hit);
+    case 1: return RaycastClosestAxes<1>(origin, translation, ray, hit);
+    default: return RaycastClosestAxes<2>(origin, translation, ray, hit);
+  }
+}
+
+template <int kZ>
+bool Heightfield::RaycastClosestAxes(const Vec3& origin, const Vec3& translation,
+                                     const WatertightRay& ray, MeshRayHit* hit) const {
   const BvhRay bray(origin, translation);
   ShearedVertexCache cache;
   double best = 1.0;
@@ -273,7 +284,7 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
       // sheared once per ray (TriangleVertices' points, so the same values).
       const uint32_t r = e.bz, c = e.bx, s00 = r * cols_ + c, s10 = s00 + cols_;
       const auto sample = [&](uint32_t sr, uint32_t sc) {
-        return [&, sr, sc](uint32_t) { return ShearVertex(ray, Point(sr, sc)); };
+        return [&, sr, sc](uint32_t) { return ShearVertexAxes<kZ>(ray, Point(sr, sc)); };
       };
       const ShearedVertex p00 = cache.Get(s00, sample(r, c)),
                           p10 = cache.Get(s10, sample(r + 1, c)),

@@ -105,6 +105,10 @@ class Heightfield {
     uint32_t nx, nz;       // blocks along x (columns) and z (rows)
     std::vector<float> min, max;
   };
+  /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ).
+  template <int kZ>
+  bool RaycastClosestAxes(const Vec3& origin, const Vec3& translation, const WatertightRay& ray,
+                          MeshRayHit* hit) const;
   /// Box of block (bx, bz) at `level` (level 0: one cell, from the samples).
   Aabb BlockBox(int level, uint32_t bx, uint32_t bz) const;
   /// Height range of block (bx, bz) at `level` (BlockBox's y range).

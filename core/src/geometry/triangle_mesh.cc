@@ -460,9 +460,21 @@ size_t TriangleMesh::MemoryBytes() const {
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
                                   MeshRayHit* hit) const {
   if (translation.LengthSq() == 0.0) return false;
+  // One walk per largest axis of the ray: its vertices are sheared with
+  // the axes known at compile time (ShearVertexAxes, the same values).
   const WatertightRay ray(origin, translation);
+  switch (ray.kz) {
+    case 0: return RaycastClosestAxes<0>(origin, translation, ray, hit);
+    case 1: return RaycastClosestAxes<1>(origin, translation, ray, hit);
+    default: return RaycastClosestAxes<2>(origin, translation, ray, hit);
+  }
+}
+
+template <int kZ>
+bool TriangleMesh::RaycastClosestAxes(const Vec3& origin, const Vec3& translation,
+                                      const WatertightRay& ray, MeshRayHit* hit) const {
   ShearedVertexCache cache;
-  const auto shear = [&](uint32_t i) { return ShearVertex(ray, Vertex(i)); };
+  const auto shear = [&](uint32_t i) { return ShearVertexAxes<kZ>(ray, Vertex(i)); };
   double best = 1.0;
   uint32_t best_k = UINT32_MAX;
   uint32_t best_orig = UINT32_MAX;

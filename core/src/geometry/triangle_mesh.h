@@ -346,6 +346,10 @@ class TriangleMesh {
     bool miss;
   };
   RaySetup SetupRay(const Vec3& origin, const Vec3& dir) const;
+  /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ).
+  template <int kZ>
+  bool RaycastClosestAxes(const Vec3& origin, const Vec3& translation, const WatertightRay& ray,
+                          MeshRayHit* hit) const;
   /// Bit mask of the children of `n` whose boxes the prepared ray may enter
   /// for some t in [0, t_max] (a superset of those it enters), with a lower
   /// bound of that t per child in `t_enter`.

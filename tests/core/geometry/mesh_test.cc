@@ -319,6 +319,25 @@ TEST(MeshRaycast, GrazingRaysMatchBruteForce) {
   EXPECT_GT(hits, 4000);
 }
 
+// ShearVertex, its axes fixed at compile time per largest axis of the ray,
+// gives the values of Woop et al.'s form with run-time axis indices to the
+// bit (rays along every axis, both signs, points near and 20 km out).
+TEST(MeshRaycast, ShearVertexMatchesIndexedForm) {
+  Random rng(59);
+  for (int i = 0; i < 20000; ++i) {
+    const Vec3 o = rng.InBox(i % 2 ? 30.0 : 20000.0);
+    Vec3 d = rng.InBox(10.0);
+    d[i % 3] *= 40.0;  // each axis the largest in turn
+    const Vec3 p = o + rng.InBox(50.0);
+    const WatertightRay ray(o, d);
+    const double diff[3] = {p.x - o.x, p.y - o.y, p.z - o.z};
+    const ShearedVertex got = ShearVertex(ray, p);
+    EXPECT_EQ(got.x, diff[ray.kx] - ray.sx * diff[ray.kz]);
+    EXPECT_EQ(got.y, diff[ray.ky] - ray.sy * diff[ray.kz]);
+    ASSERT_EQ(got.z, ray.sz * diff[ray.kz]) << ToString(o) << " " << ToString(d);
+  }
+}
+
 // Closest ray hits equal brute force over every triangle, exactly.
 TEST(MeshRaycast, MatchesBruteForce) {
   Random rng(101);
