@@ -171,20 +171,12 @@ void Heightfield::CellRange(uint32_t r, uint32_t c, double* lo, double* hi) cons
 }
 
 Aabb Heightfield::BlockBox(int level, uint32_t bx, uint32_t bz) const {
-  double lo, hi;
-  uint32_t cells = 1;
-  if (level == 0) {
-    CellRange(bz, bx, &lo, &hi);
-  } else {
-    const Level& lv = levels_[static_cast<size_t>(level - 1)];
-    cells = lv.block_cells;
-    lo = lv.min[static_cast<size_t>(bz) * lv.nx + bx];
-    hi = lv.max[static_cast<size_t>(bz) * lv.nx + bx];
-  }
-  const uint32_t c0 = bx * cells, c1 = std::min((bx + 1) * cells, cols_ - 1);
-  const uint32_t r0 = bz * cells, r1 = std::min((bz + 1) * cells, rows_ - 1);
-  return {Vec3{static_cast<double>(c0) * dx_, lo, static_cast<double>(r0) * dz_},
-          Vec3{static_cast<double>(c1) * dx_, hi, static_cast<double>(r1) * dz_}};
+  const uint32_t cells = level == 0 ? 1 : levels_[static_cast<size_t>(level - 1)].block_cells;
+  double lo, hi, x0, x1, z0, z1;
+  BlockHeights(level, bx, bz, &lo, &hi);
+  BlockSpan(bx, cells, cols_, dx_, &x0, &x1);
+  BlockSpan(bz, cells, rows_, dz_, &z0, &z1);
+  return {Vec3{x0, lo, z0}, Vec3{x1, hi, z1}};
 }
 
 void Heightfield::TriangleVertices(uint32_t t, Vec3 out[3]) const {
@@ -254,8 +246,20 @@ Result<TriangleMesh> Heightfield::ToMesh() const {
 bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
                                  MeshRayHit* hit) const {
   if (translation.LengthSq() == 0.0) return false;
+  // As TriangleMesh::RaycastClosest: one walk per largest axis of the ray.
   const WatertightRay ray(origin, translation);
+  switch (ray.kz) {
+    case 0: return RaycastClosestAxes<0>(origin, translation, ray, hit);
+    case 1: return RaycastClosestAxes<1>(origin, translation, ray, hit);
+    default: return RaycastClosestAxes<2>(origin, translation, ray, hit);
+  }
+}
+
+template <int kZ>
+bool Heightfield::RaycastClosestAxes(const Vec3& origin, const Vec3& translation,
+                                     const WatertightRay& ray, MeshRayHit* hit) const {
   const BvhRay bray(origin, translation);
+  ShearedVertexCache cache;
   double best = 1.0;
   uint32_t best_t = UINT32_MAX;
   struct Entry {
@@ -263,24 +267,39 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
     uint32_t bx, bz;
     double t;
   };
-  std::vector<Entry> stack;
-  stack.reserve(64);
+  // A block pushes at most four children for the one it pops, one level
+  // down: at most 3 entries a level (kMaxHeightfieldSamples: under 26
+  // levels) plus the root. A fixed array: no allocation per ray.
+  Entry stack[3 * 26 + 4];
+  int top = 0;
   const int top_level = static_cast<int>(levels_.size());
   double t0;
   if (!bray.Enter(BlockBox(top_level, 0, 0), best, &t0)) return false;
-  stack.push_back({top_level, 0, 0, t0});
-  while (!stack.empty()) {
-    const Entry e = stack.back();
-    stack.pop_back();
+  stack[top++] = {top_level, 0, 0, t0};
+  while (top > 0) {
+    const Entry e = stack[--top];
     if (e.t > best) continue;
     if (e.level == 0) {
+      // The cell's samples (r, c), (r + 1, c), (r + 1, c + 1), (r, c + 1),
+      // sheared once per ray (TriangleVertices' points, so the same values).
+      const uint32_t r = e.bz, c = e.bx, s00 = r * cols_ + c, s10 = s00 + cols_;
+      const auto sample = [&](uint32_t sr, uint32_t sc) {
+        return [&, sr, sc](uint32_t) { return ShearVertexAxes<kZ>(ray, Point(sr, sc)); };
+      };
+      const ShearedVertex p00 = cache.Get(s00, sample(r, c)),
+                          p10 = cache.Get(s10, sample(r + 1, c)),
+                          p11 = cache.Get(s10 + 1, sample(r + 1, c + 1)),
+                          p01 = cache.Get(s00 + 1, sample(r, c + 1));
       const uint32_t t = 2 * (e.bz * (cols_ - 1) + e.bx);
       for (uint32_t k = t; k < t + 2; ++k) {
-        Vec3 v[3];
-        TriangleVertices(k, v);
+        // As TriangleMesh::RaycastClosest: the fraction over the whole ray,
+        // never clamped to the best so far (the answer does not depend on
+        // the order of the visits).
         TriangleRayHit h;
-        if (!RayTriangleWatertight(ray, v[0], v[1], v[2], best, &h)) continue;
-        if (h.t < best || best_t == UINT32_MAX || (h.t == best && k < best_t)) {
+        const bool hit_k = k == t ? RayTriangleSheared(p00, p10, p11, 1.0, &h)
+                                  : RayTriangleSheared(p00, p11, p01, 1.0, &h);
+        if (!hit_k || h.t > best) continue;
+        if (h.t < best || best_t == UINT32_MAX || k < best_t) {
           best = h.t;
           best_t = k;
         }
@@ -291,21 +310,44 @@ bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
     const int cl = e.level - 1;
     const uint32_t nx = cl == 0 ? cols_ - 1 : levels_[static_cast<size_t>(cl - 1)].nx;
     const uint32_t nz = cl == 0 ? rows_ - 1 : levels_[static_cast<size_t>(cl - 1)].nz;
+    // Each child's test is bray.Enter(BlockBox(cl, bx, bz), best) with the
+    // slabs of its column (x) and row (z) computed once for the two children
+    // that share them; the same operations in the same order, so the same
+    // results (Enter's early exit does not change them: lo only grows, hi
+    // only shrinks).
+    const uint32_t cells = cl == 0 ? 1 : levels_[static_cast<size_t>(cl - 1)].block_cells;
+    // (A column or row past the grid gets a range too, never used.)
+    double x_in[2], x_out[2], z_in[2], z_out[2];
+    bool x_met[2], z_met[2];
+    for (uint32_t i = 0; i < 2; ++i) {
+      double lo, hi;
+      BlockSpan(e.bx * 2 + i, cells, cols_, dx_, &lo, &hi);
+      x_met[i] = bray.Slab(0, lo, hi, &x_in[i], &x_out[i]);
+      BlockSpan(e.bz * 2 + i, cells, rows_, dz_, &lo, &hi);
+      z_met[i] = bray.Slab(2, lo, hi, &z_in[i], &z_out[i]);
+    }
     Entry kids[4];
     int nk = 0;
     for (uint32_t j = 0; j < 2; ++j) {
       for (uint32_t i = 0; i < 2; ++i) {
         const uint32_t bx = e.bx * 2 + i, bz = e.bz * 2 + j;
         if (bx >= nx || bz >= nz) continue;
-        double te = 0.0;
-        if (bray.Enter(BlockBox(cl, bx, bz), best, &te)) kids[nk++] = {cl, bx, bz, te};
+        double y_lo, y_hi, y_in, y_out;
+        BlockHeights(cl, bx, bz, &y_lo, &y_hi);
+        if (!x_met[i] || !z_met[j] || !bray.Slab(1, y_lo, y_hi, &y_in, &y_out)) continue;
+        double lo = std::max(0.0, x_in[i]), hi = std::min(best, x_out[i]);
+        lo = std::max(lo, y_in);
+        hi = std::min(hi, y_out);
+        lo = std::max(lo, z_in[j]);
+        hi = std::min(hi, z_out[j]);
+        if (lo <= hi) kids[nk++] = {cl, bx, bz, lo};
       }
     }
     // Far to near (insertion sort of at most 4), so the nearest is popped first.
     for (int i = 1; i < nk; ++i) {
       for (int j = i; j > 0 && kids[j - 1].t < kids[j].t; --j) std::swap(kids[j - 1], kids[j]);
     }
-    for (int i = 0; i < nk; ++i) stack.push_back(kids[i]);
+    for (int i = 0; i < nk; ++i) stack[top++] = kids[i];
   }
   if (best_t == UINT32_MAX) return false;
   if (hit != nullptr) {

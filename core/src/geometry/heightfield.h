@@ -105,8 +105,29 @@ class Heightfield {
     uint32_t nx, nz;       // blocks along x (columns) and z (rows)
     std::vector<float> min, max;
   };
+  /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ).
+  template <int kZ>
+  bool RaycastClosestAxes(const Vec3& origin, const Vec3& translation, const WatertightRay& ray,
+                          MeshRayHit* hit) const;
   /// Box of block (bx, bz) at `level` (level 0: one cell, from the samples).
   Aabb BlockBox(int level, uint32_t bx, uint32_t bz) const;
+  /// Height range of block (bx, bz) at `level` (BlockBox's y range).
+  void BlockHeights(int level, uint32_t bx, uint32_t bz, double* lo, double* hi) const {
+    if (level == 0) {
+      CellRange(bz, bx, lo, hi);
+      return;
+    }
+    const Level& lv = levels_[static_cast<size_t>(level - 1)];
+    *lo = lv.min[static_cast<size_t>(bz) * lv.nx + bx];
+    *hi = lv.max[static_cast<size_t>(bz) * lv.nx + bx];
+  }
+  /// Grid lines of block b of `cells` cells along an axis of `samples`
+  /// samples spaced `step` (BlockBox's x or z range).
+  static void BlockSpan(uint32_t b, uint32_t cells, uint32_t samples, double step, double* lo,
+                        double* hi) {
+    *lo = static_cast<double>(b * cells) * step;
+    *hi = static_cast<double>(std::min((b + 1) * cells, samples - 1)) * step;
+  }
   void CellRange(uint32_t r, uint32_t c, double* lo, double* hi) const;
   /// Rows r0..r1 and columns c0..c1 of the cells touching the box's x, z
   /// range (a box edge on a grid line touches both); the box overlaps bounds_.

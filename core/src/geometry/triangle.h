@@ -60,11 +60,23 @@ struct ShearedVertex {
   double x, y, z;
 };
 
+/// ShearVertex for a ray whose largest axis kz is kZ (ray.kz == kZ): the
+/// axes are known at compile time, so no component is picked by a run-time
+/// index. A walk that shears many vertices dispatches on ray.kz once.
+template <int kZ>
+inline ShearedVertex ShearVertexAxes(const WatertightRay& ray, const Vec3& p) {
+  constexpr int kX = (kZ + 1) % 3, kY = (kX + 1) % 3;
+  const double dx = p[kX] - ray.origin[kX], dy = p[kY] - ray.origin[kY];
+  const double dz = p[kZ] - ray.origin[kZ];
+  return {dx - ray.sx * dz, dy - ray.sy * dz, ray.sz * dz};
+}
+
 inline ShearedVertex ShearVertex(const WatertightRay& ray, const Vec3& p) {
-  // Components as an array: indexing by the ray's axes is then one load
-  // (Vec3::operator[] with a run-time index is a chain of selects).
-  const double d[3] = {p.x - ray.origin.x, p.y - ray.origin.y, p.z - ray.origin.z};
-  return {d[ray.kx] - ray.sx * d[ray.kz], d[ray.ky] - ray.sy * d[ray.kz], ray.sz * d[ray.kz]};
+  switch (ray.kz) {
+    case 0: return ShearVertexAxes<0>(ray, p);
+    case 1: return ShearVertexAxes<1>(ray, p);
+    default: return ShearVertexAxes<2>(ray, p);
+  }
 }
 
 /// Watertight two-sided ray-triangle test on sheared vertices (ShearVertex):

@@ -382,63 +382,116 @@ void TriangleMesh::SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags,
   StoreBits(&packed_, static_cast<uint64_t>(k) * record_bits(), record_bits(), r);
 }
 
+TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& dir) const {
+  // The exact distance of a decoded bound b = lo + q * step (one rounding,
+  // |error| <= 2^-53 |b|) on an axis the ray moves along is
+  // (b - o) / d = t_lo + q * S, t_lo = (lo - o) / d and S = step / d. In
+  // float, near = fl(fl(t_lo) + fl(q * fl(S))) adds at most four roundings
+  // of 2^-24 relative to terms bounded by reach = |t_lo| + 65535 |S| (the
+  // doubles t_lo and S are a few 2^-53 off): |near - exact| < 2^-22 reach +
+  // 2^-52 max|b| / |d|, which the per-axis slack below bounds with room to
+  // spare. Widening every axis's distances by the largest slack commutes
+  // with the max / min of the slab test, so RayChildren widens once; the
+  // extra 2^-21 absorbs the rounding of that widening for |t| <= 2 (larger
+  // entries fail t_max <= 1 anyway). The widened test keeps every box the
+  // exact ray meets, and its entry stays a lower bound (Ize, "Robust BVH Ray
+  // Traversal", JCGT 2(2), 2013, for the same argument in its own terms).
+  //
+  // An axis the ray does not move along keeps the boxes that hold the origin
+  // there: QueryRange gives [qlo, qhi], the quantized bounds that decode to
+  // >= o and <= o (exactly for o in the bounds, conservatively outside), and
+  // near = (q_min - qhi - 0.5) * 2^100, far = (q_max - qlo + 0.5) * 2^100,
+  // both exact in float: at most -2^99 or at least 2^99 so that the box
+  // is dropped exactly when it does not hold o. An axis whose distances
+  // would leave the float range (a direction component ~2^-100 of the
+  // distances) is not tested at all (near -2^101, far 2^101).
+  constexpr double kHuge = 0x1p100;
+  RaySetup r;
+  r.miss = false;
+  double slack = 0.0;
+  bool ranged = false;
+  int32_t qlo[3], qhi[3];
+  for (uint32_t a = 0; a < 3; ++a) {
+    const double lo = bounds_.min[a], s = step_[a];
+    const double o = origin[a], d = dir[a];
+    r.near_off[a] = a * kMeshNodeWidth;
+    r.far_off[a] = 3 * kMeshNodeWidth + a * kMeshNodeWidth;
+    if (d == 0.0) {
+      // A flat axis decodes to lo: only a ray at lo meets a box.
+      if (s == 0.0 && o != lo) {
+        r.miss = true;
+        return r;
+      }
+      if (!ranged) {
+        QueryRange(Aabb{origin, origin}, qlo, qhi);
+        ranged = true;
+      }
+      r.near[a] = _mm_set1_ps(static_cast<float>(-(qhi[a] + 0.5) * kHuge));
+      r.far[a] = _mm_set1_ps(static_cast<float>(-(qlo[a] - 0.5) * kHuge));
+      r.scale[a] = _mm_set1_ps(static_cast<float>(kHuge));
+      continue;
+    }
+    const double inv = 1.0 / d;
+    const double t_lo = (lo - o) * inv;
+    const double scale = s * inv;
+    const double reach = std::fabs(t_lo) + 65535.0 * std::fabs(scale);
+    if (!(reach <= kHuge)) {
+      r.near[a] = _mm_set1_ps(static_cast<float>(-2.0 * kHuge));
+      r.far[a] = _mm_set1_ps(static_cast<float>(2.0 * kHuge));
+      r.scale[a] = _mm_setzero_ps();
+      continue;
+    }
+    if (inv < 0.0) std::swap(r.near_off[a], r.far_off[a]);
+    r.near[a] = r.far[a] = _mm_set1_ps(static_cast<float>(t_lo));
+    r.scale[a] = _mm_set1_ps(static_cast<float>(scale));
+    const double coord = std::max(std::fabs(lo), std::fabs(lo + 65535.0 * s));
+    slack = std::max(slack, 0x1p-21 * reach + 0x1p-50 * coord * std::fabs(inv));
+  }
+  r.slack = _mm_set1_ps(static_cast<float>((slack + 0x1p-21) * (1.0 + 0x1p-20)));
+  return r;
+}
+
 size_t TriangleMesh::MemoryBytes() const {
   return vpacked_.capacity() +
          dvertices_.capacity() * sizeof(Vec3) + packed_.capacity() +
          nodes_.capacity() * sizeof(Node);
 }
 
-namespace {
-
-/// Vertices of one mesh sheared into one ray's frame (ShearVertex), cached
-/// by vertex index (direct-mapped, multiplicative hash): neighbouring
-/// triangles of a leaf and of nearby leaves share most of their vertices, so
-/// most are decoded (q / 10^k) and sheared once per ray. The cached values
-/// are those ShearVertex gives, to the bit.
-class ShearedVertexCache {
- public:
-  ShearedVertexCache() { std::fill(std::begin(key_), std::end(key_), kNoVertex); }
-
-  /// Sheared vertex `i`, made by make(i) when not cached.
-  template <typename Make>
-  __attribute__((always_inline)) ShearedVertex Get(uint32_t i, Make&& make) {
-    const uint32_t slot = (i * 0x9E3779B1u) >> (32 - kSlotBits);
-    if (key_[slot] != i) {
-      key_[slot] = i;
-      value_[slot] = make(i);
-    }
-    return value_[slot];
-  }
-
- private:
-  static constexpr int kSlotBits = 5;
-  static constexpr uint32_t kNoVertex = 0xffffffffu;  // above kMaxMeshVertices
-  uint32_t key_[1u << kSlotBits];
-  ShearedVertex value_[1u << kSlotBits];
-};
-
-}  // namespace
-
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
                                   MeshRayHit* hit) const {
   if (translation.LengthSq() == 0.0) return false;
+  // One walk per largest axis of the ray: its vertices are sheared with
+  // the axes known at compile time (ShearVertexAxes, the same values).
   const WatertightRay ray(origin, translation);
-  const BvhRay bray(origin, translation);
+  switch (ray.kz) {
+    case 0: return RaycastClosestAxes<0>(origin, translation, ray, hit);
+    case 1: return RaycastClosestAxes<1>(origin, translation, ray, hit);
+    default: return RaycastClosestAxes<2>(origin, translation, ray, hit);
+  }
+}
+
+template <int kZ>
+bool TriangleMesh::RaycastClosestAxes(const Vec3& origin, const Vec3& translation,
+                                      const WatertightRay& ray, MeshRayHit* hit) const {
   ShearedVertexCache cache;
-  const auto shear = [&](uint32_t i) { return ShearVertex(ray, Vertex(i)); };
+  const auto shear = [&](uint32_t i) { return ShearVertexAxes<kZ>(ray, Vertex(i)); };
   double best = 1.0;
   uint32_t best_k = UINT32_MAX;
   uint32_t best_orig = UINT32_MAX;
-  VisitSwept(bounds_, translation, bray, Vec3{}, &best, [&](uint32_t k) {
+  VisitRay(origin, translation, &best, [&](uint32_t k) {
     uint32_t idx[3];
     TriangleIndices(k, idx);
     const ShearedVertex a = cache.Get(idx[0], shear);
     const ShearedVertex b = cache.Get(idx[1], shear);
     const ShearedVertex c = cache.Get(idx[2], shear);
+    // The hit's fraction over the whole ray, never clamped to the best so
+    // far (the test with t_max = best passes a hit a rounding beyond it and
+    // clamps it to a tie): the answer then does not depend on the order of
+    // the visits, and equals brute force over every triangle.
     TriangleRayHit h;
-    if (!RayTriangleSheared(a, b, c, best, &h)) return true;
+    if (!RayTriangleSheared(a, b, c, 1.0, &h) || h.t > best) return true;
     const uint32_t orig = OriginalIndex(k);
-    if (h.t < best || best_k == UINT32_MAX || (h.t == best && orig < best_orig)) {
+    if (h.t < best || best_k == UINT32_MAX || orig < best_orig) {
       best = h.t;
       best_k = k;
       best_orig = orig;
@@ -461,11 +514,10 @@ void TriangleMesh::RaycastAll(const Vec3& origin, const Vec3& translation,
                               std::vector<MeshRayHit>* hits) const {
   if (translation.LengthSq() == 0.0) return;
   const WatertightRay ray(origin, translation);
-  const BvhRay bray(origin, translation);
   ShearedVertexCache cache;
   const auto shear = [&](uint32_t i) { return ShearVertex(ray, Vertex(i)); };
   const double max_t = 1.0;
-  VisitSwept(bounds_, translation, bray, Vec3{}, &max_t, [&](uint32_t k) {
+  VisitRay(origin, translation, &max_t, [&](uint32_t k) {
     uint32_t idx[3];
     TriangleIndices(k, idx);
     TriangleRayHit h;

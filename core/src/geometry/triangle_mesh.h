@@ -40,8 +40,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include <immintrin.h>
@@ -111,6 +113,33 @@ struct MeshSweepHit {
   /// triangle: `fraction` is then a lower bound of the time of impact, not a
   /// proven contact (generic convex sweeps only).
   bool capped = false;
+};
+
+/// Vertices of one surface (mesh or heightfield) sheared into one ray's
+/// frame (ShearVertex), cached by vertex index (direct-mapped, multiplicative
+/// hash): neighbouring triangles of a leaf or cell and of nearby ones share
+/// most of their vertices, so most are decoded and sheared once per ray. The
+/// cached values are those ShearVertex gives, to the bit.
+class ShearedVertexCache {
+ public:
+  ShearedVertexCache() { std::fill(std::begin(key_), std::end(key_), kNoVertex); }
+
+  /// Sheared vertex `i`, made by make(i) when not cached.
+  template <typename Make>
+  __attribute__((always_inline)) ShearedVertex Get(uint32_t i, Make&& make) {
+    const uint32_t slot = (i * 0x9E3779B1u) >> (32 - kSlotBits);
+    if (key_[slot] != i) {
+      key_[slot] = i;
+      value_[slot] = make(i);
+    }
+    return value_[slot];
+  }
+
+ private:
+  static constexpr int kSlotBits = 5;
+  static constexpr uint32_t kNoVertex = 0xffffffffu;  // above any vertex index
+  uint32_t key_[1u << kSlotBits];
+  ShearedVertex value_[1u << kSlotBits];
 };
 
 /// 128-bit unsigned (a GCC/Clang extension) for packed triangle records.
@@ -206,6 +235,15 @@ class TriangleMesh {
   template <typename Path, typename Enter, typename Visit>
   bool VisitSweptClosestFirst(const Path& path, const Vec3& grow, const double* max_t,
                               Enter&& enter, Visit&& visit) const;
+
+  /// Calls visit(k) for every kept triangle in a hierarchy leaf whose box the
+  /// ray origin + t * dir reaches for t in [0, *max_t], nearer leaves first;
+  /// *max_t is read again after every leaf (visit may lower it, which prunes
+  /// what lies beyond). visit returns false to stop. Returns false when
+  /// stopped. The rays' walk: VisitSwept's with no growth, the node test in
+  /// single precision (RayChildren), four children in one SSE register.
+  template <typename Visit>
+  bool VisitRay(const Vec3& origin, const Vec3& dir, const double* max_t, Visit&& visit) const;
 
  private:
   /// A 4-wide hierarchy node (64 bytes, one cache line).
@@ -309,6 +347,28 @@ class TriangleMesh {
   /// `t_enter` (the conservative slab test of bvh_ray.h, four boxes at once).
   static uint32_t EnterChildren(const Node& n, const PathSetup& p, double t_max,
                                 double t_enter[kMeshNodeWidth]);
+  /// A ray prepared for RayChildren (SetupRay), in float: per axis, a child
+  /// box's entry and exit distances are near + q_near * scale and far +
+  /// q_far * scale, q_near / q_far its quantized min or max (by the sign of
+  /// the direction; offsets into Node::min), each within `slack` of the
+  /// exact distance of the decoded box.
+  struct RaySetup {
+    __m128 near[3], far[3], scale[3];
+    __m128 slack;
+    uint32_t near_off[3], far_off[3];
+    /// The ray cannot meet any child box (it runs beside a flat mesh).
+    bool miss;
+  };
+  RaySetup SetupRay(const Vec3& origin, const Vec3& dir) const;
+  /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ).
+  template <int kZ>
+  bool RaycastClosestAxes(const Vec3& origin, const Vec3& translation, const WatertightRay& ray,
+                          MeshRayHit* hit) const;
+  /// Bit mask of the children of `n` whose boxes the prepared ray may enter
+  /// for some t in [0, t_max] (a superset of those it enters), with a lower
+  /// bound of that t per child in `t_enter`.
+  static uint32_t RayChildren(const Node& n, const RaySetup& r, float t_max,
+                              float t_enter[kMeshNodeWidth]);
   /// Bit mask of the children of `n` whose quantized boxes meet the query
   /// range [qlo, qhi] (QueryRange) on every axis.
   static uint32_t OverlapChildren(const Node& n, const int32_t qlo[3], const int32_t qhi[3]);
@@ -471,6 +531,27 @@ __attribute__((always_inline)) inline uint32_t TriangleMesh::EnterChildren(
             << (2 * h);
   }
 #endif
+  return mask & mesh_simd::UsedChildren(n.child);
+}
+
+__attribute__((always_inline)) inline uint32_t TriangleMesh::RayChildren(
+    const Node& n, const RaySetup& r, float t_max, float t_enter[kMeshNodeWidth]) {
+  // The slab test of the four children at once (no fused multiply-add: the
+  // build has none, and SetupRay's error bound counts each rounding).
+  const uint16_t* q = &n.min[0][0];
+  __m128 enter = _mm_setzero_ps(), exit = _mm_setzero_ps();
+  for (uint32_t a = 0; a < 3; ++a) {
+    const __m128 qn = _mm_cvtepi32_ps(mesh_simd::LoadU16x4(q + r.near_off[a]));
+    const __m128 qf = _mm_cvtepi32_ps(mesh_simd::LoadU16x4(q + r.far_off[a]));
+    const __m128 near = _mm_add_ps(r.near[a], _mm_mul_ps(qn, r.scale[a]));
+    const __m128 far = _mm_add_ps(r.far[a], _mm_mul_ps(qf, r.scale[a]));
+    enter = a == 0 ? near : _mm_max_ps(enter, near);
+    exit = a == 0 ? far : _mm_min_ps(exit, far);
+  }
+  enter = _mm_max_ps(_mm_sub_ps(enter, r.slack), _mm_setzero_ps());
+  exit = _mm_min_ps(_mm_add_ps(exit, r.slack), _mm_set1_ps(t_max));
+  _mm_storeu_ps(t_enter, enter);
+  const uint32_t mask = static_cast<uint32_t>(_mm_movemask_ps(_mm_cmple_ps(enter, exit)));
   return mask & mesh_simd::UsedChildren(n.child);
 }
 
@@ -671,6 +752,65 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
     e = heap.back();
     heap.pop_back();
   }
+}
+
+template <typename Visit>
+bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* max_t,
+                            Visit&& visit) const {
+  if (nodes_.empty()) return true;
+  const RaySetup setup = SetupRay(origin, dir);
+  if (setup.miss) return true;
+  // A float f is > *max_t exactly when f > bound, the largest float <= *max_t
+  // (so RayChildren's float test keeps every child the double one keeps).
+  const auto round_down = [](double v) {
+    const float f = static_cast<float>(v);
+    return static_cast<double>(f) > v ? std::nextafter(f, -std::numeric_limits<float>::infinity())
+                                      : f;
+  };
+  float bound = round_down(*max_t);
+  struct Entry {
+    uint32_t word;
+    float t;
+  };
+  Entry stack[kStackSize];
+  int top = 0;
+  stack[top++] = {0, 0.0f};
+  while (top > 0) {
+    const Entry e = stack[--top];
+    if (e.t > bound) continue;
+    if (e.word & kLeafBit) {
+      const uint32_t first = (e.word & ~kLeafBit) >> 3;
+      const uint32_t count = (e.word & 7u) + 1;
+      for (uint32_t k = first; k < first + count; ++k) {
+        if (!visit(k)) return false;
+      }
+      bound = round_down(*max_t);
+      continue;
+    }
+    const Node& n = nodes_[e.word];
+    float t[kMeshNodeWidth];
+    uint32_t mask = RayChildren(n, setup, bound, t);
+    if ((mask & (mask - 1)) == 0) {  // none or one: nothing to order
+      if (mask != 0) stack[top++] = {n.child[__builtin_ctz(mask)], t[__builtin_ctz(mask)]};
+      continue;
+    }
+    // Entered children pushed farthest first (nearest popped next): an
+    // insertion sort straight on top of the stack.
+    Entry* const base = stack + top;
+    int count = 0;
+    for (; mask != 0; mask &= mask - 1) {
+      const int i = __builtin_ctz(mask);
+      const Entry x{n.child[i], t[i]};
+      int j = count++;
+      while (j > 0 && base[j - 1].t < x.t) {
+        base[j] = base[j - 1];
+        --j;
+      }
+      base[j] = x;
+    }
+    top += count;
+  }
+  return true;
 }
 
 }  // namespace hitbox

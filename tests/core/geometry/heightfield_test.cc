@@ -207,5 +207,35 @@ TEST(HeightfieldQueries, WatertightThroughVerticesAndEdges) {
   std::printf("%d rays through heightfield vertices and edges, all hit\n", count);
 }
 
+// Rays through vertices and edge points (shared by several triangles) from
+// random directions, a few straight down: the closest hit equals brute force
+// over the triangles of the same surface as a mesh, fraction and triangle,
+// whatever order the blocks are visited in.
+TEST(HeightfieldQueries, RaysThroughSharedVerticesMatchBruteForce) {
+  Random rng(41);
+  const Heightfield hf = MustBuild(17, 23, 0.5, 0.75, WavyHeights(17, 23, 0.5, 0.75, 6));
+  auto mr = hf.ToMesh();
+  ASSERT_TRUE(mr.ok());
+  const TriangleMesh& mesh = *mr;
+  int hits = 0;
+  for (int i = 0; i < 6000; ++i) {
+    Vec3 v[3];
+    hf.TriangleVertices(static_cast<uint32_t>(rng.Int(0, static_cast<int>(hf.triangle_count()) - 1)),
+                        v);
+    const int e = rng.Int(0, 2);
+    const Vec3 p = i % 2 ? v[e] : v[e] + (v[(e + 1) % 3] - v[e]) * rng.Uniform(0.0, 1.0);
+    const Vec3 d = i % 7 == 0 ? Vec3{0, -3, 0} : rng.UnitVector() * rng.Uniform(0.5, 6.0);
+    const Vec3 o = p - d * rng.Uniform(0.1, 0.9);
+    MeshRayHit got, want;
+    const bool g = hf.RaycastClosest(o, d, &got);
+    ASSERT_EQ(g, testing::BruteRaycast(mesh, o, d, &want)) << ToString(o) << " " << ToString(d);
+    if (!g) continue;
+    ++hits;
+    EXPECT_EQ(got.fraction, want.fraction);
+    EXPECT_EQ(got.triangle, want.triangle) << ToString(o) << " " << ToString(d);
+  }
+  EXPECT_GT(hits, 3000);
+}
+
 }  // namespace
 }  // namespace hitbox

@@ -282,6 +282,101 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
   }
 }
 
+// Rays grazing a triangle box's corner or face (through vertices and edges
+// shared by several triangles), with zero or tiny direction components (one
+// lying in a flat mesh's plane), near and 20 km from the origin: the rays'
+// float walk (VisitRay) visits every triangle whose box the double slab test
+// of bvh_ray.h keeps (the exact test widened by 1e-12), and the closest hit
+// equals brute force over every triangle, fraction and triangle, whatever
+// order the triangles are visited in.
+TEST(MeshRaycast, GrazingRaysMatchBruteForce) {
+  Random rng(23);
+  const Vec3 far{20000, -30, -8000};
+  std::vector<MeshData> meshes = {WavyGrid(24, 0.7), WavyGrid(12, 1.3, /*flat=*/true),
+                                  IcoSphere(2.0, 3, far)};
+  meshes.push_back(meshes[0]);
+  for (Vec3& v : meshes.back().vertices) v += far;
+  int visited = 0, hits = 0;
+  for (const MeshData& data : meshes) {
+    const TriangleMesh mesh = MustBuild(data);
+    std::vector<Aabb> tri_boxes(mesh.triangle_count());
+    for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+      Vec3 v[3];
+      mesh.TriangleVertices(k, v);
+      tri_boxes[k] = Aabb().Union(v[0]).Union(v[1]).Union(v[2]);
+    }
+    const Aabb& b = mesh.bounds();
+    for (int i = 0; i < 4000; ++i) {
+      Vec3 d = rng.UnitVector() * rng.Uniform(0.5, 20.0);
+      for (int a = 0; a < 3; ++a) {
+        const int pick = rng.Int(0, 9);
+        if (pick == 0) d[a] = 0.0;
+        if (pick == 1) d[a] *= 1e-9;
+      }
+      if (d.LengthSq() == 0.0) d.y = -1.0;
+      // Aim at a corner of a triangle's box (or a point of a face) at t0.
+      const Aabb& box = tri_boxes[static_cast<size_t>(
+          rng.Int(0, static_cast<int>(mesh.triangle_count()) - 1))];
+      Vec3 p;
+      for (int a = 0; a < 3; ++a) {
+        const int pick = rng.Int(0, 2);
+        p[a] = pick == 0 ? box.min[a] : pick == 1 ? box.max[a] : rng.Uniform(box.min[a], box.max[a]);
+      }
+      const double t0 = rng.Uniform(-0.2, 1.2);
+      Vec3 o = p - d * t0;
+      // A component the ray does not move along sits on the box's face.
+      for (int a = 0; a < 3; ++a) {
+        if (d[a] == 0.0) o[a] = p[a];
+      }
+      if (i % 5 == 0) o = b.Center() + Mul(rng.InBox(1.2), b.Extents() + Vec3::Splat(1.0));
+      const double max_t = i % 3 == 0 ? 1.0 : rng.Uniform(0.0, 1.0);
+      std::vector<int> visits(mesh.triangle_count(), 0);
+      mesh.VisitRay(o, d, &max_t, [&](uint32_t k) {
+        ++visits[k];
+        return true;
+      });
+      const BvhRay path(o, d);
+      for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+        EXPECT_LE(visits[k], 1);
+        double t;
+        if (path.Enter(tri_boxes[k], max_t, &t)) {
+          ASSERT_EQ(visits[k], 1) << "ray " << i << " " << ToString(o) << " " << ToString(d)
+                                  << " triangle " << k;
+          ++visited;
+        }
+      }
+      MeshRayHit got, want;
+      const bool g = mesh.RaycastClosest(o, d, &got);
+      ASSERT_EQ(g, BruteRaycast(mesh, o, d, &want)) << ToString(o) << " " << ToString(d);
+      if (!g) continue;
+      ++hits;
+      EXPECT_EQ(got.fraction, want.fraction);
+      EXPECT_EQ(got.triangle, want.triangle);
+    }
+  }
+  std::printf("%d triangle boxes met, %d closest hits\n", visited, hits);
+  EXPECT_GT(hits, 4000);
+}
+
+// ShearVertex, its axes fixed at compile time per largest axis of the ray,
+// gives the values of Woop et al.'s form with run-time axis indices to the
+// bit (rays along every axis, both signs, points near and 20 km out).
+TEST(MeshRaycast, ShearVertexMatchesIndexedForm) {
+  Random rng(59);
+  for (int i = 0; i < 20000; ++i) {
+    const Vec3 o = rng.InBox(i % 2 ? 30.0 : 20000.0);
+    Vec3 d = rng.InBox(10.0);
+    d[i % 3] *= 40.0;  // each axis the largest in turn
+    const Vec3 p = o + rng.InBox(50.0);
+    const WatertightRay ray(o, d);
+    const double diff[3] = {p.x - o.x, p.y - o.y, p.z - o.z};
+    const ShearedVertex got = ShearVertex(ray, p);
+    EXPECT_EQ(got.x, diff[ray.kx] - ray.sx * diff[ray.kz]);
+    EXPECT_EQ(got.y, diff[ray.ky] - ray.sy * diff[ray.kz]);
+    ASSERT_EQ(got.z, ray.sz * diff[ray.kz]) << ToString(o) << " " << ToString(d);
+  }
+}
+
 // Closest ray hits equal brute force over every triangle, exactly.
 TEST(MeshRaycast, MatchesBruteForce) {
   Random rng(101);
