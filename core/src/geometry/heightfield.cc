@@ -7,22 +7,12 @@
 #include <string>
 
 #include "geometry/bvh_ray.h"
+#include "geometry/float_rounding.h"
 #include "geometry/triangle_queries.h"
 #include "hitbox/shape/shapes.h"
 
 namespace hitbox {
 namespace {
-
-float FloatDown(double v) {
-  float f = static_cast<float>(v);
-  if (static_cast<double>(f) > v) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
-  return f;
-}
-float FloatUp(double v) {
-  float f = static_cast<float>(v);
-  if (static_cast<double>(f) < v) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-  return f;
-}
 
 std::string Num(double v) {
   char buf[64];
@@ -122,8 +112,8 @@ Result<Heightfield> Heightfield::Build(uint32_t rows, uint32_t cols, double dx, 
         if (hf.levels_.empty()) {
           for (uint32_t r = bz * 2; r <= std::min(bz * 2 + 2, rows - 1); ++r) {
             for (uint32_t c = bx * 2; c <= std::min(bx * 2 + 2, cols - 1); ++c) {
-              lo = std::min(lo, FloatDown(hf.Height(r, c)));
-              hi = std::max(hi, FloatUp(hf.Height(r, c)));
+              lo = std::min(lo, RoundDown(hf.Height(r, c)));
+              hi = std::max(hi, RoundUp(hf.Height(r, c)));
             }
           }
         } else {

@@ -51,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "geometry/float_rounding.h"
 #include "geometry/triangle.h"
 #include "hitbox/math/math.h"
 #include "hitbox/status.h"
@@ -369,6 +370,25 @@ class TriangleMesh {
   /// bound of that t per child in `t_enter`.
   static uint32_t RayChildren(const Node& n, const RaySetup& r, float t_max,
                               float t_enter[kMeshNodeWidth]);
+  /// Pushes the children of `n` in `mask`, as {child, entry t} stack
+  /// entries, onto `top` farthest first, so the nearest is popped next: an
+  /// insertion sort straight on top of the stack (no temporary copied).
+  /// Returns how many were pushed.
+  template <typename Entry, typename T>
+  static int PushNearestLast(const Node& n, uint32_t mask, const T* t, Entry* top) {
+    int count = 0;
+    for (; mask != 0; mask &= mask - 1) {
+      const int i = __builtin_ctz(mask);
+      const Entry x{n.child[i], t[i]};
+      int j = count++;
+      while (j > 0 && top[j - 1].t < x.t) {
+        top[j] = top[j - 1];
+        --j;
+      }
+      top[j] = x;
+    }
+    return count;
+  }
   /// Bit mask of the children of `n` whose quantized boxes meet the query
   /// range [qlo, qhi] (QueryRange) on every axis.
   static uint32_t OverlapChildren(const Node& n, const int32_t qlo[3], const int32_t qhi[3]);
@@ -664,22 +684,7 @@ bool TriangleMesh::VisitSwept(const Aabb& /*swept_box*/, const Vec3& /*translati
     }
     const Node& n = nodes_[e.word];
     double t[kMeshNodeWidth];
-    uint32_t mask = EnterChildren(n, setup, *max_t, t);
-    // Entered children pushed farthest first (nearest popped next): an
-    // insertion sort straight on top of the stack (no copy of a temporary).
-    Entry* const base = stack + top;
-    int count = 0;
-    for (; mask != 0; mask &= mask - 1) {
-      const int i = __builtin_ctz(mask);
-      const Entry x{n.child[i], t[i]};
-      int j = count++;
-      while (j > 0 && base[j - 1].t < x.t) {
-        base[j] = base[j - 1];
-        --j;
-      }
-      base[j] = x;
-    }
-    top += count;
+    top += PushNearestLast(n, EnterChildren(n, setup, *max_t, t), t, stack + top);
   }
   return true;
 }
@@ -762,12 +767,7 @@ bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* m
   if (setup.miss) return true;
   // A float f is > *max_t exactly when f > bound, the largest float <= *max_t
   // (so RayChildren's float test keeps every child the double one keeps).
-  const auto round_down = [](double v) {
-    const float f = static_cast<float>(v);
-    return static_cast<double>(f) > v ? std::nextafter(f, -std::numeric_limits<float>::infinity())
-                                      : f;
-  };
-  float bound = round_down(*max_t);
+  float bound = RoundDown(*max_t);
   struct Entry {
     uint32_t word;
     float t;
@@ -784,7 +784,7 @@ bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* m
       for (uint32_t k = first; k < first + count; ++k) {
         if (!visit(k)) return false;
       }
-      bound = round_down(*max_t);
+      bound = RoundDown(*max_t);
       continue;
     }
     const Node& n = nodes_[e.word];
@@ -794,21 +794,7 @@ bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* m
       if (mask != 0) stack[top++] = {n.child[__builtin_ctz(mask)], t[__builtin_ctz(mask)]};
       continue;
     }
-    // Entered children pushed farthest first (nearest popped next): an
-    // insertion sort straight on top of the stack.
-    Entry* const base = stack + top;
-    int count = 0;
-    for (; mask != 0; mask &= mask - 1) {
-      const int i = __builtin_ctz(mask);
-      const Entry x{n.child[i], t[i]};
-      int j = count++;
-      while (j > 0 && base[j - 1].t < x.t) {
-        base[j] = base[j - 1];
-        --j;
-      }
-      base[j] = x;
-    }
-    top += count;
+    top += PushNearestLast(n, mask, t, stack + top);
   }
   return true;
 }

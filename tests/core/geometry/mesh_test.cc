@@ -188,6 +188,17 @@ TEST(MeshBuild, TrianglesRoundTripExactly) {
   }
 }
 
+// The box of each triangle of `mesh`, by triangle index.
+std::vector<Aabb> TriangleBoxes(const TriangleMesh& mesh) {
+  std::vector<Aabb> boxes(mesh.triangle_count());
+  for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+    Vec3 v[3];
+    mesh.TriangleVertices(k, v);
+    boxes[k] = Aabb().Union(v[0]).Union(v[1]).Union(v[2]);
+  }
+  return boxes;
+}
+
 // The hierarchy is conservative: every triangle whose box meets a query box
 // is visited (exactly once), and every triangle whose box a ray or a grown
 // path enters before max_t is visited; VisitSweptClosestFirst visits them in
@@ -196,12 +207,7 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
   Random rng(11);
   for (const MeshData& data : {WavyGrid(30, 0.7), IcoSphere(2.0, 3)}) {
     const TriangleMesh mesh = MustBuild(data);
-    std::vector<Aabb> tri_boxes(mesh.triangle_count());
-    for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
-      Vec3 v[3];
-      mesh.TriangleVertices(k, v);
-      tri_boxes[k] = Aabb().Union(v[0]).Union(v[1]).Union(v[2]);
-    }
+    const std::vector<Aabb> tri_boxes = TriangleBoxes(mesh);
     const Aabb& b = mesh.bounds();
     for (int i = 0; i < 2000; ++i) {
       const Vec3 c{rng.Uniform(b.min.x - 1, b.max.x + 1), rng.Uniform(b.min.y - 1, b.max.y + 1),
@@ -299,12 +305,7 @@ TEST(MeshRaycast, GrazingRaysMatchBruteForce) {
   int visited = 0, hits = 0;
   for (const MeshData& data : meshes) {
     const TriangleMesh mesh = MustBuild(data);
-    std::vector<Aabb> tri_boxes(mesh.triangle_count());
-    for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
-      Vec3 v[3];
-      mesh.TriangleVertices(k, v);
-      tri_boxes[k] = Aabb().Union(v[0]).Union(v[1]).Union(v[2]);
-    }
+    const std::vector<Aabb> tri_boxes = TriangleBoxes(mesh);
     const Aabb& b = mesh.bounds();
     for (int i = 0; i < 4000; ++i) {
       Vec3 d = rng.UnitVector() * rng.Uniform(0.5, 20.0);
