@@ -621,6 +621,7 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
     // The entered triangles' vertices, by entry count (decoded once).
     static thread_local std::vector<std::array<Vec3, 3>> entered;
     entered.clear();
+    const ScratchRelease<std::array<Vec3, 3>> release{&entered};
     surface.VisitSweptClosestFirst(
         centre_path, grow, &limit,
         [&](uint32_t k, double* t_enter, bool* stop) {

@@ -149,6 +149,21 @@ __extension__ typedef unsigned __int128 PackedRecord;
 /// Per-triangle flags: bit i set = edge i (0: v0-v1, 1: v1-v2, 2: v2-v0) is active.
 using EdgeFlags = uint8_t;
 
+/// Scratch kept by a thread between queries (a sweep's heap and entered
+/// triangles) holds at most this many entries' capacity once a query ends:
+/// one sweep across most of a large mesh (up to 2^20 triangles in a
+/// session) must not keep tens of megabytes for the thread's lifetime.
+inline constexpr size_t kMeshScratchKept = 4096;
+
+/// Frees `v`'s storage when the scope ends, if it grew past kMeshScratchKept.
+template <typename T>
+struct ScratchRelease {
+  std::vector<T>* v;
+  ~ScratchRelease() {
+    if (v->capacity() > kMeshScratchKept) std::vector<T>().swap(*v);
+  }
+};
+
 /// A validated, immutable triangle mesh with its hierarchy. Build once, share
 /// between colliders; all queries are const and thread-safe.
 class TriangleMesh {
@@ -710,6 +725,7 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
   };
   static thread_local std::vector<Entry> heap;
   heap.clear();
+  const ScratchRelease<Entry> release{&heap};
   uint32_t entered = 0;
   Entry e{0.0, 0, kEmpty};
   for (;;) {

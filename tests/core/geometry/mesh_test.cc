@@ -5,6 +5,7 @@
 #include "geometry/triangle_mesh.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cmath>
@@ -1237,6 +1238,33 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
 
 // Capsules, boxes and cylinders sliding on a flat tessellated floor report
 // the face normal, including contacts on internal edges and vertices.
+// A sweep that enters thousands of triangles grows the thread's scratch (the
+// closest-first heap and the entered triangles' vertices); once it returns,
+// the thread keeps no more than kMeshScratchKept entries of either (fails
+// without ScratchRelease: ~720 KB kept here).
+TEST(MeshConvex, SweepScratchIsReleasedAfterALargeSweep) {
+  const TriangleMesh floor = MustBuild(WavyGrid(160, 1.0, /*flat=*/true));  // 51200 triangles
+  const double r = 30.0;
+  const ConvexCore ball = Core(ConvexCore::Kind::kPoint, {}, 0, 0, r);
+  // Warm-up: whatever a first sweep on this thread allocates and keeps.
+  SurfaceSweepConvex(floor, PlacedConvex(ball, Pose{{80, 2 * r, 80}, Quat()}), {1, 0, 0});
+  // Bytes in use: from the heap and from mmap (large blocks).
+  const auto in_use = [] {
+    const struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+  };
+  const size_t before = in_use();
+  // The ball's bounds reach the floor's plane halfway, above ~7200
+  // triangles at once, all entered at that fraction before the first of
+  // them is swept.
+  const MeshSweepHit hit = SurfaceSweepConvex(
+      floor, PlacedConvex(ball, Pose{{-40, r + 0.001, 80}, Quat()}), {240, -0.002, 0});
+  const size_t after = in_use();
+  ASSERT_EQ(hit.state, MeshSweepHit::State::kHit);
+  EXPECT_NEAR(hit.fraction, 0.5, 1e-9);
+  EXPECT_LT(after, before + 64 * 1024) << before << " -> " << after;
+}
+
 TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {
   Random rng(99);
   const TriangleMesh floor = MustBuild(WavyGrid(10, 1.0, /*flat=*/true));
