@@ -87,7 +87,7 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
     meter.emplace(control);
     meter_scope.emplace(&*meter);
   }
-  const auto prefetch = [this](uint32_t item) __attribute__((always_inline)) { PrefetchCollider(item); };
+  const auto prefetch = ColliderPrefetch();
   if (kBudgeted && !control->Poll()) return false;
   const bool ok = Interleave<OverlapQuery, OverlapJob, BoxCursor, kBudgeted>(
       queries, results, begin, end, control,

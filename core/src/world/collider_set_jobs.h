@@ -333,7 +333,7 @@ void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
   placed.colliders.clear();
   placed.radius.clear();
   job.skip = tracked.data();
-  const auto prefetch = [this](uint32_t item) __attribute__((always_inline)) { PrefetchCollider(item); };
+  const auto prefetch = ColliderPrefetch();
   if constexpr (std::is_same_v<Q, OverlapQuery>) {
     QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
               prefetch);

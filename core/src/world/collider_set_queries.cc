@@ -22,7 +22,7 @@ void ColliderSet::Impl::Overlap(const OverlapQuery& q, std::vector<OverlapHit>* 
   }
   job.pairs = &pairs;
   job.Start(*this, q, hits);
-  const auto prefetch = [this](uint32_t item) __attribute__((always_inline)) { PrefetchCollider(item); };
+  const auto prefetch = ColliderPrefetch();
   QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
             prefetch);
   job.Finish();
@@ -38,7 +38,7 @@ void ColliderSet::Impl::RunSegmentQuery(const Q& q, std::vector<CastHit>* hits) 
   Job job;
   job.pairs = &pairs;
   job.Start(*this, q, hits);
-  const auto prefetch = [this](uint32_t item) __attribute__((always_inline)) { PrefetchCollider(item); };
+  const auto prefetch = ColliderPrefetch();
   CastTree(tree, job.seg, q.filter.mask, 1.0,
            [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
            prefetch);
@@ -120,7 +120,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     job.Start(impl, cast_, hits);
     SegmentCursor cursor;
     cursor.Begin(impl.tree, &job.seg, cast_.filter.mask, 1.0);
-    const auto prefetch = [&impl](uint32_t item) __attribute__((always_inline)) { impl.PrefetchCollider(item); };
+    const auto prefetch = impl.ColliderPrefetch();
     while (cursor.Step(
         [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); }, prefetch)) {
       ++steps_;
