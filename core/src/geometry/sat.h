@@ -70,7 +70,9 @@ inline bool SatCrossAxis(const Vec3& a, const Vec3& b, Vec3* axis) {
   const double len_sq = c.LengthSq();
   const double scale_sq = a.LengthSq() * b.LengthSq();
   if (!(len_sq > kSatParallelEpsilon * kSatParallelEpsilon * scale_sq)) return false;
-  *axis = c / std::sqrt(len_sq);
+  // A tiny cross (edges ~1e-160 and below) has subnormal squares and an
+  // inexact length: Normalized() scales it first.
+  *axis = len_sq > 1e-300 ? c / std::sqrt(len_sq) : c.Normalized();
   return true;
 }
 

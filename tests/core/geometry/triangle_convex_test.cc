@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "geometry/gjk.h"
+#include "geometry/sat.h"
 #include "geometry/surface_queries.h"
 #include "geometry/triangle_mesh.h"
 #include "hitbox/collision/collide.h"
@@ -231,6 +232,21 @@ TEST(TrianglePolytopePenetration, SphereOnSliver) {
   EXPECT_NEAR(p.depth, 1.0, 1e-12);
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
   EXPECT_NEAR(std::fabs(Dot(p.normal, face)), 1.0, 1e-12);
+}
+
+// Edges ~1e-162 long (a sliver mesh the geometry fuzzer built) have a cross
+// product whose squares are subnormal: its axis is still a unit vector
+// (was 0.9992 long: regress-tiny-sat-cross-axis, a sphere's contact normal).
+TEST(SatCrossAxis, TinyEdgesGiveAUnitAxis) {
+  Random rng(5);
+  for (int i = 0; i < 1000; ++i) {
+    const double s = std::pow(10.0, rng.Uniform(-165, -150));
+    const Vec3 a = Vec3{rng.Uniform(-1, 1), rng.Uniform(-1, 1), rng.Uniform(-1, 1)} * s;
+    const Vec3 b{rng.Uniform(-1, 1) * s, rng.Uniform(1, 200), rng.Uniform(-1, 1) * s};
+    Vec3 axis;
+    if (!internal::SatCrossAxis(a, b, &axis)) continue;
+    ASSERT_NEAR(axis.Length(), 1.0, 1e-12) << i << " " << ToString(a) << " " << ToString(b);
+  }
 }
 
 // A degenerate (zero-area) triangle has no normal: not valid, so the caller
