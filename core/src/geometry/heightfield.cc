@@ -258,9 +258,12 @@ bool Heightfield::RaycastClosestAxes(const Vec3& origin, const Vec3& translation
     double t;
   };
   // A block pushes at most four children for the one it pops, one level
-  // down: at most 3 entries a level (kMaxHeightfieldSamples: under 26
-  // levels) plus the root. A fixed array: no allocation per ray.
-  Entry stack[3 * 26 + 4];
+  // down: at most 3 entries a level plus the root. Levels halve the longer
+  // side, so there are fewer than log2(kMaxHeightfieldSamples). A fixed
+  // array: no allocation per ray.
+  constexpr int kMaxLevels = 26;
+  static_assert(kMaxHeightfieldSamples <= (1ull << kMaxLevels));
+  Entry stack[3 * kMaxLevels + 4];
   int top = 0;
   const int top_level = static_cast<int>(levels_.size());
   double t0;

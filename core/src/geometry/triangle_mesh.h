@@ -274,6 +274,14 @@ class TriangleMesh {
   static_assert(sizeof(Node) == 64);
   static constexpr uint32_t kLeafBit = 1u << 31;
   static constexpr uint32_t kEmpty = 0xffffffffu;
+  /// The triangles [first, end) of a leaf's child word (kLeafBit set).
+  struct LeafRange {
+    uint32_t first, end;
+  };
+  static LeafRange LeafTriangles(uint32_t word) {
+    const uint32_t first = (word & ~kLeafBit) >> 3;
+    return {first, first + (word & 7u) + 1};
+  }
   /// Deepest traversal stack: a node pushes at most 3 more entries than it
   /// pops, and children are full subtrees of a power of four leaves, so the
   /// depth is at most log4(kMaxMeshTriangles / kMeshLeafSize) + 1 = 14.
@@ -653,9 +661,8 @@ bool TriangleMesh::VisitOverlapping(const Aabb& box, Visit&& visit) const {
   while (top > 0) {
     const uint32_t word = stack[--top];
     if (word & kLeafBit) {
-      const uint32_t first = (word & ~kLeafBit) >> 3;
-      const uint32_t count = (word & 7u) + 1;
-      for (uint32_t k = first; k < first + count; ++k) {
+      const LeafRange leaf = LeafTriangles(word);
+      for (uint32_t k = leaf.first; k < leaf.end; ++k) {
         if (!visit(k)) return false;
       }
       continue;
@@ -690,9 +697,8 @@ bool TriangleMesh::VisitSwept(const Aabb& /*swept_box*/, const Vec3& /*translati
     const Entry e = stack[--top];
     if (e.t > *max_t) continue;
     if (e.word & kLeafBit) {
-      const uint32_t first = (e.word & ~kLeafBit) >> 3;
-      const uint32_t count = (e.word & 7u) + 1;
-      for (uint32_t k = first; k < first + count; ++k) {
+      const LeafRange leaf = LeafTriangles(e.word);
+      for (uint32_t k = leaf.first; k < leaf.end; ++k) {
         if (!visit(k)) return false;
       }
       continue;
@@ -744,9 +750,8 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
     if (e.tri != kEmpty) {
       if (!visit(e.tri, e.word)) return false;
     } else if (e.word & kLeafBit) {
-      const uint32_t first = (e.word & ~kLeafBit) >> 3;
-      const uint32_t count = (e.word & 7u) + 1;
-      for (uint32_t k = first; k < first + count; ++k) {
+      const LeafRange leaf = LeafTriangles(e.word);
+      for (uint32_t k = leaf.first; k < leaf.end; ++k) {
         double t;
         bool stop = false;
         if (enter(k, &t, &stop)) add({std::max(t, e.t), entered++, k});
@@ -795,9 +800,8 @@ bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* m
     const Entry e = stack[--top];
     if (e.t > bound) continue;
     if (e.word & kLeafBit) {
-      const uint32_t first = (e.word & ~kLeafBit) >> 3;
-      const uint32_t count = (e.word & 7u) + 1;
-      for (uint32_t k = first; k < first + count; ++k) {
+      const LeafRange leaf = LeafTriangles(e.word);
+      for (uint32_t k = leaf.first; k < leaf.end; ++k) {
         if (!visit(k)) return false;
       }
       bound = RoundDown(*max_t);
