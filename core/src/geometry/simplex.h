@@ -40,7 +40,8 @@
 // Weights are positive and sum to 1 (to rounding); `v` is the weighted sum of
 // the kept points, or optionally (ClosestPointForm::kProjection, the form GJK
 // distance uses for its accurate normals) a well-shaped triangle's projection
-// of the origin.
+// of the origin (kProjectionUnlessSliver, the triangle-convex cast's: any
+// triangle's but a sliver's, with its weights by triple products).
 #pragma once
 
 #include <algorithm>
@@ -102,6 +103,10 @@ enum class ClosestPointForm : uint8_t {
   /// the plane's normal, accurate even when |v| is far below the points'
   /// size (the weighted sum's direction is then rounding noise).
   kProjection,
+  /// As kProjection on any triangle that is not a sliver (|e1 x e2|^2 >
+  /// kSimplexSliverSine2 |e1|^2 |e2|^2): on a thin one the weights lose
+  /// ~eps / sine^2 to cancellation, the projection's direction only ~eps / sine.
+  kProjectionUnlessSliver,
 };
 
 namespace simplex_detail {
@@ -174,7 +179,21 @@ inline void Triangle(int i, int j, int k, const Vec3& a, const Vec3& b, const Ve
     return;
   }
   const double inv = 1.0 / den;
-  const double w1 = vb * inv, w2 = vc * inv, w0 = 1.0 - w1 - w2;
+  double w1 = vb * inv, w2 = vc * inv, w0 = 1.0 - w1 - w2;
+  if constexpr (kPoint == ClosestPointForm::kProjectionUnlessSliver) {
+    // The projection's weights as triple products, n.(b x c) / |n|^2 and
+    // around: on a thin triangle Lagrange's products above cancel (their
+    // weights lose ~eps / sine^2, ~1e-8 at a sine of 1e-4), these do not.
+    // Divided by their sum (|n|^2 up to rounding), so that they sum to 1.
+    const Vec3 n = Cross(ab, ac);
+    const double t0 = Dot(n, Cross(b, c)), t1 = Dot(n, Cross(c, a)), t2 = Dot(n, Cross(a, b));
+    const double sum = t0 + t1 + t2;
+    if (sum > 0.0) {
+      w0 = t0 / sum;
+      w1 = t1 / sum;
+      w2 = t2 / sum;
+    }
+  }
   if (w0 > 0.0 && w1 > 0.0 && w2 > 0.0) {
     // The interior (the common case): all three points kept, and in the
     // projection form the weighted sum is not formed at all.
@@ -185,10 +204,12 @@ inline void Triangle(int i, int j, int k, const Vec3& a, const Vec3& b, const Ve
     r->weight[0] = w0;
     r->weight[1] = w1;
     r->weight[2] = w2;
-    if constexpr (kPoint == ClosestPointForm::kProjection) {
+    if constexpr (kPoint != ClosestPointForm::kWeightedSum) {
       const Vec3 n = Cross(ab, ac);
       const double nn = n.LengthSq();
-      if (nn > kSimplexWellShapedSine2 * ee) {
+      const double min_sine2 = kPoint == ClosestPointForm::kProjection ? kSimplexWellShapedSine2
+                                                                       : kSimplexSliverSine2;
+      if (nn > min_sine2 * ee) {
         r->v = n * (Dot(a, n) / nn);
         r->vv = r->v.LengthSq();
         return;

@@ -642,5 +642,60 @@ TEST(SweepConvexTriangle, PointOnTriangleAndConvex) {
   EXPECT_GT(counts.advanced, 5000);
 }
 
+// The GJK cast (SweepConvexTriangle) of seeded cylinders, hulls and boxes
+// against triangles far from the origin (coordinates ~200 m, as in a level's
+// meshes: GJK's rounding there, ~1e-14 m, leaves a weighted-sum direction
+// ~1e-6 off when |v| is ~1e-9 m), aimed at the triangle's edges and face.
+// Every hit converges: not capped (a capped cast reports only a lower bound
+// and no contact point), its point on the triangle (1e-9 m) and on the moved
+// convex (kSweepStallGap), whose core does not overlap the triangle.
+TEST(SweepConvexTriangle, ConvergesFarFromTheOrigin) {
+  using namespace cast_point;
+  Random rng(4711);
+  int hits = 0, capped = 0, bad = 0;
+  const ShapeKind kinds[3] = {ShapeKind::kCylinder, ShapeKind::kConvexHull, ShapeKind::kBox};
+  for (int i = 0; i < 6000; ++i) {
+    const Vec3 far = Vec3{-207.0, 16.0, -44.0} + rng.InBox(20.0);
+    Vec3 tri[3];
+    RandomTriangle(rng, i, tri);
+    for (Vec3& x : tri) x += far;
+    const Shape shape = rng.MakeShape(kinds[i % 3], 0.2, 1.0);
+    const Pose pose{far + rng.InBox(3.0), rng.Rotation()};
+    const uint8_t active = static_cast<uint8_t>(rng.Int(0, 7));
+    // At a random point of an edge (half of them) or of the face.
+    const int e = rng.Int(0, 2);
+    const double a = rng.Uniform(0.0, 1.0);
+    const Vec3 on_edge = tri[e] + (tri[(e + 1) % 3] - tri[e]) * a;
+    const Vec3 target = i % 2 == 0 ? on_edge : tri[0] * 0.2 + tri[1] * 0.3 + tri[2] * 0.5;
+    const Vec3 v = (target - pose.position) * rng.Uniform(1.0, 2.0) + rng.InBox(0.2);
+    const ConvexCore core = ConvexCore::FromShape(shape);
+    const PlacedConvex q(core, pose);
+    const double scale = q.scale() + v.Length();
+    const TriangleConvexSweep s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
+    if (!s.hit || s.started_inside) continue;
+    ++hits;
+    if (s.capped) {
+      ++capped;
+      ADD_FAILURE() << ShapeKindName(shape.kind()) << " " << i << " capped at t " << s.t;
+      continue;
+    }
+    // At the hit the moved convex touches the triangle at the point (within
+    // kSweepStallGap), its core not overlapping the triangle (GJK).
+    const Vec3 shift = v * s.t;
+    auto moved = [&](const Vec3& d) { return q(d) + shift; };
+    const TriangleConvexDistance g = TriangleConvexGjk(tri, moved, q.margin(), scale);
+    const double off_triangle = OffTriangle(tri, s.point);
+    const double off_convex =
+        DistanceToConvex(core, Pose{pose.position + shift, pose.rotation}, s.point);
+    const bool ok = off_triangle <= 1e-9 && off_convex <= kSweepStallGap && !g.cores_overlap;
+    bad += ok ? 0 : 1;
+    EXPECT_TRUE(ok) << ShapeKindName(shape.kind()) << " " << i << " t " << s.t << " distance "
+                    << g.distance << (g.cores_overlap ? " (cores overlap)" : "")
+                    << " off triangle " << off_triangle << " off convex " << off_convex;
+  }
+  std::printf("hits %d, capped %d, bad %d\n", hits, capped, bad);
+  EXPECT_GT(hits, 2000);
+}
+
 }  // namespace
 }  // namespace hitbox
