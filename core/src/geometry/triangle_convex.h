@@ -1077,8 +1077,9 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
     if (r.vv >= prev_vv) {
       // No progress (rounding, typically a flat simplex near a face-face
       // contact): GJK again from the latest support point, once per advance
-      // (as Jolt's CastShape), then the fallback below.
-      if (restarted) {
+      // (as Jolt's CastShape), then the fallback below; within kSweepGap
+      // already, contact (as for a repeated support point above).
+      if (restarted || vlen - margin <= kSweepGap) {
         contact = stalled();
         break;
       }
