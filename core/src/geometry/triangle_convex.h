@@ -1017,14 +1017,17 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
     }
     // The support plane separates by more than the margin: advance to it,
     // unless the step is below t's rounding (converged onto the plane: the
-    // same step again would loop to the cap).
+    // same step again would loop to the cap) or its distance below the
+    // convergence test's tolerance (|v|^2 - v.w <= 1e-12 |v|^2 + eps^2, over
+    // |v|): such a step only restarts the descent, ~1e-15 m at a time.
     bool advance = lower - margin > 0.5 * kSweepGap;
     double dt = 0.0;
     if (advance) {
       const double closing = -Dot(v, dir) / vlen;
       if (!(closing > 0.0)) return out;
-      dt = (lower - margin - 0.5 * kSweepGap) / closing;
-      advance = t + dt != t;
+      const double step = lower - margin - 0.5 * kSweepGap;
+      dt = step / closing;
+      advance = t + dt != t && step * vlen > 1e-12 * vv + eps_abs * eps_abs;
     }
     if (advance) {
       t += dt;
