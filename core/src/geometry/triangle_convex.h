@@ -943,6 +943,9 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
   SimplexPoint first;
   first.l[0] = 1.0;
   first.l[1] = first.l[2] = 0.0;
+  // Wholly on one side, the cast starts where the convex comes within half
+  // the gap of the plane (the advance its first support plane would give).
+  double t_plane = 0.0;
   {
     const double d = Dot(face, tri[0]);
     const Vec3 low = core_support(-face), high = core_support(face);
@@ -956,10 +959,11 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
     const double closing = above ? -dv : dv;
     if (side > kSweepGap) {
       if (!(closing > 0.0)) return out;
-      if ((side - 0.5 * kSweepGap) / closing > t_max) return out;
+      t_plane = (side - 0.5 * kSweepGap) / closing;
+      if (t_plane > t_max) return out;
     }
     first.p = above || !(highest_below > kSweepGap) ? low : high;
-    first.w = first.p - tri[0];
+    first.w = first.p + v * t_plane - tri[0];
   }
   auto tri_support = [&](const Vec3& d, double l[3]) {
     const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
@@ -978,7 +982,7 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
   int n = 1;
   double lam[4] = {1, 0, 0, 0};
   Vec3 dir = s[0].w;  // closest point of the simplex to the origin
-  double t = 0.0;
+  double t = t_plane;
   const double eps_abs = 1e-13 * scale;
   double prev_vv = std::numeric_limits<double>::infinity();
   bool overlap = false;
