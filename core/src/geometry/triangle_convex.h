@@ -948,13 +948,15 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
   double t_plane = 0.0;
   {
     const double d = Dot(face, tri[0]);
-    const Vec3 low = core_support(-face), high = core_support(face);
     // Height of the convex's lowest point above the plane, and depth of its
-    // highest point below it (one of them positive when wholly on one side).
+    // highest point below it (one of them positive when wholly on one side;
+    // the highest point is not needed above the plane).
+    const Vec3 low = core_support(-face);
     const double lowest_above = Dot(face, low) - margin - d;
-    const double highest_below = d - Dot(face, high) - margin;
-    const double dv = Dot(face, v);
     const bool above = lowest_above > kSweepGap;
+    const Vec3 high = above ? low : core_support(face);
+    const double highest_below = above ? 0.0 : d - Dot(face, high) - margin;
+    const double dv = Dot(face, v);
     const double side = above ? lowest_above : highest_below;
     const double closing = above ? -dv : dv;
     if (side > kSweepGap) {
