@@ -111,7 +111,7 @@ enum class ClosestPointForm : uint8_t {
 
 namespace simplex_detail {
 
-inline void Vertex(int i, const Vec3& a, SimplexClosest* r) {
+__attribute__((always_inline)) inline void Vertex(int i, const Vec3& a, SimplexClosest* r) {
   r->count = 1;
   r->index[0] = i;
   r->weight[0] = 1.0;
@@ -121,7 +121,8 @@ inline void Vertex(int i, const Vec3& a, SimplexClosest* r) {
 
 /// The point (1 - t) a + t b of segment (i, j), i < j; t clamped to [0, 1],
 /// an end point when t is at (or beyond) it.
-inline void Edge(int i, int j, const Vec3& a, const Vec3& b, double t, SimplexClosest* r) {
+__attribute__((always_inline)) inline void Edge(int i, int j, const Vec3& a, const Vec3& b,
+                                                double t, SimplexClosest* r) {
   if (!(t > 0.0)) return Vertex(i, a, r);
   if (t >= 1.0) return Vertex(j, b, r);
   r->count = 2;
@@ -134,7 +135,8 @@ inline void Edge(int i, int j, const Vec3& a, const Vec3& b, double t, SimplexCl
 }
 
 /// Segment (i, j), i < j. A zero-length one answers a.
-inline void Segment(int i, int j, const Vec3& a, const Vec3& b, SimplexClosest* r) {
+__attribute__((always_inline)) inline void Segment(int i, int j, const Vec3& a, const Vec3& b,
+                                                   SimplexClosest* r) {
   const Vec3 ab = b - a;
   const double den = ab.LengthSq();
   const double num = -Dot(a, ab);

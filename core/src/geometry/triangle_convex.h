@@ -79,9 +79,15 @@ struct SimplexPoint {
 };
 
 /// The closest point to the origin of the simplex s[0..n) (simplex.h).
-template <internal::ClosestPointForm kPoint = internal::ClosestPointForm::kWeightedSum>
 inline internal::SimplexClosest Closest(const SimplexPoint* s, int n) {
-  return internal::ClosestToOriginOf<kPoint>([s](int i) -> const Vec3& { return s[i].w; }, n);
+  return internal::ClosestToOriginOf([s](int i) -> const Vec3& { return s[i].w; }, n);
+}
+
+/// Closest in the form of the cast (SweepConvexTriangle): the origin's
+/// projection on any triangle but a sliver (kProjectionUnlessSliver).
+inline internal::SimplexClosest CastClosest(const SimplexPoint* s, int n) {
+  return internal::ClosestToOriginOf<internal::ClosestPointForm::kProjectionUnlessSliver>(
+      [s](int i) -> const Vec3& { return s[i].w; }, n);
 }
 
 /// Reduces s to the points `r` kept, in place, with their weights in `lam`.
@@ -1075,8 +1081,7 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
     // size away).
     if (!dup) s[n] = p;
     const internal::SimplexClosest r =
-        triangle_convex_detail::Closest<internal::ClosestPointForm::kProjectionUnlessSliver>(
-            s, dup ? n : n + 1);
+        triangle_convex_detail::CastClosest(s, dup ? n : n + 1);
     if (r.inside) {
       overlap = true;  // the tetrahedron holds the moving point
       n = 4;
