@@ -111,6 +111,10 @@ enum class ClosestPointForm : uint8_t {
 
 namespace simplex_detail {
 
+// Vertex, Edge and Segment are always inlined: with two forms of Triangle in
+// one translation unit GCC stopped inlining them into the weak copy of
+// Triangle the linker keeps (+0.4% on big.json's sweeps, +1.1% on
+// big_level's overlaps).
 __attribute__((always_inline)) inline void Vertex(int i, const Vec3& a, SimplexClosest* r) {
   r->count = 1;
   r->index[0] = i;
