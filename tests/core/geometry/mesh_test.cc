@@ -289,6 +289,51 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
   }
 }
 
+// A path whose grown boxes take in much of the mesh at once: the closest-first
+// walk holds far more than its sorted buffer of entries at a time (its queue
+// then becomes a heap) and still visits every entered triangle once, in
+// increasing entry fraction.
+TEST(MeshBuild, ClosestFirstKeepsItsOrderWithManyWaiting) {
+  Random rng(12);
+  const TriangleMesh mesh = MustBuild(WavyGrid(30, 0.7));
+  const std::vector<Aabb> tri_boxes = TriangleBoxes(mesh);
+  const Aabb& b = mesh.bounds();
+  size_t most_waiting = 0;
+  for (int i = 0; i < 200; ++i) {
+    const Vec3 c{rng.Uniform(b.min.x - 1, b.max.x + 1), rng.Uniform(b.min.y - 1, b.max.y + 1),
+                 rng.Uniform(b.min.z - 1, b.max.z + 1)};
+    const Vec3 d = rng.UnitVector() * rng.Uniform(0.0, 20.0);
+    const Vec3 g = Vec3::Splat(rng.Uniform(0.5, 12.0));
+    const BvhRay path(c, d);
+    const double max_t = rng.Uniform(0.2, 1.0);
+    std::vector<double> enter_t(mesh.triangle_count(), -1.0);
+    std::vector<int> visits(mesh.triangle_count(), 0);
+    size_t entered = 0, visited = 0;
+    double last = 0.0;
+    mesh.VisitSweptClosestFirst(
+        path, g, &max_t,
+        [&](uint32_t k, double* t, bool*) {
+          if (!path.Enter(tri_boxes[k].Expanded(g), max_t, t)) return false;
+          enter_t[k] = *t;
+          most_waiting = std::max(most_waiting, ++entered - visited);
+          return true;
+        },
+        [&](uint32_t k, uint32_t) {
+          ++visited;
+          EXPECT_EQ(visits[k]++, 0) << "path " << i << " triangle " << k;
+          EXPECT_GE(enter_t[k], last) << "path " << i << " triangle " << k;
+          last = enter_t[k];
+          return true;
+        });
+    for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+      double t;
+      ASSERT_EQ(visits[k], path.Enter(tri_boxes[k].Expanded(g), max_t, &t) ? 1 : 0)
+          << "path " << i << " triangle " << k;
+    }
+  }
+  EXPECT_GT(most_waiting, 100u);
+}
+
 // Rays grazing a triangle box's corner or face (through vertices and edges
 // shared by several triangles), with zero or tiny direction components (one
 // lying in a flat mesh's plane), near and 20 km from the origin: the rays'
