@@ -582,9 +582,9 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   auto passed_over = [&](uint32_t k) {
     return best == 0.0 && best_orig != UINT32_MAX && surface.OriginalIndex(k) > best_orig;
   };
+  const GrownTrianglePath triangle_path(centre_path, grow);
   auto enter = [&](const Vec3 v[3], double* t_enter) {
-    return centre_path.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), limit,
-                             t_enter);
+    return triangle_path.Enter(v, limit, t_enter);
   };
   auto sweep = [&](uint32_t k, const Vec3 v[3]) {
     const TriangleConvexSweep s =

@@ -334,6 +334,53 @@ TEST(MeshBuild, ClosestFirstKeepsItsOrderWithManyWaiting) {
   EXPECT_GT(most_waiting, 100u);
 }
 
+// The sweeps' SSE2 triangle test gives BvhRay::Enter's answer and entry
+// fraction to the bit (the order of a sweep's triangles depends on it):
+// directions with zero, tiny, subnormal and huge components, boxes grazed on a face or
+// corner, shared and signed-zero coordinates, no growth, limits of 0.
+TEST(MeshBuild, GrownTrianglePathMatchesBvhRay) {
+  Random rng(31);
+  const auto coordinate = [&](double reach) {
+    switch (rng.Int(0, 5)) {
+      case 0: return 0.0;
+      case 1: return -0.0;
+      case 2: return static_cast<double>(rng.Int(-3, 3));
+      default: return rng.Uniform(-reach, reach);
+    }
+  };
+  const auto component = [&]() {
+    switch (rng.Int(0, 7)) {
+      case 0: return 0.0;
+      case 1: return rng.Uniform(-1.0, 1.0) * 1e-300;
+      case 2: return rng.Uniform(-1.0, 1.0) * 1e8;
+      case 3: return rng.Uniform(-1.0, 1.0) * 1e-310;  // subnormal: 1 / d is infinite
+      default: return rng.Uniform(-6.0, 6.0);
+    }
+  };
+  int entered = 0;
+  for (int i = 0; i < 200000; ++i) {
+    Vec3 v[3];
+    for (Vec3& p : v) p = {coordinate(3.0), coordinate(3.0), coordinate(3.0)};
+    const Vec3 origin{coordinate(5.0), coordinate(5.0), coordinate(5.0)};
+    const Vec3 d{component(), component(), component()};
+    const Vec3 grow = i % 5 == 0 ? Vec3{}
+                                 : Vec3{rng.Uniform(0.0, 2.0), rng.Uniform(0.0, 2.0),
+                                        rng.Uniform(0.0, 2.0)};
+    const double t_max = i % 7 == 0 ? 0.0 : rng.Uniform(0.0, 1.0);
+    const BvhRay ray(origin, d);
+    double t_want = -1.0, t_got = -2.0;
+    const bool want = ray.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), t_max,
+                                &t_want);
+    const bool got = GrownTrianglePath(ray, grow).Enter(v, t_max, &t_got);
+    ASSERT_EQ(got, want) << "case " << i;
+    if (!want) continue;
+    ++entered;
+    ASSERT_EQ(t_got, t_want) << "case " << i;
+    ASSERT_EQ(std::signbit(t_got), std::signbit(t_want)) << "case " << i;
+  }
+  EXPECT_GT(entered, 20000);
+}
+
 // Rays grazing a triangle box's corner or face (through vertices and edges
 // shared by several triangles), with zero or tiny direction components (one
 // lying in a flat mesh's plane), near and 20 km from the origin: the rays'
