@@ -622,6 +622,10 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
     static thread_local std::vector<std::array<Vec3, 3>> entered;
     entered.clear();
     const ScratchRelease<std::array<Vec3, 3>> release{&entered};
+    // A leaf's triangles and their neighbours share vertices: each decoded
+    // once (big_level sweeps: 126.42M instructions with 32 slots, 126.35M
+    // with 16, 126.61M with 8).
+    TriangleMesh::VertexCache vertex_cache;
     surface.VisitSweptClosestFirst(
         centre_path, grow, &limit,
         [&](uint32_t k, double* t_enter, bool* stop) {
@@ -633,7 +637,7 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
           // only fall): not decoded nor kept.
           if (passed_over(k)) return false;
           std::array<Vec3, 3> v;
-          surface.TriangleVertices(k, v.data());
+          surface.TriangleVertices(k, v.data(), &vertex_cache);
           if (!enter(v.data(), t_enter)) return false;
           entered.push_back(v);
           return true;

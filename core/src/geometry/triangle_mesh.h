@@ -193,6 +193,25 @@ class TriangleMesh {
 
   /// Vertices of kept triangle `k` (hierarchy order, 0..triangle_count()-1).
   inline void TriangleVertices(uint32_t k, Vec3 out[3]) const;
+  /// Decoded vertices by vertex index (direct-mapped, multiplicative hash),
+  /// for one query's TriangleVertices: the triangles of a leaf and of its
+  /// neighbours share most of their vertices (about six triangles meet at a
+  /// vertex), so most are decoded once per query. The values are those
+  /// TriangleVertices gives, to the bit.
+  class VertexCache {
+   public:
+    VertexCache() { std::fill(std::begin(key_), std::end(key_), kNoVertex); }
+
+   private:
+    friend class TriangleMesh;
+    static constexpr int kSlotBits = 4;
+    static constexpr uint32_t kNoVertex = 0xffffffffu;  // above any vertex index
+    uint32_t key_[1u << kSlotBits];
+    Vec3 value_[1u << kSlotBits];
+  };
+  /// TriangleVertices(k, out), decimal vertices taken from `cache` when there
+  /// (and kept there when decoded).
+  inline void TriangleVertices(uint32_t k, Vec3 out[3], VertexCache* cache) const;
   /// Vertex indices of kept triangle `k` (into the input vertices).
   inline void TriangleIndices(uint32_t k, uint32_t idx[3]) const;
   /// Original input index of kept triangle `k`.
@@ -647,6 +666,32 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
     _mm_storel_pd(&out[c].x, xy);
     _mm_storeh_pd(&out[c].y, xy);
     out[c].z = static_cast<double>(q[2]) / vertex_divisor_;
+  }
+}
+
+inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3], VertexCache* cache) const {
+  uint32_t idx[3];
+  TriangleIndices(k, idx);
+  if (vpacked_.empty()) {
+    for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
+    return;
+  }
+  const __m128d div = _mm_set1_pd(vertex_divisor_);
+  for (int c = 0; c < 3; ++c) {
+    const uint32_t slot = (idx[c] * 0x9E3779B1u) >> (32 - VertexCache::kSlotBits);
+    if (cache->key_[slot] != idx[c]) {
+      // As TriangleVertices decodes it.
+      int64_t q[3];
+      VertexQ(idx[c], q);
+      const __m128d xy =
+          _mm_div_pd(_mm_set_pd(static_cast<double>(q[1]), static_cast<double>(q[0])), div);
+      Vec3& v = cache->value_[slot];
+      _mm_storel_pd(&v.x, xy);
+      _mm_storeh_pd(&v.y, xy);
+      v.z = static_cast<double>(q[2]) / vertex_divisor_;
+      cache->key_[slot] = idx[c];
+    }
+    out[c] = cache->value_[slot];
   }
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -285,6 +286,30 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
             limit = std::min(limit, t + 0.05);
             return true;
           });
+    }
+  }
+}
+
+// A sweep's vertex cache gives TriangleVertices' vertices to the bit, for
+// decimal (micrometre) and double vertices, over runs of neighbouring
+// triangles (cache hits) and random ones (slots taken over by other vertices).
+TEST(MeshBuild, VertexCacheGivesTheDecodedVertices) {
+  Random rng(41);
+  MeshData decimal = WavyGrid(40, 0.5);
+  for (Vec3& v : decimal.vertices) v.y = std::nearbyint(v.y * 1e6) / 1e6;
+  for (const MeshData& data : {decimal, IcoSphere(2.0, 3)}) {
+    const TriangleMesh mesh = MustBuild(data);
+    TriangleMesh::VertexCache cache;
+    for (int i = 0; i < 20000; ++i) {
+      const uint32_t k = i % 3 == 0 ? static_cast<uint32_t>(rng.Int(
+                                          0, static_cast<int>(mesh.triangle_count()) - 1))
+                                    : static_cast<uint32_t>(i / 3) % mesh.triangle_count();
+      Vec3 want[3], got[3];
+      mesh.TriangleVertices(k, want);
+      mesh.TriangleVertices(k, got, &cache);
+      for (int c = 0; c < 3; ++c) {
+        ASSERT_EQ(std::memcmp(&got[c], &want[c], sizeof(Vec3)), 0) << "triangle " << k;
+      }
     }
   }
 }
