@@ -188,10 +188,17 @@ template <typename Surface, typename Convex, typename Fn>
 void VisitNearTriangles(const Surface& surface, const Convex& convex, Fn&& fn) {
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   internal::WorkTally tally;
+  // A mesh leaf's triangles share vertices: each decoded once.
+  constexpr bool kMesh = std::is_same_v<Surface, TriangleMesh>;
+  [[maybe_unused]] std::conditional_t<kMesh, TriangleMesh::VertexCache, bool> cache{};
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
     if (!tally.Count()) return false;  // the batch stops (budget, deadline)
     Vec3 v[3];
-    surface.TriangleVertices(k, v);
+    if constexpr (kMesh) {
+      surface.TriangleVertices(k, v, &cache);
+    } else {
+      surface.TriangleVertices(k, v);
+    }
     if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
     return fn(k, v);
   });
