@@ -188,10 +188,17 @@ template <typename Surface, typename Convex, typename Fn>
 void VisitNearTriangles(const Surface& surface, const Convex& convex, Fn&& fn) {
   const Aabb near_box = convex.bounds().Expanded(kSweepGap);
   internal::WorkTally tally;
+  // A mesh leaf's triangles share vertices: each decoded once.
+  constexpr bool kMesh = std::is_same_v<Surface, TriangleMesh>;
+  [[maybe_unused]] std::conditional_t<kMesh, TriangleMesh::VertexCache, bool> cache{};
   surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
     if (!tally.Count()) return false;  // the batch stops (budget, deadline)
     Vec3 v[3];
-    surface.TriangleVertices(k, v);
+    if constexpr (kMesh) {
+      surface.TriangleVertices(k, v, &cache);
+    } else {
+      surface.TriangleVertices(k, v);
+    }
     if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
     return fn(k, v);
   });
@@ -582,9 +589,9 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   auto passed_over = [&](uint32_t k) {
     return best == 0.0 && best_orig != UINT32_MAX && surface.OriginalIndex(k) > best_orig;
   };
+  const GrownTrianglePath triangle_path(centre_path, grow);
   auto enter = [&](const Vec3 v[3], double* t_enter) {
-    return centre_path.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), limit,
-                             t_enter);
+    return triangle_path.Enter(v, limit, t_enter);
   };
   auto sweep = [&](uint32_t k, const Vec3 v[3]) {
     const TriangleConvexSweep s =
@@ -622,6 +629,10 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
     static thread_local std::vector<std::array<Vec3, 3>> entered;
     entered.clear();
     const ScratchRelease<std::array<Vec3, 3>> release{&entered};
+    // A leaf's triangles and their neighbours share vertices: each decoded
+    // once (big_level sweeps: 126.42M instructions with 32 slots, 126.35M
+    // with 16, 126.61M with 8).
+    TriangleMesh::VertexCache vertex_cache;
     surface.VisitSweptClosestFirst(
         centre_path, grow, &limit,
         [&](uint32_t k, double* t_enter, bool* stop) {
@@ -633,7 +644,7 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
           // only fall): not decoded nor kept.
           if (passed_over(k)) return false;
           std::array<Vec3, 3> v;
-          surface.TriangleVertices(k, v.data());
+          surface.TriangleVertices(k, v.data(), &vertex_cache);
           if (!enter(v.data(), t_enter)) return false;
           entered.push_back(v);
           return true;

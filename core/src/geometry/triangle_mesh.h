@@ -193,6 +193,25 @@ class TriangleMesh {
 
   /// Vertices of kept triangle `k` (hierarchy order, 0..triangle_count()-1).
   inline void TriangleVertices(uint32_t k, Vec3 out[3]) const;
+  /// Decoded vertices by vertex index (direct-mapped, multiplicative hash),
+  /// for one query's TriangleVertices: the triangles of a leaf and of its
+  /// neighbours share most of their vertices (about six triangles meet at a
+  /// vertex), so most are decoded once per query. The values are those
+  /// TriangleVertices gives, to the bit.
+  class VertexCache {
+   public:
+    VertexCache() { std::fill(std::begin(key_), std::end(key_), kNoVertex); }
+
+   private:
+    friend class TriangleMesh;
+    static constexpr int kSlotBits = 4;
+    static constexpr uint32_t kNoVertex = 0xffffffffu;  // above any vertex index
+    uint32_t key_[1u << kSlotBits];
+    Vec3 value_[1u << kSlotBits];
+  };
+  /// TriangleVertices(k, out), decimal vertices taken from `cache` when there
+  /// (and kept there when decoded).
+  inline void TriangleVertices(uint32_t k, Vec3 out[3], VertexCache* cache) const;
   /// Vertex indices of kept triangle `k` (into the input vertices).
   inline void TriangleIndices(uint32_t k, uint32_t idx[3]) const;
   /// Original input index of kept triangle `k`.
@@ -650,6 +669,32 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
   }
 }
 
+inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3], VertexCache* cache) const {
+  uint32_t idx[3];
+  TriangleIndices(k, idx);
+  if (vpacked_.empty()) {
+    for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
+    return;
+  }
+  const __m128d div = _mm_set1_pd(vertex_divisor_);
+  for (int c = 0; c < 3; ++c) {
+    const uint32_t slot = (idx[c] * 0x9E3779B1u) >> (32 - VertexCache::kSlotBits);
+    if (cache->key_[slot] != idx[c]) {
+      // As TriangleVertices decodes it.
+      int64_t q[3];
+      VertexQ(idx[c], q);
+      const __m128d xy =
+          _mm_div_pd(_mm_set_pd(static_cast<double>(q[1]), static_cast<double>(q[0])), div);
+      Vec3& v = cache->value_[slot];
+      _mm_storel_pd(&v.x, xy);
+      _mm_storeh_pd(&v.y, xy);
+      v.z = static_cast<double>(q[2]) / vertex_divisor_;
+      cache->key_[slot] = idx[c];
+    }
+    out[c] = cache->value_[slot];
+  }
+}
+
 template <typename Visit>
 bool TriangleMesh::VisitOverlapping(const Aabb& box, Visit&& visit) const {
   if (nodes_.empty() || !box.Overlaps(bounds_)) return true;
@@ -715,63 +760,78 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
                                           Enter&& enter, Visit&& visit) const {
   if (nodes_.empty()) return true;
   const PathSetup setup = SetupPath(path, bounds_.min - grow, bounds_.min + grow);
-  // One min-heap of nodes and entered triangles on their entry fraction
+  // One queue of nodes and entered triangles on their entry fraction
   // (best-first search): a node is opened, and a triangle visited, only once
-  // nothing left can come before it. `tri` is a triangle, or kEmpty for the
-  // node or leaf `word`. The earliest entry a step adds is held out of the
-  // heap and taken next when it comes before the heap's first (the common
-  // descent towards the path's start: no push and pop).
+  // nothing left can come before it. `key` is tri << 32 | word: tri a
+  // triangle, or kEmpty for the node or leaf `word` (for a triangle, word is
+  // its entry count), so at equal t waiting triangles come first, the lower
+  // first. No two entries are equal, so the order is that of the keys
+  // whatever holds them: a sweep's queue stays short (big_level: ~2 entries
+  // left when it ends), so it is kept sorted, earliest last (an entry is
+  // pushed by a short insertion and popped off the back; the earliest child
+  // of a node, taken next, costs one comparison), and becomes a binary heap
+  // only past kSortedEntries (a sweep entering thousands of triangles at
+  // once must not insert in linear time).
   struct Entry {
     double t;
-    uint32_t word;  // a node or leaf; for a triangle, its entry count
-    uint32_t tri;
+    uint64_t key;
   };
   const auto later = [](const Entry& a, const Entry& b) {
-    return a.t > b.t || (a.t == b.t && (a.tri > b.tri || (a.tri == b.tri && a.word > b.word)));
+    return a.t > b.t || (a.t == b.t && a.key > b.key);
   };
-  static thread_local std::vector<Entry> heap;
+  constexpr uint32_t kSortedEntries = 32;
+  Entry sorted[kSortedEntries];  // earliest last
+  uint32_t count = 0;
+  static thread_local std::vector<Entry> heap;  // the entries past kSortedEntries
   heap.clear();
   const ScratchRelease<Entry> release{&heap};
-  uint32_t entered = 0;
-  Entry e{0.0, 0, kEmpty};
-  for (;;) {
-    if (e.t > *max_t) return true;  // everything left enters later still
-    bool held = false;
-    Entry next;
-    auto add = [&](const Entry& x) {
-      if (!held) {
-        next = x;
-        held = true;
+  bool in_heap = false;
+  const auto push = [&](const Entry& x) __attribute__((always_inline)) {
+    if (!in_heap) {
+      if (count < kSortedEntries) {
+        uint32_t j = count++;
+        for (; j > 0 && later(x, sorted[j - 1]); --j) sorted[j] = sorted[j - 1];
+        sorted[j] = x;
         return;
       }
-      heap.push_back(later(next, x) ? std::exchange(next, x) : x);
-      std::push_heap(heap.begin(), heap.end(), later);
-    };
-    if (e.tri != kEmpty) {
-      if (!visit(e.tri, e.word)) return false;
-    } else if (e.word & kLeafBit) {
-      const LeafRange leaf = LeafTriangles(e.word);
+      // Earliest first: a heap under `later`.
+      heap.assign(std::make_reverse_iterator(sorted + count), std::make_reverse_iterator(sorted));
+      in_heap = true;
+    }
+    heap.push_back(x);
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  constexpr uint64_t kNode = static_cast<uint64_t>(kEmpty) << 32;
+  uint32_t entered = 0;
+  Entry e{0.0, kNode};
+  for (;;) {
+    if (e.t > *max_t) return true;  // everything left enters later still
+    const uint32_t tri = static_cast<uint32_t>(e.key >> 32);
+    const uint32_t word = static_cast<uint32_t>(e.key);
+    if (tri != kEmpty) {
+      if (!visit(tri, word)) return false;
+    } else if (word & kLeafBit) {
+      const LeafRange leaf = LeafTriangles(word);
       for (uint32_t k = leaf.first; k < leaf.end; ++k) {
         double t;
         bool stop = false;
-        if (enter(k, &t, &stop)) add({std::max(t, e.t), entered++, k});
+        if (enter(k, &t, &stop)) {
+          push({std::max(t, e.t), static_cast<uint64_t>(k) << 32 | entered++});
+        }
         if (stop) return false;
       }
     } else {
-      const Node& n = nodes_[e.word];
+      const Node& n = nodes_[word];
       double t[kMeshNodeWidth];
       for (uint32_t mask = EnterChildren(n, setup, *max_t, t); mask != 0; mask &= mask - 1) {
         const int i = __builtin_ctz(mask);
-        add({t[i], n.child[i], kEmpty});
+        push({t[i], kNode | n.child[i]});
       }
     }
-    if (held && (heap.empty() || !later(next, heap.front()))) {
-      e = next;
+    if (!in_heap) {
+      if (count == 0) return true;
+      e = sorted[--count];
       continue;
-    }
-    if (held) {
-      heap.push_back(next);
-      std::push_heap(heap.begin(), heap.end(), later);
     }
     if (heap.empty()) return true;
     std::pop_heap(heap.begin(), heap.end(), later);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -287,6 +288,122 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
           });
     }
   }
+}
+
+// A sweep's vertex cache gives TriangleVertices' vertices to the bit, for
+// decimal (micrometre) and double vertices, over runs of neighbouring
+// triangles (cache hits) and random ones (slots taken over by other vertices).
+TEST(MeshBuild, VertexCacheGivesTheDecodedVertices) {
+  Random rng(41);
+  MeshData decimal = WavyGrid(40, 0.5);
+  for (Vec3& v : decimal.vertices) v.y = std::nearbyint(v.y * 1e6) / 1e6;
+  for (const MeshData& data : {decimal, IcoSphere(2.0, 3)}) {
+    const TriangleMesh mesh = MustBuild(data);
+    TriangleMesh::VertexCache cache;
+    for (int i = 0; i < 20000; ++i) {
+      const uint32_t k = i % 3 == 0 ? static_cast<uint32_t>(rng.Int(
+                                          0, static_cast<int>(mesh.triangle_count()) - 1))
+                                    : static_cast<uint32_t>(i / 3) % mesh.triangle_count();
+      Vec3 want[3], got[3];
+      mesh.TriangleVertices(k, want);
+      mesh.TriangleVertices(k, got, &cache);
+      for (int c = 0; c < 3; ++c) {
+        ASSERT_EQ(std::memcmp(&got[c], &want[c], sizeof(Vec3)), 0) << "triangle " << k;
+      }
+    }
+  }
+}
+
+// A path whose grown boxes take in much of the mesh at once: the closest-first
+// walk holds far more than its sorted buffer of entries at a time (its queue
+// then becomes a heap) and still visits every entered triangle once, in
+// increasing entry fraction.
+TEST(MeshBuild, ClosestFirstKeepsItsOrderWithManyWaiting) {
+  Random rng(12);
+  const TriangleMesh mesh = MustBuild(WavyGrid(30, 0.7));
+  const std::vector<Aabb> tri_boxes = TriangleBoxes(mesh);
+  const Aabb& b = mesh.bounds();
+  size_t most_waiting = 0;
+  for (int i = 0; i < 200; ++i) {
+    const Vec3 c{rng.Uniform(b.min.x - 1, b.max.x + 1), rng.Uniform(b.min.y - 1, b.max.y + 1),
+                 rng.Uniform(b.min.z - 1, b.max.z + 1)};
+    const Vec3 d = rng.UnitVector() * rng.Uniform(0.0, 20.0);
+    const Vec3 g = Vec3::Splat(rng.Uniform(0.5, 12.0));
+    const BvhRay path(c, d);
+    const double max_t = rng.Uniform(0.2, 1.0);
+    std::vector<double> enter_t(mesh.triangle_count(), -1.0);
+    std::vector<int> visits(mesh.triangle_count(), 0);
+    size_t entered = 0, visited = 0;
+    double last = 0.0;
+    mesh.VisitSweptClosestFirst(
+        path, g, &max_t,
+        [&](uint32_t k, double* t, bool*) {
+          if (!path.Enter(tri_boxes[k].Expanded(g), max_t, t)) return false;
+          enter_t[k] = *t;
+          most_waiting = std::max(most_waiting, ++entered - visited);
+          return true;
+        },
+        [&](uint32_t k, uint32_t) {
+          ++visited;
+          EXPECT_EQ(visits[k]++, 0) << "path " << i << " triangle " << k;
+          EXPECT_GE(enter_t[k], last) << "path " << i << " triangle " << k;
+          last = enter_t[k];
+          return true;
+        });
+    for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+      double t;
+      ASSERT_EQ(visits[k], path.Enter(tri_boxes[k].Expanded(g), max_t, &t) ? 1 : 0)
+          << "path " << i << " triangle " << k;
+    }
+  }
+  EXPECT_GT(most_waiting, 100u);
+}
+
+// The sweeps' SSE2 triangle test gives BvhRay::Enter's answer and entry
+// fraction to the bit (the order of a sweep's triangles depends on it):
+// directions with zero, tiny, subnormal and huge components, boxes grazed on a face or
+// corner, shared and signed-zero coordinates, no growth, limits of 0.
+TEST(MeshBuild, GrownTrianglePathMatchesBvhRay) {
+  Random rng(31);
+  const auto coordinate = [&](double reach) {
+    switch (rng.Int(0, 5)) {
+      case 0: return 0.0;
+      case 1: return -0.0;
+      case 2: return static_cast<double>(rng.Int(-3, 3));
+      default: return rng.Uniform(-reach, reach);
+    }
+  };
+  const auto component = [&]() {
+    switch (rng.Int(0, 7)) {
+      case 0: return 0.0;
+      case 1: return rng.Uniform(-1.0, 1.0) * 1e-300;
+      case 2: return rng.Uniform(-1.0, 1.0) * 1e8;
+      case 3: return rng.Uniform(-1.0, 1.0) * 1e-310;  // subnormal: 1 / d is infinite
+      default: return rng.Uniform(-6.0, 6.0);
+    }
+  };
+  int entered = 0;
+  for (int i = 0; i < 200000; ++i) {
+    Vec3 v[3];
+    for (Vec3& p : v) p = {coordinate(3.0), coordinate(3.0), coordinate(3.0)};
+    const Vec3 origin{coordinate(5.0), coordinate(5.0), coordinate(5.0)};
+    const Vec3 d{component(), component(), component()};
+    const Vec3 grow = i % 5 == 0 ? Vec3{}
+                                 : Vec3{rng.Uniform(0.0, 2.0), rng.Uniform(0.0, 2.0),
+                                        rng.Uniform(0.0, 2.0)};
+    const double t_max = i % 7 == 0 ? 0.0 : rng.Uniform(0.0, 1.0);
+    const BvhRay ray(origin, d);
+    double t_want = -1.0, t_got = -2.0;
+    const bool want = ray.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), t_max,
+                                &t_want);
+    const bool got = GrownTrianglePath(ray, grow).Enter(v, t_max, &t_got);
+    ASSERT_EQ(got, want) << "case " << i;
+    if (!want) continue;
+    ++entered;
+    ASSERT_EQ(t_got, t_want) << "case " << i;
+    ASSERT_EQ(std::signbit(t_got), std::signbit(t_want)) << "case " << i;
+  }
+  EXPECT_GT(entered, 20000);
 }
 
 // Rays grazing a triangle box's corner or face (through vertices and edges
