@@ -287,8 +287,12 @@ __attribute__((always_inline)) inline uint32_t OverlapChildren(
     if (h1) PrefetchNext(nodes, c1, item_prefetch);
     if (h2) PrefetchNext(nodes, c2, item_prefetch);
   }
-  stack[*sp] = c2;
-  *sp += h1 & h2;
+  // A push only when both overlap (as in EnterChildren: fewer instructions
+  // a node than the unconditional store and the selects).
+  if (h1 && h2) {
+    stack[(*sp)++] = c2;
+    return c1;
+  }
   return h1 ? c1 : (h2 ? c2 : DynamicTree::kNull);
 }
 
