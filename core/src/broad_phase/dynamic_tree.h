@@ -287,8 +287,12 @@ __attribute__((always_inline)) inline uint32_t OverlapChildren(
     if (h1) PrefetchNext(nodes, c1, item_prefetch);
     if (h2) PrefetchNext(nodes, c2, item_prefetch);
   }
-  stack[*sp] = c2;
-  *sp += h1 & h2;
+  // A push only when both overlap (as in EnterChildren: fewer instructions
+  // a node than the unconditional store and the selects).
+  if (h1 && h2) {
+    stack[(*sp)++] = c2;
+    return c1;
+  }
   return h1 ? c1 : (h2 ? c2 : DynamicTree::kNull);
 }
 
@@ -360,6 +364,9 @@ struct SegmentSetup {
   /// 1 / translation per axis; 0 for a zero (or below 1e-300) component.
   double inv[3];
 #endif
+
+  /// Entry2's bit for its second node.
+  static constexpr unsigned kEntered2 = 4u;
 
   /// Unset (fields uninitialised); assign a constructed one before use.
   SegmentSetup() = default;
@@ -467,7 +474,8 @@ struct SegmentSetup {
 
   /// Entry() of two nodes at once (a node's two children) against the bound
   /// max_t_down = RoundDown(max_t): bit 0 of the result for n1 (entry
-  /// fraction in *t1), bit 1 for n2 (*t2). Each answer is exactly Entry()'s:
+  /// fraction in *t1), bit kEntered2 for n2 (*t2; bit 2, the SSE2 mask's
+  /// lane, so that no shift is spent on it). Each answer is exactly Entry()'s:
   /// an entry fraction is a float f, and f <= max_t exactly when f <=
   /// RoundDown(max_t) (the largest float <= max_t), so the bound is compared
   /// in float with the other lanes and no fraction is widened to double.
@@ -504,21 +512,22 @@ struct SegmentSetup {
     // node planes give infinite fractions of the right sign.)
     near = _mm_max_ps(_mm_mul_ps(near, _mm_set1_ps(1.0f - kSlack)), _mm_setzero_ps());
     far = _mm_add_ps(_mm_mul_ps(far, _mm_set1_ps(1.0f + kSlack)), _mm_set1_ps(1e-30f));
-    // Entered (entry <= exit) and soon enough (entry <= the bound), both in
-    // one mask: lanes 0-1 for n1, 2-3 for n2 (each pair holds equal values).
-    const __m128 ok = _mm_and_ps(_mm_cmple_ps(near, far),
-                                 _mm_cmple_ps(near, _mm_set1_ps(max_t_down)));
+    // Entered (entry <= exit) and soon enough (entry <= the bound) in one
+    // compare, entry <= min(exit, bound): lanes 0-1 for n1, 2-3 for n2 (each
+    // pair holds equal values). A NaN bound is minps's result (its second
+    // operand) and enters nothing, as two compares with it would.
+    const __m128 ok = _mm_cmple_ps(near, _mm_min_ps(far, _mm_set1_ps(max_t_down)));
     const unsigned in = static_cast<unsigned>(_mm_movemask_ps(ok));
     *t1 = _mm_cvtss_f32(near);
     *t2 = _mm_cvtss_f32(_mm_movehl_ps(near, near));
-    return (in & 1u) | ((in >> 1) & 2u);
+    return in & 5u;
 #else
     // The double test against a bound at or above max_t (conservative), its
     // fractions rounded down (so a pop never prunes what the test entered).
     const double bound = NextFloatUp(max_t_down);
     double d1, d2;
     const unsigned r = static_cast<unsigned>(EntryScalar(n1, bound, &d1)) |
-                       (static_cast<unsigned>(EntryScalar(n2, bound, &d2)) << 1);
+                       (static_cast<unsigned>(EntryScalar(n2, bound, &d2)) * kEntered2);
     *t1 = RoundDown(d1);
     *t2 = RoundDown(d2);
     return r;
@@ -584,26 +593,26 @@ __attribute__((always_inline)) inline uint32_t EnterChildren(
   float t1, t2;
   const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], bound, &t1, &t2);
   bool h1 = (hits & 1u) != 0;
-  bool h2 = (hits & 2u) != 0;
+  bool h2 = (hits & SegmentSetup::kEntered2) != 0;
   // Most queries take every layer: that path is laid out in line (gcc put
   // the full-mask case out of line, two jumps per node).
   if (__builtin_expect(mask != 0xFFFFFFFFu, 0)) {
     h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
     h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
   }
-  // The nearer first (child 1 on a tie); selects instead of branches.
-  const bool swap = t2 < t1;
-  const uint32_t near = swap ? c2 : c1;
-  const SegmentEntry far{swap ? c1 : c2, swap ? t1 : t2};
-  const bool h_near = swap ? h2 : h1;
-  const bool h_far = swap ? h1 : h2;
   if constexpr (kPrefetch) {
     if (h1) PrefetchNext(nodes, c1, item_prefetch);
     if (h2) PrefetchNext(nodes, c2, item_prefetch);
   }
-  stack[*sp] = far;
-  *sp += h_near & h_far;
-  return h_near ? near : (h_far ? far.node : DynamicTree::kNull);
+  if (h1 && h2) {
+    // The nearer first (child 1 on a tie). Only here does the order matter,
+    // and most nodes enter one child or none (fewer instructions a node
+    // than selects over both cases).
+    const bool swap = t2 < t1;
+    stack[(*sp)++] = swap ? SegmentEntry{c1, t1} : SegmentEntry{c2, t2};
+    return swap ? c2 : c1;
+  }
+  return h1 ? c1 : (h2 ? c2 : DynamicTree::kNull);
 }
 
 /// Walks the leaves whose grown box the segment reaches within the current
@@ -695,7 +704,11 @@ class BoxCursor {
     const uint32_t root = tree.root();
     if (root == DynamicTree::kNull || !BoxesOverlap(tree.node(root), box_)) return;
     stack_.Reset(static_cast<size_t>(tree.Height()) + 2);
-    stack_[sp_++] = root;
+    // The root is the first Step's node at once, as a pop would make it
+    // (one step less a query; its item's prefetch, for a lone leaf, is left
+    // out).
+    pending_ = root;
+    PrefetchNext(tree.nodes(), root, NoItemPrefetch{});
   }
 
   /// Does one node's work: fn(item, layer) for a leaf. Returns false when done.
@@ -749,7 +762,11 @@ class SegmentCursor {
       return;
     }
     stack_.Reset(static_cast<size_t>(tree.Height()) + 2);
-    stack_[sp_++] = {root, t_root};
+    // The root is the first Step's node at once, as a pop would make it
+    // (one step less a query; its item's prefetch, for a lone leaf, is left
+    // out).
+    pending_ = root;
+    PrefetchNext(tree.nodes(), root, NoItemPrefetch{});
   }
 
   /// Does one node's work: for a leaf, max_fraction = fn(item, layer,

@@ -531,6 +531,106 @@ TEST(DynamicTreeTest, FloatBoundIsTheDoubleComparison) {
   EXPECT_GT(near_misses, 300);
 }
 
+// Entry2 tests two different nodes at once: each one's bit (bit 0, bit
+// kEntered2) and entry fraction are Entry()'s for that node alone, for
+// bounds on, above and below the entry fraction, 0, and beyond the float
+// range; a NaN bound enters nothing (the test takes min(exit, bound)).
+TEST(DynamicTreeTest, Entry2IsEntryOfEachNode) {
+  Random rng(17);
+  const auto random_node = [&] {
+    const FloatAabb fb = FloatAabb::Outward(RandomBox(rng, 10.0, 3.0));
+    TreeNode n{};
+    for (int k = 0; k < 3; ++k) {
+      n.min[k] = fb.min[k];
+      n.max[k] = fb.max[k];
+    }
+    n.child1 = 0x7FFFFFFFu;  // NaN bits in the lanes next to min and max
+    n.child2 = 0xFFFFFFFFu;
+    return n;
+  };
+  int entered[2] = {0, 0};
+  int differ = 0;
+  for (int i = 0; i < 50000; ++i) {
+    const TreeNode n[2] = {random_node(), random_node()};
+    const Vec3 ext = rng.Int(0, 1) ? Vec3{} : rng.InBox(0.5).Abs();
+    // Aimed at (about) one of the two, so that each is often entered.
+    const TreeNode& aim = n[rng.Int(0, 1)];
+    const Vec3 target{0.5 * (aim.min[0] + aim.max[0]), 0.5 * (aim.min[1] + aim.max[1]),
+                      0.5 * (aim.min[2] + aim.max[2])};
+    const Vec3 origin = rng.InBox(20.0);
+    const SegmentSetup seg(origin, (target + rng.InBox(2.0) - origin) * rng.Uniform(0.5, 2.0),
+                           ext);
+    double t_free[2];
+    bool in_free[2];
+    for (int j = 0; j < 2; ++j) {
+      in_free[j] = seg.Entry(n[j], std::numeric_limits<double>::max(), &t_free[j]);
+    }
+    const double pick = in_free[rng.Int(0, 1)] ? t_free[rng.Int(0, 1)] : rng.Uniform(0.0, 1.0);
+    const float bounds[] = {FractionBound(pick), NextFloatUp(FractionBound(pick)),
+                            NextFloatDown(FractionBound(pick)), 0.0f, 1.0f,
+                            std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::infinity()};
+    for (const float bound : bounds) {
+      float t[2];
+      const unsigned got = seg.Entry2(n[0], n[1], bound, &t[0], &t[1]);
+      const bool got_in[2] = {(got & 1u) != 0, (got & SegmentSetup::kEntered2) != 0};
+      for (int j = 0; j < 2; ++j) {
+        double t_want;
+        const bool want = seg.Entry(n[j], bound, &t_want);
+        ASSERT_EQ(got_in[j], want) << i << " node " << j << " bound " << bound;
+        if (want) {
+          ASSERT_EQ(t[j], t_want) << i << " node " << j;
+        }
+        entered[j] += want;
+      }
+      differ += got_in[0] != got_in[1];
+    }
+    float t[2];
+    ASSERT_EQ(seg.Entry2(n[0], n[1], std::numeric_limits<float>::quiet_NaN(), &t[0], &t[1]), 0u)
+        << i;
+  }
+  EXPECT_GT(entered[0], 5000);
+  EXPECT_GT(entered[1], 5000);
+  EXPECT_GT(differ, 5000);
+}
+
+// A tree of one leaf: the cursors start at the root (no first step to pop
+// it) and report the leaf exactly when the one-shot walks do.
+TEST(DynamicTreeTest, CursorsOnALoneLeaf) {
+  DynamicTree tree;
+  tree.CreateLeaf(Aabb::FromCenterExtents({5, 0, 0}, {1, 1, 1}), 7, 3);
+  for (const double x : {-20.0, 0.0, 5.0, 30.0}) {
+    const FloatAabb box = FloatAabb::Outward(Aabb::FromCenterExtents({x, 0, 0}, {2, 2, 2}));
+    const SegmentSetup seg({x, 0, 0}, {8, 0, 0}, Vec3{});
+    for (const uint32_t mask : {0xFFFFFFFFu, 1u << 3, 1u << 4}) {
+      std::vector<uint32_t> walked, stepped;
+      QueryTree(tree, box, mask, [&](uint32_t item, uint32_t) { walked.push_back(item); });
+      BoxCursor box_cursor;
+      box_cursor.Begin(tree, box, mask);
+      while (box_cursor.Step([&](uint32_t item, uint32_t) { stepped.push_back(item); },
+                             NoItemPrefetch{})) {
+      }
+      ASSERT_EQ(stepped, walked) << x << " " << mask;
+      ASSERT_EQ(walked.size(), (std::fabs(x - 5.0) <= 3.0 && mask != (1u << 4)) ? 1u : 0u) << x;
+      walked.clear();
+      stepped.clear();
+      const auto leaf_fn = [](std::vector<uint32_t>* seen) {
+        return [seen](uint32_t item, uint32_t, double max_t) {
+          seen->push_back(item);
+          return max_t;
+        };
+      };
+      CastTree(tree, seg, mask, 1.0, leaf_fn(&walked));
+      SegmentCursor seg_cursor;
+      seg_cursor.Begin(tree, &seg, mask, 1.0);
+      while (seg_cursor.Step(leaf_fn(&stepped), NoItemPrefetch{})) {
+      }
+      ASSERT_EQ(stepped, walked) << x << " " << mask;
+      ASSERT_EQ(walked.size(), (x <= 6.0 && x >= -4.0 && mask != (1u << 4)) ? 1u : 0u) << x;
+    }
+  }
+}
+
 // Insertion with SAH and rotations keeps a sorted insertion order shallow.
 TEST(DynamicTreeTest, SortedInsertsStayShallow) {
   DynamicTree tree;
