@@ -278,9 +278,12 @@ bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& conv
       // of the triangle's flatness (|ab x ac|^2 against the longest edge^4)
       // and of a segment's angle to the plane and the edges, where the
       // closest points slide (not unique when parallel: GJK's pick stands):
-      // below 1e-6 (a 1e-10 relative error), a centre or segment within
-      // GJK's 1e-13 * scale of the triangle (cores overlapping: SAT) and a
-      // NaN distance go the general way.
+      // below 1e-6 (a 1e-10 relative error) they go the general way, as do a
+      // NaN distance and a core within 1e-4 * scale of the triangle: GJK's
+      // closest points are good to its 1e-13 * scale, so its normal to
+      // 1e-13 * scale / distance (0.3 at 1e-12, 1e-7 at 1e-6 of the scale),
+      // and from 1e-4 on the two agree to 1e-9; within 1e-13 * scale its
+      // cores overlap (SAT).
       const Vec3 ab = v[1] - v[0], ac = v[2] - v[0], bc = v[2] - v[1];
       const double longest = std::max(ab.LengthSq(), std::max(ac.LengthSq(), bc.LengthSq()));
       const Vec3 face = Cross(ab, ac);
@@ -303,8 +306,8 @@ bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& conv
           }
         }
       }
-      const double eps = 1e-13 * convex.scale();
-      if (d2 > eps * eps) {
+      const double near = 1e-4 * convex.scale();
+      if (d2 > near * near) {
         const double r = convex.margin();
         if (!(d2 <= r * r)) return false;
         out->triangle = triangle;

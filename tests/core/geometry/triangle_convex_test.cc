@@ -221,11 +221,12 @@ TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
 // A ball's TriangleTouchContact (closed form: the closest point of the
 // triangle) against GJK and TriangleContact, which it replaces: random
 // triangles (a quarter slivers), centres anywhere near them, grazing (the
-// closest point at the radius +-1e-12) and on the triangle (within 1e-14:
-// GJK's cores overlapping, the SAT face answer). The same touching decision
-// (but within 1e-12 of grazing), depth within 1e-12, the same normal and
-// points within 1e-9 (seen: 7e-13 and 2e-16; without the sliver guard,
-// normals 4e-5 apart and flipped on slivers 1e-5 wide).
+// closest point at the radius +-1e-12), on the triangle (within 1e-14:
+// GJK's cores overlapping, the SAT face answer) and 1e-13..1e-2 from it.
+// The same touching decision (but within 1e-12 of grazing), depth within
+// 1e-12, the same normal and points within 1e-9 (seen: 3e-11 and 2e-16;
+// without the sliver guard, normals 4e-5 apart and flipped on slivers 1e-5
+// wide; with the closed form down to 1e-13 * scale, normals 0.3 apart).
 TEST(TriangleTouchContact, BallMatchesGjk) {
   Random rng(83);
   int touching = 0, apart = 0, on_triangle = 0, grazing = 0;
@@ -245,6 +246,8 @@ TEST(TriangleTouchContact, BallMatchesGjk) {
       if (out.LengthSq() > 0.0) centre = q + out * (r + rng.Uniform(-1e-12, 1e-12));
     } else if (i % 5 == 2) {
       centre = on + rng.UnitVector() * rng.Uniform(0.0, 1e-14);
+    } else if (i % 5 == 3 && i % 2 == 0) {
+      centre = on + rng.UnitVector() * std::pow(10.0, rng.Uniform(-13.0, -2.0));
     }
     const ConvexCore core = Core(ConvexCore::Kind::kPoint, {}, 0, 0, r);
     const PlacedConvex convex(core, Pose{centre, rng.Rotation()});
@@ -286,8 +289,9 @@ TEST(TriangleTouchContact, BallMatchesGjk) {
 // segment and the triangle) against GJK and TriangleContact, as for the
 // ball: random triangles (a quarter slivers) and segments, some grazing
 // (closest points at the radius +-1e-12), some through the triangle, some
-// within 1e-2..1e-9 of parallel to its plane or an edge (the closed form
-// from 1e-3 on; closer, GJK's pick of the sliding closest points stands).
+// 1e-13..1e-2 from it, some within 1e-2..1e-9 of parallel to its plane or
+// an edge (the closed form from 1e-3 on; closer, GJK's pick of the sliding
+// closest points stands).
 TEST(TriangleTouchContact, CapsuleMatchesGjk) {
   Random rng(89);
   int touching = 0, apart = 0, cores = 0, grazing = 0;
@@ -311,7 +315,7 @@ TEST(TriangleTouchContact, CapsuleMatchesGjk) {
     }
     // The capsule's Y axis along `axis`.
     const Quat q = Quat::FromTo(Vec3{0, 1, 0}, axis);
-    if (i % 5 == 1 || i % 5 == 2) {
+    if (i % 5 != 0 && i % 5 != 4) {
       Vec3 p, t;
       const Vec3 s0 = centre - axis * hh, s1 = centre + axis * hh;
       const double d = std::sqrt(SegmentTriangleDistanceSq(s0, s1, tri[0], tri[1], tri[2], &p, &t));
@@ -319,6 +323,8 @@ TEST(TriangleTouchContact, CapsuleMatchesGjk) {
         centre += (p - t) * ((r + rng.Uniform(-1e-12, 1e-12)) / d - 1.0);  // grazing
       } else if (i % 5 == 2) {
         centre += t - p;  // through the triangle
+      } else if (d > 0.0) {
+        centre += (p - t) * (std::pow(10.0, rng.Uniform(-13.0, -2.0)) / d - 1.0);  // nearly
       }
     }
     const ConvexCore core = Core(ConvexCore::Kind::kSegment, {}, hh, 0, r);
