@@ -350,6 +350,17 @@ class TriangleMesh {
     q[1] = static_cast<int64_t>(y & vaxis_mask_[1]) + qmin_[1];
     q[2] = static_cast<int64_t>(z & vaxis_mask_[2]) + qmin_[2];
   }
+  /// Decimal vertex i as q / 10^k, correctly rounded: exactly the input
+  /// coordinates (`div` holds 10^k in both lanes; x and y share one division).
+  __attribute__((always_inline)) void DecodeVertex(uint32_t i, __m128d div, Vec3* out) const {
+    int64_t q[3];
+    VertexQ(i, q);
+    const __m128d xy =
+        _mm_div_pd(_mm_set_pd(static_cast<double>(q[1]), static_cast<double>(q[0])), div);
+    _mm_storel_pd(&out->x, xy);
+    _mm_storeh_pd(&out->y, xy);
+    out->z = static_cast<double>(q[2]) / vertex_divisor_;
+  }
   Vec3 Vertex(uint32_t i) const {
     if (!vpacked_.empty()) {
       int64_t q[3];
@@ -656,17 +667,8 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
     for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
     return;
   }
-  // q / 10^k, correctly rounded: exactly the input coordinates (two lanes
-  // of one division and one more per vertex).
   const __m128d div = _mm_set1_pd(vertex_divisor_);
-  for (int c = 0; c < 3; ++c) {
-    int64_t q[3];
-    VertexQ(idx[c], q);
-    const __m128d xy = _mm_div_pd(_mm_set_pd(static_cast<double>(q[1]), static_cast<double>(q[0])), div);
-    _mm_storel_pd(&out[c].x, xy);
-    _mm_storeh_pd(&out[c].y, xy);
-    out[c].z = static_cast<double>(q[2]) / vertex_divisor_;
-  }
+  for (int c = 0; c < 3; ++c) DecodeVertex(idx[c], div, &out[c]);
 }
 
 inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3], VertexCache* cache) const {
@@ -680,15 +682,7 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3], VertexCache*
   for (int c = 0; c < 3; ++c) {
     const uint32_t slot = (idx[c] * 0x9E3779B1u) >> (32 - VertexCache::kSlotBits);
     if (cache->key_[slot] != idx[c]) {
-      // As TriangleVertices decodes it.
-      int64_t q[3];
-      VertexQ(idx[c], q);
-      const __m128d xy =
-          _mm_div_pd(_mm_set_pd(static_cast<double>(q[1]), static_cast<double>(q[0])), div);
-      Vec3& v = cache->value_[slot];
-      _mm_storel_pd(&v.x, xy);
-      _mm_storeh_pd(&v.y, xy);
-      v.z = static_cast<double>(q[2]) / vertex_divisor_;
+      DecodeVertex(idx[c], div, &cache->value_[slot]);
       cache->key_[slot] = idx[c];
     }
     out[c] = cache->value_[slot];

@@ -218,6 +218,43 @@ TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
   EXPECT_GT(apart, 3000);
 }
 
+// The worst differences of closed-form touch contacts from GJK's, relative
+// to the shape's scale (normals absolute).
+struct TouchWorst {
+  double normal = 0.0, depth = 0.0, point = 0.0;
+};
+
+// Case `i` of a closed-form TriangleTouchContact test: whether it touches
+// (`touch`, contact `m`) must be GJK's `g` (but within 1e-12 * scale of
+// grazing, `d` the distance of the cores and `r` the radius: then either
+// answer stands and the case is skipped), and the contact TriangleContact's:
+// depth within 1e-12, normal and points within 1e-9 of the scale. Returns
+// 1 for a touching case, 0 for an apart one, -1 for one skipped; counts the
+// grazing ones.
+int ExpectTouchAsGjk(const Vec3 tri[3], const PlacedConvex& convex,
+                      const TriangleConvexDistance& g, bool touch, const MeshContact& m,
+                      double d, double r, int i, int* grazing, TouchWorst* worst) {
+  const double scale = convex.scale();
+  if (std::fabs(d - r) <= 1e-12 * scale) {
+    ++*grazing;
+    if (touch != (g.distance_lower <= 0.0)) return -1;
+  }
+  EXPECT_EQ(touch, g.distance_lower <= 0.0) << i << " " << d - r;
+  if (!touch) return 0;
+  if (g.distance_lower > 0.0) return -1;  // failed above
+  const MeshContact want = TriangleContact(tri, 7, convex, g);
+  EXPECT_EQ(m.triangle, 7u);
+  worst->depth = std::max(worst->depth, std::fabs(m.depth - want.depth) / scale);
+  worst->normal = std::max(worst->normal, (m.normal - want.normal).Length());
+  worst->point =
+      std::max(worst->point, (m.point_on_query - want.point_on_query).Length() / scale);
+  EXPECT_NEAR(m.depth, want.depth, 1e-12 * scale) << i;
+  EXPECT_TRUE(VecNear(m.normal, want.normal, 1e-9)) << i;
+  EXPECT_TRUE(VecNear(m.point_on_mesh, want.point_on_mesh, 1e-9 * scale)) << i;
+  EXPECT_TRUE(VecNear(m.point_on_query, want.point_on_query, 1e-9 * scale)) << i;
+  return 1;
+}
+
 // A ball's TriangleTouchContact (closed form: the closest point of the
 // triangle) against GJK and TriangleContact, which it replaces: random
 // triangles (a quarter slivers), centres anywhere near them, grazing (the
@@ -230,7 +267,7 @@ TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
 TEST(TriangleTouchContact, BallMatchesGjk) {
   Random rng(83);
   int touching = 0, apart = 0, on_triangle = 0, grazing = 0;
-  double worst_normal = 0.0, worst_depth = 0.0;
+  TouchWorst worst;
   for (int i = 0; i < 30000; ++i) {
     Vec3 tri[3];
     RandomTriangle(rng, i, tri);
@@ -251,35 +288,21 @@ TEST(TriangleTouchContact, BallMatchesGjk) {
     }
     const ConvexCore core = Core(ConvexCore::Kind::kPoint, {}, 0, 0, r);
     const PlacedConvex convex(core, Pose{centre, rng.Rotation()});
-    const double scale = convex.scale();
     MeshContact m;
     const bool touch = TriangleTouchContact(tri, 7, convex, nullptr, &m);
-    const TriangleConvexDistance g = TriangleConvexGjk(tri, convex, convex.margin(), scale);
+    const TriangleConvexDistance g =
+        TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
     Vec3 q;
     const double d = std::sqrt(PointTriangleDistanceSq(centre, tri[0], tri[1], tri[2], &q));
-    if (std::fabs(d - r) <= 1e-12 * scale) {
-      ++grazing;
-      if (touch != (g.distance_lower <= 0.0)) continue;
-    }
-    ASSERT_EQ(touch, g.distance_lower <= 0.0) << i << " " << d - r;
-    if (!touch) {
-      ++apart;
-      continue;
-    }
+    const int compared = ExpectTouchAsGjk(tri, convex, g, touch, m, d, r, i, &grazing, &worst);
+    if (compared == 0) ++apart;
+    if (compared <= 0) continue;
     ++touching;
     if (g.cores_overlap) ++on_triangle;
-    const MeshContact want = TriangleContact(tri, 7, convex, g);
-    EXPECT_EQ(m.triangle, 7u);
-    worst_depth = std::max(worst_depth, std::fabs(m.depth - want.depth) / scale);
-    EXPECT_NEAR(m.depth, want.depth, 1e-12 * scale) << i;
-    worst_normal = std::max(worst_normal, (m.normal - want.normal).Length());
-    EXPECT_TRUE(VecNear(m.normal, want.normal, 1e-9)) << i;
-    EXPECT_TRUE(VecNear(m.point_on_mesh, want.point_on_mesh, 1e-9 * scale)) << i;
-    EXPECT_TRUE(VecNear(m.point_on_query, want.point_on_query, 1e-9 * scale)) << i;
   }
   std::printf("%d touching (%d on the triangle), %d apart, %d grazing; normals within %.3g, "
               "depths %.3g of the scale\n",
-              touching, on_triangle, apart, grazing, worst_normal, worst_depth);
+              touching, on_triangle, apart, grazing, worst.normal, worst.depth);
   EXPECT_GT(touching, 8000);
   EXPECT_GT(on_triangle, 3000);
   EXPECT_GT(apart, 5000);
@@ -295,7 +318,7 @@ TEST(TriangleTouchContact, BallMatchesGjk) {
 TEST(TriangleTouchContact, CapsuleMatchesGjk) {
   Random rng(89);
   int touching = 0, apart = 0, cores = 0, grazing = 0;
-  double worst_normal = 0.0, worst_depth = 0.0, worst_point = 0.0;
+  TouchWorst worst;
   for (int i = 0; i < 30000; ++i) {
     Vec3 tri[3];
     RandomTriangle(rng, i, tri);
@@ -329,38 +352,23 @@ TEST(TriangleTouchContact, CapsuleMatchesGjk) {
     }
     const ConvexCore core = Core(ConvexCore::Kind::kSegment, {}, hh, 0, r);
     const PlacedConvex convex(core, Pose{centre, q});
-    const double scale = convex.scale();
     MeshContact m;
     const bool touch = TriangleTouchContact(tri, 7, convex, nullptr, &m);
-    const TriangleConvexDistance g = TriangleConvexGjk(tri, convex, convex.margin(), scale);
+    const TriangleConvexDistance g =
+        TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
     Vec3 p, t;
     const Vec3* seg = convex.segment();
     const double d =
         std::sqrt(SegmentTriangleDistanceSq(seg[0], seg[1], tri[0], tri[1], tri[2], &p, &t));
-    if (std::fabs(d - r) <= 1e-12 * scale) {
-      ++grazing;
-      if (touch != (g.distance_lower <= 0.0)) continue;
-    }
-    ASSERT_EQ(touch, g.distance_lower <= 0.0) << i << " " << d - r;
-    if (!touch) {
-      ++apart;
-      continue;
-    }
+    const int compared = ExpectTouchAsGjk(tri, convex, g, touch, m, d, r, i, &grazing, &worst);
+    if (compared == 0) ++apart;
+    if (compared <= 0) continue;
     ++touching;
     if (g.cores_overlap) ++cores;
-    const MeshContact want = TriangleContact(tri, 7, convex, g);
-    EXPECT_EQ(m.triangle, 7u);
-    worst_depth = std::max(worst_depth, std::fabs(m.depth - want.depth) / scale);
-    worst_normal = std::max(worst_normal, (m.normal - want.normal).Length());
-    worst_point = std::max(worst_point, (m.point_on_query - want.point_on_query).Length() / scale);
-    EXPECT_NEAR(m.depth, want.depth, 1e-12 * scale) << i;
-    EXPECT_TRUE(VecNear(m.normal, want.normal, 1e-9)) << i;
-    EXPECT_TRUE(VecNear(m.point_on_mesh, want.point_on_mesh, 1e-9 * scale)) << i;
-    EXPECT_TRUE(VecNear(m.point_on_query, want.point_on_query, 1e-9 * scale)) << i;
   }
   std::printf("%d touching (%d cores overlapping), %d apart, %d grazing; normals within %.3g, "
               "depths %.3g, points %.3g of the scale\n",
-              touching, cores, apart, grazing, worst_normal, worst_depth, worst_point);
+              touching, cores, apart, grazing, worst.normal, worst.depth, worst.point);
   EXPECT_GT(touching, 8000);
   EXPECT_GT(cores, 3000);
   EXPECT_GT(apart, 5000);
