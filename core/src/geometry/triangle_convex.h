@@ -596,7 +596,9 @@ struct TriangleConvexSweep {
   Vec3 normal{0, 1, 0};
   /// Contact point on the triangle.
   Vec3 point;
-  /// True when the iteration cap was hit (t is then a lower bound).
+  /// True when the sweep gave up (iteration cap, or no advance possible): t
+  /// is then a lower bound, `point` the closest point on the triangle to the
+  /// convex at t.
   bool capped = false;
 };
 
@@ -847,7 +849,9 @@ namespace triangle_convex_detail {
 /// Conservative advancement (the fallback of SweepConvexTriangle): from
 /// `t_start` (a fraction the convex is known not to have reached the
 /// triangle before), a full GJK at each step and t += distance / closing
-/// speed (Mirtich 1996), stopped within kSweepGap of contact.
+/// speed (Mirtich 1996), stopped within kSweepGap of contact. Given up (no
+/// advance possible, or out of iterations): capped, at t, with the closest
+/// point on the triangle of a GJK at t.
 template <typename CoreSupport>
 TriangleConvexSweep AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
                                           double margin, const Vec3& v, double t_start,
@@ -855,7 +859,8 @@ TriangleConvexSweep AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& 
                                           const Vec3& face) {
   TriangleConvexSweep out;
   double t = t_start;
-  for (int i = 0; i < kTriangleSweepMaxIterations; ++i) {
+  int i = 0;
+  for (; i < kTriangleSweepMaxIterations; ++i) {
     const Vec3 shift = v * t;
     auto moved = [&](const Vec3& d) { return core_support(d) + shift; };
     const TriangleConvexDistance g = TriangleConvexGjk(tri, moved, margin, scale);
@@ -889,17 +894,26 @@ TriangleConvexSweep AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& 
       out.normal = n;
       return out;
     }
+    // Given up below (a break): this GJK at t gives the contact point.
+    out.point = g.point_on_triangle;
     if (g.cores_overlap) break;  // cannot happen with distance > gap
     const double closing = -Dot(v, g.lower_axis);
     // The plane at the lower bound separates: never crossed when not closing.
-    if (closing <= 0.0 && g.distance_lower > 0.0) return out;
+    if (closing <= 0.0 && g.distance_lower > 0.0) return TriangleConvexSweep{};
     if (closing <= 0.0) break;
     const double dt = (g.distance_lower - 0.5 * kSweepGap) / closing;
     // No advance possible: the next step would repeat this one exactly
     // (the same GJK at the same t) until the cap, with the same answer.
     if (!(dt > 0.0)) break;
     t += dt;
-    if (t > t_max) return out;
+    if (t > t_max) return TriangleConvexSweep{};
+  }
+  if (i == kTriangleSweepMaxIterations) {
+    // Out of iterations after an advance (t <= t_max): the point of a GJK
+    // at t, where the convex is reported (a rare path: one more GJK).
+    const Vec3 shift = v * t;
+    auto moved = [&](const Vec3& d) { return core_support(d) + shift; };
+    out.point = TriangleConvexGjk(tri, moved, margin, scale).point_on_triangle;
   }
   // Capped: report the lower bound as the contact.
   out.hit = true;
@@ -933,8 +947,8 @@ TriangleConvexSweep AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& 
 /// metres long, where the weighted sum's direction (and a thin triangle's
 /// Lagrange weights) are rounding noise, ~1e-7 rad at ~200 m from the
 /// origin: the lower bounds then scattered by ~1e-6 m, and casts stalled
-/// into restarts and conservative advancement, some to its cap with no
-/// contact point (big_level: 82 of 3163 casts to the fallback, now none).
+/// into restarts and conservative advancement, some to its cap, a lower
+/// bound only (big_level: 82 of 3163 casts to the fallback, now none).
 template <typename CoreSupport>
 TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
                                         double margin, const Vec3& v, double t_max, double scale,

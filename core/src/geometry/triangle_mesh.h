@@ -110,9 +110,10 @@ struct MeshSweepHit {
   Vec3 point;
   /// Index of the triangle in the input (`sub_shape`).
   uint32_t triangle = 0;
-  /// True when the conservative advancement hit its iteration cap on this
-  /// triangle: `fraction` is then a lower bound of the time of impact, not a
-  /// proven contact (generic convex sweeps only).
+  /// True when the conservative advancement gave up on this triangle
+  /// (iteration cap, or no advance possible): `fraction` is then a lower
+  /// bound of the time of impact, not a proven contact, and `point` the
+  /// triangle's closest point to the convex there (generic convex sweeps only).
   bool capped = false;
 };
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <limits>
 #include <vector>
 
 #include "geometry/gjk.h"
@@ -803,7 +805,7 @@ TEST(SweepConvexTriangle, PointOnTriangleAndConvex) {
 // meshes: GJK's rounding there, ~1e-14 m, leaves a weighted-sum direction
 // ~1e-6 off when |v| is ~1e-9 m), aimed at the triangle's edges and face.
 // Every hit converges: not capped (a capped cast reports only a lower bound
-// and no contact point), its point on the triangle (1e-9 m) and on the moved
+// of the time of impact), its point on the triangle (1e-9 m) and on the moved
 // convex (kSweepStallGap), whose core does not overlap the triangle.
 TEST(SweepConvexTriangle, ConvergesFarFromTheOrigin) {
   using namespace cast_point;
@@ -851,6 +853,95 @@ TEST(SweepConvexTriangle, ConvergesFarFromTheOrigin) {
   }
   std::printf("hits %d, capped %d, bad %d\n", hits, capped, bad);
   EXPECT_GT(hits, 2000);
+}
+
+// Conservative advancement (AdvanceConvexTriangle) that gives up reports its
+// fraction as a lower bound (capped) with a contact point on the triangle:
+// the closest point of its last GJK, or the centroid when GJK gives none.
+// The triangle lies metres from its frame's origin (a point left at its
+// default would be off it by ~14 m).
+namespace capped_point {
+
+const Vec3 kTri[3] = {{10, 10, 0}, {12, 10, 0}, {10, 12, 0}};
+
+/// The triangle's vertex farthest along d, with TriangleConvexGjk's ties.
+Vec3 TriangleSupport(const Vec3& d) {
+  const double x0 = Dot(kTri[0], d), x1 = Dot(kTri[1], d), x2 = Dot(kTri[2], d);
+  return kTri[(x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2)];
+}
+
+TriangleConvexSweep Advance(const std::function<Vec3(const Vec3&)>& support) {
+  const Vec3 face = Cross(kTri[1] - kTri[0], kTri[2] - kTri[0]).Normalized();
+  return triangle_convex_detail::AdvanceConvexTriangle(kTri, support, 0.0, Vec3{0, 0, -1}, 0.0,
+                                                       1.0, 15.0, 7, face);
+}
+
+}  // namespace capped_point
+
+// A box core overlapping the triangle whose support lies once: GJK's first
+// support point sits 1e-10 m beyond the triangle along its search direction
+// (and 1 m aside), a lower bound of 1e-10 m that the later (true) points
+// never raise, while GJK ends with the origin enclosed, its upper bound
+// standing at the simplex before: no advance is possible (the lower bound
+// within half the gap, the upper one far above kSweepStallGap), and the
+// advancement gives up at t = 0.
+TEST(AdvanceConvexTriangle, GivenUpReportsTheLastGjkPointOnTheTriangle) {
+  using namespace capped_point;
+  int calls = 0;
+  const Vec3 center{10.5, 10.5, 0.25};
+  auto support = [&](const Vec3& d) {
+    const int call = calls++;
+    const Vec3 box = center + Vec3{d.x >= 0 ? 0.5 : -0.5, d.y >= 0 ? 0.5 : -0.5,
+                                   d.z >= 0 ? 0.5 : -0.5};
+    if (call != 2) return box;  // 0, 1: GJK's start; 2: its first iteration
+    const Vec3 v = -d;          // the search direction (triangle towards convex)
+    const Vec3 aside = Cross(v, Vec3{0, 0, 1}).Normalized();
+    return TriangleSupport(v) + v.Normalized() * 1e-10 + aside;
+  };
+  const TriangleConvexSweep s = Advance(support);
+  ASSERT_TRUE(s.hit);
+  ASSERT_TRUE(s.capped);  // the set-up reaches the give-up path
+  EXPECT_EQ(s.t, 0.0);
+  EXPECT_TRUE(s.point.IsFinite());
+  EXPECT_LE(cast_point::OffTriangle(kTri, s.point), 1e-9 * 15.0)
+      << s.point.x << " " << s.point.y << " " << s.point.z;
+}
+
+// A point core that recedes by each advance (a new position at each GJK,
+// whose first support call is along +x): always 1 mm from the triangle, the
+// advancement runs out of iterations at t ~0.128, its point that of a GJK
+// at that t, below the core.
+TEST(AdvanceConvexTriangle, OutOfIterationsReportsThePointAtT) {
+  using namespace capped_point;
+  int runs = 0;
+  const TriangleConvexSweep s = Advance([&](const Vec3& d) {
+    if (d == Vec3{1, 0, 0}) ++runs;
+    return Vec3{10.5, 10.75, 1e-3 * runs};
+  });
+  ASSERT_TRUE(s.hit);
+  ASSERT_TRUE(s.capped);
+  EXPECT_EQ(runs, kTriangleSweepMaxIterations + 1);
+  EXPECT_NEAR(s.t, kTriangleSweepMaxIterations * 1e-3, 1e-6);
+  EXPECT_TRUE(VecNear(s.point, Vec3{10.5, 10.75, 0}, 1e-9 * 15.0))
+      << s.point.x << " " << s.point.y << " " << s.point.z;
+}
+
+// A support giving NaN (bad input), from GJK's first iteration on or from
+// the start: the advancement gives up, its point a vertex of the triangle
+// (GJK's weights stay those of its first support point).
+TEST(AdvanceConvexTriangle, GivenUpOnNanSupportReportsAPointOfTheTriangle) {
+  using namespace capped_point;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const int honest : {2, 0}) {
+    int calls = 0;
+    const TriangleConvexSweep s = Advance([&](const Vec3&) {
+      return calls++ < honest ? Vec3{10.5, 10.5, 1.0} : Vec3{nan, nan, nan};
+    });
+    ASSERT_TRUE(s.hit) << honest;
+    ASSERT_TRUE(s.capped) << honest;
+    EXPECT_TRUE(s.point.IsFinite()) << honest;
+    EXPECT_LE(cast_point::OffTriangle(kTri, s.point), 1e-9 * 15.0) << honest;
+  }
 }
 
 }  // namespace
