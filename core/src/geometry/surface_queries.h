@@ -263,6 +263,47 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
   return c;
 }
 
+/// The contact of a cylinder or hull core with triangle `v` (input index
+/// `triangle`) when EPA started from the prism along the triangle's normal
+/// holds the origin (TriangleConvexEpa, kPrismOnly): then the cores
+/// certainly overlap by more than 1e-9 * scale. False when the prism does not
+/// hold the origin (TriangleTouchAfterPrism decides).
+template <typename Convex>
+bool TrianglePrismContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
+                          MeshContact* out) {
+  const TriangleConvexPenetration e =
+      TriangleConvexEpa(v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
+                        TriangleEpaStart::kPrismOnly);
+  if (!e.valid) return false;
+  out->triangle = triangle;
+  out->normal = e.normal;
+  out->depth = e.depth;
+  out->point_on_mesh = e.point_on_triangle;
+  out->point_on_query = e.point_on_convex;
+  return true;
+}
+
+/// TriangleTouchContact of a cylinder or hull core after TrianglePrismContact
+/// found no contact: GJK, then TriangleContact with EPA from GJK's
+/// tetrahedron. kShallower (no contact given) when EPA finds the depth
+/// certainly below `stop_below` (TriangleConvexEpa).
+enum class TouchAnswer : uint8_t { kApart, kTouching, kShallower };
+template <typename Convex>
+TouchAnswer TriangleTouchAfterPrism(
+    const Vec3 v[3], uint32_t triangle, const Convex& convex, MeshContact* out,
+    double stop_below = -std::numeric_limits<double>::infinity()) {
+  const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
+  if (g.distance_lower > 0.0) return TouchAnswer::kApart;
+  TriangleConvexPenetration e;
+  if (g.cores_overlap) {
+    e = TriangleConvexEpa(v, convex, convex.margin(), convex.scale(), g,
+                          TriangleEpaStart::kTetrahedronOnly, stop_below);
+    if (e.failure == 6) return TouchAnswer::kShallower;
+  }
+  *out = TriangleContact(v, triangle, convex, g, &e);
+  return TouchAnswer::kTouching;
+}
+
 /// Whether the convex touches triangle `v` (input index `triangle`), and
 /// then their contact (*out): as GJK (touching: distance_lower <= 0) and
 /// TriangleContact decide, but without GJK when the cores certainly overlap
@@ -270,7 +311,7 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
 /// contact is the cores' penetration: for a box core its SAT depth (`sat`,
 /// the caller's TrianglePolytopePenetration for this triangle, or null),
 /// for a cylinder or hull EPA started from the prism along the triangle's
-/// normal when that holds the origin (TriangleConvexEpa, kPrismOnly). Every
+/// normal when that holds the origin (TrianglePrismContact). Every
 /// surface contact (SurfaceContactsConvex, SurfaceDeepestContactConvex)
 /// goes through here, so all of them answer alike.
 template <typename Convex>
@@ -326,17 +367,15 @@ bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& conv
     }
   }
   const double tol = 1e-9 * convex.scale();
-  TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron;
-  auto from = [&](const TriangleConvexPenetration& e) {
-    out->triangle = triangle;
-    out->normal = e.normal;
-    out->depth = e.depth;
-    out->point_on_mesh = e.point_on_triangle;
-    out->point_on_query = e.point_on_convex;
-    return true;
-  };
   if (sat != nullptr) {
-    if (sat->valid && sat->depth - convex.margin() > tol) return from(*sat);
+    if (sat->valid && sat->depth - convex.margin() > tol) {
+      out->triangle = triangle;
+      out->normal = sat->normal;
+      out->depth = sat->depth;
+      out->point_on_mesh = sat->point_on_triangle;
+      out->point_on_query = sat->point_on_convex;
+      return true;
+    }
   } else {
     TrianglePolytopeCore polytope;
     bool polytope_core = false;
@@ -344,17 +383,13 @@ bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& conv
       polytope_core = convex.PolytopeCore(&polytope);
     }
     if (!polytope_core) {
-      const TriangleConvexPenetration e = TriangleConvexEpa(
-          v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
-          TriangleEpaStart::kPrismOnly);
-      if (e.valid) return from(e);
-      start = TriangleEpaStart::kTetrahedronOnly;  // the prism does not hold the origin
+      if (TrianglePrismContact(v, triangle, convex, out)) return true;
+      return TriangleTouchAfterPrism(v, triangle, convex, out) == TouchAnswer::kTouching;
     }
   }
   const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
   if (g.distance_lower > 0.0) return false;
-  *out = TriangleContact(v, triangle, convex, g, sat != nullptr && sat->valid ? sat : nullptr,
-                         start);
+  *out = TriangleContact(v, triangle, convex, g, sat != nullptr && sat->valid ? sat : nullptr);
   return true;
 }
 
@@ -423,6 +458,7 @@ struct DeepestScratch {
   std::vector<DeepestCandidate> candidates;
   std::vector<DeepestEntry> heap;
   std::vector<TriangleConvexPenetration> sats;
+  std::vector<DeepestEntry> deferred;
 };
 }  // namespace surface_detail
 
@@ -455,9 +491,11 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   std::vector<Candidate>& candidates = scratch.candidates;
   std::vector<Entry>& heap = scratch.heap;
   std::vector<TriangleConvexPenetration>& sats = scratch.sats;
+  std::vector<Entry>& deferred = scratch.deferred;
   candidates.clear();
   heap.clear();
   sats.clear();
+  deferred.clear();
   if constexpr (requires { convex.rounded(); }) {
     if (convex.rounded() != Convex::Rounded::kNone) {
       // A ball or a capsule: GJK on a point or segment core and its contact
@@ -562,10 +600,34 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     if (done) break;
     if (requeued) continue;
     MeshContact m;
-    if (!TriangleTouchContact(c.v, c.triangle, convex, c.sat >= 0 ? &sats[c.sat] : nullptr,
-                              &m)) {
+    if (!polytope_core) {
+      // A cylinder or a hull: the prism's contact now (a face contact,
+      // exactly the bound along the normal); when the prism does not hold
+      // the origin (an edge or vertex contact, typically shallower than the
+      // bound), GJK and EPA later, when the deepest contact so far can stop
+      // EPA early (TriangleConvexEpa's stop_below).
+      if (!TrianglePrismContact(c.v, c.triangle, convex, &m)) {
+        deferred.push_back(e);
+        continue;
+      }
+    } else if (!TriangleTouchContact(c.v, c.triangle, convex,
+                                     c.sat >= 0 ? &sats[c.sat] : nullptr, &m)) {
       continue;
     }
+    if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
+      *out = m;
+    }
+    any = true;
+  }
+  // Highest bound first, as they came out of the heap.
+  for (const Entry& e : deferred) {
+    if (any && e.bound + slack < out->depth) break;
+    const Candidate& c = candidates[e.index];
+    MeshContact m;
+    const TouchAnswer t = TriangleTouchAfterPrism(
+        c.v, c.triangle, convex, &m,
+        any ? out->depth - slack : -std::numeric_limits<double>::infinity());
+    if (t != TouchAnswer::kTouching) continue;
     if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
       *out = m;
     }

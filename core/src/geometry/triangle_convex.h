@@ -210,6 +210,7 @@ struct TriangleConvexPenetration {
   /// of the polytope's face normals and the triangle's normals n by the
   /// exact support h(n) of the Minkowski difference: still a separating move
   /// (depth, normal), perhaps longer than the shortest. 1 no tetrahedron: not valid.
+  /// 6 (not valid): stopped once shallower than TriangleConvexEpa's `stop_below`.
   int failure = 0;
   /// Depth in metres: moving the convex by depth * normal separates it.
   double depth = 0.0;
@@ -253,11 +254,18 @@ inline constexpr double kTriangleEpaFlatVolume = 1e-15;
 /// does, the cores certainly overlap, with the origin more than 1e-9 * scale
 /// inside every face of it); the tetrahedron alone (kTetrahedronOnly, after
 /// a kPrismOnly call that was not valid).
+///
+/// `stop_below`: a caller that only wants the depth when it reaches this
+/// (SurfaceDeepestContactConvex: the deepest contact so far, less its
+/// slack) has EPA stop, not valid (failure 6), as soon as the support along
+/// a face normal, an upper bound on the depth, plus the tolerance is below
+/// it: the converged depth is within the tolerance of the least such bound.
 template <typename CoreSupport>
 TriangleConvexPenetration TriangleConvexEpa(
     const Vec3 tri[3], const CoreSupport& core_support, double margin, double scale,
     const TriangleConvexDistance& g,
-    TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron) {
+    TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron,
+    double stop_below = -std::numeric_limits<double>::infinity()) {
   TriangleConvexPenetration out;
   struct Vert {
     Vec3 w, p;
@@ -308,6 +316,10 @@ TriangleConvexPenetration TriangleConvexEpa(
   // Breakdown: for any unit n, moving the convex by h(n) along -n separates
   // it (h the support of core - triangle); take the best of the alive face
   // normals and the triangle's normals (the answer for a flat difference).
+  // The face normal whose support was the least so far (an upper bound on
+  // the depth), for the fallback and stop_below.
+  double visited_h = std::numeric_limits<double>::infinity();
+  Vec3 visited_n;
   auto fallback = [&](int reason) {
     out.failure = reason;
     double best_h = std::numeric_limits<double>::infinity();
@@ -320,6 +332,7 @@ TriangleConvexPenetration TriangleConvexEpa(
     for (int i = 0; i < nf; ++i) {
       if (faces[i].alive) consider(faces[i].n);
     }
+    if (visited_h < std::numeric_limits<double>::infinity()) consider(visited_n);
     const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]);
     if (face.LengthSq() > 0.0) {
       consider(face.Normalized());
@@ -422,6 +435,16 @@ TriangleConvexPenetration TriangleConvexEpa(
     nvx.p = core_support(f.n);
     nvx.w = nvx.p - tri_support(-f.n, nvx.l);
     const double gap = Dot(nvx.w, f.n) - f.d;
+    if (Dot(nvx.w, f.n) < visited_h) {
+      visited_h = Dot(nvx.w, f.n);
+      visited_n = f.n;
+    }
+    // Every answer from here is at most max(visited_h, 0) + margin, + tol
+    // when converged (the face distance is a lower bound on the depth).
+    if (std::max(visited_h, 0.0) + margin + tol < stop_below) {
+      out.failure = 6;
+      return out;
+    }
     if (gap <= tol) { stopped = converged = true; break; }
     // A support point already in the polytope (curved cores repeat rim
     // points): no progress is possible along this face.

@@ -476,6 +476,74 @@ TEST(TriangleConvexEpa, CylinderOnSliversSeparatesNearTheShortest) {
   EXPECT_GT(contacts, 3000);
 }
 
+// TriangleConvexEpa's stop_below (SurfaceDeepestContactConvex's skip of
+// triangles shallower than the deepest contact so far): EPA from GJK's
+// tetrahedron on cylinders and hulls (random triangles, a quarter slivers,
+// and the sliver grid where EPA mostly ends capped) stops only when its
+// full answer is below the threshold, and otherwise gives that answer field
+// for field. Thresholds around the full depth, within 1e-9 of it on a few.
+TEST(TriangleConvexEpa, StopsOnlyBelowTheDepth) {
+  Random rng(91);
+  std::vector<Shape> hulls;
+  while (hulls.size() < 16) {
+    std::vector<Vec3> points(4 + hulls.size() * 2);
+    for (Vec3& p : points) p = rng.InBox(0.7);
+    Result<Shape> hull = Shape::Make(ConvexHull{points});
+    if (hull.ok()) hulls.push_back(std::move(hull).value());
+  }
+  auto built = TriangleMesh::Build(SliverGrid().vertices, SliverGrid().triangles);
+  ASSERT_TRUE(built.ok());
+  const TriangleMesh& slivers = *built;
+  int stopped = 0, full = 0, close = 0;
+  for (int i = 0; i < 12000; ++i) {
+    Vec3 tri[3];
+    const bool on_grid = i % 6 == 5;
+    if (on_grid) {
+      slivers.TriangleVertices(static_cast<uint32_t>(rng.Int(0, 2737)), tri);
+    } else {
+      RandomTriangle(rng, i, tri);
+    }
+    const ConvexCore core =
+        i % 2 == 0 ? Core(ConvexCore::Kind::kCylinder, {}, rng.Uniform(0.05, 1.0),
+                          rng.Uniform(0.05, 1.0), i % 4 == 0 ? 0.0 : rng.Uniform(0.0, 0.1))
+                   : ConvexCore::FromShape(hulls[i % hulls.size()]);
+    double l0 = rng.Uniform(0, 1), l1 = rng.Uniform(0, 1);
+    if (l0 + l1 > 1.0) l0 = 1.0 - l0, l1 = 1.0 - l1;
+    const Vec3 on = tri[0] + (tri[1] - tri[0]) * l0 + (tri[2] - tri[0]) * l1;
+    const PlacedConvex convex(core, Pose{on + rng.InBox(on_grid ? 0.3 : 0.8), rng.Rotation()});
+    const TriangleConvexDistance g =
+        TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
+    if (!g.cores_overlap || g.tetrahedron != 4) continue;
+    const TriangleConvexPenetration want = TriangleConvexEpa(
+        tri, convex, convex.margin(), convex.scale(), g, TriangleEpaStart::kTetrahedronOnly);
+    if (!want.valid) continue;
+    const double below = i % 10 == 0 ? want.depth + rng.Uniform(-1e-9, 1e-9)
+                                     : want.depth * rng.Uniform(0.5, 1.5);
+    if (std::fabs(below - want.depth) <= 1e-9) ++close;
+    const TriangleConvexPenetration got =
+        TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g,
+                          TriangleEpaStart::kTetrahedronOnly, below);
+    if (got.failure == 6) {
+      ++stopped;
+      EXPECT_FALSE(got.valid) << i;
+      EXPECT_LT(want.depth, below) << i << " " << want.depth - below << " failure "
+                                   << want.failure << (on_grid ? " (sliver grid)" : "");
+      continue;
+    }
+    ++full;
+    EXPECT_EQ(got.valid, want.valid) << i;
+    EXPECT_EQ(got.failure, want.failure) << i;
+    EXPECT_EQ(got.depth, want.depth) << i;
+    EXPECT_EQ(got.normal, want.normal) << i;
+    EXPECT_EQ(got.point_on_convex, want.point_on_convex) << i;
+    EXPECT_EQ(got.point_on_triangle, want.point_on_triangle) << i;
+  }
+  std::printf("%d stopped below the threshold, %d full answers (%d thresholds within 1e-9)\n",
+              stopped, full, close);
+  EXPECT_GT(stopped, 1000);
+  EXPECT_GT(full, 1000);
+}
+
 // The contact queries of the fuzz input: cylinders 43 km wide around the
 // sliver mesh, 61 km from the origin. Answers come quickly (EPA capped) and
 // moving the cylinder out by the depth (+1e-9 of the scale) separates it.
