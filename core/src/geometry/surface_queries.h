@@ -221,6 +221,18 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
   return any;
 }
 
+/// The contact a valid penetration `e` of the cores gives with triangle
+/// `triangle` (input index).
+inline MeshContact PenetrationContact(uint32_t triangle, const TriangleConvexPenetration& e) {
+  MeshContact c;
+  c.triangle = triangle;
+  c.normal = e.normal;
+  c.depth = e.depth;
+  c.point_on_mesh = e.point_on_triangle;
+  c.point_on_query = e.point_on_convex;
+  return c;
+}
+
 /// The contact of the convex with triangle `v` (input index `triangle`)
 /// given their GJK result `g` (touching: g.distance_lower <= 0): when the
 /// cores are apart, GJK's closest points (depth = margin - distance); when
@@ -232,8 +244,7 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
 template <typename Convex>
 MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
                             const TriangleConvexDistance& g,
-                            const TriangleConvexPenetration* penetration = nullptr,
-                            TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron) {
+                            const TriangleConvexPenetration* penetration = nullptr) {
   MeshContact c;
   c.triangle = triangle;
   if (!g.cores_overlap) {
@@ -244,14 +255,8 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
     return c;
   }
   const TriangleConvexPenetration e =
-      penetration != nullptr ? *penetration : TriangleCoresPenetration(v, convex, g, start);
-  if (e.valid) {
-    c.normal = e.normal;
-    c.depth = e.depth;
-    c.point_on_mesh = e.point_on_triangle;
-    c.point_on_query = e.point_on_convex;
-    return c;
-  }
+      penetration != nullptr ? *penetration : TriangleCoresPenetration(v, convex, g);
+  if (e.valid) return PenetrationContact(triangle, e);
   Vec3 n = Cross(v[1] - v[0], v[2] - v[0]).Normalized();
   const Vec3 centre = convex(n) * 0.5 + convex(-n) * 0.5;
   if (Dot(centre - v[0], n) < 0.0) n = -n;
@@ -275,11 +280,7 @@ bool TrianglePrismContact(const Vec3 v[3], uint32_t triangle, const Convex& conv
       TriangleConvexEpa(v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
                         TriangleEpaStart::kPrismOnly);
   if (!e.valid) return false;
-  out->triangle = triangle;
-  out->normal = e.normal;
-  out->depth = e.depth;
-  out->point_on_mesh = e.point_on_triangle;
-  out->point_on_query = e.point_on_convex;
+  *out = PenetrationContact(triangle, e);
   return true;
 }
 
@@ -369,11 +370,7 @@ bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& conv
   const double tol = 1e-9 * convex.scale();
   if (sat != nullptr) {
     if (sat->valid && sat->depth - convex.margin() > tol) {
-      out->triangle = triangle;
-      out->normal = sat->normal;
-      out->depth = sat->depth;
-      out->point_on_mesh = sat->point_on_triangle;
-      out->point_on_query = sat->point_on_convex;
+      *out = PenetrationContact(triangle, *sat);
       return true;
     }
   } else {
@@ -496,20 +493,22 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   heap.clear();
   sats.clear();
   deferred.clear();
+  bool any = false;
+  // The deepest contact wins; on equal depths, the lowest triangle.
+  const auto keep = [&](const MeshContact& m) {
+    if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
+      *out = m;
+    }
+    any = true;
+  };
   if constexpr (requires { convex.rounded(); }) {
     if (convex.rounded() != Convex::Rounded::kNone) {
       // A ball or a capsule: GJK on a point or segment core and its contact
       // cost little more than the bounds would; every touching triangle is
       // decided in the hierarchy's order.
-      bool any = false;
       VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
         MeshContact m;
-        if (!TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) return true;
-        if (!any || m.depth > out->depth ||
-            (m.depth == out->depth && m.triangle < out->triangle)) {
-          *out = m;
-        }
-        any = true;
+        if (TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) keep(m);
         return true;
       });
       return any;
@@ -549,7 +548,6 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   // a hull's edge overlaps.
   const uint8_t final_stage = polytope_core ? 2 : 1;
   const double slack = 4e-9 * convex.scale();
-  bool any = false;
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), lower);
     Entry e = heap.back();
@@ -614,10 +612,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
                                      c.sat >= 0 ? &sats[c.sat] : nullptr, &m)) {
       continue;
     }
-    if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
-      *out = m;
-    }
-    any = true;
+    keep(m);
   }
   // Highest bound first, as they came out of the heap.
   for (const Entry& e : deferred) {
@@ -627,11 +622,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     const TouchAnswer t = TriangleTouchAfterPrism(
         c.v, c.triangle, convex, &m,
         any ? out->depth - slack : -std::numeric_limits<double>::infinity());
-    if (t != TouchAnswer::kTouching) continue;
-    if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
-      *out = m;
-    }
-    any = true;
+    if (t == TouchAnswer::kTouching) keep(m);
   }
   return any;
 }
