@@ -109,6 +109,18 @@ class PlacedConvex {
   Rounded rounded() const { return rounded_; }
   /// The core's segment, surface frame (both ends the centre for a ball).
   const Vec3* segment() const { return segment_; }
+  /// A segment inside the core, surface frame, for TriangleInnerOverlap: a
+  /// capsule's or a cylinder's axis; the centre at both ends of a ball, a
+  /// box or (its interior point) a hull.
+  void InnerSegment(Vec3 out[2]) const {
+    const internal::ConvexCore& c = *placed_.core;
+    using Kind = internal::ConvexCore::Kind;
+    const bool axis = c.kind == Kind::kSegment || c.kind == Kind::kCylinder;
+    const Vec3 half = axis ? placed_.rotation * Vec3{0.0, c.half_height, 0.0} : Vec3{};
+    const Vec3 mid = placed_.position + placed_.rotation * c.InteriorPoint();
+    out[0] = mid - half;
+    out[1] = mid + half;
+  }
 
  private:
   internal::PlacedCore placed_;
@@ -418,23 +430,25 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
   return any;
 }
 
-/// The least overlap of the convex and triangle `v` along the in-plane
-/// normals of the triangle's three edges (each an upper bound on their
-/// penetration depth; infinite for a degenerate triangle).
+/// The overlap of the convex and triangle `v` along the axis from the
+/// nearest point of segment `inner` (inside the core, PlacedConvex::
+/// InnerSegment) to the triangle: an upper bound on their penetration depth
+/// (infinite when the segment meets the triangle). A triangle off to the
+/// side of the core, touching it at an edge or not at all, is nearly
+/// separated along this axis, where the overlap along the triangle's normal
+/// stays large, and so did those along its edges' in-plane normals (six
+/// support calls a triangle, which cost big_level's sweeps more than they
+/// saved once this axis was tried).
 template <typename Convex>
-double TriangleEdgeOverlap(const Vec3 v[3], const Convex& convex) {
-  const Vec3 n = Cross(v[1] - v[0], v[2] - v[0]);
-  double least = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 3; ++i) {
-    const Vec3 axis = Cross(v[(i + 1) % 3] - v[i], n).Normalized();
-    if (!(axis.LengthSq() > 0.0)) continue;
-    const double t0 = Dot(axis, v[0]), t1 = Dot(axis, v[1]), t2 = Dot(axis, v[2]);
-    const double lo = Dot(axis, convex(-axis)) - convex.margin();
-    const double hi = Dot(axis, convex(axis)) + convex.margin();
-    least = std::min(least, std::min(std::max(t0, std::max(t1, t2)) - lo,
-                                     hi - std::min(t0, std::min(t1, t2))));
-  }
-  return least;
+double TriangleInnerOverlap(const Vec3 v[3], const Convex& convex, const Vec3 inner[2]) {
+  Vec3 p = inner[0], q;
+  const double d2 = inner[0] == inner[1]
+                        ? PointTriangleDistanceSq(p, v[0], v[1], v[2], &q)
+                        : SegmentTriangleDistanceSq(inner[0], inner[1], v[0], v[1], v[2], &p, &q);
+  if (!(d2 > 0.0)) return std::numeric_limits<double>::infinity();
+  const Vec3 u = (q - p) / std::sqrt(d2);
+  const double lo = std::min(Dot(u, v[0]), std::min(Dot(u, v[1]), Dot(u, v[2])));
+  return Dot(u, convex(u)) + convex.margin() - lo;
 }
 
 namespace surface_detail {
@@ -463,22 +477,23 @@ struct DeepestScratch {
 /// triangle), without computing every one. Each candidate triangle's depth
 /// is bounded above, first by the overlap of the two along the triangle's
 /// normal (two support calls; any axis's overlap bounds the penetration
-/// depth, and GJK, SAT and EPA stay within it: EPA's converged depth to its
-/// 1e-9 * scale tolerance, its fallbacks and SAT try that axis themselves),
-/// then, each time the triangle comes up, by a tighter one: for a box core
-/// the overlaps along its face normals, then the SAT depth itself
-/// (TrianglePolytopePenetration: exactly the contact's depth when the cores
-/// overlap, else the contact's depth is at most it, up to rounding), for a
-/// cylinder or hull core the overlaps along the in-plane normals of its
-/// edges (TriangleEdgeOverlap). Triangles are decided (TriangleTouchContact)
-/// in order of their tightest bound, highest first (a max-heap, refined
-/// lazily: a triangle whose bound tightens goes back in the heap),
-/// and once the highest bound left is below the deepest contact so far by
-/// more than 4e-9 * scale, the rest are passed over. Returns false when no
-/// triangle is touched. The same contact as the deepest of
-/// SurfaceContactsConvex's: the deepest-then-lowest choice does not depend
-/// on the order, and a skipped triangle's contact cannot win (its depths can
-/// exceed the bound only by rounding, or EPA's tolerance).
+/// depth, and GJK, SAT and EPA stay within this one: EPA's converged depth
+/// to its 1e-9 * scale tolerance, its fallbacks and SAT try that axis
+/// themselves), then, each time the triangle comes up, by a tighter one: for
+/// a box core the overlaps along its face normals, then along the axis from
+/// its centre to the triangle (TriangleInnerOverlap), then the SAT depth
+/// itself (TrianglePolytopePenetration: exactly the contact's depth when the
+/// cores overlap, else the contact's depth is at most it, up to rounding),
+/// for a cylinder or hull core the overlap along the axis from its axis or
+/// interior point to the triangle when that shows the cores apart.
+/// Triangles are decided (TriangleTouchContact) in order of their tightest
+/// bound, highest first (a max-heap, refined lazily: a triangle whose bound
+/// tightens goes back in the heap), and once the highest bound left is
+/// below the deepest contact so far by more than 4e-9 * scale, the rest are
+/// passed over. Returns false when no triangle is touched. The same contact
+/// as the deepest of SurfaceContactsConvex's: the deepest-then-lowest choice
+/// does not depend on the order, and a skipped triangle's contact cannot win
+/// (its depths can exceed the bound only by rounding, or EPA's tolerance).
 template <typename Surface, typename Convex>
 bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, MeshContact* out) {
   using Candidate = surface_detail::DeepestCandidate;
@@ -544,10 +559,14 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   if constexpr (requires { convex.PolytopeCore(&polytope); }) {
     polytope_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
   }
-  // Refinements: a box's face normals, then its SAT depth; a cylinder's or
-  // a hull's edge overlaps.
-  const uint8_t final_stage = polytope_core ? 2 : 1;
+  // Refinements: a box's face normals, its overlap along the axis from its
+  // centre, then its SAT depth; a cylinder's or a hull's overlap along the
+  // axis from its inner segment (TriangleInnerOverlap).
+  Vec3 inner[2];
+  convex.InnerSegment(inner);
+  const uint8_t final_stage = polytope_core ? 3 : 1;
   const double slack = 4e-9 * convex.scale();
+  const double apart = 1e-9 * convex.scale();
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), lower);
     Entry e = heap.back();
@@ -559,8 +578,25 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     bool requeued = false, done = false;
     while (c.stage < final_stage) {
       double tight = std::numeric_limits<double>::infinity();
-      if (!polytope_core) {
-        tight = TriangleEdgeOverlap(c.v, convex);
+      if (!polytope_core || c.stage == 1) {
+        // A bound on the contact's depth when the cores are certainly apart
+        // along the axis (then GJK's closest points give the contact, no
+        // deeper than the overlap, nor than 0), or for a box when the
+        // triangle has a SAT answer (TrianglePolytopePenetration valid: the
+        // exact depth, at most any axis's overlap); else none: EPA stalled
+        // on a cylinder's or a hull's curved or sliver faces reports more
+        // than the depth, up to the overlap along its last normal or the
+        // triangle's own (with the overlap as a bound, DeepestContactMatches-
+        // AllContacts over 180000 queries saw cylinder contacts go to a
+        // triangle up to 7e-5 less deep).
+        const double overlap = TriangleInnerOverlap(c.v, convex, inner);
+        Vec3 face;
+        if (overlap < convex.margin() - apart) {
+          tight = std::max(overlap, 0.0);
+        } else if (polytope_core &&
+                   internal::SatCrossAxis(c.v[1] - c.v[0], c.v[2] - c.v[0], &face)) {
+          tight = overlap;
+        }
       } else if (c.stage == 0) {
         // The box's own face normals (three axes, no support calls).
         for (int k = 0; k < 3; ++k) {

@@ -1166,12 +1166,13 @@ TEST(MeshConvex, ContactsSeparateByDepth) {
 }
 
 // The deepest contact found by bounds (SurfaceDeepestContactConvex: triangles
-// whose overlap along their normal, their edges' in-plane normals or (box)
-// their SAT depth is below the deepest so far are skipped) is the deepest of
-// all the contacts (SurfaceContactsConvex; ties: lowest triangle), field for
-// field: spheres, capsules, boxes, rounded boxes, cylinders and convex hulls
-// (4 to 40 points, some sliver-thin) on a flat floor (coplanar ties), a wavy
-// grid and a closed sphere, touching, grazing and deep.
+// whose overlap along their normal, along the axis from the core's inside
+// (TriangleInnerOverlap) or (box) their SAT depth is below the deepest so
+// far are skipped) is the deepest of all the contacts (SurfaceContactsConvex;
+// ties: lowest triangle), field for field: spheres, capsules, boxes, rounded
+// boxes, cylinders and convex hulls (4 to 40 points, some sliver-thin) on a
+// flat floor (coplanar ties), a wavy grid and a closed sphere, touching,
+// grazing and deep.
 TEST(MeshConvex, DeepestContactMatchesAllContacts) {
   Random rng(67);
   const TriangleMesh meshes[3] = {MustBuild(WavyGrid(8, 1.0, /*flat=*/true)),
@@ -1232,6 +1233,79 @@ TEST(MeshConvex, DeepestContactMatchesAllContacts) {
               several, none);
   EXPECT_GT(several, 3000);
   EXPECT_GT(none, 300);
+}
+
+// TriangleInnerOverlap (SurfaceDeepestContactConvex's bound along the axis
+// from the core's inner segment to the triangle): below the margin, the
+// cores are apart (GJK) and every contact is at most max(overlap, 0) deep;
+// a box's contact is at most the overlap whenever the triangle has a SAT
+// answer. And it often proves triangles apart whose overlap along their
+// normal does not: boxes, rounded boxes, cylinders and hulls over a wavy
+// grid and a closed sphere.
+TEST(MeshConvex, InnerOverlapBoundsContactDepth) {
+  Random rng(71);
+  const TriangleMesh meshes[2] = {MustBuild(WavyGrid(8, 1.0)), MustBuild(IcoSphere(2.0, 2))};
+  std::vector<Shape> hulls;
+  while (hulls.size() < 12) {
+    std::vector<Vec3> points(4 + hulls.size() * 3);
+    const Vec3 squash{rng.Uniform(0.05, 1.0), rng.Uniform(0.05, 1.0), rng.Uniform(0.05, 1.0)};
+    for (Vec3& p : points) p = Mul(rng.InBox(0.8), squash) + Vec3{0.3, -0.2, 0.1};
+    Result<Shape> hull = Shape::Make(ConvexHull{points});
+    if (hull.ok()) hulls.push_back(std::move(hull).value());
+  }
+  int apart = 0, apart_by_normal = 0, bounded = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const TriangleMesh& mesh = meshes[i % 2];
+    const Aabb b = mesh.bounds();
+    const Vec3 c = b.Center() + Mul(rng.InBox(0.9), b.Extents() + Vec3{0, 0.3, 0});
+    const Quat q = Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3));
+    const Vec3 he{rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9)};
+    const double r = rng.Uniform(0.05, 0.9), hh = rng.Uniform(0.05, 0.9);
+    const ConvexCore cores[3] = {Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
+                                 Core(ConvexCore::Kind::kBox, he, 0, 0, 0.1 * r),
+                                 Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
+    const ConvexCore hull = ConvexCore::FromShape(hulls[(i / 4) % hulls.size()]);
+    const ConvexCore& core = i % 4 == 3 ? hull : cores[i % 4];
+    const bool box = core.kind == ConvexCore::Kind::kBox;
+    const PlacedConvex placed(core, Pose{c, q});
+    Vec3 inner[2];
+    placed.InnerSegment(inner);
+    const double tol = 1e-9 * placed.scale();
+    for (uint32_t t = 0; t < mesh.triangle_count(); ++t) {
+      Vec3 v[3];
+      mesh.TriangleVertices(t, v);
+      if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(placed.bounds())) continue;
+      const double overlap = TriangleInnerOverlap(v, placed, inner);
+      TriangleConvexPenetration sat;
+      TrianglePolytopeCore polytope;
+      if (box && placed.PolytopeCore(&polytope)) {
+        sat = TrianglePolytopePenetration(v, polytope, placed.margin());
+      }
+      MeshContact m;
+      const bool touching = TriangleTouchContact(v, t, placed, box ? &sat : nullptr, &m);
+      if (overlap < placed.margin() - tol) {
+        ++apart;
+        EXPECT_FALSE(TriangleConvexGjk(v, placed, placed.margin(), placed.scale()).cores_overlap)
+            << i << " " << t;
+        if (touching) {
+          EXPECT_LE(m.depth, std::max(overlap, 0.0) + 1e-12) << i << " " << t;
+        }
+        // The triangle's normal alone: both sides overlap.
+        const Vec3 n = Cross(v[1] - v[0], v[2] - v[0]).Normalized();
+        const double d = Dot(n, v[0]);
+        const double along = std::min(Dot(n, placed(n)) + placed.margin() - d,
+                                      d - Dot(n, placed(-n)) + placed.margin());
+        if (along > placed.margin()) ++apart_by_normal;
+      } else if (box && sat.valid && touching) {
+        ++bounded;
+        EXPECT_LE(m.depth, overlap + tol) << i << " " << t;
+      }
+    }
+  }
+  std::printf("%d triangles apart by the inner axis (%d overlapping along their normal), %d box "
+              "contacts bounded\n", apart, apart_by_normal, bounded);
+  EXPECT_GT(apart_by_normal, 5000);
+  EXPECT_GT(bounded, 5000);
 }
 
 // Convex sweeps (box, cylinder, capsule, sphere by GJK): apart at every
