@@ -712,18 +712,19 @@ inline SweepSatResult SweepBoxSat(const Vec3 tri[3], const OrientedBox& box, dou
   bool clear = false;  // apart at t = 0 by more than kSweepSatDistinct on some axis
   int entry = -1;    // axis of lo_x (-1: none after the start)
   Vec3 entry_n;      // its unit normal (box frame), triangle towards the box
-  // Axis n of length len > 0 (box frame; the box at the origin): true when
-  // the pair is proven apart. Entry and exit fractions do not depend on len.
-  auto axis = [&](const Vec3& n, double len, int id) __attribute__((always_inline)) {
-    const double p0 = Dot(p[0], n), p1 = Dot(p[1], n), p2 = Dot(p[2], n);
-    const double r = std::fabs(n.x) * h.x + std::fabs(n.y) * h.y + std::fabs(n.z) * h.z + gap * len;
+  // Axis n of length len > 0 (box frame; the box at the origin), with the
+  // triangle's projections p0, p1, p2 on it, the box's radius rb and the
+  // motion's projection d: true when the pair is proven apart. Entry and
+  // exit fractions do not depend on len.
+  auto axis = [&](const Vec3& n, double len, int id, double p0, double p1, double p2, double rb,
+                  double d) __attribute__((always_inline)) {
+    const double r = rb + gap * len;
     // Overlap at t: below <= d t <= above.
     const double below = std::min(p0, std::min(p1, p2)) - r;
     const double above = std::max(p0, std::max(p1, p2)) + r;
     const double distinct = kSweepSatDistinct * len;
     deep = deep && below < -distinct && above > distinct;
     clear = clear || below > distinct || above < -distinct;
-    const double d = Dot(lv, n);
     if (d != 0.0) {
       const double inv = 1.0 / d;
       const double enter = (d > 0.0 ? below : above) * inv;
@@ -755,15 +756,34 @@ inline SweepSatResult SweepBoxSat(const Vec3 tri[3], const OrientedBox& box, dou
   const Vec3 nf = Cross(e[0], p[2] - p[0]);
   const double nf_sq = nf.LengthSq();
   const bool has_face = nf_sq > 0.0;
-  if (has_face && axis(nf, std::sqrt(nf_sq), 0)) return apart();
-  if (axis({1, 0, 0}, 1.0, 1) || axis({0, 1, 0}, 1.0, 2) || axis({0, 0, 1}, 1.0, 3)) return apart();
+  if (has_face && axis(nf, std::sqrt(nf_sq), 0, Dot(p[0], nf), Dot(p[1], nf), Dot(p[2], nf),
+                      std::fabs(nf.x) * h.x + std::fabs(nf.y) * h.y + std::fabs(nf.z) * h.z,
+                      Dot(lv, nf))) {
+    return apart();
+  }
+  // The box's axes and the crosses with them have zero coordinates: their
+  // dot products skip those terms (the same sums: x + 0 is x).
+  if (axis({1, 0, 0}, 1.0, 1, p[0].x, p[1].x, p[2].x, h.x, lv.x) ||
+      axis({0, 1, 0}, 1.0, 2, p[0].y, p[1].y, p[2].y, h.y, lv.y) ||
+      axis({0, 0, 1}, 1.0, 3, p[0].z, p[1].z, p[2].z, h.z, lv.z)) {
+    return apart();
+  }
+  // Cross of box axis k and triangle edge j: n[k] is 0, i and l the others.
+  auto cross = [&](const Vec3& n, double min_sq, int id, double Vec3::*i, double Vec3::*l)
+                   __attribute__((always_inline)) {
+    auto dot = [&](const Vec3& x) { return x.*i * n.*i + x.*l * n.*l; };
+    const double len_sq = dot(n);
+    return len_sq > min_sq &&
+           axis(n, std::sqrt(len_sq), id, dot(p[0]), dot(p[1]), dot(p[2]),
+                std::fabs(n.*i) * h.*i + std::fabs(n.*l) * h.*l, dot(lv));
+  };
   for (int j = 0; j < 3; ++j) {
     const Vec3& ej = e[j];
     const double min_sq = 1e-20 * ej.LengthSq();  // near-parallel below this
-    const Vec3 c[3] = {{0.0, -ej.z, ej.y}, {ej.z, 0.0, -ej.x}, {-ej.y, ej.x, 0.0}};
-    for (int k = 0; k < 3; ++k) {
-      const double len_sq = c[k].LengthSq();
-      if (len_sq > min_sq && axis(c[k], std::sqrt(len_sq), 4 + 3 * k + j)) return apart();
+    if (cross({0.0, -ej.z, ej.y}, min_sq, 4 + j, &Vec3::y, &Vec3::z) ||
+        cross({ej.z, 0.0, -ej.x}, min_sq, 7 + j, &Vec3::x, &Vec3::z) ||
+        cross({-ej.y, ej.x, 0.0}, min_sq, 10 + j, &Vec3::x, &Vec3::y)) {
+      return apart();
     }
   }
   if (!has_face) return out;

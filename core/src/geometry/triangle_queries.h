@@ -87,6 +87,59 @@ inline bool ClearOfPlane(double lo, double hi, double r, const Vec3& v, const Ve
   return false;
 }
 
+/// The largest magnitude of x's coordinates.
+inline double MaxAbs(const Vec3& x) {
+  return std::max(std::fabs(x.x), std::max(std::fabs(x.y), std::fabs(x.z)));
+}
+
+/// Whether boxes `x` and `y` are certainly apart (false with a NaN bound).
+inline bool BoxesApart(const Aabb& x, const Aabb& y) {
+  return x.min.x > y.max.x || x.max.x < y.min.x || x.min.y > y.max.y || x.max.y < y.min.y ||
+         x.min.z > y.max.z || x.max.z < y.min.z;
+}
+
+/// The box a rounded segment (core [p0, p1] at heights h0, h1 above the plane
+/// of triangle abc through a, unit normal n, as TriangleNormal; a ball when
+/// p0 == p1; radius r) sweeps moving by v for t in [0, t_max] while its core
+/// is within r of that plane (the vertices' own heights, rounding off the
+/// plane included), grown by r plus a margin far above the closed forms'
+/// rounding and grazes (1e-9 of the coordinates, travel and r). Every piece
+/// of the triangle's Minkowski sum with the rounded segment lies within r of
+/// the plane, so a feature (the triangle, an edge, a vertex) whose box is
+/// apart from this one cannot be touched: a cheap miss before the closed
+/// forms, not a changed answer. False (empty) when the core never comes
+/// within r of the plane.
+[[gnu::always_inline]] inline bool SweptCoreBox(const Vec3& p0, const Vec3& p1, double h0,
+                                                double h1, double r, const Vec3& v,
+                                                double t_max, const Vec3& a, const Vec3& b,
+                                                const Vec3& cc, const Vec3& n,
+                                                const Aabb& triangle_box, Aabb* box) {
+  const double coords = std::max(MaxAbs(triangle_box.min), MaxAbs(triangle_box.max)) +
+                        std::max(MaxAbs(p0), MaxAbs(p1)) + MaxAbs(v) * t_max;
+  const double rr = r + 1e-9 * (r + coords);
+  // The triangle's heights [lo, hi] (a's is 0), the core's [c_lo, c_hi] + dn t.
+  const double hb = Dot(b - a, n), hc = Dot(cc - a, n);
+  const double lo = std::min(0.0, std::min(hb, hc)), hi = std::max(0.0, std::max(hb, hc));
+  const double c_lo = std::min(h0, h1), c_hi = std::max(h0, h1);
+  const double dn = Dot(v, n);
+  double t0 = 0.0, t1 = t_max;
+  if (dn > 0.0) {
+    t0 = std::max(t0, (lo - rr - c_hi) / dn);
+    t1 = std::min(t1, (hi + rr - c_lo) / dn);
+  } else if (dn < 0.0) {
+    t0 = std::max(t0, (hi + rr - c_lo) / dn);
+    t1 = std::min(t1, (lo - rr - c_hi) / dn);
+  } else if (dn == 0.0 && (c_lo > hi + rr || c_hi < lo - rr)) {
+    return false;
+  }
+  if (t0 > t1) return false;
+  const Vec3 s0 = v * t0, s1 = v * t1;
+  const Vec3 core_lo = Min(p0, p1), core_hi = Max(p0, p1);
+  const Vec3 grow = Vec3::Splat(rr);
+  *box = Aabb(Min(core_lo + s0, core_lo + s1) - grow, Max(core_hi + s0, core_hi + s1) + grow);
+  return true;
+}
+
 /// Result of a sphere sweep against one triangle.
 struct TriangleSweep {
   bool hit = false;
@@ -119,20 +172,22 @@ inline bool BallReachesPlane(const Vec3& c, double h, double r, const Vec3& v, c
   return true;
 }
 
-/// First contact of a sphere (centre c, radius r) moving by v, t in [0, t_max],
-/// with triangle abc. `active`: the triangle's active-edge flags (bit i = edge
-/// from vertex i to vertex i+1); a contact on an inactive edge, or on a vertex
-/// whose two edges in this triangle are inactive, reports the face normal.
-/// Face: the plane offset by r; edges and vertices: capsules around the edges
-/// (RaySegmentCapsule, Ericson RTCD 5.3.7) — together the Minkowski sum of the
-/// triangle and the ball.
-inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, double t_max,
-                                         const Vec3& a, const Vec3& b, const Vec3& cc,
-                                         uint8_t active) {
+/// SweepSphereTriangle given the triangle's unit normal n (TriangleNormal)
+/// and the centre's height h = Dot(c - a, n): SweepCapsuleTriangle's end
+/// balls share its own.
+inline TriangleSweep SweepSphereTriangleAt(const Vec3& c, double h, double r, const Vec3& v,
+                                           double t_max, const Vec3& a, const Vec3& b,
+                                           const Vec3& cc, const Vec3& n, uint8_t active) {
   TriangleSweep out;
-  const Vec3 n = TriangleNormal(a, b, cc);
-  const double h = Dot(c - a, n);
   if (ClearOfPlane(h, h, r, v, n, t_max)) return out;
+  // Most triangles near the path are passed by: their box, or their edges',
+  // apart from where the ball can meet them.
+  const Aabb tri_box(Min(a, Min(b, cc)), Max(a, Max(b, cc)));
+  Aabb reach;
+  if (!SweptCoreBox(c, c, h, h, r, v, t_max, a, b, cc, n, tri_box, &reach) ||
+      BoxesApart(reach, tri_box)) {
+    return out;
+  }
   Vec3 q;
   const double d2 = PointTriangleDistanceSq(c, a, b, cc, &q);
   if (d2 <= r * r) {
@@ -170,8 +225,11 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
   }
   const Vec3 vs[3] = {a, b, cc};
   for (int i = 0; i < 3; ++i) {
+    const Vec3& p = vs[i];
+    const Vec3& q_end = vs[(i + 1) % 3];
+    if (BoxesApart(reach, Aabb(Min(p, q_end), Max(p, q_end)))) continue;
     internal::RayEntry e;
-    if (internal::RaySegmentCapsule(c, v, vs[i], vs[(i + 1) % 3], r, &e) ==
+    if (internal::RaySegmentCapsule(c, v, p, q_end, r, &e) ==
             internal::RayOutcome::kHit &&
         e.t < best) {
       best = e.t;
@@ -199,6 +257,20 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
     if (Dot(face, v) <= 0.0) out.normal = face;
   }
   return out;
+}
+
+/// First contact of a sphere (centre c, radius r) moving by v, t in [0, t_max],
+/// with triangle abc. `active`: the triangle's active-edge flags (bit i = edge
+/// from vertex i to vertex i+1); a contact on an inactive edge, or on a vertex
+/// whose two edges in this triangle are inactive, reports the face normal.
+/// Face: the plane offset by r; edges and vertices: capsules around the edges
+/// (RaySegmentCapsule, Ericson RTCD 5.3.7) — together the Minkowski sum of the
+/// triangle and the ball.
+inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, double t_max,
+                                         const Vec3& a, const Vec3& b, const Vec3& cc,
+                                         uint8_t active) {
+  const Vec3 n = TriangleNormal(a, b, cc);
+  return SweepSphereTriangleAt(c, Dot(c - a, n), r, v, t_max, a, b, cc, n, active);
 }
 
 /// First contact of a capsule (segment [p0, p1], radius r) moving by v, t in
@@ -260,8 +332,9 @@ inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double
   // SweepSphereTriangle has already settled).
   TriangleFeature feature = TriangleFeature::kFace;
   int index = -1;
-  for (const Vec3& end : {p0, p1}) {
-    const TriangleSweep s = SweepSphereTriangle(end, r, v, best, a, b, cc, active);
+  for (int k = 0; k < 2; ++k) {
+    const TriangleSweep s =
+        SweepSphereTriangleAt(k == 0 ? p0 : p1, k == 0 ? h0 : h1, r, v, best, a, b, cc, n, active);
     if (s.hit && (!found || s.t < best)) {
       best = s.t;
       found = true;
@@ -269,8 +342,16 @@ inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double
       out.point = s.point;
     }
   }
+  // A vertex outside the box the capsule sweeps (grown by r plus a margin
+  // far above RaySegmentCapsule's rounding and grazes) cannot be touched: a
+  // cheap miss for most of them.
+  const Vec3 core_lo = Min(p0, p1), core_hi = Max(p0, p1), travel = v * best;
+  const double rr = r + 1e-9 * (r + MaxAbs(core_lo) + MaxAbs(core_hi) + MaxAbs(travel));
+  const Vec3 grow = Vec3::Splat(rr);
+  const Aabb swept(core_lo + Min(travel, Vec3{}) - grow, core_hi + Max(travel, Vec3{}) + grow);
   const Vec3 vs[3] = {a, b, cc};
   for (int i = 0; i < 3; ++i) {
+    if (BoxesApart(swept, Aabb(vs[i], vs[i]))) continue;
     internal::RayEntry e;
     if (internal::RaySegmentCapsule(vs[i], -v, p0, p1, r, &e) == internal::RayOutcome::kHit &&
         e.t < best) {
