@@ -572,7 +572,7 @@ TEST(DynamicTreeTest, Entry2IsEntryOfEachNode) {
                             std::numeric_limits<float>::infinity()};
     for (const float bound : bounds) {
       float t[2];
-      const unsigned got = seg.Entry2(n[0], n[1], bound, &t[0], &t[1]);
+      const unsigned got = seg.Entry2(n[0], n[1], EntryBound(bound), &t[0], &t[1]);
       const bool got_in[2] = {(got & 1u) != 0, (got & SegmentSetup::kEntered2) != 0};
       for (int j = 0; j < 2; ++j) {
         double t_want;
@@ -586,7 +586,9 @@ TEST(DynamicTreeTest, Entry2IsEntryOfEachNode) {
       differ += got_in[0] != got_in[1];
     }
     float t[2];
-    ASSERT_EQ(seg.Entry2(n[0], n[1], std::numeric_limits<float>::quiet_NaN(), &t[0], &t[1]), 0u)
+    ASSERT_EQ(seg.Entry2(n[0], n[1], EntryBound(std::numeric_limits<float>::quiet_NaN()), &t[0],
+                         &t[1]),
+              0u)
         << i;
   }
   EXPECT_GT(entered[0], 5000);
