@@ -329,6 +329,18 @@ inline void QueryTree(const DynamicTree& tree, const FloatAabb& query, uint32_t 
   }
 }
 
+/// The max fraction of a segment traversal as SegmentSetup::Entry2 reads
+/// it: FractionBound(max fraction), in all four lanes with SSE2 so that the
+/// test takes it as a memory operand (a float was splat again per node).
+struct EntryBound {
+  alignas(16) float lanes[4];
+
+  EntryBound() = default;
+  explicit EntryBound(float bound) { Set(bound); }
+  void Set(float bound) { lanes[0] = lanes[1] = lanes[2] = lanes[3] = bound; }
+  float value() const { return lanes[0]; }
+};
+
 /// A segment (ray, or the centre of a swept box) prepared for slab tests
 /// against node boxes grown by `extent` (the Minkowski sum with a box).
 /// Slab test: Kay and Kajiya 1986; Ericson, RTCD 5.3.3; branch-free form with
@@ -358,6 +370,13 @@ struct SegmentSetup {
   static constexpr float kHuge = 1e35f;
   /// Relative slack on the entry and exit fractions (covers float rounding).
   static constexpr float kSlack = 1.0f / (1 << 20);
+  /// Entry2's factors of the entry and exit fractions and the exits' floor
+  /// (1 - kSlack, 1 + kSlack and 1e-30 in every lane), kept with the setup
+  /// so that the test reads them as memory operands: gcc rebuilt each splat
+  /// constant per node from a scalar, a load and a shuffle.
+  alignas(16) float shrink4[4];
+  alignas(16) float grow4[4];
+  alignas(16) float floor4[4];
 #else
   double lo[3];
   double hi[3];
@@ -376,6 +395,7 @@ struct SegmentSetup {
     if (std::fabs(translation.x) > 1e-30 && std::fabs(translation.y) > 1e-30 &&
         std::fabs(translation.z) > 1e-30) {
       SetAllAxes(origin, translation, extent);
+      SetFactors();
       return;
     }
 #endif
@@ -414,10 +434,17 @@ struct SegmentSetup {
     }
 #if defined(__SSE2__)
     lo[3] = hi[3] = inv[3] = 0.0f;
+    SetFactors();
 #endif
   }
 
 #if defined(__SSE2__)
+  void SetFactors() {
+    _mm_store_ps(shrink4, _mm_set1_ps(1.0f - kSlack));
+    _mm_store_ps(grow4, _mm_set1_ps(1.0f + kSlack));
+    _mm_store_ps(floor4, _mm_set1_ps(1e-30f));
+  }
+
   /// RoundUp of each lane of (a, b) (lanes 0-1 of a, then of b) as float
   /// lanes 0..3: the nearest float, moved one step up (the bits plus one,
   /// minus one below zero) where it lies below the double. It is never -0
@@ -467,20 +494,21 @@ struct SegmentSetup {
   /// clipped to [0, max_t]; false when it does not reach the box by max_t.
   bool Entry(const TreeNode& n, double max_t, double* t_enter) const {
     float t, unused;
-    const bool in = (Entry2(n, n, RoundDown(max_t), &t, &unused) & 1u) != 0;
+    const bool in = (Entry2(n, n, EntryBound(RoundDown(max_t)), &t, &unused) & 1u) != 0;
     *t_enter = t;
     return in;
   }
 
   /// Entry() of two nodes at once (a node's two children) against the bound
-  /// max_t_down = RoundDown(max_t): bit 0 of the result for n1 (entry
+  /// bound.value() = RoundDown(max_t): bit 0 of the result for n1 (entry
   /// fraction in *t1), bit kEntered2 for n2 (*t2; bit 2, the SSE2 mask's
   /// lane, so that no shift is spent on it). Each answer is exactly Entry()'s:
   /// an entry fraction is a float f, and f <= max_t exactly when f <=
   /// RoundDown(max_t) (the largest float <= max_t), so the bound is compared
   /// in float with the other lanes and no fraction is widened to double.
   __attribute__((always_inline)) unsigned Entry2(const TreeNode& n1, const TreeNode& n2,
-                                                 float max_t_down, float* t1, float* t2) const {
+                                                 const EntryBound& bound, float* t1,
+                                                 float* t2) const {
 #if defined(__SSE2__)
     // A node is {min[3], child1, max[3], child2}: 16-byte loads take the
     // child word into lane 3, whose value (any float, NaN included) the
@@ -510,13 +538,13 @@ struct SegmentSetup {
     // subnormal floats). (No lane 0..2 is NaN: inv is finite and nonzero and
     // lo / hi are finite, so neither 0 * inf nor inf - inf arises; infinite
     // node planes give infinite fractions of the right sign.)
-    near = _mm_max_ps(_mm_mul_ps(near, _mm_set1_ps(1.0f - kSlack)), _mm_setzero_ps());
-    far = _mm_add_ps(_mm_mul_ps(far, _mm_set1_ps(1.0f + kSlack)), _mm_set1_ps(1e-30f));
+    near = _mm_max_ps(_mm_mul_ps(near, _mm_load_ps(shrink4)), _mm_setzero_ps());
+    far = _mm_add_ps(_mm_mul_ps(far, _mm_load_ps(grow4)), _mm_load_ps(floor4));
     // Entered (entry <= exit) and soon enough (entry <= the bound) in one
     // compare, entry <= min(exit, bound): lanes 0-1 for n1, 2-3 for n2 (each
     // pair holds equal values). A NaN bound is minps's result (its second
     // operand) and enters nothing, as two compares with it would.
-    const __m128 ok = _mm_cmple_ps(near, _mm_min_ps(far, _mm_set1_ps(max_t_down)));
+    const __m128 ok = _mm_cmple_ps(near, _mm_min_ps(far, _mm_load_ps(bound.lanes)));
     const unsigned in = static_cast<unsigned>(_mm_movemask_ps(ok));
     *t1 = _mm_cvtss_f32(near);
     *t2 = _mm_cvtss_f32(_mm_movehl_ps(near, near));
@@ -524,10 +552,10 @@ struct SegmentSetup {
 #else
     // The double test against a bound at or above max_t (conservative), its
     // fractions rounded down (so a pop never prunes what the test entered).
-    const double bound = NextFloatUp(max_t_down);
+    const double up = NextFloatUp(bound.value());
     double d1, d2;
-    const unsigned r = static_cast<unsigned>(EntryScalar(n1, bound, &d1)) |
-                       (static_cast<unsigned>(EntryScalar(n2, bound, &d2)) * kEntered2);
+    const unsigned r = static_cast<unsigned>(EntryScalar(n1, up, &d1)) |
+                       (static_cast<unsigned>(EntryScalar(n2, up, &d2)) * kEntered2);
     *t1 = RoundDown(d1);
     *t2 = RoundDown(d2);
     return r;
@@ -586,33 +614,34 @@ inline float FractionBound(double max_fraction) { return RoundDown(max_fraction)
 template <bool kPrefetch, typename ItemPrefetch>
 __attribute__((always_inline)) inline uint32_t EnterChildren(
     const DynamicTree& tree, const TreeNode* nodes, const SegmentSetup& seg, const TreeNode& n,
-    uint32_t mask, float bound, SegmentEntry* stack, size_t* sp,
+    uint32_t mask, const EntryBound& bound, SegmentEntry* stack, size_t* sp,
     const ItemPrefetch& item_prefetch) {
   const uint32_t c1 = n.child1;
   const uint32_t c2 = n.child2;
   float t1, t2;
-  const unsigned hits = seg.Entry2(nodes[c1], nodes[c2], bound, &t1, &t2);
-  bool h1 = (hits & 1u) != 0;
-  bool h2 = (hits & SegmentSetup::kEntered2) != 0;
+  unsigned hits = seg.Entry2(nodes[c1], nodes[c2], bound, &t1, &t2);
+  constexpr unsigned k1 = 1u, k2 = SegmentSetup::kEntered2;
   // Most queries take every layer: that path is laid out in line (gcc put
   // the full-mask case out of line, two jumps per node).
   if (__builtin_expect(mask != 0xFFFFFFFFu, 0)) {
-    h1 = h1 && (tree.LayerMask(c1) & mask) != 0;
-    h2 = h2 && (tree.LayerMask(c2) & mask) != 0;
+    hits &= ((tree.LayerMask(c1) & mask) != 0 ? k1 : 0u) |
+            ((tree.LayerMask(c2) & mask) != 0 ? k2 : 0u);
   }
   if constexpr (kPrefetch) {
-    if (h1) PrefetchNext(nodes, c1, item_prefetch);
-    if (h2) PrefetchNext(nodes, c2, item_prefetch);
+    if ((hits & k1) != 0) PrefetchNext(nodes, c1, item_prefetch);
+    if ((hits & k2) != 0) PrefetchNext(nodes, c2, item_prefetch);
   }
-  if (h1 && h2) {
-    // The nearer first (child 1 on a tie). Only here does the order matter,
-    // and most nodes enter one child or none (fewer instructions a node
-    // than selects over both cases).
-    const bool swap = t2 < t1;
-    stack[(*sp)++] = swap ? SegmentEntry{c1, t1} : SegmentEntry{c2, t2};
-    return swap ? c2 : c1;
-  }
-  return h1 ? c1 : (h2 ? c2 : DynamicTree::kNull);
+  // Decided on the two bits as they are: one child, the most common case,
+  // in one compare each (fewer instructions a node than two flags).
+  if (hits == k1) return c1;
+  if (hits == k2) return c2;
+  if (hits == 0) return DynamicTree::kNull;
+  // Both: the nearer first (child 1 on a tie). Only here does the order
+  // matter, and most nodes enter one child or none (fewer instructions a
+  // node than selects over both cases).
+  const bool swap = t2 < t1;
+  stack[(*sp)++] = swap ? SegmentEntry{c1, t1} : SegmentEntry{c2, t2};
+  return swap ? c2 : c1;
 }
 
 /// Walks the leaves whose grown box the segment reaches within the current
@@ -625,7 +654,7 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
   const uint32_t root = tree.root();
   if (root == DynamicTree::kNull) return;
   const TreeNode* nodes = tree.nodes();
-  float bound = FractionBound(max_fraction);
+  EntryBound bound(FractionBound(max_fraction));
   float t_root, unused;
   if ((seg.Entry2(nodes[root], nodes[root], bound, &t_root, &unused) & 1u) == 0) return;
   TraversalBuffer<SegmentEntry> buffer(tree.Height() + 2);
@@ -638,7 +667,7 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
       if (sp == 0) return;
       // Field by field (see SegmentCursor::Step: store-to-load forwarding).
       --sp;
-      if (stack[sp].t <= bound) next = stack[sp].node;
+      if (stack[sp].t <= bound.value()) next = stack[sp].node;
     }
     const TreeNode& n = nodes[next];
     next = DynamicTree::kNull;
@@ -646,7 +675,7 @@ inline void CastTree(const DynamicTree& tree, const SegmentSetup& seg, uint32_t 
       if ((mask >> n.child2) & 1u) {
         max_fraction = fn(n.Item(), n.child2, max_fraction);
         if (max_fraction < 0.0) return;
-        bound = FractionBound(max_fraction);
+        bound.Set(FractionBound(max_fraction));
       }
       continue;
     }
@@ -749,10 +778,11 @@ class SegmentCursor {
   void Begin(const DynamicTree& tree, const SegmentSetup* seg, uint32_t mask,
              double max_fraction) {
     tree_ = &tree;
+    nodes_ = tree.nodes();
     seg_ = seg;
     mask_ = mask;
     max_fraction_ = max_fraction;
-    bound_ = FractionBound(max_fraction);
+    bound_.Set(FractionBound(max_fraction));
     sp_ = 0;
     pending_ = DynamicTree::kNull;
     const uint32_t root = tree.root();
@@ -766,51 +796,66 @@ class SegmentCursor {
     // (one step less a query; its item's prefetch, for a lone leaf, is left
     // out).
     pending_ = root;
-    PrefetchNext(tree.nodes(), root, NoItemPrefetch{});
+    PrefetchNext(nodes_, root, NoItemPrefetch{});
   }
 
   /// Does one node's work: for a leaf, max_fraction = fn(item, layer,
   /// max_fraction) (negative stops). Returns false when done.
   template <typename Fn, typename ItemPrefetch>
   bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
-    const TreeNode* nodes = tree_->nodes();
+    // The walk's state in locals, stored back once: the stack's stores may
+    // alias the members (as far as gcc knows), which otherwise go through
+    // memory around each of them.
+    const TreeNode* nodes = nodes_;
+    Entry* stack = &stack_[0];
+    uint32_t next = pending_;
+    size_t sp = sp_;
     // The pending node's fraction was checked against bound_ when it was
     // popped or entered, and only this cursor's own leaves change bound_.
-    if (pending_ != DynamicTree::kNull) {
-      const TreeNode& n = nodes[pending_];
-      pending_ = DynamicTree::kNull;
+    if (next != DynamicTree::kNull) {
+      const TreeNode& n = nodes[next];
+      next = DynamicTree::kNull;
       if (n.IsLeaf()) {
         if ((mask_ >> n.child2) & 1u) {
           max_fraction_ = fn(n.Item(), n.child2, max_fraction_);
           if (max_fraction_ < 0.0) {
             sp_ = 0;
+            pending_ = DynamicTree::kNull;
             return false;
           }
-          bound_ = FractionBound(max_fraction_);
+          bound_.Set(FractionBound(max_fraction_));
         }
       } else {
-        pending_ = EnterChildren<false>(*tree_, nodes, *seg_, n, mask_, bound_, &stack_[0], &sp_,
-                                        item_prefetch);
+        next = EnterChildren<false>(*tree_, nodes, *seg_, n, mask_, bound_, stack, &sp,
+                                    item_prefetch);
       }
     }
-    while (pending_ == DynamicTree::kNull) {
-      if (sp_ == 0) return false;
+    while (next == DynamicTree::kNull) {
+      if (sp == 0) {
+        sp_ = 0;
+        pending_ = DynamicTree::kNull;
+        return false;
+      }
       // Field by field, each as it was pushed (store-to-load forwarding).
-      --sp_;
-      if (stack_[sp_].t <= bound_) pending_ = stack_[sp_].node;
+      --sp;
+      if (stack[sp].t <= bound_.value()) next = stack[sp].node;
     }
-    PrefetchNext(nodes, pending_, item_prefetch);
+    sp_ = sp;
+    pending_ = next;
+    PrefetchNext(nodes, next, item_prefetch);
     return true;
   }
 
  private:
   using Entry = SegmentEntry;
   const DynamicTree* tree_ = nullptr;
+  /// tree_->nodes() (one load a step less).
+  const TreeNode* nodes_ = nullptr;
   const SegmentSetup* seg_ = nullptr;
   uint32_t mask_ = 0;
   double max_fraction_ = 1.0;
   /// FractionBound(max_fraction_): what entry fractions are compared with.
-  float bound_ = 1.0f;
+  EntryBound bound_{1.0f};
   CursorStack<Entry> stack_;
   size_t sp_ = 0;
   /// Node to visit on the next Step (its lines prefetched), or kNull.

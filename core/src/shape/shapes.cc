@@ -10,6 +10,10 @@
 #include <memory>
 #include <string>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace hitbox {
 namespace {
 
@@ -148,7 +152,41 @@ Aabb Shape::WorldBounds(const Pose& pose) const {
       const Mat33 r = pose.rotation.ToMatrix();
       Aabb box{Vec3::Splat(std::numeric_limits<double>::infinity()),
                Vec3::Splat(-std::numeric_limits<double>::infinity())};
+#if defined(__SSE2__)
+      // box = box.Union(r * v) over the vertices, x and y in the two lanes of
+      // one vector and z in the low lane of another: the same products summed
+      // in the same order as Dot(r.row[i], v), and std::min(m, p) /
+      // std::max(m, p) as _mm_min_pd(p, m) / _mm_max_pd(p, m) (p < m ? p : m,
+      // p > m ? p : m: the same choice, NaN and signed zeros included), so
+      // the same box to the bit in fewer instructions a vertex.
+      const __m128d c0 = _mm_set_pd(r.row[1].x, r.row[0].x);
+      const __m128d c1 = _mm_set_pd(r.row[1].y, r.row[0].y);
+      const __m128d c2 = _mm_set_pd(r.row[1].z, r.row[0].z);
+      const __m128d r20 = _mm_set_sd(r.row[2].x);
+      const __m128d r21 = _mm_set_sd(r.row[2].y);
+      const __m128d r22 = _mm_set_sd(r.row[2].z);
+      __m128d lo_xy = _mm_set_pd(box.min.y, box.min.x), hi_xy = _mm_set_pd(box.max.y, box.max.x);
+      __m128d lo_z = _mm_set_sd(box.min.z), hi_z = _mm_set_sd(box.max.z);
+      for (const Vec3& v : hull_->vertices()) {
+        const __m128d x = _mm_set1_pd(v.x), y = _mm_set1_pd(v.y), z = _mm_set1_pd(v.z);
+        const __m128d p_xy =
+            _mm_add_pd(_mm_add_pd(_mm_mul_pd(c0, x), _mm_mul_pd(c1, y)), _mm_mul_pd(c2, z));
+        const __m128d p_z =
+            _mm_add_sd(_mm_add_sd(_mm_mul_sd(r20, x), _mm_mul_sd(r21, y)), _mm_mul_sd(r22, z));
+        lo_xy = _mm_min_pd(p_xy, lo_xy);
+        hi_xy = _mm_max_pd(p_xy, hi_xy);
+        lo_z = _mm_min_sd(p_z, lo_z);
+        hi_z = _mm_max_sd(p_z, hi_z);
+      }
+      _mm_storel_pd(&box.min.x, lo_xy);
+      _mm_storeh_pd(&box.min.y, lo_xy);
+      _mm_storel_pd(&box.min.z, lo_z);
+      _mm_storel_pd(&box.max.x, hi_xy);
+      _mm_storeh_pd(&box.max.y, hi_xy);
+      _mm_storel_pd(&box.max.z, hi_z);
+#else
       for (const Vec3& v : hull_->vertices()) box = box.Union(r * v);
+#endif
       return {box.min + pose.position, box.max + pose.position};
     }
     case ShapeKind::kMesh:

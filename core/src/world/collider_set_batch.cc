@@ -17,31 +17,35 @@ bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
                                    BatchControl* control, const BeginFn& begin,
                                    const StepFn& step) const {
   const Impl& m = *this;
-  J jobs[kInterleave];
-  Cursor cursors[kInterleave];
-  bool live[kInterleave] = {};
+  // A job with its cursor and flag side by side: the round walks one pointer.
+  struct Slot {
+    J job;
+    Cursor cursor;
+    bool live = false;
+  };
+  Slot slots[kInterleave];
   PairCounter pairs;
   uint64_t steps = 0;
   uint64_t charged_pairs = 0;
   size_t next = first;
   size_t active = 0;
-  auto start = [&](size_t s) {
+  auto start = [&](Slot& slot) {
     while (next < last) {
       const size_t i = next++;
       const Q* qp = std::get_if<Q>(&queries[i]);
       if (qp == nullptr || qp->at_tick) continue;  // another kind or rewound: own pass
       const Q& q = *qp;
-      jobs[s].pairs = &pairs;
+      slot.job.pairs = &pairs;
       if constexpr (std::is_same_v<Q, OverlapQuery>) {
-        jobs[s].Start(m, q, &results[i].overlaps);
+        slot.job.Start(m, q, &results[i].overlaps);
       } else {
-        jobs[s].Start(m, q, &results[i].hits);
+        slot.job.Start(m, q, &results[i].hits);
       }
-      begin(jobs[s], cursors[s]);
-      live[s] = true;
+      begin(slot.job, slot.cursor);
+      slot.live = true;
       return true;
     }
-    live[s] = false;
+    slot.live = false;
     return false;
   };
   const auto charge = [&] {
@@ -50,15 +54,15 @@ bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
     charged_pairs = pairs.count;
     return go;
   };
-  for (size_t s = 0; s < kInterleave; ++s) active += start(s);
+  for (Slot& slot : slots) active += start(slot);
   while (active > 0) {
     // Every live slot steps once per round: count the round, not each step.
     if constexpr (kBudgeted) steps += active;
-    for (size_t s = 0; s < kInterleave; ++s) {
-      if (!live[s]) continue;
-      if (step(jobs[s], cursors[s])) continue;
-      jobs[s].Finish();
-      if (!start(s)) --active;
+    for (Slot& slot : slots) {
+      if (!slot.live) continue;
+      if (step(slot.job, slot.cursor)) continue;
+      slot.job.Finish();
+      if (!start(slot)) --active;
     }
     if constexpr (kBudgeted) {
       if (steps >= kCheckEvery && !charge()) return false;

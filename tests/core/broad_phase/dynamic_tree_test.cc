@@ -572,7 +572,7 @@ TEST(DynamicTreeTest, Entry2IsEntryOfEachNode) {
                             std::numeric_limits<float>::infinity()};
     for (const float bound : bounds) {
       float t[2];
-      const unsigned got = seg.Entry2(n[0], n[1], bound, &t[0], &t[1]);
+      const unsigned got = seg.Entry2(n[0], n[1], EntryBound(bound), &t[0], &t[1]);
       const bool got_in[2] = {(got & 1u) != 0, (got & SegmentSetup::kEntered2) != 0};
       for (int j = 0; j < 2; ++j) {
         double t_want;
@@ -586,7 +586,9 @@ TEST(DynamicTreeTest, Entry2IsEntryOfEachNode) {
       differ += got_in[0] != got_in[1];
     }
     float t[2];
-    ASSERT_EQ(seg.Entry2(n[0], n[1], std::numeric_limits<float>::quiet_NaN(), &t[0], &t[1]), 0u)
+    ASSERT_EQ(seg.Entry2(n[0], n[1], EntryBound(std::numeric_limits<float>::quiet_NaN()), &t[0],
+                         &t[1]),
+              0u)
         << i;
   }
   EXPECT_GT(entered[0], 5000);
@@ -628,6 +630,40 @@ TEST(DynamicTreeTest, CursorsOnALoneLeaf) {
       ASSERT_EQ(stepped, walked) << x << " " << mask;
       ASSERT_EQ(walked.size(), (x <= 6.0 && x >= -4.0 && mask != (1u << 4)) ? 1u : 0u) << x;
     }
+  }
+}
+
+// A negative max fraction from the leaf function stops a segment walk at
+// once: the cursor reports done on that step and on every later one, having
+// called the function for the same leaves as CastTree (the k-th leaf reached
+// stops both), however many nodes were still stacked.
+TEST(DynamicTreeTest, NegativeFractionStopsTheSegmentWalks) {
+  DynamicTree tree;
+  for (uint32_t i = 0; i < 200; ++i) {
+    tree.CreateLeaf(Aabb::FromCenterExtents({i * 1.0, (i % 7) * 0.3, 0}, {0.8, 0.8, 0.8}), i,
+                    0);
+  }
+  const SegmentSetup seg({-5, 0.9, 0}, {220, 0, 0}, Vec3{0.2, 0.2, 0.2});
+  for (const size_t stop_at : {size_t{1}, size_t{2}, size_t{17}, size_t{150}}) {
+    const auto leaf_fn = [stop_at](std::vector<uint32_t>* seen) {
+      return [seen, stop_at](uint32_t item, uint32_t, double max_t) {
+        seen->push_back(item);
+        return seen->size() == stop_at ? -1.0 : max_t;
+      };
+    };
+    std::vector<uint32_t> walked, stepped;
+    CastTree(tree, seg, 0xFFFFFFFFu, 1.0, leaf_fn(&walked));
+    SegmentCursor cursor;
+    cursor.Begin(tree, &seg, 0xFFFFFFFFu, 1.0);
+    const auto fn = leaf_fn(&stepped);
+    while (cursor.Step(fn, NoItemPrefetch{})) {
+    }
+    ASSERT_EQ(walked.size(), stop_at);
+    ASSERT_EQ(stepped, walked) << stop_at;
+    for (int again = 0; again < 3; ++again) {
+      EXPECT_FALSE(cursor.Step(fn, NoItemPrefetch{})) << stop_at;
+    }
+    EXPECT_EQ(stepped.size(), stop_at);
   }
 }
 

@@ -207,6 +207,35 @@ TEST(CastTest, NonFiniteInputIsAMiss) {
   EXPECT_EQ(Cast(s, Pose(), {INFINITY, 0, 0}, s, Pose({3, 0, 0})).state, CastState::kMiss);
 }
 
+// Each of the 17 coordinates (both poses, the translation) is checked: one
+// NaN or infinity anywhere is a miss, even where the answer would not read
+// it (a sphere's rotation), while finite values, however large, are cast.
+TEST(CastTest, EveryNonFiniteCoordinateIsAMiss) {
+  const Shape s = *Shape::MakeSphere(1.0);
+  const Pose a({0, 0, 0}, Quat::FromAxisAngle({0, 1, 0}, 0.3));
+  const Pose b({0.5, 0.25, 0}, Quat::FromAxisAngle({1, 0, 0}, 0.2));
+  const Vec3 v{0.5, -0.25, 0.125};
+  ASSERT_EQ(Cast(s, a, v, s, b).state, CastState::kStartedOverlapping);
+  const auto coords = [](Pose& pa, Pose& pb, Vec3& t) {
+    return std::array<double*, 17>{
+        &pa.position.x, &pa.position.y, &pa.position.z, &pa.rotation.x, &pa.rotation.y,
+        &pa.rotation.z, &pa.rotation.w, &pb.position.x, &pb.position.y, &pb.position.z,
+        &pb.rotation.x, &pb.rotation.y, &pb.rotation.z, &pb.rotation.w, &t.x, &t.y, &t.z};
+  };
+  for (int k = 0; k < 17; ++k) {
+    for (const double bad : {std::nan(""), double{INFINITY}, -double{INFINITY}}) {
+      Pose pa = a, pb = b;
+      Vec3 t = v;
+      *coords(pa, pb, t)[k] = bad;
+      EXPECT_EQ(Cast(s, pa, t, s, pb).state, CastState::kMiss) << "coordinate " << k << " " << bad;
+    }
+  }
+  // Finite extremes pass the check: the same overlapping pair 1e300 m out.
+  const Pose far_a({1e300, 0, 0}, a.rotation);
+  EXPECT_EQ(Cast(s, far_a, v, s, Pose({1e300, 0, 0}, b.rotation)).state,
+            CastState::kStartedOverlapping);
+}
+
 // An iteration cap is not a miss: with max_iterations = 1 the iterative
 // methods (GJK ray cast then Newton; Newton on the segment-box distance) give
 // up with kFailed at a lower bound of the exact time of impact.

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "test_util.h"
 
@@ -46,6 +48,50 @@ TEST(ShapeTest, WorldBoundsAreTightAroundSupport) {
         const double bound = sign > 0 ? box.max[axis] : box.min[axis];
         EXPECT_NEAR(p[axis], bound, 1e-9) << s.ToString() << " " << ToString(pose);
       }
+    }
+  }
+}
+
+// A hull's world box is, to the bit, the union of its rotated vertices
+// (Mat33 * Vec3, Aabb::Union) moved by the position, as the scalar loop gave
+// it: random hulls and rotations, exact ties (axis-aligned rotations, equal
+// vertex coordinates), signed zeros, and non-finite rotations (whose box,
+// NaN or not, must come out the same too).
+TEST(ShapeTest, HullWorldBoundsAreTheRotatedVerticesToTheBit) {
+  testing::Random rng(11);
+  const auto same = [](double a, double b) {
+    return std::memcmp(&a, &b, sizeof(double)) == 0 || (std::isnan(a) && std::isnan(b));
+  };
+  const Quat turns[] = {Quat{}, Quat::FromAxisAngle({0, 0, 1}, M_PI / 2),
+                        Quat::FromAxisAngle({1, 0, 0}, M_PI), Quat{0, 0, 0, -1}};
+  for (int i = 0; i < 3000; ++i) {
+    const int kind = i % 3;
+    std::vector<Vec3> points;
+    if (kind == 0) {
+      const Shape s = rng.MakeShape(ShapeKind::kConvexHull);
+      points = s.hull()->vertices();
+    } else {
+      // A box of integer corners (ties on every axis), some at zero.
+      const Vec3 e{static_cast<double>(rng.Int(0, 3)) + 1, static_cast<double>(rng.Int(0, 3)),
+                   static_cast<double>(rng.Int(0, 3)) + 0.5};
+      for (int c = 0; c < 8; ++c) {
+        points.push_back({c & 1 ? e.x : -e.x, c & 2 ? e.y + 1 : -0.0, c & 4 ? e.z : -e.z});
+      }
+    }
+    const Result<Shape> hull = Shape::Make(ConvexHull{points});
+    ASSERT_TRUE(hull.ok()) << i;
+    Quat rot = kind == 1 ? turns[rng.Int(0, 3)] : rng.Rotation();
+    if (i % 50 == 7) rot.y = kNaN;
+    if (i % 50 == 9) rot.w = kInf;
+    const Pose pose(kind == 2 ? Vec3{} : rng.InBox(100.0), rot);
+    const Mat33 r = pose.rotation.ToMatrix();
+    Aabb want{Vec3::Splat(kInf), Vec3::Splat(-kInf)};
+    for (const Vec3& v : hull->hull()->vertices()) want = want.Union(r * v);
+    want = {want.min + pose.position, want.max + pose.position};
+    const Aabb got = hull->WorldBounds(pose);
+    for (int a = 0; a < 3; ++a) {
+      ASSERT_TRUE(same(got.min[a], want.min[a])) << i << " min " << a << " " << got.min[a];
+      ASSERT_TRUE(same(got.max[a], want.max[a])) << i << " max " << a << " " << got.max[a];
     }
   }
 }
