@@ -217,7 +217,7 @@ Result<const ConvexHullData*> ConvexHullBuilder::Build(const ConvexHull& h) {
   data->bounds_ = b;
   if (nv <= ConvexHullData::kScanVertices) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    data->scan_.assign((nv + 1) / 2 * 6, nan);
+    data->scan_.assign((nv + 3) / 4 * 12, nan);
     for (size_t i = 0; i < nv; ++i) {
       double* block = &data->scan_[i / 2 * 6 + i % 2];
       block[0] = data->vertices_[i].x;
@@ -250,27 +250,31 @@ Vec3 ConvexHullData::Support(const Vec3& dir) const {
   const size_t nv = vertices_.size();
   if (nv <= kScanVertices) {
 #if defined(__SSE2__)
-    // Two vertices at a time (SSE2), half the instructions of one at a time:
-    // lane k scans vertices k, k + 2, ..., keeping the first of its largest
-    // products (maxpd keeps the old value unless the new one is strictly
-    // greater, so never NaN; the index as a double rises with the vertices,
-    // so a max keeps the latest strict increase). Then the larger lane, ties
-    // the lower index. The products are Dot's (x, y, z in its order), so the
-    // vertex is the one-at-a-time scan's: the first of the largest, vertex 0
-    // when its own product is NaN (nothing compares greater than it).
+    // Two vertices at a time (SSE2; two pairs a loop), ~9 instructions a vertex
+    // instead of 15: lane k scans vertices k, k + 2, ..., keeping the first of
+    // its largest products (maxpd keeps the old value unless the new one is
+    // strictly greater, so never NaN; the index as a double rises with the
+    // vertices, so a max keeps the latest strict increase). Then the larger
+    // lane, ties the lower index. The products are Dot's (x, y, z in its order),
+    // so the vertex is the one-at-a-time scan's: the first of the largest,
+    // vertex 0 when its own product is NaN (nothing compares greater than it).
     const __m128d dx = _mm_set1_pd(dir.x), dy = _mm_set1_pd(dir.y), dz = _mm_set1_pd(dir.z);
     __m128d best = _mm_set1_pd(-std::numeric_limits<double>::infinity());
     __m128d best_i = _mm_setzero_pd();
     __m128d i = _mm_set_pd(1.0, 0.0);
     const __m128d two = _mm_set1_pd(2.0);
     const double* p = scan_.data();  // 16-byte aligned (operator new)
-    for (size_t k = 0; k < nv; k += 2, p += 6) {
+    auto pair = [&](const double* q) {
       const __m128d d = _mm_add_pd(
-          _mm_add_pd(_mm_mul_pd(_mm_load_pd(p), dx), _mm_mul_pd(_mm_load_pd(p + 2), dy)),
-          _mm_mul_pd(_mm_load_pd(p + 4), dz));
+          _mm_add_pd(_mm_mul_pd(_mm_load_pd(q), dx), _mm_mul_pd(_mm_load_pd(q + 2), dy)),
+          _mm_mul_pd(_mm_load_pd(q + 4), dz));
       best_i = _mm_max_pd(best_i, _mm_and_pd(_mm_cmpgt_pd(d, best), i));
       best = _mm_max_pd(d, best);
       i = _mm_add_pd(i, two);
+    };
+    for (size_t k = 0; k < nv; k += 4, p += 12) {
+      pair(p);
+      pair(p + 6);
     }
     const double d0 = Dot(vertices_[0], dir);
     if (!(d0 == d0)) return vertices_[0];

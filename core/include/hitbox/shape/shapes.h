@@ -196,8 +196,8 @@ class ConvexHullData {
   std::vector<uint32_t> adjacency_start_;
   std::vector<Vec3> input_points_;
   /// The vertices for Support's scan (up to kScanVertices; else empty), two
-  /// at a time by coordinate: x_i, x_i+1, y_i, y_i+1, z_i, z_i+1, ...; an
-  /// odd count ends with a NaN vertex, which no comparison selects.
+  /// at a time by coordinate: x_i, x_i+1, y_i, y_i+1, z_i, z_i+1, ...; padded
+  /// to a multiple of four with NaN vertices, which no comparison selects.
   std::vector<double> scan_;
   Aabb bounds_;
   Vec3 center_;
