@@ -43,8 +43,6 @@ ConvexCore ConvexCore::FromShape(const Shape& shape) {
   return c;
 }
 
-Vec3 ConvexCore::HullSupport(const Vec3& dir) const { return hull->Support(dir); }
-
 double ConvexCore::CoreBoundingRadius() const {
   switch (kind) {
     case Kind::kPoint: return 0.0;
