@@ -109,12 +109,15 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
                                          double margin, double scale) {
   using triangle_convex_detail::SimplexPoint;
   TriangleConvexDistance out;
+  // The vertices as locals, not reloaded after each out-of-line call (as in
+  // SweepConvexTriangle).
+  const Vec3 tri0 = tri[0], tri1 = tri[1], tri2 = tri[2];
   auto tri_support = [&](const Vec3& d, double l[3]) {
-    const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
+    const double x0 = Dot(tri0, d), x1 = Dot(tri1, d), x2 = Dot(tri2, d);
     const int i = (x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2);
     l[0] = l[1] = l[2] = 0.0;
     l[i] = 1.0;
-    return tri[i];
+    return i == 0 ? tri0 : (i == 1 ? tri1 : tri2);
   };
   SimplexPoint s[4];
   int n = 0;
