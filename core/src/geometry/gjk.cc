@@ -172,9 +172,9 @@ GjkResult GjkDistanceImpl(const ConvexCore& a, const ConvexCore& b, const Pose& 
     // Without progress v stands: its core points come from its simplex
     // (all but the new point) before that is reduced.
     if (!(progress || inside) && core_pending) SumCorePoints(n - 1);
+    CopyWeights(r, lam);
     for (int k = 0; k < r.count; ++k) {
       const int m = r.index[k];
-      lam[k] = r.weight[k];
       if (m != k) {
         sw[k] = sw[m];
         sa[k] = sa[m];

@@ -114,8 +114,8 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
       break;
     }
     // Keep the vertices of the closest point's support set, in place.
+    CopyWeights(r, w);
     for (int k = 0; k < r.count; ++k) {
-      w[k] = r.weight[k];
       if (r.index[k] != k) {
         simplex[k] = simplex[r.index[k]];
         y[k] = y[r.index[k]];

@@ -92,8 +92,8 @@ inline internal::SimplexClosest CastClosest(const SimplexPoint* s, int n) {
 
 /// Reduces s to the points `r` kept, in place, with their weights in `lam`.
 inline void Keep(const internal::SimplexClosest& r, SimplexPoint* s, int* n, double* lam) {
+  internal::CopyWeights(r, lam);
   for (int k = 0; k < r.count; ++k) {
-    lam[k] = r.weight[k];
     if (r.index[k] != k) s[k] = s[r.index[k]];
   }
   *n = r.count;
