@@ -263,11 +263,11 @@ Vec3 ConvexHullData::Support(const Vec3& dir) const {
     __m128d best_i = _mm_setzero_pd();
     __m128d i = _mm_set_pd(1.0, 0.0);
     const __m128d two = _mm_set1_pd(2.0);
-    const double* p = scan_.data();  // 16-byte aligned (operator new)
+    const double* p = scan_.data();
     auto pair = [&](const double* q) {
       const __m128d d = _mm_add_pd(
-          _mm_add_pd(_mm_mul_pd(_mm_load_pd(q), dx), _mm_mul_pd(_mm_load_pd(q + 2), dy)),
-          _mm_mul_pd(_mm_load_pd(q + 4), dz));
+          _mm_add_pd(_mm_mul_pd(_mm_loadu_pd(q), dx), _mm_mul_pd(_mm_loadu_pd(q + 2), dy)),
+          _mm_mul_pd(_mm_loadu_pd(q + 4), dz));
       best_i = _mm_max_pd(best_i, _mm_and_pd(_mm_cmpgt_pd(d, best), i));
       best = _mm_max_pd(d, best);
       i = _mm_add_pd(i, two);
