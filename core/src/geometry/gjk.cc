@@ -43,8 +43,6 @@ ConvexCore ConvexCore::FromShape(const Shape& shape) {
   return c;
 }
 
-Vec3 ConvexCore::HullSupport(const Vec3& dir) const { return hull->Support(dir); }
-
 double ConvexCore::CoreBoundingRadius() const {
   switch (kind) {
     case Kind::kPoint: return 0.0;
@@ -174,9 +172,9 @@ GjkResult GjkDistanceImpl(const ConvexCore& a, const ConvexCore& b, const Pose& 
     // Without progress v stands: its core points come from its simplex
     // (all but the new point) before that is reduced.
     if (!(progress || inside) && core_pending) SumCorePoints(n - 1);
+    CopyWeights(r, lam);
     for (int k = 0; k < r.count; ++k) {
       const int m = r.index[k];
-      lam[k] = r.weight[k];
       if (m != k) {
         sw[k] = sw[m];
         sa[k] = sa[m];

@@ -108,8 +108,9 @@ struct ConvexCore {
     const double len = dir.Length();
     return len > 0.0 ? c + dir * (margin / len) : c + Vec3{margin, 0.0, 0.0};
   }
-  /// Hull core support, out of line (keeps the primitives' switch small).
-  Vec3 HullSupport(const Vec3& dir) const;
+  /// Hull core support: the hull's own (out of line, which keeps the
+  /// primitives' switch small), called directly.
+  Vec3 HullSupport(const Vec3& dir) const { return hull->Support(dir); }
   /// Radius of the smallest origin-centred ball holding the core (margin excluded).
   double CoreBoundingRadius() const;
   bool is_hull() const { return kind == Kind::kHull; }

@@ -17,10 +17,11 @@ struct Vertex {
 };
 
 template <bool kHull>
-GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const Vec3& v,
+GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const Vec3& v_in,
                                 const ConvexCore& b, double lambda_start,
                                 const Vec3& normal_start, double tolerance, int max_iterations,
                                 double lambda_max) {
+  const Vec3 v = v_in;
   GjkRaycastResult out;
   const PlacedCore placed_a(a, a_in_b);  // A's core in B's frame at its start pose
   const double margin = a.margin + b.margin;
@@ -113,8 +114,8 @@ GjkRaycastResult GjkRaycastImpl(const ConvexCore& a, const Pose& a_in_b, const V
       break;
     }
     // Keep the vertices of the closest point's support set, in place.
+    CopyWeights(r, w);
     for (int k = 0; k < r.count; ++k) {
-      w[k] = r.weight[k];
       if (r.index[k] != k) {
         simplex[k] = simplex[r.index[k]];
         y[k] = y[r.index[k]];

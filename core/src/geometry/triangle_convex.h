@@ -92,8 +92,8 @@ inline internal::SimplexClosest CastClosest(const SimplexPoint* s, int n) {
 
 /// Reduces s to the points `r` kept, in place, with their weights in `lam`.
 inline void Keep(const internal::SimplexClosest& r, SimplexPoint* s, int* n, double* lam) {
+  internal::CopyWeights(r, lam);
   for (int k = 0; k < r.count; ++k) {
-    lam[k] = r.weight[k];
     if (r.index[k] != k) s[k] = s[r.index[k]];
   }
   *n = r.count;
@@ -109,12 +109,15 @@ TriangleConvexDistance TriangleConvexGjk(const Vec3 tri[3], const CoreSupport& c
                                          double margin, double scale) {
   using triangle_convex_detail::SimplexPoint;
   TriangleConvexDistance out;
+  // The vertices as locals, not reloaded after each out-of-line call (as in
+  // SweepConvexTriangle).
+  const Vec3 tri0 = tri[0], tri1 = tri[1], tri2 = tri[2];
   auto tri_support = [&](const Vec3& d, double l[3]) {
-    const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
+    const double x0 = Dot(tri0, d), x1 = Dot(tri1, d), x2 = Dot(tri2, d);
     const int i = (x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2);
     l[0] = l[1] = l[2] = 0.0;
     l[i] = 1.0;
-    return tri[i];
+    return i == 0 ? tri0 : (i == 1 ? tri1 : tri2);
   };
   SimplexPoint s[4];
   int n = 0;
@@ -994,9 +997,14 @@ TriangleConvexSweep AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& 
 /// bound only (big_level: 82 of 3163 casts to the fallback, now none).
 template <typename CoreSupport>
 TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
-                                        double margin, const Vec3& v, double t_max, double scale,
-                                        uint8_t active) {
+                                        double margin, const Vec3& v_in, double t_max,
+                                        double scale, uint8_t active) {
   using triangle_convex_detail::SimplexPoint;
+  // The motion and the triangle's vertices as locals: read through the
+  // references, GCC reloads them after every out-of-line call of the loop
+  // (the simplex solver, a hull's support) and stores copies of them to the
+  // stack again each iteration (~45 instructions an iteration).
+  const Vec3 v = v_in;
   TriangleConvexSweep out;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
   // The triangle's plane first (two support calls): the convex must reach
@@ -1030,15 +1038,16 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
     first.p = above || !(highest_below > kSweepGap) ? low : high;
     first.w = first.p + v * t_plane - tri[0];
   }
+  const Vec3 tri0 = tri[0], tri1 = tri[1], tri2 = tri[2];  // (see v above)
   auto tri_support = [&](const Vec3& d, double l[3]) {
-    const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
+    const double x0 = Dot(tri0, d), x1 = Dot(tri1, d), x2 = Dot(tri2, d);
     const int i = (x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2);
     l[0] = l[1] = l[2] = 0.0;
     l[i] = 1.0;
-    return tri[i];
+    return i == 0 ? tri0 : (i == 1 ? tri1 : tri2);
   };
   auto tri_point = [&](const double l[3]) {
-    return tri[0] * l[0] + tri[1] * l[1] + tri[2] * l[2];
+    return tri0 * l[0] + tri1 * l[1] + tri2 * l[2];
   };
   // Simplex points w = core point + v t - triangle point (relative to the
   // moving point); p: the core point at t = 0, l: triangle weights.

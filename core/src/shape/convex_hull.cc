@@ -18,6 +18,10 @@
 
 #include "hitbox/shape/shapes.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 extern "C" {
 #include <libqhull_r/qhull_ra.h>
 }
@@ -211,6 +215,16 @@ Result<const ConvexHullData*> ConvexHullBuilder::Build(const ConvexHull& h) {
     r0 = std::max(r0, v.LengthSq());
   }
   data->bounds_ = b;
+  if (nv <= ConvexHullData::kScanVertices) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    data->scan_.assign((nv + 3) / 4 * 12, nan);
+    for (size_t i = 0; i < nv; ++i) {
+      double* block = &data->scan_[i / 2 * 6 + i % 2];
+      block[0] = data->vertices_[i].x;
+      block[2] = data->vertices_[i].y;
+      block[4] = data->vertices_[i].z;
+    }
+  }
   Vec3 sum{};
   for (const Vec3& v : data->vertices_) sum += v;
   data->center_ = sum / static_cast<double>(data->vertices_.size());
@@ -229,12 +243,47 @@ size_t ConvexHullData::MemoryBytes() const {
          planes_.capacity() * sizeof(HullPlane) +
          edges_.capacity() * sizeof(std::pair<uint16_t, uint16_t>) +
          adjacency_.capacity() * sizeof(uint16_t) + adjacency_start_.capacity() * sizeof(uint32_t) +
-         input_points_.capacity() * sizeof(Vec3);
+         input_points_.capacity() * sizeof(Vec3) + scan_.capacity() * sizeof(double);
 }
 
 Vec3 ConvexHullData::Support(const Vec3& dir) const {
   const size_t nv = vertices_.size();
-  if (nv <= 32) {
+  if (nv <= kScanVertices) {
+#if defined(__SSE2__)
+    // Two vertices at a time (SSE2; two pairs a loop), ~9 instructions a vertex
+    // instead of 15: lane k scans vertices k, k + 2, ..., keeping the first of
+    // its largest products (maxpd keeps the old value unless the new one is
+    // strictly greater, so never NaN; the index as a double rises with the
+    // vertices, so a max keeps the latest strict increase). Then the larger
+    // lane, ties the lower index. The products are Dot's (x, y, z in its order),
+    // so the vertex is the one-at-a-time scan's: the first of the largest,
+    // vertex 0 when its own product is NaN (nothing compares greater than it).
+    const __m128d dx = _mm_set1_pd(dir.x), dy = _mm_set1_pd(dir.y), dz = _mm_set1_pd(dir.z);
+    __m128d best = _mm_set1_pd(-std::numeric_limits<double>::infinity());
+    __m128d best_i = _mm_setzero_pd();
+    __m128d i = _mm_set_pd(1.0, 0.0);
+    const __m128d two = _mm_set1_pd(2.0);
+    const double* p = scan_.data();
+    auto pair = [&](const double* q) {
+      const __m128d d = _mm_add_pd(
+          _mm_add_pd(_mm_mul_pd(_mm_loadu_pd(q), dx), _mm_mul_pd(_mm_loadu_pd(q + 2), dy)),
+          _mm_mul_pd(_mm_loadu_pd(q + 4), dz));
+      best_i = _mm_max_pd(best_i, _mm_and_pd(_mm_cmpgt_pd(d, best), i));
+      best = _mm_max_pd(d, best);
+      i = _mm_add_pd(i, two);
+    };
+    for (size_t k = 0; k < nv; k += 4, p += 12) {
+      pair(p);
+      pair(p + 6);
+    }
+    const double d0 = Dot(vertices_[0], dir);
+    if (!(d0 == d0)) return vertices_[0];
+    double b[2], bi[2];
+    _mm_storeu_pd(b, best);
+    _mm_storeu_pd(bi, best_i);
+    const bool odd = b[1] > b[0] || (b[1] == b[0] && bi[1] < bi[0]);
+    return vertices_[static_cast<size_t>(odd ? bi[1] : bi[0])];
+#else
     size_t best = 0;
     double best_dot = Dot(vertices_[0], dir);
     for (size_t i = 1; i < nv; ++i) {
@@ -242,6 +291,7 @@ Vec3 ConvexHullData::Support(const Vec3& dir) const {
       if (d > best_dot) best_dot = d, best = i;
     }
     return vertices_[best];
+#endif
   }
   // Hill climbing on the vertex graph: a linear function's local maximum on a
   // convex polytope's vertices is global. Strict increases only, so it ends.

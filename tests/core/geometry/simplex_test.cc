@@ -229,5 +229,18 @@ TEST(SimplexTest, TriangleGjkInsideTetrahedronPointsMeet) {
   EXPECT_GT(tetrahedra, 100);
 }
 
+// CopyWeights copies the kept points' weights, count of them, and writes
+// nothing past them (callers keep other state there).
+TEST(SimplexTest, CopyWeightsCopiesTheKeptWeightsOnly) {
+  for (int count = 0; count <= 4; ++count) {
+    SimplexClosest r;
+    r.count = count;
+    for (int k = 0; k < 4; ++k) r.weight[k] = 0.125 * (k + 1);
+    double out[5] = {-1, -1, -1, -1, -1};
+    internal::CopyWeights(r, out);
+    for (int k = 0; k < 5; ++k) EXPECT_EQ(out[k], k < count ? 0.125 * (k + 1) : -1.0) << count;
+  }
+}
+
 }  // namespace
 }  // namespace hitbox

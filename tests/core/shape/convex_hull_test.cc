@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "collision/cast_internal.h"
 #include "hitbox/collision/collide.h"
@@ -118,6 +119,63 @@ TEST(ConvexHullTest, PlanesHoldEveryPointAndSupportIsExact) {
       EXPECT_NEAR(Dot(r->Support(dir), dir), best, tol);
     }
   }
+}
+
+// Up to 32 vertices Support scans them two at a time: the same vertex as
+// the one-at-a-time scan (the first of the largest products, vertex 0 when
+// its product is NaN), to the bit, on random hulls and on directions with
+// ties (axes of a box, zero), NaN and infinite components. Half the hulls lie
+// between the planes x = 0 and x = 1, so that an infinite x multiplies a 0
+// (NaN) for some vertices and not for others.
+TEST(ConvexHullTest, ScanSupportIsTheFirstLargestProduct) {
+  Random rng(7);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto first_largest = [](const std::vector<Vec3>& v, const Vec3& dir) {
+    size_t best = 0;
+    double best_dot = Dot(v[0], dir);
+    for (size_t i = 1; i < v.size(); ++i) {
+      const double d = Dot(v[i], dir);
+      if (d > best_dot) best_dot = d, best = i;
+    }
+    return v[best];
+  };
+  int hulls = 0, nan_first = 0;
+  for (int i = 0; i < 3000; ++i) {
+    ConvexHull h;
+    const bool slab = i % 2 == 1;
+    const int n = i % 3 == 0 ? 8 : rng.Int(4, 32);
+    for (int k = 0; k < n; ++k) {
+      if (i % 3 == 0) {
+        // A box's corners: every axis direction ties four vertices.
+        const Vec3 e{1.0, 2.0, 0.5};
+        h.points.push_back({(k & 1) ? e.x : -e.x, (k & 2) ? e.y : -e.y, (k & 4) ? e.z : -e.z});
+      } else if (slab) {
+        const Vec3 u = rng.InBox(2.0);
+        h.points.push_back({static_cast<double>(k % 2), u.y, u.z});
+      } else {
+        h.points.push_back(rng.InBox(rng.Uniform(0.1, 5.0)));
+      }
+    }
+    Result<Shape> r = Shape::Make(h);
+    if (!r.ok()) continue;
+    const std::vector<Vec3>& v = r->hull()->vertices();
+    ASSERT_LE(v.size(), ConvexHullData::kScanVertices);
+    ++hulls;
+    std::vector<Vec3> dirs = {{1, 0, 0},   {-1, 0, 0},  {0, 1, 0},    {0, -1, 0},  {0, 0, 1},
+                              {0, 0, -1},  {0, 0, 0},   {1, 1, 0},    {nan, 0, 0}, {0, nan, 1},
+                              {inf, 1, 0}, {-inf, 0, 1}, {inf, 0.5, -1}, {1e300, 1e300, 0}};
+    for (int k = 0; k < 30; ++k) dirs.push_back(rng.UnitVector() * rng.Uniform(1e-3, 1e3));
+    for (const Vec3& dir : dirs) {
+      const Vec3 want = first_largest(v, dir);
+      const Vec3 got = r->hull()->Support(dir);
+      EXPECT_TRUE(got.x == want.x && got.y == want.y && got.z == want.z)
+          << "hull " << i << " dir " << dir.x << " " << dir.y << " " << dir.z;
+      if (std::isnan(Dot(v[0], dir)) && !std::isnan(Dot(v.back(), dir))) ++nan_first;
+    }
+  }
+  EXPECT_GT(hulls, 2500);
+  EXPECT_GT(nan_first, 100);  // vertex 0's product NaN, not every product
 }
 
 // 256 points on a sphere (all vertices): hill-climbing support finds the

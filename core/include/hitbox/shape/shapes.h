@@ -182,6 +182,8 @@ class ConvexHullData {
   /// Up to 32 vertices a scan (ties: lowest index), beyond that hill climbing
   /// on the vertex graph; deterministic either way.
   Vec3 Support(const Vec3& dir) const;
+  /// Most vertices Support scans (more: hill climbing).
+  static constexpr size_t kScanVertices = 32;
 
  private:
   friend class Shape;
@@ -193,6 +195,10 @@ class ConvexHullData {
   std::vector<uint16_t> adjacency_;
   std::vector<uint32_t> adjacency_start_;
   std::vector<Vec3> input_points_;
+  /// The vertices for Support's scan (up to kScanVertices; else empty), two
+  /// at a time by coordinate: x_i, x_i+1, y_i, y_i+1, z_i, z_i+1, ...; padded
+  /// to a multiple of four with NaN vertices, which no comparison selects.
+  std::vector<double> scan_;
   Aabb bounds_;
   Vec3 center_;
   double center_radius_ = 0.0;
