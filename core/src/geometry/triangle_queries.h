@@ -87,11 +87,6 @@ inline bool ClearOfPlane(double lo, double hi, double r, const Vec3& v, const Ve
   return false;
 }
 
-/// The largest magnitude of x's coordinates.
-inline double MaxAbs(const Vec3& x) {
-  return std::max(std::fabs(x.x), std::max(std::fabs(x.y), std::fabs(x.z)));
-}
-
 /// Whether boxes `x` and `y` are certainly apart (false with a NaN bound).
 inline bool BoxesApart(const Aabb& x, const Aabb& y) {
   return x.min.x > y.max.x || x.max.x < y.min.x || x.min.y > y.max.y || x.max.y < y.min.y ||
@@ -114,8 +109,10 @@ inline bool BoxesApart(const Aabb& x, const Aabb& y) {
                                                 double t_max, const Vec3& a, const Vec3& b,
                                                 const Vec3& cc, const Vec3& n,
                                                 const Aabb& triangle_box, Aabb* box) {
-  const double coords = std::max(MaxAbs(triangle_box.min), MaxAbs(triangle_box.max)) +
-                        std::max(MaxAbs(p0), MaxAbs(p1)) + MaxAbs(v) * t_max;
+  const double coords =
+      std::max(triangle_box.min.Abs().MaxComponent(), triangle_box.max.Abs().MaxComponent()) +
+      std::max(p0.Abs().MaxComponent(), p1.Abs().MaxComponent()) +
+      v.Abs().MaxComponent() * t_max;
   const double rr = r + 1e-9 * (r + coords);
   // The triangle's heights [lo, hi] (a's is 0), the core's [c_lo, c_hi] + dn t.
   const double hb = Dot(b - a, n), hc = Dot(cc - a, n);
@@ -346,7 +343,8 @@ inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double
   // far above RaySegmentCapsule's rounding and grazes) cannot be touched: a
   // cheap miss for most of them.
   const Vec3 core_lo = Min(p0, p1), core_hi = Max(p0, p1), travel = v * best;
-  const double rr = r + 1e-9 * (r + MaxAbs(core_lo) + MaxAbs(core_hi) + MaxAbs(travel));
+  const double rr = r + 1e-9 * (r + core_lo.Abs().MaxComponent() + core_hi.Abs().MaxComponent() +
+                                travel.Abs().MaxComponent());
   const Vec3 grow = Vec3::Splat(rr);
   const Aabb swept(core_lo + Min(travel, Vec3{}) - grow, core_hi + Max(travel, Vec3{}) + grow);
   const Vec3 vs[3] = {a, b, cc};
