@@ -1036,7 +1036,8 @@ namespace triangle_epa_before {
 
 // TriangleConvexEpa as it was before its loop kept the nearest face's
 // distance in a register, the faces their first vertex and the horizon its
-// edges as one int each, kept verbatim as the reference it must match.
+// edges as one int each, and before the prism's side faces were checked
+// first, kept verbatim as the reference it must match.
 template <typename CoreSupport>
 TriangleConvexPenetration RefTriangleConvexEpa(
     const Vec3 tri[3], const CoreSupport& core_support, double margin, double scale,
@@ -1358,12 +1359,14 @@ void ExpectSameEpa(const Vec3 tri[3], const PlacedConvex& convex, Random& rng, i
 
 }  // namespace triangle_epa_before
 
-// TriangleConvexEpa against its form before the loop's bookkeeping changed:
-// bit for bit the same answers (failure, depth, normal, points) from every
-// start and with a stop threshold, on cylinders and hulls (and boxes and
-// capsules, which take the same code) 1 mm to 1 km, some 20 km from the
-// origin, some axis-aligned, against random triangles (a quarter slivers),
-// floors and the sliver grid (where EPA mostly ends capped or stalled).
+// TriangleConvexEpa against its form before the loop's bookkeeping and the
+// prism's early side-face check changed: bit for bit the same answers
+// (failure, depth, normal, points) from every start and with a stop
+// threshold, on cylinders and hulls (and boxes and capsules, which take the
+// same code) 1 mm to 1 km, some 20 km from the origin, some axis-aligned,
+// against random triangles (a quarter slivers), floors and the sliver grid
+// (where EPA mostly ends capped or stalled); a tenth with the core's deepest
+// point 1e-13 to 1e-5 inside or outside an edge (the prism's side faces).
 TEST(TriangleConvexEpa, SameAsBeforeLoopBookkeeping) {
   using namespace triangle_epa_before;
   Random rng(4040);
@@ -1412,7 +1415,22 @@ TEST(TriangleConvexEpa, SameAsBeforeLoopBookkeeping) {
     const Quat rot = i % 7 == 1   ? Quat{}
                      : i % 7 == 2 ? Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0.0, 6.3))
                                   : rng.Rotation();
-    const PlacedConvex convex(core, Pose{on + rng.InBox(on_grid ? 0.3 : 0.8 * s), rot});
+    Pose pose{on + rng.InBox(on_grid ? 0.3 : 0.8 * s), rot};
+    if (i % 10 == 9) {
+      // The core's deepest point along the triangle's normal just inside or
+      // outside an edge (the prism's side faces at the origin), below the plane.
+      const Vec3 n = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
+      const int e = rng.Int(0, 2);
+      const Vec3 a0 = tri[e], a1 = tri[(e + 1) % 3], opposite = tri[(e + 2) % 3];
+      const Vec3 at = a0 + (a1 - a0) * rng.Uniform(0.1, 0.9);
+      Vec3 out = Cross(a1 - a0, n).Normalized();
+      if (Dot(out, opposite - a0) > 0.0) out = -out;
+      const double off = (rng.Int(0, 1) == 0 ? 1.0 : -1.0) * std::pow(10.0, rng.Uniform(-13, -5));
+      const Vec3 lo = PlacedConvex(core, pose)(-n);
+      const Vec3 target = at + out * (off * std::max(s, 1.0)) - n * (rng.Uniform(0.01, 0.3) * s);
+      pose.position += target - lo;
+    }
+    const PlacedConvex convex(core, pose);
     ExpectSameEpa(tri, convex, rng, i, counts);
     if (HasFatalFailure()) return;
   }
