@@ -284,13 +284,15 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
 /// `triangle`) when EPA started from the prism along the triangle's normal
 /// holds the origin (TriangleConvexEpa, kPrismOnly): then the cores
 /// certainly overlap by more than 1e-9 * scale. False when the prism does not
-/// hold the origin (TriangleTouchAfterPrism decides).
+/// hold the origin (TriangleTouchAfterPrism decides). `prism_supports`: the
+/// core's supports along -n and +n, when the caller has them
+/// (TriangleConvexEpa).
 template <typename Convex>
 bool TrianglePrismContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
-                          MeshContact* out) {
-  const TriangleConvexPenetration e =
-      TriangleConvexEpa(v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
-                        TriangleEpaStart::kPrismOnly);
+                          MeshContact* out, const Vec3* prism_supports = nullptr) {
+  const TriangleConvexPenetration e = TriangleConvexEpa(
+      v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
+      TriangleEpaStart::kPrismOnly, -std::numeric_limits<double>::infinity(), prism_supports);
   if (!e.valid) return false;
   *out = PenetrationContact(triangle, e);
   return true;
@@ -458,6 +460,8 @@ struct DeepestCandidate {
   uint32_t triangle;
   uint8_t stage;  // refinements of its bound done so far
   int32_t sat;    // index of its box SAT result in DeepestScratch::sats, or -1
+  bool supports;  // the core's supports along -n and +n (its unit normal) in `support`
+  Vec3 support[2];
 };
 /// A heap entry: an upper bound on the triangle's contact depth.
 struct DeepestEntry {
@@ -544,6 +548,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   const Aabb& bounds = convex.bounds();
   VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
     Candidate c;
+    c.supports = false;
     std::copy(v, v + 3, c.v);
     double bound = std::numeric_limits<double>::infinity();
     bool sat_answer = false;  // a box on a triangle TrianglePolytopePenetration answers
@@ -569,9 +574,13 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
       const Vec3 n = len > 1e-150 ? cross / len : cross.Normalized();
       if (n.LengthSq() > 0.0) {
         const double d = Dot(n, c.v[0]);
-        const double above = Dot(n, convex(n)) + convex.margin() - d;
-        const double below = d - Dot(n, convex(-n)) + convex.margin();
+        c.support[1] = convex(n);
+        c.support[0] = convex(-n);
+        const double above = Dot(n, c.support[1]) + convex.margin() - d;
+        const double below = d - Dot(n, c.support[0]) + convex.margin();
         bound = std::min(above, below);
+        // The prism's n (TriangleConvexEpa's cross / its length) is this one.
+        c.supports = len > 1e-150;
       }
     }
     c.triangle = surface.OriginalIndex(k);
@@ -667,7 +676,8 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
       // the origin (an edge or vertex contact, typically shallower than the
       // bound), GJK and EPA later, when the deepest contact so far can stop
       // EPA early (TriangleConvexEpa's stop_below).
-      if (!TrianglePrismContact(c.v, c.triangle, convex, &m)) {
+      if (!TrianglePrismContact(c.v, c.triangle, convex, &m,
+                                c.supports ? c.support : nullptr)) {
         deferred.push_back(e);
         continue;
       }

@@ -263,12 +263,17 @@ inline constexpr double kTriangleEpaFlatVolume = 1e-15;
 /// slack) has EPA stop, not valid (failure 6), as soon as the support along
 /// a face normal, an upper bound on the depth, plus the tolerance is below
 /// it: the converged depth is within the tolerance of the least such bound.
+///
+/// `prism_supports`: a caller that has the core's supports along -n and +n
+/// (n the triangle's unit normal, Cross(tri[1] - tri[0], tri[2] - tri[0]) /
+/// its length, as computed here) passes them, for the prism, in that order.
 template <typename CoreSupport>
 TriangleConvexPenetration TriangleConvexEpa(
     const Vec3 tri[3], const CoreSupport& core_support, double margin, double scale,
     const TriangleConvexDistance& g,
     TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron,
-    double stop_below = -std::numeric_limits<double>::infinity()) {
+    double stop_below = -std::numeric_limits<double>::infinity(),
+    const Vec3* prism_supports = nullptr) {
   TriangleConvexPenetration out;
   struct Vert {
     Vec3 w, p;
@@ -367,7 +372,8 @@ TriangleConvexPenetration TriangleConvexEpa(
     const double len = cross.Length();
     if (!(len > 0.0)) return false;
     const Vec3 n = cross / len;
-    const Vec3 lo = core_support(-n), hi = core_support(n);
+    const Vec3 lo = prism_supports != nullptr ? prism_supports[0] : core_support(-n);
+    const Vec3 hi = prism_supports != nullptr ? prism_supports[1] : core_support(n);
     if (!(Dot(hi - lo, n) > tol)) return false;
     for (int k = 0; k < 6; ++k) {
       Vert& x = verts[k];

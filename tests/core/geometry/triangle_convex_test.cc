@@ -1354,6 +1354,20 @@ void ExpectSameEpa(const Vec3 tri[3], const PlacedConvex& convex, Random& rng, i
     EXPECT_TRUE(SameBits(got.normal, want.normal)) << i << " start " << s;
     EXPECT_TRUE(SameBits(got.point_on_convex, want.point_on_convex)) << i << " start " << s;
     EXPECT_TRUE(SameBits(got.point_on_triangle, want.point_on_triangle)) << i << " start " << s;
+    // The prism's supports given by the caller (SurfaceDeepestContactConvex's
+    // candidates have them from their bound).
+    const Vec3 cross = Cross(tri[1] - tri[0], tri[2] - tri[0]);
+    if (start == TriangleEpaStart::kTetrahedronOnly || !(cross.Length() > 1e-150)) continue;
+    const Vec3 n = cross / cross.Length();
+    const Vec3 supports[2] = {convex(-n), convex(n)};
+    const TriangleConvexPenetration given = TriangleConvexEpa(
+        tri, convex, convex.margin(), convex.scale(), g, start, below, supports);
+    ASSERT_EQ(given.valid, want.valid) << i << " start " << s << " (supports given)";
+    ASSERT_EQ(given.failure, want.failure) << i << " start " << s << " (supports given)";
+    EXPECT_TRUE(SameBits(given.depth, want.depth)) << i << " start " << s;
+    EXPECT_TRUE(SameBits(given.normal, want.normal)) << i << " start " << s;
+    EXPECT_TRUE(SameBits(given.point_on_convex, want.point_on_convex)) << i << " start " << s;
+    EXPECT_TRUE(SameBits(given.point_on_triangle, want.point_on_triangle)) << i << " start " << s;
   }
 }
 
