@@ -569,8 +569,8 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     } else {
       const Vec3 cross = Cross(c.v[1] - c.v[0], c.v[2] - c.v[0]);
       const double len = cross.Length();
-      // Vec3::Normalized(), written out: a call here tipped GCC into inlining
-      // Normalized into SweepConvexTriangle, +1.4M instructions on big_level's sweeps.
+      // Vec3::Normalized() written out: its length also tells whether this n
+      // is TriangleConvexEpa's cross / length (for the supports below).
       const Vec3 n = len > 1e-150 ? cross / len : cross.Normalized();
       if (n.LengthSq() > 0.0) {
         const double d = Dot(n, c.v[0]);
