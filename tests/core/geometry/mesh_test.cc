@@ -1268,7 +1268,8 @@ TEST(MeshConvex, BoxDeepestContactMatchesAllContactsAtAnyScale) {
     const Quat q = i % 4 == 0   ? Quat{}
                    : i % 4 == 1 ? Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0, 6.3))
                                 : Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3));
-    const Vec3 he = Vec3{rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9)} * s;
+    const Vec3 he =
+        Vec3{rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9)} * s;
     const ConvexCore core =
         Core(ConvexCore::Kind::kBox, he, 0, 0, i % 2 == 0 ? 0.0 : rng.Uniform(0.0, 0.1) * s);
     Pose pose{c, q};
