@@ -284,13 +284,15 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
 /// `triangle`) when EPA started from the prism along the triangle's normal
 /// holds the origin (TriangleConvexEpa, kPrismOnly): then the cores
 /// certainly overlap by more than 1e-9 * scale. False when the prism does not
-/// hold the origin (TriangleTouchAfterPrism decides).
+/// hold the origin (TriangleTouchAfterPrism decides). `prism_supports`: the
+/// core's supports along -n and +n, when the caller has them
+/// (TriangleConvexEpa).
 template <typename Convex>
 bool TrianglePrismContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
-                          MeshContact* out) {
-  const TriangleConvexPenetration e =
-      TriangleConvexEpa(v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
-                        TriangleEpaStart::kPrismOnly);
+                          MeshContact* out, const Vec3* prism_supports = nullptr) {
+  const TriangleConvexPenetration e = TriangleConvexEpa(
+      v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
+      TriangleEpaStart::kPrismOnly, -std::numeric_limits<double>::infinity(), prism_supports);
   if (!e.valid) return false;
   *out = PenetrationContact(triangle, e);
   return true;
@@ -458,6 +460,8 @@ struct DeepestCandidate {
   uint32_t triangle;
   uint8_t stage;  // refinements of its bound done so far
   int32_t sat;    // index of its box SAT result in DeepestScratch::sats, or -1
+  bool supports;  // the core's supports along -n and +n (its unit normal) in `support`
+  Vec3 support[2];
 };
 /// A heap entry: an upper bound on the triangle's contact depth.
 struct DeepestEntry {
@@ -479,7 +483,12 @@ struct DeepestScratch {
 /// normal (two support calls; any axis's overlap bounds the penetration
 /// depth, and GJK, SAT and EPA stay within this one: EPA's converged depth
 /// to its 1e-9 * scale tolerance, its fallbacks and SAT try that axis
-/// themselves), then, each time the triangle comes up, by a tighter one: for
+/// themselves), or for a box core on a triangle that TrianglePolytopePenetration
+/// answers (all but degenerate ones, where EPA may decide) by the overlaps
+/// along x, y and z of its bounds (no support calls: its SAT depth is exact,
+/// and GJK's when the cores are apart is less, so neither exceeds any axis's
+/// overlap; on big_level's boxes this looser bound cost less than the normal's
+/// support calls it saves), then, each time the triangle comes up, by a tighter one: for
 /// a box core the overlaps along its face normals, then along the axis from
 /// its centre to the triangle (TriangleInnerOverlap), then the SAT depth
 /// itself (TrianglePolytopePenetration: exactly the contact's depth when the
@@ -529,18 +538,50 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
       return any;
     }
   }
+  TrianglePolytopeCore polytope;
+  bool polytope_core = false;
+  if constexpr (requires { convex.PolytopeCore(&polytope); }) {
+    polytope_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
+  }
   // Should the batch stop (budget, deadline), the triangles visited so far
   // are decided, as SurfaceContactsConvex does.
+  const Aabb& bounds = convex.bounds();
   VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
     Candidate c;
+    c.supports = false;
     std::copy(v, v + 3, c.v);
-    const Vec3 n = Cross(c.v[1] - c.v[0], c.v[2] - c.v[0]).Normalized();
     double bound = std::numeric_limits<double>::infinity();
-    if (n.LengthSq() > 0.0) {
-      const double d = Dot(n, c.v[0]);
-      const double above = Dot(n, convex(n)) + convex.margin() - d;
-      const double below = d - Dot(n, convex(-n)) + convex.margin();
-      bound = std::min(above, below);
+    bool sat_answer = false;  // a box on a triangle TrianglePolytopePenetration answers
+    if (polytope_core) {
+      // TrianglePolytopePenetration's own test (SatCrossAxis), to the bit.
+      const Vec3 e1 = c.v[1] - c.v[0], e2 = c.v[2] - c.v[0];
+      const double e12 = e1.LengthSq() * e2.LengthSq();
+      sat_answer = Cross(e1, e2).LengthSq() >
+                   internal::kSatParallelEpsilon * internal::kSatParallelEpsilon * e12;
+    }
+    if (sat_answer) {
+      // The overlaps along x, y and z of the bounds (no support calls).
+      for (int a = 0; a < 3; ++a) {
+        const double lo = std::min(c.v[0][a], std::min(c.v[1][a], c.v[2][a]));
+        const double hi = std::max(c.v[0][a], std::max(c.v[1][a], c.v[2][a]));
+        bound = std::min(bound, std::min(bounds.max[a] - lo, hi - bounds.min[a]));
+      }
+    } else {
+      const Vec3 cross = Cross(c.v[1] - c.v[0], c.v[2] - c.v[0]);
+      const double len = cross.Length();
+      // Vec3::Normalized() written out: its length also tells whether this n
+      // is TriangleConvexEpa's cross / length (for the supports below).
+      const Vec3 n = len > 1e-150 ? cross / len : cross.Normalized();
+      if (n.LengthSq() > 0.0) {
+        const double d = Dot(n, c.v[0]);
+        c.support[1] = convex(n);
+        c.support[0] = convex(-n);
+        const double above = Dot(n, c.support[1]) + convex.margin() - d;
+        const double below = d - Dot(n, c.support[0]) + convex.margin();
+        bound = std::min(above, below);
+        // The prism's n (TriangleConvexEpa's cross / its length) is this one.
+        c.supports = len > 1e-150;
+      }
     }
     c.triangle = surface.OriginalIndex(k);
     c.stage = 0;
@@ -554,11 +595,6 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     return a.bound < b.bound || (a.bound == b.bound && a.triangle > b.triangle);
   };
   std::make_heap(heap.begin(), heap.end(), lower);
-  TrianglePolytopeCore polytope;
-  bool polytope_core = false;
-  if constexpr (requires { convex.PolytopeCore(&polytope); }) {
-    polytope_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
-  }
   // Refinements: a box's face normals, its overlap along the axis from its
   // centre, then its SAT depth; a cylinder's or a hull's overlap along the
   // axis from its inner segment (TriangleInnerOverlap).
@@ -640,7 +676,8 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
       // the origin (an edge or vertex contact, typically shallower than the
       // bound), GJK and EPA later, when the deepest contact so far can stop
       // EPA early (TriangleConvexEpa's stop_below).
-      if (!TrianglePrismContact(c.v, c.triangle, convex, &m)) {
+      if (!TrianglePrismContact(c.v, c.triangle, convex, &m,
+                                c.supports ? c.support : nullptr)) {
         deferred.push_back(e);
         continue;
       }

@@ -263,12 +263,17 @@ inline constexpr double kTriangleEpaFlatVolume = 1e-15;
 /// slack) has EPA stop, not valid (failure 6), as soon as the support along
 /// a face normal, an upper bound on the depth, plus the tolerance is below
 /// it: the converged depth is within the tolerance of the least such bound.
+///
+/// `prism_supports`: a caller that has the core's supports along -n and +n
+/// (n the triangle's unit normal, Cross(tri[1] - tri[0], tri[2] - tri[0]) /
+/// its length, as computed here) passes them, for the prism, in that order.
 template <typename CoreSupport>
 TriangleConvexPenetration TriangleConvexEpa(
     const Vec3 tri[3], const CoreSupport& core_support, double margin, double scale,
     const TriangleConvexDistance& g,
     TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron,
-    double stop_below = -std::numeric_limits<double>::infinity()) {
+    double stop_below = -std::numeric_limits<double>::infinity(),
+    const Vec3* prism_supports = nullptr) {
   TriangleConvexPenetration out;
   struct Vert {
     Vec3 w, p;
@@ -276,9 +281,10 @@ TriangleConvexPenetration TriangleConvexEpa(
   };
   struct Face {
     int v[3];
+    bool alive;
     Vec3 n;
     double d;
-    bool alive;
+    Vec3 w0;  // verts[v[0]].w, read by the visibility test without the indirection
   };
   constexpr int kMaxVerts = kTriangleEpaMaxVertices;
   constexpr int kMaxFaces = kTriangleEpaMaxFaces;
@@ -305,6 +311,7 @@ TriangleConvexPenetration TriangleConvexEpa(
     f.v[0] = a; f.v[1] = b; f.v[2] = c;
     f.n = n / len;
     f.d = Dot(f.n, verts[a].w);
+    f.w0 = verts[a].w;
     f.alive = true;
     return true;
   };
@@ -365,7 +372,8 @@ TriangleConvexPenetration TriangleConvexEpa(
     const double len = cross.Length();
     if (!(len > 0.0)) return false;
     const Vec3 n = cross / len;
-    const Vec3 lo = core_support(-n), hi = core_support(n);
+    const Vec3 lo = prism_supports != nullptr ? prism_supports[0] : core_support(-n);
+    const Vec3 hi = prism_supports != nullptr ? prism_supports[1] : core_support(n);
     if (!(Dot(hi - lo, n) > tol)) return false;
     for (int k = 0; k < 6; ++k) {
       Vert& x = verts[k];
@@ -379,6 +387,22 @@ TriangleConvexPenetration TriangleConvexEpa(
     for (int k = 0; k < 6; ++k) centre += verts[k].w * (1.0 / 6.0);
     const int pf[8][3] = {{0, 1, 2}, {3, 4, 5}, {0, 1, 4}, {0, 4, 3},
                           {1, 2, 5}, {1, 5, 4}, {2, 0, 3}, {2, 3, 5}};
+    // The side faces first, unnormalised and not made: one with the origin
+    // outside it beyond the rounding of its distance (1e-12 of |n|_1 |w|_1,
+    // against a few 1e-16 for the loop's n / len and its dot) fails below
+    // for certain, so the prism does not hold the origin (the usual answer
+    // off a triangle's edges, where the caps pass).
+    for (int k = 2; k < 8; ++k) {
+      const Vec3& wa = verts[pf[k][0]].w;
+      Vec3 fn = Cross(verts[pf[k][1]].w - wa, verts[pf[k][2]].w - wa);
+      if (Dot(fn, centre - wa) > 0.0) fn = -fn;  // outwards, as the loop orients it
+      const double size = (std::fabs(fn.x) + std::fabs(fn.y) + std::fabs(fn.z)) *
+                          (std::fabs(wa.x) + std::fabs(wa.y) + std::fabs(wa.z));
+      if (Dot(fn, wa) < -1e-12 * size) {
+        nv = 0;
+        return false;
+      }
+    }
     for (const auto& f : pf) {
       int a = f[0], b = f[1], c = f[2];
       const Vec3 fn = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
@@ -421,14 +445,26 @@ TriangleConvexPenetration TriangleConvexEpa(
     if (Dot(n, verts[f[3]].w - verts[a].w) > 0.0) std::swap(b, c);
     if (!make_face(a, b, c)) return fallback(2);
   }
+  // The alive face nearest the origin: the first alive one, replaced by any
+  // later one strictly nearer (ties: the lowest slot); -1 when none.
+  const auto NearestFace = [&] {
+    int nearest = -1;
+    double nearest_d = 0.0;
+    for (int i = 0; i < nf; ++i) {
+      if (!faces[i].alive) continue;
+      const double d = faces[i].d;
+      if (nearest < 0 || d < nearest_d) {
+        nearest = i;
+        nearest_d = d;
+      }
+    }
+    return nearest;
+  };
   int best = -1;
   bool stopped = false;    // left the loop on a break (best is then alive)
   bool converged = false;  // support gap within the tolerance
   for (int it = 0; it < kTriangleEpaMaxIterations && !stopped; ++it) {
-    best = -1;
-    for (int i = 0; i < nf; ++i) {
-      if (faces[i].alive && (best < 0 || faces[i].d < faces[best].d)) best = i;
-    }
+    best = NearestFace();
     if (best < 0) return fallback(4);
     const Face& f = faces[best];
     // Capped: the best face so far (a new point adds at most a few faces
@@ -452,30 +488,34 @@ TriangleConvexPenetration TriangleConvexEpa(
     // A support point already in the polytope (curved cores repeat rim
     // points): no progress is possible along this face.
     bool repeated = false;
+    const double same2 = 1e-12 * scale * scale;
+    const Vec3 w_new = nvx.w;
     for (int i = 0; i < nv && !repeated; ++i) {
-      repeated = (verts[i].w - nvx.w).LengthSq() <= 1e-12 * scale * scale;
+      repeated = (verts[i].w - w_new).LengthSq() <= same2;
     }
     if (repeated) { stopped = true; break; }
     const int wi = nv++;
     // Remove the faces that see the new point; keep their horizon edges.
-    int edges[kMaxFaces][2];
+    // Horizon edges (a, b) as a << 8 | b (vertices < 256): one compare finds
+    // the reverse of an edge already listed.
+    static_assert(kMaxVerts <= 256);
+    int edges[64];
     int ne = 0;
     bool overflow = false;
     for (int i = 0; i < nf; ++i) {
       // Visible with a margin: near-coplanar slivers on curved cores must not
       // flip the polytope inside out.
-      if (!faces[i].alive || Dot(faces[i].n, verts[wi].w - verts[faces[i].v[0]].w) <= tol) {
-        continue;
-      }
+      if (!faces[i].alive || Dot(faces[i].n, w_new - faces[i].w0) <= tol) continue;
       faces[i].alive = false;
       free_slots[nfree++] = i;
+      const int fv[4] = {faces[i].v[0], faces[i].v[1], faces[i].v[2], faces[i].v[0]};
       for (int e = 0; e < 3; ++e) {
-        const int a = faces[i].v[e], b = faces[i].v[(e + 1) % 3];
+        const int a = fv[e], b = fv[e + 1];
+        const int reverse = b << 8 | a;
         bool shared = false;
         for (int k = 0; k < ne; ++k) {
-          if (edges[k][0] == b && edges[k][1] == a) {
-            edges[k][0] = edges[ne - 1][0];
-            edges[k][1] = edges[ne - 1][1];
+          if (edges[k] == reverse) {
+            edges[k] = edges[ne - 1];
             --ne;
             shared = true;
             break;
@@ -483,9 +523,7 @@ TriangleConvexPenetration TriangleConvexEpa(
         }
         if (!shared) {
           if (ne < 64) {
-            edges[ne][0] = a;
-            edges[ne][1] = b;
-            ++ne;
+            edges[ne++] = a << 8 | b;
           } else {
             overflow = true;
           }
@@ -494,15 +532,12 @@ TriangleConvexPenetration TriangleConvexEpa(
     }
     if (overflow) return fallback(3);
     for (int k = 0; k < ne; ++k) {
-      if (!make_face(edges[k][0], edges[k][1], wi)) return fallback(3);
+      if (!make_face(edges[k] >> 8, edges[k] & 255, wi)) return fallback(3);
     }
   }
   if (!stopped) {
     // Iteration cap: the best face of the polytope as it is now.
-    best = -1;
-    for (int i = 0; i < nf; ++i) {
-      if (faces[i].alive && (best < 0 || faces[i].d < faces[best].d)) best = i;
-    }
+    best = NearestFace();
   }
   if (best < 0) return fallback(4);
   const Face& f = faces[best];

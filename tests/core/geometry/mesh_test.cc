@@ -1235,6 +1235,74 @@ TEST(MeshConvex, DeepestContactMatchesAllContacts) {
   EXPECT_GT(none, 300);
 }
 
+// SurfaceDeepestContactConvex's first bound for boxes (the overlaps along x,
+// y and z of its bounds; the normal's only on triangles without a SAT answer):
+// the same deepest contact as the deepest of SurfaceContactsConvex's, to the
+// bit, for tilted, axis-aligned and turned boxes (sharp and rounded, 1 mm to
+// 1 km) on tessellated floors, wavy grids and inside a closed box's corners,
+// at the origin and 20 km out; a seventh rest on the flat floor within
+// rounding (ties between the floor's triangles).
+TEST(MeshConvex, BoxDeepestContactMatchesAllContactsAtAnyScale) {
+  Random rng(73);
+  struct Placed {
+    TriangleMesh mesh;
+    double scale;
+  };
+  std::vector<Placed> meshes;
+  for (const double s : {1e-3, 1.0, 1e3}) {
+    for (const Vec3& origin : {Vec3{}, Vec3{2e4, -1e4, 2e4}}) {
+      for (MeshData m : {WavyGrid(8, 1.0, /*flat=*/true), WavyGrid(8, 1.0), BoxMesh(2.0)}) {
+        for (Vec3& p : m.vertices) p = origin + p * s;
+        meshes.push_back({MustBuild(m), s});
+      }
+    }
+  }
+  int compared = 0, several = 0;
+  for (int i = 0; i < 9000; ++i) {
+    const Placed& at = meshes[i % meshes.size()];
+    const double s = at.scale;
+    const Aabb b = at.mesh.bounds();
+    const bool closed_box = i % 3 == 2;  // inside, near its walls and corners
+    const Vec3 c = closed_box ? b.Center() + Mul(rng.InBox(1.0), b.Extents() * 0.8)
+                              : b.Center() + Mul(rng.InBox(0.9), b.Extents() + Vec3{0, 0.3 * s, 0});
+    const Quat q = i % 4 == 0   ? Quat{}
+                   : i % 4 == 1 ? Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0, 6.3))
+                                : Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3));
+    const Vec3 he =
+        Vec3{rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9), rng.Uniform(0.05, 0.9)} * s;
+    const ConvexCore core =
+        Core(ConvexCore::Kind::kBox, he, 0, 0, i % 2 == 0 ? 0.0 : rng.Uniform(0.0, 0.1) * s);
+    Pose pose{c, q};
+    if (i % 7 == 0 && i % 3 == 0) {
+      // Resting on the flat floor's plane within rounding.
+      const PlacedConvex probe(core, pose);
+      pose.position.y -= probe.bounds().min.y - b.min.y - rng.Uniform(-1e-9, 1e-9) * s;
+    }
+    const PlacedConvex placed(core, pose);
+    std::vector<MeshContact> all;
+    const bool any = SurfaceContactsConvex(at.mesh, placed, &all);
+    MeshContact deepest;
+    ASSERT_EQ(SurfaceDeepestContactConvex(at.mesh, placed, &deepest), any) << i;
+    if (!any) continue;
+    const MeshContact* want = &all[0];
+    for (const MeshContact& x : all) {
+      if (x.depth > want->depth || (x.depth == want->depth && x.triangle < want->triangle)) {
+        want = &x;
+      }
+    }
+    ++compared;
+    if (all.size() > 1) ++several;
+    EXPECT_EQ(deepest.triangle, want->triangle) << i << " " << ToString(pose);
+    EXPECT_EQ(deepest.depth, want->depth) << i;
+    EXPECT_EQ(deepest.normal, want->normal) << i;
+    EXPECT_EQ(deepest.point_on_mesh, want->point_on_mesh) << i;
+    EXPECT_EQ(deepest.point_on_query, want->point_on_query) << i;
+  }
+  std::printf("%d deepest box contacts compared (%d among several triangles)\n", compared,
+              several);
+  EXPECT_GT(several, 2000);
+}
+
 // TriangleInnerOverlap (SurfaceDeepestContactConvex's bound along the axis
 // from the core's inner segment to the triangle): below the margin, the
 // cores are apart (GJK) and every contact is at most max(overlap, 0) deep;

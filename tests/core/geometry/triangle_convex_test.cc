@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -1029,6 +1030,429 @@ TEST(SweepBoxSat, SameAsBeforeZeroTermsSkipped) {
     ExpectSame(tri, at, margin, v, 1.0, active, i, &hits);
   }
   EXPECT_GT(hits, 3000);
+}
+
+namespace triangle_epa_before {
+
+// TriangleConvexEpa as it was before its loop kept the nearest face's
+// distance in a register, the faces their first vertex and the horizon its
+// edges as one int each, and before the prism's side faces were checked
+// first, kept verbatim as the reference it must match.
+template <typename CoreSupport>
+TriangleConvexPenetration RefTriangleConvexEpa(
+    const Vec3 tri[3], const CoreSupport& core_support, double margin, double scale,
+    const TriangleConvexDistance& g,
+    TriangleEpaStart start = TriangleEpaStart::kPrismOrTetrahedron,
+    double stop_below = -std::numeric_limits<double>::infinity()) {
+  TriangleConvexPenetration out;
+  struct Vert {
+    Vec3 w, p;
+    double l[3];
+  };
+  struct Face {
+    int v[3];
+    Vec3 n;
+    double d;
+    bool alive;
+  };
+  constexpr int kMaxVerts = kTriangleEpaMaxVertices;
+  constexpr int kMaxFaces = kTriangleEpaMaxFaces;
+  // Left uninitialised (no zeroing of ~1150 doubles a call): every slot is
+  // written before it is read (nv and nf count the written ones).
+  union Verts {
+    Verts() {}
+    Vert at[kMaxVerts];
+  } vert_store;
+  union Faces {
+    Faces() {}
+    Face at[kMaxFaces];
+  } face_store;
+  Vert* const verts = vert_store.at;
+  Face* const faces = face_store.at;
+  int free_slots[kMaxFaces];
+  int nv = 0, nf = 0, nfree = 0;
+  auto make_face = [&](int a, int b, int c) {
+    if (nfree == 0 && nf >= kMaxFaces) return false;
+    const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
+    const double len = n.Length();
+    if (!(len > 0.0)) return false;
+    Face& f = faces[nfree > 0 ? free_slots[--nfree] : nf++];
+    f.v[0] = a; f.v[1] = b; f.v[2] = c;
+    f.n = n / len;
+    f.d = Dot(f.n, verts[a].w);
+    f.alive = true;
+    return true;
+  };
+  auto tri_support = [&](const Vec3& d, double l[3]) {
+    const double x0 = Dot(tri[0], d), x1 = Dot(tri[1], d), x2 = Dot(tri[2], d);
+    const int i = (x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2);
+    l[0] = l[1] = l[2] = 0.0;
+    l[i] = 1.0;
+    return tri[i];
+  };
+  const double tol = 1e-9 * scale;
+  // Breakdown: for any unit n, moving the convex by h(n) along -n separates
+  // it (h the support of core - triangle); take the best of the alive face
+  // normals and the triangle's normals (the answer for a flat difference).
+  // The face normal whose support was the least so far (an upper bound on
+  // the depth), for the fallback and stop_below.
+  double visited_h = std::numeric_limits<double>::infinity();
+  Vec3 visited_n;
+  auto fallback = [&](int reason) {
+    out.failure = reason;
+    double best_h = std::numeric_limits<double>::infinity();
+    Vec3 best_n;
+    auto consider = [&](const Vec3& n) {
+      double l[3];
+      const double h = Dot(core_support(n) - tri_support(-n, l), n);
+      if (h < best_h) { best_h = h; best_n = n; }
+    };
+    for (int i = 0; i < nf; ++i) {
+      if (faces[i].alive) consider(faces[i].n);
+    }
+    if (visited_h < std::numeric_limits<double>::infinity()) consider(visited_n);
+    const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]);
+    if (face.LengthSq() > 0.0) {
+      consider(face.Normalized());
+      consider(-face.Normalized());
+    }
+    if (!(best_h < std::numeric_limits<double>::infinity())) return out;
+    double l[3];
+    out.valid = true;
+    out.depth = std::max(best_h, 0.0) + margin;
+    out.normal = -best_n;
+    out.point_on_convex = core_support(best_n) + best_n * margin;
+    out.point_on_triangle = tri_support(-best_n, l);
+    return out;
+  };
+  // Start from the prism between the difference's two faces along the
+  // triangle's normal +-n: core support along -n minus the triangle (vertices
+  // 0..2, outward normal -n) and along +n minus it (3..5, outward +n), joined
+  // by three parallelograms. It lies in the difference, and when it holds the
+  // origin, more than tol inside each face (the core's extreme points along
+  // +-n lie on both sides of the triangle over its interior: a face contact,
+  // typically), the cores certainly overlap and its caps are exact
+  // faces of the difference, so a face contact converges at once. Otherwise,
+  // or should it be flat, GJK's tetrahedron.
+  const bool prism = [&] {
+    if (start == TriangleEpaStart::kTetrahedronOnly) return false;
+    const Vec3 cross = Cross(tri[1] - tri[0], tri[2] - tri[0]);
+    const double len = cross.Length();
+    if (!(len > 0.0)) return false;
+    const Vec3 n = cross / len;
+    const Vec3 lo = core_support(-n), hi = core_support(n);
+    if (!(Dot(hi - lo, n) > tol)) return false;
+    for (int k = 0; k < 6; ++k) {
+      Vert& x = verts[k];
+      x.p = k < 3 ? lo : hi;
+      x.w = x.p - tri[k % 3];
+      x.l[0] = x.l[1] = x.l[2] = 0.0;
+      x.l[k % 3] = 1.0;
+    }
+    nv = 6;
+    Vec3 centre;
+    for (int k = 0; k < 6; ++k) centre += verts[k].w * (1.0 / 6.0);
+    const int pf[8][3] = {{0, 1, 2}, {3, 4, 5}, {0, 1, 4}, {0, 4, 3},
+                          {1, 2, 5}, {1, 5, 4}, {2, 0, 3}, {2, 3, 5}};
+    for (const auto& f : pf) {
+      int a = f[0], b = f[1], c = f[2];
+      const Vec3 fn = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
+      if (Dot(fn, centre - verts[a].w) > 0.0) std::swap(b, c);
+      if (!make_face(a, b, c) || !(faces[nf - 1].d > tol)) {
+        nv = nf = nfree = 0;  // not holding the origin (or degenerate): GJK's tetrahedron
+        return false;
+      }
+    }
+    return true;
+  }();
+  if (!prism && (start == TriangleEpaStart::kPrismOnly || g.tetrahedron != 4)) {
+    out.failure = 1;
+    return out;
+  }
+  for (int k = 0; k < 4 && !prism; ++k) {
+    verts[nv].w = g.tet_w[k];
+    verts[nv].p = g.tet_p[k];
+    for (int j = 0; j < 3; ++j) verts[nv].l[j] = g.tet_l[k][j];
+    ++nv;
+  }
+  // A flat start tetrahedron (a sliver triangle against a point-like part of
+  // the core): its faces' normals are rounding; the fallback decides.
+  if (!prism) {
+    const Vec3 e1 = g.tet_w[1] - g.tet_w[0], e2 = g.tet_w[2] - g.tet_w[0],
+               e3 = g.tet_w[3] - g.tet_w[0];
+    const double vol6 = std::fabs(Dot(e1, Cross(e2, e3)));
+    const double edges = std::sqrt(e1.LengthSq() * e2.LengthSq() * e3.LengthSq());
+    if (!(vol6 > kTriangleEpaFlatSine * edges) ||
+        !(vol6 > kTriangleEpaFlatVolume * scale * scale * scale)) {
+      return fallback(2);
+    }
+  }
+  // Tetrahedron faces, oriented outwards (away from the opposite vertex).
+  const int tf[4][4] = {{0, 1, 2, 3}, {0, 3, 1, 2}, {0, 2, 3, 1}, {1, 3, 2, 0}};
+  for (const auto& f : tf) {
+    if (prism) break;
+    int a = f[0], b = f[1], c = f[2];
+    const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
+    if (Dot(n, verts[f[3]].w - verts[a].w) > 0.0) std::swap(b, c);
+    if (!make_face(a, b, c)) return fallback(2);
+  }
+  int best = -1;
+  bool stopped = false;    // left the loop on a break (best is then alive)
+  bool converged = false;  // support gap within the tolerance
+  for (int it = 0; it < kTriangleEpaMaxIterations && !stopped; ++it) {
+    best = -1;
+    for (int i = 0; i < nf; ++i) {
+      if (faces[i].alive && (best < 0 || faces[i].d < faces[best].d)) best = i;
+    }
+    if (best < 0) return fallback(4);
+    const Face& f = faces[best];
+    // Capped: the best face so far (a new point adds at most a few faces
+    // per horizon edge; keep room for a horizon of 64 edges).
+    if (nv >= kMaxVerts || nfree + (kMaxFaces - nf) < 64) { stopped = true; break; }
+    Vert& nvx = verts[nv];
+    nvx.p = core_support(f.n);
+    nvx.w = nvx.p - tri_support(-f.n, nvx.l);
+    const double gap = Dot(nvx.w, f.n) - f.d;
+    if (Dot(nvx.w, f.n) < visited_h) {
+      visited_h = Dot(nvx.w, f.n);
+      visited_n = f.n;
+    }
+    // Every answer from here is at most max(visited_h, 0) + margin, + tol
+    // when converged (the face distance is a lower bound on the depth).
+    if (std::max(visited_h, 0.0) + margin + tol < stop_below) {
+      out.failure = 6;
+      return out;
+    }
+    if (gap <= tol) { stopped = converged = true; break; }
+    // A support point already in the polytope (curved cores repeat rim
+    // points): no progress is possible along this face.
+    bool repeated = false;
+    for (int i = 0; i < nv && !repeated; ++i) {
+      repeated = (verts[i].w - nvx.w).LengthSq() <= 1e-12 * scale * scale;
+    }
+    if (repeated) { stopped = true; break; }
+    const int wi = nv++;
+    // Remove the faces that see the new point; keep their horizon edges.
+    int edges[kMaxFaces][2];
+    int ne = 0;
+    bool overflow = false;
+    for (int i = 0; i < nf; ++i) {
+      // Visible with a margin: near-coplanar slivers on curved cores must not
+      // flip the polytope inside out.
+      if (!faces[i].alive || Dot(faces[i].n, verts[wi].w - verts[faces[i].v[0]].w) <= tol) {
+        continue;
+      }
+      faces[i].alive = false;
+      free_slots[nfree++] = i;
+      for (int e = 0; e < 3; ++e) {
+        const int a = faces[i].v[e], b = faces[i].v[(e + 1) % 3];
+        bool shared = false;
+        for (int k = 0; k < ne; ++k) {
+          if (edges[k][0] == b && edges[k][1] == a) {
+            edges[k][0] = edges[ne - 1][0];
+            edges[k][1] = edges[ne - 1][1];
+            --ne;
+            shared = true;
+            break;
+          }
+        }
+        if (!shared) {
+          if (ne < 64) {
+            edges[ne][0] = a;
+            edges[ne][1] = b;
+            ++ne;
+          } else {
+            overflow = true;
+          }
+        }
+      }
+    }
+    if (overflow) return fallback(3);
+    for (int k = 0; k < ne; ++k) {
+      if (!make_face(edges[k][0], edges[k][1], wi)) return fallback(3);
+    }
+  }
+  if (!stopped) {
+    // Iteration cap: the best face of the polytope as it is now.
+    best = -1;
+    for (int i = 0; i < nf; ++i) {
+      if (faces[i].alive && (best < 0 || faces[i].d < faces[best].d)) best = i;
+    }
+  }
+  if (best < 0) return fallback(4);
+  const Face& f = faces[best];
+  if (f.d < -tol) return fallback(5);  // origin not enclosed
+  // Barycentric weights of the origin's projection n * d on the face.
+  const Vec3 a = verts[f.v[0]].w, b = verts[f.v[1]].w, c = verts[f.v[2]].w;
+  const Vec3 q = f.n * f.d;
+  const Vec3 v0 = b - a, v1 = c - a, v2 = q - a;
+  const double d00 = Dot(v0, v0), d01 = Dot(v0, v1), d11 = Dot(v1, v1);
+  const double d20 = Dot(v2, v0), d21 = Dot(v2, v1);
+  const double den = d00 * d11 - d01 * d01;
+  double wb = 0.0, wc = 0.0;
+  if (den != 0.0) {
+    wb = (d11 * d20 - d01 * d21) / den;
+    wc = (d00 * d21 - d01 * d20) / den;
+  }
+  const double wa = 1.0 - wb - wc;
+  const double w3[3] = {wa, wb, wc};
+  Vec3 core_point, tri_point;
+  for (int k = 0; k < 3; ++k) {
+    const Vert& vx = verts[f.v[k]];
+    core_point += vx.p * w3[k];
+    tri_point += (tri[0] * vx.l[0] + tri[1] * vx.l[1] + tri[2] * vx.l[2]) * w3[k];
+  }
+  // Depth = the exact support h(n) along the final normal (>= the face
+  // distance, by at most the stopping gap when converged): moving the convex
+  // by it along -n always leaves the two touching or apart, as in epa.h.
+  double lh[3];
+  const double h = Dot(core_support(f.n) - tri_support(-f.n, lh), f.n);
+  if (!converged) {
+    // Capped or stalled (a curved core converges slowly): a face normal of
+    // the polytope or of the triangle may already do better.
+    const TriangleConvexPenetration alt = fallback(0);
+    if (alt.valid && alt.depth < std::max(std::max(h, f.d), 0.0) + margin) return alt;
+    out = TriangleConvexPenetration{};
+  }
+  out.valid = true;
+  out.depth = std::max(std::max(h, f.d), 0.0) + margin;
+  out.normal = -f.n;
+  out.point_on_convex = core_point + f.n * margin;
+  out.point_on_triangle = tri_point;
+  return out;
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool SameBits(const Vec3& a, const Vec3& b) {
+  return SameBits(a.x, b.x) && SameBits(a.y, b.y) && SameBits(a.z, b.z);
+}
+
+// TriangleConvexEpa and the reference on one input, every start (and for
+// the tetrahedron a threshold near the depth); counts answers by failure.
+void ExpectSameEpa(const Vec3 tri[3], const PlacedConvex& convex, Random& rng, int i,
+                   int counts[8]) {
+  const TriangleConvexDistance g = TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
+  for (int s = 0; s < 4; ++s) {
+    const TriangleEpaStart start = s == 0   ? TriangleEpaStart::kPrismOrTetrahedron
+                                   : s == 1 ? TriangleEpaStart::kPrismOnly
+                                            : TriangleEpaStart::kTetrahedronOnly;
+    double below = -std::numeric_limits<double>::infinity();
+    if (s == 3) {
+      const TriangleConvexPenetration full =
+          RefTriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g, start);
+      below = full.valid ? full.depth * rng.Uniform(0.7, 1.3) : rng.Uniform(0.0, 1.0);
+    }
+    const TriangleConvexPenetration want =
+        RefTriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g, start, below);
+    const TriangleConvexPenetration got =
+        TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g, start, below);
+    ASSERT_EQ(got.valid, want.valid) << i << " start " << s;
+    ASSERT_EQ(got.failure, want.failure) << i << " start " << s;
+    if (want.valid) ++counts[want.failure];
+    if (want.failure == 6) ++counts[6];
+    EXPECT_TRUE(SameBits(got.depth, want.depth)) << i << " start " << s;
+    EXPECT_TRUE(SameBits(got.normal, want.normal)) << i << " start " << s;
+    EXPECT_TRUE(SameBits(got.point_on_convex, want.point_on_convex)) << i << " start " << s;
+    EXPECT_TRUE(SameBits(got.point_on_triangle, want.point_on_triangle)) << i << " start " << s;
+    // The prism's supports given by the caller (SurfaceDeepestContactConvex's
+    // candidates have them from their bound).
+    const Vec3 cross = Cross(tri[1] - tri[0], tri[2] - tri[0]);
+    if (start == TriangleEpaStart::kTetrahedronOnly || !(cross.Length() > 1e-150)) continue;
+    const Vec3 n = cross / cross.Length();
+    const Vec3 supports[2] = {convex(-n), convex(n)};
+    const TriangleConvexPenetration given = TriangleConvexEpa(
+        tri, convex, convex.margin(), convex.scale(), g, start, below, supports);
+    ASSERT_EQ(given.valid, want.valid) << i << " start " << s << " (supports given)";
+    ASSERT_EQ(given.failure, want.failure) << i << " start " << s << " (supports given)";
+    EXPECT_TRUE(SameBits(given.depth, want.depth)) << i << " start " << s;
+    EXPECT_TRUE(SameBits(given.normal, want.normal)) << i << " start " << s;
+    EXPECT_TRUE(SameBits(given.point_on_convex, want.point_on_convex)) << i << " start " << s;
+    EXPECT_TRUE(SameBits(given.point_on_triangle, want.point_on_triangle)) << i << " start " << s;
+  }
+}
+
+}  // namespace triangle_epa_before
+
+// TriangleConvexEpa against its form before the loop's bookkeeping and the
+// prism's early side-face check changed: bit for bit the same answers
+// (failure, depth, normal, points) from every start and with a stop
+// threshold, on cylinders and hulls (and boxes and capsules, which take the
+// same code) 1 mm to 1 km, some 20 km from the origin, some axis-aligned,
+// against random triangles (a quarter slivers), floors and the sliver grid
+// (where EPA mostly ends capped or stalled); a tenth with the core's deepest
+// point 1e-13 to 1e-5 inside or outside an edge (the prism's side faces).
+TEST(TriangleConvexEpa, SameAsBeforeLoopBookkeeping) {
+  using namespace triangle_epa_before;
+  Random rng(4040);
+  std::vector<Shape> hulls;
+  while (hulls.size() < 16) {
+    std::vector<Vec3> points(4 + hulls.size() * 2);
+    for (Vec3& p : points) p = rng.InBox(0.7);
+    Result<Shape> hull = Shape::Make(ConvexHull{points});
+    if (hull.ok()) hulls.push_back(std::move(hull).value());
+  }
+  auto built = TriangleMesh::Build(SliverGrid().vertices, SliverGrid().triangles);
+  ASSERT_TRUE(built.ok());
+  const TriangleMesh& slivers = *built;
+  int counts[8] = {};
+  for (int i = 0; i < 12000; ++i) {
+    const bool on_grid = i % 6 == 5;
+    const bool hull = i % 8 >= 3 && i % 8 < 6;  // a hull's own size, 0.1 to 1.4
+    const double s = on_grid || hull ? 1.0 : std::pow(10.0, rng.Uniform(-3.0, 3.0));
+    const Vec3 origin = !on_grid && i % 3 == 0 ? rng.UnitVector() * 2e4 : Vec3{};
+    Vec3 tri[3];
+    if (on_grid) {
+      slivers.TriangleVertices(static_cast<uint32_t>(rng.Int(0, 2737)), tri);
+    } else {
+      RandomTriangle(rng, i, tri);
+      if (i % 5 == 4) {  // a floor
+        tri[1].y = tri[0].y;
+        tri[2].y = tri[0].y;
+      }
+      for (Vec3& p : tri) p = origin + p * s;
+    }
+    ConvexCore core;
+    if (hull) {
+      core = ConvexCore::FromShape(hulls[i % hulls.size()]);
+    } else if (i % 8 < 3) {
+      core = Core(ConvexCore::Kind::kCylinder, {}, rng.Uniform(0.05, 1.0) * s,
+                  rng.Uniform(0.05, 1.0) * s, i % 4 == 0 ? 0.0 : rng.Uniform(0.0, 0.1) * s);
+    } else {
+      core = RandomPolytopeCore(rng, 1 + i % 2);
+      core.half_extents = core.half_extents * s;
+      core.half_height *= s;
+      core.margin *= s;
+    }
+    double l0 = rng.Uniform(0, 1), l1 = rng.Uniform(0, 1);
+    if (l0 + l1 > 1.0) l0 = 1.0 - l0, l1 = 1.0 - l1;
+    const Vec3 on = tri[0] + (tri[1] - tri[0]) * l0 + (tri[2] - tri[0]) * l1;
+    const Quat rot = i % 7 == 1   ? Quat{}
+                     : i % 7 == 2 ? Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0.0, 6.3))
+                                  : rng.Rotation();
+    Pose pose{on + rng.InBox(on_grid ? 0.3 : 0.8 * s), rot};
+    if (i % 10 == 9) {
+      // The core's deepest point along the triangle's normal just inside or
+      // outside an edge (the prism's side faces at the origin), below the plane.
+      const Vec3 n = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
+      const int e = rng.Int(0, 2);
+      const Vec3 a0 = tri[e], a1 = tri[(e + 1) % 3], opposite = tri[(e + 2) % 3];
+      const Vec3 at = a0 + (a1 - a0) * rng.Uniform(0.1, 0.9);
+      Vec3 out = Cross(a1 - a0, n).Normalized();
+      if (Dot(out, opposite - a0) > 0.0) out = -out;
+      const double off = (rng.Int(0, 1) == 0 ? 1.0 : -1.0) * std::pow(10.0, rng.Uniform(-13, -5));
+      const Vec3 lo = PlacedConvex(core, pose)(-n);
+      const Vec3 target = at + out * (off * std::max(s, 1.0)) - n * (rng.Uniform(0.01, 0.3) * s);
+      pose.position += target - lo;
+    }
+    const PlacedConvex convex(core, pose);
+    ExpectSameEpa(tri, convex, rng, i, counts);
+    if (HasFatalFailure()) return;
+  }
+  std::printf("valid answers by failure: converged %d, flat %d, breakdown %d, no face %d, "
+              "outside %d; stopped %d\n",
+              counts[0], counts[2], counts[3], counts[4], counts[5], counts[6]);
+  EXPECT_GT(counts[0], 12000);
+  EXPECT_GT(counts[6], 1000);
 }
 
 namespace cast_point {
