@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "geometry/bvh_ray.h"
+#include "geometry/cylinder_triangle.h"
 #include "geometry/triangle_convex.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/triangle_queries.h"
@@ -65,6 +66,12 @@ class PlacedConvex {
       segment_[0] = pose_in_surface.position - half;
       segment_[1] = pose_in_surface.position + half;
       rounded_ = core.kind == Kind::kPoint ? Rounded::kBall : Rounded::kCapsule;
+    } else if (core.kind == Kind::kCylinder) {
+      is_cylinder_ = true;
+      cylinder_.center = pose_in_surface.position;
+      cylinder_.rotation = placed_.rotation;
+      cylinder_.radius = core.radius;
+      cylinder_.half_height = core.half_height;
     } else if (core.kind == Kind::kBox) {
       is_box_ = true;
       box_.center = pose_in_surface.position;
@@ -103,6 +110,11 @@ class PlacedConvex {
   }
   /// A box core in the surface frame, for SweepBoxSat; null for the others.
   const OrientedBox* oriented_box() const { return is_box_ ? &box_ : nullptr; }
+  /// A cylinder core (no margin) in the surface frame, for
+  /// CylinderTriangleSweep; null for the others.
+  const PlacedCylinder* cylinder() const {
+    return is_cylinder_ && margin_ == 0.0 ? &cylinder_ : nullptr;
+  }
   /// Which closed form fits: a ball (point core) or a capsule (segment core)
   /// around segment(), radius margin(); kNone for other cores.
   enum class Rounded : uint8_t { kNone, kBall, kCapsule };
@@ -131,6 +143,8 @@ class PlacedConvex {
   Vec3 segment_[2];
   bool is_box_ = false;
   OrientedBox box_;
+  bool is_cylinder_ = false;
+  PlacedCylinder cylinder_;
 };
 
 /// Penetration of the convex into triangle `tri` when GJK found their cores
@@ -158,7 +172,8 @@ TriangleConvexPenetration TriangleCoresPenetration(
 /// convex translating by `translation` for t in [0, t_max]. A sphere or a
 /// capsule (PlacedConvex::rounded()) takes the closed forms (exact, no
 /// iteration: SweepSphereTriangle, SweepCapsuleTriangle); any other convex the
-/// GJK ray cast (SweepConvexTriangle).
+/// GJK ray cast (SweepConvexTriangle), for a box after its separating axes
+/// (SweepBoxSat), for a cylinder with its closed form (CylinderTriangleSweep).
 template <typename Convex>
 TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3& translation,
                                   double t_max, double scale, uint8_t active) {
@@ -186,6 +201,17 @@ TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const V
           SweepBoxSat(v, *box, convex.margin(), translation, t_max, scale, active);
       if (sat.state == SweepSatResult::State::kApart) return TriangleConvexSweep{};
       if (sat.state == SweepSatResult::State::kHit) return sat.hit;
+    }
+  }
+  if constexpr (requires { convex.cylinder(); }) {
+    if (const PlacedCylinder* cyl = convex.cylinder()) {
+      // The cast's first iterations decide most misses and starts inside;
+      // a hit then comes in closed form when it proves itself.
+      auto closed_form = [&](const Vec3& face, TriangleConvexSweep* out) {
+        return CylinderTriangleSweep(v, *cyl, translation, t_max, active, face, out);
+      };
+      return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active,
+                                 closed_form);
     }
   }
   return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active);
