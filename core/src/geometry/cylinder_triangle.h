@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "geometry/triangle_convex.h"
 #include "hitbox/math/math.h"
@@ -104,182 +105,212 @@ inline bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, 
   const double distinct = kCylinderTriangleDistinct * std::max(1.0, size);
   const double sine = kCylinderTriangleSine;
 
-  // The best proven candidate: its t*, contact normal (cylinder frame,
-  // triangle towards cylinder), the triangle's weights of the contact point.
-  int proven = 0;
-  double best_t = 0.0;
-  Vec3 best_n;
-  double best_l[3] = {0, 0, 0};
-  // Verifies a candidate touch at t of triangle feature `mask` (bit i:
-  // vertex i) at X with unit normal n, weights l; keeps it when proven.
-  auto check = [&](double t, const Vec3& x, const Vec3& n, unsigned mask, const double l[3]) {
-    if (!(t > 0.0)) return;
-    const double s = Dot(w, n);  // closing speed
-    if (!(s > sine * speed)) return;
-    const Vec3 at = w * t;
-    // Rounding of the touch, relative to the sizes at t.
-    const double tol = 1e-12 * (size + at.Abs().MaxComponent());
-    for (int i = 0; i < 3; ++i) {
-      const double d = Dot(p[i] + at - x, n);
-      if ((mask >> i) & 1u) {
-        if (!(std::fabs(d) <= tol)) return;
-      } else if (!(d < -distinct)) {
-        return;
-      }
-    }
-    // The cylinder's support along -n: not behind the plane.
-    const double nxz = std::sqrt(n.x * n.x + n.z * n.z);
-    Vec3 sup{r, n.y > 0.0 ? -h : h, 0.0};
-    if (nxz > 0.0) {
-      sup.x = -n.x * (r / nxz);
-      sup.z = -n.z * (r / nxz);
-    }
-    if (!(Dot(sup - x, n) >= -tol)) return;
-    ++proven;
-    if (proven == 1 || t < best_t) {
+  // The earliest touch among the feature pairs (each a real touch of the
+  // two solids, so none comes before the first contact): its time and
+  // pair; the contact itself is worked out and proven for it alone.
+  enum Pair : uint8_t { kNone, kVertexSide, kVertexCap, kEdgeSide, kEdgeRim, kFace };
+  Pair pair = kNone;
+  int feature = 0;     // the vertex or edge (from vertex j to j + 1)
+  double cap = 0.0;    // +-h
+  double along = 0.0;  // along the edge
+  double best_t = std::numeric_limits<double>::infinity();
+  auto keep = [&](double t, Pair kind, int j, double c, double s) {
+    if (t > 0.0 && t < best_t) {
       best_t = t;
-      best_n = n;
-      for (int k = 0; k < 3; ++k) best_l[k] = l[k];
+      pair = kind;
+      feature = j;
+      cap = c;
+      along = s;
     }
   };
+  const double inner = r - distinct;  // a cap's contacts inside this radius
+  const double h_in = h - distinct;   // the side's within +-this
 
   for (int i = 0; i < 3; ++i) {
-    double l[3] = {0, 0, 0};
-    l[i] = 1.0;
     // Vertex against the side: |p_xz + w_xz t| = r, entering.
     double t;
     if (EnteringRoot(w.x * w.x + w.z * w.z, p[i].x * w.x + p[i].z * w.z,
-                     p[i].x * p[i].x + p[i].z * p[i].z - r * r, &t)) {
-      const Vec3 x = p[i] + w * t;
-      const double rx = std::sqrt(x.x * x.x + x.z * x.z);
-      if (std::fabs(x.y) < h - distinct && rx > 0.0) {
-        check(t, x, Vec3{-x.x / rx, 0.0, -x.z / rx}, 1u << i, l);
-      }
+                     p[i].x * p[i].x + p[i].z * p[i].z - r * r, &t) &&
+        std::fabs(p[i].y + w.y * t) < h_in) {
+      keep(t, kVertexSide, i, 0.0, 0.0);
     }
     // Vertex against a cap, from outside the slab.
-    for (const double c : {h, -h}) {
-      const double sg = c > 0.0 ? 1.0 : -1.0;
-      if (!((p[i].y - c) * sg > 0.0) || !(w.y * sg < 0.0)) continue;
+    const double c = p[i].y > 0.0 ? h : -h;
+    if ((p[i].y - c) * c > 0.0 && w.y * c < 0.0 && inner > 0.0) {
       t = (c - p[i].y) / w.y;
-      const Vec3 x{p[i].x + w.x * t, c, p[i].z + w.z * t};
-      if (std::sqrt(x.x * x.x + x.z * x.z) < r - distinct) {
-        check(t, x, Vec3{0.0, -sg, 0.0}, 1u << i, l);
-      }
+      const double x = p[i].x + w.x * t, z = p[i].z + w.z * t;
+      if (x * x + z * z < inner * inner) keep(t, kVertexCap, i, c, 0.0);
     }
   }
 
   for (int j = 0; j < 3; ++j) {
-    const int k = (j + 1) % 3;
     const Vec3& ej = e[j];
     const double len = ej.Length();
     const double exz_sq = ej.x * ej.x + ej.z * ej.z;
-    const double exz = std::sqrt(exz_sq);
-    auto edge_weights = [&](double s, double l[3]) {
-      l[0] = l[1] = l[2] = 0.0;
-      l[j] = 1.0 - s;
-      l[k] = s;
-    };
     // Edge against the side: the distance of the edge's line from the axis,
     // |(p_j + w t) . m| / |m| with m = e x Y, reaches r (from the side it
     // starts on); the closest points then within the edge and the caps.
-    if (exz > sine * len) {
-      const Vec3 m{-ej.z, 0.0, ej.x};
-      const double alpha = Dot(p[j], m), beta = Dot(w, m);
-      const double target = (alpha >= 0.0 ? r : -r) * exz;
-      if (beta != 0.0) {
-        const double t = (target - alpha) / beta;
+    if (exz_sq > sine * sine * len * len) {
+      const double exz = std::sqrt(exz_sq);
+      const double alpha = ej.x * p[j].z - ej.z * p[j].x;  // p_j . m, m = (-e_z, 0, e_x)
+      const double beta = ej.x * w.z - ej.z * w.x;
+      const double t = ((alpha >= 0.0 ? r : -r) * exz - alpha) / beta;
+      if (t > 0.0 && t < best_t) {
         const Vec3 a = p[j] + w * t;
         const double s = -(a.x * ej.x + a.z * ej.z) / exz_sq;
-        const Vec3 x = a + ej * s;
-        const double rx = std::sqrt(x.x * x.x + x.z * x.z);
-        if (s * len > distinct && (1.0 - s) * len > distinct && std::fabs(x.y) < h - distinct &&
-            rx > 0.0) {
-          double l[3];
-          edge_weights(s, l);
-          check(t, x, Vec3{-x.x / rx, 0.0, -x.z / rx}, (1u << j) | (1u << k), l);
+        if (s * len > distinct && (1.0 - s) * len > distinct &&
+            std::fabs(a.y + ej.y * s) < h_in) {
+          keep(t, kEdgeSide, j, 0.0, s);
         }
       }
     }
     // Edge against a rim: the edge's line meets the cap plane at
-    // q(t) = q0 + q1 t (xz), which reaches the rim |q| = r entering.
+    // q(t) = q0 + q1 t (xz), which reaches the rim |q| = r entering; a touch
+    // (not a crossing into the solid) when the edge leans away from the
+    // cylinder on both faces of the rim: (q . e) and (c e_y) of opposite signs.
     if (std::fabs(ej.y) > sine * len) {
       for (const double c : {h, -h}) {
-        const double sg = c > 0.0 ? 1.0 : -1.0;
         const double f = (c - p[j].y) / ej.y;
         const double q0x = p[j].x + ej.x * f, q0z = p[j].z + ej.z * f;
         const double g = w.y / ej.y;
         const double q1x = w.x - ej.x * g, q1z = w.z - ej.z * g;
         double t;
         if (!EnteringRoot(q1x * q1x + q1z * q1z, q0x * q1x + q0z * q1z,
-                          q0x * q0x + q0z * q0z - r * r, &t)) {
+                          q0x * q0x + q0z * q0z - r * r, &t) ||
+            !(t > 0.0 && t < best_t)) {
           continue;
         }
         const double s = f - g * t;  // along the edge
         if (!(s * len > distinct && (1.0 - s) * len > distinct)) continue;
-        const Vec3 x{q0x + q1x * t, c, q0z + q1z * t};
-        const double rx = std::sqrt(x.x * x.x + x.z * x.z);
-        if (!(rx > 0.0)) continue;
-        const Vec3 u{x.x / rx, 0.0, x.z / rx};
-        // Normal across the edge and the rim's tangent, into the cylinder;
-        // strictly inside the rim's cone of normals (u, sg Y), else the
-        // touch is of the side or the cap (or not a touch).
-        Vec3 n = Cross(ej, Vec3{u.z, 0.0, -u.x});
-        const double nl = n.Length();
-        if (!(nl > 0.0)) continue;
-        n = n / nl;
-        if (Dot(n, x) > 0.0) n = n * -1.0;
-        if (!(-Dot(n, u) > sine) || !(-n.y * sg > sine)) continue;
-        double l[3];
-        edge_weights(s, l);
-        check(t, x, n, (1u << j) | (1u << k), l);
+        const double qx = q0x + q1x * t, qz = q0z + q1z * t;
+        if ((qx * ej.x + qz * ej.z) * (c * ej.y) < 0.0) keep(t, kEdgeRim, j, c, s);
       }
     }
   }
 
   // The face against the cylinder's support point along its normal.
+  Vec3 face_n = cyl.rotation.TransposeMul(face);
+  if (Dot(p[0], face_n) > 0.0) face_n = face_n * -1.0;  // towards the cylinder's centre
+  double face_l[3] = {0, 0, 0};
   {
-    Vec3 n = cyl.rotation.TransposeMul(face);
-    if (Dot(p[0], n) > 0.0) n = n * -1.0;  // towards the cylinder's centre
+    const Vec3& n = face_n;
     const double nxz = std::sqrt(n.x * n.x + n.z * n.z);
-    if (nxz > sine && std::fabs(n.y) > sine) {
+    const double closing = Dot(w, n);
+    if (nxz > sine && std::fabs(n.y) > sine && closing > 0.0) {
       const Vec3 x{-n.x * (r / nxz), n.y > 0.0 ? -h : h, -n.z * (r / nxz)};
-      const double closing = Dot(w, n);
-      if (closing > 0.0) {
-        const double t = Dot(x - p[0], n) / closing;
+      const double t = Dot(x - p[0], n) / closing;
+      if (t > 0.0 && t < best_t) {
         // Its weights in the triangle at t, each at least `distinct` of
-        // height from its edge.
+        // height from its edge: vertex i's weight times twice the area over
+        // the length of the opposite edge (i + 1).
         const Vec3 q = x - w * t - p[0];
         const Vec3 nn = Cross(e[0], e[2] * -1.0);
         const double nn2 = nn.LengthSq();
-        double l[3];
-        l[1] = Dot(Cross(q, e[2] * -1.0), nn) / nn2;
-        l[2] = Dot(Cross(e[0], q), nn) / nn2;
-        l[0] = 1.0 - l[1] - l[2];
+        face_l[1] = Dot(Cross(q, e[2] * -1.0), nn) / nn2;
+        face_l[2] = Dot(Cross(e[0], q), nn) / nn2;
+        face_l[0] = 1.0 - face_l[1] - face_l[2];
         const double area2 = std::sqrt(nn2);
-        // Vertex i's weight over the height from the opposite edge (i+1).
-        const bool inside = l[0] * area2 > distinct * e[1].Length() &&
-                            l[1] * area2 > distinct * e[2].Length() &&
-                            l[2] * area2 > distinct * e[0].Length();
-        if (inside) check(t, x, n, 7u, l);
+        if (face_l[0] * area2 > distinct * e[1].Length() &&
+            face_l[1] * area2 > distinct * e[2].Length() &&
+            face_l[2] * area2 > distinct * e[0].Length()) {
+          keep(t, kFace, 0, 0.0, 0.0);
+        }
       }
     }
   }
+  if (pair == kNone) return false;
 
-  // None, or several (a tie of feature pairs): the cast decides.
-  if (proven != 1) return false;
-  const double s = Dot(w, best_n);
+  // The contact at best_t: point X (cylinder frame), normal n (triangle
+  // towards cylinder), the triangle's feature (bit i: vertex i) and weights.
+  const double t_star = best_t;
+  Vec3 x, n;
+  unsigned mask = 0;
+  double l[3] = {0, 0, 0};
+  const int j = feature, k = (feature + 1) % 3;
+  switch (pair) {
+    case kVertexSide:
+    case kVertexCap: {
+      x = p[j] + w * t_star;
+      if (pair == kVertexSide) {
+        const double rx = std::sqrt(x.x * x.x + x.z * x.z);
+        n = Vec3{-x.x / rx, 0.0, -x.z / rx};
+      } else {
+        x.y = cap;
+        n = Vec3{0.0, cap > 0.0 ? -1.0 : 1.0, 0.0};
+      }
+      mask = 1u << j;
+      l[j] = 1.0;
+      break;
+    }
+    case kEdgeSide:
+    case kEdgeRim: {
+      x = p[j] + w * t_star + e[j] * along;
+      const double rx = std::sqrt(x.x * x.x + x.z * x.z);
+      const Vec3 u{x.x / rx, 0.0, x.z / rx};
+      if (pair == kEdgeSide) {
+        n = u * -1.0;
+      } else {
+        x.y = cap;
+        // Across the edge and the rim's tangent, into the cylinder; strictly
+        // inside the rim's cone of normals (u, sign(cap) Y), else the touch
+        // is nearly of the side or the cap: an ill-conditioned normal.
+        n = Cross(e[j], Vec3{u.z, 0.0, -u.x});
+        n = n / n.Length();
+        if (Dot(n, x) > 0.0) n = n * -1.0;
+        if (!(-Dot(n, u) > sine) || !(-n.y * (cap > 0.0 ? 1.0 : -1.0) > sine)) return false;
+      }
+      mask = (1u << j) | (1u << k);
+      l[j] = 1.0 - along;
+      l[k] = along;
+      break;
+    }
+    case kFace: {
+      n = face_n;
+      const double nxz = std::sqrt(n.x * n.x + n.z * n.z);
+      x = Vec3{-n.x * (r / nxz), n.y > 0.0 ? -h : h, -n.z * (r / nxz)};
+      mask = 7u;
+      for (int i = 0; i < 3; ++i) l[i] = face_l[i];
+      break;
+    }
+    case kNone: return false;
+  }
+
+  // The proof: closing, the triangle's other vertices strictly behind the
+  // plane through X (its feature's on it), the cylinder's support along -n
+  // not behind it, each up to the rounding of the touch.
+  const double s = Dot(w, n);  // closing speed
+  if (!(s > sine * speed)) return false;
+  {
+    const Vec3 at = w * t_star;
+    const double tol = 1e-12 * (size + at.Abs().MaxComponent());
+    for (int i = 0; i < 3; ++i) {
+      const double d = Dot(p[i] + at - x, n);
+      if ((mask >> i) & 1u) {
+        if (!(std::fabs(d) <= tol)) return false;
+      } else if (!(d < -distinct)) {
+        return false;
+      }
+    }
+    const double nxz = std::sqrt(n.x * n.x + n.z * n.z);
+    Vec3 sup{r, n.y > 0.0 ? -h : h, 0.0};
+    if (nxz > 0.0) {
+      sup.x = -n.x * (r / nxz);
+      sup.z = -n.z * (r / nxz);
+    }
+    if (!(Dot(sup - x, n) >= -tol)) return false;
+  }
   // Apart at t = 0 by more than the loosest contact the cast declares
   // (kSweepStallGap, when stalled in rounding): otherwise the cast may
   // report a start inside (t = 0), which the caller answers differently.
-  if (!(best_t * s > 2.0 * kSweepStallGap)) return false;
-  const double t = best_t - 0.5 * kSweepGap / s;
+  if (!(t_star * s > 2.0 * kSweepStallGap)) return false;
+  const double t = t_star - 0.5 * kSweepGap / s;
   *out = TriangleConvexSweep{};
   if (t > t_max) return true;  // a proven miss
-  const Vec3 nrm = cyl.rotation * best_n;
-  if (!(best_l[0] > 0.0 && best_l[1] > 0.0 && best_l[2] > 0.0)) {
+  const Vec3 nrm = cyl.rotation * n;
+  if (pair != kFace) {
     bool inactive = true;
-    for (int j = 0; j < 3; ++j) {
-      if (best_l[(j + 2) % 3] <= 0.0 && ((active >> j) & 1u)) inactive = false;
+    for (int m = 0; m < 3; ++m) {
+      if (l[(m + 2) % 3] <= 0.0 && ((active >> m) & 1u)) inactive = false;
     }
     // On an inactive edge or vertex the cast reports the face normal unless
     // that points along the motion; then its own direction where its
@@ -296,8 +327,8 @@ inline bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, 
   }
   out->hit = true;
   out->t = t;
-  out->point = tri[0] * best_l[0] + tri[1] * best_l[1] + tri[2] * best_l[2];
-  out->normal = triangle_convex_detail::CastNormal(face, nrm, best_l, active, v);
+  out->point = tri[0] * l[0] + tri[1] * l[1] + tri[2] * l[2];
+  out->normal = triangle_convex_detail::CastNormal(face, nrm, l, active, v);
   return true;
 }
 
