@@ -205,8 +205,9 @@ TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const V
   }
   if constexpr (requires { convex.cylinder(); }) {
     if (const PlacedCylinder* cyl = convex.cylinder()) {
-      // The cast's first iterations decide most misses and starts inside;
-      // a hit then comes in closed form when it proves itself.
+      // The cast decides starts inside and the misses it sees at once;
+      // once it has advanced, a hit or miss comes in closed form when it
+      // proves itself.
       auto closed_form = [&](const Vec3& face, TriangleConvexSweep* out) {
         return CylinderTriangleSweep(v, *cyl, translation, t_max, active, face, out);
       };

@@ -49,8 +49,7 @@ struct Tally {
 };
 
 // One pair: the closed form, when it answers, is the cast's answer; the
-// mesh path (SweepTriangle, which tries it after the cast's first
-// iterations) too.
+// mesh path (SweepTriangle, which tries it once the cast has advanced) too.
 void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const Vec3& v,
              double t_max, uint8_t active, double size, Tally* tally, const char* what, int i) {
   const PlacedConvex q(core, pose);
