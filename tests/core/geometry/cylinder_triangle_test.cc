@@ -46,6 +46,7 @@ struct Tally {
   int cast_on_face = 0;    // the cast's weights rounded into the face (face normal)
   int cast_off = 0;        // the cast's direction off (it separates less)
   int mesh_closed = 0;     // SweepTriangle answered by the closed form
+  int apart = 0;           // culled by CylinderTriangleApart
 };
 
 // One pair: the closed form, when it answers, is the cast's answer; the
@@ -68,6 +69,13 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   if (g.hit) ++tally->cast_hits;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
   ASSERT_NE(q.cylinder(), nullptr);
+  // The box cull never drops a pair the cast hits (a capped cast's hit is
+  // only a lower bound where it gave up).
+  if (CylinderTriangleApart(tri, *q.cylinder(), v, t_max)) {
+    ++tally->apart;
+    EXPECT_TRUE(!g.hit || g.capped) << what << " " << i << " apart";
+    EXPECT_TRUE(!gw.hit || gw.capped) << what << " " << i << " apart";
+  }
   TriangleConvexSweep c;
   const bool proven = CylinderTriangleSweep(tri, *q.cylinder(), v, t_max, active, face, &c);
   const TriangleConvexSweep m = SweepTriangle(tri, q, v, t_max, scale, active);
@@ -156,10 +164,10 @@ void Print(const char* name, const Tally& t) {
   std::printf(
       "%s: %d pairs, cast hits %d, closed-form hits %d, proven misses %d, cast capped %d; max "
       "gap %.3g m, travel %.3g m (%d beyond the tie window), angle %.3g rad (the cast on the "
-      "face %d, off %d), point %.3g; the mesh path closed %d\n",
+      "face %d, off %d), point %.3g; the mesh path closed %d; apart %d\n",
       name, t.pairs, t.cast_hits, t.closed_hits, t.closed_misses, t.cast_capped, t.max_gap,
       t.max_travel, t.beyond_tie, t.max_angle, t.cast_on_face, t.cast_off, t.max_point,
-      t.mesh_closed);
+      t.mesh_closed, t.apart);
   EXPECT_LE((t.cast_on_face + t.cast_off) * 100, t.closed_hits);
 }
 
@@ -228,6 +236,7 @@ TEST(CylinderTriangleSweep, MatchesTheGjkCast) {
   EXPECT_GT(tally.closed_hits, 2000);
   EXPECT_GT(tally.closed_misses, 20);
   EXPECT_GT(tally.mesh_closed, 1000);
+  EXPECT_GT(tally.apart, 1000);
 }
 
 // The degenerate pairs: an upright cylinder on a flat triangle (cap parallel
@@ -306,8 +315,16 @@ TEST(CylinderTriangleSweep, BadInputProvesNothing) {
   // Sane input first: a rim onto the face.
   ASSERT_TRUE(CylinderTriangleSweep(tri, cyl, {0, -3, 0}, 1.0, 7, face, &out));
   EXPECT_TRUE(out.hit);
+  EXPECT_FALSE(CylinderTriangleApart(tri, cyl, {0, -3, 0}, 1.0));
+  PlacedCylinder high = cyl;
+  high.center.y = 20.0;
+  EXPECT_TRUE(CylinderTriangleApart(tri, high, {0, 3, 0}, 1.0));
+  EXPECT_FALSE(CylinderTriangleApart(tri, high, {0, -30, 0}, 1.0));
   for (const Vec3& v : {Vec3{0, nan, 0}, Vec3{0, -inf, 0}, Vec3{}, Vec3{nan, nan, nan}}) {
     EXPECT_FALSE(CylinderTriangleSweep(tri, cyl, v, 1.0, 7, face, &out));
+    if (!(v.LengthSq() == 0.0)) {
+      EXPECT_FALSE(CylinderTriangleApart(tri, cyl, v, 1.0));
+    }
   }
   PlacedCylinder zero = cyl;
   zero.radius = 0.0;
