@@ -32,29 +32,37 @@ bool EnteringRoot(double a, double b, double c, double* t) {
 
 bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const Vec3& v,
                            double t_max) {
-  Vec3 lo = Vec3::Splat(std::numeric_limits<double>::infinity()), hi = lo * -1.0;
+  // The triangle's extents along X, Y, Z and the diagonals X + Z, X - Z of
+  // the cylinder's frame (an octagon around its circle, whose extent along
+  // a diagonal (1, 0, +-1) is r sqrt(2)).
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double lo[5] = {kInf, kInf, kInf, kInf, kInf}, hi[5] = {-kInf, -kInf, -kInf, -kInf, -kInf};
   for (int i = 0; i < 3; ++i) {
     const Vec3 p = cyl.rotation.TransposeMul(tri[i] - cyl.center);
-    for (int a = 0; a < 3; ++a) {
-      lo[a] = std::min(lo[a], p[a]);
-      hi[a] = std::max(hi[a], p[a]);
+    const double x[5] = {p.x, p.y, p.z, p.x + p.z, p.x - p.z};
+    for (int a = 0; a < 5; ++a) {
+      lo[a] = std::min(lo[a], x[a]);
+      hi[a] = std::max(hi[a], x[a]);
     }
   }
-  const Vec3 w = cyl.rotation.TransposeMul(v) * -1.0;
+  const Vec3 w3 = cyl.rotation.TransposeMul(v) * -1.0;
   // (NaN or infinite motion: not apart, the cast decides.)
-  if (!(w.LengthSq() < std::numeric_limits<double>::infinity())) return false;
-  const double size = std::max(lo.Abs().MaxComponent(), hi.Abs().MaxComponent());
-  const double slack = kSweepStallGap + kSweepSatSlack + 1e-12 * (size + w.Length() * t_max);
+  if (!(w3.LengthSq() < kInf)) return false;
+  const double w[5] = {w3.x, w3.y, w3.z, w3.x + w3.z, w3.x - w3.z};
+  double size = 0.0;
+  for (int a = 0; a < 3; ++a) size = std::max(size, std::max(std::fabs(lo[a]), std::fabs(hi[a])));
+  const double slack = kSweepStallGap + kSweepSatSlack + 1e-12 * (size + w3.Length() * t_max);
+  const double r = cyl.radius + slack;
+  const double ext[5] = {r, cyl.half_height + slack, r, r * std::sqrt(2.0), r * std::sqrt(2.0)};
   double enter = 0.0, exit = t_max;
-  for (int a = 0; a < 3; ++a) {
-    const double ext = (a == 1 ? cyl.half_height : cyl.radius) + slack;
+  for (int a = 0; a < 5; ++a) {
     if (w[a] > 0.0) {
-      enter = std::max(enter, (-ext - hi[a]) / w[a]);
-      exit = std::min(exit, (ext - lo[a]) / w[a]);
+      enter = std::max(enter, (-ext[a] - hi[a]) / w[a]);
+      exit = std::min(exit, (ext[a] - lo[a]) / w[a]);
     } else if (w[a] < 0.0) {
-      enter = std::max(enter, (ext - lo[a]) / w[a]);
-      exit = std::min(exit, (-ext - hi[a]) / w[a]);
-    } else if (lo[a] > ext || hi[a] < -ext) {
+      enter = std::max(enter, (ext[a] - lo[a]) / w[a]);
+      exit = std::min(exit, (-ext[a] - hi[a]) / w[a]);
+    } else if (lo[a] > ext[a] || hi[a] < -ext[a]) {
       return true;
     }
   }
