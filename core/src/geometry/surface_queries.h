@@ -66,12 +66,6 @@ class PlacedConvex {
       segment_[0] = pose_in_surface.position - half;
       segment_[1] = pose_in_surface.position + half;
       rounded_ = core.kind == Kind::kPoint ? Rounded::kBall : Rounded::kCapsule;
-    } else if (core.kind == Kind::kCylinder) {
-      is_cylinder_ = true;
-      cylinder_.center = pose_in_surface.position;
-      cylinder_.rotation = placed_.rotation;
-      cylinder_.radius = core.radius;
-      cylinder_.half_height = core.half_height;
     } else if (core.kind == Kind::kBox) {
       is_box_ = true;
       box_.center = pose_in_surface.position;
@@ -110,10 +104,14 @@ class PlacedConvex {
   }
   /// A box core in the surface frame, for SweepBoxSat; null for the others.
   const OrientedBox* oriented_box() const { return is_box_ ? &box_ : nullptr; }
-  /// A cylinder core (no margin) in the surface frame, for
-  /// CylinderTriangleSweep; null for the others.
-  const PlacedCylinder* cylinder() const {
-    return is_cylinder_ && margin_ == 0.0 ? &cylinder_ : nullptr;
+  /// True for a cylinder core without margin, which cylinder() gives in the
+  /// surface frame for CylinderTriangleSweep (made when asked: a member
+  /// would be set up with every query's PlacedConvex).
+  bool is_cylinder() const {
+    return placed_.core->kind == internal::ConvexCore::Kind::kCylinder && margin_ == 0.0;
+  }
+  PlacedCylinder cylinder() const {
+    return {placed_.position, placed_.rotation, placed_.core->radius, placed_.core->half_height};
   }
   /// Which closed form fits: a ball (point core) or a capsule (segment core)
   /// around segment(), radius margin(); kNone for other cores.
@@ -143,8 +141,6 @@ class PlacedConvex {
   Vec3 segment_[2];
   bool is_box_ = false;
   OrientedBox box_;
-  bool is_cylinder_ = false;
-  PlacedCylinder cylinder_;
 };
 
 /// Penetration of the convex into triangle `tri` when GJK found their cores
@@ -203,14 +199,15 @@ TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const V
       if (sat.state == SweepSatResult::State::kHit) return sat.hit;
     }
   }
-  if constexpr (requires { convex.cylinder(); }) {
-    if (const PlacedCylinder* cyl = convex.cylinder()) {
+  if constexpr (requires { convex.is_cylinder(); }) {
+    if (convex.is_cylinder()) {
+      const PlacedCylinder cyl = convex.cylinder();
       // Boxes apart in the cylinder's frame: a miss. Else the cast decides
       // starts inside and the misses it sees at once; once it has advanced,
       // a hit or miss comes in closed form when it proves itself.
-      if (CylinderTriangleApart(v, *cyl, translation, t_max)) return TriangleConvexSweep{};
+      if (CylinderTriangleApart(v, cyl, translation, t_max)) return TriangleConvexSweep{};
       auto closed_form = [&](const Vec3& face, TriangleConvexSweep* out) {
-        return CylinderTriangleSweep(v, *cyl, translation, t_max, active, face, out);
+        return CylinderTriangleSweep(v, cyl, translation, t_max, active, face, out);
       };
       return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active,
                                  closed_form);

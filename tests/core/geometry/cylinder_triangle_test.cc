@@ -68,16 +68,16 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   ++tally->pairs;
   if (g.hit) ++tally->cast_hits;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
-  ASSERT_NE(q.cylinder(), nullptr);
+  ASSERT_TRUE(q.is_cylinder());
   // The box cull never drops a pair the cast hits (a capped cast's hit is
   // only a lower bound where it gave up).
-  if (CylinderTriangleApart(tri, *q.cylinder(), v, t_max)) {
+  if (CylinderTriangleApart(tri, q.cylinder(), v, t_max)) {
     ++tally->apart;
     EXPECT_TRUE(!g.hit || g.capped) << what << " " << i << " apart";
     EXPECT_TRUE(!gw.hit || gw.capped) << what << " " << i << " apart";
   }
   TriangleConvexSweep c;
-  const bool proven = CylinderTriangleSweep(tri, *q.cylinder(), v, t_max, active, face, &c);
+  const bool proven = CylinderTriangleSweep(tri, q.cylinder(), v, t_max, active, face, &c);
   const TriangleConvexSweep m = SweepTriangle(tri, q, v, t_max, scale, active);
   const std::string where = std::string(what) + " " + std::to_string(i);
   // The mesh path: the cast's answer, or the closed form's when it proved one.
