@@ -202,9 +202,10 @@ TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const V
   if constexpr (requires { convex.is_cylinder(); }) {
     if (convex.is_cylinder()) {
       const PlacedCylinder cyl = convex.cylinder();
-      // Boxes apart in the cylinder's frame: a miss. Else the cast decides
-      // starts inside and the misses it sees at once; once it has advanced,
-      // a hit or miss comes in closed form when it proves itself.
+      // Apart in the cylinder's frame (CylinderTriangleApart): a miss. Else
+      // the cast decides starts inside and the misses it sees at once; once
+      // it has advanced, a hit or miss comes in closed form when it proves
+      // itself.
       if (CylinderTriangleApart(v, cyl, translation, t_max)) return TriangleConvexSweep{};
       auto closed_form = [&](const Vec3& face, TriangleConvexSweep* out) {
         return CylinderTriangleSweep(v, cyl, translation, t_max, active, face, out);

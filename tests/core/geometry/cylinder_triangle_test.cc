@@ -2,7 +2,8 @@
 // GJK cast it stands in for (SweepConvexTriangle without its shortcut), on
 // seeded random pairs and on the degenerate ones (a cap on a flat triangle,
 // the axis along an edge, a rim grazing an edge, a vertex on a rim, starting
-// touching or inside, far from the origin, slivers).
+// touching or inside, far from the origin, slivers); and the cull before
+// the cast (CylinderTriangleApart), which must never drop a pair it hits.
 #include "geometry/cylinder_triangle.h"
 
 #include <gtest/gtest.h>
