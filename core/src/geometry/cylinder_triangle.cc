@@ -65,8 +65,9 @@ bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const V
     } else if (lo[a] > ext[a] || hi[a] < -ext[a]) {
       return true;
     }
+    if (enter > exit) return true;
   }
-  return enter > exit;
+  return false;
 }
 
 bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const Vec3& v,
