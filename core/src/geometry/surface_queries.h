@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "geometry/bvh_ray.h"
+#include "geometry/cylinder_triangle.h"
 #include "geometry/triangle_convex.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/triangle_queries.h"
@@ -103,6 +104,15 @@ class PlacedConvex {
   }
   /// A box core in the surface frame, for SweepBoxSat; null for the others.
   const OrientedBox* oriented_box() const { return is_box_ ? &box_ : nullptr; }
+  /// True for a cylinder core without margin, which cylinder() gives in the
+  /// surface frame for CylinderTriangleSweep (made when asked: a member
+  /// would be set up with every query's PlacedConvex).
+  bool is_cylinder() const {
+    return placed_.core->kind == internal::ConvexCore::Kind::kCylinder && margin_ == 0.0;
+  }
+  PlacedCylinder cylinder() const {
+    return {placed_.position, placed_.rotation, placed_.core->radius, placed_.core->half_height};
+  }
   /// Which closed form fits: a ball (point core) or a capsule (segment core)
   /// around segment(), radius margin(); kNone for other cores.
   enum class Rounded : uint8_t { kNone, kBall, kCapsule };
@@ -158,7 +168,8 @@ TriangleConvexPenetration TriangleCoresPenetration(
 /// convex translating by `translation` for t in [0, t_max]. A sphere or a
 /// capsule (PlacedConvex::rounded()) takes the closed forms (exact, no
 /// iteration: SweepSphereTriangle, SweepCapsuleTriangle); any other convex the
-/// GJK ray cast (SweepConvexTriangle).
+/// GJK ray cast (SweepConvexTriangle), for a box after its separating axes
+/// (SweepBoxSat), for a cylinder with its closed form (CylinderTriangleSweep).
 template <typename Convex>
 TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3& translation,
                                   double t_max, double scale, uint8_t active) {
@@ -186,6 +197,21 @@ TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const V
           SweepBoxSat(v, *box, convex.margin(), translation, t_max, scale, active);
       if (sat.state == SweepSatResult::State::kApart) return TriangleConvexSweep{};
       if (sat.state == SweepSatResult::State::kHit) return sat.hit;
+    }
+  }
+  if constexpr (requires { convex.is_cylinder(); }) {
+    if (convex.is_cylinder()) {
+      const PlacedCylinder cyl = convex.cylinder();
+      // Apart in the cylinder's frame (CylinderTriangleApart): a miss. Else
+      // the cast decides starts inside and the misses it sees at once; once
+      // it has advanced, a hit or miss comes in closed form when it proves
+      // itself.
+      if (CylinderTriangleApart(v, cyl, translation, t_max)) return TriangleConvexSweep{};
+      auto closed_form = [&](const Vec3& face, TriangleConvexSweep* out) {
+        return CylinderTriangleSweep(v, cyl, translation, t_max, active, face, out);
+      };
+      return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active,
+                                 closed_form);
     }
   }
   return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active);
