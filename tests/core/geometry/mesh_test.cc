@@ -1165,6 +1165,32 @@ TEST(MeshConvex, ContactsSeparateByDepth) {
   EXPECT_LE(loose, contacts / 200);
 }
 
+// SurfaceDeepestContactConvex against the deepest of SurfaceContactsConvex's
+// contacts (ties: the lowest triangle), field for field, for query `i` at
+// `pose`. Returns whether any triangle is touched; counts in *several the
+// queries touching more than one.
+bool ExpectDeepestOfAll(const TriangleMesh& mesh, const PlacedConvex& placed, int i,
+                        const Pose& pose, int* several) {
+  std::vector<MeshContact> all;
+  const bool any = SurfaceContactsConvex(mesh, placed, &all);
+  MeshContact deepest;
+  EXPECT_EQ(SurfaceDeepestContactConvex(mesh, placed, &deepest), any) << i;
+  if (!any) return false;
+  const MeshContact* want = &all[0];
+  for (const MeshContact& x : all) {
+    if (x.depth > want->depth || (x.depth == want->depth && x.triangle < want->triangle)) {
+      want = &x;
+    }
+  }
+  if (all.size() > 1) ++*several;
+  EXPECT_EQ(deepest.triangle, want->triangle) << i << " " << ToString(pose);
+  EXPECT_EQ(deepest.depth, want->depth) << i;
+  EXPECT_EQ(deepest.normal, want->normal) << i;
+  EXPECT_EQ(deepest.point_on_mesh, want->point_on_mesh) << i;
+  EXPECT_EQ(deepest.point_on_query, want->point_on_query) << i;
+  return true;
+}
+
 // The deepest contact found by bounds (SurfaceDeepestContactConvex: triangles
 // whose overlap along their normal, along the axis from the core's inside
 // (TriangleInnerOverlap) or (box) their SAT depth is below the deepest so
@@ -1207,27 +1233,11 @@ TEST(MeshConvex, DeepestContactMatchesAllContacts) {
       pose.position.y -= probe.bounds().min.y - rng.Uniform(-1e-9, 1e-9);
     }
     const PlacedConvex placed(core, pose);
-    std::vector<MeshContact> all;
-    const bool any = SurfaceContactsConvex(mesh, placed, &all);
-    MeshContact deepest;
-    ASSERT_EQ(SurfaceDeepestContactConvex(mesh, placed, &deepest), any) << i;
-    if (!any) {
+    if (!ExpectDeepestOfAll(mesh, placed, i, pose, &several)) {
       ++none;
       continue;
     }
-    const MeshContact* want = &all[0];
-    for (const MeshContact& x : all) {
-      if (x.depth > want->depth || (x.depth == want->depth && x.triangle < want->triangle)) {
-        want = &x;
-      }
-    }
     ++compared;
-    if (all.size() > 1) ++several;
-    EXPECT_EQ(deepest.triangle, want->triangle) << i << " " << ToString(pose);
-    EXPECT_EQ(deepest.depth, want->depth) << i;
-    EXPECT_EQ(deepest.normal, want->normal) << i;
-    EXPECT_EQ(deepest.point_on_mesh, want->point_on_mesh) << i;
-    EXPECT_EQ(deepest.point_on_query, want->point_on_query) << i;
   }
   std::printf("%d deepest contacts compared (%d among several triangles), %d apart\n", compared,
               several, none);
@@ -1279,24 +1289,8 @@ TEST(MeshConvex, BoxDeepestContactMatchesAllContactsAtAnyScale) {
       pose.position.y -= probe.bounds().min.y - b.min.y - rng.Uniform(-1e-9, 1e-9) * s;
     }
     const PlacedConvex placed(core, pose);
-    std::vector<MeshContact> all;
-    const bool any = SurfaceContactsConvex(at.mesh, placed, &all);
-    MeshContact deepest;
-    ASSERT_EQ(SurfaceDeepestContactConvex(at.mesh, placed, &deepest), any) << i;
-    if (!any) continue;
-    const MeshContact* want = &all[0];
-    for (const MeshContact& x : all) {
-      if (x.depth > want->depth || (x.depth == want->depth && x.triangle < want->triangle)) {
-        want = &x;
-      }
-    }
+    if (!ExpectDeepestOfAll(at.mesh, placed, i, pose, &several)) continue;
     ++compared;
-    if (all.size() > 1) ++several;
-    EXPECT_EQ(deepest.triangle, want->triangle) << i << " " << ToString(pose);
-    EXPECT_EQ(deepest.depth, want->depth) << i;
-    EXPECT_EQ(deepest.normal, want->normal) << i;
-    EXPECT_EQ(deepest.point_on_mesh, want->point_on_mesh) << i;
-    EXPECT_EQ(deepest.point_on_query, want->point_on_query) << i;
   }
   std::printf("%d deepest box contacts compared (%d among several triangles)\n", compared,
               several);

@@ -146,6 +146,19 @@ TEST(TrianglePolytopePenetration, MatchesEpaAndSeparatesExactly) {
   EXPECT_LE(normal_ties, compared / 100);
 }
 
+// Sixteen hulls of 4 to 34 random points in a 1.4 m box (the property tests'
+// hull shapes).
+std::vector<Shape> RandomHulls(Random* rng) {
+  std::vector<Shape> hulls;
+  while (hulls.size() < 16) {
+    std::vector<Vec3> points(4 + hulls.size() * 2);
+    for (Vec3& p : points) p = rng->InBox(0.7);
+    Result<Shape> hull = Shape::Make(ConvexHull{points});
+    if (hull.ok()) hulls.push_back(std::move(hull).value());
+  }
+  return hulls;
+}
+
 // TriangleTouchContact (every surface contact goes through it) against GJK
 // and TriangleContact: the same touching decision; for a box whose core
 // SAT says overlapping (no GJK) the same contact field for field; for a
@@ -154,13 +167,7 @@ TEST(TrianglePolytopePenetration, MatchesEpaAndSeparatesExactly) {
 // separating move (moving out by depth + 1e-7 leaves them apart).
 TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
   Random rng(77);
-  std::vector<Shape> hulls;
-  while (hulls.size() < 16) {
-    std::vector<Vec3> points(4 + hulls.size() * 2);
-    for (Vec3& p : points) p = rng.InBox(0.7);
-    Result<Shape> hull = Shape::Make(ConvexHull{points});
-    if (hull.ok()) hulls.push_back(std::move(hull).value());
-  }
+  const std::vector<Shape> hulls = RandomHulls(&rng);
   int touching = 0, box_sat = 0, prism = 0, apart = 0;
   for (int i = 0; i < 30000; ++i) {
     Vec3 tri[3];
@@ -485,13 +492,7 @@ TEST(TriangleConvexEpa, CylinderOnSliversSeparatesNearTheShortest) {
 // for field. Thresholds around the full depth, within 1e-9 of it on a few.
 TEST(TriangleConvexEpa, StopsOnlyBelowTheDepth) {
   Random rng(91);
-  std::vector<Shape> hulls;
-  while (hulls.size() < 16) {
-    std::vector<Vec3> points(4 + hulls.size() * 2);
-    for (Vec3& p : points) p = rng.InBox(0.7);
-    Result<Shape> hull = Shape::Make(ConvexHull{points});
-    if (hull.ok()) hulls.push_back(std::move(hull).value());
-  }
+  const std::vector<Shape> hulls = RandomHulls(&rng);
   auto built = TriangleMesh::Build(SliverGrid().vertices, SliverGrid().triangles);
   ASSERT_TRUE(built.ok());
   const TriangleMesh& slivers = *built;
@@ -1384,13 +1385,7 @@ void ExpectSameEpa(const Vec3 tri[3], const PlacedConvex& convex, Random& rng, i
 TEST(TriangleConvexEpa, SameAsBeforeLoopBookkeeping) {
   using namespace triangle_epa_before;
   Random rng(4040);
-  std::vector<Shape> hulls;
-  while (hulls.size() < 16) {
-    std::vector<Vec3> points(4 + hulls.size() * 2);
-    for (Vec3& p : points) p = rng.InBox(0.7);
-    Result<Shape> hull = Shape::Make(ConvexHull{points});
-    if (hull.ok()) hulls.push_back(std::move(hull).value());
-  }
+  const std::vector<Shape> hulls = RandomHulls(&rng);
   auto built = TriangleMesh::Build(SliverGrid().vertices, SliverGrid().triangles);
   ASSERT_TRUE(built.ok());
   const TriangleMesh& slivers = *built;
