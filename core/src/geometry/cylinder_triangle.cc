@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "geometry/gjk.h"
+
 namespace hitbox {
 
 namespace {
@@ -179,7 +181,7 @@ bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const V
     const double nxz = std::sqrt(n.x * n.x + n.z * n.z);
     const double closing = Dot(w, n);
     if (nxz > sine && std::fabs(n.y) > sine && closing > 0.0) {
-      const Vec3 x{-n.x * (r / nxz), n.y > 0.0 ? -h : h, -n.z * (r / nxz)};
+      const Vec3 x = internal::CylinderSupport(r, h, n * -1.0);
       const double t = Dot(x - p[0], n) / closing;
       if (t > 0.0 && t < best_t) {
         // Its weights in the triangle at t, each at least `distinct` of
@@ -248,8 +250,7 @@ bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const V
     }
     case kFace: {
       n = face_n;
-      const double nxz = std::sqrt(n.x * n.x + n.z * n.z);
-      x = Vec3{-n.x * (r / nxz), n.y > 0.0 ? -h : h, -n.z * (r / nxz)};
+      x = internal::CylinderSupport(r, h, n * -1.0);
       mask = 7u;
       for (int i = 0; i < 3; ++i) l[i] = face_l[i];
       break;
@@ -273,12 +274,7 @@ bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const V
         return false;
       }
     }
-    const double nxz = std::sqrt(n.x * n.x + n.z * n.z);
-    Vec3 sup{r, n.y > 0.0 ? -h : h, 0.0};
-    if (nxz > 0.0) {
-      sup.x = -n.x * (r / nxz);
-      sup.z = -n.z * (r / nxz);
-    }
+    const Vec3 sup = internal::CylinderSupport(r, h, n * -1.0);
     if (!(Dot(sup - x, n) >= -tol)) return false;
   }
   // Apart at t = 0 by more than the loosest contact the cast declares
@@ -290,10 +286,7 @@ bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const V
   if (t > t_max) return true;  // a proven miss
   const Vec3 nrm = cyl.rotation * n;
   if (pair != kFace) {
-    bool inactive = true;
-    for (int m = 0; m < 3; ++m) {
-      if (l[(m + 2) % 3] <= 0.0 && ((active >> m) & 1u)) inactive = false;
-    }
+    const bool inactive = !triangle_convex_detail::OnActiveEdge(l, active);
     // On an inactive edge or vertex the cast reports the face normal unless
     // that points along the motion; then its own direction where its
     // weights come out on the edge or vertex, but the face normal turned

@@ -47,6 +47,19 @@ inline constexpr double kGjkAbsoluteTolerance = 1e-13;
 /// within this fraction of `scale` counts as touching (cores overlapping).
 inline constexpr double kGjkUncertainTolerance = 1e-9;
 
+/// Support point along `dir` of the cylinder of radius `radius` around local
+/// Y with caps at +-half_height (a rim point; {radius, +-h, 0} when `dir` is
+/// along Y).
+inline Vec3 CylinderSupport(double radius, double half_height, const Vec3& dir) {
+  const double y = dir.y >= 0.0 ? half_height : -half_height;
+  const double len_xz_sq = dir.x * dir.x + dir.z * dir.z;
+  if (len_xz_sq > 0.0) {
+    const double s = radius / std::sqrt(len_xz_sq);
+    return {dir.x * s, y, dir.z * s};
+  }
+  return {radius, y, 0.0};
+}
+
 /// A convex set given by a support mapping: a core (point, segment, box or
 /// cylinder) in its local frame, grown by a ball of radius `margin` (Minkowski sum).
 struct ConvexCore {
@@ -86,15 +99,7 @@ struct ConvexCore {
         return {dir.x >= 0.0 ? half_extents.x : -half_extents.x,
                 dir.y >= 0.0 ? half_extents.y : -half_extents.y,
                 dir.z >= 0.0 ? half_extents.z : -half_extents.z};
-      case Kind::kCylinder: {
-        const double y = dir.y >= 0.0 ? half_height : -half_height;
-        const double len_xz_sq = dir.x * dir.x + dir.z * dir.z;
-        if (len_xz_sq > 0.0) {
-          const double s = radius / std::sqrt(len_xz_sq);
-          return {dir.x * s, y, dir.z * s};
-        }
-        return {radius, y, 0.0};
-      }
+      case Kind::kCylinder: return CylinderSupport(radius, half_height, dir);
       case Kind::kHull:
         if constexpr (kWithHull) return HullSupport(dir);
         return {};

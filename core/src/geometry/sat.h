@@ -63,13 +63,18 @@ inline double BoxProjectionRadius(const Vec3 axis[3], const Vec3& h, const Vec3&
          h.z * std::fabs(Dot(n, axis[2]));
 }
 
+/// SatCrossAxis's test: edge directions a and b, whose cross has squared
+/// length `len_sq`, are not parallel (|sin| > kSatParallelEpsilon).
+inline bool SatNotParallel(double len_sq, const Vec3& a, const Vec3& b) {
+  return len_sq > kSatParallelEpsilon * kSatParallelEpsilon * (a.LengthSq() * b.LengthSq());
+}
+
 /// The unit cross of two edge directions, or false when they are parallel
 /// (|sin| <= kSatParallelEpsilon).
 inline bool SatCrossAxis(const Vec3& a, const Vec3& b, Vec3* axis) {
   const Vec3 c = Cross(a, b);
   const double len_sq = c.LengthSq();
-  const double scale_sq = a.LengthSq() * b.LengthSq();
-  if (!(len_sq > kSatParallelEpsilon * kSatParallelEpsilon * scale_sq)) return false;
+  if (!SatNotParallel(len_sq, a, b)) return false;
   // A tiny cross (edges ~1e-160 and below) has subnormal squares and an
   // inexact length: Normalized() scales it first.
   *axis = len_sq > 1e-300 ? c / std::sqrt(len_sq) : c.Normalized();

@@ -486,6 +486,7 @@ struct DeepestCandidate {
   uint32_t triangle;
   uint8_t stage;  // refinements of its bound done so far
   int32_t sat;    // index of its box SAT result in DeepestScratch::sats, or -1
+  bool sat_answer;  // a box core, and TrianglePolytopePenetration answers (not flat)
   bool supports;  // the core's supports along -n and +n (its unit normal) in `support`
   Vec3 support[2];
 };
@@ -577,15 +578,14 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     c.supports = false;
     std::copy(v, v + 3, c.v);
     double bound = std::numeric_limits<double>::infinity();
-    bool sat_answer = false;  // a box on a triangle TrianglePolytopePenetration answers
+    // A box on a triangle TrianglePolytopePenetration answers (its own
+    // test, SatCrossAxis's).
+    c.sat_answer = false;
     if (polytope_core) {
-      // TrianglePolytopePenetration's own test (SatCrossAxis), to the bit.
       const Vec3 e1 = c.v[1] - c.v[0], e2 = c.v[2] - c.v[0];
-      const double e12 = e1.LengthSq() * e2.LengthSq();
-      sat_answer = Cross(e1, e2).LengthSq() >
-                   internal::kSatParallelEpsilon * internal::kSatParallelEpsilon * e12;
+      c.sat_answer = internal::SatNotParallel(Cross(e1, e2).LengthSq(), e1, e2);
     }
-    if (sat_answer) {
+    if (c.sat_answer) {
       // The overlaps along x, y and z of the bounds (no support calls).
       for (int a = 0; a < 3; ++a) {
         const double lo = std::min(c.v[0][a], std::min(c.v[1][a], c.v[2][a]));
@@ -652,11 +652,9 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
         // AllContacts over 180000 queries saw cylinder contacts go to a
         // triangle up to 7e-5 less deep).
         const double overlap = TriangleInnerOverlap(c.v, convex, inner);
-        Vec3 face;
         if (overlap < convex.margin() - apart) {
           tight = std::max(overlap, 0.0);
-        } else if (polytope_core &&
-                   internal::SatCrossAxis(c.v[1] - c.v[0], c.v[2] - c.v[0], &face)) {
+        } else if (c.sat_answer) {  // (a box core only)
           tight = overlap;
         }
       } else if (c.stage == 0) {

@@ -928,6 +928,16 @@ inline SweepSatResult SweepBoxSat(const Vec3 tri[3], const OrientedBox& box, dou
 
 namespace triangle_convex_detail {
 
+/// Whether the triangle's point of weights `l` lies on an edge whose flag is
+/// set in `active` (edge e runs from vertex e to e + 1 and holds the point
+/// when the opposite weight is 0; a vertex lies on its two edges).
+inline bool OnActiveEdge(const double l[3], uint8_t active) {
+  for (int e = 0; e < 3; ++e) {
+    if (l[(e + 2) % 3] <= 0.0 && ((active >> e) & 1u)) return true;
+  }
+  return false;
+}
+
 /// The normal the cast (SweepConvexTriangle) reports for a contact at the
 /// triangle's point of weights `l` with direction `nrm` (unit, triangle
 /// towards the convex), for triangle unit normal `face`, active-edge flags
@@ -941,16 +951,10 @@ inline Vec3 CastNormal(const Vec3& face, Vec3 nrm, const double l[3], uint8_t ac
     // Closest point inside the face: the direction is the face normal
     // exactly (GJK's |v| of ~1e-9 carries only its rounding).
     nrm = face * (Dot(face, nrm) >= 0.0 ? 1.0 : -1.0);
-  } else {
-    bool use_face = true;
-    for (int e = 0; e < 3; ++e) {
-      // Edge e (vertex e to e+1) holds the point when the opposite weight is 0.
-      if (l[(e + 2) % 3] <= 0.0 && ((active >> e) & 1u)) use_face = false;
-    }
-    if (use_face) {
-      const Vec3 fn = face * (Dot(face, nrm) >= 0.0 ? 1.0 : -1.0);
-      if (Dot(fn, v) <= 0.0) nrm = fn;
-    }
+  } else if (!OnActiveEdge(l, active)) {
+    // An inactive edge or vertex: the face normal, unless along the motion.
+    const Vec3 fn = face * (Dot(face, nrm) >= 0.0 ? 1.0 : -1.0);
+    if (Dot(fn, v) <= 0.0) nrm = fn;
   }
   // A direction from a simplex stalled within kSweepStallGap may be off;
   // never report one along the motion: the face normal facing it instead.

@@ -64,6 +64,17 @@ void RandomTriangle(Random& rng, int i, Vec3 tri[3]) {
   }
 }
 
+/// RandomTriangle, every fifth made a floor (level in y), scaled by `s`
+/// about the origin and moved to `origin`.
+void RandomScaledTriangle(Random& rng, int i, const Vec3& origin, double s, Vec3 tri[3]) {
+  RandomTriangle(rng, i, tri);
+  if (i % 5 == 4) {  // a floor
+    tri[1].y = tri[0].y;
+    tri[2].y = tri[0].y;
+  }
+  for (int k = 0; k < 3; ++k) tri[k] = origin + tri[k] * s;
+}
+
 // PlacedConvex's bounds of sphere, capsule and box cores (closed form) are
 // the supports along +-each axis plus the margin, to the bit.
 TEST(PlacedConvex, BoundsAreTheAxisSupports) {
@@ -996,12 +1007,7 @@ TEST(SweepBoxSat, SameAsBeforeZeroTermsSkipped) {
     const double s = std::pow(10.0, rng.Uniform(-3.0, 3.0));
     const Vec3 origin = i % 3 == 0 ? rng.UnitVector() * 2e4 : Vec3{};
     Vec3 tri[3];
-    RandomTriangle(rng, i, tri);
-    if (i % 5 == 4) {  // a floor
-      tri[1].y = tri[0].y;
-      tri[2].y = tri[0].y;
-    }
-    for (Vec3& p : tri) p = origin + p * s;
+    RandomScaledTriangle(rng, i, origin, s, tri);
     OrientedBox box;
     box.center = origin + rng.InBox(3.0) * s;
     const Quat rot = i % 4 == 1   ? Quat{}
@@ -1399,12 +1405,7 @@ TEST(TriangleConvexEpa, SameAsBeforeLoopBookkeeping) {
     if (on_grid) {
       slivers.TriangleVertices(static_cast<uint32_t>(rng.Int(0, 2737)), tri);
     } else {
-      RandomTriangle(rng, i, tri);
-      if (i % 5 == 4) {  // a floor
-        tri[1].y = tri[0].y;
-        tri[2].y = tri[0].y;
-      }
-      for (Vec3& p : tri) p = origin + p * s;
+      RandomScaledTriangle(rng, i, origin, s, tri);
     }
     ConvexCore core;
     if (hull) {
