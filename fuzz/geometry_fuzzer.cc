@@ -495,7 +495,7 @@ void RayTriangle(const Vec3& o, const Vec3& d, const Vec3& a, const Vec3& b, con
 template <typename F>
 void ForEachTriangle(const Shape& s, F&& f) {
   if (s.kind() == ShapeKind::kMesh) {
-    const TriangleMeshShape& m = *s.mesh_input();
+    const TriangleMeshShape m = *s.mesh_input();
     for (const auto& t : m.triangles) f(m.vertices[t[0]], m.vertices[t[1]], m.vertices[t[2]]);
     return;
   }
@@ -513,7 +513,7 @@ void ForEachTriangle(const Shape& s, F&& f) {
 
 size_t SubShapeCount(const Shape& s) {
   switch (s.kind()) {
-    case ShapeKind::kMesh: return s.mesh_input()->triangles.size();
+    case ShapeKind::kMesh: return s.mesh_input_triangles();
     case ShapeKind::kHeightfield: {
       const HeightfieldShape& h = *s.heightfield_input();
       return 2 * static_cast<size_t>(h.rows - 1) * (h.cols - 1);

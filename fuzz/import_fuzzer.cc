@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HITBOX_FUZZ_CHECK(c.id == options.first_id + i, "collider %zu has id %llu", i,
                       (unsigned long long)c.id);
     if (c.shape.kind() == ShapeKind::kMesh) {
-      const TriangleMeshShape& m = *c.shape.mesh_input();
+      const TriangleMeshShape m = *c.shape.mesh_input();
       HITBOX_FUZZ_CHECK(m.triangles.size() <= options.max_mesh_triangles,
                         "mesh collider %zu of %zu triangles (at most %llu)", i, m.triangles.size(),
                         (unsigned long long)options.max_mesh_triangles);

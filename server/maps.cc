@@ -46,7 +46,7 @@ std::string Sha256Hex(const std::string& bytes) {
 }
 
 uint64_t Triangles(const Shape& s) {
-  if (const TriangleMeshShape* m = s.mesh_input()) return m->triangles.size();
+  if (s.kind() == ShapeKind::kMesh) return s.mesh_input_triangles();
   if (const HeightfieldShape* h = s.heightfield_input()) {
     return h->rows < 2 || h->cols < 2 ? 0 : 2ull * (h->rows - 1) * (h->cols - 1);
   }

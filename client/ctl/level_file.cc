@@ -34,7 +34,7 @@ Result<SceneInput> ReadSceneInput(const std::string& path, const import::ImportO
 size_t WireBytesEstimate(const Collider& c) {
   constexpr size_t kFixed = 128;  // id, layer, user data, pose, framing
   constexpr size_t kPoint = 3 * 9;
-  if (const TriangleMeshShape* m = c.shape.mesh_input()) {
+  if (const std::optional<TriangleMeshShape> m = c.shape.mesh_input()) {
     return kFixed + m->vertices.size() * kPoint + m->triangles.size() * 3 * 5;
   }
   if (const HeightfieldShape* h = c.shape.heightfield_input()) return kFixed + h->heights.size() * 9;

@@ -22,7 +22,7 @@ Result<nlohmann::json> ShapeToJson(const Shape& s) {
       return json{{"convex_hull", {{"points", std::move(points)}}}};
     }
     case ShapeKind::kMesh: {
-      const TriangleMeshShape& m = *s.mesh_input();
+      const TriangleMeshShape m = *s.mesh_input();
       json vertices = json::array();
       for (const Vec3& v : m.vertices) vertices.push_back(Vec(v));
       json triangles = json::array();

@@ -123,8 +123,9 @@ std::string ShapeElements(const Panel& panel, const Shape& shape, const Pose& po
   if (IsConvex(shape.kind())) {
     return "<polygon points=\"" + Points(ConvexOutline(panel, shape, pose)) + "\"/>";
   }
-  const TriangleMeshShape* mesh = shape.mesh_input();
-  if (mesh != nullptr && mesh->triangles.size() <= *triangle_budget) {
+  const std::optional<TriangleMeshShape> mesh =
+      shape.mesh_input_triangles() <= *triangle_budget ? shape.mesh_input() : std::nullopt;
+  if (mesh) {
     *triangle_budget -= mesh->triangles.size();
     std::vector<Point2> mapped(mesh->vertices.size());
     for (size_t i = 0; i < mapped.size(); ++i) mapped[i] = panel.Map(pose.TransformPoint(mesh->vertices[i]));
@@ -134,8 +135,13 @@ std::string ShapeElements(const Panel& panel, const Shape& shape, const Pose& po
       const Point2& a = mapped[t[0]];
       const Point2& b = mapped[t[1]];
       const Point2& c = mapped[t[2]];
-      d += "M" + Num(a.x) + "," + Num(a.y) + "L" + Num(b.x) + "," + Num(b.y) + "L" + Num(c.x) + "," +
-           Num(c.y) + "Z";
+      for (const Point2* p : {&a, &b, &c}) {
+        d += p == &a ? 'M' : 'L';
+        d += Num(p->x);
+        d += ',';
+        d += Num(p->y);
+      }
+      d += 'Z';
     }
     return "<path d=\"" + d + "\"/>";
   }

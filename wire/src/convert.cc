@@ -1079,7 +1079,7 @@ void ToProto(const Shape& s, v1::Shape* out) {
       break;
     }
     case ShapeKind::kMesh: {
-      const TriangleMeshShape& m = *s.mesh_input();
+      const TriangleMeshShape m = *s.mesh_input();
       auto* mesh = out->mutable_mesh();
       mesh->mutable_vertices()->Reserve(static_cast<int>(m.vertices.size()));
       for (const Vec3& v : m.vertices) ToProto(v, mesh->add_vertices());

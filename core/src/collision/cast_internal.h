@@ -70,7 +70,7 @@ uint32_t CompoundOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& 
 /// Ray `o` + t `d` (t in [0, 1], B's local frame) against compound B: the
 /// first child crossed (ties: lowest), sub_shape = its index; the result's
 /// normal and point are in B's local frame (compound_pairs.cc).
-CastResult RaycastCompound(const Vec3& o, const Vec3& d, const Shape& b);
+CastResult RaycastCompound(const Vec3& o, const Vec3& d, const Shape& b, double max_fraction);
 /// The lowest piece of a surface or compound collider `b` that convex `a`
 /// overlaps (triangle or child index), or UINT32_MAX when none.
 inline uint32_t OverlapLowestPiece(const Shape& a, const Pose& pose_a, const Shape& b,

@@ -139,12 +139,12 @@ LocalCast CastCompound(const Shape& a, const Pose& a_in_b, const Vec3& v, const 
   return best;
 }
 
-CastResult RaycastCompound(const Vec3& o, const Vec3& d, const Shape& b) {
+CastResult RaycastCompound(const Vec3& o, const Vec3& d, const Shape& b, double max_fraction) {
   const CompoundData& c = *b.compound();
   CastResult best;
   ForEachChild(c.Candidates(Aabb(o, o), d), [&](uint32_t i) {
     const CompoundChild& child = c.children()[i];
-    const CastResult r = Raycast(o, d, child.shape, child.pose);
+    const CastResult r = Raycast(o, d, child.shape, child.pose, max_fraction);
     if (r.hit() && (!best.hit() || r.fraction < best.fraction)) {
       best = r;
       best.sub_shape = i;

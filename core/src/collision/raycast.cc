@@ -82,7 +82,7 @@ RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double 
 }  // namespace internal
 
 CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
-                   const Pose& pose_b) {
+                   const Pose& pose_b, double max_fraction) {
   CastResult result;
   if (!origin.IsFinite() || !translation.IsFinite() || !pose_b.IsFinite()) return result;
   // Local frame of B; origin - position first keeps 20 km coordinates exact.
@@ -93,7 +93,7 @@ CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
     // Two-sided surface: the closest triangle crossed (watertight), local frame.
     MeshRayHit hit;
     const bool any = b.surface()->Visit(
-        [&](const auto& surface) { return surface.RaycastClosest(o, d, &hit); });
+        [&](const auto& surface) { return surface.RaycastClosest(o, d, &hit, max_fraction); });
     if (!any) return result;
     result.state = hit.fraction > 0.0 ? CastState::kHit : CastState::kStartedOverlapping;
     result.fraction = hit.fraction;
@@ -104,7 +104,7 @@ CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
   }
   if (b.kind() == ShapeKind::kCompound) [[unlikely]] {
     // The first child crossed, found in the compound's local frame.
-    const CastResult local = internal::RaycastCompound(o, d, b);
+    const CastResult local = internal::RaycastCompound(o, d, b, max_fraction);
     if (!local.hit()) return result;
     result = local;
     result.normal = rb * local.normal;

@@ -234,23 +234,24 @@ Result<TriangleMesh> Heightfield::ToMesh() const {
 }
 
 bool Heightfield::RaycastClosest(const Vec3& origin, const Vec3& translation,
-                                 MeshRayHit* hit) const {
+                                 MeshRayHit* hit, double max_fraction) const {
   if (translation.LengthSq() == 0.0) return false;
   // As TriangleMesh::RaycastClosest: one walk per largest axis of the ray.
   const WatertightRay ray(origin, translation);
   switch (ray.kz) {
-    case 0: return RaycastClosestAxes<0>(origin, translation, ray, hit);
-    case 1: return RaycastClosestAxes<1>(origin, translation, ray, hit);
-    default: return RaycastClosestAxes<2>(origin, translation, ray, hit);
+    case 0: return RaycastClosestAxes<0>(origin, translation, ray, hit, max_fraction);
+    case 1: return RaycastClosestAxes<1>(origin, translation, ray, hit, max_fraction);
+    default: return RaycastClosestAxes<2>(origin, translation, ray, hit, max_fraction);
   }
 }
 
 template <int kZ>
 bool Heightfield::RaycastClosestAxes(const Vec3& origin, const Vec3& translation,
-                                     const WatertightRay& ray, MeshRayHit* hit) const {
+                                     const WatertightRay& ray, MeshRayHit* hit,
+                                     double max_fraction) const {
   const BvhRay bray(origin, translation);
   ShearedVertexCache cache;
-  double best = 1.0;
+  double best = std::min(1.0, max_fraction);
   uint32_t best_t = UINT32_MAX;
   struct Entry {
     int level;

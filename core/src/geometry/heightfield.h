@@ -77,7 +77,9 @@ class Heightfield {
   [[nodiscard]] Result<TriangleMesh> ToMesh() const;
 
   /// Same contracts as the TriangleMesh queries of the same names.
-  bool RaycastClosest(const Vec3& origin, const Vec3& translation, MeshRayHit* hit) const;
+  /// Hits beyond `max_fraction` are left out (the walk is pruned there).
+  bool RaycastClosest(const Vec3& origin, const Vec3& translation, MeshRayHit* hit,
+                      double max_fraction = 1.0) const;
   void RaycastAll(const Vec3& origin, const Vec3& translation, std::vector<MeshRayHit>* hits) const;
   bool OverlapSphere(const Vec3& center, double radius, bool first_only,
                      std::vector<MeshContact>* contacts) const;
@@ -108,7 +110,7 @@ class Heightfield {
   /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ).
   template <int kZ>
   bool RaycastClosestAxes(const Vec3& origin, const Vec3& translation, const WatertightRay& ray,
-                          MeshRayHit* hit) const;
+                          MeshRayHit* hit, double max_fraction) const;
   /// Box of block (bx, bz) at `level` (level 0: one cell, from the samples).
   Aabb BlockBox(int level, uint32_t bx, uint32_t bz) const;
   /// Height range of block (bx, bz) at `level` (BlockBox's y range).

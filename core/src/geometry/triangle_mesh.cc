@@ -1,6 +1,7 @@
 #include "geometry/triangle_mesh.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -8,6 +9,7 @@
 #include <utility>
 
 #include "geometry/bvh_ray.h"
+#include "geometry/sah_split.h"
 #include "geometry/triangle_queries.h"
 #include "hitbox/shape/shapes.h"
 
@@ -20,22 +22,74 @@ std::string Num(double v) {
   return buf;
 }
 
-/// Smallest k in 0..9 such that every value is q / 10^k exactly for a 32-bit
-/// integer q; -1 when none.
-int DecimalDigits(std::span<const Vec3> vertices) {
-  double d = 1.0;
-  for (int k = 0; k <= 9; ++k, d *= 10.0) {
-    bool ok = true;
-    for (const Vec3& v : vertices) {
-      for (int i = 0; i < 3 && ok; ++i) {
-        const double q = std::nearbyint(v[i] * d);
-        ok = std::fabs(q) <= 2147483647.0 && q / d == v[i];
+/// Per axis, a divisor d (10^k for k in 0..9, or 2^k) with every
+/// coordinate v exactly q / d for an integer q, |q| <= 2^53, and the q of the
+/// axis within 2^33 of each other; the one whose q span the fewest bits.
+/// False when an axis has none (the vertices are then kept as doubles).
+bool ChooseDivisors(std::span<const Vec3> vertices, double divisor[3]) {
+  for (int a = 0; a < 3; ++a) {
+    int best_bits = 64;
+    // Decimal: the least k in 0..9 that makes every coordinate an integer.
+    double d = 1.0;
+    for (int k = 0; k <= 9; ++k, d *= 10.0) {
+      bool ok = true;
+      double lo = 0.0, hi = 0.0;
+      for (size_t i = 0; i < vertices.size() && ok; ++i) {
+        const double q = std::nearbyint(vertices[i][a] * d);
+        ok = std::fabs(q) <= 0x1p53 && q / d == vertices[i][a];
+        lo = i == 0 ? q : std::min(lo, q);
+        hi = i == 0 ? q : std::max(hi, q);
       }
-      if (!ok) break;
+      if (!ok) continue;
+      const int bits = static_cast<int>(std::ceil(std::log2(hi - lo + 1.0)));
+      if (bits <= 33) {
+        best_bits = bits;
+        divisor[a] = d;
+      }
+      break;
     }
-    if (ok) return k;
+    // Binary: 2^k for the most fraction bits any coordinate has.
+    int k = 0;
+    for (const Vec3& v : vertices) {
+      const double x = v[a];
+      if (x == 0.0) continue;
+      int e = 0;
+      const double m = std::frexp(x, &e);  // x = m 2^e, m 53 bits
+      const uint64_t mant = static_cast<uint64_t>(std::fabs(std::ldexp(m, 53)));
+      k = std::max(k, 53 - std::countr_zero(mant) - e);
+    }
+    if (k <= 1000) {
+      const double d2 = std::ldexp(1.0, k);
+      double lo = 0.0, hi = 0.0;
+      bool ok = std::isfinite(d2);
+      for (size_t i = 0; i < vertices.size() && ok; ++i) {
+        const double q = vertices[i][a] * d2;
+        ok = std::fabs(q) <= 0x1p53;
+        lo = i == 0 ? q : std::min(lo, q);
+        hi = i == 0 ? q : std::max(hi, q);
+      }
+      if (ok) {
+        const int bits = static_cast<int>(std::ceil(std::log2(hi - lo + 1.0)));
+        if (bits <= 33 && bits < best_bits) {
+          best_bits = bits;
+          divisor[a] = d2;
+        }
+      }
+    }
+    if (best_bits > 33) return false;
   }
-  return -1;
+  return true;
+}
+
+/// True when x is exactly a float32 value: read off its bits (GCC 12 at -O3
+/// was seen to fold a double -> float -> double round trip in vector code).
+bool IsExactFloat(double x) {
+  if (x == 0.0) return true;
+  const uint64_t b = std::bit_cast<uint64_t>(x);
+  const int e = static_cast<int>((b >> 52) & 0x7ff) - 1023;
+  if (e > 127 || e < -149) return false;  // beyond float's range (inf and NaN included)
+  const int drop = 52 - std::min(23, e + 149);  // fraction bits a float cannot hold
+  return (b & ((uint64_t{1} << drop) - 1)) == 0;
 }
 
 /// Quantizes coordinate `v` in [lo, lo + 65535 * step] to 16 bits, rounded
@@ -106,16 +160,14 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
 
   TriangleMesh mesh;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
-  const int digits = DecimalDigits(vertices);
-  if (digits >= 0) {
-    const double d = std::pow(10.0, digits);
-    mesh.vertex_divisor_ = d;
+  if (ChooseDivisors(vertices, mesh.vertex_divisor_)) {
+    const double* d = mesh.vertex_divisor_;
     std::vector<std::array<int64_t, 3>> q(vertices.size());
     int64_t qmax[3];
-    for (int a = 0; a < 3; ++a) mesh.qmin_[a] = qmax[a] = std::llrint(vertices[0][a] * d);
+    for (int a = 0; a < 3; ++a) mesh.qmin_[a] = qmax[a] = std::llrint(vertices[0][a] * d[a]);
     for (size_t i = 0; i < vertices.size(); ++i) {
       for (int a = 0; a < 3; ++a) {
-        q[i][a] = std::llrint(vertices[i][a] * d);
+        q[i][a] = std::llrint(vertices[i][a] * d[a]);
         mesh.qmin_[a] = std::min(mesh.qmin_[a], q[i][a]);
         qmax[a] = std::max(qmax[a], q[i][a]);
       }
@@ -140,6 +192,13 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
       StoreBits(&mesh.vpacked_, static_cast<uint64_t>(i) * mesh.vrecord_bits_,
                 mesh.vrecord_bits_, r);
     }
+  } else if (std::all_of(vertices.begin(), vertices.end(), [](const Vec3& v) {
+               return IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z);
+             })) {
+    mesh.fvertices_.reserve(3 * vertices.size());
+    for (const Vec3& v : vertices) {
+      for (int a = 0; a < 3; ++a) mesh.fvertices_.push_back(static_cast<float>(v[a]));
+    }
   } else {
     mesh.dvertices_.assign(vertices.begin(), vertices.end());
   }
@@ -152,11 +211,15 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   for (size_t t = 0; t < triangles.size(); ++t) {
     const Indices& tri = triangles[t];
     const Vec3 a = mesh.Vertex(tri[0]), b = mesh.Vertex(tri[1]), c = mesh.Vertex(tri[2]);
-    if (Cross(b - a, c - a).LengthSq() == 0.0) continue;
+    if (Cross(b - a, c - a).LengthSq() == 0.0) {
+      mesh.dropped_.emplace_back(static_cast<uint32_t>(t), tri);
+      continue;
+    }
     kept.push_back(tri);
     original.push_back(static_cast<uint32_t>(t));
   }
-  mesh.dropped_ = static_cast<uint32_t>(triangles.size() - kept.size());
+  mesh.dropped_.shrink_to_fit();
+  mesh.input_triangles_ = static_cast<uint32_t>(triangles.size());
   if (kept.empty()) {
     return Error{ErrorCode::kInvalidArgument,
                  "triangles: all " + std::to_string(triangles.size()) + " triangles have zero area"};
@@ -268,7 +331,7 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
   }
   nodes_.clear();
   nodes_.reserve(order->size() / (kMeshLeafSize * (kMeshNodeWidth - 1)) + 2);
-  const uint32_t root = BuildNode(order, boxes, 0, static_cast<uint32_t>(order->size()));
+  const uint32_t root = BuildNode(order, boxes, 0, static_cast<uint32_t>(order->size()), 1);
   if (root & kLeafBit) {
     // Too few triangles for a split: a root node with the one leaf.
     Node node;
@@ -288,45 +351,88 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
 }
 
 uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
-                                 uint32_t begin, uint32_t end) {
+                                 uint32_t begin, uint32_t end, uint32_t depth) {
   const uint32_t count = end - begin;
   if (count <= kMeshLeafSize) return kLeafBit | (begin << 3) | (count - 1);
+  height_ = std::max(height_, depth);
   std::vector<uint32_t>& ord = *order;
-  // Splits [b, e) at `mid` by centroid on the centroids' longest axis.
-  auto split = [&](uint32_t b, uint32_t e, uint32_t mid) {
-    Aabb centroids;
-    for (uint32_t k = b; k < e; ++k) centroids = centroids.Union(boxes[ord[k]].Center());
-    const Vec3 ext = centroids.max - centroids.min;
-    const int axis = (ext.x >= ext.y && ext.x >= ext.z) ? 0 : (ext.y >= ext.z ? 1 : 2);
-    std::nth_element(ord.begin() + b, ord.begin() + mid, ord.begin() + e,
-                     [&](uint32_t x, uint32_t y) {
-                       const double cx = boxes[x].min[axis] + boxes[x].max[axis];
-                       const double cy = boxes[y].min[axis] + boxes[y].max[axis];
-                       return cx != cy ? cx < cy : x < y;
-                     });
-    return mid;
-  };
-  // Children are full subtrees of `chunk` triangles (the least power of
-  // four leaves that makes at most four children; the last holds the rest),
-  // so nodes stay full: about one per three leaves. Ranges are cut by
-  // binary splits, half the chunks to each side.
+  // Node levels of a balanced subtree over `count` triangles.
   const uint32_t leaves = (count + kMeshLeafSize - 1) / kMeshLeafSize;
-  uint32_t per_child = 1;
-  while (per_child * kMeshNodeWidth < leaves) per_child *= kMeshNodeWidth;
-  const uint32_t chunk = per_child * kMeshLeafSize;
-  const uint32_t parts = (count + chunk - 1) / chunk;
+  uint32_t per_child = 1, levels = 1;
+  while (per_child * kMeshNodeWidth < leaves) {
+    per_child *= kMeshNodeWidth;
+    ++levels;
+  }
   uint32_t bounds[kMeshNodeWidth + 1];
+  uint32_t parts = 1;
   bounds[0] = begin;
-  bounds[parts] = end;
-  auto partition = [&](auto&& self_fn, uint32_t first_part, uint32_t part_count) -> void {
-    if (part_count <= 1) return;
-    const uint32_t left = (part_count + 1) / 2;
-    bounds[first_part + left] = split(bounds[first_part], bounds[first_part + part_count],
-                                      begin + (first_part + left) * chunk);
-    self_fn(self_fn, first_part, left);
-    self_fn(self_fn, first_part + left, part_count - left);
-  };
-  partition(partition, 0, parts);
+  bounds[1] = end;
+  if (depth + 1 + levels <= kMeshMaxDepth) {
+    // Surface area heuristic: split the widest range that needs a node of its
+    // own in two, until there are four; else one whose leaves all fit in the
+    // slots left (fewer, fuller nodes). Any child can still be built balanced
+    // within kMeshMaxDepth.
+    const auto splittable = [&](uint32_t n, bool big) {
+      const uint32_t leaves_of = (n + kMeshLeafSize - 1) / kMeshLeafSize;
+      return big ? n > kMeshLeafSize * kMeshNodeWidth
+                 : n > kMeshLeafSize && leaves_of - 1 <= kMeshNodeWidth - parts;
+    };
+    while (parts < kMeshNodeWidth) {
+      int widest = -1;
+      double widest_area = -1.0;
+      bool big = false;
+      for (uint32_t i = 0; i < parts; ++i) big |= splittable(bounds[i + 1] - bounds[i], true);
+      for (uint32_t i = 0; i < parts; ++i) {
+        if (!splittable(bounds[i + 1] - bounds[i], big)) continue;
+        Aabb box;
+        for (uint32_t k = bounds[i]; k < bounds[i + 1]; ++k) box = box.Union(boxes[ord[k]]);
+        if (box.SurfaceArea() > widest_area) {
+          widest_area = box.SurfaceArea();
+          widest = static_cast<int>(i);
+        }
+      }
+      if (widest < 0) break;
+      const uint32_t b = bounds[widest], e = bounds[widest + 1];
+      // Cut at whole bottom nodes (four full leaves) where both sides can
+      // hold two, else at whole leaves: fewer, fuller nodes.
+      const uint32_t granule = e - b > 2 * kMeshLeafSize * kMeshNodeWidth
+                                   ? kMeshLeafSize * kMeshNodeWidth
+                                   : kMeshLeafSize;
+      const uint32_t m = b + SahSplit(std::span<uint32_t>(ord).subspan(b, e - b), boxes, granule);
+      for (uint32_t i = parts + 1; i > static_cast<uint32_t>(widest) + 1; --i) bounds[i] = bounds[i - 1];
+      bounds[widest + 1] = m;
+      ++parts;
+    }
+  } else {
+    // Balanced: children are full subtrees of `chunk` triangles (the least
+    // power of four leaves that makes at most four children; the last holds
+    // the rest), cut by median splits, half the chunks to each side.
+    auto split = [&](uint32_t b, uint32_t e, uint32_t mid) {
+      Aabb centroids;
+      for (uint32_t k = b; k < e; ++k) centroids = centroids.Union(boxes[ord[k]].Center());
+      const Vec3 ext = centroids.max - centroids.min;
+      const int axis = (ext.x >= ext.y && ext.x >= ext.z) ? 0 : (ext.y >= ext.z ? 1 : 2);
+      std::nth_element(ord.begin() + b, ord.begin() + mid, ord.begin() + e,
+                       [&](uint32_t x, uint32_t y) {
+                         const double cx = boxes[x].min[axis] + boxes[x].max[axis];
+                         const double cy = boxes[y].min[axis] + boxes[y].max[axis];
+                         return cx != cy ? cx < cy : x < y;
+                       });
+      return mid;
+    };
+    const uint32_t chunk = per_child * kMeshLeafSize;
+    parts = (count + chunk - 1) / chunk;
+    bounds[parts] = end;
+    auto partition = [&](auto&& self_fn, uint32_t first_part, uint32_t part_count) -> void {
+      if (part_count <= 1) return;
+      const uint32_t left = (part_count + 1) / 2;
+      bounds[first_part + left] = split(bounds[first_part], bounds[first_part + part_count],
+                                        begin + (first_part + left) * chunk);
+      self_fn(self_fn, first_part, left);
+      self_fn(self_fn, first_part + left, part_count - left);
+    };
+    partition(partition, 0, parts);
+  }
   const uint32_t self = static_cast<uint32_t>(nodes_.size());
   nodes_.emplace_back();
   for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
@@ -345,7 +451,7 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const std::vector
       node.min[a][i] = Quantize(box.min[a], bounds_.min[a], step_[a], false);
       node.max[a][i] = Quantize(box.max[a], bounds_.min[a], step_[a], true);
     }
-    const uint32_t word = BuildNode(order, boxes, bounds[i], bounds[i + 1]);
+    const uint32_t word = BuildNode(order, boxes, bounds[i], bounds[i + 1], depth + 1);
     nodes_[self].child[i] = word;  // nodes_ may have grown: index again
   }
   return self;
@@ -451,31 +557,45 @@ TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& di
   return r;
 }
 
+void TriangleMesh::Input(std::vector<Vec3>* vertices, std::vector<Indices>* triangles) const {
+  vertices->resize(vertex_count_);
+  for (uint32_t i = 0; i < vertex_count_; ++i) (*vertices)[i] = Vertex(i);
+  triangles->resize(input_triangles_);
+  for (uint32_t k = 0; k < triangle_count_; ++k) {
+    uint32_t idx[3];
+    TriangleIndices(k, idx);
+    (*triangles)[OriginalIndex(k)] = {idx[0], idx[1], idx[2]};
+  }
+  for (const auto& [t, tri] : dropped_) (*triangles)[t] = tri;
+}
+
 size_t TriangleMesh::MemoryBytes() const {
-  return vpacked_.capacity() +
+  return dropped_.capacity() * sizeof(dropped_[0]) + vpacked_.capacity() +
+         fvertices_.capacity() * sizeof(float) +
          dvertices_.capacity() * sizeof(Vec3) + packed_.capacity() +
          nodes_.capacity() * sizeof(Node);
 }
 
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
-                                  MeshRayHit* hit) const {
+                                  MeshRayHit* hit, double max_fraction) const {
   if (translation.LengthSq() == 0.0) return false;
   // One walk per largest axis of the ray: its vertices are sheared with
   // the axes known at compile time (ShearVertexAxes, the same values).
   const WatertightRay ray(origin, translation);
   switch (ray.kz) {
-    case 0: return RaycastClosestAxes<0>(origin, translation, ray, hit);
-    case 1: return RaycastClosestAxes<1>(origin, translation, ray, hit);
-    default: return RaycastClosestAxes<2>(origin, translation, ray, hit);
+    case 0: return RaycastClosestAxes<0>(origin, translation, ray, hit, max_fraction);
+    case 1: return RaycastClosestAxes<1>(origin, translation, ray, hit, max_fraction);
+    default: return RaycastClosestAxes<2>(origin, translation, ray, hit, max_fraction);
   }
 }
 
 template <int kZ>
 bool TriangleMesh::RaycastClosestAxes(const Vec3& origin, const Vec3& translation,
-                                      const WatertightRay& ray, MeshRayHit* hit) const {
+                                      const WatertightRay& ray, MeshRayHit* hit,
+                                      double max_fraction) const {
   ShearedVertexCache cache;
   const auto shear = [&](uint32_t i) { return ShearVertexAxes<kZ>(ray, Vertex(i)); };
-  double best = 1.0;
+  double best = std::min(1.0, max_fraction);
   uint32_t best_k = UINT32_MAX;
   uint32_t best_orig = UINT32_MAX;
   VisitRay(origin, translation, &best, [&](uint32_t k) {

@@ -66,6 +66,10 @@ inline constexpr double kActiveEdgeAngle = 0.0872664626;
 inline constexpr uint32_t kMeshLeafSize = 4;
 /// Children of a hierarchy node.
 inline constexpr uint32_t kMeshNodeWidth = 4;
+/// Deepest node level of a mesh hierarchy (root 1): the builder splits by
+/// surface area only while a balanced subtree below would still fit (a
+/// balanced tree of kMaxMeshTriangles is 14 levels).
+inline constexpr uint32_t kMeshMaxDepth = 24;
 /// Largest number of triangles in a mesh (indices keep 3 flag bits).
 inline constexpr uint32_t kMaxMeshTriangles = 1u << 28;
 /// Largest number of vertices in a mesh.
@@ -181,16 +185,24 @@ class TriangleMesh {
   /// Triangles kept (input count minus dropped).
   uint32_t triangle_count() const { return triangle_count_; }
   /// Zero-area triangles dropped at build.
-  uint32_t dropped_triangles() const { return dropped_; }
+  uint32_t dropped_triangles() const { return static_cast<uint32_t>(dropped_.size()); }
+  /// The mesh as it was given to Build (every vertex, every triangle in input
+  /// order, the dropped ones included), rebuilt from the stored form: the same
+  /// values to the bit, so the input need not be kept beside the mesh.
+  void Input(std::vector<Vec3>* vertices, std::vector<Indices>* triangles) const;
   uint32_t vertex_count() const { return vertex_count_; }
   /// Local-frame bounds of all kept triangles.
   const Aabb& bounds() const { return bounds_; }
   /// Bytes held by vertices, triangles, flags and hierarchy (excluding this object).
   size_t MemoryBytes() const;
-  /// True when vertices are stored as 32-bit decimal integers (else doubles).
+  /// True when vertices are stored as integers q of q / 10^k or q / 2^k.
   bool quantized_vertices() const { return !vpacked_.empty(); }
+  /// True when vertices are stored as float32 (exact; not quantized).
+  bool float_vertices() const { return !fvertices_.empty(); }
   /// Number of hierarchy nodes.
   size_t node_count() const { return nodes_.size(); }
+  /// Node levels of the hierarchy (1: the root alone), at most kMeshMaxDepth.
+  uint32_t height() const { return height_; }
 
   /// Vertices of kept triangle `k` (hierarchy order, 0..triangle_count()-1).
   inline void TriangleVertices(uint32_t k, Vec3 out[3]) const;
@@ -228,7 +240,9 @@ class TriangleMesh {
 
   /// Closest hit of the ray origin + t * translation, t in [0, 1], on any
   /// triangle (watertight, two-sided). False when nothing is hit.
-  bool RaycastClosest(const Vec3& origin, const Vec3& translation, MeshRayHit* hit) const;
+  /// Hits beyond `max_fraction` are left out (the walk is pruned there).
+  bool RaycastClosest(const Vec3& origin, const Vec3& translation, MeshRayHit* hit,
+                      double max_fraction = 1.0) const;
   /// Every triangle the ray hits, in no particular order (one entry per triangle).
   void RaycastAll(const Vec3& origin, const Vec3& translation,
                   std::vector<MeshRayHit>* hits) const;
@@ -302,10 +316,8 @@ class TriangleMesh {
     const uint32_t first = (word & ~kLeafBit) >> 3;
     return {first, first + (word & 7u) + 1};
   }
-  /// Deepest traversal stack: a node pushes at most 3 more entries than it
-  /// pops, and children are full subtrees of a power of four leaves, so the
-  /// depth is at most log4(kMaxMeshTriangles / kMeshLeafSize) + 1 = 14.
-  static constexpr int kStackSize = 3 * 24 + 4;
+  /// A node pushes at most 3 more entries than it pops: 3 per level.
+  static constexpr int kStackSize = 3 * kMeshMaxDepth + 4;
   static constexpr uint32_t kIndexMask = 0x7fffffffu;
 
   /// The packed record of triangle k, from bit 0 (unaligned little-endian
@@ -331,7 +343,9 @@ class TriangleMesh {
       uint32_t idx[3];
       TriangleIndices(k, idx);
       for (uint32_t i : idx) {
-        if (vpacked_.empty()) {
+        if (!fvertices_.empty()) {
+          __builtin_prefetch(fvertices_.data() + 3 * static_cast<size_t>(i));
+        } else if (vpacked_.empty()) {
           __builtin_prefetch(dvertices_.data() + i);
         } else {
           __builtin_prefetch(vpacked_.data() + ((static_cast<uint64_t>(i) * vrecord_bits_) >> 3));
@@ -389,17 +403,23 @@ class TriangleMesh {
         _mm_div_pd(_mm_set_pd(static_cast<double>(q[1]), static_cast<double>(q[0])), div);
     _mm_storel_pd(&out->x, xy);
     _mm_storeh_pd(&out->y, xy);
-    out->z = static_cast<double>(q[2]) / vertex_divisor_;
+    out->z = static_cast<double>(q[2]) / vertex_divisor_[2];
   }
   Vec3 Vertex(uint32_t i) const {
     if (!vpacked_.empty()) {
       int64_t q[3];
       VertexQ(i, q);
-      return {static_cast<double>(q[0]) / vertex_divisor_,
-              static_cast<double>(q[1]) / vertex_divisor_,
-              static_cast<double>(q[2]) / vertex_divisor_};
+      return {static_cast<double>(q[0]) / vertex_divisor_[0],
+              static_cast<double>(q[1]) / vertex_divisor_[1],
+              static_cast<double>(q[2]) / vertex_divisor_[2]};
     }
+    if (!fvertices_.empty()) return FloatVertex(i);
     return dvertices_[i];
+  }
+  /// Float vertex i, widened (exact).
+  __attribute__((always_inline)) Vec3 FloatVertex(uint32_t i) const {
+    const float* f = fvertices_.data() + 3 * static_cast<size_t>(i);
+    return {static_cast<double>(f[0]), static_cast<double>(f[1]), static_cast<double>(f[2])};
   }
 #ifdef __AVX__
   using Lanes = __m256d;  // one value per child
@@ -447,7 +467,7 @@ class TriangleMesh {
   /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ).
   template <int kZ>
   bool RaycastClosestAxes(const Vec3& origin, const Vec3& translation, const WatertightRay& ray,
-                          MeshRayHit* hit) const;
+                          MeshRayHit* hit, double max_fraction) const;
   /// Bit mask of the children of `n` whose boxes the prepared ray may enter
   /// for some t in [0, t_max] (a superset of those it enters), with a lower
   /// bound of that t per child in `t_enter`.
@@ -479,8 +499,9 @@ class TriangleMesh {
   /// overlaps `box` exactly when its quantized box meets [qlo, qhi].
   void QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) const;
   /// Builds the subtree over order[begin, end) and returns its child word.
+  /// `depth`: the node's level, 1 at the root.
   uint32_t BuildNode(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
-                     uint32_t begin, uint32_t end);
+                     uint32_t begin, uint32_t end, uint32_t depth);
   void BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes);
 
   // Decimal vertices: per axis q - qmin_ in vaxis_bits_ bits, x, y, z packed
@@ -492,8 +513,12 @@ class TriangleMesh {
   bool xy_one_load_ = false;           // x and y bits within 57: one load for both
   uint64_t vaxis_mask_[3] = {0, 0, 0};
   uint32_t vrecord_bits_ = 0;
+  // Vertices that are not all q / divisor but all exactly float32: x, y, z
+  // as floats; otherwise as doubles.
+  std::vector<float> fvertices_;
   std::vector<Vec3> dvertices_;
-  double vertex_divisor_ = 1.0;  // 10^k: q / 10^k is exactly the input coordinate
+  // Per axis 10^k or 2^k: q / divisor is exactly the input coordinate.
+  double vertex_divisor_[3] = {1.0, 1.0, 1.0};
   uint32_t vertex_count_ = 0;
   std::vector<uint8_t> packed_;  // triangle records (record_bits() each), then 16 bytes of padding
   uint32_t triangle_count_ = 0;
@@ -508,7 +533,10 @@ class TriangleMesh {
   std::vector<Node> nodes_;
   Aabb bounds_;
   Vec3 step_;
-  uint32_t dropped_ = 0;
+  /// Zero-area triangles dropped at build: input index and vertex indices.
+  std::vector<std::pair<uint32_t, Indices>> dropped_;
+  uint32_t input_triangles_ = 0;
+  uint32_t height_ = 1;
 };
 
 template <typename Path>
@@ -694,10 +722,14 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
   uint32_t idx[3];
   TriangleIndices(k, idx);
   if (vpacked_.empty()) {
-    for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
+    if (!fvertices_.empty()) {
+      for (int c = 0; c < 3; ++c) out[c] = FloatVertex(idx[c]);
+    } else {
+      for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
+    }
     return;
   }
-  const __m128d div = _mm_set1_pd(vertex_divisor_);
+  const __m128d div = _mm_set_pd(vertex_divisor_[1], vertex_divisor_[0]);
   for (int c = 0; c < 3; ++c) DecodeVertex(idx[c], div, &out[c]);
 }
 
@@ -705,10 +737,14 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3], VertexCache*
   uint32_t idx[3];
   TriangleIndices(k, idx);
   if (vpacked_.empty()) {
-    for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
+    if (!fvertices_.empty()) {
+      for (int c = 0; c < 3; ++c) out[c] = FloatVertex(idx[c]);
+    } else {
+      for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
+    }
     return;
   }
-  const __m128d div = _mm_set1_pd(vertex_divisor_);
+  const __m128d div = _mm_set_pd(vertex_divisor_[1], vertex_divisor_[0]);
   for (int c = 0; c < 3; ++c) {
     const uint32_t slot = (idx[c] * 0x9E3779B1u) >> (32 - VertexCache::kSlotBits);
     if (cache->key_[slot] != idx[c]) {

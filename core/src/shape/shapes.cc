@@ -330,7 +330,7 @@ Result<Shape> Shape::Make(const TriangleMeshShape& m) {
   Shape shape;
   shape.kind_ = ShapeKind::kMesh;
   shape.radius_ = 0.0;
-  shape.surface_ = new SurfaceData(std::move(*built), m);
+  shape.surface_ = new SurfaceData(std::move(*built), static_cast<uint32_t>(m.triangles.size()));
   internal::SurfaceAddRef(shape.surface_);
   return shape;
 }
@@ -399,8 +399,12 @@ Result<Shape> Shape::Make(const Compound& c) {
   return shape;
 }
 
-const TriangleMeshShape* Shape::mesh_input() const {
-  return kind_ == ShapeKind::kMesh ? &surface_->mesh_input() : nullptr;
+std::optional<TriangleMeshShape> Shape::mesh_input() const {
+  if (kind_ != ShapeKind::kMesh) return std::nullopt;
+  return surface_->mesh_input();
+}
+uint32_t Shape::mesh_input_triangles() const {
+  return kind_ == ShapeKind::kMesh ? surface_->input_triangles() : 0;
 }
 const HeightfieldShape* Shape::heightfield_input() const {
   return kind_ == ShapeKind::kHeightfield ? &surface_->heightfield_input() : nullptr;

@@ -15,15 +15,17 @@ namespace hitbox {
 
 class SurfaceData {
  public:
-  SurfaceData(TriangleMesh mesh, TriangleMeshShape input)
-      : mesh_(std::move(mesh)),
-        mesh_input_(std::move(input)),
-        input_triangles_(static_cast<uint32_t>(mesh_input_.triangles.size())) {}
+  SurfaceData(TriangleMesh mesh, uint32_t input_triangles)
+      : mesh_(std::move(mesh)), input_triangles_(input_triangles) {}
   SurfaceData(Heightfield field, HeightfieldShape input)
       : field_(std::move(field)), field_input_(std::move(input)) {}
 
-  /// The input as given (kept for the wire: Shape::mesh_input()).
-  const TriangleMeshShape& mesh_input() const { return mesh_input_; }
+  /// The mesh as given, rebuilt from the stored mesh (Shape::mesh_input()).
+  TriangleMeshShape mesh_input() const {
+    TriangleMeshShape in;
+    mesh_->Input(&in.vertices, &in.triangles);
+    return in;
+  }
   const HeightfieldShape& heightfield_input() const { return field_input_; }
 
   const TriangleMesh* mesh() const { return mesh_ ? &*mesh_ : nullptr; }
@@ -43,8 +45,6 @@ class SurfaceData {
   }
   size_t MemoryBytes() const {
     return sizeof(*this) + (mesh_ ? mesh_->MemoryBytes() : field_->MemoryBytes()) +
-           mesh_input_.vertices.capacity() * sizeof(Vec3) +
-           mesh_input_.triangles.capacity() * sizeof(mesh_input_.triangles[0]) +
            field_input_.heights.capacity() * sizeof(double);
   }
 
@@ -61,7 +61,6 @@ class SurfaceData {
   mutable std::atomic<uint32_t> refs_{0};
   std::optional<TriangleMesh> mesh_;
   std::optional<Heightfield> field_;
-  TriangleMeshShape mesh_input_;
   HeightfieldShape field_input_;
   uint32_t input_triangles_ = 0;
 };

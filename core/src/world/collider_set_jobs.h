@@ -301,13 +301,14 @@ struct ColliderSet::Impl::RayJob {
   double LeafOf(const Collider& c, float leaf_radius, double max_t) {
     if (out.Ignored(c.id)) return max_t;
     double t;
-    if (out.WinningBound(c.id, max_t) < 0.0) return max_t;
+    const double bound = out.WinningBound(c.id, max_t);
+    if (bound < 0.0) return max_t;
     if (!SphereSweepEntry(q->origin, q->translation, leaf_radius + kBoxSlack,
                           c.pose.position, max_t, &t)) {
       return max_t;
     }
     ++pairs->count;
-    const CastResult r = hitbox::Raycast(q->origin, q->translation, c.shape, c.pose);
+    const CastResult r = hitbox::Raycast(q->origin, q->translation, c.shape, c.pose, bound);
     if (!r.hit()) return max_t;
     return out.Add(c, r, max_t);
   }

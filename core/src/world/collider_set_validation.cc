@@ -168,9 +168,8 @@ Status CheckGeometryLimits(const Shape& shape, const BatchLimits& l, size_t inde
                       " has " + std::to_string(n) + ", at most " + std::to_string(max) +
                       " (limits." + limit + ")");
   };
-  if (const TriangleMeshShape* m = shape.mesh_input();
-      m != nullptr && m->triangles.size() > l.max_mesh_triangles) {
-    return over("the mesh", m->triangles.size(), l.max_mesh_triangles, "max_mesh_triangles");
+  if (const uint32_t n = shape.mesh_input_triangles(); n > l.max_mesh_triangles) {
+    return over("the mesh", n, l.max_mesh_triangles, "max_mesh_triangles");
   }
   if (const HeightfieldShape* h = shape.heightfield_input(); h != nullptr) {
     const uint64_t samples = uint64_t{h->rows} * h->cols;

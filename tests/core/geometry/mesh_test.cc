@@ -190,6 +190,128 @@ TEST(MeshBuild, TrianglesRoundTripExactly) {
   }
 }
 
+// x rounded to float32 (through memory: GCC 12 at -O3 was seen to fold a
+// double -> float -> double round trip in vectorised loops).
+double ToFloat(double x) {
+  volatile float f = static_cast<float>(x);
+  return static_cast<double>(f);
+}
+
+// Input() gives back the mesh as given, to the bit: every vertex (unused ones
+// too) and every triangle in input order, the dropped zero-area ones included,
+// whatever the vertices' storage: short decimals, float32 binary fractions
+// (glTF and OBJ levels), integers, and doubles of no such form.
+TEST(MeshBuild, InputRoundTripsExactly) {
+  Random rng(5);
+  auto level_like = [&](auto coord) {
+    MeshData m = WavyGrid(20, 0.5);
+    m.vertices.emplace_back();  // unused
+    for (Vec3& v : m.vertices) {
+      for (int a = 0; a < 3; ++a) v[a] = coord(rng);
+    }
+    m.triangles.insert(m.triangles.begin() + 7, {3, 3, 4});      // dropped
+    return m;
+  };
+  const MeshData decimal = level_like([](Random& r) { return r.Int(-900000, 900000) / 1e4; });
+  const MeshData float32 = level_like([](Random& r) {
+    return ToFloat(r.Uniform(-300.0, 300.0));
+  });
+  const MeshData integers =
+      level_like([](Random& r) { return static_cast<double>(r.Int(-5000, 5000)); });
+  const MeshData doubles = level_like([](Random& r) { return r.Uniform(-300.0, 300.0); });
+  const MeshData* const meshes[] = {&decimal, &float32, &integers, &doubles};
+  for (int i = 0; i < 4; ++i) {
+    const MeshData* data = meshes[i];
+    const TriangleMesh mesh = MustBuild(*data);
+    EXPECT_EQ(mesh.quantized_vertices() || mesh.float_vertices(), data != &doubles) << i;
+    EXPECT_EQ(mesh.dropped_triangles(), 1u);
+    std::vector<Vec3> vertices;
+    std::vector<TriangleMesh::Indices> triangles;
+    mesh.Input(&vertices, &triangles);
+    ASSERT_EQ(vertices.size(), data->vertices.size());
+    ASSERT_EQ(triangles.size(), data->triangles.size());
+    EXPECT_EQ(std::memcmp(vertices.data(), data->vertices.data(), vertices.size() * sizeof(Vec3)),
+              0);
+    EXPECT_EQ(triangles, data->triangles);
+  }
+}
+
+// Each triangle of `mesh` has exactly its input vertices.
+void ExpectSameTriangles(const TriangleMesh& mesh, const MeshData& m) {
+  for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+    Vec3 v[3];
+    mesh.TriangleVertices(k, v);
+    for (int c = 0; c < 3; ++c) {
+      const Vec3& want = m.vertices[m.triangles[mesh.OriginalIndex(k)][c]];
+      ASSERT_TRUE(v[c].x == want.x && v[c].y == want.y && v[c].z == want.z);
+    }
+  }
+}
+
+// Vertices that are float32, as every glTF level's are, are stored losslessly:
+// as integers of a power of two when their fraction bits allow (a level on a
+// grid of 1/32 units), else as floats; in fewer bytes than doubles either way.
+TEST(MeshBuild, Float32VerticesArePacked) {
+  MeshData grid = WavyGrid(40, 0.37);
+  MeshData any = grid;
+  const auto on_13_bits = [](double c) {
+    return std::ldexp(std::nearbyint(std::ldexp(c * 3.1 + 17.3, 13)), -13);
+  };
+  const auto to_float = [](double c) { return ToFloat(c * 3.1 - 2.3); };
+  for (Vec3& v : grid.vertices) v = {on_13_bits(v.x), on_13_bits(v.y), on_13_bits(v.z)};
+  for (Vec3& v : any.vertices) v = {to_float(v.x), to_float(v.y), to_float(v.z)};
+  any.vertices[7].x = ToFloat(1.2345e-7);  // fraction bits beyond any 33-bit span
+  const TriangleMesh on_grid = MustBuild(grid);
+  EXPECT_TRUE(on_grid.quantized_vertices());
+  const TriangleMesh floats = MustBuild(any);
+  EXPECT_TRUE(floats.float_vertices());
+  for (const auto& [m, mesh] : {std::pair{&grid, &on_grid}, std::pair{&any, &floats}}) {
+    // The same mesh with one coordinate that is no float: kept as doubles.
+    MeshData off = *m;
+    off.vertices[3].y += 1e-12;
+    const TriangleMesh doubles = MustBuild(off);
+    EXPECT_FALSE(doubles.quantized_vertices() || doubles.float_vertices());
+    const double per = static_cast<double>(mesh->MemoryBytes()) / mesh->triangle_count();
+    std::printf("float32 grid %u triangles: %.2f bytes/triangle, %.2f as doubles\n",
+                mesh->triangle_count(), per,
+                static_cast<double>(doubles.MemoryBytes()) / doubles.triangle_count());
+    EXPECT_LT(mesh->MemoryBytes(), doubles.MemoryBytes());
+    ExpectSameTriangles(*mesh, *m);
+  }
+}
+
+// Triangles of every size (a floor, walls, nested ever smaller details: the
+// surface area heuristic splits the biggest off one at a time) keep the
+// hierarchy within kMeshMaxDepth, and rays through all of them match brute
+// force.
+TEST(MeshBuild, MixedSizesStayWithinTheDepthLimit) {
+  MeshData m;
+  for (int i = 0; i < 3000; ++i) {
+    const double s = std::ldexp(1.0, -(i % 60));  // 1 m down to 1e-18 m
+    const double x = std::ldexp(1.0, -(i % 60)) + (i / 60) * 1e-3;
+    const uint32_t b = static_cast<uint32_t>(m.vertices.size());
+    m.vertices.push_back({x, 0, 0});
+    m.vertices.push_back({x + s, 0, 0});
+    m.vertices.push_back({x, s, s});
+    m.triangles.push_back({b, b + 1, b + 2});
+  }
+  const TriangleMesh mesh = MustBuild(m);
+  std::printf("mixed sizes: %u triangles, height %u\n", mesh.triangle_count(), mesh.height());
+  EXPECT_LE(mesh.height(), kMeshMaxDepth);
+  Random rng(3);
+  for (int i = 0; i < 300; ++i) {
+    const Vec3 origin{rng.Uniform(-0.1, 1.2), rng.Uniform(-0.5, 1.5), -1.0};
+    const Vec3 translation{rng.Uniform(-0.5, 0.5), rng.Uniform(-0.5, 0.5), 3.0};
+    MeshRayHit hit, want;
+    const bool got = mesh.RaycastClosest(origin, translation, &hit);
+    ASSERT_EQ(got, BruteRaycast(mesh, origin, translation, &want));
+    if (got) {
+      EXPECT_EQ(hit.fraction, want.fraction);
+      EXPECT_EQ(hit.triangle, want.triangle);
+    }
+  }
+}
+
 // The box of each triangle of `mesh`, by triangle index.
 std::vector<Aabb> TriangleBoxes(const TriangleMesh& mesh) {
   std::vector<Aabb> boxes(mesh.triangle_count());

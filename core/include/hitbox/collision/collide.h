@@ -128,7 +128,9 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
 /// Ray from `origin` along `translation` against B. A ray starting inside B
 /// hits at fraction 0 (kStartedOverlapping, normal opposite the ray or the
 /// nearest face's, depth 0). A zero-length ray is a point-in-shape test.
+/// Hits beyond `max_fraction` may be left out (surfaces and compounds prune
+/// their walk there); those at or before it are the same either way.
 CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
-                   const Pose& pose_b);
+                   const Pose& pose_b, double max_fraction = 1.0);
 
 }  // namespace hitbox

@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -305,8 +306,11 @@ class Shape {
     return kind_ == ShapeKind::kConvexHull ? hull_ : nullptr;
   }
   /// The mesh as given (vertices and triangles, dropped ones included), for
-  /// the wire and tools; null unless a mesh.
-  const TriangleMeshShape* mesh_input() const;
+  /// the wire and tools, rebuilt from the stored mesh (O(size)); empty unless
+  /// a mesh.
+  std::optional<TriangleMeshShape> mesh_input() const;
+  /// Triangles of a mesh as given, dropped ones included (0 unless a mesh).
+  uint32_t mesh_input_triangles() const;
   /// The heightfield as given; null unless a heightfield.
   const HeightfieldShape* heightfield_input() const;
   /// The surface's shared data (null unless a mesh or heightfield).
