@@ -187,6 +187,13 @@ class TriangleMesh {
   const Aabb& bounds() const { return bounds_; }
   /// Bytes held by vertices, triangles, flags and hierarchy (excluding this object).
   size_t MemoryBytes() const;
+  /// MemoryBytes() of the mesh Build(vertices, triangles) would make, from an
+  /// O(n) scan of the input (the storage Build chooses, the triangles it
+  /// keeps, the node count of their hierarchy), building nothing. Indices
+  /// out of range count as dropped triangles (Build refuses them); 0 when
+  /// Build would keep no triangle. Kept in step with Build's storage.
+  static size_t PredictMemoryBytes(std::span<const Vec3> vertices,
+                                   std::span<const Indices> triangles);
   /// True when vertices are stored as 32-bit decimal integers (else doubles).
   bool quantized_vertices() const { return !vpacked_.empty(); }
   /// Number of hierarchy nodes.
