@@ -490,6 +490,10 @@ void MemoryTrimmer::Loop() {
   }
 }
 
+bool BatchReservation::WorthTrimming() const {
+  return shape_bytes >= kTrimThresholdBytes || request_bytes >= kTrimThresholdBytes;
+}
+
 bool InflightMemory::TryTake(uint64_t bytes) {
   uint64_t used = used_.load(std::memory_order_relaxed);
   do {
@@ -720,6 +724,16 @@ grpc::Status HitboxService::PrepareChanges(const Session& s,
   // Primitives, moves and removes: nothing to build, converted at once.
   if (!wire::NeedsBuild(in)) return wire::ToGrpcStatus(wire::FromProto(in, out, "changes"));
 
+  // The parsed request's big arrays, freed after the call whatever happens.
+  for (const v1::ColliderChange& c : in) {
+    const v1::Collider& col = c.has_add() ? c.add() : c.replace();
+    if (col.shape().has_mesh()) {
+      held->request_bytes += static_cast<uint64_t>(col.shape().mesh().indices_size()) * 4 +
+                             static_cast<uint64_t>(col.shape().mesh().vertices_size()) * 48;
+    } else if (col.shape().has_heightfield()) {
+      held->request_bytes += static_cast<uint64_t>(col.shape().heightfield().heights_size()) * 8;
+    }
+  }
   // 1. The whole batch checked, and priced, without building anything.
   std::vector<ColliderChange> skeletons;
   std::vector<wire::ChangeCost> costs;
@@ -1183,7 +1197,7 @@ grpc::Status HitboxService::DoApplyChanges(const v1::ApplyChangesRequest& req,
     MemoryTrimmer& trimmer;
     const BatchReservation& held;
     ~TrimAfter() {
-      if (held.shape_bytes >= kTrimThresholdBytes) trimmer.Request();
+      if (held.WorthTrimming()) trimmer.Request();
     }
   } trim_after{trimmer_, held};
   if (grpc::Status st = PrepareChanges(*s, req.changes(), tick, expected, call, &changes, &held);
@@ -1374,7 +1388,7 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     const BatchReservation& held;
     std::vector<ColliderChange>& changes;
     ~TrimAfter() {
-      if (held.shape_bytes >= kTrimThresholdBytes) {
+      if (held.WorthTrimming()) {
         std::vector<ColliderChange>().swap(changes);  // the scratch keeps no shapes
         trimmer.Request();
       }

@@ -70,6 +70,9 @@ class MemoryReservation {
   uint64_t bytes_ = 0;
 };
 
+/// Heap bytes freed at once from which hitboxd asks for a trim (MemoryTrimmer).
+inline constexpr uint64_t kTrimThresholdBytes = 1ull << 20;
+
 /// What a change batch holds between its pricing and its application
 /// (HitboxService::PrepareChanges): its growth reserved against --max-memory
 /// (settled by ApplyLocked) and its priced geometry in the build budget
@@ -98,6 +101,11 @@ class BatchReservation {
   uint64_t memory = 0;
   /// The priced bytes of its shapes (Shape::DataBytes once built).
   uint64_t shape_bytes = 0;
+  /// About the bytes its parsed request holds in meshes and heightfields
+  /// (freed after the call, refused or not: a reason to trim).
+  uint64_t request_bytes = 0;
+  /// Whether the call's end should ask for a trim (MemoryTrimmer).
+  bool WorthTrimming() const;
 
  private:
   SessionRegistry* sessions_;
@@ -135,8 +143,6 @@ class MemoryTrimmer {
   std::thread thread_;
 };
 
-/// Heap bytes freed at once from which hitboxd asks for a trim (MemoryTrimmer).
-inline constexpr uint64_t kTrimThresholdBytes = 1ull << 20;
 
 /// What may stop a call's queries early: its deadline and its cancellation.
 struct CallControl {
