@@ -178,12 +178,15 @@ grpc::Status Authorizer::Decide(std::string_view peer, const std::string* token,
   if (admin) return grpc::Status::OK;
   switch (access) {
     case Access::kCreate:
-      if (options_.create_needs_admin && !options_.admin_token.empty()) {
+      // Decided before the id is looked at: a refusal says nothing of it.
+      if (!options_.open_create && !options_.admin_token.empty()) {
         return token == nullptr
                    ? grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                                   "CreateSession needs the admin token "
-                                  "(metadata 'authorization: Bearer <token>')")
-                   : Denied("CreateSession needs the admin token (--create-needs-admin)");
+                                  "(metadata 'authorization: Bearer <token>'; or start hitboxd "
+                                  "with --open-create)")
+                   : Denied("CreateSession needs the admin token (or start hitboxd with "
+                            "--open-create)");
       }
       return grpc::Status::OK;
     case Access::kAdmin:

@@ -14,11 +14,16 @@
 //
 // With credentials configured:
 //   caller presents          CreateSession   session rpcs (own id)   ListSessions
-//   nothing                  yes (1)         UNAUTHENTICATED         UNAUTHENTICATED
-//   its session's token      yes (1)         yes                     PERMISSION_DENIED
-//   another / unknown token  yes (1)         PERMISSION_DENIED (2)   PERMISSION_DENIED
+//   nothing                  UNAUTHENTICATED (1)  UNAUTHENTICATED    UNAUTHENTICATED
+//   its session's token      PERMISSION_DENIED (1) yes               PERMISSION_DENIED
+//   another / unknown token  PERMISSION_DENIED (1) PERMISSION_DENIED (2) PERMISSION_DENIED
 //   the admin token          yes             yes, any session        yes
-//   (1) unless --create-needs-admin, then PERMISSION_DENIED without the admin token.
+//   (1) with an admin token configured, only it may CreateSession, so that
+//       nobody else can learn which session ids are taken (ALREADY_EXISTS);
+//       refused before the id is looked at, alike for taken and free ids.
+//       --open-create lets every caller the server serves create sessions
+//       (and so learn whether an id is taken); with TLS client certificates
+//       and no admin token, every client with a certificate may.
 //   (2) the same status and message whether or not the session exists.
 #pragma once
 
@@ -48,8 +53,9 @@ struct AuthOptions {
   bool client_certs = false;
   /// Accept non-loopback clients even without credentials (--insecure).
   bool insecure = false;
-  /// Only the admin token may CreateSession (--create-needs-admin; needs an admin token).
-  bool create_needs_admin = false;
+  /// Every caller the server serves may CreateSession even with an admin
+  /// token configured (--open-create); otherwise only the admin token may.
+  bool open_create = false;
   /// Most hitbox.v1 calls in flight at once, server-wide: unary calls while
   /// they run, ListColliders and Tick streams for their whole life; 0 = no
   /// cap. Beyond it a new call fails with RESOURCE_EXHAUSTED.

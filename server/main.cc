@@ -85,6 +85,25 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_MAX_HULL_POINTS")
       ->check(CLI::Range(4u, 256u))
       ->capture_default_str();
+  app.add_option("--max-build-work-per-message", l.session.max_build_work_per_message,
+                 "work budget of one ApplyChanges request or tick: build work of its shapes "
+                 "(mesh triangles + hull points + compound children + heightfield samples / "
+                 "16), checked before anything is built (sessions may ask for less)")
+      ->envname("HITBOX_MAX_BUILD_WORK_PER_MESSAGE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  std::string max_build_bytes = "1G";
+  app.add_option("--max-build-bytes", max_build_bytes,
+                 "bytes of geometry (priced before building) that the change batches being "
+                 "built at once may hold together, server-wide; past it a batch is "
+                 "RESOURCE_EXHAUSTED (retry). Suffixes K, M, G, T")
+      ->envname("HITBOX_MAX_BUILD_BYTES")
+      ->check([](const std::string& text) {
+        const auto parsed = hitbox::server::ParseByteSize(text);
+        if (!parsed.ok()) return parsed.error().message;
+        return *parsed == 0 ? std::string("must be above 0") : std::string();
+      })
+      ->capture_default_str();
   app.add_option("--max-history-ticks", l.max_history_ticks,
                  "most ticks of pose history a session may keep for queries at a past tick "
                  "(limits.history_ticks)")
@@ -130,6 +149,11 @@ int main(int argc, char** argv) {
         return parsed.ok() ? std::string() : parsed.error().message;
       })
       ->capture_default_str();
+  bool no_malloc_trim = false;
+  app.add_flag("--no-malloc-trim", no_malloc_trim,
+               "keep freed heap memory in the allocator instead of giving it back to the "
+               "system (malloc_trim) after big frees: session deletes and expiries, big batches")
+      ->envname("HITBOX_NO_MALLOC_TRIM");
   app.add_option("--threads", o.service.threads,
                  "query worker threads for large batches (0: one per CPU the process may use: "
                  "its affinity mask and cgroup CPU quota)")
@@ -167,8 +191,15 @@ int main(int argc, char** argv) {
                "serve clients beyond loopback even with no credentials configured (no "
                "--admin-token-file, no --tls-client-ca); without it hitboxd is in protected mode")
       ->envname("HITBOX_INSECURE");
-  app.add_flag("--create-needs-admin", auth.create_needs_admin,
-               "only the admin token may CreateSession (default: anyone the server serves)")
+  app.add_flag("--open-create", auth.open_create,
+               "every caller the server serves may CreateSession, even with an admin token "
+               "configured (default: then only the admin token may, so that nobody else can "
+               "learn which session ids exist)")
+      ->envname("HITBOX_OPEN_CREATE");
+  bool create_needs_admin = false;  // the default since --open-create; kept for old scripts
+  app.add_flag("--create-needs-admin", create_needs_admin,
+               "only the admin token may CreateSession (the default with an admin token; "
+               "kept for compatibility)")
       ->envname("HITBOX_CREATE_NEEDS_ADMIN");
   app.add_option("--max-streams-per-connection", o.max_streams_per_connection,
                  "most concurrent calls/streams per client connection (0: no cap); more wait")
@@ -227,6 +258,7 @@ int main(int argc, char** argv) {
   // traces); release builds of gRPC run without it. Turn it off here.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   o.shutdown_grace = std::chrono::milliseconds(grace_ms);
+  o.service.malloc_trim = !no_malloc_trim;
   o.rpc_api = *hitbox::server::ParseRpcApi(rpc_api);
   o.persist.fsync = *hitbox::server::ParseFsyncPolicy(fsync);
   if (!admin_token_file.empty()) {
@@ -241,7 +273,11 @@ int main(int argc, char** argv) {
     }
     auth.admin_token = std::move(*token);
   }
-  if (auth.create_needs_admin && auth.admin_token.empty()) {
+  if (create_needs_admin && auth.open_create) {
+    spdlog::error("--create-needs-admin contradicts --open-create");
+    return 2;
+  }
+  if (create_needs_admin && auth.admin_token.empty()) {
     spdlog::error("--create-needs-admin needs --admin-token-file");
     return 2;
   }
@@ -250,6 +286,7 @@ int main(int argc, char** argv) {
   l.session.idle_timeout_ms =
       idle_timeout_s == 0 ? 0 : std::max<uint64_t>(1, std::llround(idle_timeout_s * 1000.0));
   l.max_memory_bytes = *hitbox::server::ParseByteSize(max_memory);
+  l.max_build_bytes = *hitbox::server::ParseByteSize(max_build_bytes);
   if (l.session.history_ticks > l.max_history_ticks && history_opt->count() == 0) {
     l.session.history_ticks = l.max_history_ticks;  // the default follows a lower maximum
   }

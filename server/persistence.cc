@@ -208,6 +208,8 @@ SessionLimits LimitsFrom(const v1::SessionLimits& in, const SessionLimits& max) 
   l.max_heightfield_samples =
       static_cast<uint32_t>(Clamp(in.max_heightfield_samples(), max.max_heightfield_samples));
   l.max_hull_points = static_cast<uint32_t>(Clamp(in.max_hull_points(), max.max_hull_points));
+  l.max_build_work_per_message =
+      Clamp(in.max_build_work_per_message(), max.max_build_work_per_message);
   return l;
 }
 
@@ -225,6 +227,7 @@ void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out) {
   out->set_max_mesh_triangles(l.max_mesh_triangles);
   out->set_max_heightfield_samples(l.max_heightfield_samples);
   out->set_max_hull_points(l.max_hull_points);
+  out->set_max_build_work_per_message(l.max_build_work_per_message);
 }
 
 namespace {

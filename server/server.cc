@@ -283,7 +283,7 @@ int RunServer(const ServerOptions& options) {
                                                    : "not enforced (no credentials configured)",
                auth.admin_token.empty() ? "not configured" : "configured",
                auth.client_certs ? "required" : "not required",
-               auth.create_needs_admin && !auth.admin_token.empty() ? "the admin only" : "anyone",
+               !auth.open_create && !auth.admin_token.empty() ? "the admin only" : "anyone",
                options.max_streams_per_connection, auth.max_in_flight);
   if (authorizer.protected_mode()) {
     spdlog::warn("protected mode: no credentials configured (--admin-token-file, "

@@ -14,6 +14,10 @@
 
 #include <spdlog/spdlog.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "hitbox/wire/convert.h"
 #include "hitbox/wire/message_arena.h"
 #include "resources.h"
@@ -440,6 +444,56 @@ uint64_t MeasureBytesPerCollider() {
 
 }  // namespace
 
+MemoryTrimmer::MemoryTrimmer(bool enabled, std::chrono::milliseconds delay)
+    : enabled_(enabled), delay_(delay) {
+  if (enabled_) thread_ = std::thread([this] { Loop(); });
+}
+
+MemoryTrimmer::~MemoryTrimmer() {
+  if (!enabled_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
+}
+
+void MemoryTrimmer::Request() {
+  if (!enabled_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    requested_ = true;
+  }
+  cv_.notify_one();
+}
+
+void MemoryTrimmer::TrimNow() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+void MemoryTrimmer::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || requested_; });
+    if (stop_) return;
+    // Let the asking call finish freeing (its request and response messages
+    // go after its handler returns); requests meanwhile join this trim.
+    if (cv_.wait_for(lock, delay_, [this] { return stop_; })) return;
+    requested_ = false;
+    lock.unlock();
+    TrimNow();
+    trims_.fetch_add(1, std::memory_order_relaxed);
+    lock.lock();
+  }
+}
+
+bool BatchReservation::WorthTrimming() const {
+  return shape_bytes >= kTrimThresholdBytes || request_bytes >= kTrimThresholdBytes;
+}
+
 bool InflightMemory::TryTake(uint64_t bytes) {
   uint64_t used = used_.load(std::memory_order_relaxed);
   do {
@@ -484,6 +538,8 @@ void ResultsToProto(const std::vector<QueryResult>& results, const RepeatedPtrFi
 HitboxService::HitboxService(const ServiceOptions& options, std::unique_ptr<SessionStore> store)
     : options_(options),
       answer_memory_(options.limits.max_inflight_bytes),
+      build_memory_(options.limits.max_build_bytes),
+      trimmer_(options.malloc_trim, std::chrono::milliseconds(100)),
       sessions_(options.limits.max_sessions, options.limits.max_memory_bytes),
       auth_(options.auth, &sessions_),
       in_flight_(options.auth.max_in_flight) {
@@ -554,11 +610,25 @@ int64_t HitboxService::ReapIdleSessions(int64_t now_ns) {
                    "revision {}; {} sessions left)",
                    s->id(), static_cast<double>(idle_ns) / 1e9, timeout_ms, s->set().size(),
                    s->set().revision(), sessions_.size());
+      ReleaseSessionMemory(*s);
       continue;
     }
     next = std::min(next, s->last_active_ns() + static_cast<int64_t>(timeout_ms) * 1'000'000);
   }
   return next;
+}
+
+void HitboxService::ReleaseSessionMemory(Session& s) {
+  // The session is marked deleted: every user checks that under its lock
+  // before touching the set, so the set is dropped now, not when the last
+  // stream or call lets go of the Session object.
+  uint64_t bytes = 0;
+  {
+    std::unique_lock<std::shared_mutex> lock(s.mutex());
+    bytes = s.set().MemoryBytes();
+    s.set().Drop();
+  }
+  if (bytes >= kTrimThresholdBytes) trimmer_.Request();
 }
 
 grpc::Status HitboxService::Rejected(const char* rpc, const std::string& session,
@@ -594,18 +664,6 @@ grpc::Status HitboxService::Resolve(const std::string& id, std::shared_ptr<Sessi
   return grpc::Status::OK;
 }
 
-grpc::Status HitboxService::ConvertChanges(const Session& s,
-                                           const RepeatedPtrField<v1::ColliderChange>& in,
-                                           std::vector<ColliderChange>* out) const {
-  const uint32_t max = s.limits().max_changes_per_message;
-  if (static_cast<uint64_t>(in.size()) > max) {
-    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                "changes: " + std::to_string(in.size()) + " changes, at most " +
-                    std::to_string(max) + " per message (limits.max_changes_per_message)");
-  }
-  return wire::ToGrpcStatus(wire::FromProto(in, out, "changes"));
-}
-
 grpc::Status HitboxService::ConvertQueries(const Session& s,
                                            const RepeatedPtrField<v1::Query>& in,
                                            std::vector<hitbox::Query>* out) const {
@@ -624,9 +682,157 @@ grpc::Status HitboxService::ConvertQueries(const Session& s,
   return grpc::Status::OK;
 }
 
+namespace {
+
+// Bytes a batch adds to a session in colliders (moves, replaces and removes
+// never grow the set): bytes_per_collider per new collider, less the room
+// the session already holds (capacity left by removes).
+uint64_t ColliderGrowth(const Session& s, uint64_t colliders_after, uint64_t bytes_per_collider) {
+  const uint64_t now = s.set().size();
+  if (colliders_after <= now) return 0;
+  const uint64_t added = colliders_after - now;
+  const uint64_t after = kSessionOverheadBytes + colliders_after * bytes_per_collider;
+  return std::min(added * bytes_per_collider,
+                  after > s.memory_bytes() ? after - s.memory_bytes() : 0);
+}
+
+// RESOURCE_EXHAUSTED naming changes[i]'s shape and the geometry limit it passes.
+grpc::Status OverGeometryLimit(int i, const v1::ColliderChange& c, const char* what, uint64_t n,
+                               uint64_t max, const char* limit) {
+  return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+              "changes[" + std::to_string(i) + "]." + (c.has_add() ? "add" : "replace") +
+                  ".shape: " + what + " has " + std::to_string(n) + ", at most " +
+                  std::to_string(max) + " (limits." + limit + ")");
+}
+
+}  // namespace
+
+grpc::Status HitboxService::PrepareChanges(const Session& s,
+                                           const RepeatedPtrField<v1::ColliderChange>& in,
+                                           std::optional<uint64_t> tick,
+                                           std::optional<uint64_t> expected_revision,
+                                           const CallControl& call,
+                                           std::vector<ColliderChange>* out,
+                                           BatchReservation* held) {
+  const SessionLimits& limits = s.limits();
+  if (static_cast<uint64_t>(in.size()) > limits.max_changes_per_message) {
+    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "changes: " + std::to_string(in.size()) + " changes, at most " +
+                    std::to_string(limits.max_changes_per_message) +
+                    " per message (limits.max_changes_per_message)");
+  }
+  // Primitives, moves and removes: nothing to build, converted at once.
+  if (!wire::NeedsBuild(in)) return wire::ToGrpcStatus(wire::FromProto(in, out, "changes"));
+
+  // The parsed request's big arrays, freed after the call whatever happens.
+  for (const v1::ColliderChange& c : in) {
+    const v1::Collider& col = c.has_add() ? c.add() : c.replace();
+    if (col.shape().has_mesh()) {
+      held->request_bytes += static_cast<uint64_t>(col.shape().mesh().indices_size()) * 4 +
+                             static_cast<uint64_t>(col.shape().mesh().vertices_size()) * 48;
+    } else if (col.shape().has_heightfield()) {
+      held->request_bytes += static_cast<uint64_t>(col.shape().heightfield().heights_size()) * 8;
+    }
+  }
+  // 1. The whole batch checked, and priced, without building anything.
+  std::vector<ColliderChange> skeletons;
+  std::vector<wire::ChangeCost> costs;
+  if (Status st = wire::CheckChanges(in, &skeletons, &costs); !st.ok()) {
+    return wire::ToGrpcStatus(st);
+  }
+  // 2. Its geometry against the session's limits, its build work against its budget.
+  uint64_t work = 0, shape_bytes = 0;
+  for (int i = 0; i < in.size(); ++i) {
+    const wire::ChangeCost& c = costs[static_cast<size_t>(i)];
+    if (c.mesh_triangles > limits.max_mesh_triangles) {
+      return OverGeometryLimit(i, in.Get(i), "the mesh", c.mesh_triangles,
+                               limits.max_mesh_triangles, "max_mesh_triangles");
+    }
+    if (c.heightfield_samples > limits.max_heightfield_samples) {
+      return OverGeometryLimit(i, in.Get(i), "the heightfield", c.heightfield_samples,
+                               limits.max_heightfield_samples, "max_heightfield_samples");
+    }
+    if (c.hull_points > limits.max_hull_points) {
+      return OverGeometryLimit(i, in.Get(i), "a convex hull", c.hull_points,
+                               limits.max_hull_points, "max_hull_points");
+    }
+    work += c.build_work;
+    shape_bytes += c.shape_bytes;
+  }
+  if (limits.max_build_work_per_message != 0 && work > limits.max_build_work_per_message) {
+    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "changes: building this batch's shapes takes " + std::to_string(work) +
+                    " units of work (mesh triangles + hull points + compound children + "
+                    "heightfield samples / 16), more than its budget of " +
+                    std::to_string(limits.max_build_work_per_message) +
+                    " (limits.max_build_work_per_message): split it over several requests");
+  }
+  // 3. Ids, revision, tick and collider count against the set as it is now
+  // (checked again when the batch is applied), and the batch's growth.
+  uint64_t growth = 0;
+  {
+    std::shared_lock<std::shared_mutex> lock(s.mutex());
+    if (s.deleted()) {
+      return Grpc(grpc::StatusCode::NOT_FOUND, "session_id: session '" + s.id() + "' was deleted");
+    }
+    BatchPlan plan;
+    if (Status st = s.set().CheckBatch(skeletons, tick, expected_revision, BatchLimitsOf(limits),
+                                       &plan);
+        !st.ok()) {
+      return wire::ToGrpcStatus(st);
+    }
+    // The shapes it replaces or removes give their bytes back.
+    uint64_t freed = 0;
+    std::unordered_set<uint64_t> seen;
+    for (const ColliderChange& c : skeletons) {
+      if (c.kind != ColliderChange::Kind::kReplace && c.kind != ColliderChange::Kind::kRemove) {
+        continue;
+      }
+      const Collider* old = s.set().Find(c.collider.id);
+      if (old != nullptr && seen.insert(c.collider.id).second) freed += old->shape.DataBytes();
+    }
+    growth = ColliderGrowth(s, plan.colliders_after, bytes_per_collider_) +
+             (shape_bytes > freed ? shape_bytes - freed : 0);
+  }
+  // 4. Reserved against --max-memory and the build budget before any build.
+  if (Status st = sessions_.ReserveMemory(growth); !st.ok()) return wire::ToGrpcStatus(st);
+  held->priced = true;
+  held->memory = growth;
+  held->shape_bytes = shape_bytes;
+  if (!held->building.Resize(shape_bytes)) {
+    held->ReleaseMemory();
+    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "changes: building this batch's shapes needs about " +
+                    std::to_string(shape_bytes) + " bytes; the batches being built hold " +
+                    std::to_string(build_memory_.used()) + " of " +
+                    std::to_string(build_memory_.cap()) +
+                    " bytes (--max-build-bytes): retry later, or split the batch");
+  }
+  // 5. The builds, one shape at a time; the call may stop them in between.
+  const auto before_build = [&](int i) -> Status {
+    if (call.cancelled && call.cancelled()) {
+      return Status(ErrorCode::kCancelled, "changes: the call was cancelled before changes[" +
+                                               std::to_string(i) + "] was built");
+    }
+    if (std::chrono::steady_clock::now() >= call.deadline) {
+      return Status(ErrorCode::kDeadlineExceeded,
+                    "changes: the call's deadline passed before changes[" + std::to_string(i) +
+                        "] was built");
+    }
+    shapes_built_.fetch_add(1, std::memory_order_relaxed);
+    return Status::Ok();
+  };
+  if (Status st = wire::FromProto(in, out, "changes", before_build); !st.ok()) {
+    std::vector<ColliderChange>().swap(*out);  // what was built goes now
+    return wire::ToGrpcStatus(st);
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
                                         std::optional<uint64_t> tick,
-                                        std::optional<uint64_t> expected_revision) {
+                                        std::optional<uint64_t> expected_revision,
+                                        BatchReservation* held) {
   ColliderSet& set = s.set();
   // The batch policy (revision, tick, ids by entry, geometry and collider
   // limits) is core's: ColliderSet::CheckBatch.
@@ -637,20 +843,17 @@ grpc::Status HitboxService::ApplyLocked(Session& s, const std::vector<ColliderCh
     return wire::ToGrpcStatus(st);
   }
   if (changes.empty()) return grpc::Status::OK;
-  const int64_t count = static_cast<int64_t>(plan.colliders_after);
-  // Net growth in colliders is what costs memory (moves, replaces and removes
-  // never grow the set): estimate it as bytes_per_collider_ per new collider,
-  // less the room the session already holds (capacity left by removes), and
-  // reserve that against --max-memory first.
+  // A priced batch reserved its growth (colliders and shapes) before its
+  // builds; otherwise its growth in colliders is reserved now.
   uint64_t growth = 0;
-  if (count > static_cast<int64_t>(set.size())) {
-    const uint64_t added = static_cast<uint64_t>(count) - set.size();
-    const uint64_t after = kSessionOverheadBytes + static_cast<uint64_t>(count) * bytes_per_collider_;
-    growth = std::min(added * bytes_per_collider_,
-                      after > s.memory_bytes() ? after - s.memory_bytes() : 0);
-  }
-  if (Status reserved = sessions_.ReserveMemory(growth); !reserved.ok()) {
-    return wire::ToGrpcStatus(reserved);
+  if (held != nullptr && held->priced) {
+    growth = held->memory;
+    held->memory = 0;  // settled below
+  } else {
+    growth = ColliderGrowth(s, plan.colliders_after, bytes_per_collider_);
+    if (Status reserved = sessions_.ReserveMemory(growth); !reserved.ok()) {
+      return wire::ToGrpcStatus(reserved);
+    }
   }
   const Status st = set.ApplyBatch(changes, tick, plan);
   sessions_.SettleMemory(s, growth);
@@ -909,6 +1112,11 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
       !st.ok()) {
     return st;
   }
+  if (st = lower("max_build_work_per_message", in.max_build_work_per_message(),
+                 max.max_build_work_per_message, &limits.max_build_work_per_message);
+      !st.ok()) {
+    return st;
+  }
   // 0: the server's default; at most --max-history-ticks.
   if (st = lower("history_ticks", in.history_ticks(), options_.limits.max_history_ticks,
                  &limits.history_ticks);
@@ -968,28 +1176,43 @@ grpc::Status HitboxService::DoDeleteSession(const v1::DeleteSessionRequest& req)
   if (store_) store_->Remove(*s);
   spdlog::info("session '{}' deleted ({} colliders, revision {}; {} sessions left)", s->id(),
                s->set().size(), s->set().revision(), sessions_.size());
+  ReleaseSessionMemory(*s);
   return grpc::Status::OK;
 }
 
 grpc::Status HitboxService::DoApplyChanges(const v1::ApplyChangesRequest& req,
-                                           v1::ApplyChangesResponse* resp) {
+                                           v1::ApplyChangesResponse* resp,
+                                           const CallControl& call) {
   std::shared_ptr<Session> s;
   if (grpc::Status st = Resolve(req.session_id(), &s); !st.ok()) return st;
+  const std::optional<uint64_t> expected =
+      req.has_expected_revision() ? std::optional<uint64_t>(req.expected_revision()) : std::nullopt;
+  const std::optional<uint64_t> tick =
+      req.has_tick() ? std::optional<uint64_t>(req.tick()) : std::nullopt;
   std::vector<ColliderChange> changes;
-  if (grpc::Status st = ConvertChanges(*s, req.changes(), &changes); !st.ok()) return st;
+  BatchReservation held(&sessions_, &build_memory_);
+  // A big batch, applied or refused, frees big buffers (its request, its
+  // builds' scratch, what it refused or replaced): give them back after.
+  struct TrimAfter {
+    MemoryTrimmer& trimmer;
+    const BatchReservation& held;
+    ~TrimAfter() {
+      if (held.WorthTrimming()) trimmer.Request();
+    }
+  } trim_after{trimmer_, held};
+  if (grpc::Status st = PrepareChanges(*s, req.changes(), tick, expected, call, &changes, &held);
+      !st.ok()) {
+    return st;
+  }
   std::unique_lock<std::shared_mutex> lock(s->mutex());
   if (s->deleted()) {
     return Grpc(grpc::StatusCode::NOT_FOUND,
                 "session_id: session '" + req.session_id() + "' was deleted");
   }
-  const std::optional<uint64_t> expected =
-      req.has_expected_revision() ? std::optional<uint64_t>(req.expected_revision()) : std::nullopt;
-  const std::optional<uint64_t> tick =
-      req.has_tick() ? std::optional<uint64_t>(req.tick()) : std::nullopt;
   const uint64_t revision = s->set().revision();
   std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
   if (store_) before = Capture(s->set(), changes);
-  if (grpc::Status st = ApplyLocked(*s, changes, tick, expected); !st.ok()) return st;
+  if (grpc::Status st = ApplyLocked(*s, changes, tick, expected, &held); !st.ok()) return st;
   if (grpc::Status st = PersistLocked(*s, req.changes(), {}, tick, before, revision); !st.ok()) {
     return st;
   }
@@ -1110,11 +1333,17 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     resp->mutable_error()->set_message(st.error_message());
     return grpc::Status::OK;
   };
-  // Bind / check the session id.
+  // Bind / check the session id: the stream binds to the first session it
+  // names that exists (a tick naming an unknown one is answered NOT_FOUND
+  // and binds nothing).
   if (!req.session_id().empty()) {
     if (stream->session_id.empty()) {
       if (Status s = wire::ValidateSessionId(req.session_id()); !s.ok()) {
         return fail(wire::ToGrpcStatus(s));
+      }
+      if (sessions_.Find(req.session_id()) == nullptr) {
+        return fail(Grpc(grpc::StatusCode::NOT_FOUND,
+                         "session_id: session '" + req.session_id() + "' not found"));
       }
       stream->session_id = req.session_id();
     } else if (req.session_id() != stream->session_id) {
@@ -1152,7 +1381,23 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
   if (s.deleted()) return fail(deleted());
 
   std::vector<ColliderChange>& changes = stream->changes;
-  if (grpc::Status st = ConvertChanges(s, req.changes(), &changes); !st.ok()) return fail(st);
+  const std::optional<uint64_t> tick = req.tick();  // the tick of these changes
+  BatchReservation held(&sessions_, &build_memory_);
+  struct TrimAfter {
+    MemoryTrimmer& trimmer;
+    const BatchReservation& held;
+    std::vector<ColliderChange>& changes;
+    ~TrimAfter() {
+      if (held.WorthTrimming()) {
+        std::vector<ColliderChange>().swap(changes);  // the scratch keeps no shapes
+        trimmer.Request();
+      }
+    }
+  } trim_after{trimmer_, held, changes};
+  if (grpc::Status st = PrepareChanges(s, req.changes(), tick, std::nullopt, call, &changes, &held);
+      !st.ok()) {
+    return fail(st);
+  }
   std::vector<hitbox::Query>& queries = stream->queries;
   if (grpc::Status st = ConvertQueries(s, req.queries(), &queries); !st.ok()) return fail(st);
 
@@ -1173,9 +1418,10 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
     // what the changes touch, so that such a tick changes nothing either.
     const uint64_t revision = s.set().revision();
     std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
-    const std::optional<uint64_t> tick = req.tick();  // the tick of these changes
     if (!queries.empty() || store_) before = Capture(s.set(), changes);
-    if (grpc::Status st = ApplyLocked(s, changes, tick, std::nullopt); !st.ok()) return fail(st);
+    if (grpc::Status st = ApplyLocked(s, changes, tick, std::nullopt, &held); !st.ok()) {
+      return fail(st);
+    }
     // Any later failure leaves the set as it was before the tick (history
     // included: RollBack restores the revision).
     const auto undo = [&](const grpc::Status& st) {
@@ -1297,7 +1543,10 @@ grpc::ServerUnaryReactor* HitboxService::ApplyChanges(grpc::CallbackServerContex
   auto* reactor = ctx->DefaultReactor();
   const InFlightSlot slot(in_flight_);
   grpc::Status st = Admit(*ctx, slot.status(), Access::kSession, req->session_id(), "ApplyChanges");
-  if (st.ok()) st = Rejected("ApplyChanges", req->session_id(), DoApplyChanges(*req, resp));
+  if (st.ok()) {
+    st = Rejected("ApplyChanges", req->session_id(),
+                  DoApplyChanges(*req, resp, CallControl::Of(ctx)));
+  }
   reactor->Finish(st);
   return reactor;
 }

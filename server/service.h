@@ -70,6 +70,80 @@ class MemoryReservation {
   uint64_t bytes_ = 0;
 };
 
+/// Heap bytes freed at once from which hitboxd asks for a trim (MemoryTrimmer).
+inline constexpr uint64_t kTrimThresholdBytes = 1ull << 20;
+
+/// What a change batch holds between its pricing and its application
+/// (HitboxService::PrepareChanges): its growth reserved against --max-memory
+/// (settled by ApplyLocked) and its priced geometry in the build budget
+/// (--max-build-bytes). Whatever is still held is given back when it is
+/// destroyed, so a refused or failed batch can never leak either.
+class BatchReservation {
+ public:
+  BatchReservation(SessionRegistry* sessions, InflightMemory* build_pool)
+      : building(build_pool), sessions_(sessions) {}
+  BatchReservation(const BatchReservation&) = delete;
+  BatchReservation& operator=(const BatchReservation&) = delete;
+  ~BatchReservation() { ReleaseMemory(); }
+  /// Gives back the --max-memory reservation still held.
+  void ReleaseMemory() {
+    if (memory > 0) sessions_->ReleaseMemory(memory);
+    memory = 0;
+  }
+
+  /// The build budget's share (the priced shape bytes), held until the
+  /// batch is applied or refused.
+  MemoryReservation building;
+  /// The batch was priced (its shapes need a build): `memory` is its growth
+  /// estimate, reserved; ApplyLocked settles it instead of estimating again.
+  bool priced = false;
+  /// Bytes reserved against --max-memory, not yet settled.
+  uint64_t memory = 0;
+  /// The priced bytes of its shapes (Shape::DataBytes once built).
+  uint64_t shape_bytes = 0;
+  /// About the bytes its parsed request holds in meshes and heightfields
+  /// (freed after the call, refused or not: a reason to trim).
+  uint64_t request_bytes = 0;
+  /// Whether the call's end should ask for a trim (MemoryTrimmer).
+  bool WorthTrimming() const;
+
+ private:
+  SessionRegistry* sessions_;
+};
+
+/// Gives freed heap memory back to the system after big frees (a session
+/// deleted or expired, a big batch applied or refused, a map dropped):
+/// glibc keeps freed memory in its arenas until trimmed, so without it RSS
+/// only grows. Requests are served on a thread of its own, `delay` after the
+/// first request (so the call that asked has freed its messages too) and at
+/// most once per `delay`. Disabled: Request does nothing.
+class MemoryTrimmer {
+ public:
+  MemoryTrimmer(bool enabled, std::chrono::milliseconds delay);
+  ~MemoryTrimmer();
+  MemoryTrimmer(const MemoryTrimmer&) = delete;
+  MemoryTrimmer& operator=(const MemoryTrimmer&) = delete;
+  /// Asks for a trim soon (cheap; never blocks on a trim in progress).
+  void Request();
+  /// Trims now on the calling thread (tests, benchmarks).
+  static void TrimNow();
+  /// Trims done so far.
+  uint64_t trims() const { return trims_.load(std::memory_order_relaxed); }
+  bool enabled() const { return enabled_; }
+
+ private:
+  void Loop();
+  const bool enabled_;
+  const std::chrono::milliseconds delay_;
+  std::atomic<uint64_t> trims_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool requested_ = false;  // guarded by mu_
+  bool stop_ = false;       // guarded by mu_
+  std::thread thread_;
+};
+
+
 /// What may stop a call's queries early: its deadline and its cancellation.
 struct CallControl {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -91,6 +165,9 @@ struct ServiceOptions {
   AuthOptions auth;
   /// The shared maps sessions may be created on (--maps; may be null: none).
   std::shared_ptr<const MapLibrary> maps;
+  /// Give freed memory back to the system after big frees (MemoryTrimmer;
+  /// --malloc-trim).
+  bool malloc_trim = true;
 };
 
 class HitboxService final : public v1::Hitbox::CallbackService {
@@ -139,7 +216,9 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   grpc::Status DoGetSession(const v1::GetSessionRequest& req, v1::SessionInfo* resp);
   grpc::Status DoListSessions(v1::ListSessionsResponse* resp);
   grpc::Status DoDeleteSession(const v1::DeleteSessionRequest& req);
-  grpc::Status DoApplyChanges(const v1::ApplyChangesRequest& req, v1::ApplyChangesResponse* resp);
+  /// `call` stops the batch's builds between shapes (its deadline, its cancellation).
+  grpc::Status DoApplyChanges(const v1::ApplyChangesRequest& req, v1::ApplyChangesResponse* resp,
+                              const CallControl& call = {});
   grpc::Status DoGetColliders(const v1::GetCollidersRequest& req, v1::GetCollidersResponse* resp);
   /// `mem` (may be null: a reservation local to the call) holds the bytes of
   /// the answer when it returns, to be given back once the response is sent.
@@ -183,6 +262,14 @@ class HitboxService final : public v1::Hitbox::CallbackService {
                       const CallControl& call = {});
   /// The budget of answers in flight.
   InflightMemory& answer_memory() { return answer_memory_; }
+  /// The budget of geometry being built at once (--max-build-bytes).
+  InflightMemory& build_memory() { return build_memory_; }
+  /// Gives freed memory back to the system (see MemoryTrimmer).
+  MemoryTrimmer& trimmer() { return trimmer_; }
+  /// Shapes that change batches started to build (hulls, meshes,
+  /// heightfields, compounds), since start: a batch refused by its price or
+  /// its checks adds none.
+  uint64_t shapes_built() const { return shapes_built_.load(std::memory_order_relaxed); }
 
   /// Deletes every session idle past its idle timeout as of `now_ns`
   /// (SteadyNowNs()), like DeleteSession, logging each. Returns the steady
@@ -211,19 +298,32 @@ class HitboxService final : public v1::Hitbox::CallbackService {
  private:
   // Finds a session by id: INVALID_ARGUMENT for a malformed id, NOT_FOUND.
   grpc::Status Resolve(const std::string& id, std::shared_ptr<Session>* out) const;
-  // Converts and checks the count of a change list (no lock needed).
-  grpc::Status ConvertChanges(const Session& s,
-                              const google::protobuf::RepeatedPtrField<v1::ColliderChange>& in,
-                              std::vector<ColliderChange>* out) const;
   // Converts and checks a query list, clamping max_hits (no lock needed).
   grpc::Status ConvertQueries(const Session& s,
                               const google::protobuf::RepeatedPtrField<v1::Query>& in,
                               std::vector<hitbox::Query>* out) const;
+  // Converts a change list, pricing it first when its shapes need a build
+  // (no lock held on entry): the whole batch is checked without building
+  // (wire::CheckChanges), then its geometry against the session's limits and
+  // build-work budget, then its ids, revision, tick and collider count
+  // against the set (shared lock), then its growth (colliders plus priced
+  // shape bytes) is reserved against --max-memory and its shape bytes
+  // against --max-build-bytes; only then are its shapes built, one by one,
+  // with `call`'s deadline and cancellation checked before each. `held`
+  // keeps the reservations for ApplyLocked. Batches without such shapes are
+  // converted as before (ApplyLocked prices their collider growth).
+  grpc::Status PrepareChanges(const Session& s,
+                              const google::protobuf::RepeatedPtrField<v1::ColliderChange>& in,
+                              std::optional<uint64_t> tick,
+                              std::optional<uint64_t> expected_revision, const CallControl& call,
+                              std::vector<ColliderChange>* out, BatchReservation* held);
   // Applies converted changes; the caller holds the exclusive lock. Growth
-  // in colliders is checked against --max-memory before anything changes.
+  // in colliders is checked against --max-memory before anything changes,
+  // unless `held` holds the batch's priced reservation (settled here).
   grpc::Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
                            std::optional<uint64_t> tick,
-                           std::optional<uint64_t> expected_revision);
+                           std::optional<uint64_t> expected_revision,
+                           BatchReservation* held = nullptr);
   // Commits an applied batch to the store's log (exclusive lock held; no-op
   // without a store or for an empty batch); `moved` (applied character moves)
   // follow `changes` in the same record, with the batch's `tick`. On a write failure the batch is
@@ -267,9 +367,15 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   void ReaperLoop();
   // Wakes the reaper to recompute its deadline (a session was created).
   void KickReaper();
+  // Frees the collider set of a session just removed (deleted or expired)
+  // at once, and asks for a trim when it held much.
+  void ReleaseSessionMemory(Session& s);
 
   const ServiceOptions options_;
   mutable InflightMemory answer_memory_;
+  InflightMemory build_memory_;
+  MemoryTrimmer trimmer_;
+  std::atomic<uint64_t> shapes_built_{0};
   mutable Metrics metrics_;
   size_t threads_ = 1;
   uint64_t bytes_per_collider_ = 0;

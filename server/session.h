@@ -47,6 +47,11 @@ struct SessionLimits {
   uint32_t max_heightfield_samples = 1u << 22;
   /// Most input points of one convex hull (a collider's or a compound child's).
   uint32_t max_hull_points = 256;
+  /// Work budget of one ApplyChanges request or tick with changes: units of
+  /// build work of its shapes together (wire::ChangeCost::build_work: mesh
+  /// triangles + hull points + compound children + heightfield samples / 16;
+  /// about 1 s of one core per million), checked before anything is built.
+  uint64_t max_build_work_per_message = 4'194'304;
 };
 
 /// Server-wide limits: the per-session maxima plus the global ones.
@@ -64,6 +69,10 @@ struct ServerLimits {
   /// Most bytes all sessions together may hold (Session::memory_bytes()
   /// summed); growth past it is refused. 0: no cap (--max-memory).
   uint64_t max_memory_bytes = 0;
+  /// Bytes of geometry (priced shape data) that the change batches being
+  /// built at once may hold together, server-wide; a batch that would pass
+  /// it is RESOURCE_EXHAUSTED (retry) before it builds anything (--max-build-bytes).
+  uint64_t max_build_bytes = 1ull << 30;
   /// Defaults and maxima of every session.
   SessionLimits session;
   /// Most ticks of pose history a session may ask for (--max-history-ticks).
@@ -205,6 +214,9 @@ class SessionRegistry {
   /// naming the cap and the current use, when memory_bytes() + bytes would
   /// pass the cap. Every successful reservation must be settled.
   Status ReserveMemory(uint64_t bytes);
+  /// Gives back `bytes` of a reservation that will not be settled (a batch
+  /// refused or failed before it was applied).
+  void ReleaseMemory(uint64_t bytes) { memory_bytes_.fetch_sub(bytes, std::memory_order_relaxed); }
   /// After a batch on `s` was applied (or failed), with its exclusive lock
   /// held: sets s.memory_bytes() from its set and moves the total by the
   /// change, releasing the `reserved` bytes.

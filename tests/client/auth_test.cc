@@ -114,7 +114,12 @@ TEST(AuthDecisionTest, ProtectedModeWithFakePeers) {
   admin.admin_token = kAdmin;
   const Authorizer secured(admin, &sessions);
   EXPECT_FALSE(secured.protected_mode());
-  EXPECT_TRUE(secured.Decide("ipv4:10.1.2.3:4", nullptr, Access::kCreate, "").ok());
+  EXPECT_EQ(secured.Decide("ipv4:10.1.2.3:4", nullptr, Access::kCreate, "").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);  // only the admin creates, unless --open-create
+  AuthOptions open_create = admin;
+  open_create.open_create = true;
+  const Authorizer creatable(open_create, &sessions);
+  EXPECT_TRUE(creatable.Decide("ipv4:10.1.2.3:4", nullptr, Access::kCreate, "").ok());
   EXPECT_EQ(secured.Decide("ipv4:10.1.2.3:4", nullptr, Access::kAdmin, "").error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
   const std::string a(kAdmin);
@@ -274,7 +279,7 @@ class AuthWireTest : public ::testing::Test {
  protected:
   AuthWireTest()
       : admin_file_(WriteTempFile("admin", std::string("\n  ") + kAdmin + "  \n")),
-        server_({"--admin-token-file", admin_file_}),
+        server_({"--admin-token-file", admin_file_, "--open-create"}),
         raw_(grpc::CreateChannel(server_.address(), grpc::InsecureChannelCredentials())) {}
   ~AuthWireTest() override { std::filesystem::remove(admin_file_); }
 
@@ -391,19 +396,40 @@ TEST_F(AuthWireTest, ClientLibrarySendsTokens) {
   EXPECT_TRUE(admin.DeleteSession("lib").ok());
 }
 
-// --create-needs-admin: only the admin token creates sessions.
-TEST(AuthCreateTest, CreateNeedsAdmin) {
+// With an admin token, only it creates sessions, and a refused CreateSession
+// looks the same whether the id is taken or free: nothing about other
+// sessions is revealed (issue 28). --create-needs-admin is still accepted.
+TEST(AuthCreateTest, CreateNeedsAdminAndRevealsNothing) {
   const std::string admin_file = WriteTempFile("admin", kAdmin);
-  HitboxdProcess server({"--admin-token-file", admin_file, "--create-needs-admin"});
-  ASSERT_TRUE(server.running());
-  Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
-  EXPECT_EQ(raw.Create("a", std::nullopt).error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(raw.Create("a", std::string("wrong")).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
-  std::string token;
-  EXPECT_TRUE(raw.Create("a", std::string(kAdmin), &token).ok());
-  EXPECT_EQ(token.size(), 64u);  // the admin hands it to the game server
-  EXPECT_TRUE(raw.Call(Rpc::kQuery, "a", token).ok());
+  for (bool old_flag : {false, true}) {
+    std::vector<std::string> args = {"--admin-token-file", admin_file};
+    if (old_flag) args.push_back("--create-needs-admin");
+    HitboxdProcess server(args);
+    ASSERT_TRUE(server.running());
+    Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+    std::string token;
+    ASSERT_TRUE(raw.Create("taken", std::string(kAdmin), &token).ok());
+    EXPECT_EQ(token.size(), 64u);  // the admin hands it to the game server
+    EXPECT_TRUE(raw.Call(Rpc::kQuery, "taken", token).ok());
+    for (const std::optional<std::string>& caller :
+         {std::optional<std::string>(), std::optional<std::string>("wrong"),
+          std::optional<std::string>(token)}) {
+      const grpc::Status taken = raw.Create("taken", caller);
+      const grpc::Status free = raw.Create("free", caller);
+      EXPECT_EQ(taken.error_code(), caller ? grpc::StatusCode::PERMISSION_DENIED
+                                           : grpc::StatusCode::UNAUTHENTICATED);
+      EXPECT_EQ(free.error_code(), taken.error_code());
+      EXPECT_EQ(free.error_message(), taken.error_message());
+    }
+    EXPECT_EQ(raw.Call(Rpc::kGetSession, "free", std::string(kAdmin)).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+  // --open-create: anyone served may create (and so tell a taken id).
+  HitboxdProcess open({"--admin-token-file", admin_file, "--open-create"});
+  ASSERT_TRUE(open.running());
+  Raw raw(grpc::CreateChannel(open.address(), grpc::InsecureChannelCredentials()));
+  EXPECT_TRUE(raw.Create("a", std::nullopt).ok());
+  EXPECT_EQ(raw.Create("a", std::nullopt).error_code(), grpc::StatusCode::ALREADY_EXISTS);
   std::filesystem::remove(admin_file);
 }
 
@@ -464,7 +490,7 @@ TEST(ProtectedModeTest, NonLoopbackPeerRefusedUnlessConfigured) {
   }
   {
     const std::string admin_file = WriteTempFile("admin", kAdmin);
-    HitboxdProcess server({"--admin-token-file", admin_file}, {.host = ip});
+    HitboxdProcess server({"--admin-token-file", admin_file, "--open-create"}, {.host = ip});
     ASSERT_TRUE(server.running());
     Raw raw(grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
     std::string token;

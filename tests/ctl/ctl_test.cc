@@ -672,7 +672,7 @@ class CtlAuthTest : public ::testing::Test {
 
   testing::TempDir dir_{"ctl-auth"};
   std::string admin_file_ = dir_.Write("admin", std::string(kAdminToken) + "\n");
-  HitboxdProcess server_{{"--admin-token-file", admin_file_}};
+  HitboxdProcess server_{{"--admin-token-file", admin_file_, "--open-create"}};
 };
 
 // `--json sessions create` prints the token; it (by --token or HITBOX_TOKEN)

@@ -63,6 +63,7 @@ class MapsTest : public ::testing::Test {
     o.service.threads = 1;
     o.maps_dir = maps_.path();
     o.service.auth.admin_token = admin_token;
+    o.service.auth.open_create = true;  // sessions are created without the admin token
     o.persist.data_dir = data_dir;
     Result<std::unique_ptr<server::HitboxServer>> s = server::HitboxServer::Start(o);
     ASSERT_TRUE(s.ok()) << s.error().message;

@@ -1,7 +1,10 @@
 #include "hitbox/wire/convert.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
+#include <span>
 #include <utility>
 
 namespace hitbox::wire {
@@ -128,7 +131,7 @@ Result<Pose> PoseOf(const v1::Pose& p, const Path& path) {
   return pose;
 }
 
-Result<Shape> ShapeOf(const v1::Shape& s, const Path& path);
+Result<Shape> ShapeOf(const v1::Shape& s, const Path& path, ChangeCost* price);
 
 // A shape build error "<prefix><rest>" from core restated under `path` as
 // "<path><sep><rest>"; a built shape as it is.
@@ -140,15 +143,26 @@ Result<Shape> UnderPath(Result<Shape> r, const Path& path, std::string_view pref
   return Invalid(path, std::string(sep) + msg);
 }
 
-Result<Shape> RequiredShape(bool has, const v1::Shape& s, const Path& parent) {
+// `price` (may be null): check the shape without building it, adding what
+// its build will cost to *price, and return a placeholder (a unit sphere).
+Result<Shape> RequiredShape(bool has, const v1::Shape& s, const Path& parent,
+                            ChangeCost* price = nullptr) {
   const Path path(&parent, "shape");
   if (!has) return Invalid(path, " is required");
-  return ShapeOf(s, path);
+  return ShapeOf(s, path, price);
 }
 
-Result<Shape> CompoundOf(const v1::Compound& c, const Path& p);
+Result<Shape> CompoundOf(const v1::Compound& c, const Path& p, ChangeCost* price);
 
-Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
+// The triangles of a mesh message as index triples, in place (the packed
+// repeated field holds 3 * triangles uint32 contiguously).
+std::span<const std::array<uint32_t, 3>> MeshTriangles(const v1::TriangleMesh& m) {
+  static_assert(sizeof(std::array<uint32_t, 3>) == 3 * sizeof(uint32_t));
+  return {reinterpret_cast<const std::array<uint32_t, 3>*>(m.indices().data()),
+          static_cast<size_t>(m.indices_size() / 3)};
+}
+
+Result<Shape> ShapeOf(const v1::Shape& s, const Path& path, ChangeCost* price) {
   switch (s.kind_case()) {
     case v1::Shape::kSphere: {
       const Path p(&path, "sphere");
@@ -196,6 +210,17 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
       if (in.size() > kMaxHullPoints) {
         return Invalid(pts, " holds at most 256 points, got " + std::to_string(in.size()));
       }
+      if (price != nullptr) {
+        for (int i = 0; i < in.size(); ++i) {
+          Result<Vec3> point = LocalPoint(in.Get(i), Path(&pts, i));
+          if (!point.ok()) return point.error();
+        }
+        const uint64_t n = static_cast<uint64_t>(in.size());
+        price->shape_bytes += Shape::PredictHullBytes(n);
+        price->build_work += n;
+        price->hull_points = std::max(price->hull_points, n);
+        return Shape();
+      }
       ConvexHull hull;
       hull.points.reserve(in.size());
       for (int i = 0; i < in.size(); ++i) {
@@ -228,20 +253,32 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
         if (!v.ok()) return v.error();
         mesh.vertices.push_back(*v);
       }
-      mesh.triangles.resize(tris);
       const uint32_t nv = static_cast<uint32_t>(m.vertices_size());
-      for (int k = 0; k < tris; ++k) {
-        for (int j = 0; j < 3; ++j) {
-          const uint32_t v = m.indices(3 * k + j);
-          if (v >= nv) {
-            const Path indices(&p, "indices");
-            return Invalid(Path(&indices, 3 * k + j),
-                           " (triangles[" + std::to_string(k) + "][" + std::to_string(j) +
-                               "]): vertex index " + std::to_string(v) + " out of range (" +
-                               std::to_string(nv) + " vertices)");
-          }
-          mesh.triangles[k][j] = v;
+      // Checked in place (pricing copies nothing); copied only for a build.
+      for (int i = 0; i < m.indices_size(); ++i) {
+        const uint32_t v = m.indices(i);
+        if (v >= nv) {
+          const Path indices(&p, "indices");
+          return Invalid(Path(&indices, i),
+                         " (triangles[" + std::to_string(i / 3) + "][" + std::to_string(i % 3) +
+                             "]): vertex index " + std::to_string(v) + " out of range (" +
+                             std::to_string(nv) + " vertices)");
         }
+      }
+      if (price == nullptr) {
+        const auto in = MeshTriangles(m);
+        mesh.triangles.assign(in.begin(), in.end());
+      }
+      if (price != nullptr) {
+        const size_t bytes = Shape::PredictMeshBytes(mesh.vertices, MeshTriangles(m));
+        if (bytes == 0) {  // Build would fail the same way, after its scan
+          return Invalid(p, ".triangles: all " + std::to_string(tris) +
+                                " triangles have zero area");
+        }
+        price->shape_bytes += bytes;
+        price->build_work += static_cast<uint64_t>(tris);
+        price->mesh_triangles = static_cast<uint64_t>(tris);
+        return Shape();
       }
       // "mesh.triangles: ..." -> under this path.
       return UnderPath(Shape::Make(mesh), p, "mesh.", ".");
@@ -267,6 +304,13 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
       for (int i = 0; i < h.heights_size(); ++i) {
         if (Status st = CheckCoordinate(h.heights(i), Path(&hp, i)); !st.ok()) return st;
       }
+      if (price != nullptr) {
+        price->shape_bytes += Shape::PredictHeightfieldBytes(
+            h.rows(), h.cols(), std::span<const double>(h.heights().data(), h.heights().size()));
+        price->build_work += samples / kSamplesPerWorkUnit;
+        price->heightfield_samples = samples;
+        return Shape();
+      }
       HeightfieldShape field;
       field.rows = h.rows();
       field.cols = h.cols();
@@ -277,7 +321,7 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path) {
       if (!r.ok()) return Invalid(p, ": " + r.error().message);
       return r;
     }
-    case v1::Shape::kCompound: return CompoundOf(s.compound(), Path(&path, "compound"));
+    case v1::Shape::kCompound: return CompoundOf(s.compound(), Path(&path, "compound"), price);
     case v1::Shape::KIND_NOT_SET:
       break;
   }
@@ -297,7 +341,7 @@ const char* ColliderOnlyKind(const v1::Shape& s) {
   }
 }
 
-Result<Shape> CompoundOf(const v1::Compound& c, const Path& p) {
+Result<Shape> CompoundOf(const v1::Compound& c, const Path& p, ChangeCost* price) {
   const Path children(&p, "children");
   static_assert(kMinCompoundChildren == 1 && kMaxCompoundChildren == 64,
                 "update the messages below");
@@ -308,6 +352,7 @@ Result<Shape> CompoundOf(const v1::Compound& c, const Path& p) {
     return Invalid(children,
                    " holds at most 64 children, got " + std::to_string(c.children_size()));
   }
+  ChangeCost child_costs;  // the children's costs (pricing only)
   Compound compound;
   compound.children.resize(c.children_size());
   for (int i = 0; i < c.children_size(); ++i) {
@@ -321,7 +366,7 @@ Result<Shape> CompoundOf(const v1::Compound& c, const Path& p) {
                                           " cannot be a compound child (use sphere, box, "
                                           "capsule, cylinder or convex_hull)");
     }
-    Result<Shape> shape = RequiredShape(in.has_shape(), in.shape(), ci);
+    Result<Shape> shape = RequiredShape(in.has_shape(), in.shape(), ci, price ? &child_costs : nullptr);
     if (!shape.ok()) return shape.error();
     out.shape = std::move(*shape);
     if (in.has_position()) {
@@ -335,15 +380,22 @@ Result<Shape> CompoundOf(const v1::Compound& c, const Path& p) {
       out.pose.rotation = *q;
     }
   }
+  if (price != nullptr) {
+    const uint64_t n = static_cast<uint64_t>(c.children_size());
+    price->shape_bytes += Shape::PredictCompoundBytes(n, child_costs.shape_bytes);
+    price->build_work += n + child_costs.build_work;
+    price->hull_points = std::max(price->hull_points, child_costs.hull_points);
+    return Shape();
+  }
   // (Make's checks were all made above, with paths; any other would land here.)
   return UnderPath(Shape::Make(compound), p, "compound.", ".");
 }
 
 
-Result<Collider> ColliderOf(const v1::Collider& c, const Path& path) {
+Result<Collider> ColliderOf(const v1::Collider& c, const Path& path, ChangeCost* price) {
   Collider out;
   out.id = c.id();
-  Result<Shape> shape = RequiredShape(c.has_shape(), c.shape(), path);
+  Result<Shape> shape = RequiredShape(c.has_shape(), c.shape(), path, price);
   if (!shape.ok()) return shape.error();
   out.shape = *shape;
   if (c.has_pose()) {
@@ -359,15 +411,17 @@ Result<Collider> ColliderOf(const v1::Collider& c, const Path& path) {
   return out;
 }
 
-Result<ColliderChange> ChangeOf(const v1::ColliderChange& c, const Path& path) {
+// `price` (may be null): check without building (RequiredShape).
+Result<ColliderChange> ChangeOf(const v1::ColliderChange& c, const Path& path,
+                                ChangeCost* price = nullptr) {
   switch (c.change_case()) {
     case v1::ColliderChange::kAdd: {
-      Result<Collider> col = ColliderOf(c.add(), Path(&path, "add"));
+      Result<Collider> col = ColliderOf(c.add(), Path(&path, "add"), price);
       if (!col.ok()) return col.error();
       return ColliderChange::Add(*col);
     }
     case v1::ColliderChange::kReplace: {
-      Result<Collider> col = ColliderOf(c.replace(), Path(&path, "replace"));
+      Result<Collider> col = ColliderOf(c.replace(), Path(&path, "replace"), price);
       if (!col.ok()) return col.error();
       return ColliderChange::Replace(*col);
     }
@@ -707,10 +761,10 @@ Result<Pose> FromProto(const v1::Pose& p, std::string_view field) {
   return PoseOf(p, Path(field));
 }
 Result<Shape> FromProto(const v1::Shape& s, std::string_view field) {
-  return ShapeOf(s, Path(field));
+  return ShapeOf(s, Path(field), nullptr);
 }
 Result<Collider> FromProto(const v1::Collider& c, std::string_view field) {
-  return ColliderOf(c, Path(field));
+  return ColliderOf(c, Path(field), nullptr);
 }
 Result<ColliderChange> FromProto(const v1::ColliderChange& c, std::string_view field) {
   return ChangeOf(c, Path(field));
@@ -723,14 +777,54 @@ Result<Query> FromProto(const v1::Query& q, std::string_view field) {
 }
 
 Status FromProto(const Repeated<v1::ColliderChange>& changes, std::vector<ColliderChange>* out,
-                 std::string_view field) {
+                 std::string_view field, const std::function<Status(int)>& before_build) {
   const Path root(field);
   out->clear();
   out->reserve(changes.size());
   for (int i = 0; i < changes.size(); ++i) {
-    Result<ColliderChange> c = ChangeOf(changes.Get(i), Path(&root, i));
+    const v1::ColliderChange& in = changes.Get(i);
+    if (before_build && NeedsBuild(in)) {
+      if (Status st = before_build(i); !st.ok()) return st;
+    }
+    Result<ColliderChange> c = ChangeOf(in, Path(&root, i));
     if (!c.ok()) return c.error();
     out->push_back(std::move(*c));
+  }
+  return Status::Ok();
+}
+
+bool NeedsBuild(const v1::ColliderChange& change) {
+  const v1::Collider* c = change.has_add()       ? &change.add()
+                          : change.has_replace() ? &change.replace()
+                                                 : nullptr;
+  if (c == nullptr) return false;
+  switch (c->shape().kind_case()) {
+    case v1::Shape::kConvexHull:
+    case v1::Shape::kMesh:
+    case v1::Shape::kHeightfield:
+    case v1::Shape::kCompound: return true;
+    default: return false;
+  }
+}
+
+bool NeedsBuild(const Repeated<v1::ColliderChange>& changes) {
+  for (const v1::ColliderChange& c : changes) {
+    if (NeedsBuild(c)) return true;
+  }
+  return false;
+}
+
+Status CheckChanges(const Repeated<v1::ColliderChange>& changes,
+                    std::vector<ColliderChange>* skeletons, std::vector<ChangeCost>* costs,
+                    std::string_view field) {
+  const Path root(field);
+  skeletons->clear();
+  skeletons->reserve(changes.size());
+  costs->assign(static_cast<size_t>(changes.size()), ChangeCost{});
+  for (int i = 0; i < changes.size(); ++i) {
+    Result<ColliderChange> c = ChangeOf(changes.Get(i), Path(&root, i), &(*costs)[i]);
+    if (!c.ok()) return c.error();
+    skeletons->push_back(std::move(*c));
   }
   return Status::Ok();
 }

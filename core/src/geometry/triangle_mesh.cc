@@ -734,4 +734,88 @@ MeshSweepHit TriangleMesh::SweepSphere(const Vec3& center, double radius,
   return out;
 }
 
+// ---------------------------------------------------------------------------
+// PredictMemoryBytes: what MemoryBytes() will say after Build, without
+// building (the server prices a change batch with it before any build). It
+// mirrors Build's storage choices step by step; keep the two in step.
+
+size_t TriangleMesh::PredictMemoryBytes(std::span<const Vec3> vertices,
+                                        std::span<const Indices> triangles) {
+  if (vertices.empty() || triangles.empty()) return 0;
+  size_t bytes = 0;
+  // Vertices: bit-packed integers (Build's vpacked_), else floats, else doubles.
+  double divisor[3];
+  if (ChooseDivisors(vertices, divisor)) {
+    int64_t qmin[3], qmax[3];
+    for (int a = 0; a < 3; ++a) qmin[a] = qmax[a] = std::llrint(vertices[0][a] * divisor[a]);
+    for (const Vec3& v : vertices) {
+      for (int a = 0; a < 3; ++a) {
+        const int64_t q = std::llrint(v[a] * divisor[a]);
+        qmin[a] = std::min(qmin[a], q);
+        qmax[a] = std::max(qmax[a], q);
+      }
+    }
+    uint64_t record = 0;
+    for (int a = 0; a < 3; ++a) {
+      const uint64_t range = static_cast<uint64_t>(qmax[a] - qmin[a]);
+      uint32_t b = 0;
+      while (b < 33 && (range >> b) != 0) ++b;
+      record += b;
+    }
+    bytes += (static_cast<uint64_t>(vertices.size()) * record + 7) / 8 + 16;
+  } else if (std::all_of(vertices.begin(), vertices.end(), [](const Vec3& v) {
+               return IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z);
+             })) {
+    bytes += 3 * vertices.size() * sizeof(float);
+  } else {
+    bytes += vertices.size() * sizeof(Vec3);
+  }
+  // Kept triangles (non-zero area on the input vertices, which decode
+  // exactly from either storage) and the widest index difference among them.
+  uint64_t kept = 0;
+  int64_t widest = 0;
+  for (const Indices& tri : triangles) {
+    if (tri[0] >= vertices.size() || tri[1] >= vertices.size() || tri[2] >= vertices.size()) {
+      continue;
+    }
+    const Vec3 a = vertices[tri[0]], b = vertices[tri[1]], c = vertices[tri[2]];
+    if (Cross(b - a, c - a).LengthSq() == 0.0) continue;
+    ++kept;
+    for (int k = 1; k < 3; ++k) {
+      const int64_t diff = static_cast<int64_t>(tri[k]) - static_cast<int64_t>(tri[0]);
+      widest = std::max(widest, diff < 0 ? -diff - 1 : diff);
+    }
+  }
+  if (kept == 0) return 0;
+  // Packed triangle records.
+  auto bits_for = [](uint64_t count) {
+    uint32_t b = 1;
+    while (b < 32 && (uint64_t{1} << b) < count) ++b;
+    return b;
+  };
+  const uint32_t vbits = bits_for(vertices.size());
+  const uint32_t obits = bits_for(triangles.size());
+  uint32_t dbits = 1;
+  while (dbits < vbits && (widest >> (dbits - 1)) != 0) ++dbits;
+  const uint64_t record_bits = vbits + 2u * dbits + 3u + obits;
+  bytes += (kept * record_bits + 7) / 8 + 16;
+  // Hierarchy nodes: a balanced tree's count (full subtrees of `chunk`
+  // triangles), and a fifth more, as the surface area heuristic's trees
+  // measure (1.15 to 1.25 times); a lone leaf gets a root node of its own.
+  auto nodes = [](auto&& self, uint64_t count) -> uint64_t {
+    if (count <= kMeshLeafSize) return 0;
+    const uint64_t leaves = (count + kMeshLeafSize - 1) / kMeshLeafSize;
+    uint64_t per_child = 1;
+    while (per_child * kMeshNodeWidth < leaves) per_child *= kMeshNodeWidth;
+    const uint64_t chunk = per_child * kMeshLeafSize;
+    const uint64_t parts = (count + chunk - 1) / chunk;
+    return 1 + (parts - 1) * self(self, chunk) + self(self, count - (parts - 1) * chunk);
+  };
+  const uint64_t balanced = nodes(nodes, kept);
+  bytes += std::max<uint64_t>(1, balanced + balanced / 5) * sizeof(Node);
+  // Dropped triangles are kept aside for Input().
+  bytes += (triangles.size() - kept) * sizeof(std::pair<uint32_t, Indices>);
+  return bytes;
+}
+
 }  // namespace hitbox

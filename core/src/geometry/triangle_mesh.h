@@ -2,32 +2,29 @@
 // ../shared/cases/FORMAT.md) with a compact bounding-volume hierarchy built
 // once, queried in the mesh's local frame (callers transform queries into it).
 //
-// Storage (TriangleMesh::MemoryBytes reports it):
-//   - vertices: when every coordinate is a decimal with at most 9 fraction
-//     digits within +-2147 m of the origin at that resolution (q / 10^k with
-//     q a 32-bit integer, checked exactly at build), as the integers q minus
-//     the mesh's least q on that axis, bit-packed in just the bits the
-//     mesh's extent needs (x, y, z of 26, 24, 26 bits for a 60 m by 10 m
-//     level at micrometres: 9.5 bytes); otherwise as doubles (24 bytes).
-//     Decoding q / 10^k (a correctly rounded division) gives back exactly the
-//     input coordinate.
+// Storage (TriangleMesh::MemoryBytes reports it; the input is not kept:
+// Input() rebuilds it exactly):
+//   - vertices: per axis, when every coordinate is q / 10^k (k <= 9: the
+//     case files' decimals) or q / 2^k (binary fractions: glTF and OBJ
+//     levels on a grid), as q minus the axis's least q, bit-packed in the
+//     bits the mesh's extent needs (at most 33 an axis); else as float32
+//     when every coordinate is one; else as doubles. Decoding gives back
+//     exactly the input coordinate.
 //   - triangles in hierarchy leaf order, bit-packed records of
 //     ceil(log2(vertices)) + 2 * d + 3 + ceil(log2(triangles)) bits: the first
 //     vertex index, the second and third as d-bit signed differences from the
-//     first (d just wide enough for the mesh's largest difference, at most
-//     the index width, then taken modulo 2^index width), the active-edge
-//     flags and the original triangle index (for `sub_shape`); 5 bytes for a
-//     grid of 2,000 vertices and 4,000 triangles, at most 15 bytes.
+//     first, the active-edge flags and the original triangle index (for
+//     `sub_shape`); zero-area triangles dropped at build are kept aside.
 //   - hierarchy: a 4-wide tree (Jolt Physics' quad-tree node codec, our own
-//     layout). A 64-byte node holds the boxes of its four children, 16-bit
-//     quantized relative to the mesh bounds and rounded outwards
-//     (conservative), laid out axis by axis so one node's four boxes are
-//     tested together (GCC vector extensions: SSE2 pairs, AVX when built
-//     for it), and one 32-bit word per child: an inner node or a leaf range
-//     of up to kMeshLeafSize triangles. About one node per 12 triangles
-//     (5.3 bytes a triangle). The quantization step is a power of two, so
-//     decoding min + q * step rounds once whether or not the compiler fuses
-//     it into an FMA: build and traversal agree to the bit.
+//     layout) built with surface-area-heuristic splits (sah_split.h) cut at
+//     whole leaves, so that nodes stay full. A 64-byte node holds the boxes
+//     of its four children, 16-bit quantized relative to the mesh bounds and
+//     rounded outwards (conservative), laid out axis by axis so one node's
+//     four boxes are tested together, and one 32-bit word per child: an
+//     inner node or a leaf range of up to kMeshLeafSize triangles. The
+//     quantization step is a power of two, so decoding min + q * step rounds
+//     once whether or not the compiler fuses it into an FMA: build and
+//     traversal agree to the bit.
 //
 // Active edges (Jolt Physics, MeshShape / ActiveEdges.h): an edge is active
 // when it is a boundary edge, is shared by more than two triangles, or its two
@@ -195,6 +192,13 @@ class TriangleMesh {
   const Aabb& bounds() const { return bounds_; }
   /// Bytes held by vertices, triangles, flags and hierarchy (excluding this object).
   size_t MemoryBytes() const;
+  /// About MemoryBytes() of the mesh Build(vertices, triangles) would make,
+  /// from an O(n) scan of the input (the storage Build chooses, the triangles
+  /// it keeps, an estimate of its hierarchy's nodes), building nothing.
+  /// Indices out of range count as dropped triangles (Build refuses them); 0
+  /// when Build would keep no triangle. Kept in step with Build's storage.
+  static size_t PredictMemoryBytes(std::span<const Vec3> vertices,
+                                   std::span<const Indices> triangles);
   /// True when vertices are stored as integers q of q / 10^k or q / 2^k.
   bool quantized_vertices() const { return !vpacked_.empty(); }
   /// True when vertices are stored as float32 (exact; not quantized).

@@ -4,6 +4,7 @@
 #include "shape/surface_data.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -320,6 +321,78 @@ size_t Shape::DataBytes() const {
   if (IsSurfaceKind(kind_)) return surface_->MemoryBytes();
   if (kind_ == ShapeKind::kCompound) return compound_->MemoryBytes();
   return 0;
+}
+
+size_t Shape::PredictHullBytes(size_t points) {
+  // ConvexHullBuilder at its largest: every point a vertex (pushed one by
+  // one), 2n - 4 triangular faces (pushed one by one), their 3 * faces ring
+  // edges (pushed, then made unique in place: the capacity stays), 3n - 6
+  // edges twice in the adjacency, the input points, the scan block.
+  const size_t n = points;
+  const size_t faces = n >= 4 ? 2 * n - 4 : 0;
+  const size_t edges = n >= 4 ? 3 * n - 6 : 0;
+  const auto grown = [](size_t count) { return count == 0 ? 0 : std::bit_ceil(count); };
+  size_t bytes = sizeof(ConvexHullData) + grown(n) * sizeof(Vec3) +
+                 grown(faces) * sizeof(HullPlane) +
+                 grown(3 * faces) * sizeof(std::pair<uint16_t, uint16_t>) +
+                 2 * edges * sizeof(uint16_t) + (n + 1) * sizeof(uint32_t) + n * sizeof(Vec3);
+  if (n <= ConvexHullData::kScanVertices) bytes += (n + 3) / 4 * 12 * sizeof(double);
+  return bytes;
+}
+
+size_t Shape::PredictMeshBytes(std::span<const Vec3> vertices,
+                               std::span<const std::array<uint32_t, 3>> triangles) {
+  const size_t mesh = TriangleMesh::PredictMemoryBytes(vertices, triangles);
+  if (mesh == 0) return 0;
+  return sizeof(SurfaceData) + mesh;
+}
+
+size_t Shape::PredictHeightfieldBytes(uint32_t rows, uint32_t cols,
+                                      std::span<const double> heights) {
+  if (rows < 2 || cols < 2) return 0;
+  // Heightfield::Build's storage: exact 32-bit decimals (4 bytes), else
+  // exact floats (4), else doubles (8).
+  size_t per_sample = 8;
+  double d = 1.0;
+  for (int k = 0; k <= 9 && per_sample == 8; ++k, d *= 10.0) {
+    bool ok = true;
+    for (size_t i = 0; i < heights.size() && ok; ++i) {
+      const double q = std::nearbyint(heights[i] * d);
+      ok = std::fabs(q) <= 2147483647.0 && q / d == heights[i];
+    }
+    if (ok) per_sample = 4;
+  }
+  if (per_sample == 8) {
+    bool floats = true;
+    for (size_t i = 0; i < heights.size() && floats; ++i) {
+      floats = static_cast<double>(static_cast<float>(heights[i])) == heights[i];
+    }
+    if (floats) per_sample = 4;
+  }
+  size_t bytes = sizeof(SurfaceData) + heights.size() * (sizeof(double) + per_sample);
+  // Its min/max hierarchy: level k holds ceil(cells / 2^k) blocks per axis,
+  // a float min and max each, up to one block; the levels are pushed one by one.
+  constexpr size_t kLevelBytes = 64;  // Heightfield::Level: three words and two vectors
+  const uint64_t cells_x = cols - 1, cells_z = rows - 1;
+  size_t levels = 0;
+  for (uint64_t block = 2;; block *= 2) {
+    const uint64_t nx = (cells_x + block - 1) / block, nz = (cells_z + block - 1) / block;
+    bytes += static_cast<size_t>(nx * nz) * 2 * sizeof(float);
+    ++levels;
+    if (nx == 1 && nz == 1) break;
+  }
+  return bytes + std::bit_ceil(levels) * kLevelBytes;
+}
+
+size_t Shape::PredictCompoundBytes(size_t children, size_t children_bytes) {
+  // CompoundData: children and their bounds reserved exactly; beyond
+  // kLinearChildren a hierarchy of 2n reserved nodes and an n-byte order.
+  size_t bytes = sizeof(CompoundData) + children * (sizeof(CompoundChild) + sizeof(Aabb)) +
+                 children_bytes;
+  if (children > static_cast<size_t>(CompoundData::kLinearChildren)) {
+    bytes += 2 * children * sizeof(CompoundData::Node) + children;
+  }
+  return bytes;
 }
 
 Result<Shape> Shape::Make(const TriangleMeshShape& m) {

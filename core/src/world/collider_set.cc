@@ -188,6 +188,13 @@ void ColliderSet::RestoreRevision(uint64_t revision) {
   m.revision = revision;
 }
 
+void ColliderSet::Drop() {
+  auto fresh = std::make_unique<Impl>();
+  fresh->history.set_window(impl_->history.window());
+  impl_.swap(fresh);  // the old contents are freed when `fresh` goes
+  if (base_ != nullptr) LinkBase();
+}
+
 void ColliderSet::SetHistoryTicks(uint32_t ticks) { impl_->history.set_window(ticks); }
 uint32_t ColliderSet::history_ticks() const { return impl_->history.window(); }
 

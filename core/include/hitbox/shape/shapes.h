@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -321,6 +322,20 @@ class Shape {
   }
   /// Heap bytes owned by this shape's kind data (0 for primitives).
   size_t DataBytes() const;
+
+  /// DataBytes() of the shape Make would build from an input, computed from
+  /// the input alone (no hull, mesh or hierarchy is built), so that a server
+  /// can price a change before building it. Meshes and heightfields: the
+  /// storage their build chooses, the triangles a mesh keeps (0 when it would
+  /// keep none); hulls: the most a hull of `points` points can hold (every
+  /// point a vertex, triangular faces); compounds: their own data plus
+  /// `children_bytes` (the children's predictions).
+  static size_t PredictHullBytes(size_t points);
+  static size_t PredictMeshBytes(std::span<const Vec3> vertices,
+                                 std::span<const std::array<uint32_t, 3>> triangles);
+  static size_t PredictHeightfieldBytes(uint32_t rows, uint32_t cols,
+                                        std::span<const double> heights);
+  static size_t PredictCompoundBytes(size_t children, size_t children_bytes);
 
   /// Bounding box in the local frame.
   Aabb LocalBounds() const;

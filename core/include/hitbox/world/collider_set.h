@@ -361,6 +361,11 @@ class ColliderSet {
   /// kFailedPrecondition when this set already has colliders or a base, or
   /// `base` has a base itself. The base must outlive no one: it is shared.
   Status SetBase(std::shared_ptr<const ColliderSet> base, std::string name);
+  /// Frees everything the set holds of its own (colliders and their shape
+  /// data, tree, id index, history), leaving it as just made with the same
+  /// history window; the base stays, so base() may still be read without a
+  /// lock (a deleted session's set, dropped at once).
+  void Drop();
   /// The base set, or nullptr when none.
   const ColliderSet* base() const { return base_.get(); }
   /// The name given with the base ("" when none).

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,8 +94,46 @@ Result<QueryFilter> FromProto(const v1::QueryFilter& f, std::string_view field);
 Result<Query> FromProto(const v1::Query& q, std::string_view field);
 
 /// A whole change list; errors are named "<field>[i]...." (field "changes").
+/// `before_build` (may be empty): called with the entry's index before each
+/// entry whose shape needs a build (NeedsBuild); an error from it stops the
+/// conversion and is returned (the server's deadline and cancellation).
 Status FromProto(const Repeated<v1::ColliderChange>& changes, std::vector<ColliderChange>* out,
-                 std::string_view field = "changes");
+                 std::string_view field = "changes",
+                 const std::function<Status(int)>& before_build = {});
+
+/// Heightfield samples per unit of build work (ChangeCost::build_work): a
+/// sample costs about a sixteenth of a mesh triangle to build.
+inline constexpr uint64_t kSamplesPerWorkUnit = 16;
+
+/// What building one change's shape will cost, from its counts alone.
+struct ChangeCost {
+  /// Bytes its shape's data will hold once built: Shape::DataBytes() as
+  /// Shape::Predict*Bytes computes it (0 for primitives, moves and removes).
+  uint64_t shape_bytes = 0;
+  /// Build work: mesh triangles + hull points (a compound's children's too)
+  /// + compound children + heightfield samples / kSamplesPerWorkUnit.
+  uint64_t build_work = 0;
+  /// Input triangles of its mesh, samples of its heightfield, most points of
+  /// one of its hulls (0: none), for the session's geometry limits.
+  uint64_t mesh_triangles = 0;
+  uint64_t heightfield_samples = 0;
+  uint64_t hull_points = 0;
+};
+
+/// True when the change adds or replaces a shape that needs a build (convex
+/// hull, mesh, heightfield, compound); the list form: any of them.
+bool NeedsBuild(const v1::ColliderChange& change);
+bool NeedsBuild(const Repeated<v1::ColliderChange>& changes);
+
+/// Checks a change list as FromProto does (the same errors and messages),
+/// without building any shape: everything but what only a build can find (a
+/// degenerate hull's volume). A mesh whose triangles all have zero area is
+/// found here too. `skeletons` gets one change per entry (kind, id, pose,
+/// layer; shapes needing a build are a placeholder unit sphere), `costs` one
+/// ChangeCost per entry. O(input), no copy of a mesh's triangles.
+Status CheckChanges(const Repeated<v1::ColliderChange>& changes,
+                    std::vector<ColliderChange>* skeletons, std::vector<ChangeCost>* costs,
+                    std::string_view field = "changes");
 /// A whole query list; errors are named "<field>[i]...." (field "queries").
 Status FromProto(const Repeated<v1::Query>& queries, std::vector<Query>* out,
                  std::string_view field = "queries");
