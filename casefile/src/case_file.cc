@@ -420,6 +420,11 @@ std::vector<std::string> ListSupportedCaseFiles(const std::string& dir) {
   for (const std::string& f : ListCaseFiles((std::filesystem::path(dir) / "rewind").string())) {
     out.push_back(f);
   }
+  std::filesystem::path cases = std::filesystem::path(dir).lexically_normal();
+  if (cases.filename().empty()) cases = cases.parent_path();  // a trailing '/'
+  for (const std::string& f : ListCaseFiles((cases.parent_path() / "levels").string())) {
+    out.push_back(f);
+  }
   return out;
 }
 

@@ -86,7 +86,8 @@ inline constexpr const char* kSupportedNextCaseFiles[] = {
     "convex.json", "mesh_level.json", "heightfield.json", "compound.json", "big_level.json"};
 
 /// ListCaseFiles(dir) plus the supported files of dir/next that exist, plus
-/// every file of dir/rewind (issue 15: pose histories and at_tick queries).
+/// every file of dir/rewind (issue 15: pose histories and at_tick queries),
+/// plus every file of the real levels folder beside dir (dir/../levels).
 std::vector<std::string> ListSupportedCaseFiles(const std::string& dir);
 
 /// Verdict on one answer.
