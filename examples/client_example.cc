@@ -1,4 +1,4 @@
-// hitbox-client-example: the README's "Client library" example as a real
+// hitbox-client-example: the example of docs/client.md as a real
 // program. Connects to a running hitboxd, creates a session, adds a floor and
 // a wall, sweeps a capsule towards the wall, prints the hit, and deletes the
 // session.

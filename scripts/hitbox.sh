@@ -1,34 +1,31 @@
 #!/usr/bin/env bash
-# Hitbox developer entry point: installs what is missing, builds, then runs or tests.
+# Hitbox's entry point: installs missing Debian packages, builds, then runs or tests.
 #
-#   bash scripts/hitbox.sh run     install deps, build, start hitboxd --demo on the arena map (extra args go to hitboxd)
-#   bash scripts/hitbox.sh test    install deps, build everything with warnings as errors,
-#                                  run every test (CTest), then build the fuzz targets and
-#                                  run their smoke (fuzz-test)
-#   bash scripts/hitbox.sh deps    only install missing Debian packages
-#   bash scripts/hitbox.sh build   deps + build (Release, into ./build; warnings stay warnings)
-#   bash scripts/hitbox.sh sanitize-test  deps, build the tests with ASan + UBSan (into
-#                                  ./build-sanitize), run every test there
-#   bash scripts/hitbox.sh fuzz-build  clang + libFuzzer packages, build the fuzz targets
-#                                  (into ./build-fuzz, sanitizers on; see fuzz/README.md)
-#   bash scripts/hitbox.sh fuzz-test   fuzz-build, then a few seconds of each target (CTest)
+#   bash scripts/hitbox.sh run            build, then hitboxd --demo on examples/maps
+#                                         (extra arguments go to hitboxd)
+#   bash scripts/hitbox.sh test           build, run every test (CTest), then the fuzz smoke
+#   bash scripts/hitbox.sh build          build only (Release, into ./build)
+#   bash scripts/hitbox.sh deps           install missing packages only
+#   bash scripts/hitbox.sh sanitize-test  ASan + UBSan build into ./build-sanitize, every test
+#   bash scripts/hitbox.sh fuzz-build     clang libFuzzer targets into ./build-fuzz (fuzz/README.md)
+#   bash scripts/hitbox.sh fuzz-test      fuzz-build, then a few seconds of each target
 #
-# Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release),
-# JOBS (default nproc), HITBOX_CMAKE_ARGS (extra cmake arguments),
-# HITBOX_WERROR (ON|OFF; default ON for `test`, OFF for `build` and `run`),
-# HITBOX_BUILD_TESTS / HITBOX_BUILD_BENCHMARKS (ON|OFF; unset: the CMake
-# default, ON), HITBOX_TARGETS (space-separated targets to build; unset: all),
-# FUZZ_BUILD_DIR (default ./build-fuzz), HITBOX_FUZZ_SMOKE (0: `test` skips the
-# fuzz smoke), HITBOX_FUZZ_SMOKE_SECONDS (default 10 per target),
-# SANITIZE_BUILD_DIR (default ./build-sanitize).
-# The Dockerfile's build stage runs this same script, so it is the one source of
-# truth for dependencies.
+# run, test and build configure ./build identically, so one never recompiles
+# what the other built. docs/build.md lists the environment variables.
+# The Dockerfile's build stage runs this script too: one list of dependencies.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"                 # the plain build: run, test, build
 BUILD_TYPE="${BUILD_TYPE:-Release}"
-JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"        # parallel compiles and tests
+# Warnings are errors for every command that configures ./build: the script
+# installs Debian bookworm's gcc 12, under which the tree is kept free of
+# warnings, and one setting means `run` and `test` share one build.
+# HITBOX_WERROR=OFF (set for every command alike) is for other compilers.
+WERROR="${HITBOX_WERROR:-ON}"
+SANITIZE_BUILD_DIR="${SANITIZE_BUILD_DIR:-$ROOT/build-sanitize}"
+FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 
 # Build-time packages (Debian bookworm). Runtime-only images need just the
 # shared libraries these pull in (see docker/Dockerfile).
@@ -55,11 +52,12 @@ TEST_PACKAGES=(chromium fonts-dejavu-core)
 # clang and its compiler-rt (libFuzzer, ASan and UBSan runtimes).
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
+# Runs a command as root: directly when we are root, else through sudo.
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# install_missing PACKAGE...: apt-get install of those not installed yet.
+# apt-get installs those of the named packages that are not installed yet.
 install_missing() {
   local missing=()
   for p in "$@"; do
@@ -78,11 +76,17 @@ install_missing() {
 
 deps() { install_missing "${BUILD_PACKAGES[@]}"; }
 
-configure() {
-  local launcher=()
+# Prints the cmake arguments that put ccache in front of the compilers, when
+# ccache is installed (rebuilds of unchanged files then cost a cache lookup).
+launcher_args() {
   if command -v ccache >/dev/null 2>&1; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+    echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
   fi
+}
+
+# Configures ./build. Every command passes the same arguments, so the second
+# of `run` and `test` finds the first one's build up to date.
+configure() {
   local options=()
   if [ -n "${HITBOX_BUILD_TESTS:-}" ]; then
     options+=(-DHITBOX_BUILD_TESTS="$HITBOX_BUILD_TESTS")
@@ -90,13 +94,12 @@ configure() {
   if [ -n "${HITBOX_BUILD_BENCHMARKS:-}" ]; then
     options+=(-DHITBOX_BUILD_BENCHMARKS="$HITBOX_BUILD_BENCHMARKS")
   fi
-  # Always passed, so the cached value follows the command (test: ON).
-  options+=(-DHITBOX_WERROR="${HITBOX_WERROR:-$WERROR_DEFAULT}")
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2046,SC2086
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
-    "${launcher[@]}" "${options[@]}" ${HITBOX_CMAKE_ARGS:-}
+    $(launcher_args) -DHITBOX_WERROR="$WERROR" "${options[@]}" ${HITBOX_CMAKE_ARGS:-}
 }
 
+# deps, configure, then builds HITBOX_TARGETS (space-separated; unset: all).
 build() {
   deps
   configure
@@ -108,27 +111,15 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
 }
 
-# Warnings are errors for `test` (CI), where the compiler is the one the tree
-# is kept clean for (Debian bookworm's gcc 12). `build` and `run` only warn: a
-# newer compiler's new warnings must not stop someone from running the service.
-WERROR_DEFAULT=OFF
-
-SANITIZE_BUILD_DIR="${SANITIZE_BUILD_DIR:-$ROOT/build-sanitize}"
-
-# The whole test suite with AddressSanitizer (and LeakSanitizer) and
-# UndefinedBehaviorSanitizer on every target of ours (hitboxd and hitboxctl,
-# run by the tests, included); any report fails its test. -O2 with line
-# tables, assertions on; no benchmarks. Warnings are checked by the plain
-# build (gcc's -O2 warnings under ASan instrumentation include false alarms).
+# The whole test suite under AddressSanitizer (leaks included) and
+# UndefinedBehaviorSanitizer, hitboxd and hitboxctl included; any report fails
+# its test. -O2 with line tables, no benchmarks. Warnings stay warnings here:
+# gcc's -O2 warnings under ASan include false alarms (./build checks them).
 sanitize_test() {
   deps
-  local launcher=()
-  if command -v ccache >/dev/null 2>&1; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  fi
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2046,SC2086
   cmake -S "$ROOT" -B "$SANITIZE_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize \
-    "-DCMAKE_CXX_FLAGS=-O2 -g1" "${launcher[@]}" \
+    "-DCMAKE_CXX_FLAGS=-O2 -g1" $(launcher_args) \
     -DHITBOX_BUILD_TESTS=ON -DHITBOX_BUILD_BENCHMARKS=OFF -DHITBOX_BUILD_FUZZERS=OFF \
     -DHITBOX_SANITIZE=address,undefined -DHITBOX_WERROR="${HITBOX_WERROR:-OFF}" \
     ${HITBOX_CMAKE_ARGS:-} >/dev/null
@@ -139,27 +130,22 @@ sanitize_test() {
     ctest --output-on-failure -j "$JOBS" --timeout 1800)
 }
 
-FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
-
-# The libFuzzer targets of fuzz/: clang, ASan + UBSan on our libraries and the
-# targets, coverage instrumentation (-fsanitize=fuzzer-no-link) on our
-# libraries. Only the fuzz targets (and their libraries) are built.
+# The libFuzzer targets of fuzz/ and their libraries only: clang, ASan + UBSan,
+# coverage instrumentation (-fsanitize=fuzzer-no-link) on our libraries.
 fuzz_build() {
   deps
   install_missing "${FUZZ_PACKAGES[@]}"
-  local launcher=()
-  if command -v ccache >/dev/null 2>&1; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  fi
+  # shellcheck disable=SC2046
   CC=clang CXX=clang++ cmake -S "$ROOT" -B "$FUZZ_BUILD_DIR" -G Ninja \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DCMAKE_BUILD_TYPE=Fuzz "-DCMAKE_CXX_FLAGS=-O2 -gline-tables-only" "${launcher[@]}" \
+    -DCMAKE_BUILD_TYPE=Fuzz "-DCMAKE_CXX_FLAGS=-O2 -gline-tables-only" $(launcher_args) \
     -DHITBOX_BUILD_TESTS=OFF -DHITBOX_BUILD_BENCHMARKS=OFF -DHITBOX_BUILD_FUZZERS=ON \
     -DHITBOX_SANITIZE=address,undefined \
     -DHITBOX_FUZZ_SMOKE_SECONDS="${HITBOX_FUZZ_SMOKE_SECONDS:-10}" >/dev/null
   cmake --build "$FUZZ_BUILD_DIR" -j "$JOBS" --target hitbox_fuzzers
 }
 
+# fuzz_build, then HITBOX_FUZZ_SMOKE_SECONDS (default 10) of each target (CTest label fuzz).
 fuzz_test() {
   fuzz_build
   (cd "$FUZZ_BUILD_DIR" && ctest --output-on-failure -j "$JOBS" -L fuzz --timeout 300)
@@ -170,10 +156,9 @@ case "${1:-}" in
   build) build ;;
   test)
     install_missing "${TEST_PACKAGES[@]}"
-    WERROR_DEFAULT=ON
     build
     (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
-    if [ "${HITBOX_FUZZ_SMOKE:-1}" != 0 ]; then
+    if [ "${HITBOX_FUZZ_SMOKE:-1}" != 0 ]; then  # HITBOX_FUZZ_SMOKE=0 skips it
       fuzz_test
     fi
     ;;
@@ -183,8 +168,8 @@ case "${1:-}" in
   run)
     build
     shift || true
-    # Ctrl-C (SIGINT) or SIGTERM stops it gracefully. The demo session is on
-    # the shared map examples/maps/arena.glb (scripts/make_demo_map.py).
+    # The demo session is on the shared map examples/maps/arena.glb
+    # (scripts/make_demo_map.py). Ctrl-C or SIGTERM stops hitboxd gracefully.
     exec "$BUILD_DIR/bin/hitboxd" --demo --maps "$ROOT/examples/maps" "$@"
     ;;
   *)

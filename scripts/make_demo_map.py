@@ -2,7 +2,7 @@
 """Writes examples/maps/arena.glb, the demo map `bash scripts/hitbox.sh run` serves.
 
 A 100 m x 100 m arena in glTF 2.0 binary form (y up, metres), made the way a
-level exported from Blender for Hitbox looks (see README "Levels"):
+level exported from Blender for Hitbox looks (see docs/cli.md, "Levels"):
 
 - triangle meshes: a tessellated floor, the perimeter walls, a ramp and a hill;
 - `UBX_*` nodes: stairs and crates (boxes fitted to their vertices);

@@ -40,7 +40,7 @@ ClientOptions TestOptions() {
   return o;
 }
 
-// The README's world: a floor (layer 0) whose top is y = 0, and a wall
+// The world of docs/client.md's example: a floor (layer 0) whose top is y = 0, and a wall
 // (layer 1) whose front face is the plane z = 4.75.
 std::vector<Collider> World() {
   return {
