@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "geometry/heightfield.h"
-#include "geometry/surface_queries.h"
+#include "collision/triangles/surface_deepest_contact.h"
+#include "collision/triangles/surface_sweep.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/gjk.h"
 
@@ -82,6 +83,13 @@ void SetLabels(benchmark::State& state, const TriangleMesh& mesh) {
   state.SetItemsProcessed(state.iterations());
 }
 
+/// A sphere of `radius` as a convex core (a point grown by the radius).
+internal::ConvexCore BallCore(double radius) {
+  internal::ConvexCore core;
+  core.margin = radius;
+  return core;
+}
+
 void BM_MeshRaycast(benchmark::State& state) {
   const TriangleMesh& mesh = Mesh(state.range(0));
   const std::vector<Query> q = Queries(state.range(0), 1);
@@ -103,7 +111,8 @@ void BM_MeshSphereSweep(benchmark::State& state) {
   size_t i = 0;
   for (auto _ : state) {
     const Query& x = q[i++ % q.size()];
-    benchmark::DoNotOptimize(mesh.SweepSphere(x.origin, 0.5, x.translation));
+    benchmark::DoNotOptimize(
+        SurfaceSweepConvex(mesh, PlacedConvex(BallCore(0.5), Pose{x.origin}), x.translation));
   }
   SetLabels(state, mesh);
 }
@@ -145,7 +154,8 @@ void BM_HeightfieldSphereSweep(benchmark::State& state) {
   size_t i = 0;
   for (auto _ : state) {
     const Query& x = q[i++ % q.size()];
-    benchmark::DoNotOptimize(field.SweepSphere(x.origin, 0.5, x.translation));
+    benchmark::DoNotOptimize(
+        SurfaceSweepConvex(field, PlacedConvex(BallCore(0.5), Pose{x.origin}), x.translation));
   }
   state.counters["triangles"] = field.triangle_count();
   state.SetItemsProcessed(state.iterations());

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "collision/triangles/ball_triangle_sweep.h"
+#include "geometry/ray_primitives.h"
 #include "geometry/triangle.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/triangle_queries.h"
@@ -121,6 +123,92 @@ inline bool BruteRaycast(const TriangleMesh& mesh, const Vec3& o, const Vec3& d,
     }
   }
   return found;
+}
+
+/// Every triangle of `surface` (TriangleMesh or Heightfield) the ray
+/// o + t * d, t in [0, 1], hits, one entry each (brute force over the
+/// triangles whose boxes meet the ray's box).
+template <typename Surface>
+void BruteRaycastAll(const Surface& surface, const Vec3& o, const Vec3& d,
+                     std::vector<MeshRayHit>* hits) {
+  if (d.LengthSq() == 0.0) return;
+  const WatertightRay ray(o, d);
+  surface.VisitOverlapping(Aabb().Union(o).Union(o + d), [&](uint32_t k) {
+    Vec3 v[3];
+    surface.TriangleVertices(k, v);
+    TriangleRayHit h;
+    if (RayTriangleWatertight(ray, v[0], v[1], v[2], 1.0, &h)) {
+      hits->push_back({h.t, FacingNormal(v[0], v[1], v[2], d), surface.OriginalIndex(k)});
+    }
+    return true;
+  });
+}
+
+/// Triangles of `surface` within `radius` of segment [p0, p1] (a sphere when
+/// p0 == p1), with one contact each when `contacts` is given; else stops at
+/// the first when `first_only`. True when any is touched.
+template <typename Surface>
+bool BruteOverlapCapsule(const Surface& surface, const Vec3& p0, const Vec3& p1, double radius,
+                         bool first_only, std::vector<MeshContact>* contacts) {
+  bool any = false;
+  const double r2 = radius * radius;
+  surface.VisitOverlapping(Aabb().Union(p0).Union(p1).Expanded(radius), [&](uint32_t k) {
+    Vec3 v[3];
+    surface.TriangleVertices(k, v);
+    Vec3 on_seg = p0, on_tri;
+    const double d2 = p0 == p1
+                          ? PointTriangleDistanceSq(p0, v[0], v[1], v[2], &on_tri)
+                          : SegmentTriangleDistanceSq(p0, p1, v[0], v[1], v[2], &on_seg, &on_tri);
+    if (d2 > r2) return true;
+    any = true;
+    if (contacts != nullptr) {
+      MeshContact c;
+      c.triangle = surface.OriginalIndex(k);
+      c.point_on_mesh = on_tri;
+      BallTriangleContact(on_seg, on_tri, d2, radius, TriangleNormal(v[0], v[1], v[2]),
+                          &c.normal, &c.depth, &c.point_on_query);
+      contacts->push_back(c);
+    }
+    return !first_only || contacts != nullptr;
+  });
+  return any;
+}
+
+/// BruteOverlapCapsule for the sphere of `radius` about `center`.
+template <typename Surface>
+bool BruteOverlapSphere(const Surface& surface, const Vec3& center, double radius,
+                        bool first_only, std::vector<MeshContact>* contacts) {
+  return BruteOverlapCapsule(surface, center, center, radius, first_only, contacts);
+}
+
+/// First contact of a sphere moving from `center` by `translation` with
+/// `surface`: the closed form on every triangle whose box meets the swept
+/// box (earliest, then the lowest input triangle).
+template <typename Surface>
+MeshSweepHit BruteSweepSphere(const Surface& surface, const Vec3& center, double radius,
+                              const Vec3& translation) {
+  MeshSweepHit out;
+  const Aabb box = Aabb::FromCenterExtents(center, Vec3::Splat(radius))
+                       .Swept(translation)
+                       .Expanded(1e-9 * radius);
+  bool found = false;
+  surface.VisitOverlapping(box, [&](uint32_t k) {
+    Vec3 v[3];
+    surface.TriangleVertices(k, v);
+    const TriangleSweep s = SweepSphereTriangle(center, radius, translation, 1.0, v[0], v[1],
+                                                v[2], surface.ActiveEdges(k));
+    const uint32_t orig = surface.OriginalIndex(k);
+    if (s.hit && (!found || s.t < out.fraction || (s.t == out.fraction && orig < out.triangle))) {
+      found = true;
+      out.state = s.started_inside ? MeshSweepHit::State::kStartedInside : MeshSweepHit::State::kHit;
+      out.fraction = s.t;
+      out.normal = s.normal;
+      out.point = s.point;
+      out.triangle = orig;
+    }
+    return true;
+  });
+  return out;
 }
 
 }  // namespace hitbox::testing

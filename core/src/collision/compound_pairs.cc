@@ -22,7 +22,7 @@
 #include <limits>
 
 #include "collision/cast_internal.h"
-#include "geometry/work_meter.h"
+#include "collision/work_meter.h"
 #include "hitbox/collision/collide.h"
 
 namespace hitbox::internal {

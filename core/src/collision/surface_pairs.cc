@@ -4,7 +4,7 @@
 // The query is placed in the surface's local frame (pose_b.RelativeTo(pose_a):
 // positions subtracted first, so a level 20 km out is as accurate as one at
 // the origin) and answered by the standalone surface queries
-// (geometry/surface_queries.h): candidates from the surface's hierarchy, each
+// (collision/triangles/): candidates from the surface's hierarchy, each
 // triangle decided by GJK / EPA / conservative advancement.
 //
 // Per collider (not per triangle):
@@ -20,9 +20,10 @@
 #include <vector>
 
 #include "collision/cast_internal.h"
-#include "geometry/surface_queries.h"
+#include "collision/triangles/surface_deepest_contact.h"
+#include "collision/triangles/surface_sweep.h"
 #include "geometry/gjk.h"
-#include "geometry/work_meter.h"
+#include "collision/work_meter.h"
 #include "hitbox/collision/collide.h"
 #include "shape/surface_data.h"
 

@@ -76,16 +76,10 @@ class Heightfield {
   /// The equivalent triangle mesh (same vertices and triangle numbering).
   [[nodiscard]] Result<TriangleMesh> ToMesh() const;
 
-  /// Same contracts as the TriangleMesh queries of the same names.
+  /// Same contract as TriangleMesh::RaycastClosest.
   /// Hits beyond `max_fraction` are left out (the walk is pruned there).
   bool RaycastClosest(const Vec3& origin, const Vec3& translation, MeshRayHit* hit,
                       double max_fraction = 1.0) const;
-  void RaycastAll(const Vec3& origin, const Vec3& translation, std::vector<MeshRayHit>* hits) const;
-  bool OverlapSphere(const Vec3& center, double radius, bool first_only,
-                     std::vector<MeshContact>* contacts) const;
-  bool OverlapCapsule(const Vec3& p0, const Vec3& p1, double radius, bool first_only,
-                      std::vector<MeshContact>* contacts) const;
-  MeshSweepHit SweepSphere(const Vec3& center, double radius, const Vec3& translation) const;
 
   /// Calls visit(t) for both triangles of every cell whose box (x, z range and
   /// height range) overlaps `box`; visit returns false to stop.

@@ -1,7 +1,7 @@
 // The closest point of a simplex (a point, segment, triangle or tetrahedron)
 // to the origin: the one simplex solver of hitbox_core, for GJK distance
 // (gjk.cc, in the projection form), the GJK ray cast (gjk_raycast.cc),
-// triangle-vs-convex GJK and its cast (triangle_convex.h) and the
+// triangle-vs-convex GJK and its cast (collision/triangles/) and the
 // origin-in-tetrahedron test of EPA (epa.cc). Internal to hitbox_core.
 // (GJK distance ending `inside` a thin tetrahedron once put contact points
 // 5e-5..0.2 m off a shape: see kSimplexThinVolume2.)

@@ -247,22 +247,6 @@ class TriangleMesh {
   /// Hits beyond `max_fraction` are left out (the walk is pruned there).
   bool RaycastClosest(const Vec3& origin, const Vec3& translation, MeshRayHit* hit,
                       double max_fraction = 1.0) const;
-  /// Every triangle the ray hits, in no particular order (one entry per triangle).
-  void RaycastAll(const Vec3& origin, const Vec3& translation,
-                  std::vector<MeshRayHit>* hits) const;
-
-  /// Triangles touched by the solid sphere (touching counts). With
-  /// `contacts`, one MeshContact per touched triangle; otherwise stops at the
-  /// first when `first_only`. Returns true when any triangle is touched.
-  bool OverlapSphere(const Vec3& center, double radius, bool first_only,
-                     std::vector<MeshContact>* contacts) const;
-  /// Same for the capsule around segment [p0, p1] with `radius`.
-  bool OverlapCapsule(const Vec3& p0, const Vec3& p1, double radius, bool first_only,
-                      std::vector<MeshContact>* contacts) const;
-
-  /// First contact of a sphere moving from `center` by `translation`.
-  MeshSweepHit SweepSphere(const Vec3& center, double radius, const Vec3& translation) const;
-
   /// Calls visit(k) for every kept triangle whose box overlaps `box`; visit
   /// returns false to stop. Returns false when stopped.
   template <typename Visit>

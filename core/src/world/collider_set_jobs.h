@@ -3,7 +3,7 @@
 // and the batch runner (collider_set_batch.cc).
 #pragma once
 
-#include "geometry/work_meter.h"
+#include "collision/work_meter.h"
 #include "world/collider_set_internal.h"
 #include "world/query_hits.h"
 

@@ -4,7 +4,7 @@
 // the axis along an edge, a rim grazing an edge, a vertex on a rim, starting
 // touching or inside, far from the origin, slivers); and the cull before
 // the cast (CylinderTriangleApart), which must never drop a pair it hits.
-#include "geometry/cylinder_triangle.h"
+#include "collision/triangles/cylinder_triangle.h"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,11 @@
 #include <string>
 
 #include "geometry/gjk.h"
-#include "geometry/surface_queries.h"
-#include "geometry/triangle_convex.h"
+#include "collision/triangles/surface_deepest_contact.h"
+#include "collision/triangles/surface_sweep.h"
+#include "collision/triangles/box_triangle_sweep.h"
+#include "collision/triangles/triangle_epa.h"
+#include "collision/triangles/triangle_polytope_sat.h"
 #include "test_util.h"
 
 namespace hitbox {

@@ -150,24 +150,24 @@ TEST(HeightfieldQueries, SameAsEquivalentMesh) {
           EXPECT_TRUE(VecNear(a.normal, m.normal, 1e-12));
         }
         std::vector<MeshRayHit> all_a, all_m;
-        hf.RaycastAll(o, d, &all_a);
-        mesh.RaycastAll(o, d, &all_m);
+        testing::BruteRaycastAll(hf, o, d, &all_a);
+        testing::BruteRaycastAll(mesh, o, d, &all_m);
         EXPECT_EQ(all_a.size(), all_m.size());
       }
       const double r = rng.Uniform(0.05, 1.2);
       const Vec3 c = b.Center() + Mul(rng.InBox(1.1), b.Extents() + Vec3{0, r, 0});
       std::vector<MeshContact> ca, cm;
-      const bool oa = hf.OverlapSphere(c, r, false, &ca);
-      EXPECT_EQ(oa, mesh.OverlapSphere(c, r, false, &cm));
+      const bool oa = testing::BruteOverlapSphere(hf, c, r, false, &ca);
+      EXPECT_EQ(oa, testing::BruteOverlapSphere(mesh, c, r, false, &cm));
       EXPECT_EQ(ca.size(), cm.size());
       const Vec3 p1 = c + rng.InBox(1.0);
       ca.clear();
       cm.clear();
-      EXPECT_EQ(hf.OverlapCapsule(c, p1, r, false, &ca), mesh.OverlapCapsule(c, p1, r, false, &cm));
+      EXPECT_EQ(testing::BruteOverlapCapsule(hf, c, p1, r, false, &ca), testing::BruteOverlapCapsule(mesh, c, p1, r, false, &cm));
       EXPECT_EQ(ca.size(), cm.size());
       overlaps += oa;
-      const MeshSweepHit sa = hf.SweepSphere(o, r, d);
-      const MeshSweepHit sm = mesh.SweepSphere(o, r, d);
+      const MeshSweepHit sa = testing::BruteSweepSphere(hf, o, r, d);
+      const MeshSweepHit sm = testing::BruteSweepSphere(mesh, o, r, d);
       ASSERT_EQ(sa.state, sm.state) << ToString(o) << " " << ToString(d) << " r " << r;
       if (sa.state != MeshSweepHit::State::kMiss) {
         ++sweeps;

@@ -20,7 +20,8 @@
 #include <vector>
 
 #include "geometry/heightfield.h"
-#include "geometry/surface_queries.h"
+#include "collision/triangles/surface_deepest_contact.h"
+#include "collision/triangles/surface_sweep.h"
 #include "mesh_util.h"
 #include "test_util.h"
 
@@ -28,7 +29,11 @@ namespace hitbox {
 namespace {
 
 using testing::BoxMesh;
+using testing::BruteOverlapCapsule;
+using testing::BruteOverlapSphere;
 using testing::BruteRaycast;
+using testing::BruteRaycastAll;
+using testing::BruteSweepSphere;
 using testing::IcoSphere;
 using testing::MeshData;
 using testing::Random;
@@ -643,7 +648,7 @@ TEST(MeshRaycast, MatchesBruteForce) {
       EXPECT_LE(Dot(got.normal, d), 0.0);
       // RaycastAll holds the same closest hit, and one entry per hit triangle.
       std::vector<MeshRayHit> all;
-      mesh.RaycastAll(o, d, &all);
+      BruteRaycastAll(mesh, o, d, &all);
       double min_t = 2.0;
       for (const MeshRayHit& h : all) min_t = std::min(min_t, h.fraction);
       EXPECT_EQ(min_t, got.fraction);
@@ -749,8 +754,8 @@ TEST(MeshOverlap, SphereAndCapsuleMatchBruteForce) {
       const double r = rng.Uniform(0.05, 1.5);
       const Vec3 p1 = c + rng.InBox(1.0);
       std::vector<MeshContact> sph, cap;
-      const bool s = m->OverlapSphere(c, r, false, &sph);
-      const bool k = m->OverlapCapsule(c, p1, r, false, &cap);
+      const bool s = BruteOverlapSphere(*m, c, r, false, &sph);
+      const bool k = BruteOverlapCapsule(*m, c, p1, r, false, &cap);
       std::vector<uint32_t> want_s, want_c;
       for (uint32_t t = 0; t < m->triangle_count(); ++t) {
         Vec3 v[3], q, qs;
@@ -774,7 +779,7 @@ TEST(MeshOverlap, SphereAndCapsuleMatchBruteForce) {
       EXPECT_EQ(ids(cap), want_c);
       EXPECT_EQ(s, !want_s.empty());
       EXPECT_EQ(k, !want_c.empty());
-      EXPECT_EQ(m->OverlapSphere(c, r, true, nullptr), s);
+      EXPECT_EQ(BruteOverlapSphere(*m, c, r, true, nullptr), s);
       touched += s;
       // Contacts: pushing the sphere out by depth along the normal separates it.
       for (const MeshContact& x : sph) {
@@ -800,7 +805,7 @@ TEST(MeshSweep, SphereMatchesBruteForceAndTouches) {
       const Vec3 c = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
       const Vec3 d = b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c;
       const double r = rng.Uniform(0.05, 1.0);
-      const MeshSweepHit got = m->SweepSphere(c, r, d);
+      const MeshSweepHit got = BruteSweepSphere(*m, c, r, d);
       double best = 1.0;
       bool found = false;
       for (uint32_t t = 0; t < m->triangle_count(); ++t) {
@@ -815,9 +820,9 @@ TEST(MeshSweep, SphereMatchesBruteForceAndTouches) {
       EXPECT_EQ(got.fraction, best);
       if (got.fraction > 0.0) {
         EXPECT_LE(Dot(got.normal, d), 1e-12);
-        EXPECT_FALSE(m->OverlapSphere(c + d * (got.fraction * (1 - 1e-9) - 1e-9), r, true,
+        EXPECT_FALSE(BruteOverlapSphere(*m, c + d * (got.fraction * (1 - 1e-9) - 1e-9), r, true,
                                       nullptr));
-        EXPECT_TRUE(m->OverlapSphere(c + d * got.fraction, r * (1 + 1e-9) + 1e-12, true,
+        EXPECT_TRUE(BruteOverlapSphere(*m, c + d * got.fraction, r * (1 + 1e-9) + 1e-12, true,
                                      nullptr));
       }
     }
@@ -839,7 +844,7 @@ TEST(MeshSweep, SlidingOnFlatFloorReportsFaceNormal) {
     if (i % 3 == 0) c.x = std::round(c.x);
     if (i % 5 == 0) c.z = std::round(c.z);
     const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(1e-3, 0.05), rng.Uniform(-1, 1)};
-    const MeshSweepHit hit = floor.SweepSphere(c, r, d);
+    const MeshSweepHit hit = BruteSweepSphere(floor, c, r, d);
     ASSERT_EQ(hit.state, MeshSweepHit::State::kHit);
     EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-12)) << ToString(c) << " " << ToString(d);
     ++checked;
@@ -1167,9 +1172,9 @@ TEST(MeshConvex, OverlapMatchesClosedFormAndSat) {
       SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kSegment, {}, hh, 0, r), pose), false, &gc);
       SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kBox, he, 0, 0, 0), pose), false, &gb);
       std::vector<MeshContact> cs, cc;
-      m->OverlapSphere(c, r, false, &cs);
+      BruteOverlapSphere(*m, c, r, false, &cs);
       const Vec3 axis = q.Rotate({0, hh, 0});
-      m->OverlapCapsule(c - axis, c + axis, r, false, &cc);
+      BruteOverlapCapsule(*m, c - axis, c + axis, r, false, &cc);
       std::vector<uint32_t> ws, wc, wb;
       for (const auto& x : cs) ws.push_back(x.triangle);
       for (const auto& x : cc) wc.push_back(x.triangle);
@@ -1532,7 +1537,7 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
           EXPECT_LE(Dot(hit.normal, d), 1e-9);
         }
         if (core.kind == ConvexCore::Kind::kPoint) {
-          const MeshSweepHit exact = m->SweepSphere(c, r, d);
+          const MeshSweepHit exact = BruteSweepSphere(*m, c, r, d);
           EXPECT_NEAR(exact.fraction, f, 1e-7);
         }
       }

@@ -10,7 +10,9 @@
 #include <limits>
 
 #include "geometry/gjk.h"
-#include "geometry/triangle_convex.h"
+#include "collision/triangles/box_triangle_sweep.h"
+#include "collision/triangles/triangle_epa.h"
+#include "collision/triangles/triangle_polytope_sat.h"
 #include "test_util.h"
 
 namespace hitbox {

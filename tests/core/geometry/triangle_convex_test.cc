@@ -1,7 +1,9 @@
 // Triangle against convex (triangle_convex.h, surface_queries.h): the
 // closed-form SAT penetration of polytope cores against EPA and against the
 // separating move, the bounded cost of EPA on flat and sliver inputs.
-#include "geometry/triangle_convex.h"
+#include "collision/triangles/box_triangle_sweep.h"
+#include "collision/triangles/triangle_epa.h"
+#include "collision/triangles/triangle_polytope_sat.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +17,8 @@
 
 #include "geometry/gjk.h"
 #include "geometry/sat.h"
-#include "geometry/surface_queries.h"
+#include "collision/triangles/surface_deepest_contact.h"
+#include "collision/triangles/surface_sweep.h"
 #include "geometry/triangle_mesh.h"
 #include "hitbox/collision/collide.h"
 #include "mesh_util.h"

@@ -10,7 +10,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "geometry/triangle_convex.h"
+#include "collision/triangles/ball_triangle_sweep.h"
+#include "collision/triangles/box_triangle_sweep.h"
+#include "collision/triangles/triangle_epa.h"
+#include "collision/triangles/triangle_polytope_sat.h"
 #include "test_util.h"
 
 namespace hitbox {

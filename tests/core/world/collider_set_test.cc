@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "collision/cast_internal.h"
-#include "geometry/work_meter.h"
+#include "collision/work_meter.h"
 #include "mesh_util.h"
 #include "test_util.h"
 

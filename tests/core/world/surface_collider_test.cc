@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "geometry/heightfield.h"
-#include "geometry/surface_queries.h"
+#include "collision/triangles/surface_deepest_contact.h"
+#include "collision/triangles/surface_sweep.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/gjk.h"
 #include "hitbox/collision/collide.h"
@@ -161,7 +162,7 @@ TEST(SurfaceCollider, MeshMatchesComponent) {
     std::vector<OverlapHit> ohits;
     set.Overlap(oq, &ohits);
     std::vector<MeshContact> tris;
-    ref->OverlapSphere(c, radius, false, &tris);
+    testing::BruteOverlapSphere(*ref, c, radius, false, &tris);
     ASSERT_EQ(ohits.size(), tris.empty() ? 0u : 1u) << i;
     if (!tris.empty()) {
       ++overlaps;

@@ -38,7 +38,7 @@
 
 #include <cstdint>
 
-#include "geometry/triangle_convex.h"
+#include "collision/triangles/triangle_gjk_cast.h"
 #include "hitbox/math/math.h"
 
 namespace hitbox {

@@ -2,13 +2,14 @@
 // inlined into the mesh sweep's per-triangle step (SweepTriangle) it changed
 // the code GCC made for the other shapes' paths there (big_level sweeps:
 // 97.81M instructions inlined, 97.37M out of line).
-#include "geometry/cylinder_triangle.h"
+#include "collision/triangles/cylinder_triangle.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
+#include "collision/triangles/box_triangle_sweep.h"
 #include "geometry/gjk.h"
 
 namespace hitbox {

@@ -1,0 +1,267 @@
+// The deepest contact of a convex with a triangle surface, deciding triangles
+// in order of an upper bound of their depth (a lazily refined max-heap).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "collision/triangles/surface_overlap.h"
+#include "hitbox/math/math.h"
+
+namespace hitbox {
+
+namespace surface_detail {
+/// A triangle waiting in SurfaceDeepestContactConvex's heap.
+struct DeepestCandidate {
+  Vec3 v[3];
+  uint32_t triangle;
+  uint8_t stage;  // refinements of its bound done so far
+  int32_t sat;    // index of its box SAT result in DeepestScratch::sats, or -1
+  bool sat_answer;  // a box core, and TrianglePolytopePenetration answers (not flat)
+  bool supports;  // the core's supports along -n and +n (its unit normal) in `support`
+  Vec3 support[2];
+};
+/// A heap entry: an upper bound on the triangle's contact depth.
+struct DeepestEntry {
+  double bound;
+  uint32_t triangle;
+  uint32_t index;  // into DeepestScratch::candidates
+};
+struct DeepestScratch {
+  std::vector<DeepestCandidate> candidates;
+  std::vector<DeepestEntry> heap;
+  std::vector<TriangleConvexPenetration> sats;
+  std::vector<DeepestEntry> deferred;
+};
+}  // namespace surface_detail
+
+/// The deepest of SurfaceContactsConvex's contacts (ties: the lowest input
+/// triangle), without computing every one. Each candidate triangle's depth
+/// is bounded above, first by the overlap of the two along the triangle's
+/// normal (two support calls; any axis's overlap bounds the penetration
+/// depth, and GJK, SAT and EPA stay within this one: EPA's converged depth
+/// to its 1e-9 * scale tolerance, its fallbacks and SAT try that axis
+/// themselves), or for a box core on a triangle that TrianglePolytopePenetration
+/// answers (all but degenerate ones, where EPA may decide) by the overlaps
+/// along x, y and z of its bounds (no support calls: its SAT depth is exact,
+/// and GJK's when the cores are apart is less, so neither exceeds any axis's
+/// overlap; on big_level's boxes this looser bound cost less than the normal's
+/// support calls it saves), then, each time the triangle comes up, by a tighter one: for
+/// a box core the overlaps along its face normals, then along the axis from
+/// its centre to the triangle (TriangleInnerOverlap), then the SAT depth
+/// itself (TrianglePolytopePenetration: exactly the contact's depth when the
+/// cores overlap, else the contact's depth is at most it, up to rounding),
+/// for a cylinder or hull core the overlap along the axis from its axis or
+/// interior point to the triangle when that shows the cores apart.
+/// Triangles are decided (TriangleTouchContact) in order of their tightest
+/// bound, highest first (a max-heap, refined lazily: a triangle whose bound
+/// tightens goes back in the heap), and once the highest bound left is
+/// below the deepest contact so far by more than 4e-9 * scale, the rest are
+/// passed over. Returns false when no triangle is touched. The same contact
+/// as the deepest of SurfaceContactsConvex's: the deepest-then-lowest choice
+/// does not depend on the order, and a skipped triangle's contact cannot win
+/// (its depths can exceed the bound only by rounding, or EPA's tolerance).
+template <typename Surface, typename Convex>
+bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, MeshContact* out) {
+  using Candidate = surface_detail::DeepestCandidate;
+  using Entry = surface_detail::DeepestEntry;
+  // Scratch kept per thread between calls (no allocation per query).
+  static thread_local surface_detail::DeepestScratch scratch;
+  std::vector<Candidate>& candidates = scratch.candidates;
+  std::vector<Entry>& heap = scratch.heap;
+  std::vector<TriangleConvexPenetration>& sats = scratch.sats;
+  std::vector<Entry>& deferred = scratch.deferred;
+  candidates.clear();
+  heap.clear();
+  sats.clear();
+  deferred.clear();
+  bool any = false;
+  // The deepest contact wins; on equal depths, the lowest triangle.
+  const auto keep = [&](const MeshContact& m) {
+    if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
+      *out = m;
+    }
+    any = true;
+  };
+  if constexpr (requires { convex.rounded(); }) {
+    if (convex.rounded() != Convex::Rounded::kNone) {
+      // A ball or a capsule: GJK on a point or segment core and its contact
+      // cost little more than the bounds would; every touching triangle is
+      // decided in the hierarchy's order.
+      VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
+        MeshContact m;
+        if (TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) keep(m);
+        return true;
+      });
+      return any;
+    }
+  }
+  TrianglePolytopeCore polytope;
+  bool polytope_core = false;
+  if constexpr (requires { convex.PolytopeCore(&polytope); }) {
+    polytope_core = convex.PolytopeCore(&polytope) && polytope.axes == 3;
+  }
+  // Should the batch stop (budget, deadline), the triangles visited so far
+  // are decided, as SurfaceContactsConvex does.
+  const Aabb& bounds = convex.bounds();
+  VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
+    Candidate c;
+    c.supports = false;
+    std::copy(v, v + 3, c.v);
+    double bound = std::numeric_limits<double>::infinity();
+    // A box on a triangle TrianglePolytopePenetration answers (its own
+    // test, SatCrossAxis's).
+    c.sat_answer = false;
+    if (polytope_core) {
+      const Vec3 e1 = c.v[1] - c.v[0], e2 = c.v[2] - c.v[0];
+      c.sat_answer = internal::SatNotParallel(Cross(e1, e2).LengthSq(), e1, e2);
+    }
+    if (c.sat_answer) {
+      // The overlaps along x, y and z of the bounds (no support calls).
+      for (int a = 0; a < 3; ++a) {
+        const double lo = std::min(c.v[0][a], std::min(c.v[1][a], c.v[2][a]));
+        const double hi = std::max(c.v[0][a], std::max(c.v[1][a], c.v[2][a]));
+        bound = std::min(bound, std::min(bounds.max[a] - lo, hi - bounds.min[a]));
+      }
+    } else {
+      const Vec3 cross = Cross(c.v[1] - c.v[0], c.v[2] - c.v[0]);
+      const double len = cross.Length();
+      // Vec3::Normalized() written out: its length also tells whether this n
+      // is TriangleConvexEpa's cross / length (for the supports below).
+      const Vec3 n = len > 1e-150 ? cross / len : cross.Normalized();
+      if (n.LengthSq() > 0.0) {
+        const double d = Dot(n, c.v[0]);
+        c.support[1] = convex(n);
+        c.support[0] = convex(-n);
+        const double above = Dot(n, c.support[1]) + convex.margin() - d;
+        const double below = d - Dot(n, c.support[0]) + convex.margin();
+        bound = std::min(above, below);
+        // The prism's n (TriangleConvexEpa's cross / its length) is this one.
+        c.supports = len > 1e-150;
+      }
+    }
+    c.triangle = surface.OriginalIndex(k);
+    c.stage = 0;
+    c.sat = -1;
+    heap.push_back({bound, c.triangle, static_cast<uint32_t>(candidates.size())});
+    candidates.push_back(c);
+    return true;
+  });
+  // Max-heap on the bound; ties: the lowest triangle first.
+  const auto lower = [](const Entry& a, const Entry& b) {
+    return a.bound < b.bound || (a.bound == b.bound && a.triangle > b.triangle);
+  };
+  std::make_heap(heap.begin(), heap.end(), lower);
+  // Refinements: a box's face normals, its overlap along the axis from its
+  // centre, then its SAT depth; a cylinder's or a hull's overlap along the
+  // axis from its inner segment (TriangleInnerOverlap).
+  Vec3 inner[2];
+  convex.InnerSegment(inner);
+  const uint8_t final_stage = polytope_core ? 3 : 1;
+  const double slack = 4e-9 * convex.scale();
+  const double apart = 1e-9 * convex.scale();
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), lower);
+    Entry e = heap.back();
+    heap.pop_back();
+    if (any && e.bound + slack < out->depth) break;  // no deeper contact remains
+    Candidate& c = candidates[e.index];
+    // Its turn on a loose bound: tighten it, and decide it now only if it
+    // stays the highest.
+    bool requeued = false, done = false;
+    while (c.stage < final_stage) {
+      double tight = std::numeric_limits<double>::infinity();
+      if (!polytope_core || c.stage == 1) {
+        // A bound on the contact's depth when the cores are certainly apart
+        // along the axis (then GJK's closest points give the contact, no
+        // deeper than the overlap, nor than 0), or for a box when the
+        // triangle has a SAT answer (TrianglePolytopePenetration valid: the
+        // exact depth, at most any axis's overlap); else none: EPA stalled
+        // on a cylinder's or a hull's curved or sliver faces reports more
+        // than the depth, up to the overlap along its last normal or the
+        // triangle's own (with the overlap as a bound, DeepestContactMatches-
+        // AllContacts over 180000 queries saw cylinder contacts go to a
+        // triangle up to 7e-5 less deep).
+        const double overlap = TriangleInnerOverlap(c.v, convex, inner);
+        if (overlap < convex.margin() - apart) {
+          tight = std::max(overlap, 0.0);
+        } else if (c.sat_answer) {  // (a box core only)
+          tight = overlap;
+        }
+      } else if (c.stage == 0) {
+        // The box's own face normals (three axes, no support calls).
+        for (int k = 0; k < 3; ++k) {
+          const Vec3& a = polytope.axis[k];
+          const double t0 = Dot(a, c.v[0]), t1 = Dot(a, c.v[1]), t2 = Dot(a, c.v[2]);
+          const double mid = Dot(a, polytope.center);
+          const double reach = polytope.half[k] + convex.margin();
+          tight = std::min(tight, std::min(std::max(t0, std::max(t1, t2)) - (mid - reach),
+                                           mid + reach - std::min(t0, std::min(t1, t2))));
+        }
+      } else {
+        const TriangleConvexPenetration sat =
+            TrianglePolytopePenetration(c.v, polytope, convex.margin());
+        if (sat.valid) {
+          tight = sat.depth;
+          c.sat = static_cast<int32_t>(sats.size());
+          sats.push_back(sat);
+        }
+      }
+      ++c.stage;
+      if (!(tight < e.bound)) continue;
+      e.bound = tight;
+      if (!heap.empty() && lower(e, heap.front())) {
+        heap.push_back(e);
+        std::push_heap(heap.begin(), heap.end(), lower);
+        requeued = true;
+        break;
+      }
+      // Still the highest: every bound left is at most this one.
+      if (any && e.bound + slack < out->depth) {
+        done = true;
+        break;
+      }
+    }
+    if (done) break;
+    if (requeued) continue;
+    MeshContact m;
+    if (!polytope_core) {
+      // A cylinder or a hull: the prism's contact now (a face contact,
+      // exactly the bound along the normal); when the prism does not hold
+      // the origin (an edge or vertex contact, typically shallower than the
+      // bound), GJK and EPA later, when the deepest contact so far can stop
+      // EPA early (TriangleConvexEpa's stop_below).
+      if (!TrianglePrismContact(c.v, c.triangle, convex, &m,
+                                c.supports ? c.support : nullptr)) {
+        deferred.push_back(e);
+        continue;
+      }
+    } else if (!TriangleTouchContact(c.v, c.triangle, convex,
+                                     c.sat >= 0 ? &sats[c.sat] : nullptr, &m)) {
+      continue;
+    }
+    keep(m);
+  }
+  // Highest bound first, as they came out of the heap.
+  for (const Entry& e : deferred) {
+    if (any && e.bound + slack < out->depth) break;
+    const Candidate& c = candidates[e.index];
+    MeshContact m;
+    const TouchAnswer t = TriangleTouchAfterPrism(
+        c.v, c.triangle, convex, &m,
+        any ? out->depth - slack : -std::numeric_limits<double>::infinity());
+    if (t == TouchAnswer::kTouching) keep(m);
+  }
+  return any;
+}
+
+/// Whether the contact offset `skin` > 0 keeps the first contact `s` of the
+/// convex translating by `translation` with triangle `tri`
+/// (CastSettings::contact_offset): its depth when started inside (GJK, or
+/// TriangleCoresPenetration when the cores overlap) plus the approach over the rest of the
+/// translation must reach the skin.
+
+}  // namespace hitbox
