@@ -9,7 +9,7 @@
 #include "geometry/bvh_ray.h"
 #include "geometry/float_rounding.h"
 #include "geometry/triangle_queries.h"
-#include "hitbox/shape/shapes.h"
+#include "hitbox/shape/limits.h"
 
 namespace hitbox {
 namespace {

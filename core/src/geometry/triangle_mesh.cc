@@ -11,7 +11,7 @@
 #include "geometry/bvh_ray.h"
 #include "geometry/sah_split.h"
 #include "geometry/triangle_queries.h"
-#include "hitbox/shape/shapes.h"
+#include "hitbox/shape/limits.h"
 
 namespace hitbox {
 namespace {
