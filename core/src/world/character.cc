@@ -3,7 +3,11 @@
 // A move runs up to three kinds of pass, each a chain of sweeps of the shape:
 //   - slide: sweep, stop `skin` short of the first hit (measured along its
 //     normal), take the hit's plane away from the rest of the motion, repeat
-//     (Fauerby 2003, "Improved Collision detection and Response"). The
+//     (Fauerby 2003, "Improved Collision detection and Response"). Walkable
+//     ground under a shape that is not rising ends its fall instead, and the
+//     motion along the ground follows the ground's plane vertically (as
+//     PhysX's controller and Jolt's CharacterVirtual hold a character on a
+//     walkable slope). The
 //     motion is clipped against every plane met in the pass as Quake's
 //     PM_SlideMove does: one plane: project on it; two: slide along their
 //     crease; three or more: stop (a corner). Motion turned against the
@@ -230,6 +234,9 @@ class Mover {
              std::vector<MoveContact>* contacts) {
     Vec3 pos = from;
     Vec3 rem = delta;
+    // The motion a pass may still make progress along: the desired one, less
+    // its fall once walkable ground has held the shape.
+    Vec3 want = delta;
     Vec3 planes[kMaxPlanes];
     int count = 0;
     int it = 0;
@@ -255,6 +262,15 @@ class Mover {
         // A hit whose normal does not face the motion (rounding at a
         // grazing contact): stop towards it rather than sweep it again.
         n = -dir;
+      } else if (!level && !wall && Dot(n, up_) > 0.0 && Dot(rem, up_) <= 0.0) {
+        // Walkable ground holds a shape that is not rising: its fall ends
+        // here, and the rest of the motion follows the ground's plane
+        // vertically, so motion along the ground is kept whole and standing
+        // still on a slope does not slide down it.
+        want = Horizontal(want);
+        Vec3 along = Horizontal(rem);
+        if (Dot(along, want) <= 0.0) along = Vec3::Zero();  // never turned back
+        rem = along - up_ * (Dot(along, n) / Dot(n, up_));
       }
       if (wall && Dot(rem, n) < 0.0) info->wall = true;
       bool known = false;
@@ -267,9 +283,9 @@ class Mover {
         }
         planes[count++] = n;
       }
-      rem = Clip(rem, planes, count, delta);
+      rem = Clip(rem, planes, count, want);
       if (rem.Length() <= kMinMove) {
-        info->stopped = true;
+        info->stopped = want.Length() > kMinMove;
         rem = Vec3::Zero();
         break;
       }

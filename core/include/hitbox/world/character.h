@@ -60,7 +60,8 @@ struct MoveResult {
   /// Where the shape's pose ends (world, metres); its rotation is unchanged.
   Vec3 position;
   /// position - start position (metres). Never longer than the desired
-  /// displacement plus step_height + ground_snap_distance.
+  /// displacement / cos(max_slope_degrees) (motion along walkable ground
+  /// keeps its horizontal length) plus step_height + ground_snap_distance.
   Vec3 displacement;
   /// Every surface hit on the way, in order of contact (the same collider
   /// may appear more than once).
@@ -74,8 +75,10 @@ struct MoveResult {
   Vec3 ground_normal;
   /// True when the move climbed a step (the step-up pass was used).
   bool stepped = false;
-  /// True when the shape stopped short of the desired horizontal motion:
-  /// a wall or corner took part of it away, or the iteration cap was hit.
+  /// True when the motion along the ground (the desired displacement less
+  /// its part along `up`) was cut by more than 1e-6 m: a wall or corner took
+  /// part of it away, or the iteration cap was hit. Gravity held by walkable
+  /// ground does not count.
   bool blocked = false;
 };
 
