@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collision/triangles/ball_triangle_sweep.h"
+#include "collision/triangles/surface_hits.h"
 #include "geometry/ray_primitives.h"
 #include "geometry/triangle.h"
 #include "geometry/triangle_mesh.h"
@@ -149,7 +150,7 @@ void BruteRaycastAll(const Surface& surface, const Vec3& o, const Vec3& d,
 /// the first when `first_only`. True when any is touched.
 template <typename Surface>
 bool BruteOverlapCapsule(const Surface& surface, const Vec3& p0, const Vec3& p1, double radius,
-                         bool first_only, std::vector<MeshContact>* contacts) {
+                         bool first_only, std::vector<SurfaceContactHit>* contacts) {
   bool any = false;
   const double r2 = radius * radius;
   surface.VisitOverlapping(Aabb().Union(p0).Union(p1).Expanded(radius), [&](uint32_t k) {
@@ -162,7 +163,7 @@ bool BruteOverlapCapsule(const Surface& surface, const Vec3& p0, const Vec3& p1,
     if (d2 > r2) return true;
     any = true;
     if (contacts != nullptr) {
-      MeshContact c;
+      SurfaceContactHit c;
       c.triangle = surface.OriginalIndex(k);
       c.point_on_mesh = on_tri;
       BallTriangleContact(on_seg, on_tri, d2, radius, TriangleNormal(v[0], v[1], v[2]),
@@ -177,7 +178,7 @@ bool BruteOverlapCapsule(const Surface& surface, const Vec3& p0, const Vec3& p1,
 /// BruteOverlapCapsule for the sphere of `radius` about `center`.
 template <typename Surface>
 bool BruteOverlapSphere(const Surface& surface, const Vec3& center, double radius,
-                        bool first_only, std::vector<MeshContact>* contacts) {
+                        bool first_only, std::vector<SurfaceContactHit>* contacts) {
   return BruteOverlapCapsule(surface, center, center, radius, first_only, contacts);
 }
 
@@ -185,9 +186,9 @@ bool BruteOverlapSphere(const Surface& surface, const Vec3& center, double radiu
 /// `surface`: the closed form on every triangle whose box meets the swept
 /// box (earliest, then the lowest input triangle).
 template <typename Surface>
-MeshSweepHit BruteSweepSphere(const Surface& surface, const Vec3& center, double radius,
+SurfaceCastHit BruteSweepSphere(const Surface& surface, const Vec3& center, double radius,
                               const Vec3& translation) {
-  MeshSweepHit out;
+  SurfaceCastHit out;
   const Aabb box = Aabb::FromCenterExtents(center, Vec3::Splat(radius))
                        .Swept(translation)
                        .Expanded(1e-9 * radius);
@@ -195,12 +196,13 @@ MeshSweepHit BruteSweepSphere(const Surface& surface, const Vec3& center, double
   surface.VisitOverlapping(box, [&](uint32_t k) {
     Vec3 v[3];
     surface.TriangleVertices(k, v);
-    const TriangleSweep s = SweepSphereTriangle(center, radius, translation, 1.0, v[0], v[1],
+    const TriangleCastHit s = SweepSphereTriangle(center, radius, translation, 1.0, v[0], v[1],
                                                 v[2], surface.ActiveEdges(k));
     const uint32_t orig = surface.OriginalIndex(k);
     if (s.hit && (!found || s.t < out.fraction || (s.t == out.fraction && orig < out.triangle))) {
       found = true;
-      out.state = s.started_inside ? MeshSweepHit::State::kStartedInside : MeshSweepHit::State::kHit;
+      out.state = s.started_inside ? SurfaceCastHit::State::kStartedInside
+                                   : SurfaceCastHit::State::kHit;
       out.fraction = s.t;
       out.normal = s.normal;
       out.point = s.point;

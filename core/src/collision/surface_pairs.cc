@@ -56,12 +56,12 @@ uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pa, const Shape& b, co
 bool SurfaceContact(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                     Contact* contact, uint32_t* triangle) {
   HITBOX_PLACE(q, a, pb.RelativeTo(pa));
-  MeshContact deepest;
+  SurfaceContactHit deepest;
   if (!b.surface()->Visit(
           [&](const auto& s) { return SurfaceDeepestContactConvex(s, q, &deepest); })) {
     return false;
   }
-  // MeshContact::normal pushes the query (A) out; Contact::normal moves B away from A.
+  // SurfaceContactHit::normal pushes the query (A) out; Contact::normal moves B away from A.
   const Mat33 rb = pb.rotation.ToMatrix();
   contact->depth = deepest.depth;
   contact->normal = -(rb * deepest.normal);
@@ -103,17 +103,17 @@ DistanceResult SurfaceDistance(const Shape& a, const Pose& pa, const Shape& b, c
 LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                       double contact_offset) {
   HITBOX_PLACE(q, a, a_in_b);
-  const MeshSweepHit h = b.surface()->Visit(
+  const SurfaceCastHit h = b.surface()->Visit(
       [&](const auto& s) { return SurfaceSweepConvex(s, q, v, contact_offset); });
   LocalCast out;
   switch (h.state) {
-    case MeshSweepHit::State::kMiss: return out;
-    case MeshSweepHit::State::kHit:
+    case SurfaceCastHit::State::kMiss: return out;
+    case SurfaceCastHit::State::kHit:
       out.state = h.capped ? CastState::kFailed : CastState::kHit;
       break;
-    case MeshSweepHit::State::kStartedInside: out.state = CastState::kStartedOverlapping; break;
+    case SurfaceCastHit::State::kStartedInside: out.state = CastState::kStartedOverlapping; break;
   }
-  out.t = h.state == MeshSweepHit::State::kStartedInside ? 0.0 : h.fraction;
+  out.t = h.state == SurfaceCastHit::State::kStartedInside ? 0.0 : h.fraction;
   out.normal = h.normal;
   out.point = h.point;
   out.sub_shape = h.triangle;

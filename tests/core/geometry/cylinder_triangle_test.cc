@@ -65,10 +65,10 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   // the coordinates, ~1e-11 m at 20 km: its normal there is off by ~1e-2).
   const Vec3 local[3] = {tri[0] - pose.position, tri[1] - pose.position, tri[2] - pose.position};
   const PlacedConvex q0(core, Pose{Vec3{}, pose.rotation});
-  TriangleConvexSweep g =
+  TriangleCastHit g =
       SweepConvexTriangle(local, q0, 0.0, v, t_max, q0.scale() + v.Length(), active);
   g.point = g.point + pose.position;
-  const TriangleConvexSweep gw = SweepConvexTriangle(tri, q, 0.0, v, t_max, scale, active);
+  const TriangleCastHit gw = SweepConvexTriangle(tri, q, 0.0, v, t_max, scale, active);
   ++tally->pairs;
   if (g.hit) ++tally->cast_hits;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
@@ -80,9 +80,9 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
     EXPECT_TRUE(!g.hit || g.capped) << what << " " << i << " apart";
     EXPECT_TRUE(!gw.hit || gw.capped) << what << " " << i << " apart";
   }
-  TriangleConvexSweep c;
+  TriangleCastHit c;
   const bool proven = CylinderTriangleSweep(tri, q.cylinder(), v, t_max, active, face, &c);
-  const TriangleConvexSweep m = SweepTriangle(tri, q, v, t_max, scale, active);
+  const TriangleCastHit m = SweepTriangle(tri, q, v, t_max, scale, active);
   const std::string where = std::string(what) + " " + std::to_string(i);
   // The mesh path: the cast's answer, or the closed form's when it proved one.
   EXPECT_EQ(m.hit, gw.hit) << where;
@@ -218,7 +218,7 @@ TEST(CylinderTriangleSweep, MatchesTheGjkCast) {
     Compare(tri, core, Pose{c, rot}, v, t_max, active, s, &tally, "random", i);
     if (::testing::Test::HasFatalFailure()) return;
     const PlacedConvex q(core, Pose{c, rot});
-    const TriangleConvexSweep g =
+    const TriangleCastHit g =
         SweepConvexTriangle(tri, q, 0.0, v, 1.0, q.scale() + v.Length(), active);
     if (!g.hit || g.started_inside) continue;
     const Vec3 at = c + v * g.t;
@@ -315,7 +315,7 @@ TEST(CylinderTriangleSweep, BadInputProvesNothing) {
   cyl.half_height = 0.5;
   const double nan = std::nan("");
   const double inf = std::numeric_limits<double>::infinity();
-  TriangleConvexSweep out;
+  TriangleCastHit out;
   // Sane input first: a rim onto the face.
   ASSERT_TRUE(CylinderTriangleSweep(tri, cyl, {0, -3, 0}, 1.0, 7, face, &out));
   EXPECT_TRUE(out.hit);

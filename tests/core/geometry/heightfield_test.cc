@@ -156,7 +156,7 @@ TEST(HeightfieldQueries, SameAsEquivalentMesh) {
       }
       const double r = rng.Uniform(0.05, 1.2);
       const Vec3 c = b.Center() + Mul(rng.InBox(1.1), b.Extents() + Vec3{0, r, 0});
-      std::vector<MeshContact> ca, cm;
+      std::vector<SurfaceContactHit> ca, cm;
       const bool oa = testing::BruteOverlapSphere(hf, c, r, false, &ca);
       EXPECT_EQ(oa, testing::BruteOverlapSphere(mesh, c, r, false, &cm));
       EXPECT_EQ(ca.size(), cm.size());
@@ -166,10 +166,10 @@ TEST(HeightfieldQueries, SameAsEquivalentMesh) {
       EXPECT_EQ(testing::BruteOverlapCapsule(hf, c, p1, r, false, &ca), testing::BruteOverlapCapsule(mesh, c, p1, r, false, &cm));
       EXPECT_EQ(ca.size(), cm.size());
       overlaps += oa;
-      const MeshSweepHit sa = testing::BruteSweepSphere(hf, o, r, d);
-      const MeshSweepHit sm = testing::BruteSweepSphere(mesh, o, r, d);
+      const SurfaceCastHit sa = testing::BruteSweepSphere(hf, o, r, d);
+      const SurfaceCastHit sm = testing::BruteSweepSphere(mesh, o, r, d);
       ASSERT_EQ(sa.state, sm.state) << ToString(o) << " " << ToString(d) << " r " << r;
-      if (sa.state != MeshSweepHit::State::kMiss) {
+      if (sa.state != SurfaceCastHit::State::kMiss) {
         ++sweeps;
         EXPECT_NEAR(sa.fraction, sm.fraction, 1e-9);
         if (sa.triangle == sm.triangle) {

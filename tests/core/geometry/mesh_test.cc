@@ -753,7 +753,7 @@ TEST(MeshOverlap, SphereAndCapsuleMatchBruteForce) {
       const Vec3 c = b.Center() + Mul(rng.InBox(1.2), b.Extents());
       const double r = rng.Uniform(0.05, 1.5);
       const Vec3 p1 = c + rng.InBox(1.0);
-      std::vector<MeshContact> sph, cap;
+      std::vector<SurfaceContactHit> sph, cap;
       const bool s = BruteOverlapSphere(*m, c, r, false, &sph);
       const bool k = BruteOverlapCapsule(*m, c, p1, r, false, &cap);
       std::vector<uint32_t> want_s, want_c;
@@ -767,9 +767,9 @@ TEST(MeshOverlap, SphereAndCapsuleMatchBruteForce) {
           want_c.push_back(m->OriginalIndex(t));
         }
       }
-      auto ids = [](const std::vector<MeshContact>& cs) {
+      auto ids = [](const std::vector<SurfaceContactHit>& cs) {
         std::vector<uint32_t> r2;
-        for (const MeshContact& x : cs) r2.push_back(x.triangle);
+        for (const SurfaceContactHit& x : cs) r2.push_back(x.triangle);
         std::sort(r2.begin(), r2.end());
         return r2;
       };
@@ -782,7 +782,7 @@ TEST(MeshOverlap, SphereAndCapsuleMatchBruteForce) {
       EXPECT_EQ(BruteOverlapSphere(*m, c, r, true, nullptr), s);
       touched += s;
       // Contacts: pushing the sphere out by depth along the normal separates it.
-      for (const MeshContact& x : sph) {
+      for (const SurfaceContactHit& x : sph) {
         EXPECT_NEAR(x.normal.Length(), 1.0, 1e-12);
         EXPECT_GE(x.depth, 0.0);
         EXPECT_LE(Distance(x.point_on_mesh, c), r + 1e-12);
@@ -805,16 +805,16 @@ TEST(MeshSweep, SphereMatchesBruteForceAndTouches) {
       const Vec3 c = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
       const Vec3 d = b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c;
       const double r = rng.Uniform(0.05, 1.0);
-      const MeshSweepHit got = BruteSweepSphere(*m, c, r, d);
+      const SurfaceCastHit got = BruteSweepSphere(*m, c, r, d);
       double best = 1.0;
       bool found = false;
       for (uint32_t t = 0; t < m->triangle_count(); ++t) {
         Vec3 v[3];
         m->TriangleVertices(t, v);
-        const TriangleSweep s = SweepSphereTriangle(c, r, d, 1.0, v[0], v[1], v[2], 7);
+        const TriangleCastHit s = SweepSphereTriangle(c, r, d, 1.0, v[0], v[1], v[2], 7);
         if (s.hit && (!found || s.t < best)) { best = s.t; found = true; }
       }
-      ASSERT_EQ(got.state != MeshSweepHit::State::kMiss, found) << ToString(c) << ToString(d);
+      ASSERT_EQ(got.state != SurfaceCastHit::State::kMiss, found) << ToString(c) << ToString(d);
       if (!found) continue;
       ++hits;
       EXPECT_EQ(got.fraction, best);
@@ -844,8 +844,8 @@ TEST(MeshSweep, SlidingOnFlatFloorReportsFaceNormal) {
     if (i % 3 == 0) c.x = std::round(c.x);
     if (i % 5 == 0) c.z = std::round(c.z);
     const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(1e-3, 0.05), rng.Uniform(-1, 1)};
-    const MeshSweepHit hit = BruteSweepSphere(floor, c, r, d);
-    ASSERT_EQ(hit.state, MeshSweepHit::State::kHit);
+    const SurfaceCastHit hit = BruteSweepSphere(floor, c, r, d);
+    ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit);
     EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-12)) << ToString(c) << " " << ToString(d);
     ++checked;
   }
@@ -1046,7 +1046,7 @@ void CheckCaseFile(const std::string& name, CaseStats* stats) {
           }
         } else {
           const Pose local = s.pose.RelativeTo(Pose{o, rot});
-          MeshSweepHit h;
+          SurfaceCastHit h;
           if (qs.hull) {
             const PlacedPoints pp(qs.points, local);
             h = s.mesh ? SurfaceSweepConvex(*s.mesh, pp, ld) : SurfaceSweepConvex(*s.field, pp, ld);
@@ -1054,7 +1054,7 @@ void CheckCaseFile(const std::string& name, CaseStats* stats) {
             const PlacedConvex pc(qs.core, local);
             h = s.mesh ? SurfaceSweepConvex(*s.mesh, pc, ld) : SurfaceSweepConvex(*s.field, pc, ld);
           }
-          if (h.state != MeshSweepHit::State::kMiss) {
+          if (h.state != SurfaceCastHit::State::kMiss) {
             f = h.fraction;
             stats->capped += h.capped;
           }
@@ -1171,7 +1171,7 @@ TEST(MeshConvex, OverlapMatchesClosedFormAndSat) {
       SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kPoint, {}, 0, 0, r), pose), false, &gs);
       SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kSegment, {}, hh, 0, r), pose), false, &gc);
       SurfaceOverlapConvex(*m, PlacedConvex(Core(ConvexCore::Kind::kBox, he, 0, 0, 0), pose), false, &gb);
-      std::vector<MeshContact> cs, cc;
+      std::vector<SurfaceContactHit> cs, cc;
       BruteOverlapSphere(*m, c, r, false, &cs);
       const Vec3 axis = q.Rotate({0, hh, 0});
       BruteOverlapCapsule(*m, c - axis, c + axis, r, false, &cc);
@@ -1243,12 +1243,12 @@ TEST(MeshConvex, ContactsSeparateByDepth) {
                                  Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
     for (int k = 0; k < 2; ++k) {
       const Pose pose{c, q};
-      std::vector<MeshContact> cs;
+      std::vector<SurfaceContactHit> cs;
       const bool any = SurfaceContactsConvex(mesh, PlacedConvex(cores[k], pose), &cs);
       std::vector<uint32_t> ids;
       EXPECT_EQ(any, SurfaceOverlapConvex(mesh, PlacedConvex(cores[k], pose), false, &ids));
       EXPECT_EQ(cs.size(), ids.size());
-      for (const MeshContact& x : cs) {
+      for (const SurfaceContactHit& x : cs) {
         ++contacts;
         Vec3 v[3];
         const uint32_t kk = [&] {
@@ -1298,13 +1298,13 @@ TEST(MeshConvex, ContactsSeparateByDepth) {
 // queries touching more than one.
 bool ExpectDeepestOfAll(const TriangleMesh& mesh, const PlacedConvex& placed, int i,
                         const Pose& pose, int* several) {
-  std::vector<MeshContact> all;
+  std::vector<SurfaceContactHit> all;
   const bool any = SurfaceContactsConvex(mesh, placed, &all);
-  MeshContact deepest;
+  SurfaceContactHit deepest;
   EXPECT_EQ(SurfaceDeepestContactConvex(mesh, placed, &deepest), any) << i;
   if (!any) return false;
-  const MeshContact* want = &all[0];
-  for (const MeshContact& x : all) {
+  const SurfaceContactHit* want = &all[0];
+  for (const SurfaceContactHit& x : all) {
     if (x.depth > want->depth || (x.depth == want->depth && x.triangle < want->triangle)) {
       want = &x;
     }
@@ -1470,7 +1470,7 @@ TEST(MeshConvex, InnerOverlapBoundsContactDepth) {
       if (box && placed.PolytopeCore(&polytope)) {
         sat = TrianglePolytopePenetration(v, polytope, placed.margin());
       }
-      MeshContact m;
+      SurfaceContactHit m;
       const bool touching = TriangleTouchContact(v, t, placed, box ? &sat : nullptr, &m);
       if (overlap < placed.margin() - tol) {
         ++apart;
@@ -1518,8 +1518,8 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
                                    Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
                                    Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
       for (const ConvexCore& core : cores) {
-        const MeshSweepHit hit = SurfaceSweepConvex(*m, PlacedConvex(core, Pose{c, q}), d);
-        const double f = hit.state == MeshSweepHit::State::kMiss ? 1.0 : hit.fraction;
+        const SurfaceCastHit hit = SurfaceSweepConvex(*m, PlacedConvex(core, Pose{c, q}), d);
+        const double f = hit.state == SurfaceCastHit::State::kMiss ? 1.0 : hit.fraction;
         // Apart at samples before f (a margin of 1e-7 of the path for rounding).
         for (int s = 0; s < 40; ++s) {
           const double t = f * s / 40.0 - 1e-7;
@@ -1527,7 +1527,7 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
           EXPECT_FALSE(SurfaceOverlapConvex(*m, PlacedConvex(core, Pose{c + d * t, q}), true, nullptr))
               << "overlap at " << t << " before " << f << " kind " << static_cast<int>(core.kind);
         }
-        if (hit.state == MeshSweepHit::State::kMiss) continue;
+        if (hit.state == SurfaceCastHit::State::kMiss) continue;
         ++hits;
         ConvexCore grown = core;
         grown.margin += 1e-7;
@@ -1537,7 +1537,7 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
           EXPECT_LE(Dot(hit.normal, d), 1e-9);
         }
         if (core.kind == ConvexCore::Kind::kPoint) {
-          const MeshSweepHit exact = BruteSweepSphere(*m, c, r, d);
+          const SurfaceCastHit exact = BruteSweepSphere(*m, c, r, d);
           EXPECT_NEAR(exact.fraction, f, 1e-7);
         }
       }
@@ -1571,7 +1571,7 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     const Vec3 d = i % 4 == 0 ? b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c
                               : rng.UnitVector() * rng.Uniform(0.0, 1.5);
     const PlacedConvex q(core, Pose{c, rng.Rotation()});
-    const MeshSweepHit got = SurfaceSweepConvex(m, q, d);
+    const SurfaceCastHit got = SurfaceSweepConvex(m, q, d);
     const double scale = q.scale() + d.Length();
     const double tie = d.Length() > 0.0 ? 1e-9 / d.Length() : 0.0;
     double best = 2.0;
@@ -1580,19 +1580,19 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     for (uint32_t k = 0; k < m.triangle_count(); ++k) {
       Vec3 v[3];
       m.TriangleVertices(k, v);
-      const TriangleConvexSweep s = SweepTriangle(v, q, d, 1.0, scale, m.ActiveEdges(k));
+      const TriangleCastHit s = SweepTriangle(v, q, d, 1.0, scale, m.ActiveEdges(k));
       if (!s.hit) continue;
       found.push_back({s.t, m.OriginalIndex(k)});
       best = std::min(best, s.t);
       inside = inside || s.started_inside || s.t == 0.0;
     }
-    ASSERT_EQ(got.state != MeshSweepHit::State::kMiss, !found.empty()) << "case " << i;
+    ASSERT_EQ(got.state != SurfaceCastHit::State::kMiss, !found.empty()) << "case " << i;
     if (found.empty()) continue;
     ++hits;
     EXPECT_NEAR(got.fraction, best, 2.0 * tie + 1e-12) << "case " << i;
     if (inside) {
       ++started;
-      EXPECT_EQ(got.state, MeshSweepHit::State::kStartedInside) << "case " << i;
+      EXPECT_EQ(got.state, SurfaceCastHit::State::kStartedInside) << "case " << i;
       uint32_t lowest = UINT32_MAX;
       int at_zero = 0;
       for (const auto& [t, orig] : found) {
@@ -1637,10 +1637,10 @@ TEST(MeshConvex, SweepScratchIsReleasedAfterALargeSweep) {
   // The ball's bounds reach the floor's plane halfway, above ~7200
   // triangles at once, all entered at that fraction before the first of
   // them is swept.
-  const MeshSweepHit hit = SurfaceSweepConvex(
+  const SurfaceCastHit hit = SurfaceSweepConvex(
       floor, PlacedConvex(ball, Pose{{-40, r + 0.001, 80}, Quat()}), {240, -0.002, 0});
   const size_t after = in_use();
-  ASSERT_EQ(hit.state, MeshSweepHit::State::kHit);
+  ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit);
   EXPECT_NEAR(hit.fraction, 0.5, 1e-9);
   EXPECT_LT(after, before + 64 * 1024) << before << " -> " << after;
 }
@@ -1661,8 +1661,8 @@ TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {
       // Boxes and cylinders upright but turned about Y so their corners land anywhere.
       const Quat q = Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0, 6.3));
       const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(2e-3, 0.05), rng.Uniform(-1, 1)};
-      const MeshSweepHit hit = SurfaceSweepConvex(floor, PlacedConvex(cores[k], Pose{c, q}), d);
-      ASSERT_EQ(hit.state, MeshSweepHit::State::kHit) << k << " " << ToString(c) << ToString(d);
+      const SurfaceCastHit hit = SurfaceSweepConvex(floor, PlacedConvex(cores[k], Pose{c, q}), d);
+      ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit) << k << " " << ToString(c) << ToString(d);
       EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-9)) << k << " " << ToString(c) << " " << ToString(d);
       ++checked;
     }

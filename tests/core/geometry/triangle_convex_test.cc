@@ -201,7 +201,7 @@ TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
     TriangleConvexPenetration sat;
     const bool box = convex.PolytopeCore(&poly);
     if (box) sat = TrianglePolytopePenetration(tri, poly, convex.margin());
-    MeshContact m;
+    SurfaceContactHit m;
     const bool touch = TriangleTouchContact(tri, 7, convex, box ? &sat : nullptr, &m);
     const TriangleConvexDistance g = TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
     ASSERT_EQ(touch, g.distance_lower <= 0.0) << i;
@@ -211,7 +211,7 @@ TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
     }
     ++touching;
     EXPECT_EQ(m.triangle, 7u);
-    const MeshContact want = TriangleContact(tri, 7, convex, g);
+    const SurfaceContactHit want = TriangleContact(tri, 7, convex, g);
     if (box) {
       if (sat.valid && sat.depth - convex.margin() > 1e-9 * convex.scale()) ++box_sat;
       EXPECT_EQ(m.depth, want.depth) << i;
@@ -256,7 +256,7 @@ struct TouchWorst {
 // 1 for a touching case, 0 for an apart one, -1 for one skipped; counts the
 // grazing ones.
 int ExpectTouchAsGjk(const Vec3 tri[3], const PlacedConvex& convex,
-                      const TriangleConvexDistance& g, bool touch, const MeshContact& m,
+                      const TriangleConvexDistance& g, bool touch, const SurfaceContactHit& m,
                       double d, double r, int i, int* grazing, TouchWorst* worst) {
   const double scale = convex.scale();
   if (std::fabs(d - r) <= 1e-12 * scale) {
@@ -266,7 +266,7 @@ int ExpectTouchAsGjk(const Vec3 tri[3], const PlacedConvex& convex,
   EXPECT_EQ(touch, g.distance_lower <= 0.0) << i << " " << d - r;
   if (!touch) return 0;
   if (g.distance_lower > 0.0) return -1;  // failed above
-  const MeshContact want = TriangleContact(tri, 7, convex, g);
+  const SurfaceContactHit want = TriangleContact(tri, 7, convex, g);
   EXPECT_EQ(m.triangle, 7u);
   worst->depth = std::max(worst->depth, std::fabs(m.depth - want.depth) / scale);
   worst->normal = std::max(worst->normal, (m.normal - want.normal).Length());
@@ -312,7 +312,7 @@ TEST(TriangleTouchContact, BallMatchesGjk) {
     }
     const ConvexCore core = Core(ConvexCore::Kind::kPoint, {}, 0, 0, r);
     const PlacedConvex convex(core, Pose{centre, rng.Rotation()});
-    MeshContact m;
+    SurfaceContactHit m;
     const bool touch = TriangleTouchContact(tri, 7, convex, nullptr, &m);
     const TriangleConvexDistance g =
         TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
@@ -376,7 +376,7 @@ TEST(TriangleTouchContact, CapsuleMatchesGjk) {
     }
     const ConvexCore core = Core(ConvexCore::Kind::kSegment, {}, hh, 0, r);
     const PlacedConvex convex(core, Pose{centre, q});
-    MeshContact m;
+    SurfaceContactHit m;
     const bool touch = TriangleTouchContact(tri, 7, convex, nullptr, &m);
     const TriangleConvexDistance g =
         TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
@@ -615,7 +615,7 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   const double scale = q.scale() + v.Length();
   ASSERT_NE(q.oriented_box(), nullptr);
   const SweepSatResult sat = SweepBoxSat(tri, *q.oriented_box(), q.margin(), v, t_max, scale, active);
-  const TriangleConvexSweep gjk = SweepConvexTriangle(tri, q, q.margin(), v, t_max, scale, active);
+  const TriangleCastHit gjk = SweepConvexTriangle(tri, q, q.margin(), v, t_max, scale, active);
   tally->gjk_hits += gjk.hit ? 1 : 0;
   const std::string where = std::string(what) + " " + std::to_string(i);
   switch (sat.state) {
@@ -626,7 +626,7 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
     case SweepSatResult::State::kUndecided: ++tally->undecided; return;
     case SweepSatResult::State::kHit: break;
   }
-  const TriangleConvexSweep& s = sat.hit;
+  const TriangleCastHit& s = sat.hit;
   ASSERT_TRUE(gjk.hit) << where << " sat t " << s.t;
   EXPECT_EQ(s.started_inside, gjk.started_inside) << where << " " << s.t << " " << gjk.t;
   EXPECT_NEAR(s.normal.Length(), 1.0, 1e-12) << where;
@@ -724,7 +724,7 @@ TEST(SweepBoxSat, MatchesGjkCast) {
     Compare(tri, core, Pose{c, rot}, v, t_max, active, &tally, "random", i);
     // Derived cases from the cast's contact.
     const PlacedConvex q(core, Pose{c, rot});
-    const TriangleConvexSweep g =
+    const TriangleCastHit g =
         SweepConvexTriangle(tri, q, 0.0, v, 1.0, q.scale() + v.Length(), active);
     if (!g.hit || g.started_inside) continue;
     const Vec3 at = c + v * g.t;
@@ -1490,7 +1490,7 @@ void CheckPoint(const Vec3 tri[3], const Shape& shape, const Pose& pose, const V
   const ConvexCore core = ConvexCore::FromShape(shape);
   const PlacedConvex q(core, pose);
   const double scale = q.scale() + v.Length();
-  const TriangleConvexSweep s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
+  const TriangleCastHit s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
   if (!s.hit || s.started_inside || s.capped) return;
   ++counts->hits;
   if (s.t > 0.0) ++counts->advanced;
@@ -1571,7 +1571,7 @@ TEST(SweepConvexTriangle, ConvergesFarFromTheOrigin) {
     const ConvexCore core = ConvexCore::FromShape(shape);
     const PlacedConvex q(core, pose);
     const double scale = q.scale() + v.Length();
-    const TriangleConvexSweep s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
+    const TriangleCastHit s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
     if (!s.hit || s.started_inside) continue;
     ++hits;
     if (s.capped) {
@@ -1612,7 +1612,7 @@ Vec3 TriangleSupport(const Vec3& d) {
   return kTri[(x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2)];
 }
 
-TriangleConvexSweep Advance(const std::function<Vec3(const Vec3&)>& support) {
+TriangleCastHit Advance(const std::function<Vec3(const Vec3&)>& support) {
   const Vec3 face = Cross(kTri[1] - kTri[0], kTri[2] - kTri[0]).Normalized();
   return triangle_convex_detail::AdvanceConvexTriangle(kTri, support, 0.0, Vec3{0, 0, -1}, 0.0,
                                                        1.0, 15.0, 7, face);
@@ -1640,7 +1640,7 @@ TEST(AdvanceConvexTriangle, GivenUpReportsTheLastGjkPointOnTheTriangle) {
     const Vec3 aside = Cross(v, Vec3{0, 0, 1}).Normalized();
     return TriangleSupport(v) + v.Normalized() * 1e-10 + aside;
   };
-  const TriangleConvexSweep s = Advance(support);
+  const TriangleCastHit s = Advance(support);
   ASSERT_TRUE(s.hit);
   ASSERT_TRUE(s.capped);  // the set-up reaches the give-up path
   EXPECT_EQ(s.t, 0.0);
@@ -1656,7 +1656,7 @@ TEST(AdvanceConvexTriangle, GivenUpReportsTheLastGjkPointOnTheTriangle) {
 TEST(AdvanceConvexTriangle, OutOfIterationsReportsThePointAtT) {
   using namespace capped_point;
   int runs = 0;
-  const TriangleConvexSweep s = Advance([&](const Vec3& d) {
+  const TriangleCastHit s = Advance([&](const Vec3& d) {
     if (d == Vec3{1, 0, 0}) ++runs;
     return Vec3{10.5, 10.75, 1e-3 * runs};
   });
@@ -1676,7 +1676,7 @@ TEST(AdvanceConvexTriangle, GivenUpOnNanSupportReportsAPointOfTheTriangle) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const int honest : {2, 0}) {
     int calls = 0;
-    const TriangleConvexSweep s = Advance([&](const Vec3&) {
+    const TriangleCastHit s = Advance([&](const Vec3&) {
       return calls++ < honest ? Vec3{10.5, 10.5, 1.0} : Vec3{nan, nan, nan};
     });
     ASSERT_TRUE(s.hit) << honest;

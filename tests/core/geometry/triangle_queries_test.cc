@@ -85,13 +85,13 @@ SweepCase MakeCase(Random& rng, bool sphere, int i) {
   return c;
 }
 
-TriangleSweep ClosedForm(const SweepCase& c, bool sphere) {
+TriangleCastHit ClosedForm(const SweepCase& c, bool sphere) {
   return sphere ? SweepSphereTriangle(c.p0, c.r, c.v, 1.0, c.tri[0], c.tri[1], c.tri[2], c.active)
                 : SweepCapsuleTriangle(c.p0, c.p1, c.r, c.v, 1.0, c.tri[0], c.tri[1], c.tri[2],
                                        c.active);
 }
 
-TriangleConvexSweep Generic(const SweepCase& c) {
+TriangleCastHit Generic(const SweepCase& c) {
   const Vec3 d = c.p1 - c.p0;
   auto support = [&](const Vec3& dir) { return Dot(dir, d) >= 0.0 ? c.p1 : c.p0; };
   const double scale = d.Length() + c.r + c.p0.Length() + c.v.Length();
@@ -108,8 +108,8 @@ void CheckClosedForm(bool sphere, uint64_t seed) {
   constexpr int kCases = 6000;
   for (int i = 0; i < kCases; ++i) {
     const SweepCase c = MakeCase(rng, sphere, i);
-    const TriangleSweep got = ClosedForm(c, sphere);
-    const TriangleConvexSweep ref = Generic(c);
+    const TriangleCastHit got = ClosedForm(c, sphere);
+    const TriangleCastHit ref = Generic(c);
     const double speed = c.v.Length();
     if (got.hit != ref.hit) {
       // Only a grazing pass may differ: the reported contact is touching and
@@ -195,7 +195,7 @@ TEST(TriangleSweepClosedForm, CapsuleMatchesGjkSweep) { CheckClosedForm(false, 2
 TEST(TriangleSweepClosedForm, CapsuleSideAcrossTriangleMeetsFace) {
   const Vec3 tri[3] = {{0, 0, 0}, {1, 0, 0}, {0, 0, 1}};
   const Vec3 p0{-1.0, 2.0, 0.25}, p1{2.0, 2.0, 0.25};
-  const TriangleSweep s =
+  const TriangleCastHit s =
       SweepCapsuleTriangle(p0, p1, 0.5, {0, -4, 0}, 1.0, tri[0], tri[1], tri[2], 7);
   ASSERT_TRUE(s.hit);
   EXPECT_FALSE(s.started_inside);
@@ -213,7 +213,7 @@ TEST(TriangleSweepClosedForm, CapsuleMissAndStartInside) {
   EXPECT_FALSE(SweepCapsuleTriangle({0.2, 1, 0.2}, {0.2, 2, 0.2}, 0.3, {0, -0.69, 0}, 1.0,
                                     tri[0], tri[1], tri[2], 7)
                    .hit);
-  const TriangleSweep in = SweepCapsuleTriangle({0.2, -1, 0.2}, {0.2, 1, 0.2}, 0.1, {1, 0, 0},
+  const TriangleCastHit in = SweepCapsuleTriangle({0.2, -1, 0.2}, {0.2, 1, 0.2}, 0.1, {1, 0, 0},
                                                 1.0, tri[0], tri[1], tri[2], 7);
   EXPECT_TRUE(in.hit && in.started_inside);
   EXPECT_EQ(in.t, 0.0);
@@ -223,10 +223,10 @@ TEST(TriangleSweepClosedForm, CapsuleMissAndStartInside) {
 // the triangle's or an edge's box apart from the ball's path near the
 // plane; a vertex outside the box the capsule sweeps; the end balls sharing
 // the capsule's normal), kept verbatim as the reference those must match.
-TriangleSweep RefSweepSphereTriangle(const Vec3& c, double r, const Vec3& v, double t_max,
+TriangleCastHit RefSweepSphereTriangle(const Vec3& c, double r, const Vec3& v, double t_max,
                                      const Vec3& a, const Vec3& b, const Vec3& cc,
                                      uint8_t active) {
-  TriangleSweep out;
+  TriangleCastHit out;
   const Vec3 n = TriangleNormal(a, b, cc);
   const double h = Dot(c - a, n);
   if (ClearOfPlane(h, h, r, v, n, t_max)) return out;
@@ -298,10 +298,10 @@ TriangleSweep RefSweepSphereTriangle(const Vec3& c, double r, const Vec3& v, dou
   return out;
 }
 
-TriangleSweep RefSweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+TriangleCastHit RefSweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
                                       double t_max, const Vec3& a, const Vec3& b,
                                       const Vec3& cc, uint8_t active) {
-  TriangleSweep out;
+  TriangleCastHit out;
   const Vec3 n = TriangleNormal(a, b, cc);
   const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
   if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return out;
@@ -345,7 +345,7 @@ TriangleSweep RefSweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, 
   TriangleFeature feature = TriangleFeature::kFace;
   int index = -1;
   for (const Vec3& end : {p0, p1}) {
-    const TriangleSweep s = RefSweepSphereTriangle(end, r, v, best, a, b, cc, active);
+    const TriangleCastHit s = RefSweepSphereTriangle(end, r, v, best, a, b, cc, active);
     if (s.hit && (!found || s.t < best)) {
       best = s.t;
       found = true;
@@ -521,10 +521,10 @@ void CheckEarlyMisses(bool sphere, uint64_t seed) {
     const ExactCase x = MakeExactCase(rng, sphere, i);
     const SweepCase& c = x.c;
     const Vec3* t = c.tri;
-    const TriangleSweep got =
+    const TriangleCastHit got =
         sphere ? SweepSphereTriangle(c.p0, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active)
                : SweepCapsuleTriangle(c.p0, c.p1, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active);
-    const TriangleSweep ref =
+    const TriangleCastHit ref =
         sphere ? RefSweepSphereTriangle(c.p0, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active)
                : RefSweepCapsuleTriangle(c.p0, c.p1, c.r, c.v, x.t_max, t[0], t[1], t[2],
                                          c.active);

@@ -161,13 +161,13 @@ TEST(SurfaceCollider, MeshMatchesComponent) {
     oq.pose = {pose.TransformPoint(c), Quat{}};
     std::vector<OverlapHit> ohits;
     set.Overlap(oq, &ohits);
-    std::vector<MeshContact> tris;
+    std::vector<SurfaceContactHit> tris;
     testing::BruteOverlapSphere(*ref, c, radius, false, &tris);
     ASSERT_EQ(ohits.size(), tris.empty() ? 0u : 1u) << i;
     if (!tris.empty()) {
       ++overlaps;
       uint32_t lowest = UINT32_MAX;
-      for (const MeshContact& t : tris) lowest = std::min(lowest, t.triangle);
+      for (const SurfaceContactHit& t : tris) lowest = std::min(lowest, t.triangle);
       EXPECT_EQ(ohits[0].sub_shape, lowest);
     }
     // Box sweep against the component's generic sweep.
@@ -181,13 +181,13 @@ TEST(SurfaceCollider, MeshMatchesComponent) {
     set.Cast(cq, &hits);
     const internal::ConvexCore core = internal::ConvexCore::FromShape(box);
     const PlacedConvex placed(core, local_start);
-    const MeshSweepHit sh = SurfaceSweepConvex(*ref, placed, local_move);
-    ASSERT_EQ(!hits.empty(), sh.state != MeshSweepHit::State::kMiss) << i;
+    const SurfaceCastHit sh = SurfaceSweepConvex(*ref, placed, local_move);
+    ASSERT_EQ(!hits.empty(), sh.state != SurfaceCastHit::State::kMiss) << i;
     if (!hits.empty()) {
       ++sweeps;
       EXPECT_NEAR(hits[0].fraction, sh.fraction, 1e-7);
       EXPECT_EQ(hits[0].sub_shape, sh.triangle);
-      EXPECT_EQ(hits[0].started_overlapping, sh.state == MeshSweepHit::State::kStartedInside);
+      EXPECT_EQ(hits[0].started_overlapping, sh.state == SurfaceCastHit::State::kStartedInside);
     }
   }
   EXPECT_GT(ray_hits, 30);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "collision/triangles/triangle_cast_hit.h"
 #include "geometry/closest_points.h"
 #include "geometry/ray_primitives.h"
 #include "geometry/triangle.h"
@@ -58,15 +59,6 @@ namespace hitbox {
   return true;
 }
 
-/// Result of a sphere sweep against one triangle.
-struct TriangleSweep {
-  bool hit = false;
-  bool started_inside = false;
-  double t = 1.0;
-  Vec3 normal{0, 1, 0};
-  Vec3 point;
-};
-
 /// Where a ball (centre `c` at signed height `h` = Dot(c - a, n) over a
 /// triangle's plane, unit normal `n`, radius r) moving by v first reaches the
 /// plane offset by r on its side.
@@ -93,10 +85,10 @@ inline bool BallReachesPlane(const Vec3& c, double h, double r, const Vec3& v, c
 /// SweepSphereTriangle given the triangle's unit normal n (TriangleNormal)
 /// and the centre's height h = Dot(c - a, n): SweepCapsuleTriangle's end
 /// balls share its own.
-inline TriangleSweep SweepSphereTriangleAt(const Vec3& c, double h, double r, const Vec3& v,
+inline TriangleCastHit SweepSphereTriangleAt(const Vec3& c, double h, double r, const Vec3& v,
                                            double t_max, const Vec3& a, const Vec3& b,
                                            const Vec3& cc, const Vec3& n, uint8_t active) {
-  TriangleSweep out;
+  TriangleCastHit out;
   if (ClearOfPlane(h, h, r, v, n, t_max)) return out;
   // Most triangles near the path are passed by: their box, or their edges',
   // apart from where the ball can meet them.
@@ -184,7 +176,7 @@ inline TriangleSweep SweepSphereTriangleAt(const Vec3& c, double h, double r, co
 /// Face: the plane offset by r; edges and vertices: capsules around the edges
 /// (RaySegmentCapsule, Ericson RTCD 5.3.7) — together the Minkowski sum of the
 /// triangle and the ball.
-inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, double t_max,
+inline TriangleCastHit SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, double t_max,
                                          const Vec3& a, const Vec3& b, const Vec3& cc,
                                          uint8_t active) {
   const Vec3 n = TriangleNormal(a, b, cc);
@@ -204,10 +196,10 @@ inline TriangleSweep SweepSphereTriangle(const Vec3& c, double r, const Vec3& v,
 /// end or a vertex). The side reaches the face's interior first only when
 /// parallel to it, and then touches an edge or has an end inside the face at
 /// the same time.
-inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+inline TriangleCastHit SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
                                           double t_max, const Vec3& a, const Vec3& b,
                                           const Vec3& cc, uint8_t active) {
-  TriangleSweep out;
+  TriangleCastHit out;
   const Vec3 n = TriangleNormal(a, b, cc);
   const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
   if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return out;
@@ -251,7 +243,7 @@ inline TriangleSweep SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double
   TriangleFeature feature = TriangleFeature::kFace;
   int index = -1;
   for (int k = 0; k < 2; ++k) {
-    const TriangleSweep s =
+    const TriangleCastHit s =
         SweepSphereTriangleAt(k == 0 ? p0 : p1, k == 0 ? h0 : h1, r, v, best, a, b, cc, n, active);
     if (s.hit && (!found || s.t < best)) {
       best = s.t;

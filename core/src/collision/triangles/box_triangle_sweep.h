@@ -47,7 +47,7 @@ struct SweepSatResult {
     kUndecided,  ///< the GJK cast (SweepConvexTriangle) decides
   };
   State state = State::kUndecided;
-  TriangleConvexSweep hit;
+  TriangleCastHit hit;
 };
 
 /// Separating axes of a moving box and a triangle (Ericson, RTCD 5.5.8;

@@ -85,6 +85,6 @@ bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const V
 /// inactive edge or vertex).
 bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const Vec3& v,
                            double t_max, uint8_t active, const Vec3& face,
-                           TriangleConvexSweep* out);
+                           TriangleCastHit* out);
 
 }  // namespace hitbox

@@ -65,7 +65,8 @@ struct DeepestScratch {
 /// does not depend on the order, and a skipped triangle's contact cannot win
 /// (its depths can exceed the bound only by rounding, or EPA's tolerance).
 template <typename Surface, typename Convex>
-bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, MeshContact* out) {
+bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
+                                 SurfaceContactHit* out) {
   using Candidate = surface_detail::DeepestCandidate;
   using Entry = surface_detail::DeepestEntry;
   // Scratch kept per thread between calls (no allocation per query).
@@ -80,7 +81,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   deferred.clear();
   bool any = false;
   // The deepest contact wins; on equal depths, the lowest triangle.
-  const auto keep = [&](const MeshContact& m) {
+  const auto keep = [&](const SurfaceContactHit& m) {
     if (!any || m.depth > out->depth || (m.depth == out->depth && m.triangle < out->triangle)) {
       *out = m;
     }
@@ -92,7 +93,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
       // cost little more than the bounds would; every touching triangle is
       // decided in the hierarchy's order.
       VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
-        MeshContact m;
+        SurfaceContactHit m;
         if (TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) keep(m);
         return true;
       });
@@ -227,7 +228,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
     }
     if (done) break;
     if (requeued) continue;
-    MeshContact m;
+    SurfaceContactHit m;
     if (!polytope_core) {
       // A cylinder or a hull: the prism's contact now (a face contact,
       // exactly the bound along the normal); when the prism does not hold
@@ -249,7 +250,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex, M
   for (const Entry& e : deferred) {
     if (any && e.bound + slack < out->depth) break;
     const Candidate& c = candidates[e.index];
-    MeshContact m;
+    SurfaceContactHit m;
     const TouchAnswer t = TriangleTouchAfterPrism(
         c.v, c.triangle, convex, &m,
         any ? out->depth - slack : -std::numeric_limits<double>::infinity());

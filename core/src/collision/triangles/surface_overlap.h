@@ -12,6 +12,7 @@
 
 #include "collision/triangles/triangle_penetration.h"
 #include "collision/triangles/placed_convex.h"
+#include "collision/triangles/surface_hits.h"
 #include "collision/work_meter.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/triangle_queries.h"
@@ -58,8 +59,8 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
 
 /// The contact a valid penetration `e` of the cores gives with triangle
 /// `triangle` (input index).
-inline MeshContact PenetrationContact(uint32_t triangle, const TriangleConvexPenetration& e) {
-  MeshContact c;
+inline SurfaceContactHit PenetrationContact(uint32_t triangle, const TriangleConvexPenetration& e) {
+  SurfaceContactHit c;
   c.triangle = triangle;
   c.normal = e.normal;
   c.depth = e.depth;
@@ -77,10 +78,10 @@ inline MeshContact PenetrationContact(uint32_t triangle, const TriangleConvexPen
 /// difference), the face normal with the depth that clears the triangle's
 /// plane: a separating move, not necessarily the shortest.
 template <typename Convex>
-MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
+SurfaceContactHit TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
                             const TriangleConvexDistance& g,
                             const TriangleConvexPenetration* penetration = nullptr) {
-  MeshContact c;
+  SurfaceContactHit c;
   c.triangle = triangle;
   if (!g.cores_overlap) {
     c.normal = g.normal;
@@ -112,7 +113,7 @@ MeshContact TriangleContact(const Vec3 v[3], uint32_t triangle, const Convex& co
 /// (TriangleConvexEpa).
 template <typename Convex>
 bool TrianglePrismContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
-                          MeshContact* out, const Vec3* prism_supports = nullptr) {
+                          SurfaceContactHit* out, const Vec3* prism_supports = nullptr) {
   const TriangleConvexPenetration e = TriangleConvexEpa(
       v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
       TriangleEpaStart::kPrismOnly, -std::numeric_limits<double>::infinity(), prism_supports);
@@ -128,7 +129,7 @@ bool TrianglePrismContact(const Vec3 v[3], uint32_t triangle, const Convex& conv
 enum class TouchAnswer : uint8_t { kApart, kTouching, kShallower };
 template <typename Convex>
 TouchAnswer TriangleTouchAfterPrism(
-    const Vec3 v[3], uint32_t triangle, const Convex& convex, MeshContact* out,
+    const Vec3 v[3], uint32_t triangle, const Convex& convex, SurfaceContactHit* out,
     double stop_below = -std::numeric_limits<double>::infinity()) {
   const TriangleConvexDistance g = TriangleConvexGjk(v, convex, convex.margin(), convex.scale());
   if (g.distance_lower > 0.0) return TouchAnswer::kApart;
@@ -154,7 +155,7 @@ TouchAnswer TriangleTouchAfterPrism(
 /// goes through here, so all of them answer alike.
 template <typename Convex>
 bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
-                          const TriangleConvexPenetration* sat, MeshContact* out) {
+                          const TriangleConvexPenetration* sat, SurfaceContactHit* out) {
   if constexpr (requires { convex.rounded(); }) {
     if (convex.rounded() != Convex::Rounded::kNone) {
       // A ball or a capsule: GJK on its point or segment core iterates to
@@ -228,11 +229,11 @@ bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& conv
 }
 
 /// Contacts of the convex with every triangle of `surface` it touches (one
-/// MeshContact each, appended; TriangleContact). Returns true when any
+/// SurfaceContactHit each, appended; TriangleContact). Returns true when any
 /// triangle is touched.
 template <typename Surface, typename Convex>
 bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
-                           std::vector<MeshContact>* contacts) {
+                           std::vector<SurfaceContactHit>* contacts) {
   bool any = false;
   // A box core: SAT first (TriangleTouchContact), as SurfaceDeepestContactConvex.
   TrianglePolytopeCore polytope;
@@ -243,7 +244,7 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
   VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
     TriangleConvexPenetration sat;
     if (box_core) sat = TrianglePolytopePenetration(v, polytope, convex.margin());
-    MeshContact m;
+    SurfaceContactHit m;
     if (!TriangleTouchContact(v, surface.OriginalIndex(k), convex, box_core ? &sat : nullptr,
                               &m)) {
       return true;

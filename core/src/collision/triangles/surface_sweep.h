@@ -17,7 +17,7 @@ namespace hitbox {
 
 template <typename Convex>
 bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& translation,
-                       const TriangleConvexSweep& s, double skin) {
+                       const TriangleCastHit& s, double skin) {
   double depth = 0.0;
   Vec3 n = s.normal;
   if (s.started_inside) {
@@ -48,9 +48,9 @@ bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& tran
 /// order beyond the rounding of ties (the earliest, then the lowest input
 /// triangle among those within a nanometre of travel).
 template <typename Surface, typename Convex>
-MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
+SurfaceCastHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
                                 const Vec3& translation, double skin = 0.0) {
-  MeshSweepHit out;
+  SurfaceCastHit out;
   const Aabb box = convex.bounds().Swept(translation).Expanded(kSweepGap);
   const double scale = convex.scale() + translation.Length();
   // The centre of the convex's bounds moving by `translation`, against each
@@ -79,7 +79,7 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
     return triangle_path.Enter(v, limit, t_enter);
   };
   auto sweep = [&](uint32_t k, const Vec3 v[3]) {
-    const TriangleConvexSweep s =
+    const TriangleCastHit s =
         SweepTriangle(v, convex, translation, limit, scale, surface.ActiveEdges(k));
     if (!s.hit) return;
     if (skin > 0.0 && !TriangleSkinKeeps(v, convex, translation, s, skin)) return;
@@ -91,8 +91,8 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
       best = first || earlier ? s.t : std::min(best, s.t);
       best_orig = orig;
       limit = std::min(1.0, best + tie);
-      out.state = s.started_inside || best == 0.0 ? MeshSweepHit::State::kStartedInside
-                                                  : MeshSweepHit::State::kHit;
+      out.state = s.started_inside || best == 0.0 ? SurfaceCastHit::State::kStartedInside
+                                                  : SurfaceCastHit::State::kHit;
       out.fraction = best;
       out.normal = s.normal;
       out.point = s.point;
@@ -101,7 +101,7 @@ MeshSweepHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
     } else if (tied) {
       best = std::min(best, s.t);
       out.fraction = best;
-      if (best == 0.0) out.state = MeshSweepHit::State::kStartedInside;
+      if (best == 0.0) out.state = SurfaceCastHit::State::kStartedInside;
     }
   };
   if constexpr (std::is_same_v<Surface, TriangleMesh>) {

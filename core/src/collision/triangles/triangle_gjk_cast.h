@@ -9,26 +9,11 @@
 #include <limits>
 #include <type_traits>
 
+#include "collision/triangles/triangle_cast_hit.h"
 #include "collision/triangles/triangle_gjk.h"
 #include "hitbox/math/math.h"
 
 namespace hitbox {
-
-/// Result of a convex sweep against one triangle.
-struct TriangleConvexSweep {
-  bool hit = false;
-  bool started_inside = false;
-  /// Fraction in [0, t_max].
-  double t = 1.0;
-  /// Unit normal from the triangle towards the moving convex.
-  Vec3 normal{0, 1, 0};
-  /// Contact point on the triangle.
-  Vec3 point;
-  /// True when the sweep gave up (iteration cap, or no advance possible): t
-  /// is then a lower bound, `point` the closest point on the triangle to the
-  /// convex at t.
-  bool capped = false;
-};
 
 namespace triangle_convex_detail {
 
@@ -73,11 +58,11 @@ inline Vec3 CastNormal(const Vec3& face, Vec3 nrm, const double l[3], uint8_t ac
 /// advance possible, or out of iterations): capped, at t, with the closest
 /// point on the triangle of a GJK at t.
 template <typename CoreSupport>
-TriangleConvexSweep AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
+TriangleCastHit AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
                                           double margin, const Vec3& v, double t_start,
                                           double t_max, double scale, uint8_t active,
                                           const Vec3& face) {
-  TriangleConvexSweep out;
+  TriangleCastHit out;
   double t = t_start;
   int i = 0;
   for (; i < kTriangleSweepMaxIterations; ++i) {
@@ -119,14 +104,14 @@ TriangleConvexSweep AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& 
     if (g.cores_overlap) break;  // cannot happen with distance > gap
     const double closing = -Dot(v, g.lower_axis);
     // The plane at the lower bound separates: never crossed when not closing.
-    if (closing <= 0.0 && g.distance_lower > 0.0) return TriangleConvexSweep{};
+    if (closing <= 0.0 && g.distance_lower > 0.0) return TriangleCastHit{};
     if (closing <= 0.0) break;
     const double dt = (g.distance_lower - 0.5 * kSweepGap) / closing;
     // No advance possible: the next step would repeat this one exactly
     // (the same GJK at the same t) until the cap, with the same answer.
     if (!(dt > 0.0)) break;
     t += dt;
-    if (t > t_max) return TriangleConvexSweep{};
+    if (t > t_max) return TriangleCastHit{};
   }
   if (i == kTriangleSweepMaxIterations) {
     // Out of iterations after an advance (t <= t_max): the point of a GJK
@@ -176,7 +161,7 @@ struct NoCastShortcut {};
 /// into restarts and conservative advancement, some to its cap, a lower
 /// bound only (big_level: 82 of 3163 casts to the fallback, now none).
 template <typename CoreSupport, typename Shortcut = NoCastShortcut>
-TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
+TriangleCastHit SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
                                         double margin, const Vec3& v_in, double t_max,
                                         double scale, uint8_t active,
                                         const Shortcut& shortcut = {}) {
@@ -186,7 +171,7 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
   // (the simplex solver, a hull's support) and stores copies of them to the
   // stack again each iteration (~45 instructions an iteration).
   const Vec3 v = v_in;
-  TriangleConvexSweep out;
+  TriangleCastHit out;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
   // The triangle's plane first (two support calls): the convex must reach
   // the plane to touch the triangle, so wholly on one side and not reaching
@@ -266,7 +251,7 @@ TriangleConvexSweep SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& co
       // so, 27.69M trying after 3 iterations whatever t).
       if (!tried && t > 0.0) {
         tried = true;
-        TriangleConvexSweep closed;
+        TriangleCastHit closed;
         if (shortcut(face, &closed)) return closed;
       }
     }

@@ -13,31 +13,23 @@
 namespace hitbox {
 
 template <typename Convex>
-TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3& translation,
-                                  double t_max, double scale, uint8_t active) {
+TriangleCastHit SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3& translation,
+                              double t_max, double scale, uint8_t active) {
   if constexpr (requires { convex.rounded(); }) {
     if (convex.rounded() != Convex::Rounded::kNone) {
       const Vec3* seg = convex.segment();
-      const TriangleSweep s =
-          convex.rounded() == Convex::Rounded::kBall
-              ? SweepSphereTriangle(seg[0], convex.margin(), translation, t_max, v[0], v[1],
-                                    v[2], active)
-              : SweepCapsuleTriangle(seg[0], seg[1], convex.margin(), translation, t_max, v[0],
-                                     v[1], v[2], active);
-      TriangleConvexSweep out;
-      out.hit = s.hit;
-      out.started_inside = s.started_inside;
-      out.t = s.t;
-      out.normal = s.normal;
-      out.point = s.point;
-      return out;
+      return convex.rounded() == Convex::Rounded::kBall
+                 ? SweepSphereTriangle(seg[0], convex.margin(), translation, t_max, v[0], v[1],
+                                       v[2], active)
+                 : SweepCapsuleTriangle(seg[0], seg[1], convex.margin(), translation, t_max,
+                                        v[0], v[1], v[2], active);
     }
   }
   if constexpr (requires { convex.oriented_box(); }) {
     if (const OrientedBox* box = convex.oriented_box()) {
       const SweepSatResult sat =
           SweepBoxSat(v, *box, convex.margin(), translation, t_max, scale, active);
-      if (sat.state == SweepSatResult::State::kApart) return TriangleConvexSweep{};
+      if (sat.state == SweepSatResult::State::kApart) return TriangleCastHit{};
       if (sat.state == SweepSatResult::State::kHit) return sat.hit;
     }
   }
@@ -48,8 +40,8 @@ TriangleConvexSweep SweepTriangle(const Vec3 v[3], const Convex& convex, const V
       // the cast decides starts inside and the misses it sees at once; once
       // it has advanced, a hit or miss comes in closed form when it proves
       // itself.
-      if (CylinderTriangleApart(v, cyl, translation, t_max)) return TriangleConvexSweep{};
-      auto closed_form = [&](const Vec3& face, TriangleConvexSweep* out) {
+      if (CylinderTriangleApart(v, cyl, translation, t_max)) return TriangleCastHit{};
+      auto closed_form = [&](const Vec3& face, TriangleCastHit* out) {
         return CylinderTriangleSweep(v, cyl, translation, t_max, active, face, out);
       };
       return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active,
