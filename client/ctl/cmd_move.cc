@@ -25,7 +25,22 @@ struct MoveArgs {
   FilterArgs filter;
   MoveSettings settings;
   std::optional<uint64_t> apply;
+  /// Metres per world unit (--units): the settings' defaults are in metres.
+  double units = 1.0;
+  CLI::Option* rot_option = nullptr;
+  CLI::Option* up_option = nullptr;
 };
+
+/// The rotation taking local +Y to unit `up` (the shortest arc; a half turn
+/// about X when up is -Y).
+Quat RotationFromY(const Vec3& up) {
+  const Vec3 y{0, 1, 0};
+  const Vec3 axis = Cross(y, up);
+  const double s = axis.Length();
+  const double c = Dot(y, up);
+  if (s < 1e-12) return c > 0.0 ? Quat::Identity() : Quat::FromAxisAngle({1, 0, 0}, 3.141592653589793);
+  return Quat::FromAxisAngle(axis / s, std::atan2(s, c));
+}
 
 nlohmann::json ContactJson(const MoveContact& c) {
   return {{"id", c.id}, {"sub_shape", c.sub_shape}, {"normal", ToJson(c.normal)},
@@ -63,7 +78,9 @@ void PrintMove(const MoveResult& m, const std::optional<uint64_t>& applied) {
 int RunMove(const GlobalOptions& global, const MoveArgs& a) {
   MoveQuery q;
   q.shape = *a.shape.shape;
-  q.pose = Pose(a.position, a.rotation);
+  // A capsule or cylinder stands along --up unless --rot says otherwise.
+  const bool align = a.up_option->count() > 0 && a.rot_option->count() == 0;
+  q.pose = Pose(a.position, align ? RotationFromY(a.settings.up.Normalized()) : a.rotation);
   q.displacement = a.displacement;
   q.filter = ToFilter(a.filter);
   q.settings = a.settings;
@@ -111,7 +128,8 @@ void AddMoveCommand(CLI::App& app, const GlobalOptions& global, Action& action) 
   cmd->add_option("session", a->session, "session id")->required();
   AddShapeOptions(cmd, &a->shape);
   AddVec3Option(cmd, "--pos", &a->position, "start position of the shape, world metres");
-  AddQuatOption(cmd, "--rot", &a->rotation, "rotation quaternion x,y,z,w (default identity)");
+  a->rot_option = AddQuatOption(cmd, "--rot", &a->rotation,
+                                "rotation quaternion x,y,z,w (default: local Y along --up)");
   AddVec3Option(cmd, "--displacement", &a->displacement, "desired motion, world metres")
       ->required();
   MoveSettings& s = a->settings;
@@ -124,11 +142,25 @@ void AddMoveCommand(CLI::App& app, const GlobalOptions& global, Action& action) 
       ->capture_default_str();
   cmd->add_option("--max-iterations", s.max_iterations, "most sweeps per slide pass")
       ->capture_default_str();
-  AddVec3Option(cmd, "--up", &s.up, "world up direction (default 0,1,0)");
+  a->up_option = AddVec3Option(cmd, "--up", &s.up,
+                               "world up direction (default 0,1,0); the shape's axis follows it");
+  auto* units = cmd->add_option("--units", a->units,
+                                "metres per world unit (e.g. 0.0254 for inches): the default step "
+                                "height, ground snap and skin are scaled to it")
+                    ->check(CLI::PositiveNumber);
   cmd->add_option("--apply", a->apply,
                   "the character's collider id: ignored by the move and moved to its end");
   AddFilterOptions(cmd, &a->filter);
-  cmd->callback([&global, &action, a] {
+  cmd->callback([&global, &action, a, cmd, units] {
+    if (units->count() > 0) {
+      // Defaults given in metres, in world units; explicit flags stay as given.
+      const MoveSettings metres;
+      if (cmd->count("--step-height") == 0) a->settings.step_height = metres.step_height / a->units;
+      if (cmd->count("--skin") == 0) a->settings.skin_width = metres.skin_width / a->units;
+      if (cmd->count("--snap") == 0) {
+        a->settings.ground_snap_distance = metres.ground_snap_distance / a->units;
+      }
+    }
     action = [&global, a] { return RunMove(global, *a); };
   });
 }

@@ -529,6 +529,28 @@ TEST_F(CtlQueryTest, Move) {
       << bad.err;
 }
 
+// `move --up`: the capsule stands along the given up (here +Z) and lands on
+// the floor of a Z-up world; `--units` scales the metre defaults (the skin)
+// to a world in inches.
+TEST_F(CtlQueryTest, MoveAlongAnyUpAndUnits) {
+  const json floor = {{"colliders", {Box(1, {20, 20, 0.5}, {0, 0, -0.5})}}};
+  CtlJson({"load", "z", WriteTemp(floor.dump()), "--create"});
+  const json zup = CtlJson({"move", "z", "--capsule", "0.4,0.5", "--pos", "0,0,3",
+                            "--displacement", "0,0,-5", "--up", "0,0,1"});
+  ASSERT_TRUE(zup.contains("position")) << zup.dump();
+  EXPECT_NEAR(zup.at("position")[2].get<double>(), 0.91, 1e-6) << zup.dump();
+  EXPECT_TRUE(zup.at("on_ground").get<bool>()) << zup.dump();
+  EXPECT_NEAR(zup.at("ground").at("normal")[2].get<double>(), 1.0, 1e-9);
+  EXPECT_FALSE(zup.at("blocked").get<bool>());
+  // The same capsule in inches (radius 16, half-height 20): the 0.01 m skin
+  // is 0.3937 inches.
+  const json inches = CtlJson({"move", "z", "--capsule", "16,20", "--pos", "0,0,100",
+                               "--displacement", "0,0,-200", "--up", "0,0,1", "--units",
+                               "0.0254"});
+  EXPECT_NEAR(inches.at("position")[2].get<double>(), 36 + 0.01 / 0.0254, 1e-6) << inches.dump();
+  EXPECT_TRUE(inches.at("on_ground").get<bool>()) << inches.dump();
+}
+
 // --- check ----------------------------------------------------------------
 
 // A shared case file passes through the service, per kind, and the scratch session is removed.
