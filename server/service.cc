@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <span>
+#include <string_view>
 #include <variant>
 #include <mutex>
 #include <shared_mutex>
@@ -20,6 +21,7 @@
 
 #include "hitbox/wire/convert.h"
 #include "hitbox/wire/message_arena.h"
+#include "hitbox/wire/session_limits.h"
 #include "resources.h"
 
 namespace hitbox::server {
@@ -1025,7 +1027,7 @@ void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
     info->set_revision(s.set().revision());
     if (s.set().size() > 0) wire::ToProto(s.set().Bounds(), info->mutable_bounds());
   }
-  LimitsToProto(s.limits(), info->mutable_limits());
+  wire::LimitsToProto(s.limits(), info->mutable_limits());
   {
     std::shared_lock<std::shared_mutex> lock(s.mutex());
     if (const std::optional<TickRange> ticks = s.set().Ticks()) {
@@ -1050,79 +1052,25 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
   const SessionLimits& max = options_.limits.session;
   SessionLimits limits = max;
   const v1::SessionLimits& in = req.limits();
-  auto lower = [](const char* name, uint64_t want, uint64_t server_max, auto* field) {
-    if (want == 0) return grpc::Status::OK;
-    if (want > server_max) {
-      return Grpc(grpc::StatusCode::INVALID_ARGUMENT,
-                  std::string("limits.") + name + ": " + std::to_string(want) +
-                      " exceeds the server maximum " + std::to_string(server_max));
-    }
-    *field = static_cast<std::remove_pointer_t<decltype(field)>>(want);
-    return grpc::Status::OK;
-  };
+  // Each limit asked for (0: the server's) may lower the server's, never raise it.
   grpc::Status st;
-  if (st = lower("max_colliders", in.max_colliders(), max.max_colliders, &limits.max_colliders);
-      !st.ok()) {
-    return st;
-  }
-  if (st = lower("max_changes_per_message", in.max_changes_per_message(),
-                 max.max_changes_per_message, &limits.max_changes_per_message);
-      !st.ok()) {
-    return st;
-  }
-  if (st = lower("max_queries_per_message", in.max_queries_per_message(),
-                 max.max_queries_per_message, &limits.max_queries_per_message);
-      !st.ok()) {
-    return st;
-  }
-  if (st = lower("max_hits_per_query", in.max_hits_per_query(), max.max_hits_per_query,
-                 &limits.max_hits_per_query);
-      !st.ok()) {
-    return st;
-  }
-  if (st = lower("max_nodes_per_message", in.max_nodes_per_message(),
-                 max.max_nodes_per_message, &limits.max_nodes_per_message);
-      !st.ok()) {
-    return st;
-  }
-  if (st = lower("max_pair_tests_per_message", in.max_pair_tests_per_message(),
-                 max.max_pair_tests_per_message, &limits.max_pair_tests_per_message);
-      !st.ok()) {
-    return st;
-  }
-  // 0 on the server means "never", so any session value lowers it.
-  if (st = lower("idle_timeout_ms", in.idle_timeout_ms(),
-                 max.idle_timeout_ms == 0 ? UINT64_MAX : max.idle_timeout_ms,
-                 &limits.idle_timeout_ms);
-      !st.ok()) {
-    return st;
-  }
-  if (st = lower("max_mesh_triangles", in.max_mesh_triangles(), max.max_mesh_triangles,
-                 &limits.max_mesh_triangles);
-      !st.ok()) {
-    return st;
-  }
-  if (st = lower("max_heightfield_samples", in.max_heightfield_samples(),
-                 max.max_heightfield_samples, &limits.max_heightfield_samples);
-      !st.ok()) {
-    return st;
-  }
-  if (st = lower("max_hull_points", in.max_hull_points(), max.max_hull_points,
-                 &limits.max_hull_points);
-      !st.ok()) {
-    return st;
-  }
-  if (st = lower("max_build_work_per_message", in.max_build_work_per_message(),
-                 max.max_build_work_per_message, &limits.max_build_work_per_message);
-      !st.ok()) {
-    return st;
-  }
-  // 0: the server's default; at most --max-history-ticks.
-  if (st = lower("history_ticks", in.history_ticks(), options_.limits.max_history_ticks,
-                 &limits.history_ticks);
-      !st.ok()) {
-    return st;
-  }
+  wire::ForEachLimit<SessionLimits>([&](std::string_view name, auto member, auto get, auto) {
+    const uint64_t want = (in.*get)();
+    if (!st.ok() || want == 0) return;
+    uint64_t server_max = max.*member;
+    // 0 on the server means "never", so any session value lowers it.
+    if (name == "idle_timeout_ms" && server_max == 0) server_max = UINT64_MAX;
+    if (name == "history_ticks") server_max = options_.limits.max_history_ticks;
+    if (want > server_max) {
+      st = Grpc(grpc::StatusCode::INVALID_ARGUMENT,
+                "limits." + std::string(name) + ": " + std::to_string(want) +
+                    " exceeds the server maximum " + std::to_string(server_max));
+      return;
+    }
+    limits.*member = static_cast<std::decay_t<decltype(limits.*member)>>(want);
+  });
+  if (!st.ok()) return st;
+  // history_ticks 0: the server's default, at most --max-history-ticks.
   limits.history_ticks = std::min(limits.history_ticks, options_.limits.max_history_ticks);
   std::shared_ptr<const Map> map;
   if (!req.map_id().empty()) {
