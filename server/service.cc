@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <google/protobuf/descriptor.h>
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
@@ -551,6 +552,13 @@ grpc::ServerUnaryReactor* HitboxService::Query(grpc::CallbackServerContext* ctx,
   auto* reactor = new QueryReactor(&answer_memory_);
   reactor->Finish(AnswerQuery(*ctx, *req, resp, CallControl::Of(ctx), reactor->memory()));
   return reactor;
+}
+
+void HitboxService::LeaveQueryToCompletionQueues() {
+  const google::protobuf::ServiceDescriptor* d =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          v1::Hitbox::service_full_name());
+  MarkMethodGeneric(d->FindMethodByName("Query")->index());
 }
 
 grpc::Status HitboxService::AnswerQuery(const grpc::ServerContextBase& ctx,

@@ -106,6 +106,9 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   /// the answer when it returns, to be given back once the response is sent.
   grpc::Status DoQuery(const v1::QueryRequest& req, v1::QueryResponse* resp,
                        const CallControl& call = {}, MemoryReservation* mem = nullptr);
+  /// Stops serving Query on the callback API, for a service that serves it on
+  /// completion queues beside this one (CqQueryServer); before registration.
+  void LeaveQueryToCompletionQueues();
   /// The Query rpc as either API serves it (the callback entry point, the
   /// completion-queue server of cq_server.h): the in-flight slot, the
   /// caller's right to the session, DoQuery, the log of a rejection.
