@@ -11,10 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
-#include "hitbox/wire/message_arena.h"
 #include "hitbox/wire/session_limits.h"
 #include "reactors.h"
-#include "reaper.h"
 #include "resources.h"
 
 namespace hitbox::server {

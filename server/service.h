@@ -1,6 +1,8 @@
 // The hitbox.v1.Hitbox service on the gRPC callback API: a thin adapter from
-// the wire messages (hitbox_wire) to sessions of ColliderSets, with limits,
-// status codes and threading.
+// the wire messages (hitbox_wire) to sessions, with admission, auth and the
+// log. What a request does to a session is SessionTxn's (session_txn.h); the
+// streaming reactors are in reactors.h, the budgets in memory_budget.h, the
+// idle reaper in reaper.h.
 //
 // Locking: the session map lock is held only for lookups; each session's
 // shared_mutex is taken shared by queries and reads, exclusively by changes
@@ -9,30 +11,23 @@
 // queries under the same exclusive lock, so they see exactly its changes.
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
-#include "hitbox/world/collider_set.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
+#include "hitbox/world/collider_set.h"
 #include "auth.h"
 #include "maps.h"
+#include "memory_budget.h"
+#include "metrics.h"
 #include "persistence.h"
 #include "reaper.h"
-#include "metrics.h"
 #include "session.h"
 #include "session_txn.h"
-#include "memory_budget.h"
 
 namespace hitbox::server {
 
