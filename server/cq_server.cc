@@ -6,6 +6,9 @@
 #include <mutex>
 #include <utility>
 
+#include <google/protobuf/descriptor.h>
+#include <grpcpp/generic/async_generic_service.h>
+
 namespace hitbox::server {
 namespace {
 
@@ -36,63 +39,21 @@ std::optional<RpcApi> ParseRpcApi(std::string_view name) {
 
 const char* RpcApiName(RpcApi api) { return api == RpcApi::kCq ? "cq" : "callback"; }
 
-/// hitbox.v1.Hitbox with Query on the asynchronous API and every other
-/// method on the callback API, handed to HitboxService's own entry points.
-/// (A method the .proto adds must be forwarded here too: until it is, it
-/// answers UNIMPLEMENTED under --rpc-api cq.)
-class CqQueryServer::MixedService final
-    : public Hitbox::WithCallbackMethod_CreateSession<Hitbox::WithCallbackMethod_GetSession<
-          Hitbox::WithCallbackMethod_ListSessions<Hitbox::WithCallbackMethod_DeleteSession<
-              Hitbox::WithCallbackMethod_ApplyChanges<Hitbox::WithCallbackMethod_GetColliders<
-                  Hitbox::WithCallbackMethod_ListColliders<Hitbox::WithCallbackMethod_Tick<
-                      Hitbox::WithCallbackMethod_ListMaps<Hitbox::WithCallbackMethod_GetMap<
-                          Hitbox::WithAsyncMethod_Query<Hitbox::Service>>>>>>>>>>> {
+/// hitbox.v1.Hitbox's Query on the asynchronous API, and nothing else: every
+/// other method is marked generic here, found by the service's descriptor, so
+/// HitboxService serves it as on the callback API (a method the .proto adds
+/// is served there too, with no list to update).
+class CqQueryServer::QueryService final : public Hitbox::WithAsyncMethod_Query<Hitbox::Service> {
  public:
-  explicit MixedService(HitboxService* s) : s_(s) {}
-
-  grpc::ServerUnaryReactor* CreateSession(grpc::CallbackServerContext* ctx, const v1::CreateSessionRequest* req,
-      v1::SessionInfo* resp) override {
-    return s_->CreateSession(ctx, req, resp);
+  QueryService() {
+    const google::protobuf::ServiceDescriptor* d =
+        google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+            Hitbox::service_full_name());
+    const int query = d->FindMethodByName("Query")->index();
+    for (int i = 0; i < d->method_count(); ++i) {
+      if (i != query) MarkMethodGeneric(i);
+    }
   }
-  grpc::ServerUnaryReactor* GetSession(grpc::CallbackServerContext* ctx, const v1::GetSessionRequest* req,
-      v1::SessionInfo* resp) override {
-    return s_->GetSession(ctx, req, resp);
-  }
-  grpc::ServerUnaryReactor* ListSessions(grpc::CallbackServerContext* ctx, const v1::ListSessionsRequest* req,
-      v1::ListSessionsResponse* resp) override {
-    return s_->ListSessions(ctx, req, resp);
-  }
-  grpc::ServerUnaryReactor* DeleteSession(grpc::CallbackServerContext* ctx, const v1::DeleteSessionRequest* req,
-      v1::DeleteSessionResponse* resp) override {
-    return s_->DeleteSession(ctx, req, resp);
-  }
-  grpc::ServerUnaryReactor* ApplyChanges(grpc::CallbackServerContext* ctx, const v1::ApplyChangesRequest* req,
-      v1::ApplyChangesResponse* resp) override {
-    return s_->ApplyChanges(ctx, req, resp);
-  }
-  grpc::ServerUnaryReactor* GetColliders(grpc::CallbackServerContext* ctx, const v1::GetCollidersRequest* req,
-      v1::GetCollidersResponse* resp) override {
-    return s_->GetColliders(ctx, req, resp);
-  }
-  grpc::ServerUnaryReactor* ListMaps(grpc::CallbackServerContext* ctx, const v1::ListMapsRequest* req,
-      v1::ListMapsResponse* resp) override {
-    return s_->ListMaps(ctx, req, resp);
-  }
-  grpc::ServerUnaryReactor* GetMap(grpc::CallbackServerContext* ctx, const v1::GetMapRequest* req,
-      v1::MapInfo* resp) override {
-    return s_->GetMap(ctx, req, resp);
-  }
-  grpc::ServerWriteReactor<v1::ListCollidersResponse>* ListColliders(
-      grpc::CallbackServerContext* ctx, const v1::ListCollidersRequest* req) override {
-    return s_->ListColliders(ctx, req);
-  }
-  grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* Tick(
-      grpc::CallbackServerContext* ctx) override {
-    return s_->Tick(ctx);
-  }
-
- private:
-  HitboxService* const s_;
 };
 
 /// One completion queue and the thread that polls it. Every tag of a call
@@ -101,12 +62,12 @@ class CqQueryServer::MixedService final
 /// running query may pull early (PollReady).
 class CqQueryServer::Poller {
  public:
-  Poller(HitboxService* service, MixedService* async,
+  Poller(HitboxService* service, QueryService* async,
          std::unique_ptr<grpc::ServerCompletionQueue> cq, std::atomic<int64_t>* live_calls)
       : service_(service), async_(async), cq_(std::move(cq)), live_calls_(live_calls) {}
 
   HitboxService* service() const { return service_; }
-  MixedService* async() const { return async_; }
+  QueryService* async() const { return async_; }
   grpc::ServerCompletionQueue* cq() const { return cq_.get(); }
   /// Call states alive on every queue (CqQueryServer::Shutdown waits for 0).
   std::atomic<int64_t>& live_calls() const { return *live_calls_; }
@@ -126,7 +87,7 @@ class CqQueryServer::Poller {
   bool TakeReady(void** tag, bool* ok);
 
   HitboxService* const service_;
-  MixedService* const async_;
+  QueryService* const async_;
   const std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::atomic<int64_t>* const live_calls_;
   std::mutex mu_;
@@ -293,8 +254,13 @@ void CqQueryServer::Poller::Handle(void* tag, bool ok) {
 
 CqQueryServer::CqQueryServer(HitboxService* service, grpc::ServerBuilder* builder,
                              size_t threads)
-    : service_(service), async_(std::make_unique<MixedService>(service)) {
+    : service_(service), async_(std::make_unique<QueryService>()),
+      unknown_(std::make_unique<grpc::CallbackGenericService>()) {
+  service->LeaveQueryToCompletionQueues();
   builder->RegisterService(async_.get());
+  // Methods marked generic need a generic service; only calls of methods no
+  // service has reach it, and it answers them UNIMPLEMENTED as a server without one does.
+  builder->RegisterCallbackGenericService(unknown_.get());
   threads = std::max<size_t>(1, threads);
   for (size_t i = 0; i < threads; ++i) {
     pollers_.push_back(

@@ -5,14 +5,13 @@
 // HitboxService::AnswerQuery, the same as on the callback API, so auth,
 // limits, deadlines, metrics and error messages are the same.
 //
-// gRPC 1.51 serves each method by one API, fixed by the service object's
-// type: v1::Hitbox::WithAsyncMethod_Query<CallbackService> still serves Query
-// on the callback API (marking a callback method async keeps its handler and
-// only logs), and two service objects cannot both register hitbox.v1.Hitbox
-// methods unless the rest are "generic", which needs a generic service. So
-// under --rpc-api cq the server registers one mixed service object instead of
-// HitboxService: Query on the asynchronous API, every other rpc on the
-// callback API forwarded to HitboxService's entry points.
+// gRPC 1.51 serves each method by one API, fixed by the service object that
+// registers it, and two service objects may share hitbox.v1.Hitbox only if
+// each marks the other's methods "generic" (which needs a generic service
+// registered too). So under --rpc-api cq HitboxService gives up Query
+// (LeaveQueryToCompletionQueues) and serves every other rpc on the callback
+// API as usual, while a second service object serves Query alone on the
+// completion queues; the generic service only ever sees unknown methods.
 #pragma once
 
 #include <atomic>
@@ -24,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include "service.h"
@@ -45,9 +45,10 @@ const char* RpcApiName(RpcApi api);
 /// shut down after grpc::Server::Shutdown returned.
 class CqQueryServer {
  public:
-  /// Registers the mixed service (Query here, the rest `service`'s) on
-  /// `builder` in place of `service`, and adds `threads` (>= 1) completion
-  /// queues. Call before builder->BuildAndStart(); `service` outlives this.
+  /// Takes Query from `service` (still to be registered on `builder` as
+  /// usual), registers the service that serves it here, and adds `threads`
+  /// (>= 1) completion queues. Call before builder->BuildAndStart();
+  /// `service` outlives this.
   CqQueryServer(HitboxService* service, grpc::ServerBuilder* builder, size_t threads);
   /// Shutdown().
   ~CqQueryServer();
@@ -66,13 +67,14 @@ class CqQueryServer {
   /// Polling threads (one per completion queue).
   size_t threads() const { return pollers_.size(); }
 
-  class MixedService;  // Query async, the rest HitboxService's (cq_server.cc)
+  class QueryService;  // Query alone, on the asynchronous API (cq_server.cc)
   class Poller;        // one completion queue and its thread
   class Call;          // one Query call's state
 
  private:
   HitboxService* const service_;
-  std::unique_ptr<MixedService> async_;
+  std::unique_ptr<QueryService> async_;
+  std::unique_ptr<grpc::CallbackGenericService> unknown_;  // required beside async_
   std::vector<std::unique_ptr<Poller>> pollers_;
   std::vector<std::thread> threads_;
   std::atomic<int64_t> live_calls_{0};  // Call states alive (posted, running, finishing)

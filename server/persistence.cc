@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
+#include "hitbox/wire/session_limits.h"
 
 namespace hitbox::server {
 namespace {
@@ -189,55 +190,26 @@ uint64_t Clamp(uint64_t stored, uint64_t max) { return stored == 0 || stored > m
 
 SessionLimits LimitsFrom(const v1::SessionLimits& in, const SessionLimits& max) {
   SessionLimits l;
-  l.max_colliders = Clamp(in.max_colliders(), max.max_colliders);
-  l.max_changes_per_message =
-      static_cast<uint32_t>(Clamp(in.max_changes_per_message(), max.max_changes_per_message));
-  l.max_queries_per_message =
-      static_cast<uint32_t>(Clamp(in.max_queries_per_message(), max.max_queries_per_message));
-  l.max_hits_per_query =
-      static_cast<uint32_t>(Clamp(in.max_hits_per_query(), max.max_hits_per_query));
-  l.max_nodes_per_message = Clamp(in.max_nodes_per_message(), max.max_nodes_per_message);
-  l.max_pair_tests_per_message =
-      Clamp(in.max_pair_tests_per_message(), max.max_pair_tests_per_message);
-  // 0 means "never" on both sides.
-  l.idle_timeout_ms = max.idle_timeout_ms == 0 ? in.idle_timeout_ms()
-                                               : Clamp(in.idle_timeout_ms(), max.idle_timeout_ms);
-  if (in.history_ticks() != 0) l.history_ticks = in.history_ticks();  // was within the flags
-  l.max_mesh_triangles =
-      static_cast<uint32_t>(Clamp(in.max_mesh_triangles(), max.max_mesh_triangles));
-  l.max_heightfield_samples =
-      static_cast<uint32_t>(Clamp(in.max_heightfield_samples(), max.max_heightfield_samples));
-  l.max_hull_points = static_cast<uint32_t>(Clamp(in.max_hull_points(), max.max_hull_points));
-  l.max_build_work_per_message =
-      Clamp(in.max_build_work_per_message(), max.max_build_work_per_message);
+  wire::ForEachLimit<SessionLimits>([&](std::string_view name, auto member, auto get, auto) {
+    using Field = std::decay_t<decltype(l.*member)>;
+    const uint64_t stored = (in.*get)();
+    if (name == "idle_timeout_ms") {  // 0 means "never" on both sides
+      l.*member = static_cast<Field>(max.*member == 0 ? stored : Clamp(stored, max.*member));
+    } else if (name == "history_ticks") {  // was within the flags; 0: the default
+      if (stored != 0) l.*member = static_cast<Field>(stored);
+    } else {
+      l.*member = static_cast<Field>(Clamp(stored, max.*member));
+    }
+  });
   return l;
 }
-
-}  // namespace
-
-void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out) {
-  out->set_max_colliders(l.max_colliders);
-  out->set_max_changes_per_message(l.max_changes_per_message);
-  out->set_max_queries_per_message(l.max_queries_per_message);
-  out->set_max_hits_per_query(l.max_hits_per_query);
-  out->set_max_nodes_per_message(l.max_nodes_per_message);
-  out->set_max_pair_tests_per_message(l.max_pair_tests_per_message);
-  out->set_idle_timeout_ms(l.idle_timeout_ms);
-  out->set_history_ticks(l.history_ticks);
-  out->set_max_mesh_triangles(l.max_mesh_triangles);
-  out->set_max_heightfield_samples(l.max_heightfield_samples);
-  out->set_max_hull_points(l.max_hull_points);
-  out->set_max_build_work_per_message(l.max_build_work_per_message);
-}
-
-namespace {
 
 // The snapshot file's bytes for `s` (its lock held).
 std::string SnapshotBytes(const Session& s) {
   std::string out = Header(kSnapshotMagic);
   v1::SessionInfo info;
   info.set_session_id(s.id());
-  LimitsToProto(s.limits(), info.mutable_limits());
+  wire::LimitsToProto(s.limits(), info.mutable_limits());
   info.set_created_unix_ms(s.created_unix_ms());
   info.set_token(s.token());
   info.set_map_id(s.set().base_name());

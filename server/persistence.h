@@ -87,10 +87,6 @@ class Journal;
 /// The sessions' files in the data dir. Thread-safe; Append is called with
 /// the session's exclusive lock held (so one session's records are ordered),
 /// sessions never wait for each other's disk writes except in Flush.
-/// A session's limits as the proto message (GetSession's SessionInfo.limits
-/// and the snapshot's, which restores them).
-void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out);
-
 class SessionStore {
  public:
   /// Creates the data dir if needed and checks that it is writable (error

@@ -132,11 +132,10 @@ Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& o
                                    options.max_streams_per_connection, INT_MAX)));
   }
   if (options.rpc_api == RpcApi::kCq) {
-    // Registers its own service object, with Query on completion queues.
+    // Takes Query onto completion queues; the service keeps every other rpc.
     s->cq_ = std::make_unique<CqQueryServer>(s->service_.get(), &builder, s->service_->threads());
-  } else {
-    builder.RegisterService(s->service_.get());
   }
+  builder.RegisterService(s->service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&s->service_->metrics()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));

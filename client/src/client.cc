@@ -19,6 +19,7 @@
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "hitbox/wire/convert.h"
 #include "hitbox/wire/message_arena.h"
+#include "hitbox/wire/session_limits.h"
 
 namespace hitbox {
 namespace {
@@ -79,37 +80,13 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   return grpc::CreateCustomChannel(address, MakeCredentials(options.tls, error), args);
 }
 
-SessionLimits LimitsFromProto(const v1::SessionLimits& l) {
-  SessionLimits out;
-  out.max_colliders = l.max_colliders();
-  out.max_changes_per_message = l.max_changes_per_message();
-  out.max_queries_per_message = l.max_queries_per_message();
-  out.max_hits_per_query = l.max_hits_per_query();
-  out.max_nodes_per_message = l.max_nodes_per_message();
-  out.max_pair_tests_per_message = l.max_pair_tests_per_message();
-  out.idle_timeout_ms = l.idle_timeout_ms();
-  out.history_ticks = l.history_ticks();
-  return out;
-}
-
-void LimitsToProto(const SessionLimits& l, v1::SessionLimits* out) {
-  out->set_max_colliders(l.max_colliders);
-  out->set_max_changes_per_message(l.max_changes_per_message);
-  out->set_max_queries_per_message(l.max_queries_per_message);
-  out->set_max_hits_per_query(l.max_hits_per_query);
-  out->set_max_nodes_per_message(l.max_nodes_per_message);
-  out->set_max_pair_tests_per_message(l.max_pair_tests_per_message);
-  out->set_idle_timeout_ms(l.idle_timeout_ms);
-  out->set_history_ticks(l.history_ticks);
-}
-
 SessionInfo InfoFromProto(const v1::SessionInfo& s) {
   SessionInfo out;
   out.session_id = s.session_id();
   out.collider_count = s.collider_count();
   out.revision = s.revision();
   if (s.has_bounds()) out.bounds = wire::ResultFromProto(s.bounds());
-  out.limits = LimitsFromProto(s.limits());
+  out.limits = wire::LimitsFromProto<SessionLimits>(s.limits());
   out.created_unix_ms = s.created_unix_ms();
   out.token = s.token();
   out.memory_bytes = s.memory_bytes();
@@ -364,7 +341,7 @@ RpcResult<SessionInfo> Client::CreateSession(const SessionSpec& spec, const Call
   v1::CreateSessionRequest req;
   req.set_session_id(spec.session_id);
   req.set_map_id(spec.map_id);
-  LimitsToProto(spec.limits, req.mutable_limits());
+  wire::LimitsToProto(spec.limits, req.mutable_limits());
   v1::SessionInfo resp;
   // With an explicit id a retry cannot create a second session (at worst it
   // answers ALREADY_EXISTS); without one it could, so it is never retried.

@@ -11,7 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include <google/protobuf/descriptor.h>
 #include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
 #include "cq_server.h"
@@ -295,6 +297,71 @@ TEST(CqServerTest, ShutsDownCleanlyWithCallsInFlight) {
   v1::QueryResponse resp;
   EXPECT_EQ(cq.Query(Rays(1), &resp, cq.token).error_code(), grpc::StatusCode::UNAVAILABLE);
   cq.server.reset();  // the queues are drained already: nothing left to free
+}
+
+// Calls `method` ("/package.Service/Method") with one empty message (every
+// field unset) as the admin, whatever its kind (unary or streaming), and
+// returns the call's status. Reads and drops whatever comes back.
+grpc::Status CallWithEmptyMessage(const std::shared_ptr<grpc::Channel>& channel,
+                                  const std::string& method) {
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue queue;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  ctx.AddMetadata("authorization", std::string("Bearer ") + kAdminToken);
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+      stub.PrepareCall(&ctx, method, &queue);
+  void* tag = nullptr;
+  bool ok = false;
+  const auto step = [&](int want) {
+    EXPECT_TRUE(queue.Next(&tag, &ok));
+    EXPECT_EQ(tag, reinterpret_cast<void*>(static_cast<intptr_t>(want)));
+    return ok;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  step(1);
+  grpc::Slice empty("");
+  grpc::ByteBuffer message(&empty, 1);
+  call->WriteLast(message, grpc::WriteOptions(), reinterpret_cast<void*>(2));
+  step(2);
+  grpc::ByteBuffer answer;
+  do {
+    call->Read(&answer, reinterpret_cast<void*>(3));
+  } while (step(3));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(4));
+  step(4);
+  return status;
+}
+
+// Every rpc of hitbox.v1.Hitbox (from the service's descriptor, so one the
+// .proto adds is checked too) is served under --rpc-api cq as on the callback
+// API: an empty request gets the same status, never UNIMPLEMENTED, though the
+// cq path handles only Query itself. An unknown method is UNIMPLEMENTED on both.
+TEST(CqServerTest, EveryRpcIsServedLikeOnTheCallbackApi) {
+  Served callback(server::RpcApi::kCallback);
+  Served cq(server::RpcApi::kCq);
+  ASSERT_NE(callback.server, nullptr);
+  ASSERT_NE(cq.server, nullptr);
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          v1::Hitbox::service_full_name());
+  ASSERT_NE(service, nullptr);
+  ASSERT_GE(service->method_count(), 11);
+  for (int i = 0; i < service->method_count(); ++i) {
+    const std::string method = "/" + service->full_name() + "/" + service->method(i)->name();
+    SCOPED_TRACE(method);
+    const grpc::Status a = CallWithEmptyMessage(callback.channel, method);
+    const grpc::Status b = CallWithEmptyMessage(cq.channel, method);
+    EXPECT_NE(a.error_code(), grpc::StatusCode::UNIMPLEMENTED) << a.error_message();
+    EXPECT_EQ(b.error_code(), a.error_code()) << b.error_message();
+    EXPECT_EQ(b.error_message(), a.error_message());
+  }
+  const std::string unknown = "/" + service->full_name() + "/NoSuchRpc";
+  EXPECT_EQ(CallWithEmptyMessage(callback.channel, unknown).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(CallWithEmptyMessage(cq.channel, unknown).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
 }
 
 TEST(CqServerTest, ParsesTheFlag) {

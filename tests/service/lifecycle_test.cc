@@ -165,15 +165,22 @@ struct OpenStream {
   std::string id;
 };
 
-// With a 500 ms server timeout, an idle session is deleted (and logged) while
-// sessions queried or ticked every 100 ms live on; SessionInfo reports the
-// timeout and the last activity.
+// The reaper as of a time `ms` past now (the clock seam: no test waits for
+// the real reaper, whose timeouts here are a minute or more).
+int64_t ReapAfter(server::HitboxServer& server, int64_t ms) {
+  return server.service().ReapIdleSessions(server::SteadyNowNs() + ms * 1'000'000);
+}
+
+// An idle session is deleted (and logged) once its timeout passed, while
+// sessions used by queries and ticks since stay; SessionInfo reports the last
+// activity.
 TEST_F(LifecycleTest, IdleSessionExpiresActiveOnesSurvive) {
   LogCapture log;
-  StartServer(500);
+  constexpr int64_t kTimeoutMs = 60'000;
+  StartServer(kTimeoutMs);
   v1::SessionInfo info;
   ASSERT_TRUE(Create("idle", 0, &info).ok());
-  EXPECT_EQ(info.limits().idle_timeout_ms(), 500u);
+  EXPECT_EQ(info.limits().idle_timeout_ms(), static_cast<uint64_t>(kTimeoutMs));
   const int64_t created = info.last_active_unix_ms();
   EXPECT_GT(created, 0);
   EXPECT_NEAR(static_cast<double>(created), static_cast<double>(info.created_unix_ms()), 50);
@@ -182,20 +189,19 @@ TEST_F(LifecycleTest, IdleSessionExpiresActiveOnesSurvive) {
   ASSERT_TRUE(Add("queried", 1, 3).ok());
   OpenStream ticks(stub_.get(), "ticked", 20s);
   v1::TickResponse resp;
-  const auto until = std::chrono::steady_clock::now() + 1500ms;  // 3 timeouts
-  for (uint64_t n = 1; std::chrono::steady_clock::now() < until; ++n) {
-    ASSERT_TRUE(Ray("queried").ok());
-    ASSERT_TRUE(ticks.Tick(n, &resp)) << "tick " << n;
-    ASSERT_FALSE(resp.has_error()) << resp.error().message();
-    std::this_thread::sleep_for(100ms);
-  }
+  // "idle" was last active before `mark`, the others after it.
+  const int64_t mark = server::SteadyNowNs();
+  ASSERT_TRUE(Ray("queried").ok());
+  ASSERT_TRUE(ticks.Tick(1, &resp));
+  ASSERT_FALSE(resp.has_error()) << resp.error().message();
+  server_->service().ReapIdleSessions(mark + kTimeoutMs * 1'000'000);
   std::vector<v1::SessionInfo> infos;
   const std::vector<std::string> ids = Listed(&infos);
   EXPECT_FALSE(Contains(ids, "idle"));
   EXPECT_TRUE(Contains(ids, "queried"));
   EXPECT_TRUE(Contains(ids, "ticked"));
-  for (const v1::SessionInfo& s : infos) {  // both were active within the last ~100 ms
-    EXPECT_GT(s.last_active_unix_ms(), created + 1200) << s.session_id();
+  for (const v1::SessionInfo& s : infos) {
+    EXPECT_GE(s.last_active_unix_ms(), created) << s.session_id();
   }
   const grpc::Status gone = Get("idle");
   EXPECT_EQ(gone.error_code(), grpc::StatusCode::NOT_FOUND);
@@ -205,7 +211,7 @@ TEST_F(LifecycleTest, IdleSessionExpiresActiveOnesSurvive) {
   // Once the activity stops, the others go too.
   ticks.stream->WritesDone();
   EXPECT_TRUE(ticks.stream->Finish().ok());
-  for (int i = 0; i < 100 && !Listed().empty(); ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(ReapAfter(*server_, kTimeoutMs), INT64_MAX);  // none left to expire
   EXPECT_TRUE(Listed().empty());
 }
 
@@ -216,39 +222,45 @@ TEST_F(LifecycleTest, PerSessionIdleTimeout) {
   v1::SessionInfo info;
   ASSERT_TRUE(Create("forever", 0, &info).ok());
   EXPECT_EQ(info.limits().idle_timeout_ms(), 0u);
-  ASSERT_TRUE(Create("short", 200, &info).ok());
-  EXPECT_EQ(info.limits().idle_timeout_ms(), 200u);
-  std::this_thread::sleep_for(700ms);
+  ASSERT_TRUE(Create("short", 60'000, &info).ok());
+  EXPECT_EQ(info.limits().idle_timeout_ms(), 60'000u);
+  ReapAfter(*server_, 3'600'000);
   const std::vector<std::string> ids = Listed();
   EXPECT_TRUE(Contains(ids, "forever"));
   EXPECT_FALSE(Contains(ids, "short"));
   server_->Shutdown(0ms);
   server_.reset();
 
-  StartServer(5000);
-  grpc::Status st = Create("above", 5001);
+  StartServer(600'000);
+  grpc::Status st = Create("above", 600'001);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(st.error_message(), HasSubstr("limits.idle_timeout_ms"));
-  EXPECT_THAT(st.error_message(), HasSubstr("5000"));
-  ASSERT_TRUE(Create("lower", 150, &info).ok());
-  EXPECT_EQ(info.limits().idle_timeout_ms(), 150u);
+  EXPECT_THAT(st.error_message(), HasSubstr("600000"));
+  ASSERT_TRUE(Create("lower", 60'000, &info).ok());
+  EXPECT_EQ(info.limits().idle_timeout_ms(), 60'000u);
   ASSERT_TRUE(Create("default").ok());
-  std::this_thread::sleep_for(600ms);
+  ReapAfter(*server_, 300'000);
   const std::vector<std::string> later = Listed();
   EXPECT_FALSE(Contains(later, "lower"));
   EXPECT_TRUE(Contains(later, "default"));
 }
 
-// Any call on the session counts: GetSession / ApplyChanges keep it alive.
+// Any call on the session counts: GetSession / ApplyChanges keep it alive,
+// while a session without calls since expires.
 TEST_F(LifecycleTest, EveryCallIsActivity) {
-  StartServer(600);
+  constexpr int64_t kTimeoutMs = 60'000;
+  StartServer(kTimeoutMs);
   ASSERT_TRUE(Create("get").ok());
   ASSERT_TRUE(Create("apply").ok());
-  for (int i = 0; i < 12; ++i) {  // 1.2 s, twice the timeout
-    ASSERT_TRUE(Get("get").ok()) << i;
-    ASSERT_TRUE(Add("apply", 1 + i, 1).ok()) << i;
-    std::this_thread::sleep_for(100ms);
-  }
+  ASSERT_TRUE(Create("quiet").ok());
+  const int64_t mark = server::SteadyNowNs();
+  ASSERT_TRUE(Get("get").ok());
+  ASSERT_TRUE(Add("apply", 1, 1).ok());
+  server_->service().ReapIdleSessions(mark + kTimeoutMs * 1'000'000);
+  const std::vector<std::string> ids = Listed();
+  EXPECT_TRUE(Contains(ids, "get"));
+  EXPECT_TRUE(Contains(ids, "apply"));
+  EXPECT_FALSE(Contains(ids, "quiet"));
 }
 
 // A stream waiting for the client's next tick ends at once when its session

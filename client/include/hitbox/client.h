@@ -165,6 +165,15 @@ struct SessionLimits {
   uint64_t idle_timeout_ms = 0;
   /// Ticks of pose history kept for queries at a past tick (server default 64).
   uint32_t history_ticks = 0;
+  /// Largest triangle mesh one collider may be, input triangles.
+  uint32_t max_mesh_triangles = 0;
+  /// Largest heightfield one collider may be, rows x cols samples.
+  uint32_t max_heightfield_samples = 0;
+  /// Most input points of one convex hull (a collider's or a compound child's).
+  uint32_t max_hull_points = 0;
+  /// Work budget of one ApplyChanges call or tick with changes: build work of
+  /// its shapes (mesh triangles + hull points + compound children + heightfield samples / 16).
+  uint64_t max_build_work_per_message = 0;
 };
 
 /// What CreateSession asks for.
