@@ -17,6 +17,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include "fuzz_util.h"
+#include "hitbox/format.h"
 #include "hitbox/world/collider_set.h"
 #include "hitbox/v1/hitbox.pb.h"
 #include "hitbox/wire/convert.h"
@@ -146,7 +147,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (size >= 9) {
         double d;
         std::memcpy(&d, data + 1, sizeof d);
-        const std::string text = wire::FormatDouble(d);
+        const std::string text = FormatDouble(d);
         const double back = std::strtod(text.c_str(), nullptr);
         HITBOX_FUZZ_CHECK(SameDouble(d, back), "FormatDouble(%.17g) = '%s'", d, text.c_str());
       }

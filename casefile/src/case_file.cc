@@ -12,6 +12,8 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "hitbox/format.h"
+
 namespace hitbox::cases {
 namespace {
 
@@ -52,9 +54,8 @@ Quat ReadQuat(const json& j, const std::string& path) {
   const Quat q{Number(j[0], path + "[0]"), Number(j[1], path + "[1]"), Number(j[2], path + "[2]"),
                Number(j[3], path + "[3]")};
   if (!q.IsFinite() || !q.IsNormalized(kQuatNormTolerance)) {
-    char norm[32];
-    std::snprintf(norm, sizeof norm, "%.17g", q.Length());
-    throw ParseError{path, std::string("quaternion norm ") + norm + " is not 1 (tolerance 1e-6)"};
+    throw ParseError{path,
+                     "quaternion norm " + FormatDouble(q.Length()) + " is not 1 (tolerance 1e-6)"};
   }
   return q.Normalized();
 }
@@ -202,12 +203,6 @@ bool ReadFile(const std::string& path, std::string* out) {
 
 bool Contains(const std::vector<uint64_t>& v, uint64_t id) {
   return std::find(v.begin(), v.end(), id) != v.end();
-}
-
-std::string Num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
 }
 
 }  // namespace
@@ -458,23 +453,23 @@ Verdict CheckAnswer(const CaseQuery& query, const Expected& ex, const QueryResul
   if (!ex.hit) {
     if (!result.hits.empty()) {
       return fail("expected no hit, got collider " + std::to_string(result.hits[0].id) +
-                  " at fraction " + Num(result.hits[0].fraction));
+                  " at fraction " + FormatDouble(result.hits[0].fraction));
     }
     return v;
   }
   if (result.hits.empty()) {
     return fail("expected collider " + std::to_string(*ex.hit) + " at fraction " +
-                Num(ex.fraction) + ", got no hit");
+                FormatDouble(ex.fraction) + ", got no hit");
   }
   const CastHit& h = result.hits[0];
   if (h.id != *ex.hit && !Contains(ex.also, h.id)) {
     return fail("expected collider " + std::to_string(*ex.hit) + " at fraction " +
-                Num(ex.fraction) + ", got collider " + std::to_string(h.id) + " at fraction " +
-                Num(h.fraction));
+                FormatDouble(ex.fraction) + ", got collider " + std::to_string(h.id) +
+                " at fraction " + FormatDouble(h.fraction));
   }
   if (!(std::fabs(h.fraction - ex.fraction) <= ex.tolerance)) {
-    return fail("collider " + std::to_string(h.id) + ": fraction " + Num(h.fraction) +
-                ", expected " + Num(ex.fraction) + " +- " + Num(ex.tolerance));
+    return fail("collider " + std::to_string(h.id) + ": fraction " + FormatDouble(h.fraction) +
+                ", expected " + FormatDouble(ex.fraction) + " +- " + FormatDouble(ex.tolerance));
   }
   if (!(std::fabs(h.normal.Length() - 1.0) <= 1e-6)) {
     return fail("collider " + std::to_string(h.id) + ": normal " + ToString(h.normal) +

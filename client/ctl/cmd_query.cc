@@ -38,7 +38,7 @@ void PrintOverlaps(const std::vector<OverlapHit>& hits, bool contact) {
   for (const OverlapHit& h : hits) {
     std::vector<std::string> row = {std::to_string(h.id), std::to_string(h.user_data)};
     if (h.contact) {
-      row.insert(row.end(), {FormatNumber(h.contact->depth), FormatVec3(h.contact->normal),
+      row.insert(row.end(), {FormatDouble(h.contact->depth, 6), FormatVec3(h.contact->normal),
                              FormatVec3(h.contact->point_a), FormatVec3(h.contact->point_b)});
     }
     table.AddRow(row);
@@ -53,9 +53,9 @@ void PrintCastHits(const std::vector<CastHit>& hits) {
   }
   Table table({"ID", "USER_DATA", "FRACTION", "NORMAL", "POINT", "STARTED_INSIDE", "DEPTH"});
   for (const CastHit& h : hits) {
-    table.AddRow({std::to_string(h.id), std::to_string(h.user_data), FormatNumber(h.fraction, 9),
+    table.AddRow({std::to_string(h.id), std::to_string(h.user_data), FormatDouble(h.fraction, 9),
                   FormatVec3(h.normal), FormatVec3(h.point), h.started_overlapping ? "yes" : "no",
-                  FormatNumber(h.depth)});
+                  FormatDouble(h.depth, 6)});
   }
   std::fputs(table.Render().c_str(), stdout);
 }

@@ -46,21 +46,9 @@ std::string Table::Render() const {
   return out;
 }
 
-std::string FormatNumber(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
-  return buf;
-}
-
-std::string FormatFixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-  return buf;
-}
-
 std::string FormatVec3(const Vec3& v, int digits) {
-  return FormatNumber(v.x, digits) + "," + FormatNumber(v.y, digits) + "," +
-         FormatNumber(v.z, digits);
+  return FormatDouble(v.x, digits) + "," + FormatDouble(v.y, digits) + "," +
+         FormatDouble(v.z, digits);
 }
 
 std::string FormatBounds(const std::optional<Aabb>& bounds) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hitbox/format.h"
 #include "hitbox/client.h"
 #include "hitbox/world/collider_set.h"
 #include "hitbox/math/math.h"
@@ -31,11 +32,7 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-/// A double with up to `digits` significant digits ("0.25", "1e-07").
-std::string FormatNumber(double v, int digits = 6);
-/// A double with exactly `decimals` digits after the point ("1465.2").
-std::string FormatFixed(double v, int decimals);
-/// "x,y,z" with FormatNumber components.
+/// "x,y,z", each with up to `digits` significant digits (FormatDouble).
 std::string FormatVec3(const Vec3& v, int digits = 6);
 /// "[minx,miny,minz]..[maxx,maxy,maxz]", or "-" when empty.
 std::string FormatBounds(const std::optional<Aabb>& bounds);

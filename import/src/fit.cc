@@ -19,8 +19,8 @@ Status CheckSolid(const Aabb& b, const char* what) {
   const Vec3 size = b.max - b.min;
   for (int a = 0; a < 3; ++a) {
     if (!(size[a] >= kMinShapeSize)) {
-      return Invalid(std::string("its vertices span ") + Num(size[a]) + " m along local " +
-                     kAxis[a] + ": a " + what + " needs volume");
+      return Invalid(std::string("its vertices span ") + FormatDouble(size[a], 9) +
+                     " m along local " + kAxis[a] + ": a " + what + " needs volume");
     }
   }
   return Status::Ok();
@@ -59,7 +59,7 @@ Result<SplitTransform> Split(const Affine& world) {
     axis[i] = world.linear.Column(i);
     scale[i] = axis[i].Length();
     if (!std::isfinite(scale[i]) || scale[i] < 1e-12) {
-      return Invalid("its transform has scale " + Num(scale[i]) + " along local axis " +
+      return Invalid("its transform has scale " + FormatDouble(scale[i], 9) + " along local axis " +
                      std::to_string(i) + " (must be finite and >= 1e-12)");
     }
     axis[i] = axis[i] * (1.0 / scale[i]);

@@ -5,10 +5,10 @@
 
 #include <array>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "hitbox/format.h"
 #include "hitbox/math/math.h"
 #include "hitbox/shape/shapes.h"
 #include "hitbox/status.h"
@@ -16,14 +16,9 @@
 namespace hitbox::import {
 
 /// A kInvalidArgument error with `message`.
-inline Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
-/// `v` in 9 significant digits, for messages.
-inline std::string Num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  return buf;
+inline Error Invalid(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message)};
 }
-
 /// An affine transform: world = linear * local + translation.
 struct Affine {
   Mat33 linear;

@@ -199,7 +199,8 @@ Result<uint64_t> ExtrasInteger(const tinygltf::Value& v, const std::string& fiel
   } else if (v.IsNumber()) {
     const double d = v.GetNumberAsDouble();
     if (!(d >= 0.0 && d <= 9007199254740992.0 && std::floor(d) == d)) {
-      return Invalid(field + " must be an integer in [0, 2^53] (a decimal string above), got " + Num(d));
+      return Invalid(field + " must be an integer in [0, 2^53] (a decimal string above), got " +
+                     FormatDouble(d, 9));
     }
     out = static_cast<uint64_t>(d);
   } else if (v.IsString()) {
@@ -572,8 +573,9 @@ uint64_t ImportReport::colliders() const {
 
 std::string ImportReport::ToString() const {
   std::string s = file + " (" + LevelFormatName(format) + "): " + std::to_string(colliders()) +
-                  " colliders from " + std::to_string(nodes) + (format == LevelFormat::kObj ? " objects" : " nodes") +
-                  " in " + Num(seconds * 1e3) + " ms\n ";
+                  " colliders from " + std::to_string(nodes) +
+                  (format == LevelFormat::kObj ? " objects" : " nodes") + " in " +
+                  FormatDouble(seconds * 1e3, 9) + " ms\n ";
   const char* sep = " ";
   for (int k = 0; k < kShapeKindCount; ++k) {
     if (counts[static_cast<size_t>(k)] == 0) continue;
@@ -584,8 +586,9 @@ std::string ImportReport::ToString() const {
   s += "\n  triangles " + std::to_string(triangles) + " (" + std::to_string(dropped_triangles) +
        " degenerate dropped)\n";
   if (!bounds.IsEmpty()) {
-    s += "  bounds [" + Num(bounds.min.x) + ", " + Num(bounds.min.y) + ", " + Num(bounds.min.z) + "] .. [" +
-         Num(bounds.max.x) + ", " + Num(bounds.max.y) + ", " + Num(bounds.max.z) + "]\n";
+    s += "  bounds [" + FormatDouble(bounds.min.x, 9) + ", " + FormatDouble(bounds.min.y, 9) +
+         ", " + FormatDouble(bounds.min.z, 9) + "] .. [" + FormatDouble(bounds.max.x, 9) + ", " +
+         FormatDouble(bounds.max.y, 9) + ", " + FormatDouble(bounds.max.z, 9) + "]\n";
   }
   for (const std::string& n : notes) s += "  note: " + n + "\n";
   return s;

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "hitbox/format.h"
+
 namespace hitbox::import {
 namespace {
 
@@ -73,9 +75,8 @@ Result<Quat> ReadQuat(const nlohmann::json& j, const std::string& field) {
   }
   const Quat q{v[0], v[1], v[2], v[3]};
   if (!q.IsNormalized(kQuatNormTolerance)) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.17g", q.Length());
-    return Invalid(field + ": quaternion norm " + buf + " is not 1 (tolerance 1e-6)");
+    return Invalid(field + ": quaternion norm " + FormatDouble(q.Length()) +
+                   " is not 1 (tolerance 1e-6)");
   }
   return q.Normalized();
 }

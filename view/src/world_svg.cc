@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <numbers>
 
+#include "hitbox/format.h"
+
 namespace hitbox::view {
 namespace {
 
@@ -28,12 +30,6 @@ std::string Escape(const std::string& text) {
     }
   }
   return out;
-}
-
-std::string Num(double v, const char* format = "%.2f") {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
 }
 
 struct Point2 {
@@ -81,7 +77,7 @@ std::string Points(const std::vector<Point2>& pts) {
   std::string s;
   for (size_t i = 0; i < pts.size(); ++i) {
     if (i > 0) s += ' ';
-    s += Num(pts[i].x) + "," + Num(pts[i].y);
+    s += FormatFixed(pts[i].x, 2) + "," + FormatFixed(pts[i].y, 2);
   }
   return s;
 }
@@ -137,9 +133,9 @@ std::string ShapeElements(const Panel& panel, const Shape& shape, const Pose& po
       const Point2& c = mapped[t[2]];
       for (const Point2* p : {&a, &b, &c}) {
         d += p == &a ? 'M' : 'L';
-        d += Num(p->x);
+        d += FormatFixed(p->x, 2);
         d += ',';
-        d += Num(p->y);
+        d += FormatFixed(p->y, 2);
       }
       d += 'Z';
     }
@@ -149,10 +145,10 @@ std::string ShapeElements(const Panel& panel, const Shape& shape, const Pose& po
 }
 
 std::string ColliderTitle(const Collider& c, const char* where) {
-  return std::string(where) + " collider " + std::to_string(c.id) + " · layer " + std::to_string(c.layer) +
-         " · " + ShapeKindName(c.shape.kind()) + " · user_data " + std::to_string(c.user_data) +
-         " · at [" + Num(c.pose.position.x, "%g") + ", " + Num(c.pose.position.y, "%g") + ", " +
-         Num(c.pose.position.z, "%g") + "]";
+  return std::string(where) + " collider " + std::to_string(c.id) + " · layer " +
+         std::to_string(c.layer) + " · " + ShapeKindName(c.shape.kind()) + " · user_data " +
+         std::to_string(c.user_data) + " · at [" + FormatDouble(c.pose.position.x, 6) + ", " +
+         FormatDouble(c.pose.position.y, 6) + ", " + FormatDouble(c.pose.position.z, 6) + "]";
 }
 
 std::string ColliderGroup(const Panel& panel, const Collider& c, bool map, uint64_t* budget) {
@@ -167,14 +163,14 @@ std::string ColliderGroup(const Panel& panel, const Collider& c, bool map, uint6
 }
 
 std::string Circle(const std::string& id, const Point2& p, const std::string& title) {
-  return "<circle id=\"" + id + "\" class=\"hit\" cx=\"" + Num(p.x) + "\" cy=\"" + Num(p.y) +
-         "\" r=\"4\" fill=\"" + kQueryColor + "\" stroke=\"#ffffff\" stroke-width=\"1\"><title>" +
-         Escape(title) + "</title></circle>";
+  return "<circle id=\"" + id + "\" class=\"hit\" cx=\"" + FormatFixed(p.x, 2) + "\" cy=\"" +
+         FormatFixed(p.y, 2) + "\" r=\"4\" fill=\"" + kQueryColor +
+         "\" stroke=\"#ffffff\" stroke-width=\"1\"><title>" + Escape(title) + "</title></circle>";
 }
 
 std::string Line(const Point2& a, const Point2& b, const char* extra) {
-  return "<line x1=\"" + Num(a.x) + "\" y1=\"" + Num(a.y) + "\" x2=\"" + Num(b.x) + "\" y2=\"" + Num(b.y) +
-         "\"" + extra + "/>";
+  return "<line x1=\"" + FormatFixed(a.x, 2) + "\" y1=\"" + FormatFixed(a.y, 2) + "\" x2=\"" +
+         FormatFixed(b.x, 2) + "\" y2=\"" + FormatFixed(b.y, 2) + "\"" + extra + "/>";
 }
 
 std::string QueryGroup(const Panel& panel, const QueryOverlay& q) {
@@ -190,7 +186,7 @@ std::string QueryGroup(const Panel& panel, const QueryOverlay& q) {
     title += ": no hit";
   } else {
     title += ": hits collider " + std::to_string(q.hits.front().id) + " at fraction " +
-             Num(q.hits.front().fraction, "%.6g");
+             FormatDouble(q.hits.front().fraction, 6);
   }
   std::string s = "<g id=\"" + panel.prefix() + "query-" + qid + "\" class=\"query " + kind + "\" stroke=\"" +
                   kQueryColor + "\" fill=\"none\" stroke-width=\"1.5\"><title>" + Escape(title) + "</title>";
@@ -214,8 +210,9 @@ std::string QueryGroup(const Panel& panel, const QueryOverlay& q) {
     for (const CastHit& h : q.hits) {
       s += Circle(panel.prefix() + "hit-" + qid + "-" + std::to_string(h.id), panel.Map(h.point),
                   std::string(kind) + " query " + qid + " hits collider " + std::to_string(h.id) +
-                      " at fraction " + Num(h.fraction, "%.6g") + " (point [" + Num(h.point.x, "%g") + ", " +
-                      Num(h.point.y, "%g") + ", " + Num(h.point.z, "%g") + "])");
+                      " at fraction " + FormatDouble(h.fraction, 6) + " (point [" +
+                      FormatDouble(h.point.x, 6) + ", " + FormatDouble(h.point.y, 6) + ", " +
+                      FormatDouble(h.point.z, 6) + "])");
     }
   }
   s += "</g>\n";
@@ -292,8 +289,9 @@ std::string RenderSvg(const WorldPicture& pic, const ViewOptions& options) {
 
   std::string s;
   s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" + Num(doc_width) + "\" height=\"" +
-       Num(doc_height) + "\" viewBox=\"0 0 " + Num(doc_width) + " " + Num(doc_height) +
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"" +
+       FormatFixed(doc_width, 2) + "\" height=\"" + FormatFixed(doc_height, 2) +
+       "\" viewBox=\"0 0 " + FormatFixed(doc_width, 2) + " " + FormatFixed(doc_height, 2) +
        "\" font-family=\"sans-serif\" font-size=\"13\">\n";
   s += "<title>" + Escape(pic.title.empty() ? "hitbox world" : pic.title) + "</title>\n";
   s += "<rect id=\"background\" width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
@@ -303,13 +301,16 @@ std::string RenderSvg(const WorldPicture& pic, const ViewOptions& options) {
     const bool top = panel.view() == Panel::View::kTop;
     const Point2 corner = top ? panel.Map({world.min.x, 0, world.min.z}) : panel.Map({world.min.x, world.max.y, 0});
     s += "<g id=\"" + std::string(top ? "top-view" : "side-view") + "\">\n";
-    s += "<text x=\"" + Num(kMarginPx) + "\" y=\"" + Num(corner.y - 8.0) + "\">" +
+    s += "<text x=\"" + FormatFixed(kMarginPx, 2) + "\" y=\"" + FormatFixed(corner.y - 8.0, 2) +
+         "\">" +
          Escape((pic.title.empty() ? std::string() : pic.title + " · ") +
-                (top ? "top view (from +y: x to the right, z down)" : "side view (from +z: x to the right, y up)") +
+                (top ? "top view (from +y: x to the right, z down)"
+                     : "side view (from +z: x to the right, y up)") +
                 " · " + counts) +
          "</text>\n";
-    s += "<rect class=\"frame\" x=\"" + Num(corner.x) + "\" y=\"" + Num(corner.y) + "\" width=\"" +
-         Num(size.x * scale) + "\" height=\"" + Num(panel.height()) +
+    s += "<rect class=\"frame\" x=\"" + FormatFixed(corner.x, 2) + "\" y=\"" +
+         FormatFixed(corner.y, 2) + "\" width=\"" + FormatFixed(size.x * scale, 2) +
+         "\" height=\"" + FormatFixed(panel.height(), 2) +
          "\" fill=\"#fafafa\" stroke=\"#bdbdbd\"/>\n";
     uint64_t budget = options.max_triangles;
     s += "<g class=\"map\" stroke=\"#616161\" stroke-width=\"0.5\" fill-opacity=\"0.6\">\n";
@@ -323,14 +324,16 @@ std::string RenderSvg(const WorldPicture& pic, const ViewOptions& options) {
   s += "<g id=\"legend\">";
   double x = kMarginPx;
   if (!pic.map.empty()) {
-    s += "<rect x=\"" + Num(x) + "\" y=\"" + Num(legend_y) + "\" width=\"12\" height=\"12\" fill=\"" + kMapColor +
-         "\"/><text x=\"" + Num(x + 16) + "\" y=\"" + Num(legend_y + 11) + "\">map</text>";
+    s += "<rect x=\"" + FormatFixed(x, 2) + "\" y=\"" + FormatFixed(legend_y, 2) +
+         "\" width=\"12\" height=\"12\" fill=\"" + kMapColor + "\"/><text x=\"" +
+         FormatFixed(x + 16, 2) + "\" y=\"" + FormatFixed(legend_y + 11, 2) + "\">map</text>";
     x += 60;
   }
   for (uint32_t layer : layers) {
-    s += "<rect class=\"legend-layer\" x=\"" + Num(x) + "\" y=\"" + Num(legend_y) +
-         "\" width=\"12\" height=\"12\" fill=\"" + LayerColor(layer) + "\"/><text x=\"" + Num(x + 16) +
-         "\" y=\"" + Num(legend_y + 11) + "\">layer " + std::to_string(layer) + "</text>";
+    s += "<rect class=\"legend-layer\" x=\"" + FormatFixed(x, 2) + "\" y=\"" +
+         FormatFixed(legend_y, 2) + "\" width=\"12\" height=\"12\" fill=\"" + LayerColor(layer) +
+         "\"/><text x=\"" + FormatFixed(x + 16, 2) + "\" y=\"" + FormatFixed(legend_y + 11, 2) +
+         "\">layer " + std::to_string(layer) + "</text>";
     x += 76;
   }
   s += "</g>\n</svg>\n";

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <span>
 #include <utility>
+
+#include "hitbox/format.h"
 
 namespace hitbox::wire {
 namespace {
@@ -655,14 +656,6 @@ Vec3 V(const v1::Vec3& v) { return {v.x(), v.y(), v.z()}; }
 }  // namespace
 
 // ---------------------------------------------------------------------------
-
-std::string FormatDouble(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, res.ptr);
-}
 
 grpc::StatusCode ToGrpcCode(ErrorCode code) {
   switch (code) {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "hitbox/format.h"
 #include "hitbox/shape/shapes.h"
 
 #if defined(__SSE2__)
@@ -28,12 +29,6 @@ extern "C" {
 
 namespace hitbox {
 namespace {
-
-std::string Num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
 
 Error Bad(const std::string& what) {
   return {ErrorCode::kInvalidArgument, "convex_hull: " + what};
@@ -96,10 +91,11 @@ Result<const ConvexHullData*> ConvexHullBuilder::Build(const ConvexHull& h) {
       const double c = pts[i][k];
       if (!std::isfinite(c)) {
         return Bad("points[" + std::to_string(i) + "]." + kAxis[k] + " is not finite (" +
-                   Num(c) + ")");
+                   FormatDouble(c) + ")");
       }
       if (!(std::fabs(c) <= kMaxShapeSize)) {
-        return Bad("points[" + std::to_string(i) + "]." + kAxis[k] + " must be in [-1e6, 1e6] metres, got " + Num(c));
+        return Bad("points[" + std::to_string(i) + "]." + kAxis[k] +
+                   " must be in [-1e6, 1e6] metres, got " + FormatDouble(c));
       }
     }
   }

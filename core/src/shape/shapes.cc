@@ -1,6 +1,7 @@
 #include "hitbox/shape/shapes.h"
 
 #include "geometry/gjk.h"
+#include "hitbox/format.h"
 #include "shape/surface_data.h"
 
 #include <algorithm>
@@ -26,15 +27,9 @@ bool HalfHeightInRange(double v) { return v == 0.0 || SizeInRange(v); }
 constexpr const char* kSizeRule = "finite and in [1e-7, 1e6] metres";
 constexpr const char* kHalfHeightRule = "0 or finite and in [1e-7, 1e6] metres";
 
-std::string Num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
-
 Error BadSize(const char* shape, const char* field, double v, const char* rule) {
   return {ErrorCode::kInvalidArgument,
-          std::string(shape) + "." + field + " must be " + rule + ", got " + Num(v)};
+          std::string(shape) + "." + field + " must be " + rule + ", got " + FormatDouble(v)};
 }
 
 Error BadChild(size_t i, const std::string& field, const std::string& what) {
@@ -258,12 +253,15 @@ double Shape::BoundingRadius() const {
 
 std::string Shape::ToString() const {
   switch (kind_) {
-    case ShapeKind::kSphere: return "sphere{radius=" + Num(radius_) + "}";
+    case ShapeKind::kSphere:
+      return "sphere{radius=" + FormatDouble(radius_) + "}";
     case ShapeKind::kBox: return "box{half_extents=" + hitbox::ToString(half_extents_) + "}";
     case ShapeKind::kCapsule:
-      return "capsule{radius=" + Num(radius_) + ", half_height=" + Num(half_height_) + "}";
+      return "capsule{radius=" + FormatDouble(radius_) +
+             ", half_height=" + FormatDouble(half_height_) + "}";
     case ShapeKind::kCylinder:
-      return "cylinder{radius=" + Num(radius_) + ", half_height=" + Num(half_height_) + "}";
+      return "cylinder{radius=" + FormatDouble(radius_) +
+             ", half_height=" + FormatDouble(half_height_) + "}";
     case ShapeKind::kConvexHull: {
       std::string s = "convex_hull{points=[";
       const std::vector<Vec3>& pts = hull_->input_points();
@@ -448,13 +446,14 @@ Result<Shape> Shape::Make(const Compound& c) {
       if (!(std::fabs(p[a]) <= kMaxShapeSize)) {
         static const char* kAxis[3] = {"x", "y", "z"};
         return BadChild(i, std::string("position.") + kAxis[a],
-                        " must be finite and in [-1e6, 1e6] metres, got " + Num(p[a]));
+                        " must be finite and in [-1e6, 1e6] metres, got " + FormatDouble(p[a]));
       }
     }
     const Quat& q = child.pose.rotation;
     if (!q.IsFinite() || !q.IsNormalized(kQuatNormTolerance)) {
-      return BadChild(i, "rotation",
-                      ": quaternion norm " + Num(q.Length()) + " is not 1 (tolerance 1e-6)");
+      return BadChild(
+          i, "rotation",
+          ": quaternion norm " + FormatDouble(q.Length()) + " is not 1 (tolerance 1e-6)");
     }
     const Pose pose(p, q.Normalized());
     data->children_.push_back({child.shape, pose});
@@ -492,10 +491,12 @@ void SurfaceRelease(const SurfaceData* s) {
 
 std::string ToString(const Vec3& v) {
   // std::string("{"), not "{": gcc 12 -O3 warns on the latter (-Wrestrict, PR 105651).
-  return std::string("{") + Num(v.x) + ", " + Num(v.y) + ", " + Num(v.z) + "}";
+  return std::string("{") + FormatDouble(v.x) + ", " + FormatDouble(v.y) + ", " +
+         FormatDouble(v.z) + "}";
 }
 std::string ToString(const Quat& q) {
-  return std::string("{") + Num(q.x) + ", " + Num(q.y) + ", " + Num(q.z) + ", " + Num(q.w) + "}";
+  return std::string("{") + FormatDouble(q.x) + ", " + FormatDouble(q.y) + ", " +
+         FormatDouble(q.z) + ", " + FormatDouble(q.w) + "}";
 }
 std::string ToString(const Pose& p) {
   return "Pose{" + ToString(p.position) + ", Quat" + ToString(p.rotation) + "}";

@@ -43,8 +43,6 @@ inline constexpr size_t kParallelChunk = 32;
 
 // Validation (collider_set_validation.cc); errors name `field`.
 
-/// Shortest text that reads back to the same double, e.g. "1.2", "1e-6".
-std::string Num(double v);
 Status Invalid(const std::string& field, const std::string& what);
 /// Re-validates a shape's parameters (a Shape is valid by construction, but
 /// may have been copied from memory a caller filled in).

@@ -422,7 +422,7 @@ struct ColliderSet::Impl::BatchControl {
   /// Checks the deadline and the cancellation only.
   bool Poll() {
     if (budget->deadline != std::chrono::steady_clock::time_point::max() &&
-        std::chrono::steady_clock::now() >= budget->deadline) {
+        (budget->now ? budget->now() : std::chrono::steady_clock::now()) >= budget->deadline) {
       Stop(ErrorCode::kDeadlineExceeded);
       return false;
     }

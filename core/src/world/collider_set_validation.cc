@@ -2,26 +2,9 @@
 // policy of a server (CheckBatch), each error naming its field.
 #include "world/collider_set_internal.h"
 
-namespace hitbox {
+#include "hitbox/format.h"
 
-// Shortest text that reads back to the same double, e.g. "1.2", "1e-6".
-std::string Num(double v) {
-  char buf[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string s = buf;
-  // "1e-06" -> "1e-6"
-  const size_t e = s.find('e');
-  if (e != std::string::npos) {
-    size_t digits = e + 1;
-    if (digits < s.size() && (s[digits] == '-' || s[digits] == '+')) ++digits;
-    while (digits + 1 < s.size() && s[digits] == '0') s.erase(digits, 1);
-    if (s[e + 1] == '+') s.erase(e + 1, 1);
-  }
-  return s;
-}
+namespace hitbox {
 
 Status Invalid(const std::string& field, const std::string& what) {
   return Status(ErrorCode::kInvalidArgument, field + ": " + what);
@@ -68,7 +51,7 @@ Status CheckQueryShape(const Shape& s, const std::string& field) {
 Status CheckVec(const Vec3& v, const std::string& field) {
   if (!v.IsFinite()) return Invalid(field, "not finite " + ToString(v));
   if (!InCoordinateRange(v)) {
-    return Invalid(field, "outside +-" + Num(kMaxCoordinate) + " metres " + ToString(v));
+    return Invalid(field, "outside +-" + FormatDouble(kMaxCoordinate) + " metres " + ToString(v));
   }
   return Status::Ok();
 }
@@ -77,8 +60,7 @@ Status CheckRotation(const Quat& q, const std::string& field) {
   if (!q.IsFinite()) return Invalid(field, "not finite " + ToString(q));
   const double n = q.Length();
   if (!q.IsNormalized(kQuatNormTolerance)) {  // the one rule (Quat::IsNormalized)
-    return Invalid(field, "quaternion norm " + Num(n) + " is not 1 (tolerance " +
-                              Num(kQuatNormTolerance) + ")");
+    return Invalid(field, "quaternion norm " + FormatDouble(n) + " is not 1 (tolerance 1e-6)");
   }
   return Status::Ok();
 }
@@ -105,8 +87,8 @@ Status ValidateMoveSettings(const MoveSettings& s, const std::string& field) {
       return Status::Ok();
     }
     return Invalid(field + "." + name, std::string("must be ") + (zero_ok ? ">= 0" : "> 0") +
-                                           " and <= " + Num(kMaxMoveDistanceSetting) +
-                                           " m, got " + Num(v));
+                                           " and <= " + FormatDouble(kMaxMoveDistanceSetting) +
+                                           " m, got " + FormatDouble(v));
   };
   if (Status st = distance(s.skin_width, "skin_width", false); !st.ok()) return st;
   if (Status st = distance(s.step_height, "step_height", true); !st.ok()) return st;
@@ -119,15 +101,15 @@ Status ValidateMoveSettings(const MoveSettings& s, const std::string& field) {
                                                   std::to_string(s.max_iterations));
   }
   if (!(s.max_slope_degrees >= 0.0 && s.max_slope_degrees < 90.0)) {
-    return Invalid(field + ".max_slope_degrees", "must be in [0, 90), got " +
-                                                     Num(s.max_slope_degrees));
+    return Invalid(field + ".max_slope_degrees",
+                   "must be in [0, 90), got " + FormatDouble(s.max_slope_degrees));
   }
   return Status::Ok();
 }
 
 Status ColliderSet::ValidateQuery(const Query& q, const std::string& field) {
   if (const std::optional<double>& t = AtTickOf(q); t && !(std::isfinite(*t) && *t >= 0.0)) {
-    return Invalid(field + ".at_tick", "must be a finite tick >= 0, got " + Num(*t));
+    return Invalid(field + ".at_tick", "must be a finite tick >= 0, got " + FormatDouble(*t));
   }
   if (const auto* o = std::get_if<OverlapQuery>(&q)) {
     if (Status s = CheckQueryShape(o->shape, field + ".shape"); !s.ok()) return s;
@@ -137,9 +119,9 @@ Status ColliderSet::ValidateQuery(const Query& q, const std::string& field) {
     if (Status s = CheckQueryShape(c->shape, field + ".shape"); !s.ok()) return s;
     if (Status s = CheckPose(c->pose, field + ".pose"); !s.ok()) return s;
     if (!(c->contact_offset >= 0.0 && c->contact_offset <= kMaxContactOffset)) {
-      return Invalid(field + ".contact_offset", "must be finite, >= 0 and <= " +
-                                                    Num(kMaxContactOffset) + " metres, got " +
-                                                    Num(c->contact_offset));
+      return Invalid(field + ".contact_offset",
+                     "must be finite, >= 0 and <= " + FormatDouble(kMaxContactOffset) +
+                         " metres, got " + FormatDouble(c->contact_offset));
     }
     return CheckVec(c->translation, field + ".translation");
   }
@@ -274,6 +256,5 @@ Status ColliderSet::CheckBatch(std::span<const ColliderChange> changes,
   plan->all_adds = all_adds;
   return Status::Ok();
 }
-
 
 }  // namespace hitbox

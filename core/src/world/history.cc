@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <charconv>
+
+#include "hitbox/format.h"
 
 namespace hitbox {
 
@@ -46,12 +47,6 @@ constexpr double kBoxSlack = 1e-4;
 /// touch the tree.
 constexpr double kFatMargin = 0.5;
 
-std::string TickText(double t) {
-  char buf[40];
-  const auto end = std::to_chars(buf, buf + sizeof(buf), t).ptr;  // shortest round trip
-  return std::string(buf, end);
-}
-
 }  // namespace
 
 TickRange History::Range() const {
@@ -83,13 +78,13 @@ bool History::InRange(double t) const {
 Status History::CheckAt(double t, const std::string& field) const {
   if (!has_ticks_) {
     return Status(ErrorCode::kOutOfRange,
-                  field + ": tick " + TickText(t) +
+                  field + ": tick " + FormatDouble(t) +
                       " is not available: no tick recorded yet (changes carry no tick)");
   }
   if (InRange(t)) return Status::Ok();
   const TickRange r = Range();
   return Status(ErrorCode::kOutOfRange,
-                field + ": tick " + TickText(t) + " is outside the history: oldest tick " +
+                field + ": tick " + FormatDouble(t) + " is outside the history: oldest tick " +
                     std::to_string(r.oldest) + ", newest tick " + std::to_string(r.newest));
 }
 

@@ -76,8 +76,7 @@ TEST(CompoundShape, InvalidInputIsNamed) {
             "compound.children[2].position.y must be finite and in [-1e6, 1e6] metres, got nan");
   c.children[2].pose.position.y = 2e6;
   EXPECT_EQ(MakeError(c),
-            "compound.children[2].position.y must be finite and in [-1e6, 1e6] metres, got "
-            "2000000");
+            "compound.children[2].position.y must be finite and in [-1e6, 1e6] metres, got 2e+06");
   c.children[2].pose.position.y = 0.0;
   c.children[0].pose.rotation = Quat{0, 0, 0, 2};
   EXPECT_EQ(MakeError(c),

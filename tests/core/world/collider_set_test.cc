@@ -17,6 +17,7 @@
 
 #include "collision/cast_internal.h"
 #include "collision/work_meter.h"
+#include "world/collider_set_jobs.h"
 #include "mesh_util.h"
 #include "test_util.h"
 
@@ -789,9 +790,12 @@ TEST(QueryBudgetTest, WorkBudgetStopsRunawayBatches) {
   }
 }
 
-// Deadlines and cancellation stop a batch, also inside one long query, soon
-// after they happen (here: a batch of a few seconds stops well within 1 s of
-// its 30 ms deadline even on a loaded machine).
+// Deadlines and cancellation stop a batch, also inside one long query, at
+// the first check after they pass. On a clock that advances 1 ms a reading,
+// a deadline 30 ms on stops the batch at its 30th reading, with the work of
+// a cancellation at the 30th poll (to the node on one thread). How soon
+// that is in wall time: BM_SetOverlapBatchPastDeadline in
+// bench/broad_phase_bench.cc.
 TEST(QueryBudgetTest, DeadlineAndCancellationStopInsideLongQueries) {
   const ColliderSet set = SphereGrid(300);
   OverlapQuery big;
@@ -800,27 +804,37 @@ TEST(QueryBudgetTest, DeadlineAndCancellationStopInsideLongQueries) {
   std::vector<QueryResult> results(qs.size());
   ThreadPool pool(2);
   for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    const int threads = p ? 2 : 1;
     QueryBudget budget;
     budget.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
     EXPECT_EQ(set.RunBatch(qs, results, p, budget).code(), ErrorCode::kDeadlineExceeded);
 
-    const auto start = std::chrono::steady_clock::now();
-    budget.deadline = start + std::chrono::milliseconds(30);
-    QueryWork work;
-    const Status st = set.RunBatch(qs, results, p, budget, &work);
-    const auto took = std::chrono::steady_clock::now() - start;
+    const std::chrono::steady_clock::time_point t0{};
+    std::atomic<int> readings{0};
+    budget = QueryBudget{};
+    budget.now = [&] { return t0 + std::chrono::milliseconds(readings.fetch_add(1) + 1); };
+    budget.deadline = t0 + std::chrono::milliseconds(30);
+    QueryWork late;
+    const Status st = set.RunBatch(qs, results, p, budget, &late);
     EXPECT_EQ(st.code(), ErrorCode::kDeadlineExceeded) << st.ToString();
-    EXPECT_LT(took, std::chrono::milliseconds(1000));
-    std::printf("%s: stopped %.3f ms after its 30 ms deadline\n", p ? "pool" : "1 thread",
-                std::chrono::duration<double, std::milli>(took).count() - 30.0);
-    EXPECT_LT(work.pair_tests, 400u * 90'000u);
+    EXPECT_GE(readings.load(), 30);
+    EXPECT_LE(readings.load(), 30 + threads) << "no reading after the stop but in flight";
+    // Stopped inside the first queries: 30 checks of work, not 400 x 90k tests.
+    EXPECT_LE(late.nodes, (30u + threads) * kCheckEvery * 2);
+    EXPECT_LT(late.pair_tests, 2u * 90'000u);
     for (const QueryResult& r : results) EXPECT_TRUE(r.overlaps.empty());
 
     std::atomic<int> polls{0};
     budget = QueryBudget{};
-    budget.cancelled = [&] { return polls.fetch_add(1) >= 20; };
-    EXPECT_EQ(set.RunBatch(qs, results, p, budget).code(), ErrorCode::kCancelled);
-    EXPECT_LT(polls.load(), 200);
+    budget.cancelled = [&] { return polls.fetch_add(1) + 1 >= 30; };
+    QueryWork cancelled;
+    EXPECT_EQ(set.RunBatch(qs, results, p, budget, &cancelled).code(), ErrorCode::kCancelled);
+    EXPECT_GE(polls.load(), 30);
+    EXPECT_LE(polls.load(), 30 + threads);
+    if (p == nullptr) {
+      EXPECT_EQ(cancelled.nodes, late.nodes);
+      EXPECT_EQ(cancelled.pair_tests, late.pair_tests);
+    }
   }
 }
 

@@ -229,6 +229,9 @@ struct QueryBudget {
   uint64_t max_pair_tests = 0;
   /// Past this time the batch stops with kDeadlineExceeded.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// The clock the deadline is read on, at each poll; empty: steady_clock.
+  /// Tests inject one. May be called from several threads at once.
+  std::function<std::chrono::steady_clock::time_point()> now;
   /// Polled with the deadline (every ~1000 nodes, or 64 triangles or children
   /// inside one query: microseconds of work); true stops the batch with
   /// kCancelled. May be called from several threads at once.

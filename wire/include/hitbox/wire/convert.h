@@ -176,7 +176,4 @@ void ToProto(const CastHit& h, v1::CastHit* out);
 /// Fills overlaps, hits, move and truncated; sets out->tag = tag.
 void ToProto(const QueryResult& r, uint64_t tag, v1::QueryResult* out);
 
-/// Shortest text that reads back to the same double ("-1", "0.1", "nan", "inf").
-std::string FormatDouble(double v);
-
 }  // namespace hitbox::wire
