@@ -153,7 +153,7 @@ int RunView(const GlobalOptions& global, const ViewArgs& args) {
     }
   }
   if (!args.map_file.empty()) {
-    auto map = ReadSceneInput(args.map_file, import::ImportOptions{});
+    auto map = ReadSceneInput(args.map_file, LevelOptions{});
     if (!map.ok()) return Fail("view: " + map.error().message);
     picture.map = std::move(map->colliders);
   }
