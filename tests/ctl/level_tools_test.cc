@@ -1,6 +1,7 @@
 // hitboxctl's level tooling end to end (issue 31): `import --up --scale` and
 // the NAME.import.json that hitboxd --maps reads, the warning on implausible
-// bounds, wrong file types.
+// bounds, wrong file types, and `view --up` / `--max-triangles` (a picture
+// of any size says what it drew coarsely). The SVG is parsed with expat.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -163,6 +164,75 @@ TEST_F(LevelToolsTest, MapsReadImportSettings) {
   HitboxdProcess bad({"--maps", maps.string()});
   EXPECT_FALSE(bad.running());
   EXPECT_NE(bad.log().find("zup.import.json: \"up\""), std::string::npos) << bad.log();
+}
+
+// A Z-up level drawn with `view --up z`: the top view looks down z (the post
+// seen end-on sits inside the floor), and the caption names the world's axes.
+TEST_F(LevelToolsTest, ViewUp) {
+  const std::string obj = Write("zup.obj", kZUpInches);
+  ASSERT_EQ(Ctl({"load", "z", obj, "--create"}).code, 0);
+  const std::string svg = dir_.file("z.svg");
+  ASSERT_EQ(Ctl({"view", "z", "-o", svg, "--up", "z", "--side"}).code, 0);
+  const XmlDocument doc = ParseXml(ReadFile(svg));
+  ASSERT_TRUE(doc.ok) << doc.error;
+  std::string captions;
+  for (const auto* t : doc.All("text")) captions += t->text + "\n";
+  EXPECT_NE(captions.find("top view (from +z: x to the right, -y down)"), std::string::npos) << captions;
+  EXPECT_NE(captions.find("side view (from -y: x to the right, z up)"), std::string::npos) << captions;
+  // Top view frame: 100 x 100 units -> square; unturned it would be 100 x 50.
+  const auto frames = doc.All("rect");
+  const auto* frame = *std::find_if(frames.begin(), frames.end(), [](const auto* e) { return e->Attr("class") == "frame"; });
+  EXPECT_NEAR(std::stod(frame->Attr("width")) / std::stod(frame->Attr("height")), 1.0, 0.01);
+  EXPECT_EQ(Ctl({"view", "z", "-o", svg, "--up", "w"}).code, 2);
+}
+
+// A picture over the triangle budget is never silently grey: the surfaces
+// beyond it are drawn as the cells they cover and a <text id="coarse-note">
+// says how many, with how many triangles; --max-triangles raises the budget.
+TEST_F(LevelToolsTest, ViewOverBudgetSaysSo) {
+  GltfBuilder b;
+  // Two floors of 2 x 200 x 200 triangles side by side.
+  for (int k = 0; k < 2; ++k) {
+    testing::TestMesh grid;
+    const int n = 200;
+    for (int j = 0; j <= n; ++j) {
+      for (int i = 0; i <= n; ++i) {
+        grid.vertices.push_back({static_cast<float>(k * 110 + i * 0.5), 0.0f, static_cast<float>(j * 0.5)});
+      }
+    }
+    for (int j = 0; j < n; ++j) {
+      for (int i = 0; i < n; ++i) {
+        const uint32_t a = static_cast<uint32_t>(j * (n + 1) + i);
+        grid.triangles.push_back({a, a + 1, a + n + 2});
+        grid.triangles.push_back({a, a + n + 2, a + n + 1});
+      }
+    }
+    b.AddNode("floor" + std::to_string(k), b.AddMesh("floor" + std::to_string(k), grid));
+  }
+  const std::string glb = dir_.file("floors.glb");
+  ASSERT_TRUE(b.Write(glb));
+  ASSERT_EQ(Ctl({"load", "f", glb, "--create"}).code, 0);
+  const std::string svg = dir_.file("f.svg");
+  const RunResult r = Ctl({"view", "f", "-o", svg, "--max-triangles", "100000"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 surfaces (80000 triangles) over the budget"), std::string::npos) << r.err;
+  XmlDocument doc = ParseXml(ReadFile(svg));
+  ASSERT_TRUE(doc.ok) << doc.error;
+  const auto* note = doc.ById("coarse-note");
+  ASSERT_NE(note, nullptr);
+  EXPECT_NE(note->text.find("1 surface (80000 triangles) over the budget of 100000"), std::string::npos)
+      << note->text;
+  // The coarse floor is its footprint: cells covering its 100 x 100 m square,
+  // not a bounds rectangle of the default grey.
+  const auto paths = doc.All("path");
+  const auto coverage = std::count_if(paths.begin(), paths.end(), [](const auto* p) { return p->Attr("class") == "coverage"; });
+  EXPECT_EQ(coverage, 1);
+
+  const json all = CtlJson({"view", "f", "-o", svg, "--max-triangles", "200000"});
+  EXPECT_EQ(all.at("coarse_surfaces"), 0u);
+  EXPECT_EQ(all.at("triangles_drawn"), 160000u);
+  doc = ParseXml(ReadFile(svg));
+  EXPECT_EQ(doc.ById("coarse-note"), nullptr);
 }
 
 }  // namespace
