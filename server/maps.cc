@@ -25,9 +25,11 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// A file a map can be made of: a JSON scene or a level file.
+// A file a map can be made of: a JSON scene or a level file (not a level's
+// NAME.import.json settings, which go with NAME.glb).
 bool IsMapFile(const fs::path& p) {
   const std::string ext = Lower(p.extension().string());
+  if (import::IsImportSettingsFile(p.string())) return false;
   return ext == ".json" || import::IsLevelFile(p.string());
 }
 
@@ -75,7 +77,10 @@ Result<std::shared_ptr<const Map>> LoadMapFile(const std::string& path) {
   map->sha256 = Sha256Hex(bytes);
   std::vector<Collider> colliders;
   if (import::IsLevelFile(path)) {
-    Result<import::Level> level = import::ImportLevel(path);
+    // Up axis and units from the level's NAME.import.json, when it has one.
+    Result<import::ImportOptions> options = import::ReadImportSettings(path);
+    if (!options.ok()) return FileError(path, options.error().message);
+    Result<import::Level> level = import::ImportLevel(path, *options);
     if (!level.ok()) return FileError(path, level.error().message);
     colliders = std::move(level->colliders);
   } else {

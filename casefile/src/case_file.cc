@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <istream>
+#include <memory>
+#include <streambuf>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_set>
@@ -58,6 +61,12 @@ Quat ReadQuat(const json& j, const std::string& path) {
                      "quaternion norm " + FormatDouble(q.Length()) + " is not 1 (tolerance 1e-6)"};
   }
   return q.Normalized();
+}
+
+// The "rotation" of a query body, identity when left out.
+Quat OptionalQuat(const json& body, const std::string& path) {
+  if (!body.contains("rotation")) return Quat{};
+  return ReadQuat(body.at("rotation"), path + ".rotation");
 }
 
 Shape ReadShape(const json& j, const std::string& path) {
@@ -176,6 +185,103 @@ std::vector<uint64_t> IdList(const json& j, const char* key, const std::string& 
   return out;
 }
 
+// The query of `q` (overlap, sweep, raycast or move) into cq->kind and
+// cq->query; id and at_tick are the caller's.
+void ReadQueryBody(const json& q, const std::string& p, CaseQuery* out) {
+  CaseQuery& cq = *out;
+  if (q.contains("overlap")) {
+    const json& o = q.at("overlap");
+    const std::string op = p + ".overlap";
+    OverlapQuery oq;
+    oq.shape = ReadShape(Field(o, "shape", op), op + ".shape");
+    if (!IsConvexKind(oq.shape.kind())) {
+      throw ParseError{op + ".shape", "a " + std::string(ShapeKindName(oq.shape.kind())) +
+                                          " is a collider only, not a query shape"};
+    }
+    oq.pose.position = ReadVec3(Field(o, "position", op), op + ".position");
+    oq.pose.rotation = OptionalQuat(o, op);
+    oq.filter.mask = ReadMask(o, op);
+    cq.kind = QueryKind::kOverlap;
+    cq.query = oq;
+  } else if (q.contains("sweep")) {
+    const json& s = q.at("sweep");
+    const std::string sp = p + ".sweep";
+    CastQuery c;
+    c.shape = ReadShape(Field(s, "shape", sp), sp + ".shape");
+    if (!IsConvexKind(c.shape.kind())) {
+      throw ParseError{sp + ".shape", "a " + std::string(ShapeKindName(c.shape.kind())) +
+                                          " is a collider only, not a query shape"};
+    }
+    c.pose.position = ReadVec3(Field(s, "position", sp), sp + ".position");
+    c.pose.rotation = OptionalQuat(s, sp);
+    c.translation = ReadVec3(Field(s, "translation", sp), sp + ".translation");
+    c.filter.mask = ReadMask(s, sp);
+    cq.kind = QueryKind::kSweep;
+    cq.query = c;
+  } else if (q.contains("raycast")) {
+    const json& r = q.at("raycast");
+    const std::string rp = p + ".raycast";
+    RayQuery rq;
+    rq.origin = ReadVec3(Field(r, "origin", rp), rp + ".origin");
+    rq.translation = ReadVec3(Field(r, "translation", rp), rp + ".translation");
+    rq.filter.mask = ReadMask(r, rp);
+    cq.kind = QueryKind::kRaycast;
+    cq.query = rq;
+  } else if (q.contains("move")) {
+    const json& m = q.at("move");
+    const std::string mp = p + ".move";
+    MoveQuery mq;
+    mq.shape = ReadShape(Field(m, "shape", mp), mp + ".shape");
+    if (!IsConvexKind(mq.shape.kind())) {
+      throw ParseError{mp + ".shape", "a " + std::string(ShapeKindName(mq.shape.kind())) +
+                                          " is a collider only, not a query shape"};
+    }
+    mq.pose.position = ReadVec3(Field(m, "position", mp), mp + ".position");
+    mq.pose.rotation = OptionalQuat(m, mp);
+    mq.displacement = ReadVec3(Field(m, "displacement", mp), mp + ".displacement");
+    mq.filter.mask = ReadMask(m, mp);
+    MoveSettings& st = mq.settings;
+    if (m.contains("up")) st.up = ReadVec3(m.at("up"), mp + ".up");
+    auto number = [&](const char* key, double* dst) {
+      if (m.contains(key)) *dst = Number(m.at(key), mp + "." + key);
+    };
+    number("step_height", &st.step_height);
+    number("max_slope_degrees", &st.max_slope_degrees);
+    number("skin_width", &st.skin_width);
+    number("ground_snap_distance", &st.ground_snap_distance);
+    if (m.contains("max_iterations")) {
+      const uint64_t n = Uint64(m.at("max_iterations"), mp + ".max_iterations");
+      if (n > 64) throw ParseError{mp + ".max_iterations", "exceeds 64"};
+      st.max_iterations = static_cast<int>(n);
+    }
+    cq.kind = QueryKind::kMove;
+    cq.query = mq;
+  } else {
+    throw ParseError{p, "no overlap, sweep, raycast or move"};
+  }
+}
+
+// An expected answer in whichever form it has: overlap lists, a sweep or
+// raycast "hit" (null or an id, with fraction), a move's "position".
+Expected ReadExpected(const json& e, const std::string& p) {
+  Expected ex;
+  ex.id = Uint64(Field(e, "id", p), p + ".id");
+  ex.hits = IdList(e, "hits", p);
+  ex.maybe = IdList(e, "maybe", p);
+  ex.tolerance = e.contains("tolerance") ? Number(e.at("tolerance"), p + ".tolerance") : 1e-4;
+  if (e.contains("hit")) {
+    ex.hit_given = true;
+    const json& hit = e.at("hit");
+    if (!hit.is_null()) {
+      ex.hit = Uint64(hit, p + ".hit");
+      ex.fraction = Number(Field(e, "fraction", p), p + ".fraction");
+      ex.also = IdList(e, "also", p);
+    }
+  }
+  if (e.contains("position")) ex.position = ReadVec3(e.at("position"), p + ".position");
+  return ex;
+}
+
 bool ReadFile(const std::string& path, std::string* out) {
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
     gzFile f = gzopen(path.c_str(), "rb");
@@ -205,6 +311,38 @@ bool Contains(const std::vector<uint64_t>& v, uint64_t id) {
   return std::find(v.begin(), v.end(), id) != v.end();
 }
 
+// Thrown out of the streaming parser's callback to stop at a visitor's error.
+struct Stop {
+  Status status;
+};
+
+// A std::streambuf over a gzip file, so that .json.gz query files stream too.
+class GzStreamBuf : public std::streambuf {
+ public:
+  explicit GzStreamBuf(gzFile file) : file_(file) {}
+  ~GzStreamBuf() override { gzclose(file_); }
+  GzStreamBuf(const GzStreamBuf&) = delete;
+  GzStreamBuf& operator=(const GzStreamBuf&) = delete;
+  bool failed() const { return failed_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const int n = gzread(file_, buffer_, sizeof(buffer_));
+    if (n <= 0) {
+      failed_ = n < 0;
+      return traits_type::eof();
+    }
+    setg(buffer_, buffer_, buffer_ + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  gzFile file_;
+  char buffer_[1 << 16];
+  bool failed_ = false;
+};
+
 }  // namespace
 
 const char* QueryKindName(QueryKind kind) {
@@ -212,6 +350,7 @@ const char* QueryKindName(QueryKind kind) {
     case QueryKind::kOverlap: return "overlap";
     case QueryKind::kSweep: return "sweep";
     case QueryKind::kRaycast: return "raycast";
+    case QueryKind::kMove: return "move";
   }
   return "unknown";
 }
@@ -299,47 +438,8 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
         }
       }
       if (!query_ids.insert(cq.id).second) throw ParseError{p + ".id", "repeats an earlier query"};
-      if (q.contains("overlap")) {
-        const json& o = q.at("overlap");
-        const std::string op = p + ".overlap";
-        OverlapQuery oq;
-        oq.shape = ReadShape(Field(o, "shape", op), op + ".shape");
-        if (!IsConvexKind(oq.shape.kind())) {
-          throw ParseError{op + ".shape", "a " + std::string(ShapeKindName(oq.shape.kind())) +
-                                              " is a collider only, not a query shape"};
-        }
-        oq.pose.position = ReadVec3(Field(o, "position", op), op + ".position");
-        oq.pose.rotation = ReadQuat(Field(o, "rotation", op), op + ".rotation");
-        oq.filter.mask = ReadMask(o, op);
-        cq.kind = QueryKind::kOverlap;
-        cq.query = oq;
-      } else if (q.contains("sweep")) {
-        const json& s = q.at("sweep");
-        const std::string sp = p + ".sweep";
-        CastQuery c;
-        c.shape = ReadShape(Field(s, "shape", sp), sp + ".shape");
-        if (!IsConvexKind(c.shape.kind())) {
-          throw ParseError{sp + ".shape", "a " + std::string(ShapeKindName(c.shape.kind())) +
-                                              " is a collider only, not a query shape"};
-        }
-        c.pose.position = ReadVec3(Field(s, "position", sp), sp + ".position");
-        c.pose.rotation = ReadQuat(Field(s, "rotation", sp), sp + ".rotation");
-        c.translation = ReadVec3(Field(s, "translation", sp), sp + ".translation");
-        c.filter.mask = ReadMask(s, sp);
-        cq.kind = QueryKind::kSweep;
-        cq.query = c;
-      } else if (q.contains("raycast")) {
-        const json& r = q.at("raycast");
-        const std::string rp = p + ".raycast";
-        RayQuery rq;
-        rq.origin = ReadVec3(Field(r, "origin", rp), rp + ".origin");
-        rq.translation = ReadVec3(Field(r, "translation", rp), rp + ".translation");
-        rq.filter.mask = ReadMask(r, rp);
-        cq.kind = QueryKind::kRaycast;
-        cq.query = rq;
-      } else {
-        throw ParseError{p, "no overlap, sweep or raycast"};
-      }
+      ReadQueryBody(q, p, &cq);
+      if (cq.kind == QueryKind::kMove) throw ParseError{p + ".move", "case files hold no moves"};
       std::visit([&at_tick](auto& x) { x.at_tick = at_tick; }, cq.query);
       file.queries.push_back(std::move(cq));
     }
@@ -352,20 +452,10 @@ Result<CaseFile> LoadCaseFile(const std::string& path) {
     for (size_t i = 0; i < expected.size(); ++i) {
       const json& e = expected[i];
       const std::string p = "expected[" + std::to_string(i) + "]";
-      Expected ex;
-      ex.id = Uint64(Field(e, "id", p), p + ".id");
+      Expected ex = ReadExpected(e, p);
       if (ex.id != file.queries[i].id) throw ParseError{p + ".id", "does not match queries[i].id"};
-      if (file.queries[i].kind == QueryKind::kOverlap) {
-        ex.hits = IdList(e, "hits", p);
-        ex.maybe = IdList(e, "maybe", p);
-      } else {
-        const json& hit = Field(e, "hit", p);
-        if (!hit.is_null()) {
-          ex.hit = Uint64(hit, p + ".hit");
-          ex.fraction = Number(Field(e, "fraction", p), p + ".fraction");
-          ex.tolerance = e.contains("tolerance") ? Number(e.at("tolerance"), p + ".tolerance") : 1e-4;
-          ex.also = IdList(e, "also", p);
-        }
+      if (file.queries[i].kind != QueryKind::kOverlap && !ex.hit_given) {
+        throw ParseError{p + ".hit", "missing"};
       }
       file.expected.push_back(std::move(ex));
     }
@@ -423,6 +513,78 @@ std::vector<std::string> ListSupportedCaseFiles(const std::string& dir) {
   return out;
 }
 
+Status StreamQueryFile(const std::string& path, const QueryFileVisitor& visitor) {
+  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  std::unique_ptr<GzStreamBuf> gz_buf;
+  std::ifstream file;
+  std::istream* in = &file;
+  std::unique_ptr<std::istream> gz_in;
+  if (gz) {
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (f == nullptr) return Error{ErrorCode::kNotFound, path + ": cannot read"};
+    gz_buf = std::make_unique<GzStreamBuf>(f);
+    gz_in = std::make_unique<std::istream>(gz_buf.get());
+    in = gz_in.get();
+  } else {
+    file.open(path, std::ios::binary);
+    if (!file) return Error{ErrorCode::kNotFound, path + ": cannot read"};
+  }
+  using Event = json::parse_event_t;
+  std::string member;  // the top-level member being read
+  bool saw_queries = false;
+  size_t queries = 0;
+  size_t answers = 0;
+  // Each entry of "queries" and "expected" is built by the parser, handed to
+  // the visitor at its end and dropped (the callback returns false); every
+  // other top-level member is skipped as a whole.
+  auto callback = [&](int depth, Event event, json& parsed) -> bool {
+    if (depth == 0) return true;
+    if (depth == 1) {
+      if (event == Event::key) {
+        member = parsed.get<std::string>();
+        if (member == "queries") saw_queries = true;
+        return true;
+      }
+      const bool entries = member == "queries" || member == "expected";
+      if (entries && event == Event::value) throw ParseError{"." + member, "expected an array"};
+      return entries && event != Event::object_start;
+    }
+    if (depth > 2 || (member != "queries" && member != "expected")) return true;
+    if (event != Event::object_end && event != Event::value && event != Event::array_end) return true;
+    const bool is_query = member == "queries";
+    const size_t index = is_query ? queries++ : answers++;
+    const std::string p = member + "[" + std::to_string(index) + "]";
+    if (event != Event::object_end) throw ParseError{p, "expected an object"};
+    if (is_query && visitor.on_query) {
+      CaseQuery cq;
+      cq.id = Uint64(Field(parsed, "id", p), p + ".id");
+      std::optional<double> at_tick;
+      if (parsed.contains("at_tick")) at_tick = Number(parsed.at("at_tick"), p + ".at_tick");
+      ReadQueryBody(parsed, p, &cq);
+      std::visit([&at_tick](auto& x) { x.at_tick = at_tick; }, cq.query);
+      if (Status st = visitor.on_query(index, std::move(cq)); !st.ok()) throw Stop{st};
+    } else if (!is_query && visitor.on_expected) {
+      if (Status st = visitor.on_expected(index, ReadExpected(parsed, p)); !st.ok()) throw Stop{st};
+    }
+    return false;
+  };
+  try {
+    const json rest = json::parse(*in, callback);  // what is left: the skipped members
+    (void)rest;
+  } catch (const Stop& stop) {
+    return stop.status;
+  } catch (const ParseError& e) {
+    return Error{ErrorCode::kInvalidArgument, path + ": " + e.path + ": " + e.what};
+  } catch (const json::exception& e) {
+    return Error{ErrorCode::kInvalidArgument, path + ": " + e.what()};
+  }
+  if (gz_buf && gz_buf->failed()) {
+    return Error{ErrorCode::kInvalidArgument, path + ": not a readable gzip file"};
+  }
+  if (!saw_queries) return Error{ErrorCode::kInvalidArgument, path + ": no \"queries\" array"};
+  return Status::Ok();
+}
+
 std::vector<Query> Queries(const CaseFile& file) {
   std::vector<Query> qs;
   qs.reserve(file.queries.size());
@@ -437,6 +599,24 @@ Verdict CheckAnswer(const CaseQuery& query, const Expected& ex, const QueryResul
     v.reason = std::move(why);
     return v;
   };
+  if (query.kind == QueryKind::kMove) {
+    if (!ex.position) return fail("the expected answer of a move has no \"position\"");
+    if (!result.move) return fail("the answer holds no move result");
+    const double off = (result.move->position - *ex.position).Length();
+    if (!(off <= ex.tolerance)) {
+      return fail("ended at " + ToString(result.move->position) + ", expected " +
+                  ToString(*ex.position) + " +- " + FormatDouble(ex.tolerance) + " (off by " + FormatDouble(off) +
+                  ")");
+    }
+    return v;
+  }
+  if (query.kind != QueryKind::kOverlap && !ex.hit_given) {
+    return fail(std::string("the expected answer of a ") + QueryKindName(query.kind) +
+                " has no \"hit\"");
+  }
+  if (query.kind == QueryKind::kOverlap && (ex.hit_given || ex.position)) {
+    return fail("the expected answer is not an overlap's (\"hits\", \"maybe\")");
+  }
   if (query.kind == QueryKind::kOverlap) {
     std::vector<uint64_t> got;
     for (const OverlapHit& h : result.overlaps) got.push_back(h.id);

@@ -2,9 +2,11 @@
 // with its buffers, .glb, Wavefront .obj) into a scene file with the importer
 // of import/ (naming conventions, extras and limits in
 // import/include/hitbox/import/level_import.h), and prints its report: counts
-// per shape kind, triangles, dropped degenerate triangles, bounds, time. No
-// server is contacted. A bad file is an error naming the node or line, and
-// no output file is written.
+// per shape kind, triangles, dropped degenerate triangles, bounds, time
+// (reading, converting and writing the output), warnings. --up and --scale
+// convert a level that is not Y-up metres. No server is contacted. A bad file
+// is an error naming the node or line, and no output file is written.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -20,16 +22,31 @@ namespace {
 struct ImportArgs {
   std::string file;
   std::string out;
-  import::ImportOptions options;
+  LevelOptions options;
 };
 
 int RunImport(const GlobalOptions& global, const ImportArgs& args) {
-  auto level = import::ImportLevel(args.file, args.options);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!import::IsLevelFile(args.file)) {
+    return Fail("import: " + args.file + ": not a level file (expected .gltf, .glb or .obj; " +
+                "a JSON scene needs no import: `hitboxctl load SESSION FILE` reads it)");
+  }
+  auto options = args.options.For(args.file);
+  if (!options.ok()) return Fail("import: " + options.error().message);
+  auto level = import::ImportLevel(args.file, *options);
   if (!level.ok()) return Fail("import: " + level.error().message);
   if (!args.out.empty()) {
     auto doc = SceneToJson(level->colliders);
-    if (!doc.ok()) return Fail("import: " + doc.error().message);
+    if (!doc.ok()) return Fail("import: " + args.file + ": " + doc.error().message);
     if (Status s = WriteJsonFile(args.out, *doc); !s.ok()) return Fail("import: " + s.message());
+  }
+  // The time a user waited: reading, converting and writing the output.
+  level->report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!global.quiet) {
+    for (const std::string& w : level->report.warnings) {
+      std::fprintf(stderr, "hitboxctl: import %s: warning: %s\n", args.file.c_str(), w.c_str());
+    }
   }
   if (global.json) {
     nlohmann::json out = ReportToJson(level->report);

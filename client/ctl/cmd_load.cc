@@ -27,7 +27,7 @@ struct LoadArgs {
   bool create = false;
   size_t batch = 4096;
   bool keep_partial = false;
-  import::ImportOptions import;
+  LevelOptions import;
 };
 
 int RunLoad(const GlobalOptions& global, const LoadArgs& args) {

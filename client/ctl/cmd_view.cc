@@ -18,6 +18,7 @@
 #include "hitbox/view/world_svg.h"
 #include "level_file.h"
 #include "output.h"
+#include "hitbox/import/level_import.h"
 #include "hitbox/import/scene_file.h"
 
 namespace hitbox::ctl {
@@ -36,6 +37,9 @@ struct ViewArgs {
   std::string map_file;
   bool side = false;
   double width = 900.0;
+  /// --up: the session's up axis (the top view looks down it).
+  import::UpAxis up = import::UpAxis::kY;
+  uint64_t max_triangles = view::ViewOptions{}.max_triangles;
 };
 
 Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
@@ -153,7 +157,7 @@ int RunView(const GlobalOptions& global, const ViewArgs& args) {
     }
   }
   if (!args.map_file.empty()) {
-    auto map = ReadSceneInput(args.map_file, import::ImportOptions{});
+    auto map = ReadSceneInput(args.map_file, LevelOptions{});
     if (!map.ok()) return Fail("view: " + map.error().message);
     picture.map = std::move(map->colliders);
   }
@@ -181,7 +185,19 @@ int RunView(const GlobalOptions& global, const ViewArgs& args) {
   view::ViewOptions options;
   options.side = args.side;
   options.width_px = args.width;
-  const std::string svg = view::RenderSvg(picture, options);
+  options.max_triangles = args.max_triangles;
+  options.frame = import::UpAxisRotation(args.up);
+  view::RenderStats stats;
+  const std::string svg = view::RenderSvg(picture, options, &stats);
+  if (stats.coarse_surfaces > 0 && !global.quiet) {
+    std::fprintf(stderr,
+                 "hitboxctl: view: %llu surfaces (%llu triangles) over the budget of %llu "
+                 "triangles drawn as the %.3g m cells they cover (--max-triangles N draws more; "
+                 "the picture says so too)\n",
+                 static_cast<unsigned long long>(stats.coarse_surfaces),
+                 static_cast<unsigned long long>(stats.coarse_triangles),
+                 static_cast<unsigned long long>(args.max_triangles), stats.cell_metres);
+  }
   std::FILE* f = std::fopen(args.out.c_str(), "wb");
   if (f == nullptr) return Fail("view: cannot write " + args.out);
   const bool ok = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
@@ -193,6 +209,9 @@ int RunView(const GlobalOptions& global, const ViewArgs& args) {
                {"map_colliders", picture.map.size()},
                {"queries", picture.queries.size()},
                {"hits", hits},
+               {"triangles_drawn", stats.triangles_drawn},
+               {"coarse_surfaces", stats.coarse_surfaces},
+               {"coarse_triangles", stats.coarse_triangles},
                {"bytes", svg.size()}});
   } else {
     std::printf("wrote %s: %zu session colliders, %zu map colliders, %zu queries (%zu hits)\n",
@@ -219,6 +238,19 @@ void AddViewCommand(CLI::App& app, const GlobalOptions& global, Action& action) 
   cmd->add_option("--map-file", args->map_file,
                   "draw a level or scene file in grey as the static map")
       ->check(CLI::ExistingFile);
+  cmd->add_option_function<std::string>(
+      "--up",
+      [args](const std::string& text) {
+        auto up = import::ParseUpAxis(text);
+        if (!up.ok()) throw CLI::ValidationError("--up", up.error().message);
+        args->up = *up;
+      },
+      "the world's up axis: y (default), z, -z, x, -x, -y; the top view looks down it and the "
+      "captions name the world's axes");
+  cmd->add_option("--max-triangles", args->max_triangles,
+                  "surface triangles drawn one by one per view; meshes beyond are drawn as the "
+                  "cells they cover, and the picture says so")
+      ->capture_default_str();
   cmd->add_option("--width", args->width, "width of a view in pixels")
       ->check(CLI::Range(100.0, 20000.0))
       ->capture_default_str();

@@ -75,6 +75,7 @@ void AddSessionsCommands(CLI::App& app, const GlobalOptions& global, Action& act
 void AddMapsCommands(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddLoadCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddQueryCommands(CLI::App& app, const GlobalOptions& global, Action& action);
+void AddQueryFileCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddMoveCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddCheckCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action);

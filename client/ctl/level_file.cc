@@ -10,10 +10,20 @@ using import::DescribeEntry;
 using import::ParseScene;
 using import::ReadJsonFile;
 
-Result<SceneInput> ReadSceneInput(const std::string& path, const import::ImportOptions& options) {
+Result<import::ImportOptions> LevelOptions::For(const std::string& path) const {
+  auto options = import::ReadImportSettings(path, import);
+  if (!options.ok()) return options;
+  if (up) options->up = *up;
+  if (scale) options->scale = *scale;
+  return options;
+}
+
+Result<SceneInput> ReadSceneInput(const std::string& path, const LevelOptions& level_options) {
   SceneInput in;
   if (import::IsLevelFile(path)) {
-    auto level = import::ImportLevel(path, options);
+    auto options = level_options.For(path);
+    if (!options.ok()) return options.error();
+    auto level = import::ImportLevel(path, *options);
     if (!level.ok()) return level.error();
     in.colliders = std::move(level->colliders);
     in.sources = std::move(level->sources);
@@ -69,10 +79,28 @@ nlohmann::json ReportToJson(const import::ImportReport& r) {
           {"dropped_triangles", r.dropped_triangles},
           {"bounds", bounds},
           {"seconds", r.seconds},
+          {"up", import::UpAxisName(r.up)},
+          {"scale", r.scale},
+          {"warnings", r.warnings},
           {"notes", r.notes}};
 }
 
-void AddImportOptions(CLI::App* cmd, import::ImportOptions* options) {
+void AddImportOptions(CLI::App* cmd, LevelOptions* level) {
+  import::ImportOptions* options = &level->import;
+  cmd->add_option_function<std::string>(
+      "--up",
+      [level](const std::string& text) {
+        auto up = import::ParseUpAxis(text);
+        if (!up.ok()) throw CLI::ValidationError("--up", up.error().message);
+        level->up = *up;
+      },
+      "level files: the file's up axis, turned to +Y: y (glTF's own; the default), z, -z, x, "
+      "-x, -y (default: the level's NAME.import.json, else y)");
+  cmd->add_option_function<double>(
+         "--scale", [level](double s) { level->scale = s; },
+         "level files: metres per file unit, after --up (inches 0.0254, centimetres 0.01; "
+         "default: NAME.import.json, else 1)")
+      ->check(CLI::Range(1.0 / import::kMaxImportScale, import::kMaxImportScale));
   cmd->add_option("--first-id", options->first_id,
                   "level files: id of the first collider (the rest follow in file order)")
       ->capture_default_str();

@@ -26,9 +26,21 @@ struct SceneInput {
   std::optional<import::ImportReport> report;
 };
 
+/// The importer's settings from the command line: --first-id and --layer,
+/// and --up / --scale when given (else the level's NAME.import.json, as
+/// hitboxd --maps reads it, else Y-up metres).
+struct LevelOptions {
+  import::ImportOptions import;
+  std::optional<import::UpAxis> up;
+  std::optional<double> scale;
+
+  /// The settings for level file `path`: import::ReadImportSettings under the flags given.
+  Result<import::ImportOptions> For(const std::string& path) const;
+};
+
 /// Reads `path`: a level file (import::IsLevelFile) through the importer
 /// with `options`, anything else as a JSON scene. Errors name the file.
-Result<SceneInput> ReadSceneInput(const std::string& path, const import::ImportOptions& options);
+Result<SceneInput> ReadSceneInput(const std::string& path, const LevelOptions& options);
 
 /// Bytes one collider takes on the wire, roughly (a little over, to be safe):
 /// meshes, hulls and heightfields by their sizes, primitives a flat amount.
@@ -47,7 +59,7 @@ inline constexpr size_t kLoadMessageBudget = 16u << 20;
 /// seconds, notes.
 nlohmann::json ReportToJson(const import::ImportReport& report);
 
-/// Adds --first-id and --layer (the importer's settings) to `cmd`.
-void AddImportOptions(CLI::App* cmd, import::ImportOptions* options);
+/// Adds --first-id, --layer, --up and --scale (the importer's settings) to `cmd`.
+void AddImportOptions(CLI::App* cmd, LevelOptions* options);
 
 }  // namespace hitbox::ctl

@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   AddMapsCommands(app, global, action);
   AddLoadCommand(app, global, action);
   AddQueryCommands(app, global, action);
+  AddQueryFileCommand(app, global, action);
   AddMoveCommand(app, global, action);
   AddCheckCommand(app, global, action);
   AddBenchCommand(app, global, action);

@@ -1,6 +1,8 @@
 #include "scene_writer.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace hitbox::ctl {
 namespace {
@@ -69,7 +71,9 @@ Result<nlohmann::json> SceneToJson(const std::vector<Collider>& colliders) {
 
 Status WriteJsonFile(const std::string& path, const nlohmann::json& doc) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return Status(ErrorCode::kInvalidArgument, "cannot write " + path);
+  if (f == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, "cannot write " + path + ": " + std::strerror(errno));
+  }
   // One collider a line: readable in a diff, and far smaller than indent(2).
   std::string text;
   if (doc.is_object() && doc.contains("colliders") && doc.size() == 1) {

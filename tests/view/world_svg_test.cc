@@ -236,7 +236,8 @@ TEST(WorldSvg, TitlesAreEscaped) {
   EXPECT_FALSE(ParseXml("<svg><title>a & b</title></svg>").ok);
 }
 
-// Past the triangle budget a mesh is drawn as its bounds; an empty world still renders.
+// Past the triangle budget a mesh is drawn as the cells it covers and the
+// picture says so (issue 31: never silently a box); an empty world still renders.
 TEST(WorldSvg, TriangleBudgetAndEmptyWorld) {
   WorldPicture pic;
   TriangleMeshShape quad{{{0, 0, 0}, {4, 0, 0}, {4, 0, 4}, {0, 0, 4}}, {{0, 1, 2}, {0, 2, 3}}};
@@ -245,8 +246,11 @@ TEST(WorldSvg, TriangleBudgetAndEmptyWorld) {
   options.max_triangles = 1;
   const XmlDocument doc = ParseXml(RenderSvg(pic, options));
   ASSERT_TRUE(doc.ok) << doc.error;
-  EXPECT_EQ(ChildOf(doc, "collider-1", "path"), nullptr);
-  EXPECT_NE(ChildOf(doc, "collider-1", "polygon"), nullptr);
+  const XmlElement* coverage = ChildOf(doc, "collider-1", "path");
+  ASSERT_NE(coverage, nullptr);
+  EXPECT_EQ(coverage->Attr("class"), "coverage");
+  ASSERT_NE(doc.ById("coarse-note"), nullptr);
+  EXPECT_NE(doc.ById("coarse-note")->text.find("1 surface (2 triangles)"), std::string::npos);
   EXPECT_TRUE(ParseXml(RenderSvg(WorldPicture{})).ok);
 }
 

@@ -1,9 +1,12 @@
 // Conformance case files (format "hitbox-cases/1", see shared/cases/FORMAT.md):
 // loading (.json or .json.gz) into core types, and checking a ColliderSet's
-// answers against the expected ones.
+// answers against the expected ones. Query files (`hitboxctl query --file`)
+// use the same query and answer forms plus character moves, and are read one
+// query at a time (StreamQueryFile).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,10 +17,11 @@
 
 namespace hitbox::cases {
 
-/// The kind of a case query.
-enum class QueryKind : uint8_t { kOverlap = 0, kSweep = 1, kRaycast = 2 };
-inline constexpr int kQueryKindCount = 3;
-/// "overlap", "sweep" or "raycast".
+/// The kind of a case query. Moves appear in query files only (not in the
+/// shared case files): {"move": {"shape", "position", "displacement", ...}}.
+enum class QueryKind : uint8_t { kOverlap = 0, kSweep = 1, kRaycast = 2, kMove = 3 };
+inline constexpr int kQueryKindCount = 4;
+/// "overlap", "sweep", "raycast" or "move".
 const char* QueryKindName(QueryKind kind);
 
 /// One query of a case file.
@@ -25,7 +29,7 @@ struct CaseQuery {
   /// Query id from the file (unique within the file).
   uint64_t id = 0;
   QueryKind kind = QueryKind::kOverlap;
-  /// OverlapQuery, CastQuery (closest hit) or RayQuery (closest hit).
+  /// OverlapQuery, CastQuery (closest hit), RayQuery (closest hit) or MoveQuery.
   Query query;
 };
 
@@ -36,12 +40,17 @@ struct Expected {
   std::vector<uint64_t> hits;
   /// Overlap: colliders within 1e-6 of touching (either answer is right).
   std::vector<uint64_t> maybe;
+  /// Sweep / raycast: whether the answer has a "hit" field (null or an id).
+  bool hit_given = false;
   /// Sweep / raycast: first collider hit; nullopt = nothing within the translation.
   std::optional<uint64_t> hit;
   /// Sweep / raycast: fraction of the translation at first contact, in [0, 1].
   double fraction = 0.0;
-  /// Sweep / raycast: allowed |reported - fraction|.
+  /// Sweep / raycast: allowed |reported - fraction|; move: allowed distance
+  /// of the reported end position from `position`, metres. Default 1e-4.
   double tolerance = 0.0;
+  /// Move: where the shape ends (world metres); unset in other answers.
+  std::optional<Vec3> position;
   /// Sweep / raycast: colliders touched within tolerance of the same fraction.
   std::vector<uint64_t> also;
 };
@@ -100,7 +109,9 @@ struct Verdict {
 /// Checks a result by FORMAT.md's rules: overlap reports every `hits` id and
 /// nothing outside hits ∪ maybe; sweep / raycast report `hit` or one of
 /// `also` within `tolerance` of `fraction` (nothing when hit is null), with a
-/// unit normal not pointing along the motion unless the fraction is 0.
+/// unit normal not pointing along the motion unless the fraction is 0; a
+/// move ends within `tolerance` of `position`. An answer whose form does not
+/// fit the query's kind (no "hit" for a raycast, ...) fails, saying so.
 Verdict CheckAnswer(const CaseQuery& query, const Expected& expected, const QueryResult& result);
 
 /// Verdicts on every answer of a file, counted per query kind.
@@ -125,5 +136,26 @@ Report CheckAll(const CaseFile& file, std::span<const QueryResult> results,
 
 /// The queries of a file as a batch (in file order).
 std::vector<Query> Queries(const CaseFile& file);
+
+/// What StreamQueryFile hands over, one entry at a time, in document order.
+/// A callback's error stops the reading and is returned.
+struct QueryFileVisitor {
+  /// queries[index], parsed (at_tick kept as given; the server checks it).
+  /// Null: the queries are skipped.
+  std::function<Status(size_t index, CaseQuery query)> on_query;
+  /// expected[index], parsed in whichever form it has (overlap lists,
+  /// sweep/raycast "hit", move "position"); CheckAnswer judges the form
+  /// against the query's kind. Null: the answers are skipped.
+  std::function<Status(size_t index, Expected expected)> on_expected;
+};
+
+/// Reads a query file (.json or .json.gz): a JSON object with a "queries"
+/// array in the case-file query form plus moves, optionally "expected"
+/// (case-file answers plus {"id", "position", "tolerance"} for moves); any
+/// other member ("colliders" of a case file, ...) is skipped. Each entry is
+/// parsed as the reader reaches it and then dropped, so memory stays small
+/// whatever the file's size. Errors name the file and the entry
+/// ("q.json: queries[3].sweep.shape: missing").
+[[nodiscard]] Status StreamQueryFile(const std::string& path, const QueryFileVisitor& visitor);
 
 }  // namespace hitbox::cases

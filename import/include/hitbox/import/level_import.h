@@ -5,7 +5,13 @@
 // `load` and hitboxd's map loader call the same function.
 //
 // Frames: the file's own (glTF: right-handed, metres, +Y up, the same as
-// Hitbox's). OBJ has no hierarchy; its vertices are taken as world points.
+// Hitbox's). OBJ has no hierarchy; its vertices are taken as world points,
+// Y-up metres unless told otherwise. ImportOptions::up and ::scale convert
+// a level made another way (a Z-up level in inches: up kZ, scale 0.0254):
+// one rotation taking the file's up axis to +Y, then one uniform scale, put
+// above every root node (so rotations stay in poses, the scale is baked into
+// vertices). A level whose bounds span more than kImplausibleExtent metres
+// gets a warning in the report (the sign of a file in centimetres or inches).
 //
 // What each node (glTF) or object/group (OBJ) becomes, by the name of the
 // node, else of its mesh (the collision naming of Unreal Engine):
@@ -65,6 +71,22 @@ const char* LevelFormatName(LevelFormat format);
 /// rather than a JSON scene.
 bool IsLevelFile(const std::string& path);
 
+/// The axis of a level file that points up; the import turns it to +Y.
+enum class UpAxis : uint8_t { kY = 0, kZ, kMinusZ, kX, kMinusX, kMinusY };
+/// "y", "z", "-z", "x", "-x" or "-y".
+const char* UpAxisName(UpAxis up);
+/// Parses UpAxisName's names ("+z" too, any case).
+[[nodiscard]] Result<UpAxis> ParseUpAxis(const std::string& text);
+/// The rotation that takes `up` to +Y (a right-handed turn of 90 or 180
+/// degrees; kZ: (x, y, z) -> (x, z, -y), Blender's Z-up to glTF's Y-up).
+Quat UpAxisRotation(UpAxis up);
+
+/// A level whose bounds span more than this (metres, on any axis) gets a
+/// warning: levels are at most a few kilometres of interior.
+inline constexpr double kImplausibleExtent = 10000.0;
+/// Largest ImportOptions::scale accepted (and 1 / it the smallest).
+inline constexpr double kMaxImportScale = 1e6;
+
 /// Settings of one import.
 struct ImportOptions {
   /// Id of the first collider; the rest follow in file order (glTF: depth
@@ -74,7 +96,23 @@ struct ImportOptions {
   uint32_t layer = 0;
   /// Most triangles in one mesh collider (larger meshes are split), >= 1.
   uint64_t max_mesh_triangles = kDefaultMaxMeshTriangles;
+  /// The file's up axis, turned to +Y (glTF's own is +Y; OBJ taken as +Y).
+  UpAxis up = UpAxis::kY;
+  /// Metres per file unit, applied after `up`, in [1 / kMaxImportScale,
+  /// kMaxImportScale] (inches: 0.0254, centimetres: 0.01).
+  double scale = 1.0;
 };
+
+/// File name of a level's import settings: PATH without its extension plus
+/// ".import.json" ("maps/arena.glb" -> "maps/arena.import.json").
+std::string ImportSettingsPath(const std::string& level_path);
+/// True for a name ending in ".import.json" (not a map or scene itself).
+bool IsImportSettingsFile(const std::string& path);
+/// `base` with the settings of the file ImportSettingsPath(level_path) when it
+/// exists: {"up": "z", "scale": 0.0254}, both optional, anything else an
+/// error naming the file and member. hitboxd --maps reads it for each level.
+[[nodiscard]] Result<ImportOptions> ReadImportSettings(const std::string& level_path,
+                                                       ImportOptions base = {});
 
 /// What an import made, for people and for the server's map listing.
 struct ImportReport {
@@ -92,15 +130,21 @@ struct ImportReport {
   uint64_t dropped_triangles = 0;
   /// World bounds of every collider made (empty when none).
   Aabb bounds;
-  /// Wall-clock seconds spent reading and converting.
+  /// Wall-clock seconds spent reading and converting (hitboxctl import adds
+  /// writing the output).
   double seconds = 0.0;
+  /// The up axis and scale the level was imported with.
+  UpAxis up = UpAxis::kY;
+  double scale = 1.0;
+  /// What looks wrong but was imported anyway: bounds implausible for metres.
+  std::vector<std::string> warnings;
   /// One line per decision worth knowing: a primitive that became a hull,
   /// a reduced hull, a split mesh, a node without triangles.
   std::vector<std::string> notes;
 
   /// Total colliders made.
   uint64_t colliders() const;
-  /// A few lines for a terminal: counts, triangles, bounds, time, notes.
+  /// A few lines for a terminal: counts, triangles, bounds, time, warnings, notes.
   std::string ToString() const;
 };
 

@@ -6,10 +6,16 @@
 // Views (world frame: right-handed, metres, +Y up, see shared/cases/FORMAT.md):
 //   top   looking down -Y: +X to the right, +Z down the page
 //   side  looking along -Z: +X to the right, +Y up the page
+// ViewOptions::frame turns a world whose up is not +Y (a Z-up level) so that
+// its up is the top view's "from"; the captions name the world's own axes.
 // Convex shapes are drawn as the outline of their projection (support points
-// in 48 directions of the view plane); meshes triangle by triangle (up to
-// ViewOptions::max_triangles in all, then as their bounds); anything else as
-// its bounds. Map colliders are grey; the session's are coloured by layer
+// in 48 directions of the view plane), compounds child by child; meshes and
+// heightfields triangle by triangle up to ViewOptions::max_triangles per
+// view, and those beyond the budget as a coverage grid (the cells of
+// coverage_cell_px pixels their triangles cover: the true footprint, coarser).
+// A picture that drew any surface coarsely says so in a <text
+// id="coarse-note"> under the views (how many surfaces and triangles, the
+// cell size, the budget), never silently. Map colliders are grey; the session's are coloured by layer
 // (LayerColor). Every session collider is a <g id="collider-ID"> (a map
 // collider <g id="map-collider-ID">) with a <title> (id, layer, kind, user
 // data) that browsers show on hover; every query a <g id="query-ID">, every
@@ -63,8 +69,25 @@ struct ViewOptions {
   bool side = false;
   /// Width of a view in pixels (heights follow the world's aspect), >= 100.
   double width_px = 900.0;
-  /// Mesh triangles drawn in all; meshes beyond this are drawn as bounds.
+  /// Mesh and heightfield triangles drawn one by one per view; the surfaces
+  /// beyond this budget are drawn as a coverage grid, and the picture says so.
   uint64_t max_triangles = 200000;
+  /// Cell size of the coverage grid in pixels, >= 1.
+  double coverage_cell_px = 3.0;
+  /// Rotation applied to the whole world before drawing: it takes the
+  /// world's up direction to +Y (identity: the world is Y-up).
+  Quat frame;
+};
+
+/// What a picture left out of its triangle-by-triangle drawing (per view).
+struct RenderStats {
+  /// Surface triangles drawn one by one.
+  uint64_t triangles_drawn = 0;
+  /// Surfaces (meshes, heightfields) drawn as a coverage grid, and their triangles.
+  uint64_t coarse_surfaces = 0;
+  uint64_t coarse_triangles = 0;
+  /// Size of one grid cell in world metres.
+  double cell_metres = 0.0;
 };
 
 /// The fill colour of session colliders on `layer` (0..31): "#rrggbb",
@@ -75,7 +98,9 @@ inline constexpr const char* kMapColor = "#9e9e9e";
 /// The colour of query rays, sweeps and their hit markers.
 inline constexpr const char* kQueryColor = "#d50000";
 
-/// A complete, well-formed SVG document (UTF-8, no external resources).
-std::string RenderSvg(const WorldPicture& picture, const ViewOptions& options = {});
+/// A complete, well-formed SVG document (UTF-8, no external resources);
+/// `stats`, when given, gets what the top view drew coarsely.
+std::string RenderSvg(const WorldPicture& picture, const ViewOptions& options = {},
+                      RenderStats* stats = nullptr);
 
 }  // namespace hitbox::view
