@@ -9,16 +9,11 @@
 #include "geometry/bvh_ray.h"
 #include "geometry/float_rounding.h"
 #include "geometry/triangle_queries.h"
+#include "hitbox/format.h"
 #include "hitbox/shape/limits.h"
 
 namespace hitbox {
 namespace {
-
-std::string Num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
 
 }  // namespace
 
@@ -37,10 +32,10 @@ Result<Heightfield> Heightfield::Build(uint32_t rows, uint32_t cols, double dx, 
   // Like every size: a denormal cell (5e-316) gave NaN raycast fractions.
   static_assert(kMinShapeSize == 1e-7 && kMaxShapeSize == 1e6, "update the messages below");
   if (!(dx >= kMinShapeSize && dx <= kMaxShapeSize)) {
-    return Error{ErrorCode::kInvalidArgument, "cell_size[0]: must be in [1e-7, 1e6], got " + Num(dx)};
+    return Error{ErrorCode::kInvalidArgument, "cell_size[0]: must be in [1e-7, 1e6], got " + FormatDouble(dx)};
   }
   if (!(dz >= kMinShapeSize && dz <= kMaxShapeSize)) {
-    return Error{ErrorCode::kInvalidArgument, "cell_size[1]: must be in [1e-7, 1e6], got " + Num(dz)};
+    return Error{ErrorCode::kInvalidArgument, "cell_size[1]: must be in [1e-7, 1e6], got " + FormatDouble(dz)};
   }
   const size_t n = static_cast<size_t>(rows) * cols;
   if (heights.size() != n) {
@@ -51,9 +46,9 @@ Result<Heightfield> Heightfield::Build(uint32_t rows, uint32_t cols, double dx, 
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(heights[i]) || !InCoordinateRange(heights[i])) {
       return Error{ErrorCode::kInvalidArgument, "heights[" + std::to_string(i) + "]: " +
-                                                    Num(heights[i]) +
+                                                    FormatDouble(heights[i]) +
                                                     " is not finite or out of range (|h| <= " +
-                                                    Num(kMaxCoordinate) + ")"};
+                                                    FormatDouble(kMaxCoordinate) + ")"};
     }
   }
   Heightfield hf;

@@ -11,16 +11,11 @@
 #include "geometry/bvh_ray.h"
 #include "geometry/sah_split.h"
 #include "geometry/triangle_queries.h"
+#include "hitbox/format.h"
 #include "hitbox/shape/limits.h"
 
 namespace hitbox {
 namespace {
-
-std::string Num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
-}
 
 /// Per axis, a divisor d (10^k for k in 0..9, or 2^k) with every
 /// coordinate v exactly q / d for an integer q, |q| <= 2^53, and the q of the
@@ -138,12 +133,12 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
       if (!std::isfinite(x)) {
         return Error{ErrorCode::kInvalidArgument, "vertices[" + std::to_string(i) + "][" +
                                                       std::to_string(a) + "]: " + kAxis[a] +
-                                                      " is not finite (" + Num(x) + ")"};
+                                                      " is not finite (" + FormatDouble(x) + ")"};
       }
       if (!InCoordinateRange(x)) {
         return Error{ErrorCode::kInvalidArgument,
                      "vertices[" + std::to_string(i) + "][" + std::to_string(a) + "]: " + kAxis[a] +
-                         " = " + Num(x) + " out of range (|x| <= " + Num(kMaxCoordinate) + ")"};
+                         " = " + FormatDouble(x) + " out of range (|x| <= " + FormatDouble(kMaxCoordinate) + ")"};
       }
     }
   }
