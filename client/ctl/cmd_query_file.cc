@@ -48,7 +48,7 @@ std::string AnswerText(cases::QueryKind kind, const QueryResult& r) {
     case cases::QueryKind::kRaycast: {
       if (r.hits.empty()) return "no hit";
       const CastHit& h = r.hits[0];
-      return "hit " + std::to_string(h.id) + " at " + FormatNumber(h.fraction, 9) + " normal " +
+      return "hit " + std::to_string(h.id) + " at " + FormatDouble(h.fraction, 9) + " normal " +
              FormatVec3(h.normal) + " point " + FormatVec3(h.point) +
              (h.started_overlapping ? " (started inside)" : "");
     }

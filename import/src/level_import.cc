@@ -651,7 +651,7 @@ std::string ImportReport::ToString() const {
          FormatDouble(bounds.max.y, 9) + ", " + FormatDouble(bounds.max.z, 9) + "]\n";
   }
   if (up != UpAxis::kY || scale != 1.0) {
-    s += std::string("  imported with up ") + UpAxisName(up) + ", scale " + Num(scale) + "\n";
+    s += std::string("  imported with up ") + UpAxisName(up) + ", scale " + FormatDouble(scale, 9) + "\n";
   }
   for (const std::string& w : warnings) s += "  warning: " + w + "\n";
   for (const std::string& n : notes) s += "  note: " + n + "\n";
@@ -731,7 +731,7 @@ Result<Level> ImportLevel(const std::string& path, const ImportOptions& options)
   const auto t0 = std::chrono::steady_clock::now();
   if (options.layer > kMaxLayer) return Invalid("layer must be in [0, 31]");
   if (!(options.scale >= 1.0 / kMaxImportScale && options.scale <= kMaxImportScale)) {
-    return Invalid(path + ": scale " + Num(options.scale) + " is outside [1e-6, 1e6]");
+    return Invalid(path + ": scale " + FormatDouble(options.scale, 9) + " is outside [1e-6, 1e6]");
   }
   const std::string lower = Lower(path);
   if (!std::ifstream(path, std::ios::binary).good()) {
@@ -763,7 +763,8 @@ Result<Level> ImportLevel(const std::string& path, const ImportOptions& options)
   const double extent = std::max({size.x, size.y, size.z});
   if (extent > kImplausibleExtent) {
     level.report.warnings.push_back(
-        "the level spans " + Num(extent / 1000.0) + " km (over " + Num(kImplausibleExtent / 1000.0) +
+        "the level spans " + FormatDouble(extent / 1000.0, 9) + " km (over " +
+        FormatDouble(kImplausibleExtent / 1000.0, 9) +
         " km): implausible for metres; is the file in other units (--scale 0.01 for centimetres, "
         "0.0254 for inches)?");
   }
