@@ -32,10 +32,12 @@ Result<Heightfield> Heightfield::Build(uint32_t rows, uint32_t cols, double dx, 
   // Like every size: a denormal cell (5e-316) gave NaN raycast fractions.
   static_assert(kMinShapeSize == 1e-7 && kMaxShapeSize == 1e6, "update the messages below");
   if (!(dx >= kMinShapeSize && dx <= kMaxShapeSize)) {
-    return Error{ErrorCode::kInvalidArgument, "cell_size[0]: must be in [1e-7, 1e6], got " + FormatDouble(dx)};
+    return Error{ErrorCode::kInvalidArgument,
+                 "cell_size[0]: must be in [1e-7, 1e6], got " + FormatDouble(dx, 17)};
   }
   if (!(dz >= kMinShapeSize && dz <= kMaxShapeSize)) {
-    return Error{ErrorCode::kInvalidArgument, "cell_size[1]: must be in [1e-7, 1e6], got " + FormatDouble(dz)};
+    return Error{ErrorCode::kInvalidArgument,
+                 "cell_size[1]: must be in [1e-7, 1e6], got " + FormatDouble(dz, 17)};
   }
   const size_t n = static_cast<size_t>(rows) * cols;
   if (heights.size() != n) {
@@ -46,9 +48,9 @@ Result<Heightfield> Heightfield::Build(uint32_t rows, uint32_t cols, double dx, 
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(heights[i]) || !InCoordinateRange(heights[i])) {
       return Error{ErrorCode::kInvalidArgument, "heights[" + std::to_string(i) + "]: " +
-                                                    FormatDouble(heights[i]) +
+                                                    FormatDouble(heights[i], 17) +
                                                     " is not finite or out of range (|h| <= " +
-                                                    FormatDouble(kMaxCoordinate) + ")"};
+                                                    FormatDouble(kMaxCoordinate, 17) + ")"};
     }
   }
   Heightfield hf;

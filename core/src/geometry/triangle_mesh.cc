@@ -131,14 +131,15 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
     for (int a = 0; a < 3; ++a) {
       const double x = vertices[i][a];
       if (!std::isfinite(x)) {
-        return Error{ErrorCode::kInvalidArgument, "vertices[" + std::to_string(i) + "][" +
-                                                      std::to_string(a) + "]: " + kAxis[a] +
-                                                      " is not finite (" + FormatDouble(x) + ")"};
+        return Error{ErrorCode::kInvalidArgument,
+                     "vertices[" + std::to_string(i) + "][" + std::to_string(a) + "]: " + kAxis[a] +
+                         " is not finite (" + FormatDouble(x, 17) + ")"};
       }
       if (!InCoordinateRange(x)) {
         return Error{ErrorCode::kInvalidArgument,
                      "vertices[" + std::to_string(i) + "][" + std::to_string(a) + "]: " + kAxis[a] +
-                         " = " + FormatDouble(x) + " out of range (|x| <= " + FormatDouble(kMaxCoordinate) + ")"};
+                         " = " + FormatDouble(x, 17) + " out of range (|x| <= " +
+                         FormatDouble(kMaxCoordinate, 17) + ")"};
       }
     }
   }

@@ -233,12 +233,13 @@ Collider SlopeMesh(uint64_t id, double degrees, int n, double cell, bool other_d
 }
 
 // Gravity alone never moves a character resting on walkable ground, on any
-// slope below the limit, tessellation and heading: not a bit in 600 ticks,
-// never `blocked`. Steeper slopes are walls: the same character slides down.
+// slope below the limit, tessellation and heading (2,000 random ones): not a
+// bit in 600 ticks (30 after the first 200), never `blocked`. Steeper slopes
+// are walls: the same character slides down.
 TEST(Move, StandingStillOnWalkableSlopesDoesNotDrift) {
   Random rng(31);
   int held = 0;
-  for (int trial = 0; trial < 300; ++trial) {
+  for (int trial = 0; trial < 2000; ++trial) {
     const bool steep = trial % 10 == 9;
     const double degrees = steep ? rng.Uniform(47.0, 70.0) : rng.Uniform(0.0, 44.0);
     // At least 10 m across, so the capsule lands well inside the mesh.
@@ -267,7 +268,8 @@ TEST(Move, StandingStillOnWalkableSlopesDoesNotDrift) {
     }
     ASSERT_TRUE(r.on_ground) << degrees;
     const Vec3 rest = r.position;
-    for (int tick = 0; tick < 600; ++tick) {
+    const int ticks = trial < 200 ? 600 : 30;
+    for (int tick = 0; tick < ticks; ++tick) {
       set.Move(q, &r);
       ASSERT_EQ(r.position, rest) << degrees << " tick " << tick;
       ASSERT_FALSE(r.blocked) << degrees << " tick " << tick;
@@ -275,7 +277,7 @@ TEST(Move, StandingStillOnWalkableSlopesDoesNotDrift) {
     }
     ++held;
   }
-  EXPECT_GT(held, 250);
+  EXPECT_GT(held, 1700);
 }
 
 // Walking with gravity on a slightly tilted floor makes the whole motion
