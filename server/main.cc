@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_LOG_LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
-  // --- Security (see README "Security") -------------------------------------
+  // --- Security (see docs/security.md) ---------------------------------------
   hitbox::server::AuthOptions& auth = o.service.auth;
   std::string admin_token_file;
   app.add_option("--admin-token-file", admin_token_file,
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
                  "RESOURCE_EXHAUSTED")
       ->envname("HITBOX_MAX_IN_FLIGHT")
       ->capture_default_str();
-  // --- Persistence (see README "Persistence") -------------------------------
+  // --- Persistence (see docs/persistence.md) ---------------------------------
   std::string fsync = "everysec";
   app.add_option("--data-dir", o.persist.data_dir,
                  "keep every session in this directory (a snapshot plus a log of change batches "

@@ -1,7 +1,7 @@
 // Persistence of sessions in --data-dir: per session a snapshot file and an
 // append-only log of the change batches applied since, with an fsync policy
 // like Redis' AOF (always / everysec / no) and compaction of the log into a
-// new snapshot. See README "Persistence" for the format and guarantees.
+// new snapshot. See docs/persistence.md for the format and guarantees.
 //
 // Files (one pair per session, in the data dir itself):
 //   session-<id>.snap   header + SessionInfo record + Colliders records + End

@@ -49,8 +49,7 @@ struct ServerOptions {
   /// docs/metrics.md); port 0 picks a free one.
   std::string metrics_listen;
   /// The gRPC API that serves the unary Query rpc (--rpc-api, cq_server.h);
-  /// every other rpc is on the callback API. The completion queues cost the
-  /// server ~18% fewer instructions per small Query (README "RPC API").
+  /// every other rpc is on the callback API (docs/operations.md "Threads").
   RpcApi rpc_api = RpcApi::kCq;
 };
 
