@@ -1,6 +1,8 @@
 // Collide-and-slide character movement (see character.h).
 //
-// A move runs up to three kinds of pass, each a chain of sweeps of the shape:
+// A move first lifts the shape out of walkable ground that rose into it (a
+// platform the game raised between ticks), then runs up to three kinds of
+// pass, each a chain of sweeps of the shape:
 //   - slide: sweep, stop `skin` short of the first hit (measured along its
 //     normal), take the hit's plane away from the rest of the motion, repeat
 //     (Fauerby 2003, "Improved Collision detection and Response"). Walkable
@@ -34,6 +36,8 @@ constexpr double kMinMove = 1e-9;
 /// skin" already: the shape does not move towards it (so a shape resting at
 /// the skin keeps its position bit for bit despite the sweep's tolerance).
 constexpr double kSkinSlack = 0.1;
+/// Most lifts out of ground that rose into the shape (RiseOutOfGround).
+constexpr int kMaxLifts = 4;
 /// Most planes one slide pass remembers (more are a corner anyway).
 constexpr int kMaxPlanes = 8;
 /// Two plane normals closer than this (1 - cos) are the same plane.
@@ -64,7 +68,8 @@ class Mover {
   }
 
   void Run(MoveResult* out) {
-    const Vec3 start = q_.pose.position;
+    const Vec3 origin = q_.pose.position;
+    const Vec3 start = RiseOutOfGround(origin);
     const Vec3 disp = q_.displacement;
     const double rise = Dot(disp, up_);
     const Vec3 horizontal = disp - up_ * rise;
@@ -116,7 +121,7 @@ class Mover {
     }
 
     out->position = pos;
-    out->displacement = pos - start;
+    out->displacement = pos - origin;
     out->on_ground = on_ground;
     if (out->on_ground) {
       out->ground_id = ground.id;
@@ -159,6 +164,23 @@ class Mover {
     }
     const Vec3 dir = delta / len;
     return from + dir * SafeDistance(*hit, dir, hit->fraction * len);
+  }
+
+  // Walkable ground that came up into the shape since its last move (a
+  // platform the game raised) lifts it back to the skin above it, up to
+  // kMaxLifts times; a ceiling stops the lift.
+  Vec3 RiseOutOfGround(const Vec3& from) {
+    Vec3 pos = from;
+    for (int i = 0; i < kMaxLifts; ++i) {
+      CastHit h;
+      if (!world_.Sweep(pos, up_ * -skin_, &h) || !h.started_overlapping) break;
+      const double n_up = Dot(h.normal, up_);
+      if (!Walkable(h.normal) || n_up <= 0.0 || h.depth <= skin_) break;
+      CastHit ceiling;
+      pos = Advance(pos, up_ * ((h.depth + skin_) / n_up), &ceiling);
+      if (ceiling.fraction < 1.0) break;
+    }
+    return pos;
   }
 
   // Walkable ground within about two skins below `pos`? Fills *ground.

@@ -74,6 +74,12 @@ class World {
     return q;
   }
   const ColliderSet& set() const { return set_; }
+  /// Moves collider `id` to `pose` (the game moving it between ticks).
+  void Place(uint64_t id, const Pose& pose) {
+    const ColliderChange ch = ColliderChange::Move(id, pose);
+    const Status st = set_.Apply({&ch, 1});
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
 
  private:
   ColliderSet set_;
@@ -310,6 +316,45 @@ TEST(Move, WalkingOnWalkableGroundKeepsTheHorizontalMotion) {
       }
     }
   }
+}
+
+// A platform the game moves between ticks: rising, it lifts the character
+// standing on it back to the skin above its top; sinking or sliding, the
+// character follows when the game adds the platform's motion to the move.
+// Under a low ceiling the lift stops short of it.
+TEST(Move, MovingPlatformsCarryACharacter) {
+  const Vec3 steps[] = {{0, 0.05, 0}, {0, -0.03, 0}, {0.1, 0, -0.05}, {0.07, 0.04, 0.02}};
+  for (const Vec3& step : steps) {
+    World w;
+    w.Add(1, BoxH(20, 0.5, 20), testing::At(0, -0.5, 0));
+    Pose platform = testing::At(0, 1.0, 0);  // top at 1.25, above the floor throughout
+    w.Add(2, BoxH(3, 0.25, 3), platform);
+    Vec3 pos{0, 1.25 + kStand, 0};
+    for (int tick = 0; tick < 20; ++tick) {
+      platform.position += step;
+      w.Place(2, platform);
+      const MoveResult r = w.Move(pos, Vec3{step.x, -0.1, step.z});
+      EXPECT_NEAR(r.position.y - (platform.position.y + 0.25), kStand, 1e-6)
+          << ToString(step) << " tick " << tick;
+      EXPECT_NEAR(r.position.x, platform.position.x, 1e-9) << ToString(step);
+      EXPECT_NEAR(r.position.z, platform.position.z, 1e-9) << ToString(step);
+      EXPECT_TRUE(r.on_ground);
+      EXPECT_EQ(r.ground_id, 2u);
+      EXPECT_LE(DeepestOverlap(w.set(), CapsuleRH(kRadius, kHalf), r.position), kSkin);
+      pos = r.position;
+    }
+  }
+  // A ceiling 2.6 m above the floor: the platform rises 0.35 m into the
+  // character, which is lifted no higher than the skin below the ceiling.
+  World w;
+  w.Add(1, BoxH(20, 0.5, 20), testing::At(0, -0.5, 0));
+  w.Add(3, BoxH(20, 0.5, 20), testing::At(0, 3.1, 0));
+  w.Add(2, BoxH(3, 0.25, 3), testing::At(0, 0.25, 0));
+  const MoveResult rest = w.Move({0, 0.5 + kStand, 0}, {0, -0.1, 0});
+  w.Place(2, testing::At(0, 0.6, 0));
+  const MoveResult r = w.Move(rest.position, {0, -0.1, 0});
+  EXPECT_LE(r.position.y + kRadius + kHalf, 2.6 - kSkin + 1e-9);
+  EXPECT_GT(r.position.y, rest.position.y);
 }
 
 // Snapping follows walkable ground down a small drop; a jump is not snapped.

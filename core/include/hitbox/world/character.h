@@ -61,7 +61,9 @@ struct MoveResult {
   Vec3 position;
   /// position - start position (metres). Never longer than the desired
   /// displacement / cos(max_slope_degrees) (motion along walkable ground
-  /// keeps its horizontal length) plus step_height + ground_snap_distance.
+  /// keeps its horizontal length) plus step_height + ground_snap_distance,
+  /// plus the lift out of walkable ground that rose into the shape since its
+  /// last move (a platform the game raised).
   Vec3 displacement;
   /// Every surface hit on the way, in order of contact (the same collider
   /// may appear more than once).
