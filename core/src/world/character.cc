@@ -36,7 +36,7 @@ constexpr double kMinMove = 1e-9;
 /// skin" already: the shape does not move towards it (so a shape resting at
 /// the skin keeps its position bit for bit despite the sweep's tolerance).
 constexpr double kSkinSlack = 0.1;
-/// Most lifts out of ground that rose into the shape (RiseOutOfGround).
+/// Most lifts out of ground that rose into the shape (LiftAndProbe).
 constexpr int kMaxLifts = 4;
 /// Most planes one slide pass remembers (more are a corner anyway).
 constexpr int kMaxPlanes = 8;
@@ -69,12 +69,12 @@ class Mover {
 
   void Run(MoveResult* out) {
     const Vec3 origin = q_.pose.position;
-    const Vec3 start = RiseOutOfGround(origin);
+    Vec3 start = origin;
+    CastHit start_ground;
+    const bool grounded_at_start = LiftAndProbe(&start, &start_ground);
     const Vec3 disp = q_.displacement;
     const double rise = Dot(disp, up_);
     const Vec3 horizontal = disp - up_ * rise;
-    CastHit start_ground;
-    const bool grounded_at_start = Probe(start, &start_ground);
 
     // Every field of *out is set below; its contacts keep their capacity
     // (a result reused from tick to tick allocates nothing in steady state).
@@ -166,21 +166,24 @@ class Mover {
     return from + dir * SafeDistance(*hit, dir, hit->fraction * len);
   }
 
-  // Walkable ground that came up into the shape since its last move (a
-  // platform the game raised) lifts it back to the skin above it, up to
-  // kMaxLifts times; a ceiling stops the lift.
-  Vec3 RiseOutOfGround(const Vec3& from) {
-    Vec3 pos = from;
-    for (int i = 0; i < kMaxLifts; ++i) {
+  // Probe(*pos, ground), after lifting the shape out of walkable ground that
+  // rose into it since its last move (a platform the game raised): the
+  // probe's own sweep finds that overlap, the shape goes up along `up` to
+  // the skin above it (up to kMaxLifts times; a ceiling stops the lift).
+  bool LiftAndProbe(Vec3* pos, CastHit* ground) {
+    for (int lifts = 0;; ++lifts) {
       CastHit h;
-      if (!world_.Sweep(pos, up_ * -skin_, &h) || !h.started_overlapping) break;
+      if (!world_.Sweep(*pos, up_ * (-2.0 * skin_ * (1.0 + kSkinSlack)), &h)) return false;
+      if (!Walkable(h.normal)) return false;
       const double n_up = Dot(h.normal, up_);
-      if (!Walkable(h.normal) || n_up <= 0.0 || h.depth <= skin_) break;
+      if (lifts == kMaxLifts || !h.started_overlapping || n_up <= 0.0 || h.depth <= skin_) {
+        *ground = h;
+        return true;
+      }
       CastHit ceiling;
-      pos = Advance(pos, up_ * ((h.depth + skin_) / n_up), &ceiling);
-      if (ceiling.fraction < 1.0) break;
+      *pos = Advance(*pos, up_ * ((h.depth + skin_) / n_up), &ceiling);
+      if (ceiling.fraction < 1.0) return Probe(*pos, ground);
     }
-    return pos;
   }
 
   // Walkable ground within about two skins below `pos`? Fills *ground.
