@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "geometry/bvh_ray.h"
+#include "geometry/mesh_vertices.h"
 #include "geometry/sah_split.h"
 #include "geometry/triangle_queries.h"
 #include "hitbox/format.h"
@@ -16,76 +17,6 @@
 
 namespace hitbox {
 namespace {
-
-/// Per axis, a divisor d (10^k for k in 0..9, or 2^k) with every
-/// coordinate v exactly q / d for an integer q, |q| <= 2^53, and the q of the
-/// axis within 2^33 of each other; the one whose q span the fewest bits.
-/// False when an axis has none (the vertices are then kept as doubles).
-bool ChooseDivisors(std::span<const Vec3> vertices, double divisor[3]) {
-  for (int a = 0; a < 3; ++a) {
-    int best_bits = 64;
-    // Decimal: the least k in 0..9 that makes every coordinate an integer.
-    double d = 1.0;
-    for (int k = 0; k <= 9; ++k, d *= 10.0) {
-      bool ok = true;
-      double lo = 0.0, hi = 0.0;
-      for (size_t i = 0; i < vertices.size() && ok; ++i) {
-        const double q = std::nearbyint(vertices[i][a] * d);
-        ok = std::fabs(q) <= 0x1p53 && q / d == vertices[i][a];
-        lo = i == 0 ? q : std::min(lo, q);
-        hi = i == 0 ? q : std::max(hi, q);
-      }
-      if (!ok) continue;
-      const int bits = static_cast<int>(std::ceil(std::log2(hi - lo + 1.0)));
-      if (bits <= 33) {
-        best_bits = bits;
-        divisor[a] = d;
-      }
-      break;
-    }
-    // Binary: 2^k for the most fraction bits any coordinate has.
-    int k = 0;
-    for (const Vec3& v : vertices) {
-      const double x = v[a];
-      if (x == 0.0) continue;
-      int e = 0;
-      const double m = std::frexp(x, &e);  // x = m 2^e, m 53 bits
-      const uint64_t mant = static_cast<uint64_t>(std::fabs(std::ldexp(m, 53)));
-      k = std::max(k, 53 - std::countr_zero(mant) - e);
-    }
-    if (k <= 1000) {
-      const double d2 = std::ldexp(1.0, k);
-      double lo = 0.0, hi = 0.0;
-      bool ok = std::isfinite(d2);
-      for (size_t i = 0; i < vertices.size() && ok; ++i) {
-        const double q = vertices[i][a] * d2;
-        ok = std::fabs(q) <= 0x1p53;
-        lo = i == 0 ? q : std::min(lo, q);
-        hi = i == 0 ? q : std::max(hi, q);
-      }
-      if (ok) {
-        const int bits = static_cast<int>(std::ceil(std::log2(hi - lo + 1.0)));
-        if (bits <= 33 && bits < best_bits) {
-          best_bits = bits;
-          divisor[a] = d2;
-        }
-      }
-    }
-    if (best_bits > 33) return false;
-  }
-  return true;
-}
-
-/// True when x is exactly a float32 value: read off its bits (GCC 12 at -O3
-/// was seen to fold a double -> float -> double round trip in vector code).
-bool IsExactFloat(double x) {
-  if (x == 0.0) return true;
-  const uint64_t b = std::bit_cast<uint64_t>(x);
-  const int e = static_cast<int>((b >> 52) & 0x7ff) - 1023;
-  if (e > 127 || e < -149) return false;  // beyond float's range (inf and NaN included)
-  const int drop = 52 - std::min(23, e + 149);  // fraction bits a float cannot hold
-  return (b & ((uint64_t{1} << drop) - 1)) == 0;
-}
 
 /// Quantizes coordinate `v` in [lo, lo + 65535 * step] to 16 bits, rounded
 /// down (`up` false) or up so that the decoded value bounds v conservatively.
@@ -156,48 +87,9 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
 
   TriangleMesh mesh;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
-  if (ChooseDivisors(vertices, mesh.vertex_divisor_)) {
-    const double* d = mesh.vertex_divisor_;
-    std::vector<std::array<int64_t, 3>> q(vertices.size());
-    int64_t qmax[3];
-    for (int a = 0; a < 3; ++a) mesh.qmin_[a] = qmax[a] = std::llrint(vertices[0][a] * d[a]);
-    for (size_t i = 0; i < vertices.size(); ++i) {
-      for (int a = 0; a < 3; ++a) {
-        q[i][a] = std::llrint(vertices[i][a] * d[a]);
-        mesh.qmin_[a] = std::min(mesh.qmin_[a], q[i][a]);
-        qmax[a] = std::max(qmax[a], q[i][a]);
-      }
-    }
-    mesh.vrecord_bits_ = 0;
-    for (int a = 0; a < 3; ++a) {
-      const uint64_t range = static_cast<uint64_t>(qmax[a] - mesh.qmin_[a]);
-      uint8_t b = 0;
-      while (b < 33 && (range >> b) != 0) ++b;
-      mesh.vaxis_bits_[a] = b;
-      mesh.vaxis_mask_[a] = (uint64_t{1} << b) - 1;
-      mesh.vaxis_off_[a] = mesh.vrecord_bits_;
-      mesh.vrecord_bits_ += b;
-    }
-    mesh.xy_one_load_ = mesh.vaxis_bits_[0] + mesh.vaxis_bits_[1] <= 57;
-    mesh.vpacked_.assign((static_cast<uint64_t>(vertices.size()) * mesh.vrecord_bits_ + 7) / 8 + 16,
-                         0);
-    for (size_t i = 0; i < vertices.size(); ++i) {
-      PackedRecord r = static_cast<uint64_t>(q[i][2] - mesh.qmin_[2]);
-      r = (r << mesh.vaxis_bits_[1]) | static_cast<uint64_t>(q[i][1] - mesh.qmin_[1]);
-      r = (r << mesh.vaxis_bits_[0]) | static_cast<uint64_t>(q[i][0] - mesh.qmin_[0]);
-      StoreBits(&mesh.vpacked_, static_cast<uint64_t>(i) * mesh.vrecord_bits_,
-                mesh.vrecord_bits_, r);
-    }
-  } else if (std::all_of(vertices.begin(), vertices.end(), [](const Vec3& v) {
-               return IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z);
-             })) {
-    mesh.fvertices_.reserve(3 * vertices.size());
-    for (const Vec3& v : vertices) {
-      for (int a = 0; a < 3; ++a) mesh.fvertices_.push_back(static_cast<float>(v[a]));
-    }
-  } else {
-    mesh.dvertices_.assign(vertices.begin(), vertices.end());
-  }
+  std::vector<uint8_t> fine;
+  mesh_vertices::PlanVertices(vertices, &fine);
+  mesh.PackVertices(vertices, fine);
 
   // Keep triangles of non-zero area (computed on the stored vertices).
   std::vector<Indices> kept;
@@ -306,6 +198,63 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   return mesh;
 }
 
+void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
+                                const std::vector<uint8_t>& fine) {
+  mesh_vertices::PackedLayout layout;
+  if (!mesh_vertices::LayoutPacked(vertices, fine, &layout)) {
+    if (mesh_vertices::AllExactFloats(vertices)) {
+      fvertices_.reserve(3 * vertices.size());
+      for (const Vec3& v : vertices) {
+        for (int a = 0; a < 3; ++a) fvertices_.push_back(static_cast<float>(v[a]));
+      }
+    } else {
+      dvertices_.assign(vertices.begin(), vertices.end());
+    }
+    return;
+  }
+  vrecord_bits_ = 0;
+  for (int a = 0; a < 3; ++a) {
+    vertex_divisor_[a] = layout.divisor[a];
+    qmin_[a] = layout.qmin[a];
+    vaxis_bits_[a] = layout.bits[a];
+    vaxis_mask_[a] = (uint64_t{1} << layout.bits[a]) - 1;
+    vaxis_off_[a] = vrecord_bits_;
+    vrecord_bits_ += layout.bits[a];
+  }
+  xy_one_load_ = vaxis_bits_[0] + vaxis_bits_[1] <= 57;
+  vpacked_.assign((static_cast<uint64_t>(vertices.size()) * vrecord_bits_ + 7) / 8 + 16, 0);
+  std::vector<Vec3> apart;
+  for (size_t i = 0; i < vertices.size(); ++i) {
+    uint64_t field[3];
+    if (!fine.empty() && fine[i]) {
+      const uint64_t index = apart.size();
+      apart.push_back(vertices[i]);
+      field[0] = vaxis_mask_[0];
+      field[1] = index & vaxis_mask_[1];
+      field[2] = index >> vaxis_bits_[1];
+    } else {
+      for (int a = 0; a < 3; ++a) {
+        field[a] = static_cast<uint64_t>(std::llrint(vertices[i][a] * vertex_divisor_[a]) - qmin_[a]);
+      }
+    }
+    PackedRecord r = field[2];
+    r = (r << vaxis_bits_[1]) | field[1];
+    r = (r << vaxis_bits_[0]) | field[0];
+    StoreBits(&vpacked_, static_cast<uint64_t>(i) * vrecord_bits_, vrecord_bits_, r);
+  }
+  if (apart.empty()) return;
+  fine_count_ = static_cast<uint32_t>(apart.size());
+  fine_mark_ = vaxis_mask_[0];
+  if (mesh_vertices::AllExactFloats(apart)) {
+    fvertices_.reserve(3 * apart.size());
+    for (const Vec3& v : apart) {
+      for (int a = 0; a < 3; ++a) fvertices_.push_back(static_cast<float>(v[a]));
+    }
+  } else {
+    dvertices_ = std::move(apart);
+  }
+}
+
 void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes) {
   // The least power of two step with min + 65535 * step >= max: q * step is
   // then exact, so a decoded bound min + q * step is one rounding, fused or
@@ -343,7 +292,143 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
     node.child[0] = root;
     nodes_.push_back(node);
   }
+  PackBottomNodes();
   nodes_.shrink_to_fit();
+}
+
+void TriangleMesh::PackBottomNodes() {
+  const size_t n = nodes_.size();
+  std::vector<uint8_t> bottom(n, 0);
+  size_t bottoms = 0;
+  for (size_t j = 1; j < n; ++j) {
+    // Leaves only, in one run of triangles, the used children first.
+    const uint32_t* child = nodes_[j].child;
+    bool ok = child[0] != kEmpty && LeafTriangles(child[0]).first < (1u << 28);
+    for (uint32_t k = 1; k < kMeshNodeWidth && ok; ++k) {
+      ok = (child[k] & kLeafBit) != 0 &&
+           (child[k] == kEmpty || (child[k - 1] != kEmpty &&
+                                   LeafTriangles(child[k]).first == LeafTriangles(child[k - 1]).end));
+    }
+    bottom[j] = ok && (child[0] & kLeafBit) != 0;
+    bottoms += bottom[j];
+  }
+  if (bottoms == 0 || n - bottoms >= kMaxBottomParents) return;
+  std::vector<uint32_t> index(n);
+  uint32_t inner = 0, packed = 0;
+  for (size_t j = 0; j < n; ++j) index[j] = bottom[j] ? packed++ : inner++;
+  std::vector<Node> kept;
+  kept.reserve(inner);
+  bottom_.assign(packed, BottomNode{});
+  for (size_t j = 0; j < n; ++j) {
+    if (bottom[j]) continue;
+    Node node = nodes_[j];
+    for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
+      const uint32_t w = node.child[i];
+      if (w & kLeafBit) continue;  // a leaf or no child
+      if (!bottom[w]) {
+        node.child[i] = index[w];
+        continue;
+      }
+      // The child boxes within this child's box, rounded outwards.
+      const Node& c = nodes_[w];
+      BottomNode& b = bottom_[index[w]];
+      for (int a = 0; a < 3; ++a) {
+        const uint32_t base = node.min[a][i];
+        const uint32_t shift = BottomShift(node.max[a][i] - base);
+        for (uint32_t k = 0; k < kMeshNodeWidth; ++k) {
+          const bool used = c.child[k] != kEmpty;
+          b.min[a][k] = used ? static_cast<uint8_t>((c.min[a][k] - base) >> shift) : 255;
+          b.max[a][k] = used ? static_cast<uint8_t>((c.max[a][k] - base) >> shift) : 0;
+        }
+      }
+      uint64_t info = LeafTriangles(c.child[0]).first;
+      for (uint32_t k = 0; k < kMeshNodeWidth; ++k) {
+        const uint64_t count = c.child[k] == kEmpty ? 0 : (c.child[k] & 7u) + 1;
+        info |= count << (28 + 3 * k);
+      }
+      info |= static_cast<uint64_t>(i) << 40 | static_cast<uint64_t>(index[j]) << 42;
+      b.info = info;
+      node.child[i] = kBottomBit | index[w];
+    }
+    kept.push_back(node);
+  }
+  nodes_.swap(kept);
+}
+
+void TriangleMesh::BottomNodeAt(uint32_t index, Node* out) const {
+  const BottomNode& b = bottom_[index];
+  const Node& parent = nodes_[b.info >> 42];
+  const uint32_t slot = static_cast<uint32_t>(b.info >> 40) & 3u;
+  // The 24 bytes of boxes widen to three registers of 8 lanes: (min x, min
+  // y), (min z, max x), (max y, max z), the layout of Node::min and
+  // Node::max; each lane gets its axis's base, top and scale 2^shift.
+  const __m128i bytes_lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&b.min[0][0]));
+  const __m128i bytes_hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&b.max[1][0]));
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i q[3] = {_mm_unpacklo_epi8(bytes_lo, zero), _mm_unpackhi_epi8(bytes_lo, zero),
+                        _mm_unpacklo_epi8(bytes_hi, zero)};
+  // Max lanes (the upper half of register 1, all of register 2) add 2^shift - 1.
+  const __m128i max_lanes[3] = {zero, _mm_set_epi16(-1, -1, -1, -1, 0, 0, 0, 0),
+                                _mm_set1_epi16(-1)};
+  __m128i* dst = reinterpret_cast<__m128i*>(&out->min[0][0]);
+#ifdef __SSE4_1__
+  // Lanes 0-2: x, y, z of the parent's child `slot` (bytes picked by pshufb).
+  const auto pick = [slot](const uint16_t (*rows)[kMeshNodeWidth]) {
+    const __m128i xy = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&rows[0][0]));
+    const __m128i z = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&rows[2][0]));
+    const char x0 = static_cast<char>(2 * slot), y0 = static_cast<char>(8 + 2 * slot);
+    const __m128i from_xy = _mm_setr_epi8(x0, static_cast<char>(x0 + 1), y0,
+                                          static_cast<char>(y0 + 1), -1, -1, -1, -1, -1, -1, -1,
+                                          -1, -1, -1, -1, -1);
+    const __m128i from_z = _mm_setr_epi8(-1, -1, -1, -1, x0, static_cast<char>(x0 + 1), -1, -1,
+                                         -1, -1, -1, -1, -1, -1, -1, -1);
+    return _mm_or_si128(_mm_shuffle_epi8(xy, from_xy), _mm_shuffle_epi8(z, from_z));
+  };
+  const __m128i base = pick(parent.min), top = pick(parent.max);
+  // 2^shift = max(1, 2^(floor(log2(range)) - 7)), read off range as a float.
+  const __m128 range = _mm_cvtepi32_ps(_mm_cvtepu16_epi32(_mm_sub_epi16(top, base)));
+  const __m128 pow2 = _mm_and_ps(range, _mm_castsi128_ps(_mm_set1_epi32(0x7f800000)));
+  const __m128 scale = _mm_max_ps(_mm_mul_ps(pow2, _mm_set1_ps(1.0f / 128.0f)), _mm_set1_ps(1.0f));
+  const __m128i mul = _mm_packus_epi32(_mm_cvttps_epi32(scale), zero);
+  // Lane pairs per register: axes (x, y), (z, x), (y, z), four lanes each.
+  const __m128i pairs[3] = {_mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3),
+                            _mm_setr_epi8(4, 5, 4, 5, 4, 5, 4, 5, 0, 1, 0, 1, 0, 1, 0, 1),
+                            _mm_setr_epi8(2, 3, 2, 3, 2, 3, 2, 3, 4, 5, 4, 5, 4, 5, 4, 5)};
+  const __m128i one = _mm_set1_epi16(1);
+  for (int r = 0; r < 3; ++r) {
+    const __m128i m = _mm_shuffle_epi8(mul, pairs[r]);
+    const __m128i extra = _mm_and_si128(max_lanes[r], _mm_sub_epi16(m, one));
+    const __m128i v = _mm_adds_epu16(_mm_shuffle_epi8(base, pairs[r]),
+                                     _mm_add_epi16(_mm_mullo_epi16(q[r], m), extra));
+    _mm_store_si128(dst + r, _mm_min_epu16(v, _mm_shuffle_epi8(top, pairs[r])));
+  }
+#else
+  int16_t base[3], top[3], mul[3];
+  for (int a = 0; a < 3; ++a) {
+    base[a] = static_cast<int16_t>(parent.min[a][slot]);
+    top[a] = static_cast<int16_t>(parent.max[a][slot]);
+    mul[a] = static_cast<int16_t>(1u << BottomShift(parent.max[a][slot] - parent.min[a][slot]));
+  }
+  const auto pair = [](const int16_t* v, int lo, int hi) {
+    return _mm_set_epi16(v[hi], v[hi], v[hi], v[hi], v[lo], v[lo], v[lo], v[lo]);
+  };
+  const int axes[3][2] = {{0, 1}, {2, 0}, {1, 2}};
+  for (int r = 0; r < 3; ++r) {
+    const __m128i m = pair(mul, axes[r][0], axes[r][1]);
+    const __m128i one = _mm_set1_epi16(1);
+    const __m128i extra = _mm_and_si128(max_lanes[r], _mm_sub_epi16(m, one));
+    const __m128i v = _mm_adds_epu16(pair(base, axes[r][0], axes[r][1]),
+                                     _mm_add_epi16(_mm_mullo_epi16(q[r], m), extra));
+    const __m128i t = pair(top, axes[r][0], axes[r][1]);
+    _mm_store_si128(dst + r, _mm_sub_epi16(v, _mm_subs_epu16(v, t)));  // min(v, t), unsigned
+  }
+#endif
+  uint32_t first = static_cast<uint32_t>(b.info) & ((1u << 28) - 1);
+  for (uint32_t k = 0; k < kMeshNodeWidth; ++k) {
+    const uint32_t count = static_cast<uint32_t>(b.info >> (28 + 3 * k)) & 7u;
+    out->child[k] = count == 0 ? kEmpty : kLeafBit | first << 3 | (count - 1);
+    first += count;
+  }
 }
 
 uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
@@ -569,7 +654,7 @@ size_t TriangleMesh::MemoryBytes() const {
   return dropped_.capacity() * sizeof(dropped_[0]) + vpacked_.capacity() +
          fvertices_.capacity() * sizeof(float) +
          dvertices_.capacity() * sizeof(Vec3) + packed_.capacity() +
-         nodes_.capacity() * sizeof(Node);
+         nodes_.capacity() * sizeof(Node) + bottom_.capacity() * sizeof(BottomNode);
 }
 
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
@@ -635,33 +720,9 @@ size_t TriangleMesh::PredictMemoryBytes(std::span<const Vec3> vertices,
                                         std::span<const Indices> triangles) {
   if (vertices.empty() || triangles.empty()) return 0;
   size_t bytes = 0;
-  // Vertices: bit-packed integers (Build's vpacked_), else floats, else doubles.
-  double divisor[3];
-  if (ChooseDivisors(vertices, divisor)) {
-    int64_t qmin[3], qmax[3];
-    for (int a = 0; a < 3; ++a) qmin[a] = qmax[a] = std::llrint(vertices[0][a] * divisor[a]);
-    for (const Vec3& v : vertices) {
-      for (int a = 0; a < 3; ++a) {
-        const int64_t q = std::llrint(v[a] * divisor[a]);
-        qmin[a] = std::min(qmin[a], q);
-        qmax[a] = std::max(qmax[a], q);
-      }
-    }
-    uint64_t record = 0;
-    for (int a = 0; a < 3; ++a) {
-      const uint64_t range = static_cast<uint64_t>(qmax[a] - qmin[a]);
-      uint32_t b = 0;
-      while (b < 33 && (range >> b) != 0) ++b;
-      record += b;
-    }
-    bytes += (static_cast<uint64_t>(vertices.size()) * record + 7) / 8 + 16;
-  } else if (std::all_of(vertices.begin(), vertices.end(), [](const Vec3& v) {
-               return IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z);
-             })) {
-    bytes += 3 * vertices.size() * sizeof(float);
-  } else {
-    bytes += vertices.size() * sizeof(Vec3);
-  }
+  // Vertices: as Build stores them (PlanVertices).
+  std::vector<uint8_t> fine;
+  bytes += mesh_vertices::PlanVertices(vertices, &fine);
   // Kept triangles (non-zero area on the input vertices, which decode
   // exactly from either storage) and the widest index difference among them.
   uint64_t kept = 0;
@@ -691,20 +752,28 @@ size_t TriangleMesh::PredictMemoryBytes(std::span<const Vec3> vertices,
   while (dbits < vbits && (widest >> (dbits - 1)) != 0) ++dbits;
   const uint64_t record_bits = vbits + 2u * dbits + 3u + obits;
   bytes += (kept * record_bits + 7) / 8 + 16;
-  // Hierarchy nodes: a balanced tree's count (full subtrees of `chunk`
-  // triangles), and a fifth more, as the surface area heuristic's trees
-  // measure (1.15 to 1.25 times); a lone leaf gets a root node of its own.
-  auto nodes = [](auto&& self, uint64_t count) -> uint64_t {
-    if (count <= kMeshLeafSize) return 0;
+  // Hierarchy nodes: a balanced tree's counts (full subtrees of `chunk`
+  // triangles; bottom nodes hold only leaves), and a fifth more, as the
+  // surface area heuristic's trees measure (1.15 to 1.25 times); a lone leaf
+  // gets a root node of its own.
+  struct Counts {
+    uint64_t inner = 0, bottom = 0;
+  };
+  auto nodes = [](auto&& self, uint64_t count, bool root) -> Counts {
+    if (count <= kMeshLeafSize) return {};
+    if (!root && count <= kMeshLeafSize * kMeshNodeWidth) return {0, 1};
     const uint64_t leaves = (count + kMeshLeafSize - 1) / kMeshLeafSize;
     uint64_t per_child = 1;
     while (per_child * kMeshNodeWidth < leaves) per_child *= kMeshNodeWidth;
     const uint64_t chunk = per_child * kMeshLeafSize;
     const uint64_t parts = (count + chunk - 1) / chunk;
-    return 1 + (parts - 1) * self(self, chunk) + self(self, count - (parts - 1) * chunk);
+    const Counts full = self(self, chunk, false);
+    const Counts last = self(self, count - (parts - 1) * chunk, false);
+    return {1 + (parts - 1) * full.inner + last.inner, (parts - 1) * full.bottom + last.bottom};
   };
-  const uint64_t balanced = nodes(nodes, kept);
-  bytes += std::max<uint64_t>(1, balanced + balanced / 5) * sizeof(Node);
+  const Counts balanced = nodes(nodes, kept, true);
+  bytes += std::max<uint64_t>(1, balanced.inner + balanced.inner / 5) * sizeof(Node) +
+           (balanced.bottom + balanced.bottom / 5) * sizeof(BottomNode);
   // Dropped triangles are kept aside for Input().
   bytes += (triangles.size() - kept) * sizeof(std::pair<uint32_t, Indices>);
   return bytes;

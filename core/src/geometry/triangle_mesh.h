@@ -8,8 +8,12 @@
 //     case files' decimals) or q / 2^k (binary fractions: glTF and OBJ
 //     levels on a grid), as q minus the axis's least q, bit-packed in the
 //     bits the mesh's extent needs (at most 33 an axis); else as float32
-//     when every coordinate is one; else as doubles. Decoding gives back
-//     exactly the input coordinate.
+//     when every coordinate is one; else as doubles. When a few vertices
+//     need far finer steps than the rest (a level's curved patches), those
+//     alone are kept apart as float32 or doubles, their packed record
+//     marked by an x of all ones and holding their index there in y and z,
+//     and the rest packed on the coarser grid. Decoding gives back exactly
+//     the input coordinate.
 //   - triangles in hierarchy leaf order, bit-packed records of
 //     ceil(log2(vertices)) + 2 * d + 3 + ceil(log2(triangles)) bits: the first
 //     vertex index, the second and third as d-bit signed differences from the
@@ -21,10 +25,15 @@
 //     of its four children, 16-bit quantized relative to the mesh bounds and
 //     rounded outwards (conservative), laid out axis by axis so one node's
 //     four boxes are tested together, and one 32-bit word per child: an
-//     inner node or a leaf range of up to kMeshLeafSize triangles. The
-//     quantization step is a power of two, so decoding min + q * step rounds
-//     once whether or not the compiler fuses it into an FMA: build and
-//     traversal agree to the bit.
+//     inner node, a bottom node or a leaf range of up to kMeshLeafSize
+//     triangles. The quantization step is a power of two, so decoding min +
+//     q * step rounds once whether or not the compiler fuses it into an FMA:
+//     build and traversal agree to the bit.
+//   - bottom nodes (every child a leaf: two thirds of the nodes) take 32
+//     bytes: child boxes in 8 bits within the node's own box in its parent,
+//     rounded outwards, and the leaves as one triangle range cut by counts.
+//     A walk decodes one into the 16-bit form above (BottomNodeAt), so the
+//     child tests are the same code and at least as wide.
 //
 // Active edges (Jolt Physics, MeshShape / ActiveEdges.h): an edge is active
 // when it is a boundary edge, is shared by more than two triangles, or its two
@@ -166,9 +175,13 @@ class TriangleMesh {
   /// True when vertices are stored as integers q of q / 10^k or q / 2^k.
   bool quantized_vertices() const { return !vpacked_.empty(); }
   /// True when vertices are stored as float32 (exact; not quantized).
-  bool float_vertices() const { return !fvertices_.empty(); }
-  /// Number of hierarchy nodes.
-  size_t node_count() const { return nodes_.size(); }
+  bool float_vertices() const { return !fvertices_.empty() && vpacked_.empty(); }
+  /// Vertices kept apart from the packed ones (as float32 or doubles).
+  uint32_t fine_vertex_count() const { return fine_count_; }
+  /// Number of hierarchy nodes (bottom nodes included).
+  size_t node_count() const { return nodes_.size() + bottom_.size(); }
+  /// Number of hierarchy nodes kept in the 32-byte bottom form.
+  size_t bottom_node_count() const { return bottom_.size(); }
   /// Node levels of the hierarchy (1: the root alone), at most kMeshMaxDepth.
   uint32_t height() const { return height_; }
 
@@ -258,8 +271,42 @@ class TriangleMesh {
     uint32_t child[kMeshNodeWidth];
   };
   static_assert(sizeof(Node) == 64);
+  /// A node whose children are all leaves (32 bytes). Per axis a, child i's
+  /// box is base + (min[a][i] << s) .. base + ((max[a][i] + 1) << s) - 1,
+  /// clipped to the box, where base..top is the node's own box in its
+  /// parent (16-bit) and s the least shift that brings top - base under 256.
+  struct alignas(32) BottomNode {
+    uint8_t min[3][kMeshNodeWidth];
+    uint8_t max[3][kMeshNodeWidth];
+    /// First triangle (bits 0-27), triangles per child (3 bits each from
+    /// bit 28; 0: no child), the slot in the parent (bits 40-41) and the
+    /// parent's index in nodes_ (from bit 42).
+    uint64_t info;
+  };
+  static_assert(sizeof(BottomNode) == 32);
   static constexpr uint32_t kLeafBit = 1u << 31;
+  /// A child word with kBottomBit (and not kLeafBit) names bottom_[word & kNodeMask].
+  static constexpr uint32_t kBottomBit = 1u << 30;
+  static constexpr uint32_t kNodeMask = kBottomBit - 1;
   static constexpr uint32_t kEmpty = 0xffffffffu;
+  /// Parents of bottom nodes must have indices below this (BottomNode::info).
+  static constexpr uint64_t kMaxBottomParents = uint64_t{1} << 22;
+  /// The least shift s with range >> s <= 255.
+  static uint32_t BottomShift(uint32_t range) {
+    const uint32_t width = 32u - static_cast<uint32_t>(__builtin_clz(range | 1u));
+    return width > 8 ? width - 8 : 0;
+  }
+  /// The node an inner child word names: nodes_[word], or the bottom node
+  /// decoded into `scratch` (its boxes wider or equal, never narrower).
+  __attribute__((always_inline)) const Node& NodeAt(uint32_t word, Node* scratch) const {
+    if ((word & kBottomBit) == 0) return nodes_[word];
+    BottomNodeAt(word & kNodeMask, scratch);
+    return *scratch;
+  }
+  void BottomNodeAt(uint32_t index, Node* out) const;
+  /// Turns the nodes_ (all 64-byte, in build order) whose children are all
+  /// leaves into bottom_ nodes, the root excepted.
+  void PackBottomNodes();
   /// The triangles [first, end) of a leaf's child word (kLeafBit set).
   struct LeafRange {
     uint32_t first, end;
@@ -295,10 +342,12 @@ class TriangleMesh {
       uint32_t idx[3];
       TriangleIndices(k, idx);
       for (uint32_t i : idx) {
-        if (!fvertices_.empty()) {
-          __builtin_prefetch(fvertices_.data() + 3 * static_cast<size_t>(i));
-        } else if (vpacked_.empty()) {
-          __builtin_prefetch(dvertices_.data() + i);
+        if (vpacked_.empty()) {
+          if (!fvertices_.empty()) {
+            __builtin_prefetch(fvertices_.data() + 3 * static_cast<size_t>(i));
+          } else {
+            __builtin_prefetch(dvertices_.data() + i);
+          }
         } else {
           __builtin_prefetch(vpacked_.data() + ((static_cast<uint64_t>(i) * vrecord_bits_) >> 3));
         }
@@ -314,6 +363,8 @@ class TriangleMesh {
     if (word & kLeafBit) {
       const uint64_t bit = static_cast<uint64_t>(LeafTriangles(word).first) * record_bits();
       __builtin_prefetch(packed_.data() + (bit >> 3));
+    } else if (word & kBottomBit) {
+      __builtin_prefetch(bottom_.data() + (word & kNodeMask));
     } else {
       __builtin_prefetch(nodes_.data() + word);
     }
@@ -334,33 +385,48 @@ class TriangleMesh {
     std::memcpy(&x, bytes + (bit >> 3), sizeof(x));
     return x >> (bit & 7);
   }
-  /// Decimal vertex i as its integers q: one 64-bit load per axis (an axis
-  /// has at most 33 bits), or one for x and y together when they fit.
-  __attribute__((always_inline)) void VertexQ(uint32_t i, int64_t q[3]) const {
+  /// Packed vertex i as its integers q (one 64-bit load per axis, an axis
+  /// has at most 33 bits, or one for x and y together when they fit), true;
+  /// false for a fine vertex, with its index among the fine ones in *fine.
+  __attribute__((always_inline)) bool VertexQ(uint32_t i, int64_t q[3], uint32_t* fine) const {
     const uint64_t base = static_cast<uint64_t>(i) * vrecord_bits_;
     const uint64_t x = Load64(vpacked_.data(), base);
     const uint64_t y = xy_one_load_ ? x >> vaxis_off_[1]
                                     : Load64(vpacked_.data(), base + vaxis_off_[1]);
     const uint64_t z = Load64(vpacked_.data(), base + vaxis_off_[2]);
+    if ((x & vaxis_mask_[0]) == fine_mark_) [[unlikely]] {
+      *fine = static_cast<uint32_t>((y & vaxis_mask_[1]) | (z & vaxis_mask_[2]) << vaxis_bits_[1]);
+      return false;
+    }
     q[0] = static_cast<int64_t>(x & vaxis_mask_[0]) + qmin_[0];
     q[1] = static_cast<int64_t>(y & vaxis_mask_[1]) + qmin_[1];
     q[2] = static_cast<int64_t>(z & vaxis_mask_[2]) + qmin_[2];
+    return true;
+  }
+  /// Fine vertex `at` (VertexQ), widened (exact).
+  Vec3 FineVertex(uint32_t at) const {
+    return fvertices_.empty() ? dvertices_[at] : FloatVertex(at);
   }
   /// Decimal vertex i as q / 10^k, correctly rounded: exactly the input
   /// coordinates (`div` holds 10^k in both lanes; x and y share one division).
   __attribute__((always_inline)) void DecodeVertex(uint32_t i, __m128d div, Vec3* out) const {
     int64_t q[3];
-    VertexQ(i, q);
+    uint32_t fine;
+    if (!VertexQ(i, q, &fine)) [[unlikely]] {
+      *out = FineVertex(fine);
+      return;
+    }
     const __m128d xy =
         _mm_div_pd(_mm_set_pd(static_cast<double>(q[1]), static_cast<double>(q[0])), div);
     _mm_storel_pd(&out->x, xy);
     _mm_storeh_pd(&out->y, xy);
     out->z = static_cast<double>(q[2]) / vertex_divisor_[2];
   }
-  Vec3 Vertex(uint32_t i) const {
+  __attribute__((always_inline)) Vec3 Vertex(uint32_t i) const {
     if (!vpacked_.empty()) {
       int64_t q[3];
-      VertexQ(i, q);
+      uint32_t fine;
+      if (!VertexQ(i, q, &fine)) return FineVertex(fine);
       return {static_cast<double>(q[0]) / vertex_divisor_[0],
               static_cast<double>(q[1]) / vertex_divisor_[1],
               static_cast<double>(q[2]) / vertex_divisor_[2]};
@@ -455,6 +521,10 @@ class TriangleMesh {
   uint32_t BuildNode(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
                      uint32_t begin, uint32_t end, uint32_t depth);
   void BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes);
+  /// Stores `vertices`: vpacked_ when ChooseDivisors finds divisors, else
+  /// fvertices_ or dvertices_; with `fine` flags (PlanVertices), the flagged
+  /// ones apart and the rest packed.
+  void PackVertices(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine);
 
   // Decimal vertices: per axis q - qmin_ in vaxis_bits_ bits, x, y, z packed
   // into vrecord_bits_ per vertex (then 16 bytes of padding).
@@ -466,9 +536,12 @@ class TriangleMesh {
   uint64_t vaxis_mask_[3] = {0, 0, 0};
   uint32_t vrecord_bits_ = 0;
   // Vertices that are not all q / divisor but all exactly float32: x, y, z
-  // as floats; otherwise as doubles.
+  // as floats; otherwise as doubles. Beside vpacked_: the fine vertices.
   std::vector<float> fvertices_;
   std::vector<Vec3> dvertices_;
+  // The x of a fine vertex's packed record (all ones), or a value no x has.
+  uint64_t fine_mark_ = ~uint64_t{0};
+  uint32_t fine_count_ = 0;
   // Per axis 10^k or 2^k: q / divisor is exactly the input coordinate.
   double vertex_divisor_[3] = {1.0, 1.0, 1.0};
   uint32_t vertex_count_ = 0;
@@ -483,6 +556,7 @@ class TriangleMesh {
   uint32_t vmask_ = 1;      // (1 << vbits_) - 1
   uint32_t omask_ = 1;      // (1 << obits_) - 1
   std::vector<Node> nodes_;
+  std::vector<BottomNode> bottom_;
   Aabb bounds_;
   Vec3 step_;
   /// Zero-area triangles dropped at build: input index and vertex indices.
@@ -724,7 +798,8 @@ bool TriangleMesh::VisitOverlapping(const Aabb& box, Visit&& visit) const {
       }
       continue;
     }
-    const Node& n = nodes_[word];
+    Node scratch;
+    const Node& n = NodeAt(word, &scratch);
     // Children pushed last to first: visited in stored order.
     for (uint32_t mask = OverlapChildren(n, qlo, qhi); mask != 0;) {
       const int i = 31 - __builtin_clz(mask);
@@ -761,7 +836,8 @@ bool TriangleMesh::VisitSwept(const Aabb& /*swept_box*/, const Vec3& /*translati
       }
       continue;
     }
-    const Node& n = nodes_[e.word];
+    Node scratch;
+    const Node& n = NodeAt(e.word, &scratch);
     double t[kMeshNodeWidth];
     top += PushNearestLast(n, EnterChildren(n, setup, *max_t, t), t, stack + top);
   }
@@ -835,7 +911,8 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
         if (stop) return false;
       }
     } else {
-      const Node& n = nodes_[word];
+      Node scratch;
+      const Node& n = NodeAt(word, &scratch);
       double t[kMeshNodeWidth];
       for (uint32_t mask = EnterChildren(n, setup, *max_t, t); mask != 0; mask &= mask - 1) {
         const int i = __builtin_ctz(mask);
@@ -882,7 +959,8 @@ bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* m
       bound = RoundDown(*max_t);
       continue;
     }
-    const Node& n = nodes_[e.word];
+    Node scratch;
+    const Node& n = NodeAt(e.word, &scratch);
     float t[kMeshNodeWidth];
     uint32_t mask = RayChildren(n, setup, bound, t);
     for (uint32_t m = mask; m != 0; m &= m - 1) Prefetch(n.child[__builtin_ctz(m)]);

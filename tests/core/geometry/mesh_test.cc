@@ -127,8 +127,7 @@ TEST(MeshBuild, MemoryPerTriangle) {
                 "quantized vertices: %d\n",
                 grid.triangle_count(), grid.MemoryBytes(), per, grid.node_count(),
                 grid.quantized_vertices());
-    // 14.8, 16.0 and 16.8 bytes with the 4-wide hierarchy.
-    EXPECT_LE(per, 17.5);
+    EXPECT_LE(per, 14.0);
   }
   const TriangleMesh ico = MustBuild(IcoSphere(3.0, 4));
   const double per_ico = static_cast<double>(ico.MemoryBytes()) / ico.triangle_count();
@@ -271,17 +270,80 @@ TEST(MeshBuild, Float32VerticesArePacked) {
   const TriangleMesh floats = MustBuild(any);
   EXPECT_TRUE(floats.float_vertices());
   for (const auto& [m, mesh] : {std::pair{&grid, &on_grid}, std::pair{&any, &floats}}) {
-    // The same mesh with one coordinate that is no float: kept as doubles.
+    // The same mesh with every vertex moved off float32: kept as doubles.
     MeshData off = *m;
-    off.vertices[3].y += 1e-12;
+    for (Vec3& v : off.vertices) v.y += 1e-12;
     const TriangleMesh doubles = MustBuild(off);
     EXPECT_FALSE(doubles.quantized_vertices() || doubles.float_vertices());
+    EXPECT_EQ(doubles.fine_vertex_count(), 0u);
     const double per = static_cast<double>(mesh->MemoryBytes()) / mesh->triangle_count();
     std::printf("float32 grid %u triangles: %.2f bytes/triangle, %.2f as doubles\n",
                 mesh->triangle_count(), per,
                 static_cast<double>(doubles.MemoryBytes()) / doubles.triangle_count());
     EXPECT_LT(mesh->MemoryBytes(), doubles.MemoryBytes());
     ExpectSameTriangles(*mesh, *m);
+    ExpectSameTriangles(doubles, off);
+  }
+}
+
+// A few vertices far off the grid of the rest (a level's curved patches, one
+// stray coordinate) are kept apart, as float32 or doubles, and the rest stay
+// packed on their grid: fewer bytes than storing every vertex alike, and
+// every vertex decodes to its input to the bit.
+TEST(MeshBuild, FineVerticesAreKeptApart) {
+  Random rng(17);
+  MeshData grid = WavyGrid(40, 0.37);
+  const auto on_5_bits = [](double c) {  // (+ 0.0: no negative zero, which packs as +0)
+    return std::ldexp(std::nearbyint(std::ldexp(c, 5)), -5) + 0.0;
+  };
+  for (Vec3& v : grid.vertices) v = {on_5_bits(v.x * 3.1), on_5_bits(v.y), on_5_bits(v.z * 3.1)};
+  MeshData floats = grid, doubles = grid;
+  std::vector<uint32_t> moved;
+  for (uint32_t i = 0; i < grid.vertices.size(); i += 13) moved.push_back(i);
+  for (uint32_t i : moved) {
+    const double dy = rng.Uniform(-0.01, 0.01);
+    floats.vertices[i].y = ToFloat(floats.vertices[i].y + dy);
+    doubles.vertices[i].y += dy + 1e-9;
+  }
+  for (const MeshData* m : {&floats, &doubles}) {
+    const TriangleMesh mesh = MustBuild(*m);
+    EXPECT_TRUE(mesh.quantized_vertices());
+    EXPECT_EQ(mesh.fine_vertex_count(), moved.size());
+    // Every vertex stored alike: as float32 (or doubles), more bytes.
+    MeshData alike = *m;
+    for (Vec3& v : alike.vertices) v.x = ToFloat(v.x + 1e-3);
+    if (m == &doubles) {
+      for (Vec3& v : alike.vertices) v.x += 1e-12;
+    }
+    const TriangleMesh uniform = MustBuild(alike);
+    EXPECT_EQ(uniform.fine_vertex_count(), 0u);
+    std::printf("%zu of %zu vertices apart: %.2f bytes/triangle, %.2f stored alike\n",
+                moved.size(), m->vertices.size(),
+                static_cast<double>(mesh.MemoryBytes()) / mesh.triangle_count(),
+                static_cast<double>(uniform.MemoryBytes()) / uniform.triangle_count());
+    EXPECT_LT(mesh.MemoryBytes(), uniform.MemoryBytes());
+    const double predicted = static_cast<double>(
+        TriangleMesh::PredictMemoryBytes(m->vertices, m->triangles));
+    EXPECT_NEAR(predicted / static_cast<double>(mesh.MemoryBytes()), 1.0, 0.15);
+    ExpectSameTriangles(mesh, *m);
+    std::vector<Vec3> vertices;
+    std::vector<TriangleMesh::Indices> triangles;
+    mesh.Input(&vertices, &triangles);
+    ASSERT_EQ(vertices.size(), m->vertices.size());
+    EXPECT_EQ(std::memcmp(vertices.data(), m->vertices.data(), vertices.size() * sizeof(Vec3)), 0);
+    // Rays decode the same vertices: their hits match brute force.
+    const Aabb& b = mesh.bounds();
+    for (int i = 0; i < 300; ++i) {
+      const Vec3 o{rng.Uniform(b.min.x, b.max.x), b.max.y + 1.0, rng.Uniform(b.min.z, b.max.z)};
+      const Vec3 d{rng.Uniform(-2, 2), -3.0, rng.Uniform(-2, 2)};
+      MeshRayHit hit, want;
+      const bool got = mesh.RaycastClosest(o, d, &hit);
+      ASSERT_EQ(got, BruteRaycast(mesh, o, d, &want)) << i;
+      if (got) {
+        EXPECT_EQ(hit.fraction, want.fraction) << i;
+        EXPECT_EQ(hit.triangle, want.triangle) << i;
+      }
+    }
   }
 }
 
@@ -336,6 +398,7 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
   Random rng(11);
   for (const MeshData& data : {WavyGrid(30, 0.7), IcoSphere(2.0, 3)}) {
     const TriangleMesh mesh = MustBuild(data);
+    EXPECT_GT(mesh.bottom_node_count(), mesh.node_count() / 2);  // walked below too
     const std::vector<Aabb> tri_boxes = TriangleBoxes(mesh);
     const Aabb& b = mesh.bounds();
     for (int i = 0; i < 2000; ++i) {

@@ -1,0 +1,237 @@
+#include "geometry/mesh_vertices.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace hitbox::mesh_vertices {
+
+bool ChooseDivisors(std::span<const Vec3> vertices, double divisor[3]) {
+  for (int a = 0; a < 3; ++a) {
+    int best_bits = 64;
+    // Decimal: the least k in 0..9 that makes every coordinate an integer.
+    double d = 1.0;
+    for (int k = 0; k <= 9; ++k, d *= 10.0) {
+      bool ok = true;
+      double lo = 0.0, hi = 0.0;
+      for (size_t i = 0; i < vertices.size() && ok; ++i) {
+        const double q = std::nearbyint(vertices[i][a] * d);
+        ok = std::fabs(q) <= 0x1p53 && q / d == vertices[i][a];
+        lo = i == 0 ? q : std::min(lo, q);
+        hi = i == 0 ? q : std::max(hi, q);
+      }
+      if (!ok) continue;
+      const int bits = static_cast<int>(std::ceil(std::log2(hi - lo + 1.0)));
+      if (bits <= 33) {
+        best_bits = bits;
+        divisor[a] = d;
+      }
+      break;
+    }
+    // Binary: 2^k for the most fraction bits any coordinate has.
+    int k = 0;
+    for (const Vec3& v : vertices) {
+      const double x = v[a];
+      if (x == 0.0) continue;
+      int e = 0;
+      const double m = std::frexp(x, &e);  // x = m 2^e, m 53 bits
+      const uint64_t mant = static_cast<uint64_t>(std::fabs(std::ldexp(m, 53)));
+      k = std::max(k, 53 - std::countr_zero(mant) - e);
+    }
+    if (k <= 1000) {
+      const double d2 = std::ldexp(1.0, k);
+      double lo = 0.0, hi = 0.0;
+      bool ok = std::isfinite(d2);
+      for (size_t i = 0; i < vertices.size() && ok; ++i) {
+        const double q = vertices[i][a] * d2;
+        ok = std::fabs(q) <= 0x1p53;
+        lo = i == 0 ? q : std::min(lo, q);
+        hi = i == 0 ? q : std::max(hi, q);
+      }
+      if (ok) {
+        const int bits = static_cast<int>(std::ceil(std::log2(hi - lo + 1.0)));
+        if (bits <= 33 && bits < best_bits) {
+          best_bits = bits;
+          divisor[a] = d2;
+        }
+      }
+    }
+    if (best_bits > 33) return false;
+  }
+  return true;
+}
+
+// Read off the bits: a compiler may fold a double -> float -> double round
+// trip in vector code.
+bool IsExactFloat(double x) {
+  if (x == 0.0) return true;
+  const uint64_t b = std::bit_cast<uint64_t>(x);
+  const int e = static_cast<int>((b >> 52) & 0x7ff) - 1023;
+  if (e > 127 || e < -149) return false;  // beyond float's range (inf and NaN included)
+  const int drop = 52 - std::min(23, e + 149);  // fraction bits a float cannot hold
+  return (b & ((uint64_t{1} << drop) - 1)) == 0;
+}
+
+bool LayoutPacked(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+                  PackedLayout* out) {
+  std::vector<Vec3> kept;
+  std::span<const Vec3> packed = vertices;
+  if (!fine.empty()) {
+    for (size_t i = 0; i < vertices.size(); ++i) {
+      if (!fine[i]) kept.push_back(vertices[i]);
+    }
+    out->fine_count = static_cast<uint32_t>(vertices.size() - kept.size());
+    packed = kept;
+  }
+  if (packed.empty() || !ChooseDivisors(packed, out->divisor)) return false;
+  int64_t qmax[3];
+  for (int a = 0; a < 3; ++a) out->qmin[a] = qmax[a] = std::llrint(packed[0][a] * out->divisor[a]);
+  for (const Vec3& v : packed) {
+    for (int a = 0; a < 3; ++a) {
+      const int64_t q = std::llrint(v[a] * out->divisor[a]);
+      out->qmin[a] = std::min(out->qmin[a], q);
+      qmax[a] = std::max(qmax[a], q);
+    }
+  }
+  for (int a = 0; a < 3; ++a) {
+    uint64_t range = static_cast<uint64_t>(qmax[a] - out->qmin[a]);
+    if (a == 0 && out->fine_count > 0) ++range;  // all ones is left free
+    uint8_t b = 0;
+    while (b < 34 && (range >> b) != 0) ++b;
+    if (b > 33) return false;
+    out->bits[a] = b;
+  }
+  if (out->fine_count > 0) {
+    uint8_t index_bits = 1;
+    while ((uint64_t{1} << index_bits) < out->fine_count) ++index_bits;
+    if (out->bits[1] + out->bits[2] < index_bits) {
+      out->bits[2] = static_cast<uint8_t>(index_bits - out->bits[1]);
+      if (out->bits[2] > 33) return false;
+    }
+  }
+  return true;
+}
+
+size_t VertexBytes(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine) {
+  PackedLayout layout;
+  if (LayoutPacked(vertices, fine, &layout)) {
+    const uint64_t record = layout.bits[0] + layout.bits[1] + layout.bits[2];
+    bool fine_float = true;
+    for (size_t i = 0; i < fine.size(); ++i) {
+      const Vec3& v = vertices[i];
+      if (fine[i]) fine_float = fine_float && IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z);
+    }
+    return (static_cast<uint64_t>(vertices.size()) * record + 7) / 8 + 16 +
+           layout.fine_count * (fine_float ? 3 * sizeof(float) : sizeof(Vec3));
+  }
+  const bool floats = AllExactFloats(vertices);
+  return vertices.size() * (floats ? 3 * sizeof(float) : sizeof(Vec3));
+}
+
+namespace {
+
+/// Binary fraction bits of x (x * 2^bits is an integer), at most 63.
+int FractionBits(double x) {
+  if (x == 0.0) return 0;
+  int e = 0;
+  const double m = std::frexp(x, &e);
+  const uint64_t mant = static_cast<uint64_t>(std::fabs(std::ldexp(m, 53)));
+  return std::clamp(53 - std::countr_zero(mant) - e, 0, 63);
+}
+
+}  // namespace
+
+bool AllExactFloats(std::span<const Vec3> vertices) {
+  return std::all_of(vertices.begin(), vertices.end(), [](const Vec3& v) {
+    return IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z);
+  });
+}
+
+// The split is found on the vertices' binary fraction bits per axis (one
+// threshold an axis, lowered greedily while the estimate falls), then priced
+// exactly.
+size_t PlanVertices(std::span<const Vec3> vertices, std::vector<uint8_t>* fine) {
+  fine->clear();
+  const size_t uniform = VertexBytes(vertices, *fine);
+  const size_t n = vertices.size();
+  if (n < 64) return uniform;
+  // Vertices grouped by their fraction bits (x, y, z), with the extents.
+  std::vector<uint32_t> keys(n);
+  double lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) lo[a] = hi[a] = vertices[0][a];
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t key = 0;
+    for (int a = 0; a < 3; ++a) {
+      key |= static_cast<uint32_t>(FractionBits(vertices[i][a])) << (8 * a);
+      lo[a] = std::min(lo[a], vertices[i][a]);
+      hi[a] = std::max(hi[a], vertices[i][a]);
+    }
+    keys[i] = key;
+  }
+  std::vector<uint32_t> sorted = keys;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<uint32_t, uint32_t>> groups;  // key, count
+  for (uint32_t k : sorted) {
+    if (groups.empty() || groups.back().first != k) groups.emplace_back(k, 0);
+    ++groups.back().second;
+  }
+  const bool all_float = AllExactFloats(vertices);
+  const double fine_bits = all_float ? 96.0 : 192.0;
+  // Estimated bits with thresholds t: packed vertices span the full extents.
+  const auto estimate = [&](const int t[3]) {
+    double packed_bits = 0.0;
+    for (int a = 0; a < 3; ++a) {
+      const double bits = std::ceil(std::log2(std::ldexp(hi[a] - lo[a], t[a]) + 1.0));
+      if (!(bits <= 33.0)) return std::numeric_limits<double>::infinity();
+      packed_bits += bits;
+    }
+    double packed = 0.0;
+    for (const auto& [key, count] : groups) {
+      bool in = true;
+      for (int a = 0; a < 3; ++a) in = in && static_cast<int>((key >> (8 * a)) & 255u) <= t[a];
+      if (in) packed += count;
+    }
+    return static_cast<double>(n) * packed_bits + (static_cast<double>(n) - packed) * fine_bits;
+  };
+  int t[3] = {0, 0, 0};
+  for (const auto& [key, count] : groups) {
+    for (int a = 0; a < 3; ++a) t[a] = std::max(t[a], static_cast<int>((key >> (8 * a)) & 255u));
+  }
+  double best = estimate(t);
+  for (int round = 0; round < 64; ++round) {
+    int best_axis = -1, best_t = 0;
+    for (int a = 0; a < 3; ++a) {
+      for (int v = 0; v < t[a]; ++v) {
+        int u[3] = {t[0], t[1], t[2]};
+        u[a] = v;
+        const double e = estimate(u);
+        if (e < best) {
+          best = e;
+          best_axis = a;
+          best_t = v;
+        }
+      }
+    }
+    if (best_axis < 0) break;
+    t[best_axis] = best_t;
+  }
+  if (!(best < 8.0 * static_cast<double>(uniform))) return uniform;
+  // Price the split exactly.
+  std::vector<uint8_t> flags(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int a = 0; a < 3; ++a) {
+      if (static_cast<int>((keys[i] >> (8 * a)) & 255u) > t[a]) flags[i] = 1;
+    }
+  }
+  const size_t fine_count = static_cast<size_t>(std::count(flags.begin(), flags.end(), 1));
+  PackedLayout layout;
+  if (fine_count == 0 || fine_count == n || !LayoutPacked(vertices, flags, &layout)) return uniform;
+  const size_t split = VertexBytes(vertices, flags);
+  if (split >= uniform) return uniform;
+  fine->swap(flags);
+  return split;
+}
+
+}  // namespace hitbox::mesh_vertices

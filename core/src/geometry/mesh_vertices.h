@@ -1,0 +1,51 @@
+// How a triangle mesh stores its vertices losslessly (TriangleMesh::Build):
+// per axis as integers q of q / divisor (10^k or 2^k) bit-packed in the bits
+// their span needs, else as float32, else as doubles; and when a few
+// vertices need far finer steps than the rest, those alone kept apart.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "hitbox/math/math.h"
+
+namespace hitbox::mesh_vertices {
+
+/// Per axis, a divisor d (10^k for k in 0..9, or 2^k) with every
+/// coordinate v exactly q / d for an integer q, |q| <= 2^53, and the q of the
+/// axis within 2^33 of each other; the one whose q span the fewest bits.
+/// False when an axis has none.
+bool ChooseDivisors(std::span<const Vec3> vertices, double divisor[3]);
+
+/// True when x is exactly a float32 value.
+bool IsExactFloat(double x);
+/// True when every coordinate of every vertex is exactly a float32 value.
+bool AllExactFloats(std::span<const Vec3> vertices);
+
+/// How the packed vertices lie: per axis the divisor, the least q and the
+/// bits of q - qmin, and how many vertices are kept apart.
+struct PackedLayout {
+  double divisor[3] = {1.0, 1.0, 1.0};
+  int64_t qmin[3] = {0, 0, 0};
+  uint8_t bits[3] = {0, 0, 0};
+  uint32_t fine_count = 0;
+};
+
+/// The layout of `vertices` with those flagged in `fine` (when not empty)
+/// kept apart: a fine vertex's record has x all ones (no packed x reaches
+/// it) and its index among the fine ones in y, then z. False when the
+/// packed vertices have no divisors or an axis would pass 33 bits.
+bool LayoutPacked(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+                  PackedLayout* out);
+
+/// Bytes the vertices take stored with `fine` apart (as TriangleMesh does).
+size_t VertexBytes(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine);
+
+/// Bytes the mesh stores `vertices` in, and in `fine` (one flag per vertex,
+/// or empty) the vertices it keeps apart as float32 or doubles so that the
+/// rest pack on a coarser grid: chosen when that takes fewer bytes.
+size_t PlanVertices(std::span<const Vec3> vertices, std::vector<uint8_t>* fine);
+
+}  // namespace hitbox::mesh_vertices
