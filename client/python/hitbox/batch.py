@@ -1,0 +1,462 @@
+"""Batches of rays, sweeps and moves built from numpy arrays, answered as numpy arrays.
+
+A batch is one entry of a query list (Client.query, TickStream.tick) that
+stands for N queries of one kind. Its wire bytes are written straight from the
+arrays: every query of a batch has the same byte layout (doubles as fixed64,
+per-query integers as 10-byte varints, which every protobuf parser reads), so
+encoding is a few numpy column copies instead of N protobuf messages. Its
+answer is a CastHits or MoveHits of arrays, one row per query.
+
+Batches answer the closest hit only (all_hits: use RayQuery / CastQuery).
+"""
+from __future__ import annotations
+
+import struct
+from typing import Optional
+
+import numpy as np
+
+from hitbox import types as t
+from hitbox._proto.hitbox.v1 import geometry_pb2 as gpb
+
+
+# --- Protobuf wire format helpers -------------------------------------------
+
+
+def varint(n: int) -> bytes:
+    """The canonical varint of a non-negative int."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def key(field: int, wire_type: int) -> bytes:
+    return varint((field << 3) | wire_type)
+
+
+_F64, _LEN, _VARINT = 1, 2, 0
+_SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
+
+
+class _Record:
+    """A fixed-width record layout: constant bytes and per-row columns (doubles, varints)."""
+
+    def __init__(self):
+        self.pieces = []  # ("b", bytes) | ("f", float64[N]) | ("v", uint64[N, K])
+        self.width = 0
+
+    def const(self, b: bytes):
+        if self.pieces and self.pieces[-1][0] == "b":
+            self.pieces[-1] = ("b", self.pieces[-1][1] + b)
+        else:
+            self.pieces.append(("b", b))
+        self.width += len(b)
+
+    def f64(self, column: np.ndarray):
+        self.pieces.append(("f", column))
+        self.width += 8
+
+    def varints(self, columns: np.ndarray):
+        """K uint64 values per row, each as a 10-byte varint (columns: uint64[N, K])."""
+        self.pieces.append(("v", columns))
+        self.width += 10 * columns.shape[1]
+
+    def extend(self, other: "_Record"):
+        for kind, data in other.pieces:
+            if kind == "b":
+                self.const(data)
+            else:
+                self.pieces.append((kind, data))
+        self.width += sum(8 if k == "f" else 10 * d.shape[1] for k, d in other.pieces if k != "b")
+
+    def message(self, field: int, inner: "_Record"):
+        self.const(key(field, _LEN) + varint(inner.width))
+        self.extend(inner)
+
+    def double(self, field: int, value):
+        if isinstance(value, np.ndarray):
+            self.const(key(field, _F64))
+            self.f64(value)
+        else:
+            self.const(key(field, _F64) + struct.pack("<d", value))
+
+    def uint(self, field: int, value):
+        if isinstance(value, np.ndarray):
+            self.const(key(field, _VARINT))
+            self.varints(value.reshape(-1, 1))
+        else:
+            self.const(key(field, _VARINT) + varint(value))
+
+    def vec3(self, field: int, value):
+        """A Vec3 message: an (N, 3) array or 3 constant numbers."""
+        inner = _Record()
+        for k in range(3):
+            inner.double(k + 1, value[:, k] if isinstance(value, np.ndarray) else float(value[k]))
+        self.message(field, inner)
+
+    def quat(self, field: int, value):
+        inner = _Record()
+        for k in range(4):
+            inner.double(k + 1, value[:, k] if isinstance(value, np.ndarray) else float(value[k]))
+        self.message(field, inner)
+
+    def render(self, n: int) -> np.ndarray:
+        """The N records as a uint8[N, width] array."""
+        out = np.empty((n, self.width), dtype=np.uint8)
+        off = 0
+        for kind, data in self.pieces:
+            if kind == "b":
+                out[:, off:off + len(data)] = np.frombuffer(data, dtype=np.uint8)
+                off += len(data)
+            elif kind == "f":
+                out[:, off:off + 8] = np.ascontiguousarray(data, dtype="<f8").view(np.uint8).reshape(n, 8)
+                off += 8
+            else:
+                k = data.shape[1]
+                b = ((data[:, :, None] >> _SHIFTS) & np.uint64(0x7F)).astype(np.uint8)
+                b[:, :, :9] |= 0x80  # continuation bits; the 10th byte holds bit 63
+                out[:, off:off + 10 * k] = b.reshape(n, 10 * k)
+                off += 10 * k
+        return out
+
+
+# --- Argument checks -----------------------------------------------------------
+
+
+def _rows(a, cols: int, what: str, n: Optional[int] = None) -> np.ndarray:
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != cols or (n is not None and arr.shape[0] != n):
+        want = f"({n if n is not None else 'N'}, {cols})"
+        raise ValueError(f"{what}: expected an {want} array of numbers, got shape {arr.shape}")
+    return arr
+
+
+def _row_or_const(a, cols: int, what: str, n: int):
+    """An (N, cols) array, or `cols` numbers shared by every row (returned as a tuple)."""
+    if a is None:
+        return None
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.shape == (cols,):
+        return tuple(arr.tolist())
+    return _rows(arr, cols, what, n)
+
+
+def _ids(a, what: str, n: int, allow_2d: bool = False) -> Optional[np.ndarray]:
+    """uint64[N] (or [N, K]) ids; refuses floats (ids above 2^53 would be rounded) and negatives."""
+    if a is None:
+        return None
+    if not isinstance(a, np.ndarray):
+        # Python ints go through object arrays: np.asarray([1, 2**64 - 1]) would make
+        # float64 and round the big id.
+        obj = np.array(a, dtype=object)
+        flat = obj.ravel()
+        for k, x in enumerate(flat):
+            if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+                raise TypeError(f"{what}: expected integer ids, got {type(x).__name__} {x!r} "
+                                f"(floats lose ids above 2^53)")
+            if not 0 <= int(x) < 1 << 64:
+                raise ValueError(f"{what}: id {int(x)} is outside [0, 2^64)")
+        a = np.array([int(x) for x in flat], dtype=np.uint64).reshape(obj.shape)
+    arr = a
+    if arr.size and arr.dtype.kind not in "ui":
+        raise TypeError(f"{what}: expected integer ids, got {arr.dtype} (floats lose ids above 2^53)")
+    if arr.dtype.kind == "i" and arr.size and arr.min() < 0:
+        raise ValueError(f"{what}: ids must not be negative")
+    arr = arr.astype(np.uint64)
+    if arr.ndim == 1 and arr.shape[0] == n:
+        return arr.reshape(n, 1) if allow_2d else arr
+    if allow_2d and arr.ndim == 2 and arr.shape[0] == n:
+        return arr
+    raise ValueError(f"{what}: expected {'(N,) or (N, K)' if allow_2d else '(N,)'} ids with "
+                     f"N = {n}, got shape {arr.shape}")
+
+
+def _scalar_or_rows(a, what: str, n: int, integer: bool):
+    if a is None or np.isscalar(a):
+        if integer and a is not None:
+            return t.uint32(a, what)
+        return None if a is None else float(a)
+    arr = np.asarray(a)
+    if arr.shape != (n,):
+        raise ValueError(f"{what}: expected a number or an (N,) array with N = {n}, got shape {arr.shape}")
+    if integer:
+        if arr.size and (arr.dtype.kind not in "ui" or arr.min() < 0 or arr.max() > 0xFFFFFFFF):
+            raise ValueError(f"{what}: expected integers in [0, 2^32)")
+        return arr.astype(np.uint64)
+    return arr.astype(np.float64)
+
+
+def _filter(rec: _Record, field: int, mask, ignore_ids, max_hits: int):
+    if mask is None and ignore_ids is None and not max_hits:
+        return
+    f = _Record()
+    if mask is not None:
+        f.uint(1, mask)
+    if ignore_ids is not None and ignore_ids.shape[1]:
+        f.const(key(2, _LEN) + varint(10 * ignore_ids.shape[1]))  # packed repeated uint64
+        f.varints(ignore_ids)
+    if max_hits:
+        f.uint(3, max_hits)
+    rec.message(field, f)
+
+
+def _shape_bytes(shape, what: str) -> bytes:
+    from hitbox import _wire
+    m = gpb.Shape()
+    _wire.set_shape(m, shape, what)
+    return m.SerializeToString()
+
+
+class _Batch:
+    """What every batch has: N, per-query tags and at_tick, and the encoded records."""
+
+    n: int
+    _record: _Record
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _common(self, rec: _Record, tags, at_tick, from_colliders):
+        if tags is not None:
+            rec.uint(4, tags)
+        if at_tick is not None:
+            rec.double(20, at_tick)
+        if from_colliders is not None:
+            rec.uint(26, from_colliders)
+
+    def encode(self, field: int, at_tick=None) -> bytes:
+        """The batch as N entries of repeated Query field `field` (at_tick: the Rewind default)."""
+        rec = self._record
+        if at_tick is not None and self._at_tick is None:
+            rec = _Record()
+            rec.extend(self._record)
+            rec.double(20, float(at_tick))
+        outer = _Record()
+        outer.message(field, rec)
+        return outer.render(self.n).tobytes() if self.n else b""
+
+
+class RayBatch(_Batch):
+    """N rays: origins[i] -> origins[i] + translations[i] (world, metres), closest hit each.
+
+    mask: layer bits, one for all or an (N,) array; ignore_ids: (N,) or (N, K)
+    ids each ray never reports (e.g. the shooter's own collider); tags: (N,)
+    uint64 echoed; at_tick: a past tick (lag compensation), one or (N,).
+    """
+
+    def __init__(self, origins, translations, *, mask=None, ignore_ids=None, max_hits: int = 0,
+                 tags=None, at_tick=None):
+        o = _rows(origins, 3, "RayBatch.origins")
+        self.n = n = o.shape[0]
+        d = _rows(translations, 3, "RayBatch.translations", n)
+        mask = _scalar_or_rows(mask, "RayBatch.mask", n, True)
+        ignore = _ids(ignore_ids, "RayBatch.ignore_ids", n, allow_2d=True)
+        tags = _ids(tags, "RayBatch.tags", n)
+        self._at_tick = at_tick = _scalar_or_rows(at_tick, "RayBatch.at_tick", n, False)
+        ray = _Record()
+        ray.vec3(1, o)
+        ray.vec3(2, d)
+        _filter(ray, 3, mask, ignore, t.uint32(max_hits, "RayBatch.max_hits"))
+        rec = _Record()
+        rec.message(3, ray)  # Query.raycast
+        self._common(rec, tags, at_tick, None)
+        self._record = rec
+        self.translations = d
+
+
+class SweepBatch(_Batch):
+    """N sweeps of one convex `shape` from positions[i] by translations[i] (no rotation), closest hit each.
+
+    rotations: 4 numbers (x, y, z, w) for all or an (N, 4) array; from_colliders:
+    (N,) collider ids whose shape and pose are swept instead (shape and
+    positions then None); contact_offset: skin in metres; the rest as RayBatch.
+    """
+
+    def __init__(self, shape, positions, translations, *, rotations=None, mask=None,
+                 ignore_ids=None, max_hits: int = 0, contact_offset: float = 0.0, tags=None,
+                 at_tick=None, from_colliders=None):
+        d = _rows(translations, 3, "SweepBatch.translations")
+        self.n = n = d.shape[0]
+        from_ids = _ids(from_colliders, "SweepBatch.from_colliders", n)
+        mask = _scalar_or_rows(mask, "SweepBatch.mask", n, True)
+        ignore = _ids(ignore_ids, "SweepBatch.ignore_ids", n, allow_2d=True)
+        tags = _ids(tags, "SweepBatch.tags", n)
+        self._at_tick = at_tick = _scalar_or_rows(at_tick, "SweepBatch.at_tick", n, False)
+        cast = _Record()
+        if from_ids is None:
+            if shape is None or positions is None:
+                raise ValueError("SweepBatch: shape and positions are required without from_colliders")
+            cast.const(key(1, _LEN) + varint(len(sb := _shape_bytes(shape, "SweepBatch.shape"))) + sb)
+            pose = _Record()
+            pose.vec3(1, _rows(positions, 3, "SweepBatch.positions", n))
+            rot = _row_or_const(rotations, 4, "SweepBatch.rotations", n)
+            if rot is not None:
+                pose.quat(2, rot)
+            cast.message(2, pose)
+        elif shape is not None or positions is not None or rotations is not None:
+            raise ValueError("SweepBatch: with from_colliders, leave shape, positions and rotations out")
+        cast.vec3(3, d)
+        _filter(cast, 4, mask, ignore, t.uint32(max_hits, "SweepBatch.max_hits"))
+        if contact_offset:
+            cast.double(6, float(contact_offset))
+        rec = _Record()
+        rec.message(2, cast)  # Query.cast
+        self._common(rec, tags, at_tick, from_ids)
+        self._record = rec
+        self.translations = d
+
+
+class MoveBatch(_Batch):
+    """N character moves of one convex `shape` from positions[i] by displacements[i].
+
+    apply_to_ids: (N,) colliders the server moves to each final pose (then the
+    call is never retried); settings: one MoveSettings for all; from_colliders
+    as SweepBatch; the rest as RayBatch.
+    """
+
+    def __init__(self, shape, positions, displacements, *, apply_to_ids=None, settings=None,
+                 mask=None, ignore_ids=None, tags=None, at_tick=None, from_colliders=None):
+        d = _rows(displacements, 3, "MoveBatch.displacements")
+        self.n = n = d.shape[0]
+        from_ids = _ids(from_colliders, "MoveBatch.from_colliders", n)
+        apply_ids = _ids(apply_to_ids, "MoveBatch.apply_to_ids", n)
+        mask = _scalar_or_rows(mask, "MoveBatch.mask", n, True)
+        ignore = _ids(ignore_ids, "MoveBatch.ignore_ids", n, allow_2d=True)
+        tags = _ids(tags, "MoveBatch.tags", n)
+        self._at_tick = at_tick = _scalar_or_rows(at_tick, "MoveBatch.at_tick", n, False)
+        move = _Record()
+        if from_ids is None:
+            if shape is None or positions is None:
+                raise ValueError("MoveBatch: shape and positions are required without from_colliders")
+            move.const(key(1, _LEN) + varint(len(sb := _shape_bytes(shape, "MoveBatch.shape"))) + sb)
+            pose = _Record()
+            pose.vec3(1, _rows(positions, 3, "MoveBatch.positions", n))
+            move.message(2, pose)
+        elif shape is not None or positions is not None:
+            raise ValueError("MoveBatch: with from_colliders, leave shape and positions out")
+        move.vec3(3, d)
+        _filter(move, 4, mask, ignore, 0)
+        if settings is not None:
+            from hitbox import _wire
+            from hitbox._proto.hitbox.v1 import collision_pb2 as cpb
+            m = cpb.Query()
+            _wire.set_query(m, t.MoveQuery(shape=t.Sphere(1), settings=settings), "MoveBatch")
+            sb = m.move.settings.SerializeToString()
+            move.const(key(5, _LEN) + varint(len(sb)) + sb)
+        if apply_ids is not None:
+            move.uint(6, apply_ids)
+        rec = _Record()
+        rec.message(30, move)  # Query.move
+        self._common(rec, tags, at_tick, from_ids)
+        self._record = rec
+        self.applies = apply_ids is not None
+
+
+# --- Answers ----------------------------------------------------------------------
+
+
+class CastHits:
+    """Closest hits of a RayBatch or SweepBatch, row i answering query i.
+
+    hit: bool[N] (False: nothing within the translation; the other arrays then
+    hold 0, fraction NaN); id, user_data: uint64[N]; fraction: float64[N] in
+    [0, 1]; normal, point: float64[N, 3]; started_overlapping: bool[N];
+    depth: float64[N]; sub_shape: uint32[N]; tag: uint64[N].
+    """
+
+    __slots__ = ("hit", "id", "user_data", "fraction", "normal", "point", "started_overlapping",
+                 "depth", "sub_shape", "tag")
+
+    def __init__(self, results):
+        n = len(results)
+        self.hit = np.zeros(n, dtype=bool)
+        self.id = np.zeros(n, dtype=np.uint64)
+        self.user_data = np.zeros(n, dtype=np.uint64)
+        self.fraction = np.full(n, np.nan)
+        self.normal = np.zeros((n, 3))
+        self.point = np.zeros((n, 3))
+        self.started_overlapping = np.zeros(n, dtype=bool)
+        self.depth = np.zeros(n)
+        self.sub_shape = np.zeros(n, dtype=np.uint32)
+        self.tag = np.zeros(n, dtype=np.uint64)
+        rows, ids, uds, fr, nv, pv, so, dp, ss, tags = [], [], [], [], [], [], [], [], [], []
+        for i, r in enumerate(results):
+            tg = r.tag
+            if tg:
+                tags.append((i, tg))
+            for h in r.hits:  # at most one: batches ask for the closest hit
+                rows.append(i)
+                ids.append(h.id)
+                uds.append(h.user_data)
+                fr.append(h.fraction)
+                nm, pt = h.normal, h.point
+                nv.append((nm.x, nm.y, nm.z))
+                pv.append((pt.x, pt.y, pt.z))
+                so.append(h.started_overlapping)
+                dp.append(h.depth)
+                ss.append(h.sub_shape)
+                break
+        if rows:
+            idx = np.array(rows)
+            self.hit[idx] = True
+            self.id[idx] = np.array(ids, dtype=np.uint64)
+            self.user_data[idx] = np.array(uds, dtype=np.uint64)
+            self.fraction[idx] = fr
+            self.normal[idx] = nv
+            self.point[idx] = pv
+            self.started_overlapping[idx] = so
+            self.depth[idx] = dp
+            self.sub_shape[idx] = ss
+        if tags:
+            ti, tv = zip(*tags)
+            self.tag[list(ti)] = np.array(tv, dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return len(self.hit)
+
+    def __repr__(self) -> str:
+        return f"CastHits({int(self.hit.sum())} hits of {len(self)})"
+
+
+class MoveHits:
+    """Answers of a MoveBatch, row i answering move i.
+
+    position, displacement: float64[N, 3] (world, metres); on_ground, stepped,
+    blocked: bool[N]; ground_id: uint64[N]; ground_normal: float64[N, 3] (zero
+    when not on ground); contact_count: int[N]; contacts(i): move i's contacts.
+    """
+
+    __slots__ = ("position", "displacement", "on_ground", "ground_id", "ground_normal", "stepped",
+                 "blocked", "contact_count", "tag", "_results")
+
+    def __init__(self, results):
+        moves = [r.move for r in results]
+        self.position = np.array([(m.position.x, m.position.y, m.position.z) for m in moves],
+                                 dtype=np.float64).reshape(-1, 3)
+        self.displacement = np.array(
+            [(m.displacement.x, m.displacement.y, m.displacement.z) for m in moves],
+            dtype=np.float64).reshape(-1, 3)
+        self.on_ground = np.array([m.on_ground for m in moves], dtype=bool)
+        self.ground_id = np.array([m.ground_id for m in moves], dtype=np.uint64)
+        self.ground_normal = np.array(
+            [(m.ground_normal.x, m.ground_normal.y, m.ground_normal.z) for m in moves],
+            dtype=np.float64).reshape(-1, 3)
+        self.stepped = np.array([m.stepped for m in moves], dtype=bool)
+        self.blocked = np.array([m.blocked for m in moves], dtype=bool)
+        self.contact_count = np.array([len(m.contacts) for m in moves], dtype=np.int64)
+        self.tag = np.array([r.tag for r in results], dtype=np.uint64)
+        self._results = results
+
+    def contacts(self, i: int) -> list:
+        """The surfaces move i touched, in order (MoveContact)."""
+        from hitbox import _wire
+        return _wire.move_from(self._results[i].move).contacts
+
+    def __len__(self) -> int:
+        return len(self.on_ground)
+
+    def __repr__(self) -> str:
+        return f"MoveHits({len(self)} moves, {int(self.on_ground.sum())} on ground)"
