@@ -42,44 +42,44 @@ _SHIFTS = np.arange(0, 70, 7, dtype=np.uint64)
 
 
 class _Record:
-    """A fixed-width record layout: constant bytes and per-row columns (doubles, varints)."""
+    """A fixed-width record layout: constant bytes and per-row columns.
+
+    Columns: ("f", float64[N, K]) K doubles, each after its own one-byte key
+    (a Vec3's or Quat's fields 1..K); ("d", float64[N]) one bare double;
+    ("v", uint64[N, K]) K 10-byte varints. Rendering copies a template row
+    holding every constant byte, then writes each column with one numpy copy.
+    """
 
     def __init__(self):
-        self.pieces = []  # ("b", bytes) | ("f", float64[N]) | ("v", uint64[N, K])
+        self.pieces = []  # (kind, data, width)
         self.width = 0
 
     def const(self, b: bytes):
-        if self.pieces and self.pieces[-1][0] == "b":
-            self.pieces[-1] = ("b", self.pieces[-1][1] + b)
-        else:
-            self.pieces.append(("b", b))
         self.width += len(b)
+        if self.pieces and self.pieces[-1][0] == "b":
+            b = self.pieces.pop()[1] + b
+        self.pieces.append(("b", b, len(b)))
 
-    def f64(self, column: np.ndarray):
-        self.pieces.append(("f", column))
-        self.width += 8
+    def _column(self, kind: str, data: np.ndarray, width: int):
+        self.pieces.append((kind, data, width))
+        self.width += width
 
     def varints(self, columns: np.ndarray):
         """K uint64 values per row, each as a 10-byte varint (columns: uint64[N, K])."""
-        self.pieces.append(("v", columns))
-        self.width += 10 * columns.shape[1]
-
-    def extend(self, other: "_Record"):
-        for kind, data in other.pieces:
-            if kind == "b":
-                self.const(data)
-            else:
-                self.pieces.append((kind, data))
-        self.width += sum(8 if k == "f" else 10 * d.shape[1] for k, d in other.pieces if k != "b")
+        self._column("v", columns, 10 * columns.shape[1])
 
     def message(self, field: int, inner: "_Record"):
         self.const(key(field, _LEN) + varint(inner.width))
-        self.extend(inner)
+        for piece in inner.pieces:
+            if piece[0] == "b":
+                self.const(piece[1])
+            else:
+                self._column(*piece)
 
     def double(self, field: int, value):
         if isinstance(value, np.ndarray):
             self.const(key(field, _F64))
-            self.f64(value)
+            self._column("d", value, 8)
         else:
             self.const(key(field, _F64) + struct.pack("<d", value))
 
@@ -90,36 +90,42 @@ class _Record:
         else:
             self.const(key(field, _VARINT) + varint(value))
 
-    def vec3(self, field: int, value):
-        """A Vec3 message: an (N, 3) array or 3 constant numbers."""
-        inner = _Record()
-        for k in range(3):
-            inner.double(k + 1, value[:, k] if isinstance(value, np.ndarray) else float(value[k]))
-        self.message(field, inner)
-
-    def quat(self, field: int, value):
-        inner = _Record()
-        for k in range(4):
-            inner.double(k + 1, value[:, k] if isinstance(value, np.ndarray) else float(value[k]))
-        self.message(field, inner)
+    def doubles(self, field: int, value, k: int = 3):
+        """A Vec3 (k = 3) or Quat (k = 4) message: an (N, k) array or k constant numbers."""
+        self.const(key(field, _LEN) + varint(9 * k))
+        if isinstance(value, np.ndarray):
+            self._column("f", value, 9 * k)
+        else:
+            self.const(b"".join(key(i + 1, _F64) + struct.pack("<d", float(value[i]))
+                                for i in range(k)))
 
     def render(self, n: int) -> np.ndarray:
         """The N records as a uint8[N, width] array."""
-        out = np.empty((n, self.width), dtype=np.uint8)
-        off = 0
-        for kind, data in self.pieces:
+        template = bytearray()
+        for kind, data, width in self.pieces:
             if kind == "b":
-                out[:, off:off + len(data)] = np.frombuffer(data, dtype=np.uint8)
-                off += len(data)
+                template += data
             elif kind == "f":
-                out[:, off:off + 8] = np.ascontiguousarray(data, dtype="<f8").view(np.uint8).reshape(n, 8)
-                off += 8
+                for i in range(data.shape[1]):
+                    template += key(i + 1, _F64) + bytes(8)
             else:
+                template += bytes(width)
+        out = np.empty((n, self.width), dtype=np.uint8)
+        out[:] = np.frombuffer(bytes(template), dtype=np.uint8)
+        off = 0
+        for kind, data, width in self.pieces:
+            if kind == "f":
+                k = data.shape[1]
+                cells = out[:, off:off + width].reshape(n, k, 9)
+                cells[:, :, 1:] = np.ascontiguousarray(data, dtype="<f8").view(np.uint8).reshape(n, k, 8)
+            elif kind == "d":
+                out[:, off:off + 8] = np.ascontiguousarray(data, dtype="<f8").view(np.uint8).reshape(n, 8)
+            elif kind == "v":
                 k = data.shape[1]
                 b = ((data[:, :, None] >> _SHIFTS) & np.uint64(0x7F)).astype(np.uint8)
                 b[:, :, :9] |= 0x80  # continuation bits; the 10th byte holds bit 63
-                out[:, off:off + 10 * k] = b.reshape(n, 10 * k)
-                off += 10 * k
+                out[:, off:off + width] = b.reshape(n, width)
+            off += width
         return out
 
 
@@ -232,7 +238,7 @@ class _Batch:
         rec = self._record
         if at_tick is not None and self._at_tick is None:
             rec = _Record()
-            rec.extend(self._record)
+            rec.pieces, rec.width = list(self._record.pieces), self._record.width
             rec.double(20, float(at_tick))
         outer = _Record()
         outer.message(field, rec)
@@ -257,8 +263,8 @@ class RayBatch(_Batch):
         tags = _ids(tags, "RayBatch.tags", n)
         self._at_tick = at_tick = _scalar_or_rows(at_tick, "RayBatch.at_tick", n, False)
         ray = _Record()
-        ray.vec3(1, o)
-        ray.vec3(2, d)
+        ray.doubles(1, o)
+        ray.doubles(2, d)
         _filter(ray, 3, mask, ignore, t.uint32(max_hits, "RayBatch.max_hits"))
         rec = _Record()
         rec.message(3, ray)  # Query.raycast
@@ -291,14 +297,14 @@ class SweepBatch(_Batch):
                 raise ValueError("SweepBatch: shape and positions are required without from_colliders")
             cast.const(key(1, _LEN) + varint(len(sb := _shape_bytes(shape, "SweepBatch.shape"))) + sb)
             pose = _Record()
-            pose.vec3(1, _rows(positions, 3, "SweepBatch.positions", n))
+            pose.doubles(1, _rows(positions, 3, "SweepBatch.positions", n))
             rot = _row_or_const(rotations, 4, "SweepBatch.rotations", n)
             if rot is not None:
-                pose.quat(2, rot)
+                pose.doubles(2, rot, 4)
             cast.message(2, pose)
         elif shape is not None or positions is not None or rotations is not None:
             raise ValueError("SweepBatch: with from_colliders, leave shape, positions and rotations out")
-        cast.vec3(3, d)
+        cast.doubles(3, d)
         _filter(cast, 4, mask, ignore, t.uint32(max_hits, "SweepBatch.max_hits"))
         if contact_offset:
             cast.double(6, float(contact_offset))
@@ -333,11 +339,11 @@ class MoveBatch(_Batch):
                 raise ValueError("MoveBatch: shape and positions are required without from_colliders")
             move.const(key(1, _LEN) + varint(len(sb := _shape_bytes(shape, "MoveBatch.shape"))) + sb)
             pose = _Record()
-            pose.vec3(1, _rows(positions, 3, "MoveBatch.positions", n))
+            pose.doubles(1, _rows(positions, 3, "MoveBatch.positions", n))
             move.message(2, pose)
         elif shape is not None or positions is not None:
             raise ValueError("MoveBatch: with from_colliders, leave shape and positions out")
-        move.vec3(3, d)
+        move.doubles(3, d)
         _filter(move, 4, mask, ignore, 0)
         if settings is not None:
             from hitbox import _wire
@@ -358,105 +364,111 @@ class MoveBatch(_Batch):
 # --- Answers ----------------------------------------------------------------------
 
 
-class CastHits:
+def _vecs(msgs, n: int) -> np.ndarray:
+    out = np.zeros((n, 3))
+    for i, v in enumerate(msgs):
+        if v is not None:
+            out[i] = (v.x, v.y, v.z)
+    return out
+
+
+class _Columns:
+    """Arrays decoded from the answers' messages when first read, then kept."""
+
+    _COLUMNS: dict = {}
+
+    def __init__(self, results):
+        self._results = results
+        self._n = len(results)
+
+    def __getattr__(self, name):
+        decode = type(self)._COLUMNS.get(name)
+        if decode is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        value = decode(self)
+        setattr(self, name, value)
+        return value
+
+    def __len__(self) -> int:
+        return self._n
+
+
+def _scalar(name: str, dtype, missing=0):
+    def decode(self):
+        return np.fromiter((missing if h is None else getattr(h, name) for h in self._first),
+                           dtype=dtype, count=self._n)
+    return decode
+
+
+class CastHits(_Columns):
     """Closest hits of a RayBatch or SweepBatch, row i answering query i.
 
     hit: bool[N] (False: nothing within the translation; the other arrays then
     hold 0, fraction NaN); id, user_data: uint64[N]; fraction: float64[N] in
     [0, 1]; normal, point: float64[N, 3]; started_overlapping: bool[N];
-    depth: float64[N]; sub_shape: uint32[N]; tag: uint64[N].
+    depth: float64[N]; sub_shape: uint32[N]; tag: uint64[N]. Each array is
+    decoded from the answer when first read.
     """
 
-    __slots__ = ("hit", "id", "user_data", "fraction", "normal", "point", "started_overlapping",
-                 "depth", "sub_shape", "tag")
+    @property
+    def _first(self):
+        first = self.__dict__.get("_first_hits")
+        if first is None:
+            first = self.__dict__["_first_hits"] = [h[0] if h else None
+                                                    for h in (r.hits for r in self._results)]
+        return first
 
-    def __init__(self, results):
-        n = len(results)
-        self.hit = np.zeros(n, dtype=bool)
-        self.id = np.zeros(n, dtype=np.uint64)
-        self.user_data = np.zeros(n, dtype=np.uint64)
-        self.fraction = np.full(n, np.nan)
-        self.normal = np.zeros((n, 3))
-        self.point = np.zeros((n, 3))
-        self.started_overlapping = np.zeros(n, dtype=bool)
-        self.depth = np.zeros(n)
-        self.sub_shape = np.zeros(n, dtype=np.uint32)
-        self.tag = np.zeros(n, dtype=np.uint64)
-        rows, ids, uds, fr, nv, pv, so, dp, ss, tags = [], [], [], [], [], [], [], [], [], []
-        for i, r in enumerate(results):
-            tg = r.tag
-            if tg:
-                tags.append((i, tg))
-            for h in r.hits:  # at most one: batches ask for the closest hit
-                rows.append(i)
-                ids.append(h.id)
-                uds.append(h.user_data)
-                fr.append(h.fraction)
-                nm, pt = h.normal, h.point
-                nv.append((nm.x, nm.y, nm.z))
-                pv.append((pt.x, pt.y, pt.z))
-                so.append(h.started_overlapping)
-                dp.append(h.depth)
-                ss.append(h.sub_shape)
-                break
-        if rows:
-            idx = np.array(rows)
-            self.hit[idx] = True
-            self.id[idx] = np.array(ids, dtype=np.uint64)
-            self.user_data[idx] = np.array(uds, dtype=np.uint64)
-            self.fraction[idx] = fr
-            self.normal[idx] = nv
-            self.point[idx] = pv
-            self.started_overlapping[idx] = so
-            self.depth[idx] = dp
-            self.sub_shape[idx] = ss
-        if tags:
-            ti, tv = zip(*tags)
-            self.tag[list(ti)] = np.array(tv, dtype=np.uint64)
-
-    def __len__(self) -> int:
-        return len(self.hit)
+    _COLUMNS = {
+        "hit": lambda self: np.fromiter((h is not None for h in self._first), dtype=bool,
+                                        count=self._n),
+        "id": _scalar("id", np.uint64),
+        "user_data": _scalar("user_data", np.uint64),
+        "fraction": _scalar("fraction", np.float64, np.nan),
+        "normal": lambda self: _vecs((None if h is None else h.normal for h in self._first), self._n),
+        "point": lambda self: _vecs((None if h is None else h.point for h in self._first), self._n),
+        "started_overlapping": _scalar("started_overlapping", bool, False),
+        "depth": _scalar("depth", np.float64),
+        "sub_shape": _scalar("sub_shape", np.uint32),
+        "tag": lambda self: np.fromiter((r.tag for r in self._results), dtype=np.uint64, count=self._n),
+    }
 
     def __repr__(self) -> str:
         return f"CastHits({int(self.hit.sum())} hits of {len(self)})"
 
 
-class MoveHits:
+class MoveHits(_Columns):
     """Answers of a MoveBatch, row i answering move i.
 
     position, displacement: float64[N, 3] (world, metres); on_ground, stepped,
     blocked: bool[N]; ground_id: uint64[N]; ground_normal: float64[N, 3] (zero
-    when not on ground); contact_count: int[N]; contacts(i): move i's contacts.
+    when not on ground); contact_count: int64[N]; tag: uint64[N]; contacts(i):
+    move i's contacts. Each array is decoded from the answer when first read.
     """
 
-    __slots__ = ("position", "displacement", "on_ground", "ground_id", "ground_normal", "stepped",
-                 "blocked", "contact_count", "tag", "_results")
+    @property
+    def _first(self):
+        moves = self.__dict__.get("_moves")
+        if moves is None:
+            moves = self.__dict__["_moves"] = [r.move for r in self._results]
+        return moves
 
-    def __init__(self, results):
-        moves = [r.move for r in results]
-        self.position = np.array([(m.position.x, m.position.y, m.position.z) for m in moves],
-                                 dtype=np.float64).reshape(-1, 3)
-        self.displacement = np.array(
-            [(m.displacement.x, m.displacement.y, m.displacement.z) for m in moves],
-            dtype=np.float64).reshape(-1, 3)
-        self.on_ground = np.array([m.on_ground for m in moves], dtype=bool)
-        self.ground_id = np.array([m.ground_id for m in moves], dtype=np.uint64)
-        self.ground_normal = np.array(
-            [(m.ground_normal.x, m.ground_normal.y, m.ground_normal.z) for m in moves],
-            dtype=np.float64).reshape(-1, 3)
-        self.stepped = np.array([m.stepped for m in moves], dtype=bool)
-        self.blocked = np.array([m.blocked for m in moves], dtype=bool)
-        self.contact_count = np.array([len(m.contacts) for m in moves], dtype=np.int64)
-        self.tag = np.array([r.tag for r in results], dtype=np.uint64)
-        self._results = results
+    _COLUMNS = {
+        "position": lambda self: _vecs((m.position for m in self._first), self._n),
+        "displacement": lambda self: _vecs((m.displacement for m in self._first), self._n),
+        "on_ground": _scalar("on_ground", bool),
+        "ground_id": _scalar("ground_id", np.uint64),
+        "ground_normal": lambda self: _vecs((m.ground_normal for m in self._first), self._n),
+        "stepped": _scalar("stepped", bool),
+        "blocked": _scalar("blocked", bool),
+        "contact_count": lambda self: np.fromiter((len(m.contacts) for m in self._first),
+                                                  dtype=np.int64, count=self._n),
+        "tag": lambda self: np.fromiter((r.tag for r in self._results), dtype=np.uint64, count=self._n),
+    }
 
     def contacts(self, i: int) -> list:
         """The surfaces move i touched, in order (MoveContact)."""
         from hitbox import _wire
         return _wire.move_from(self._results[i].move).contacts
-
-    def __len__(self) -> int:
-        return len(self.on_ground)
 
     def __repr__(self) -> str:
         return f"MoveHits({len(self)} moves, {int(self.on_ground.sum())} on ground)"
