@@ -11,6 +11,7 @@ Batches answer the closest hit only (all_hits: use RayQuery / CastQuery).
 """
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Optional
 
@@ -33,7 +34,9 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
+@functools.lru_cache(maxsize=None)
 def key(field: int, wire_type: int) -> bytes:
+    """The key (tag) of a field: its number and wire type as a varint."""
     return varint((field << 3) | wire_type)
 
 
@@ -365,11 +368,10 @@ class MoveBatch(_Batch):
 
 
 def _vecs(msgs, n: int) -> np.ndarray:
-    out = np.zeros((n, 3))
-    for i, v in enumerate(msgs):
-        if v is not None:
-            out[i] = (v.x, v.y, v.z)
-    return out
+    """float64[n, 3] of Vec3 messages (None: zeros), built from one list of tuples."""
+    zero = (0.0, 0.0, 0.0)
+    return np.array([zero if v is None else (v.x, v.y, v.z) for v in msgs],
+                    dtype=np.float64).reshape(n, 3)
 
 
 class _Columns:
