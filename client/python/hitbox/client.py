@@ -523,7 +523,6 @@ class TickStream:
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._next_tick = 1
-        self._first = True
         self._error: Optional[HitboxError] = None
         self._call = client._tick(iter(self._requests.get, _END), timeout=timeout,
                                   metadata=client._metadata(session_id),
@@ -546,21 +545,23 @@ class TickStream:
     def _tick_locked(self, tick: int, changes, queries) -> t.TickResult:
         if self._error is not None:
             raise self._error
-        req = pb.TickRequest(session_id=self.session_id if self._first else "", tick=tick)
+        # Every tick names the session: a first tick refused with NOT_FOUND binds nothing,
+        # so the next one must name it again.
+        req = pb.TickRequest(session_id=self.session_id, tick=tick)
         for i, c in enumerate(changes):
             _wire.set_change(req.changes.add(), c, f"changes[{i}]")
         body, layout = _encode_queries(queries, _TICK_QUERY_FIELD, pb.TickRequest)
         self._requests.put(req.SerializeToString() + body)
-        self._first = False
         self._next_tick = tick + 1
         try:
             resp = next(self._call)
         except grpc.RpcError as e:
             self._error = from_rpc_error(e, "Tick")
-            raise self._error from None
         except StopIteration:
             self._error = error_for(grpc.StatusCode.UNAVAILABLE, "the stream ended", "Tick")
-            raise self._error from None
+        if self._error is not None:
+            self._requests.put(_END)  # lets grpcio's request thread finish
+            raise self._error
         if resp.HasField("error"):
             raise _explain(error_for(resp.error.code, resp.error.message, "Tick"), layout)
         return t.TickResult(resp.tick, resp.revision, _decode_results(resp.results, layout))
@@ -589,6 +590,12 @@ class TickStream:
         """Cancels the stream; later ticks raise Cancelled."""
         self._call.cancel()
         self._requests.put(_END)
+
+    def __del__(self):
+        # A stream dropped without close(): end the call and grpcio's request thread.
+        if getattr(self, "_error", 1) is None:
+            self._call.cancel()
+            self._requests.put(_END)
 
     def __enter__(self) -> "TickStream":
         return self

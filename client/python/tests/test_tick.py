@@ -96,3 +96,18 @@ def test_stream_ends_when_server_stops():
             stream.tick()
         with pytest.raises(errors.Unavailable):
             stream.tick()
+
+
+# A stream opened before its session exists: the first tick is refused (NotFound, a tick
+# error), and once the session is made the same stream binds to it.
+def test_stream_binds_once_session_exists(client):
+    stream = client.open_tick_stream("later")
+    with pytest.raises(errors.NotFound):
+        stream.tick()
+    assert not stream.done
+    client.create_session("later")
+    try:
+        assert stream.tick([hitbox.Add(hitbox.Collider(1, hitbox.Sphere(1)))]).revision == 1
+        stream.close()
+    finally:
+        client.delete_session("later")
