@@ -434,6 +434,14 @@ class CastHits(_Columns):
         "tag": lambda self: np.fromiter((r.tag for r in self._results), dtype=np.uint64, count=self._n),
     }
 
+    @classmethod
+    def from_columns(cls, columns: dict, n: int) -> "CastHits":
+        """CastHits holding arrays already decoded (hitbox._answers)."""
+        self = cls([])
+        self._n = n
+        self.__dict__.update(columns)
+        return self
+
     def __repr__(self) -> str:
         return f"CastHits({int(self.hit.sum())} hits of {len(self)})"
 

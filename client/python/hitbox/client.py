@@ -36,16 +36,22 @@ from typing import Iterable, Optional, Sequence
 
 import grpc
 
-from hitbox import _wire
+import numpy as np
+
+from hitbox import _answers, _wire
 from hitbox import types as t
 from hitbox.batch import CastHits, MoveBatch, MoveHits, RayBatch, SweepBatch, key, varint
 from hitbox.errors import HitboxError, InvalidArgument, error_for, from_rpc_error
 from hitbox._proto.grpc.health.v1 import health_pb2
+from hitbox._proto.hitbox.v1 import collision_pb2 as cpb
 from hitbox._proto.hitbox.v1 import hitbox_pb2 as pb
 
 _SERVICE = "/hitbox.v1.Hitbox/"
 _QUERY_FIELD = 2  # QueryRequest.queries
 _TICK_QUERY_FIELD = 4  # TickRequest.queries
+# Ray and sweep batches of this many rows or more are read by numpy (hitbox._answers):
+# about 4x faster than protobuf's field reads from 1,000 rows, equal near 200, slower at 64.
+_NUMPY_ROWS = 128
 
 
 @dataclass
@@ -162,6 +168,7 @@ def _encode_queries(queries, field: int, container, at_tick=None):
 
 
 def _decode_results(results, layout) -> list:
+    """Answers from parsed QueryResult messages (the protobuf path)."""
     out, k = [], 0
     for kind, count in layout:
         if kind is None:
@@ -172,6 +179,41 @@ def _decode_results(results, layout) -> list:
             out.append(CastHits(results[k:k + count]))
         k += count
     return out
+
+
+def _read_answer(raw: bytes, cls, results_field: int, layout):
+    """(header {field number: value}, answers) of QueryResponse / TickResponse bytes, or (message, None).
+
+    Batches of rays and sweeps are read by numpy (_answers), the rest by
+    protobuf; a response with other fields (a tick's error) or a layout the
+    reader does not expect comes back parsed whole as `cls`, answers None. So
+    does one without a ray or sweep batch of _NUMPY_ROWS rows or more: below
+    that, protobuf's field reads cost less than numpy's fixed ~150 calls.
+    """
+    if not any(isinstance(kind, (RayBatch, SweepBatch)) and count >= _NUMPY_ROWS
+               for kind, count in layout):
+        return cls.FromString(raw), None
+    try:
+        header, starts, ends, other = _answers.split(raw, results_field)
+    except (_answers._Bad, IndexError):
+        other = True
+    if other or len(starts) != sum(count for _, count in layout):
+        return cls.FromString(raw), None
+    data = np.frombuffer(raw + bytes(16), dtype=np.uint8)
+    parse = cpb.QueryResult.FromString
+    out, k = [], 0
+    for kind, count in layout:
+        if kind is None:
+            out.append(_wire.result_from(parse(raw[starts[k]:ends[k]])))
+        elif isinstance(kind, MoveBatch):
+            out.append(MoveHits([parse(raw[a:b]) for a, b in zip(starts[k:k + count], ends[k:k + count])]))
+        else:
+            cols = (_answers.cast_columns(data, starts[k:k + count], ends[k:k + count])
+                    if count >= _NUMPY_ROWS else None)
+            out.append(CastHits.from_columns(cols, count) if cols is not None else CastHits(
+                [parse(raw[a:b]) for a, b in zip(starts[k:k + count], ends[k:k + count])]))
+        k += count
+    return header, out
 
 
 def _explain(err: HitboxError, layout) -> HitboxError:
@@ -223,13 +265,14 @@ class Client:
         self._delete = unary("DeleteSession", ser, pb.DeleteSessionResponse)
         self._apply = unary("ApplyChanges", ser, pb.ApplyChangesResponse)
         self._get_colliders = unary("GetColliders", ser, pb.GetCollidersResponse)
-        self._query = unary("Query", _identity, pb.QueryResponse)
+        self._query = ch.unary_unary(_SERVICE + "Query", request_serializer=_identity,
+                                     response_deserializer=_identity)
         self._list_maps = unary("ListMaps", ser, pb.ListMapsResponse)
         self._get_map = unary("GetMap", ser, pb.MapInfo)
         self._list_colliders = ch.unary_stream(_SERVICE + "ListColliders", request_serializer=ser,
                                                response_deserializer=pb.ListCollidersResponse.FromString)
         self._tick = ch.stream_stream(_SERVICE + "Tick", request_serializer=_identity,
-                                      response_deserializer=pb.TickResponse.FromString)
+                                      response_deserializer=_identity)
         self._health = ch.unary_unary("/grpc.health.v1.Health/Check", request_serializer=ser,
                                       response_deserializer=health_pb2.HealthCheckResponse.FromString)
 
@@ -420,11 +463,14 @@ class Client:
         body, layout = _encode_queries(queries, _QUERY_FIELD, pb.QueryRequest, _at_tick)
         req = pb.QueryRequest(session_id=session_id).SerializeToString() + body
         try:
-            r = self._run("Query", self._query, req, session_id=session_id,
-                          retryable=not _applies(queries), timeout=timeout)
+            raw = self._run("Query", self._query, req, session_id=session_id,
+                            retryable=not _applies(queries), timeout=timeout)
         except HitboxError as e:
             raise _explain(e, layout) from None
-        return t.QueryBatchResult(r.revision, _decode_results(r.results, layout))
+        header, results = _read_answer(raw, pb.QueryResponse, 2, layout)
+        if results is None:
+            return t.QueryBatchResult(header.revision, _decode_results(header.results, layout))
+        return t.QueryBatchResult(header.get(1, 0), results)
 
     def overlap(self, session_id: str, shape, pose: t.Pose = t.Pose(), *,
                 filter: Optional[t.QueryFilter] = None, want_contact: bool = False,
@@ -562,9 +608,12 @@ class TickStream:
         if self._error is not None:
             self._requests.put(_END)  # lets grpcio's request thread finish
             raise self._error
-        if resp.HasField("error"):
-            raise _explain(error_for(resp.error.code, resp.error.message, "Tick"), layout)
-        return t.TickResult(resp.tick, resp.revision, _decode_results(resp.results, layout))
+        header, results = _read_answer(resp, pb.TickResponse, 3, layout)
+        if results is not None:
+            return t.TickResult(header.get(1, 0), header.get(2, 0), results)
+        if header.HasField("error"):
+            raise _explain(error_for(header.error.code, header.error.message, "Tick"), layout)
+        return t.TickResult(header.tick, header.revision, _decode_results(header.results, layout))
 
     @property
     def done(self) -> bool:

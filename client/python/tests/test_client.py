@@ -120,11 +120,12 @@ def test_every_query_kind(client, session):
     assert res.tag == BIG and res.truncated and len(res.overlaps) == 1
 
 
-# Ray, sweep and move batches answer exactly as the same queries sent one by one.
+# Ray, sweep and move batches answer exactly as the same queries sent one by one
+# (150 rows: their answers are read by numpy).
 def test_batches_match_single_queries(client, session):
     client.add_colliders(session, floor_and_wall())
     rng = np.random.default_rng(7)
-    n = 50
+    n = 150
     origins = rng.uniform(-8, 8, (n, 3)) + (0, 4, 0)
     dirs = rng.uniform(-10, 10, (n, 3))
     ignore = np.where(rng.random(n) < 0.3, 1, 99).astype(np.uint64)
@@ -137,6 +138,7 @@ def test_batches_match_single_queries(client, session):
     ])
     rays, single, sweeps, moves = out.results
     assert isinstance(rays, hitbox.CastHits) and len(rays) == n and rays.tag[-1] == BIG - 1
+    assert "hit" in vars(rays) and "hit" in vars(sweeps)  # read by numpy, not field by field
     assert single.hits[0].id == 1
     singles = client.query(session, [hitbox.RayQuery(origins[i], dirs[i], hitbox.QueryFilter(
         ignore_ids=[int(ignore[i])])) for i in range(n)] + [hitbox.CastQuery(
@@ -147,8 +149,11 @@ def test_batches_match_single_queries(client, session):
             assert batch.hit[i] == bool(r.hits), i
             if r.hits:
                 h = r.hits[0]
-                assert (int(batch.id[i]), batch.fraction[i], tuple(batch.normal[i])) == (
-                    h.id, h.fraction, h.normal)
+                assert (int(batch.id[i]), int(batch.user_data[i]), batch.fraction[i],
+                        tuple(batch.normal[i]), tuple(batch.point[i]), bool(batch.started_overlapping[i]),
+                        batch.depth[i], int(batch.sub_shape[i])) == (
+                    h.id, h.user_data, h.fraction, h.normal, h.point, h.started_overlapping, h.depth,
+                    h.sub_shape)
             else:
                 assert math.isnan(batch.fraction[i])
     assert rays.hit.any() and not rays.hit.all()
