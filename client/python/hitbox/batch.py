@@ -435,12 +435,30 @@ class CastHits(_Columns):
     }
 
     @classmethod
-    def from_columns(cls, columns: dict, n: int) -> "CastHits":
-        """CastHits holding arrays already decoded (hitbox._answers)."""
+    def from_wire(cls, raw: bytes, data: np.ndarray, starts, ends) -> "CastHits":
+        """CastHits of the QueryResult bytes raw[starts[i]:ends[i]] (data: raw padded, as uint8).
+
+        The first array read decodes them all with numpy (hitbox._answers);
+        bytes that reader does not expect are parsed by protobuf instead.
+        """
         self = cls([])
-        self._n = n
-        self.__dict__.update(columns)
+        self._n = len(starts)
+        self.__dict__["_wire"] = (raw, data, starts, ends)
         return self
+
+    def __getattr__(self, name):
+        wire = self.__dict__.pop("_wire", None)
+        if wire is not None and name in CastHits._COLUMNS:
+            from hitbox import _answers
+            from hitbox._proto.hitbox.v1 import collision_pb2 as cpb
+            raw, data, starts, ends = wire
+            columns = _answers.cast_columns(data, starts, ends)
+            if columns is not None:
+                self.__dict__.update(columns)
+            else:
+                self._results = [cpb.QueryResult.FromString(raw[a:b]) for a, b in zip(starts, ends)]
+            return getattr(self, name)
+        return super().__getattr__(name)
 
     def __repr__(self) -> str:
         return f"CastHits({int(self.hit.sum())} hits of {len(self)})"

@@ -207,11 +207,10 @@ def _read_answer(raw: bytes, cls, results_field: int, layout):
             out.append(_wire.result_from(parse(raw[starts[k]:ends[k]])))
         elif isinstance(kind, MoveBatch):
             out.append(MoveHits([parse(raw[a:b]) for a, b in zip(starts[k:k + count], ends[k:k + count])]))
+        elif count >= _NUMPY_ROWS:
+            out.append(CastHits.from_wire(raw, data, starts[k:k + count], ends[k:k + count]))
         else:
-            cols = (_answers.cast_columns(data, starts[k:k + count], ends[k:k + count])
-                    if count >= _NUMPY_ROWS else None)
-            out.append(CastHits.from_columns(cols, count) if cols is not None else CastHits(
-                [parse(raw[a:b]) for a, b in zip(starts[k:k + count], ends[k:k + count])]))
+            out.append(CastHits([parse(raw[a:b]) for a, b in zip(starts[k:k + count], ends[k:k + count])]))
         k += count
     return header, out
 

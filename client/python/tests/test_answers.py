@@ -44,8 +44,9 @@ def test_numpy_reader_matches_protobuf():
     batch = hitbox.RayBatch(np.zeros((500, 3)), np.ones((500, 3)))
     header, answers = hc._read_answer(resp.SerializeToString(), pb.QueryResponse, 2, [(batch, 500)])
     assert header == {1: (1 << 64) - 2}
-    assert "hit" in vars(answers[0])  # decoded by numpy, not lazily by protobuf
+    assert "_wire" in vars(answers[0])  # nothing decoded before a column is read
     same(answers[0], hitbox.CastHits(resp.results))
+    assert answers[0]._results == []  # read by numpy, not by protobuf
 
 
 # Bytes the reader does not expect (an unknown field in one answer) fall back to protobuf.
@@ -58,5 +59,5 @@ def test_unexpected_bytes_fall_back_to_protobuf():
         raw += b"\x12" + hitbox.batch.varint(len(body)) + body
     batch = hitbox.RayBatch(np.zeros((200, 3)), np.ones((200, 3)))
     _, answers = hc._read_answer(bytes(raw), pb.QueryResponse, 2, [(batch, 200)])
-    assert "hit" not in vars(answers[0])  # the protobuf path, decoded when read
     same(answers[0], hitbox.CastHits(resp.results))
+    assert len(answers[0]._results) == 200  # read by protobuf
