@@ -40,7 +40,7 @@ import numpy as np
 
 from hitbox import _answers, _wire
 from hitbox import types as t
-from hitbox.batch import CastHits, MoveBatch, MoveHits, RayBatch, SweepBatch, key, varint
+from hitbox.batch import CastHits, MoveBatch, MoveHits, RayBatch, SweepBatch
 from hitbox.errors import HitboxError, InvalidArgument, error_for, from_rpc_error
 from hitbox._proto.grpc.health.v1 import health_pb2
 from hitbox._proto.hitbox.v1 import collision_pb2 as cpb

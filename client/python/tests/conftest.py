@@ -9,7 +9,6 @@ import subprocess
 import tempfile
 import time
 
-import grpc
 import pytest
 
 import hitbox

@@ -1,5 +1,4 @@
 """Tokens and TLS against a hitboxd with credentials (--admin-token-file, --tls-*)."""
-import os
 import shutil
 import subprocess
 
