@@ -68,14 +68,14 @@ class _Rows:
         self.pos = np.asarray(starts, dtype=np.int64)
         self.end = np.asarray(ends, dtype=np.int64)
 
-    def peek(self, pos, end):
-        return np.where(pos < end, self.data[np.minimum(pos, len(self.data) - 1)], -1)
+    def at(self, pos, end, key: int, present=None):
+        """Rows whose next field (pos < end) has this one-byte key; the data's padding keeps data[end] in range."""
+        mask = (self.data[pos] == key) & (pos < end)
+        return mask if present is None else mask & present
 
     def varint(self, pos, end, key: int, present=None):
         """uint64 values of an optional varint field (0 where absent); advances `pos` in place."""
-        mask = self.peek(pos, end) == key
-        if present is not None:
-            mask &= present
+        mask = self.at(pos, end, key, present)
         out = np.zeros(len(pos), dtype=np.uint64)
         if mask.any():
             p = pos[mask] + 1
@@ -90,9 +90,7 @@ class _Rows:
         return out
 
     def double(self, pos, end, key: int, present=None, missing=0.0):
-        mask = self.peek(pos, end) == key
-        if present is not None:
-            mask &= present
+        mask = self.at(pos, end, key, present)
         out = np.full(len(pos), missing, dtype=np.float64)
         if mask.any():
             p = pos[mask] + 1
@@ -102,9 +100,7 @@ class _Rows:
 
     def message(self, pos, end, key: int, present=None):
         """(mask, inner start, inner end) of an optional short (< 128 bytes) message field."""
-        mask = self.peek(pos, end) == key
-        if present is not None:
-            mask &= present
+        mask = self.at(pos, end, key, present)
         length = np.where(mask, self.data[np.minimum(pos + 1, len(self.data) - 1)], 0).astype(np.int64)
         if (length >= 0x80).any():
             raise _Bad
@@ -154,7 +150,7 @@ def cast_columns(data: np.ndarray, starts, ends) -> Optional[dict]:
 
 def _hit_span(r: _Rows, pos, end):
     """(has a hit, its start, its end) of QueryResult.hits (field 3), lengths up to 2^14."""
-    mask = r.peek(pos, end) == 0x1A
+    mask = r.at(pos, end, 0x1A)
     safe = np.minimum(pos + 2, len(r.data) - 1)
     b1 = np.where(mask, r.data[np.minimum(pos + 1, len(r.data) - 1)], 0).astype(np.int64)
     b2 = np.where(mask & (b1 >= 0x80), r.data[safe], 0).astype(np.int64)
