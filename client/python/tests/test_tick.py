@@ -111,3 +111,13 @@ def test_stream_binds_once_session_exists(client):
         stream.close()
     finally:
         client.delete_session("later")
+
+
+# cancel() ends the stream: later ticks raise Cancelled.
+def test_cancel(client, session):
+    stream = client.open_tick_stream(session)
+    stream.tick()
+    stream.cancel()
+    with pytest.raises(errors.Cancelled):
+        stream.tick()
+    assert stream.done
