@@ -45,8 +45,10 @@ BUILD_PACKAGES=(
 )
 
 # Only for `test`: a real browser renders the `view` pictures
-# (tests/view/browser_render_test.cc), with a font for their captions.
-TEST_PACKAGES=(chromium fonts-dejavu-core)
+# (tests/view/browser_render_test.cc), with a font for their captions; the
+# Python client's tests (client/python) run on Debian's grpcio and protobuf.
+TEST_PACKAGES=(chromium fonts-dejavu-core
+               python3-grpcio python3-protobuf python3-numpy python3-pytest)
 
 # Only for the fuzz targets (fuzz-build, fuzz-test and so `test`): Debian's
 # clang and its compiler-rt (libFuzzer, ASan and UBSan runtimes).
