@@ -39,7 +39,7 @@ export class TickStream {
   private readonly pendingTicks: Pending[] = [];
   private nextTick = 1n;
   private finishing = false;
-  private ended = false;
+  private isEnded = false;
   private finalError: HitboxError | undefined;
   private readonly endWaiters: Array<() => void> = [];
 
@@ -86,7 +86,7 @@ export class TickStream {
 
   /** True once the stream has ended (broken, cancelled or finished). */
   get done(): boolean {
-    return this.ended;
+    return this.isEnded;
   }
 
   /** The error the stream ended with; undefined while it runs or when it finished cleanly. */
@@ -100,12 +100,18 @@ export class TickStream {
    * tick() afterwards fails with FAILED_PRECONDITION.
    */
   async finish(): Promise<void> {
-    if (!this.ended && !this.finishing) {
+    if (!this.isEnded && !this.finishing) {
       this.finishing = true;
       this.call?.end();
     }
-    if (!this.ended) await new Promise<void>((resolve) => this.endWaiters.push(resolve));
+    if (!this.isEnded) await new Promise<void>((resolve) => this.endWaiters.push(resolve));
     if (this.finalError) throw this.finalError;
+  }
+
+  /** Waits for the stream to end, without half-closing it: its error, or undefined. */
+  async ended(): Promise<HitboxError | undefined> {
+    if (!this.isEnded) await new Promise<void>((resolve) => this.endWaiters.push(resolve));
+    return this.finalError;
   }
 
   /** Cancels the stream: pending ticks fail with CANCELLED. */
@@ -114,7 +120,7 @@ export class TickStream {
   }
 
   private send(game: U64 | undefined, changes: readonly ColliderChange[], queries: readonly Query[]): Promise<TickResult> {
-    if (this.ended) {
+    if (this.isEnded) {
       return Promise.reject(this.finalError ?? new HitboxError(Code.FAILED_PRECONDITION, 'the tick stream has finished'));
     }
     if (this.finishing) {
@@ -162,8 +168,8 @@ export class TickStream {
   }
 
   private end(error: HitboxError | undefined): void {
-    if (this.ended) return;
-    this.ended = true;
+    if (this.isEnded) return;
+    this.isEnded = true;
     this.finalError = error;
     const failure = error ??
       new HitboxError(Code.ABORTED, 'the server closed the tick stream before answering this tick');

@@ -25,13 +25,14 @@ export class Hitboxd {
     return this.log();
   }
 
-  /** Starts hitboxd with `args` after --listen, --port-file, --log-level, --threads. */
-  static async start(args: string[] = []): Promise<Hitboxd> {
+  /** Starts hitboxd with `args` after --listen, --port-file, --log-level, --threads and a
+   * short --shutdown-grace-ms (an idle channel would hold a SIGTERM for the default 5 s). */
+  static async start(args: string[] = [], threads = 1): Promise<Hitboxd> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hitbox-ts-'));
     const portFile = path.join(dir, 'port');
     let log = '';
     const child = spawn(HITBOXD, ['--listen', '127.0.0.1:0', '--port-file', portFile, '--log-level', 'warn',
-      '--threads', '1', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      '--threads', String(threads), '--shutdown-grace-ms', '300', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (d) => (log += d));
     child.stderr!.on('data', (d) => (log += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
