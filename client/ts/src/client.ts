@@ -13,7 +13,7 @@ import * as fs from 'fs';
 import * as grpc from '@grpc/grpc-js';
 import { Code, HitboxError, fromGrpcError } from './errors';
 import {
-  appliesMoves, applyFromProto, changesToProto, colliderFromProto, mapFromProto, queriesToProto,
+  appliesMoves, applyFromProto, big, type WireQueryResponse, changesToProto, colliderFromProto, mapFromProto, queriesToProto,
   resultsFromProto, sessionFromProto, specToProto, u64,
 } from './convert';
 import { protos } from './proto';
@@ -316,8 +316,8 @@ export class Client {
   async query(sessionId: string, queries: readonly Query[], call?: CallOptions, atTick?: number): Promise<QueryBatchResult> {
     const req = { sessionId, queries: queriesToProto(queries, atTick) };
     const res = await this.run('Query', !appliesMoves(queries), call, sessionId, (md, opts) =>
-      this.unary<P.QueryResponse__Output>(this.stub, 'Query', req, md, opts));
-    return { revision: BigInt(res.revision), results: resultsFromProto(res.results, queries.length) };
+      this.unary<WireQueryResponse>(this.stub, 'Query', req, md, opts));
+    return { revision: big(res.revision), results: resultsFromProto(res.results, queries.length) };
   }
 
   /** Colliders `shape` at `pose` overlaps (touching counts), sorted by id. */
@@ -376,7 +376,9 @@ export class Client {
     const callOptions: grpc.CallOptions = {};
     if (options.timeoutMs !== undefined) callOptions.deadline = Date.now() + options.timeoutMs;
     if (this.setupError) return TickStream.failed(sessionId, this.setupError);
-    return new TickStream(this.stub.Tick(md, callOptions), sessionId, options);
+    // Tick answers are decoded raw (proto.ts), not as the generated __Output type says.
+    const call = this.stub.Tick(md, callOptions) as unknown as ConstructorParameters<typeof TickStream>[0];
+    return new TickStream(call, sessionId, options);
   }
 
   // --- Plumbing ---------------------------------------------------------------

@@ -1,10 +1,12 @@
 // The client's types <-> the protobufjs objects grpc-js sends and receives.
 //
 // Outgoing: shapes, poses and vectors already have the wire's field names and
-// go as they are; every uint64 is checked and written as a decimal string
-// (protobufjs would turn a bigint into 0, and a number above 2^53 has already
-// been rounded). Incoming: the decoded objects are fresh, so ids are turned
-// into bigints in place instead of copying every hit.
+// go to Type.encode as they are; every uint64 is checked and handed over as a
+// number when it is a safe integer, else as its decimal string (protobufjs
+// would write a bigint as 0, and a number above 2^53 has already been
+// rounded). Incoming: Query and Tick answers are protobufjs messages (uint64
+// as Long) copied once into plain objects with bigint ids; the other answers
+// come from proto-loader's toObject with uint64 as decimal strings.
 import { Code, HitboxError } from './errors';
 import type * as P from './wire_types';
 import type {
@@ -13,24 +15,27 @@ import type {
 } from './types';
 
 const U64_MAX = (1n << 64n) - 1n;
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 function fieldName(a: string, i: number, b: string, j: number): string {
   return a + (i >= 0 ? `[${i}]` : '') + b + (j >= 0 ? `[${j}]` : '');
 }
 
 /**
- * A uint64 as the decimal string protobufjs writes exactly. Throws
+ * A uint64 as protobufjs writes it exactly: a number up to 2^53 - 1, else its
+ * decimal string. Throws
  * INVALID_ARGUMENT naming the field (a[i]b[j]) for a number that is not a safe
  * integer (above 2^53 it may already be rounded: pass a bigint) or anything
  * outside [0, 2^64).
  */
-export function u64(v: U64, a: string, i = -1, b = '', j = -1): string {
+export function u64(v: U64, a: string, i = -1, b = '', j = -1): number | string {
   if (typeof v === 'bigint') {
+    if (v >= 0n && v <= SAFE) return Number(v);
     if (v >= 0n && v <= U64_MAX) return v.toString();
     throw new HitboxError(Code.INVALID_ARGUMENT,
       `${fieldName(a, i, b, j)}: ${v} is outside the uint64 range [0, 2^64)`);
   }
-  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return String(v);
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
   const name = fieldName(a, i, b, j);
   if (typeof v === 'number' && Number.isInteger(v) && v > 0) {
     throw new HitboxError(Code.INVALID_ARGUMENT,
@@ -47,7 +52,7 @@ function filterToProto(f: QueryFilter | undefined, a: string, i: number, b: stri
   const out: P.QueryFilter = { mask: f.mask, maxHits: f.maxHits };
   const ids = f.ignoreIds;
   if (ids !== undefined && ids.length > 0) {
-    const s: string[] = new Array(ids.length);
+    const s: Array<number | string> = new Array(ids.length);
     for (let j = 0; j < ids.length; ++j) s[j] = u64(ids[j], a, i, b + '.ignore_ids', j);
     out.ignoreIds = s;
   }
@@ -132,38 +137,65 @@ export function specToProto(spec: SessionSpec): P.CreateSessionRequest {
 
 // --- Incoming -----------------------------------------------------------------
 
-/** The results of a response, ids turned into bigints in place. */
-export function resultsFromProto(rs: P.QueryResult__Output[], expected: number): QueryResult[] {
+// A decoded uint64: a Long (protobufjs with long.js) or a number.
+type WireLong = { low: number; high: number } | number;
+interface WireVec3 { x: number; y: number; z: number }
+interface WireCastHit { id: WireLong; userData: WireLong; fraction: number; normal: WireVec3 | null;
+  point: WireVec3 | null; startedOverlapping: boolean; depth: number; subShape: number }
+interface WireContact { depth: number; normal: WireVec3 | null; pointA: WireVec3 | null; pointB: WireVec3 | null }
+interface WireOverlapHit { id: WireLong; userData: WireLong; contact: WireContact | null; subShape: number }
+interface WireMoveContact { id: WireLong; subShape: number; normal: WireVec3 | null; point: WireVec3 | null }
+interface WireMoveResult { position: WireVec3 | null; displacement: WireVec3 | null; contacts: WireMoveContact[];
+  onGround: boolean; groundId: WireLong; groundSubShape: number; groundNormal: WireVec3 | null; stepped: boolean;
+  blocked: boolean }
+/** A QueryResult as protobufjs decodes it (absent fields read from the prototype's defaults). */
+export interface WireQueryResult { tag: WireLong; overlaps: WireOverlapHit[]; hits: WireCastHit[];
+  move: WireMoveResult | null; truncated: boolean }
+export interface WireQueryResponse { revision: WireLong; results: WireQueryResult[] }
+export interface WireTickResponse { tick: WireLong; revision: WireLong; results: WireQueryResult[];
+  error: { code: number; message: string } | null }
+
+/** A decoded uint64 as a bigint. */
+export function big(v: WireLong): bigint {
+  if (typeof v === 'number') return BigInt(v);
+  return v.high === 0 ? BigInt(v.low >>> 0) : (BigInt(v.high >>> 0) << 32n) | BigInt(v.low >>> 0);
+}
+
+const vec = (v: WireVec3 | null) => (v === null ? { x: 0, y: 0, z: 0 } : { x: v.x, y: v.y, z: v.z });
+
+/** The results of a decoded Query or Tick answer as the client's types. */
+export function resultsFromProto(rs: WireQueryResult[], expected: number): QueryResult[] {
   if (rs.length !== expected) {
     throw new HitboxError(Code.INTERNAL,
       `the server answered ${rs.length} query results for ${expected} queries`);
   }
+  const out: QueryResult[] = new Array(rs.length);
   for (let i = 0; i < rs.length; ++i) {
-    const r = rs[i] as unknown as Record<string, unknown> & P.QueryResult__Output;
-    (r as unknown as QueryResult).tag = BigInt(r.tag);
-    const overlaps = r.overlaps as unknown as OverlapHit[];
+    const r = rs[i];
+    const overlaps: OverlapHit[] = new Array(r.overlaps.length);
     for (let k = 0; k < overlaps.length; ++k) {
-      const h = overlaps[k];
-      h.id = BigInt(h.id as unknown as string);
-      h.userData = BigInt(h.userData as unknown as string);
-      if (h.contact === null) h.contact = undefined;
+      const h = r.overlaps[k];
+      const c = h.contact;
+      overlaps[k] = { id: big(h.id), userData: big(h.userData), subShape: h.subShape,
+        contact: c === null ? undefined : { depth: c.depth, normal: vec(c.normal), pointA: vec(c.pointA), pointB: vec(c.pointB) } };
     }
-    const hits = r.hits as unknown as CastHit[];
+    const hits: CastHit[] = new Array(r.hits.length);
     for (let k = 0; k < hits.length; ++k) {
-      const h = hits[k];
-      h.id = BigInt(h.id as unknown as string);
-      h.userData = BigInt(h.userData as unknown as string);
+      const h = r.hits[k];
+      hits[k] = { id: big(h.id), userData: big(h.userData), fraction: h.fraction, normal: vec(h.normal),
+        point: vec(h.point), startedOverlapping: h.startedOverlapping, depth: h.depth, subShape: h.subShape };
     }
-    if (r.move === null) {
-      r.move = undefined as unknown as null;
-    } else {
-      const m = r.move as unknown as MoveResult;
-      m.groundId = BigInt(m.groundId as unknown as string);
-      if (m.groundNormal === null) m.groundNormal = undefined;
-      for (const c of m.contacts) c.id = BigInt(c.id as unknown as string);
+    let move: MoveResult | undefined;
+    const m = r.move;
+    if (m !== null) {
+      move = { position: vec(m.position), displacement: vec(m.displacement),
+        contacts: m.contacts.map((c) => ({ id: big(c.id), subShape: c.subShape, normal: vec(c.normal), point: vec(c.point) })),
+        onGround: m.onGround, groundId: big(m.groundId), groundSubShape: m.groundSubShape,
+        groundNormal: m.groundNormal === null ? undefined : vec(m.groundNormal), stepped: m.stepped, blocked: m.blocked };
     }
+    out[i] = { tag: big(r.tag), overlaps, hits, move, truncated: r.truncated };
   }
-  return rs as unknown as QueryResult[];
+  return out;
 }
 
 function aabbFromProto(b: P.Aabb__Output | null): Aabb | undefined {

@@ -10,8 +10,8 @@
 // never reconnects by itself (see docs/client.md, "Server restart").
 import type * as grpc from '@grpc/grpc-js';
 import { Code, HitboxError } from './errors';
-import { changesToProto, queriesToProto, resultsFromProto, u64 } from './convert';
-import type { TickRequest, TickResponse__Output } from './wire_types';
+import { big, changesToProto, queriesToProto, resultsFromProto, u64, type WireTickResponse } from './convert';
+import type { TickRequest } from './wire_types';
 import type { ColliderChange, Query, TickResult, U64 } from './types';
 
 /** Options of a tick stream. */
@@ -23,13 +23,13 @@ export interface TickStreamOptions {
 }
 
 interface Pending {
-  tick: string;
+  tick: bigint;
   queries: number;
   resolve: (r: TickResult) => void;
   reject: (e: HitboxError) => void;
 }
 
-type Duplex = grpc.ClientDuplexStream<TickRequest, TickResponse__Output>;
+type Duplex = grpc.ClientDuplexStream<TickRequest, WireTickResponse>;
 
 export class TickStream {
   readonly sessionId: string;
@@ -49,7 +49,7 @@ export class TickStream {
     this.sessionId = sessionId;
     this.maxInFlight = Math.max(1, options.maxInFlight ?? 1024);
     if (!call) return;
-    call.on('data', (r: TickResponse__Output) => this.onResponse(r));
+    call.on('data', (r: WireTickResponse) => this.onResponse(r));
     // 'error' carries the same status as 'status'; a listener keeps Node from throwing it.
     call.on('error', () => {});
     call.on('status', (s: grpc.StatusObject) =>
@@ -138,22 +138,23 @@ export class TickStream {
         throw new HitboxError(Code.INVALID_ARGUMENT,
           `tick ${tick}: the ticks of a stream must increase (the next is at least ${this.nextTick})`);
       }
-      request = { sessionId: this.sessionId, tick: tick.toString(), changes: changesToProto(changes),
+      request = { sessionId: this.sessionId, tick: u64(tick, 'tick'), changes: changesToProto(changes),
         queries: queriesToProto(queries) };
     } catch (e) {
       return Promise.reject(e);
     }
     this.nextTick = tick + 1n;
     return new Promise<TickResult>((resolve, reject) => {
-      this.pendingTicks.push({ tick: request.tick as string, queries: queries.length, resolve, reject });
+      this.pendingTicks.push({ tick, queries: queries.length, resolve, reject });
       this.call!.write(request);
     });
   }
 
-  private onResponse(r: TickResponse__Output): void {
+  private onResponse(r: WireTickResponse): void {
     const list = this.pendingTicks;
     let k = 0;
-    while (k < list.length && list[k].tick !== r.tick) ++k;
+    const tick = big(r.tick);
+    while (k < list.length && list[k].tick !== tick) ++k;
     if (k === list.length) return;  // not a tick of ours: ignored
     const p = k === 0 ? list.shift()! : list.splice(k, 1)[0];
     if (r.error !== null && r.error.code !== 0) {
@@ -161,7 +162,7 @@ export class TickStream {
       return;
     }
     try {
-      p.resolve({ tick: BigInt(r.tick), revision: BigInt(r.revision), results: resultsFromProto(r.results, p.queries) });
+      p.resolve({ tick, revision: big(r.revision), results: resultsFromProto(r.results, p.queries) });
     } catch (e) {
       p.reject(e as HitboxError);
     }
