@@ -15,6 +15,11 @@ export class Hitboxd {
     this.dir = dir;
   }
 
+  /** The process id. */
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
+
   /** host:port to connect to. */
   get address(): string {
     return `127.0.0.1:${this.port}`;
