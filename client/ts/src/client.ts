@@ -22,7 +22,7 @@ import type { HitboxClient } from './gen/hitbox/v1/Hitbox';
 import type { HealthClient } from './gen/grpc/health/v1/Health';
 import type * as P from './wire_types';
 import type {
-  ApplyResult, CastHit, Collider, ColliderChange, ColliderSnapshot, HealthStatus, MapInfo, MoveQuery,
+  ApplyResult, CastHit, Collider, ColliderChange, ColliderPage, ColliderSnapshot, HealthStatus, MapInfo, MoveQuery,
   MoveResult, OverlapHit, Pose, Query, QueryBatchResult, QueryFilter, SessionInfo, SessionSpec, Shape, U64,
   Vec3,
 } from './types';
@@ -307,6 +307,30 @@ export class Client {
     });
   }
 
+  /**
+   * Streams the whole set page by page into `onPage` (sorted by id; return
+   * false, or a promise of false, to stop early). Retried on UNAVAILABLE only
+   * before the first page.
+   */
+  async listColliderPages(sessionId: string,
+    onPage: (page: ColliderPage) => boolean | void | Promise<boolean | void>,
+    options: { pageSize?: number; includeMap?: boolean } = {}, call?: CallOptions): Promise<void> {
+    const req = { sessionId, pageSize: options.pageSize ?? 0, includeMap: options.includeMap ?? false };
+    await this.run('ListColliders', true, call, sessionId, async (md, opts, state) => {
+      const stream = this.stub.ListColliders(req, md, opts);
+      for await (const page of stream) {
+        state.retryable = false;  // the caller has seen data: a retry would repeat it
+        const keep = await onPage({ revision: BigInt(page.revision), total: Number(page.total),
+          colliders: page.colliders.map(colliderFromProto) });
+        if (keep === false) {
+          stream.on('error', () => {});  // the CANCELLED that cancel() brings
+          stream.cancel();
+          return;
+        }
+      }
+    });
+  }
+
   // --- Queries ----------------------------------------------------------------
 
   /**
@@ -412,27 +436,29 @@ export class Client {
   /**
    * Runs `attempt` until it succeeds, fails with anything but UNAVAILABLE, is
    * not retryable, runs out of attempts, or the next wait would pass the
-   * deadline; rejects with the last error as a HitboxError.
+   * deadline; rejects with the last error as a HitboxError. An attempt may
+   * clear state.retryable (a stream that has delivered data).
    */
   private async run<T>(method: string, retryable: boolean, call: CallOptions | undefined,
     sessionId: string | undefined,
-    attempt: (md: grpc.Metadata, opts: grpc.CallOptions) => Promise<T>): Promise<T> {
+    attempt: (md: grpc.Metadata, opts: grpc.CallOptions, state: { retryable: boolean }) => Promise<T>): Promise<T> {
     if (this.setupError) throw this.setupError;
     const token = sessionId === undefined ? this.options.token ?? '' : this.sessionToken(sessionId);
     const timeout = call?.timeoutMs ?? this.options.defaultTimeoutMs ?? 5000;
     const deadline = Date.now() + timeout;
     const waitForReady = !!(this.options.waitForReady || call?.waitForReady);
     const maxAttempts = Math.max(1, this.retry.maxAttempts);
+    const state = { retryable };
     for (let n = 1; ; ++n) {
       if (Date.now() >= deadline) {
         throw new HitboxError(Code.DEADLINE_EXCEEDED,
           `${method}: the deadline passed before attempt ${n} could be sent`);
       }
       try {
-        return await attempt(this.metadata(token, waitForReady), { deadline });
+        return await attempt(this.metadata(token, waitForReady), { deadline }, state);
       } catch (e) {
         const err = fromGrpcError(e);
-        if (err.code !== Code.UNAVAILABLE || !retryable || call?.allowRetry === false || n >= maxAttempts) {
+        if (err.code !== Code.UNAVAILABLE || !state.retryable || call?.allowRetry === false || n >= maxAttempts) {
           throw err;
         }
         const wait = this.backoff(n);

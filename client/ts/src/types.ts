@@ -352,5 +352,15 @@ export interface ColliderSnapshot {
   colliders: ColliderOut[];
 }
 
+/** One page of a ListColliders stream. */
+export interface ColliderPage {
+  /** Revision of the snapshot being streamed (the same on every page). */
+  revision: bigint;
+  /** Colliders in the whole snapshot. */
+  total: number;
+  /** This page's colliders, sorted by id across the stream. */
+  colliders: ColliderOut[];
+}
+
 /** Serving status of the standard gRPC health check. */
 export type HealthStatus = 'UNKNOWN' | 'SERVING' | 'NOT_SERVING' | 'SERVICE_UNKNOWN';

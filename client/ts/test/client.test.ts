@@ -77,6 +77,23 @@ describe('changes', () => {
     assert.equal(all.revision, 4n);
   });
 
+  // Pages one by one, in id order, and a stop after the first.
+  test('listColliderPages', async () => {
+    const { sessionId: id } = await client.createSession();
+    await client.addColliders(id, Array.from({ length: 5 }, (_, i) => ({ id: BigInt(10 - i), shape: Shapes.sphere(1) })));
+    const pages: bigint[][] = [];
+    await client.listColliderPages(id, (p) => {
+      assert.equal(p.total, 5);
+      assert.equal(p.revision, 1n);
+      pages.push(p.colliders.map((c) => c.id));
+    }, { pageSize: 2 });
+    assert.deepEqual(pages, [[6n, 7n], [8n, 9n], [10n]]);
+    let seen = 0;
+    await client.listColliderPages(id, async () => ++seen < 1, { pageSize: 2 });
+    assert.equal(seen, 1);
+    await rejectsWith(client.listColliderPages('nobody', () => {}), Code.NOT_FOUND);
+  });
+
   // Refused batches change nothing, and say why.
   test('errors', async () => {
     const { sessionId: id } = await client.createSession();

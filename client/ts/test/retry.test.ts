@@ -32,10 +32,12 @@ test('idempotent calls are retried', async () => {
   await rejectsWith(client.getSession('s'), Code.UNAVAILABLE);
   await rejectsWith(client.createSession('with-id'), Code.UNAVAILABLE);
   await rejectsWith(client.raycast('s', vec3(0, 0, 0), vec3(1, 0, 0)), Code.UNAVAILABLE);
+  await rejectsWith(client.listColliderPages('s', () => {}), Code.UNAVAILABLE);
   assert.deepEqual(retries, [
     ['GetSession', 1, Code.UNAVAILABLE], ['GetSession', 2, Code.UNAVAILABLE],
     ['CreateSession', 1, Code.UNAVAILABLE], ['CreateSession', 2, Code.UNAVAILABLE],
     ['Query', 1, Code.UNAVAILABLE], ['Query', 2, Code.UNAVAILABLE],
+    ['ListColliders', 1, Code.UNAVAILABLE], ['ListColliders', 2, Code.UNAVAILABLE],
   ]);
   client.close();
 });
