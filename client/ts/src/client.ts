@@ -337,8 +337,8 @@ export class Client {
    * Answers a batch of mixed queries, in order, at one revision. A batch with
    * a move that names applyToId changes the session: never retried.
    */
-  async query(sessionId: string, queries: readonly Query[], call?: CallOptions, atTick?: number): Promise<QueryBatchResult> {
-    const req = { sessionId, queries: queriesToProto(queries, atTick) };
+  async query(sessionId: string, queries: readonly Query[], call?: CallOptions): Promise<QueryBatchResult> {
+    const req = { sessionId, queries: queriesToProto(queries) };
     const res = await this.run('Query', !appliesMoves(queries), call, sessionId, (md, opts) =>
       this.unary<WireQueryResponse>(this.stub, 'Query', req, md, opts));
     return { revision: big(res.revision), results: resultsFromProto(res.results, queries.length) };
@@ -475,7 +475,8 @@ export class Rewound {
   constructor(private readonly client: Client, readonly tick: number) {}
 
   query(sessionId: string, queries: readonly Query[], call?: CallOptions): Promise<QueryBatchResult> {
-    return this.client.query(sessionId, queries, call, this.tick);
+    const at = queries.map((q) => (q.atTick === undefined ? { ...q, atTick: this.tick } : q));
+    return this.client.query(sessionId, at, call);
   }
 
   async overlap(sessionId: string, shape: Shape, at: Pose, filter?: QueryFilter, wantContact = false,

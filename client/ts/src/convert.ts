@@ -83,8 +83,8 @@ export function changesToProto(changes: readonly ColliderChange[], a = 'changes'
   return out;
 }
 
-/** queries[i] -> Query; `atTick` fills in queries without their own (Rewind). */
-export function queriesToProto(queries: readonly Query[], atTick?: number): P.Query[] {
+/** queries[i] -> Query; errors name `queries[i]...`. */
+export function queriesToProto(queries: readonly Query[]): P.Query[] {
   const out: P.Query[] = new Array(queries.length);
   for (let i = 0; i < queries.length; ++i) {
     const q = queries[i];
@@ -111,8 +111,7 @@ export function queriesToProto(queries: readonly Query[], atTick?: number): P.Qu
       throw new HitboxError(Code.INVALID_ARGUMENT, `queries[${i}]: no kind (overlap, cast, raycast or move)`);
     }
     if (q.tag !== undefined) p.tag = u64(q.tag, 'queries', i, '.tag');
-    const t = q.atTick ?? atTick;
-    if (t !== undefined) p.atTick = t;
+    if (q.atTick !== undefined) p.atTick = q.atTick;
     if (q.shapeFromCollider !== undefined) {
       p.shapeFromCollider = u64(q.shapeFromCollider, 'queries', i, '.shape_from_collider');
     }
