@@ -12,7 +12,7 @@
 import { Client, HitboxError, Shapes, vec3, type Vec3 } from '../src';
 
 async function main(address: string): Promise<void> {
-  const client = new Client(address, { defaultTimeoutMs: 2000, token: process.env.HITBOX_TOKEN });
+  const client = new Client(address, { token: process.env.HITBOX_TOKEN });
   const { sessionId } = await client.createSession();  // the client keeps its token
   const player = 1000n;
   const capsule = Shapes.capsule(0.4, 0.5);  // radius 0.4 m, 1.8 m tall

@@ -14,7 +14,7 @@ let server: Hitboxd;
 let client: Client;
 before(async () => {
   server = await Hitboxd.start(['--maps', MAPS]);
-  client = new Client(server.address);
+  client = new Client(server.address, { defaultTimeoutMs: 30000 });  // a loaded CI machine is slow
 });
 after(async () => {
   client?.close();

@@ -1,8 +1,9 @@
-// Conformance through the package: case files of ../shared/cases (every
-// top-level one but big.json, rewind/, and the real level
-// ../shared/levels/level_inyard.json; HITBOX_TS_CASES=all adds big.json and
-// next/) loaded into a hitboxd session with the client, every query answered
-// through it and judged by FORMAT.md's rules, as tests/service/e2e_test.cc does.
+// Conformance through the package: the case files of ../shared/cases (every
+// one in it, next/ and rewind/ but the two performance files big.json and
+// next/big_level.json, which HITBOX_TS_CASES=all adds) and the real level
+// ../shared/levels/level_inyard.json, loaded into a hitboxd session with the
+// client, every query answered through it and judged by FORMAT.md's rules, as
+// tests/service/e2e_test.cc does.
 import { after, before, test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as fs from 'fs';
@@ -19,11 +20,11 @@ function caseFiles(): string[] {
   const json = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir) : [])
     .filter((f) => /\.json(\.gz)?$/.test(f)).sort().map((f) => path.join(dir, f));
   return [
-    ...json(CASES).filter((f) => ALL || !/\/big\.json/.test(f)),
+    ...json(CASES),
+    ...json(path.join(CASES, 'next')),
     ...json(path.join(CASES, 'rewind')),
-    ...(ALL ? json(path.join(CASES, 'next')) : []),
     ...json(path.join(CASES, '../levels')),
-  ];
+  ].filter((f) => ALL || !/\/big(_level)?\.json/.test(f));
 }
 
 let server: Hitboxd;

@@ -12,7 +12,7 @@ let server: Hitboxd;
 let client: Client;
 before(async () => {
   server = await Hitboxd.start();
-  client = new Client(server.address);
+  client = new Client(server.address, { defaultTimeoutMs: 30000 });  // a loaded CI machine is slow
 });
 after(async () => {
   client?.close();
