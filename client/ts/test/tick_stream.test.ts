@@ -133,17 +133,31 @@ describe('errors', () => {
     await rejectsWith(stream.tick(), Code.DEADLINE_EXCEEDED);
   });
 
-  // A killed server breaks the stream: pending and later ticks fail with UNAVAILABLE.
-  test('server killed', async () => {
-    const own = await Hitboxd.start();
-    const c = new Client(own.address);
+  // A killed server breaks the stream: pending and later ticks fail with
+  // UNAVAILABLE. Once it is back on its port (sessions gone), the same Client
+  // makes the session again and opens a new stream, waiting for the reconnect.
+  test('server killed and restarted', async () => {
+    const first = await Hitboxd.start();
+    const c = new Client(first.address);
     const { sessionId } = await c.createSession();
     const stream = c.openTickStream(sessionId);
     await stream.tick();
-    await own.kill();
+    await first.kill();
     await rejectsWith(stream.finish(), Code.UNAVAILABLE);
     await rejectsWith(stream.tick(), Code.UNAVAILABLE);
-    c.close();
-    await own.stop();
+    await rejectsWith(c.getSession(sessionId, { allowRetry: false }), Code.UNAVAILABLE);
+    const second = await Hitboxd.start([], 1, first.port);
+    try {
+      const again = { waitForReady: true, timeoutMs: 30000 };
+      await c.createSession(sessionId, again);
+      await c.addColliders(sessionId, [{ id: 1n, shape: Shapes.sphere(1) }], again);
+      const next = c.openTickStream(sessionId);
+      assert.equal((await next.tick([], [down])).results[0].hits[0].id, 1n);
+      await next.finish();
+    } finally {
+      c.close();
+      await first.stop();
+      await second.stop();
+    }
   });
 });

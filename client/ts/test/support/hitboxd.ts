@@ -30,13 +30,16 @@ export class Hitboxd {
     return this.log();
   }
 
-  /** Starts hitboxd with `args` after --listen, --port-file, --log-level, --threads and a
-   * short --shutdown-grace-ms (an idle channel would hold a SIGTERM for the default 5 s). */
-  static async start(args: string[] = [], threads = 1): Promise<Hitboxd> {
+  /**
+   * Starts hitboxd on `listenPort` (0: one the kernel picks) with `args` after
+   * --listen, --port-file, --log-level, --threads and a short
+   * --shutdown-grace-ms (an idle channel would hold a SIGTERM for the default 5 s).
+   */
+  static async start(args: string[] = [], threads = 1, listenPort = 0): Promise<Hitboxd> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hitbox-ts-'));
     const portFile = path.join(dir, 'port');
     let log = '';
-    const child = spawn(HITBOXD, ['--listen', '127.0.0.1:0', '--port-file', portFile, '--log-level', 'warn',
+    const child = spawn(HITBOXD, ['--listen', `127.0.0.1:${listenPort}`, '--port-file', portFile, '--log-level', 'warn',
       '--threads', String(threads), '--shutdown-grace-ms', '300', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (d) => (log += d));
     child.stderr!.on('data', (d) => (log += d));
