@@ -23,10 +23,9 @@ function fieldName(a: string, i: number, b: string, j: number): string {
 
 /**
  * A uint64 as protobufjs writes it exactly: a number up to 2^53 - 1, else its
- * decimal string. Throws
- * INVALID_ARGUMENT naming the field (a[i]b[j]) for a number that is not a safe
- * integer (above 2^53 it may already be rounded: pass a bigint) or anything
- * outside [0, 2^64).
+ * decimal string. Throws INVALID_ARGUMENT naming the field (a[i]b[j]) for a
+ * number that is not a safe integer (above 2^53 - 1 it may already be
+ * rounded: pass a bigint) or anything outside [0, 2^64).
  */
 export function u64(v: U64, a: string, i = -1, b = '', j = -1): number | string {
   if (typeof v === 'bigint') {
