@@ -46,7 +46,7 @@ export class Hitboxd {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     // The port file is renamed into place once the server listens: wait for it
     // (a directory watch), or for the process to exit, or 60 s.
-    const port = await new Promise<number>((resolve, reject) => {
+    const listening = new Promise<number>((resolve, reject) => {
       const read = () => {
         try {
           const p = parseInt(fs.readFileSync(portFile, 'utf8'), 10);
@@ -69,6 +69,14 @@ export class Hitboxd {
       const p = read();
       if (p > 0) done(() => resolve(p));
     });
+    let port: number;
+    try {
+      port = await listening;
+    } catch (e) {
+      child.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+      throw e;
+    }
     return new Hitboxd(child, port, dir, exited, () => log);
   }
 
