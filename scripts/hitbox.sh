@@ -158,6 +158,10 @@ case "${1:-}" in
   build) build ;;
   test)
     install_missing "${TEST_PACKAGES[@]}"
+    # The TypeScript client's test (client/ts): Debian's node and npm when there are none.
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+      install_missing nodejs npm
+    fi
     build
     (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
     if [ "${HITBOX_FUZZ_SMOKE:-1}" != 0 ]; then  # HITBOX_FUZZ_SMOKE=0 skips it
