@@ -5,7 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <optional>
+#include <variant>
 
 #include "geometry/heightfield.h"
 #include "geometry/triangle_mesh.h"
@@ -14,24 +14,48 @@
 namespace hitbox {
 
 class SurfaceData {
+  struct MeshPart {
+    TriangleMesh mesh;
+    uint32_t input_triangles;
+  };
+  struct FieldPart {
+    Heightfield field;
+    HeightfieldShape input;
+  };
+
  public:
   SurfaceData(TriangleMesh mesh, uint32_t input_triangles)
-      : mesh_(std::move(mesh)), input_triangles_(input_triangles) {}
+      : data_(MeshPart{std::move(mesh), input_triangles}) {}
   SurfaceData(Heightfield field, HeightfieldShape input)
-      : field_(std::move(field)), field_input_(std::move(input)) {}
+      : data_(FieldPart{std::move(field), std::move(input)}) {}
+
+  /// Calls f(surface) with the TriangleMesh or the Heightfield.
+  template <typename F>
+  decltype(auto) Visit(F&& f) const {
+    if (const MeshPart* m = std::get_if<MeshPart>(&data_)) return f(m->mesh);
+    return f(std::get<FieldPart>(data_).field);
+  }
 
   /// The mesh as given, rebuilt from the stored mesh (Shape::mesh_input()).
   TriangleMeshShape mesh_input() const {
     TriangleMeshShape in;
-    mesh_->Input(&in.vertices, &in.triangles);
+    mesh()->Input(&in.vertices, &in.triangles);
     return in;
   }
-  const HeightfieldShape& heightfield_input() const { return field_input_; }
+  const HeightfieldShape& heightfield_input() const { return std::get<FieldPart>(data_).input; }
 
-  const TriangleMesh* mesh() const { return mesh_ ? &*mesh_ : nullptr; }
-  const Heightfield* heightfield() const { return field_ ? &*field_ : nullptr; }
+  const TriangleMesh* mesh() const {
+    const MeshPart* m = std::get_if<MeshPart>(&data_);
+    return m != nullptr ? &m->mesh : nullptr;
+  }
+  const Heightfield* heightfield() const {
+    const FieldPart* f = std::get_if<FieldPart>(&data_);
+    return f != nullptr ? &f->field : nullptr;
+  }
   /// Local bounds of the surface.
-  const Aabb& bounds() const { return mesh_ ? mesh_->bounds() : field_->bounds(); }
+  const Aabb& bounds() const {
+    return Visit([](const auto& surface) -> const Aabb& { return surface.bounds(); });
+  }
   /// Radius of the smallest origin-centred ball holding the bounds' corners.
   double bounding_radius() const {
     const Aabb& b = bounds();
@@ -41,28 +65,21 @@ class SurfaceData {
   }
   /// Triangles as given (a mesh's input count, dropped ones included).
   uint32_t input_triangles() const {
-    return mesh_ ? input_triangles_ : field_->triangle_count();
+    const MeshPart* m = std::get_if<MeshPart>(&data_);
+    return m != nullptr ? m->input_triangles : heightfield()->triangle_count();
   }
   size_t MemoryBytes() const {
-    return sizeof(*this) + (mesh_ ? mesh_->MemoryBytes() : field_->MemoryBytes()) +
-           field_input_.heights.capacity() * sizeof(double);
-  }
-
-  /// Calls f(surface) with the TriangleMesh or the Heightfield.
-  template <typename F>
-  decltype(auto) Visit(F&& f) const {
-    if (mesh_) return f(*mesh_);
-    return f(*field_);
+    const FieldPart* f = std::get_if<FieldPart>(&data_);
+    return sizeof(*this) + Visit([](const auto& surface) { return surface.MemoryBytes(); }) +
+           (f != nullptr ? f->input.heights.capacity() * sizeof(double) : 0);
   }
 
  private:
   friend void internal::SurfaceAddRef(const SurfaceData* s);
   friend void internal::SurfaceRelease(const SurfaceData* s);
   mutable std::atomic<uint32_t> refs_{0};
-  std::optional<TriangleMesh> mesh_;
-  std::optional<Heightfield> field_;
-  HeightfieldShape field_input_;
-  uint32_t input_triangles_ = 0;
+  // A mesh or a heightfield, never both: one takes the other's room.
+  std::variant<MeshPart, FieldPart> data_;
 };
 
 }  // namespace hitbox
