@@ -547,6 +547,23 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
 
 // --- OBJ ----------------------------------------------------------------------
 
+/// The double nearest the decimal that tinyobjloader read as `x`: its parser
+/// can land an ulp or two off, so a file's "2.123456" came back as no q / 10^k
+/// and meshes fell back to doubles. The q / 10^k (k <= 9) within 2 ulps of x,
+/// the fewest digits first, is the correctly rounded value of such text.
+double NearestShortDecimal(double x) {
+  if (!std::isfinite(x) || x == 0.0) return x;
+  const double ulp = std::nextafter(std::fabs(x), INFINITY) - std::fabs(x);
+  double scale = 1.0;
+  for (int k = 0; k <= 9; ++k, scale *= 10.0) {
+    const double q = std::nearbyint(x * scale);
+    if (std::fabs(q) > 0x1p53) break;
+    const double decimal = q / scale;
+    if (std::fabs(decimal - x) <= 2.0 * ulp) return decimal;
+  }
+  return x;
+}
+
 Status ImportObj(const std::string& path, const ImportOptions& options, Level* level) {
   tinyobj::ObjReaderConfig config;
   config.triangulate = true;
@@ -592,7 +609,8 @@ Status ImportObj(const std::string& path, const ImportOptions& options, Level* l
         const auto [it, fresh] = remap.emplace(vi, static_cast<uint32_t>(node.vertices.size()));
         if (fresh) {
           const size_t b = static_cast<size_t>(vi) * 3;
-          const Vec3 p{static_cast<double>(v[b]), static_cast<double>(v[b + 1]), static_cast<double>(v[b + 2])};
+          const Vec3 p{NearestShortDecimal(v[b]), NearestShortDecimal(v[b + 1]),
+                       NearestShortDecimal(v[b + 2])};
           if (!p.IsFinite()) {
             return Invalid(path + ": " + node.where + ": vertex " + std::to_string(vi + 1) + " is not finite");
           }

@@ -4,12 +4,16 @@
 // USP_/UCP_ names, extras, dropped triangles, limits and errors.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <numbers>
+#include <optional>
 #include <random>
+#include <set>
 #include <string>
 
 #include "gltf_builder.h"
@@ -412,6 +416,61 @@ TEST(LevelImport, MalformedObjNamesLineOrObject) {
   ASSERT_FALSE(face.ok());
   EXPECT_NE(face.error().message.find("object 'wall': face 0 uses vertex 9 of 3"), std::string::npos)
       << face.error().message;
+}
+
+// OBJ coordinates written as decimals come in as the doubles nearest the
+// text (as strtod reads it), so a level's mesh packs them as q / 10^k: fewer
+// bytes than doubles, every vertex exact.
+TEST(LevelImport, ObjDecimalsAreReadExactlyAndPacked) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> micro(-5'000'000, 5'000'000);
+  std::string text = "o terrain\n";
+  std::vector<std::string> coords;
+  const int n = 60;
+  for (int r = 0; r < n; ++r) {
+    for (int c = 0; c < n; ++c) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf), "%.6f %d.%06d %.6f", c * 0.5, micro(rng) / 1'000'000,
+                    std::abs(micro(rng)) % 1'000'000, r * 0.5);
+      coords.emplace_back(buf);
+      text += "v " + coords.back() + "\n";
+    }
+  }
+  for (int r = 0; r + 1 < n; ++r) {
+    for (int c = 0; c + 1 < n; ++c) {
+      const int a = r * n + c + 1;
+      text += "f " + std::to_string(a) + " " + std::to_string(a + n) + " " + std::to_string(a + 1) +
+              "\nf " + std::to_string(a + 1) + " " + std::to_string(a + n) + " " +
+              std::to_string(a + n + 1) + "\n";
+    }
+  }
+  const std::string path = Temp("decimals.obj");
+  std::ofstream(path, std::ios::binary) << text;
+  auto level = ImportLevel(path);
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 1u);
+  const Shape& shape = level->colliders[0].shape;
+  const std::optional<TriangleMeshShape> mesh = shape.mesh_input();
+  ASSERT_TRUE(mesh.has_value());
+  ASSERT_EQ(mesh->vertices.size(), coords.size());
+  std::set<std::array<double, 3>> want;  // each vertex as strtod reads its text
+  for (const std::string& line : coords) {
+    std::array<double, 3> v{};
+    const char* at = line.c_str();
+    for (double& w : v) {
+      char* end = nullptr;
+      w = std::strtod(at, &end);
+      at = end;
+    }
+    want.insert(v);
+  }
+  for (const Vec3& v : mesh->vertices) {
+    EXPECT_EQ(want.count({v.x, v.y, v.z}), 1u) << v.x << " " << v.y << " " << v.z;
+  }
+  const double per =
+      static_cast<double>(shape.DataBytes()) / static_cast<double>(mesh->triangles.size());
+  std::printf("decimal OBJ terrain: %.2f bytes/triangle\n", per);
+  EXPECT_LT(per, 20.0);  // as doubles: over 24
 }
 
 // Round trip: the imported OBJ level answers rays, sweeps and overlaps exactly
