@@ -1,30 +1,7 @@
-// Who may do what on hitboxd: per-session tokens, the admin token, protected
-// mode (loopback only while no credentials are configured) and the
-// server-wide cap on requests in flight. Every hitbox.v1.Hitbox rpc entry
-// point asks Authorizer::Authorize first; the Do* rpc bodies know nothing of it.
-//
-// Metadata: a caller presents its token as `authorization: Bearer <token>`.
-//
-// Tokens are enforced once credentials are configured: an admin token
-// (--admin-token-file) or TLS client certificates (--tls-client-ca). Without
-// credentials every caller the server serves is trusted, as in Redis without a
-// password, and protected mode serves only this machine's clients (loopback,
-// unix sockets, in-process) unless --insecure. Session tokens are issued in
-// every mode, so clients work unchanged when credentials are turned on.
-//
-// With credentials configured:
-//   caller presents          CreateSession   session rpcs (own id)   ListSessions
-//   nothing                  UNAUTHENTICATED (1)  UNAUTHENTICATED    UNAUTHENTICATED
-//   its session's token      PERMISSION_DENIED (1) yes               PERMISSION_DENIED
-//   another / unknown token  PERMISSION_DENIED (1) PERMISSION_DENIED (2) PERMISSION_DENIED
-//   the admin token          yes             yes, any session        yes
-//   (1) with an admin token configured, only it may CreateSession, so that
-//       nobody else can learn which session ids are taken (ALREADY_EXISTS);
-//       refused before the id is looked at, alike for taken and free ids.
-//       --open-create lets every caller the server serves create sessions
-//       (and so learn whether an id is taken); with TLS client certificates
-//       and no admin token, every client with a certificate may.
-//   (2) the same status and message whether or not the session exists.
+// Who may do what on hitboxd (docs/security.md has the table): session and
+// admin tokens as `authorization: Bearer <token>`, protected mode (loopback
+// only while no credentials are configured) and the cap on requests in
+// flight. Every rpc entry point asks Authorizer::Authorize first.
 #pragma once
 
 #include <atomic>

@@ -76,13 +76,13 @@ bool MemoryReservation::Resize(uint64_t bytes) {
   return true;
 }
 
-grpc::Status AnswerMemoryFull(const InflightMemory& answers, const std::string& field,
-                              const std::string& needs, uint64_t bytes, const char* advice) {
-  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                      field + ": the server's answers in flight already hold " +
-                          std::to_string(answers.used()) + " of " + std::to_string(answers.cap()) +
-                          " bytes (--max-inflight-bytes); " + needs + " " +
-                          std::to_string(bytes) + " more: " + advice);
+Status AnswerMemoryFull(const InflightMemory& answers, const std::string& field,
+                        const std::string& needs, uint64_t bytes, const char* advice) {
+  return Status(ErrorCode::kResourceExhausted,
+                field + ": the server's answers in flight already hold " +
+                    std::to_string(answers.used()) + " of " + std::to_string(answers.cap()) +
+                    " bytes (--max-inflight-bytes); " + needs + " " + std::to_string(bytes) +
+                    " more: " + advice);
 }
 
 }  // namespace hitbox::server

@@ -12,8 +12,7 @@
 #include <string>
 #include <thread>
 
-#include <grpcpp/support/status.h>
-
+#include "hitbox/status.h"
 #include "session.h"
 
 namespace hitbox::server {
@@ -130,7 +129,7 @@ class MemoryTrimmer {
 
 /// RESOURCE_EXHAUSTED: the answers in flight are full; "<field>: ... <needs>
 /// <bytes> more: <advice>".
-grpc::Status AnswerMemoryFull(const InflightMemory& answers, const std::string& field,
-                              const std::string& needs, uint64_t bytes, const char* advice);
+Status AnswerMemoryFull(const InflightMemory& answers, const std::string& field,
+                        const std::string& needs, uint64_t bytes, const char* advice);
 
 }  // namespace hitbox::server

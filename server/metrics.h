@@ -100,6 +100,7 @@ class Metrics {
                  const google::protobuf::RepeatedPtrField<v1::QueryResult>& results);
   /// Narrow-phase pair tests run by queries (answered or not).
   void AddPairTests(uint64_t n) { pair_tests_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t pair_tests() const { return pair_tests_.load(std::memory_order_relaxed); }
   void AddRejected(RejectReason reason);
   void SessionExpired() { sessions_expired_.fetch_add(1, std::memory_order_relaxed); }
   void TickStreamOpened() { tick_streams_.fetch_add(1, std::memory_order_relaxed); }

@@ -365,16 +365,15 @@ SessionStore::~SessionStore() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
-grpc::Status SessionStore::Unavailable(const std::string& what, int err) const {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "persistence: cannot " + what +
-                                                         " in --data-dir " + options_.data_dir +
-                                                         ": " + std::strerror(err));
+Status SessionStore::Unavailable(const std::string& what, int err) const {
+  return Status(ErrorCode::kUnavailable, "persistence: cannot " + what + " in --data-dir " +
+                                             options_.data_dir + ": " + std::strerror(err));
 }
 
-grpc::Status SessionStore::Gone(const Session& s) const {
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                      "persistence: session '" + s.id() + "' has no files in --data-dir " +
-                          options_.data_dir + " (being created or deleted); retry");
+Status SessionStore::Gone(const Session& s) const {
+  return Status(ErrorCode::kUnavailable, "persistence: session '" + s.id() +
+                                             "' has no files in --data-dir " + options_.data_dir +
+                                             " (being created or deleted); retry");
 }
 
 std::shared_ptr<Journal> SessionStore::Find(const std::string& id) const {
@@ -420,7 +419,7 @@ void SessionStore::Flush() {
   }
 }
 
-grpc::Status SessionStore::CompactLocked(Journal& j, const Session& s) {
+Status SessionStore::CompactLocked(Journal& j, const Session& s) {
   const std::string bytes = SnapshotBytes(s);
   const std::string tmp = j.snap_path_ + ".tmp";
   const std::string what = "write the snapshot of session '" + s.id() + "'";
@@ -458,26 +457,26 @@ grpc::Status SessionStore::CompactLocked(Journal& j, const Session& s) {
       spdlog::warn("persistence: cannot open {}: {}", j.log_path_, std::strerror(errno));
       j.log.reset();
       j.sync_failed = true;
-      return grpc::Status::OK;
+      return Status::Ok();
     }
   } else if (::ftruncate(j.log->fd, static_cast<off_t>(kHeaderBytes)) != 0) {
     // Harmless: the stale batches are skipped on replay; try again next time.
     spdlog::warn("persistence: cannot empty {} after a snapshot: {}", j.log_path_,
                  std::strerror(errno));
-    return grpc::Status::OK;
+    return Status::Ok();
   }
   if (options_.fsync != FsyncPolicy::kNo && ::fdatasync(j.log->fd) != 0) j.sync_failed = true;
   j.log_bytes = kHeaderBytes;
   j.dirty = false;
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
-grpc::Status SessionStore::Create(const Session& s) {
+Status SessionStore::Create(const Session& s) {
   const Result<std::string> snap = SnapshotName(s.id());
   const Result<std::string> log = LogName(s.id());
   if (!snap.ok() || !log.ok()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, snap.ok() ? log.error().message
-                                                                      : snap.error().message);
+    return Status(ErrorCode::kInvalidArgument,
+                  snap.ok() ? log.error().message : snap.error().message);
   }
   const fs::path dir(options_.data_dir);
   auto j = std::make_shared<Journal>(&s, (dir / *snap).string(), (dir / *log).string());
@@ -514,19 +513,19 @@ grpc::Status SessionStore::Create(const Session& s) {
   j->log_bytes = kHeaderBytes;
   {
     std::lock_guard<std::mutex> lock(j->mu);
-    if (grpc::Status st = CompactLocked(*j, s); !st.ok()) {
+    if (Status st = CompactLocked(*j, s); !st.ok()) {
       ::unlink(j->log_path_.c_str());
       return st;
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
   journals_[s.id()] = std::move(j);
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
-grpc::Status SessionStore::Append(const Session& s,
-                                  const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
-                                  std::optional<uint64_t> tick, uint64_t revision_before) {
+Status SessionStore::Append(const Session& s,
+                            const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
+                            std::optional<uint64_t> tick, uint64_t revision_before) {
   const std::shared_ptr<Journal> j = Find(s.id());
   if (j == nullptr || j->owner_ != &s) return Gone(s);
   v1::ApplyChangesRequest batch;
@@ -562,8 +561,8 @@ grpc::Status SessionStore::Append(const Session& s,
     // The batch is safely in the log already: a failed compaction only logs.
     const auto start = std::chrono::steady_clock::now();
     const uint64_t log_bytes = j->log_bytes;
-    if (grpc::Status st = CompactLocked(*j, s); !st.ok()) {
-      spdlog::warn("{}", st.error_message());
+    if (Status st = CompactLocked(*j, s); !st.ok()) {
+      spdlog::warn("{}", st.message());
     } else {
       spdlog::info("session '{}': log of {} bytes compacted into a {}-byte snapshot at revision "
                    "{} in {:.1f} ms",
@@ -572,10 +571,10 @@ grpc::Status SessionStore::Append(const Session& s,
                                                              start).count());
     }
   }
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
-grpc::Status SessionStore::Compact(const Session& s) {
+Status SessionStore::Compact(const Session& s) {
   const std::shared_ptr<Journal> j = Find(s.id());
   if (j == nullptr || j->owner_ != &s) return Gone(s);
   std::lock_guard<std::mutex> lock(j->mu);
@@ -762,7 +761,7 @@ bool SessionStore::RecoverOne(const std::string& snapshot_name, SessionRegistry&
   }
   if (log_ok && options_.fsync != FsyncPolicy::kNo) log_ok = ::fdatasync(fd) == 0;
   if (!log_ok) {
-    spdlog::error("{}", Unavailable(what, errno).error_message());
+    spdlog::error("{}", Unavailable(what, errno).message());
     j->sync_failed = true;  // its next batch rewrites the snapshot and log first
   }
   j->log_bytes = good;

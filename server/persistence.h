@@ -13,6 +13,9 @@
 // hitbox.v1 protobuf messages (wire/), never a format of our own.
 #pragma once
 
+#include <google/protobuf/repeated_ptr_field.h>
+
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -21,10 +24,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <condition_variable>
-
-#include <google/protobuf/repeated_ptr_field.h>
-#include <grpcpp/support/status.h>
 
 #include "hitbox/status.h"
 #include "hitbox/v1/hitbox.pb.h"
@@ -112,7 +111,7 @@ class SessionStore {
 
   /// Writes the files of a new session (an empty snapshot and log). Errors:
   /// UNAVAILABLE naming the data dir.
-  [[nodiscard]] grpc::Status Create(const Session& s);
+  [[nodiscard]] Status Create(const Session& s);
   /// Appends an applied batch to the session's log (flushed per the fsync
   /// policy) and compacts the log when it has grown past its factor. Hold
   /// the session's exclusive lock; `revision_before` is its revision before
@@ -120,13 +119,13 @@ class SessionStore {
   /// logged and the caller must undo the batch in memory.
   /// `tick` (lag compensation) is the batch's tick, replayed with it so the
   /// recent history comes back too.
-  [[nodiscard]] grpc::Status Append(const Session& s,
+  [[nodiscard]] Status Append(const Session& s,
                               const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
                               std::optional<uint64_t> tick, uint64_t revision_before);
   /// Deletes the session's files (unless a newer session of the same id owns them).
   void Remove(const Session& s);
   /// Writes a new snapshot of `s` and empties its log (hold its lock, any mode).
-  [[nodiscard]] grpc::Status Compact(const Session& s);
+  [[nodiscard]] Status Compact(const Session& s);
   /// fdatasyncs every log with unflushed records.
   void Flush();
 
@@ -140,12 +139,12 @@ class SessionStore {
   std::shared_ptr<Journal> Find(const std::string& id) const;
   void FlusherLoop();
   // UNAVAILABLE: the session has no files (being created, or deleted).
-  grpc::Status Gone(const Session& s) const;
+  Status Gone(const Session& s) const;
   // UNAVAILABLE: "persistence: cannot <what> in --data-dir <dir>: <strerror(err)>".
-  grpc::Status Unavailable(const std::string& what, int err) const;
+  Status Unavailable(const std::string& what, int err) const;
   // Writes `s`'s snapshot (temp file, fsync, rename, fsync dir) and empties
   // the journal's log; hold `j.mu`.
-  grpc::Status CompactLocked(Journal& j, const Session& s);
+  Status CompactLocked(Journal& j, const Session& s);
   // Loads one session from its snapshot file name; false when skipped.
   bool RecoverOne(const std::string& snapshot_name, SessionRegistry& registry,
                   const SessionLimits& max);

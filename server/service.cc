@@ -234,9 +234,9 @@ grpc::Status HitboxService::DoCreateSession(const v1::CreateSessionRequest& req,
   if (!created.ok()) return wire::ToGrpcStatus(created.status());
   const Session& s = **created;
   if (store_) {
-    if (grpc::Status stored = store_->Create(s); !stored.ok()) {
+    if (Status stored = store_->Create(s); !stored.ok()) {
       sessions_.Remove(s.id());
-      return stored;
+      return wire::ToGrpcStatus(stored);
     }
   }
   if (limits.idle_timeout_ms != 0) KickReaper();
@@ -288,8 +288,8 @@ grpc::Status HitboxService::DoApplyChanges(const v1::ApplyChangesRequest& req,
   const std::optional<uint64_t> tick =
       req.has_tick() ? std::optional<uint64_t>(req.tick()) : std::nullopt;
   TxnOutcome out;
-  if (grpc::Status st = txn_->Apply(*s, req.changes(), tick, expected, call, &out); !st.ok()) {
-    return st;
+  if (Status st = txn_->Apply(*s, req.changes(), tick, expected, call, &out); !st.ok()) {
+    return wire::ToGrpcStatus(st);
   }
   resp->set_revision(out.revision);
   resp->set_collider_count(out.collider_count);
@@ -337,10 +337,10 @@ grpc::Status HitboxService::DoQuery(const v1::QueryRequest& req, v1::QueryRespon
   TxnScratch scratch;
   TxnOutcome out;
   const google::protobuf::RepeatedPtrField<v1::ColliderChange> no_changes;
-  if (grpc::Status st =
+  if (Status st =
           txn_->Run(*s, {no_changes, req.queries(), std::nullopt}, call, &scratch, mem, &out);
       !st.ok()) {
-    return st;
+    return wire::ToGrpcStatus(st);
   }
   resp->set_revision(out.revision);
   ResultsToProto(scratch.results, req.queries(), resp->mutable_results());
@@ -414,10 +414,10 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
   if (s.deleted()) return fail(deleted());
 
   TxnOutcome out;
-  grpc::Status st = txn_->Run(s, {req.changes(), req.queries(), req.tick()}, call, stream,
-                             &stream->memory, &out);
+  const Status st =
+      txn_->Run(s, {req.changes(), req.queries(), req.tick()}, call, stream, &stream->memory, &out);
   if (out.session_gone) return fail(deleted());
-  if (!st.ok()) return fail(st);
+  if (!st.ok()) return fail(wire::ToGrpcStatus(st));
   resp->set_revision(out.revision);
   ResultsToProto(stream->results, req.queries(), resp->mutable_results());
   return grpc::Status::OK;
@@ -530,8 +530,8 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListCollider
     if (!memory->Resize(bytes)) {
       return NewListCollidersReactor(Rejected(
           "ListColliders", req->session_id(),
-          AnswerMemoryFull(answer_memory_, "ListColliders", "this snapshot needs", bytes,
-                           "retry later")));
+          wire::ToGrpcStatus(AnswerMemoryFull(answer_memory_, "ListColliders",
+                                              "this snapshot needs", bytes, "retry later"))));
     }
     snapshot.reserve(s->set().size());
     s->set().ForEach([&](const Collider& c) { snapshot.push_back(c); });

@@ -77,7 +77,7 @@ uint64_t HitsOf(const QueryResult& r) {
 // The moves of a batch that name their character's collider (atomic
 // apply), by query index; a collider named twice is refused. No heap work
 // once warm (a sorted scratch list instead of a hash map).
-grpc::Status CollectApplies(const std::vector<hitbox::Query>& queries, std::vector<size_t>* out) {
+Status CollectApplies(const std::vector<hitbox::Query>& queries, std::vector<size_t>* out) {
   out->clear();
   thread_local std::vector<std::pair<uint64_t, size_t>> named;  // (id, query index)
   named.clear();
@@ -103,26 +103,26 @@ grpc::Status CollectApplies(const std::vector<hitbox::Query>& queries, std::vect
   }
   if (bad != SIZE_MAX) {
     const uint64_t id = *std::get<MoveQuery>(queries[bad]).apply_to_id;
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "queries[" + std::to_string(bad) + "].move.apply_to_id: collider " +
-                            std::to_string(id) + " is already moved by queries[" +
-                            std::to_string(first) + "]");
+    return Status(ErrorCode::kInvalidArgument,
+                  "queries[" + std::to_string(bad) + "].move.apply_to_id: collider " +
+                      std::to_string(id) + " is already moved by queries[" + std::to_string(first) +
+                      "]");
   }
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
 // NOT_FOUND naming the first move whose apply_to_id is not in the set.
-grpc::Status CheckApplies(const ColliderSet& set, const std::vector<hitbox::Query>& queries,
-                          const std::vector<size_t>& applies) {
+Status CheckApplies(const ColliderSet& set, const std::vector<hitbox::Query>& queries,
+                    const std::vector<size_t>& applies) {
   for (size_t i : applies) {
     const uint64_t id = *std::get<MoveQuery>(queries[i]).apply_to_id;
     if (set.Find(id) == nullptr) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND, "queries[" + std::to_string(i) +
-                                                           "].move.apply_to_id: collider " +
-                                                           std::to_string(id) + " not found");
+      return Status(ErrorCode::kNotFound, "queries[" + std::to_string(i) +
+                                              "].move.apply_to_id: collider " + std::to_string(id) +
+                                              " not found");
     }
   }
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
 // The change batch that puts each applied move's collider at its final pose
@@ -162,8 +162,8 @@ void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optio
 // collider's shape and pose, and ignores the collider. NOT_FOUND naming the
 // first unknown id; INVALID_ARGUMENT for a collider-only shape (mesh,
 // heightfield, compound). The caller holds the session lock (either mode).
-grpc::Status ShapesFromColliders(const ColliderSet& set, const RepeatedPtrField<v1::Query>& in,
-                                 std::vector<hitbox::Query>* queries) {
+Status ShapesFromColliders(const ColliderSet& set, const RepeatedPtrField<v1::Query>& in,
+                           std::vector<hitbox::Query>* queries) {
   for (int i = 0; i < in.size(); ++i) {
     const v1::Query& m = in.Get(i);
     if (!m.has_shape_from_collider()) continue;
@@ -173,13 +173,14 @@ grpc::Status ShapesFromColliders(const ColliderSet& set, const RepeatedPtrField<
       return "queries[" + std::to_string(i) + "].shape_from_collider: collider " +
              std::to_string(id);
     };
-    if (c == nullptr) return grpc::Status(grpc::StatusCode::NOT_FOUND, field() + " not found");
+    if (c == nullptr) return Status(ErrorCode::kNotFound, field() + " not found");
     const ShapeKind kind = c->shape.kind();
     if (kind == ShapeKind::kMesh || kind == ShapeKind::kHeightfield ||
         kind == ShapeKind::kCompound) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          field() + " has a collider-only shape (mesh, heightfield or "
-                                    "compound), not a query shape");
+      return Status(ErrorCode::kInvalidArgument,
+                    field() +
+                        " has a collider-only shape (mesh, heightfield or "
+                        "compound), not a query shape");
     }
     std::visit(
         [&](auto& x) {
@@ -191,7 +192,7 @@ grpc::Status ShapesFromColliders(const ColliderSet& set, const RepeatedPtrField<
         },
         (*queries)[static_cast<size_t>(i)]);
   }
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
 // The state before a batch of every id it touches, for RollBack.
@@ -219,10 +220,6 @@ BatchLimits BatchLimitsOf(const SessionLimits& l) {
 // Frees the results' memory (not only their sizes).
 void Release(std::vector<QueryResult>* results) { std::vector<QueryResult>().swap(*results); }
 
-grpc::Status Grpc(grpc::StatusCode code, std::string message) {
-  return grpc::Status(code, std::move(message));
-}
-
 QueryFilter* FilterOf(hitbox::Query& q) {
   return std::visit([](auto& x) { return &x.filter; }, q);
 }
@@ -242,22 +239,21 @@ CallControl CallControl::Of(grpc::ServerContextBase* ctx) {
   return c;
 }
 
-grpc::Status SessionTxn::ConvertQueries(const Session& s,
-                                        const RepeatedPtrField<v1::Query>& in,
-                                        std::vector<hitbox::Query>* out) const {
+Status SessionTxn::ConvertQueries(const Session& s, const RepeatedPtrField<v1::Query>& in,
+                                  std::vector<hitbox::Query>* out) const {
   const uint32_t max = s.limits().max_queries_per_message;
   if (static_cast<uint64_t>(in.size()) > max) {
-    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                "queries: " + std::to_string(in.size()) + " queries, at most " +
-                    std::to_string(max) + " per message (limits.max_queries_per_message)");
+    return Status(ErrorCode::kResourceExhausted,
+                  "queries: " + std::to_string(in.size()) + " queries, at most " +
+                      std::to_string(max) + " per message (limits.max_queries_per_message)");
   }
-  if (Status st = wire::FromProto(in, out, "queries"); !st.ok()) return wire::ToGrpcStatus(st);
+  if (Status st = wire::FromProto(in, out, "queries"); !st.ok()) return st;
   const uint32_t cap = s.limits().max_hits_per_query;
   for (hitbox::Query& q : *out) {
     QueryFilter* f = FilterOf(q);
     if (f->max_hits == 0 || f->max_hits > cap) f->max_hits = cap;
   }
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
 namespace {
@@ -275,30 +271,29 @@ uint64_t ColliderGrowth(const Session& s, uint64_t colliders_after, uint64_t byt
 }
 
 // RESOURCE_EXHAUSTED naming changes[i]'s shape and the geometry limit it passes.
-grpc::Status OverGeometryLimit(int i, const v1::ColliderChange& c, const char* what, uint64_t n,
-                               uint64_t max, const char* limit) {
-  return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-              "changes[" + std::to_string(i) + "]." + (c.has_add() ? "add" : "replace") +
-                  ".shape: " + what + " has " + std::to_string(n) + ", at most " +
-                  std::to_string(max) + " (limits." + limit + ")");
+Status OverGeometryLimit(int i, const v1::ColliderChange& c, const char* what, uint64_t n,
+                         uint64_t max, const char* limit) {
+  return Status(ErrorCode::kResourceExhausted,
+                "changes[" + std::to_string(i) + "]." + (c.has_add() ? "add" : "replace") +
+                    ".shape: " + what + " has " + std::to_string(n) + ", at most " +
+                    std::to_string(max) + " (limits." + limit + ")");
 }
 
 }  // namespace
 
-grpc::Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::ColliderChange>& in,
-                                 std::optional<uint64_t> tick,
-                                 std::optional<uint64_t> expected_revision,
-                                 const CallControl& call, std::vector<ColliderChange>* out,
-                                 BatchReservation* held) {
+Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::ColliderChange>& in,
+                           std::optional<uint64_t> tick, std::optional<uint64_t> expected_revision,
+                           const CallControl& call, std::vector<ColliderChange>* out,
+                           BatchReservation* held) {
   const SessionLimits& limits = s.limits();
   if (static_cast<uint64_t>(in.size()) > limits.max_changes_per_message) {
-    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                "changes: " + std::to_string(in.size()) + " changes, at most " +
-                    std::to_string(limits.max_changes_per_message) +
-                    " per message (limits.max_changes_per_message)");
+    return Status(ErrorCode::kResourceExhausted,
+                  "changes: " + std::to_string(in.size()) + " changes, at most " +
+                      std::to_string(limits.max_changes_per_message) +
+                      " per message (limits.max_changes_per_message)");
   }
   // Primitives, moves and removes: nothing to build, converted at once.
-  if (!wire::NeedsBuild(in)) return wire::ToGrpcStatus(wire::FromProto(in, out, "changes"));
+  if (!wire::NeedsBuild(in)) return wire::FromProto(in, out, "changes");
 
   // The parsed request's big arrays, freed after the call whatever happens.
   for (const v1::ColliderChange& c : in) {
@@ -314,7 +309,7 @@ grpc::Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::Co
   std::vector<ColliderChange> skeletons;
   std::vector<wire::ChangeCost> costs;
   if (Status st = wire::CheckChanges(in, &skeletons, &costs); !st.ok()) {
-    return wire::ToGrpcStatus(st);
+    return st;
   }
   // 2. Its geometry against the session's limits, its build work against its budget.
   uint64_t work = 0, shape_bytes = 0;
@@ -336,12 +331,12 @@ grpc::Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::Co
     shape_bytes += c.shape_bytes;
   }
   if (limits.max_build_work_per_message != 0 && work > limits.max_build_work_per_message) {
-    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                "changes: building this batch's shapes takes " + std::to_string(work) +
-                    " units of work (mesh triangles + hull points + compound children + "
-                    "heightfield samples / 16), more than its budget of " +
-                    std::to_string(limits.max_build_work_per_message) +
-                    " (limits.max_build_work_per_message): split it over several requests");
+    return Status(ErrorCode::kResourceExhausted,
+                  "changes: building this batch's shapes takes " + std::to_string(work) +
+                      " units of work (mesh triangles + hull points + compound children + "
+                      "heightfield samples / 16), more than its budget of " +
+                      std::to_string(limits.max_build_work_per_message) +
+                      " (limits.max_build_work_per_message): split it over several requests");
   }
   // 3. Ids, revision, tick and collider count against the set as it is now
   // (checked again when the batch is applied), and the batch's growth.
@@ -349,13 +344,13 @@ grpc::Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::Co
   {
     std::shared_lock<std::shared_mutex> lock(s.mutex());
     if (s.deleted()) {
-      return Grpc(grpc::StatusCode::NOT_FOUND, "session_id: session '" + s.id() + "' was deleted");
+      return Status(ErrorCode::kNotFound, "session_id: session '" + s.id() + "' was deleted");
     }
     BatchPlan plan;
     if (Status st = s.set().CheckBatch(skeletons, tick, expected_revision, BatchLimitsOf(limits),
                                        &plan);
         !st.ok()) {
-      return wire::ToGrpcStatus(st);
+      return st;
     }
     // The shapes it replaces or removes give their bytes back.
     uint64_t freed = 0;
@@ -371,18 +366,18 @@ grpc::Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::Co
              (shape_bytes > freed ? shape_bytes - freed : 0);
   }
   // 4. Reserved against --max-memory and the build budget before any build.
-  if (Status st = env_.sessions->ReserveMemory(growth); !st.ok()) return wire::ToGrpcStatus(st);
+  if (Status st = env_.sessions->ReserveMemory(growth); !st.ok()) return st;
   held->priced = true;
   held->memory = growth;
   held->shape_bytes = shape_bytes;
   if (!held->building.Resize(shape_bytes)) {
     held->ReleaseMemory();
-    return Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                "changes: building this batch's shapes needs about " +
-                    std::to_string(shape_bytes) + " bytes; the batches being built hold " +
-                    std::to_string(env_.build_memory->used()) + " of " +
-                    std::to_string(env_.build_memory->cap()) +
-                    " bytes (--max-build-bytes): retry later, or split the batch");
+    return Status(ErrorCode::kResourceExhausted,
+                  "changes: building this batch's shapes needs about " +
+                      std::to_string(shape_bytes) + " bytes; the batches being built hold " +
+                      std::to_string(env_.build_memory->used()) + " of " +
+                      std::to_string(env_.build_memory->cap()) +
+                      " bytes (--max-build-bytes): retry later, or split the batch");
   }
   // 5. The builds, one shape at a time; the call may stop them in between.
   const auto before_build = [&](int i) -> Status {
@@ -400,15 +395,14 @@ grpc::Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::Co
   };
   if (Status st = wire::FromProto(in, out, "changes", before_build); !st.ok()) {
     std::vector<ColliderChange>().swap(*out);  // what was built goes now
-    return wire::ToGrpcStatus(st);
+    return st;
   }
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
-grpc::Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
-                                     std::optional<uint64_t> tick,
-                                     std::optional<uint64_t> expected_revision,
-                                     BatchReservation* held) {
+Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
+                               std::optional<uint64_t> tick,
+                               std::optional<uint64_t> expected_revision, BatchReservation* held) {
   ColliderSet& set = s.set();
   // The batch policy (revision, tick, ids by entry, geometry and collider
   // limits) is core's: ColliderSet::CheckBatch.
@@ -416,9 +410,9 @@ grpc::Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChang
   if (Status st = set.CheckBatch(changes, tick, expected_revision, BatchLimitsOf(s.limits()),
                                  &plan);
       !st.ok()) {
-    return wire::ToGrpcStatus(st);
+    return st;
   }
-  if (changes.empty()) return grpc::Status::OK;
+  if (changes.empty()) return Status::Ok();
   // A priced batch reserved its growth (colliders and shapes) before its
   // builds; otherwise its growth in colliders is reserved now.
   uint64_t growth = 0;
@@ -428,20 +422,20 @@ grpc::Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChang
   } else {
     growth = ColliderGrowth(s, plan.colliders_after, env_.bytes_per_collider);
     if (Status reserved = env_.sessions->ReserveMemory(growth); !reserved.ok()) {
-      return wire::ToGrpcStatus(reserved);
+      return reserved;
     }
   }
   const Status st = set.ApplyBatch(changes, tick, plan);
   env_.sessions->SettleMemory(s, growth);
-  return wire::ToGrpcStatus(st);
+  return st;
 }
 
-grpc::Status SessionTxn::PersistLocked(
+Status SessionTxn::PersistLocked(
     Session& s, const RepeatedPtrField<v1::ColliderChange>& changes,
     const std::vector<ColliderChange>& moved, std::optional<uint64_t> tick,
     const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before, uint64_t revision) {
-  if (env_.store == nullptr || (changes.empty() && moved.empty())) return grpc::Status::OK;
-  grpc::Status st;
+  if (env_.store == nullptr || (changes.empty() && moved.empty())) return Status::Ok();
+  Status st;
   if (moved.empty()) {
     st = env_.store->Append(s, changes, tick, revision);
   } else {  // one record, as the batch was one revision: the changes, then the applied moves
@@ -460,9 +454,9 @@ uint64_t SessionTxn::HitBudget() const {
   return std::max<uint64_t>(1, env_.max_message_bytes / kBytesPerHit);
 }
 
-grpc::Status SessionTxn::RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
-                                   std::vector<QueryResult>* results, const CallControl& call,
-                                   MemoryReservation* mem) const {
+Status SessionTxn::RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
+                             std::vector<QueryResult>* results, const CallControl& call,
+                             MemoryReservation* mem) const {
   // Results reused from an earlier tick keep their capacity (RunBatch clears
   // them, and a move's result keeps its contacts' buffer): count it.
   results->resize(queries.size());
@@ -475,7 +469,7 @@ grpc::Status SessionTxn::RunLocked(const Session& s, const std::vector<hitbox::Q
   if (Status st = s.set().CheckQueryTicks(queries); !st.ok()) {
     Release(results);
     mem->Reset();
-    return wire::ToGrpcStatus(st);
+    return st;
   }
   const SessionLimits& limits = s.limits();
   QueryBudget budget;
@@ -484,7 +478,7 @@ grpc::Status SessionTxn::RunLocked(const Session& s, const std::vector<hitbox::Q
   QueryWork used;
   const uint64_t hit_budget = HitBudget();
   uint64_t hits = 0;
-  auto fail = [&](grpc::Status st) {
+  auto fail = [&](Status st) {
     Release(results);
     mem->Reset();
     return st;
@@ -525,26 +519,27 @@ grpc::Status SessionTxn::RunLocked(const Session& s, const std::vector<hitbox::Q
     if (!st.ok()) {
       switch (st.code()) {
         case ErrorCode::kDeadlineExceeded:
-          return fail(Grpc(grpc::StatusCode::DEADLINE_EXCEEDED,
-                           "queries: the call's deadline passed while answering " + range));
+          return fail(Status(ErrorCode::kDeadlineExceeded,
+                             "queries: the call's deadline passed while answering " + range));
         case ErrorCode::kCancelled:
-          return fail(Grpc(grpc::StatusCode::CANCELLED,
-                           "queries: the call was cancelled while answering " + range));
+          return fail(Status(ErrorCode::kCancelled,
+                             "queries: the call was cancelled while answering " + range));
         default: break;
       }
       const bool nodes_out = budget.max_nodes != 0 && work.nodes > budget.max_nodes;
-      return fail(Grpc(
-          grpc::StatusCode::RESOURCE_EXHAUSTED,
+      return fail(Status(
+          ErrorCode::kResourceExhausted,
           nodes_out
               ? "queries: the request needs more than its work budget of " +
                     std::to_string(limits.max_nodes_per_message) +
-                    " tree nodes (limits.max_nodes_per_message), passed while answering " +
-                    range + ": use smaller query shapes or shorter casts, a narrower filter.mask, "
+                    " tree nodes (limits.max_nodes_per_message), passed while answering " + range +
+                    ": use smaller query shapes or shorter casts, a narrower filter.mask, "
                     "or fewer queries per request"
               : "queries: the request needs more than its work budget of " +
                     std::to_string(limits.max_pair_tests_per_message) +
                     " pair tests (limits.max_pair_tests_per_message), passed while answering " +
-                    range + ": lower filter.max_hits, use smaller query shapes or a narrower "
+                    range +
+                    ": lower filter.max_hits, use smaller query shapes or a narrower "
                     "filter.mask, or send fewer queries per request"));
     }
     uint64_t held_after = 0;
@@ -555,29 +550,28 @@ grpc::Status SessionTxn::RunLocked(const Session& s, const std::vector<hitbox::Q
     held = held - held_before + held_after;
     mem->Resize(held);  // never grows: the chunk's worst case was reserved
     if (hits > hit_budget) {
-      return fail(Grpc(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                       "queries: the answers to queries[0.." + std::to_string(end - 1) +
-                           "] already hold " + std::to_string(hits) + " hits, more than the " +
-                           std::to_string(hit_budget) +
-                           " that fit in one message (--max-message-bytes); lower "
-                           "filter.max_hits or split the batch"));
+      return fail(Status(ErrorCode::kResourceExhausted,
+                         "queries: the answers to queries[0.." + std::to_string(end - 1) +
+                             "] already hold " + std::to_string(hits) + " hits, more than the " +
+                             std::to_string(hit_budget) +
+                             " that fit in one message (--max-message-bytes); lower "
+                             "filter.max_hits or split the batch"));
     }
     start = end;
   }
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
-grpc::Status SessionTxn::ReserveResponse(const std::vector<QueryResult>& results,
-                                         MemoryReservation* mem) const {
+Status SessionTxn::ReserveResponse(const std::vector<QueryResult>& results,
+                                   MemoryReservation* mem) const {
   uint64_t bytes = results.size() * kBytesPerResult;
   for (const QueryResult& r : results) {
     bytes += HitsOf(r) * kBytesPerHit;
   }
-  if (mem->Resize(mem->bytes() + bytes)) return grpc::Status::OK;
+  if (mem->Resize(mem->bytes() + bytes)) return Status::Ok();
   return AnswerMemoryFull(*env_.answer_memory, "queries", "the response needs", bytes,
                           kLowerHitsAdvice);
 }
-
 
 namespace {
 
@@ -595,20 +589,19 @@ struct TrimAfter {
   }
 };
 
-grpc::Status Deleted(const Session& s) {
-  return Grpc(grpc::StatusCode::NOT_FOUND, "session_id: session '" + s.id() + "' was deleted");
+Status Deleted(const Session& s) {
+  return Status(ErrorCode::kNotFound, "session_id: session '" + s.id() + "' was deleted");
 }
 
 }  // namespace
 
-grpc::Status SessionTxn::Apply(Session& s, const RepeatedPtrField<v1::ColliderChange>& in,
-                               std::optional<uint64_t> tick,
-                               std::optional<uint64_t> expected_revision, const CallControl& call,
-                               TxnOutcome* out) {
+Status SessionTxn::Apply(Session& s, const RepeatedPtrField<v1::ColliderChange>& in,
+                         std::optional<uint64_t> tick, std::optional<uint64_t> expected_revision,
+                         const CallControl& call, TxnOutcome* out) {
   std::vector<ColliderChange> changes;
   BatchReservation held(env_.sessions, env_.build_memory);
   const TrimAfter trim_after{*env_.trimmer, held};
-  if (grpc::Status st = Prepare(s, in, tick, expected_revision, call, &changes, &held); !st.ok()) {
+  if (Status st = Prepare(s, in, tick, expected_revision, call, &changes, &held); !st.ok()) {
     return st;
   }
   std::unique_lock<std::shared_mutex> lock(s.mutex());
@@ -619,17 +612,17 @@ grpc::Status SessionTxn::Apply(Session& s, const RepeatedPtrField<v1::ColliderCh
   const uint64_t revision = s.set().revision();
   std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
   if (env_.store != nullptr) before = Capture(s.set(), changes);
-  if (grpc::Status st = ApplyLocked(s, changes, tick, expected_revision, &held); !st.ok()) {
+  if (Status st = ApplyLocked(s, changes, tick, expected_revision, &held); !st.ok()) {
     return st;
   }
-  if (grpc::Status st = PersistLocked(s, in, {}, tick, before, revision); !st.ok()) return st;
+  if (Status st = PersistLocked(s, in, {}, tick, before, revision); !st.ok()) return st;
   out->revision = s.set().revision();
   out->collider_count = s.set().size();
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
-grpc::Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& call,
-                             TxnScratch* scratch, MemoryReservation* mem, TxnOutcome* out) {
+Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& call,
+                       TxnScratch* scratch, MemoryReservation* mem, TxnOutcome* out) {
   std::vector<ColliderChange>& changes = scratch->changes;
   std::vector<hitbox::Query>& queries = scratch->queries;
   std::vector<size_t>& applies = scratch->applies;
@@ -637,15 +630,15 @@ grpc::Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallContro
   std::vector<ColliderChange>& moved = scratch->moved;  // applied character moves
   BatchReservation held(env_.sessions, env_.build_memory);
   const TrimAfter trim_after{*env_.trimmer, held, &changes};
-  if (grpc::Status st = Prepare(s, req.changes, req.tick, std::nullopt, call, &changes, &held);
+  if (Status st = Prepare(s, req.changes, req.tick, std::nullopt, call, &changes, &held);
       !st.ok()) {
     return st;
   }
-  if (grpc::Status st = ConvertQueries(s, req.queries, &queries); !st.ok()) return st;
-  if (grpc::Status st = CollectApplies(queries, &applies); !st.ok()) return st;
+  if (Status st = ConvertQueries(s, req.queries, &queries); !st.ok()) return st;
+  if (Status st = CollectApplies(queries, &applies); !st.ok()) return st;
   moved.clear();
   // Once the queries ran, a failure frees their answers and gives back their bytes.
-  const auto drop_answers = [&](const grpc::Status& st) {
+  const auto drop_answers = [&](const Status& st) {
     Release(&results);
     mem->Reset();
     return st;
@@ -657,14 +650,14 @@ grpc::Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallContro
         out->session_gone = true;
         return Deleted(s);
       }
-      if (grpc::Status st = ShapesFromColliders(s.set(), req.queries, &queries); !st.ok()) {
+      if (Status st = ShapesFromColliders(s.set(), req.queries, &queries); !st.ok()) {
         return st;
       }
-      if (grpc::Status st = RunLocked(s, queries, &results, call, mem); !st.ok()) return st;
+      if (Status st = RunLocked(s, queries, &results, call, mem); !st.ok()) return st;
       out->revision = s.set().revision();
     }
-    if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) return drop_answers(st);
-    return grpc::Status::OK;
+    if (Status st = ReserveResponse(results, mem); !st.ok()) return drop_answers(st);
+    return Status::Ok();
   }
   // The queries run after the changes are applied, under the same lock; a
   // later failure (applies, work budget, deadline, memory, the log) takes the
@@ -677,22 +670,22 @@ grpc::Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallContro
   const uint64_t revision = s.set().revision();
   std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
   if (!queries.empty() || env_.store != nullptr) before = Capture(s.set(), changes);
-  if (grpc::Status st = ApplyLocked(s, changes, req.tick, std::nullopt, &held); !st.ok()) {
+  if (Status st = ApplyLocked(s, changes, req.tick, std::nullopt, &held); !st.ok()) {
     return st;
   }
-  const auto undo = [&](const grpc::Status& st) {
+  const auto undo = [&](const Status& st) {
     if (!changes.empty()) {
       RollBack(s.set(), before, revision);
       env_.sessions->SettleMemory(s, 0);  // back to what the set holds now
     }
     return st;
   };
-  if (grpc::Status st = CheckApplies(s.set(), queries, applies); !st.ok()) return undo(st);
-  if (grpc::Status st = ShapesFromColliders(s.set(), req.queries, &queries); !st.ok()) {
+  if (Status st = CheckApplies(s.set(), queries, applies); !st.ok()) return undo(st);
+  if (Status st = ShapesFromColliders(s.set(), req.queries, &queries); !st.ok()) {
     return undo(st);
   }
-  if (grpc::Status st = RunLocked(s, queries, &results, call, mem); !st.ok()) return undo(st);
-  if (grpc::Status st = ReserveResponse(results, mem); !st.ok()) return drop_answers(undo(st));
+  if (Status st = RunLocked(s, queries, &results, call, mem); !st.ok()) return undo(st);
+  if (Status st = ReserveResponse(results, mem); !st.ok()) return drop_answers(undo(st));
   if (!applies.empty()) {
     AppliedMoves(queries, results, applies, &moved);
     // One batch (one revision, one step of history): the changes are taken
@@ -709,18 +702,17 @@ grpc::Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallContro
       std::vector<std::pair<uint64_t, std::optional<Collider>>> more = Capture(s.set(), moved);
       before.insert(before.end(), more.begin(), more.end());
     }
-    if (grpc::Status st = ApplyLocked(s, *batch, req.tick, std::nullopt); !st.ok()) {
+    if (Status st = ApplyLocked(s, *batch, req.tick, std::nullopt); !st.ok()) {
       env_.sessions->SettleMemory(s, 0);
       return drop_answers(st);
     }
   }
   // Committed: logged before the response is sent (or undone on a write failure).
-  if (grpc::Status st = PersistLocked(s, req.changes, moved, req.tick, before, revision);
-      !st.ok()) {
+  if (Status st = PersistLocked(s, req.changes, moved, req.tick, before, revision); !st.ok()) {
     return drop_answers(st);
   }
   out->revision = s.set().revision();
-  return grpc::Status::OK;
+  return Status::Ok();
 }
 
 }  // namespace hitbox::server

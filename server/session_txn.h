@@ -94,26 +94,24 @@ class SessionTxn {
 
   /// ApplyChanges: `changes` as one batch, checked against `tick` and
   /// `expected_revision` (either may be unset); `call` stops its builds.
-  grpc::Status Apply(Session& s,
-                     const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
-                     std::optional<uint64_t> tick, std::optional<uint64_t> expected_revision,
-                     const CallControl& call, TxnOutcome* out);
+  Status Apply(Session& s, const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
+               std::optional<uint64_t> tick, std::optional<uint64_t> expected_revision,
+               const CallControl& call, TxnOutcome* out);
 
   /// Query or a tick: the request's changes, its queries against them, and
   /// the moves they apply, as one batch; answers in scratch->results. `mem`
   /// holds their bytes (and the response's) on success and nothing on
   /// failure; `call` stops the builds and the queries.
-  grpc::Status Run(Session& s, const TxnRequest& req, const CallControl& call,
-                   TxnScratch* scratch, MemoryReservation* mem, TxnOutcome* out);
+  Status Run(Session& s, const TxnRequest& req, const CallControl& call, TxnScratch* scratch,
+             MemoryReservation* mem, TxnOutcome* out);
 
   /// Shapes that change batches started to build, since start.
   uint64_t shapes_built() const { return shapes_built_.load(std::memory_order_relaxed); }
 
  private:
   // Converts and checks a query list, clamping max_hits (no lock needed).
-  grpc::Status ConvertQueries(const Session& s,
-                              const google::protobuf::RepeatedPtrField<v1::Query>& in,
-                              std::vector<hitbox::Query>* out) const;
+  Status ConvertQueries(const Session& s, const google::protobuf::RepeatedPtrField<v1::Query>& in,
+                        std::vector<hitbox::Query>* out) const;
   // Converts a change list, pricing it first when its shapes need a build
   // (no lock held on entry): the whole batch is checked without building
   // (wire::CheckChanges), then its geometry against the session's limits and
@@ -124,40 +122,37 @@ class SessionTxn {
   // with `call`'s deadline and cancellation checked before each. `held`
   // keeps the reservations for ApplyLocked. Batches without such shapes are
   // converted as they are (ApplyLocked prices their collider growth).
-  grpc::Status Prepare(const Session& s,
-                       const google::protobuf::RepeatedPtrField<v1::ColliderChange>& in,
-                       std::optional<uint64_t> tick, std::optional<uint64_t> expected_revision,
-                       const CallControl& call, std::vector<ColliderChange>* out,
-                       BatchReservation* held);
+  Status Prepare(const Session& s, const google::protobuf::RepeatedPtrField<v1::ColliderChange>& in,
+                 std::optional<uint64_t> tick, std::optional<uint64_t> expected_revision,
+                 const CallControl& call, std::vector<ColliderChange>* out, BatchReservation* held);
   // Applies converted changes; the caller holds the exclusive lock. Growth
   // in colliders is checked against --max-memory before anything changes,
   // unless `held` holds the batch's priced reservation (settled here).
-  grpc::Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
-                           std::optional<uint64_t> tick,
-                           std::optional<uint64_t> expected_revision,
-                           BatchReservation* held = nullptr);
+  Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
+                     std::optional<uint64_t> tick, std::optional<uint64_t> expected_revision,
+                     BatchReservation* held = nullptr);
   // Commits an applied batch to the store's log (exclusive lock held; no-op
   // without a store or for an empty batch); `moved` (applied character moves)
   // follow `changes` in the same record, with the batch's `tick`. On a write
   // failure the batch is undone in memory from `before` / `revision`, so
   // memory and disk agree, and UNAVAILABLE naming the data dir is returned.
-  grpc::Status PersistLocked(
-      Session& s, const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
-      const std::vector<ColliderChange>& moved, std::optional<uint64_t> tick,
-      const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before, uint64_t revision);
+  Status PersistLocked(Session& s,
+                       const google::protobuf::RepeatedPtrField<v1::ColliderChange>& changes,
+                       const std::vector<ColliderChange>& moved, std::optional<uint64_t> tick,
+                       const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before,
+                       uint64_t revision);
   // Runs converted queries in chunks; the caller holds the session lock
   // (either mode). RESOURCE_EXHAUSTED as soon as the answers hold more hits
   // than fit in max_message_bytes, when the session's work budget runs out,
   // or when a chunk's worst-case answer does not fit in the server's
   // in-flight memory (held in `mem`); DEADLINE_EXCEEDED / CANCELLED from
   // `call`. On error the results are released.
-  grpc::Status RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
-                         std::vector<QueryResult>* results, const CallControl& call,
-                         MemoryReservation* mem) const;
+  Status RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
+                   std::vector<QueryResult>* results, const CallControl& call,
+                   MemoryReservation* mem) const;
   // Reserves the bytes of the response message built from `results` on top
   // of theirs; RESOURCE_EXHAUSTED when the in-flight memory is full.
-  grpc::Status ReserveResponse(const std::vector<QueryResult>& results,
-                               MemoryReservation* mem) const;
+  Status ReserveResponse(const std::vector<QueryResult>& results, MemoryReservation* mem) const;
   // Most hits one response may carry: max_message_bytes / kBytesPerHit.
   uint64_t HitBudget() const;
 

@@ -35,6 +35,7 @@ RpcCode ToRpcCode(ErrorCode code) {
     case ErrorCode::kDeadlineExceeded: return RpcCode::kDeadlineExceeded;
     case ErrorCode::kCancelled: return RpcCode::kCancelled;
     case ErrorCode::kOutOfRange: return RpcCode::kOutOfRange;
+    case ErrorCode::kUnavailable: return RpcCode::kUnavailable;
     case ErrorCode::kInternal: return RpcCode::kInternal;
   }
   return RpcCode::kInternal;

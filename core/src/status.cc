@@ -12,6 +12,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
     case ErrorCode::kCancelled: return "CANCELLED";
     case ErrorCode::kOutOfRange: return "OUT_OF_RANGE";
+    case ErrorCode::kUnavailable: return "UNAVAILABLE";
     case ErrorCode::kInternal: return "INTERNAL";
   }
   return "UNKNOWN";

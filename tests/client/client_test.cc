@@ -13,6 +13,7 @@
 #include "hitbox/wire/convert.h"
 #include "hitbox/wire/session_limits.h"
 #include "test_util.h"
+#include "wait.h"
 
 namespace hitbox {
 namespace {
@@ -293,8 +294,8 @@ TEST_P(ClientFakeTest, DeadlinesExceeded) {
             RpcCode::kDeadlineExceeded);
   EXPECT_EQ(server_.service().calls("CreateSession"), 0);
 
-  // 1 us and 40 ms against a server that takes 400 ms.
-  server_.service().SetDelay(milliseconds(400));
+  // 1 us and 40 ms against a server that answers only once released.
+  server_.service().Hold();
   CallOptions tiny;
   tiny.timeout = std::chrono::microseconds(1);
   EXPECT_EQ(client_->ListSessions(tiny).code(), RpcCode::kDeadlineExceeded);
@@ -306,7 +307,7 @@ TEST_P(ClientFakeTest, DeadlinesExceeded) {
   std::vector<ColliderChange> none;
   EXPECT_EQ(client_->ApplyChanges("x", none, std::nullopt, short_call).code(),
             RpcCode::kDeadlineExceeded);
-  server_.service().SetDelay(milliseconds(0));
+  server_.service().Release();
 }
 
 // The default deadline comes from ClientOptions.
@@ -314,12 +315,15 @@ TEST_P(ClientFakeTest, DefaultDeadlineFromOptions) {
   ClientOptions o = FastOptions();
   o.default_timeout = milliseconds(30);
   Client slow_client(server_.address(), o);
-  server_.service().SetDelay(milliseconds(400));
+  server_.service().Hold();
   EXPECT_EQ(slow_client.ListSessions().code(), RpcCode::kDeadlineExceeded);
+  server_.service().Release();
+  // A call's own timeout replaces the default: the server gets its deadline.
+  const auto soon = std::chrono::system_clock::now() + std::chrono::seconds(5);
   CallOptions longer;
   longer.timeout = std::chrono::seconds(10);
   EXPECT_TRUE(slow_client.ListSessions(longer).ok());
-  server_.service().SetDelay(milliseconds(0));
+  EXPECT_GT(server_.service().latest_deadline(), soon);
 }
 
 // UNAVAILABLE is retried for idempotent calls only.
@@ -620,7 +624,7 @@ TEST(ClientTickStopTest, ServerShutdownMidStream) {
   std::unique_ptr<TickStream> stream = client.OpenTickStream("s");
   std::vector<std::future<RpcResult<TickResult>>> futures;
   for (int i = 0; i < 5; ++i) futures.push_back(stream->Tick({}, {}));
-  while (server->service().ticks_received() < 5) std::this_thread::sleep_for(milliseconds(1));
+  ASSERT_TRUE(testing::WaitUntil([&] { return server->service().ticks_received() >= 5; }));
   server->Stop();
   for (auto& f : futures) {
     RpcResult<TickResult> r = f.get();

@@ -5,8 +5,10 @@
 // exactly (the real hitboxd is exercised in hitboxd_test.cc).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,8 +42,23 @@ class FakeHitbox final : public v1::Hitbox::Service {
   }
   /// The next `n` calls (of any rpc) fail with UNAVAILABLE.
   void FailNext(int n) { fail_next_ = n; }
-  /// Every unary call sleeps this long before answering.
-  void SetDelay(std::chrono::milliseconds d) { delay_ms_ = static_cast<int>(d.count()); }
+  /// While held, every unary call waits (a slow server) until Release().
+  void Hold() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = true;
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_ = false;
+    }
+    released_.notify_all();
+  }
+  /// The latest deadline a ListSessions call came with.
+  std::chrono::system_clock::time_point latest_deadline() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latest_deadline_;
+  }
   TickMode tick_mode = TickMode::kEcho;
   int break_after = 0;
 
@@ -70,8 +87,12 @@ class FakeHitbox final : public v1::Hitbox::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest*,
+  grpc::Status ListSessions(grpc::ServerContext* ctx, const v1::ListSessionsRequest*,
                             v1::ListSessionsResponse* resp) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      latest_deadline_ = std::max(latest_deadline_, ctx->deadline());
+    }
     if (auto s = Enter("ListSessions"); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [id, info] : sessions_) *resp->add_sessions() = info;
@@ -211,10 +232,10 @@ class FakeHitbox final : public v1::Hitbox::Service {
  private:
   grpc::Status Enter(const char* method) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       ++calls_[method];
+      released_.wait(lock, [&] { return !held_; });
     }
-    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_.load()));
     if (fail_next_.fetch_sub(1) > 0) return {grpc::StatusCode::UNAVAILABLE, "fake: try again"};
     return grpc::Status::OK;
   }
@@ -264,7 +285,9 @@ class FakeHitbox final : public v1::Hitbox::Service {
   int auto_id_ = 0;
   int ticks_received_ = 0;
   std::atomic<int> fail_next_{0};
-  std::atomic<int> delay_ms_{0};
+  bool held_ = false;
+  std::condition_variable released_;
+  std::chrono::system_clock::time_point latest_deadline_;
 };
 
 /// A FakeHitbox served on a loopback port.
@@ -278,6 +301,7 @@ class FakeServer {
   }
   ~FakeServer() { Stop(); }
   void Stop() {
+    service_.Release();  // held calls answer, so Shutdown's wait ends
     if (server_) {
       server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
       server_->Wait();

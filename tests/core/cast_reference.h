@@ -3,8 +3,12 @@
 // (convex) distance along the path located by golden-section search first.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <utility>
 
 #include "geometry/gjk.h"
 #include "hitbox/collision/collide.h"
@@ -84,6 +88,70 @@ inline RefCast ReferenceFirstContact(const std::function<double(double)>& dist,
   r.hit = true;
   r.t = b;
   return r;
+}
+
+/// The least of a convex `f` over [lo, hi] and where it is (golden-section search).
+inline std::pair<double, double> ConvexMin(const std::function<double(double)>& f, double lo,
+                                           double hi) {
+  std::pair<double, double> best = std::min(std::pair{f(lo), lo}, std::pair{f(hi), hi});
+  if (!(hi > lo)) return best;
+  const double g = 0.5 * (std::sqrt(5.0) - 1.0);
+  double a = lo, b = hi;
+  double x1 = b - g * (b - a), x2 = a + g * (b - a);
+  double f1 = f(x1), f2 = f(x2);
+  for (int i = 0; i < 120 && b > a; ++i) {
+    if (f1 < f2) {
+      b = x2, x2 = x1, f2 = f1, x1 = b - g * (b - a), f1 = f(x1);
+    } else {
+      a = x1, x1 = x2, f1 = f2, x2 = a + g * (b - a), f2 = f(x2);
+    }
+  }
+  return std::min(best, std::min(std::pair{f1, x1}, std::pair{f2, x2}));
+}
+
+/// One sweep's answer against `gap(t)`, the signed separation in metres of
+/// the moving shape and the other at fraction t (convex in t; <= 0
+/// touching), moving at `speed` m per unit fraction, within `tol` metres: a
+/// miss never comes within -tol over [0, t_max]; a start inside has t 0 and
+/// gap(0) <= tol; any other hit is apart at the start, touches at t
+/// (|gap(t)| <= tol), is not deeper before it, and where the path crosses
+/// the surface clearly lies within 2 tol of travel of the first contact
+/// found by bisection on gap <= 0.
+inline ::testing::AssertionResult SweepAgreesWithGap(const std::function<double(double)>& gap,
+                                                     double t_max, double speed, double tol,
+                                                     bool hit, bool started_inside, double t) {
+  auto fail = [&](const char* what, double value) {
+    return ::testing::AssertionFailure() << what << " " << value << " (tol " << tol << ", hit "
+                                         << hit << ", started " << started_inside << ", t " << t
+                                         << ", t_max " << t_max << ")";
+  };
+  const auto [least, at_least] = ConvexMin(gap, 0.0, t_max);
+  if (!hit) return least > -tol ? ::testing::AssertionSuccess() : fail("a miss reaches", least);
+  if (started_inside) {
+    if (t != 0.0) return fail("started inside at t", t);
+    return gap(0.0) <= tol ? ::testing::AssertionSuccess() : fail("started inside at gap", gap(0));
+  }
+  if (!(t >= 0.0 && t <= t_max)) return fail("a hit outside [0, t_max] at", t);
+  if (!(gap(0.0) > -tol)) return fail("a hit not started inside is inside at", gap(0.0));
+  if (!(std::fabs(gap(t)) <= tol)) return fail("not touching at its fraction: gap", gap(t));
+  const double before = ConvexMin(gap, 0.0, t).first;
+  if (!(before > -tol)) return fail("deeper before the hit", before);
+  if (least < -tol && gap(0.0) > 0.0) {
+    // gap falls from gap(0) > 0 to its least, crossing 0 once.
+    double lo = 0.0, hi = at_least;
+    for (int i = 0; i < 200; ++i) {
+      const double m = 0.5 * (lo + hi);
+      if (!(m > lo && m < hi)) break;
+      (gap(m) > 0.0 ? lo : hi) = m;
+    }
+    // A clear crossing: the gap falls by tol / 2 within tol of travel past it.
+    const double step = tol / speed;
+    if (hi + step <= t_max && gap(hi + step) < -0.5 * tol &&
+        !(std::fabs(t - hi) * speed <= 2.0 * tol)) {
+      return fail("first contact by bisection at", hi);
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 /// Separation of two posed shapes via GJK (margins included); negative never.

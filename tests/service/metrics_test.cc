@@ -14,7 +14,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
@@ -24,6 +23,7 @@
 #include "metrics.h"
 #include "server.h"
 #include "service_util.h"
+#include "wait.h"
 
 namespace hitbox {
 namespace {
@@ -246,15 +246,13 @@ TEST_F(MetricsTest, CountersMoveWithCalls) {
   }
 
   // The server counts a stream's end once its status is sent, which may come
-  // just after the client's Finish() returned: wait for it (at most 5 s).
-  std::map<std::string, double> after = Scrape(server_->metrics_port());
+  // just after the client's Finish() returned: wait for it.
+  std::map<std::string, double> after;
   const std::string tick_ok = R"(hitbox_rpc_calls_total{rpc="Tick",code="OK"})";
-  for (int i = 0; i < 500 && (Value(after, "hitbox_tick_streams_open") != 0 ||
-                              Delta(before, after, tick_ok) == 0);
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(testing::WaitUntil([&] {
     after = Scrape(server_->metrics_port());
-  }
+    return Value(after, "hitbox_tick_streams_open") == 0 && Delta(before, after, tick_ok) != 0;
+  }));
   EXPECT_EQ(Delta(before, after, R"(hitbox_rpc_calls_total{rpc="CreateSession",code="OK"})"), 1);
   EXPECT_EQ(Delta(before, after, R"(hitbox_rpc_calls_total{rpc="ApplyChanges",code="OK"})"), 1);
   EXPECT_EQ(Delta(before, after, R"(hitbox_rpc_calls_total{rpc="Query",code="OK"})"), 2);

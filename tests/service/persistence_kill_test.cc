@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "process.h"
+#include "wait.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 
 namespace hitbox {
@@ -50,6 +51,10 @@ struct Acks {
   void Add(uint64_t revision) {
     std::lock_guard<std::mutex> lock(mu);
     list.emplace_back(Clock::now(), revision);
+  }
+  size_t Size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return list.size();
   }
   // The last revision acknowledged at or before `t` (`base` when none).
   uint64_t At(Clock::time_point t, uint64_t base) {
@@ -181,7 +186,15 @@ TEST_P(PersistenceKillTest, AcknowledgedBatchesSurviveKill9) {
       writers.emplace_back(i + 1 < ids.size() ? UnaryWriter : TickWriter, stub_.get(), ids[i],
                            base[i] + 1, &stop, &acks[i]);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500 + 200 * round));
+    // The kill lands after a count of acknowledged batches per session
+    // (about 1.5 s of load here; more each round), not after a time.
+    const size_t batches = 800 + 200 * static_cast<size_t>(round);
+    EXPECT_TRUE(testing::WaitUntil([&] {
+      for (Acks& a : acks) {
+        if (a.Size() < batches) return false;
+      }
+      return true;
+    }, std::chrono::seconds(120)));
     const Clock::time_point killed_at = Clock::now();
     server_->Kill();  // SIGKILL while batches are in flight
     stop = true;

@@ -457,8 +457,8 @@ TEST_F(PersistenceTest, DeletedNamesakeLeavesNewFilesAlone) {
   AddBatches("n", 1, 1);
   v1::ApplyChangesRequest late;
   *late.add_changes() = Add(77, 0);
-  EXPECT_EQ(service_->store()->Append(*old, late.changes(), std::nullopt, 3).error_code(),
-            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(service_->store()->Append(*old, late.changes(), std::nullopt, 3).code(),
+            ErrorCode::kUnavailable);
   service_->store()->Remove(*old);
   EXPECT_TRUE(fs::exists(SnapPath("n")));
   const std::string before = Dump("n");

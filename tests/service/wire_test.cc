@@ -464,7 +464,8 @@ TEST(WireTest, StatusMapping) {
   const ErrorCode codes[] = {ErrorCode::kInvalidArgument, ErrorCode::kNotFound,
                              ErrorCode::kAlreadyExists, ErrorCode::kResourceExhausted,
                              ErrorCode::kFailedPrecondition, ErrorCode::kDeadlineExceeded,
-                             ErrorCode::kCancelled, ErrorCode::kInternal};
+                             ErrorCode::kCancelled, ErrorCode::kOutOfRange,
+                             ErrorCode::kUnavailable, ErrorCode::kInternal};
   for (ErrorCode c : codes) {
     EXPECT_EQ(wire::FromGrpcCode(wire::ToGrpcCode(c)), c);
     EXPECT_STREQ(wire::GrpcCodeName(wire::ToGrpcCode(c)), ErrorCodeName(c));
@@ -473,9 +474,10 @@ TEST(WireTest, StatusMapping) {
   EXPECT_EQ(g.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(g.error_message(), "collider 7");
   EXPECT_TRUE(wire::ToGrpcStatus(Status::Ok()).ok());
-  const Status back = wire::FromGrpcStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  const Status back =
+      wire::FromGrpcStatus(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "no"));
   EXPECT_EQ(back.code(), ErrorCode::kInternal);
-  EXPECT_EQ(back.message(), "UNAVAILABLE: down");
+  EXPECT_EQ(back.message(), "PERMISSION_DENIED: no");
 }
 
 }  // namespace

@@ -10,15 +10,21 @@
 #pragma once
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -47,6 +53,37 @@ inline int ExitCode(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
+}
+
+/// A file descriptor closed by the destructor (-1: none).
+class OwnedFd {
+ public:
+  explicit OwnedFd(int fd = -1) : fd_(fd) {}
+  ~OwnedFd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+/// Blocks until one of `fds` (negative ones are skipped) is readable or
+/// `deadline` passes; true when one is readable.
+inline bool WaitReadable(std::initializer_list<int> fds,
+                         std::chrono::steady_clock::time_point deadline) {
+  std::vector<pollfd> p;
+  for (int fd : fds) p.push_back({fd, POLLIN, 0});
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() < 0) return false;
+    const int r = poll(p.data(), p.size(), static_cast<int>(left.count()) + 1);
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) return false;
+  }
 }
 
 /// One child process, SIGKILLed and reaped by the destructor if still there.
@@ -114,15 +151,24 @@ class Subprocess {
     pid_ = -1;
     return r == -1 ? -1 : ExitCode(status);
   }
-  /// Waits up to `timeout` for the end, then SIGKILLs it. The exit code; -1
-  /// when there was no process.
+  /// A descriptor that becomes readable when the process ends (pidfd_open;
+  /// -1 when there is no process or the kernel has no pidfds).
+  OwnedFd ExitFd() const {
+    return OwnedFd(pid_ > 0 ? static_cast<int>(syscall(SYS_pidfd_open, pid_, 0)) : -1);
+  }
+  /// Waits for the end (up to `timeout`, a hang guard), then SIGKILLs it.
+  /// The exit code; -1 when there was no process.
   int Wait(std::chrono::milliseconds timeout) {
     if (pid_ <= 0) return -1;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (const std::optional<int> code = Poll()) return *code;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const OwnedFd exited = ExitFd();
+    if (exited.get() < 0) {  // no pidfd: a blocking wait
+      int status = 0;
+      const pid_t r = waitpid(pid_, &status, 0);
+      pid_ = -1;
+      return r == -1 ? -1 : ExitCode(status);
     }
+    WaitReadable({exited.get()}, std::chrono::steady_clock::now() + timeout);
+    if (const std::optional<int> code = Poll()) return *code;
     return Kill();
   }
   /// Sends `signal` (nothing when there is no process).
@@ -245,10 +291,16 @@ class HitboxdProcess {
     if (!options_.log_level.empty()) argv.insert(argv.end(), {"--log-level", options_.log_level});
     if (options_.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(options_.threads)});
     argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
+    // The port file is written (renamed into place) once the server listens:
+    // woken by its directory's change (inotify) or the process' end (pidfd).
+    const OwnedFd changed(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    const bool watched = changed.get() >= 0 &&
+                         inotify_add_watch(changed.get(), dir_.path().c_str(),
+                                           IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE) >= 0;
     if (!process_.Start(argv, log_path(), log_path())) return false;
-    // The port file is written (renamed into place) once the server listens.
+    const OwnedFd exited = process_.ExitFd();
     const auto deadline = std::chrono::steady_clock::now() + options_.start_timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
+    for (;;) {
       const int p = std::atoi(ReadFile(port_file).c_str());
       if (p > 0) {
         port_ = p;
@@ -258,7 +310,16 @@ class HitboxdProcess {
         exit_code_ = *code;
         return false;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      // Without a watch or a pidfd, nothing wakes us: look again in 10 ms.
+      const auto until = watched && exited.get() >= 0
+                             ? deadline
+                             : std::min(deadline, std::chrono::steady_clock::now() +
+                                                      std::chrono::milliseconds(10));
+      WaitReadable({changed.get(), exited.get()}, until);
+      if (std::chrono::steady_clock::now() > deadline) break;
+      char events[4096];
+      while (watched && read(changed.get(), events, sizeof events) > 0) {
+      }
     }
     exit_code_ = process_.Kill();
     return false;

@@ -667,6 +667,7 @@ grpc::StatusCode ToGrpcCode(ErrorCode code) {
     case ErrorCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
     case ErrorCode::kCancelled: return grpc::StatusCode::CANCELLED;
     case ErrorCode::kOutOfRange: return grpc::StatusCode::OUT_OF_RANGE;
+    case ErrorCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
     case ErrorCode::kInternal: return grpc::StatusCode::INTERNAL;
   }
   return grpc::StatusCode::INTERNAL;
@@ -682,6 +683,7 @@ ErrorCode FromGrpcCode(grpc::StatusCode code) {
     case grpc::StatusCode::DEADLINE_EXCEEDED: return ErrorCode::kDeadlineExceeded;
     case grpc::StatusCode::CANCELLED: return ErrorCode::kCancelled;
     case grpc::StatusCode::OUT_OF_RANGE: return ErrorCode::kOutOfRange;
+    case grpc::StatusCode::UNAVAILABLE: return ErrorCode::kUnavailable;
     default: return ErrorCode::kInternal;
   }
 }

@@ -1,32 +1,7 @@
-// hitbox::Client: the C++ client of the Hitbox collision service
-// (proto/hitbox/v1/hitbox.proto), speaking in core's types (Shape, Pose,
-// Collider, ColliderChange, Query, QueryResult) so that game server code reads
-// like a physics API. No protobuf or gRPC type appears in this header.
-//
-// Errors: every call returns RpcStatus or RpcResult<T> (rpc_status.h) with the
-// gRPC code number and the server's message unchanged. Nothing throws.
-//
-// Deadlines: every call has one: ClientOptions::default_timeout, or
-// CallOptions::timeout for that call. The deadline covers the whole call,
-// retries and backoff included.
-//
-// Retries: UNAVAILABLE (server down, restarting, unreachable) is retried with
-// exponential backoff and jitter (RetryPolicy) for idempotent calls only:
-// GetSession, ListSessions, GetColliders, ListColliders, Query, and
-// CreateSession *with* an explicit id (a retried create may then answer
-// ALREADY_EXISTS if an earlier attempt reached the server). CreateSession
-// without an id, DeleteSession, ApplyChanges and tick streams are never retried.
-//
-// Auth: CreateSession's answer carries the session's token; the Client
-// remembers it and sends it (metadata `authorization: Bearer <token>`) on every
-// later call on that session, tick streams included. Tokens of sessions made
-// elsewhere are given with SetSessionToken; ClientOptions::token (e.g. the
-// admin token) is sent on every other call.
-//
-// TLS: ClientOptions::tls (server CA, optional client certificate for mutual TLS).
-//
-// Thread safety: a Client may be used from any number of threads at once.
-// A TickStream too (see there).
+// hitbox::Client: the C++ client of hitbox.v1 in core's types (no protobuf
+// or gRPC type here). Every call returns RpcStatus or RpcResult<T> and has a
+// deadline; UNAVAILABLE is retried for idempotent calls only; session tokens
+// are remembered. docs/client.md has the details; thread-safe.
 #pragma once
 
 #include <chrono>
@@ -317,28 +292,10 @@ using TickCallback = std::function<void(RpcResult<TickResult> result)>;
 /// its TickStream.
 using TickDoneCallback = std::function<void(const RpcStatus& status)>;
 
-/// A bidirectional Tick stream bound to one session: each Tick() sends
-/// changes + queries and yields the tick's revision and query results.
-///
-/// Several ticks may be in flight; each result is matched to its tick by the
-/// tick number. A tick the server rejects (bad change, unknown collider, ...)
-/// fails alone with the server's code and message and the stream goes on.
-///
-/// When the stream breaks (server stopped or restarted, network loss, session
-/// deleted, deadline, Cancel()), every pending tick fails with the stream's
-/// status: UNAVAILABLE when the server went away, NOT_FOUND when the session
-/// was deleted, CANCELLED after Cancel(). Later Tick() calls fail at once with
-/// that same status; the stream never reconnects by itself. To recover after a
-/// server restart (sessions live in server memory, so they are gone), create
-/// the session again, reload its colliders, and open a new stream.
-///
-/// Destroying a TickStream cancels it (pending ticks fail with CANCELLED) and
-/// waits for gRPC to let go of it. A stream may outlive its Client.
-///
-/// Thread safety: all members may be called from any thread at once.
-/// Implemented with gRPC's callback API (grpc::ClientBidiReactor): writes are
-/// queued and sent one at a time in call order; callbacks and futures are
-/// completed on gRPC's threads.
+/// A Tick stream bound to one session: each Tick() sends changes and queries
+/// and yields that tick's results; several may be in flight. A rejected tick
+/// fails alone; a broken stream fails every pending and later tick with its
+/// status and never reconnects. Destroying it cancels it. Thread-safe.
 class TickStream {
  public:
   virtual ~TickStream() = default;

@@ -18,6 +18,7 @@ enum class ErrorCode {
   kDeadlineExceeded,    ///< the caller's deadline passed before the work finished
   kCancelled,           ///< the caller cancelled the work
   kOutOfRange,          ///< a value outside what is available now (a tick outside the history)
+  kUnavailable,         ///< a resource the work needs failed for now (the session log's disk)
   kInternal,            ///< a bug: never expected
 };
 

@@ -1,19 +1,7 @@
-// Dynamic AABB tree: the broad phase of a ColliderSet.
-//
-// Design after Box2D v3 (src/dynamic_tree.c, Erin Catto) and Catto's GDC 2019
-// talk "Dynamic Bounding Volume Hierarchies"; our own code:
-// - pooled nodes addressed by 32-bit index, with a free list;
-// - insertion picks the sibling by the surface area heuristic (greedy
-//   branch-and-bound descent) and applies tree rotations on the way up;
-// - leaves hold conservative ("fat") boxes so that small moves do not touch
-//   the tree;
-// - Build() makes a tree top-down with a binned SAH (Wald, "On fast
-//   Construction of SAH-based Bounding Volume Hierarchies", 2007), nodes in
-//   depth-first order for cache-friendly traversal.
-//
-// Node boxes are floats rounded outward from the double input, which halves
-// the node size; they stay conservative (contain the double box), and the
-// exact narrow phase decides every hit.
+// Dynamic AABB tree: the broad phase of a ColliderSet, after Box2D v3
+// (src/dynamic_tree.c) and Catto's GDC 2019 talk: pooled nodes by index with
+// a free list, SAH insertion with rotations, fat leaves, a binned-SAH Build()
+// (Wald 2007) in depth-first order; node boxes are floats rounded outward.
 #pragma once
 
 #include <bit>
@@ -287,8 +275,8 @@ __attribute__((always_inline)) inline uint32_t OverlapChildren(
     if (h1) PrefetchNext(nodes, c1, item_prefetch);
     if (h2) PrefetchNext(nodes, c2, item_prefetch);
   }
-  // A push only when both overlap (as in EnterChildren: fewer instructions
-  // a node than the unconditional store and the selects).
+  // A push only when both overlap (as in EnterChildren: cheaper than an
+  // unconditional store and selects).
   if (h1 && h2) {
     stack[(*sp)++] = c2;
     return c1;
@@ -342,20 +330,10 @@ struct EntryBound {
 };
 
 /// A segment (ray, or the centre of a swept box) prepared for slab tests
-/// against node boxes grown by `extent` (the Minkowski sum with a box).
-/// Slab test: Kay and Kajiya 1986; Ericson, RTCD 5.3.3; branch-free form with
-/// min/max of the two plane fractions (Williams et al. 2005).
-///
-/// With SSE2 (every x86-64) the three axes are one float vector, in single
-/// precision like the node boxes, and the test is made conservative: the
-/// grown box's planes are rounded outward to floats (lo up, hi down), each
-/// fraction then carries a relative error below 2^-22 (one correctly rounded
-/// subtraction, one product, and 1/d rounded), and the entry fractions are
-/// scaled by (1 - 2^-20), the exit fractions by (1 + 2^-20) before they are
-/// compared. So the interval tested holds the exact one: a node the exact
-/// (real-number) test enters is entered, the entry fraction is never above
-/// the exact one, and at most a sliver more is visited (the exact narrow
-/// phase decides every hit). Without SSE2 the scalar loop in double.
+/// (Kay and Kajiya 1986; Ericson RTCD 5.3.3) against node boxes grown by
+/// `extent`. With SSE2, in floats made conservative: planes rounded outward
+/// and fractions scaled by 1 -+ 2^-20, so every node the exact test enters
+/// is entered; without SSE2 the scalar loop in double.
 struct SegmentSetup {
 #if defined(__SSE2__)
   /// origin + extent rounded up / origin - extent rounded down (lane 3 zero):
@@ -632,13 +610,12 @@ __attribute__((always_inline)) inline uint32_t EnterChildren(
     if ((hits & k2) != 0) PrefetchNext(nodes, c2, item_prefetch);
   }
   // Decided on the two bits as they are: one child, the most common case,
-  // in one compare each (fewer instructions a node than two flags).
+  // in one compare each.
   if (hits == k1) return c1;
   if (hits == k2) return c2;
   if (hits == 0) return DynamicTree::kNull;
   // Both: the nearer first (child 1 on a tie). Only here does the order
-  // matter, and most nodes enter one child or none (fewer instructions a
-  // node than selects over both cases).
+  // matter, and most nodes enter one child or none.
   const bool swap = t2 < t1;
   stack[(*sp)++] = swap ? SegmentEntry{c1, t1} : SegmentEntry{c2, t2};
   return swap ? c2 : c1;

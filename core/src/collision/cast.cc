@@ -1,24 +1,8 @@
-// Cast(): sweeps of one shape against another, by the method of MethodFor().
-//
-// All work happens in the local frame of the target B (Pose::RelativeTo), so a
-// pair 20 km from the world origin gets the same fraction as the same pair at
-// the origin. Closed forms:
-//   sphere  vs any      ray against B grown by the sphere's radius
-//                        (Ericson, RTCD 5.5.7: moving sphere = ray vs Minkowski sum)
-//   any     vs sphere   ray from the sphere's centre along -translation against
-//                        A grown by the sphere's radius (relative motion)
-//   capsule vs capsule  ray against the Minkowski sum of the two segments (a
-//                        parallelogram) grown by both radii: min over the four
-//                        end-point-vs-capsule rays and the parallelogram's face
-//   box     vs box      separating-axis test over the 15 axes with the time
-//                        interval of overlap on each (Ericson, RTCD 5.5.8
-//                        generalised to OBBs; Gottschalk et al. 1996 axes)
-//   capsule vs box      (either way) Newton's method on the exact convex
-//                        segment-box distance (closest_points.h): monotone
-//                        from the left, quadratic convergence
-// The remaining pairs (and every pair with a convex hull) use CastConservative
-// (cast_conservative.cc). The method of each ordered pair is registered in the
-// pair table (pair_dispatch.h).
+// Cast(): sweeps of one shape against another in B's local frame, by the
+// method the pair table (pair_dispatch.h) names: closed forms for spheres,
+// capsule-capsule, box-box (15 axes with overlap intervals, Ericson RTCD
+// 5.5.8) and capsule-box (Newton on the segment-box distance);
+// CastConservative (cast_conservative.cc) for the rest.
 #include <algorithm>
 #include <atomic>
 #include <cmath>

@@ -1,22 +1,8 @@
-// Convex query shapes against compound colliders: the pair table's compound
-// entries (narrow_phase.cc), the kCompound cast method (cast.cc) and rays
-// (raycast.cc).
-//
-// A compound decomposes into its children, as a mesh into its triangles: the
-// query is placed in the compound's local frame (pose_b.RelativeTo(pose_a):
-// positions subtracted first, so a compound 20 km out is as accurate as one at
-// the origin), the children whose bounds it can reach are the candidates
-// (CompoundData::Candidates: a scan or a small hierarchy), and each candidate
-// is answered by the convex pair of the query and that child through the pair
-// table, with the child's pose in that frame.
-//
-// Per collider (not per child):
-//   overlap   true when any child is touched; sub_shape = the lowest child
-//             index touched;
-//   contact   the deepest child's contact (ties: the lowest index);
-//   distance  the least distance over every child;
-//   cast, ray the first child touched (ties: the lowest index); sub_shape =
-//             that child's index.
+// Convex query shapes against compound colliders (the pair table's compound
+// entries, the kCompound cast method, rays): the query in the compound's
+// frame, each child its bounds can reach answered by the convex pair. Per
+// collider the touched, deepest, nearest or first child wins (ties: the
+// lowest child index, reported as sub_shape).
 #include <bit>
 #include <cstdint>
 #include <limits>

@@ -1,23 +1,8 @@
 // Narrow phase: Overlap, ComputeContact and ComputeDistance for every ordered
-// pair of {sphere, box, capsule, cylinder, convex hull}, and of those against
-// the surfaces {mesh, heightfield} (surface_pairs.cc) and against compounds
-// (compound_pairs.cc).
-//
-// Each unordered pair has one implementation, written for the order
-// kind(A) <= kind(B) (sphere < box < capsule < cylinder < convex hull) and
-// registered once in the pair table at the end of this file (pair_dispatch.h),
-// which generates the mirrored entry (arguments swapped, results flipped back)
-// and also names each ordered pair's cast method. Every pair works in the local frame of one
-// of its shapes (relative pose via Pose::RelativeTo), so a pair 20 km from the
-// world origin is as accurate as the same pair at the origin.
-//
-// Closed forms: sphere-sphere; sphere-box (centre clamped into the box);
-// sphere-capsule and capsule-capsule (segment distance, Ericson RTCD 5.1.9);
-// sphere-cylinder (closest point on the cylinder); box-capsule (exact
-// segment-box distance, then a 6-axis SAT when the segment touches the box);
-// box-box (15-axis separating axis test, Gottschalk et al. 1996 / RTCD 4.4.1).
-// GJK (gjk.h) with the capsule radius as a margin decides the rest; EPA
-// (epa.h) gives their penetration when the cores themselves overlap.
+// pair of convex kinds, and the pair table (pair_dispatch.h) at the end of
+// this file. Each unordered pair is written once, for kind(A) <= kind(B), in
+// one shape's local frame; closed forms where they exist, else GJK (gjk.h)
+// with EPA (epa.h) when the cores overlap.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -1,20 +1,8 @@
 // Convex query shapes against mesh and heightfield colliders (the pair
-// table's surface entries, narrow_phase.cc, and the kSurface cast method).
-//
-// The query is placed in the surface's local frame (pose_b.RelativeTo(pose_a):
-// positions subtracted first, so a level 20 km out is as accurate as one at
-// the origin) and answered by the standalone surface queries
-// (collision/triangles/): candidates from the surface's hierarchy, each
-// triangle decided by GJK / EPA / conservative advancement.
-//
-// Per collider (not per triangle):
-//   overlap   true when any triangle is touched;
-//   contact   the deepest triangle's contact (ties: lowest input triangle;
-//             SurfaceDeepestContactConvex: triangles that cannot be deeper skipped);
-//   distance  the least distance over every triangle (O(triangles): each is
-//             visited; meant for tools and tests, not per-frame queries);
-//   cast      the first triangle touched (ties: lowest input triangle);
-//   sub_shape the input triangle index (overlap: the lowest touched).
+// table's surface entries and the kSurface cast method): the query in the
+// surface's frame, answered by collision/triangles/. Per collider the
+// touched, deepest, nearest or first triangle wins (ties: the lowest input
+// triangle, reported as sub_shape); distance visits every triangle (tools).
 #include <cstdint>
 #include <limits>
 #include <vector>

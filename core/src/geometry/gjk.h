@@ -1,33 +1,9 @@
-// GJK distance between two support-mapped convex sets (internal to hitbox_core).
-//
-// Algorithm: Gilbert, Johnson, Keerthi, "A fast procedure for computing the
-// distance between complex objects in three-dimensional space" (1988), in the
-// formulation of van den Bergen ("Collision Detection in Interactive 3D
-// Environments", 2003, ch. 4: upper bound |v|, lower bound v.w/|v|), with the
-// signed-volumes distance subalgorithm of Montanari, Petrinic, Barbieri,
-// "Improving the GJK algorithm for faster and more reliable distance queries
-// between convex objects", ACM TOG 36(3), 2017, in place of Johnson's
-// (simplex.h, shared by every GJK in hitbox_core).
-//
-// Rounded shapes are handled as a core plus a margin: a sphere is a point
-// grown by its radius, a capsule a segment grown by its radius. GJK runs on the
-// cores only (exact and fast: a point or segment core converges in one or two
-// iterations) and the margins are subtracted afterwards.
-//
-// Frames: everything is computed in the local frame of shape A; B is placed by
-// its pose relative to A (Pose::RelativeTo), so two shapes 20 km from the
-// world origin get the same answer as the same pair at the origin.
-//
-// Tolerance: with `scale` = the sum of both cores' bounding radii plus the
-// distance between their centres, iteration stops when the gap between the
-// upper and lower distance bounds is below
-//   max(kGjkRelativeTolerance * distance, kGjkAbsoluteTolerance * scale),
-// and the cores count as overlapping when the closest point of the Minkowski
-// difference is within kGjkAbsoluteTolerance * scale of the origin
-// (1e-13 * scale, i.e. 2e-12 m for two 10 m shapes). If rounding stalls the
-// iteration before the bounds meet while the lower bound is still negative
-// and |v| <= kGjkUncertainTolerance * scale, the pair counts as touching: an
-// overlap decision is then exact to 1e-9 * scale. Every loop has a fixed cap.
+// GJK distance between two support-mapped convex sets (internal): Gilbert,
+// Johnson, Keerthi 1988 with van den Bergen's bounds (2003, ch. 4) and the
+// signed-volumes subalgorithm (Montanari et al., ACM TOG 2017; simplex.h).
+// Rounded shapes are a core plus a margin, computed in A's frame; iteration
+// stops when the bounds meet within max(kGjkRelativeTolerance * distance,
+// kGjkAbsoluteTolerance * scale), and every loop has a fixed cap.
 #pragma once
 
 #include <cstdint>

@@ -1,23 +1,8 @@
-// GJK ray cast: the first time a translating convex core (plus margin) touches
-// another. Gino van den Bergen, "Ray casting against general convex objects
-// with application to continuous collision detection" (2004): the simplex is
-// kept across advances (its points stay points of C, only x moves).
-//
-// The moving shape A (placed by a_in_b in B's frame) touches B at time l when
-// the point x(l) = l * v lies in C + ball(R), with C = B - A the Minkowski
-// difference of the cores and R the sum of the margins. Each iteration takes
-// the support point c of C towards x; if x lies beyond the plane of c grown
-// by R, l advances to that plane (a plane bounds C + R, so l stays a lower
-// bound of the time of impact) and the plane's normal becomes the contact
-// normal; otherwise c joins the simplex, whose closest point to x gives the
-// next direction. It stops when x is within R + gap of the simplex (hence of
-// C), gap = max(tolerance, min(1e-6 m, 1e-7 * clamp(|v|, 1, 4) * closing
-// speed)), so the fraction is within 1e-7 * clamp(|v|, 1, 4) <= 4e-7 of the
-// time of impact (and never after it). On a curved rim GJK converges linearly
-// and may stall in rounding: a stall within the gap is accepted; beyond it the
-// simplex is restarted once, then kFailed hands the lower bound l to a
-// fallback. The plane that set l touches C + R at x(l), so the normal is a
-// supporting normal at the contact.
+// GJK ray cast: the first time a translating convex core (plus margin)
+// touches another (van den Bergen 2004), the simplex kept across advances.
+// Each advance stops at a support plane, so the fraction is a lower bound of
+// the time of impact (within 4e-7) and that plane's normal the contact's;
+// a stall beyond the gap restarts once, then kFailed hands on the bound.
 #pragma once
 
 #include "geometry/gjk.h"

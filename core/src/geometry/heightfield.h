@@ -1,21 +1,7 @@
 // A heightfield collider: rows x cols heights on a regular grid, the same
-// two-sided surface as the equivalent triangle mesh (../shared/cases/FORMAT.md):
-// p(r, c) = [c * dx, h[r * C + c], r * dz]; cell (r, c) is split along the
-// diagonal p(r, c)..p(r+1, c+1) into triangle 2 * (r * (C-1) + c) =
-// (p(r,c), p(r+1,c), p(r+1,c+1)) and triangle 2 * (r * (C-1) + c) + 1 =
-// (p(r,c), p(r+1,c+1), p(r,c+1)).
-//
-// Storage: each sample in 4 bytes when exact — a 32-bit integer q with
-// h = q / 10^k (k in 0..9, checked at build: decoding gives back exactly the
-// input) or else a float equal to the input — and in 8 bytes (double) only
-// when neither is exact. A min/max hierarchy over blocks of 2x2, 4x4, ...
-// cells (floats rounded outwards, ~2.7 bytes per sample) drives front-to-back
-// ray traversal; overlaps and sweeps visit the cells under their box's x, z
-// range and cull each by its height range.
-//
-// Queries use the same per-triangle routines as TriangleMesh (triangle.h,
-// triangle_queries.h) and the same active-edge rule, so answers equal those of
-// ToMesh() (to rounding of the decoded coordinates: within 1e-9).
+// two-sided surface as its ToMesh() (triangle order: ../shared/cases/FORMAT.md),
+// 4 bytes a sample when a scaled integer or float is exact, with a min/max
+// hierarchy for front-to-back rays and per-cell culls for overlaps and sweeps.
 #pragma once
 
 #include <algorithm>

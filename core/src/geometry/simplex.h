@@ -1,47 +1,8 @@
-// The closest point of a simplex (a point, segment, triangle or tetrahedron)
-// to the origin: the one simplex solver of hitbox_core, for GJK distance
-// (gjk.cc, in the projection form), the GJK ray cast (gjk_raycast.cc),
-// triangle-vs-convex GJK and its cast (collision/triangles/) and the
-// origin-in-tetrahedron test of EPA (epa.cc). Internal to hitbox_core.
-// (GJK distance ending `inside` a thin tetrahedron once put contact points
-// 5e-5..0.2 m off a shape: see kSimplexThinVolume2.)
-//
-// Algorithm: a tetrahedron by signed volumes (Montanari, Petrinic, Barbieri,
-// "Improving the GJK algorithm for faster and more reliable distance queries
-// between convex objects", ACM TOG 36(3), 2017, S3D): the origin's
-// barycentric coordinates are ratios of signed volumes; where one is not
-// positive the origin lies outside the opposite face, and the closest point
-// is the closest of those faces' closest points. A triangle by its Voronoi
-// regions (Ericson, "Real-Time Collision Detection", 2005, 5.1.5: vertex and
-// edge regions decided by dot products before any division), a segment by
-// clamped projection. (Signed areas for triangles, S2D, answer the same and
-// cost ~30% more instructions on the sweeps of big_level.json.)
-//
-// The solver works on the points alone and answers with the indices it kept
-// and their weights: each caller keeps its own payload per point (the parents
-// on each shape, a triangle's weights) and maps it through them, so nothing
-// is copied when the simplex is unchanged.
-//
-// Degenerate simplices, handled the same way for every caller:
-// - repeated points (a zero-length segment): the segment's first point;
-// - a sliver triangle, |e1 x e2|^2 <= kSimplexSliverSine2 |e1|^2 |e2|^2 (its
-//   area is rounding noise): the closest of its three edges; an interior
-//   weight that rounding leaves at or below 0 drops its point;
-// - a flat tetrahedron, |volume| <= kSimplexFlatVolume |e1| |e2| |e3|: the
-//   closest of its four faces, never `inside` (it holds no interior);
-// - a tetrahedron too thin for its distance from the origin (volume^2 <=
-//   kSimplexThinVolume2 r^6, r its farthest point) whose signs say `inside`:
-//   as flat (its weights would be rounding noise);
-// - the origin on a face, an edge or a vertex (a signed volume or region
-//   test exactly 0): not inside; the point is kept on that face, edge or
-//   vertex (a weight that would be 0 drops its point), at distance 0 up to
-//   rounding;
-// - no finite answer (NaN points): the first point, weight 1.
-// Weights are positive and sum to 1 (to rounding); `v` is the weighted sum of
-// the kept points, or optionally (ClosestPointForm::kProjection, the form GJK
-// distance uses for its accurate normals) a well-shaped triangle's projection
-// of the origin (kProjectionUnlessSliver, the triangle-convex cast's: any
-// triangle's but a sliver's, with its weights by triple products).
+// The closest point of a simplex (point, segment, triangle, tetrahedron) to
+// the origin, the one solver of hitbox_core's GJKs and EPA: tetrahedra by
+// signed volumes (Montanari et al., ACM TOG 2017, S3D), triangles by Voronoi
+// regions (Ericson RTCD 5.1.5). It answers with the kept points' indices and
+// weights; degenerate simplices (kSimplex* below) fall back to their faces.
 #pragma once
 
 #include <algorithm>
@@ -111,10 +72,8 @@ enum class ClosestPointForm : uint8_t {
 
 namespace simplex_detail {
 
-// Vertex, Edge and Segment are always inlined: with two forms of Triangle in
-// one translation unit GCC stopped inlining them into the weak copy of
-// Triangle the linker keeps (+0.4% on big.json's sweeps, +1.1% on
-// big_level's overlaps).
+// Vertex, Edge and Segment are always inlined, also into the copy of
+// Triangle the linker keeps.
 __attribute__((always_inline)) inline void Vertex(int i, const Vec3& a, SimplexClosest* r) {
   r->count = 1;
   r->index[0] = i;
@@ -336,9 +295,8 @@ inline SimplexClosest ClosestToOrigin(const Vec3* w, int n) {
   return ClosestToOriginOf<kPoint>([w](int i) -> const Vec3& { return w[i]; }, n);
 }
 
-/// Copies r's `count` weights to out[0 .. count). As stores one by one: a
-/// loop that only copies them GCC turns into a call of memcpy (~40
-/// instructions with its call, for at most 32 bytes) in every GJK loop.
+/// Copies r's `count` weights to out[0 .. count), as stores one by one: a
+/// copy loop would become a call of memcpy for at most 32 bytes.
 inline void CopyWeights(const SimplexClosest& r, double* out) {
   switch (r.count) {
     case 4: out[3] = r.weight[3]; [[fallthrough]];

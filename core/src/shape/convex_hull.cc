@@ -246,8 +246,7 @@ Vec3 ConvexHullData::Support(const Vec3& dir) const {
   const size_t nv = vertices_.size();
   if (nv <= kScanVertices) {
 #if defined(__SSE2__)
-    // Two vertices at a time (SSE2; two pairs a loop), ~9 instructions a vertex
-    // instead of 15: lane k scans vertices k, k + 2, ..., keeping the first of
+    // Two vertices at a time (SSE2; two pairs a loop): lane k scans vertices k, k + 2, ..., keeping the first of
     // its largest products (maxpd keeps the old value unless the new one is
     // strictly greater, so never NaN; the index as a double rises with the
     // vertices, so a max keeps the latest strict increase). Then the larger

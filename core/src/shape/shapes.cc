@@ -154,7 +154,7 @@ Aabb Shape::WorldBounds(const Pose& pose) const {
       // in the same order as Dot(r.row[i], v), and std::min(m, p) /
       // std::max(m, p) as _mm_min_pd(p, m) / _mm_max_pd(p, m) (p < m ? p : m,
       // p > m ? p : m: the same choice, NaN and signed zeros included), so
-      // the same box to the bit in fewer instructions a vertex.
+      // the same box to the bit, two coordinates a product.
       const __m128d c0 = _mm_set_pd(r.row[1].x, r.row[0].x);
       const __m128d c1 = _mm_set_pd(r.row[1].y, r.row[0].y);
       const __m128d c2 = _mm_set_pd(r.row[1].z, r.row[0].z);
@@ -490,7 +490,7 @@ void SurfaceRelease(const SurfaceData* s) {
 }  // namespace internal
 
 std::string ToString(const Vec3& v) {
-  // std::string("{"), not "{": gcc 12 -O3 warns on the latter (-Wrestrict, PR 105651).
+  // std::string("{"), not "{": avoids a false -Wrestrict warning (GCC PR 105651).
   return std::string("{") + FormatDouble(v.x) + ", " + FormatDouble(v.y) + ", " +
          FormatDouble(v.z) + "}";
 }

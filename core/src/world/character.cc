@@ -1,27 +1,8 @@
-// Collide-and-slide character movement (see character.h).
-//
-// A move first lifts the shape out of walkable ground that rose into it (a
-// platform the game raised between ticks), then runs up to three kinds of
-// pass, each a chain of sweeps of the shape:
-//   - slide: sweep, stop `skin` short of the first hit (measured along its
-//     normal), take the hit's plane away from the rest of the motion, repeat
-//     (Fauerby 2003, "Improved Collision detection and Response"). Walkable
-//     ground under a shape that is not rising ends its fall instead, and the
-//     motion along the ground follows the ground's plane vertically (as
-//     PhysX's controller and Jolt's CharacterVirtual hold a character on a
-//     walkable slope). The
-//     motion is clipped against every plane met in the pass as Quake's
-//     PM_SlideMove does: one plane: project on it; two: slide along their
-//     crease; three or more: stop (a corner). Motion turned against the
-//     desired direction stops too, so a pass never jitters back and forth.
-//   - step: when a plain slide was stopped by a wall while on the ground, try
-//     up by step_height, slide the horizontal motion, and down again; keep it
-//     when it lands on walkable ground further along than the plain slide.
-//   - snap: after a move that does not go up, walkable ground within
-//     ground_snap_distance below pulls the shape down onto it.
-// Walls: a surface steeper than max_slope_degrees that would lift the
-// motion is replaced by the vertical wall through it (its normal without the
-// up part), so walking never climbs it; falling still slides down it.
+// Collide-and-slide character movement (see character.h): lift out of ground
+// that rose into the shape, then slide (sweep, stop `skin` short, clip the
+// motion against the planes met as Quake's PM_SlideMove; Fauerby 2003), step
+// up over walls when on the ground, and snap down to walkable ground. Walls
+// steeper than max_slope_degrees act as vertical, so walking never climbs them.
 #include <algorithm>
 #include <cmath>
 

@@ -1,18 +1,7 @@
-// The pose history of a ColliderSet (lag compensation).
-//
-// Only colliders that changed inside the window are "tracked": each tracked
-// incarnation of an id (an add or replace starts one, a remove or replace
-// ends it) keeps its shape once and one pose sample per tick it changed in,
-// plus a base sample (its pose before the window's first change). Memory
-// therefore grows with what moved, not with the collider count. Tracked
-// incarnations sit in their own dynamic tree with the box of their whole
-// window ("history bounds"), so a rewound query walks the set's tree (minus
-// the tracked colliders) and this small tree, and places only candidates at
-// the exact moment.
-//
-// Every batch is logged (the last two) so that ColliderSet::RestoreRevision
-// can undo it exactly: the server's tick rollback applies the inverse batch
-// and then restores the revision, which undoes both batches' history.
+// The pose history of a ColliderSet (lag compensation): only colliders that
+// changed inside the window are tracked, each with its shape once and a pose
+// per tick it changed in, in a small tree of their whole-window boxes; the
+// last two batches are logged so that RestoreRevision can undo a tick.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "geometry/epa.h"
 #include "geometry/gjk.h"
 #include "hitbox/collision/collide.h"
 #include "test_util.h"
@@ -291,7 +292,9 @@ namespace hitbox {
 namespace {
 
 // Non-finite poses (callers are meant to validate them) must not crash or
-// hang any query of any pair: every loop has a fixed cap.
+// hang any query of any pair: GJK and EPA stop within their iteration caps,
+// a distance is never negative, and each answer is the same when asked again
+// (nothing read that was not set).
 TEST(OverlapTest, NonFinitePosesTerminate) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
@@ -299,18 +302,33 @@ TEST(OverlapTest, NonFinitePosesTerminate) {
                            *Shape::MakeCapsule(0.5, 1), *Shape::MakeCylinder(0.5, 1)};
   const Pose bad[3] = {Pose{Vec3{nan, 0, 0}}, Pose{Vec3{inf, 0, 0}},
                        Pose{Vec3{0, 0, 0}, Quat{nan, 0, 0, 1}}};
+  int epa_runs = 0;
   for (const Shape& a : shapes) {
     for (const Shape& b : shapes) {
       for (const Pose& p : bad) {
-        Contact c;
-        (void)Overlap(a, Pose{}, b, p);
-        (void)ComputeContact(a, Pose{}, b, p, &c);
-        (void)ComputeDistance(a, Pose{}, b, p);
-        (void)Overlap(a, p, b, Pose{});
+        const internal::GjkResult g = internal::GjkDistance(a, Pose{}, b, p);
+        EXPECT_LE(g.iterations, internal::GjkSettings{}.max_iterations);
+        if (g.cores_overlap) {
+          ++epa_runs;
+          const internal::EpaResult e = internal::Epa(internal::ConvexCore::FromShape(a),
+                                                      internal::ConvexCore::FromShape(b), p, g);
+          EXPECT_LE(e.iterations, internal::kEpaMaxIterations);
+        }
+        Contact c, again;
+        const bool overlap = Overlap(a, Pose{}, b, p);
+        EXPECT_EQ(Overlap(a, Pose{}, b, p), overlap);
+        const bool contact = ComputeContact(a, Pose{}, b, p, &c);
+        EXPECT_EQ(ComputeContact(a, Pose{}, b, p, &again), contact);
+        const DistanceResult d = ComputeDistance(a, Pose{}, b, p);
+        EXPECT_FALSE(d.distance < 0.0);
+        const DistanceResult d2 = ComputeDistance(a, Pose{}, b, p);
+        EXPECT_TRUE(d2.distance == d.distance || (std::isnan(d.distance) && std::isnan(d2.distance)));
+        const bool reversed = Overlap(a, p, b, Pose{});
+        EXPECT_EQ(Overlap(a, p, b, Pose{}), reversed);
       }
     }
   }
-  SUCCEED();
+  EXPECT_GT(epa_runs, 0);
 }
 
 }  // namespace

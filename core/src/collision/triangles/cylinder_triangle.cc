@@ -1,7 +1,5 @@
-// The closed-form cylinder-triangle sweep (cylinder_triangle.h), out of line:
-// inlined into the mesh sweep's per-triangle step (SweepTriangle) it changed
-// the code GCC made for the other shapes' paths there (big_level sweeps:
-// 97.81M instructions inlined, 97.37M out of line).
+// The closed-form cylinder-triangle sweep (cylinder_triangle.h), out of line
+// so that it does not weigh on the other shapes' paths in SweepTriangle.
 #include "collision/triangles/cylinder_triangle.h"
 
 #include <algorithm>

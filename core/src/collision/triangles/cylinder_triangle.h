@@ -1,39 +1,9 @@
-// The first contact of a translating cylinder with a triangle in closed form
-// (internal to hitbox_core): the shortcut of the GJK cast (SweepConvexTriangle)
-// for cylinder cores, whose curved side and rims GJK approaches only
-// linearly (big_level: a median of 12 cast iterations per cylinder hit
-// against 4 for a hull).
-//
-// The first contact of two convex solids is a touch of a pair of boundary
-// features; in the cylinder's frame (axis Y, radius r, caps at +-h, the
-// triangle moving by w = -R^T v) each pair's touch time solves a linear or
-// quadratic equation: a triangle vertex against the side (ray against an
-// infinite cylinder) or a cap (plane, then radius), an edge against the side
-// (the distance between the edge's line and the axis is linear in t), an
-// edge against a rim circle (the edge's line meets the cap plane at a point
-// linear in t, at distance r from the cap's centre) and the face against the
-// cylinder's support point along its normal.
-//
-// Each candidate in range is a real touch of the two solids, so the earliest
-// is the first contact, and it is accepted only when it proves itself: at
-// its t*, the plane through the contact point X with the contact normal n
-// separates the two (the triangle's other vertices strictly behind it, the
-// cylinder's support along -n not behind it beyond rounding) while they
-// close at a speed s. Then for every t < t* the cylinder is at least
-// (t* - t) s - tol in front of that plane, so no contact comes before
-// t* - tol / s: t* is the first contact up to rounding. A degenerate first
-// contact (a cap parallel to the face, an edge along the axis, a vertex on
-// a rim, a graze, two feature pairs at once) has no candidate in range or
-// fails the proof, and the GJK cast decides.
-//
-// The answers differ from the cast's only by its rounding (tests/core/
-// geometry/cylinder_triangle_test.cc): t by the cast's stalled gaps (up to
-// kSweepStallGap of closing travel), the normal where the cast's weights
-// round off a vertex or edge into the face (its active-edge rule then gives
-// the face normal; ~0.6% of the test's hits) or its direction stalls off a
-// rim or side (~0.15%), and far from the origin, where the cast's ~1e-9 m
-// closest-point vector carries the coordinates' rounding (its normals off by
-// up to ~1e-2 at 20 km); the closed form works relative to the centre.
+// The first contact of a translating cylinder with a triangle in closed form:
+// the GJK cast's shortcut for cylinder cores, whose curved side and rims GJK
+// approaches only linearly. Each pair of boundary features touches at the
+// root of a linear or quadratic equation; the earliest is kept only when the
+// plane of its contact separates the two while they close (so nothing
+// touches before it), else the GJK cast decides.
 #pragma once
 
 #include <cstdint>

@@ -39,31 +39,11 @@ struct DeepestScratch {
 }  // namespace surface_detail
 
 /// The deepest of SurfaceContactsConvex's contacts (ties: the lowest input
-/// triangle), without computing every one. Each candidate triangle's depth
-/// is bounded above, first by the overlap of the two along the triangle's
-/// normal (two support calls; any axis's overlap bounds the penetration
-/// depth, and GJK, SAT and EPA stay within this one: EPA's converged depth
-/// to its 1e-9 * scale tolerance, its fallbacks and SAT try that axis
-/// themselves), or for a box core on a triangle that TrianglePolytopePenetration
-/// answers (all but degenerate ones, where EPA may decide) by the overlaps
-/// along x, y and z of its bounds (no support calls: its SAT depth is exact,
-/// and GJK's when the cores are apart is less, so neither exceeds any axis's
-/// overlap; on big_level's boxes this looser bound cost less than the normal's
-/// support calls it saves), then, each time the triangle comes up, by a tighter one: for
-/// a box core the overlaps along its face normals, then along the axis from
-/// its centre to the triangle (TriangleInnerOverlap), then the SAT depth
-/// itself (TrianglePolytopePenetration: exactly the contact's depth when the
-/// cores overlap, else the contact's depth is at most it, up to rounding),
-/// for a cylinder or hull core the overlap along the axis from its axis or
-/// interior point to the triangle when that shows the cores apart.
-/// Triangles are decided (TriangleTouchContact) in order of their tightest
-/// bound, highest first (a max-heap, refined lazily: a triangle whose bound
-/// tightens goes back in the heap), and once the highest bound left is
-/// below the deepest contact so far by more than 4e-9 * scale, the rest are
-/// passed over. Returns false when no triangle is touched. The same contact
-/// as the deepest of SurfaceContactsConvex's: the deepest-then-lowest choice
-/// does not depend on the order, and a skipped triangle's contact cannot win
-/// (its depths can exceed the bound only by rounding, or EPA's tolerance).
+/// triangle) without computing every one: each candidate's depth is bounded
+/// above by overlaps along cheap axes (the triangle's normal, a box's axes,
+/// the axis to the triangle, the SAT depth), triangles are decided deepest
+/// bound first from a lazily refined max-heap, and the rest are skipped once
+/// none can beat the deepest contact by 4e-9 * scale. False when none touches.
 template <typename Surface, typename Convex>
 bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
                                  SurfaceContactHit* out) {

@@ -262,9 +262,8 @@ bool SurfaceContactsConvex(const Surface& surface, const Convex& convex,
 /// (infinite when the segment meets the triangle). A triangle off to the
 /// side of the core, touching it at an edge or not at all, is nearly
 /// separated along this axis, where the overlap along the triangle's normal
-/// stays large, and so did those along its edges' in-plane normals (six
-/// support calls a triangle, which cost big_level's sweeps more than they
-/// saved once this axis was tried).
+/// stays large (as along its edges' in-plane normals, six support calls that
+/// this one axis replaces).
 template <typename Convex>
 double TriangleInnerOverlap(const Vec3 v[3], const Convex& convex, const Vec3 inner[2]) {
   Vec3 p = inner[0], q;

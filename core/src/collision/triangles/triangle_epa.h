@@ -40,9 +40,7 @@ enum class TriangleEpaStart : uint8_t { kPrismOrTetrahedron, kPrismOnly, kTetrah
 
 /// Caps of TriangleConvexEpa: polytope vertices, face slots and iterations.
 /// Each iteration scans the face slots a few times, so these bound the cost
-/// of one call whatever the input: ~0.1M instructions a triangle for a
-/// cylinder on the slivers of the slow fuzz input (1.25M with the caps of
-/// 160 vertices, 1024 faces and 150 iterations, up to ~3M a call).
+/// of one call whatever the input (slivers of a curved core included).
 inline constexpr int kTriangleEpaMaxVertices = 64;
 inline constexpr int kTriangleEpaMaxFaces = 256;
 inline constexpr int kTriangleEpaMaxIterations = 32;
@@ -52,32 +50,14 @@ inline constexpr int kTriangleEpaMaxIterations = 32;
 inline constexpr double kTriangleEpaFlatSine = 1e-9;
 inline constexpr double kTriangleEpaFlatVolume = 1e-15;
 
-/// Expanding Polytope Algorithm (van den Bergen 2001; as epa.h) on the
-/// Minkowski difference core - triangle, started from GJK's enclosing
-/// tetrahedron `g` (g.tetrahedron == 4). Each step pushes the face nearest
-/// the origin out to the support point along its normal, re-stitching the
-/// horizon, until the support gap is below 1e-9 * scale. Face slots of
-/// removed faces are reused. A flat start tetrahedron, a breakdown or the
-/// caps (kTriangleEpaMax*) end in the fallback: the best of the polytope's
-/// face normals and the triangle's two normals by the exact support.
-///
-/// `start` picks the start polytope: the prism between the difference's
-/// faces along the triangle's normal when it holds the origin, else GJK's
-/// tetrahedron (kPrismOrTetrahedron); the prism alone (kPrismOnly, `g`
-/// unused: not valid, failure 1, when it does not hold the origin; when it
-/// does, the cores certainly overlap, with the origin more than 1e-9 * scale
-/// inside every face of it); the tetrahedron alone (kTetrahedronOnly, after
-/// a kPrismOnly call that was not valid).
-///
-/// `stop_below`: a caller that only wants the depth when it reaches this
-/// (SurfaceDeepestContactConvex: the deepest contact so far, less its
-/// slack) has EPA stop, not valid (failure 6), as soon as the support along
-/// a face normal, an upper bound on the depth, plus the tolerance is below
-/// it: the converged depth is within the tolerance of the least such bound.
-///
-/// `prism_supports`: a caller that has the core's supports along -n and +n
-/// (n the triangle's unit normal, Cross(tri[1] - tri[0], tri[2] - tri[0]) /
-/// its length, as computed here) passes them, for the prism, in that order.
+/// EPA (van den Bergen 2001; as epa.h) on the Minkowski difference core -
+/// triangle, until the support gap is below 1e-9 * scale; a flat start, a
+/// breakdown or the caps end in the fallback, the best of the polytope's
+/// and the triangle's normals by the exact support. `start`: the prism
+/// along the triangle's normal when it holds the origin, else GJK's
+/// tetrahedron `g` (or only one of them); `stop_below`: stop, not valid
+/// (failure 6), once the depth is certainly below it; `prism_supports`: the
+/// core's supports along -n and +n when the caller has them.
 template <typename CoreSupport>
 TriangleConvexPenetration TriangleConvexEpa(
     const Vec3 tri[3], const CoreSupport& core_support, double margin, double scale,

@@ -134,42 +134,22 @@ TriangleCastHit AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core
 /// The cast alone (SweepConvexTriangle's default shortcut).
 struct NoCastShortcut {};
 
-/// First contact of the convex (core_support at its start position, grown by
-/// `margin`) translating by `v` for t in [0, t_max] with triangle `tri`.
-/// `active`: active-edge flags; a contact on an inactive edge or vertex
-/// reports the face normal (when it does not point along the motion).
-/// `shortcut(face, &out)`, tried once when the cast has first advanced
-/// (face: the triangle's unit normal): true when it proved `out` the cast's
-/// answer in closed form (CylinderTriangleSweep), false to go on.
-///
-/// GJK ray cast (van den Bergen, "Ray Casting against General Convex Objects
-/// with Application to Continuous Collision Detection", 2004; as Jolt's
-/// GJKClosestPoint::CastShape): one GJK simplex of the Minkowski difference
-/// core - triangle, kept relative to the moving point -v t, so each advance
-/// t += (lower bound - margin) / closing speed along the latest support
-/// plane (conservative: never past the time of impact, stopped half a
-/// kSweepGap short) reuses the simplex instead of restarting GJK. A hit is
-/// declared once GJK has converged at t (so the normal is GJK's converged
-/// axis) with the distance within kSweepGap of the margin.
-///
-/// The simplex's closest point is the origin's projection on any triangle
-/// but a sliver, with weights by triple products (simplex.h,
-/// kProjectionUnlessSliver): near contact |v| is ~1e-9 m against points
-/// metres long, where the weighted sum's direction (and a thin triangle's
-/// Lagrange weights) are rounding noise, ~1e-7 rad at ~200 m from the
-/// origin: the lower bounds then scattered by ~1e-6 m, and casts stalled
-/// into restarts and conservative advancement, some to its cap, a lower
-/// bound only (big_level: 82 of 3163 casts to the fallback, now none).
+/// First contact of the convex (core_support, grown by `margin`) moving by
+/// `v` for t in [0, t_max] with triangle `tri`; `active`: active-edge flags
+/// (an inactive edge or vertex reports the face normal); `shortcut`, tried
+/// once the cast has advanced, may prove a closed-form answer. GJK ray cast
+/// (van den Bergen 2004; Jolt's GJKClosestPoint::CastShape): one simplex of
+/// core - triangle kept across conservative advances, a hit once GJK
+/// converged within kSweepGap of the margin; the simplex projects the origin
+/// on any triangle but a sliver (kProjectionUnlessSliver) for stable bounds.
 template <typename CoreSupport, typename Shortcut = NoCastShortcut>
 TriangleCastHit SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
                                         double margin, const Vec3& v_in, double t_max,
                                         double scale, uint8_t active,
                                         const Shortcut& shortcut = {}) {
   using triangle_convex_detail::SimplexPoint;
-  // The motion and the triangle's vertices as locals: read through the
-  // references, GCC reloads them after every out-of-line call of the loop
-  // (the simplex solver, a hull's support) and stores copies of them to the
-  // stack again each iteration (~45 instructions an iteration).
+  // The motion as a local: read through the reference, it would be reloaded
+  // after every out-of-line call of the loop (the simplex solver, a support).
   const Vec3 v = v_in;
   TriangleCastHit out;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
@@ -246,9 +226,8 @@ TriangleCastHit SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_s
   for (int it = 0; it < 2 * kTriangleSweepMaxIterations; ++it) {
     if constexpr (!std::is_same_v<Shortcut, NoCastShortcut>) {
       // Once the cast has advanced (apart at t = 0, closing): a pair it has
-      // not advanced is mostly one starting inside or touching, which the
-      // shortcut does not answer (cylinder.json sweeps: 27.13M instructions
-      // so, 27.69M trying after 3 iterations whatever t).
+      // not advanced mostly starts inside or touching, which the shortcut
+      // does not answer.
       if (!tried && t > 0.0) {
         tried = true;
         TriangleCastHit closed;

@@ -1,18 +1,7 @@
-// hitbox_wire: conversion between the hitbox.v1 wire messages and the core
-// types, in both directions, plus the ErrorCode <-> grpc::StatusCode mapping.
-//
-// proto -> core conversions validate everything a message can get wrong on
-// its own (NaN/inf, non-unit quaternions, zero or negative sizes, unset
-// oneofs, layer > 31, too many ignore ids) and fail with kInvalidArgument and
-// a message that names the field path, e.g.
-//   "changes[3].add.shape.box.half_extents.y must be finite and > 0, got -1"
-//   "queries[0].cast.pose.rotation: quaternion norm 0 is not 1 (tolerance 1e-6)"
-// Checks that need a collider set (unknown or duplicate ids, limits) are the
-// server's job. Paths are built only when an error is reported, so a valid
-// batch costs no string work.
-//
-// The server uses FromProto for requests and ToProto for answers; the client
-// uses ToProto for requests and FromProto for answers.
+// hitbox_wire: hitbox.v1 messages <-> core types, and ErrorCode <->
+// grpc::StatusCode. FromProto checks all a message can get wrong on its own
+// and fails with kInvalidArgument naming the field path, e.g.
+// "changes[3].add.shape.box.half_extents.y must be finite and > 0, got -1".
 #pragma once
 
 #include <cstdint>
