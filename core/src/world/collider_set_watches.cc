@@ -13,6 +13,8 @@
 // The work grows with what changed and the events, not with the number of
 // watches or colliders. Every step leaves an undo record (RestoreRevision).
 #include <algorithm>
+#include <span>
+#include <variant>
 
 #include "world/collider_set_internal.h"
 #include "world/overlap_pair.h"
@@ -143,30 +145,39 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::vector<uint8_t> rerun(w.size(), 0);
-  std::vector<OverlapHit> hits;
-  std::vector<WatchMember> now;
-  for (uint64_t id : ids) {
-    const uint32_t i = w.IndexOf(id);
+  // The queries run as one batch (interleaved tree walks), then each answer
+  // is diffed with the watch's set.
+  std::vector<Query>& queries = w.queries;
+  std::vector<QueryResult>& results = w.results;
+  queries.resize(ids.size());
+  results.resize(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const uint32_t i = w.IndexOf(ids[k]);
     rerun[i] = 1;
     WatchState& s = w.at(i);
     UndoOp op;
     op.kind = UndoOp::kRefreshed;
-    op.watch = id;
+    op.watch = ids[k];
     op.state.world_pose = s.world_pose;
+    w.ops().push_back(std::move(op));
     const Pose pose = s.watch.attach_to
                           ? Normalized(Find(*s.watch.attach_to)->pose * s.watch.pose)
                           : Normalized(s.watch.pose);
     w.SetPose(i, pose);
-    OverlapQuery q;
+    if (!std::holds_alternative<OverlapQuery>(queries[k])) queries[k] = OverlapQuery();
+    OverlapQuery& q = std::get<OverlapQuery>(queries[k]);
     q.shape = s.watch.shape;
     q.pose = pose;
     q.filter.mask = s.watch.mask;
-    q.filter.ignore = s.watch.ignore;
+    q.filter.ignore.assign(s.watch.ignore.begin(), s.watch.ignore.end());
     if (s.watch.attach_to) q.filter.ignore.push_back(*s.watch.attach_to);
-    Overlap(q, &hits);
-    ++w.work.full_queries;
-    now.clear();
-    for (const OverlapHit& h : hits) now.push_back({h.id, h.sub_shape});
+  }
+  RunBatch(std::span<const Query>(queries), std::span<QueryResult>(results));
+  w.work.full_queries += ids.size();
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const uint64_t id = ids[k];
+    WatchState& s = w.at(w.IndexOf(id));
+    const std::vector<OverlapHit>& now = results[k].overlaps;
     // Both sorted by id: a merge gives the differences.
     const std::vector<WatchMember>& was = s.inside;
     size_t a = 0, b = 0;
@@ -182,10 +193,15 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
         ++b;
       }
     }
-    op.state.inside = std::move(s.inside);
-    s.inside = now;
-    w.ops().push_back(std::move(op));
+    std::vector<WatchMember> inside;
+    inside.reserve(now.size());
+    for (const OverlapHit& h : now) inside.push_back({h.id, h.sub_shape});
+    // The refresh's undo record (pushed in the same order) keeps the old set.
+    w.ops()[w.ops().size() - ids.size() + k].state.inside = std::move(s.inside);
+    s.inside = std::move(inside);
   }
+  // The kept buffers hold no shape (a hull's data) past the batch.
+  for (Query& q : queries) std::get<OverlapQuery>(q).shape = Shape();
   // 3. Changed colliders against the other watches near them.
   std::vector<uint32_t> near;
   for (const WatchSet::Touched& t : touched) {
@@ -219,13 +235,7 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
       const bool inside = sub != internal::kNoOverlap;
       if (!was && !inside) continue;
       if (was && inside && it->sub_shape == sub) continue;
-      UndoOp op;
-      op.kind = UndoOp::kPair;
-      op.watch = s.watch.id;
-      op.collider = t.id;
-      op.was_inside = was;
-      op.sub_shape = was ? it->sub_shape : 0;
-      w.ops().push_back(std::move(op));
+      w.pair_ops().push_back({s.watch.id, t.id, was ? it->sub_shape : 0, was});
       if (was && inside) {
         it->sub_shape = sub;  // still inside, touching another piece: no event
       } else if (inside) {

@@ -11,7 +11,10 @@ constexpr size_t kJournals = 4;
 
 Aabb WatchSet::BoxOf(const WatchState& s, bool fat) {
   const Aabb box = SlackBounds(s.watch.shape, s.world_pose);
-  return fat ? box.Expanded(kFatMargin) : box;
+  // An attached watch's margin grows with its size: a large area of interest
+  // then leaves the tree alone for several steps of its player, while the
+  // colliders its box takes in besides are culled by the bounding spheres.
+  return fat ? box.Expanded(kFatMargin + 0.1 * s.watch.shape.BoundingRadius()) : box;
 }
 
 void WatchSet::Insert(WatchState state) {
@@ -72,7 +75,7 @@ size_t WatchSet::MemoryBytes() const {
              s.watch.shape.DataBytes();
   }
   for (const Journal& j : journals_) {
-    bytes += j.ops.capacity() * sizeof(UndoOp);
+    bytes += j.ops.capacity() * sizeof(UndoOp) + j.pairs.capacity() * sizeof(PairUndo);
     for (const UndoOp& op : j.ops) bytes += op.state.inside.capacity() * sizeof(WatchMember);
   }
   return bytes;
@@ -113,7 +116,7 @@ void WatchSet::BeginBatch(uint64_t revision_before, bool watch_changes) {
   work = WatchWork{};
   recording_ = watch_changes || !states_.empty();
   if (journals_.size() == kJournals) journals_.pop_front();
-  journals_.push_back({revision_before, {}});
+  journals_.push_back({revision_before, {}, {}});
 }
 
 std::vector<WatchSet::Touched>& WatchSet::TouchedOnce() {
@@ -136,12 +139,35 @@ void WatchSet::EndBatch() {
   }
   recording_ = false;
   // A big batch's buffers are not kept.
-  if (touched_.capacity() > 4096) std::vector<Touched>().swap(touched_);
-  else touched_.clear();
+  if (touched_.capacity() > 4096) {
+    std::vector<Touched>().swap(touched_);
+  } else {
+    touched_.clear();
+  }
+  if (queries.capacity() > 4096) {
+    std::vector<hitbox::Query>().swap(queries);
+    std::vector<QueryResult>().swap(results);
+  }
 }
 
 void WatchSet::UndoTo(uint64_t revision) {
   while (!journals_.empty() && journals_.back().revision_before >= revision) {
+    std::vector<PairUndo>& pairs = journals_.back().pairs;
+    for (auto op = pairs.rbegin(); op != pairs.rend(); ++op) {
+      std::vector<WatchMember>& in = states_[IndexOf(op->watch)].inside;
+      auto it = std::lower_bound(in.begin(), in.end(), op->collider,
+                                 [](const WatchMember& m, uint64_t id) { return m.id < id; });
+      const bool there = it != in.end() && it->id == op->collider;
+      if (op->was_inside) {
+        if (there) {
+          it->sub_shape = op->sub_shape;
+        } else {
+          in.insert(it, {op->collider, op->sub_shape});
+        }
+      } else if (there) {
+        in.erase(it);
+      }
+    }
     std::vector<UndoOp>& ops = journals_.back().ops;
     for (auto op = ops.rbegin(); op != ops.rend(); ++op) {
       switch (op->kind) {
@@ -151,23 +177,6 @@ void WatchSet::UndoTo(uint64_t revision) {
           const uint32_t i = IndexOf(op->watch);
           SetPose(i, op->state.world_pose);
           states_[i].inside = std::move(op->state.inside);
-          break;
-        }
-        case UndoOp::kPair: {
-          std::vector<WatchMember>& in = states_[IndexOf(op->watch)].inside;
-          auto it = std::lower_bound(
-              in.begin(), in.end(), op->collider,
-              [](const WatchMember& m, uint64_t id) { return m.id < id; });
-          const bool there = it != in.end() && it->id == op->collider;
-          if (op->was_inside) {
-            if (there) {
-              it->sub_shape = op->sub_shape;
-            } else {
-              in.insert(it, {op->collider, op->sub_shape});
-            }
-          } else if (there) {
-            in.erase(it);
-          }
           break;
         }
       }

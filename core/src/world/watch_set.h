@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broad_phase/dynamic_tree.h"
+#include "hitbox/world/collider_set.h"
 #include "hitbox/world/watch.h"
 
 namespace hitbox::internal {
@@ -26,20 +27,24 @@ class WatchSet {
     bool existed = false;
   };
 
-  /// One step of a batch's watch update, with what undoes it.
+  /// One step of a batch's watch update on a whole watch, with what undoes it.
   struct UndoOp {
     enum Kind : uint8_t {
       kAdded,      ///< watch `watch` was added: erase it
       kRemoved,    ///< `state` was removed: insert it back
       kRefreshed,  ///< watch `watch` moved / reran: `state` holds its old pose and inside set
-      kPair,       ///< (watch, collider) changed: was inside with `sub_shape`, or not
     };
     Kind kind = kAdded;
-    bool was_inside = false;
-    uint32_t sub_shape = 0;
+    uint64_t watch = 0;
+    WatchState state;
+  };
+  /// One (watch, collider) pair a batch changed: it was inside with
+  /// `sub_shape`, or it was not. Pair steps come after every UndoOp of a batch.
+  struct PairUndo {
     uint64_t watch = 0;
     uint64_t collider = 0;
-    WatchState state;
+    uint32_t sub_shape = 0;
+    bool was_inside = false;
   };
 
   size_t size() const { return states_.size(); }
@@ -92,6 +97,10 @@ class WatchSet {
   std::vector<Touched>& TouchedOnce();
   /// The open batch's undo log.
   std::vector<UndoOp>& ops() { return journals_.back().ops; }
+  std::vector<PairUndo>& pair_ops() { return journals_.back().pairs; }
+  /// Buffers of the reruns, kept from batch to batch.
+  std::vector<hitbox::Query> queries;
+  std::vector<QueryResult> results;
   /// Records an event of the open batch.
   void AddEvent(const WatchEvent& e) { events_.push_back(e); }
   /// Ends the batch: sorts the events, keeps the first max_events.
@@ -124,6 +133,7 @@ class WatchSet {
   struct Journal {
     uint64_t revision_before = 0;
     std::vector<UndoOp> ops;
+    std::vector<PairUndo> pairs;
   };
   /// Undo logs of the last batches (RestoreRevision undoes at most two).
   std::deque<Journal> journals_;
