@@ -223,6 +223,11 @@ void ColliderSet::RestoreRevision(uint64_t revision) {
   m.revision = revision;
 }
 
+void ColliderSet::SetLoadedRevision(uint64_t revision) {
+  impl_->watches.ForgetUndo();
+  impl_->revision = revision;
+}
+
 void ColliderSet::Drop() {
   auto fresh = std::make_unique<Impl>();
   fresh->history.set_window(impl_->history.window());

@@ -110,6 +110,11 @@ class WatchSet {
     events_.clear();
     truncated_ = false;
   }
+  /// Drops the undo logs (the batches so far can no longer be undone).
+  void ForgetUndo() {
+    journals_.clear();
+    ClearEvents();
+  }
   /// Undoes every batch applied on top of a revision >= `revision`.
   void UndoTo(uint64_t revision);
 

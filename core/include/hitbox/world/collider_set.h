@@ -367,6 +367,10 @@ class ColliderSet {
   /// history of the batches applied since `revision` (the last two at most:
   /// the batch and its inverse) is undone exactly, ticks included.
   void RestoreRevision(uint64_t revision);
+  /// Sets the revision counter of a set just loaded from storage, after
+  /// batches that rebuilt it (a snapshot's colliders, then its watches):
+  /// those batches can no longer be taken back by RestoreRevision.
+  void SetLoadedRevision(uint64_t revision);
   /// Number of the set's own colliders (a base set's are not counted).
   size_t size() const;
   /// The collider with `id`, the set's own or its base's, or nullptr.
