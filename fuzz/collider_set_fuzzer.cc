@@ -139,6 +139,9 @@ bool ModelApply(Model* m, const std::vector<ColliderChange>& changes) {
         if (!exists) return false;
         next.erase(id);
         break;
+      case ColliderChange::Kind::kAddWatch:
+      case ColliderChange::Kind::kRemoveWatch:
+        return false;  // the fuzzer makes no watch changes
     }
   }
   m->colliders = std::move(next);

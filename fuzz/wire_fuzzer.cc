@@ -77,9 +77,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
       }
       RoundTrip<ColliderChange, v1::ColliderChange>(*change, "ColliderChange");
-      // Core accepts what wire accepted (for kinds other than add, after an add of the id).
+      // Core accepts what wire accepted (for kinds other than add, after an add
+      // of the id; a watch after its collider, a watch's removal after the watch).
       ColliderSet set;
-      if (change->kind != ColliderChange::Kind::kAdd) {
+      if (change->kind == ColliderChange::Kind::kAddWatch) {
+        if (change->watch->attach_to) {
+          HITBOX_FUZZ_CHECK(
+              set.Apply({{ColliderChange::Add(Collider{.id = *change->watch->attach_to})}}).ok(),
+              "setup add");
+        }
+      } else if (change->kind == ColliderChange::Kind::kRemoveWatch) {
+        Watch w;
+        w.id = change->collider.id;
+        HITBOX_FUZZ_CHECK(set.Apply({{ColliderChange::AddWatch(std::move(w))}}).ok(),
+                          "setup add_watch");
+      } else if (change->kind != ColliderChange::Kind::kAdd) {
         HITBOX_FUZZ_CHECK(set.Apply({{ColliderChange::Add(Collider{.id = change->collider.id})}}).ok(),
                           "setup add");
       }

@@ -92,6 +92,18 @@ int main(int argc, char** argv) {
       ->envname("HITBOX_MAX_BUILD_WORK_PER_MESSAGE")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-watches", l.session.max_watches,
+                 "most watches (standing overlap queries) one session may hold (sessions may "
+                 "ask for less)")
+      ->envname("HITBOX_MAX_WATCHES")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
+  app.add_option("--max-watch-events", l.session.max_watch_events_per_batch,
+                 "most watch events one batch reports; more set events_truncated (sessions "
+                 "may ask for less)")
+      ->envname("HITBOX_MAX_WATCH_EVENTS")
+      ->check(CLI::Range(1u, 1u << 24))
+      ->capture_default_str();
   std::string max_build_bytes = "1G";
   app.add_option("--max-build-bytes", max_build_bytes,
                  "bytes of geometry (priced before building) that the change batches being "

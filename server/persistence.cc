@@ -215,6 +215,9 @@ std::string SnapshotBytes(const Session& s) {
   info.set_map_id(s.set().base_name());
   info.set_revision(s.set().revision());
   info.set_collider_count(s.set().size());
+  // The watches' definitions; their inside sets are found again on load.
+  s.set().ForEachWatch(
+      [&](const WatchState& w) { wire::ToProto(w.watch, info.add_watches()->mutable_watch()); });
   PutRecord(&out, RecordType::kSessionInfo, info);
   v1::GetCollidersResponse chunk;
   auto flush = [&] {
@@ -693,6 +696,25 @@ bool SessionStore::RecoverOne(const std::string& snapshot_name, SessionRegistry&
     }
   }
   s.set().RestoreRevision(info.revision());
+  if (info.watches_size() > 0) {  // their inside sets come back with their queries
+    std::vector<ColliderChange> watches;
+    for (int i = 0; i < info.watches_size(); ++i) {
+      Result<Watch> w = wire::FromProto(info.watches(i).watch(),
+                                        "watches[" + std::to_string(i) + "]");
+      if (!w.ok()) {
+        lock.unlock();
+        registry.Remove(id);
+        return quarantine("its watches do not load: " + w.error().message);
+      }
+      watches.push_back(ColliderChange::AddWatch(std::move(*w)));
+    }
+    if (Status st = s.set().Apply(watches); !st.ok()) {
+      lock.unlock();
+      registry.Remove(id);
+      return quarantine("its watches do not load: " + st.ToString());
+    }
+    s.set().SetLoadedRevision(info.revision());
+  }
 
   // Replay the log; its first bad record and everything after it are cut off.
   auto j = std::make_shared<Journal>(&s, snap_path, log_path);

@@ -1,6 +1,7 @@
 #include "reactors.h"
 
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -189,7 +190,166 @@ class TickReactor final : public grpc::ServerBidiReactor<v1::TickRequest, v1::Ti
   std::string gone_;       // why the session went away; guarded by mu_
 };
 
+// One WatchEvents stream. It observes its session: each batch's events (for
+// the watches asked) are queued as one message, written one at a time; when
+// the session goes, the stream ends with NOT_FOUND once the queue is
+// written. A client that falls kMaxQueuedWatchEvents behind ends the stream
+// with RESOURCE_EXHAUSTED rather than lose events unseen. Owns itself
+// through `self_` until OnDone (the session's weak reference may notify it).
+class WatchEventsReactor final : public grpc::ServerWriteReactor<v1::WatchEventsResponse>,
+                                 public SessionObserver {
+ public:
+  static WatchEventsReactor* Start(std::shared_ptr<Session> session, std::vector<uint64_t> ids,
+                                   std::unique_ptr<InFlightSlot> slot) {
+    std::shared_ptr<WatchEventsReactor> r(new WatchEventsReactor(std::move(ids), std::move(slot)));
+    r->self_ = r;
+    if (!r->slot_->status().ok()) {
+      r->End(r->slot_->status());
+      return r.get();
+    }
+    // The headers go once the stream is registered: a client that waits for
+    // them knows every later batch's events will reach it.
+    bool added = false;
+    {
+      std::lock_guard<std::recursive_mutex> lock(r->mu_);
+      added = session->AddObserver(r);
+      if (added) r->StartSendInitialMetadata();
+    }
+    if (!added) {
+      std::string why = session->gone_reason();
+      if (why.empty()) why = "session_id: session '" + session->id() + "' was deleted";
+      r->End(grpc::Status(grpc::StatusCode::NOT_FOUND, why));
+    }
+    return r.get();
+  }
+  static WatchEventsReactor* Refuse(const grpc::Status& error) {
+    std::shared_ptr<WatchEventsReactor> r(new WatchEventsReactor({}, nullptr));
+    r->self_ = r;
+    r->End(error);
+    return r.get();
+  }
+
+  void OnWatchEvents(const std::vector<WatchEvent>& events, bool truncated,
+                     uint64_t revision) override {
+    auto msg = std::make_unique<v1::WatchEventsResponse>();
+    for (const WatchEvent& e : events) {
+      if (!ids_.empty() && !std::binary_search(ids_.begin(), ids_.end(), e.watch_id)) continue;
+      wire::ToProto(e, msg->add_events());
+    }
+    if (msg->events_size() == 0) return;
+    msg->set_events_truncated(truncated);
+    msg->set_revision(revision);
+    const v1::WatchEventsResponse* write = nullptr;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (finished_ || !end_.ok()) return;
+      queued_events_ += static_cast<size_t>(msg->events_size());
+      if (queued_events_ > kMaxQueuedWatchEvents) {
+        end_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            "WatchEvents: the client fell more than " +
+                                std::to_string(kMaxQueuedWatchEvents) +
+                                " events behind; the stream ends (call again)");
+        if (writing_) return;  // ends once the write in progress completes
+        finished_ = true;
+      } else {
+        queue_.push_back(std::move(msg));
+        if (writing_) return;
+        writing_ = true;
+        write = queue_.front().get();
+      }
+    }
+    if (write != nullptr) {
+      StartWrite(write);
+    } else {
+      Finish(end_);
+    }
+  }
+
+  void OnSessionGone(const std::string& why) override {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (finished_) return;
+      if (end_.ok()) end_ = grpc::Status(grpc::StatusCode::NOT_FOUND, why);
+      if (writing_) return;  // the queue is written first
+      finished_ = true;
+    }
+    Finish(end_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::WatchEventsResponse* write = nullptr;
+    grpc::Status end;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      queued_events_ -= static_cast<size_t>(queue_.front()->events_size());
+      queue_.pop_front();
+      if (!ok) {
+        if (finished_) return;
+        finished_ = true;
+        end = grpc::Status(grpc::StatusCode::CANCELLED, "WatchEvents: client went away");
+      } else if (!queue_.empty() && end_.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        write = queue_.front().get();
+      } else {
+        writing_ = false;
+        if (end_.ok() || finished_) return;
+        finished_ = true;
+        end = end_;
+      }
+    }
+    if (write != nullptr) {
+      StartWrite(write);
+    } else {
+      Finish(end);
+    }
+  }
+  void OnCancel() override {
+    End(grpc::Status(grpc::StatusCode::CANCELLED, "WatchEvents: cancelled"));
+  }
+  void OnDone() override {
+    std::shared_ptr<WatchEventsReactor> last = std::move(self_);  // may destroy this on return
+  }
+
+ private:
+  WatchEventsReactor(std::vector<uint64_t> ids, std::unique_ptr<InFlightSlot> slot)
+      : slot_(std::move(slot)), ids_(std::move(ids)) {
+    std::sort(ids_.begin(), ids_.end());
+  }
+  // Finishes the call once, unless a write is in progress (its completion
+  // then finishes with `status`).
+  void End(const grpc::Status& status) {
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (finished_) return;
+      if (end_.ok()) end_ = status;
+      if (writing_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  std::unique_ptr<InFlightSlot> slot_;  // held until OnDone
+  std::vector<uint64_t> ids_;           // sorted; empty: every watch
+  std::shared_ptr<WatchEventsReactor> self_;
+  std::recursive_mutex mu_;
+  std::deque<std::unique_ptr<v1::WatchEventsResponse>> queue_;  // front: being written
+  size_t queued_events_ = 0;
+  bool writing_ = false;
+  bool finished_ = false;
+  grpc::Status end_;  // how the stream ends once the queue is written (OK: not yet)
+};
+
 }  // namespace
+
+grpc::ServerWriteReactor<v1::WatchEventsResponse>* StartWatchEventsReactor(
+    std::shared_ptr<Session> session, std::vector<uint64_t> watch_ids,
+    std::unique_ptr<InFlightSlot> slot) {
+  return WatchEventsReactor::Start(std::move(session), std::move(watch_ids), std::move(slot));
+}
+
+grpc::ServerWriteReactor<v1::WatchEventsResponse>* NewWatchEventsReactor(
+    const grpc::Status& error) {
+  return WatchEventsReactor::Refuse(error);
+}
 
 grpc::ServerWriteReactor<v1::ListCollidersResponse>* NewListCollidersReactor(
     std::vector<Collider> snapshot, uint64_t revision, uint32_t page_size,

@@ -36,6 +36,20 @@ grpc::ServerWriteReactor<v1::ListCollidersResponse>* NewListCollidersReactor(
 grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* StartTickReactor(
     HitboxService* service, grpc::CallbackServerContext* ctx, std::unique_ptr<InFlightSlot> slot);
 
+/// Most events a WatchEvents stream may have queued for a slow client; past
+/// it the stream ends with RESOURCE_EXHAUSTED (a gap is never silent).
+inline constexpr size_t kMaxQueuedWatchEvents = 65'536;
+
+/// One WatchEvents stream on `session`: each applied batch with events for
+/// `watch_ids` (empty: all) becomes one message, written in order; ends
+/// with NOT_FOUND when the session goes. Holds `slot` for its whole life.
+grpc::ServerWriteReactor<v1::WatchEventsResponse>* StartWatchEventsReactor(
+    std::shared_ptr<Session> session, std::vector<uint64_t> watch_ids,
+    std::unique_ptr<InFlightSlot> slot);
+/// Ends a WatchEvents call at once with `error`.
+grpc::ServerWriteReactor<v1::WatchEventsResponse>* NewWatchEventsReactor(
+    const grpc::Status& error);
+
 /// One Query call: holds the bytes of its answer in the in-flight budget until
 /// the response has been sent.
 class QueryReactor final : public grpc::ServerUnaryReactor {

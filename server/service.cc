@@ -192,6 +192,19 @@ void HitboxService::Describe(const Session& s, v1::SessionInfo* info) const {
     info->set_map_id(s.set().base_name());
     info->set_map_collider_count(map->size());
   }
+  std::shared_lock<std::shared_mutex> lock(s.mutex());
+  DescribeWatches(s.set(), info);
+}
+
+void DescribeWatches(const ColliderSet& set, v1::SessionInfo* info) {
+  set.ForEachWatch([&](const WatchState& w) {
+    v1::WatchInfo* out = info->add_watches();
+    wire::ToProto(w.watch, out->mutable_watch());
+    wire::ToProto(w.world_pose, out->mutable_world_pose());
+    const size_t listed = std::min(w.inside.size(), kMaxListedInside);
+    for (size_t i = 0; i < listed; ++i) out->add_inside(w.inside[i].id);
+    out->set_inside_count(w.inside.size());
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -293,6 +306,8 @@ grpc::Status HitboxService::DoApplyChanges(const v1::ApplyChangesRequest& req,
   }
   resp->set_revision(out.revision);
   resp->set_collider_count(out.collider_count);
+  for (const WatchEvent& e : out.events) wire::ToProto(e, resp->add_events());
+  resp->set_events_truncated(out.events_truncated);
   return grpc::Status::OK;
 }
 
@@ -420,6 +435,8 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
   if (!st.ok()) return fail(wire::ToGrpcStatus(st));
   resp->set_revision(out.revision);
   ResultsToProto(stream->results, req.queries(), resp->mutable_results());
+  for (const WatchEvent& e : out.events) wire::ToProto(e, resp->add_events());
+  resp->set_events_truncated(out.events_truncated);
   return grpc::Status::OK;
 }
 
@@ -496,6 +513,29 @@ grpc::ServerUnaryReactor* HitboxService::GetColliders(grpc::CallbackServerContex
   if (st.ok()) st = Rejected("GetColliders", req->session_id(), DoGetColliders(*req, resp));
   reactor->Finish(st);
   return reactor;
+}
+
+grpc::ServerWriteReactor<v1::WatchEventsResponse>* HitboxService::WatchEvents(
+    grpc::CallbackServerContext* ctx, const v1::WatchEventsRequest* req) {
+  auto slot = std::make_unique<InFlightSlot>(in_flight_);  // held for the whole stream
+  if (grpc::Status st =
+          Admit(*ctx, slot->status(), Access::kSession, req->session_id(), "WatchEvents");
+      !st.ok()) {
+    return NewWatchEventsReactor(st);
+  }
+  std::shared_ptr<Session> s;
+  if (grpc::Status st = Resolve(req->session_id(), &s); !st.ok()) {
+    return NewWatchEventsReactor(Rejected("WatchEvents", req->session_id(), st));
+  }
+  if (static_cast<uint64_t>(req->watch_ids_size()) > s->limits().max_watches) {
+    return NewWatchEventsReactor(Rejected(
+        "WatchEvents", req->session_id(),
+        Grpc(grpc::StatusCode::INVALID_ARGUMENT,
+             "watch_ids: " + std::to_string(req->watch_ids_size()) + " ids, at most " +
+                 std::to_string(s->limits().max_watches) + " (limits.max_watches)")));
+  }
+  std::vector<uint64_t> ids(req->watch_ids().begin(), req->watch_ids().end());
+  return StartWatchEventsReactor(std::move(s), std::move(ids), std::move(slot));
 }
 
 grpc::ServerWriteReactor<v1::ListCollidersResponse>* HitboxService::ListColliders(

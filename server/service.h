@@ -77,6 +77,8 @@ class HitboxService final : public v1::Hitbox::CallbackService {
                                   v1::QueryResponse* resp) override;
   grpc::ServerBidiReactor<v1::TickRequest, v1::TickResponse>* Tick(
       grpc::CallbackServerContext* ctx) override;
+  grpc::ServerWriteReactor<v1::WatchEventsResponse>* WatchEvents(
+      grpc::CallbackServerContext* ctx, const v1::WatchEventsRequest* req) override;
   // Maps (service_maps.cc).
   grpc::ServerUnaryReactor* ListMaps(grpc::CallbackServerContext* ctx,
                                      const v1::ListMapsRequest* req,
@@ -204,6 +206,11 @@ class HitboxService final : public v1::Hitbox::CallbackService {
   std::unique_ptr<SessionTxn> txn_;      // set up last in the constructor
   std::unique_ptr<IdleReaper> reaper_;  // calls ReapIdleSessions; started last
 };
+
+/// Most inside ids one WatchInfo lists (inside_count says how many there are).
+inline constexpr size_t kMaxListedInside = 256;
+/// Appends the set's watches to info->watches, sorted by id (its lock held).
+void DescribeWatches(const ColliderSet& set, v1::SessionInfo* info);
 
 /// Converts core results to proto, tagging each with its query's tag.
 void ResultsToProto(const std::vector<QueryResult>& results,

@@ -45,6 +45,17 @@ bool Session::AddObserver(std::weak_ptr<SessionObserver> observer) {
   return true;
 }
 
+void Session::PublishWatchEvents(const std::vector<WatchEvent>& events, bool truncated,
+                                 uint64_t revision) {
+  if (events.empty()) return;
+  std::lock_guard<std::mutex> lock(observers_mu_);
+  for (const std::weak_ptr<SessionObserver>& o : observers_) {
+    if (std::shared_ptr<SessionObserver> observer = o.lock()) {
+      observer->OnWatchEvents(events, truncated, revision);
+    }
+  }
+}
+
 std::string Session::gone_reason() const {
   std::lock_guard<std::mutex> lock(observers_mu_);
   return gone_reason_;

@@ -52,6 +52,10 @@ struct SessionLimits {
   /// triangles + hull points + compound children + heightfield samples / 16;
   /// about 1 s of one core per million), checked before anything is built.
   uint64_t max_build_work_per_message = 4'194'304;
+  /// Most watches (standing overlap queries) the session may hold.
+  uint32_t max_watches = 4'096;
+  /// Most watch events one batch reports; more set `events_truncated`.
+  uint32_t max_watch_events_per_batch = 65'536;
 };
 
 /// Server-wide limits: the per-session maxima plus the global ones.
@@ -91,6 +95,11 @@ class SessionObserver {
   virtual ~SessionObserver() = default;
   /// `why`: "session_id: session 'x' was deleted" or "... expired after N s idle".
   virtual void OnSessionGone(const std::string& why) = 0;
+  /// The watch events of a batch just applied (a WatchEvents stream), called
+  /// under the session's exclusive lock: must be quick and must not call
+  /// back into the session.
+  virtual void OnWatchEvents(const std::vector<WatchEvent>& /*events*/, bool /*truncated*/,
+                             uint64_t /*revision*/) {}
 };
 
 /// Steady-clock now in nanoseconds (the clock of Session::last_active_ns()).
@@ -106,6 +115,7 @@ class Session {
       : id_(std::move(id)), limits_(limits), created_unix_ms_(created_unix_ms),
         token_(std::move(token)) {
     set_.SetHistoryTicks(limits.history_ticks);
+    set_.SetMaxWatchEvents(limits.max_watch_events_per_batch);
   }
 
   /// The session id (1..128 of [A-Za-z0-9._:-]).
@@ -147,6 +157,10 @@ class Session {
   bool AddObserver(std::weak_ptr<SessionObserver> observer);
   /// Why the session is gone ("" while it lives).
   std::string gone_reason() const;
+  /// Hands the events of the batch just applied to every observer (its
+  /// exclusive lock held); nothing when there are none.
+  void PublishWatchEvents(const std::vector<WatchEvent>& events, bool truncated,
+                          uint64_t revision);
 
  private:
   friend class SessionRegistry;

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <variant>
@@ -201,6 +202,7 @@ std::vector<std::pair<uint64_t, std::optional<Collider>>> Capture(
   std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
   before.reserve(changes.size());
   for (const ColliderChange& c : changes) {
+    if (c.IsWatchChange()) continue;  // RestoreRevision takes watches back
     const Collider* old = set.Find(c.collider.id);
     before.emplace_back(c.collider.id, old ? std::optional<Collider>(*old) : std::nullopt);
   }
@@ -214,6 +216,7 @@ BatchLimits BatchLimitsOf(const SessionLimits& l) {
   b.max_mesh_triangles = l.max_mesh_triangles;
   b.max_heightfield_samples = l.max_heightfield_samples;
   b.max_hull_points = l.max_hull_points;
+  b.max_watches = l.max_watches;
   return b;
 }
 
@@ -400,6 +403,65 @@ Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::Collider
   return Status::Ok();
 }
 
+namespace {
+
+// The first queries of the watches a batch adds, run against the set as it
+// is under the session's query budget: a batch whose new watches need more
+// work than one Query may do is refused before it applies (their queries
+// then run again, on the batch's world, in ColliderSet::Apply).
+Status CheckWatchWork(const Session& s, const std::vector<ColliderChange>& changes,
+                            ThreadPool* pool) {
+  std::vector<hitbox::Query> queries;
+  // The poses the batch gives its colliders (the last change of each id).
+  std::unordered_map<uint64_t, Pose> posed;
+  for (const ColliderChange& c : changes) {
+    if (c.kind == ColliderChange::Kind::kAddWatch && c.watch->attach_to) {
+      for (const ColliderChange& a : changes) {
+        if (!a.IsWatchChange()) posed[a.collider.id] = a.collider.pose;
+      }
+      break;
+    }
+  }
+  for (const ColliderChange& c : changes) {
+    if (c.kind != ColliderChange::Kind::kAddWatch) continue;
+    const Watch& w = *c.watch;
+    OverlapQuery q;
+    q.shape = w.shape;
+    q.pose = w.pose;
+    if (w.attach_to) {
+      const auto it = posed.find(*w.attach_to);
+      const Collider* now = s.set().Find(*w.attach_to);
+      if (it != posed.end()) {
+        q.pose = it->second * w.pose;
+      } else if (now != nullptr) {
+        q.pose = now->pose * w.pose;
+      }
+      q.filter.ignore.push_back(*w.attach_to);
+    }
+    q.pose.rotation = q.pose.rotation.Normalized();
+    q.filter.mask = w.mask;
+    queries.push_back(std::move(q));
+  }
+  if (queries.empty()) return Status::Ok();
+  const SessionLimits& limits = s.limits();
+  QueryBudget budget;
+  budget.max_nodes = limits.max_nodes_per_message;
+  budget.max_pair_tests = limits.max_pair_tests_per_message;
+  std::vector<QueryResult> results(queries.size());
+  const Status st = s.set().RunBatch(queries, results, pool, budget);
+  if (st.ok()) return Status::Ok();
+  return Status(ErrorCode::kResourceExhausted,
+                "changes: the " + std::to_string(queries.size()) +
+                  " watches this batch adds need more than the session's work budget of " +
+                  std::to_string(limits.max_nodes_per_message) + " tree nodes and " +
+                  std::to_string(limits.max_pair_tests_per_message) +
+                  " pair tests (limits.max_nodes_per_message, "
+                  "limits.max_pair_tests_per_message): use smaller watch shapes or a narrower "
+                  "mask, or add them over several batches");
+}
+
+}  // namespace
+
 Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
                                std::optional<uint64_t> tick,
                                std::optional<uint64_t> expected_revision, BatchReservation* held) {
@@ -413,6 +475,7 @@ Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& ch
     return st;
   }
   if (changes.empty()) return Status::Ok();
+  if (Status st = CheckWatchWork(s, changes, env_.pool); !st.ok()) return st;
   // A priced batch reserved its growth (colliders and shapes) before its
   // builds; otherwise its growth in colliders is reserved now.
   uint64_t growth = 0;
@@ -589,6 +652,15 @@ struct TrimAfter {
   }
 };
 
+// A committed batch's watch events: into the answer, and to the session's
+// WatchEvents streams (the exclusive lock held).
+void DeliverWatchEvents(Session& s, TxnOutcome* out) {
+  const ColliderSet& set = s.set();
+  out->events = set.watch_events();
+  out->events_truncated = set.watch_events_truncated();
+  s.PublishWatchEvents(out->events, out->events_truncated, set.revision());
+}
+
 Status Deleted(const Session& s) {
   return Status(ErrorCode::kNotFound, "session_id: session '" + s.id() + "' was deleted");
 }
@@ -618,6 +690,7 @@ Status SessionTxn::Apply(Session& s, const RepeatedPtrField<v1::ColliderChange>&
   if (Status st = PersistLocked(s, in, {}, tick, before, revision); !st.ok()) return st;
   out->revision = s.set().revision();
   out->collider_count = s.set().size();
+  if (!changes.empty()) DeliverWatchEvents(s, out);
   return Status::Ok();
 }
 
@@ -712,6 +785,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
     return drop_answers(st);
   }
   out->revision = s.set().revision();
+  DeliverWatchEvents(s, out);
   return Status::Ok();
 }
 

@@ -66,6 +66,10 @@ struct TxnOutcome {
   /// It failed because the session was deleted (NOT_FOUND) when its lock was
   /// taken; a Tick stream then ends.
   bool session_gone = false;
+  /// The watch events of its batch (ColliderSet::watch_events()), and
+  /// whether the session's limit cut them.
+  std::vector<WatchEvent> events;
+  bool events_truncated = false;
 };
 
 /// What the transactions of one server share.

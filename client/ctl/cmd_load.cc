@@ -85,7 +85,8 @@ int RunLoad(const GlobalOptions& global, const LoadArgs& args) {
     }
     return kExitFailure;
   }
-  const ApplyResult last = up.loaded > 0 ? up.last : ApplyResult{info->revision, info->collider_count};
+  const ApplyResult last =
+      up.loaded > 0 ? up.last : ApplyResult{info->revision, info->collider_count, {}, false};
   const size_t batches = up.batches;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -82,5 +82,6 @@ void AddBenchCommand(CLI::App& app, const GlobalOptions& global, Action& action)
 void AddRouteCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddImportCommand(CLI::App& app, const GlobalOptions& global, Action& action);
 void AddViewCommand(CLI::App& app, const GlobalOptions& global, Action& action);
+void AddWatchesCommands(CLI::App& app, const GlobalOptions& global, Action& action);
 
 }  // namespace hitbox::ctl

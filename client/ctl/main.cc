@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   AddRouteCommand(app, global, action);
   AddImportCommand(app, global, action);
   AddViewCommand(app, global, action);
+  AddWatchesCommands(app, global, action);
 
   try {
     app.parse(argc, argv);

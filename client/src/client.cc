@@ -96,6 +96,29 @@ SessionInfo InfoFromProto(const v1::SessionInfo& s) {
   }
   out.map_id = s.map_id();
   out.map_collider_count = s.map_collider_count();
+  for (const v1::WatchInfo& w : s.watches()) {
+    SessionInfo::WatchInfo info;
+    Result<Watch> watch = wire::FromProto(w.watch(), "watches");
+    if (watch.ok()) info.state.watch = std::move(*watch);
+    Result<Pose> pose = wire::FromProto(w.world_pose(), "world_pose");
+    if (pose.ok()) info.state.world_pose = *pose;
+    for (uint64_t id : w.inside()) info.state.inside.push_back({id, 0});
+    info.inside_count = w.inside_count();
+    out.watches.push_back(std::move(info));
+  }
+  return out;
+}
+
+void EventsFromProto(const google::protobuf::RepeatedPtrField<v1::WatchEvent>& in,
+                     std::vector<WatchEvent>* out) {
+  out->clear();
+  out->reserve(static_cast<size_t>(in.size()));
+  for (const v1::WatchEvent& e : in) out->push_back(wire::ResultFromProto(e));
+}
+
+ApplyResult ApplyFromProto(const v1::ApplyChangesResponse& resp) {
+  ApplyResult out{resp.revision(), resp.collider_count(), {}, resp.events_truncated()};
+  EventsFromProto(resp.events(), &out.events);
   return out;
 }
 
@@ -456,7 +479,7 @@ RpcResult<ApplyResult> Client::ApplyChanges(std::string_view session_id,
   RpcStatus s =
       impl_->Unary("ApplyChanges", false, call, &v1::Hitbox::Stub::ApplyChanges, req, &resp);
   if (!s.ok()) return s;
-  return ApplyResult{resp.revision(), resp.collider_count()};
+  return ApplyFromProto(resp);
 }
 
 RpcResult<ApplyResult> Client::AddColliders(std::string_view session_id,
@@ -567,6 +590,40 @@ RpcStatus Client::ListColliders(std::string_view session_id, const ColliderPageC
   return s;
 }
 
+// --- Watches ----------------------------------------------------------------
+
+RpcStatus Client::WatchEvents(std::string_view session_id, std::span<const uint64_t> watch_ids,
+                              const WatchEventCallback& on_batch, const CallOptions& call,
+                              const std::function<void()>& on_registered) {
+  v1::WatchEventsRequest req;
+  req.set_session_id(std::string(session_id));
+  req.mutable_watch_ids()->Assign(watch_ids.begin(), watch_ids.end());
+  bool stopped = false;
+  RpcStatus s = impl_->Run("WatchEvents", false, call, session_id,
+                           [&](grpc::ClientContext* ctx, bool* retryable) {
+    *retryable = false;  // events already handed out would be lost or repeated
+    std::unique_ptr<grpc::ClientReader<v1::WatchEventsResponse>> reader =
+        impl_->stub->WatchEvents(ctx, req);
+    reader->WaitForInitialMetadata();  // sent once the stream is registered (or it failed)
+    if (on_registered) on_registered();
+    v1::WatchEventsResponse msg;
+    WatchEventBatch batch;
+    while (reader->Read(&msg)) {
+      batch.revision = msg.revision();
+      batch.events_truncated = msg.events_truncated();
+      EventsFromProto(msg.events(), &batch.events);
+      if (!on_batch(batch)) {
+        stopped = true;
+        ctx->TryCancel();
+        break;
+      }
+    }
+    return reader->Finish();
+  });
+  if (stopped) return {};
+  return s;
+}
+
 // --- Queries ----------------------------------------------------------------
 
 RpcResult<QueryBatchResult> Client::Query(std::string_view session_id,
@@ -638,7 +695,7 @@ RpcResult<ApplyResult> Client::ApplyTick(std::string_view session_id, uint64_t t
   RpcStatus s =
       impl_->Unary("ApplyChanges", false, call, &v1::Hitbox::Stub::ApplyChanges, req, &resp);
   if (!s.ok()) return s;
-  return ApplyResult{resp.revision(), resp.collider_count()};
+  return ApplyFromProto(resp);
 }
 
 RpcResult<QueryBatchResult> Client::Rewound::Query(std::string_view session_id,

@@ -22,6 +22,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "client_internal.h"
+#include "hitbox/wire/convert.h"
 #include "hitbox/wire/message_arena.h"
 
 namespace hitbox::internal {
@@ -359,6 +360,9 @@ class TickStreamImpl final : public TickStream,
     }
     out->tick = r.tick();
     out->revision = r.revision();
+    out->events.clear();
+    for (const v1::WatchEvent& e : r.events()) out->events.push_back(wire::ResultFromProto(e));
+    out->events_truncated = r.events_truncated();
     return ResultsFromProto(r.results(), query_count, &out->results);
   }
 

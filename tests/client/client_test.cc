@@ -120,6 +120,8 @@ SessionLimits EveryLimit() {
   l.max_heightfield_samples = 110;
   l.max_hull_points = 111;
   l.max_build_work_per_message = 112;
+  l.max_watches = 113;
+  l.max_watch_events_per_batch = 114;
   return l;
 }
 
@@ -136,6 +138,8 @@ void ExpectEveryLimit(const SessionLimits& l) {
   EXPECT_EQ(l.max_heightfield_samples, 110u);
   EXPECT_EQ(l.max_hull_points, 111u);
   EXPECT_EQ(l.max_build_work_per_message, 112u);
+  EXPECT_EQ(l.max_watches, 113u);
+  EXPECT_EQ(l.max_watch_events_per_batch, 114u);
 }
 
 // Every limit goes to the server in CreateSession and comes back in

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -802,6 +803,85 @@ TEST(CtlTlsTest, TlsAndMutualTls) {
   EXPECT_EQ(mctl({"--tls-ca", a.ca, "health"}).code, 1);  // no client certificate
   EXPECT_EQ(mctl({"--tls-ca", a.ca, "--tls-cert", certs.b().client_cert, "--tls-key",
                   certs.b().client_key, "health"}).code, 1);  // signed by another CA
+}
+
+}  // namespace
+}  // namespace hitbox::ctl_test
+
+// --- watches ----------------------------------------------------------------
+
+namespace hitbox::ctl_test {
+namespace {
+
+// JSON objects, one per line of `text`.
+std::vector<json> JsonLines(const std::string& text) {
+  std::vector<json> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    const std::string line = text.substr(start, end == std::string::npos ? end : end - start);
+    if (!line.empty()) out.push_back(json::parse(line, nullptr, false));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+// watches add prints the new watch's ENTER events; `watch --json` prints one
+// JSON event per line as batches apply; list and remove.
+TEST_F(CtlTest, WatchesAddListWatchRemove) {
+  Client client(server_.address());
+  ASSERT_TRUE(client.CreateSession("w").ok());
+  std::vector<Collider> balls;
+  for (uint64_t i = 1; i <= 3; ++i) {
+    balls.push_back({i, *Shape::MakeSphere(0.5), Pose({static_cast<double>(i) * 2, 0, 0}), 0, 0});
+  }
+  ASSERT_TRUE(client.AddColliders("w", balls).ok());
+
+  const std::vector<std::string> add = {"--json", "watches", "add", "w", "7", "--sphere", "3",
+                                        "--pos", "0,0,0"};
+  const RunResult added = Ctl(add);
+  ASSERT_EQ(added.code, 0) << Describe(add, added);
+  const std::vector<json> enter = JsonLines(added.out);
+  ASSERT_EQ(enter.size(), 1u) << added.out;  // collider 1 (x = 2) only
+  EXPECT_EQ(enter[0].value("kind", ""), "ENTER");
+  EXPECT_EQ(enter[0].value("collider_id", 0), 1u);
+  EXPECT_EQ(enter[0].value("watch_id", 0), 7u);
+
+  const json list = CtlJson({"watches", "list", "w"});
+  ASSERT_EQ(list.at("watches").size(), 1u) << list.dump();
+  EXPECT_EQ(list.at("watches")[0].value("inside_count", 0), 1u);
+
+  // The stream, as a user would run it; it says on stderr once it is
+  // registered, and stops after two events.
+  testing::TempDir dir("watch");
+  const std::string out = dir.file("out"), err = dir.file("err");
+  testing::Subprocess watch;
+  ASSERT_TRUE(watch.Start({kCtl, "--address", server_.address(), "--json", "watch", "w",
+                           "--count", "2", "--duration", "60"},
+                          out, err, {"HITBOX_ADDRESS="}));
+  for (int i = 0; i < 600 && ReadFile(err).find("watching") == std::string::npos; ++i) {
+    ASSERT_FALSE(watch.Poll().has_value()) << ReadFile(err);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polls a condition
+  }
+  ASSERT_NE(ReadFile(err).find("watching session 'w'"), std::string::npos) << ReadFile(err);
+  ASSERT_TRUE(client.MoveCollider("w", 1, Pose({20, 0, 0})).ok());
+  ASSERT_TRUE(client.MoveCollider("w", 2, Pose({1, 0, 0})).ok());
+  EXPECT_EQ(watch.Wait(std::chrono::seconds(60)), 0) << ReadFile(err);
+  const std::vector<json> events = JsonLines(ReadFile(out));
+  ASSERT_EQ(events.size(), 2u) << ReadFile(out);
+  EXPECT_EQ(events[0].value("kind", ""), "EXIT");
+  EXPECT_EQ(events[0].value("collider_id", 0), 1u);
+  EXPECT_EQ(events[1].value("kind", ""), "ENTER");
+  EXPECT_EQ(events[1].value("collider_id", 0), 2u);
+
+  const RunResult removed = Ctl({"watches", "remove", "w", "7"});
+  EXPECT_EQ(removed.code, 0) << removed.err;
+  EXPECT_NE(removed.out.find("EXIT"), std::string::npos) << removed.out;
+  EXPECT_TRUE(CtlJson({"watches", "list", "w"}).at("watches").empty());
+  const RunResult unknown = Ctl({"watches", "remove", "w", "7"});
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_NE(unknown.err.find("NOT_FOUND"), std::string::npos) << unknown.err;
 }
 
 }  // namespace

@@ -412,6 +412,36 @@ Result<Collider> ColliderOf(const v1::Collider& c, const Path& path, ChangeCost*
   return out;
 }
 
+// A watch: a query shape (a convex hull priced, not built, with `price`),
+// an optional pose and attachment, a mask and at most kMaxIgnoreIds ids.
+Result<Watch> WatchOf(const v1::Watch& in, const Path& p, ChangeCost* price) {
+  Watch out;
+  out.id = in.id();
+  if (const char* kind = ColliderOnlyKind(in.shape()); kind != nullptr) {
+    const Path sp(&p, "shape");
+    return Invalid(Path(&sp, kind), std::string(": a ") + kind +
+                                        " is a collider-only shape, not a watch shape (use "
+                                        "sphere, box, capsule, cylinder or convex_hull)");
+  }
+  Result<Shape> shape = RequiredShape(in.has_shape(), in.shape(), p, price);
+  if (!shape.ok()) return shape.error();
+  out.shape = std::move(*shape);
+  if (in.has_pose()) {
+    Result<Pose> pose = PoseOf(in.pose(), Path(&p, "pose"));
+    if (!pose.ok()) return pose.error();
+    out.pose = *pose;
+  }
+  if (in.has_attach_to()) out.attach_to = in.attach_to();
+  if (in.has_mask()) out.mask = in.mask();
+  if (in.ignore_ids_size() > kMaxIgnoreIds) {
+    return Invalid(Path(&p, "ignore_ids"), ": " + std::to_string(in.ignore_ids_size()) +
+                                               " ids, at most " + std::to_string(kMaxIgnoreIds) +
+                                               " allowed");
+  }
+  out.ignore.assign(in.ignore_ids().begin(), in.ignore_ids().end());
+  return out;
+}
+
 // `price` (may be null): check without building (RequiredShape).
 Result<ColliderChange> ChangeOf(const v1::ColliderChange& c, const Path& path,
                                 ChangeCost* price = nullptr) {
@@ -435,10 +465,18 @@ Result<ColliderChange> ChangeOf(const v1::ColliderChange& c, const Path& path,
     }
     case v1::ColliderChange::kRemove:
       return ColliderChange::Remove(c.remove());
+    case v1::ColliderChange::kAddWatch: {
+      Result<Watch> w = WatchOf(c.add_watch(), Path(&path, "add_watch"), price);
+      if (!w.ok()) return w.error();
+      return ColliderChange::AddWatch(std::move(*w));
+    }
+    case v1::ColliderChange::kRemoveWatch:
+      return ColliderChange::RemoveWatch(c.remove_watch());
     case v1::ColliderChange::CHANGE_NOT_SET:
       break;
   }
-  return Invalid(path, ": no change set (expected one of add, replace, move, remove)");
+  return Invalid(path, ": no change set (expected one of add, replace, move, remove, "
+                       "add_watch, remove_watch)");
 }
 
 // `ignore`: a vector whose capacity is reused for the ignore ids (a batch
@@ -789,6 +827,7 @@ Status FromProto(const Repeated<v1::ColliderChange>& changes, std::vector<Collid
 }
 
 bool NeedsBuild(const v1::ColliderChange& change) {
+  if (change.has_add_watch()) return change.add_watch().shape().has_convex_hull();
   const v1::Collider* c = change.has_add()       ? &change.add()
                           : change.has_replace() ? &change.replace()
                                                  : nullptr;
@@ -1225,7 +1264,44 @@ void ToProto(const ColliderChange& c, v1::ColliderChange* out) {
     case ColliderChange::Kind::kRemove:
       out->set_remove(c.collider.id);
       break;
+    case ColliderChange::Kind::kAddWatch:
+      ToProto(*c.watch, out->mutable_add_watch());
+      break;
+    case ColliderChange::Kind::kRemoveWatch:
+      out->set_remove_watch(c.collider.id);
+      break;
   }
+}
+
+void ToProto(const Watch& w, v1::Watch* out) {
+  out->set_id(w.id);
+  ToProto(w.shape, out->mutable_shape());
+  ToProto(w.pose, out->mutable_pose());
+  if (w.attach_to) out->set_attach_to(*w.attach_to);
+  out->set_mask(w.mask);
+  out->mutable_ignore_ids()->Assign(w.ignore.begin(), w.ignore.end());
+}
+
+void ToProto(const WatchEvent& e, v1::WatchEvent* out) {
+  out->set_watch_id(e.watch_id);
+  out->set_collider_id(e.collider_id);
+  out->set_kind(e.kind == WatchEvent::Kind::kEnter ? v1::WatchEvent::ENTER : v1::WatchEvent::EXIT);
+  out->set_sub_shape(e.sub_shape);
+  out->set_tick(e.tick);
+}
+
+WatchEvent ResultFromProto(const v1::WatchEvent& e) {
+  WatchEvent out;
+  out.watch_id = e.watch_id();
+  out.collider_id = e.collider_id();
+  out.kind = e.kind() == v1::WatchEvent::EXIT ? WatchEvent::Kind::kExit : WatchEvent::Kind::kEnter;
+  out.sub_shape = e.sub_shape();
+  out.tick = e.tick();
+  return out;
+}
+
+Result<Watch> FromProto(const v1::Watch& w, std::string_view field) {
+  return WatchOf(w, Path(field), nullptr);
 }
 
 void ToProto(const QueryFilter& f, v1::QueryFilter* out) {

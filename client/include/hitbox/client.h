@@ -149,6 +149,10 @@ struct SessionLimits {
   /// Work budget of one ApplyChanges call or tick with changes: build work of
   /// its shapes (mesh triangles + hull points + compound children + heightfield samples / 16).
   uint64_t max_build_work_per_message = 0;
+  /// Most watches the session may hold.
+  uint32_t max_watches = 0;
+  /// Most watch events one batch reports (more: events_truncated).
+  uint32_t max_watch_events_per_batch = 0;
 };
 
 /// What CreateSession asks for.
@@ -210,6 +214,13 @@ struct SessionInfo {
   /// (not part of collider_count).
   std::string map_id;
   uint64_t map_collider_count = 0;
+  /// The session's watches, sorted by id (WatchState::inside lists at most
+  /// the first 256 colliders; inside_count says how many there are).
+  struct WatchInfo {
+    WatchState state;
+    uint64_t inside_count = 0;
+  };
+  std::vector<WatchInfo> watches;
 };
 
 /// Outcome of an accepted change batch.
@@ -218,7 +229,25 @@ struct ApplyResult {
   uint64_t revision = 0;
   /// Number of colliders after the batch.
   uint64_t collider_count = 0;
+  /// The batch's watch events (ColliderChange::AddWatch / RemoveWatch),
+  /// sorted by (watch, collider); `events_truncated`: the session's
+  /// max_watch_events_per_batch left some out.
+  std::vector<WatchEvent> events;
+  bool events_truncated = false;
 };
+
+/// One message of a WatchEvents stream: the events of one applied batch.
+struct WatchEventBatch {
+  /// The session's revision after the batch.
+  uint64_t revision = 0;
+  /// Sorted by (watch, collider).
+  std::vector<WatchEvent> events;
+  /// The batch had more events than the session's limit.
+  bool events_truncated = false;
+};
+/// Called with each batch of a WatchEvents stream on the calling thread;
+/// return false to stop.
+using WatchEventCallback = std::function<bool(const WatchEventBatch& batch)>;
 
 /// Colliders read at one revision (GetColliders: in requested order;
 /// ListColliders: the whole set sorted by id).
@@ -256,6 +285,10 @@ struct TickResult {
   uint64_t revision = 0;
   /// results[i] answers the tick's queries[i].
   std::vector<QueryResult> results;
+  /// The watch events of this tick's changes and applied moves, sorted by
+  /// (watch, collider); `events_truncated` as in ApplyResult.
+  std::vector<WatchEvent> events;
+  bool events_truncated = false;
 };
 
 /// Options of a tick stream.
@@ -446,6 +479,20 @@ class Client {
   /// stopping early is OK). Retried on UNAVAILABLE only before the first page.
   RpcStatus ListColliders(std::string_view session_id, const ColliderPageCallback& on_page,
                           uint32_t page_size = 0, const CallOptions& call = {});
+
+  // --- Watches ------------------------------------------------------------
+  // Watches are added and removed as changes (ColliderChange::AddWatch,
+  // ColliderChange::RemoveWatch) in ApplyChanges or a tick; their events come
+  // back in ApplyResult and TickResult.
+
+  /// Reads the session's watch events as batches apply, until `on_batch`
+  /// returns false (then OK), the call's deadline, or the session goes
+  /// (NOT_FOUND). `watch_ids` empty: every watch. Never retried.
+  /// `on_registered` (may be empty) is called once the server has registered
+  /// the stream: the events of every batch applied after that reach it.
+  RpcStatus WatchEvents(std::string_view session_id, std::span<const uint64_t> watch_ids,
+                        const WatchEventCallback& on_batch, const CallOptions& call = {},
+                        const std::function<void()>& on_registered = {});
 
   // --- Queries ------------------------------------------------------------
 

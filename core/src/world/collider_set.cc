@@ -26,6 +26,13 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional
     if (it != exists_after.end()) return it->second;
     return m.IndexOf(id) != IdIndex::kEmpty;
   };
+  // A watch may attach to a map's collider too.
+  auto exists_any = [&](uint64_t id) {
+    return exists(id) || (base_ != nullptr && base_->FindOwn(id) != nullptr);
+  };
+  std::unordered_map<uint64_t, bool> watches_after;  // watch ids touched by the batch
+  int64_t watch_count = static_cast<int64_t>(m.watches.size());
+  bool has_watch_changes = false;
   for (size_t i = 0; i < changes.size(); ++i) {
     const ColliderChange& ch = changes[i];
     // Checked first under an empty name (the short sub-field names stay in
@@ -64,6 +71,13 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional
         }
         exists_after[id] = false;
         break;
+      case ColliderChange::Kind::kAddWatch:
+      case ColliderChange::Kind::kRemoveWatch:
+        if (Status s = CheckWatchChange(ch, i, exists_any, &watches_after, &watch_count); !s.ok()) {
+          return s;
+        }
+        has_watch_changes = true;
+        break;
       default:
         return Invalid(field() + ".kind", "unknown change kind");
     }
@@ -71,15 +85,18 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional
   // Pass 2: apply; every step is known to succeed. The history records each
   // change (the pose before a first move, a removed collider) as it goes.
   m.BeginBatch(tick);
+  m.watches.BeginBatch(m.revision, has_watch_changes);
   for (const ColliderChange& ch : changes) {
     const uint64_t id = ch.collider.id;
     switch (ch.kind) {
       case ColliderChange::Kind::kAdd:
         m.Add(ch.collider);
         m.history.OnAdd(m.colliders.back());
+        if (m.watches.recording()) m.watches.Touch(id, nullptr);
         break;
       case ColliderChange::Kind::kReplace: {
         const uint32_t i = m.IndexOf(id);
+        m.TouchWatches(i);
         m.history.OnRemove(m.colliders[i]);
         m.Replace(i, ch.collider);
         m.history.OnAdd(m.colliders[i]);
@@ -88,19 +105,28 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional
       case ColliderChange::Kind::kMove: {
         const uint32_t i = m.IndexOf(id);
         const Pose before = m.PoseOf(i);
+        m.TouchWatches(i);
         m.Move(i, ch.collider.pose);
         m.history.OnMove(m.colliders[i], before);
         break;
       }
       case ColliderChange::Kind::kRemove: {
         const uint32_t i = m.IndexOf(id);
+        m.TouchWatches(i);
         m.history.OnRemove(m.colliders[i]);
         m.Remove(i);
         break;
       }
+      case ColliderChange::Kind::kAddWatch:
+        AddWatchNow(*ch.watch);
+        continue;
+      case ColliderChange::Kind::kRemoveWatch:
+        RemoveWatchNow(id, tick);
+        continue;
     }
     m.SyncTracked(id);
   }
+  FinishWatchBatch(tick);
   ++m.revision;
   return Status::Ok();
 }
@@ -140,6 +166,10 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders, std::optional<u
   const size_t total = m.colliders.size() + colliders.size();
   const size_t first_new = m.colliders.size();
   m.BeginBatch(tick);
+  m.watches.BeginBatch(m.revision, false);
+  if (m.watches.recording()) {
+    for (const Collider& c : colliders) m.watches.Touch(c.id, nullptr);
+  }
   if (colliders.size() >= m.colliders.size()) {
     // Large load: append everything and rebuild the tree top-down.
     m.colliders.reserve(total);
@@ -163,13 +193,17 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders, std::optional<u
     m.history.OnAdd(m.colliders[i]);
     if (m.history.IsTracked(m.colliders[i].id)) m.tracked[i] = 1;
   }
+  FinishWatchBatch(tick);
   ++m.revision;
   return Status::Ok();
 }
 
 Status ColliderSet::ApplyBatch(std::span<const ColliderChange> changes,
                                std::optional<uint64_t> tick, const BatchPlan& plan) {
-  if (changes.empty()) return Status::Ok();
+  if (changes.empty()) {
+    impl_->watches.ClearEvents();  // none from an earlier batch
+    return Status::Ok();
+  }
   if (plan.all_adds) {
     std::vector<Collider> adds;
     adds.reserve(changes.size());
@@ -185,12 +219,19 @@ void ColliderSet::RestoreRevision(uint64_t revision) {
   std::vector<uint64_t> touched;
   m.history.UndoTo(revision, &touched);
   for (uint64_t id : touched) m.SyncTracked(id);
+  m.watches.UndoTo(revision);
   m.revision = revision;
+}
+
+void ColliderSet::SetLoadedRevision(uint64_t revision) {
+  impl_->watches.ForgetUndo();
+  impl_->revision = revision;
 }
 
 void ColliderSet::Drop() {
   auto fresh = std::make_unique<Impl>();
   fresh->history.set_window(impl_->history.window());
+  fresh->watches.max_events = impl_->watches.max_events;
   impl_.swap(fresh);  // the old contents are freed when `fresh` goes
   if (base_ != nullptr) LinkBase();
 }
@@ -249,7 +290,7 @@ size_t ColliderSet::MemoryBytes() const {
   return m.colliders.capacity() * sizeof(Collider) + m.leaf_of.capacity() * sizeof(uint32_t) +
          m.radius.capacity() * sizeof(float) +
          m.tracked.capacity() + m.tree.MemoryBytes() + m.index.MemoryBytes() +
-         m.shape_data_bytes + m.history.MemoryBytes();
+         m.shape_data_bytes + m.history.MemoryBytes() + m.watches.MemoryBytes();
 }
 
 std::string ColliderSet::TreeValidate() const {

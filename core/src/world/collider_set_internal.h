@@ -25,6 +25,7 @@
 #include "broad_phase/dynamic_tree.h"
 #include "world/history.h"
 #include "world/id_index.h"
+#include "world/watch_set.h"
 
 namespace hitbox {
 
@@ -141,6 +142,17 @@ struct ColliderSet::Impl {
   /// 1 when colliders[i] is tracked by the history: rewound queries take it
   /// from there, not from here.
   std::vector<uint8_t> tracked;
+  /// The standing overlap queries (watch.h) and their per-batch state.
+  internal::WatchSet watches;
+
+  /// Records that the batch changes own collider i (its box before), when
+  /// a watch may care.
+  void TouchWatches(uint32_t i) {
+    if (!watches.recording()) return;
+    const Collider& c = colliders[i];
+    const Aabb before = SlackBounds(c.shape, c.pose);
+    watches.Touch(c.id, &before);
+  }
 
   /// Refreshes tracked[] of `id` (if it is in the set).
   void SyncTracked(uint64_t id) {

@@ -5,6 +5,7 @@
 
 #include "collision/work_meter.h"
 #include "world/collider_set_internal.h"
+#include "world/overlap_pair.h"
 #include "world/query_hits.h"
 
 namespace hitbox {
@@ -66,18 +67,10 @@ struct ColliderSet::Impl::OverlapJob {
     // id): a higher id than the heap's top cannot make the cut.
     const bool full = cap != 0 && hits->size() == cap;
     if (full && c.id > hits->front().id) return;
-    const double r = r_q + leaf_radius;
-    if ((c.pose.position - pose.position).LengthSq() > r * r) return;
-    ++pairs->count;
-    uint32_t sub_shape = 0;
-    if (!IsConvexKind(c.shape.kind())) [[unlikely]] {
-      // One hit per surface or compound collider: the lowest input triangle
-      // or child touched.
-      sub_shape = internal::OverlapLowestPiece(q->shape, pose, c.shape, c.pose);
-      if (sub_shape == UINT32_MAX) return;
-    } else if (!hitbox::Overlap(q->shape, pose, c.shape, c.pose)) {
-      return;
-    }
+    bool tested = false;
+    const uint32_t sub_shape = internal::OverlapPiece(q->shape, pose, r_q, c, leaf_radius, &tested);
+    pairs->count += tested;
+    if (sub_shape == internal::kNoOverlap) return;
     OverlapHit h;
     h.id = c.id;
     h.sub_shape = sub_shape;

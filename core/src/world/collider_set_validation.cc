@@ -184,6 +184,7 @@ Status ColliderSet::CheckBatch(std::span<const ColliderChange> changes,
   const ColliderSet& set = *this;
   *plan = BatchPlan{};
   plan->colliders_after = set.size();
+  plan->watches_after = set.watch_count();
   if (expected_revision && *expected_revision != set.revision()) {
     return Status(ErrorCode::kFailedPrecondition,
                   "expected_revision: the session is at revision " +
@@ -204,6 +205,9 @@ Status ColliderSet::CheckBatch(std::span<const ColliderChange> changes,
   };
   bool all_adds = true;
   int64_t count = static_cast<int64_t>(set.size());
+  std::unordered_map<uint64_t, bool> watch_overlay;  // watch id -> exists after
+  int64_t watch_count = static_cast<int64_t>(set.watch_count());
+
   for (size_t i = 0; i < changes.size(); ++i) {
     const ColliderChange& c = changes[i];
     const uint64_t id = c.collider.id;
@@ -244,8 +248,23 @@ Status ColliderSet::CheckBatch(std::span<const ColliderChange> changes,
         overlay[id] = false;
         --count;
         break;
+      case ColliderChange::Kind::kAddWatch:
+      case ColliderChange::Kind::kRemoveWatch:
+        all_adds = false;
+        if (Status st = CheckWatchChange(c, i, exists, &watch_overlay, &watch_count);
+            !st.ok()) {
+          return st;
+        }
+        break;
     }
   }
+  if (static_cast<uint64_t>(watch_count) > limits.max_watches) {
+    return Status(ErrorCode::kResourceExhausted,
+                  "changes: the session would hold " + std::to_string(watch_count) +
+                      " watches, at most " + std::to_string(limits.max_watches) +
+                      " allowed (limits.max_watches)");
+  }
+  plan->watches_after = static_cast<uint64_t>(watch_count);
   if (static_cast<uint64_t>(count) > limits.max_colliders) {
     return Status(ErrorCode::kResourceExhausted,
                   "changes: the session would hold " + std::to_string(count) +

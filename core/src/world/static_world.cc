@@ -102,7 +102,7 @@ Status ColliderSet::CheckBaseIds(std::span<const ColliderChange> changes) const 
   if (base_ == nullptr) return Status::Ok();
   for (size_t i = 0; i < changes.size(); ++i) {
     const uint64_t id = changes[i].collider.id;
-    if (base_->FindOwn(id) == nullptr) continue;
+    if (changes[i].IsWatchChange() || base_->FindOwn(id) == nullptr) continue;
     const std::string field = "changes[" + std::to_string(i) + "].id";
     if (changes[i].kind == ColliderChange::Kind::kAdd) {
       return Status(ErrorCode::kAlreadyExists, field + ": collider " + std::to_string(id) +

@@ -15,12 +15,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "hitbox/world/character.h"
 #include "hitbox/collision/collide.h"
 #include "hitbox/world/history.h"
+#include "hitbox/world/watch.h"
 #include "hitbox/math/math.h"
 #include "hitbox/shape/shapes.h"
 #include "hitbox/status.h"
@@ -53,21 +55,39 @@ struct ColliderChange {
     kReplace,  ///< replace shape, pose, layer and user data of an existing id
     kMove,     ///< set the pose of an existing id (shape, layer, user data kept)
     kRemove,   ///< remove an existing id
+    kAddWatch,     ///< add `watch` (its id must be unused among the watches)
+    kRemoveWatch,  ///< remove the watch with id collider.id (EXIT for its inside set)
   };
   Kind kind = Kind::kAdd;
-  /// For kAdd/kReplace the full collider; kMove uses id + pose; kRemove uses id.
+  /// For kAdd/kReplace the full collider; kMove uses id + pose; kRemove uses
+  /// id; kAddWatch and kRemoveWatch the watch's id.
   Collider collider;
+  /// kAddWatch: the watch (shared, so batches copy cheaply).
+  std::shared_ptr<const Watch> watch;
 
-  static ColliderChange Add(const Collider& c) { return {Kind::kAdd, c}; }
-  static ColliderChange Replace(const Collider& c) { return {Kind::kReplace, c}; }
+  bool IsWatchChange() const { return kind == Kind::kAddWatch || kind == Kind::kRemoveWatch; }
+
+  static ColliderChange Add(const Collider& c) { return {Kind::kAdd, c, nullptr}; }
+  static ColliderChange Replace(const Collider& c) { return {Kind::kReplace, c, nullptr}; }
   static ColliderChange Move(uint64_t id, const Pose& pose) {
-    ColliderChange ch{Kind::kMove, {}};
+    ColliderChange ch{Kind::kMove, {}, nullptr};
     ch.collider.id = id;
     ch.collider.pose = pose;
     return ch;
   }
   static ColliderChange Remove(uint64_t id) {
-    ColliderChange ch{Kind::kRemove, {}};
+    ColliderChange ch{Kind::kRemove, {}, nullptr};
+    ch.collider.id = id;
+    return ch;
+  }
+  static ColliderChange AddWatch(Watch w) {
+    ColliderChange ch{Kind::kAddWatch, {}, nullptr};
+    ch.collider.id = w.id;
+    ch.watch = std::make_shared<const Watch>(std::move(w));
+    return ch;
+  }
+  static ColliderChange RemoveWatch(uint64_t id) {
+    ColliderChange ch{Kind::kRemoveWatch, {}, nullptr};
     ch.collider.id = id;
     return ch;
   }
@@ -255,6 +275,8 @@ struct BatchLimits {
   uint64_t max_heightfield_samples = UINT64_MAX;
   /// Most input points of one convex hull (a compound child's too).
   uint64_t max_hull_points = UINT64_MAX;
+  /// Most watches the set may hold after the batch.
+  uint64_t max_watches = UINT64_MAX;
 };
 
 /// What a batch accepted by ColliderSet::CheckBatch will do.
@@ -263,6 +285,8 @@ struct BatchPlan {
   uint64_t colliders_after = 0;
   /// Every change is an add: ApplyBatch loads them with AddBulk.
   bool all_adds = true;
+  /// Watches after the batch.
+  uint64_t watches_after = 0;
 };
 
 /// Runs tasks on a fixed set of worker threads (created once, reused).
@@ -343,6 +367,10 @@ class ColliderSet {
   /// history of the batches applied since `revision` (the last two at most:
   /// the batch and its inverse) is undone exactly, ticks included.
   void RestoreRevision(uint64_t revision);
+  /// Sets the revision counter of a set just loaded from storage, after
+  /// batches that rebuilt it (a snapshot's colliders, then its watches):
+  /// those batches can no longer be taken back by RestoreRevision.
+  void SetLoadedRevision(uint64_t revision);
   /// Number of the set's own colliders (a base set's are not counted).
   size_t size() const;
   /// The collider with `id`, the set's own or its base's, or nullptr.
@@ -416,6 +444,33 @@ class ColliderSet {
   /// non-unit quaternions; the error names the field (prefixed by `field`).
   static Status ValidateQuery(const Query& q, const std::string& field = "query");
 
+  /// Watches (watch.h). Added and removed in change batches (kAddWatch,
+  /// kRemoveWatch); after each applied batch every watch's inside set equals
+  /// its overlap query's answer, found incrementally: only watches that moved
+  /// (or are new) run their query, and only colliders the batch changed are
+  /// tested against the other watches (found in the watches' own tree).
+  /// The ENTER / EXIT events of the last applied batch (Apply, AddBulk,
+  /// ApplyBatch), sorted by (watch id, collider id); at most
+  /// max_watch_events() of them (see watch_events_truncated()). Cleared by a
+  /// batch without watch changes or events, and by RestoreRevision.
+  const std::vector<WatchEvent>& watch_events() const;
+  /// True when the last batch had more events than max_watch_events(): the
+  /// first ones in order are kept, the inside sets are whole all the same.
+  bool watch_events_truncated() const;
+  /// Events kept per batch (0: no limit; the default).
+  void SetMaxWatchEvents(uint64_t max);
+  uint64_t max_watch_events() const;
+  /// The watch with `id`, or nullptr.
+  const WatchState* FindWatch(uint64_t id) const;
+  /// Calls fn for every watch, in id order.
+  void ForEachWatch(const std::function<void(const WatchState&)>& fn) const;
+  size_t watch_count() const;
+  /// What the last batch's watch update did.
+  WatchWork last_watch_work() const;
+  /// Checks the watches' internals (tree, index, attachments, sorted inside
+  /// sets); "" when valid. For tests.
+  std::string WatchValidate() const;
+
   /// Broad-phase statistics, for benchmarks and tests.
   struct TreeStats {
     /// Tree height (a single leaf: 0).
@@ -446,6 +501,21 @@ class ColliderSet {
   // Lets the own queries that must see the base themselves (a move's chain
   // of sweeps) reach the base's colliders.
   void LinkBase();
+  // The watches' part of a batch (collider_set_watches.cc), after its
+  // changes: moved watches rerun their query, changed colliders are tested
+  // against the watches they may reach; the events and the undo record.
+  void FinishWatchBatch(std::optional<uint64_t> tick);
+  // A batch's watch change as it is applied: the watch is added (its query
+  // runs in FinishWatchBatch), or removed with EXIT for its inside set.
+  void AddWatchNow(const Watch& w);
+  void RemoveWatchNow(uint64_t id, std::optional<uint64_t> tick);
+  // Checks watch change changes[i] against the watches and the colliders
+  // the batch leaves so far: `collider_exists` says whether an id exists
+  // then, `watches` holds the watch ids the batch touched so far (true:
+  // exists, false: removed by it), `count` the watches so far (updated).
+  Status CheckWatchChange(const ColliderChange& c, size_t i,
+                          const std::function<bool(uint64_t)>& collider_exists,
+                          std::unordered_map<uint64_t, bool>* watches, int64_t* count) const;
 
   std::unique_ptr<Impl> impl_;
   std::shared_ptr<const ColliderSet> base_;

@@ -69,6 +69,9 @@ Result<Pose> FromProto(const v1::Pose& p, std::string_view field);
 Result<Shape> FromProto(const v1::Shape& s, std::string_view field);
 /// Shape required, pose optional, layer <= 31.
 Result<Collider> FromProto(const v1::Collider& c, std::string_view field);
+/// A watch: a query shape (not a mesh, heightfield or compound), pose
+/// optional, at most kMaxIgnoreIds ignore ids.
+Result<Watch> FromProto(const v1::Watch& w, std::string_view field);
 /// One change; the change oneof must be set.
 Result<ColliderChange> FromProto(const v1::ColliderChange& c, std::string_view field);
 /// Mask absent: all layers; at most kMaxIgnoreIds ignore ids. max_hits is
@@ -135,6 +138,7 @@ OverlapHit ResultFromProto(const v1::OverlapHit& h);
 CastHit ResultFromProto(const v1::CastHit& h);
 MoveResult ResultFromProto(const v1::MoveResult& r);
 QueryResult ResultFromProto(const v1::QueryResult& r);
+WatchEvent ResultFromProto(const v1::WatchEvent& e);
 /// The same into `*out`, every field set, reusing its buffers: vectors are
 /// cleared, not freed, and a move result already there is overwritten, so a
 /// result decoded into tick after tick allocates nothing in steady state.
@@ -151,6 +155,9 @@ void ToProto(const Aabb& b, v1::Aabb* out);
 void ToProto(const Shape& s, v1::Shape* out);
 void ToProto(const Collider& c, v1::Collider* out);
 void ToProto(const ColliderChange& c, v1::ColliderChange* out);
+/// Mask always written.
+void ToProto(const Watch& w, v1::Watch* out);
+void ToProto(const WatchEvent& e, v1::WatchEvent* out);
 /// Mask is always written (so an all-ones mask round-trips exactly).
 void ToProto(const QueryFilter& f, v1::QueryFilter* out);
 /// Writes the core query's tag too. `shape_and_pose` false: the query's shape

@@ -38,6 +38,9 @@ void ForEachLimit(Visit&& visit) {
   visit("max_build_work_per_message", &Limits::max_build_work_per_message,
         &P::max_build_work_per_message, &P::set_max_build_work_per_message);
   visit("history_ticks", &Limits::history_ticks, &P::history_ticks, &P::set_history_ticks);
+  visit("max_watches", &Limits::max_watches, &P::max_watches, &P::set_max_watches);
+  visit("max_watch_events_per_batch", &Limits::max_watch_events_per_batch,
+        &P::max_watch_events_per_batch, &P::set_max_watch_events_per_batch);
 }
 
 /// Every field of `l` into `out`.
