@@ -5,6 +5,7 @@ repository (for examples/maps); HITBOX_CASES_DIR the case files.
 """
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -66,6 +67,16 @@ class Hitboxd:
         code = self.proc.wait(timeout=30)
         self._log.close()
         return code
+
+    def pause(self) -> None:
+        """SIGSTOP, returning once hitboxd is stopped (a signal is delivered asynchronously)."""
+        self.proc.send_signal(signal.SIGSTOP)
+        os.waitpid(self.proc.pid, os.WUNTRACED)
+
+    def resume(self) -> None:
+        """SIGCONT after pause()."""
+        self.proc.send_signal(signal.SIGCONT)
+        os.waitpid(self.proc.pid, os.WCONTINUED)
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -246,17 +246,16 @@ def test_retries():
 
 # A server that does not answer: the call's deadline ends it with DeadlineExceeded.
 def test_deadline_on_server_that_does_not_answer():
-    import signal
     d = Hitboxd()
     try:
         with hitbox.Client(d.address, hitbox.ClientOptions(wait_for_ready=True)) as c:
             c.create_session("paused")
-            d.proc.send_signal(signal.SIGSTOP)
+            d.pause()
             try:
                 with pytest.raises(errors.DeadlineExceeded):
                     c.get_session("paused", timeout=0.3)
             finally:
-                d.proc.send_signal(signal.SIGCONT)
+                d.resume()
             assert c.get_session("paused").session_id == "paused"
     finally:
         assert d.stop() == 0, d.log()
