@@ -71,6 +71,10 @@ uint32_t CompoundOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& 
 /// first child crossed (ties: lowest), sub_shape = its index; the result's
 /// normal and point are in B's local frame (compound_pairs.cc).
 CastResult RaycastCompound(const Vec3& o, const Vec3& d, const Shape& b, double max_fraction);
+/// Raycast for a ray and pose known to be finite (a collider set checks
+/// them once per query and once per change).
+CastResult RaycastFinite(const Vec3& origin, const Vec3& translation, const Shape& b,
+                         const Pose& pose_b, double max_fraction);
 /// The lowest piece of a surface or compound collider `b` that convex `a`
 /// overlaps (triangle or child index), or UINT32_MAX when none.
 inline uint32_t OverlapLowestPiece(const Shape& a, const Pose& pose_a, const Shape& b,

@@ -83,8 +83,13 @@ RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double 
 
 CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
                    const Pose& pose_b, double max_fraction) {
+  if (!origin.IsFinite() || !translation.IsFinite() || !pose_b.IsFinite()) return CastResult();
+  return internal::RaycastFinite(origin, translation, b, pose_b, max_fraction);
+}
+
+CastResult internal::RaycastFinite(const Vec3& origin, const Vec3& translation, const Shape& b,
+                                   const Pose& pose_b, double max_fraction) {
   CastResult result;
-  if (!origin.IsFinite() || !translation.IsFinite() || !pose_b.IsFinite()) return result;
   // Local frame of B; origin - position first keeps 20 km coordinates exact.
   const Mat33 rb = pose_b.rotation.ToMatrix();
   const Vec3 o = rb.TransposeMul(origin - pose_b.position);

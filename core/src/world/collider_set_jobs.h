@@ -3,6 +3,9 @@
 // and the batch runner (collider_set_batch.cc).
 #pragma once
 
+#include <bit>
+
+#include "collision/cast_internal.h"
 #include "collision/work_meter.h"
 #include "world/collider_set_internal.h"
 #include "world/overlap_pair.h"
@@ -147,7 +150,8 @@ struct ColliderSet::Impl::HitCollector {
     const CastHit* rival = ToBeat();
     if (rival == nullptr || id < rival->id || max_t < rival->fraction) return max_t;
     if (rival->fraction <= 0.0) return -1.0;
-    return std::nextafter(rival->fraction, 0.0);
+    // The next double towards 0 (fractions are finite).
+    return std::bit_cast<double>(std::bit_cast<uint64_t>(rival->fraction) - 1);
   }
   /// Records a hit; returns the new max fraction of the traversal.
   double Add(const Collider& c, const CastResult& r, double max_t) {
@@ -280,19 +284,22 @@ struct ColliderSet::Impl::RayJob {
   SegmentSetup seg;
   HitCollector out;
   const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
+  bool finite = true;             ///< the ray's origin and translation are finite
 
   void Start(const ColliderSet::Impl& set, const RayQuery& query, std::vector<CastHit>* hits) {
     m = &set;
     q = &query;
     out.Start(hits, q->filter, q->all_hits);
     seg = SegmentSetup(q->origin, q->translation, Vec3::Splat(kBoxSlack));
+    finite = q->origin.IsFinite() && q->translation.IsFinite();
   }
   double Leaf(uint32_t item, double max_t) {
     if (skip != nullptr && skip[item] != 0) return max_t;
     return LeafOf(m->colliders[item], m->radius[item], max_t);
   }
   double LeafOf(const Collider& c, float leaf_radius, double max_t) {
-    if (out.Ignored(c.id)) return max_t;
+    // A ray that is not finite hits nothing (as Raycast answers it).
+    if (!finite || out.Ignored(c.id)) return max_t;
     double t;
     const double bound = out.WinningBound(c.id, max_t);
     if (bound < 0.0) return max_t;
@@ -301,7 +308,8 @@ struct ColliderSet::Impl::RayJob {
       return max_t;
     }
     ++pairs->count;
-    const CastResult r = hitbox::Raycast(q->origin, q->translation, c.shape, c.pose, bound);
+    // Poses in a set are finite (checked on every change).
+    const CastResult r = internal::RaycastFinite(q->origin, q->translation, c.shape, c.pose, bound);
     if (!r.hit()) return max_t;
     return out.Add(c, r, max_t);
   }
