@@ -35,6 +35,10 @@ constexpr const char* kLowerHitsAdvice =
     "retry later, or lower filter.max_hits or split the batch";
 /// Bytes a query's entry in a response message takes besides its hits.
 constexpr uint64_t kBytesPerResult = 16;
+/// Most bytes one batch's watch update may add (new watches, inside sets,
+/// events, undo records), reserved against --max-memory before it applies
+/// (less when less is free): the set refuses a batch that would take more.
+constexpr uint64_t kWatchGrowthReserve = 64ull << 20;
 
 // Most contacts a move reports (character.h: 2 * max_iterations + 4).
 uint64_t MoveContactCap(const MoveQuery& q) {
@@ -154,7 +158,11 @@ void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optio
     if (old && !now) undo.push_back(ColliderChange::Add(*old));
     if (!old && now) undo.push_back(ColliderChange::Remove(id));
   }
+  // Taking a batch back is never refused: its watch update is unbounded.
+  const WatchBudget bounds = set.watch_budget();
+  set.SetWatchBudget({});
   const Status st = set.Apply(undo);
+  set.SetWatchBudget(bounds);
   if (!st.ok()) spdlog::error("tick rollback failed (a bug): {}", st.ToString());
   set.RestoreRevision(revision);
 }
@@ -488,8 +496,24 @@ Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& ch
       return reserved;
     }
   }
+  // The watches' growth is unknown until their update runs: a share of
+  // --max-memory is reserved for it, and the set refuses (undoing the batch)
+  // an update that would pass it. Settled below to what the set then holds.
+  uint64_t watch_reserve = 0;
+  const uint64_t cap = env_.sessions->max_memory_bytes();
+  const bool watched = set.watch_count() > 0 || plan.watches_after > 0;
+  if (watched && cap != 0) {
+    watch_reserve = env_.sessions->ReserveUpTo(kWatchGrowthReserve);
+    WatchBudget budget = WatchBudgetOf(s.limits());
+    budget.max_growth_bytes = watch_reserve;
+    budget.memory_limit = "--max-memory: all sessions hold " +
+                          std::to_string(env_.sessions->memory_bytes() - watch_reserve) + " of " +
+                          std::to_string(cap) + " bytes";
+    set.SetWatchBudget(budget);
+  }
   const Status st = set.ApplyBatch(changes, tick, plan);
-  env_.sessions->SettleMemory(s, growth);
+  if (watched && cap != 0) set.SetWatchBudget(WatchBudgetOf(s.limits()));
+  env_.sessions->SettleMemory(s, growth + watch_reserve);
   return st;
 }
 

@@ -343,5 +343,65 @@ TEST(WatchPersistenceTest, RestartRestoresWatchesAndInsideSets) {
   EXPECT_EQ(resp.events(0).kind(), v1::WatchEvent::EXIT);
 }
 
+
+// A batch that moves a collider carrying 10,000 watches needs more watch
+// work than the session's per-message budget: ApplyChanges and a tick are
+// refused with RESOURCE_EXHAUSTED naming the budget, and the session is
+// unchanged (revision, the collider's pose, the watches' inside sets).
+TEST(WatchBudgetServiceTest, AttachedWatchesOverTheWorkBudgetRefuseTheBatch) {
+  testing::HitboxdProcess d({"--max-watches", "10000"}, {.threads = 2});
+  ASSERT_TRUE(d.running()) << d.log();
+  auto stub = Connect(d);
+  v1::SessionLimits limits;
+  limits.set_max_watches(10'000);
+  limits.set_max_pair_tests_per_message(20'000);
+  ASSERT_TRUE(Create(stub.get(), "b", limits).ok());
+  // The carrier far from 40 balls: the watches' first queries find nothing.
+  std::vector<ColliderChange> batch;
+  batch.push_back(ColliderChange::Add(Collider{1, *Shape::MakeSphere(0.5), Pose({-100, 0, 0}), 0, 0}));
+  for (uint64_t i = 2; i <= 41; ++i) {
+    batch.push_back(ColliderChange::Add(Collider{i, *Shape::MakeSphere(0.5),
+                                                 Pose({static_cast<double>(i % 7), 0, static_cast<double>(i / 7)}), 0, 0}));
+  }
+  v1::ApplyChangesResponse resp;
+  ASSERT_TRUE(Apply(stub.get(), "b", batch, &resp).ok());
+  batch.clear();
+  for (uint64_t w = 1; w <= 10'000; ++w) {
+    const auto x = static_cast<double>(w % 100), z = static_cast<double>(w / 100);
+    batch.push_back(ColliderChange::AddWatch(SphereWatch(w, 2.0, {0.05 * x, 0, 0.05 * z}, 1)));
+  }
+  ASSERT_TRUE(Apply(stub.get(), "b", batch, &resp).ok());
+  const v1::SessionInfo before = Get(stub.get(), "b");
+  ASSERT_EQ(before.watches_size(), 10'000);
+  // Moved among the balls, each watch reruns its query: ~10 pair tests each.
+  const grpc::Status st = Apply(stub.get(), "b", {ColliderChange::Move(1, Pose({3, 0, 3}))}, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_NE(st.error_message().find("updating the watches after this batch"), std::string::npos)
+      << st.error_message();
+  EXPECT_NE(st.error_message().find("limits.max_pair_tests_per_message"), std::string::npos)
+      << st.error_message();
+  grpc::ClientContext ctx;
+  auto stream = stub->Tick(&ctx);
+  v1::TickRequest req;
+  req.set_session_id("b");
+  wire::ToProto(ColliderChange::Move(1, Pose({3, 0, 3})), req.add_changes());
+  v1::TickResponse answer;
+  ASSERT_TRUE(stream->Write(req) && stream->Read(&answer));
+  ASSERT_TRUE(answer.has_error());
+  EXPECT_EQ(answer.error().code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  EXPECT_EQ(answer.events_size(), 0);
+  // The stream goes on: a move that leaves the watches' reach is cheap.
+  v1::TickRequest next;
+  wire::ToProto(ColliderChange::Move(1, Pose({-120, 0, 0})), next.add_changes());
+  ASSERT_TRUE(stream->Write(next) && stream->Read(&answer));
+  EXPECT_FALSE(answer.has_error()) << answer.error().message();
+  stream->WritesDone();
+  ASSERT_TRUE(stream->Finish().ok());
+  const v1::SessionInfo after = Get(stub.get(), "b");
+  EXPECT_EQ(after.revision(), before.revision() + 1);
+  ASSERT_EQ(after.watches_size(), 10'000);
+  for (int i = 0; i < after.watches_size(); ++i) ASSERT_EQ(after.watches(i).inside_count(), 0u);
+}
+
 }  // namespace
 }  // namespace hitbox
