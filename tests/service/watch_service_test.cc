@@ -403,5 +403,47 @@ TEST(WatchBudgetServiceTest, AttachedWatchesOverTheWorkBudgetRefuseTheBatch) {
   for (int i = 0; i < after.watches_size(); ++i) ASSERT_EQ(after.watches(i).inside_count(), 0u);
 }
 
+
+// A restart under a lower work budget replays the log whole: batches
+// accepted once are restored unbounded, though their watch updates now pass
+// the session's budget; the next such batch is refused.
+TEST(WatchPersistenceTest, RestartReplaysBatchesOverALowerBudget) {
+  testing::TempDir dir("watch-budget");
+  const std::vector<std::string> args = {"--data-dir", dir.path(), "--compact-min-bytes", "1000000000"};
+  testing::HitboxdProcess d(args, {.log_level = "info", .threads = 2});
+  ASSERT_TRUE(d.running()) << d.log();
+  auto stub = Connect(d);
+  ASSERT_TRUE(Create(stub.get(), "q").ok());
+  std::vector<ColliderChange> batch;
+  batch.push_back(ColliderChange::Add(Collider{1, *Shape::MakeSphere(0.5), Pose({-100, 0, 0}), 0, 0}));
+  for (uint64_t i = 2; i <= 41; ++i) {
+    batch.push_back(ColliderChange::Add(Collider{i, *Shape::MakeSphere(0.5),
+                                                 Pose({static_cast<double>(i % 7), 0, static_cast<double>(i / 7)}), 0, 0}));
+  }
+  for (uint64_t w = 1; w <= 1'000; ++w) {
+    batch.push_back(ColliderChange::AddWatch(SphereWatch(w, 2.0, {0.05 * static_cast<double>(w % 40), 0, 0}, 1)));
+  }
+  v1::ApplyChangesResponse resp;
+  ASSERT_TRUE(Apply(stub.get(), "q", batch, &resp).ok());
+  // ~10 pair tests for each of the 1,000 watches: within the default budget.
+  ASSERT_TRUE(Apply(stub.get(), "q", {ColliderChange::Move(1, Pose({3, 0, 3}))}, &resp).ok());
+  const v1::SessionInfo before = Get(stub.get(), "q");
+  ASSERT_GT(before.watches(0).inside_count(), 0u);
+  ASSERT_EQ(d.Terminate(), 0);
+  testing::HitboxdProcess low({"--data-dir", dir.path(), "--max-pair-tests-per-message", "2000"},
+                              {.log_level = "info", .threads = 2});
+  ASSERT_TRUE(low.running()) << low.log();
+  stub = Connect(low);
+  const v1::SessionInfo after = Get(stub.get(), "q");
+  EXPECT_EQ(after.revision(), before.revision()) << low.log();
+  EXPECT_EQ(after.limits().max_pair_tests_per_message(), 2'000u);
+  ASSERT_EQ(after.watches_size(), 1'000);
+  for (int i = 0; i < 1'000; ++i) {
+    ASSERT_EQ(after.watches(i).inside_count(), before.watches(i).inside_count()) << i;
+  }
+  const grpc::Status st = Apply(stub.get(), "q", {ColliderChange::Move(1, Pose({3, 0, 2}))}, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+}
+
 }  // namespace
 }  // namespace hitbox
