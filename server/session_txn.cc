@@ -411,65 +411,6 @@ Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::Collider
   return Status::Ok();
 }
 
-namespace {
-
-// The first queries of the watches a batch adds, run against the set as it
-// is under the session's query budget: a batch whose new watches need more
-// work than one Query may do is refused before it applies (their queries
-// then run again, on the batch's world, in ColliderSet::Apply).
-Status CheckWatchWork(const Session& s, const std::vector<ColliderChange>& changes,
-                            ThreadPool* pool) {
-  std::vector<hitbox::Query> queries;
-  // The poses the batch gives its colliders (the last change of each id).
-  std::unordered_map<uint64_t, Pose> posed;
-  for (const ColliderChange& c : changes) {
-    if (c.kind == ColliderChange::Kind::kAddWatch && c.watch->attach_to) {
-      for (const ColliderChange& a : changes) {
-        if (!a.IsWatchChange()) posed[a.collider.id] = a.collider.pose;
-      }
-      break;
-    }
-  }
-  for (const ColliderChange& c : changes) {
-    if (c.kind != ColliderChange::Kind::kAddWatch) continue;
-    const Watch& w = *c.watch;
-    OverlapQuery q;
-    q.shape = w.shape;
-    q.pose = w.pose;
-    if (w.attach_to) {
-      const auto it = posed.find(*w.attach_to);
-      const Collider* now = s.set().Find(*w.attach_to);
-      if (it != posed.end()) {
-        q.pose = it->second * w.pose;
-      } else if (now != nullptr) {
-        q.pose = now->pose * w.pose;
-      }
-      q.filter.ignore.push_back(*w.attach_to);
-    }
-    q.pose.rotation = q.pose.rotation.Normalized();
-    q.filter.mask = w.mask;
-    queries.push_back(std::move(q));
-  }
-  if (queries.empty()) return Status::Ok();
-  const SessionLimits& limits = s.limits();
-  QueryBudget budget;
-  budget.max_nodes = limits.max_nodes_per_message;
-  budget.max_pair_tests = limits.max_pair_tests_per_message;
-  std::vector<QueryResult> results(queries.size());
-  const Status st = s.set().RunBatch(queries, results, pool, budget);
-  if (st.ok()) return Status::Ok();
-  return Status(ErrorCode::kResourceExhausted,
-                "changes: the " + std::to_string(queries.size()) +
-                  " watches this batch adds need more than the session's work budget of " +
-                  std::to_string(limits.max_nodes_per_message) + " tree nodes and " +
-                  std::to_string(limits.max_pair_tests_per_message) +
-                  " pair tests (limits.max_nodes_per_message, "
-                  "limits.max_pair_tests_per_message): use smaller watch shapes or a narrower "
-                  "mask, or add them over several batches");
-}
-
-}  // namespace
-
 Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
                                std::optional<uint64_t> tick,
                                std::optional<uint64_t> expected_revision, BatchReservation* held) {
@@ -483,7 +424,6 @@ Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& ch
     return st;
   }
   if (changes.empty()) return Status::Ok();
-  if (Status st = CheckWatchWork(s, changes, env_.pool); !st.ok()) return st;
   // A priced batch reserved its growth (colliders and shapes) before its
   // builds; otherwise its growth in colliders is reserved now.
   uint64_t growth = 0;
