@@ -8,7 +8,8 @@
 //                            diffed with the last tick's answers, as a game
 //                            server must do without watches (one RunBatch,
 //                            interleaved tree walks);
-//   BM_WatchTickMovesOnly    the 50 moves alone, which both share.
+//   BM_WatchTickMovesOnly    the 50 moves alone, which both share;
+//   BM_WatchTickIncrementalBounded  the first under a watch budget.
 // Counters: events per tick, and bytes per watch (memory_per_watch).
 //
 //   ./build/bin/hitbox-watch-bench --benchmark_min_time=2
@@ -142,6 +143,27 @@ void BM_WatchTickIncremental(benchmark::State& state) {
   state.counters["pair_tests"] = static_cast<double>(w.set.last_watch_work().pair_tests);
 }
 BENCHMARK(BM_WatchTickIncremental)->Unit(benchmark::kMicrosecond);
+
+// The same ticks under hitboxd's default watch budget (25,000,000 nodes,
+// 5,000,000 pair tests, a 64 MiB growth bound): what bounding costs.
+void BM_WatchTickIncrementalBounded(benchmark::State& state) {
+  World w(true);
+  WatchBudget budget;
+  budget.max_nodes = 25'000'000;
+  budget.max_pair_tests = 5'000'000;
+  budget.max_growth_bytes = 64ull << 20;
+  w.set.SetWatchBudget(budget);
+  for (auto _ : state) {
+    const std::vector<ColliderChange> moves = w.Moves();
+    if (!w.set.Apply(moves, ++w.tick).ok()) state.SkipWithError("apply failed");
+    benchmark::DoNotOptimize(w.set.watch_events().data());
+  }
+  const WatchWork work = w.set.last_watch_work();
+  state.counters["query_nodes"] = static_cast<double>(work.query_nodes);
+  state.counters["pairs_counted"] = static_cast<double>(work.query_pair_tests + work.candidates);
+  state.counters["growth_bytes"] = static_cast<double>(work.growth_bytes);
+}
+BENCHMARK(BM_WatchTickIncrementalBounded)->Unit(benchmark::kMicrosecond);
 
 // The 50 moves alone on a set without watches: what both ticks above share.
 void BM_WatchTickMovesOnly(benchmark::State& state) {

@@ -688,6 +688,8 @@ bool SessionStore::RecoverOne(const std::string& snapshot_name, SessionRegistry&
   }
   Session& s = **created;
   std::unique_lock<std::shared_mutex> lock(s.mutex());
+  // What was accepted once is restored as it was: no watch budget meanwhile.
+  s.set().SetWatchBudget({});
   if (!snap->colliders.empty()) {
     if (Status st = s.set().AddBulk(snap->colliders); !st.ok()) {
       lock.unlock();
@@ -792,6 +794,7 @@ bool SessionStore::RecoverOne(const std::string& snapshot_name, SessionRegistry&
                  "it are restored",
                  id, log_path, good, log.size(), cut_why);
   }
+  s.set().SetWatchBudget(WatchBudgetOf(s.limits()));
   registry.SettleMemory(s, 0);
   spdlog::info("persistence: session '{}' restored: {} colliders at revision {} (snapshot at "
                "revision {} + {} batches from the log{})",

@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -184,6 +185,17 @@ Status SessionRegistry::ReserveMemory(uint64_t bytes) {
     }
   } while (!memory_bytes_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
   return Status::Ok();
+}
+
+uint64_t SessionRegistry::ReserveUpTo(uint64_t bytes) {
+  uint64_t used = memory_bytes_.load(std::memory_order_relaxed);
+  uint64_t take = 0;
+  do {
+    const uint64_t free =
+        max_memory_bytes_ == 0 ? bytes : (used >= max_memory_bytes_ ? 0 : max_memory_bytes_ - used);
+    take = std::min(bytes, free);
+  } while (!memory_bytes_.compare_exchange_weak(used, used + take, std::memory_order_relaxed));
+  return take;
 }
 
 void SessionRegistry::SettleMemory(Session& s, uint64_t reserved) {

@@ -83,6 +83,17 @@ struct ServerLimits {
   uint32_t max_history_ticks = 1'024;
 };
 
+/// The bounds of a session's watch updates (ColliderSet::SetWatchBudget):
+/// the per-message work budget, as for a Query; memory is bounded per batch
+/// by SessionTxn from --max-memory.
+inline WatchBudget WatchBudgetOf(const SessionLimits& l) {
+  WatchBudget b;
+  b.max_nodes = l.max_nodes_per_message;
+  b.max_pair_tests = l.max_pair_tests_per_message;
+  b.work_limits = "limits.max_nodes_per_message, limits.max_pair_tests_per_message";
+  return b;
+}
+
 /// Bytes a session costs besides its collider set: the Session object, its
 /// locks, id and registry entry (an estimate, counted once per session).
 inline constexpr uint64_t kSessionOverheadBytes = 1024;
@@ -116,6 +127,7 @@ class Session {
         token_(std::move(token)) {
     set_.SetHistoryTicks(limits.history_ticks);
     set_.SetMaxWatchEvents(limits.max_watch_events_per_batch);
+    set_.SetWatchBudget(WatchBudgetOf(limits));
   }
 
   /// The session id (1..128 of [A-Za-z0-9._:-]).
@@ -228,6 +240,9 @@ class SessionRegistry {
   /// naming the cap and the current use, when memory_bytes() + bytes would
   /// pass the cap. Every successful reservation must be settled.
   Status ReserveMemory(uint64_t bytes);
+  /// Reserves as much of `bytes` as fits under the cap (all of it without
+  /// one) and returns it; settled or released like ReserveMemory's.
+  uint64_t ReserveUpTo(uint64_t bytes);
   /// Gives back `bytes` of a reservation that will not be settled (a batch
   /// refused or failed before it was applied).
   void ReleaseMemory(uint64_t bytes) { memory_bytes_.fetch_sub(bytes, std::memory_order_relaxed); }

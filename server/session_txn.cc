@@ -35,6 +35,10 @@ constexpr const char* kLowerHitsAdvice =
     "retry later, or lower filter.max_hits or split the batch";
 /// Bytes a query's entry in a response message takes besides its hits.
 constexpr uint64_t kBytesPerResult = 16;
+/// Most bytes one batch's watch update may add (new watches, inside sets,
+/// events, undo records), reserved against --max-memory before it applies
+/// (less when less is free): the set refuses a batch that would take more.
+constexpr uint64_t kWatchGrowthReserve = 64ull << 20;
 
 // Most contacts a move reports (character.h: 2 * max_iterations + 4).
 uint64_t MoveContactCap(const MoveQuery& q) {
@@ -154,7 +158,11 @@ void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optio
     if (old && !now) undo.push_back(ColliderChange::Add(*old));
     if (!old && now) undo.push_back(ColliderChange::Remove(id));
   }
+  // Taking a batch back is never refused: its watch update is unbounded.
+  const WatchBudget bounds = set.watch_budget();
+  set.SetWatchBudget({});
   const Status st = set.Apply(undo);
+  set.SetWatchBudget(bounds);
   if (!st.ok()) spdlog::error("tick rollback failed (a bug): {}", st.ToString());
   set.RestoreRevision(revision);
 }
@@ -403,65 +411,6 @@ Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::Collider
   return Status::Ok();
 }
 
-namespace {
-
-// The first queries of the watches a batch adds, run against the set as it
-// is under the session's query budget: a batch whose new watches need more
-// work than one Query may do is refused before it applies (their queries
-// then run again, on the batch's world, in ColliderSet::Apply).
-Status CheckWatchWork(const Session& s, const std::vector<ColliderChange>& changes,
-                            ThreadPool* pool) {
-  std::vector<hitbox::Query> queries;
-  // The poses the batch gives its colliders (the last change of each id).
-  std::unordered_map<uint64_t, Pose> posed;
-  for (const ColliderChange& c : changes) {
-    if (c.kind == ColliderChange::Kind::kAddWatch && c.watch->attach_to) {
-      for (const ColliderChange& a : changes) {
-        if (!a.IsWatchChange()) posed[a.collider.id] = a.collider.pose;
-      }
-      break;
-    }
-  }
-  for (const ColliderChange& c : changes) {
-    if (c.kind != ColliderChange::Kind::kAddWatch) continue;
-    const Watch& w = *c.watch;
-    OverlapQuery q;
-    q.shape = w.shape;
-    q.pose = w.pose;
-    if (w.attach_to) {
-      const auto it = posed.find(*w.attach_to);
-      const Collider* now = s.set().Find(*w.attach_to);
-      if (it != posed.end()) {
-        q.pose = it->second * w.pose;
-      } else if (now != nullptr) {
-        q.pose = now->pose * w.pose;
-      }
-      q.filter.ignore.push_back(*w.attach_to);
-    }
-    q.pose.rotation = q.pose.rotation.Normalized();
-    q.filter.mask = w.mask;
-    queries.push_back(std::move(q));
-  }
-  if (queries.empty()) return Status::Ok();
-  const SessionLimits& limits = s.limits();
-  QueryBudget budget;
-  budget.max_nodes = limits.max_nodes_per_message;
-  budget.max_pair_tests = limits.max_pair_tests_per_message;
-  std::vector<QueryResult> results(queries.size());
-  const Status st = s.set().RunBatch(queries, results, pool, budget);
-  if (st.ok()) return Status::Ok();
-  return Status(ErrorCode::kResourceExhausted,
-                "changes: the " + std::to_string(queries.size()) +
-                  " watches this batch adds need more than the session's work budget of " +
-                  std::to_string(limits.max_nodes_per_message) + " tree nodes and " +
-                  std::to_string(limits.max_pair_tests_per_message) +
-                  " pair tests (limits.max_nodes_per_message, "
-                  "limits.max_pair_tests_per_message): use smaller watch shapes or a narrower "
-                  "mask, or add them over several batches");
-}
-
-}  // namespace
-
 Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
                                std::optional<uint64_t> tick,
                                std::optional<uint64_t> expected_revision, BatchReservation* held) {
@@ -475,7 +424,6 @@ Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& ch
     return st;
   }
   if (changes.empty()) return Status::Ok();
-  if (Status st = CheckWatchWork(s, changes, env_.pool); !st.ok()) return st;
   // A priced batch reserved its growth (colliders and shapes) before its
   // builds; otherwise its growth in colliders is reserved now.
   uint64_t growth = 0;
@@ -488,8 +436,24 @@ Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& ch
       return reserved;
     }
   }
+  // The watches' growth is unknown until their update runs: a share of
+  // --max-memory is reserved for it, and the set refuses (undoing the batch)
+  // an update that would pass it. Settled below to what the set then holds.
+  uint64_t watch_reserve = 0;
+  const uint64_t cap = env_.sessions->max_memory_bytes();
+  const bool watched = set.watch_count() > 0 || plan.watches_after > 0;
+  if (watched && cap != 0) {
+    watch_reserve = env_.sessions->ReserveUpTo(kWatchGrowthReserve);
+    WatchBudget budget = WatchBudgetOf(s.limits());
+    budget.max_growth_bytes = watch_reserve;
+    budget.memory_limit = "--max-memory: all sessions hold " +
+                          std::to_string(env_.sessions->memory_bytes() - watch_reserve) + " of " +
+                          std::to_string(cap) + " bytes";
+    set.SetWatchBudget(budget);
+  }
   const Status st = set.ApplyBatch(changes, tick, plan);
-  env_.sessions->SettleMemory(s, growth);
+  if (watched && cap != 0) set.SetWatchBudget(WatchBudgetOf(s.limits()));
+  env_.sessions->SettleMemory(s, growth + watch_reserve);
   return st;
 }
 

@@ -416,5 +416,97 @@ TEST_F(BatchBudgetTest, DeletedSessionFreesItsSetAtOnce) {
   EXPECT_EQ(service_->sessions().memory_bytes(), 0u);
 }
 
+
+// Watches are counted in --max-memory before a batch applies: a batch whose
+// new watch, or whose moves into a watch, would grow the inside sets and
+// events past the memory left is refused whole (no watch, no move, the same
+// revision and no more memory held); with room, the same batch applies.
+TEST_F(BatchBudgetTest, WatchGrowthIsReservedAgainstMaxMemory) {
+  server::ServiceOptions o;
+  o.threads = 1;
+  o.limits.max_memory_bytes = 4 << 20;
+  Start(o);
+  Create("w");
+  // 2,000 balls at the origin, 2,000 far from it.
+  std::vector<v1::Collider> balls;
+  for (uint64_t i = 1; i <= 4'000; ++i) {
+    balls.push_back(SphereMsg(i, 0.1, {i <= 2'000 ? 0.0 : 500.0, 0, 0}));
+  }
+  ASSERT_TRUE(Apply(Batch("w", balls)).ok());
+  // Another session takes the memory left, to within one collider.
+  const auto fill = [&](const std::string& id) {
+    Create(id);
+    uint64_t next = 1;
+    for (uint64_t step : {1'000, 100, 10, 1}) {
+      for (;;) {
+        std::vector<v1::Collider> more;
+        for (uint64_t k = 0; k < step; ++k) more.push_back(SphereMsg(next + k, 0.1, {-500, 0, 0}));
+        if (!Apply(Batch(id, more)).ok()) break;
+        next += step;
+      }
+    }
+  };
+  fill("fill");
+  const auto info = [&] {
+    v1::GetSessionRequest req;
+    req.set_session_id("w");
+    v1::SessionInfo i;
+    EXPECT_TRUE(service_->DoGetSession(req, &i).ok());
+    return i;
+  };
+  const auto add_watch = [&] {
+    v1::ApplyChangesRequest req;
+    req.set_session_id("w");
+    v1::Watch* w = req.add_changes()->mutable_add_watch();
+    w->set_id(1);
+    w->mutable_shape()->mutable_sphere()->set_radius(5);
+    return req;
+  };
+  const uint64_t revision = info().revision();
+  const uint64_t held = service_->sessions().memory_bytes();
+  grpc::Status st = Apply(add_watch());
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("the watches would grow by at least"));
+  EXPECT_THAT(st.error_message(), HasSubstr("--max-memory"));
+  EXPECT_EQ(info().watches_size(), 0);
+  EXPECT_EQ(info().revision(), revision);
+  // At most the capacity its watch's storage kept (a tree node block, a
+  // vector slot); refused again, nothing more.
+  const uint64_t after_refusal = service_->sessions().memory_bytes();
+  EXPECT_LE(after_refusal, held + 8'192);
+  EXPECT_EQ(Apply(add_watch()).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(service_->sessions().memory_bytes(), after_refusal);
+  // With the memory back, the same batch applies: 2,000 colliders inside.
+  v1::DeleteSessionRequest del;
+  del.set_session_id("fill");
+  ASSERT_TRUE(service_->DoDeleteSession(del).ok());
+  v1::ApplyChangesResponse resp;
+  ASSERT_TRUE(service_->DoApplyChanges(add_watch(), &resp, {}).ok());
+  EXPECT_EQ(resp.events_size(), 2'000);
+  // Moves into the watch grow its inside set: refused the same way when the
+  // memory is taken again.
+  fill("fill2");
+  v1::ApplyChangesRequest moves;
+  moves.set_session_id("w");
+  for (uint64_t i = 2'001; i <= 4'000; ++i) {
+    v1::MoveCollider* m = moves.add_changes()->mutable_move();
+    m->set_id(i);
+    m->mutable_pose()->mutable_position()->set_x(1.0);
+  }
+  const uint64_t revision2 = info().revision();
+  st = Apply(moves);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("--max-memory"));
+  EXPECT_EQ(info().revision(), revision2);
+  ASSERT_EQ(info().watches_size(), 1);
+  EXPECT_EQ(info().watches(0).inside_count(), 2'000u);
+  del.set_session_id("fill2");
+  ASSERT_TRUE(service_->DoDeleteSession(del).ok());
+  v1::ApplyChangesResponse moved;
+  ASSERT_TRUE(service_->DoApplyChanges(moves, &moved, {}).ok());
+  EXPECT_EQ(moved.events_size(), 2'000);
+  EXPECT_EQ(info().watches(0).inside_count(), 4'000u);
+}
+
 }  // namespace
 }  // namespace hitbox

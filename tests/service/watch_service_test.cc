@@ -343,5 +343,107 @@ TEST(WatchPersistenceTest, RestartRestoresWatchesAndInsideSets) {
   EXPECT_EQ(resp.events(0).kind(), v1::WatchEvent::EXIT);
 }
 
+
+// A batch that moves a collider carrying 10,000 watches needs more watch
+// work than the session's per-message budget: ApplyChanges and a tick are
+// refused with RESOURCE_EXHAUSTED naming the budget, and the session is
+// unchanged (revision, the collider's pose, the watches' inside sets).
+TEST(WatchBudgetServiceTest, AttachedWatchesOverTheWorkBudgetRefuseTheBatch) {
+  testing::HitboxdProcess d({"--max-watches", "10000"}, {.threads = 2});
+  ASSERT_TRUE(d.running()) << d.log();
+  auto stub = Connect(d);
+  v1::SessionLimits limits;
+  limits.set_max_watches(10'000);
+  limits.set_max_pair_tests_per_message(20'000);
+  ASSERT_TRUE(Create(stub.get(), "b", limits).ok());
+  // The carrier far from 40 balls: the watches' first queries find nothing.
+  std::vector<ColliderChange> batch;
+  batch.push_back(ColliderChange::Add(Collider{1, *Shape::MakeSphere(0.5), Pose({-100, 0, 0}), 0, 0}));
+  for (uint64_t i = 2; i <= 41; ++i) {
+    batch.push_back(ColliderChange::Add(Collider{i, *Shape::MakeSphere(0.5),
+                                                 Pose({static_cast<double>(i % 7), 0, static_cast<double>(i / 7)}), 0, 0}));
+  }
+  v1::ApplyChangesResponse resp;
+  ASSERT_TRUE(Apply(stub.get(), "b", batch, &resp).ok());
+  batch.clear();
+  for (uint64_t w = 1; w <= 10'000; ++w) {
+    const auto x = static_cast<double>(w % 100), z = static_cast<double>(w / 100);
+    batch.push_back(ColliderChange::AddWatch(SphereWatch(w, 2.0, {0.05 * x, 0, 0.05 * z}, 1)));
+  }
+  ASSERT_TRUE(Apply(stub.get(), "b", batch, &resp).ok());
+  const v1::SessionInfo before = Get(stub.get(), "b");
+  ASSERT_EQ(before.watches_size(), 10'000);
+  // Moved among the balls, each watch reruns its query: ~10 pair tests each.
+  const grpc::Status st = Apply(stub.get(), "b", {ColliderChange::Move(1, Pose({3, 0, 3}))}, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+  EXPECT_NE(st.error_message().find("updating the watches after this batch"), std::string::npos)
+      << st.error_message();
+  EXPECT_NE(st.error_message().find("limits.max_pair_tests_per_message"), std::string::npos)
+      << st.error_message();
+  grpc::ClientContext ctx;
+  auto stream = stub->Tick(&ctx);
+  v1::TickRequest req;
+  req.set_session_id("b");
+  wire::ToProto(ColliderChange::Move(1, Pose({3, 0, 3})), req.add_changes());
+  v1::TickResponse answer;
+  ASSERT_TRUE(stream->Write(req) && stream->Read(&answer));
+  ASSERT_TRUE(answer.has_error());
+  EXPECT_EQ(answer.error().code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  EXPECT_EQ(answer.events_size(), 0);
+  // The stream goes on: a move that leaves the watches' reach is cheap.
+  v1::TickRequest next;
+  wire::ToProto(ColliderChange::Move(1, Pose({-120, 0, 0})), next.add_changes());
+  ASSERT_TRUE(stream->Write(next) && stream->Read(&answer));
+  EXPECT_FALSE(answer.has_error()) << answer.error().message();
+  stream->WritesDone();
+  ASSERT_TRUE(stream->Finish().ok());
+  const v1::SessionInfo after = Get(stub.get(), "b");
+  EXPECT_EQ(after.revision(), before.revision() + 1);
+  ASSERT_EQ(after.watches_size(), 10'000);
+  for (int i = 0; i < after.watches_size(); ++i) ASSERT_EQ(after.watches(i).inside_count(), 0u);
+}
+
+
+// A restart under a lower work budget replays the log whole: batches
+// accepted once are restored unbounded, though their watch updates now pass
+// the session's budget; the next such batch is refused.
+TEST(WatchPersistenceTest, RestartReplaysBatchesOverALowerBudget) {
+  testing::TempDir dir("watch-budget");
+  const std::vector<std::string> args = {"--data-dir", dir.path(), "--compact-min-bytes", "1000000000"};
+  testing::HitboxdProcess d(args, {.log_level = "info", .threads = 2});
+  ASSERT_TRUE(d.running()) << d.log();
+  auto stub = Connect(d);
+  ASSERT_TRUE(Create(stub.get(), "q").ok());
+  std::vector<ColliderChange> batch;
+  batch.push_back(ColliderChange::Add(Collider{1, *Shape::MakeSphere(0.5), Pose({-100, 0, 0}), 0, 0}));
+  for (uint64_t i = 2; i <= 41; ++i) {
+    batch.push_back(ColliderChange::Add(Collider{i, *Shape::MakeSphere(0.5),
+                                                 Pose({static_cast<double>(i % 7), 0, static_cast<double>(i / 7)}), 0, 0}));
+  }
+  for (uint64_t w = 1; w <= 1'000; ++w) {
+    batch.push_back(ColliderChange::AddWatch(SphereWatch(w, 2.0, {0.05 * static_cast<double>(w % 40), 0, 0}, 1)));
+  }
+  v1::ApplyChangesResponse resp;
+  ASSERT_TRUE(Apply(stub.get(), "q", batch, &resp).ok());
+  // ~10 pair tests for each of the 1,000 watches: within the default budget.
+  ASSERT_TRUE(Apply(stub.get(), "q", {ColliderChange::Move(1, Pose({3, 0, 3}))}, &resp).ok());
+  const v1::SessionInfo before = Get(stub.get(), "q");
+  ASSERT_GT(before.watches(0).inside_count(), 0u);
+  ASSERT_EQ(d.Terminate(), 0);
+  testing::HitboxdProcess low({"--data-dir", dir.path(), "--max-pair-tests-per-message", "2000"},
+                              {.log_level = "info", .threads = 2});
+  ASSERT_TRUE(low.running()) << low.log();
+  stub = Connect(low);
+  const v1::SessionInfo after = Get(stub.get(), "q");
+  EXPECT_EQ(after.revision(), before.revision()) << low.log();
+  EXPECT_EQ(after.limits().max_pair_tests_per_message(), 2'000u);
+  ASSERT_EQ(after.watches_size(), 1'000);
+  for (int i = 0; i < 1'000; ++i) {
+    ASSERT_EQ(after.watches(i).inside_count(), before.watches(i).inside_count()) << i;
+  }
+  const grpc::Status st = Apply(stub.get(), "q", {ColliderChange::Move(1, Pose({3, 0, 2}))}, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << st.error_message();
+}
+
 }  // namespace
 }  // namespace hitbox

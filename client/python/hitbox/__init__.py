@@ -8,14 +8,16 @@
 """
 from hitbox.batch import CastHits, MoveBatch, MoveHits, RayBatch, SweepBatch
 from hitbox.client import (Client, ClientOptions, RetryPolicy, Rewound, TickStream, TlsOptions,
-                           make_channel)
+                           WatchEventStream, make_channel)
 from hitbox.errors import HitboxError
-from hitbox.types import (Aabb, Add, ApplyResult, Box, Capsule, CastHit, CastQuery, Collider,
-                          ColliderSnapshot, Compound, CompoundChild, Contact, ConvexHull, Cylinder,
-                          Heightfield, MapInfo, Mesh, Move, MoveContact, MoveQuery, MoveResult,
-                          MoveSettings, OverlapHit, OverlapQuery, Pose, QueryBatchResult,
-                          QueryFilter, QueryResult, RayQuery, Remove, Replace, SessionInfo,
-                          SessionLimits, Sphere, TickResult, axis_angle)
+from hitbox.types import (Aabb, Add, AddWatch, ApplyResult, Box, Capsule, CastHit, CastQuery,
+                          Collider, ColliderSnapshot, Compound, CompoundChild, Contact, ConvexHull,
+                          Cylinder, Heightfield, MapInfo, Mesh, Move, MoveContact, MoveQuery,
+                          MoveResult, MoveSettings, OverlapHit, OverlapQuery, Pose,
+                          QueryBatchResult, QueryFilter, QueryResult, RayQuery, Remove,
+                          RemoveWatch, Replace, SessionInfo, SessionLimits, Sphere, TickResult,
+                          Watch, WatchEvent, WatchEventBatch, WatchEventKind, WatchInfo,
+                          axis_angle)
 from hitbox import errors
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -96,11 +96,46 @@ def set_change(msg: cpb.ColliderChange, c, what: str) -> None:
         set_pose(msg.move.pose, c.pose, what + ".move.pose")
     elif isinstance(c, t.Remove):
         msg.remove = t.uint64(c.id, what + ".remove")
+    elif isinstance(c, t.AddWatch):
+        set_watch(msg.add_watch, c.watch, what + ".add_watch")
+    elif isinstance(c, t.RemoveWatch):
+        msg.remove_watch = t.uint64(c.id, what + ".remove_watch")
     elif isinstance(c, t.Collider):
         set_collider(msg.add, c, what + ".add")
     else:
-        raise TypeError(f"{what}: expected Add, Replace, Move, Remove or a Collider, "
-                        f"got {type(c).__name__}")
+        raise TypeError(f"{what}: expected Add, Replace, Move, Remove, AddWatch, RemoveWatch or "
+                        f"a Collider, got {type(c).__name__}")
+
+
+def set_watch(msg: cpb.Watch, w: t.Watch, what: str) -> None:
+    if not isinstance(w, t.Watch):
+        raise TypeError(f"{what}: expected a hitbox.Watch, got {type(w).__name__}")
+    msg.id = t.uint64(w.id, what + ".id")
+    set_shape(msg.shape, w.shape, what + ".shape")
+    set_pose(msg.pose, w.pose, what + ".pose")
+    if w.attach_to is not None:
+        msg.attach_to = t.uint64(w.attach_to, what + ".attach_to")
+    if w.mask is not None:
+        msg.mask = t.uint32(w.mask, what + ".mask")
+    msg.ignore_ids.extend(t.uint64(i, f"{what}.ignore_ids[{k}]") for k, i in enumerate(w.ignore_ids))
+
+
+def pose_from(m) -> t.Pose:
+    r = m.rotation
+    return t.Pose(vec(m.position), (r.x, r.y, r.z, r.w) if m.HasField("rotation")
+                  else (0.0, 0.0, 0.0, 1.0))
+
+
+def watch_from(m: cpb.Watch) -> t.Watch:
+    return t.Watch(m.id, shape_from(m.shape), pose_from(m.pose),
+                   m.attach_to if m.HasField("attach_to") else None,
+                   m.mask if m.HasField("mask") else None, tuple(m.ignore_ids))
+
+
+def events_from(events) -> list:
+    """WatchEvents from repeated WatchEvent messages."""
+    return [t.WatchEvent(e.watch_id, e.collider_id, t.WatchEventKind(e.kind), e.sub_shape, e.tick)
+            for e in events]
 
 
 def set_filter(msg: cpb.QueryFilter, f, what: str) -> None:
@@ -237,7 +272,9 @@ def session_from(m: pb.SessionInfo) -> t.SessionInfo:
         bounds=aabb(m.bounds) if m.HasField("bounds") else None, limits=limits_from(m.limits),
         created_unix_ms=m.created_unix_ms, token=m.token, memory_bytes=m.memory_bytes,
         last_active_unix_ms=m.last_active_unix_ms, ticks=ticks, map_id=m.map_id,
-        map_collider_count=m.map_collider_count)
+        map_collider_count=m.map_collider_count,
+        watches=[t.WatchInfo(watch_from(w.watch), pose_from(w.world_pose), list(w.inside),
+                             w.inside_count) for w in m.watches])
 
 
 def map_from(m: pb.MapInfo) -> t.MapInfo:

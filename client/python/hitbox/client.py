@@ -270,6 +270,9 @@ class Client:
         self._get_map = unary("GetMap", ser, pb.MapInfo)
         self._list_colliders = ch.unary_stream(_SERVICE + "ListColliders", request_serializer=ser,
                                                response_deserializer=pb.ListCollidersResponse.FromString)
+        self._watch_events = ch.unary_stream(
+            _SERVICE + "WatchEvents", request_serializer=ser,
+            response_deserializer=pb.WatchEventsResponse.FromString)
         self._tick = ch.stream_stream(_SERVICE + "Tick", request_serializer=_identity,
                                       response_deserializer=_identity)
         self._health = ch.unary_unary("/grpc.health.v1.Health/Check", request_serializer=ser,
@@ -396,7 +399,7 @@ class Client:
     def apply_changes(self, session_id: str, changes: Sequence, *,
                       expected_revision: Optional[int] = None, tick: Optional[int] = None,
                       timeout: Optional[float] = None) -> t.ApplyResult:
-        """Applies a batch of changes (Add, Replace, Move, Remove) atomically, in order.
+        """Applies a batch of changes (Add, Replace, Move, Remove, AddWatch, RemoveWatch) atomically.
 
         expected_revision: apply only at that revision (else FailedPrecondition);
         tick: the game tick the changes belong to (lag compensation). Never retried.
@@ -410,7 +413,8 @@ class Client:
             req.tick = t.uint64(tick, "tick")
         r = self._run("ApplyChanges", self._apply, req, session_id=session_id, retryable=False,
                       timeout=timeout)
-        return t.ApplyResult(r.revision, r.collider_count)
+        return t.ApplyResult(r.revision, r.collider_count, _wire.events_from(r.events),
+                             r.events_truncated)
 
     def add_colliders(self, session_id: str, colliders: Iterable[t.Collider], **kw) -> t.ApplyResult:
         """Adds new colliders (one atomic batch)."""
@@ -511,6 +515,25 @@ class Client:
         """The query calls against the world as it was at `tick` (within the session's history)."""
         return Rewound(self, float(tick))
 
+    # --- Watches -------------------------------------------------------------------
+    # Watches are added and removed as changes (AddWatch, RemoveWatch) in
+    # apply_changes or a tick; their events come back in ApplyResult and TickResult.
+
+    def watch_events(self, session_id: str, watch_ids: Iterable[int] = (), *,
+                     timeout: Optional[float] = None) -> "WatchEventStream":
+        """Opens a WatchEvents stream: the session's watch events as batches apply.
+
+        Iterate it for WatchEventBatch values (one per applied batch with
+        events for `watch_ids`; empty: every watch). It ends raising NotFound
+        when the session goes, DeadlineExceeded after `timeout` (seconds, of
+        the whole stream); cancel() or close() ends it quietly. Never retried.
+        """
+        ids = [t.uint64(i, f"watch_ids[{k}]") for k, i in enumerate(watch_ids)]
+        req = pb.WatchEventsRequest(session_id=session_id, watch_ids=ids)
+        return WatchEventStream(self._watch_events(req, timeout=timeout,
+                                                   metadata=self._metadata(session_id),
+                                                   wait_for_ready=self.options.wait_for_ready))
+
     # --- Tick stream ---------------------------------------------------------------
 
     def open_tick_stream(self, session_id: str, *, timeout: Optional[float] = None,
@@ -548,6 +571,55 @@ class Rewound:
 
 
 _END = object()
+
+
+class WatchEventStream:
+    """A WatchEvents stream (Client.watch_events): iterate for WatchEventBatch values.
+
+    wait_registered() returns once the server has registered the stream: the
+    events of every batch applied after that reach it. Use as a context
+    manager, or call close().
+    """
+
+    def __init__(self, call):
+        self._call = call
+        self._closed = False
+
+    def wait_registered(self) -> None:
+        """Blocks until the server has registered the stream (its headers came)."""
+        try:
+            self._call.initial_metadata()
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "WatchEvents") from None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> t.WatchEventBatch:
+        try:
+            m = next(self._call)
+        except grpc.RpcError as e:
+            if self._closed and e.code() == grpc.StatusCode.CANCELLED:
+                raise StopIteration from None
+            raise from_rpc_error(e, "WatchEvents") from None
+        return t.WatchEventBatch(m.revision, _wire.events_from(m.events), m.events_truncated)
+
+    def cancel(self) -> None:
+        """Ends the stream; iterating then stops."""
+        self._closed = True
+        self._call.cancel()
+
+    close = cancel
+
+    def __enter__(self) -> "WatchEventStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cancel()
+
+    def __del__(self):
+        if getattr(self, "_call", None) is not None and not self._closed:
+            self._call.cancel()
 
 
 class TickStream:
@@ -608,11 +680,13 @@ class TickStream:
             self._requests.put(_END)  # lets grpcio's request thread finish
             raise self._error
         header, results = _read_answer(resp, pb.TickResponse, 3, layout)
-        if results is not None:
-            return t.TickResult(header.get(1, 0), header.get(2, 0), results)
+        if results is not None:  # the numpy path reads only answers without events
+            return t.TickResult(header.get(1, 0), header.get(2, 0), results, [],
+                                bool(header.get(6, 0)))
         if header.HasField("error"):
             raise _explain(error_for(header.error.code, header.error.message, "Tick"), layout)
-        return t.TickResult(header.tick, header.revision, _decode_results(header.results, layout))
+        return t.TickResult(header.tick, header.revision, _decode_results(header.results, layout),
+                            _wire.events_from(header.events), header.events_truncated)
 
     @property
     def done(self) -> bool:

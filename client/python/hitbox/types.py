@@ -7,6 +7,7 @@ by a Pose: world = position + rotation * local. Ids are Python ints in
 """
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple, Union
@@ -212,7 +213,86 @@ class Remove:
     id: int
 
 
-Change = Union[Add, Replace, Move, Remove]
+@dataclass(frozen=True)
+class Watch:
+    """A standing overlap query of a session (a trigger volume, an area of interest).
+
+    shape: Sphere, Box, Capsule, Cylinder or ConvexHull. Fixed: `pose` is its
+    world pose; attached (attach_to a collider id): `pose` is in that
+    collider's frame and it moves with it (that collider is never inside it,
+    and removing it removes the watch). mask: layer bits (None: every
+    layer); ignore_ids: never inside (at most 256).
+    """
+
+    id: int
+    shape: Shape
+    pose: Pose = field(default_factory=Pose)
+    attach_to: Optional[int] = None
+    mask: Optional[int] = None
+    ignore_ids: Sequence[int] = ()
+
+    def __post_init__(self):
+        # A tuple, so that a watch read back from the server compares equal.
+        object.__setattr__(self, "ignore_ids", tuple(self.ignore_ids))
+
+
+@dataclass(frozen=True)
+class AddWatch:
+    """Change: add a watch (its id must be unused among the session's watches); ENTER for what is inside."""
+
+    watch: Watch
+
+
+@dataclass(frozen=True)
+class RemoveWatch:
+    """Change: remove the watch with this id; EXIT for every collider inside it."""
+
+    id: int
+
+
+Change = Union[Add, Replace, Move, Remove, AddWatch, RemoveWatch]
+
+
+class WatchEventKind(enum.IntEnum):
+    """ENTER: inside after the batch, not before; EXIT: inside before, not after."""
+
+    ENTER = 1
+    EXIT = 2
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """A collider entering or leaving a watch in one applied batch.
+
+    sub_shape: the mesh triangle or compound child touched (ENTER) or last
+    recorded (EXIT), 0 for convex colliders; tick: the batch's tick.
+    """
+
+    watch_id: int
+    collider_id: int
+    kind: WatchEventKind
+    sub_shape: int = 0
+    tick: int = 0
+
+
+@dataclass
+class WatchEventBatch:
+    """One message of a WatchEvents stream: the events of one applied batch, sorted by (watch, collider)."""
+
+    revision: int
+    events: list
+    events_truncated: bool = False
+
+
+@dataclass
+class WatchInfo:
+    """A watch as the session holds it: where its query runs now (world_pose)
+    and the ids inside it (`inside` lists at most the first 256, sorted)."""
+
+    watch: Watch
+    world_pose: Pose
+    inside: list
+    inside_count: int
 
 
 # --- Queries --------------------------------------------------------------------
@@ -413,6 +493,8 @@ class SessionLimits:
     max_heightfield_samples: int = 0
     max_hull_points: int = 0
     max_build_work_per_message: int = 0
+    max_watches: int = 0
+    max_watch_events_per_batch: int = 0
 
 
 @dataclass
@@ -431,6 +513,7 @@ class SessionInfo:
     ticks: Optional[Tuple[int, int]]
     map_id: str
     map_collider_count: int
+    watches: list = field(default_factory=list)
 
 
 @dataclass
@@ -451,10 +534,16 @@ class MapInfo:
 
 @dataclass
 class ApplyResult:
-    """Outcome of an accepted change batch: the revision and collider count after it."""
+    """Outcome of an accepted change batch: the revision and collider count after it.
+
+    events: its watch events (WatchEvent), sorted by (watch, collider);
+    events_truncated: the session's max_watch_events_per_batch left some out.
+    """
 
     revision: int
     collider_count: int
+    events: list = field(default_factory=list)
+    events_truncated: bool = False
 
 
 @dataclass
@@ -475,8 +564,14 @@ class QueryBatchResult:
 
 @dataclass
 class TickResult:
-    """Answer of one tick: its number, the revision after its changes, results[i] for queries[i]."""
+    """Answer of one tick: its number, the revision after its changes, results[i] for queries[i].
+
+    events, events_truncated: the watch events of its changes and applied
+    moves, as in ApplyResult.
+    """
 
     tick: int
     revision: int
     results: list
+    events: list = field(default_factory=list)
+    events_truncated: bool = False

@@ -13,8 +13,8 @@ import * as fs from 'fs';
 import * as grpc from '@grpc/grpc-js';
 import { Code, HitboxError, fromGrpcError } from './errors';
 import {
-  appliesMoves, applyFromProto, big, type WireQueryResponse, changesToProto, colliderFromProto, mapFromProto, queriesToProto,
-  resultsFromProto, sessionFromProto, specToProto, u64,
+  appliesMoves, applyFromProto, big, type WireQueryResponse, changesToProto, colliderFromProto, eventsFromProto,
+  mapFromProto, queriesToProto, resultsFromProto, sessionFromProto, specToProto, u64,
 } from './convert';
 import { protos } from './proto';
 import { TickStream, type TickStreamOptions } from './tick_stream';
@@ -24,7 +24,7 @@ import type * as P from './wire_types';
 import type {
   ApplyResult, CastHit, Collider, ColliderChange, ColliderPage, ColliderSnapshot, HealthStatus, MapInfo, MoveQuery,
   MoveResult, OverlapHit, Pose, Query, QueryBatchResult, QueryFilter, SessionInfo, SessionSpec, Shape, U64,
-  Vec3,
+  Vec3, WatchEventBatch,
 } from './types';
 
 /** How UNAVAILABLE is retried on idempotent calls (as the C++ RetryPolicy). */
@@ -387,6 +387,44 @@ export class Client {
    */
   rewind(tick: number): Rewound {
     return new Rewound(this, tick);
+  }
+
+  // --- Watches ----------------------------------------------------------------
+  // Watches are added and removed as changes (Changes.addWatch, Changes.removeWatch)
+  // in applyChanges or a tick; their events come back in ApplyResult and TickResult.
+
+  /**
+   * Reads the session's watch events as batches apply, one WatchEventBatch
+   * per batch with events for `watchIds` (absent or empty: every watch), until
+   * `onBatch` returns false (or a promise of false: resolves), the deadline
+   * (`timeoutMs`; absent: none), or the session goes (rejects with
+   * NOT_FOUND). `onRegistered` is called once the server has registered the
+   * stream: the events of every batch applied after that reach it. Never retried.
+   */
+  async watchEvents(sessionId: string,
+    onBatch: (batch: WatchEventBatch) => boolean | void | Promise<boolean | void>,
+    options: { watchIds?: readonly U64[]; timeoutMs?: number; onRegistered?: () => void } = {}): Promise<void> {
+    if (this.setupError) throw this.setupError;
+    const req = { sessionId, watchIds: (options.watchIds ?? []).map((id, i) => u64(id, 'watch_ids', i)) };
+    const md = this.metadata(this.sessionToken(sessionId), !!this.options.waitForReady);
+    const opts: grpc.CallOptions = {};
+    if (options.timeoutMs !== undefined) opts.deadline = Date.now() + options.timeoutMs;
+    const stream = this.stub.WatchEvents(req, md, opts);
+    // The server sends its headers once the stream is registered with the session.
+    if (options.onRegistered) stream.once('metadata', () => options.onRegistered?.());
+    try {
+      for await (const m of stream) {
+        const keep = await onBatch({ revision: BigInt(m.revision), events: eventsFromProto(m.events),
+          eventsTruncated: m.eventsTruncated });
+        if (keep === false) {
+          stream.on('error', () => {});  // the CANCELLED that cancel() brings
+          stream.cancel();
+          return;
+        }
+      }
+    } catch (e) {
+      throw fromGrpcError(e);
+    }
   }
 
   // --- Tick stream ------------------------------------------------------------

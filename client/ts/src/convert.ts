@@ -10,8 +10,9 @@
 import { Code, HitboxError } from './errors';
 import type * as P from './wire_types';
 import type {
-  Aabb, ApplyResult, CastHit, Collider, ColliderChange, ColliderOut, MapInfo, MoveResult,
-  OverlapHit, Query, QueryFilter, QueryResult, SessionInfo, SessionLimits, SessionSpec, U64,
+  Aabb, ApplyResult, CastHit, Quat, Vec3, Collider, ColliderChange, ColliderOut, MapInfo, MoveResult,
+  OverlapHit, Query, QueryFilter, QueryResult, SessionInfo, SessionLimits, SessionSpec, U64, Watch,
+  WatchEvent, WatchInfo,
 } from './types';
 
 const U64_MAX = (1n << 64n) - 1n;
@@ -68,6 +69,21 @@ export function colliderToProto(c: Collider, a: string, i: number, b: string): P
   };
 }
 
+function watchToProto(w: Watch, a: string, i: number): P.Watch {
+  if (w === null || typeof w !== 'object' || w.shape === undefined) {
+    throw new HitboxError(Code.INVALID_ARGUMENT, `${a}[${i}].add_watch: expected a Watch with an id and a shape`);
+  }
+  const ids = w.ignoreIds ?? [];
+  return {
+    id: u64(w.id, a, i, '.add_watch.id'),
+    shape: w.shape,
+    pose: w.pose,
+    attachTo: w.attachTo === undefined ? undefined : u64(w.attachTo, a, i, '.add_watch.attach_to'),
+    mask: w.mask,
+    ignoreIds: ids.map((id, j) => u64(id, a, i, '.add_watch.ignore_ids', j)),
+  };
+}
+
 /** changes[i] -> ColliderChange; errors name `<a>[i]...`. */
 export function changesToProto(changes: readonly ColliderChange[], a = 'changes'): P.ColliderChange[] {
   const out: P.ColliderChange[] = new Array(changes.length);
@@ -77,7 +93,12 @@ export function changesToProto(changes: readonly ColliderChange[], a = 'changes'
     else if ('replace' in c) out[i] = { replace: colliderToProto(c.replace, a, i, '.replace') };
     else if ('move' in c) out[i] = { move: { id: u64(c.move.id, a, i, '.move.id'), pose: c.move.pose } };
     else if ('remove' in c) out[i] = { remove: u64(c.remove, a, i, '.remove') };
-    else throw new HitboxError(Code.INVALID_ARGUMENT, `${a}[${i}]: no change (add, replace, move or remove)`);
+    else if ('addWatch' in c) out[i] = { addWatch: watchToProto(c.addWatch, a, i) };
+    else if ('removeWatch' in c) out[i] = { removeWatch: u64(c.removeWatch, a, i, '.remove_watch') };
+    else {
+      throw new HitboxError(Code.INVALID_ARGUMENT,
+        `${a}[${i}]: no change (add, replace, move, remove, addWatch or removeWatch)`);
+    }
   }
   return out;
 }
@@ -150,8 +171,11 @@ interface WireMoveResult { position: WireVec3 | null; displacement: WireVec3 | n
 export interface WireQueryResult { tag: WireLong; overlaps: WireOverlapHit[]; hits: WireCastHit[];
   move: WireMoveResult | null; truncated: boolean }
 export interface WireQueryResponse { revision: WireLong; results: WireQueryResult[] }
+/** A WatchEvent as protobufjs decodes it (kind: the enum's number). */
+export interface WireWatchEvent { watchId: WireLong; colliderId: WireLong; kind: number; subShape: number;
+  tick: WireLong }
 export interface WireTickResponse { tick: WireLong; revision: WireLong; results: WireQueryResult[];
-  error: { code: number; message: string } | null }
+  error: { code: number; message: string } | null; events: WireWatchEvent[]; eventsTruncated: boolean }
 
 /** A decoded uint64 as a bigint. */
 export function big(v: WireLong): bigint {
@@ -196,6 +220,18 @@ export function resultsFromProto(rs: WireQueryResult[], expected: number): Query
   return out;
 }
 
+/** A Tick answer's events (protobufjs decoded). */
+export function wireEventsFromProto(es: WireWatchEvent[]): WatchEvent[] {
+  return es.map((e) => ({ watchId: big(e.watchId), colliderId: big(e.colliderId),
+    kind: e.kind === 2 ? 'EXIT' : 'ENTER', subShape: e.subShape, tick: big(e.tick) }));
+}
+
+/** Events of proto-loader's answers (uint64 as strings, enums as names). */
+export function eventsFromProto(es: P.WatchEvent__Output[]): WatchEvent[] {
+  return es.map((e) => ({ watchId: BigInt(e.watchId), colliderId: BigInt(e.colliderId),
+    kind: String(e.kind) === 'EXIT' ? 'EXIT' : 'ENTER', subShape: e.subShape, tick: BigInt(e.tick) }));
+}
+
 function aabbFromProto(b: P.Aabb__Output | null): Aabb | undefined {
   if (b === null || b.min === null || b.max === null) return undefined;
   return { min: b.min, max: b.max };
@@ -210,6 +246,7 @@ function limitsFromProto(l: P.SessionLimits__Output | null): Required<SessionLim
     idleTimeoutMs: n(l?.idleTimeoutMs), historyTicks: n(l?.historyTicks),
     maxMeshTriangles: n(l?.maxMeshTriangles), maxHeightfieldSamples: n(l?.maxHeightfieldSamples),
     maxHullPoints: n(l?.maxHullPoints), maxBuildWorkPerMessage: n(l?.maxBuildWorkPerMessage),
+    maxWatches: n(l?.maxWatches), maxWatchEventsPerBatch: n(l?.maxWatchEventsPerBatch),
   };
 }
 
@@ -226,6 +263,7 @@ export function sessionFromProto(s: P.SessionInfo__Output): SessionInfo {
     lastActiveUnixMs: Number(s.lastActiveUnixMs),
     mapId: s.mapId,
     mapColliderCount: Number(s.mapColliderCount),
+    watches: s.watches.map(watchInfoFromProto),
   };
   if (s.oldestTick !== undefined && s.newestTick !== undefined) {
     info.ticks = { oldest: BigInt(s.oldestTick), newest: BigInt(s.newestTick) };
@@ -244,11 +282,33 @@ export function mapFromProto(m: P.MapInfo__Output): MapInfo {
 }
 
 export function applyFromProto(r: P.ApplyChangesResponse__Output): ApplyResult {
-  return { revision: BigInt(r.revision), colliderCount: Number(r.colliderCount) };
+  return { revision: BigInt(r.revision), colliderCount: Number(r.colliderCount),
+    events: eventsFromProto(r.events), eventsTruncated: r.eventsTruncated };
 }
 
 const ORIGIN = { x: 0, y: 0, z: 0 };
 const IDENTITY = { x: 0, y: 0, z: 0, w: 1 };
+
+function poseFromProto(p: P.Pose__Output | null): { position: Vec3; rotation: Quat } {
+  return { position: p?.position ?? { ...ORIGIN }, rotation: p?.rotation ?? { ...IDENTITY } };
+}
+
+function watchInfoFromProto(w: P.WatchInfo__Output): WatchInfo {
+  const m = w.watch;
+  return {
+    watch: {
+      id: BigInt(m?.id ?? 0),
+      shape: m?.shape as unknown as WatchInfo['watch']['shape'],
+      pose: poseFromProto(m?.pose ?? null),
+      attachTo: m?.attachTo === undefined ? undefined : BigInt(m.attachTo),
+      mask: m?.mask,
+      ignoreIds: (m?.ignoreIds ?? []).map((id) => BigInt(id)),
+    },
+    worldPose: poseFromProto(w.worldPose),
+    inside: w.inside.map((id) => BigInt(id)),
+    insideCount: Number(w.insideCount),
+  };
+}
 
 export function colliderFromProto(c: P.Collider__Output): ColliderOut {
   return {

@@ -10,7 +10,9 @@
 // never reconnects by itself (see docs/client.md, "Server restart").
 import type * as grpc from '@grpc/grpc-js';
 import { Code, HitboxError } from './errors';
-import { big, changesToProto, queriesToProto, resultsFromProto, u64, type WireTickResponse } from './convert';
+import {
+  big, changesToProto, queriesToProto, resultsFromProto, u64, wireEventsFromProto, type WireTickResponse,
+} from './convert';
 import type { TickRequest } from './wire_types';
 import type { ColliderChange, Query, TickResult, U64 } from './types';
 
@@ -162,7 +164,8 @@ export class TickStream {
       return;
     }
     try {
-      p.resolve({ tick, revision: big(r.revision), results: resultsFromProto(r.results, p.queries) });
+      p.resolve({ tick, revision: big(r.revision), results: resultsFromProto(r.results, p.queries),
+        events: wireEventsFromProto(r.events), eventsTruncated: r.eventsTruncated });
     } catch (e) {
       p.reject(e as HitboxError);
     }

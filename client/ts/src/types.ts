@@ -98,19 +98,84 @@ export interface ColliderOut {
   userData: bigint;
 }
 
+/**
+ * A standing overlap query of a session (a trigger volume, an area of
+ * interest). Fixed: `pose` is its world pose. Attached (`attachTo` a
+ * collider id): `pose` is in that collider's frame and it moves with it; that
+ * collider is never inside it, and removing it removes the watch.
+ */
+export interface Watch {
+  /** Caller-chosen, unique among the session's watches (its own id space). */
+  id: U64;
+  /** A sphere, box, capsule, cylinder or convex hull. */
+  shape: Shape;
+  pose?: Pose;
+  attachTo?: U64;
+  /** Layer mask (bit i: layer i). Absent: every layer; 0: none. */
+  mask?: number;
+  /** Ids never inside (at most 256). */
+  ignoreIds?: U64[];
+}
+
+/** A watch as the server reports it (ids as bigint). */
+export interface WatchOut {
+  id: bigint;
+  shape: Shape;
+  pose: Pose;
+  attachTo?: bigint;
+  mask?: number;
+  ignoreIds: bigint[];
+}
+
+/** One watch of a session as it stands (SessionInfo.watches). */
+export interface WatchInfo {
+  watch: WatchOut;
+  /** Where its query runs now (attached: follows its collider). */
+  worldPose: Pose;
+  /** Ids inside it, sorted (at most the first 256). */
+  inside: bigint[];
+  insideCount: number;
+}
+
+/** A collider entering or leaving a watch in one applied batch. */
+export interface WatchEvent {
+  watchId: bigint;
+  colliderId: bigint;
+  /** ENTER: inside after the batch, not before; EXIT: inside before, not after. */
+  kind: 'ENTER' | 'EXIT';
+  /** The mesh triangle or compound child touched (ENTER) or last recorded (EXIT); 0 for convex colliders. */
+  subShape: number;
+  /** The batch's tick. */
+  tick: bigint;
+}
+
+/** One message of a WatchEvents stream: the events of one applied batch. */
+export interface WatchEventBatch {
+  /** The session's revision after the batch. */
+  revision: bigint;
+  /** Sorted by (watch, collider). */
+  events: WatchEvent[];
+  /** The batch had more events than the session's maxWatchEventsPerBatch. */
+  eventsTruncated: boolean;
+}
+
 /** One entry of a change batch (applied atomically, in order). */
 export type ColliderChange =
   | { add: Collider }
   | { replace: Collider }
   | { move: { id: U64; pose: Pose } }
-  | { remove: U64 };
+  | { remove: U64 }
+  | { addWatch: Watch }
+  | { removeWatch: U64 };
 
-/** Change constructors, as the C++ client's ColliderChange::Add/Replace/Move/Remove. */
+/** Change constructors, as the C++ client's ColliderChange::Add/Replace/Move/Remove/AddWatch/RemoveWatch. */
 export const Changes = {
   add: (collider: Collider): ColliderChange => ({ add: collider }),
   replace: (collider: Collider): ColliderChange => ({ replace: collider }),
   move: (id: U64, to: Pose): ColliderChange => ({ move: { id, pose: to } }),
   remove: (id: U64): ColliderChange => ({ remove: id }),
+  addWatch: (watch: Watch): ColliderChange => ({ addWatch: watch }),
+  removeWatch: (id: U64): ColliderChange => ({ removeWatch: id }),
 };
 
 /** Which colliders a query may report. */
@@ -276,6 +341,10 @@ export interface TickResult {
   /** The session's revision after this tick's changes; its queries saw it. */
   revision: bigint;
   results: QueryResult[];
+  /** The watch events of this tick's changes and applied moves, sorted by (watch, collider). */
+  events: WatchEvent[];
+  /** The session's maxWatchEventsPerBatch left some events out. */
+  eventsTruncated: boolean;
 }
 
 /** Per-session limits; 0 or absent: the server's default. */
@@ -294,6 +363,8 @@ export interface SessionLimits {
   maxHeightfieldSamples?: number;
   maxHullPoints?: number;
   maxBuildWorkPerMessage?: number;
+  maxWatches?: number;
+  maxWatchEventsPerBatch?: number;
 }
 
 /** What createSession asks for. */
@@ -323,6 +394,8 @@ export interface SessionInfo {
   ticks?: { oldest: bigint; newest: bigint };
   mapId: string;
   mapColliderCount: number;
+  /** The session's watches, sorted by id. */
+  watches: WatchInfo[];
 }
 
 /** A shared map of the server (hitboxd --maps DIR). */
@@ -344,6 +417,10 @@ export interface MapInfo {
 export interface ApplyResult {
   revision: bigint;
   colliderCount: number;
+  /** The batch's watch events, sorted by (watch, collider). */
+  events: WatchEvent[];
+  /** The session's maxWatchEventsPerBatch left some events out. */
+  eventsTruncated: boolean;
 }
 
 /** Colliders read at one revision. */

@@ -16,3 +16,8 @@ export type { GetCollidersResponse__Output } from './gen/hitbox/v1/GetCollidersR
 export type { ListMapsResponse__Output } from './gen/hitbox/v1/ListMapsResponse';
 export type { ListSessionsResponse__Output } from './gen/hitbox/v1/ListSessionsResponse';
 export type { QueryResponse__Output } from './gen/hitbox/v1/QueryResponse';
+export type { Pose__Output } from './gen/hitbox/v1/Pose';
+export type { Watch } from './gen/hitbox/v1/Watch';
+export type { WatchEvent__Output } from './gen/hitbox/v1/WatchEvent';
+export type { WatchEventsResponse__Output } from './gen/hitbox/v1/WatchEventsResponse';
+export type { WatchInfo__Output } from './gen/hitbox/v1/WatchInfo';

@@ -57,7 +57,7 @@ describe('changes', () => {
   test('add, move, replace, remove, read', async () => {
     const { sessionId: id } = await client.createSession();
     let r = await client.addColliders(id, [floor, wall, { id: 3n, shape: Shapes.sphere(1) }]);
-    assert.deepEqual(r, { revision: 1n, colliderCount: 3 });
+    assert.deepEqual(r, { revision: 1n, colliderCount: 3, events: [], eventsTruncated: false });
     r = await client.moveCollider(id, 3n, { position: vec3(4, 5, 6) });
     assert.equal(r.revision, 2n);
     r = await client.applyChanges(id, [{ replace: { id: 3n, shape: Shapes.capsule(0.5, 1), layer: 4, userData: 9n } }]);
@@ -71,7 +71,7 @@ describe('changes', () => {
     assert.deepEqual(snap.colliders[1].pose.position, vec3(0, 2, 5));
     assert.deepEqual(snap.colliders[1].shape, { box: { halfExtents: vec3(5, 2, 0.25) } });
     r = await client.removeColliders(id, [1n]);
-    assert.deepEqual(r, { revision: 4n, colliderCount: 2 });
+    assert.deepEqual(r, { revision: 4n, colliderCount: 2, events: [], eventsTruncated: false });
     const all = await client.listColliders(id, { pageSize: 1 });
     assert.deepEqual(all.colliders.map((c) => c.id), [2n, 3n]);
     assert.equal(all.revision, 4n);

@@ -1,6 +1,8 @@
 // ColliderSet storage: construction, validated atomic change batches (Apply,
 // AddBulk), the history's ticks, and the accessors (collider_set_internal.h
 // holds the Impl).
+#include <unordered_set>
+
 #include "world/collider_set_internal.h"
 
 namespace hitbox {
@@ -86,8 +88,17 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional
   // change (the pose before a first move, a removed collider) as it goes.
   m.BeginBatch(tick);
   m.watches.BeginBatch(m.revision, has_watch_changes);
+  // A bounded watch update may refuse the batch after its changes: keep what
+  // they replace (copies share shape data) so it can be put back.
+  std::vector<std::pair<uint64_t, std::optional<Collider>>> kept;
+  const bool keep_before = m.watches.recording() && m.watches.bounded();
   for (const ColliderChange& ch : changes) {
     const uint64_t id = ch.collider.id;
+    if (keep_before && !ch.IsWatchChange()) {
+      const uint32_t i = m.IndexOf(id);
+      kept.emplace_back(id, i == IdIndex::kEmpty ? std::nullopt
+                                                 : std::optional<Collider>(m.colliders[i]));
+    }
     switch (ch.kind) {
       case ColliderChange::Kind::kAdd:
         m.Add(ch.collider);
@@ -126,7 +137,10 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional
     }
     m.SyncTracked(id);
   }
-  FinishWatchBatch(tick);
+  if (Status s = FinishWatchBatch(tick); !s.ok()) {
+    UndoOpenBatch(kept);
+    return s;
+  }
   ++m.revision;
   return Status::Ok();
 }
@@ -193,9 +207,37 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders, std::optional<u
     m.history.OnAdd(m.colliders[i]);
     if (m.history.IsTracked(m.colliders[i].id)) m.tracked[i] = 1;
   }
-  FinishWatchBatch(tick);
+  if (Status s = FinishWatchBatch(tick); !s.ok()) {
+    std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
+    before.reserve(colliders.size());
+    for (const Collider& c : colliders) before.emplace_back(c.id, std::nullopt);
+    UndoOpenBatch(before);
+    return s;
+  }
   ++m.revision;
   return Status::Ok();
+}
+
+void ColliderSet::UndoOpenBatch(
+    const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before) {
+  Impl& m = *impl_;
+  std::unordered_set<uint64_t> seen;
+  for (const auto& [id, old] : before) {
+    if (!seen.insert(id).second) continue;  // the first entry is the state before
+    const uint32_t i = m.IndexOf(id);
+    if (old && i != IdIndex::kEmpty) {
+      m.Replace(i, *old);
+      m.colliders[i].pose = old->pose;  // exactly as stored (Replace normalizes again)
+    } else if (old) {
+      m.Add(*old);
+      m.colliders.back().pose = old->pose;
+    } else if (i != IdIndex::kEmpty) {
+      m.Remove(i);
+    }
+    m.SyncTracked(id);
+  }
+  // The open batch's history and watch journals (revision_before == revision).
+  RestoreRevision(m.revision);
 }
 
 Status ColliderSet::ApplyBatch(std::span<const ColliderChange> changes,

@@ -16,6 +16,7 @@
 #include <span>
 #include <variant>
 
+#include "collision/work_meter.h"
 #include "world/collider_set_internal.h"
 #include "world/overlap_pair.h"
 
@@ -52,6 +53,53 @@ Status CheckWatch(const Watch& w, const std::string& field) {
   }
   return Status::Ok();
 }
+
+/// Bytes of a watch's index, attachment and tree entries, besides its state.
+constexpr uint64_t kWatchEntryBytes = 160;
+
+// The refusals of a bounded watch update (WatchBudget).
+Status OverWork(const WatchBudget& b, const WatchWork& w) {
+  return Status(ErrorCode::kResourceExhausted,
+                "changes: updating the watches after this batch takes more than its budget of " +
+                    std::to_string(b.max_nodes) + " tree nodes and " +
+                    std::to_string(b.max_pair_tests) + " pair tests" +
+                    (b.work_limits.empty() ? "" : " (" + b.work_limits + ")") + ": " +
+                    std::to_string(w.full_queries) +
+                    " watches rerun their query (new, or attached to colliders the batch "
+                    "changes) and " +
+                    std::to_string(w.candidates) +
+                    " (watch, changed collider) pairs were met before it stopped; the batch was "
+                    "not applied: change fewer colliders that carry watches or lie near many, "
+                    "per batch, or use fewer or smaller watches");
+}
+
+Status OverMemory(const WatchBudget& b, const WatchWork& w) {
+  return Status(ErrorCode::kResourceExhausted,
+                "changes: the watches would grow by at least " + std::to_string(w.growth_bytes) +
+                    " bytes after this batch (new watches, inside sets, events and undo "
+                    "records), more than the " +
+                    std::to_string(b.max_growth_bytes) + " bytes it may take" +
+                    (b.memory_limit.empty() ? "" : " (" + b.memory_limit + ")") +
+                    "; the batch was not applied: split it, or use fewer or smaller watches");
+}
+
+// Counts the triangles and compound children a pair test goes through
+// against the pair budget; stops the test once it is spent.
+class PairMeter final : public internal::WorkMeter {
+ public:
+  PairMeter(uint64_t* count, uint64_t max) : count_(count), max_(max) {}
+  bool Charge(uint64_t tests, bool /*poll*/) override {
+    *count_ += tests;
+    over_ = over_ || (max_ != 0 && *count_ > max_);
+    return !over_;
+  }
+  bool over() const { return over_; }
+
+ private:
+  uint64_t* count_;
+  uint64_t max_;
+  bool over_ = false;
+};
 
 }  // namespace
 
@@ -99,6 +147,8 @@ void ColliderSet::AddWatchNow(const Watch& w) {
   WatchState state;
   state.watch = w;
   state.world_pose = Normalized(w.pose);  // FinishWatchBatch places an attached one
+  m.watches.work.growth_bytes += sizeof(WatchState) + kWatchEntryBytes + w.shape.DataBytes() +
+                                 w.ignore.size() * sizeof(uint64_t) + sizeof(UndoOp);
   m.watches.Insert(std::move(state));
   UndoOp op;
   op.kind = UndoOp::kAdded;
@@ -116,16 +166,25 @@ void ColliderSet::RemoveWatchNow(uint64_t id, std::optional<uint64_t> tick) {
   for (const WatchMember& x : op.state.inside) {
     m.watches.AddEvent(Event(id, x.id, WatchEvent::Kind::kExit, x.sub_shape, at));
   }
+  m.watches.work.growth_bytes += sizeof(UndoOp) + op.state.inside.size() * sizeof(WatchEvent);
   m.watches.ops().push_back(std::move(op));
 }
 
-void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
+Status ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
   Impl& m = *impl_;
   WatchSet& w = m.watches;
   if (!w.recording()) {
     w.EndBatch();
-    return;
+    return Status::Ok();
   }
+  const WatchBudget& budget = w.budget;
+  // A refusal ends the batch's buffers; Apply then undoes it (UndoOpenBatch).
+  const auto refuse = [&](Status st) {
+    w.EndBatch();
+    w.ReleaseScratch();
+    return st;
+  };
+  const auto over_memory = [&] { return w.work.growth_bytes > budget.max_growth_bytes; };
   const uint64_t at = EventTick(m.history, tick);
   std::vector<WatchSet::Touched>& touched = w.TouchedOnce();
   // 1. Watches attached to colliders that are gone.
@@ -134,6 +193,7 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
     if (m.IndexOf(t.id) == IdIndex::kEmpty) w.AttachedTo(t.id, &ids);
   }
   for (uint64_t id : ids) RemoveWatchNow(id, tick);
+  if (over_memory()) return refuse(OverMemory(budget, w.work));
   // 2. Watches that are new or moved with their collider rerun their query.
   ids.clear();
   for (const UndoOp& op : w.ops()) {
@@ -146,11 +206,13 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   std::vector<uint8_t> rerun(w.size(), 0);
   // The queries run as one batch (interleaved tree walks), then each answer
-  // is diffed with the watch's set.
+  // is diffed with the watch's set. Each refresh's undo record takes the old
+  // set at once, so a refusal from here on can put it back.
   std::vector<Query>& queries = w.queries;
   std::vector<QueryResult>& results = w.results;
   queries.resize(ids.size());
   results.resize(ids.size());
+  const size_t first_op = w.ops().size();
   for (size_t k = 0; k < ids.size(); ++k) {
     const uint32_t i = w.IndexOf(ids[k]);
     rerun[i] = 1;
@@ -159,6 +221,8 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
     op.kind = UndoOp::kRefreshed;
     op.watch = ids[k];
     op.state.world_pose = s.world_pose;
+    op.state.inside = std::move(s.inside);
+    s.inside.clear();
     w.ops().push_back(std::move(op));
     const Pose pose = s.watch.attach_to
                           ? Normalized(Find(*s.watch.attach_to)->pose * s.watch.pose)
@@ -172,14 +236,38 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
     q.filter.ignore.assign(s.watch.ignore.begin(), s.watch.ignore.end());
     if (s.watch.attach_to) q.filter.ignore.push_back(*s.watch.attach_to);
   }
-  RunBatch(std::span<const Query>(queries), std::span<QueryResult>(results));
   w.work.full_queries += ids.size();
+  // The kept buffers hold no shape (a hull's data) past the batch.
+  const auto drop_shapes = [&] {
+    for (Query& q : queries) std::get<OverlapQuery>(q).shape = Shape();
+  };
+  if (!w.bounded()) {
+    RunBatch(std::span<const Query>(queries), std::span<QueryResult>(results));
+  } else if (!ids.empty()) {
+    QueryBudget qb;
+    qb.max_nodes = budget.max_nodes;
+    qb.max_pair_tests = budget.max_pair_tests;
+    QueryWork qw;
+    const Status st = RunBatch(std::span<const Query>(queries), std::span<QueryResult>(results),
+                               nullptr, qb, &qw);
+    w.work.query_nodes += qw.nodes;
+    w.work.query_pair_tests += qw.pair_tests;
+    if (!st.ok()) {
+      drop_shapes();
+      return refuse(OverWork(budget, w.work));
+    }
+  }
+  drop_shapes();
+  for (size_t k = 0; k < ids.size(); ++k) {
+    w.work.growth_bytes += sizeof(UndoOp) + results[k].overlaps.size() * sizeof(WatchMember);
+  }
+  if (over_memory()) return refuse(OverMemory(budget, w.work));
   for (size_t k = 0; k < ids.size(); ++k) {
     const uint64_t id = ids[k];
     WatchState& s = w.at(w.IndexOf(id));
     const std::vector<OverlapHit>& now = results[k].overlaps;
     // Both sorted by id: a merge gives the differences.
-    const std::vector<WatchMember>& was = s.inside;
+    const std::vector<WatchMember>& was = w.ops()[first_op + k].state.inside;
     size_t a = 0, b = 0;
     while (a < was.size() || b < now.size()) {
       if (b == now.size() || (a < was.size() && was[a].id < now[b].id)) {
@@ -196,13 +284,17 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
     std::vector<WatchMember> inside;
     inside.reserve(now.size());
     for (const OverlapHit& h : now) inside.push_back({h.id, h.sub_shape});
-    // The refresh's undo record (pushed in the same order) keeps the old set.
-    w.ops()[w.ops().size() - ids.size() + k].state.inside = std::move(s.inside);
     s.inside = std::move(inside);
   }
-  // The kept buffers hold no shape (a hull's data) past the batch.
-  for (Query& q : queries) std::get<OverlapQuery>(q).shape = Shape();
-  // 3. Changed colliders against the other watches near them.
+  w.work.growth_bytes += w.events().size() * sizeof(WatchEvent);
+  if (over_memory()) return refuse(OverMemory(budget, w.work));
+  // 3. Changed colliders against the other watches near them. Each candidate
+  // counts as a pair test (and its triangles or children, if any) before
+  // it is tested.
+  const uint64_t pair_max = budget.max_pair_tests;
+  uint64_t pairs = w.work.query_pair_tests;
+  PairMeter meter(&pairs, pair_max);
+  const internal::ScopedWorkMeter scoped(w.bounded() ? &meter : nullptr);
   std::vector<uint32_t> near;
   for (const WatchSet::Touched& t : touched) {
     const uint32_t ci = m.IndexOf(t.id);
@@ -218,6 +310,9 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
     w.Query(box, [&](uint32_t i) {
       if (rerun[i] == 0) near.push_back(i);
     });
+    w.work.candidates += near.size();
+    pairs += near.size();
+    if (pair_max != 0 && pairs > pair_max) return refuse(OverWork(budget, w.work));
     for (uint32_t i : near) {
       WatchState& s = w.at(i);
       uint32_t sub = internal::kNoOverlap;
@@ -227,6 +322,7 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
                                      s.watch.shape.BoundingRadius() + kBoxSlack, *c,
                                      m.radius[ci], &tested);
         w.work.pair_tests += tested;
+        if (meter.over()) return refuse(OverWork(budget, w.work));
       }
       std::vector<WatchMember>& in = s.inside;
       auto it = std::lower_bound(in.begin(), in.end(), t.id,
@@ -236,18 +332,24 @@ void ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
       if (!was && !inside) continue;
       if (was && inside && it->sub_shape == sub) continue;
       w.pair_ops().push_back({s.watch.id, t.id, was ? it->sub_shape : 0, was});
+      w.work.growth_bytes += sizeof(WatchSet::PairUndo);
       if (was && inside) {
         it->sub_shape = sub;  // still inside, touching another piece: no event
       } else if (inside) {
         in.insert(it, {t.id, sub});
         w.AddEvent(Event(s.watch.id, t.id, WatchEvent::Kind::kEnter, sub, at));
+        w.work.growth_bytes += sizeof(WatchMember) + sizeof(WatchEvent);
       } else {
         w.AddEvent(Event(s.watch.id, t.id, WatchEvent::Kind::kExit, it->sub_shape, at));
+        w.work.growth_bytes += sizeof(WatchEvent);
         in.erase(it);
       }
+      if (over_memory()) return refuse(OverMemory(budget, w.work));
     }
   }
+  w.work.candidates = pairs - w.work.query_pair_tests;
   w.EndBatch();
+  return Status::Ok();
 }
 
 const std::vector<WatchEvent>& ColliderSet::watch_events() const {
@@ -258,6 +360,8 @@ void ColliderSet::SetMaxWatchEvents(uint64_t max) { impl_->watches.max_events = 
 uint64_t ColliderSet::max_watch_events() const { return impl_->watches.max_events; }
 size_t ColliderSet::watch_count() const { return impl_->watches.size(); }
 WatchWork ColliderSet::last_watch_work() const { return impl_->watches.work; }
+void ColliderSet::SetWatchBudget(const WatchBudget& budget) { impl_->watches.budget = budget; }
+const WatchBudget& ColliderSet::watch_budget() const { return impl_->watches.budget; }
 
 const WatchState* ColliderSet::FindWatch(uint64_t id) const {
   const uint32_t i = impl_->watches.IndexOf(id);

@@ -110,6 +110,13 @@ class WatchSet {
     events_.clear();
     truncated_ = false;
   }
+  /// Frees the batch buffers (a refused batch's: they are not kept for it).
+  void ReleaseScratch() {
+    std::vector<Touched>().swap(touched_);
+    std::vector<WatchEvent>().swap(events_);
+    std::vector<hitbox::Query>().swap(queries);
+    std::vector<QueryResult>().swap(results);
+  }
   /// Drops the undo logs (the batches so far can no longer be undone).
   void ForgetUndo() {
     journals_.clear();
@@ -122,6 +129,12 @@ class WatchSet {
   bool truncated() const { return truncated_; }
   uint64_t max_events = 0;
   WatchWork work;
+  WatchBudget budget;
+  /// True when the budget bounds a batch's update (a refusal is possible).
+  bool bounded() const {
+    return budget.max_nodes != 0 || budget.max_pair_tests != 0 ||
+           budget.max_growth_bytes != UINT64_MAX;
+  }
 
  private:
   // The tree box of a watch at `pose`: its shape's slack bounds, grown by the

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -468,6 +469,179 @@ TEST(WatchTest, WorkIsIncremental) {
   EXPECT_EQ(set.last_watch_work().full_queries, 0u);
   EXPECT_EQ(set.last_watch_work().pair_tests, 1u);
   EXPECT_EQ(Brief(set), (std::vector<std::pair<uint64_t, WatchEvent::Kind>>{{1, kEnter}}));
+}
+
+
+// Every own collider as stored (id -> pose bits, layer, shape kind, radius).
+std::map<uint64_t, std::tuple<Vec3, Quat, uint32_t, int, double>> Colliders(const ColliderSet& set) {
+  std::map<uint64_t, std::tuple<Vec3, Quat, uint32_t, int, double>> out;
+  set.ForEach([&](const Collider& c) {
+    out[c.id] = {c.pose.position, c.pose.rotation, c.layer, static_cast<int>(c.shape.kind()),
+                 c.shape.BoundingRadius()};
+  });
+  return out;
+}
+
+// A batch moving a collider that carries 10,000 watches passes a small watch
+// budget: it is refused naming the budget, and the set is exactly as before
+// (colliders, watches and inside sets, revision, ticks); unbounded, the same
+// batch applies with the events of the full queries.
+TEST(WatchBudgetTest, AttachedWatchesOverBudgetRefuseTheBatchWhole) {
+  ColliderSet set;
+  std::vector<ColliderChange> batch;
+  batch.push_back(ColliderChange::Add(Ball(1, {0, 0, 0})));
+  for (uint64_t i = 2; i <= 40; ++i) {
+    batch.push_back(ColliderChange::Add(Ball(i, {static_cast<double>(i % 7), 0, static_cast<double>(i / 7)})));
+  }
+  for (uint64_t w = 1; w <= 10'000; ++w) {
+    const auto x = static_cast<double>(w % 100), z = static_cast<double>(w / 100);
+    batch.push_back(ColliderChange::AddWatch(SphereWatch(w, 2.0, Pose({0.05 * x, 0, 0.05 * z}), 1)));
+  }
+  ASSERT_TRUE(set.Apply(batch, 1).ok());
+  WatchBudget budget;
+  budget.max_nodes = 100'000;
+  budget.max_pair_tests = 20'000;
+  budget.work_limits = "test limits";
+  set.SetWatchBudget(budget);
+  const uint64_t revision = set.revision();
+  const auto held = Held(set);
+  const auto colliders = Colliders(set);
+  const std::vector move{ColliderChange::Move(1, Pose({3, 0, 2})), ColliderChange::Move(5, Pose({9, 0, 9}))};
+  const Status st = set.Apply(move, 2);
+  ASSERT_EQ(st.code(), ErrorCode::kResourceExhausted) << st.ToString();
+  EXPECT_NE(st.message().find("updating the watches after this batch"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("20000 pair tests (test limits)"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("not applied"), std::string::npos) << st.ToString();
+  EXPECT_EQ(set.revision(), revision);
+  EXPECT_EQ(Held(set), held);
+  EXPECT_EQ(Colliders(set), colliders);
+  EXPECT_EQ(set.Ticks()->newest, 1u);
+  EXPECT_TRUE(set.watch_events().empty());
+  EXPECT_EQ(set.WatchValidate(), "");
+  EXPECT_EQ(set.TreeValidate(), "");
+  EXPECT_EQ(FullQueries(set), held);
+  // The budget counted the reruns it ran before it stopped, no more.
+  EXPECT_GT(set.last_watch_work().query_pair_tests, 0u);
+  EXPECT_LE(set.last_watch_work().query_pair_tests, budget.max_pair_tests + 10'000);
+  // Without the bound the batch applies, as if the refusal never happened.
+  set.SetWatchBudget({});
+  ASSERT_TRUE(set.Apply(move, 2).ok());
+  const auto now = FullQueries(set);
+  EXPECT_EQ(Held(set), now);
+  EXPECT_EQ(set.watch_events(), Diff(held, now, 2));
+  EXPECT_FALSE(set.watch_events().empty());
+  EXPECT_EQ(set.last_watch_work().full_queries, 10'000u);
+}
+
+// A collider swept through many fixed watches counts each watch it meets.
+TEST(WatchBudgetTest, ChangedColliderNearManyWatchesIsBounded) {
+  ColliderSet set;
+  std::vector<ColliderChange> batch;
+  batch.push_back(ColliderChange::Add(Ball(1, {-50, 0, 0})));
+  for (uint64_t w = 1; w <= 3'000; ++w) {
+    batch.push_back(ColliderChange::AddWatch(SphereWatch(w, 1.0, Pose({0.01 * static_cast<double>(w), 0, 0}))));
+  }
+  ASSERT_TRUE(set.Apply(batch).ok());
+  Collider big = Ball(1, {15, 0, 0}, 20.0);
+  WatchBudget budget;
+  budget.max_pair_tests = 1'000;
+  set.SetWatchBudget(budget);
+  const auto held = Held(set);
+  const Status st = set.Apply(std::vector{ColliderChange::Replace(big)});
+  ASSERT_EQ(st.code(), ErrorCode::kResourceExhausted) << st.ToString();
+  EXPECT_EQ(Held(set), held);
+  EXPECT_EQ(set.Find(1)->pose.position.x, -50.0);
+  EXPECT_EQ(set.Find(1)->shape.BoundingRadius(), 0.5);
+  EXPECT_EQ(set.TreeValidate(), "");
+  budget.max_pair_tests = 3'000;
+  set.SetWatchBudget(budget);
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Replace(big)}).ok());
+  EXPECT_EQ(set.watch_events().size(), 3'000u);
+  EXPECT_EQ(set.last_watch_work().candidates, 3'000u);
+}
+
+// The growth bound: a batch whose watches would take more bytes than it may
+// is refused whole; one that fits applies and reports what it took.
+TEST(WatchBudgetTest, GrowthOverTheBoundRefusesTheBatch) {
+  ColliderSet set;
+  std::vector<Collider> balls;
+  for (uint64_t i = 1; i <= 500; ++i) balls.push_back(Ball(i, {0.01 * static_cast<double>(i), 0, 0}));
+  ASSERT_TRUE(set.AddBulk(balls).ok());
+  WatchBudget budget;
+  budget.max_growth_bytes = 4'096;
+  budget.memory_limit = "--max-memory";
+  set.SetWatchBudget(budget);
+  const uint64_t revision = set.revision();
+  // A watch holding all 500 needs ~8 KB of inside set and ~12 KB of events.
+  Status st = set.Apply(std::vector{ColliderChange::AddWatch(SphereWatch(1, 10.0, Pose({0, 0, 0})))});
+  ASSERT_EQ(st.code(), ErrorCode::kResourceExhausted) << st.ToString();
+  EXPECT_NE(st.message().find("4096 bytes it may take (--max-memory)"), std::string::npos) << st.ToString();
+  EXPECT_EQ(set.watch_count(), 0u);
+  EXPECT_EQ(set.revision(), revision);
+  // Colliders added next to a watch grow its set: bounded the same way.
+  ASSERT_TRUE(set.Apply(std::vector{ColliderChange::AddWatch(SphereWatch(1, 1.0, Pose({100, 0, 0})))}).ok());
+  EXPECT_GT(set.last_watch_work().growth_bytes, 0u);
+  std::vector<Collider> more;
+  for (uint64_t i = 1001; i <= 1300; ++i) more.push_back(Ball(i, {100, 0, 0}));
+  st = set.AddBulk(more);
+  ASSERT_EQ(st.code(), ErrorCode::kResourceExhausted) << st.ToString();
+  EXPECT_EQ(set.size(), 500u);
+  EXPECT_EQ(set.Find(1001), nullptr);
+  EXPECT_TRUE(set.FindWatch(1)->inside.empty());
+  EXPECT_EQ(set.TreeValidate(), "");
+  more.resize(20);
+  ASSERT_TRUE(set.AddBulk(more).ok());
+  EXPECT_EQ(set.FindWatch(1)->inside.size(), 20u);
+}
+
+// Random batches under random small budgets: each is applied with the
+// events of the full queries, or refused leaving the set exactly as it was.
+TEST(WatchBudgetTest, RandomBatchesApplyOrLeaveTheSetAsItWas) {
+  Random rng(77);
+  const double world = 8.0;
+  ColliderSet set;
+  uint64_t next_id = 1, next_watch = 1;
+  std::vector<Collider> start;
+  for (int i = 0; i < 30; ++i) start.push_back(AnyCollider(rng, next_id++, world));
+  ASSERT_TRUE(set.AddBulk(start).ok());
+  std::map<uint64_t, Members> expected = FullQueries(set);
+  size_t refused = 0, applied = 0;
+  for (uint64_t tick = 1; tick <= 800; ++tick) {
+    SCOPED_TRACE("tick " + std::to_string(tick));
+    std::map<uint64_t, std::optional<Collider>> before;
+    const std::vector<ColliderChange> batch = RandomBatch(rng, set, &next_id, &next_watch, world, &before);
+    WatchBudget budget;
+    const uint64_t pairs[] = {0, 3, 20, 100};
+    const uint64_t bytes[] = {UINT64_MAX, 300, 3'000};
+    budget.max_pair_tests = pairs[rng.Int(0, 3)];
+    budget.max_nodes = rng.Int(0, 3) == 0 ? 10 : 0;
+    budget.max_growth_bytes = bytes[rng.Int(0, 2)];
+    set.SetWatchBudget(budget);
+    const uint64_t revision = set.revision();
+    const auto colliders = Colliders(set);
+    const Status st = set.Apply(batch, tick);
+    if (!st.ok()) {
+      ASSERT_EQ(st.code(), ErrorCode::kResourceExhausted) << st.ToString();
+      ++refused;
+      ASSERT_EQ(set.revision(), revision);
+      ASSERT_EQ(Held(set), expected);
+      ASSERT_EQ(Colliders(set), colliders);
+      ASSERT_TRUE(set.watch_events().empty());
+      ASSERT_EQ(set.WatchValidate(), "");
+      ASSERT_EQ(set.TreeValidate(), "");
+      set.SetWatchBudget({});
+      ASSERT_TRUE(set.Apply(batch, tick).ok());
+    } else {
+      ++applied;
+    }
+    const std::map<uint64_t, Members> now = FullQueries(set);
+    ASSERT_EQ(Held(set), now);
+    ASSERT_EQ(set.watch_events(), Diff(expected, now, tick));
+    expected = now;
+  }
+  // Both outcomes happen often (not a vacuous pass).
+  EXPECT_GT(refused, 100u);
+  EXPECT_GT(applied, 100u);
 }
 
 }  // namespace

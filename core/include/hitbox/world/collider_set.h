@@ -465,8 +465,13 @@ class ColliderSet {
   /// Calls fn for every watch, in id order.
   void ForEachWatch(const std::function<void(const WatchState&)>& fn) const;
   size_t watch_count() const;
-  /// What the last batch's watch update did.
+  /// What the last batch's watch update did (also a refused one's, up to
+  /// where it stopped).
   WatchWork last_watch_work() const;
+  /// Bounds every later batch's watch update (watch.h): a batch whose update
+  /// passes one is refused (kResourceExhausted naming it) and undone whole.
+  void SetWatchBudget(const WatchBudget& budget);
+  const WatchBudget& watch_budget() const;
   /// Checks the watches' internals (tree, index, attachments, sorted inside
   /// sets); "" when valid. For tests.
   std::string WatchValidate() const;
@@ -504,7 +509,12 @@ class ColliderSet {
   // The watches' part of a batch (collider_set_watches.cc), after its
   // changes: moved watches rerun their query, changed colliders are tested
   // against the watches they may reach; the events and the undo record.
-  void FinishWatchBatch(std::optional<uint64_t> tick);
+  // kResourceExhausted when it passes the watch budget (stopped there).
+  Status FinishWatchBatch(std::optional<uint64_t> tick);
+  // Takes back the open batch of Apply / AddBulk after a refused watch
+  // update: `before` holds each changed id's collider before it (first
+  // entry per id; none: it did not exist), then its history and watches.
+  void UndoOpenBatch(const std::vector<std::pair<uint64_t, std::optional<Collider>>>& before);
   // A batch's watch change as it is applied: the watch is added (its query
   // runs in FinishWatchBatch), or removed with EXIT for its inside set.
   void AddWatchNow(const Watch& w);

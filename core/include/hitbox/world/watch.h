@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "hitbox/math/math.h"
@@ -69,12 +70,37 @@ struct WatchEvent {
   bool operator==(const WatchEvent&) const = default;
 };
 
-/// What the last batch's watch update did (tests and benchmarks).
+/// What the last batch's watch update did (tests, benchmarks, budgets).
 struct WatchWork {
   /// Watches whose whole overlap query ran (added, or moved with their collider).
   uint64_t full_queries = 0;
   /// Single (watch, collider) pair tests of colliders that changed.
   uint64_t pair_tests = 0;
+  /// Tree nodes and pair tests of the full queries (RunBatch's QueryWork).
+  uint64_t query_nodes = 0;
+  uint64_t query_pair_tests = 0;
+  /// (watch, changed collider) candidates the watch tree gave (each costs a
+  /// pair test or a filter check), plus the triangles and children tested.
+  uint64_t candidates = 0;
+  /// Bytes the update adds to the set: new watches, inside-set members,
+  /// undo records and events (logical sizes, before vector slack).
+  uint64_t growth_bytes = 0;
+};
+
+/// Bounds on one batch's watch update (ColliderSet::SetWatchBudget): past
+/// either, the batch is refused with kResourceExhausted and the set is left
+/// exactly as before it. A server sets them from its per-message budgets and
+/// its memory reservation; 0 / UINT64_MAX: no bound.
+struct WatchBudget {
+  /// Tree nodes the full queries (new and attached watches) may visit.
+  uint64_t max_nodes = 0;
+  /// Pair tests of the full queries plus candidates of changed colliders.
+  uint64_t max_pair_tests = 0;
+  /// Bytes the update may add (WatchWork::growth_bytes).
+  uint64_t max_growth_bytes = UINT64_MAX;
+  /// Named in a refusal after the numbers: which limits set the bounds.
+  std::string work_limits;
+  std::string memory_limit;
 };
 
 }  // namespace hitbox
