@@ -716,6 +716,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
     mem->Reset();
     return st;
   };
+  std::optional<uint64_t> tick = req.tick;  // recorded with the queries
   if (changes.empty() && applies.empty()) {  // nothing to change: a shared lock
     {
       std::shared_lock<std::shared_mutex> lock(s.mutex());
@@ -728,8 +729,12 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
       }
       if (Status st = RunLocked(s, queries, &results, call, mem); !st.ok()) return st;
       out->revision = s.set().revision();
+      if (env_.record_query_ticks != 0 && !req.tick) {
+        if (const std::optional<TickRange> ticks = s.set().Ticks()) tick = ticks->newest;
+      }
     }
     if (Status st = ReserveResponse(results, mem); !st.ok()) return drop_answers(st);
+    Record(s, tick, out->revision, *scratch);
     return Status::Ok();
   }
   // The queries run after the changes are applied, under the same lock; a
@@ -786,7 +791,18 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
   }
   out->revision = s.set().revision();
   DeliverWatchEvents(s, out);
+  if (env_.record_query_ticks != 0 && !tick) {
+    if (const std::optional<TickRange> ticks = s.set().Ticks()) tick = ticks->newest;
+  }
+  lock.unlock();
+  Record(s, tick, out->revision, *scratch);
   return Status::Ok();
+}
+
+void SessionTxn::Record(const Session& s, std::optional<uint64_t> tick, uint64_t revision,
+                        const TxnScratch& scratch) const {
+  if (env_.record_query_ticks == 0 || scratch.queries.empty()) return;
+  s.recorder().Record(env_.record_query_ticks, tick, revision, scratch.queries, scratch.results);
 }
 
 }  // namespace hitbox::server

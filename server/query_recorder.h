@@ -1,0 +1,79 @@
+// The queries of a session's last ticks and their hits, kept for the
+// inspector (--record-queries N): a bounded ring of ticks, each with at most
+// kMaxRecordedQueries queries of kMaxRecordedHits hits, filled after each
+// transaction and read by the HTTP API under its own small lock.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "hitbox/world/collider_set.h"
+
+namespace hitbox::server {
+
+/// Queries kept per recorded tick (the rest are counted, not kept).
+inline constexpr size_t kMaxRecordedQueries = 256;
+/// Hits kept per recorded query.
+inline constexpr size_t kMaxRecordedHits = 16;
+
+/// One hit of a recorded query, world frame, metres.
+struct RecordedHit {
+  uint64_t id = 0;
+  /// Contact point (casts, rays, move contacts; overlaps: the collider's
+  /// contact point when asked, else the query's position).
+  Vec3 point;
+  /// Unit normal at the hit (zero for overlaps without contact).
+  Vec3 normal;
+  /// Fraction of the translation in [0, 1] (0 for overlaps and moves).
+  double fraction = 0.0;
+};
+
+/// One recorded query: what it was and what it hit.
+struct RecordedQuery {
+  /// "overlap", "cast", "ray" or "move".
+  const char* kind = "ray";
+  /// The query shape (overlap, cast, move; a ray has none) at `pose`.
+  std::optional<Shape> shape;
+  /// Start pose (a ray: its origin, identity rotation).
+  Pose pose;
+  /// Translation (cast, ray, move's wanted motion); zero for overlaps.
+  Vec3 translation;
+  /// Where the move ended (moves only).
+  std::optional<Vec3> end;
+  uint64_t tag = 0;
+  std::vector<RecordedHit> hits;
+};
+
+/// The queries of one transaction (a tick, or a Query call) of a session.
+struct RecordedTick {
+  /// The tick it was applied at (Tick), or the newest tick then (Query).
+  std::optional<uint64_t> tick;
+  /// The session's revision after it.
+  uint64_t revision = 0;
+  /// Queries it ran (may be more than queries.size()).
+  uint64_t query_count = 0;
+  std::vector<RecordedQuery> queries;
+};
+
+/// A session's ring of recorded transactions. Thread-safe.
+class QueryRecorder {
+ public:
+  /// Records `queries` and their `results` (same length) as the newest
+  /// entry, dropping the oldest beyond `capacity` entries (0: records nothing).
+  void Record(uint32_t capacity, std::optional<uint64_t> tick, uint64_t revision,
+              std::span<const Query> queries, std::span<const QueryResult> results);
+  /// The entries, oldest first.
+  std::vector<RecordedTick> Snapshot() const;
+  /// Entries held now.
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<RecordedTick> ring_;  // guarded by mu_
+};
+
+}  // namespace hitbox::server
