@@ -33,7 +33,8 @@ BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
-  libcpp-httplib-dev  # server: the Prometheus endpoint (--metrics-listen)
+  libcpp-httplib-dev  # server: the HTTP endpoint (--http-listen: metrics, inspector)
+  libjs-three  # server: three.js of the inspector page, embedded in hitboxd
   libgtest-dev libgmock-dev libbenchmark-dev
   libqhull-dev  # core: convex hulls (reentrant libqhull_r)
   libtinygltf-dev libtinyobjloader-dev  # import/: glTF and OBJ level files

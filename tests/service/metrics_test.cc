@@ -149,7 +149,7 @@ class MetricsTest : public ::testing::Test {
   void SetUp() override {
     server::ServerOptions o;
     o.listen = "127.0.0.1:0";
-    o.metrics_listen = "127.0.0.1:0";
+    o.http_listen = "127.0.0.1:0";
     o.service.threads = 1;
     o.service.limits.session.max_queries_per_message = 4;
     Result<std::unique_ptr<server::HitboxServer>> s = server::HitboxServer::Start(o);
@@ -324,12 +324,12 @@ TEST(MetricsEndpointTest, TakenPortFailsTheStart) {
 
   server::ServerOptions o;
   o.listen = "127.0.0.1:0";
-  o.metrics_listen = taken;
+  o.http_listen = taken;
   Result<std::unique_ptr<server::HitboxServer>> s = server::HitboxServer::Start(o);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("--metrics-listen"), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find(taken), std::string::npos) << s.error().message;
-  o.metrics_listen = "no-port";
+  o.http_listen = "no-port";
   EXPECT_FALSE(server::HitboxServer::Start(o).ok());
 }
 
