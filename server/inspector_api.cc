@@ -1,6 +1,7 @@
 #include "inspector_api.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <shared_mutex>
 #include <vector>
@@ -58,19 +59,47 @@ void AppendSummary(std::string* out, const Session& s) {
   }
 }
 
+// The shared data that identifies a shape's geometry; null for primitives.
+const void* SharedData(const Shape& shape) {
+  if (shape.hull() != nullptr) return shape.hull();
+  if (shape.surface() != nullptr) return shape.surface();
+  return shape.compound();
+}
+
+}  // namespace
+
+void InspectorApi::AppendShape(std::string* out, const Shape& shape) const {
+  const void* key = SharedData(shape);
+  if (key == nullptr) {
+    AppendShapeJson(out, shape, kMaxInspectorShapeTriangles);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(shape_cache_mu_);
+    if (auto it = shape_cache_.find(key); it != shape_cache_.end()) {
+      *out += *it->second.second;
+      return;
+    }
+  }
+  auto json = std::make_shared<std::string>();
+  AppendShapeJson(json.get(), shape, kMaxInspectorShapeTriangles);
+  *out += *json;
+  std::lock_guard<std::mutex> lock(shape_cache_mu_);
+  if (shape_cache_.size() >= kMaxInspectorCachedShapes) shape_cache_.clear();
+  shape_cache_.emplace(key, std::make_pair(shape, std::move(json)));
+}
+
 // {"id":..,"layer":..,"shape":{..},"p":[..],"q":[..]}
-void AppendCollider(std::string* out, const Collider& c) {
+void InspectorApi::AppendCollider(std::string* out, const Collider& c) const {
   *out += "{\"id\":" + std::to_string(c.id) + ",\"layer\":" + std::to_string(c.layer) +
           ",\"shape\":";
-  AppendShapeJson(out, c.shape, kMaxInspectorShapeTriangles);
+  AppendShape(out, c.shape);
   *out += ",\"p\":";
   AppendVec(out, c.pose.position);
   *out += ",\"q\":";
   AppendQuat(out, c.pose.rotation);
   *out += '}';
 }
-
-}  // namespace
 
 std::string HttpPeer(const std::string& address, int port) {
   if (address.find(':') != std::string::npos) {
@@ -108,7 +137,7 @@ InspectorAnswer InspectorApi::Handle(const InspectorRequest& req) const {
   }
   if (rest == "/world") return World(*s, req);
   if (rest == "/map") return Map(*s);
-  if (rest == "/queries") return Queries(*s);
+  if (rest == "/queries") return Queries(*s, req);
   return Fail(404, "no such API path: " + req.path);
 }
 
@@ -202,6 +231,7 @@ InspectorAnswer InspectorApi::World(const Session& s, const InspectorRequest& re
   std::sort(colliders.begin(), colliders.end(),
             [](const Collider& a, const Collider& b) { return a.id < b.id; });
   InspectorAnswer a;
+  a.body.reserve(128 + 160 * colliders.size());
   a.body = "{\"id\":";
   AppendJsonString(&a.body, s.id());
   a.body += ",\"revision\":" + std::to_string(revision) + ",\"tick\":";
@@ -260,13 +290,39 @@ InspectorAnswer InspectorApi::Map(const Session& s) const {
   return {200, "application/json", *body};
 }
 
-InspectorAnswer InspectorApi::Queries(const Session& s) const {
-  const std::vector<RecordedTick> ticks = s.recorder().Snapshot();
+InspectorAnswer InspectorApi::Queries(const Session& s, const InspectorRequest& req) const {
+  // ?tick=T: the entries of tick T only; ?last=K: the newest K entries.
+  std::optional<uint64_t> only_tick;
+  size_t last = SIZE_MAX;
+  for (const auto& [name, value] : req.params) {
+    if (name != "tick" && name != "last") continue;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+    if (value.empty() || value[0] == '-' || end != value.c_str() + value.size()) {
+      return Fail(400, name + ": expected a whole number >= 0, got '" + value + "'");
+    }
+    if (name == "tick") {
+      only_tick = v;
+    } else {
+      last = static_cast<size_t>(v);
+    }
+  }
+  std::vector<std::shared_ptr<const RecordedTick>> ticks = s.recorder().Snapshot();
+  if (only_tick) {
+    std::erase_if(ticks, [&](const auto& t) { return t->tick != only_tick; });
+  }
+  if (ticks.size() > last) ticks.erase(ticks.begin(), ticks.end() - static_cast<ptrdiff_t>(last));
+  size_t queries = 0, hits = 0;
+  for (const auto& t : ticks) {
+    queries += t->queries.size();
+    hits += t->hits.size();
+  }
   InspectorAnswer a;
+  a.body.reserve(64 + 160 * queries + 96 * hits);  // about what it takes: no regrowth
   a.body = "{\"recording\":" + std::to_string(service_->options().record_query_ticks) +
            ",\"ticks\":[";
   for (size_t i = 0; i < ticks.size(); ++i) {
-    const RecordedTick& t = ticks[i];
+    const RecordedTick& t = *ticks[i];
     if (i != 0) a.body += ',';
     a.body += "{\"tick\":" + (t.tick ? std::to_string(*t.tick) : std::string("null")) +
               ",\"revision\":" + std::to_string(t.revision) +
@@ -274,36 +330,35 @@ InspectorAnswer InspectorApi::Queries(const Session& s) const {
     for (size_t j = 0; j < t.queries.size(); ++j) {
       const RecordedQuery& q = t.queries[j];
       if (j != 0) a.body += ',';
+      // Fields a query kind lacks are left out (shape of a ray, end of
+      // all but moves): a live page reads these twice a second.
       a.body += "{\"kind\":\"";
       a.body += q.kind;
-      a.body += "\",\"tag\":" + std::to_string(q.tag) + ",\"shape\":";
+      a.body += "\",\"tag\":" + std::to_string(q.tag);
       if (q.shape) {
-        AppendShapeJson(&a.body, *q.shape, kMaxInspectorShapeTriangles);
-      } else {
-        a.body += "null";
+        a.body += ",\"shape\":";
+        AppendShape(&a.body, *q.shape);
+        a.body += ",\"q\":";
+        AppendQuat(&a.body, q.pose.rotation);
       }
       a.body += ",\"p\":";
       AppendVec(&a.body, q.pose.position);
-      a.body += ",\"q\":";
-      AppendQuat(&a.body, q.pose.rotation);
       a.body += ",\"translation\":";
       AppendVec(&a.body, q.translation);
-      a.body += ",\"end\":";
       if (q.end) {
+        a.body += ",\"end\":";
         AppendVec(&a.body, *q.end);
-      } else {
-        a.body += "null";
       }
       a.body += ",\"hits\":[";
-      for (size_t k = 0; k < q.hits.size(); ++k) {
-        const RecordedHit& h = q.hits[k];
+      for (uint32_t k = 0; k < q.hit_count; ++k) {
+        const RecordedHit& h = t.hits[q.hit_begin + k];
         if (k != 0) a.body += ',';
         a.body += "{\"id\":" + std::to_string(h.id) + ",\"point\":";
         AppendVec(&a.body, h.point);
         a.body += ",\"normal\":";
         AppendVec(&a.body, h.normal);
         a.body += ",\"fraction\":";
-        AppendNumber(&a.body, h.fraction);
+        AppendFloat(&a.body, static_cast<float>(h.fraction));
         a.body += '}';
       }
       a.body += "]}";

@@ -22,6 +22,8 @@ namespace hitbox::server {
 inline constexpr size_t kMaxInspectorColliders = 200'000;
 /// Most triangles one collider's own geometry carries (bigger: its bounds).
 inline constexpr size_t kMaxInspectorShapeTriangles = 65'536;
+/// Shapes with shared data whose JSON is kept (beyond: the cache starts over).
+inline constexpr size_t kMaxInspectorCachedShapes = 4096;
 /// Most map triangles a map answer carries.
 inline constexpr size_t kMaxInspectorMapTriangles = 4'000'000;
 
@@ -53,16 +55,26 @@ class InspectorApi {
   explicit InspectorApi(HitboxService* service) : service_(service) {}
 
   /// Routes: /api/sessions, /api/sessions/ID, /api/sessions/ID/world
-  /// [?tick=T], /api/sessions/ID/map, /api/sessions/ID/queries.
+  /// [?tick=T], /api/sessions/ID/map, /api/sessions/ID/queries[?tick=T]
+  /// [&last=K].
   InspectorAnswer Handle(const InspectorRequest& req) const;
 
  private:
   InspectorAnswer Sessions(const InspectorRequest& req) const;
   InspectorAnswer World(const Session& s, const InspectorRequest& req) const;
   InspectorAnswer Map(const Session& s) const;
-  InspectorAnswer Queries(const Session& s) const;
+  InspectorAnswer Queries(const Session& s, const InspectorRequest& req) const;
+
+  // A shape's JSON; that of shapes with shared data (hulls, meshes,
+  // heightfields, compounds) is built once and kept with a copy of the
+  // shape, so its data (the key) cannot be freed and reused meanwhile.
+  void AppendShape(std::string* out, const Shape& shape) const;
+  void AppendCollider(std::string* out, const Collider& c) const;
 
   HitboxService* const service_;
+  mutable std::mutex shape_cache_mu_;
+  mutable std::map<const void*, std::pair<Shape, std::shared_ptr<const std::string>>>
+      shape_cache_;
   // Map geometry answers by map name, built once (maps never change).
   mutable std::mutex map_cache_mu_;
   mutable std::map<std::string, std::shared_ptr<const std::string>, std::less<>> map_cache_;

@@ -55,6 +55,16 @@ bool HullTriangles(const ConvexHullData& hull, const Pose* pose, size_t max_tria
 
 }  // namespace
 
+void AppendFloat(std::string* out, float v) {
+  if (!std::isfinite(v)) {
+    *out += "null";
+    return;
+  }
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
 void AppendNumber(std::string* out, double v) {
   if (!std::isfinite(v)) {
     *out += "null";
@@ -65,12 +75,6 @@ void AppendNumber(std::string* out, double v) {
   out->append(buf, r.ptr);
 }
 
-// Floats print shorter: their own shortest form.
-static void AppendFloat(std::string* out, float v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out->append(buf, r.ptr);
-}
 
 void AppendJsonString(std::string* out, std::string_view s) {
   *out += '"';
@@ -91,23 +95,23 @@ void AppendJsonString(std::string* out, std::string_view s) {
 
 void AppendVec(std::string* out, const Vec3& v) {
   *out += '[';
-  AppendNumber(out, v.x);
+  AppendFloat(out, static_cast<float>(v.x));
   *out += ',';
-  AppendNumber(out, v.y);
+  AppendFloat(out, static_cast<float>(v.y));
   *out += ',';
-  AppendNumber(out, v.z);
+  AppendFloat(out, static_cast<float>(v.z));
   *out += ']';
 }
 
 void AppendQuat(std::string* out, const Quat& q) {
   *out += '[';
-  AppendNumber(out, q.x);
+  AppendFloat(out, static_cast<float>(q.x));
   *out += ',';
-  AppendNumber(out, q.y);
+  AppendFloat(out, static_cast<float>(q.y));
   *out += ',';
-  AppendNumber(out, q.z);
+  AppendFloat(out, static_cast<float>(q.z));
   *out += ',';
-  AppendNumber(out, q.w);
+  AppendFloat(out, static_cast<float>(q.w));
   *out += ']';
 }
 

@@ -1,7 +1,7 @@
 // Geometry for the inspector's 3D view: shapes as JSON (primitives by their
 // dimensions, hulls, meshes and heightfields as triangle arrays) and
-// appended world-space triangles of a map's surfaces, all with numbers in
-// their shortest round-trip form.
+// appended world-space triangles of a map's surfaces; points, poses and
+// triangles as floats in their shortest round-trip form.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +14,14 @@ namespace hitbox::server {
 
 /// Appends `v` in its shortest round-trip decimal form ("null" if not finite).
 void AppendNumber(std::string* out, double v);
+/// The same for a float: half the digits, enough for drawing (poses and
+/// points are drawn in float32, and sent so to halve their bytes).
+void AppendFloat(std::string* out, float v);
 /// Appends `s` as a JSON string (quoted, escaped).
 void AppendJsonString(std::string* out, std::string_view s);
-/// Appends "[x,y,z]".
+/// Appends "[x,y,z]" (as floats).
 void AppendVec(std::string* out, const Vec3& v);
-/// Appends "[x,y,z,w]" of a rotation.
+/// Appends "[x,y,z,w]" of a rotation (as floats).
 void AppendQuat(std::string* out, const Quat& q);
 
 /// Triangles: 3 floats per vertex, 3 vertex indices per triangle.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -45,7 +46,9 @@ struct RecordedQuery {
   /// Where the move ended (moves only).
   std::optional<Vec3> end;
   uint64_t tag = 0;
-  std::vector<RecordedHit> hits;
+  /// Its hits: RecordedTick::hits[hit_begin, hit_begin + hit_count).
+  uint32_t hit_begin = 0;
+  uint32_t hit_count = 0;
 };
 
 /// The queries of one transaction (a tick, or a Query call) of a session.
@@ -57,6 +60,8 @@ struct RecordedTick {
   /// Queries it ran (may be more than queries.size()).
   uint64_t query_count = 0;
   std::vector<RecordedQuery> queries;
+  /// The hits of all its queries, in query order (one allocation per tick).
+  std::vector<RecordedHit> hits;
 };
 
 /// A session's ring of recorded transactions. Thread-safe.
@@ -66,14 +71,15 @@ class QueryRecorder {
   /// entry, dropping the oldest beyond `capacity` entries (0: records nothing).
   void Record(uint32_t capacity, std::optional<uint64_t> tick, uint64_t revision,
               std::span<const Query> queries, std::span<const QueryResult> results);
-  /// The entries, oldest first.
-  std::vector<RecordedTick> Snapshot() const;
+  /// The entries, oldest first: shared, so the lock is held only to copy
+  /// pointers and a tick never waits for a reader's copy.
+  std::vector<std::shared_ptr<const RecordedTick>> Snapshot() const;
   /// Entries held now.
   size_t size() const;
 
  private:
   mutable std::mutex mu_;
-  std::deque<RecordedTick> ring_;  // guarded by mu_
+  std::deque<std::shared_ptr<const RecordedTick>> ring_;  // guarded by mu_
 };
 
 }  // namespace hitbox::server

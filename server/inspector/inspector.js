@@ -5,6 +5,7 @@
 (function () {
   const POLL_MS = 100;  // live world updates: 10 per second
   const QUERIES_EVERY = 5;  // recorded queries every 5th poll
+  const LIVE_QUERY_TICKS = 4;  // live: the newest recorded ticks drawn
   const GREY = 0x8a8f98;
   const $ = (id) => document.getElementById(id);
 
@@ -244,7 +245,8 @@
     if (session !== current || seq !== session.seq) return;
     drawWorld(world);
     if (fetchQueries && $('show-queries').checked) {
-      const recorded = await api(base + '/queries');
+      const recorded = await api(base + '/queries' +
+        (tick === null ? '?last=' + LIVE_QUERY_TICKS : '?tick=' + Math.floor(tick)));
       if (session !== current || seq !== session.seq) return;
       session.recorded = recorded;
     }
@@ -307,6 +309,7 @@
     const rec = current.recorded;
     if (!rec || !$('show-queries').checked) { $('queries').textContent = '–'; return; }
     const tick = current.world ? current.world.tick : null;
+    // Live: the newest recorded ticks; at a past tick: that tick's (asked so).
     const shown = rec.ticks.filter((e) => current.live || e.tick === Math.floor(tick));
     const line = (a, b, color) => {
       const g = new THREE.BufferGeometry().setFromPoints([new THREE.Vector3(...a), new THREE.Vector3(...b)]);

@@ -200,6 +200,16 @@ TEST_F(InspectorApiTest, RecordsTheLastQueries) {
   ASSERT_EQ(last["queries"][0]["hits"].size(), 1u);
   EXPECT_EQ(last["queries"][0]["hits"][0]["id"], 7);
   EXPECT_EQ(last["queries"][0]["hits"][0]["point"], json::array({0, 0, 0}));
+
+  // ?last=K keeps the newest K; ?tick=T the entries of that tick.
+  const json newest = json::parse(Get("/api/sessions/q/queries", kAdmin, kLocal, {{"last", "1"}}).body);
+  ASSERT_EQ(newest["ticks"].size(), 1u);
+  EXPECT_EQ(newest["ticks"][0]["queries"][0]["tag"], 102);
+  EXPECT_EQ(json::parse(Get("/api/sessions/q/queries", kAdmin, kLocal, {{"tick", "1"}}).body)["ticks"].size(), 2u);
+  EXPECT_EQ(json::parse(Get("/api/sessions/q/queries", kAdmin, kLocal, {{"tick", "2"}}).body)["ticks"].size(), 0u);
+  const server::InspectorAnswer bad = Get("/api/sessions/q/queries", kAdmin, kLocal, {{"last", "-1"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("last: expected a whole number"));
 }
 
 // A session on the arena map gets the map's surfaces as world triangles.
