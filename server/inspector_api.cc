@@ -135,9 +135,12 @@ InspectorAnswer InspectorApi::Handle(const InspectorRequest& req) const {
     a.body += '}';
     return a;
   }
-  if (rest == "/world") return World(*s, req);
+  if (rest == "/world" || rest == "/queries") {
+    // Its queries are recorded while a page reads it (kWatchHoldNs on).
+    s->recorder().Watch(SteadyNowNs() + kWatchHoldNs);
+    return rest == "/world" ? World(*s, req) : Queries(*s, req);
+  }
   if (rest == "/map") return Map(*s);
-  if (rest == "/queries") return Queries(*s, req);
   return Fail(404, "no such API path: " + req.path);
 }
 
@@ -319,7 +322,9 @@ InspectorAnswer InspectorApi::Queries(const Session& s, const InspectorRequest& 
   }
   InspectorAnswer a;
   a.body.reserve(64 + 160 * queries + 96 * hits);  // about what it takes: no regrowth
-  a.body = "{\"recording\":" + std::to_string(service_->options().record_query_ticks) +
+  a.body = "{\"recording\":" +
+           std::to_string(s.recorder().Capacity(service_->options().record_query_ticks,
+                                                SteadyNowNs())) +
            ",\"ticks\":[";
   for (size_t i = 0; i < ticks.size(); ++i) {
     const RecordedTick& t = *ticks[i];

@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
       ->excludes(http_opt);
   app.add_option("--record-queries", o.service.record_query_ticks,
                  "keep each session's last N ticks (or Query calls) of queries with their hits "
-                 "for the inspector (at most 256 queries and 16 hits each per tick); 0: none")
+                 "for the inspector (at most 256 queries and 16 hits each per tick); 0: only "
+                 "while an inspector reads the session (then its last 64)")
       ->envname("HITBOX_RECORD_QUERIES")
       ->check(CLI::Range(0u, 4096u))
       ->capture_default_str();

@@ -1,9 +1,11 @@
 // The queries of a session's last ticks and their hits, kept for the
-// inspector (--record-queries N): a bounded ring of ticks, each with at most
+// inspector (--record-queries N, or while an inspector watches the session):
+// a bounded ring of ticks, each with at most
 // kMaxRecordedQueries queries of kMaxRecordedHits hits, filled after each
 // transaction and read by the HTTP API under its own small lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -20,6 +22,12 @@ namespace hitbox::server {
 inline constexpr size_t kMaxRecordedQueries = 256;
 /// Hits kept per recorded query.
 inline constexpr size_t kMaxRecordedHits = 16;
+/// Transactions a session records while an inspector watches it, when
+/// --record-queries asks for none.
+inline constexpr uint32_t kWatchedRecordTicks = 64;
+/// How long one read of the inspector counts as watching, nanoseconds (the
+/// page reads 10 times a second).
+inline constexpr int64_t kWatchHoldNs = 2'000'000'000;
 
 /// One hit of a recorded query, world frame, metres.
 struct RecordedHit {
@@ -76,8 +84,24 @@ class QueryRecorder {
   std::vector<std::shared_ptr<const RecordedTick>> Snapshot() const;
   /// Entries held now.
   size_t size() const;
+  /// An inspector watches until `until_ns` (SteadyNowNs() clock).
+  void Watch(int64_t until_ns) { watched_until_ns_.store(until_ns, std::memory_order_relaxed); }
+  /// True once an inspector watched (one relaxed load).
+  bool ever_watched() const { return watched_until_ns_.load(std::memory_order_relaxed) != 0; }
+  /// True while watched as of `now_ns`.
+  bool Watched(int64_t now_ns) const {
+    const int64_t until = watched_until_ns_.load(std::memory_order_relaxed);
+    return until != 0 && now_ns < until;
+  }
+  /// Entries kept: `configured` (--record-queries) when not 0, else
+  /// kWatchedRecordTicks while watched as of `now_ns`, else 0.
+  uint32_t Capacity(uint32_t configured, int64_t now_ns) const {
+    if (configured != 0) return configured;
+    return Watched(now_ns) ? kWatchedRecordTicks : 0;
+  }
 
  private:
+  std::atomic<int64_t> watched_until_ns_{0};
   mutable std::mutex mu_;
   std::deque<std::shared_ptr<const RecordedTick>> ring_;  // guarded by mu_
 };

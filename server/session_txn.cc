@@ -729,7 +729,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
       }
       if (Status st = RunLocked(s, queries, &results, call, mem); !st.ok()) return st;
       out->revision = s.set().revision();
-      if (env_.record_query_ticks != 0 && !req.tick) {
+      if (!req.tick) {  // recorded with the newest tick
         if (const std::optional<TickRange> ticks = s.set().Ticks()) tick = ticks->newest;
       }
     }
@@ -791,7 +791,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
   }
   out->revision = s.set().revision();
   DeliverWatchEvents(s, out);
-  if (env_.record_query_ticks != 0 && !tick) {
+  if (!tick) {  // recorded with the newest tick
     if (const std::optional<TickRange> ticks = s.set().Ticks()) tick = ticks->newest;
   }
   lock.unlock();
@@ -801,8 +801,14 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
 
 void SessionTxn::Record(const Session& s, std::optional<uint64_t> tick, uint64_t revision,
                         const TxnScratch& scratch) const {
-  if (env_.record_query_ticks == 0 || scratch.queries.empty()) return;
-  s.recorder().Record(env_.record_query_ticks, tick, revision, scratch.queries, scratch.results);
+  if (scratch.queries.empty()) return;
+  // Without --record-queries: only while an inspector watches (a relaxed
+  // load, and a clock read once the session was ever watched).
+  const QueryRecorder& r = s.recorder();
+  uint32_t capacity = env_.record_query_ticks;
+  if (capacity == 0 && r.ever_watched()) capacity = r.Capacity(0, SteadyNowNs());
+  if (capacity == 0) return;
+  s.recorder().Record(capacity, tick, revision, scratch.queries, scratch.results);
 }
 
 }  // namespace hitbox::server

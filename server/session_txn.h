@@ -157,8 +157,9 @@ class SessionTxn {
   Status RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
                    std::vector<QueryResult>* results, const CallControl& call,
                    MemoryReservation* mem) const;
-  // Records the queries of a finished transaction (--record-queries), with
-  // no session lock held: a no-op when recording is off or there were none.
+  // Records the queries of a finished transaction (--record-queries, or
+  // while an inspector watches the session), with no session lock held: a
+  // no-op when neither holds or there were none.
   void Record(const Session& s, std::optional<uint64_t> tick, uint64_t revision,
               const TxnScratch& scratch) const;
   // Reserves the bytes of the response message built from `results` on top

@@ -24,7 +24,9 @@
 // child poll session "arena" over --http-listen as an open inspector page
 // does (the world 10 times a second, the newest 4 recorded ticks of queries
 // every 5th time).
-// Its CPU, the HTTP client's included, counts as the server's.
+// Its CPU, the HTTP client's included, counts as the server's. A polled
+// session records its last 64 ticks of queries even without
+// HITBOX_ARENA_RECORD (the server records while an inspector reads).
 //
 // BM_InspectorPoll: the CPU of one poll of an open inspector page on the
 // arena (its world; every 5th poll also the newest recorded queries).

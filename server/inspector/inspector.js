@@ -347,7 +347,7 @@
       }
     }
     $('queries').textContent = rec.recording === 0
-      ? 'not recorded (start hitboxd with --record-queries N)'
+      ? 'not recorded yet (recorded while this page is open, or always with hitboxd --record-queries N)'
       : count + ' queries, ' + hits + ' hits in ' + shown.length + ' recorded tick(s)';
   }
 

@@ -28,13 +28,14 @@ constexpr const char* kRemote = "ipv4:10.1.2.3:40000";
 
 class InspectorApiTest : public ::testing::Test {
  protected:
-  // Starts a server: `admin` configures the admin token; queries recorded: 2.
-  void Start(bool admin) {
+  // Starts a server: `admin` configures the admin token; queries recorded:
+  // `record` (--record-queries).
+  void Start(bool admin, uint32_t record = 2) {
     server::ServerOptions o;
     o.listen = "127.0.0.1:0";
     o.http_listen = "127.0.0.1:0";
     o.service.threads = 1;
-    o.service.record_query_ticks = 2;
+    o.service.record_query_ticks = record;
     if (admin) o.service.auth.admin_token = kAdmin;
     o.maps_dir = std::string(HITBOX_SOURCE_DIR) + "/examples/maps";
     Result<std::unique_ptr<server::HitboxServer>> s = server::HitboxServer::Start(o);
@@ -79,6 +80,19 @@ class InspectorApiTest : public ::testing::Test {
     ctx.AddMetadata("authorization", std::string("Bearer ") + kAdmin);
     const grpc::Status st = stub_->ApplyChanges(&ctx, req, &resp);
     ASSERT_TRUE(st.ok()) << st.error_message();
+  }
+
+  // One raycast through collider 7 on session `id`.
+  void Ray(const std::string& id) {
+    v1::QueryRequest req;
+    req.set_session_id(id);
+    v1::RayQuery* r = req.add_queries()->mutable_raycast();
+    wire::ToProto(Vec3(-10, 0, 0), r->mutable_origin());
+    wire::ToProto(Vec3(20, 0, 0), r->mutable_translation());
+    v1::QueryResponse resp;
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", std::string("Bearer ") + kAdmin);
+    ASSERT_TRUE(stub_->Query(&ctx, req, &resp).ok());
   }
 
   server::InspectorAnswer Get(const std::string& path, const char* token = nullptr,
@@ -210,6 +224,37 @@ TEST_F(InspectorApiTest, RecordsTheLastQueries) {
   const server::InspectorAnswer bad = Get("/api/sessions/q/queries", kAdmin, kLocal, {{"last", "-1"}});
   EXPECT_EQ(bad.status, 400);
   EXPECT_THAT(bad.body, HasSubstr("last: expected a whole number"));
+}
+
+// Without --record-queries, a session's queries are recorded only while an
+// inspector reads it (its world or queries).
+TEST_F(InspectorApiTest, RecordsWhileWatched) {
+  Start(/*admin=*/true, /*record=*/0);
+  Create("v");
+  TickMove("v", 1);
+  Ray("v");
+  EXPECT_EQ(server_->service().sessions().Find("v")->recorder().size(), 0u);
+  ASSERT_EQ(Get("/api/sessions/v/world", kAdmin).status, 200);  // now watched
+  Ray("v");
+  const json q = json::parse(Get("/api/sessions/v/queries", kAdmin).body);
+  EXPECT_EQ(q["recording"], server::kWatchedRecordTicks);
+  ASSERT_EQ(q["ticks"].size(), 1u);
+  EXPECT_EQ(q["ticks"][0]["tick"], 1);
+}
+
+// Watching lasts until the time given (the clock is passed in).
+TEST(QueryRecorderTest, WatchedUntil) {
+  server::QueryRecorder r;
+  EXPECT_FALSE(r.ever_watched());
+  EXPECT_EQ(r.Capacity(0, 0), 0u);
+  EXPECT_EQ(r.Capacity(5, 0), 5u);
+  r.Watch(1000);
+  EXPECT_TRUE(r.ever_watched());
+  EXPECT_TRUE(r.Watched(999));
+  EXPECT_FALSE(r.Watched(1000));
+  EXPECT_EQ(r.Capacity(0, 999), server::kWatchedRecordTicks);
+  EXPECT_EQ(r.Capacity(0, 1000), 0u);
+  EXPECT_EQ(r.Capacity(3, 999), 3u);
 }
 
 // A session on the arena map gets the map's surfaces as world triangles.
