@@ -33,7 +33,8 @@ BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
-  libcpp-httplib-dev  # server: the Prometheus endpoint (--metrics-listen)
+  libcpp-httplib-dev  # server: the HTTP endpoint (--http-listen: metrics, inspector)
+  libjs-three  # server: three.js of the inspector page, embedded in hitboxd
   libgtest-dev libgmock-dev libbenchmark-dev
   libqhull-dev  # core: convex hulls (reentrant libqhull_r)
   libtinygltf-dev libtinyobjloader-dev  # import/: glTF and OBJ level files
@@ -45,7 +46,8 @@ BUILD_PACKAGES=(
 )
 
 # Only for `test`: a real browser renders the `view` pictures
-# (tests/view/browser_render_test.cc), with a font for their captions; the
+# (tests/view/browser_render_test.cc), with a font for their captions, and
+# runs the inspector page (tests/inspector, driven by playwright-core); the
 # Python client's tests (client/python) run on Debian's grpcio and protobuf.
 TEST_PACKAGES=(chromium fonts-dejavu-core
                python3-grpcio python3-protobuf python3-numpy python3-pytest)
@@ -158,7 +160,8 @@ case "${1:-}" in
   build) build ;;
   test)
     install_missing "${TEST_PACKAGES[@]}"
-    # The TypeScript client's test (client/ts): Debian's node and npm when there are none.
+    # The TypeScript client's test (client/ts) and the inspector's browser test
+    # (tests/inspector/browser): Debian's node and npm when there are none.
     if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
       install_missing nodejs npm
     fi

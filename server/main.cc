@@ -30,10 +30,23 @@ int main(int argc, char** argv) {
   app.add_option("--port-file", o.port_file,
                  "write the bound port to this file once listening (for --listen ...:0)")
       ->envname("HITBOX_PORT_FILE");
-  app.add_option("--metrics-listen", o.metrics_listen,
-                 "serve Prometheus metrics (GET /metrics, docs/metrics.md) on this host:port; "
-                 "unset: no metrics endpoint. Unauthenticated: bind it to a private address")
-      ->envname("HITBOX_METRICS_LISTEN");
+  CLI::Option* http_opt =
+      app.add_option("--http-listen", o.http_listen,
+                     "serve HTTP on this host:port: Prometheus metrics (GET /metrics, "
+                     "docs/metrics.md, unauthenticated) and the inspector at / "
+                     "(docs/inspector.md, the rpcs' access rules); unset: no HTTP endpoint. "
+                     "Bind it to a private address")
+          ->envname("HITBOX_HTTP_LISTEN");
+  app.add_option("--metrics-listen", o.http_listen, "the same as --http-listen (older name)")
+      ->envname("HITBOX_METRICS_LISTEN")
+      ->excludes(http_opt);
+  app.add_option("--record-queries", o.service.record_query_ticks,
+                 "keep each session's last N ticks (or Query calls) of queries with their hits "
+                 "for the inspector (at most 256 queries and 16 hits each per tick); 0: only "
+                 "while an inspector reads the session (then its last 64)")
+      ->envname("HITBOX_RECORD_QUERIES")
+      ->check(CLI::Range(0u, 4096u))
+      ->capture_default_str();
   app.add_option("--max-sessions", l.max_sessions, "most sessions at once")
       ->envname("HITBOX_MAX_SESSIONS")
       ->check(CLI::PositiveNumber)

@@ -341,7 +341,8 @@ uint64_t ProcessResidentBytes() {
 }
 
 Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    const std::string& host_port, std::function<std::string()> render) {
+    const std::string& host_port, std::function<std::string()> render,
+    const std::function<void(httplib::Server*)>& add_routes) {
   const size_t colon = host_port.rfind(':');
   int port = -1;
   std::string host;
@@ -360,13 +361,15 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   }
   if (host.empty() || port < 0 || port > 65535) {
     return Error{ErrorCode::kInvalidArgument,
-                 "--metrics-listen: expected HOST:PORT, got '" + host_port + "'"};
+                 "--http-listen: expected HOST:PORT, got '" + host_port + "'"};
   }
   std::unique_ptr<MetricsEndpoint> e(new MetricsEndpoint());
   e->http_ = std::make_unique<httplib::Server>();
   httplib::Server& http = *e->http_;
-  // One worker: scrapes are rare and cheap, and never share a query thread.
-  http.new_task_queue = [] { return new httplib::ThreadPool(1); };
+  // A few workers of its own (never a query thread): scrapes are rare, an
+  // inspector page polls over one or two connections kept alive briefly.
+  http.new_task_queue = [] { return new httplib::ThreadPool(4); };
+  http.set_keep_alive_timeout(2);
   // SO_REUSEADDR only (httplib also sets SO_REUSEPORT, which would let two
   // servers share the port silently).
   http.set_socket_options([](socket_t sock) {
@@ -379,6 +382,7 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
                                                     httplib::Response& res) {
     res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
   });
+  if (add_routes) add_routes(&http);
   if (port == 0) {
     e->port_ = http.bind_to_any_port(host);
   } else if (http.bind_to_port(host, port)) {
@@ -386,7 +390,7 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   }
   if (e->port_ <= 0) {
     return Error{ErrorCode::kFailedPrecondition,
-                 "--metrics-listen: cannot listen on " + host_port +
+                 "--http-listen: cannot listen on " + host_port +
                      " (address in use, or not an address of this host)"};
   }
   e->thread_ = std::thread([&http] { http.listen_after_bind(); });

@@ -148,14 +148,16 @@ class MetricsInterceptorFactory final
 /// Resident set size of this process in bytes (/proc/self/statm); 0 if unreadable.
 uint64_t ProcessResidentBytes();
 
-/// The HTTP endpoint: GET /metrics answers render() as text/plain 0.0.4,
-/// on one thread of its own (a scrape never runs on a query thread).
+/// The HTTP endpoint (--http-listen): GET /metrics answers render() as
+/// text/plain 0.0.4, plus the routes `add_routes` adds (the inspector), on
+/// a few threads of its own (a request never runs on a query thread).
 class MetricsEndpoint {
  public:
   /// Binds `host_port` ("127.0.0.1:9090", "[::]:0"; port 0 picks a free one)
   /// and starts serving. Fails, naming the address, when it cannot bind.
-  static Result<std::unique_ptr<MetricsEndpoint>> Start(const std::string& host_port,
-                                                        std::function<std::string()> render);
+  static Result<std::unique_ptr<MetricsEndpoint>> Start(
+      const std::string& host_port, std::function<std::string()> render,
+      const std::function<void(httplib::Server*)>& add_routes = {});
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;

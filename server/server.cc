@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
+#include "inspector_http.h"
 
 namespace hitbox::server {
 namespace {
@@ -139,11 +140,14 @@ Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& o
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(&s->service_->metrics()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  if (!options.metrics_listen.empty()) {
-    // Bound before the gRPC port, so a taken metrics port fails the start cleanly.
+  if (!options.http_listen.empty()) {
+    // Bound before the gRPC port, so a taken HTTP port fails the start cleanly.
     HitboxServer* self = s.get();
-    Result<std::unique_ptr<MetricsEndpoint>> endpoint =
-        MetricsEndpoint::Start(options.metrics_listen, [self] { return self->RenderMetrics(); });
+    s->inspector_ = std::make_unique<InspectorApi>(s->service_.get());
+    const InspectorApi* api = s->inspector_.get();
+    Result<std::unique_ptr<MetricsEndpoint>> endpoint = MetricsEndpoint::Start(
+        options.http_listen, [self] { return self->RenderMetrics(); },
+        [api](httplib::Server* http) { AddInspectorRoutes(http, api); });
     if (!endpoint.ok()) return endpoint.error();
     s->metrics_ = std::move(*endpoint);
   }
@@ -308,8 +312,14 @@ int RunServer(const ServerOptions& options) {
           : std::string("callback"),
       options.shutdown_grace.count());
   if (server.metrics_port() != 0) {
-    spdlog::info("metrics: http://{}:{}/metrics", options.metrics_listen.substr(
-                     0, options.metrics_listen.rfind(':')), server.metrics_port());
+    const std::string http_host = options.http_listen.substr(0, options.http_listen.rfind(':'));
+    spdlog::info("http: metrics at http://{}:{}/metrics, inspector at http://{}:{}/ "
+                 "(docs/inspector.md); queries recorded: {}",
+                 http_host, server.metrics_port(), http_host, server.metrics_port(),
+                 options.service.record_query_ticks == 0
+                     ? std::string("none (--record-queries N)")
+                     : "the last " + std::to_string(options.service.record_query_ticks) +
+                           " per session");
   }
   if (options.demo && server.service().sessions().Find("demo") != nullptr) {
     spdlog::info("demo: session 'demo' was restored from --data-dir; kept as it is");

@@ -11,6 +11,7 @@
 
 #include "hitbox/status.h"
 #include "cq_server.h"
+#include "inspector_api.h"
 #include "metrics.h"
 #include "service.h"
 
@@ -45,9 +46,10 @@ struct ServerOptions {
   /// Most concurrent streams (calls) per client connection
   /// (GRPC_ARG_MAX_CONCURRENT_STREAMS); further calls wait for a free one. 0: no cap.
   uint32_t max_streams_per_connection = 256;
-  /// When not empty, HOST:PORT of the Prometheus endpoint (GET /metrics,
-  /// docs/metrics.md); port 0 picks a free one.
-  std::string metrics_listen;
+  /// When not empty, HOST:PORT of the HTTP endpoint (--http-listen, alias
+  /// --metrics-listen): GET /metrics (docs/metrics.md) and the inspector at
+  /// / (docs/inspector.md); port 0 picks a free one.
+  std::string http_listen;
   /// The gRPC API that serves the unary Query rpc (--rpc-api, cq_server.h);
   /// every other rpc is on the callback API (docs/operations.md "Threads").
   RpcApi rpc_api = RpcApi::kCq;
@@ -63,7 +65,7 @@ class HitboxServer {
   /// The bound port (the chosen one when listening on port 0).
   int port() const { return port_; }
   HitboxService& service() { return *service_; }
-  /// The bound port of the metrics endpoint (0: --metrics-listen not set).
+  /// The bound port of the HTTP endpoint (0: --http-listen not set).
   int metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
   /// The metrics text as the endpoint serves it.
   std::string RenderMetrics();
@@ -78,6 +80,7 @@ class HitboxServer {
  private:
   HitboxServer() = default;
   std::unique_ptr<HitboxService> service_;
+  std::unique_ptr<InspectorApi> inspector_;   // answers the endpoint's /api/
   std::unique_ptr<MetricsEndpoint> metrics_;  // stopped before the service goes
   // Query's completion queues (--rpc-api cq; else null): shut down after the
   // server, destroyed after it.

@@ -85,6 +85,7 @@ HitboxService::HitboxService(const ServiceOptions& options, std::unique_ptr<Sess
   env.metrics = &metrics_;
   env.bytes_per_collider = bytes_per_collider_;
   env.max_message_bytes = options_.limits.max_message_bytes;
+  env.record_query_ticks = options_.record_query_ticks;
   txn_ = std::make_unique<SessionTxn>(env);
   reaper_ = std::make_unique<IdleReaper>(
       [this](int64_t now_ns) { return ReapIdleSessions(now_ns); });

@@ -45,6 +45,9 @@ struct ServiceOptions {
   /// Give freed memory back to the system after big frees (MemoryTrimmer;
   /// --malloc-trim).
   bool malloc_trim = true;
+  /// Transactions with queries each session keeps, with their hits, for the
+  /// inspector (--record-queries N; 0: none recorded).
+  uint32_t record_query_ticks = 0;
 };
 
 class HitboxService final : public v1::Hitbox::CallbackService {

@@ -14,6 +14,7 @@
 
 #include "hitbox/world/collider_set.h"
 #include "hitbox/status.h"
+#include "query_recorder.h"
 
 namespace hitbox::server {
 
@@ -164,6 +165,9 @@ class Session {
   /// set().size() as of the last applied batch, readable without the lock (metrics).
   uint64_t collider_count() const { return collider_count_.load(std::memory_order_relaxed); }
 
+  /// The queries of the last transactions, for the inspector (--record-queries).
+  QueryRecorder& recorder() const { return recorder_; }
+
   /// Registers an observer until the session is gone; false (and not
   /// registered) when it is gone already. Expired observers are dropped.
   bool AddObserver(std::weak_ptr<SessionObserver> observer);
@@ -190,6 +194,7 @@ class Session {
   // Written by the registry under the exclusive lock (or before publication).
   std::atomic<uint64_t> memory_bytes_{0};
   std::atomic<uint64_t> collider_count_{0};  // written with memory_bytes_
+  mutable QueryRecorder recorder_;
   mutable std::mutex observers_mu_;
   std::vector<std::weak_ptr<SessionObserver>> observers_;  // guarded by observers_mu_
   std::string gone_reason_;                                // guarded by observers_mu_

@@ -680,6 +680,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
     mem->Reset();
     return st;
   };
+  std::optional<uint64_t> tick = req.tick;  // recorded with the queries
   if (changes.empty() && applies.empty()) {  // nothing to change: a shared lock
     {
       std::shared_lock<std::shared_mutex> lock(s.mutex());
@@ -692,8 +693,12 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
       }
       if (Status st = RunLocked(s, queries, &results, call, mem); !st.ok()) return st;
       out->revision = s.set().revision();
+      if (!req.tick) {  // recorded with the newest tick
+        if (const std::optional<TickRange> ticks = s.set().Ticks()) tick = ticks->newest;
+      }
     }
     if (Status st = ReserveResponse(results, mem); !st.ok()) return drop_answers(st);
+    Record(s, tick, out->revision, *scratch);
     return Status::Ok();
   }
   // The queries run after the changes are applied, under the same lock; a
@@ -750,7 +755,24 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
   }
   out->revision = s.set().revision();
   DeliverWatchEvents(s, out);
+  if (!tick) {  // recorded with the newest tick
+    if (const std::optional<TickRange> ticks = s.set().Ticks()) tick = ticks->newest;
+  }
+  lock.unlock();
+  Record(s, tick, out->revision, *scratch);
   return Status::Ok();
+}
+
+void SessionTxn::Record(const Session& s, std::optional<uint64_t> tick, uint64_t revision,
+                        const TxnScratch& scratch) const {
+  if (scratch.queries.empty()) return;
+  // Without --record-queries: only while an inspector watches (a relaxed
+  // load, and a clock read once the session was ever watched).
+  const QueryRecorder& r = s.recorder();
+  uint32_t capacity = env_.record_query_ticks;
+  if (capacity == 0 && r.ever_watched()) capacity = r.Capacity(0, SteadyNowNs());
+  if (capacity == 0) return;
+  s.recorder().Record(capacity, tick, revision, scratch.queries, scratch.results);
 }
 
 }  // namespace hitbox::server

@@ -89,6 +89,9 @@ struct TxnEnv {
   uint64_t bytes_per_collider = 0;
   /// Largest message, bytes: bounds the hits of one answer.
   uint64_t max_message_bytes = 0;
+  /// Transactions with queries each session records for the inspector
+  /// (--record-queries; 0: none).
+  uint32_t record_query_ticks = 0;
 };
 
 /// Runs the transactions of a server's sessions. Thread-safe.
@@ -154,6 +157,11 @@ class SessionTxn {
   Status RunLocked(const Session& s, const std::vector<hitbox::Query>& queries,
                    std::vector<QueryResult>* results, const CallControl& call,
                    MemoryReservation* mem) const;
+  // Records the queries of a finished transaction (--record-queries, or
+  // while an inspector watches the session), with no session lock held: a
+  // no-op when neither holds or there were none.
+  void Record(const Session& s, std::optional<uint64_t> tick, uint64_t revision,
+              const TxnScratch& scratch) const;
   // Reserves the bytes of the response message built from `results` on top
   // of theirs; RESOURCE_EXHAUSTED when the in-flight memory is full.
   Status ReserveResponse(const std::vector<QueryResult>& results, MemoryReservation* mem) const;

@@ -19,6 +19,18 @@
 //                             the game keeps (TickStream::TickInto), R = 0: a
 //                             new TickResult per tick (the future-returning Tick)
 //
+// The inspector's cost: HITBOX_ARENA_RECORD=N makes the child record N ticks
+// of queries (--record-queries N); HITBOX_ARENA_POLL=1 makes a thread of the
+// child poll session "arena" over --http-listen as an open inspector page
+// does (the world 10 times a second, the newest 4 recorded ticks of queries
+// every 5th time).
+// Its CPU, the HTTP client's included, counts as the server's. A polled
+// session records its last 64 ticks of queries even without
+// HITBOX_ARENA_RECORD (the server records while an inspector reads).
+//
+// BM_InspectorPoll: the CPU of one poll of an open inspector page on the
+// arena (its world; every 5th poll also the newest recorded queries).
+//
 // BM_ArenaTickService reports, per tick: the server's CPU (the child's
 // getrusage), the client's CPU (this process's, less the game's own work of
 // making the queries and reading the positions), the heap allocations of
@@ -29,6 +41,7 @@
 //   build/bin/hitbox-arena-bench --benchmark_min_time=0.5
 //   build/bin/hitbox-arena-bench --benchmark_filter=Service --benchmark_format=json
 #include <benchmark/benchmark.h>
+#include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -36,16 +49,20 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hitbox/client.h"
 #include "hitbox/loadgen.h"
+#include "inspector_api.h"
 #include "server.h"
 
 // ---------------------------------------------------------------------------
@@ -217,6 +234,53 @@ BENCHMARK(BM_ArenaTickStream)
     ->Args({1, 1})
     ->UseRealTime();
 
+// What an open inspector page costs the server per poll (server/inspector_api.h):
+// the arena's world, and every 5th poll the newest 4 recorded ticks of queries
+// (--record-queries 64), as the page asks 10 times a second. Runs the API
+// on this thread, so cpu_time is its CPU; the arena's ticks, 64 of them
+// recorded, are played first on an in-process Tick stream.
+void BM_InspectorPoll(benchmark::State& state) {
+  const bool with_queries = state.range(0) != 0;  // 0: the world alone
+  spdlog::set_level(spdlog::level::warn);
+  server::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.service.threads = 1;
+  options.service.record_query_ticks = 64;
+  std::unique_ptr<server::HitboxServer> srv = server::HitboxServer::Start(options).value();
+  {
+    Client client(srv->InProcessChannel());
+    ArenaRun run;
+    if (!client.CreateSession("arena").ok() ||
+        !client.AddColliders("arena", run.arena.colliders).ok()) {
+      state.SkipWithError("arena");
+    }
+    std::unique_ptr<TickStream> stream = client.OpenTickStream("arena");
+    TickResult kept;
+    for (uint64_t t = 1; t <= 64; ++t) {
+      if (!stream->TickInto({}, run.Next(true), {}, &kept).ok()) state.SkipWithError("tick");
+      run.Advance(kept.results);
+    }
+    (void)stream->Finish();
+  }
+  const server::InspectorApi api(&srv->service());
+  server::InspectorRequest world;
+  world.path = "/api/sessions/arena/world";
+  world.peer = "ipv4:127.0.0.1:1";
+  server::InspectorRequest queries = world;
+  queries.path = "/api/sessions/arena/queries";
+  queries.params["last"] = "4";
+  uint64_t n = 0, world_bytes = 0, query_bytes = 0;
+  for (auto _ : state) {
+    world_bytes = api.Handle(world).body.size();
+    if (with_queries && n++ % 5 == 0) query_bytes = api.Handle(queries).body.size();
+  }
+  state.counters["world_bytes"] = static_cast<double>(world_bytes);
+  state.counters["queries_bytes"] = static_cast<double>(query_bytes);
+  srv->Shutdown(std::chrono::milliseconds(0));
+  srv->Wait();
+}
+BENCHMARK(BM_InspectorPoll)->ArgName("queries")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
 // ---------------------------------------------------------------------------
 // A hitbox server in a child process (this program with --serve-arena): it
 // prints its port, then answers each line "stats" on its stdin with
@@ -227,10 +291,26 @@ int ServeArena() {
   server::ServerOptions options;
   options.listen = "127.0.0.1:0";
   options.service.threads = 1;
+  const char* record = std::getenv("HITBOX_ARENA_RECORD");
+  const char* poll = std::getenv("HITBOX_ARENA_POLL");
+  if (record != nullptr) options.service.record_query_ticks = std::atoi(record);
+  if (poll != nullptr) options.http_listen = "127.0.0.1:0";
   Result<std::unique_ptr<server::HitboxServer>> srv = server::HitboxServer::Start(options);
   if (!srv.ok()) {
     std::fprintf(stderr, "--serve-arena: %s\n", srv.status().ToString().c_str());
     return 1;
+  }
+  std::atomic<bool> stop{false};
+  std::thread inspector;
+  if (poll != nullptr) {
+    inspector = std::thread([&stop, port = (*srv)->metrics_port()] {
+      httplib::Client http("127.0.0.1", port);
+      for (uint64_t n = 0; !stop.load(); ++n) {
+        http.Get("/api/sessions/arena/world");
+        if (n % 5 == 0) http.Get("/api/sessions/arena/queries?last=4");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
   }
   std::printf("%d\n", (*srv)->port());
   std::fflush(stdout);
@@ -242,6 +322,8 @@ int ServeArena() {
       std::fflush(stdout);
     }
   }
+  stop.store(true);
+  if (inspector.joinable()) inspector.join();
   (*srv)->Shutdown(std::chrono::milliseconds(0));
   (*srv)->Wait();
   return 0;

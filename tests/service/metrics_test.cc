@@ -149,7 +149,7 @@ class MetricsTest : public ::testing::Test {
   void SetUp() override {
     server::ServerOptions o;
     o.listen = "127.0.0.1:0";
-    o.metrics_listen = "127.0.0.1:0";
+    o.http_listen = "127.0.0.1:0";
     o.service.threads = 1;
     o.service.limits.session.max_queries_per_message = 4;
     Result<std::unique_ptr<server::HitboxServer>> s = server::HitboxServer::Start(o);
@@ -308,15 +308,18 @@ TEST_F(MetricsTest, ExpiredSessionsCount) {
   EXPECT_EQ(Value(Scrape(server_->metrics_port()), "hitbox_sessions"), 0);
 }
 
-// Only /metrics is served.
+// Besides /metrics only the inspector is served (its page at /, its API
+// under /api/: tests/inspector); other paths are not found.
 TEST_F(MetricsTest, OtherPathsAreNotFound) {
   httplib::Client http("127.0.0.1", server_->metrics_port());
-  httplib::Result res = http.Get("/");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 404);
+  for (const char* path : {"/nope", "/metrics/x", "/api"}) {
+    httplib::Result res = http.Get(path);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 404) << path;
+  }
 }
 
-// A metrics port that is taken fails the start, naming the flag and address.
+// An HTTP port that is taken fails the start, naming the flag and address.
 TEST(MetricsEndpointTest, TakenPortFailsTheStart) {
   const LoopbackSocket held(/*listening=*/true);
   ASSERT_GT(held.port(), 0);
@@ -324,12 +327,12 @@ TEST(MetricsEndpointTest, TakenPortFailsTheStart) {
 
   server::ServerOptions o;
   o.listen = "127.0.0.1:0";
-  o.metrics_listen = taken;
+  o.http_listen = taken;
   Result<std::unique_ptr<server::HitboxServer>> s = server::HitboxServer::Start(o);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("--metrics-listen"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("--http-listen"), std::string::npos) << s.error().message;
   EXPECT_NE(s.error().message.find(taken), std::string::npos) << s.error().message;
-  o.metrics_listen = "no-port";
+  o.http_listen = "no-port";
   EXPECT_FALSE(server::HitboxServer::Start(o).ok());
 }
 

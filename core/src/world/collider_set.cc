@@ -1,8 +1,10 @@
 // ColliderSet storage: construction, validated atomic change batches (Apply,
 // AddBulk), the history's ticks, and the accessors (collider_set_internal.h
 // holds the Impl).
+#include <limits>
 #include <unordered_set>
 
+#include "hitbox/format.h"
 #include "world/collider_set_internal.h"
 
 namespace hitbox {
@@ -325,6 +327,32 @@ Aabb ColliderSet::Bounds() const {
 
 void ColliderSet::ForEach(const std::function<void(const Collider&)>& fn) const {
   for (const Collider& c : impl_->colliders) fn(c);
+}
+
+Status ColliderSet::ForEachAtTick(double t,
+                                  const std::function<void(const Collider&)>& fn) const {
+  const Impl& m = *impl_;
+  if (!m.history.has_ticks() || !m.history.InRange(t)) {
+    std::string range = "no tick yet";
+    if (m.history.has_ticks()) {
+      const TickRange r = m.history.Range();
+      range = "ticks " + std::to_string(r.oldest) + ".." + std::to_string(r.newest);
+    }
+    return Error{ErrorCode::kOutOfRange,
+                 "tick " + FormatDouble(t) + " is outside the history (" + range + ")"};
+  }
+  // Untracked colliders did not change inside the window: as they are now.
+  for (size_t i = 0; i < m.colliders.size(); ++i) {
+    if (m.tracked[i] == 0) fn(m.colliders[i]);
+  }
+  // Tracked ones from the history, placed at t; the box and reach take all.
+  constexpr float kAll = std::numeric_limits<float>::max();
+  const FloatAabb everywhere{{-kAll, -kAll, -kAll}, {kAll, kAll, kAll}};
+  internal::PlacedColliders placed;
+  m.history.PlaceInBox(t, everywhere, 0xFFFFFFFFu,
+                       {Vec3{}, Vec3{}, std::numeric_limits<double>::infinity()}, &placed);
+  for (const Collider& c : placed.colliders) fn(c);
+  return Status::Ok();
 }
 
 size_t ColliderSet::MemoryBytes() const {

@@ -282,6 +282,52 @@ TEST(HistoryTest, RewoundQueriesEqualRebuiltWorld) {
   EXPECT_GE(nonempty, checked / 4);
 }
 
+// ForEachAtTick lists the world of any real tick in the window exactly as
+// rebuilt from the recorded ticks (ids, shapes' kinds, layers, poses), and
+// refuses ticks outside it naming the window.
+TEST(HistoryTest, ForEachAtTickEqualsRebuiltWorld) {
+  size_t checked = 0;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    Random rng(seed);
+    RandomHistory h;
+    h.Run(rng, seed % 2 == 0 ? 8 : 24, 60, 8.0);
+    const TickRange range = *h.set.Ticks();
+    const auto oldest = static_cast<double>(range.oldest);
+    const auto newest = static_cast<double>(range.newest);
+    const int span = static_cast<int>(range.newest - range.oldest);
+    for (int moment = 0; moment < 30; ++moment) {
+      const double t = moment % 2 == 0 ? oldest + rng.Int(0, span) : rng.Uniform(oldest, newest);
+      std::map<uint64_t, Collider> want;
+      for (const Collider& c : WorldAt(h.ticks, t)) want[c.id] = c;
+      std::map<uint64_t, Collider> got;
+      ASSERT_TRUE(h.set.ForEachAtTick(t, [&](const Collider& c) {
+                         EXPECT_TRUE(got.emplace(c.id, c).second) << "id " << c.id << " twice";
+                       }).ok());
+      ASSERT_EQ(got.size(), want.size()) << "seed " << seed << " t " << t;
+      for (const auto& [id, c] : want) {
+        const Collider& g = got.at(id);
+        EXPECT_EQ(g.layer, c.layer);
+        EXPECT_EQ(g.shape.kind(), c.shape.kind());
+        EXPECT_LT(Distance(g.pose.position, c.pose.position), 1e-9) << "seed " << seed << " t " << t;
+        const Quat& a = g.pose.rotation;
+        const Quat& b = c.pose.rotation;
+        EXPECT_NEAR(std::abs(a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w), 1.0, 1e-9);
+        ++checked;
+      }
+    }
+    const Status before = h.set.ForEachAtTick(oldest - 0.5, [](const Collider&) {});
+    EXPECT_EQ(before.code(), ErrorCode::kOutOfRange);
+    EXPECT_NE(before.message().find("ticks " + std::to_string(range.oldest) + ".." +
+                                          std::to_string(range.newest)),
+              std::string::npos)
+        << before.message();
+    EXPECT_FALSE(h.set.ForEachAtTick(newest + 1.0, [](const Collider&) {}).ok());
+  }
+  EXPECT_GE(checked, 1000u);
+  ColliderSet empty;
+  EXPECT_EQ(empty.ForEachAtTick(0, [](const Collider&) {}).code(), ErrorCode::kOutOfRange);
+}
+
 // The newest tick is the present world; oldest and newest bound the window;
 // a future tick, one before the window and one before the first tick are
 // OUT_OF_RANGE naming both ends; lower ticks are refused naming both.

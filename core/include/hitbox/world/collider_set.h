@@ -379,6 +379,10 @@ class ColliderSet {
   Aabb Bounds() const;
   /// Calls fn for every own collider, in unspecified order.
   void ForEach(const std::function<void(const Collider&)>& fn) const;
+  /// Calls fn for every own collider as it was at tick `t` (a real tick in
+  /// Ticks(), placed as a rewound query sees it), in unspecified order;
+  /// kOutOfRange naming the oldest and newest tick when `t` is outside them.
+  Status ForEachAtTick(double t, const std::function<void(const Collider&)>& fn) const;
   /// Bytes of heap used by the own colliders, tree and id index (a base set
   /// is shared and counted where it is owned, not here).
   size_t MemoryBytes() const;

@@ -1,0 +1,53 @@
+#include "inspector_http.h"
+
+#include <httplib.h>
+
+#include "inspector_api.h"
+#include "inspector_assets.h"
+
+namespace hitbox::server {
+namespace {
+
+// The page loads only its own files: no CDN, no inline script.
+constexpr const char* kContentSecurityPolicy =
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'";
+
+void SecurityHeaders(httplib::Response& res) {
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Content-Security-Policy", kContentSecurityPolicy);
+  res.set_header("Referrer-Policy", "no-referrer");
+}
+
+}  // namespace
+
+void AddInspectorRoutes(httplib::Server* http, const InspectorApi* api) {
+  http->Get(R"(/api/.*)", [api](const httplib::Request& req, httplib::Response& res) {
+    InspectorRequest r;
+    r.path = req.path;
+    for (const auto& [key, value] : req.params) r.params[key] = value;
+    r.peer = HttpPeer(req.remote_addr, req.remote_port);
+    if (req.has_header("Authorization")) r.authorization = req.get_header_value("Authorization");
+    InspectorAnswer a = api->Handle(r);
+    SecurityHeaders(res);
+    res.set_header("Cache-Control", "no-store");
+    if (a.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+    res.status = a.status;
+    res.set_content(std::move(a.body), a.content_type.c_str());
+  });
+  // The page and its scripts: public files (they hold no data), cached briefly.
+  http->Get(R"(/|/[A-Za-z0-9_./-]+\.(js|css|html))",
+            [](const httplib::Request& req, httplib::Response& res) {
+              const InspectorAsset* asset = FindInspectorAsset(req.path);
+              SecurityHeaders(res);
+              if (asset == nullptr) {
+                res.status = 404;
+                res.set_content("not found\n", "text/plain; charset=utf-8");
+                return;
+              }
+              res.set_header("Cache-Control", "max-age=60");
+              res.set_content(asset->data.data(), asset->data.size(),
+                              (std::string(asset->content_type) + "; charset=utf-8").c_str());
+            });
+}
+
+}  // namespace hitbox::server
