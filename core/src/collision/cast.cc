@@ -401,7 +401,7 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
   const CastMethod method = MethodFor(a.kind(), b.kind());
   // The contact offset of a convex pair: the exact cast, then its rule
   // (surfaces and compounds apply it per triangle or child).
-  if (settings.contact_offset > 0.0 && method != CastMethod::kSurface &&
+  if (settings.contact_offset > 0.0 && !IsSurfaceMethod(method) &&
       method != CastMethod::kCompound) {
     CastSettings exact = settings;
     exact.contact_offset = 0.0;
@@ -420,7 +420,16 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
     case CastMethod::kBoxBox: return CastBoxBox(a, a_in_b, v, b);
     case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
     case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
-    case CastMethod::kSurface: return CastSurface(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceBall:
+      return CastSurface<CastMethod::kSurfaceBall>(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceCapsule:
+      return CastSurface<CastMethod::kSurfaceCapsule>(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceBox:
+      return CastSurface<CastMethod::kSurfaceBox>(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceCylinder:
+      return CastSurface<CastMethod::kSurfaceCylinder>(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceHull:
+      return CastSurface<CastMethod::kSurfaceHull>(a, a_in_b, v, b, SkinOf(settings));
     case CastMethod::kCompound: return CastCompound(a, a_in_b, v, b, settings);
     case CastMethod::kUnsupported: return {};
   }

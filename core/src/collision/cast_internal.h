@@ -46,12 +46,24 @@ enum class CastMethod : uint8_t {
   kBoxBox,           ///< separating-axis test over 15 axes with entry/exit times
   kCapsuleBox,       ///< capsule and box either way: Newton on the exact segment-box distance
   kConservative,     ///< GJK ray cast (van den Bergen 2004) on cores with margins
-  kSurface,          ///< convex A against a mesh / heightfield B: per-triangle sweeps
+  // Convex A against a mesh / heightfield B: per-triangle sweeps by A's
+  // triangle routine (TriangleRoutine), picked here once.
+  kSurfaceBall,      ///< sphere A: the ball-triangle closed form
+  kSurfaceCapsule,   ///< capsule A: the capsule-triangle closed form
+  kSurfaceBox,       ///< box A: the box-triangle SAT sweep, else the GJK cast
+  kSurfaceCylinder,  ///< cylinder A: the GJK cast with the cylinder's closed form
+  kSurfaceHull,      ///< convex hull A: the GJK cast
   kCompound,         ///< convex A against a compound B: per-child casts, the first wins
   kUnsupported,      ///< a surface or compound moving (never query shapes): a miss
 };
-/// Convex A (B frame) against surface B: SurfaceSweepConvex (surface_pairs.cc),
-/// the contact offset applied per triangle.
+/// True for the kSurface* methods (a convex against a mesh or heightfield).
+constexpr bool IsSurfaceMethod(CastMethod m) {
+  return m >= CastMethod::kSurfaceBall && m <= CastMethod::kSurfaceHull;
+}
+/// Convex A (B frame) against surface B with the triangle routine of
+/// kMethod, one of the kSurface* methods: SurfaceSweepConvex
+/// (surface_pairs.cc), the contact offset applied per triangle.
+template <CastMethod kMethod>
 LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                       double contact_offset = 0.0);
 /// Lowest input triangle of surface `b` that convex `a` overlaps, or

@@ -626,9 +626,14 @@ constexpr PairTable BuildTable() {
   // by its children. The mirrored order (a surface or compound moving) is
   // unsupported: they are colliders only (validation rejects them as query
   // shapes).
-  for (K k : {K::kSphere, K::kBox, K::kCapsule, K::kCylinder, K::kConvexHull}) {
-    Register<SurfacePairEntry>(t, k, K::kMesh, M::kSurface, M::kUnsupported);
-    Register<SurfacePairEntry>(t, k, K::kHeightfield, M::kSurface, M::kUnsupported);
+  // A surface cast names the query kind's triangle routine.
+  const std::pair<K, M> surface_casts[] = {
+      {K::kSphere, M::kSurfaceBall},       {K::kBox, M::kSurfaceBox},
+      {K::kCapsule, M::kSurfaceCapsule},   {K::kCylinder, M::kSurfaceCylinder},
+      {K::kConvexHull, M::kSurfaceHull}};
+  for (const auto& [k, cast] : surface_casts) {
+    Register<SurfacePairEntry>(t, k, K::kMesh, cast, M::kUnsupported);
+    Register<SurfacePairEntry>(t, k, K::kHeightfield, cast, M::kUnsupported);
     Register<CompoundPairEntry>(t, k, K::kCompound, M::kCompound, M::kUnsupported);
   }
   // Two collider-only kinds never meet in a query.

@@ -1,5 +1,5 @@
 // Convex query shapes against mesh and heightfield colliders (the pair
-// table's surface entries and the kSurface cast method): the query in the
+// table's surface entries and the kSurface* cast methods): the query in the
 // surface's frame, answered by collision/triangles/. Per collider the
 // touched, deepest, nearest or first triangle wins (ties: the lowest input
 // triangle, reported as sub_shape); distance visits every triangle (tools).
@@ -88,11 +88,29 @@ DistanceResult SurfaceDistance(const Shape& a, const Pose& pa, const Shape& b, c
   return out;
 }
 
+namespace {
+
+// The triangle routine of each kSurface* cast method.
+constexpr TriangleRoutine RoutineOf(CastMethod m) {
+  switch (m) {
+    case CastMethod::kSurfaceBall: return TriangleRoutine::kBall;
+    case CastMethod::kSurfaceCapsule: return TriangleRoutine::kCapsule;
+    case CastMethod::kSurfaceBox: return TriangleRoutine::kBox;
+    case CastMethod::kSurfaceCylinder: return TriangleRoutine::kCylinder;
+    default: return TriangleRoutine::kConvex;
+  }
+}
+
+}  // namespace
+
+template <CastMethod kMethod>
 LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                       double contact_offset) {
+  static_assert(IsSurfaceMethod(kMethod));
   HITBOX_PLACE(q, a, a_in_b);
-  const SurfaceCastHit h = b.surface()->Visit(
-      [&](const auto& s) { return SurfaceSweepConvex(s, q, v, contact_offset); });
+  const SurfaceCastHit h = b.surface()->Visit([&](const auto& s) {
+    return SurfaceSweepConvex<RoutineOf(kMethod)>(s, q, v, contact_offset);
+  });
   LocalCast out;
   switch (h.state) {
     case SurfaceCastHit::State::kMiss: return out;
@@ -107,5 +125,16 @@ LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const S
   out.sub_shape = h.triangle;
   return out;
 }
+
+template LocalCast CastSurface<CastMethod::kSurfaceBall>(const Shape&, const Pose&, const Vec3&,
+                                                         const Shape&, double);
+template LocalCast CastSurface<CastMethod::kSurfaceCapsule>(const Shape&, const Pose&,
+                                                            const Vec3&, const Shape&, double);
+template LocalCast CastSurface<CastMethod::kSurfaceBox>(const Shape&, const Pose&, const Vec3&,
+                                                        const Shape&, double);
+template LocalCast CastSurface<CastMethod::kSurfaceCylinder>(const Shape&, const Pose&,
+                                                             const Vec3&, const Shape&, double);
+template LocalCast CastSurface<CastMethod::kSurfaceHull>(const Shape&, const Pose&, const Vec3&,
+                                                         const Shape&, double);
 
 }  // namespace hitbox::internal

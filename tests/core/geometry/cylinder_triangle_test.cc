@@ -82,7 +82,8 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   }
   TriangleCastHit c;
   const bool proven = CylinderTriangleSweep(tri, q.cylinder(), v, t_max, active, face, &c);
-  const TriangleCastHit m = SweepTriangle(tri, q, v, t_max, scale, active);
+  const TriangleCastHit m =
+      SweepTriangle<TriangleRoutine::kCylinder>(tri, q, v, t_max, scale, active);
   const std::string where = std::string(what) + " " + std::to_string(i);
   // The mesh path: the cast's answer, or the closed form's when it proved one.
   EXPECT_EQ(m.hit, gw.hit) << where;

@@ -23,6 +23,7 @@
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
 #include "mesh_util.h"
+#include "surface_sweep_any.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -1112,10 +1113,12 @@ void CheckCaseFile(const std::string& name, CaseStats* stats) {
           SurfaceCastHit h;
           if (qs.hull) {
             const PlacedPoints pp(qs.points, local);
-            h = s.mesh ? SurfaceSweepConvex(*s.mesh, pp, ld) : SurfaceSweepConvex(*s.field, pp, ld);
+            h = s.mesh ? testing::SweepAnyCore(*s.mesh, pp, ld)
+                       : testing::SweepAnyCore(*s.field, pp, ld);
           } else {
             const PlacedConvex pc(qs.core, local);
-            h = s.mesh ? SurfaceSweepConvex(*s.mesh, pc, ld) : SurfaceSweepConvex(*s.field, pc, ld);
+            h = s.mesh ? testing::SweepAnyCore(*s.mesh, pc, ld)
+                       : testing::SweepAnyCore(*s.field, pc, ld);
           }
           if (h.state != SurfaceCastHit::State::kMiss) {
             f = h.fraction;
@@ -1581,7 +1584,7 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
                                    Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
                                    Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
       for (const ConvexCore& core : cores) {
-        const SurfaceCastHit hit = SurfaceSweepConvex(*m, PlacedConvex(core, Pose{c, q}), d);
+        const SurfaceCastHit hit = testing::SweepAnyCore(*m, PlacedConvex(core, Pose{c, q}), d);
         const double f = hit.state == SurfaceCastHit::State::kMiss ? 1.0 : hit.fraction;
         // Apart at samples before f (a margin of 1e-7 of the path for rounding).
         for (int s = 0; s < 40; ++s) {
@@ -1634,7 +1637,7 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     const Vec3 d = i % 4 == 0 ? b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c
                               : rng.UnitVector() * rng.Uniform(0.0, 1.5);
     const PlacedConvex q(core, Pose{c, rng.Rotation()});
-    const SurfaceCastHit got = SurfaceSweepConvex(m, q, d);
+    const SurfaceCastHit got = testing::SweepAnyCore(m, q, d);
     const double scale = q.scale() + d.Length();
     const double tie = d.Length() > 0.0 ? 1e-9 / d.Length() : 0.0;
     double best = 2.0;
@@ -1643,7 +1646,8 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     for (uint32_t k = 0; k < m.triangle_count(); ++k) {
       Vec3 v[3];
       m.TriangleVertices(k, v);
-      const TriangleCastHit s = SweepTriangle(v, q, d, 1.0, scale, m.ActiveEdges(k));
+      const TriangleCastHit s =
+          testing::SweepTriangleAnyCore(v, q, d, 1.0, scale, m.ActiveEdges(k));
       if (!s.hit) continue;
       found.push_back({s.t, m.OriginalIndex(k)});
       best = std::min(best, s.t);
@@ -1690,7 +1694,7 @@ TEST(MeshConvex, SweepScratchIsReleasedAfterALargeSweep) {
   const double r = 30.0;
   const ConvexCore ball = Core(ConvexCore::Kind::kPoint, {}, 0, 0, r);
   // Warm-up: whatever a first sweep on this thread allocates and keeps.
-  SurfaceSweepConvex(floor, PlacedConvex(ball, Pose{{80, 2 * r, 80}, Quat()}), {1, 0, 0});
+  testing::SweepAnyCore(floor, PlacedConvex(ball, Pose{{80, 2 * r, 80}, Quat()}), {1, 0, 0});
   // Bytes in use: from the heap and from mmap (large blocks).
   const auto in_use = [] {
     const struct mallinfo2 m = mallinfo2();
@@ -1700,7 +1704,7 @@ TEST(MeshConvex, SweepScratchIsReleasedAfterALargeSweep) {
   // The ball's bounds reach the floor's plane halfway, above ~7200
   // triangles at once, all entered at that fraction before the first of
   // them is swept.
-  const SurfaceCastHit hit = SurfaceSweepConvex(
+  const SurfaceCastHit hit = testing::SweepAnyCore(
       floor, PlacedConvex(ball, Pose{{-40, r + 0.001, 80}, Quat()}), {240, -0.002, 0});
   const size_t after = in_use();
   ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit);
@@ -1724,7 +1728,8 @@ TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {
       // Boxes and cylinders upright but turned about Y so their corners land anywhere.
       const Quat q = Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0, 6.3));
       const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(2e-3, 0.05), rng.Uniform(-1, 1)};
-      const SurfaceCastHit hit = SurfaceSweepConvex(floor, PlacedConvex(cores[k], Pose{c, q}), d);
+      const SurfaceCastHit hit =
+          testing::SweepAnyCore(floor, PlacedConvex(cores[k], Pose{c, q}), d);
       ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit) << k << " " << ToString(c) << ToString(d);
       EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-9)) << k << " " << ToString(c) << " " << ToString(d);
       ++checked;

@@ -15,6 +15,7 @@
 #include "hitbox/collision/collide.h"
 #include "hitbox/world/collider_set.h"
 #include "mesh_util.h"
+#include "surface_sweep_any.h"
 #include "collision/pair_dispatch.h"
 #include "shape/surface_data.h"
 #include "test_util.h"
@@ -106,7 +107,7 @@ TEST(SurfaceShape, PairTableCoversSurfaces) {
     for (ShapeKind s : {ShapeKind::kMesh, ShapeKind::kHeightfield}) {
       const internal::PairEntry& e = internal::PairFor(static_cast<ShapeKind>(a), s);
       EXPECT_TRUE(e.registered);
-      EXPECT_EQ(e.cast, internal::CastMethod::kSurface);
+      EXPECT_TRUE(internal::IsSurfaceMethod(e.cast));
     }
   }
 }
@@ -181,7 +182,7 @@ TEST(SurfaceCollider, MeshMatchesComponent) {
     set.Cast(cq, &hits);
     const internal::ConvexCore core = internal::ConvexCore::FromShape(box);
     const PlacedConvex placed(core, local_start);
-    const SurfaceCastHit sh = SurfaceSweepConvex(*ref, placed, local_move);
+    const SurfaceCastHit sh = testing::SweepAnyCore(*ref, placed, local_move);
     ASSERT_EQ(!hits.empty(), sh.state != SurfaceCastHit::State::kMiss) << i;
     if (!hits.empty()) {
       ++sweeps;

@@ -46,8 +46,9 @@ bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& tran
 /// order the centre path enters their grown boxes (VisitSweptClosestFirst),
 /// a heightfield's in its walk's order; the answer does not depend on the
 /// order beyond the rounding of ties (the earliest, then the lowest input
-/// triangle among those within a nanometre of travel).
-template <typename Surface, typename Convex>
+/// triangle among those within a nanometre of travel). kRoutine is the
+/// triangle routine of the convex's core (the pair table's choice).
+template <TriangleRoutine kRoutine, typename Surface, typename Convex>
 SurfaceCastHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
                                 const Vec3& translation, double skin = 0.0) {
   SurfaceCastHit out;
@@ -80,7 +81,7 @@ SurfaceCastHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
   };
   auto sweep = [&](uint32_t k, const Vec3 v[3]) {
     const TriangleCastHit s =
-        SweepTriangle(v, convex, translation, limit, scale, surface.ActiveEdges(k));
+        SweepTriangle<kRoutine>(v, convex, translation, limit, scale, surface.ActiveEdges(k));
     if (!s.hit) return;
     if (skin > 0.0 && !TriangleSkinKeeps(v, convex, translation, s, skin)) return;
     const uint32_t orig = surface.OriginalIndex(k);
