@@ -30,8 +30,8 @@ decltype(auto) WithRoutineOf(const Convex& convex, Fn&& fn) {
 
 /// SurfaceSweepConvex with the routine of `convex`'s core.
 template <typename Surface, typename Convex>
-SurfaceCastHit SweepAnyCore(const Surface& surface, const Convex& convex,
-                            const Vec3& translation, double skin = 0.0) {
+CastResult SweepAnyCore(const Surface& surface, const Convex& convex, const Vec3& translation,
+                        double skin = 0.0) {
   return WithRoutineOf(convex, [&](auto r) {
     return SurfaceSweepConvex<decltype(r)::value>(surface, convex, translation, skin);
   });
@@ -39,9 +39,8 @@ SurfaceCastHit SweepAnyCore(const Surface& surface, const Convex& convex,
 
 /// SweepTriangle with the routine of `convex`'s core.
 template <typename Convex>
-TriangleCastHit SweepTriangleAnyCore(const Vec3 v[3], const Convex& convex,
-                                     const Vec3& translation, double t_max, double scale,
-                                     uint8_t active) {
+CastResult SweepTriangleAnyCore(const Vec3 v[3], const Convex& convex, const Vec3& translation,
+                                double t_max, double scale, uint8_t active) {
   return WithRoutineOf(convex, [&](auto r) {
     return SweepTriangle<decltype(r)::value>(v, convex, translation, t_max, scale, active);
   });

@@ -104,37 +104,24 @@ constexpr TriangleRoutine RoutineOf(CastMethod m) {
 }  // namespace
 
 template <CastMethod kMethod>
-LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                      double contact_offset) {
+CastResult CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                       double contact_offset) {
   static_assert(IsSurfaceMethod(kMethod));
   HITBOX_PLACE(q, a, a_in_b);
-  const SurfaceCastHit h = b.surface()->Visit([&](const auto& s) {
+  return b.surface()->Visit([&](const auto& s) {
     return SurfaceSweepConvex<RoutineOf(kMethod)>(s, q, v, contact_offset);
   });
-  LocalCast out;
-  switch (h.state) {
-    case SurfaceCastHit::State::kMiss: return out;
-    case SurfaceCastHit::State::kHit:
-      out.state = h.capped ? CastState::kFailed : CastState::kHit;
-      break;
-    case SurfaceCastHit::State::kStartedInside: out.state = CastState::kStartedOverlapping; break;
-  }
-  out.t = h.state == SurfaceCastHit::State::kStartedInside ? 0.0 : h.fraction;
-  out.normal = h.normal;
-  out.point = h.point;
-  out.sub_shape = h.triangle;
-  return out;
 }
 
-template LocalCast CastSurface<CastMethod::kSurfaceBall>(const Shape&, const Pose&, const Vec3&,
+template CastResult CastSurface<CastMethod::kSurfaceBall>(const Shape&, const Pose&, const Vec3&,
+                                                          const Shape&, double);
+template CastResult CastSurface<CastMethod::kSurfaceCapsule>(const Shape&, const Pose&, const Vec3&,
+                                                             const Shape&, double);
+template CastResult CastSurface<CastMethod::kSurfaceBox>(const Shape&, const Pose&, const Vec3&,
                                                          const Shape&, double);
-template LocalCast CastSurface<CastMethod::kSurfaceCapsule>(const Shape&, const Pose&,
-                                                            const Vec3&, const Shape&, double);
-template LocalCast CastSurface<CastMethod::kSurfaceBox>(const Shape&, const Pose&, const Vec3&,
-                                                        const Shape&, double);
-template LocalCast CastSurface<CastMethod::kSurfaceCylinder>(const Shape&, const Pose&,
-                                                             const Vec3&, const Shape&, double);
-template LocalCast CastSurface<CastMethod::kSurfaceHull>(const Shape&, const Pose&, const Vec3&,
-                                                         const Shape&, double);
+template CastResult CastSurface<CastMethod::kSurfaceCylinder>(const Shape&, const Pose&,
+                                                              const Vec3&, const Shape&, double);
+template CastResult CastSurface<CastMethod::kSurfaceHull>(const Shape&, const Pose&, const Vec3&,
+                                                          const Shape&, double);
 
 }  // namespace hitbox::internal

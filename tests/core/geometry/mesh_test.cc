@@ -869,16 +869,19 @@ TEST(MeshSweep, SphereMatchesBruteForceAndTouches) {
       const Vec3 c = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
       const Vec3 d = b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c;
       const double r = rng.Uniform(0.05, 1.0);
-      const SurfaceCastHit got = BruteSweepSphere(*m, c, r, d);
+      const CastResult got = BruteSweepSphere(*m, c, r, d);
       double best = 1.0;
       bool found = false;
       for (uint32_t t = 0; t < m->triangle_count(); ++t) {
         Vec3 v[3];
         m->TriangleVertices(t, v);
-        const TriangleCastHit s = SweepSphereTriangle(c, r, d, 1.0, v[0], v[1], v[2], 7);
-        if (s.hit && (!found || s.t < best)) { best = s.t; found = true; }
+        const CastResult s = SweepSphereTriangle(c, r, d, 1.0, v[0], v[1], v[2], 7);
+        if (s.hit() && (!found || s.fraction < best)) {
+          best = s.fraction;
+          found = true;
+        }
       }
-      ASSERT_EQ(got.state != SurfaceCastHit::State::kMiss, found) << ToString(c) << ToString(d);
+      ASSERT_EQ(got.state != CastState::kMiss, found) << ToString(c) << ToString(d);
       if (!found) continue;
       ++hits;
       EXPECT_EQ(got.fraction, best);
@@ -908,8 +911,8 @@ TEST(MeshSweep, SlidingOnFlatFloorReportsFaceNormal) {
     if (i % 3 == 0) c.x = std::round(c.x);
     if (i % 5 == 0) c.z = std::round(c.z);
     const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(1e-3, 0.05), rng.Uniform(-1, 1)};
-    const SurfaceCastHit hit = BruteSweepSphere(floor, c, r, d);
-    ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit);
+    const CastResult hit = BruteSweepSphere(floor, c, r, d);
+    ASSERT_EQ(hit.state, CastState::kHit);
     EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-12)) << ToString(c) << " " << ToString(d);
     ++checked;
   }
@@ -1110,7 +1113,7 @@ void CheckCaseFile(const std::string& name, CaseStats* stats) {
           }
         } else {
           const Pose local = s.pose.RelativeTo(Pose{o, rot});
-          SurfaceCastHit h;
+          CastResult h;
           if (qs.hull) {
             const PlacedPoints pp(qs.points, local);
             h = s.mesh ? testing::SweepAnyCore(*s.mesh, pp, ld)
@@ -1120,9 +1123,9 @@ void CheckCaseFile(const std::string& name, CaseStats* stats) {
             h = s.mesh ? testing::SweepAnyCore(*s.mesh, pc, ld)
                        : testing::SweepAnyCore(*s.field, pc, ld);
           }
-          if (h.state != SurfaceCastHit::State::kMiss) {
+          if (h.state != CastState::kMiss) {
             f = h.fraction;
-            stats->capped += h.capped;
+            stats->capped += h.state == CastState::kFailed;
           }
         }
         if (f < best) { best = f; best_id = s.id; found = true; }
@@ -1584,8 +1587,8 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
                                    Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
                                    Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
       for (const ConvexCore& core : cores) {
-        const SurfaceCastHit hit = testing::SweepAnyCore(*m, PlacedConvex(core, Pose{c, q}), d);
-        const double f = hit.state == SurfaceCastHit::State::kMiss ? 1.0 : hit.fraction;
+        const CastResult hit = testing::SweepAnyCore(*m, PlacedConvex(core, Pose{c, q}), d);
+        const double f = hit.state == CastState::kMiss ? 1.0 : hit.fraction;
         // Apart at samples before f (a margin of 1e-7 of the path for rounding).
         for (int s = 0; s < 40; ++s) {
           const double t = f * s / 40.0 - 1e-7;
@@ -1593,7 +1596,7 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
           EXPECT_FALSE(SurfaceOverlapConvex(*m, PlacedConvex(core, Pose{c + d * t, q}), true, nullptr))
               << "overlap at " << t << " before " << f << " kind " << static_cast<int>(core.kind);
         }
-        if (hit.state == SurfaceCastHit::State::kMiss) continue;
+        if (hit.state == CastState::kMiss) continue;
         ++hits;
         ConvexCore grown = core;
         grown.margin += 1e-7;
@@ -1603,7 +1606,7 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
           EXPECT_LE(Dot(hit.normal, d), 1e-9);
         }
         if (core.kind == ConvexCore::Kind::kPoint) {
-          const SurfaceCastHit exact = BruteSweepSphere(*m, c, r, d);
+          const CastResult exact = BruteSweepSphere(*m, c, r, d);
           EXPECT_NEAR(exact.fraction, f, 1e-7);
         }
       }
@@ -1637,7 +1640,7 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     const Vec3 d = i % 4 == 0 ? b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c
                               : rng.UnitVector() * rng.Uniform(0.0, 1.5);
     const PlacedConvex q(core, Pose{c, rng.Rotation()});
-    const SurfaceCastHit got = testing::SweepAnyCore(m, q, d);
+    const CastResult got = testing::SweepAnyCore(m, q, d);
     const double scale = q.scale() + d.Length();
     const double tie = d.Length() > 0.0 ? 1e-9 / d.Length() : 0.0;
     double best = 2.0;
@@ -1646,20 +1649,19 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     for (uint32_t k = 0; k < m.triangle_count(); ++k) {
       Vec3 v[3];
       m.TriangleVertices(k, v);
-      const TriangleCastHit s =
-          testing::SweepTriangleAnyCore(v, q, d, 1.0, scale, m.ActiveEdges(k));
-      if (!s.hit) continue;
-      found.push_back({s.t, m.OriginalIndex(k)});
-      best = std::min(best, s.t);
-      inside = inside || s.started_inside || s.t == 0.0;
+      const CastResult s = testing::SweepTriangleAnyCore(v, q, d, 1.0, scale, m.ActiveEdges(k));
+      if (!s.hit()) continue;
+      found.push_back({s.fraction, m.OriginalIndex(k)});
+      best = std::min(best, s.fraction);
+      inside = inside || (s.state == CastState::kStartedOverlapping) || s.fraction == 0.0;
     }
-    ASSERT_EQ(got.state != SurfaceCastHit::State::kMiss, !found.empty()) << "case " << i;
+    ASSERT_EQ(got.state != CastState::kMiss, !found.empty()) << "case " << i;
     if (found.empty()) continue;
     ++hits;
     EXPECT_NEAR(got.fraction, best, 2.0 * tie + 1e-12) << "case " << i;
     if (inside) {
       ++started;
-      EXPECT_EQ(got.state, SurfaceCastHit::State::kStartedInside) << "case " << i;
+      EXPECT_EQ(got.state, CastState::kStartedOverlapping) << "case " << i;
       uint32_t lowest = UINT32_MAX;
       int at_zero = 0;
       for (const auto& [t, orig] : found) {
@@ -1669,12 +1671,13 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
         }
       }
       several_at_zero += at_zero > 1;
-      EXPECT_EQ(got.triangle, lowest) << "case " << i;
+      EXPECT_EQ(got.sub_shape, lowest) << "case " << i;
     } else {
       // A hit of the brute force within the ties of the best.
       bool listed = false;
-      for (const auto& [t, orig] : found) listed = listed || (orig == got.triangle && t <= best + 2.0 * tie);
-      EXPECT_TRUE(listed) << "case " << i << " triangle " << got.triangle;
+      for (const auto& [t, orig] : found)
+        listed = listed || (orig == got.sub_shape && t <= best + 2.0 * tie);
+      EXPECT_TRUE(listed) << "case " << i << " triangle " << got.sub_shape;
     }
   }
   std::printf("hits %d, started inside %d (several triangles at 0: %d)\n", hits, started,
@@ -1704,10 +1707,10 @@ TEST(MeshConvex, SweepScratchIsReleasedAfterALargeSweep) {
   // The ball's bounds reach the floor's plane halfway, above ~7200
   // triangles at once, all entered at that fraction before the first of
   // them is swept.
-  const SurfaceCastHit hit = testing::SweepAnyCore(
+  const CastResult hit = testing::SweepAnyCore(
       floor, PlacedConvex(ball, Pose{{-40, r + 0.001, 80}, Quat()}), {240, -0.002, 0});
   const size_t after = in_use();
-  ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit);
+  ASSERT_EQ(hit.state, CastState::kHit);
   EXPECT_NEAR(hit.fraction, 0.5, 1e-9);
   EXPECT_LT(after, before + 64 * 1024) << before << " -> " << after;
 }
@@ -1728,9 +1731,8 @@ TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {
       // Boxes and cylinders upright but turned about Y so their corners land anywhere.
       const Quat q = Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0, 6.3));
       const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(2e-3, 0.05), rng.Uniform(-1, 1)};
-      const SurfaceCastHit hit =
-          testing::SweepAnyCore(floor, PlacedConvex(cores[k], Pose{c, q}), d);
-      ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit) << k << " " << ToString(c) << ToString(d);
+      const CastResult hit = testing::SweepAnyCore(floor, PlacedConvex(cores[k], Pose{c, q}), d);
+      ASSERT_EQ(hit.state, CastState::kHit) << k << " " << ToString(c) << ToString(d);
       EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-9)) << k << " " << ToString(c) << " " << ToString(d);
       ++checked;
     }

@@ -182,13 +182,13 @@ TEST(SurfaceCollider, MeshMatchesComponent) {
     set.Cast(cq, &hits);
     const internal::ConvexCore core = internal::ConvexCore::FromShape(box);
     const PlacedConvex placed(core, local_start);
-    const SurfaceCastHit sh = testing::SweepAnyCore(*ref, placed, local_move);
-    ASSERT_EQ(!hits.empty(), sh.state != SurfaceCastHit::State::kMiss) << i;
+    const CastResult sh = testing::SweepAnyCore(*ref, placed, local_move);
+    ASSERT_EQ(!hits.empty(), sh.state != CastState::kMiss) << i;
     if (!hits.empty()) {
       ++sweeps;
       EXPECT_NEAR(hits[0].fraction, sh.fraction, 1e-7);
-      EXPECT_EQ(hits[0].sub_shape, sh.triangle);
-      EXPECT_EQ(hits[0].started_overlapping, sh.state == SurfaceCastHit::State::kStartedInside);
+      EXPECT_EQ(hits[0].sub_shape, sh.sub_shape);
+      EXPECT_EQ(hits[0].started_overlapping, sh.state == CastState::kStartedOverlapping);
     }
   }
   EXPECT_GT(ray_hits, 30);

@@ -23,10 +23,12 @@ enum class TriangleRoutine : uint8_t {
 };
 
 /// First contact of `convex` (its core must fit kRoutine) translating by
-/// `translation` for t in [0, t_max] with triangle v.
+/// `translation` for t in [0, t_max] with triangle v: normal from the
+/// triangle towards the convex, point on the triangle; kFailed where the GJK
+/// cast gave up (fraction a lower bound, point the closest there).
 template <TriangleRoutine kRoutine, typename Convex>
-TriangleCastHit SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3& translation,
-                              double t_max, double scale, uint8_t active) {
+CastResult SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3& translation,
+                         double t_max, double scale, uint8_t active) {
   if constexpr (kRoutine == TriangleRoutine::kBall) {
     return SweepSphereTriangle(convex.segment()[0], convex.margin(), translation, t_max, v[0],
                                v[1], v[2], active);
@@ -37,7 +39,7 @@ TriangleCastHit SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3&
   } else if constexpr (kRoutine == TriangleRoutine::kBox) {
     const SweepSatResult sat =
         SweepBoxSat(v, *convex.oriented_box(), convex.margin(), translation, t_max, scale, active);
-    if (sat.state == SweepSatResult::State::kApart) return TriangleCastHit{};
+    if (sat.state == SweepSatResult::State::kApart) return CastResult{};
     if (sat.state == SweepSatResult::State::kHit) return sat.hit;
     return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active);
   } else if constexpr (kRoutine == TriangleRoutine::kCylinder) {
@@ -46,8 +48,8 @@ TriangleCastHit SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3&
     // the cast decides starts inside and the misses it sees at once; once
     // it has advanced, a hit or miss comes in closed form when it proves
     // itself.
-    if (CylinderTriangleApart(v, cyl, translation, t_max)) return TriangleCastHit{};
-    auto closed_form = [&](const Vec3& face, TriangleCastHit* out) {
+    if (CylinderTriangleApart(v, cyl, translation, t_max)) return CastResult{};
+    auto closed_form = [&](const Vec3& face, CastResult* out) {
       return CylinderTriangleSweep(v, cyl, translation, t_max, active, face, out);
     };
     return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active,
