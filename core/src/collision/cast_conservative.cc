@@ -18,6 +18,7 @@
 #include "collision/cast_internal.h"
 #include "geometry/gjk.h"
 #include "geometry/gjk_raycast.h"
+#include "shape/convex_core.h"
 
 namespace hitbox::internal {
 namespace {
@@ -150,8 +151,8 @@ CastResult CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, c
       n_start = bound.normal;
     }
   }
-  const ConvexCore core_a = ConvexCore::FromShape(a);
-  const ConvexCore core_b = ConvexCore::FromShape(b);
+  const ConvexCore core_a = internal::CoreOf(a);
+  const ConvexCore core_b = internal::CoreOf(b);
   const GjkRaycastResult g =
       GjkRaycast(core_a, a_in_b, v, core_b, t_start, n_start, settings.linear_tolerance,
                  std::max(settings.max_iterations, 1), FractionBound(settings));

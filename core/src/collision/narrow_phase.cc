@@ -11,12 +11,13 @@
 #include <utility>
 
 #include "collision/cast_internal.h"
-#include "geometry/closest_points.h"
 #include "collision/pair_dispatch.h"
+#include "geometry/closest_points.h"
 #include "geometry/epa.h"
 #include "geometry/gjk.h"
 #include "geometry/sat.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 
 namespace hitbox {
 namespace {
@@ -334,7 +335,7 @@ void BoxBox(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
             PairAnswer* out) {
   const Pose rel = pa.RelativeTo(pb);
   if constexpr (query == Query::kDistance) {
-    const GjkResult g = internal::GjkDistance(ConvexCore::FromShape(a), ConvexCore::FromShape(b), rel);
+    const GjkResult g = internal::GjkDistance(internal::CoreOf(a), internal::CoreOf(b), rel);
     SetDistance(pa, g.state == GjkState::kOverlapping ? 0.0 : g.distance, g.point_a, g.point_b,
                 out);
     return;
@@ -418,8 +419,8 @@ template <Query query>
 void GjkPair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
              PairAnswer* out) {
   const Pose rel = pa.RelativeTo(pb);
-  const ConvexCore ca = ConvexCore::FromShape(a);
-  const ConvexCore cb = ConvexCore::FromShape(b);
+  const ConvexCore ca = internal::CoreOf(a);
+  const ConvexCore cb = internal::CoreOf(b);
   GjkSettings settings;
   settings.decide_only = query != Query::kDistance;
   GjkResult g = internal::GjkDistance(ca, cb, rel, settings);

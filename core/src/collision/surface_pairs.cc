@@ -10,9 +10,10 @@
 #include "collision/cast_internal.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
-#include "geometry/gjk.h"
 #include "collision/work_meter.h"
+#include "geometry/gjk.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 #include "shape/surface_data.h"
 
 namespace hitbox::internal {
@@ -20,8 +21,8 @@ namespace hitbox::internal {
 namespace {
 
 // (PlacedConvex keeps a pointer to its ConvexCore: the core must outlive it.)
-#define HITBOX_PLACE(q, a, a_in_b)                            \
-  const ConvexCore q##_core = ConvexCore::FromShape(a);       \
+#define HITBOX_PLACE(q, a, a_in_b)                 \
+  const ConvexCore q##_core = internal::CoreOf(a); \
   const PlacedConvex q(q##_core, a_in_b)
 
 }  // namespace

@@ -8,9 +8,10 @@
 #include <string>
 
 #include "cast_conformance.h"
-#include "collision/cast_internal.h"
 #include "cast_reference.h"
+#include "collision/cast_internal.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -511,9 +512,7 @@ INSTANTIATE_TEST_SUITE_P(AllPairs, CastPairTest, ::testing::ValuesIn(AllPairs())
 // point core against the shape's core plus margin.
 double DistanceToShape(const Shape& shape, const Pose& pose, const Vec3& p) {
   const internal::ConvexCore point;  // a point core, no margin
-  return internal::GjkDistance(internal::ConvexCore::FromShape(shape), point,
-                               pose.RelativeTo(Pose{p}))
-      .distance;
+  return internal::GjkDistance(internal::CoreOf(shape), point, pose.RelativeTo(Pose{p})).distance;
 }
 
 // The GJK ray cast (CastConservative) of boxes, cylinders and hulls against

@@ -2,8 +2,6 @@
 // against brute force over every triangle; watertightness on closed meshes;
 // 20 km from the origin like at the origin; the raycasts of the next/ case
 // files evaluated directly on the mesh colliders.
-#include "geometry/triangle_mesh.h"
-
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -19,10 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "geometry/heightfield.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
+#include "geometry/heightfield.h"
+#include "geometry/triangle_mesh.h"
 #include "mesh_util.h"
+#include "shape/convex_core.h"
 #include "surface_sweep_any.h"
 #include "test_util.h"
 
@@ -1420,7 +1420,7 @@ TEST(MeshConvex, DeepestContactMatchesAllContacts) {
                                  Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
                                  Core(ConvexCore::Kind::kBox, he, 0, 0, 0.1 * r),
                                  Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
-    const ConvexCore hull = ConvexCore::FromShape(hulls[(i / 18) % hulls.size()]);
+    const ConvexCore hull = internal::CoreOf(hulls[(i / 18) % hulls.size()]);
     const ConvexCore& core = (i / 3) % 6 == 5 ? hull : cores[(i / 3) % 6];
     Pose pose{c, q};
     if (i % 7 == 0) {
@@ -1522,7 +1522,7 @@ TEST(MeshConvex, InnerOverlapBoundsContactDepth) {
     const ConvexCore cores[3] = {Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
                                  Core(ConvexCore::Kind::kBox, he, 0, 0, 0.1 * r),
                                  Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
-    const ConvexCore hull = ConvexCore::FromShape(hulls[(i / 4) % hulls.size()]);
+    const ConvexCore hull = internal::CoreOf(hulls[(i / 4) % hulls.size()]);
     const ConvexCore& core = i % 4 == 3 ? hull : cores[i % 4];
     const bool box = core.kind == ConvexCore::Kind::kBox;
     const PlacedConvex placed(core, Pose{c, q});
@@ -1631,7 +1631,7 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     const TriangleMesh& m = i % 2 == 0 ? grid : ico;
     const Aabb b = m.bounds();
     const Shape shape = rng.MakeShape(kinds[i % 5], 0.05, 0.8);
-    const ConvexCore core = ConvexCore::FromShape(shape);
+    const ConvexCore core = internal::CoreOf(shape);
     // Near a random triangle's point, moving a short way or across the mesh.
     Vec3 tv[3];
     m.TriangleVertices(static_cast<uint32_t>(rng.Int(0, static_cast<int>(m.triangle_count()) - 1)),

@@ -1,10 +1,6 @@
 // Triangle against convex (triangle_convex.h, surface_queries.h): the
 // closed-form SAT penetration of polytope cores against EPA and against the
 // separating move, the bounded cost of EPA on flat and sliver inputs.
-#include "collision/triangles/box_triangle_sweep.h"
-#include "collision/triangles/triangle_epa.h"
-#include "collision/triangles/triangle_polytope_sat.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,13 +12,17 @@
 #include <vector>
 
 #include "cast_reference.h"
-#include "geometry/gjk.h"
-#include "geometry/sat.h"
+#include "collision/triangles/box_triangle_sweep.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
+#include "collision/triangles/triangle_epa.h"
+#include "collision/triangles/triangle_polytope_sat.h"
+#include "geometry/gjk.h"
+#include "geometry/sat.h"
 #include "geometry/triangle_mesh.h"
 #include "hitbox/collision/collide.h"
 #include "mesh_util.h"
+#include "shape/convex_core.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -189,11 +189,10 @@ TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
     Vec3 tri[3];
     RandomTriangle(rng, i, tri);
     const int kind = i % 3;
-    const ConvexCore core =
-        kind == 0   ? RandomPolytopeCore(rng, 2)
-        : kind == 1 ? Core(ConvexCore::Kind::kCylinder, {}, rng.Uniform(0.05, 1.0),
-                           rng.Uniform(0.05, 1.0), 0.0)
-                    : ConvexCore::FromShape(hulls[i % hulls.size()]);
+    const ConvexCore core = kind == 0   ? RandomPolytopeCore(rng, 2)
+                            : kind == 1 ? Core(ConvexCore::Kind::kCylinder, {},
+                                               rng.Uniform(0.05, 1.0), rng.Uniform(0.05, 1.0), 0.0)
+                                        : internal::CoreOf(hulls[i % hulls.size()]);
     double l0 = rng.Uniform(0, 1), l1 = rng.Uniform(0, 1);
     if (l0 + l1 > 1.0) l0 = 1.0 - l0, l1 = 1.0 - l1;
     const Vec3 on = tri[0] + (tri[1] - tri[0]) * l0 + (tri[2] - tri[0]) * l1;
@@ -524,7 +523,7 @@ TEST(TriangleConvexEpa, StopsOnlyBelowTheDepth) {
     const ConvexCore core =
         i % 2 == 0 ? Core(ConvexCore::Kind::kCylinder, {}, rng.Uniform(0.05, 1.0),
                           rng.Uniform(0.05, 1.0), i % 4 == 0 ? 0.0 : rng.Uniform(0.0, 0.1))
-                   : ConvexCore::FromShape(hulls[i % hulls.size()]);
+                   : internal::CoreOf(hulls[i % hulls.size()]);
     double l0 = rng.Uniform(0, 1), l1 = rng.Uniform(0, 1);
     if (l0 + l1 > 1.0) l0 = 1.0 - l0, l1 = 1.0 - l1;
     const Vec3 on = tri[0] + (tri[1] - tri[0]) * l0 + (tri[2] - tri[0]) * l1;
@@ -1070,7 +1069,7 @@ TEST(TriangleConvexEpa, DepthIsTheShortestSeparatingMove) {
     }
     ConvexCore core;
     if (hull) {
-      core = ConvexCore::FromShape(hulls[i % hulls.size()]);
+      core = internal::CoreOf(hulls[i % hulls.size()]);
     } else if (i % 8 < 3) {
       core = Core(ConvexCore::Kind::kCylinder, {}, rng.Uniform(0.05, 1.0) * s,
                   rng.Uniform(0.05, 1.0) * s, i % 4 == 0 ? 0.0 : rng.Uniform(0.0, 0.1) * s);
@@ -1148,7 +1147,7 @@ struct Counts {
 /// `tol` of it is on its surface within `tol`.
 void CheckPoint(const Vec3 tri[3], const Shape& shape, const Pose& pose, const Vec3& v,
                 uint8_t active, Counts* counts, int i) {
-  const ConvexCore core = ConvexCore::FromShape(shape);
+  const ConvexCore core = internal::CoreOf(shape);
   const PlacedConvex q(core, pose);
   const double scale = q.scale() + v.Length();
   const CastResult s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
@@ -1230,7 +1229,7 @@ TEST(SweepConvexTriangle, ConvergesFarFromTheOrigin) {
     const Vec3 on_edge = tri[e] + (tri[(e + 1) % 3] - tri[e]) * a;
     const Vec3 target = i % 2 == 0 ? on_edge : tri[0] * 0.2 + tri[1] * 0.3 + tri[2] * 0.5;
     const Vec3 v = (target - pose.position) * rng.Uniform(1.0, 2.0) + rng.InBox(0.2);
-    const ConvexCore core = ConvexCore::FromShape(shape);
+    const ConvexCore core = internal::CoreOf(shape);
     const PlacedConvex q(core, pose);
     const double scale = q.scale() + v.Length();
     const CastResult s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);

@@ -7,17 +7,18 @@
 #include <cmath>
 #include <vector>
 
-#include "geometry/heightfield.h"
+#include "collision/pair_dispatch.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
-#include "geometry/triangle_mesh.h"
 #include "geometry/gjk.h"
+#include "geometry/heightfield.h"
+#include "geometry/triangle_mesh.h"
 #include "hitbox/collision/collide.h"
 #include "hitbox/world/collider_set.h"
 #include "mesh_util.h"
-#include "surface_sweep_any.h"
-#include "collision/pair_dispatch.h"
+#include "shape/convex_core.h"
 #include "shape/surface_data.h"
+#include "surface_sweep_any.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -180,7 +181,7 @@ TEST(SurfaceCollider, MeshMatchesComponent) {
     cq.pose = pose * local_start;
     cq.translation = pose.TransformDirection(local_move);
     set.Cast(cq, &hits);
-    const internal::ConvexCore core = internal::ConvexCore::FromShape(box);
+    const internal::ConvexCore core = internal::CoreOf(box);
     const PlacedConvex placed(core, local_start);
     const CastResult sh = testing::SweepAnyCore(*ref, placed, local_move);
     ASSERT_EQ(!hits.empty(), sh.state != CastState::kMiss) << i;
