@@ -111,8 +111,8 @@ void BM_MeshSphereSweep(benchmark::State& state) {
   size_t i = 0;
   for (auto _ : state) {
     const Query& x = q[i++ % q.size()];
-    benchmark::DoNotOptimize(
-        SurfaceSweepConvex(mesh, PlacedConvex(BallCore(0.5), Pose{x.origin}), x.translation));
+    benchmark::DoNotOptimize(SurfaceSweepConvex<TriangleRoutine::kBall>(
+        mesh, PlacedConvex(BallCore(0.5), Pose{x.origin}), x.translation));
   }
   SetLabels(state, mesh);
 }
@@ -127,8 +127,8 @@ void BM_MeshCapsuleSweep(benchmark::State& state) {
   size_t i = 0;
   for (auto _ : state) {
     const Query& x = q[i++ % q.size()];
-    benchmark::DoNotOptimize(
-        SurfaceSweepConvex(mesh, PlacedConvex(core, Pose{x.origin}), x.translation));
+    benchmark::DoNotOptimize(SurfaceSweepConvex<TriangleRoutine::kCapsule>(
+        mesh, PlacedConvex(core, Pose{x.origin}), x.translation));
   }
   SetLabels(state, mesh);
 }
@@ -154,8 +154,8 @@ void BM_HeightfieldSphereSweep(benchmark::State& state) {
   size_t i = 0;
   for (auto _ : state) {
     const Query& x = q[i++ % q.size()];
-    benchmark::DoNotOptimize(
-        SurfaceSweepConvex(field, PlacedConvex(BallCore(0.5), Pose{x.origin}), x.translation));
+    benchmark::DoNotOptimize(SurfaceSweepConvex<TriangleRoutine::kBall>(
+        field, PlacedConvex(BallCore(0.5), Pose{x.origin}), x.translation));
   }
   state.counters["triangles"] = field.triangle_count();
   state.SetItemsProcessed(state.iterations());

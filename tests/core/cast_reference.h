@@ -14,6 +14,7 @@
 #include "hitbox/collision/collide.h"
 #include "hitbox/math/math.h"
 #include "hitbox/shape/shapes.h"
+#include "shape/convex_core.h"
 
 namespace hitbox::testing {
 

@@ -186,9 +186,9 @@ bool BruteOverlapSphere(const Surface& surface, const Vec3& center, double radiu
 /// `surface`: the closed form on every triangle whose box meets the swept
 /// box (earliest, then the lowest input triangle).
 template <typename Surface>
-SurfaceCastHit BruteSweepSphere(const Surface& surface, const Vec3& center, double radius,
-                              const Vec3& translation) {
-  SurfaceCastHit out;
+CastResult BruteSweepSphere(const Surface& surface, const Vec3& center, double radius,
+                            const Vec3& translation) {
+  CastResult out;
   const Aabb box = Aabb::FromCenterExtents(center, Vec3::Splat(radius))
                        .Swept(translation)
                        .Expanded(1e-9 * radius);
@@ -196,17 +196,17 @@ SurfaceCastHit BruteSweepSphere(const Surface& surface, const Vec3& center, doub
   surface.VisitOverlapping(box, [&](uint32_t k) {
     Vec3 v[3];
     surface.TriangleVertices(k, v);
-    const TriangleCastHit s = SweepSphereTriangle(center, radius, translation, 1.0, v[0], v[1],
-                                                v[2], surface.ActiveEdges(k));
+    const CastResult s = SweepSphereTriangle(center, radius, translation, 1.0, v[0], v[1], v[2],
+                                             surface.ActiveEdges(k));
     const uint32_t orig = surface.OriginalIndex(k);
-    if (s.hit && (!found || s.t < out.fraction || (s.t == out.fraction && orig < out.triangle))) {
+    if (s.hit() && (!found || s.fraction < out.fraction ||
+                    (s.fraction == out.fraction && orig < out.sub_shape))) {
       found = true;
-      out.state = s.started_inside ? SurfaceCastHit::State::kStartedInside
-                                   : SurfaceCastHit::State::kHit;
-      out.fraction = s.t;
+      out.state = s.state;  // kHit or kStartedOverlapping
+      out.fraction = s.fraction;
       out.normal = s.normal;
       out.point = s.point;
-      out.triangle = orig;
+      out.sub_shape = orig;
     }
     return true;
   });

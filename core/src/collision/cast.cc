@@ -24,17 +24,17 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-LocalCast Started(const Vec3& fallback_normal, const Vec3& point) {
-  LocalCast r;
+CastResult Started(const Vec3& fallback_normal, const Vec3& point) {
+  CastResult r;
   r.state = CastState::kStartedOverlapping;
-  r.t = 0.0;
+  r.fraction = 0.0;
   r.normal = fallback_normal;
   r.point = point;
   return r;
 }
 
 // Sphere A (radius ra, centre at a_in_b.position) against B grown by ra.
-LocalCast CastSphereRay(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+CastResult CastSphereRay(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
   const double ra = a.radius();
   const Vec3 o = a_in_b.position;
   RayEntry e;
@@ -43,16 +43,16 @@ LocalCast CastSphereRay(const Shape& a, const Pose& a_in_b, const Vec3& v, const
     case RayOutcome::kInside: return Started(e.normal, o - e.normal * ra);
     case RayOutcome::kHit: break;
   }
-  LocalCast r;
+  CastResult r;
   r.state = CastState::kHit;
-  r.t = e.t;
+  r.fraction = e.t;
   r.normal = e.normal;
   r.point = o + v * e.t - e.normal * ra;
   return r;
 }
 
 // Sphere B (radius rb at the origin): in A's frame B moves by -v against A grown by rb.
-LocalCast CastRayFromSphereB(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+CastResult CastRayFromSphereB(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
   const double rb = b.radius();
   const Vec3 o = a_in_b.InverseTransformPoint(Vec3{});
   const Vec3 d = a_in_b.InverseTransformDirection(-v);
@@ -61,9 +61,9 @@ LocalCast CastRayFromSphereB(const Shape& a, const Pose& a_in_b, const Vec3& v, 
   if (out == RayOutcome::kMiss) return {};
   const Vec3 n = -a_in_b.TransformDirection(e.normal);
   if (out == RayOutcome::kInside) return Started(n, n * rb);
-  LocalCast r;
+  CastResult r;
   r.state = CastState::kHit;
-  r.t = e.t;
+  r.fraction = e.t;
   r.normal = n;
   r.point = n * rb;
   return r;
@@ -71,14 +71,14 @@ LocalCast CastRayFromSphereB(const Shape& a, const Pose& a_in_b, const Vec3& v, 
 
 }  // namespace
 
-LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+CastResult CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
   const double ha = a.half_height(), hb = b.half_height();
   return CastSegmentSegment(a_in_b.TransformPoint({0, -ha, 0}), a_in_b.TransformPoint({0, ha, 0}),
                             a.radius(), v, {0, -hb, 0}, {0, hb, 0}, b.radius());
 }
 
-LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
-                             const Vec3& b0, const Vec3& b1, double rb) {
+CastResult CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
+                              const Vec3& b0, const Vec3& b1, double rb) {
   const double rsum = ra + rb;
   const ClosestPair start = ClosestSegmentSegment(a0, a1, b0, b1);
   if (start.distance_sq <= rsum * rsum) {
@@ -139,9 +139,9 @@ LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Ve
     }
   }
   if (!(best <= 1.0)) return {};
-  LocalCast r;
+  CastResult r;
   r.state = CastState::kHit;
-  r.t = best;
+  r.fraction = best;
   r.normal = normal;
   r.point = ClosestSegmentSegment(a0 + v * best, a1 + v * best, b0, b1).q + normal * rb;
   return r;
@@ -178,7 +178,7 @@ Vec3 ClampToBox(const Vec3& p, const Vec3& c, const Vec3* ax, const Vec3& e) {
 
 }  // namespace
 
-LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+CastResult CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
   const Vec3 ea = a.half_extents(), eb = b.half_extents();
   const Mat33 rm = a_in_b.rotation.ToMatrix();
   const Vec3 ax[3] = {rm.Column(0), rm.Column(1), rm.Column(2)};
@@ -249,12 +249,12 @@ LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
   }
   if (miss || t_enter > t_exit || t_enter > 1.0) return {};
   normal = normal / normal.Length();
-  LocalCast r;
+  CastResult r;
   r.state = CastState::kHit;
-  r.t = std::max(t_enter, 0.0);
+  r.fraction = std::max(t_enter, 0.0);
   r.normal = normal;
   // Contact point: the more specific support feature, clamped into both boxes.
-  const Vec3 ca = c + v * r.t;
+  const Vec3 ca = c + v * r.fraction;
   Vec3 fa, fb;
   int free_a = 0, free_b = 0;
   const int na = BoxFeature(ca, ax, ea, -normal, &fa, &free_a);
@@ -338,9 +338,9 @@ SegmentBoxSweep SweepSegmentBox(const Vec3& p0, const Vec3& p1, double r, const 
 
 }  // namespace
 
-LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                         const CastSettings& settings) {
-  LocalCast r;
+CastResult CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                          const CastSettings& settings) {
+  CastResult r;
   if (a.kind() == ShapeKind::kCapsule) {
     // Capsule A moving in the frame of box B.
     const double h = a.half_height();
@@ -348,7 +348,7 @@ LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
         SweepSegmentBox(a_in_b.TransformPoint({0, -h, 0}), a_in_b.TransformPoint({0, h, 0}),
                         a.radius(), v, b.half_extents(), 0.0, settings);
     r.state = s.state;
-    r.t = s.t;
+    r.fraction = s.t;
     r.normal = s.normal;
     r.point = s.on_box;
     return r;
@@ -359,7 +359,7 @@ LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
       a_in_b.InverseTransformPoint({0, -h, 0}), a_in_b.InverseTransformPoint({0, h, 0}),
       b.radius(), a_in_b.InverseTransformDirection(-v), a.half_extents(), 0.0, settings);
   r.state = s.state;
-  r.t = s.t;
+  r.fraction = s.t;
   // Normal from A's box towards B's capsule, in B's frame, reversed.
   r.normal = -a_in_b.TransformDirection(s.normal);
   // The box point touching the capsule, with A moved to the moment of impact.
@@ -396,12 +396,12 @@ bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
   return c + t_max * (2.0 * bb + vv * t_max) > 0.0 && bb + vv * t_max < 0.0;
 }
 
-LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                    const CastSettings& settings) {
+CastResult CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                     const CastSettings& settings) {
   const CastMethod method = MethodFor(a.kind(), b.kind());
   // The contact offset of a convex pair: the exact cast, then its rule
   // (surfaces and compounds apply it per triangle or child).
-  if (settings.contact_offset > 0.0 && method != CastMethod::kSurface &&
+  if (settings.contact_offset > 0.0 && !IsSurfaceMethod(method) &&
       method != CastMethod::kCompound) {
     CastSettings exact = settings;
     exact.contact_offset = 0.0;
@@ -420,7 +420,16 @@ LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sha
     case CastMethod::kBoxBox: return CastBoxBox(a, a_in_b, v, b);
     case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
     case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
-    case CastMethod::kSurface: return CastSurface(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceBall:
+      return CastSurface<CastMethod::kSurfaceBall>(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceCapsule:
+      return CastSurface<CastMethod::kSurfaceCapsule>(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceBox:
+      return CastSurface<CastMethod::kSurfaceBox>(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceCylinder:
+      return CastSurface<CastMethod::kSurfaceCylinder>(a, a_in_b, v, b, SkinOf(settings));
+    case CastMethod::kSurfaceHull:
+      return CastSurface<CastMethod::kSurfaceHull>(a, a_in_b, v, b, SkinOf(settings));
     case CastMethod::kCompound: return CastCompound(a, a_in_b, v, b, settings);
     case CastMethod::kUnsupported: return {};
   }
@@ -475,14 +484,14 @@ CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& tr
     a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
   }
   const Vec3 v = rb.TransposeMul(translation);
-  const LocalCast lc = CastLocal(a, a_in_b, v, b, settings);
+  const CastResult lc = CastLocal(a, a_in_b, v, b, settings);
   switch (lc.state) {
     case CastState::kMiss: return result;
     case CastState::kHit:
-    case CastState::kFailed:  // gave up: lc.t is a lower bound of the time of impact
+    case CastState::kFailed:  // gave up: lc.fraction is a lower bound of the time of impact
       result.state = lc.state;
-      result.fraction = lc.t;
-      result.normal = FixImpactNormal(rb * lc.normal, translation, lc.t);
+      result.fraction = lc.fraction;
+      result.normal = FixImpactNormal(rb * lc.normal, translation, lc.fraction);
       result.point = pose_b.position + rb * lc.point;
       result.sub_shape = lc.sub_shape;
       return result;

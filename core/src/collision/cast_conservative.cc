@@ -18,6 +18,7 @@
 #include "collision/cast_internal.h"
 #include "geometry/gjk.h"
 #include "geometry/gjk_raycast.h"
+#include "shape/convex_core.h"
 
 namespace hitbox::internal {
 namespace {
@@ -69,18 +70,18 @@ void BoundingCapsule(const Shape& shape, Vec3* p0, Vec3* p1, double* r) {
 // d <= linear_tolerance, then takes the normal at a 1e-6 m gap (one GJK call
 // back along the path), where the difference of the closest points is not
 // dominated by rounding. Out of iterations: kFailed at the lower bound t.
-LocalCast CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v,
-                     const ConvexCore& core_b, double t0, const Vec3& n0,
-                     const CastSettings& settings) {
+CastResult CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v,
+                      const ConvexCore& core_b, double t0, const Vec3& n0,
+                      const CastSettings& settings) {
   const double tol = std::max(settings.linear_tolerance, 0.0);
   Pose placed = a_in_b;
   double t = t0;
   placed.position = a_in_b.position + v * t;
   GjkResult g = GjkDistance(core_b, core_a, placed);
   if (t0 == 0.0 && (g.state == GjkState::kOverlapping || g.distance <= tol)) {
-    LocalCast r;  // touching at the start: started overlapping, as everywhere
+    CastResult r;  // touching at the start: started overlapping, as everywhere
     r.state = CastState::kStartedOverlapping;
-    r.t = 0.0;
+    r.fraction = 0.0;
     r.normal = g.cores_overlap ? n0 : g.normal;
     r.point = (g.point_a + g.point_b) * 0.5;
     return r;
@@ -97,9 +98,9 @@ LocalCast CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v
         const double next = t + g.distance / last_closing;
         if (next <= 1.0) t = next;
       }
-      LocalCast r;
+      CastResult r;
       r.state = CastState::kHit;
-      r.t = t;
+      r.fraction = t;
       r.point = (g.point_a + g.point_b) * 0.5;
       constexpr double kNormalGap = 1e-6;
       r.normal = last_normal;
@@ -119,9 +120,9 @@ LocalCast CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v
   }
   // Iteration cap while still apart: not a miss. t is a lower bound of the
   // time of impact (Newton from the left never passes it).
-  LocalCast r;
+  CastResult r;
   r.state = CastState::kFailed;
-  r.t = t;
+  r.fraction = t;
   r.normal = last_normal;
   r.point = (g.point_a + g.point_b) * 0.5;
   return r;
@@ -129,8 +130,8 @@ LocalCast CastNewton(const ConvexCore& core_a, const Pose& a_in_b, const Vec3& v
 
 }  // namespace
 
-LocalCast CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                           const CastSettings& settings) {
+CastResult CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                            const CastSettings& settings) {
   // Bounding capsules first (closed form): a miss of the bounds is a miss, and
   // their time of impact is a lower bound to start the iteration from.
   double t_start = 0.0;
@@ -140,22 +141,22 @@ LocalCast CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, co
     double ra, rb;
     BoundingCapsule(a, &a0, &a1, &ra);
     BoundingCapsule(b, &b0, &b1, &rb);
-    const LocalCast bound = CastSegmentSegment(a_in_b.TransformPoint(a0),
-                                               a_in_b.TransformPoint(a1), ra, v, b0, b1, rb);
+    const CastResult bound =
+        CastSegmentSegment(a_in_b.TransformPoint(a0), a_in_b.TransformPoint(a1), ra, v, b0, b1, rb);
     if (bound.state == CastState::kMiss) return {};
     if (bound.state == CastState::kHit) {
       // The bounds' time of impact is a lower bound: past max_fraction, so is the cast's.
-      if (bound.t > FractionBound(settings)) return {};
-      t_start = bound.t;
+      if (bound.fraction > FractionBound(settings)) return {};
+      t_start = bound.fraction;
       n_start = bound.normal;
     }
   }
-  const ConvexCore core_a = ConvexCore::FromShape(a);
-  const ConvexCore core_b = ConvexCore::FromShape(b);
+  const ConvexCore core_a = internal::CoreOf(a);
+  const ConvexCore core_b = internal::CoreOf(b);
   const GjkRaycastResult g =
       GjkRaycast(core_a, a_in_b, v, core_b, t_start, n_start, settings.linear_tolerance,
                  std::max(settings.max_iterations, 1), FractionBound(settings));
-  LocalCast r;
+  CastResult r;
   switch (g.state) {
     case GjkRaycastResult::State::kMiss: return r;
     case GjkRaycastResult::State::kHit: r.state = CastState::kHit; break;
@@ -165,7 +166,7 @@ LocalCast CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, co
     case GjkRaycastResult::State::kFailed:
       return CastNewton(core_a, a_in_b, v, core_b, g.lambda, g.normal, settings);
   }
-  r.t = g.lambda;
+  r.fraction = g.lambda;
   r.normal = g.normal;
   r.point = g.point;
   return r;

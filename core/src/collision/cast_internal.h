@@ -3,7 +3,9 @@
 //
 // Everything here works in the local frame of the target B: the moving shape
 // A is placed by `a_in_b` (= pose_b.RelativeTo(pose_a)) and moves by `v`
-// (B-frame translation). Normals point from B towards A.
+// (B-frame translation). Casts answer with CastResult in B's frame: normals
+// from B towards A, depth 0 (a start inside gives a fallback separation
+// direction; CastWithoutContact moves the result to the world frame).
 #pragma once
 
 #include <cmath>
@@ -24,20 +26,6 @@ RayOutcome RayInflated(const Vec3& o, const Vec3& d, const Shape& shape, double 
 RayOutcome RayConvexHull(const Vec3& o, const Vec3& d, const ConvexHullData& hull,
                          RayEntry* out);
 
-/// Result of a cast in B's local frame.
-struct LocalCast {
-  CastState state = CastState::kMiss;
-  /// Fraction of `v` in [0, 1] at first contact (0 when started overlapping).
-  double t = 1.0;
-  /// Unit normal from B towards A (B frame). When started overlapping: a
-  /// fallback separation direction used if ComputeContact cannot give one.
-  Vec3 normal{0, 1, 0};
-  /// Contact point (B frame) at the moment of impact.
-  Vec3 point;
-  /// Triangle of a surface B, child of a compound B (0 for convex B).
-  uint32_t sub_shape = 0;
-};
-
 /// Which method Cast() uses for the ordered pair (a, b).
 enum class CastMethod : uint8_t {
   kSphereRay,        ///< sphere A: ray against B grown by A's radius (closed form)
@@ -46,14 +34,26 @@ enum class CastMethod : uint8_t {
   kBoxBox,           ///< separating-axis test over 15 axes with entry/exit times
   kCapsuleBox,       ///< capsule and box either way: Newton on the exact segment-box distance
   kConservative,     ///< GJK ray cast (van den Bergen 2004) on cores with margins
-  kSurface,          ///< convex A against a mesh / heightfield B: per-triangle sweeps
+  // Convex A against a mesh / heightfield B: per-triangle sweeps by A's
+  // triangle routine (TriangleRoutine), picked here once.
+  kSurfaceBall,      ///< sphere A: the ball-triangle closed form
+  kSurfaceCapsule,   ///< capsule A: the capsule-triangle closed form
+  kSurfaceBox,       ///< box A: the box-triangle SAT sweep, else the GJK cast
+  kSurfaceCylinder,  ///< cylinder A: the GJK cast with the cylinder's closed form
+  kSurfaceHull,      ///< convex hull A: the GJK cast
   kCompound,         ///< convex A against a compound B: per-child casts, the first wins
   kUnsupported,      ///< a surface or compound moving (never query shapes): a miss
 };
-/// Convex A (B frame) against surface B: SurfaceSweepConvex (surface_pairs.cc),
-/// the contact offset applied per triangle.
-LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                      double contact_offset = 0.0);
+/// True for the kSurface* methods (a convex against a mesh or heightfield).
+constexpr bool IsSurfaceMethod(CastMethod m) {
+  return m >= CastMethod::kSurfaceBall && m <= CastMethod::kSurfaceHull;
+}
+/// Convex A (B frame) against surface B with the triangle routine of
+/// kMethod, one of the kSurface* methods: SurfaceSweepConvex
+/// (surface_pairs.cc), the contact offset applied per triangle.
+template <CastMethod kMethod>
+CastResult CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                       double contact_offset = 0.0);
 /// Lowest input triangle of surface `b` that convex `a` overlaps, or
 /// UINT32_MAX when none (surface_pairs.cc).
 uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
@@ -61,8 +61,8 @@ uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b
 /// Convex A (B frame) against compound B: CastLocal per candidate child in
 /// that child's frame; the first hit (ties: lowest child) with sub_shape =
 /// its child index (compound_pairs.cc).
-LocalCast CastCompound(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                       const CastSettings& settings);
+CastResult CastCompound(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                        const CastSettings& settings);
 /// Lowest child index of compound `b` that convex `a` overlaps, or UINT32_MAX
 /// when none (compound_pairs.cc).
 uint32_t CompoundOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
@@ -110,8 +110,8 @@ bool SkinKeeps(double depth, double t, const Vec3& normal, const Vec3& v, double
 
 /// `lc` (the exact cast of convex A against convex B, B frame) when the
 /// contact offset `skin` > 0 keeps it, else a miss (cast_skin.cc).
-LocalCast ApplyContactOffset(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                             const LocalCast& lc, double skin);
+CastResult ApplyContactOffset(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                              const CastResult& lc, double skin);
 
 /// True when the bounding spheres of A (moving by v) and B never meet in
 /// [0, t_max], t_max in [0, 1] (a conservative early-out: false does not imply
@@ -120,24 +120,24 @@ bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
                          double t_max = 1.0);
 
 /// Closed-form or iterative cast in B's frame, chosen by MethodFor().
-LocalCast CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                    const CastSettings& settings);
+CastResult CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                     const CastSettings& settings);
 
 /// Generic cast for any pair: Newton iteration on the convex distance
 /// d(t) = dist(A + t v, B) from GJK (van den Bergen 2004's conservative
 /// advancement along the ray; monotone from the left because d is convex).
-LocalCast CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                           const CastSettings& settings);
+CastResult CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                            const CastSettings& settings);
 
-LocalCast CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+CastResult CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
 /// Capsule [a0, a1] radius ra moving by v against capsule [b0, b1] radius rb
 /// (all in one frame): the closed-form segment sweep behind CastCapsuleCapsule.
-LocalCast CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
-                             const Vec3& b0, const Vec3& b1, double rb);
-LocalCast CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
+CastResult CastSegmentSegment(const Vec3& a0, const Vec3& a1, double ra, const Vec3& v,
+                              const Vec3& b0, const Vec3& b1, double rb);
+CastResult CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
 /// Capsule against box or box against capsule (the caller picks the order).
-LocalCast CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                         const CastSettings& settings);
+CastResult CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                          const CastSettings& settings);
 
 /// Cast() without its last step: a kStartedOverlapping result has depth 0
 /// and the cast's own separation normal and point (world frame).

@@ -21,8 +21,8 @@ bool SkinKeeps(double depth, double t, const Vec3& normal, const Vec3& v, double
   return depth + (1.0 - t) * approach >= skin;
 }
 
-LocalCast ApplyContactOffset(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                             const LocalCast& lc, double skin) {
+CastResult ApplyContactOffset(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                              const CastResult& lc, double skin) {
   if (lc.state == CastState::kMiss) return lc;
   double depth = 0.0;
   Vec3 n = lc.normal;
@@ -35,7 +35,7 @@ LocalCast ApplyContactOffset(const Shape& a, const Pose& a_in_b, const Vec3& v, 
       n = -c.normal;  // Contact::normal moves B away from A
     }
   }
-  return SkinKeeps(depth, lc.t, n, v, skin) ? lc : LocalCast{};
+  return SkinKeeps(depth, lc.fraction, n, v, skin) ? lc : CastResult{};
 }
 
 }  // namespace hitbox::internal

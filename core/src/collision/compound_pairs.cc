@@ -99,21 +99,21 @@ DistanceResult CompoundDistance(const Shape& a, const Pose& pose_a, const Shape&
   return best;
 }
 
-LocalCast CastCompound(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                       const CastSettings& settings) {
+CastResult CastCompound(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                        const CastSettings& settings) {
   const CompoundData& c = *b.compound();
   const double bound = FractionBound(settings);
-  LocalCast best;
+  CastResult best;
   ForEachChild(c.Candidates(a.WorldBounds(a_in_b), v * bound), [&](uint32_t i) {
     const CompoundChild& child = c.children()[i];
     // A in the child's frame; a later child need only beat the best so far
     // (a tie keeps the lower index, visited first).
     CastSettings s = settings;
-    s.max_fraction = best.state == CastState::kMiss ? bound : best.t;
-    const LocalCast lc = CastLocal(a, child.pose.RelativeTo(a_in_b),
-                                   child.pose.InverseTransformDirection(v), child.shape, s);
+    s.max_fraction = best.state == CastState::kMiss ? bound : best.fraction;
+    const CastResult lc = CastLocal(a, child.pose.RelativeTo(a_in_b),
+                                    child.pose.InverseTransformDirection(v), child.shape, s);
     if (lc.state == CastState::kMiss) return true;
-    if (best.state == CastState::kMiss || lc.t < best.t) {
+    if (best.state == CastState::kMiss || lc.fraction < best.fraction) {
       best = lc;
       best.normal = child.pose.TransformDirection(lc.normal);
       best.point = child.pose.TransformPoint(lc.point);

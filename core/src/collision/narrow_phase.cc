@@ -11,12 +11,13 @@
 #include <utility>
 
 #include "collision/cast_internal.h"
-#include "geometry/closest_points.h"
 #include "collision/pair_dispatch.h"
+#include "geometry/closest_points.h"
 #include "geometry/epa.h"
 #include "geometry/gjk.h"
 #include "geometry/sat.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 
 namespace hitbox {
 namespace {
@@ -334,7 +335,7 @@ void BoxBox(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
             PairAnswer* out) {
   const Pose rel = pa.RelativeTo(pb);
   if constexpr (query == Query::kDistance) {
-    const GjkResult g = internal::GjkDistance(ConvexCore::FromShape(a), ConvexCore::FromShape(b), rel);
+    const GjkResult g = internal::GjkDistance(internal::CoreOf(a), internal::CoreOf(b), rel);
     SetDistance(pa, g.state == GjkState::kOverlapping ? 0.0 : g.distance, g.point_a, g.point_b,
                 out);
     return;
@@ -418,8 +419,8 @@ template <Query query>
 void GjkPair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
              PairAnswer* out) {
   const Pose rel = pa.RelativeTo(pb);
-  const ConvexCore ca = ConvexCore::FromShape(a);
-  const ConvexCore cb = ConvexCore::FromShape(b);
+  const ConvexCore ca = internal::CoreOf(a);
+  const ConvexCore cb = internal::CoreOf(b);
   GjkSettings settings;
   settings.decide_only = query != Query::kDistance;
   GjkResult g = internal::GjkDistance(ca, cb, rel, settings);
@@ -626,9 +627,14 @@ constexpr PairTable BuildTable() {
   // by its children. The mirrored order (a surface or compound moving) is
   // unsupported: they are colliders only (validation rejects them as query
   // shapes).
-  for (K k : {K::kSphere, K::kBox, K::kCapsule, K::kCylinder, K::kConvexHull}) {
-    Register<SurfacePairEntry>(t, k, K::kMesh, M::kSurface, M::kUnsupported);
-    Register<SurfacePairEntry>(t, k, K::kHeightfield, M::kSurface, M::kUnsupported);
+  // A surface cast names the query kind's triangle routine.
+  const std::pair<K, M> surface_casts[] = {
+      {K::kSphere, M::kSurfaceBall},       {K::kBox, M::kSurfaceBox},
+      {K::kCapsule, M::kSurfaceCapsule},   {K::kCylinder, M::kSurfaceCylinder},
+      {K::kConvexHull, M::kSurfaceHull}};
+  for (const auto& [k, cast] : surface_casts) {
+    Register<SurfacePairEntry>(t, k, K::kMesh, cast, M::kUnsupported);
+    Register<SurfacePairEntry>(t, k, K::kHeightfield, cast, M::kUnsupported);
     Register<CompoundPairEntry>(t, k, K::kCompound, M::kCompound, M::kUnsupported);
   }
   // Two collider-only kinds never meet in a query.

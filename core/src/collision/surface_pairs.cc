@@ -1,5 +1,5 @@
 // Convex query shapes against mesh and heightfield colliders (the pair
-// table's surface entries and the kSurface cast method): the query in the
+// table's surface entries and the kSurface* cast methods): the query in the
 // surface's frame, answered by collision/triangles/. Per collider the
 // touched, deepest, nearest or first triangle wins (ties: the lowest input
 // triangle, reported as sub_shape); distance visits every triangle (tools).
@@ -10,9 +10,10 @@
 #include "collision/cast_internal.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
-#include "geometry/gjk.h"
 #include "collision/work_meter.h"
+#include "geometry/gjk.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 #include "shape/surface_data.h"
 
 namespace hitbox::internal {
@@ -20,8 +21,8 @@ namespace hitbox::internal {
 namespace {
 
 // (PlacedConvex keeps a pointer to its ConvexCore: the core must outlive it.)
-#define HITBOX_PLACE(q, a, a_in_b)                            \
-  const ConvexCore q##_core = ConvexCore::FromShape(a);       \
+#define HITBOX_PLACE(q, a, a_in_b)                 \
+  const ConvexCore q##_core = internal::CoreOf(a); \
   const PlacedConvex q(q##_core, a_in_b)
 
 }  // namespace
@@ -88,24 +89,40 @@ DistanceResult SurfaceDistance(const Shape& a, const Pose& pa, const Shape& b, c
   return out;
 }
 
-LocalCast CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                      double contact_offset) {
-  HITBOX_PLACE(q, a, a_in_b);
-  const SurfaceCastHit h = b.surface()->Visit(
-      [&](const auto& s) { return SurfaceSweepConvex(s, q, v, contact_offset); });
-  LocalCast out;
-  switch (h.state) {
-    case SurfaceCastHit::State::kMiss: return out;
-    case SurfaceCastHit::State::kHit:
-      out.state = h.capped ? CastState::kFailed : CastState::kHit;
-      break;
-    case SurfaceCastHit::State::kStartedInside: out.state = CastState::kStartedOverlapping; break;
+namespace {
+
+// The triangle routine of each kSurface* cast method.
+constexpr TriangleRoutine RoutineOf(CastMethod m) {
+  switch (m) {
+    case CastMethod::kSurfaceBall: return TriangleRoutine::kBall;
+    case CastMethod::kSurfaceCapsule: return TriangleRoutine::kCapsule;
+    case CastMethod::kSurfaceBox: return TriangleRoutine::kBox;
+    case CastMethod::kSurfaceCylinder: return TriangleRoutine::kCylinder;
+    default: return TriangleRoutine::kConvex;
   }
-  out.t = h.state == SurfaceCastHit::State::kStartedInside ? 0.0 : h.fraction;
-  out.normal = h.normal;
-  out.point = h.point;
-  out.sub_shape = h.triangle;
-  return out;
 }
+
+}  // namespace
+
+template <CastMethod kMethod>
+CastResult CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                       double contact_offset) {
+  static_assert(IsSurfaceMethod(kMethod));
+  HITBOX_PLACE(q, a, a_in_b);
+  return b.surface()->Visit([&](const auto& s) {
+    return SurfaceSweepConvex<RoutineOf(kMethod)>(s, q, v, contact_offset);
+  });
+}
+
+template CastResult CastSurface<CastMethod::kSurfaceBall>(const Shape&, const Pose&, const Vec3&,
+                                                          const Shape&, double);
+template CastResult CastSurface<CastMethod::kSurfaceCapsule>(const Shape&, const Pose&, const Vec3&,
+                                                             const Shape&, double);
+template CastResult CastSurface<CastMethod::kSurfaceBox>(const Shape&, const Pose&, const Vec3&,
+                                                         const Shape&, double);
+template CastResult CastSurface<CastMethod::kSurfaceCylinder>(const Shape&, const Pose&,
+                                                              const Vec3&, const Shape&, double);
+template CastResult CastSurface<CastMethod::kSurfaceHull>(const Shape&, const Pose&, const Vec3&,
+                                                          const Shape&, double);
 
 }  // namespace hitbox::internal

@@ -7,49 +7,14 @@
 
 namespace hitbox::internal {
 
-ConvexCore ConvexCore::FromShape(const Shape& shape) {
-  ConvexCore c;
-  switch (shape.kind()) {
-    case ShapeKind::kSphere:
-      c.kind = Kind::kPoint;
-      c.margin = shape.radius();
-      break;
-    case ShapeKind::kBox:
-      c.kind = Kind::kBox;
-      c.half_extents = shape.half_extents();
-      break;
-    case ShapeKind::kCapsule:
-      c.kind = Kind::kSegment;
-      c.half_height = shape.half_height();
-      c.margin = shape.radius();
-      break;
-    case ShapeKind::kCylinder:
-      c.kind = Kind::kCylinder;
-      c.half_height = shape.half_height();
-      c.radius = shape.radius();
-      break;
-    case ShapeKind::kConvexHull:
-      c.kind = Kind::kHull;
-      c.hull = shape.hull();
-      break;
-    case ShapeKind::kMesh:
-    case ShapeKind::kHeightfield:
-    case ShapeKind::kCompound:
-      // Surfaces and compounds never reach GJK as a whole (the pair table
-      // sends them to their triangles or children); a point keeps this total.
-      c.kind = Kind::kPoint;
-      break;
-  }
-  return c;
-}
-
 double ConvexCore::CoreBoundingRadius() const {
   switch (kind) {
     case Kind::kPoint: return 0.0;
     case Kind::kSegment: return half_height;
     case Kind::kBox: return half_extents.Length();
     case Kind::kCylinder: return std::sqrt(radius * radius + half_height * half_height);
-    case Kind::kHull: return hull->bounding_radius();
+    case Kind::kHull:
+      return HullBoundingRadius();
   }
   return 0.0;
 }
@@ -248,18 +213,6 @@ GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in
                       const GjkSettings& settings) {
   if (a.is_hull() || b.is_hull()) return GjkDistanceImpl<true>(a, b, b_in_a, settings);
   return GjkDistanceImpl<false>(a, b, b_in_a, settings);
-}
-
-GjkResult GjkDistance(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,
-                      const GjkSettings& settings) {
-  GjkResult r = GjkDistance(ConvexCore::FromShape(a), ConvexCore::FromShape(b),
-                            pose_a.RelativeTo(pose_b), settings);
-  r.point_a = pose_a.TransformPoint(r.point_a);
-  r.point_b = pose_a.TransformPoint(r.point_b);
-  r.core_point_a = pose_a.TransformPoint(r.core_point_a);
-  r.core_point_b = pose_a.TransformPoint(r.core_point_b);
-  r.normal = pose_a.TransformDirection(r.normal);
-  return r;
 }
 
 }  // namespace hitbox::internal

@@ -10,7 +10,10 @@
 #include <limits>
 
 #include "hitbox/math/math.h"
-#include "hitbox/shape/shapes.h"
+
+namespace hitbox {
+class ConvexHullData;  // hitbox/shape/shapes.h
+}  // namespace hitbox
 
 namespace hitbox::internal {
 
@@ -58,10 +61,6 @@ struct ConvexCore {
   /// Hull data (hull core only); owned by the Shape, which outlives the core.
   const ConvexHullData* hull = nullptr;
 
-  /// The core of `shape` with its rounding as the margin: sphere -> point +
-  /// radius, capsule -> segment + radius, box and cylinder -> themselves, margin 0.
-  static ConvexCore FromShape(const Shape& shape);
-
   /// Support point of the core (margin excluded) along local direction `dir`
   /// (any length; a zero direction gives some point of the core).
   /// kWithHull = false compiles the primitives' switch alone (no call in it):
@@ -89,15 +88,18 @@ struct ConvexCore {
     const double len = dir.Length();
     return len > 0.0 ? c + dir * (margin / len) : c + Vec3{margin, 0.0, 0.0};
   }
-  /// Hull core support: the hull's own (out of line, which keeps the
-  /// primitives' switch small), called directly.
-  Vec3 HullSupport(const Vec3& dir) const { return hull->Support(dir); }
+  /// Hull core support: the hull's own, out of line (keeps the primitives'
+  /// switch small); defined with the hull (shape/convex_hull.cc).
+  Vec3 HullSupport(const Vec3& dir) const;
   /// Radius of the smallest origin-centred ball holding the core (margin excluded).
   double CoreBoundingRadius() const;
   bool is_hull() const { return kind == Kind::kHull; }
   /// A point inside the core: the local origin, or a hull's vertex centroid
   /// (a hull need not contain its local origin).
-  Vec3 InteriorPoint() const { return kind == Kind::kHull ? hull->center() : Vec3{}; }
+  Vec3 InteriorPoint() const { return kind == Kind::kHull ? HullCenter() : Vec3{}; }
+  /// The hull's vertex centroid and bounding radius (shape/convex_hull.cc).
+  Vec3 HullCenter() const;
+  double HullBoundingRadius() const;
 };
 
 /// B's core expressed in A's frame: rotation matrix + translation of B's pose
@@ -176,11 +178,6 @@ struct GjkResult {
 /// placed at `b_in_a` (B's pose relative to A: pose_a.RelativeTo(pose_b)),
 /// margins included. All outputs are in A's frame.
 GjkResult GjkDistance(const ConvexCore& a, const ConvexCore& b, const Pose& b_in_a,
-                      const GjkSettings& settings = {});
-
-/// World-frame convenience: GJK between two posed shapes. Points and normal in
-/// the result are transformed to the world frame.
-GjkResult GjkDistance(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,
                       const GjkSettings& settings = {});
 
 }  // namespace hitbox::internal

@@ -10,7 +10,7 @@
 #include "geometry/float_rounding.h"
 #include "geometry/triangle_queries.h"
 #include "hitbox/format.h"
-#include "hitbox/shape/limits.h"
+#include "hitbox/limits.h"
 
 namespace hitbox {
 namespace {

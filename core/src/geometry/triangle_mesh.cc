@@ -13,7 +13,7 @@
 #include "geometry/sah_split.h"
 #include "geometry/triangle_queries.h"
 #include "hitbox/format.h"
-#include "hitbox/shape/limits.h"
+#include "hitbox/limits.h"
 
 namespace hitbox {
 namespace {

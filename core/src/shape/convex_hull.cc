@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "geometry/gjk.h"
 #include "hitbox/format.h"
 #include "hitbox/shape/shapes.h"
 
@@ -314,5 +315,11 @@ Result<Shape> Shape::Make(const ConvexHull& h) {
   shape.hull_->refs_.fetch_add(1, std::memory_order_relaxed);
   return shape;
 }
+
+// ConvexCore's hull reads (geometry/gjk.h), here with the hull's support,
+// which the compiler may then inline into the GJK's hull calls.
+Vec3 internal::ConvexCore::HullSupport(const Vec3& dir) const { return hull->Support(dir); }
+Vec3 internal::ConvexCore::HullCenter() const { return hull->center(); }
+double internal::ConvexCore::HullBoundingRadius() const { return hull->bounding_radius(); }
 
 }  // namespace hitbox

@@ -1,9 +1,5 @@
 #include "hitbox/shape/shapes.h"
 
-#include "geometry/gjk.h"
-#include "hitbox/format.h"
-#include "shape/surface_data.h"
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -11,6 +7,10 @@
 #include <limits>
 #include <memory>
 #include <string>
+
+#include "hitbox/format.h"
+#include "shape/convex_core.h"
+#include "shape/surface_data.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -213,7 +213,7 @@ Vec3 Shape::Support(const Vec3& d) const {
     case ShapeKind::kCylinder:
     case ShapeKind::kConvexHull:
       // The one support map of the convex kinds: core plus margin (gjk.h).
-      return internal::ConvexCore::FromShape(*this).Support(d);
+      return internal::CoreOf(*this).Support(d);
     case ShapeKind::kMesh:
     case ShapeKind::kHeightfield: {
       // Surfaces are not convex: the support of their local bounding box.
@@ -501,6 +501,57 @@ std::string ToString(const Quat& q) {
 std::string ToString(const Pose& p) {
   return "Pose{" + ToString(p.position) + ", Quat" + ToString(p.rotation) + "}";
 }
+
+namespace internal {
+
+ConvexCore CoreOf(const Shape& shape) {
+  ConvexCore c;
+  switch (shape.kind()) {
+    case ShapeKind::kSphere:
+      c.kind = ConvexCore::Kind::kPoint;
+      c.margin = shape.radius();
+      break;
+    case ShapeKind::kBox:
+      c.kind = ConvexCore::Kind::kBox;
+      c.half_extents = shape.half_extents();
+      break;
+    case ShapeKind::kCapsule:
+      c.kind = ConvexCore::Kind::kSegment;
+      c.half_height = shape.half_height();
+      c.margin = shape.radius();
+      break;
+    case ShapeKind::kCylinder:
+      c.kind = ConvexCore::Kind::kCylinder;
+      c.half_height = shape.half_height();
+      c.radius = shape.radius();
+      break;
+    case ShapeKind::kConvexHull:
+      c.kind = ConvexCore::Kind::kHull;
+      c.hull = shape.hull();
+      break;
+    case ShapeKind::kMesh:
+    case ShapeKind::kHeightfield:
+    case ShapeKind::kCompound:
+      // Surfaces and compounds never reach GJK as a whole (the pair table
+      // sends them to their triangles or children); a point keeps this total.
+      c.kind = ConvexCore::Kind::kPoint;
+      break;
+  }
+  return c;
+}
+
+GjkResult GjkDistance(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,
+                      const GjkSettings& settings) {
+  GjkResult r = GjkDistance(CoreOf(a), CoreOf(b), pose_a.RelativeTo(pose_b), settings);
+  r.point_a = pose_a.TransformPoint(r.point_a);
+  r.point_b = pose_a.TransformPoint(r.point_b);
+  r.core_point_a = pose_a.TransformPoint(r.core_point_a);
+  r.core_point_b = pose_a.TransformPoint(r.core_point_b);
+  r.normal = pose_a.TransformDirection(r.normal);
+  return r;
+}
+
+}  // namespace internal
 
 }  // namespace hitbox
 static_assert(sizeof(hitbox::Shape) == 48, "Shape: kind, radius, half height or hull handle, half extents");

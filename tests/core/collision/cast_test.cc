@@ -8,9 +8,10 @@
 #include <string>
 
 #include "cast_conformance.h"
-#include "collision/cast_internal.h"
 #include "cast_reference.h"
+#include "collision/cast_internal.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -410,17 +411,17 @@ TEST_P(CastPairTest, ClosedFormMatchesConservative) {
     const RandomCase c = MakeCase(rng, ka, kb);
     const Pose a_in_b = c.pb.RelativeTo(c.pa);
     const Vec3 v = c.pb.InverseTransformDirection(c.v);
-    const internal::LocalCast x = internal::CastLocal(c.a, a_in_b, v, c.b, {});
-    const internal::LocalCast y = internal::CastConservative(c.a, a_in_b, v, c.b, {});
-    if (x.state != y.state || std::fabs(x.t - y.t) > 1e-6) {
+    const CastResult x = internal::CastLocal(c.a, a_in_b, v, c.b, {});
+    const CastResult y = internal::CastConservative(c.a, a_in_b, v, c.b, {});
+    if (x.state != y.state || std::fabs(x.fraction - y.fraction) > 1e-6) {
       // Allow disagreement only within 1e-9 m of touching.
-      const double g = testing::GjkSeparation(c.a, Moved(c.pa, c.v * std::min(x.t, y.t)), c.b,
-                                               c.pb);
+      const double g = testing::GjkSeparation(
+          c.a, Moved(c.pa, c.v * std::min(x.fraction, y.fraction)), c.b, c.pb);
       if (g < 1e-9 && x.state != CastState::kMiss && y.state != CastState::kMiss) continue;
       ++failures;
-      ADD_FAILURE() << PairName(ka, kb) << " closed form " << static_cast<int>(x.state) << " t="
-                    << x.t << " vs conservative " << static_cast<int>(y.state) << " t=" << y.t
-                    << "\n  " << Describe(c);
+      ADD_FAILURE() << PairName(ka, kb) << " closed form " << static_cast<int>(x.state)
+                    << " t=" << x.fraction << " vs conservative " << static_cast<int>(y.state)
+                    << " t=" << y.fraction << "\n  " << Describe(c);
     }
   }
 }
@@ -511,9 +512,7 @@ INSTANTIATE_TEST_SUITE_P(AllPairs, CastPairTest, ::testing::ValuesIn(AllPairs())
 // point core against the shape's core plus margin.
 double DistanceToShape(const Shape& shape, const Pose& pose, const Vec3& p) {
   const internal::ConvexCore point;  // a point core, no margin
-  return internal::GjkDistance(internal::ConvexCore::FromShape(shape), point,
-                               pose.RelativeTo(Pose{p}))
-      .distance;
+  return internal::GjkDistance(internal::CoreOf(shape), point, pose.RelativeTo(Pose{p})).distance;
 }
 
 // The GJK ray cast (CastConservative) of boxes, cylinders and hulls against
@@ -531,15 +530,15 @@ TEST(CastPointTest, GjkCastPointOnBothShapes) {
     const Pose a_in_b(rng.InBox(4.0), rng.Rotation());
     const Vec3 v = i % 2 == 0 ? (rng.InBox(0.5) - a_in_b.position) * rng.Uniform(1.0, 2.0)
                               : rng.UnitVector() * rng.Uniform(0.5, 8.0);
-    const internal::LocalCast r = internal::CastConservative(a, a_in_b, v, b, {});
+    const CastResult r = internal::CastConservative(a, a_in_b, v, b, {});
     if (r.state != CastState::kHit) continue;
     ++hits;
     const double tol = 1e-6 * (a_in_b.position.Length() + v.Length() + 3.0);
     const double off_b = DistanceToShape(b, Pose{}, r.point);
-    const double off_a = DistanceToShape(a, Moved(a_in_b, v * r.t), r.point);
+    const double off_a = DistanceToShape(a, Moved(a_in_b, v * r.fraction), r.point);
     if (off_a > tol || off_b > tol) {
       ++bad;
-      ADD_FAILURE() << PairName(ka, kb) << " case " << i << " t " << r.t << ": point "
+      ADD_FAILURE() << PairName(ka, kb) << " case " << i << " t " << r.fraction << ": point "
                     << ToString(r.point) << " off A " << off_a << ", off B " << off_b;
     }
   }

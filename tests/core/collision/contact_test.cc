@@ -10,6 +10,7 @@
 #include "geometry/epa.h"
 #include "geometry/gjk.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -180,8 +181,8 @@ TEST(ContactTest, RandomPairsSeparateExactly) {
 /// Penetration depth by the generic path (GJK on the cores, margins for
 /// shallow contacts, EPA on the cores plus the margins for deep ones).
 double GenericDepth(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb, bool* overlap) {
-  internal::ConvexCore ca = internal::ConvexCore::FromShape(a);
-  internal::ConvexCore cb = internal::ConvexCore::FromShape(b);
+  internal::ConvexCore ca = internal::CoreOf(a);
+  internal::ConvexCore cb = internal::CoreOf(b);
   const Pose rel = pa.RelativeTo(pb);
   const internal::GjkResult g = internal::GjkDistance(ca, cb, rel);
   *overlap = g.state == internal::GjkState::kOverlapping;

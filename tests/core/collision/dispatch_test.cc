@@ -35,12 +35,18 @@ TEST(DispatchTest, EveryPairRegistered) {
   EXPECT_EQ(internal::MethodFor(K::kCapsule, K::kBox), M::kCapsuleBox);
   EXPECT_EQ(internal::MethodFor(K::kSphere, K::kConvexHull), M::kConservative);
   EXPECT_EQ(internal::MethodFor(K::kConvexHull, K::kSphere), M::kConservative);
+  // Surfaces: each query kind's own triangle routine, picked by the table.
+  EXPECT_EQ(internal::MethodFor(K::kSphere, K::kMesh), M::kSurfaceBall);
+  EXPECT_EQ(internal::MethodFor(K::kCapsule, K::kMesh), M::kSurfaceCapsule);
+  EXPECT_EQ(internal::MethodFor(K::kBox, K::kMesh), M::kSurfaceBox);
+  EXPECT_EQ(internal::MethodFor(K::kCylinder, K::kMesh), M::kSurfaceCylinder);
+  EXPECT_EQ(internal::MethodFor(K::kConvexHull, K::kMesh), M::kSurfaceHull);
   // Collider-only kinds: every convex kind sweeps against them by their own
   // method (triangles, children); they never move.
   for (int k = 0; k < kConvexKindCount; ++k) {
     const auto kind = static_cast<ShapeKind>(k);
-    EXPECT_EQ(internal::MethodFor(kind, K::kMesh), M::kSurface);
-    EXPECT_EQ(internal::MethodFor(kind, K::kHeightfield), M::kSurface);
+    EXPECT_TRUE(internal::IsSurfaceMethod(internal::MethodFor(kind, K::kMesh)));
+    EXPECT_EQ(internal::MethodFor(kind, K::kHeightfield), internal::MethodFor(kind, K::kMesh));
     EXPECT_EQ(internal::MethodFor(kind, K::kCompound), M::kCompound);
     for (K only : {K::kMesh, K::kHeightfield, K::kCompound}) {
       EXPECT_EQ(internal::MethodFor(only, kind), M::kUnsupported);

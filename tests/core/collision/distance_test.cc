@@ -7,6 +7,7 @@
 
 #include "geometry/gjk.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 #include "test_util.h"
 
 namespace hitbox {

@@ -2,17 +2,18 @@
 // distance, mirror symmetry, translation by 20 km, and the overlap queries of
 // the shared conformance cases answered by brute force.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "geometry/epa.h"
 #include "geometry/gjk.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -310,8 +311,8 @@ TEST(OverlapTest, NonFinitePosesTerminate) {
         EXPECT_LE(g.iterations, internal::GjkSettings{}.max_iterations);
         if (g.cores_overlap) {
           ++epa_runs;
-          const internal::EpaResult e = internal::Epa(internal::ConvexCore::FromShape(a),
-                                                      internal::ConvexCore::FromShape(b), p, g);
+          const internal::EpaResult e =
+              internal::Epa(internal::CoreOf(a), internal::CoreOf(b), p, g);
           EXPECT_LE(e.iterations, internal::kEpaMaxIterations);
         }
         Contact c, again;

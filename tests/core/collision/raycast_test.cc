@@ -10,6 +10,7 @@
 #include "cast_reference.h"
 #include "geometry/gjk.h"
 #include "hitbox/collision/collide.h"
+#include "shape/convex_core.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -134,7 +135,7 @@ TEST_P(RaycastShapeTest, MatchesBisection) {
     Vec3 d = (p.position + rng.InBox(2.0) - o) * rng.Uniform(0.2, 1.8);
     if (rng.Int(0, 9) == 0) d = rng.InBox(5.0);
     const CastResult r = Raycast(o, d, s, p);
-    const internal::ConvexCore core = internal::ConvexCore::FromShape(s);
+    const internal::ConvexCore core = internal::CoreOf(s);
     const auto dist = [&](double t) {
       const Pose at(p.InverseTransformPoint(o + d * t));
       const internal::GjkResult g = internal::GjkDistance(core, point, at);

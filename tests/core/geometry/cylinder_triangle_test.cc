@@ -65,46 +65,46 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   // the coordinates, ~1e-11 m at 20 km: its normal there is off by ~1e-2).
   const Vec3 local[3] = {tri[0] - pose.position, tri[1] - pose.position, tri[2] - pose.position};
   const PlacedConvex q0(core, Pose{Vec3{}, pose.rotation});
-  TriangleCastHit g =
-      SweepConvexTriangle(local, q0, 0.0, v, t_max, q0.scale() + v.Length(), active);
+  CastResult g = SweepConvexTriangle(local, q0, 0.0, v, t_max, q0.scale() + v.Length(), active);
   g.point = g.point + pose.position;
-  const TriangleCastHit gw = SweepConvexTriangle(tri, q, 0.0, v, t_max, scale, active);
+  const CastResult gw = SweepConvexTriangle(tri, q, 0.0, v, t_max, scale, active);
   ++tally->pairs;
-  if (g.hit) ++tally->cast_hits;
+  if (g.hit()) ++tally->cast_hits;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
   ASSERT_TRUE(q.is_cylinder());
   // The box cull never drops a pair the cast hits (a capped cast's hit is
   // only a lower bound where it gave up).
   if (CylinderTriangleApart(tri, q.cylinder(), v, t_max)) {
     ++tally->apart;
-    EXPECT_TRUE(!g.hit || g.capped) << what << " " << i << " apart";
-    EXPECT_TRUE(!gw.hit || gw.capped) << what << " " << i << " apart";
+    EXPECT_TRUE(!g.hit() || (g.state == CastState::kFailed)) << what << " " << i << " apart";
+    EXPECT_TRUE(!gw.hit() || (gw.state == CastState::kFailed)) << what << " " << i << " apart";
   }
-  TriangleCastHit c;
+  CastResult c;
   const bool proven = CylinderTriangleSweep(tri, q.cylinder(), v, t_max, active, face, &c);
-  const TriangleCastHit m = SweepTriangle(tri, q, v, t_max, scale, active);
+  const CastResult m = SweepTriangle<TriangleRoutine::kCylinder>(tri, q, v, t_max, scale, active);
   const std::string where = std::string(what) + " " + std::to_string(i);
   // The mesh path: the cast's answer, or the closed form's when it proved one.
-  EXPECT_EQ(m.hit, gw.hit) << where;
-  EXPECT_EQ(m.started_inside, gw.started_inside) << where;
+  EXPECT_EQ(m.hit(), gw.hit()) << where;
+  EXPECT_EQ(m.state == CastState::kStartedOverlapping, gw.state == CastState::kStartedOverlapping)
+      << where;
   if (!proven) {
-    EXPECT_EQ(m.t, gw.t) << where;
+    EXPECT_EQ(m.fraction, gw.fraction) << where;
     return;
   }
-  if (g.capped) {
+  if (g.state == CastState::kFailed) {
     // The cast gave up with a lower bound: the proof stands (no contact
     // before its t); the cast's t only bounds it.
     ++tally->cast_capped;
-    if (c.hit) {
-      EXPECT_LE(g.t, c.t + 1e-12) << where;
+    if (c.hit()) {
+      EXPECT_LE(g.fraction, c.fraction + 1e-12) << where;
     }
     return;
   }
-  ASSERT_EQ(c.hit, g.hit) << where << " t " << g.t << " closed " << c.t;
-  EXPECT_FALSE(c.started_inside) << where;
-  EXPECT_FALSE(g.started_inside) << where;
-  EXPECT_FALSE(c.capped) << where;
-  if (!c.hit) {
+  ASSERT_EQ(c.hit(), g.hit()) << where << " t " << g.fraction << " closed " << c.fraction;
+  EXPECT_FALSE(c.state == CastState::kStartedOverlapping) << where;
+  EXPECT_FALSE(g.state == CastState::kStartedOverlapping) << where;
+  EXPECT_FALSE(c.state == CastState::kFailed) << where;
+  if (!c.hit()) {
     ++tally->closed_misses;
     return;
   }
@@ -116,10 +116,11 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   // (at least kCylinderTriangleSine of the speed along the contact's own
   // normal; the reported one may be the face normal by the active-edge rule)
   const double closing = std::max(-Dot(v, c.normal), kCylinderTriangleSine * v.Length());
-  const double gap = std::fabs(c.t - g.t) * closing;
-  EXPECT_LE(gap, kSweepStallGap + 1e-12 * scale) << where << " t " << g.t << " closed " << c.t;
+  const double gap = std::fabs(c.fraction - g.fraction) * closing;
+  EXPECT_LE(gap, kSweepStallGap + 1e-12 * scale)
+      << where << " t " << g.fraction << " closed " << c.fraction;
   tally->max_gap = std::max(tally->max_gap, gap);
-  const double travel = std::fabs(c.t - g.t) * v.Length();
+  const double travel = std::fabs(c.fraction - g.fraction) * v.Length();
   tally->max_travel = std::max(tally->max_travel, travel);
   if (travel > kSweepGap) ++tally->beyond_tie;
   // Separation along n (triangle towards cylinder) at t, local frame.
@@ -133,7 +134,7 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   if (!c_face) {
     // Independently of the cast: the contact normal separates them by half
     // a gap at t (where the cast stops).
-    const double sep = separation(c.normal, c.t);
+    const double sep = separation(c.normal, c.fraction);
     EXPECT_NEAR(sep, 0.5 * kSweepGap, 1e-11 + rounding) << where;
   }
   const double angle = std::acos(std::clamp(Dot(c.normal, g.normal), -1.0, 1.0));
@@ -149,9 +150,9 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
       // separates less than the closed form's.
       ++tally->cast_off;
       EXPECT_FALSE(c_face) << where;
-      EXPECT_LT(separation(g.normal, g.t), separation(c.normal, c.t) - 1e-10)
-          << where << " normal " << c.normal.x << " " << c.normal.y << " " << c.normal.z
-          << " cast " << g.normal.x << " " << g.normal.y << " " << g.normal.z;
+      EXPECT_LT(separation(g.normal, g.fraction), separation(c.normal, c.fraction) - 1e-10)
+          << where << " normal " << c.normal.x << " " << c.normal.y << " " << c.normal.z << " cast "
+          << g.normal.x << " " << g.normal.y << " " << g.normal.z;
     }
   } else {
     tally->max_angle = std::max(tally->max_angle, angle);
@@ -160,8 +161,8 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   EXPECT_LE(point, 1e-5) << where;
   tally->max_point = std::max(tally->max_point, point);
   // The mesh path took either answer.
-  EXPECT_TRUE(m.t == gw.t || m.t == c.t) << where;
-  if (m.t == c.t && m.t != gw.t) ++tally->mesh_closed;
+  EXPECT_TRUE(m.fraction == gw.fraction || m.fraction == c.fraction) << where;
+  if (m.fraction == c.fraction && m.fraction != gw.fraction) ++tally->mesh_closed;
 }
 
 void Print(const char* name, const Tally& t) {
@@ -218,10 +219,9 @@ TEST(CylinderTriangleSweep, MatchesTheGjkCast) {
     Compare(tri, core, Pose{c, rot}, v, t_max, active, s, &tally, "random", i);
     if (::testing::Test::HasFatalFailure()) return;
     const PlacedConvex q(core, Pose{c, rot});
-    const TriangleCastHit g =
-        SweepConvexTriangle(tri, q, 0.0, v, 1.0, q.scale() + v.Length(), active);
-    if (!g.hit || g.started_inside) continue;
-    const Vec3 at = c + v * g.t;
+    const CastResult g = SweepConvexTriangle(tri, q, 0.0, v, 1.0, q.scale() + v.Length(), active);
+    if (!g.hit() || (g.state == CastState::kStartedOverlapping)) continue;
+    const Vec3 at = c + v * g.fraction;
     const Vec3 n = g.normal;
     Vec3 side = Cross(n, rng.UnitVector());
     if (side.LengthSq() < 1e-6) continue;
@@ -315,10 +315,10 @@ TEST(CylinderTriangleSweep, BadInputProvesNothing) {
   cyl.half_height = 0.5;
   const double nan = std::nan("");
   const double inf = std::numeric_limits<double>::infinity();
-  TriangleCastHit out;
+  CastResult out;
   // Sane input first: a rim onto the face.
   ASSERT_TRUE(CylinderTriangleSweep(tri, cyl, {0, -3, 0}, 1.0, 7, face, &out));
-  EXPECT_TRUE(out.hit);
+  EXPECT_TRUE(out.hit());
   EXPECT_FALSE(CylinderTriangleApart(tri, cyl, {0, -3, 0}, 1.0));
   PlacedCylinder high = cyl;
   high.center.y = 20.0;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "shape/convex_core.h"
 #include "test_util.h"
 
 namespace hitbox {

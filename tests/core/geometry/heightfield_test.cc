@@ -166,13 +166,13 @@ TEST(HeightfieldQueries, SameAsEquivalentMesh) {
       EXPECT_EQ(testing::BruteOverlapCapsule(hf, c, p1, r, false, &ca), testing::BruteOverlapCapsule(mesh, c, p1, r, false, &cm));
       EXPECT_EQ(ca.size(), cm.size());
       overlaps += oa;
-      const SurfaceCastHit sa = testing::BruteSweepSphere(hf, o, r, d);
-      const SurfaceCastHit sm = testing::BruteSweepSphere(mesh, o, r, d);
+      const CastResult sa = testing::BruteSweepSphere(hf, o, r, d);
+      const CastResult sm = testing::BruteSweepSphere(mesh, o, r, d);
       ASSERT_EQ(sa.state, sm.state) << ToString(o) << " " << ToString(d) << " r " << r;
-      if (sa.state != SurfaceCastHit::State::kMiss) {
+      if (sa.state != CastState::kMiss) {
         ++sweeps;
         EXPECT_NEAR(sa.fraction, sm.fraction, 1e-9);
-        if (sa.triangle == sm.triangle) {
+        if (sa.sub_shape == sm.sub_shape) {
           EXPECT_TRUE(VecNear(sa.normal, sm.normal, 1e-9));
         }
       }

@@ -2,8 +2,6 @@
 // against brute force over every triangle; watertightness on closed meshes;
 // 20 km from the origin like at the origin; the raycasts of the next/ case
 // files evaluated directly on the mesh colliders.
-#include "geometry/triangle_mesh.h"
-
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -19,10 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "geometry/heightfield.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
+#include "geometry/heightfield.h"
+#include "geometry/triangle_mesh.h"
 #include "mesh_util.h"
+#include "shape/convex_core.h"
+#include "surface_sweep_any.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -868,16 +869,19 @@ TEST(MeshSweep, SphereMatchesBruteForceAndTouches) {
       const Vec3 c = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
       const Vec3 d = b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c;
       const double r = rng.Uniform(0.05, 1.0);
-      const SurfaceCastHit got = BruteSweepSphere(*m, c, r, d);
+      const CastResult got = BruteSweepSphere(*m, c, r, d);
       double best = 1.0;
       bool found = false;
       for (uint32_t t = 0; t < m->triangle_count(); ++t) {
         Vec3 v[3];
         m->TriangleVertices(t, v);
-        const TriangleCastHit s = SweepSphereTriangle(c, r, d, 1.0, v[0], v[1], v[2], 7);
-        if (s.hit && (!found || s.t < best)) { best = s.t; found = true; }
+        const CastResult s = SweepSphereTriangle(c, r, d, 1.0, v[0], v[1], v[2], 7);
+        if (s.hit() && (!found || s.fraction < best)) {
+          best = s.fraction;
+          found = true;
+        }
       }
-      ASSERT_EQ(got.state != SurfaceCastHit::State::kMiss, found) << ToString(c) << ToString(d);
+      ASSERT_EQ(got.state != CastState::kMiss, found) << ToString(c) << ToString(d);
       if (!found) continue;
       ++hits;
       EXPECT_EQ(got.fraction, best);
@@ -907,8 +911,8 @@ TEST(MeshSweep, SlidingOnFlatFloorReportsFaceNormal) {
     if (i % 3 == 0) c.x = std::round(c.x);
     if (i % 5 == 0) c.z = std::round(c.z);
     const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(1e-3, 0.05), rng.Uniform(-1, 1)};
-    const SurfaceCastHit hit = BruteSweepSphere(floor, c, r, d);
-    ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit);
+    const CastResult hit = BruteSweepSphere(floor, c, r, d);
+    ASSERT_EQ(hit.state, CastState::kHit);
     EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-12)) << ToString(c) << " " << ToString(d);
     ++checked;
   }
@@ -1109,17 +1113,19 @@ void CheckCaseFile(const std::string& name, CaseStats* stats) {
           }
         } else {
           const Pose local = s.pose.RelativeTo(Pose{o, rot});
-          SurfaceCastHit h;
+          CastResult h;
           if (qs.hull) {
             const PlacedPoints pp(qs.points, local);
-            h = s.mesh ? SurfaceSweepConvex(*s.mesh, pp, ld) : SurfaceSweepConvex(*s.field, pp, ld);
+            h = s.mesh ? testing::SweepAnyCore(*s.mesh, pp, ld)
+                       : testing::SweepAnyCore(*s.field, pp, ld);
           } else {
             const PlacedConvex pc(qs.core, local);
-            h = s.mesh ? SurfaceSweepConvex(*s.mesh, pc, ld) : SurfaceSweepConvex(*s.field, pc, ld);
+            h = s.mesh ? testing::SweepAnyCore(*s.mesh, pc, ld)
+                       : testing::SweepAnyCore(*s.field, pc, ld);
           }
-          if (h.state != SurfaceCastHit::State::kMiss) {
+          if (h.state != CastState::kMiss) {
             f = h.fraction;
-            stats->capped += h.capped;
+            stats->capped += h.state == CastState::kFailed;
           }
         }
         if (f < best) { best = f; best_id = s.id; found = true; }
@@ -1414,7 +1420,7 @@ TEST(MeshConvex, DeepestContactMatchesAllContacts) {
                                  Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
                                  Core(ConvexCore::Kind::kBox, he, 0, 0, 0.1 * r),
                                  Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
-    const ConvexCore hull = ConvexCore::FromShape(hulls[(i / 18) % hulls.size()]);
+    const ConvexCore hull = internal::CoreOf(hulls[(i / 18) % hulls.size()]);
     const ConvexCore& core = (i / 3) % 6 == 5 ? hull : cores[(i / 3) % 6];
     Pose pose{c, q};
     if (i % 7 == 0) {
@@ -1516,7 +1522,7 @@ TEST(MeshConvex, InnerOverlapBoundsContactDepth) {
     const ConvexCore cores[3] = {Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
                                  Core(ConvexCore::Kind::kBox, he, 0, 0, 0.1 * r),
                                  Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
-    const ConvexCore hull = ConvexCore::FromShape(hulls[(i / 4) % hulls.size()]);
+    const ConvexCore hull = internal::CoreOf(hulls[(i / 4) % hulls.size()]);
     const ConvexCore& core = i % 4 == 3 ? hull : cores[i % 4];
     const bool box = core.kind == ConvexCore::Kind::kBox;
     const PlacedConvex placed(core, Pose{c, q});
@@ -1581,8 +1587,8 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
                                    Core(ConvexCore::Kind::kBox, he, 0, 0, 0),
                                    Core(ConvexCore::Kind::kCylinder, {}, hh, r, 0)};
       for (const ConvexCore& core : cores) {
-        const SurfaceCastHit hit = SurfaceSweepConvex(*m, PlacedConvex(core, Pose{c, q}), d);
-        const double f = hit.state == SurfaceCastHit::State::kMiss ? 1.0 : hit.fraction;
+        const CastResult hit = testing::SweepAnyCore(*m, PlacedConvex(core, Pose{c, q}), d);
+        const double f = hit.state == CastState::kMiss ? 1.0 : hit.fraction;
         // Apart at samples before f (a margin of 1e-7 of the path for rounding).
         for (int s = 0; s < 40; ++s) {
           const double t = f * s / 40.0 - 1e-7;
@@ -1590,7 +1596,7 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
           EXPECT_FALSE(SurfaceOverlapConvex(*m, PlacedConvex(core, Pose{c + d * t, q}), true, nullptr))
               << "overlap at " << t << " before " << f << " kind " << static_cast<int>(core.kind);
         }
-        if (hit.state == SurfaceCastHit::State::kMiss) continue;
+        if (hit.state == CastState::kMiss) continue;
         ++hits;
         ConvexCore grown = core;
         grown.margin += 1e-7;
@@ -1600,7 +1606,7 @@ TEST(MeshConvex, SweepsTouchAtFractionAndNotBefore) {
           EXPECT_LE(Dot(hit.normal, d), 1e-9);
         }
         if (core.kind == ConvexCore::Kind::kPoint) {
-          const SurfaceCastHit exact = BruteSweepSphere(*m, c, r, d);
+          const CastResult exact = BruteSweepSphere(*m, c, r, d);
           EXPECT_NEAR(exact.fraction, f, 1e-7);
         }
       }
@@ -1625,7 +1631,7 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     const TriangleMesh& m = i % 2 == 0 ? grid : ico;
     const Aabb b = m.bounds();
     const Shape shape = rng.MakeShape(kinds[i % 5], 0.05, 0.8);
-    const ConvexCore core = ConvexCore::FromShape(shape);
+    const ConvexCore core = internal::CoreOf(shape);
     // Near a random triangle's point, moving a short way or across the mesh.
     Vec3 tv[3];
     m.TriangleVertices(static_cast<uint32_t>(rng.Int(0, static_cast<int>(m.triangle_count()) - 1)),
@@ -1634,7 +1640,7 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     const Vec3 d = i % 4 == 0 ? b.Center() + Mul(rng.InBox(1.0), b.Extents()) - c
                               : rng.UnitVector() * rng.Uniform(0.0, 1.5);
     const PlacedConvex q(core, Pose{c, rng.Rotation()});
-    const SurfaceCastHit got = SurfaceSweepConvex(m, q, d);
+    const CastResult got = testing::SweepAnyCore(m, q, d);
     const double scale = q.scale() + d.Length();
     const double tie = d.Length() > 0.0 ? 1e-9 / d.Length() : 0.0;
     double best = 2.0;
@@ -1643,19 +1649,19 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
     for (uint32_t k = 0; k < m.triangle_count(); ++k) {
       Vec3 v[3];
       m.TriangleVertices(k, v);
-      const TriangleCastHit s = SweepTriangle(v, q, d, 1.0, scale, m.ActiveEdges(k));
-      if (!s.hit) continue;
-      found.push_back({s.t, m.OriginalIndex(k)});
-      best = std::min(best, s.t);
-      inside = inside || s.started_inside || s.t == 0.0;
+      const CastResult s = testing::SweepTriangleAnyCore(v, q, d, 1.0, scale, m.ActiveEdges(k));
+      if (!s.hit()) continue;
+      found.push_back({s.fraction, m.OriginalIndex(k)});
+      best = std::min(best, s.fraction);
+      inside = inside || (s.state == CastState::kStartedOverlapping) || s.fraction == 0.0;
     }
-    ASSERT_EQ(got.state != SurfaceCastHit::State::kMiss, !found.empty()) << "case " << i;
+    ASSERT_EQ(got.state != CastState::kMiss, !found.empty()) << "case " << i;
     if (found.empty()) continue;
     ++hits;
     EXPECT_NEAR(got.fraction, best, 2.0 * tie + 1e-12) << "case " << i;
     if (inside) {
       ++started;
-      EXPECT_EQ(got.state, SurfaceCastHit::State::kStartedInside) << "case " << i;
+      EXPECT_EQ(got.state, CastState::kStartedOverlapping) << "case " << i;
       uint32_t lowest = UINT32_MAX;
       int at_zero = 0;
       for (const auto& [t, orig] : found) {
@@ -1665,12 +1671,13 @@ TEST(MeshConvex, SweepsMatchBruteForceOverTriangles) {
         }
       }
       several_at_zero += at_zero > 1;
-      EXPECT_EQ(got.triangle, lowest) << "case " << i;
+      EXPECT_EQ(got.sub_shape, lowest) << "case " << i;
     } else {
       // A hit of the brute force within the ties of the best.
       bool listed = false;
-      for (const auto& [t, orig] : found) listed = listed || (orig == got.triangle && t <= best + 2.0 * tie);
-      EXPECT_TRUE(listed) << "case " << i << " triangle " << got.triangle;
+      for (const auto& [t, orig] : found)
+        listed = listed || (orig == got.sub_shape && t <= best + 2.0 * tie);
+      EXPECT_TRUE(listed) << "case " << i << " triangle " << got.sub_shape;
     }
   }
   std::printf("hits %d, started inside %d (several triangles at 0: %d)\n", hits, started,
@@ -1690,7 +1697,7 @@ TEST(MeshConvex, SweepScratchIsReleasedAfterALargeSweep) {
   const double r = 30.0;
   const ConvexCore ball = Core(ConvexCore::Kind::kPoint, {}, 0, 0, r);
   // Warm-up: whatever a first sweep on this thread allocates and keeps.
-  SurfaceSweepConvex(floor, PlacedConvex(ball, Pose{{80, 2 * r, 80}, Quat()}), {1, 0, 0});
+  testing::SweepAnyCore(floor, PlacedConvex(ball, Pose{{80, 2 * r, 80}, Quat()}), {1, 0, 0});
   // Bytes in use: from the heap and from mmap (large blocks).
   const auto in_use = [] {
     const struct mallinfo2 m = mallinfo2();
@@ -1700,10 +1707,10 @@ TEST(MeshConvex, SweepScratchIsReleasedAfterALargeSweep) {
   // The ball's bounds reach the floor's plane halfway, above ~7200
   // triangles at once, all entered at that fraction before the first of
   // them is swept.
-  const SurfaceCastHit hit = SurfaceSweepConvex(
+  const CastResult hit = testing::SweepAnyCore(
       floor, PlacedConvex(ball, Pose{{-40, r + 0.001, 80}, Quat()}), {240, -0.002, 0});
   const size_t after = in_use();
-  ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit);
+  ASSERT_EQ(hit.state, CastState::kHit);
   EXPECT_NEAR(hit.fraction, 0.5, 1e-9);
   EXPECT_LT(after, before + 64 * 1024) << before << " -> " << after;
 }
@@ -1724,8 +1731,8 @@ TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {
       // Boxes and cylinders upright but turned about Y so their corners land anywhere.
       const Quat q = Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0, 6.3));
       const Vec3 d{rng.Uniform(-1, 1), -rng.Uniform(2e-3, 0.05), rng.Uniform(-1, 1)};
-      const SurfaceCastHit hit = SurfaceSweepConvex(floor, PlacedConvex(cores[k], Pose{c, q}), d);
-      ASSERT_EQ(hit.state, SurfaceCastHit::State::kHit) << k << " " << ToString(c) << ToString(d);
+      const CastResult hit = testing::SweepAnyCore(floor, PlacedConvex(cores[k], Pose{c, q}), d);
+      ASSERT_EQ(hit.state, CastState::kHit) << k << " " << ToString(c) << ToString(d);
       EXPECT_TRUE(VecNear(hit.normal, {0, 1, 0}, 1e-9)) << k << " " << ToString(c) << " " << ToString(d);
       ++checked;
     }

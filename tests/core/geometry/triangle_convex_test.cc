@@ -1,10 +1,6 @@
 // Triangle against convex (triangle_convex.h, surface_queries.h): the
 // closed-form SAT penetration of polytope cores against EPA and against the
 // separating move, the bounded cost of EPA on flat and sliver inputs.
-#include "collision/triangles/box_triangle_sweep.h"
-#include "collision/triangles/triangle_epa.h"
-#include "collision/triangles/triangle_polytope_sat.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,13 +12,17 @@
 #include <vector>
 
 #include "cast_reference.h"
-#include "geometry/gjk.h"
-#include "geometry/sat.h"
+#include "collision/triangles/box_triangle_sweep.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
+#include "collision/triangles/triangle_epa.h"
+#include "collision/triangles/triangle_polytope_sat.h"
+#include "geometry/gjk.h"
+#include "geometry/sat.h"
 #include "geometry/triangle_mesh.h"
 #include "hitbox/collision/collide.h"
 #include "mesh_util.h"
+#include "shape/convex_core.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -189,11 +189,10 @@ TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
     Vec3 tri[3];
     RandomTriangle(rng, i, tri);
     const int kind = i % 3;
-    const ConvexCore core =
-        kind == 0   ? RandomPolytopeCore(rng, 2)
-        : kind == 1 ? Core(ConvexCore::Kind::kCylinder, {}, rng.Uniform(0.05, 1.0),
-                           rng.Uniform(0.05, 1.0), 0.0)
-                    : ConvexCore::FromShape(hulls[i % hulls.size()]);
+    const ConvexCore core = kind == 0   ? RandomPolytopeCore(rng, 2)
+                            : kind == 1 ? Core(ConvexCore::Kind::kCylinder, {},
+                                               rng.Uniform(0.05, 1.0), rng.Uniform(0.05, 1.0), 0.0)
+                                        : internal::CoreOf(hulls[i % hulls.size()]);
     double l0 = rng.Uniform(0, 1), l1 = rng.Uniform(0, 1);
     if (l0 + l1 > 1.0) l0 = 1.0 - l0, l1 = 1.0 - l1;
     const Vec3 on = tri[0] + (tri[1] - tri[0]) * l0 + (tri[2] - tri[0]) * l1;
@@ -524,7 +523,7 @@ TEST(TriangleConvexEpa, StopsOnlyBelowTheDepth) {
     const ConvexCore core =
         i % 2 == 0 ? Core(ConvexCore::Kind::kCylinder, {}, rng.Uniform(0.05, 1.0),
                           rng.Uniform(0.05, 1.0), i % 4 == 0 ? 0.0 : rng.Uniform(0.0, 0.1))
-                   : ConvexCore::FromShape(hulls[i % hulls.size()]);
+                   : internal::CoreOf(hulls[i % hulls.size()]);
     double l0 = rng.Uniform(0, 1), l1 = rng.Uniform(0, 1);
     if (l0 + l1 > 1.0) l0 = 1.0 - l0, l1 = 1.0 - l1;
     const Vec3 on = tri[0] + (tri[1] - tri[0]) * l0 + (tri[2] - tri[0]) * l1;
@@ -617,24 +616,27 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   const double scale = q.scale() + v.Length();
   ASSERT_NE(q.oriented_box(), nullptr);
   const SweepSatResult sat = SweepBoxSat(tri, *q.oriented_box(), q.margin(), v, t_max, scale, active);
-  const TriangleCastHit gjk = SweepConvexTriangle(tri, q, q.margin(), v, t_max, scale, active);
-  tally->gjk_hits += gjk.hit ? 1 : 0;
+  const CastResult gjk = SweepConvexTriangle(tri, q, q.margin(), v, t_max, scale, active);
+  tally->gjk_hits += gjk.hit() ? 1 : 0;
   const std::string where = std::string(what) + " " + std::to_string(i);
   switch (sat.state) {
     case SweepSatResult::State::kApart:
       ++tally->apart;
-      EXPECT_FALSE(gjk.hit) << where << " t " << gjk.t << " capped " << gjk.capped;
+      EXPECT_FALSE(gjk.hit()) << where << " t " << gjk.fraction << " capped "
+                              << (gjk.state == CastState::kFailed);
       return;
     case SweepSatResult::State::kUndecided: ++tally->undecided; return;
     case SweepSatResult::State::kHit: break;
   }
-  const TriangleCastHit& s = sat.hit;
-  ASSERT_TRUE(gjk.hit) << where << " sat t " << s.t;
-  EXPECT_EQ(s.started_inside, gjk.started_inside) << where << " " << s.t << " " << gjk.t;
+  const CastResult& s = sat.hit;
+  ASSERT_TRUE(gjk.hit()) << where << " sat t " << s.fraction;
+  EXPECT_EQ((s.state == CastState::kStartedOverlapping),
+            (gjk.state == CastState::kStartedOverlapping))
+      << where << " " << s.fraction << " " << gjk.fraction;
   EXPECT_NEAR(s.normal.Length(), 1.0, 1e-12) << where;
-  if (s.started_inside) {
+  if (s.state == CastState::kStartedOverlapping) {
     ++tally->started;
-    EXPECT_EQ(s.t, 0.0);
+    EXPECT_EQ(s.fraction, 0.0);
     // The cast's started-inside normal: the face normal against the motion.
     EXPECT_TRUE(VecNear(s.normal, gjk.normal, 1e-9)) << where;
     return;
@@ -642,23 +644,24 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   ++tally->hit;
   const double len = v.Length();
   const double approach = std::max(-Dot(s.normal, v), -Dot(gjk.normal, v));
-  EXPECT_LE(std::fabs(s.t - gjk.t) * approach, 2e-7) << where << " " << s.t << " " << gjk.t;
+  EXPECT_LE(std::fabs(s.fraction - gjk.fraction) * approach, 2e-7)
+      << where << " " << s.fraction << " " << gjk.fraction;
   EXPECT_LE(Dot(s.normal, v), 0.0) << where;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
-  // Touching at s.t (grown by 1e-7), apart 1e-6 m of approach before.
+  // Touching at s.fraction (grown by 1e-7), apart 1e-6 m of approach before.
   ConvexCore grown = core;
   grown.margin += 1e-7;
-  const PlacedConvex at(grown, Pose{pose.position + v * s.t, pose.rotation});
+  const PlacedConvex at(grown, Pose{pose.position + v * s.fraction, pose.rotation});
   EXPECT_LE(TriangleConvexGjk(tri, at, at.margin(), at.scale()).distance, 0.0) << where;
   // (The face normal of an inactive edge may lie across the motion.)
   const double closing = -Dot(s.normal, v);
-  const double before = closing > 0.0 ? s.t - 1e-6 / closing : -1.0;
+  const double before = closing > 0.0 ? s.fraction - 1e-6 / closing : -1.0;
   if (before > 0.0) {
     const PlacedConvex early(core, Pose{pose.position + v * before, pose.rotation});
     EXPECT_GT(TriangleConvexGjk(tri, early, early.margin(), early.scale()).distance, 0.0)
         << where;
   }
-  // The point: on the triangle and on the box's surface at s.t (the cast's
+  // The point: on the triangle and on the box's surface at s.fraction (the cast's
   // own point: SweepConvexTriangle.PointOnTriangleAndConvex).
   // (In the plane and the triangle's bounds: ClosestPointOnTriangle itself
   // rounds by ~1e-6 on the slivers.)
@@ -666,13 +669,13 @@ void Compare(const Vec3 tri[3], const ConvexCore& core, const Pose& pose, const 
   EXPECT_TRUE(Aabb().Union(tri[0]).Union(tri[1]).Union(tri[2]).Expanded(1e-9).Contains(s.point))
       << where;
   const OrientedBox& box = *q.oriented_box();
-  const Vec3 rel = s.point - (box.center + v * s.t);
+  const Vec3 rel = s.point - (box.center + v * s.fraction);
   double outside = -1e9;
   for (int k = 0; k < 3; ++k) {
     outside = std::max(outside, std::fabs(Dot(rel, box.axis[k])) - box.half[k]);
   }
   EXPECT_LE(std::fabs(outside), 1e-7) << where << " " << ToString(s.point);
-  if (std::fabs(s.t - gjk.t) * len > 1e-8) return;
+  if (std::fabs(s.fraction - gjk.fraction) * len > 1e-8) return;
   ++tally->same_moment;
   // On an active edge the cast's fallback (conservative advancement) can
   // find the cores overlapping at the contact by rounding (GJK's
@@ -726,10 +729,9 @@ TEST(SweepBoxSat, MatchesGjkCast) {
     Compare(tri, core, Pose{c, rot}, v, t_max, active, &tally, "random", i);
     // Derived cases from the cast's contact.
     const PlacedConvex q(core, Pose{c, rot});
-    const TriangleCastHit g =
-        SweepConvexTriangle(tri, q, 0.0, v, 1.0, q.scale() + v.Length(), active);
-    if (!g.hit || g.started_inside) continue;
-    const Vec3 at = c + v * g.t;
+    const CastResult g = SweepConvexTriangle(tri, q, 0.0, v, 1.0, q.scale() + v.Length(), active);
+    if (!g.hit() || (g.state == CastState::kStartedOverlapping)) continue;
+    const Vec3 at = c + v * g.fraction;
     const Vec3 n = g.normal;
     Vec3 side = Cross(n, rng.UnitVector());
     if (side.LengthSq() < 1e-6) continue;
@@ -780,13 +782,13 @@ TEST(SweepBoxSat, AnswerDoesNotDependOnTheLimit) {
     const uint8_t active = static_cast<uint8_t>(rng.Int(0, 7));
     const double scale = q.scale() + v.Length();
     const SweepSatResult full = SweepBoxSat(tri, *q.oriented_box(), q.margin(), v, 1.0, scale, active);
-    if (full.state != SweepSatResult::State::kHit || full.hit.t == 0.0) continue;
+    if (full.state != SweepSatResult::State::kHit || full.hit.fraction == 0.0) continue;
     ++checked;
-    const double t = full.hit.t;
+    const double t = full.hit.fraction;
     for (const double t_max : {t, t + (1.0 - t) * 1e-6, t + (1.0 - t) * rng.Uniform(0.0, 1.0)}) {
       const SweepSatResult r = SweepBoxSat(tri, *q.oriented_box(), q.margin(), v, t_max, scale, active);
       ASSERT_EQ(r.state, SweepSatResult::State::kHit) << i << " t " << t << " t_max " << t_max;
-      EXPECT_EQ(r.hit.t, t) << i;
+      EXPECT_EQ(r.hit.fraction, t) << i;
       EXPECT_EQ(r.hit.normal, full.hit.normal) << i;
       EXPECT_EQ(r.hit.point, full.hit.point) << i;
     }
@@ -861,16 +863,17 @@ void CheckAgainstGap(const Vec3 tri[3], const ConvexCore& core, const Pose& pose
            core.margin;
   };
   const bool hit = got.state == SweepSatResult::State::kHit;
-  EXPECT_TRUE(SweepAgreesWithGap(gap, t_max, v.Length(), tol, hit, hit && got.hit.started_inside,
-                                 got.hit.t))
+  EXPECT_TRUE(SweepAgreesWithGap(gap, t_max, v.Length(), tol, hit,
+                                 hit && got.hit.state == CastState::kStartedOverlapping,
+                                 got.hit.fraction))
       << "case " << i;
   if (!hit) {
     ++tally->apart;
     return;
   }
-  ++(got.hit.started_inside ? tally->started : tally->hits);
+  ++(got.hit.state == CastState::kStartedOverlapping ? tally->started : tally->hits);
   EXPECT_NEAR(got.hit.normal.Length(), 1.0, 1e-9) << "case " << i;
-  if (got.hit.started_inside) return;
+  if (got.hit.state == CastState::kStartedOverlapping) return;
   EXPECT_LE(Dot(got.hit.normal, v), 1e-9 * v.Length()) << "case " << i;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
   EXPECT_LE(std::fabs(Dot(face, got.hit.point - tri[0])), tol) << "case " << i;
@@ -908,15 +911,18 @@ TEST(SweepBoxSat, MatchesTheDistanceAtAnyScale) {
     CheckAgainstGap(tri, core, pose, v, t_max, active, i, &tally);
     const PlacedConvex q(core, pose);
     const SweepSatResult first = SweepBoxSat(tri, *q.oriented_box(), margin, v, 1.0, s, active);
-    if (first.state != SweepSatResult::State::kHit || first.hit.started_inside) continue;
+    if (first.state != SweepSatResult::State::kHit ||
+        first.hit.state == CastState::kStartedOverlapping) {
+      continue;
+    }
     const Vec3 n = first.hit.normal;
     const Vec3 side = Cross(n, rng.UnitVector()).Normalized() * s;
     for (const double off : {0.0, -1e-7, 1e-7, 1e-4}) {
-      const Pose at{pose.position + v * first.hit.t + n * (off * s), rot};
+      const Pose at{pose.position + v * first.hit.fraction + n * (off * s), rot};
       CheckAgainstGap(tri, core, at, v, 1.0, active, i, &tally);
       CheckAgainstGap(tri, core, at, side, 1.0, active, i, &tally);
     }
-    const Pose inside{pose.position + v * std::min(1.0, first.hit.t + 0.05), rot};
+    const Pose inside{pose.position + v * std::min(1.0, first.hit.fraction + 0.05), rot};
     CheckAgainstGap(tri, core, inside, v, 1.0, active, i, &tally);
     if (HasFailure()) return;
   }
@@ -1063,7 +1069,7 @@ TEST(TriangleConvexEpa, DepthIsTheShortestSeparatingMove) {
     }
     ConvexCore core;
     if (hull) {
-      core = ConvexCore::FromShape(hulls[i % hulls.size()]);
+      core = internal::CoreOf(hulls[i % hulls.size()]);
     } else if (i % 8 < 3) {
       core = Core(ConvexCore::Kind::kCylinder, {}, rng.Uniform(0.05, 1.0) * s,
                   rng.Uniform(0.05, 1.0) * s, i % 4 == 0 ? 0.0 : rng.Uniform(0.0, 0.1) * s);
@@ -1141,21 +1147,22 @@ struct Counts {
 /// `tol` of it is on its surface within `tol`.
 void CheckPoint(const Vec3 tri[3], const Shape& shape, const Pose& pose, const Vec3& v,
                 uint8_t active, Counts* counts, int i) {
-  const ConvexCore core = ConvexCore::FromShape(shape);
+  const ConvexCore core = internal::CoreOf(shape);
   const PlacedConvex q(core, pose);
   const double scale = q.scale() + v.Length();
-  const TriangleCastHit s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
-  if (!s.hit || s.started_inside || s.capped) return;
+  const CastResult s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
+  if (!s.hit() || (s.state == CastState::kStartedOverlapping) || (s.state == CastState::kFailed))
+    return;
   ++counts->hits;
-  if (s.t > 0.0) ++counts->advanced;
+  if (s.fraction > 0.0) ++counts->advanced;
   const double tol = 1e-6 * scale;
   const double off_triangle = OffTriangle(tri, s.point);
-  const double off_convex = DistanceToConvex(core, Pose{pose.position + v * s.t, pose.rotation},
-                                             s.point);
+  const double off_convex =
+      DistanceToConvex(core, Pose{pose.position + v * s.fraction, pose.rotation}, s.point);
   const bool ok = off_triangle <= tol && off_convex <= tol;
   counts->bad += ok ? 0 : 1;
-  EXPECT_TRUE(ok) << ShapeKindName(shape.kind()) << " " << i << " t " << s.t << " off triangle "
-                  << off_triangle << " off convex " << off_convex;
+  EXPECT_TRUE(ok) << ShapeKindName(shape.kind()) << " " << i << " t " << s.fraction
+                  << " off triangle " << off_triangle << " off convex " << off_convex;
 }
 
 }  // namespace cast_point
@@ -1222,20 +1229,20 @@ TEST(SweepConvexTriangle, ConvergesFarFromTheOrigin) {
     const Vec3 on_edge = tri[e] + (tri[(e + 1) % 3] - tri[e]) * a;
     const Vec3 target = i % 2 == 0 ? on_edge : tri[0] * 0.2 + tri[1] * 0.3 + tri[2] * 0.5;
     const Vec3 v = (target - pose.position) * rng.Uniform(1.0, 2.0) + rng.InBox(0.2);
-    const ConvexCore core = ConvexCore::FromShape(shape);
+    const ConvexCore core = internal::CoreOf(shape);
     const PlacedConvex q(core, pose);
     const double scale = q.scale() + v.Length();
-    const TriangleCastHit s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
-    if (!s.hit || s.started_inside) continue;
+    const CastResult s = SweepConvexTriangle(tri, q, q.margin(), v, 1.0, scale, active);
+    if (!s.hit() || (s.state == CastState::kStartedOverlapping)) continue;
     ++hits;
-    if (s.capped) {
+    if (s.state == CastState::kFailed) {
       ++capped;
-      ADD_FAILURE() << ShapeKindName(shape.kind()) << " " << i << " capped at t " << s.t;
+      ADD_FAILURE() << ShapeKindName(shape.kind()) << " " << i << " capped at t " << s.fraction;
       continue;
     }
     // At the hit the moved convex touches the triangle at the point (within
     // kSweepStallGap), its core not overlapping the triangle (GJK).
-    const Vec3 shift = v * s.t;
+    const Vec3 shift = v * s.fraction;
     auto moved = [&](const Vec3& d) { return q(d) + shift; };
     const TriangleConvexDistance g = TriangleConvexGjk(tri, moved, q.margin(), scale);
     const double off_triangle = OffTriangle(tri, s.point);
@@ -1243,8 +1250,8 @@ TEST(SweepConvexTriangle, ConvergesFarFromTheOrigin) {
         DistanceToConvex(core, Pose{pose.position + shift, pose.rotation}, s.point);
     const bool ok = off_triangle <= 1e-9 && off_convex <= kSweepStallGap && !g.cores_overlap;
     bad += ok ? 0 : 1;
-    EXPECT_TRUE(ok) << ShapeKindName(shape.kind()) << " " << i << " t " << s.t << " distance "
-                    << g.distance << (g.cores_overlap ? " (cores overlap)" : "")
+    EXPECT_TRUE(ok) << ShapeKindName(shape.kind()) << " " << i << " t " << s.fraction
+                    << " distance " << g.distance << (g.cores_overlap ? " (cores overlap)" : "")
                     << " off triangle " << off_triangle << " off convex " << off_convex;
   }
   std::printf("hits %d, capped %d, bad %d\n", hits, capped, bad);
@@ -1266,7 +1273,7 @@ Vec3 TriangleSupport(const Vec3& d) {
   return kTri[(x0 >= x1 && x0 >= x2) ? 0 : (x1 >= x2 ? 1 : 2)];
 }
 
-TriangleCastHit Advance(const std::function<Vec3(const Vec3&)>& support) {
+CastResult Advance(const std::function<Vec3(const Vec3&)>& support) {
   const Vec3 face = Cross(kTri[1] - kTri[0], kTri[2] - kTri[0]).Normalized();
   return triangle_convex_detail::AdvanceConvexTriangle(kTri, support, 0.0, Vec3{0, 0, -1}, 0.0,
                                                        1.0, 15.0, 7, face);
@@ -1294,10 +1301,10 @@ TEST(AdvanceConvexTriangle, GivenUpReportsTheLastGjkPointOnTheTriangle) {
     const Vec3 aside = Cross(v, Vec3{0, 0, 1}).Normalized();
     return TriangleSupport(v) + v.Normalized() * 1e-10 + aside;
   };
-  const TriangleCastHit s = Advance(support);
-  ASSERT_TRUE(s.hit);
-  ASSERT_TRUE(s.capped);  // the set-up reaches the give-up path
-  EXPECT_EQ(s.t, 0.0);
+  const CastResult s = Advance(support);
+  ASSERT_TRUE(s.hit());
+  ASSERT_TRUE(s.state == CastState::kFailed);  // the set-up reaches the give-up path
+  EXPECT_EQ(s.fraction, 0.0);
   EXPECT_TRUE(s.point.IsFinite());
   EXPECT_LE(cast_point::OffTriangle(kTri, s.point), 1e-9 * 15.0)
       << s.point.x << " " << s.point.y << " " << s.point.z;
@@ -1310,14 +1317,14 @@ TEST(AdvanceConvexTriangle, GivenUpReportsTheLastGjkPointOnTheTriangle) {
 TEST(AdvanceConvexTriangle, OutOfIterationsReportsThePointAtT) {
   using namespace capped_point;
   int runs = 0;
-  const TriangleCastHit s = Advance([&](const Vec3& d) {
+  const CastResult s = Advance([&](const Vec3& d) {
     if (d == Vec3{1, 0, 0}) ++runs;
     return Vec3{10.5, 10.75, 1e-3 * runs};
   });
-  ASSERT_TRUE(s.hit);
-  ASSERT_TRUE(s.capped);
+  ASSERT_TRUE(s.hit());
+  ASSERT_TRUE(s.state == CastState::kFailed);
   EXPECT_EQ(runs, kTriangleSweepMaxIterations + 1);
-  EXPECT_NEAR(s.t, kTriangleSweepMaxIterations * 1e-3, 1e-6);
+  EXPECT_NEAR(s.fraction, kTriangleSweepMaxIterations * 1e-3, 1e-6);
   EXPECT_TRUE(VecNear(s.point, Vec3{10.5, 10.75, 0}, 1e-9 * 15.0))
       << s.point.x << " " << s.point.y << " " << s.point.z;
 }
@@ -1330,11 +1337,11 @@ TEST(AdvanceConvexTriangle, GivenUpOnNanSupportReportsAPointOfTheTriangle) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const int honest : {2, 0}) {
     int calls = 0;
-    const TriangleCastHit s = Advance([&](const Vec3&) {
+    const CastResult s = Advance([&](const Vec3&) {
       return calls++ < honest ? Vec3{10.5, 10.5, 1.0} : Vec3{nan, nan, nan};
     });
-    ASSERT_TRUE(s.hit) << honest;
-    ASSERT_TRUE(s.capped) << honest;
+    ASSERT_TRUE(s.hit()) << honest;
+    ASSERT_TRUE(s.state == CastState::kFailed) << honest;
     EXPECT_TRUE(s.point.IsFinite()) << honest;
     EXPECT_LE(cast_point::OffTriangle(kTri, s.point), 1e-9 * 15.0) << honest;
   }

@@ -87,13 +87,13 @@ SweepCase MakeCase(Random& rng, bool sphere, int i) {
   return c;
 }
 
-TriangleCastHit ClosedForm(const SweepCase& c, bool sphere) {
+CastResult ClosedForm(const SweepCase& c, bool sphere) {
   return sphere ? SweepSphereTriangle(c.p0, c.r, c.v, 1.0, c.tri[0], c.tri[1], c.tri[2], c.active)
                 : SweepCapsuleTriangle(c.p0, c.p1, c.r, c.v, 1.0, c.tri[0], c.tri[1], c.tri[2],
                                        c.active);
 }
 
-TriangleCastHit Generic(const SweepCase& c) {
+CastResult Generic(const SweepCase& c) {
   const Vec3 d = c.p1 - c.p0;
   auto support = [&](const Vec3& dir) { return Dot(dir, d) >= 0.0 ? c.p1 : c.p0; };
   const double scale = d.Length() + c.r + c.p0.Length() + c.v.Length();
@@ -110,16 +110,16 @@ void CheckClosedForm(bool sphere, uint64_t seed) {
   constexpr int kCases = 6000;
   for (int i = 0; i < kCases; ++i) {
     const SweepCase c = MakeCase(rng, sphere, i);
-    const TriangleCastHit got = ClosedForm(c, sphere);
-    const TriangleCastHit ref = Generic(c);
+    const CastResult got = ClosedForm(c, sphere);
+    const CastResult ref = Generic(c);
     const double speed = c.v.Length();
-    if (got.hit != ref.hit) {
+    if (got.hit() != ref.hit()) {
       // Only a grazing pass may differ: the reported contact is touching and
       // the least distance over the sweep is r (up to rounding).
-      const double t = got.hit ? got.t : ref.t;
+      const double t = got.hit() ? got.fraction : ref.fraction;
       const Vec3 at = c.v * t;
       EXPECT_NEAR(SegmentTriangleDistance(c.p0 + at, c.p1 + at, c.tri), c.r, 1e-6)
-          << "case " << i << " got " << got.hit << " ref " << ref.hit;
+          << "case " << i << " got " << got.hit() << " ref " << ref.hit();
       double least = 1e300;
       for (int k = 0; k <= 400; ++k) {
         const Vec3 s = c.v * (k / 400.0);
@@ -129,12 +129,14 @@ void CheckClosedForm(bool sphere, uint64_t seed) {
       ++disagree[i % 4 == 2 ? 1 : 0];
       continue;
     }
-    if (!got.hit) continue;
+    if (!got.hit()) continue;
     ++hits;
-    EXPECT_EQ(got.started_inside, ref.started_inside) << "case " << i;
-    if (got.started_inside) {
+    EXPECT_EQ((got.state == CastState::kStartedOverlapping),
+              (ref.state == CastState::kStartedOverlapping))
+        << "case " << i;
+    if (got.state == CastState::kStartedOverlapping) {
       ++inside;
-      EXPECT_EQ(got.t, 0.0);
+      EXPECT_EQ(got.fraction, 0.0);
       EXPECT_LE(SegmentTriangleDistance(c.p0, c.p1, c.tri), c.r * (1.0 + 1e-12)) << "case " << i;
       continue;
     }
@@ -142,22 +144,22 @@ void CheckClosedForm(bool sphere, uint64_t seed) {
     // kSweepStallGap): never after the exact fraction, and there within its
     // gap of touching (a grazing contact, where the gap grows with the
     // square of the travel, may leave it some micrometres short).
-    EXPECT_LE(ref.t, got.t + 1e-12) << "case " << i;
-    const Vec3 at_ref = c.v * ref.t;
+    EXPECT_LE(ref.fraction, got.fraction + 1e-12) << "case " << i;
+    const Vec3 at_ref = c.v * ref.fraction;
     EXPECT_LE(SegmentTriangleDistance(c.p0 + at_ref, c.p1 + at_ref, c.tri) - c.r,
               kSweepStallGap + 1e-9)
         << "case " << i;
     if (i % 4 != 2) {
       // Aimed: within ten micrometres of travel (a near-grazing contact
       // leaves GJK more than its gap short; a wrong piece would be far off).
-      EXPECT_NEAR(got.t, ref.t, 1e-5 / speed) << "case " << i;
+      EXPECT_NEAR(got.fraction, ref.fraction, 1e-5 / speed) << "case " << i;
     }
     // Touching at t, apart before it.
-    const Vec3 at = c.v * got.t;
+    const Vec3 at = c.v * got.fraction;
     const double gap_at = SegmentTriangleDistance(c.p0 + at, c.p1 + at, c.tri) - c.r;
     EXPECT_NEAR(gap_at, 0.0, 1e-9) << "case " << i;
     for (int k = 0; k < 16; ++k) {
-      const Vec3 s = c.v * (got.t * k / 16.0);
+      const Vec3 s = c.v * (got.fraction * k / 16.0);
       EXPECT_GT(SegmentTriangleDistance(c.p0 + s, c.p1 + s, c.tri) - c.r, -1e-9)
           << "case " << i << " step " << k;
     }
@@ -197,11 +199,11 @@ TEST(TriangleSweepClosedForm, CapsuleMatchesGjkSweep) { CheckClosedForm(false, 2
 TEST(TriangleSweepClosedForm, CapsuleSideAcrossTriangleMeetsFace) {
   const Vec3 tri[3] = {{0, 0, 0}, {1, 0, 0}, {0, 0, 1}};
   const Vec3 p0{-1.0, 2.0, 0.25}, p1{2.0, 2.0, 0.25};
-  const TriangleCastHit s =
+  const CastResult s =
       SweepCapsuleTriangle(p0, p1, 0.5, {0, -4, 0}, 1.0, tri[0], tri[1], tri[2], 7);
-  ASSERT_TRUE(s.hit);
-  EXPECT_FALSE(s.started_inside);
-  EXPECT_NEAR(s.t, 1.5 / 4.0, 1e-15);
+  ASSERT_TRUE(s.hit());
+  EXPECT_FALSE(s.state == CastState::kStartedOverlapping);
+  EXPECT_NEAR(s.fraction, 1.5 / 4.0, 1e-15);
   EXPECT_NEAR(s.normal.y, 1.0, 1e-12);
 }
 
@@ -211,14 +213,14 @@ TEST(TriangleSweepClosedForm, CapsuleMissAndStartInside) {
   const Vec3 tri[3] = {{0, 0, 0}, {1, 0, 0}, {0, 0, 1}};
   EXPECT_FALSE(SweepCapsuleTriangle({0.2, 1, 0.2}, {0.2, 2, 0.2}, 0.3, {0, 0.5, 0}, 1.0, tri[0],
                                     tri[1], tri[2], 7)
-                   .hit);
+                   .hit());
   EXPECT_FALSE(SweepCapsuleTriangle({0.2, 1, 0.2}, {0.2, 2, 0.2}, 0.3, {0, -0.69, 0}, 1.0,
                                     tri[0], tri[1], tri[2], 7)
-                   .hit);
-  const TriangleCastHit in = SweepCapsuleTriangle({0.2, -1, 0.2}, {0.2, 1, 0.2}, 0.1, {1, 0, 0},
-                                                1.0, tri[0], tri[1], tri[2], 7);
-  EXPECT_TRUE(in.hit && in.started_inside);
-  EXPECT_EQ(in.t, 0.0);
+                   .hit());
+  const CastResult in = SweepCapsuleTriangle({0.2, -1, 0.2}, {0.2, 1, 0.2}, 0.1, {1, 0, 0}, 1.0,
+                                             tri[0], tri[1], tri[2], 7);
+  EXPECT_EQ(in.state, CastState::kStartedOverlapping);
+  EXPECT_EQ(in.fraction, 0.0);
 }
 
 // A ball touching a face at the start (its height over the plane is r; the
@@ -229,9 +231,9 @@ TEST(TriangleSweepClosedForm, SphereTouchingTheFaceAtTheStartHitsAtOnce) {
   const Vec3 c{5.7172857142857145, 5.5714285714285712, 5.8581428571428562};
   const double r = 0.99999999999999911;
   const Vec3 v{0.5714285714285714, 0.8571428571428571, -1.7142857142857142};  // -2 n
-  const TriangleCastHit s = SweepSphereTriangle(c, r, v, 1.0, a, b, cc, 7);
-  ASSERT_TRUE(s.hit);
-  EXPECT_EQ(s.t, 0.0);
+  const CastResult s = SweepSphereTriangle(c, r, v, 1.0, a, b, cc, 7);
+  ASSERT_TRUE(s.hit());
+  EXPECT_EQ(s.fraction, 0.0);
   EXPECT_NEAR(Dot(s.normal, TriangleNormal(a, b, cc)), 1.0, 1e-12);
 }
 
@@ -246,9 +248,9 @@ TEST(TriangleSweepKnownBug, DISABLED_BallThroughACollinearTriangleHits) {
   ASSERT_GT(Cross(b - a, cc - a).LengthSq(), 0.0);
   const Vec3 c{-1.5133408786470435, -0.62737448222140946, 0.60688372907761234};
   const Vec3 v{3.8266817572940868, -1.0452510355571809, -0.51376745815522462};
-  const TriangleCastHit s = SweepSphereTriangle(c, 0.5, v, 1.0, a, b, cc, 7);
-  ASSERT_TRUE(s.hit);
-  EXPECT_LT(s.t, 0.5);
+  const CastResult s = SweepSphereTriangle(c, 0.5, v, 1.0, a, b, cc, 7);
+  ASSERT_TRUE(s.hit());
+  EXPECT_LT(s.fraction, 0.5);
 }
 
 // A case for the early misses: a triangle of size s about `origin`, the
@@ -367,7 +369,7 @@ void CheckAgainstDistance(bool sphere, uint64_t seed) {
       ++off_plane;
       continue;
     }
-    const TriangleCastHit got =
+    const CastResult got =
         sphere ? SweepSphereTriangle(c.p0, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active)
                : SweepCapsuleTriangle(c.p0, c.p1, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active);
     // Rounding: relative to the sizes involved and to the distance from the origin.
@@ -379,8 +381,9 @@ void CheckAgainstDistance(bool sphere, uint64_t seed) {
       const Vec3 at = c.v * f;
       return SegmentTriangleDistance(c.p0 + at, c.p1 + at, c.tri) - c.r;
     };
-    EXPECT_TRUE(testing::SweepAgreesWithGap(gap, x.t_max, c.v.Length(), tol, got.hit,
-                                            got.started_inside, got.t))
+    EXPECT_TRUE(testing::SweepAgreesWithGap(gap, x.t_max, c.v.Length(), tol, got.hit(),
+                                            (got.state == CastState::kStartedOverlapping),
+                                            got.fraction))
         << "case " << i;
     const Aabb box(Min(t[0], Min(t[1], t[2])), Max(t[0], Max(t[1], t[2])));
     Aabb reach;
@@ -388,12 +391,12 @@ void CheckAgainstDistance(bool sphere, uint64_t seed) {
                       t[0], t[1], t[2], n, box, &reach) ||
         BoxesApart(reach, box)) {
       ++apart;
-      EXPECT_FALSE(got.hit) << "case " << i;
+      EXPECT_FALSE(got.hit()) << "case " << i;
     }
-    if (!got.hit) continue;
+    if (!got.hit()) continue;
     ++hits;
     EXPECT_NEAR(got.normal.Length(), 1.0, 1e-9) << "case " << i;
-    if (got.started_inside) {
+    if (got.state == CastState::kStartedOverlapping) {
       ++inside;
       continue;
     }

@@ -7,16 +7,18 @@
 #include <cmath>
 #include <vector>
 
-#include "geometry/heightfield.h"
+#include "collision/pair_dispatch.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
-#include "geometry/triangle_mesh.h"
 #include "geometry/gjk.h"
+#include "geometry/heightfield.h"
+#include "geometry/triangle_mesh.h"
 #include "hitbox/collision/collide.h"
 #include "hitbox/world/collider_set.h"
 #include "mesh_util.h"
-#include "collision/pair_dispatch.h"
+#include "shape/convex_core.h"
 #include "shape/surface_data.h"
+#include "surface_sweep_any.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -106,7 +108,7 @@ TEST(SurfaceShape, PairTableCoversSurfaces) {
     for (ShapeKind s : {ShapeKind::kMesh, ShapeKind::kHeightfield}) {
       const internal::PairEntry& e = internal::PairFor(static_cast<ShapeKind>(a), s);
       EXPECT_TRUE(e.registered);
-      EXPECT_EQ(e.cast, internal::CastMethod::kSurface);
+      EXPECT_TRUE(internal::IsSurfaceMethod(e.cast));
     }
   }
 }
@@ -179,15 +181,15 @@ TEST(SurfaceCollider, MeshMatchesComponent) {
     cq.pose = pose * local_start;
     cq.translation = pose.TransformDirection(local_move);
     set.Cast(cq, &hits);
-    const internal::ConvexCore core = internal::ConvexCore::FromShape(box);
+    const internal::ConvexCore core = internal::CoreOf(box);
     const PlacedConvex placed(core, local_start);
-    const SurfaceCastHit sh = SurfaceSweepConvex(*ref, placed, local_move);
-    ASSERT_EQ(!hits.empty(), sh.state != SurfaceCastHit::State::kMiss) << i;
+    const CastResult sh = testing::SweepAnyCore(*ref, placed, local_move);
+    ASSERT_EQ(!hits.empty(), sh.state != CastState::kMiss) << i;
     if (!hits.empty()) {
       ++sweeps;
       EXPECT_NEAR(hits[0].fraction, sh.fraction, 1e-7);
-      EXPECT_EQ(hits[0].sub_shape, sh.triangle);
-      EXPECT_EQ(hits[0].started_overlapping, sh.state == SurfaceCastHit::State::kStartedInside);
+      EXPECT_EQ(hits[0].sub_shape, sh.sub_shape);
+      EXPECT_EQ(hits[0].started_overlapping, sh.state == CastState::kStartedOverlapping);
     }
   }
   EXPECT_GT(ray_hits, 30);

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "hitbox/limits.h"
 #include "hitbox/math/math.h"
-#include "hitbox/shape/limits.h"
 #include "hitbox/status.h"
 
 namespace hitbox {

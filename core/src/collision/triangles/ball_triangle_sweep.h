@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstdint>
 
-#include "collision/triangles/triangle_cast_hit.h"
 #include "geometry/closest_points.h"
 #include "geometry/ray_primitives.h"
 #include "geometry/triangle.h"
 #include "geometry/triangle_queries.h"
+#include "hitbox/collision/collide.h"
 #include "hitbox/math/math.h"
 
 namespace hitbox {
@@ -86,10 +86,10 @@ inline bool BallReachesPlane(const Vec3& c, double h, double r, const Vec3& v, c
 /// SweepSphereTriangle given the triangle's unit normal n (TriangleNormal)
 /// and the centre's height h = Dot(c - a, n): SweepCapsuleTriangle's end
 /// balls share its own.
-inline TriangleCastHit SweepSphereTriangleAt(const Vec3& c, double h, double r, const Vec3& v,
-                                           double t_max, const Vec3& a, const Vec3& b,
-                                           const Vec3& cc, const Vec3& n, uint8_t active) {
-  TriangleCastHit out;
+inline CastResult SweepSphereTriangleAt(const Vec3& c, double h, double r, const Vec3& v,
+                                        double t_max, const Vec3& a, const Vec3& b, const Vec3& cc,
+                                        const Vec3& n, uint8_t active) {
+  CastResult out;
   if (ClearOfPlane(h, h, r, v, n, t_max)) return out;
   // Most triangles near the path are passed by: their box, or their edges',
   // apart from where the ball can meet them.
@@ -102,8 +102,8 @@ inline TriangleCastHit SweepSphereTriangleAt(const Vec3& c, double h, double r, 
   Vec3 q;
   const double d2 = PointTriangleDistanceSq(c, a, b, cc, &q);
   if (d2 <= r * r) {
-    out.hit = out.started_inside = true;
-    out.t = 0.0;
+    out.state = CastState::kStartedOverlapping;
+    out.fraction = 0.0;
     const double side = Dot(c - a, n) >= 0.0 ? 1.0 : -1.0;
     out.normal = d2 > 0.0 ? (c - q).Normalized() : n * side;
     out.point = q;
@@ -121,8 +121,8 @@ inline TriangleCastHit SweepSphereTriangleAt(const Vec3& c, double h, double r, 
       // with the ball (the edge capsules) lies within r of the plane, so
       // none is entered before the plane is reached; and the face's normal
       // needs no active-edge check.
-      out.hit = true;
-      out.t = at_plane.t;
+      out.state = CastState::kHit;
+      out.fraction = at_plane.t;
       out.normal = n * at_plane.side;
       out.point = at_plane.point;
       return out;
@@ -150,8 +150,8 @@ inline TriangleCastHit SweepSphereTriangleAt(const Vec3& c, double h, double r, 
     }
   }
   if (!found) return out;
-  out.hit = true;
-  out.t = best;
+  out.state = CastState::kHit;
+  out.fraction = best;
   // Inactive edge or vertex: report the face normal (Jolt's active edges).
   TriangleFeature f;
   int idx = 0;
@@ -177,9 +177,9 @@ inline TriangleCastHit SweepSphereTriangleAt(const Vec3& c, double h, double r, 
 /// Face: the plane offset by r; edges and vertices: capsules around the edges
 /// (RaySegmentCapsule, Ericson RTCD 5.3.7) — together the Minkowski sum of the
 /// triangle and the ball.
-inline TriangleCastHit SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, double t_max,
-                                         const Vec3& a, const Vec3& b, const Vec3& cc,
-                                         uint8_t active) {
+inline CastResult SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, double t_max,
+                                      const Vec3& a, const Vec3& b, const Vec3& cc,
+                                      uint8_t active) {
   const Vec3 n = TriangleNormal(a, b, cc);
   return SweepSphereTriangleAt(c, Dot(c - a, n), r, v, t_max, a, b, cc, n, active);
 }
@@ -197,10 +197,10 @@ inline TriangleCastHit SweepSphereTriangle(const Vec3& c, double r, const Vec3& 
 /// end or a vertex). The side reaches the face's interior first only when
 /// parallel to it, and then touches an edge or has an end inside the face at
 /// the same time.
-inline TriangleCastHit SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
-                                          double t_max, const Vec3& a, const Vec3& b,
-                                          const Vec3& cc, uint8_t active) {
-  TriangleCastHit out;
+inline CastResult SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+                                       double t_max, const Vec3& a, const Vec3& b, const Vec3& cc,
+                                       uint8_t active) {
+  CastResult out;
   const Vec3 n = TriangleNormal(a, b, cc);
   const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
   if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return out;
@@ -212,8 +212,8 @@ inline TriangleCastHit SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, doub
   const double d2 =
       apart ? 2.0 * r * r + 1.0 : SegmentTriangleDistanceSq(p0, p1, a, b, cc, &on_seg, &on_tri);
   if (d2 <= r * r) {
-    out.hit = out.started_inside = true;
-    out.t = 0.0;
+    out.state = CastState::kStartedOverlapping;
+    out.fraction = 0.0;
     out.normal = d2 > 0.0 ? (on_seg - on_tri).Normalized() : n * (Dot(n, v) > 0.0 ? -1.0 : 1.0);
     out.point = on_tri;
     return out;
@@ -229,8 +229,8 @@ inline TriangleCastHit SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, doub
       TriangleFeature f;
       ClosestPointOnTriangle(at_plane.point, a, b, cc, &f);
       if (f == TriangleFeature::kFace) {
-        out.hit = true;
-        out.t = at_plane.t;
+        out.state = CastState::kHit;
+        out.fraction = at_plane.t;
         out.normal = n * at_plane.side;
         out.point = at_plane.point;
         return out;
@@ -244,10 +244,10 @@ inline TriangleCastHit SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, doub
   TriangleFeature feature = TriangleFeature::kFace;
   int index = -1;
   for (int k = 0; k < 2; ++k) {
-    const TriangleCastHit s =
+    const CastResult s =
         SweepSphereTriangleAt(k == 0 ? p0 : p1, k == 0 ? h0 : h1, r, v, best, a, b, cc, n, active);
-    if (s.hit && (!found || s.t < best)) {
-      best = s.t;
+    if (s.hit() && (!found || s.fraction < best)) {
+      best = s.fraction;
       found = true;
       out.normal = s.normal;
       out.point = s.point;
@@ -309,8 +309,8 @@ inline TriangleCastHit SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, doub
     index = i;
   }
   if (!found) return out;
-  out.hit = true;
-  out.t = best;
+  out.state = CastState::kHit;
+  out.fraction = best;
   // Inactive edge or vertex: the face normal (Jolt's active edges), as
   // SweepSphereTriangle.
   bool use_face = false;

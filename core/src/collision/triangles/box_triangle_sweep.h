@@ -47,7 +47,7 @@ struct SweepSatResult {
     kUndecided,  ///< the GJK cast (SweepConvexTriangle) decides
   };
   State state = State::kUndecided;
-  TriangleCastHit hit;
+  CastResult hit;
 };
 
 /// Separating axes of a box (grown by `margin`, moving by v for t in
@@ -161,9 +161,8 @@ inline SweepSatResult SweepBoxSat(const Vec3 tri[3], const OrientedBox& box, dou
   if (deep) {
     const Vec3 f = face();
     out.state = SweepSatResult::State::kHit;
-    out.hit.hit = true;
-    out.hit.started_inside = true;
-    out.hit.t = 0.0;
+    out.hit.state = CastState::kStartedOverlapping;
+    out.hit.fraction = 0.0;
     out.hit.normal = f * (Dot(f, v) > 0.0 ? -1.0 : 1.0);
     out.hit.point = ClosestPointOnTriangle(box.center, tri[0], tri[1], tri[2]);
     return out;
@@ -247,8 +246,8 @@ inline SweepSatResult SweepBoxSat(const Vec3 tri[3], const OrientedBox& box, dou
     if (entry == 0 || Dot(fn, v) <= 0.0) normal = fn;
   }
   out.state = SweepSatResult::State::kHit;
-  out.hit.hit = true;
-  out.hit.t = t;
+  out.hit.state = CastState::kHit;
+  out.hit.fraction = t;
   out.hit.normal = normal;
   out.hit.point = point;
   return out;

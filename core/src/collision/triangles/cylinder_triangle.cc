@@ -72,8 +72,7 @@ bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const V
 }
 
 bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const Vec3& v,
-                           double t_max, uint8_t active, const Vec3& face,
-                           TriangleCastHit* out) {
+                           double t_max, uint8_t active, const Vec3& face, CastResult* out) {
   const double r = cyl.radius, h = cyl.half_height;
   // The cylinder's frame: the triangle relative to the centre, its motion.
   Vec3 p[3];
@@ -281,7 +280,7 @@ bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const V
   // report a start inside (t = 0), which the caller answers differently.
   if (!(t_star * s > 2.0 * kSweepStallGap)) return false;
   const double t = t_star - 0.5 * kSweepGap / s;
-  *out = TriangleCastHit{};
+  *out = CastResult{};
   if (t > t_max) return true;  // a proven miss
   const Vec3 nrm = cyl.rotation * n;
   if (pair != kFace) {
@@ -295,12 +294,12 @@ bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const V
     const double side = Dot(face, nrm);
     if (inactive && (!(std::fabs(side) > 1e-6) ||
                      !(Dot(face, v) * (side > 0.0 ? 1.0 : -1.0) < -1e-9 * speed))) {
-      *out = TriangleCastHit{};
+      *out = CastResult{};
       return false;
     }
   }
-  out->hit = true;
-  out->t = t;
+  out->state = CastState::kHit;
+  out->fraction = t;
   out->point = tri[0] * l[0] + tri[1] * l[1] + tri[2] * l[2];
   out->normal = triangle_convex_detail::CastNormal(face, nrm, l, active, v);
   return true;

@@ -54,7 +54,6 @@ bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const V
 /// (triangle_convex_detail::CastNormal: the face normal on the face or an
 /// inactive edge or vertex).
 bool CylinderTriangleSweep(const Vec3 tri[3], const PlacedCylinder& cyl, const Vec3& v,
-                           double t_max, uint8_t active, const Vec3& face,
-                           TriangleCastHit* out);
+                           double t_max, uint8_t active, const Vec3& face, CastResult* out);
 
 }  // namespace hitbox

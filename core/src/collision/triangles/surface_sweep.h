@@ -17,10 +17,10 @@ namespace hitbox {
 
 template <typename Convex>
 bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& translation,
-                       const TriangleCastHit& s, double skin) {
+                       const CastResult& s, double skin) {
   double depth = 0.0;
   Vec3 n = s.normal;
-  if (s.started_inside) {
+  if (s.state == CastState::kStartedOverlapping) {
     const TriangleConvexDistance g =
         TriangleConvexGjk(tri, convex, convex.margin(), convex.scale());
     if (!g.cores_overlap) {
@@ -37,7 +37,7 @@ bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& tran
     }
   }
   const double approach = std::max(0.0, -Dot(n, translation));
-  return depth + (1.0 - s.t) * approach >= skin;
+  return depth + (1.0 - s.fraction) * approach >= skin;
 }
 
 /// First contact of the convex translating by `translation` with `surface`;
@@ -46,11 +46,12 @@ bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& tran
 /// order the centre path enters their grown boxes (VisitSweptClosestFirst),
 /// a heightfield's in its walk's order; the answer does not depend on the
 /// order beyond the rounding of ties (the earliest, then the lowest input
-/// triangle among those within a nanometre of travel).
-template <typename Surface, typename Convex>
-SurfaceCastHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
-                                const Vec3& translation, double skin = 0.0) {
-  SurfaceCastHit out;
+/// triangle among those within a nanometre of travel), as sub_shape.
+/// kRoutine is the triangle routine of the convex's core (the pair table's).
+template <TriangleRoutine kRoutine, typename Surface, typename Convex>
+CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, const Vec3& translation,
+                              double skin = 0.0) {
+  CastResult out;
   const Aabb box = convex.bounds().Swept(translation).Expanded(kSweepGap);
   const double scale = convex.scale() + translation.Length();
   // The centre of the convex's bounds moving by `translation`, against each
@@ -79,29 +80,29 @@ SurfaceCastHit SurfaceSweepConvex(const Surface& surface, const Convex& convex,
     return triangle_path.Enter(v, limit, t_enter);
   };
   auto sweep = [&](uint32_t k, const Vec3 v[3]) {
-    const TriangleCastHit s =
-        SweepTriangle(v, convex, translation, limit, scale, surface.ActiveEdges(k));
-    if (!s.hit) return;
+    const CastResult s =
+        SweepTriangle<kRoutine>(v, convex, translation, limit, scale, surface.ActiveEdges(k));
+    if (!s.hit()) return;
     if (skin > 0.0 && !TriangleSkinKeeps(v, convex, translation, s, skin)) return;
     const uint32_t orig = surface.OriginalIndex(k);
     const bool first = best_orig == UINT32_MAX;
-    const bool earlier = s.t < best - tie;
-    const bool tied = !earlier && s.t <= best + tie;
+    const bool earlier = s.fraction < best - tie;
+    const bool tied = !earlier && s.fraction <= best + tie;
     if (first || earlier || (tied && orig < best_orig)) {
-      best = first || earlier ? s.t : std::min(best, s.t);
+      best = first || earlier ? s.fraction : std::min(best, s.fraction);
       best_orig = orig;
       limit = std::min(1.0, best + tie);
-      out.state = s.started_inside || best == 0.0 ? SurfaceCastHit::State::kStartedInside
-                                                  : SurfaceCastHit::State::kHit;
+      // kHit, or kFailed where the triangle's cast gave up (a lower bound).
+      const bool inside = s.state == CastState::kStartedOverlapping || best == 0.0;
+      out.state = inside ? CastState::kStartedOverlapping : s.state;
       out.fraction = best;
       out.normal = s.normal;
       out.point = s.point;
-      out.triangle = orig;
-      out.capped = s.capped;
+      out.sub_shape = orig;
     } else if (tied) {
-      best = std::min(best, s.t);
+      best = std::min(best, s.fraction);
       out.fraction = best;
-      if (best == 0.0) out.state = SurfaceCastHit::State::kStartedInside;
+      if (best == 0.0) out.state = CastState::kStartedOverlapping;
     }
   };
   if constexpr (std::is_same_v<Surface, TriangleMesh>) {

@@ -9,8 +9,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "collision/triangles/triangle_cast_hit.h"
 #include "collision/triangles/triangle_gjk.h"
+#include "hitbox/collision/collide.h"
 #include "hitbox/math/math.h"
 
 namespace hitbox {
@@ -55,14 +55,13 @@ inline Vec3 CastNormal(const Vec3& face, Vec3 nrm, const double l[3], uint8_t ac
 /// `t_start` (a fraction the convex is known not to have reached the
 /// triangle before), a full GJK at each step and t += distance / closing
 /// speed (Mirtich 1996), stopped within kSweepGap of contact. Given up (no
-/// advance possible, or out of iterations): capped, at t, with the closest
+/// advance possible, or out of iterations): kFailed at t, with the closest
 /// point on the triangle of a GJK at t.
 template <typename CoreSupport>
-TriangleCastHit AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
-                                          double margin, const Vec3& v, double t_start,
-                                          double t_max, double scale, uint8_t active,
-                                          const Vec3& face) {
-  TriangleCastHit out;
+CastResult AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support, double margin,
+                                 const Vec3& v, double t_start, double t_max, double scale,
+                                 uint8_t active, const Vec3& face) {
+  CastResult out;
   double t = t_start;
   int i = 0;
   for (; i < kTriangleSweepMaxIterations; ++i) {
@@ -74,9 +73,8 @@ TriangleCastHit AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core
     // no further advance is possible.
     if (g.distance <= kSweepGap ||
         (g.distance_lower <= 0.5 * kSweepGap && g.distance <= kSweepStallGap)) {
-      out.hit = true;
-      out.t = t;
-      out.started_inside = t == 0.0;
+      out.state = t == 0.0 ? CastState::kStartedOverlapping : CastState::kHit;
+      out.fraction = t;
       out.point = g.point_on_triangle;
       Vec3 n = g.cores_overlap ? face * (Dot(face, v) > 0.0 ? -1.0 : 1.0) : g.normal;
       // Inactive edge or vertex: the face normal (Jolt's active edges).
@@ -104,14 +102,14 @@ TriangleCastHit AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core
     if (g.cores_overlap) break;  // cannot happen with distance > gap
     const double closing = -Dot(v, g.lower_axis);
     // The plane at the lower bound separates: never crossed when not closing.
-    if (closing <= 0.0 && g.distance_lower > 0.0) return TriangleCastHit{};
+    if (closing <= 0.0 && g.distance_lower > 0.0) return CastResult{};
     if (closing <= 0.0) break;
     const double dt = (g.distance_lower - 0.5 * kSweepGap) / closing;
     // No advance possible: the next step would repeat this one exactly
     // (the same GJK at the same t) until the cap, with the same answer.
     if (!(dt > 0.0)) break;
     t += dt;
-    if (t > t_max) return TriangleCastHit{};
+    if (t > t_max) return CastResult{};
   }
   if (i == kTriangleSweepMaxIterations) {
     // Out of iterations after an advance (t <= t_max): the point of a GJK
@@ -121,13 +119,11 @@ TriangleCastHit AdvanceConvexTriangle(const Vec3 tri[3], const CoreSupport& core
     out.point = TriangleConvexGjk(tri, moved, margin, scale).point_on_triangle;
   }
   // Capped: report the lower bound as the contact.
-  out.hit = true;
-  out.capped = true;
-  out.t = std::min(t, t_max);
+  out.state = CastState::kFailed;
+  out.fraction = std::min(t, t_max);
   out.normal = face * (Dot(face, v) > 0.0 ? -1.0 : 1.0);
   return out;
 }
-
 
 }  // namespace triangle_convex_detail
 
@@ -143,15 +139,14 @@ struct NoCastShortcut {};
 /// converged within kSweepGap of the margin; the simplex projects the origin
 /// on any triangle but a sliver (kProjectionUnlessSliver) for stable bounds.
 template <typename CoreSupport, typename Shortcut = NoCastShortcut>
-TriangleCastHit SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support,
-                                        double margin, const Vec3& v_in, double t_max,
-                                        double scale, uint8_t active,
-                                        const Shortcut& shortcut = {}) {
+CastResult SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_support, double margin,
+                               const Vec3& v_in, double t_max, double scale, uint8_t active,
+                               const Shortcut& shortcut = {}) {
   using triangle_convex_detail::SimplexPoint;
   // The motion as a local: read through the reference, it would be reloaded
   // after every out-of-line call of the loop (the simplex solver, a support).
   const Vec3 v = v_in;
-  TriangleCastHit out;
+  CastResult out;
   const Vec3 face = Cross(tri[1] - tri[0], tri[2] - tri[0]).Normalized();
   // The triangle's plane first (two support calls): the convex must reach
   // the plane to touch the triangle, so wholly on one side and not reaching
@@ -230,7 +225,7 @@ TriangleCastHit SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_s
       // does not answer.
       if (!tried && t > 0.0) {
         tried = true;
-        TriangleCastHit closed;
+        CastResult closed;
         if (shortcut(face, &closed)) return closed;
       }
     }
@@ -335,9 +330,8 @@ TriangleCastHit SweepConvexTriangle(const Vec3 tri[3], const CoreSupport& core_s
     return triangle_convex_detail::AdvanceConvexTriangle(tri, core_support, margin, v, t, t_max,
                                                          scale, active, face);
   }
-  out.hit = true;
-  out.t = t;
-  out.started_inside = t == 0.0;
+  out.state = t == 0.0 ? CastState::kStartedOverlapping : CastState::kHit;
+  out.fraction = t;
   double l[3] = {0, 0, 0};
   for (int i = 0; i < n; ++i) {
     for (int k = 0; k < 3; ++k) l[k] += s[i].l[k] * lam[i];

@@ -1,5 +1,5 @@
-// One triangle's part of a convex sweep: picks the closed form (ball, capsule,
-// box SAT, cylinder) or the GJK cast for the query's core.
+// One triangle's part of a convex sweep: the routine of the query's core
+// (ball, capsule, box SAT, cylinder or the GJK cast), chosen at compile time.
 #pragma once
 
 #include <cstdint>
@@ -12,49 +12,51 @@
 
 namespace hitbox {
 
-template <typename Convex>
-TriangleCastHit SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3& translation,
-                              double t_max, double scale, uint8_t active) {
-  if constexpr (requires { convex.rounded(); }) {
-    if (convex.rounded() != Convex::Rounded::kNone) {
-      const Vec3* seg = convex.segment();
-      return convex.rounded() == Convex::Rounded::kBall
-                 ? SweepSphereTriangle(seg[0], convex.margin(), translation, t_max, v[0], v[1],
-                                       v[2], active)
-                 : SweepCapsuleTriangle(seg[0], seg[1], convex.margin(), translation, t_max,
-                                        v[0], v[1], v[2], active);
-    }
-  }
-  if constexpr (requires { convex.oriented_box(); }) {
-    if (const OrientedBox* box = convex.oriented_box()) {
-      const SweepSatResult sat =
-          SweepBoxSat(v, *box, convex.margin(), translation, t_max, scale, active);
-      if (sat.state == SweepSatResult::State::kApart) return TriangleCastHit{};
-      if (sat.state == SweepSatResult::State::kHit) return sat.hit;
-    }
-  }
-  if constexpr (requires { convex.is_cylinder(); }) {
-    if (convex.is_cylinder()) {
-      const PlacedCylinder cyl = convex.cylinder();
-      // Apart in the cylinder's frame (CylinderTriangleApart): a miss. Else
-      // the cast decides starts inside and the misses it sees at once; once
-      // it has advanced, a hit or miss comes in closed form when it proves
-      // itself.
-      if (CylinderTriangleApart(v, cyl, translation, t_max)) return TriangleCastHit{};
-      auto closed_form = [&](const Vec3& face, TriangleCastHit* out) {
-        return CylinderTriangleSweep(v, cyl, translation, t_max, active, face, out);
-      };
-      return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active,
-                                 closed_form);
-    }
-  }
-  return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active);
-}
+/// The triangle routine of each query core; the pair table picks it once per
+/// query kind (CastMethod::kSurfaceBall ... kSurfaceHull).
+enum class TriangleRoutine : uint8_t {
+  kBall,      ///< point core: SweepSphereTriangle
+  kCapsule,   ///< segment core: SweepCapsuleTriangle
+  kBox,       ///< box core: SweepBoxSat, else the GJK cast
+  kCylinder,  ///< cylinder core: the GJK cast with CylinderTriangleSweep's closed form
+  kConvex,    ///< any core (a hull): the GJK cast
+};
 
-/// Calls fn(k, v) for each triangle k of `surface` (vertices v) whose box
-/// meets the convex's bounds grown by kSweepGap: the hierarchy's leaves hold
-/// several triangles, and a triangle whose own box is apart is certainly
-/// apart (no GJK). Every triangle visited counts against the batch's budget
-/// (WorkTally), which stops the walk when spent; fn returns false to stop.
+/// First contact of `convex` (its core must fit kRoutine) translating by
+/// `translation` for t in [0, t_max] with triangle v: normal from the
+/// triangle towards the convex, point on the triangle; kFailed where the GJK
+/// cast gave up (fraction a lower bound, point the closest there).
+template <TriangleRoutine kRoutine, typename Convex>
+CastResult SweepTriangle(const Vec3 v[3], const Convex& convex, const Vec3& translation,
+                         double t_max, double scale, uint8_t active) {
+  if constexpr (kRoutine == TriangleRoutine::kBall) {
+    return SweepSphereTriangle(convex.segment()[0], convex.margin(), translation, t_max, v[0],
+                               v[1], v[2], active);
+  } else if constexpr (kRoutine == TriangleRoutine::kCapsule) {
+    const Vec3* seg = convex.segment();
+    return SweepCapsuleTriangle(seg[0], seg[1], convex.margin(), translation, t_max, v[0], v[1],
+                                v[2], active);
+  } else if constexpr (kRoutine == TriangleRoutine::kBox) {
+    const SweepSatResult sat =
+        SweepBoxSat(v, *convex.oriented_box(), convex.margin(), translation, t_max, scale, active);
+    if (sat.state == SweepSatResult::State::kApart) return CastResult{};
+    if (sat.state == SweepSatResult::State::kHit) return sat.hit;
+    return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active);
+  } else if constexpr (kRoutine == TriangleRoutine::kCylinder) {
+    const PlacedCylinder cyl = convex.cylinder();
+    // Apart in the cylinder's frame (CylinderTriangleApart): a miss. Else
+    // the cast decides starts inside and the misses it sees at once; once
+    // it has advanced, a hit or miss comes in closed form when it proves
+    // itself.
+    if (CylinderTriangleApart(v, cyl, translation, t_max)) return CastResult{};
+    auto closed_form = [&](const Vec3& face, CastResult* out) {
+      return CylinderTriangleSweep(v, cyl, translation, t_max, active, face, out);
+    };
+    return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active,
+                               closed_form);
+  } else {
+    return SweepConvexTriangle(v, convex, convex.margin(), translation, t_max, scale, active);
+  }
+}
 
 }  // namespace hitbox
