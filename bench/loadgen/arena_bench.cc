@@ -186,22 +186,37 @@ BENCHMARK(BM_ArenaTickInProcess)->Arg(1)->Arg(0);
 void BM_ArenaMovesInProcess(benchmark::State& state) { ArenaInProcess(state, true, false); }
 BENCHMARK(BM_ArenaMovesInProcess);
 
-// One tick through the Tick stream of an in-process server (one tick in flight).
-void BM_ArenaTickStream(benchmark::State& state) {
-  const bool moves = state.range(0) != 0;
-  const bool buffers = state.range(1) != 0;  // answers into one kept TickResult (TickInto)
+// An in-process server on one service thread, recording `record_ticks`
+// ticks of queries per session (--record-queries).
+std::unique_ptr<server::HitboxServer> StartArenaServer(uint32_t record_ticks) {
   spdlog::set_level(spdlog::level::warn);
   server::ServerOptions options;
   options.listen = "127.0.0.1:0";
   options.service.threads = 1;
-  std::unique_ptr<server::HitboxServer> srv = server::HitboxServer::Start(options).value();
+  options.service.record_query_ticks = record_ticks;
+  return server::HitboxServer::Start(options).value();
+}
+
+// Creates the session "arena" holding the run's colliders; skips the
+// benchmark and returns false when that fails.
+bool CreateArena(Client& client, const ArenaRun& run, benchmark::State& state) {
+  if (client.CreateSession("arena").ok() &&
+      client.AddColliders("arena", run.arena.colliders).ok()) {
+    return true;
+  }
+  state.SkipWithError("arena");
+  return false;
+}
+
+// One tick through the Tick stream of an in-process server (one tick in flight).
+void BM_ArenaTickStream(benchmark::State& state) {
+  const bool moves = state.range(0) != 0;
+  const bool buffers = state.range(1) != 0;  // answers into one kept TickResult (TickInto)
+  std::unique_ptr<server::HitboxServer> srv = StartArenaServer(0);
   {
     Client client(srv->InProcessChannel());
     ArenaRun run;
-    if (!client.CreateSession("arena").ok() ||
-        !client.AddColliders("arena", run.arena.colliders).ok()) {
-      state.SkipWithError("arena");
-    }
+    CreateArena(client, run, state);
     std::unique_ptr<TickStream> stream = client.OpenTickStream("arena");
     TickResult kept;
     for (auto _ : state) {
@@ -241,19 +256,11 @@ BENCHMARK(BM_ArenaTickStream)
 // recorded, are played first on an in-process Tick stream.
 void BM_InspectorPoll(benchmark::State& state) {
   const bool with_queries = state.range(0) != 0;  // 0: the world alone
-  spdlog::set_level(spdlog::level::warn);
-  server::ServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.service.threads = 1;
-  options.service.record_query_ticks = 64;
-  std::unique_ptr<server::HitboxServer> srv = server::HitboxServer::Start(options).value();
+  std::unique_ptr<server::HitboxServer> srv = StartArenaServer(64);
   {
     Client client(srv->InProcessChannel());
     ArenaRun run;
-    if (!client.CreateSession("arena").ok() ||
-        !client.AddColliders("arena", run.arena.colliders).ok()) {
-      state.SkipWithError("arena");
-    }
+    CreateArena(client, run, state);
     std::unique_ptr<TickStream> stream = client.OpenTickStream("arena");
     TickResult kept;
     for (uint64_t t = 1; t <= 64; ++t) {
@@ -412,11 +419,7 @@ void BM_ArenaTickService(benchmark::State& state) {
   {
     Client client("127.0.0.1:" + std::to_string(child.port()));
     ArenaRun run;
-    if (!client.CreateSession("arena").ok() ||
-        !client.AddColliders("arena", run.arena.colliders).ok()) {
-      state.SkipWithError("arena");
-      return;
-    }
+    if (!CreateArena(client, run, state)) return;
     const std::vector<ShapeFromCollider> sweeps = by_id ? run.SweepsById()
                                                         : std::vector<ShapeFromCollider>{};
     std::unique_ptr<TickStream> stream = client.OpenTickStream("arena");

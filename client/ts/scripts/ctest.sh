@@ -6,12 +6,7 @@
 # they compute), each with node --test; the logs are printed in turn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-stamp=node_modules/.hitbox-lock.sha256
-want="$(sha256sum package-lock.json | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-  npm ci --no-audit --no-fund
-  echo "$want" > "$stamp"
-fi
+bash ../../scripts/npm-ci-once.sh
 if [ ! -f dist/.built ] || [ -n "$(find src test examples bench scripts tsconfig.json package.json \
     package-lock.json ../../proto -type f -newer dist/.built -not -path 'src/gen/*' -print -quit)" ]; then
   npm run --silent build

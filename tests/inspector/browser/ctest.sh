@@ -4,10 +4,5 @@
 # from another package-lock.json (as client/ts does), then runs the test.
 set -euo pipefail
 cd "$(dirname "$0")"
-stamp=node_modules/.hitbox-lock.sha256
-want="$(sha256sum package-lock.json | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-  npm ci --no-audit --no-fund
-  echo "$want" > "$stamp"
-fi
+bash ../../../scripts/npm-ci-once.sh
 exec node --test --test-reporter=spec inspector.test.mjs
