@@ -87,9 +87,11 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
 
   TriangleMesh mesh;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
-  std::vector<uint8_t> fine;
-  mesh_vertices::PlanVertices(vertices, &fine);
-  mesh.PackVertices(vertices, fine);
+  {
+    std::vector<uint8_t> fine;
+    mesh_vertices::PlanVertices(vertices, &fine);
+    mesh.PackVertices(vertices, fine);
+  }
 
   // Keep triangles of non-zero area (computed on the stored vertices).
   std::vector<Indices> kept;
@@ -155,6 +157,8 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
     }
     i = j;
   }
+  // Freed before the boxes are made: the load's peak (48 bytes a triangle).
+  std::vector<EdgeRef>().swap(edges);
 
   // Hierarchy over triangle boxes; triangles are then stored in leaf order.
   std::vector<Aabb> boxes(n);
