@@ -7,7 +7,7 @@
 //
 // hitbox-map-memory --write-mesh TRIANGLES OUT.json writes a scene of one
 // wavy terrain mesh of about TRIANGLES triangles whose vertices are float32
-// values written in full (9 significant digits), as imported levels have.
+// values written in full (17 significant digits), as imported levels have.
 #include <malloc.h>
 
 #include <cmath>
@@ -49,7 +49,10 @@ int WriteMesh(long triangles, const char* out_path) {
       const float x = static_cast<float>(dc * 0.731 + 0.1 * std::sin(0.7 * dr));
       const float z = static_cast<float>(dr * 0.731 + 0.1 * std::cos(0.9 * dc));
       const float y = static_cast<float>(0.8 * std::sin(0.37 * x) * std::cos(0.23 * z));
-      std::fprintf(f, "%s[%.9g, %.9g, %.9g]", r == 0 && c == 0 ? "" : ", ", x, y, z);
+      // Each float32 written as its exact double (17 digits), as hitboxctl
+      // import writes a glTF level's vertices.
+      std::fprintf(f, "%s[%.17g, %.17g, %.17g]", r == 0 && c == 0 ? "" : ", ",
+                   static_cast<double>(x), static_cast<double>(y), static_cast<double>(z));
     }
   }
   std::fprintf(f, "], \"triangles\": [");
