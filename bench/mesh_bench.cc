@@ -5,6 +5,7 @@
 //
 //   build/bin/hitbox-mesh-bench --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <cmath>
 #include <cstdint>
@@ -18,6 +19,9 @@
 #include "collision/triangles/surface_sweep.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/gjk.h"
+#include "shape/surface_data.h"
+#include "hitbox/shape/shapes.h"
+#include "hitbox/world/collider_set.h"
 
 namespace hitbox {
 namespace {
@@ -167,6 +171,47 @@ void BM_MeshBuild(benchmark::State& state) {
   state.counters["triangles"] = field.triangle_count();
 }
 
+/// A world of many small meshes (issue 29: per-collider overhead <= 256 B):
+/// state.range(0) distinct box-like meshes of 12 triangles (8 float32
+/// vertices each, off any short decimal grid), bulk loaded into a set.
+/// bytes_per_collider: the set's MemoryBytes() per collider; mesh_payload:
+/// its meshes' vertices, triangles and hierarchy per collider; overhead:
+/// the difference (collider record, tree, shape data headers); heap: the
+/// allocator's bytes in use per collider (mallinfo2), headers included.
+void BM_SmallMeshColliders(benchmark::State& state) {
+  const int count = static_cast<int>(state.range(0));
+  size_t set_bytes = 0, payload = 0, heap = 0;
+  for (auto _ : state) {
+    const size_t heap_before = mallinfo2().uordblks;
+    std::vector<Collider> colliders(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      TriangleMeshShape m;
+      const float s = 0.5f + 0.001f * static_cast<float>(i % 997) + 1e-7f;
+      for (int v = 0; v < 8; ++v) {
+        m.vertices.push_back({(v & 1) ? s : -s, (v & 2) ? s * 1.3f : -s * 0.7f, (v & 4) ? s : -s});
+      }
+      m.triangles = {{0, 2, 1}, {1, 2, 3}, {4, 5, 6}, {5, 7, 6}, {0, 1, 4}, {1, 5, 4},
+                     {2, 6, 3}, {3, 6, 7}, {0, 4, 2}, {2, 4, 6}, {1, 3, 5}, {3, 7, 5}};
+      colliders[i].id = static_cast<uint64_t>(i) + 1;
+      colliders[i].shape = *Shape::Make(m);
+      colliders[i].pose = Pose({4.0 * (i % 100), 0.0, 4.0 * (i / 100)});
+    }
+    ColliderSet set;
+    if (!set.AddBulk(colliders).ok()) state.SkipWithError("AddBulk failed");
+    colliders.clear();
+    colliders.shrink_to_fit();
+    heap = mallinfo2().uordblks - heap_before;
+    set_bytes = set.MemoryBytes();
+    payload = 0;
+    set.ForEach([&](const Collider& c) { payload += c.shape.surface()->mesh()->MemoryBytes(); });
+  }
+  const double n = static_cast<double>(count);
+  state.counters["bytes_per_collider"] = static_cast<double>(set_bytes) / n;
+  state.counters["mesh_payload"] = static_cast<double>(payload) / n;
+  state.counters["overhead"] = static_cast<double>(set_bytes - payload) / n;
+  state.counters["heap_per_collider"] = static_cast<double>(heap) / n;
+}
+
 #define HITBOX_MESH_SIZES ->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)
 BENCHMARK(BM_MeshRaycast) HITBOX_MESH_SIZES;
 BENCHMARK(BM_MeshSphereSweep) HITBOX_MESH_SIZES;
@@ -174,6 +219,7 @@ BENCHMARK(BM_MeshCapsuleSweep) HITBOX_MESH_SIZES;
 BENCHMARK(BM_HeightfieldRaycast) HITBOX_MESH_SIZES;
 BENCHMARK(BM_HeightfieldSphereSweep) HITBOX_MESH_SIZES;
 BENCHMARK(BM_MeshBuild) HITBOX_MESH_SIZES->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_SmallMeshColliders)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 }  // namespace hitbox

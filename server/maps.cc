@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 #include "hitbox/import/level_import.h"
 #include "hitbox/import/scene_file.h"
@@ -33,11 +34,27 @@ bool IsMapFile(const fs::path& p) {
   return ext == ".json" || import::IsLevelFile(p.string());
 }
 
-// SHA-256 of `bytes` as lower-case hex, or "" when libcrypto fails.
-std::string Sha256Hex(const std::string& bytes) {
+// SHA-256 of the file at `path` as lower-case hex, read in blocks (the file
+// is never held whole) with its size in *size; "" when it cannot be read or
+// libcrypto fails.
+std::string Sha256File(const std::string& path, uint64_t* size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  bool ok = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1;
+  std::vector<char> block(1 << 16);
+  *size = 0;
+  while (ok && in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    const size_t got = static_cast<size_t>(in.gcount());
+    *size += got;
+    ok = EVP_DigestUpdate(ctx, block.data(), got) == 1;
+  }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr) != 1) return "";
+  ok = ok && !in.bad() && EVP_DigestFinal_ex(ctx, digest, &len) == 1;
+  EVP_MD_CTX_free(ctx);
+  if (!ok) return "";
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (unsigned int i = 0; i < len; ++i) {
@@ -67,14 +84,8 @@ Result<std::shared_ptr<const Map>> LoadMapFile(const std::string& path) {
   auto map = std::make_shared<Map>();
   map->id = fs::path(path).stem().string();
   map->source = path;
-  std::string bytes;
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return FileError(path, "cannot be read");
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  map->file_bytes = bytes.size();
-  map->sha256 = Sha256Hex(bytes);
+  if (!std::ifstream(path, std::ios::binary)) return FileError(path, "cannot be read");
+  map->sha256 = Sha256File(path, &map->file_bytes);
   std::vector<Collider> colliders;
   if (import::IsLevelFile(path)) {
     // Up axis and units from the level's NAME.import.json, when it has one.
@@ -84,9 +95,8 @@ Result<std::shared_ptr<const Map>> LoadMapFile(const std::string& path) {
     if (!level.ok()) return FileError(path, level.error().message);
     colliders = std::move(level->colliders);
   } else {
-    Result<nlohmann::json> doc = import::ReadJsonFile(path);
-    if (!doc.ok()) return FileError(path, doc.error().message);
-    Result<std::vector<Collider>> scene = import::ParseScene(*doc);
+    // Parsed as read, mesh arrays flat (no document tree of the meshes).
+    Result<std::vector<Collider>> scene = import::ReadSceneFile(path);
     if (!scene.ok()) return FileError(path, scene.error().message);
     colliders = std::move(*scene);
   }

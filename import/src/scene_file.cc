@@ -4,7 +4,10 @@
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <unordered_map>
 
 #include "hitbox/format.h"
@@ -13,6 +16,231 @@ namespace hitbox::import {
 namespace {
 
 Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
+
+// Mesh arrays read flat by SceneSax: the document keeps a placeholder
+// (binary, subtype kPackedVertices or kPackedTriangles, holding the index
+// here) where the array was.
+struct PackedArrays {
+  std::vector<std::vector<Vec3>> vertices;
+  std::vector<std::vector<std::array<uint32_t, 3>>> triangles;
+};
+constexpr std::uint8_t kPackedVertices = 1;
+constexpr std::uint8_t kPackedTriangles = 2;
+
+// The index a placeholder holds, or SIZE_MAX when `j` is not one of `subtype`.
+size_t PackedIndex(const nlohmann::json& j, std::uint8_t subtype) {
+  if (!j.is_binary() || !j.get_binary().has_subtype() || j.get_binary().subtype() != subtype ||
+      j.get_binary().size() != sizeof(uint64_t)) {
+    return SIZE_MAX;
+  }
+  uint64_t index;
+  std::memcpy(&index, j.get_binary().data(), sizeof(index));
+  return static_cast<size_t>(index);
+}
+
+// Builds the document as nlohmann's DOM parser does, except that the
+// "vertices" and "triangles" arrays of a "mesh" object are read into
+// PackedArrays (24 bytes a vertex, 12 a triangle, against ~90 for a
+// [x, y, z] in the tree) while every element is a well-formed [x, y, z] of
+// numbers or [a, b, c] of unsigned 32-bit integers. At the first element
+// that is not, the elements read so far go back into the tree as arrays of
+// the same values and the rest is read as usual, so ReadShape meets it
+// (and names it) as in the tree.
+class SceneSax {
+ public:
+  using json = nlohmann::json;
+  SceneSax(json* root, PackedArrays* packed) : root_(root), packed_(packed) {}
+
+  bool null() { return Scalar(json(nullptr)); }
+  bool boolean(bool v) { return Scalar(json(v)); }
+  bool number_integer(json::number_integer_t v) { return Scalar(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return Scalar(json(v)); }
+  bool number_float(json::number_float_t v, const std::string& /*text*/) {
+    return Scalar(json(v));
+  }
+  bool string(std::string& v) { return Scalar(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return Scalar(json::binary(std::move(v))); }
+  bool key(std::string& k) {
+    if (skip_ > 1) return true;
+    Unpack();
+    key_ = k;
+    // A member of the document other than "colliders" (a case file's
+    // queries and answers) is checked as JSON but not kept.
+    if (stack_.size() == 1 && k != "colliders") {
+      skip_ = 1;
+      return true;
+    }
+    skip_ = 0;
+    slot_ = &(*stack_.back().value)[k];
+    return true;
+  }
+  bool start_object(size_t /*elements*/) {
+    if (skip_ > 0) return Skip(+1);
+    Unpack();
+    Open(json::value_t::object);
+    return true;
+  }
+  bool end_object() {
+    if (skip_ > 1) return Skip(-1);
+    skip_ = 0;
+    Unpack();
+    stack_.pop_back();
+    return true;
+  }
+  bool start_array(size_t /*elements*/) {
+    if (skip_ > 0) return Skip(+1);
+    if (packing_ && !element_open_) {
+      element_open_ = true;
+      element_size_ = 0;
+      return true;
+    }
+    Unpack();
+    const bool mesh_array = !stack_.empty() && stack_.back().value->is_object() &&
+                            stack_.back().key == "mesh" &&
+                            (key_ == "vertices" || key_ == "triangles");
+    Open(json::value_t::array);
+    if (mesh_array) {
+      packing_ = true;
+      packing_triangles_ = key_ == "triangles";
+      element_open_ = false;
+      vertices_.clear();
+      triangles_.clear();
+    }
+    return true;
+  }
+  bool end_array() {
+    if (skip_ > 0) return Skip(-1);
+    if (packing_) {
+      if (element_open_ && element_size_ == 3) {
+        if (packing_triangles_) {
+          triangles_.push_back({static_cast<uint32_t>(element_[0].get<uint64_t>()),
+                                static_cast<uint32_t>(element_[1].get<uint64_t>()),
+                                static_cast<uint32_t>(element_[2].get<uint64_t>())});
+        } else {
+          vertices_.push_back(
+              {element_[0].get<double>(), element_[1].get<double>(), element_[2].get<double>()});
+        }
+        element_open_ = false;
+        return true;
+      }
+      if (!element_open_) {
+        // The whole array was well formed: the placeholder takes its place.
+        packing_ = false;
+        json* array = stack_.back().value;
+        uint64_t index;
+        if (packing_triangles_) {
+          index = packed_->triangles.size();
+          packed_->triangles.push_back(std::move(triangles_));
+        } else {
+          index = packed_->vertices.size();
+          packed_->vertices.push_back(std::move(vertices_));
+        }
+        triangles_ = {};
+        vertices_ = {};
+        std::vector<std::uint8_t> bytes(sizeof(index));
+        std::memcpy(bytes.data(), &index, sizeof(index));
+        *array = json::binary(std::move(bytes),
+                              packing_triangles_ ? kPackedTriangles : kPackedVertices);
+        stack_.pop_back();
+        return true;
+      }
+    }
+    Unpack();
+    stack_.pop_back();
+    return true;
+  }
+  bool parse_error(size_t /*position*/, const std::string& /*last_token*/,
+                   const nlohmann::detail::exception& e) {
+    error_ = e.what();
+    return false;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Open_ {
+    json* value;
+    std::string key;  // the key it is under in its parent object ("" otherwise)
+  };
+  // Places `v` where the next value goes; returns where it went.
+  json* Place(json v) {
+    if (stack_.empty()) {
+      *root_ = std::move(v);
+      return root_;
+    }
+    json* top = stack_.back().value;
+    if (top->is_array()) {
+      top->push_back(std::move(v));
+      return &top->back();
+    }
+    *slot_ = std::move(v);
+    return slot_;
+  }
+  void Open(json::value_t type) {
+    const bool in_object = !stack_.empty() && stack_.back().value->is_object();
+    json* at = Place(json(type));
+    stack_.push_back({at, in_object ? key_ : std::string()});
+  }
+  bool Scalar(json v) {
+    if (skip_ > 0) {
+      if (skip_ == 1) skip_ = 0;  // the skipped member was this value
+      return true;
+    }
+    if (packing_) {
+      const bool fits = packing_triangles_
+                            ? v.is_number_unsigned() && v.get<uint64_t>() <= 0xFFFFFFFFull
+                            : v.is_number();
+      if (element_open_ && element_size_ < 3 && fits) {
+        element_[element_size_++] = std::move(v);
+        return true;
+      }
+      Unpack();
+    }
+    Place(std::move(v));
+    return true;
+  }
+  // Leaves packing: the elements read so far go into the tree's array (and
+  // the open element, with its values so far, onto the stack).
+  void Unpack() {
+    if (!packing_) return;
+    packing_ = false;
+    json* array = stack_.back().value;
+    if (packing_triangles_) {
+      for (const auto& t : triangles_) array->push_back(json::array({t[0], t[1], t[2]}));
+    } else {
+      for (const Vec3& v : vertices_) array->push_back(json::array({v.x, v.y, v.z}));
+    }
+    triangles_ = {};
+    vertices_ = {};
+    if (element_open_) {
+      Open(json::value_t::array);
+      for (size_t i = 0; i < element_size_; ++i) stack_.back().value->push_back(element_[i]);
+    }
+  }
+
+  // Skipping a member of the document: 1 before its value, then 1 + the
+  // depth of the containers open inside it.
+  bool Skip(int step) {
+    skip_ += step;
+    if (skip_ == 1 && step < 0) skip_ = 0;  // its last container closed
+    return true;
+  }
+
+  json* root_;
+  PackedArrays* packed_;
+  int skip_ = 0;
+  std::vector<Open_> stack_;
+  json* slot_ = nullptr;  // where an object's next value goes (after key())
+  std::string key_;       // the last key read
+  std::string error_;
+  // Reading a mesh array flat: its elements so far, and the open element.
+  bool packing_ = false;
+  bool packing_triangles_ = false;
+  bool element_open_ = false;
+  size_t element_size_ = 0;
+  json element_[3];
+  std::vector<Vec3> vertices_;
+  std::vector<std::array<uint32_t, 3>> triangles_;
+};
 
 Result<std::string> ReadAll(const std::string& path) {
   const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
@@ -81,7 +309,8 @@ Result<Quat> ReadQuat(const nlohmann::json& j, const std::string& field) {
   return q.Normalized();
 }
 
-Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field) {
+Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field,
+                        PackedArrays* packed = nullptr) {
   if (!j.is_object() || j.size() != 1) {
     return Invalid(field +
                    " must be an object with exactly one of sphere, box, capsule, cylinder, "
@@ -129,15 +358,24 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field) {
     if (!body.contains("triangles")) return Invalid(f + ".triangles is missing");
     const nlohmann::json& vs = body.at("vertices");
     const nlohmann::json& ts = body.at("triangles");
-    if (!vs.is_array()) return Invalid(f + ".vertices must be an array of [x, y, z]");
-    if (!ts.is_array()) return Invalid(f + ".triangles must be an array of [a, b, c]");
+    // Arrays SceneSax read flat are taken as they are (every element was well formed).
+    const size_t vs_packed = packed != nullptr ? PackedIndex(vs, kPackedVertices) : SIZE_MAX;
+    const size_t ts_packed = packed != nullptr ? PackedIndex(ts, kPackedTriangles) : SIZE_MAX;
+    if (!vs.is_array() && vs_packed == SIZE_MAX) {
+      return Invalid(f + ".vertices must be an array of [x, y, z]");
+    }
+    if (!ts.is_array() && ts_packed == SIZE_MAX) {
+      return Invalid(f + ".triangles must be an array of [a, b, c]");
+    }
     TriangleMeshShape mesh;
-    for (size_t i = 0; i < vs.size(); ++i) {
+    if (vs_packed != SIZE_MAX) mesh.vertices = std::move(packed->vertices[vs_packed]);
+    if (ts_packed != SIZE_MAX) mesh.triangles = std::move(packed->triangles[ts_packed]);
+    for (size_t i = 0; vs_packed == SIZE_MAX && i < vs.size(); ++i) {
       auto p = ReadVec3(vs[i], f + ".vertices[" + std::to_string(i) + "]");
       if (!p.ok()) return p.error();
       mesh.vertices.push_back(*p);
     }
-    for (size_t i = 0; i < ts.size(); ++i) {
+    for (size_t i = 0; ts_packed == SIZE_MAX && i < ts.size(); ++i) {
       const std::string ti = f + ".triangles[" + std::to_string(i) + "]";
       if (!ts[i].is_array() || ts[i].size() != 3) return Invalid(ti + " must be [a, b, c]");
       std::array<uint32_t, 3> t{};
@@ -250,7 +488,10 @@ std::string DescribeEntry(const nlohmann::json& entries, size_t index) {
   return s;
 }
 
-Result<Collider> ParseCollider(const nlohmann::json& entry, size_t index) {
+namespace {
+
+Result<Collider> ParseColliderWith(const nlohmann::json& entry, size_t index,
+                                   PackedArrays* packed) {
   const std::string where = "colliders[" + std::to_string(index) + "]";
   if (!entry.is_object()) return Invalid(where + " must be an object, got " + entry.dump());
   const std::string who =
@@ -265,7 +506,7 @@ Result<Collider> ParseCollider(const nlohmann::json& entry, size_t index) {
   }
   c.id = id.get<uint64_t>();
   if (!entry.contains("shape")) return Invalid(who + ": shape is missing");
-  auto shape = ReadShape(entry.at("shape"), "shape");
+  auto shape = ReadShape(entry.at("shape"), "shape", packed);
   if (!shape.ok()) return fail(shape.error());
   c.shape = *shape;
   if (entry.contains("layer")) {
@@ -295,7 +536,7 @@ Result<Collider> ParseCollider(const nlohmann::json& entry, size_t index) {
   return c;
 }
 
-Result<std::vector<Collider>> ParseScene(const nlohmann::json& doc) {
+Result<std::vector<Collider>> ParseSceneWith(const nlohmann::json& doc, PackedArrays* packed) {
   if (!doc.is_object() || !doc.contains("colliders")) {
     return Invalid("the document has no \"colliders\" array");
   }
@@ -306,7 +547,7 @@ Result<std::vector<Collider>> ParseScene(const nlohmann::json& doc) {
   std::unordered_map<uint64_t, size_t> first_index;
   first_index.reserve(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
-    auto c = ParseCollider(entries[i], i);
+    auto c = ParseColliderWith(entries[i], i, packed);
     if (!c.ok()) return c.error();
     const auto [it, inserted] = first_index.emplace(c->id, i);
     if (!inserted) {
@@ -316,6 +557,39 @@ Result<std::vector<Collider>> ParseScene(const nlohmann::json& doc) {
     colliders.push_back(*c);
   }
   return colliders;
+}
+
+}  // namespace
+
+Result<Collider> ParseCollider(const nlohmann::json& entry, size_t index) {
+  return ParseColliderWith(entry, index, nullptr);
+}
+
+Result<std::vector<Collider>> ParseScene(const nlohmann::json& doc) {
+  return ParseSceneWith(doc, nullptr);
+}
+
+Result<std::vector<Collider>> ReadSceneFile(const std::string& path) {
+  nlohmann::json doc;
+  PackedArrays packed;
+  SceneSax sax(&doc, &packed);
+  bool parsed;
+  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  if (gz) {
+    auto text = ReadAll(path);
+    if (!text.ok()) return text.error();
+    parsed = nlohmann::json::sax_parse(*text, &sax);
+  } else {
+    // Straight from the file: the text is never held whole.
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Invalid("cannot open " + path);
+    parsed = nlohmann::json::sax_parse(in, &sax);
+    if (in.bad()) return Invalid("error reading " + path);
+  }
+  if (!parsed) {
+    return Invalid(path + ": not valid JSON" + (sax.error().empty() ? "" : ": " + sax.error()));
+  }
+  return ParseSceneWith(doc, &packed);
 }
 
 Result<Shape> ParseShape(const nlohmann::json& j, const std::string& field) { return ReadShape(j, field); }

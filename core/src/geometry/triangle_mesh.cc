@@ -87,15 +87,21 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
 
   TriangleMesh mesh;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
-  std::vector<uint8_t> fine;
-  mesh_vertices::PlanVertices(vertices, &fine);
-  mesh.PackVertices(vertices, fine);
+  {
+    std::vector<uint8_t> fine;
+    mesh_vertices::PlanVertices(vertices, &fine);
+    mesh.PackVertices(vertices, fine);
+  }
 
-  // Keep triangles of non-zero area (computed on the stored vertices).
-  std::vector<Indices> kept;
+  // Keep triangles of non-zero area (computed on the stored vertices). Kept
+  // triangle t is the input's original[t], read there (not copied).
   std::vector<uint32_t> original;
-  kept.reserve(triangles.size());
   original.reserve(triangles.size());
+  const struct {
+    std::span<const Indices> input;
+    const std::vector<uint32_t>* original;
+    const Indices& operator[](size_t t) const { return input[(*original)[t]]; }
+  } kept{triangles, &original};
   for (size_t t = 0; t < triangles.size(); ++t) {
     const Indices& tri = triangles[t];
     const Vec3 a = mesh.Vertex(tri[0]), b = mesh.Vertex(tri[1]), c = mesh.Vertex(tri[2]);
@@ -103,16 +109,15 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
       mesh.dropped_.emplace_back(static_cast<uint32_t>(t), tri);
       continue;
     }
-    kept.push_back(tri);
     original.push_back(static_cast<uint32_t>(t));
   }
   mesh.dropped_.shrink_to_fit();
   mesh.input_triangles_ = static_cast<uint32_t>(triangles.size());
-  if (kept.empty()) {
+  if (original.empty()) {
     return Error{ErrorCode::kInvalidArgument,
                  "triangles: all " + std::to_string(triangles.size()) + " triangles have zero area"};
   }
-  const size_t n = kept.size();
+  const size_t n = original.size();
 
   // Active edges: group the 3n directed edges by their undirected key.
   struct EdgeRef {
@@ -155,6 +160,8 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
     }
     i = j;
   }
+  // Freed before the boxes are made: the load's peak (48 bytes a triangle).
+  std::vector<EdgeRef>().swap(edges);
 
   // Hierarchy over triangle boxes; triangles are then stored in leaf order.
   std::vector<Aabb> boxes(n);
@@ -179,7 +186,8 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   // Signed differences of the second and third index from the first: the
   // bits for the largest, or the index width (differences modulo 2^vbits_).
   int64_t widest = 0;
-  for (const Indices& tri : kept) {
+  for (uint32_t t : original) {
+    const Indices& tri = triangles[t];
     for (int c = 1; c < 3; ++c) {
       const int64_t d = static_cast<int64_t>(tri[c]) - static_cast<int64_t>(tri[0]);
       widest = std::max(widest, d < 0 ? -d - 1 : d);  // two's complement magnitude

@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -136,6 +137,36 @@ TEST(MeshBuild, MemoryPerTriangle) {
               ico.triangle_count(), per_ico);
   EXPECT_FALSE(ico.quantized_vertices());
   EXPECT_LE(per_ico, 40.0);
+}
+
+// MemoryBytes() is exactly the storage the mesh's form implies: float32 or
+// double vertices, the packed triangle records (and their 16 bytes of
+// padding), 64-byte inner and 32-byte bottom nodes, the dropped triangles;
+// no array kept with spare capacity, none left out.
+TEST(MeshBuild, MemoryBytesIsTheStorage) {
+  const auto expected = [](const TriangleMesh& m, size_t vertex_bytes) {
+    const size_t records = (static_cast<size_t>(m.triangle_count()) * m.record_bits() + 7) / 8 + 16;
+    const size_t nodes = 64 * (m.node_count() - m.bottom_node_count()) + 32 * m.bottom_node_count();
+    return vertex_bytes * m.vertex_count() + records + nodes + 16 * m.dropped_triangles();
+  };
+  // Float32 coordinates of scattered exponents (no grid of at most 33 bits
+  // an axis holds them), and one zero-area triangle that is dropped.
+  MeshData data = WavyGrid(40, 0.731);
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-30, 10);
+  for (Vec3& v : data.vertices) {
+    for (int a = 0; a < 3; ++a) v[a] = static_cast<float>(std::ldexp(unit(rng), exponent(rng)));
+  }
+  data.triangles.push_back({0, 0, 1});
+  const TriangleMesh floats = MustBuild(data);
+  ASSERT_TRUE(floats.float_vertices());
+  EXPECT_EQ(floats.dropped_triangles(), 1u);
+  EXPECT_EQ(floats.MemoryBytes(), expected(floats, 3 * sizeof(float)));
+  const TriangleMesh doubles = MustBuild(IcoSphere(3.0, 3));
+  ASSERT_FALSE(doubles.float_vertices());
+  ASSERT_FALSE(doubles.quantized_vertices());
+  EXPECT_EQ(doubles.MemoryBytes(), expected(doubles, sizeof(Vec3)));
 }
 
 // Stored triangles give back exactly the input vertices, in order, whether the

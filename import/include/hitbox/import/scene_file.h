@@ -40,6 +40,12 @@ Result<Collider> ParseCollider(const nlohmann::json& entry, size_t index);
 /// (naming both positions).
 Result<std::vector<Collider>> ParseScene(const nlohmann::json& doc);
 
+/// ReadJsonFile then ParseScene, in less memory: the file is parsed as it
+/// is read (SAX) and mesh vertex and triangle arrays go straight into flat
+/// arrays, each freed once its mesh is built. The same colliders, and the
+/// same errors, as the two steps (hitboxd's map files).
+Result<std::vector<Collider>> ReadSceneFile(const std::string& path);
+
 /// A shape in the collider form ({"box": {...}} etc.), checked as in
 /// ParseCollider; errors start with `field`. Shared with query files.
 Result<Shape> ParseShape(const nlohmann::json& j, const std::string& field);

@@ -1,0 +1,106 @@
+// hitbox-map-memory FILE: loads FILE the way `hitboxd --maps DIR` loads each
+// map (LoadMapFile, then malloc_trim as MapLibrary::Load does) and prints, as
+// one JSON line, the process's resident memory before, at its peak during the
+// load and after it (steady), the set's accounted bytes, and
+// peak_over_steady = (peak - before) / (steady - before): the load's peak
+// against the memory the loaded map keeps (issue 29: at most 1.5).
+//
+// hitbox-map-memory --write-mesh TRIANGLES OUT.json writes a scene of one
+// wavy terrain mesh of about TRIANGLES triangles whose vertices are float32
+// values written in full (17 significant digits), as imported levels have.
+#include <malloc.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "maps.h"
+
+namespace {
+
+// A field of /proc/self/status ("VmRSS", "VmHWM") in bytes, 0 if missing.
+uint64_t StatusBytes(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const size_t len = std::strlen(field);
+  while (std::getline(in, line)) {
+    if (line.compare(0, len, field) == 0 && line.size() > len && line[len] == ':') {
+      return std::strtoull(line.c_str() + len + 1, nullptr, 10) * 1024;
+    }
+  }
+  return 0;
+}
+
+int WriteMesh(long triangles, const char* out_path) {
+  const long side = std::lround(std::sqrt(static_cast<double>(triangles) / 2.0));
+  std::FILE* f = std::fopen(out_path, "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "cannot write %s\n", out_path);
+    return 2;
+  }
+  std::fprintf(f, "{\"colliders\": [{\"id\": 1, \"shape\": {\"mesh\": {\"vertices\": [");
+  for (long r = 0; r <= side; ++r) {
+    for (long c = 0; c <= side; ++c) {
+      const double dr = static_cast<double>(r), dc = static_cast<double>(c);
+      // float32 coordinates off any short decimal or binary grid.
+      const float x = static_cast<float>(dc * 0.731 + 0.1 * std::sin(0.7 * dr));
+      const float z = static_cast<float>(dr * 0.731 + 0.1 * std::cos(0.9 * dc));
+      const float y = static_cast<float>(0.8 * std::sin(0.37 * x) * std::cos(0.23 * z));
+      // Each float32 written as its exact double (17 digits), as hitboxctl
+      // import writes a glTF level's vertices.
+      std::fprintf(f, "%s[%.17g, %.17g, %.17g]", r == 0 && c == 0 ? "" : ", ",
+                   static_cast<double>(x), static_cast<double>(y), static_cast<double>(z));
+    }
+  }
+  std::fprintf(f, "], \"triangles\": [");
+  const long n = side + 1;
+  for (long r = 0; r < side; ++r) {
+    for (long c = 0; c < side; ++c) {
+      const long v = r * n + c;
+      std::fprintf(f, "%s[%ld, %ld, %ld], [%ld, %ld, %ld]", r == 0 && c == 0 ? "" : ", ", v,
+                   v + n, v + 1, v + 1, v + n, v + n + 1);
+    }
+  }
+  std::fprintf(f, "]}}}]}\n");
+  return std::fclose(f) == 0 ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "--write-mesh") == 0) {
+    return WriteMesh(std::atol(argv[2]), argv[3]);
+  }
+  if (argc != 2) {
+    std::fprintf(stderr,
+                 "usage: hitbox-map-memory FILE\n"
+                 "       hitbox-map-memory --write-mesh TRIANGLES OUT.json\n");
+    return 2;
+  }
+  malloc_trim(0);
+  const uint64_t before = StatusBytes("VmRSS");
+  auto map = hitbox::server::LoadMapFile(argv[1]);
+  if (!map.ok()) {
+    std::fprintf(stderr, "%s\n", map.error().message.c_str());
+    return 1;
+  }
+  malloc_trim(0);
+  const uint64_t peak = StatusBytes("VmHWM");
+  const uint64_t steady = StatusBytes("VmRSS");
+  const double kept = static_cast<double>(steady > before ? steady - before : 1);
+  std::printf(
+      "{\"file\": \"%s\", \"triangles\": %llu, \"accounted_bytes\": %llu, "
+      "\"bytes_per_triangle\": %.2f, \"rss_before\": %llu, \"rss_peak\": %llu, "
+      "\"rss_steady\": %llu, \"peak_over_steady\": %.2f, \"peak_over_accounted\": %.2f}\n",
+      argv[1], static_cast<unsigned long long>((*map)->triangles),
+      static_cast<unsigned long long>((*map)->memory_bytes),
+      (*map)->triangles ? static_cast<double>((*map)->memory_bytes) / static_cast<double>((*map)->triangles)
+                        : 0.0,
+      static_cast<unsigned long long>(before), static_cast<unsigned long long>(peak),
+      static_cast<unsigned long long>(steady), static_cast<double>(peak - before) / kept,
+      static_cast<double>(peak - before) / static_cast<double>((*map)->memory_bytes));
+  return 0;
+}
