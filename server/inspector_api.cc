@@ -629,9 +629,14 @@ bool InspectorStream::Event(std::string* out) {
     sent_.swap(now_);
     revision_ = revision;
   }
-  // The newest recorded tick of queries, when new since the last event.
-  if (std::shared_ptr<const RecordedTick> t = s.recorder().Newest();
+  // The newest recorded tick of queries, when new, at most every
+  // kInspectorStreamQueriesEvery events.
+  if (std::shared_ptr<const RecordedTick> t =
+          sent_queries_ == nullptr || events_ - queries_event_ >= kInspectorStreamQueriesEvery
+              ? s.recorder().Newest()
+              : nullptr;
       t != nullptr && t != sent_queries_) {
+    queries_event_ = events_;
     *out += ",\"queries\":";
     api_->AppendRecordedTick(out, *t);
     sent_queries_ = std::move(t);

@@ -32,6 +32,9 @@ inline constexpr size_t kMaxInspectorMapTriangles = 4'000'000;
 
 /// Time between two events of a stream (10 a second).
 inline constexpr int64_t kInspectorStreamIntervalNs = 100'000'000;
+/// A stream sends recorded queries at most every this many events (twice a
+/// second): one tick of them is most of an event's bytes and CPU.
+inline constexpr uint64_t kInspectorStreamQueriesEvery = 5;
 /// Most open streams per session and in all (more: 429 with the limit named).
 inline constexpr size_t kMaxInspectorStreamsPerSession = 4;
 inline constexpr size_t kMaxInspectorStreams = 16;
@@ -98,6 +101,7 @@ class InspectorStream {
   std::vector<Collider> now_;   // scratch: the colliders now (capacity kept)
   std::string moved_, removed_;  // scratch (capacity kept)
   std::shared_ptr<const RecordedTick> sent_queries_;
+  uint64_t queries_event_ = 0;  // the event that last sent queries
   bool ended_ = false;
 };
 

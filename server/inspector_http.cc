@@ -48,7 +48,11 @@ void AddInspectorRoutes(httplib::Server* http, const InspectorApi* api) {
     }
     if (a.status == 401) res.set_header("WWW-Authenticate", "Bearer");
     res.status = a.status;
-    res.set_content(std::move(a.body), a.content_type.c_str());
+    // With a charset, httplib does not compress it: brotli of a big map's
+    // JSON took minutes of the server's CPU, and pages are read over
+    // loopback or a tunnel.
+    const std::string type = a.content_type + "; charset=utf-8";
+    res.set_content(std::move(a.body), type.c_str());
   });
   // The page and its scripts: public files (they hold no data), cached briefly.
   http->Get(R"(/|/[A-Za-z0-9_./-]+\.(js|css|html))",

@@ -5,7 +5,7 @@
 // fetch() so that the bearer header can be sent (EventSource cannot).
 'use strict';
 (function () {
-  const LIVE_QUERY_TICKS = 4;  // live: the newest recorded ticks drawn
+  const LIVE_QUERY_TICKS = 1;  // live: the newest recorded tick drawn (the stream sends one twice a second)
   const SESSIONS_REFRESH_MS = 1000;  // the sessions list, while shown
   const GREY = 0x8a8f98;
   const $ = (id) => document.getElementById(id);

@@ -363,7 +363,7 @@ TEST_F(InspectorApiTest, StreamSendsWhatChanged) {
   ASSERT_TRUE(d.contains("queries"));
   EXPECT_EQ(d["queries"]["queries"][0]["hits"][0]["id"], 7);
 
-  // Nothing new: no colliders, no queries.
+  // Nothing new: no colliders, no queries (nor before 5 events since the last).
   e.clear();
   ASSERT_TRUE(a.stream->Event(&e));
   d = EventData(e);
