@@ -30,9 +30,29 @@ void AddInspectorRoutes(httplib::Server* http, const InspectorApi* api) {
     InspectorAnswer a = api->Handle(r);
     SecurityHeaders(res);
     res.set_header("Cache-Control", "no-store");
+    if (a.stream != nullptr) {
+      // Server-sent events on this worker until the stream ends, the client
+      // goes or the endpoint stops (it checks between two events).
+      res.set_header("X-Accel-Buffering", "no");
+      std::shared_ptr<InspectorStream> stream = std::move(a.stream);
+      auto buffer = std::make_shared<std::string>();
+      res.set_chunked_content_provider(
+          "text/event-stream", [stream, buffer](size_t, httplib::DataSink& sink) {
+            buffer->clear();
+            const bool more = stream->Next(buffer.get());
+            if (!buffer->empty() && !sink.write(buffer->data(), buffer->size())) return false;
+            if (!more) sink.done();
+            return true;
+          });
+      return;
+    }
     if (a.status == 401) res.set_header("WWW-Authenticate", "Bearer");
     res.status = a.status;
-    res.set_content(std::move(a.body), a.content_type.c_str());
+    // With a charset, httplib does not compress it: brotli of a big map's
+    // JSON took minutes of the server's CPU, and pages are read over
+    // loopback or a tunnel.
+    const std::string type = a.content_type + "; charset=utf-8";
+    res.set_content(std::move(a.body), type.c_str());
   });
   // The page and its scripts: public files (they hold no data), cached briefly.
   http->Get(R"(/|/[A-Za-z0-9_./-]+\.(js|css|html))",

@@ -342,7 +342,7 @@ uint64_t ProcessResidentBytes() {
 
 Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     const std::string& host_port, std::function<std::string()> render,
-    const std::function<void(httplib::Server*)>& add_routes) {
+    const std::function<void(httplib::Server*)>& add_routes, size_t threads) {
   const size_t colon = host_port.rfind(':');
   int port = -1;
   std::string host;
@@ -368,7 +368,7 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   httplib::Server& http = *e->http_;
   // A few workers of its own (never a query thread): scrapes are rare, an
   // inspector page polls over one or two connections kept alive briefly.
-  http.new_task_queue = [] { return new httplib::ThreadPool(4); };
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_keep_alive_timeout(2);
   // SO_REUSEADDR only (httplib also sets SO_REUSEPORT, which would let two
   // servers share the port silently).

@@ -155,9 +155,10 @@ class MetricsEndpoint {
  public:
   /// Binds `host_port` ("127.0.0.1:9090", "[::]:0"; port 0 picks a free one)
   /// and starts serving. Fails, naming the address, when it cannot bind.
+  /// `threads`: its workers (each open inspector stream holds one).
   static Result<std::unique_ptr<MetricsEndpoint>> Start(
       const std::string& host_port, std::function<std::string()> render,
-      const std::function<void(httplib::Server*)>& add_routes = {});
+      const std::function<void(httplib::Server*)>& add_routes = {}, size_t threads = 4);
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;

@@ -99,6 +99,11 @@ std::vector<std::shared_ptr<const RecordedTick>> QueryRecorder::Snapshot() const
   return {ring_.begin(), ring_.end()};
 }
 
+std::shared_ptr<const RecordedTick> QueryRecorder::Newest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ring_.empty() ? nullptr : ring_.back();
+}
+
 size_t QueryRecorder::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ring_.size();

@@ -82,8 +82,14 @@ class QueryRecorder {
   /// The entries, oldest first: shared, so the lock is held only to copy
   /// pointers and a tick never waits for a reader's copy.
   std::vector<std::shared_ptr<const RecordedTick>> Snapshot() const;
+  /// The newest entry, or nullptr.
+  std::shared_ptr<const RecordedTick> Newest() const;
   /// Entries held now.
   size_t size() const;
+  /// Counts `n` queries run on the session (every transaction, recorded or not).
+  void CountQueries(uint64_t n) { queries_run_.fetch_add(n, std::memory_order_relaxed); }
+  /// Queries run on the session so far.
+  uint64_t queries_run() const { return queries_run_.load(std::memory_order_relaxed); }
   /// An inspector watches until `until_ns` (SteadyNowNs() clock).
   void Watch(int64_t until_ns) { watched_until_ns_.store(until_ns, std::memory_order_relaxed); }
   /// True once an inspector watched (one relaxed load).
@@ -101,6 +107,7 @@ class QueryRecorder {
   }
 
  private:
+  std::atomic<uint64_t> queries_run_{0};
   std::atomic<int64_t> watched_until_ns_{0};
   mutable std::mutex mu_;
   std::deque<std::shared_ptr<const RecordedTick>> ring_;  // guarded by mu_

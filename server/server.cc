@@ -147,7 +147,8 @@ Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& o
     const InspectorApi* api = s->inspector_.get();
     Result<std::unique_ptr<MetricsEndpoint>> endpoint = MetricsEndpoint::Start(
         options.http_listen, [self] { return self->RenderMetrics(); },
-        [api](httplib::Server* http) { AddInspectorRoutes(http, api); });
+        [api](httplib::Server* http) { AddInspectorRoutes(http, api); },
+        4 + kMaxInspectorStreams);  // 4 for requests, one per open stream
     if (!endpoint.ok()) return endpoint.error();
     s->metrics_ = std::move(*endpoint);
   }
@@ -177,6 +178,7 @@ std::string HitboxServer::RenderMetrics() {
 }
 
 HitboxServer::~HitboxServer() {
+  if (inspector_ != nullptr) inspector_->Stop();  // open streams end at once
   metrics_.reset();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now());
@@ -194,6 +196,7 @@ std::shared_ptr<grpc::Channel> HitboxServer::InProcessChannel() {
 
 void HitboxServer::Shutdown(std::chrono::milliseconds grace) {
   SetHealth(server_.get(), false);
+  if (inspector_ != nullptr) inspector_->Stop();
   server_->Shutdown(std::chrono::system_clock::now() + grace);
   if (cq_ != nullptr) cq_->Shutdown();  // every call is done: drain the queues
 }

@@ -766,6 +766,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
 void SessionTxn::Record(const Session& s, std::optional<uint64_t> tick, uint64_t revision,
                         const TxnScratch& scratch) const {
   if (scratch.queries.empty()) return;
+  s.recorder().CountQueries(scratch.queries.size());
   // Without --record-queries: only while an inspector watches (a relaxed
   // load, and a clock read once the session was ever watched).
   const QueryRecorder& r = s.recorder();

@@ -30,6 +30,8 @@
 //
 // BM_InspectorPoll: the CPU of one poll of an open inspector page on the
 // arena (its world; every 5th poll also the newest recorded queries).
+// BM_InspectorStream: the CPU of one event of a live page's stream (what
+// changed over 3 ticks, the newest recorded queries); 10 a second.
 //
 // BM_ArenaTickService reports, per tick: the server's CPU (the child's
 // getrusage), the client's CPU (this process's, less the game's own work of
@@ -287,6 +289,57 @@ void BM_InspectorPoll(benchmark::State& state) {
   srv->Wait();
 }
 BENCHMARK(BM_InspectorPoll)->ArgName("queries")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// What an open live page costs the server per event of its stream
+// (InspectorStream::Event, 10 a second): between two events the arena plays
+// 3 ticks (30 ticks/s), untimed; each event sends what changed (the 64
+// players' poses) and the newest recorded tick of queries. cpu_time is the
+// event's CPU; inspector_cpu_ms_per_s = 10 events' CPU per second, to set
+// against the arena tick's server CPU per second at 30 Hz
+// (BM_ArenaTickService's server_cpu x 30).
+void BM_InspectorStream(benchmark::State& state) {
+  std::unique_ptr<server::HitboxServer> srv = StartArenaServer(0);
+  {
+    Client client(srv->InProcessChannel());
+    ArenaRun run;
+    CreateArena(client, run, state);
+    std::unique_ptr<TickStream> stream = client.OpenTickStream("arena");
+    TickResult kept;
+    const server::InspectorApi api(&srv->service());
+    server::InspectorRequest req;
+    req.path = "/api/sessions/arena/stream";
+    req.peer = "ipv4:127.0.0.1:1";
+    server::InspectorAnswer open = api.Handle(req);
+    if (open.stream == nullptr) state.SkipWithError(open.body.c_str());
+    std::string event;
+    uint64_t bytes = 0, events = 0;
+    double cpu_ns = 0;
+    for (auto _ : state) {
+      state.PauseTiming();
+      for (int t = 0; t < 3; ++t) {
+        if (!stream->TickInto({}, run.Next(true), {}, &kept).ok()) state.SkipWithError("tick");
+        run.Advance(kept.results);
+      }
+      event.clear();  // its capacity is kept, as the HTTP layer's buffer
+      state.ResumeTiming();
+      timespec a{}, b{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+      if (open.stream != nullptr) open.stream->Event(&event);
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+      cpu_ns += static_cast<double>(b.tv_sec - a.tv_sec) * 1e9 +
+                static_cast<double>(b.tv_nsec - a.tv_nsec);
+      bytes += event.size();
+      ++events;
+    }
+    (void)stream->Finish();
+    const double n = events ? static_cast<double>(events) : 1.0;
+    state.counters["event_bytes"] = static_cast<double>(bytes) / n;
+    state.counters["inspector_cpu_ms_per_s"] = cpu_ns / n * 10 / 1e6;
+  }
+  srv->Shutdown(std::chrono::milliseconds(0));
+  srv->Wait();
+}
+BENCHMARK(BM_InspectorStream)->Unit(benchmark::kMicrosecond);
 
 // ---------------------------------------------------------------------------
 // A hitbox server in a child process (this program with --serve-arena): it

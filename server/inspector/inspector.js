@@ -1,27 +1,34 @@
 // The inspector page: the sessions list (#/) and one session in 3D
 // (#/sessions/ID), drawn with three.js from hitboxd's JSON API
-// (server/inspector_api.h). Polls the world 10 times a second while live.
+// (server/inspector_api.h). While live, the session's changes arrive on
+// its event stream (/api/sessions/ID/stream, 10 events a second), read with
+// fetch() so that the bearer header can be sent (EventSource cannot).
 'use strict';
 (function () {
-  const POLL_MS = 100;  // live world updates: 10 per second
-  const QUERIES_EVERY = 5;  // recorded queries every 5th poll
-  const LIVE_QUERY_TICKS = 4;  // live: the newest recorded ticks drawn
+  const LIVE_QUERY_TICKS = 1;  // live: the newest recorded tick drawn (the stream sends one twice a second)
+  const SESSIONS_REFRESH_MS = 1000;  // the sessions list, while shown
   const GREY = 0x8a8f98;
   const $ = (id) => document.getElementById(id);
 
   // --- Access: a bearer token kept for this tab only -------------------------
   function token() { return sessionStorage.getItem('hitbox-token') || ''; }
-  async function api(path) {
+  function authHeaders() {
     const headers = {};
     if (token()) headers.Authorization = 'Bearer ' + token();
-    const res = await fetch(path, { headers, cache: 'no-store' });
+    return headers;
+  }
+  async function checked(res) {
+    if (res.ok) return res;
     const body = await res.json().catch(() => ({ error: 'HTTP ' + res.status }));
     if (res.status === 401 || res.status === 403) {
       showToken(body.error || 'a token is required');
       throw new Error('auth');
     }
-    if (!res.ok) throw new Error(body.error || 'HTTP ' + res.status);
-    return body;
+    throw new Error(body.error || 'HTTP ' + res.status);
+  }
+  async function api(path) {
+    const res = await checked(await fetch(path, { headers: authHeaders(), cache: 'no-store' }));
+    return res.json();
   }
   function showToken(reason) {
     $('token-reason').textContent = reason;
@@ -44,15 +51,20 @@
   const fmtBytes = (b) => b >= 1 << 20 ? (b / (1 << 20)).toFixed(1) + ' MiB' : (b / 1024).toFixed(1) + ' KiB';
 
   // --- Sessions list -------------------------------------------------------
+  let sessionsTimer = null;
   async function showSessions() {
     stopLive();
+    current = null;
     $('session-view').classList.add('hidden');
     const data = await api('/api/sessions');
+    if (current !== null || location.hash.startsWith('#/sessions/')) return;
     $('forget-token').classList.toggle('hidden', !token());
     const rows = data.sessions.map((s) => {
       const tr = document.createElement('tr');
+      const rate = (v) => (v === null ? '–' : String(v));
       const cells = [null, s.map || '–', s.colliders, fmtBytes(s.memory_bytes), s.revision,
-        s.newest_tick === null ? '–' : s.oldest_tick + '..' + s.newest_tick, s.watches, s.recorded];
+        s.newest_tick === null ? '–' : s.oldest_tick + '..' + s.newest_tick, rate(s.ticks_per_s),
+        rate(s.queries_per_s), s.streams, s.watches, s.recorded];
       cells.forEach((v, i) => {
         const td = document.createElement('td');
         if (i === 0) {
@@ -80,6 +92,11 @@
     }));
     $('sessions-view').classList.remove('hidden');
     setStatus(data.sessions.length + ' session(s)');
+    // Rates need a second read: refreshed while the list is shown.
+    clearTimeout(sessionsTimer);
+    sessionsTimer = setTimeout(() => {
+      if (current === null && !$('sessions-view').classList.contains('hidden')) route();
+    }, SESSIONS_REFRESH_MS);
   }
 
   // --- 3D view -------------------------------------------------------------
@@ -100,8 +117,9 @@
     sun.position.set(30, 80, 40);
     scene.add(sun);
     const map = new THREE.Group(), colliders = new THREE.Group(), queries = new THREE.Group();
-    scene.add(map, colliders, queries);
-    three = { el, renderer, scene, camera, controls, map, colliders, queries, byId: new Map() };
+    const watches = new THREE.Group();
+    scene.add(map, colliders, queries, watches);
+    three = { el, renderer, scene, camera, controls, map, colliders, queries, watches, byId: new Map(), frames: 0 };
     const resize = () => {
       const w = el.clientWidth || 800, h = el.clientHeight || 600;
       renderer.setSize(w, h);
@@ -110,7 +128,12 @@
     };
     window.addEventListener('resize', resize);
     resize();
-    const loop = () => { controls.update(); renderer.render(scene, camera); requestAnimationFrame(loop); };
+    const loop = () => {
+      controls.update();
+      renderer.render(scene, camera);
+      ++three.frames;
+      requestAnimationFrame(loop);
+    };
     loop();
     // A click (not a drag) selects the collider under the pointer.
     let down = null;
@@ -130,6 +153,16 @@
       layerMaterials.set(layer, new THREE.MeshLambertMaterial({ color: c }));
     }
     return layerMaterials.get(layer);
+  }
+  // Colliders inside a watch: their layer's colour, lit up.
+  const insideMaterials = new Map();
+  function insideMaterial(layer) {
+    if (!insideMaterials.has(layer)) {
+      const m = layerMaterial(layer).clone();
+      m.emissive = new THREE.Color(0x7a3d00);
+      insideMaterials.set(layer, m);
+    }
+    return insideMaterials.get(layer);
   }
   const selectedMaterial = new THREE.MeshLambertMaterial({ color: 0xffffff, emissive: 0x555555 });
   const greyMaterial = new THREE.MeshLambertMaterial({ color: GREY, side: THREE.DoubleSide });
@@ -188,7 +221,7 @@
   }
 
   // --- One session -----------------------------------------------------------
-  let current = null;  // {id, live, timer, polls, selected, world, recorded}
+  let current = null;  // {id, live, stream, events, selected, world, recorded, inside, watches}
   async function showSession(id) {
     stopLive();
     $('sessions-view').classList.add('hidden');
@@ -198,8 +231,10 @@
     clearGroup(t.map);
     clearGroup(t.colliders);
     clearGroup(t.queries);
+    clearGroup(t.watches);
     t.byId.clear();
-    current = { id, live: true, timer: null, polls: 0, selected: null, world: null, recorded: null, mapReady: false };
+    current = { id, live: true, stream: null, events: 0, selected: null, world: null, recorded: null,
+      mapReady: false, inside: new Set(), watches: [] };
     $('live').checked = true;
     $('selection').textContent = 'click a collider';
     const session = current;
@@ -234,6 +269,7 @@
     three.camera.updateProjectionMatrix();
   }
 
+  // One answer of /world or a full stream event: the whole world.
   async function refreshWorld(fetchQueries) {
     const session = current;
     if (!session) return;
@@ -244,6 +280,7 @@
     const world = await api(base + '/world' + (tick === null ? '' : '?tick=' + tick));
     if (session !== current || seq !== session.seq) return;
     drawWorld(world);
+    if (world.watches) drawWatches(world.watches);
     if (fetchQueries && $('show-queries').checked) {
       const recorded = await api(base + '/queries' +
         (tick === null ? '?last=' + LIVE_QUERY_TICKS : '?tick=' + Math.floor(tick)));
@@ -253,29 +290,49 @@
     drawQueries();
   }
 
+  // Draws collider c (new, or its shape or layer changed) or moves it.
+  function putCollider(c) {
+    const t = three;
+    const key = JSON.stringify(c.shape) + '/' + c.layer;
+    let o = t.byId.get(c.id);
+    if (!o || o.userData.key !== key) {
+      if (o) t.colliders.remove(o);
+      o = shapeObject(c.shape, colliderMaterial(c.id, c.layer));
+      o.userData = { colliderId: c.id, key };
+      t.colliders.add(o);
+      t.byId.set(c.id, o);
+    }
+    o.userData.collider = c;
+    o.position.fromArray(c.p);
+    o.quaternion.fromArray(c.q);
+  }
+  function colliderMaterial(id, layer) {
+    if (current.selected === id) return selectedMaterial;
+    return current.inside.has(id) ? insideMaterial(layer) : layerMaterial(layer);
+  }
+  function removeCollider(id) {
+    const o = three.byId.get(id);
+    if (o) { three.colliders.remove(o); three.byId.delete(id); }
+  }
+
   function drawWorld(world) {
     const t = three;
     current.world = world;
     const seen = new Set();
     for (const c of world.colliders) {
       seen.add(c.id);
-      const key = JSON.stringify(c.shape) + '/' + c.layer;
-      let o = t.byId.get(c.id);
-      if (!o || o.userData.key !== key) {
-        if (o) t.colliders.remove(o);
-        o = shapeObject(c.shape, current.selected === c.id ? selectedMaterial : layerMaterial(c.layer));
-        o.userData = { colliderId: c.id, key };
-        t.colliders.add(o);
-        t.byId.set(c.id, o);
-      }
-      o.userData.collider = c;
-      o.position.fromArray(c.p);
-      o.quaternion.fromArray(c.q);
+      putCollider(c);
     }
-    for (const [id, o] of t.byId) {
-      if (!seen.has(id)) { t.colliders.remove(o); t.byId.delete(id); }
+    for (const id of [...t.byId.keys()]) {
+      if (!seen.has(id)) removeCollider(id);
     }
-    $('drawn-count').textContent = String(t.byId.size);
+    showTicks(world);
+    setStatus('revision ' + world.revision + (world.truncated ? ' · ' + world.total + ' colliders, first ' + world.colliders.length + ' drawn' : ''));
+    if (current.selected !== null) showSelection(current.selected);
+  }
+
+  function showTicks(world) {
+    $('drawn-count').textContent = String(three.byId.size);
     const slider = $('tick-slider');
     if (world.oldest_tick !== null) {
       slider.min = String(world.oldest_tick);
@@ -286,8 +343,68 @@
       $('tick-range').textContent = 'no ticks yet';
     }
     $('tick-label').textContent = world.tick === null ? '–' : String(world.tick) + (current.live ? ' (live)' : '');
-    setStatus('revision ' + world.revision + (world.truncated ? ' · ' + world.total + ' colliders, first ' + world.colliders.length + ' drawn' : ''));
-    if (current.selected !== null) showSelection(current.selected);
+  }
+
+  // One event of the stream: what changed since the one before.
+  function applyEvent(e) {
+    const t = three;
+    if (e.full) {
+      for (const id of [...t.byId.keys()]) removeCollider(id);
+      current.recorded = { recording: 1, ticks: [] };
+    }
+    if (e.added) {
+      for (const c of e.added) putCollider(c);
+      for (const [id, p, q] of e.moved) {
+        const o = t.byId.get(id);
+        if (!o) continue;
+        o.position.fromArray(p);
+        o.quaternion.fromArray(q);
+        o.userData.collider = Object.assign({}, o.userData.collider, { p, q });
+      }
+      for (const id of e.removed) removeCollider(id);
+    }
+    if (e.watches) drawWatches(e.watches);
+    current.world = { tick: e.newest_tick, oldest_tick: e.oldest_tick, newest_tick: e.newest_tick,
+      revision: e.revision, total: e.total, truncated: e.truncated };
+    showTicks(current.world);
+    setStatus('revision ' + e.revision + ' · live, event ' + e.seq +
+      (e.truncated ? ' · ' + e.total + ' colliders, ' + t.byId.size + ' drawn' : ''));
+    if (e.queries) {
+      const rec = current.recorded || { recording: 1, ticks: [] };
+      rec.recording = 1;
+      rec.ticks.push(e.queries);
+      if (rec.ticks.length > LIVE_QUERY_TICKS) rec.ticks.shift();
+      current.recorded = rec;
+      drawQueries();
+    }
+    if (current.selected !== null && e.added) showSelection(current.selected);
+  }
+
+  // Watches: their shapes in wireframe, the colliders inside them lit up.
+  function drawWatches(watches) {
+    const t = three;
+    clearGroup(t.watches);
+    current.watches = watches;
+    const inside = new Set();
+    for (const w of watches) {
+      const o = shapeObject(w.shape, wireMaterial(0xff66ff));
+      o.position.fromArray(w.p);
+      o.quaternion.fromArray(w.q);
+      o.userData = { watchId: w.id };
+      t.watches.add(o);
+      for (const id of w.inside) inside.add(id);
+    }
+    const changed = [...inside].filter((id) => !current.inside.has(id))
+      .concat([...current.inside].filter((id) => !inside.has(id)));
+    current.inside = inside;
+    for (const id of changed) {
+      const o = t.byId.get(id);
+      if (o) setMaterial(o, colliderMaterial(id, o.userData.collider.layer));
+    }
+    $('watches').textContent = watches.length === 0 ? 'none' : watches.map((w) =>
+      'watch ' + w.id + ' ' + w.shape.kind + (w.attach_to === null ? '' : ' on ' + w.attach_to) +
+      ': ' + w.inside_count + ' inside' + (w.inside.length ? ' (' + w.inside.slice(0, 8).join(', ') +
+      (w.inside_count > 8 ? ', …' : '') + ')' : '')).join('\n');
   }
 
   const dotGeometry = new THREE.SphereBufferGeometry(0.15, 8, 6);
@@ -367,7 +484,8 @@
   function select(id) {
     if (current.selected !== null && three.byId.has(current.selected)) {
       const prev = three.byId.get(current.selected);
-      setMaterial(prev, layerMaterial(prev.userData.collider.layer));
+      current.selected = null;
+      setMaterial(prev, colliderMaterial(prev.userData.colliderId, prev.userData.collider.layer));
     }
     current.selected = id;
     if (id === null) { $('selection').textContent = 'click a collider'; return; }
@@ -386,33 +504,69 @@
   }
 
   // --- Live updates and the tick slider --------------------------------------
-  function startLive() {
+  // Reads the session's event stream until it ends, the page leaves the
+  // session or live is switched off; its first event redraws everything.
+  async function startLive() {
     stopLive();
     const session = current;
-    const tickOnce = async () => {
-      if (session !== current) return;
-      const fetchQueries = session.polls++ % QUERIES_EVERY === 0;
-      try {
-        if (session.live) await refreshWorld(fetchQueries);
-      } catch (e) {
-        if (e.message !== 'auth') setStatus('error: ' + e.message);
+    const ctrl = new AbortController();
+    session.stream = ctrl;
+    try {
+      const res = await checked(await fetch('/api/sessions/' + encodeURIComponent(session.id) + '/stream',
+        { headers: authHeaders(), cache: 'no-store', signal: ctrl.signal }));
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const text = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let name = 'message', data = '';
+          for (const line of text.split('\n')) {
+            if (line.startsWith('event: ')) name = line.slice(7);
+            else if (line.startsWith('data: ')) data += line.slice(6);
+          }
+          if (session !== current || !session.live) return;
+          if (name === 'world') {
+            ++session.events;
+            applyEvent(JSON.parse(data));
+          } else if (name === 'end') {
+            setStatus('stream ended: ' + JSON.parse(data).reason);
+          }
+        }
       }
-      if (session === current) session.timer = setTimeout(tickOnce, POLL_MS);
-    };
-    session.timer = setTimeout(tickOnce, POLL_MS);
+    } catch (e) {
+      if (e.name !== 'AbortError' && e.message !== 'auth') setStatus('stream: ' + e.message);
+    }
   }
-  function stopLive() { if (current && current.timer) clearTimeout(current.timer); }
+  function stopLive() {
+    if (current && current.stream) {
+      current.stream.abort();
+      current.stream = null;
+    }
+  }
   $('live').addEventListener('change', () => {
     if (!current) return;
     current.live = $('live').checked;
-    refreshWorld(true).catch((e) => setStatus('error: ' + e.message));
+    if (current.live) startLive();
+    else {
+      stopLive();
+      refreshWorld(true).catch((e) => setStatus('error: ' + e.message));
+    }
   });
   $('show-queries').addEventListener('change', () => {
-    if (current) refreshWorld(true).catch((e) => setStatus('error: ' + e.message));
+    if (!current) return;
+    if (current.live) drawQueries();
+    else refreshWorld(true).catch((e) => setStatus('error: ' + e.message));
   });
   $('tick-slider').addEventListener('input', () => {
     if (!current) return;
     current.live = false;
+    stopLive();
     $('live').checked = false;
     refreshWorld(true).catch((e) => setStatus('error: ' + e.message));
   });
@@ -433,6 +587,11 @@
   // For tests and the console: what is drawn, without reading pixels by hand.
   window.hitboxInspector = {
     drawnColliders: () => (three ? three.byId.size : 0),
+    // Frames drawn and stream events applied so far (the page is alive, the stream works).
+    frames: () => (three ? three.frames : 0),
+    streamEvents: () => (current ? current.events : 0),
+    watchesDrawn: () => (three ? three.watches.children.length : 0),
+    insideLit: () => (current ? [...current.inside].filter((id) => three.byId.has(id)).length : 0),
     tick: () => (current && current.world ? current.world.tick : null),
     colliderPose: (id) => {
       const o = three && three.byId.get(id);

@@ -4,8 +4,10 @@
 // same over the real HTTP endpoint (--http-listen) with the embedded page.
 #include <httplib.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -56,6 +58,21 @@ class InspectorApiTest : public ::testing::Test {
     const grpc::Status st = stub_->CreateSession(&ctx, req, &info);
     EXPECT_TRUE(st.ok()) << st.error_message();
     return info.token();
+  }
+
+  // Adds watch 3, a sphere of radius 2 at the origin, to session `id`.
+  void AddWatch(const std::string& id) {
+    v1::ApplyChangesRequest req;
+    req.set_session_id(id);
+    Watch w;
+    w.id = 3;
+    w.shape = *Shape::MakeSphere(2);
+    wire::ToProto(w, req.add_changes()->mutable_add_watch());
+    v1::ApplyChangesResponse resp;
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", std::string("Bearer ") + kAdmin);
+    const grpc::Status st = stub_->ApplyChanges(&ctx, req, &resp);
+    ASSERT_TRUE(st.ok()) << st.error_message();
   }
 
   // Applies one change batch at `tick`: collider 7 (a box) at x = tick.
@@ -301,6 +318,210 @@ TEST_F(InspectorApiTest, ServedOverHttp) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   EXPECT_EQ(json::parse(ok->body)["id"], "h");
+}
+
+// The data of one server-sent event ("event: world\ndata: {...}\n\n").
+json EventData(const std::string& event, std::string* name = nullptr) {
+  const size_t nl = event.find('\n');
+  if (name != nullptr) *name = event.substr(7, nl - 7);
+  EXPECT_EQ(event.compare(nl + 1, 6, "data: "), 0) << event;
+  return json::parse(event.substr(nl + 7));
+}
+
+// A stream's first event carries the whole world; later ones what changed:
+// moved colliders as id and pose, added ones whole, removed ones as ids,
+// the newest recorded queries once; it ends when the session is deleted.
+TEST_F(InspectorApiTest, StreamSendsWhatChanged) {
+  Start(/*admin=*/true);
+  Create("s");
+  TickMove("s", 1);
+  server::InspectorAnswer a = Get("/api/sessions/s/stream", kAdmin);
+  ASSERT_EQ(a.status, 200) << a.body;
+  ASSERT_NE(a.stream, nullptr);
+  EXPECT_EQ(a.content_type, "text/event-stream");
+  std::string e;
+  std::string name;
+  ASSERT_TRUE(a.stream->Event(&e));
+  json d = EventData(e, &name);
+  EXPECT_EQ(name, "world");
+  EXPECT_EQ(d["full"], true);
+  ASSERT_EQ(d["added"].size(), 1u);
+  EXPECT_EQ(d["added"][0]["id"], 7);
+  EXPECT_EQ(d["newest_tick"], 1);
+  EXPECT_FALSE(d.contains("queries"));
+
+  TickMove("s", 2);
+  Ray("s");
+  e.clear();
+  ASSERT_TRUE(a.stream->Event(&e));
+  d = EventData(e);
+  EXPECT_EQ(d["full"], false);
+  EXPECT_EQ(d["added"].size(), 0u);
+  ASSERT_EQ(d["moved"].size(), 1u);
+  EXPECT_EQ(d["moved"][0], json::parse("[7,[2,0,0],[0,0,0,1]]"));
+  EXPECT_EQ(d["removed"].size(), 0u);
+  ASSERT_TRUE(d.contains("queries"));
+  EXPECT_EQ(d["queries"]["queries"][0]["hits"][0]["id"], 7);
+
+  // Nothing new: no colliders, no queries (nor before 5 events since the last).
+  e.clear();
+  ASSERT_TRUE(a.stream->Event(&e));
+  d = EventData(e);
+  EXPECT_FALSE(d.contains("added"));
+  EXPECT_FALSE(d.contains("moved"));
+  EXPECT_FALSE(d.contains("queries"));
+  EXPECT_EQ(d["seq"], 3);
+
+  // A watch: listed with its inside set (collider 7 at x = 2 touches it).
+  AddWatch("s");
+  e.clear();
+  ASSERT_TRUE(a.stream->Event(&e));
+  d = EventData(e);
+  ASSERT_EQ(d["watches"].size(), 1u);
+  EXPECT_EQ(d["watches"][0]["id"], 3);
+  EXPECT_EQ(d["watches"][0]["inside"], json::array({7}));
+  EXPECT_EQ(d["watches"][0]["shape"]["kind"], "sphere");
+
+  // Removed, then the session deleted: the stream ends saying why.
+  {
+    v1::ApplyChangesRequest req;
+    req.set_session_id("s");
+    req.add_changes()->set_remove(7);
+    v1::ApplyChangesResponse resp;
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", std::string("Bearer ") + kAdmin);
+    ASSERT_TRUE(stub_->ApplyChanges(&ctx, req, &resp).ok());
+  }
+  e.clear();
+  ASSERT_TRUE(a.stream->Event(&e));
+  EXPECT_EQ(EventData(e)["removed"], json::array({7}));
+  ASSERT_TRUE(server_->service().sessions().Remove("s") != nullptr);
+  e.clear();
+  EXPECT_FALSE(a.stream->Event(&e));
+  EXPECT_EQ(EventData(e, &name)["reason"], "session_id: session 's' was deleted");
+  EXPECT_EQ(name, "end");
+  EXPECT_FALSE(a.stream->Next(&e));
+}
+
+// Streams are bounded per session and in all, with the limit named; a closed
+// stream frees its place; the sessions list counts them.
+TEST_F(InspectorApiTest, StreamLimits) {
+  Start(/*admin=*/true);
+  std::vector<std::unique_ptr<server::InspectorStream>> open;
+  for (size_t i = 0; i < server::kMaxInspectorStreams; ++i) {
+    std::string id = "l";
+    id += std::to_string(i / server::kMaxInspectorStreamsPerSession);
+    if (i % server::kMaxInspectorStreamsPerSession == 0) Create(id);
+    std::string path = "/api/sessions/";  // appended: gcc 12's -Wrestrict misfires on +
+    path += id;
+    path += "/stream";
+    server::InspectorAnswer a = Get(path, kAdmin);
+    ASSERT_EQ(a.status, 200) << a.body;
+    open.push_back(std::move(a.stream));
+  }
+  const server::InspectorAnswer per = Get("/api/sessions/l0/stream", kAdmin);
+  EXPECT_EQ(per.status, 429);
+  EXPECT_THAT(per.body, HasSubstr("at most 4 per session"));
+  Create("other");
+  const server::InspectorAnswer all = Get("/api/sessions/other/stream", kAdmin);
+  EXPECT_EQ(all.status, 429);
+  EXPECT_THAT(all.body, HasSubstr("at most 16 on this server"));
+  const json list = json::parse(Get("/api/sessions", kAdmin).body);
+  EXPECT_EQ(list["sessions"][0]["streams"], 4);
+  EXPECT_EQ(api_->open_streams(), server::kMaxInspectorStreams);
+  open.pop_back();
+  EXPECT_EQ(Get("/api/sessions/other/stream", kAdmin).status, 200);  // freed on return
+  EXPECT_EQ(api_->open_streams(), server::kMaxInspectorStreams - 1);
+  // Same access rules as the rest of the API.
+  EXPECT_EQ(Get("/api/sessions/l0/stream").status, 401);
+  EXPECT_EQ(Get("/api/sessions/l0/stream", "wrong-token").status, 403);
+}
+
+// Stop() ends open streams at once (no wait for the next event) and refuses new ones.
+TEST_F(InspectorApiTest, StopEndsStreams) {
+  Start(/*admin=*/true);
+  Create("x");
+  server::InspectorAnswer a = Get("/api/sessions/x/stream", kAdmin);
+  ASSERT_NE(a.stream, nullptr);
+  std::string e;
+  ASSERT_TRUE(a.stream->Next(&e));  // the first event is due at once
+  std::thread stopper([&] { api_->Stop(); });
+  e.clear();
+  EXPECT_FALSE(a.stream->Next(&e));  // woken by Stop, or stopped already
+  stopper.join();
+  std::string name;
+  EXPECT_EQ(EventData(e, &name)["reason"], "the server is stopping");
+  EXPECT_EQ(Get("/api/sessions/x/stream", kAdmin).status, 503);
+}
+
+// The sessions list's rates, from the clock given: ticks and queries per
+// second between two reads a second or more apart.
+TEST_F(InspectorApiTest, SessionRatesFromTheClock) {
+  Start(/*admin=*/true);
+  int64_t now_ns = 5'000'000'000;
+  api_ = std::make_unique<server::InspectorApi>(&server_->service(), [&] { return now_ns; });
+  Create("r");
+  TickMove("r", 1);
+  json list = json::parse(Get("/api/sessions", kAdmin).body);
+  EXPECT_TRUE(list["sessions"][0]["ticks_per_s"].is_null());
+  for (uint64_t t = 2; t <= 21; ++t) TickMove("r", t);
+  for (int i = 0; i < 10; ++i) Ray("r");
+  now_ns += 500'000'000;  // half a second: not measured yet
+  EXPECT_TRUE(json::parse(Get("/api/sessions", kAdmin).body)["sessions"][0]["ticks_per_s"].is_null());
+  now_ns += 1'500'000'000;  // two seconds since the first read
+  list = json::parse(Get("/api/sessions", kAdmin).body);
+  EXPECT_EQ(list["sessions"][0]["ticks_per_s"], 10.0);
+  EXPECT_EQ(list["sessions"][0]["queries_per_s"], 5.0);
+  EXPECT_EQ(list["sessions"][0]["streams"], 0);
+}
+
+// The world answer lists the watches with their inside sets.
+TEST_F(InspectorApiTest, WorldListsWatches) {
+  Start(/*admin=*/true);
+  Create("w");
+  TickMove("w", 1);
+  AddWatch("w");
+  const json w = json::parse(Get("/api/sessions/w/world", kAdmin).body);
+  ASSERT_EQ(w["watches"].size(), 1u);
+  EXPECT_EQ(w["watches"][0]["inside"], json::array({7}));
+  EXPECT_EQ(w["watches"][0]["inside_count"], 1);
+  EXPECT_TRUE(w["watches"][0]["attach_to"].is_null());
+}
+
+// Over HTTP: the stream is text/event-stream; a server stopping with a
+// stream open ends it and does not hang.
+TEST_F(InspectorApiTest, StreamOverHttpEndsAtShutdown) {
+  Start(/*admin=*/true);
+  Create("h");
+  TickMove("h", 1);
+  httplib::Client http("127.0.0.1", server_->metrics_port());
+  std::atomic<int> worlds{0};
+  std::string received;
+  std::string content_type;
+  std::mutex mu;
+  std::thread reader([&] {
+    httplib::Headers headers = {{"Authorization", std::string("Bearer ") + kAdmin}};
+    http.Get(
+        "/api/sessions/h/stream", headers,
+        [&](const httplib::Response& res) {
+          std::lock_guard<std::mutex> lock(mu);
+          content_type = res.get_header_value("Content-Type");
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          std::lock_guard<std::mutex> lock(mu);
+          received.append(data, n);
+          if (std::string(data, n).find("event: world") != std::string::npos) ++worlds;
+          return true;
+        });
+  });
+  // Ends when events arrive (10 a second), or at the test's timeout.
+  while (worlds.load() < 2) std::this_thread::yield();
+  server_.reset();  // must return with the stream open
+  reader.join();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(content_type, "text/event-stream");
+  EXPECT_THAT(received, HasSubstr("event: end\ndata: {\"reason\":\"the server is stopping\"}"));
 }
 
 }  // namespace

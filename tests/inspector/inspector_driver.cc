@@ -3,7 +3,9 @@
 // every primitive kind (ids from kFirstId, clear of the map's), then plays
 // --ticks ticks on a Tick stream: colliders of layer 1 and 3 move 0.25 m
 // along +x per tick (x = x0 + 0.25 * tick), and each tick casts a ray and a
-// sphere across the row. Prints {"session": ID, "token": TOKEN,
+// sphere across the row. Tick 1 also adds watch 1, a sphere of radius 3
+// around the first collider. --continue T plays ticks T..--ticks on the
+// session made by an earlier run (moves only). Prints {"session": ID, "token": TOKEN,
 // "colliders": N, "first_id": ID, "ticks": T} and exits.
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +19,7 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: inspector_driver --address HOST:PORT [--token ADMIN] [--session ID] "
-               "[--map MAP] [--ticks N]\n");
+               "[--map MAP] [--ticks N] [--continue T]\n");
   return 2;
 }
 
@@ -33,6 +35,7 @@ double X(int i, uint64_t tick) {
 int main(int argc, char** argv) {
   std::string address, token, session = "inspected", map;
   uint64_t ticks = 40;
+  uint64_t first_tick = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) return Usage();
@@ -42,19 +45,24 @@ int main(int argc, char** argv) {
     else if (arg == "--session") session = value;
     else if (arg == "--map") map = value;
     else if (arg == "--ticks") ticks = std::strtoull(value.c_str(), nullptr, 10);
+    else if (arg == "--continue") first_tick = std::strtoull(value.c_str(), nullptr, 10);
     else return Usage();
   }
-  if (address.empty() || ticks < 2) return Usage();
+  if (address.empty() || ticks < 2 || first_tick < 1 || first_tick > ticks) return Usage();
   hitbox::ClientOptions options;
   options.token = token;
   hitbox::Client client(address, options);
   hitbox::SessionSpec spec;
   spec.session_id = session;
   spec.map_id = map;
-  const auto created = client.CreateSession(spec);
-  if (!created.ok()) {
-    std::fprintf(stderr, "CreateSession: %s\n", created.status().ToString().c_str());
-    return 1;
+  std::string session_token;
+  if (first_tick == 1) {
+    const auto created = client.CreateSession(spec);
+    if (!created.ok()) {
+      std::fprintf(stderr, "CreateSession: %s\n", created.status().ToString().c_str());
+      return 1;
+    }
+    session_token = created->token;
   }
   constexpr int kColliders = 12;
   std::vector<hitbox::ColliderChange> adds;
@@ -71,8 +79,13 @@ int main(int argc, char** argv) {
     c.layer = static_cast<uint32_t>(i % 4);
     adds.push_back(hitbox::ColliderChange::Add(c));
   }
+  hitbox::Watch watch;
+  watch.id = 1;
+  watch.shape = *hitbox::Shape::MakeSphere(3.0);
+  watch.pose = hitbox::Pose({X(0, 1), 3.0, 0.0});
+  adds.push_back(hitbox::ColliderChange::AddWatch(watch));
   std::unique_ptr<hitbox::TickStream> stream = client.OpenTickStream(session);
-  for (uint64_t tick = 1; tick <= ticks; ++tick) {
+  for (uint64_t tick = first_tick; tick <= ticks; ++tick) {
     std::vector<hitbox::ColliderChange> changes;
     if (tick == 1) {
       changes = adds;
@@ -107,7 +120,7 @@ int main(int argc, char** argv) {
   }
   std::printf("{\"session\":\"%s\",\"token\":\"%s\",\"colliders\":%d,\"first_id\":%llu,"
               "\"ticks\":%llu}\n",
-              session.c_str(), created->token.c_str(), kColliders,
+              session.c_str(), session_token.c_str(), kColliders,
               static_cast<unsigned long long>(kFirstId),
               static_cast<unsigned long long>(ticks));
   return 0;
