@@ -413,7 +413,8 @@ Status SessionTxn::Prepare(const Session& s, const RepeatedPtrField<v1::Collider
 
 Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
                                std::optional<uint64_t> tick,
-                               std::optional<uint64_t> expected_revision, BatchReservation* held) {
+                               std::optional<uint64_t> expected_revision, const CallControl& call,
+                               BatchReservation* held) {
   ColliderSet& set = s.set();
   // The batch policy (revision, tick, ids by entry, geometry and collider
   // limits) is core's: ColliderSet::CheckBatch.
@@ -442,17 +443,21 @@ Status SessionTxn::ApplyLocked(Session& s, const std::vector<ColliderChange>& ch
   uint64_t watch_reserve = 0;
   const uint64_t cap = env_.sessions->max_memory_bytes();
   const bool watched = set.watch_count() > 0 || plan.watches_after > 0;
-  if (watched && cap != 0) {
-    watch_reserve = env_.sessions->ReserveUpTo(kWatchGrowthReserve);
+  if (watched) {
     WatchBudget budget = WatchBudgetOf(s.limits());
-    budget.max_growth_bytes = watch_reserve;
-    budget.memory_limit = "--max-memory: all sessions hold " +
-                          std::to_string(env_.sessions->memory_bytes() - watch_reserve) + " of " +
-                          std::to_string(cap) + " bytes";
+    if (cap != 0) {
+      watch_reserve = env_.sessions->ReserveUpTo(kWatchGrowthReserve);
+      budget.max_growth_bytes = watch_reserve;
+      budget.memory_limit = "--max-memory: all sessions hold " +
+                            std::to_string(env_.sessions->memory_bytes() - watch_reserve) +
+                            " of " + std::to_string(cap) + " bytes";
+    }
+    budget.deadline = call.deadline;
+    budget.cancelled = call.cancelled;
     set.SetWatchBudget(budget);
   }
   const Status st = set.ApplyBatch(changes, tick, plan);
-  if (watched && cap != 0) set.SetWatchBudget(WatchBudgetOf(s.limits()));
+  if (watched) set.SetWatchBudget(WatchBudgetOf(s.limits()));
   env_.sessions->SettleMemory(s, growth + watch_reserve);
   return st;
 }
@@ -648,7 +653,7 @@ Status SessionTxn::Apply(Session& s, const RepeatedPtrField<v1::ColliderChange>&
   const uint64_t revision = s.set().revision();
   std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
   if (env_.store != nullptr) before = Capture(s.set(), changes);
-  if (Status st = ApplyLocked(s, changes, tick, expected_revision, &held); !st.ok()) {
+  if (Status st = ApplyLocked(s, changes, tick, expected_revision, call, &held); !st.ok()) {
     return st;
   }
   if (Status st = PersistLocked(s, in, {}, tick, before, revision); !st.ok()) return st;
@@ -712,7 +717,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
   const uint64_t revision = s.set().revision();
   std::vector<std::pair<uint64_t, std::optional<Collider>>> before;
   if (!queries.empty() || env_.store != nullptr) before = Capture(s.set(), changes);
-  if (Status st = ApplyLocked(s, changes, req.tick, std::nullopt, &held); !st.ok()) {
+  if (Status st = ApplyLocked(s, changes, req.tick, std::nullopt, call, &held); !st.ok()) {
     return st;
   }
   const auto undo = [&](const Status& st) {
@@ -744,7 +749,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
       std::vector<std::pair<uint64_t, std::optional<Collider>>> more = Capture(s.set(), moved);
       before.insert(before.end(), more.begin(), more.end());
     }
-    if (Status st = ApplyLocked(s, *batch, req.tick, std::nullopt); !st.ok()) {
+    if (Status st = ApplyLocked(s, *batch, req.tick, std::nullopt, call); !st.ok()) {
       env_.sessions->SettleMemory(s, 0);
       return drop_answers(st);
     }

@@ -134,10 +134,12 @@ class SessionTxn {
                  const CallControl& call, std::vector<ColliderChange>* out, BatchReservation* held);
   // Applies converted changes; the caller holds the exclusive lock. Growth
   // in colliders is checked against --max-memory before anything changes,
-  // unless `held` holds the batch's priced reservation (settled here).
+  // unless `held` holds the batch's priced reservation (settled here). The
+  // watch update stops at the call's deadline or cancellation (the batch is
+  // then refused whole).
   Status ApplyLocked(Session& s, const std::vector<ColliderChange>& changes,
                      std::optional<uint64_t> tick, std::optional<uint64_t> expected_revision,
-                     BatchReservation* held = nullptr);
+                     const CallControl& call, BatchReservation* held = nullptr);
   // Commits an applied batch to the store's log (exclusive lock held; no-op
   // without a store or for an empty batch); `moved` (applied character moves)
   // follow `changes` in the same record, with the batch's `tick`. On a write

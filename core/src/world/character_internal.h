@@ -24,4 +24,12 @@ class MoveWorld {
 /// contacts are cleared, not freed, so a reused result allocates nothing).
 void RunMove(const MoveQuery& q, MoveWorld& world, MoveResult* out);
 
+/// Whether a set's moves on this thread gather the tree leaves near them
+/// once and test only those on each sweep (true), or walk the tree on every
+/// sweep: the same answers, which tests compare.
+inline bool& MoveGatherOnThisThread() {
+  thread_local bool on = true;
+  return on;
+}
+
 }  // namespace hitbox::internal

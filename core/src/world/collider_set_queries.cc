@@ -60,6 +60,8 @@ struct MoveScratch {
   CastQuery cast;
   std::vector<CastHit> hits;
   std::vector<CastHit> base_hits;
+  std::vector<uint32_t> own_items;
+  std::vector<uint32_t> base_items;
 };
 MoveScratch& ThreadMoveScratch() {
   thread_local MoveScratch scratch;
@@ -87,6 +89,12 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     cast_.at_tick = q.at_tick;
     hits_.clear();
     base_hits_.clear();
+    // How far the move's sweeps may reach beyond its first: its whole
+    // displacement, a step up, a snap down and a few skins.
+    margin_ = q.displacement.Length() + q.settings.step_height + q.settings.ground_snap_distance +
+              4.0 * q.settings.skin_width;
+    own_.valid = false;
+    base_.valid = false;
   }
   // The scratch keeps no shape (a hull's or mesh's data) past the move.
   ~MoveSweeper() { cast_.shape = Shape(); }
@@ -101,10 +109,10 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       set_.RunRewound<CastJob>(cast_, &hits_, &pairs_, /*skip_leaving=*/true);
       ++steps_;  // charged one node, as rewound queries in a batch
     } else {
-      SweepIn(set_, &hits_);
+      SweepIn(set_, &own_, &hits_);
     }
     if (set_.base != nullptr) {  // a shared map: static, swept as it is
-      SweepIn(*set_.base, &base_hits_);
+      SweepIn(*set_.base, &base_, &base_hits_);
       if (!base_hits_.empty() && (hits_.empty() || HitLess(base_hits_[0], hits_[0]))) {
         hits_.swap(base_hits_);
       }
@@ -112,12 +120,53 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     return Found(hit);
   }
 
+  /// The leaves of one set a move's sweeps may reach: gathered once for a
+  /// region around the move, then each sweep tests just their boxes, as its
+  /// tree walk would, instead of walking the tree again.
+  struct Gathered {
+    bool valid = false;
+    bool walk = false;  ///< too many leaves there: sweeps inside walk the tree
+    Aabb reach;
+    std::vector<uint32_t>* items = nullptr;
+  };
+  /// Most leaves a gathered region keeps; past it sweeps walk the tree.
+  static constexpr size_t kMaxGathered = 64;
+
   /// The first hit of the current sweep against `impl`'s tree, into `hits`.
-  void SweepIn(const Impl& impl, std::vector<CastHit>* hits) {
+  void SweepIn(const Impl& impl, Gathered* g, std::vector<CastHit>* hits) {
     CastJob job;
     job.pairs = &pairs_;
     job.skip_leaving = true;
     job.Start(impl, cast_, hits);
+    // The region the sweep's tree walk could reach: its swept box grown by
+    // more than the walk's own slack.
+    const Aabb box = cast_.shape.WorldBounds(job.pose);
+    const Aabb swept = box.Swept(cast_.translation).Expanded(2.0 * kBoxSlack);
+    if (!g->valid || !g->reach.Contains(swept)) {
+      g->valid = true;
+      g->reach = swept.Expanded(margin_);
+      g->items->clear();
+      QueryTree(impl.tree, FloatAabb::Outward(g->reach), cast_.filter.mask,
+                [&](uint32_t item, uint32_t) { g->items->push_back(item); });
+      steps_ += g->items->size() + 1;
+      g->walk = g->items->size() > kMaxGathered;
+    }
+    if (!g->walk && internal::MoveGatherOnThisThread()) {
+      // The walk's leaf test on each gathered leaf: the same leaves reach
+      // the job (a job's answer does not depend on their order).
+      double max_t = 1.0;
+      EntryBound bound(FractionBound(max_t));
+      for (const uint32_t item : *g->items) {
+        const TreeNode& leaf = impl.tree.node(impl.leaf_of[item]);
+        float t, unused;
+        if ((job.seg.Entry2(leaf, leaf, bound, &t, &unused) & 1u) == 0) continue;
+        max_t = job.Leaf(item, max_t);
+        bound.Set(FractionBound(max_t));
+      }
+      steps_ += g->items->size();
+      job.Finish();
+      return;
+    }
     SegmentCursor cursor;
     cursor.Begin(impl.tree, &job.seg, cast_.filter.mask, 1.0);
     const auto prefetch = impl.ColliderPrefetch();
@@ -154,6 +203,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   std::vector<CastHit>& hits_;
   std::vector<CastHit>& base_hits_;
   PairCounter pairs_;
+  double margin_ = 0.0;
+  Gathered own_{false, false, Aabb(), &scratch_.own_items};
+  Gathered base_{false, false, Aabb(), &scratch_.base_items};
   uint64_t steps_ = 0;
   uint64_t charged_pairs_ = 0;
   bool stopped_ = false;

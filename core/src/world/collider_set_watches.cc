@@ -83,23 +83,53 @@ Status OverMemory(const WatchBudget& b, const WatchWork& w) {
                     "; the batch was not applied: split it, or use fewer or smaller watches");
 }
 
+// The refusal of an update stopped by the call's deadline or cancellation
+// (WatchBudget), or Ok while it may go on.
+Status StopOf(const WatchBudget& b) {
+  if (b.cancelled && b.cancelled()) {
+    return Status(ErrorCode::kCancelled,
+                  "changes: the call was cancelled while the watches were updated; the batch "
+                  "was not applied");
+  }
+  if (b.deadline != std::chrono::steady_clock::time_point::max() &&
+      (b.now ? b.now() : std::chrono::steady_clock::now()) >= b.deadline) {
+    return Status(ErrorCode::kDeadlineExceeded,
+                  "changes: the deadline passed while the watches were updated; the batch was "
+                  "not applied");
+  }
+  return Status::Ok();
+}
+
 // Counts the triangles and compound children a pair test goes through
-// against the pair budget; stops the test once it is spent.
+// against the pair budget, and polls the deadline and cancellation when
+// asked; stops the test once the budget is spent or the call must stop.
 class PairMeter final : public internal::WorkMeter {
  public:
-  PairMeter(uint64_t* count, uint64_t max) : count_(count), max_(max) {}
-  bool Charge(uint64_t tests, bool /*poll*/) override {
+  PairMeter(uint64_t* count, const WatchBudget& budget) : count_(count), budget_(budget) {}
+  bool Charge(uint64_t tests, bool poll) override {
     *count_ += tests;
-    over_ = over_ || (max_ != 0 && *count_ > max_);
-    return !over_;
+    over_ = over_ || (budget_.max_pair_tests != 0 && *count_ > budget_.max_pair_tests);
+    if (poll && stop_.ok()) stop_ = StopOf(budget_);
+    return !over_ && stop_.ok();
   }
   bool over() const { return over_; }
+  /// Why the call must stop (deadline, cancellation), or Ok.
+  const Status& stop() const { return stop_; }
+  /// Polls now, as Charge(0, true) would.
+  const Status& Poll() {
+    if (stop_.ok()) stop_ = StopOf(budget_);
+    return stop_;
+  }
 
  private:
   uint64_t* count_;
-  uint64_t max_;
+  const WatchBudget& budget_;
   bool over_ = false;
+  Status stop_;
 };
+
+// Candidates tested between two polls of the deadline and cancellation.
+constexpr uint64_t kWatchPollEvery = 256;
 
 }  // namespace
 
@@ -247,6 +277,9 @@ Status ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
     QueryBudget qb;
     qb.max_nodes = budget.max_nodes;
     qb.max_pair_tests = budget.max_pair_tests;
+    qb.deadline = budget.deadline;
+    qb.now = budget.now;
+    qb.cancelled = budget.cancelled;
     QueryWork qw;
     const Status st = RunBatch(std::span<const Query>(queries), std::span<QueryResult>(results),
                                nullptr, qb, &qw);
@@ -254,6 +287,10 @@ Status ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
     w.work.query_pair_tests += qw.pair_tests;
     if (!st.ok()) {
       drop_shapes();
+      if (st.code() == ErrorCode::kDeadlineExceeded || st.code() == ErrorCode::kCancelled) {
+        const Status stop = StopOf(budget);
+        return refuse(stop.ok() ? st : stop);
+      }
       return refuse(OverWork(budget, w.work));
     }
   }
@@ -293,8 +330,9 @@ Status ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
   // it is tested.
   const uint64_t pair_max = budget.max_pair_tests;
   uint64_t pairs = w.work.query_pair_tests;
-  PairMeter meter(&pairs, pair_max);
+  PairMeter meter(&pairs, budget);
   const internal::ScopedWorkMeter scoped(w.bounded() ? &meter : nullptr);
+  uint64_t since_poll = kWatchPollEvery - 1;  // the first candidate polls
   std::vector<uint32_t> near;
   for (const WatchSet::Touched& t : touched) {
     const uint32_t ci = m.IndexOf(t.id);
@@ -314,6 +352,10 @@ Status ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
     pairs += near.size();
     if (pair_max != 0 && pairs > pair_max) return refuse(OverWork(budget, w.work));
     for (uint32_t i : near) {
+      if (w.stoppable() && ++since_poll >= kWatchPollEvery) {
+        since_poll = 0;
+        if (!meter.Poll().ok()) return refuse(meter.stop());
+      }
       WatchState& s = w.at(i);
       uint32_t sub = internal::kNoOverlap;
       if (c != nullptr && Admits(s.watch, *c)) {
@@ -322,6 +364,7 @@ Status ColliderSet::FinishWatchBatch(std::optional<uint64_t> tick) {
                                      s.watch.shape.BoundingRadius() + kBoxSlack, *c,
                                      m.radius[ci], &tested);
         w.work.pair_tests += tested;
+        if (!meter.stop().ok()) return refuse(meter.stop());
         if (meter.over()) return refuse(OverWork(budget, w.work));
       }
       std::vector<WatchMember>& in = s.inside;

@@ -133,7 +133,12 @@ class WatchSet {
   /// True when the budget bounds a batch's update (a refusal is possible).
   bool bounded() const {
     return budget.max_nodes != 0 || budget.max_pair_tests != 0 ||
-           budget.max_growth_bytes != UINT64_MAX;
+           budget.max_growth_bytes != UINT64_MAX || stoppable();
+  }
+  /// The update has a deadline or a cancellation to poll.
+  bool stoppable() const {
+    return budget.deadline != std::chrono::steady_clock::time_point::max() ||
+           static_cast<bool>(budget.cancelled);
   }
 
  private:

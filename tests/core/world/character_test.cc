@@ -10,6 +10,7 @@
 
 #include "hitbox/world/character.h"
 #include "hitbox/world/collider_set.h"
+#include "world/character_internal.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -557,6 +558,32 @@ TEST(Move, RandomWorldProperties) {
   }
   EXPECT_GT(moves, 10000);
   EXPECT_GT(blocked, 1000);  // the worlds do get in the way
+}
+
+// A move gathers the tree leaves near it once and tests only those on each
+// sweep: every field of every answer is the one the full tree walk on each
+// sweep gives, in random worlds and with other players about.
+TEST(Move, GatheredLeavesAnswerAsTheTreeWalk) {
+  int compared = 0;
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
+    Random rng(seed);
+    World w;
+    BuildRandomWorld(seed, rng, &w);
+    for (int m = 0; m < 8; ++m) {
+      MoveQuery q;
+      if (!RandomFreeMove(rng, w, &q)) continue;
+      if (m % 2 == 1) q.settings.step_height = rng.Uniform(0.0, 0.6);
+      MoveResult gathered, walked;
+      w.set().Move(q, &gathered);
+      internal::MoveGatherOnThisThread() = false;
+      w.set().Move(q, &walked);
+      internal::MoveGatherOnThisThread() = true;
+      ASSERT_EQ(MoveDiff(gathered, walked), "")
+          << "seed " << seed << " move " << m;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 3000);
 }
 
 // Results reused from move to move and batch to batch (their contacts'

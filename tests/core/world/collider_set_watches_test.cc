@@ -5,6 +5,8 @@
 // rollback restores them; the checks and limits; the work stays incremental.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -558,6 +560,73 @@ TEST(WatchBudgetTest, ChangedColliderNearManyWatchesIsBounded) {
   ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Replace(big)}).ok());
   EXPECT_EQ(set.watch_events().size(), 3'000u);
   EXPECT_EQ(set.last_watch_work().candidates, 3'000u);
+}
+
+// The call's deadline and cancellation stop a long watch update: the batch
+// is refused with kDeadlineExceeded or kCancelled and the set is exactly as
+// before; the clock is injected and read while the update runs, in both of
+// its parts (the attached watches' full queries, and a changed collider's
+// candidates), and a deadline still ahead lets the same batch apply.
+TEST(WatchBudgetTest, DeadlineAndCancellationStopTheUpdate) {
+  ColliderSet set;
+  std::vector<ColliderChange> batch;
+  batch.push_back(ColliderChange::Add(Ball(1, {0, 0, 0})));
+  batch.push_back(ColliderChange::Add(Ball(2, {-50, 0, 0})));
+  for (uint64_t w = 1; w <= 4'000; ++w) {
+    const auto x = static_cast<double>(w % 100), z = static_cast<double>(w / 100);
+    batch.push_back(ColliderChange::AddWatch(SphereWatch(w, 2.0, Pose({0.05 * x, 0, 0.05 * z}), 1)));
+  }
+  for (uint64_t w = 5'001; w <= 8'000; ++w) {  // fixed, along x
+    batch.push_back(ColliderChange::AddWatch(SphereWatch(w, 1.0, Pose({0.01 * static_cast<double>(w - 5'000), 0, 0}))));
+  }
+  ASSERT_TRUE(set.Apply(batch, 1).ok());
+  const auto held = Held(set);
+  const auto colliders = Colliders(set);
+  const uint64_t revision = set.revision();
+  const std::chrono::steady_clock::time_point start{};
+  // A clock that advances a millisecond per read: the deadline passes during the update.
+  int reads = 0;
+  WatchBudget budget;
+  budget.now = [&] { return start + std::chrono::milliseconds(++reads); };
+  budget.deadline = start + std::chrono::milliseconds(3);
+  set.SetWatchBudget(budget);
+  const std::vector carried{ColliderChange::Move(1, Pose({3, 0, 2}))};   // 4,000 full queries
+  const std::vector swept{ColliderChange::Replace(Ball(2, {15, 0, 0}, 20.0))};  // 3,000 candidates
+  for (const auto* change : {&carried, &swept}) {
+    reads = 0;
+    const Status st = set.Apply(*change, 2);
+    ASSERT_EQ(st.code(), ErrorCode::kDeadlineExceeded)
+        << st.ToString() << " reads " << reads << (change == &carried ? " carried" : " swept");
+    EXPECT_NE(st.message().find("deadline passed while the watches were updated"), std::string::npos)
+        << st.ToString();
+    EXPECT_GE(reads, 3);
+    EXPECT_EQ(set.revision(), revision);
+    EXPECT_EQ(Held(set), held);
+    EXPECT_EQ(Colliders(set), colliders);
+    EXPECT_TRUE(set.watch_events().empty());
+    EXPECT_EQ(set.WatchValidate(), "");
+    EXPECT_EQ(set.TreeValidate(), "");
+  }
+  // Cancelled on the third poll.
+  budget = WatchBudget();
+  int polls = 0;
+  budget.cancelled = [&] { return ++polls >= 3; };
+  set.SetWatchBudget(budget);
+  for (const auto* change : {&carried, &swept}) {
+    polls = 0;
+    const Status st = set.Apply(*change, 2);
+    ASSERT_EQ(st.code(), ErrorCode::kCancelled) << st.ToString();
+    EXPECT_EQ(Held(set), held);
+    EXPECT_EQ(Colliders(set), colliders);
+  }
+  // A deadline far ahead: both apply.
+  budget = WatchBudget();
+  budget.now = [&] { return start; };
+  budget.deadline = start + std::chrono::hours(1);
+  set.SetWatchBudget(budget);
+  ASSERT_TRUE(set.Apply(carried, 2).ok());
+  ASSERT_TRUE(set.Apply(swept, 3).ok());
+  EXPECT_EQ(set.FindWatch(5'001)->inside.size(), 1u);
 }
 
 // The growth bound: a batch whose watches would take more bytes than it may

@@ -4,7 +4,9 @@
 // difference from the batch before (ColliderSet::watch_events()).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -101,6 +103,13 @@ struct WatchBudget {
   /// Named in a refusal after the numbers: which limits set the bounds.
   std::string work_limits;
   std::string memory_limit;
+  /// Past this time the update stops and the batch is refused with
+  /// kDeadlineExceeded (undone whole, as on any refusal); max(): none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// The clock the deadline is read on; empty: steady_clock. Tests inject one.
+  std::function<std::chrono::steady_clock::time_point()> now;
+  /// Polled with the deadline; true refuses the batch with kCancelled.
+  std::function<bool()> cancelled;
 };
 
 }  // namespace hitbox
