@@ -247,7 +247,7 @@ void CheckResult(const ColliderSet& set, const Query& q, const QueryResult& r, b
       HITBOX_FUZZ_CHECK(p.fraction < h.fraction || (p.fraction == h.fraction && p.id < h.id),
                         "hits not sorted by (fraction, id)");
     }
-    if (h.started_overlapping) HITBOX_FUZZ_CHECK(h.fraction == 0.0, "started inside at %g", h.fraction);
+    if (h.started_overlapping()) HITBOX_FUZZ_CHECK(h.fraction == 0.0, "started inside at %g", h.fraction);
     if (check_finite) {
       HITBOX_FUZZ_CHECK(Finite(h.normal) && Finite(h.point) && Finite(h.depth),
                         "non-finite cast hit on %llu: fraction %.17g normal %s point %s depth %g",

@@ -54,7 +54,7 @@ void PrintCastHits(const std::vector<CastHit>& hits) {
   Table table({"ID", "USER_DATA", "FRACTION", "NORMAL", "POINT", "STARTED_INSIDE", "DEPTH"});
   for (const CastHit& h : hits) {
     table.AddRow({std::to_string(h.id), std::to_string(h.user_data), FormatDouble(h.fraction, 9),
-                  FormatVec3(h.normal), FormatVec3(h.point), h.started_overlapping ? "yes" : "no",
+                  FormatVec3(h.normal), FormatVec3(h.point), h.started_overlapping() ? "yes" : "no",
                   FormatDouble(h.depth, 6)});
   }
   std::fputs(table.Render().c_str(), stdout);

@@ -50,7 +50,7 @@ std::string AnswerText(cases::QueryKind kind, const QueryResult& r) {
       const CastHit& h = r.hits[0];
       return "hit " + std::to_string(h.id) + " at " + FormatDouble(h.fraction, 9) + " normal " +
              FormatVec3(h.normal) + " point " + FormatVec3(h.point) +
-             (h.started_overlapping ? " (started inside)" : "");
+             (h.started_overlapping() ? " (started inside)" : "");
     }
     case cases::QueryKind::kMove: {
       if (!r.move) return "no move result";

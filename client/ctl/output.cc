@@ -117,7 +117,7 @@ nlohmann::json ToJson(const CastHit& h) {
           {"fraction", h.fraction},
           {"normal", ToJson(h.normal)},
           {"point", ToJson(h.point)},
-          {"started_overlapping", h.started_overlapping},
+          {"started_overlapping", h.started_overlapping()},
           {"depth", h.depth},
           {"sub_shape", h.sub_shape}};
 }

@@ -147,7 +147,7 @@ void ExerciseEveryCall(Client& client, const std::string& id) {
   // Without the mask the floor is touched from the start.
   ASSERT_EQ(every->size(), 2u);
   EXPECT_EQ((*every)[0].id, 1u);
-  EXPECT_TRUE((*every)[0].started_overlapping);
+  EXPECT_TRUE((*every)[0].started_overlapping());
   ASSERT_TRUE(ray->has_value());
   EXPECT_EQ((*ray)->id, 2u);
   EXPECT_NEAR((*ray)->fraction, 0.575, 1e-9);

@@ -125,7 +125,7 @@ inline std::string DiffResults(const QueryResult& a, const QueryResult& b) {
     const CastHit &x = a.hits[i], &y = b.hits[i];
     if (x.id != y.id || x.user_data != y.user_data || x.fraction != y.fraction ||
         !(x.normal == y.normal) || !(x.point == y.point) ||
-        x.started_overlapping != y.started_overlapping || x.depth != y.depth) {
+        x.started_overlapping() != y.started_overlapping() || x.depth != y.depth) {
       out << "hit[" << i << "] id " << x.id << " vs " << y.id << ", fraction " << x.fraction
           << " vs " << y.fraction;
       return out.str();

@@ -340,7 +340,7 @@ TEST(WireTest, ResultsRoundTrip) {
   QueryResult r;
   OverlapHit oh{3, 4, Contact{0.25, {0, 0, 1}, {1, 2, 3}, {1, 2, 2.75}}};
   r.overlaps = {oh, OverlapHit{5, 6, std::nullopt}};
-  r.hits = {CastHit{7, 8, 0.5, {1, 0, 0}, {2, 3, 4}, true, 0.125}};
+  r.hits = {CastHit{{CastState::kStartedOverlapping, 0.5, {1, 0, 0}, {2, 3, 4}, 0.125}, 7, 8}};
   v1::QueryResult p;
   wire::ToProto(r, 99, &p);
   EXPECT_EQ(p.tag(), 99u);
@@ -353,7 +353,7 @@ TEST(WireTest, ResultsRoundTrip) {
   EXPECT_FALSE(b.overlaps[1].contact.has_value());
   ASSERT_EQ(b.hits.size(), 1u);
   EXPECT_EQ(b.hits[0].fraction, 0.5);
-  EXPECT_TRUE(b.hits[0].started_overlapping);
+  EXPECT_TRUE(b.hits[0].started_overlapping());
   EXPECT_EQ(b.hits[0].depth, 0.125);
   EXPECT_EQ(b.hits[0].point, Vec3(2, 3, 4));
 }

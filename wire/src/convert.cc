@@ -1104,14 +1104,15 @@ OverlapHit ResultFromProto(const v1::OverlapHit& h) {
 
 CastHit ResultFromProto(const v1::CastHit& h) {
   CastHit out;
-  out.id = h.id();
-  out.user_data = h.user_data();
+  // The wire has no kFailed: a pair that gave up arrives as a hit.
+  out.state = h.started_overlapping() ? CastState::kStartedOverlapping : CastState::kHit;
   out.fraction = h.fraction();
   out.normal = V(h.normal());
   out.point = V(h.point());
-  out.started_overlapping = h.started_overlapping();
   out.depth = h.depth();
   out.sub_shape = h.sub_shape();
+  out.id = h.id();
+  out.user_data = h.user_data();
   return out;
 }
 
@@ -1416,7 +1417,7 @@ void ToProto(const CastHit& h, v1::CastHit* out) {
   out->set_fraction(h.fraction);
   ToProto(h.normal, out->mutable_normal());
   ToProto(h.point, out->mutable_point());
-  out->set_started_overlapping(h.started_overlapping);
+  out->set_started_overlapping(h.started_overlapping());
   out->set_depth(h.depth);
   out->set_sub_shape(h.sub_shape);
 }

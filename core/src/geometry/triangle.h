@@ -177,8 +177,26 @@ inline Vec3 ClosestPointOnTriangle(const Vec3& p, const Vec3& a, const Vec3& b, 
     set(TriangleFeature::kEdge, 1);
     return b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)));
   }
+  // va + vb + vc = |ab x ac|^2: collinear to rounding (sin^2 below 1e-12),
+  // the weights are noise and the triangle is its three edges.
+  const double sum = va + vb + vc;
+  if (!(sum > 1e-12 * ab.LengthSq() * ac.LengthSq())) {
+    const Vec3 v[3] = {a, b, c};
+    Vec3 best = a;
+    double best_d2 = (p - a).LengthSq();
+    set(TriangleFeature::kVertex, 0);
+    for (int i = 0; i < 3; ++i) {
+      const Vec3 e = v[(i + 1) % 3] - v[i];
+      const double ee = e.LengthSq();
+      const double s = ee > 0.0 ? std::clamp(Dot(p - v[i], e) / ee, 0.0, 1.0) : 0.0;
+      const Vec3 q = v[i] + e * s;
+      const double dq = (p - q).LengthSq();
+      if (dq < best_d2) { best = q; best_d2 = dq; set(TriangleFeature::kEdge, i); }
+    }
+    return best;
+  }
   set(TriangleFeature::kFace, 0);
-  const double denom = 1.0 / (va + vb + vc);
+  const double denom = 1.0 / sum;
   return a + ab * (vb * denom) + ac * (vc * denom);
 }
 

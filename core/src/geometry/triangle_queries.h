@@ -13,9 +13,28 @@
 
 namespace hitbox {
 
-/// Unit normal of triangle abc (winding order a, b, c); zero when degenerate.
+/// Unit normal of a triangle whose edges e1, e2 (from one vertex) are
+/// collinear to rounding: square to the longer edge and to the other's part
+/// across it (Gram-Schmidt, twice), so the plane holds all three vertices;
+/// any normal square to the edge when that part is 0; zero for a point.
+inline Vec3 CollinearTriangleNormal(Vec3 e1, Vec3 e2) {
+  if (e2.LengthSq() > e1.LengthSq()) std::swap(e1, e2);
+  const double l1 = e1.LengthSq();
+  if (!(l1 > 0.0)) return Vec3{};
+  Vec3 w = e2 - e1 * (Dot(e1, e2) / l1);
+  w = w - e1 * (Dot(e1, w) / l1);
+  const Vec3 n = Cross(e1, w);
+  return n.LengthSq() > 0.0 ? n.Normalized() : AnyPerpendicular(e1 / std::sqrt(l1));
+}
+
+/// Unit normal of triangle abc (winding order a, b, c); zero when a, b, c
+/// coincide. Collinear to rounding (sin^2 of the angle at a below 1e-12),
+/// the cross product is noise whose plane misses b or c: see above.
 inline Vec3 TriangleNormal(const Vec3& a, const Vec3& b, const Vec3& c) {
-  return Cross(b - a, c - a).Normalized();
+  const Vec3 e1 = b - a, e2 = c - a;
+  const Vec3 n = Cross(e1, e2);
+  if (n.LengthSq() > 1e-12 * e1.LengthSq() * e2.LengthSq()) return n.Normalized();
+  return CollinearTriangleNormal(e1, e2);
 }
 
 /// The unit normal of triangle (a, b, c) facing against `dir`: a two-sided

@@ -125,7 +125,7 @@ class Mover {
   // `hit_dist`: to `skin` from its plane, never towards a hit already within
   // the skin (or started touching), never backwards.
   double SafeDistance(const CastHit& h, const Vec3& dir, double hit_dist) const {
-    if (h.started_overlapping) return 0.0;
+    if (h.started_overlapping()) return 0.0;
     const double closing = -Dot(dir, h.normal);
     if (closing <= 0.0) return std::max(0.0, hit_dist - skin_);  // normal not facing the motion
     if (hit_dist * closing <= skin_ * (1.0 + kSkinSlack)) return 0.0;
@@ -135,8 +135,7 @@ class Mover {
   // Sweeps straight from `from` by `delta`, stopping at the skin. *hit gets
   // the hit (fraction 1 on a miss). Returns the end position.
   Vec3 Advance(const Vec3& from, const Vec3& delta, CastHit* hit) {
-    *hit = CastHit{};
-    hit->fraction = 1.0;
+    *hit = CastHit{};  // fraction 1: a miss
     const double len = delta.Length();
     if (len <= kMinMove) return from;
     if (!world_.Sweep(from, delta, hit)) {
@@ -157,7 +156,7 @@ class Mover {
       if (!world_.Sweep(*pos, up_ * (-2.0 * skin_ * (1.0 + kSkinSlack)), &h)) return false;
       if (!Walkable(h.normal)) return false;
       const double n_up = Dot(h.normal, up_);
-      if (lifts == kMaxLifts || !h.started_overlapping || n_up <= 0.0 || h.depth <= skin_) {
+      if (lifts == kMaxLifts || !h.started_overlapping() || n_up <= 0.0 || h.depth <= skin_) {
         *ground = h;
         return true;
       }
@@ -264,7 +263,7 @@ class Mover {
       }
       bool wall = false;
       Vec3 n = PlaneOf(h.normal, rem, level, &wall);
-      if (Dot(n, rem) >= 0.0 && !h.started_overlapping) {
+      if (Dot(n, rem) >= 0.0 && !h.started_overlapping()) {
         // A hit whose normal does not face the motion (rounding at a
         // grazing contact): stop towards it rather than sweep it again.
         n = -dir;

@@ -91,18 +91,7 @@ inline bool HitLess(const CastHit& a, const CastHit& b) {
   return a.id < b.id;
 }
 
-inline CastHit MakeHit(const Collider& c, const CastResult& r) {
-  CastHit h;
-  h.id = c.id;
-  h.user_data = c.user_data;
-  h.fraction = r.fraction;
-  h.normal = r.normal;
-  h.point = r.point;
-  h.started_overlapping = r.state == CastState::kStartedOverlapping;
-  h.depth = r.depth;
-  h.sub_shape = r.sub_shape;
-  return h;
-}
+inline CastHit MakeHit(const Collider& c, const CastResult& r) { return {r, c.id, c.user_data}; }
 
 // Capacity after growing past `cap`: by 1/16 (not 2x), which keeps the bytes
 // per collider within budget (<= 256 including tree and index) at the cost of

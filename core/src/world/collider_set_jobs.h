@@ -262,15 +262,7 @@ struct ColliderSet::Impl::CastJob {
   void Finish() {
     if (deferred != nullptr) {
       // The winner started overlapping: its contact, exactly as Cast() gives it.
-      CastResult r;
-      r.state = CastState::kStartedOverlapping;
-      r.fraction = 0.0;
-      r.normal = out.best.normal;
-      r.point = out.best.point;
-      internal::AddStartedContact(q->shape, pose, deferred->shape, deferred->pose, &r);
-      out.best.normal = r.normal;
-      out.best.point = r.point;
-      out.best.depth = r.depth;
+      internal::AddStartedContact(q->shape, pose, deferred->shape, deferred->pose, &out.best);
       deferred = nullptr;
     }
     out.Finish();

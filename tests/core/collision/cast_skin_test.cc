@@ -155,13 +155,13 @@ TEST(CastSkinTest, WorldSweepReachesTheWall) {
     ASSERT_EQ(hits.size(), 1u) << f.name;
     EXPECT_EQ(hits[0].id, 1u) << f.name;
     EXPECT_EQ(hits[0].fraction, 0.0) << f.name;
-    EXPECT_TRUE(hits[0].started_overlapping) << f.name;
+    EXPECT_TRUE(hits[0].started_overlapping()) << f.name;
 
     hits = Sweep(set, start, side, kSkin);
     ASSERT_EQ(hits.size(), 1u) << f.name;
     EXPECT_EQ(hits[0].id, 2u) << f.name;
     EXPECT_NEAR(hits[0].fraction, 3.5 / 4.0, 1e-9) << f.name;
-    EXPECT_FALSE(hits[0].started_overlapping) << f.name;
+    EXPECT_FALSE(hits[0].started_overlapping()) << f.name;
     EXPECT_TRUE(testing::VecNear(hits[0].normal, {-1, 0, 0}, 1e-6)) << f.name;
 
     // All hits: the wall only; the floor was never a hit.

@@ -237,11 +237,11 @@ TEST(TriangleSweepClosedForm, SphereTouchingTheFaceAtTheStartHitsAtOnce) {
   EXPECT_NEAR(Dot(s.normal, TriangleNormal(a, b, cc)), 1.0, 1e-12);
 }
 
-// Known bug, kept here to be enabled by its fix: c is a + (b - a) / 2 to
-// rounding, so the cross product is 1e-32, not 0, and TriangleMesh keeps the
-// triangle; TriangleNormal's plane then leaves b 2.5 m off it, and a ball
-// whose centre crosses the segment's middle at t = 0.5 is a miss.
-TEST(TriangleSweepKnownBug, DISABLED_BallThroughACollinearTriangleHits) {
+// A triangle collinear to rounding (c = a + (b - a) / 2, cross product 1e-32,
+// kept by TriangleMesh) is its segment: a ball whose centre crosses the
+// segment's middle at t = 0.5 hits it before then, and the same ball moved
+// 0.6 m (more than its radius) along the triangle's normal passes by.
+TEST(TriangleSweep, BallAgainstACollinearTriangleHitsItsSegment) {
   const Vec3 a{0, -2, -0.90000000000000002}, b{0.80000000000000004, -0.30000000000000004,
                                                 1.6000000000000001};
   const Vec3 cc = a + (b - a) * 0.5;
@@ -251,6 +251,14 @@ TEST(TriangleSweepKnownBug, DISABLED_BallThroughACollinearTriangleHits) {
   const CastResult s = SweepSphereTriangle(c, 0.5, v, 1.0, a, b, cc, 7);
   ASSERT_TRUE(s.hit());
   EXPECT_LT(s.fraction, 0.5);
+  EXPECT_NEAR(PointSegmentDistance(c + v * s.fraction, a, b), 0.5, 1e-9);
+  // Off the segment's line, square to the path and to the segment.
+  const Vec3 away = Cross(b - a, v).Normalized() * 0.6;
+  EXPECT_FALSE(SweepSphereTriangle(c + away, 0.5, v, 1.0, a, b, cc, 7).hit());
+  EXPECT_FALSE(SweepCapsuleTriangle(c + away, c + away + v.Normalized() * 0.1, 0.5, v, 1.0, a, b,
+                                    cc, 7)
+                   .hit());
+  EXPECT_TRUE(SweepCapsuleTriangle(c, c - v.Normalized() * 0.1, 0.5, v, 1.0, a, b, cc, 7).hit());
 }
 
 // A case for the early misses: a triangle of size s about `origin`, the
@@ -353,22 +361,18 @@ ExactCase MakeExactCase(Random& rng, bool sphere, int i) {
 void CheckAgainstDistance(bool sphere, uint64_t seed) {
   Random rng(seed);
   constexpr int kCases = 30000;
-  int hits = 0, inside = 0, apart = 0, off_plane = 0;
+  int hits = 0, inside = 0, apart = 0, collinear = 0;
   for (int i = 0; i < kCases; ++i) {
     const ExactCase x = MakeExactCase(rng, sphere, i);
     const SweepCase& c = x.c;
     const Vec3* t = c.tri;
     // Zero-area triangles never reach a sweep: TriangleMesh::Build drops them.
     if (Cross(t[1] - t[0], t[2] - t[0]).LengthSq() == 0.0) continue;
-    // A triangle collinear to rounding gets a normal whose plane does not
-    // hold it (TriangleSweepKnownBug below): left out until that is fixed.
+    // A triangle collinear to rounding keeps its vertices on its plane.
     const Vec3 n = TriangleNormal(t[0], t[1], t[2]);
     const double off = std::max(std::fabs(Dot(t[1] - t[0], n)), std::fabs(Dot(t[2] - t[0], n)));
-    if (off > 1e-9 * ((t[1] - t[0]).Length() + (t[2] - t[0]).Length())) {
-      EXPECT_TRUE(i % 23 == 0 && i % 11 != 0) << "case " << i << " is not the collinear set-up";
-      ++off_plane;
-      continue;
-    }
+    EXPECT_LE(off, 1e-12 * ((t[1] - t[0]).Length() + (t[2] - t[0]).Length())) << "case " << i;
+    collinear += i % 23 == 0 && i % 11 != 0;
     const CastResult got =
         sphere ? SweepSphereTriangle(c.p0, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active)
                : SweepCapsuleTriangle(c.p0, c.p1, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active);
@@ -406,12 +410,12 @@ void CheckAgainstDistance(bool sphere, uint64_t seed) {
     const Vec3 on = ClosestPointOnTriangle(got.point, t[0], t[1], t[2]);
     EXPECT_LE((on - got.point).Length(), tol + std::sqrt(tol * c.r)) << "case " << i;
   }
-  std::printf("hits %d (started inside %d), apart by the box test %d, off their plane %d\n", hits,
-              inside, apart, off_plane);
+  std::printf("hits %d (started inside %d), apart by the box test %d, collinear %d\n", hits,
+              inside, apart, collinear);
   EXPECT_GT(hits, kCases / 5);
   EXPECT_GT(inside, kCases / 20);
   EXPECT_GT(apart, kCases / 10);
-  EXPECT_LT(off_plane, kCases / 23);
+  EXPECT_GT(collinear, kCases / 50);
 }
 
 TEST(TriangleSweepAgainstDistance, Sphere) { CheckAgainstDistance(true, 303); }
@@ -430,7 +434,11 @@ TEST(TriangleNormal, TinyTrianglesHaveUnitNormals) {
     const Vec3 f = FacingNormal(a, b, c, Vec3{1e-6, 1e-6, 0});
     EXPECT_NEAR(f.Length(), 1.0, 1e-12) << s;
   }
-  EXPECT_EQ(TriangleNormal({0, 0, 0}, {1, 0, 0}, {2, 0, 0}), Vec3{});
+  // Collinear: a unit normal square to the segment; a point: zero.
+  const Vec3 n = TriangleNormal({0, 0, 0}, {1, 0, 0}, {2, 0, 0});
+  EXPECT_NEAR(n.Length(), 1.0, 1e-12);
+  EXPECT_EQ(n.x, 0.0);
+  EXPECT_EQ(TriangleNormal({1, 2, 3}, {1, 2, 3}, {1, 2, 3}), Vec3{});
 }
 
 }  // namespace hitbox

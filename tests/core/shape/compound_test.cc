@@ -318,7 +318,7 @@ void CheckSweep(const World& w, Random& rng, Tally* t) {
       CompareFirstHits(whole, parts, 1e-7 * std::max(1.0, q.translation.Length()), what, grazes, t);
   if (h == nullptr) return;
   ++t->sweeps;
-  EXPECT_EQ(h->started_overlapping, parts[0].started_overlapping) << what;
+  EXPECT_EQ(h->started_overlapping(), parts[0].started_overlapping()) << what;
   // (Normals at edge and vertex contacts are not unique: checked for sanity
   // only, not against the child's.)
   if (h->fraction > 0.0) { EXPECT_LE(Dot(h->normal, q.translation), 1e-6) << what; }

@@ -366,7 +366,7 @@ void CheckAgainstReference(const ColliderSet& set, const std::vector<Query>& qs,
       for (const CastHit& h : r.hits) got.push_back({h.fraction, h.id});
       ASSERT_EQ(got, RefCast(all, qs[i])) << where << " cast/ray " << i;
       for (const CastHit& h : r.hits) {
-        if (h.started_overlapping) {
+        if (h.started_overlapping()) {
           ASSERT_EQ(h.fraction, 0.0);
         }
       }
@@ -503,7 +503,7 @@ TEST(ColliderSetTest, InterleavedBatchEqualsSingleQueries) {
         ASSERT_EQ(a.fraction, b.fraction) << where;
         ASSERT_EQ(a.normal, b.normal) << where;
         ASSERT_EQ(a.point, b.point) << where;
-        ASSERT_EQ(a.started_overlapping, b.started_overlapping) << where;
+        ASSERT_EQ(a.started_overlapping(), b.started_overlapping()) << where;
         ASSERT_EQ(a.depth, b.depth) << where;
       }
     }
@@ -552,12 +552,12 @@ TEST(ColliderSetTest, StartedOverlappingSweepHasTheWinnersContact) {
         const Collider& c = *set.Find(h.id);
         const CastResult r = Cast(q.shape, pose, q.translation, c.shape, c.pose);
         ASSERT_EQ(h.fraction, r.fraction) << where;
-        ASSERT_EQ(h.started_overlapping, r.state == CastState::kStartedOverlapping) << where;
+        ASSERT_EQ(h.started_overlapping(), r.state == CastState::kStartedOverlapping) << where;
         ASSERT_EQ(h.normal, r.normal) << where;
         ASSERT_EQ(h.point, r.point) << where;
         ASSERT_EQ(h.depth, r.depth) << where;
         // Real contacts (depth > 0), not the cast's placeholder (depth 0).
-        if (got == &one && h.started_overlapping) started += h.depth > 0.0;
+        if (got == &one && h.started_overlapping()) started += h.depth > 0.0;
       }
     }
   }
@@ -588,7 +588,7 @@ TEST(ColliderSetTest, FailedPairCastStopsTheSweep) {
   internal::SetWorldCastIterationsForTesting(0);  // the default again
   ASSERT_EQ(capped.size(), 1u);
   EXPECT_EQ(capped[0].id, 7u);
-  EXPECT_FALSE(capped[0].started_overlapping);
+  EXPECT_FALSE(capped[0].started_overlapping());
   EXPECT_GT(capped[0].fraction, 0.0);
   EXPECT_LT(capped[0].fraction, exact[0].fraction);
   EXPECT_FALSE(Overlap(q.shape,

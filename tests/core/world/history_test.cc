@@ -146,7 +146,7 @@ bool SameContact(const std::optional<Contact>& a, const std::optional<Contact>& 
     const CastHit& y = b.hits[i];
     if (x.id != y.id || x.user_data != y.user_data || x.fraction != y.fraction ||
         !(x.normal == y.normal) || !(x.point == y.point) ||
-        x.started_overlapping != y.started_overlapping || x.depth != y.depth) {
+        x.started_overlapping() != y.started_overlapping() || x.depth != y.depth) {
       return ::testing::AssertionFailure() << "hit " << i << ": id " << x.id << " at "
                                            << x.fraction << " vs id " << y.id << " at "
                                            << y.fraction;

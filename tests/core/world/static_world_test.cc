@@ -97,7 +97,7 @@ void ExpectSame(const QueryResult& a, const QueryResult& b, const std::string& w
     EXPECT_EQ(a.hits[i].id, b.hits[i].id) << where;
     EXPECT_EQ(a.hits[i].user_data, b.hits[i].user_data) << where;
     EXPECT_NEAR(a.hits[i].fraction, b.hits[i].fraction, 1e-9) << where;
-    EXPECT_EQ(a.hits[i].started_overlapping, b.hits[i].started_overlapping) << where;
+    EXPECT_EQ(a.hits[i].started_overlapping(), b.hits[i].started_overlapping()) << where;
     EXPECT_EQ(a.hits[i].sub_shape, b.hits[i].sub_shape) << where;
   }
 }

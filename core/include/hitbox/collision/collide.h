@@ -92,15 +92,18 @@ struct CastResult {
   Vec3 normal{0, 1, 0};
   /// Contact point in the world frame at the moment of impact.
   Vec3 point;
-  /// Penetration depth in metres when started overlapping, else 0.
+  /// Penetration depth in metres when started overlapping (rays: 0), else 0.
   double depth = 0.0;
   /// The piece of B that was hit: the input triangle index for a mesh or
-  /// heightfield, the child index for a compound, 0 for the convex kinds.
+  /// heightfield, the child index for a compound (ties: the lowest), 0 for
+  /// the convex kinds.
   uint32_t sub_shape = 0;
 
   /// A contact or a possible one: kHit, kStartedOverlapping, or kFailed (a
   /// cast that gave up at `fraction`, a lower bound of the time of impact).
   bool hit() const { return state != CastState::kMiss; }
+  /// True when A started in contact with B (fraction 0, `depth` set).
+  bool started_overlapping() const { return state == CastState::kStartedOverlapping; }
 };
 
 /// True when A and B share at least one point (touching counts).

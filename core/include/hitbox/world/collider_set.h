@@ -203,26 +203,13 @@ struct OverlapHit {
   uint32_t sub_shape = 0;
 };
 
-/// One collider reported by a cast or raycast.
-struct CastHit {
+/// One collider reported by a cast or raycast: the pair's CastResult, in the
+/// world frame, and the collider it names. A kFailed pair (the cast gave up
+/// at its iteration cap) is a hit at the lower bound it reached: the query
+/// stops there, never passes through.
+struct CastHit : CastResult {
   uint64_t id = 0;
   uint64_t user_data = 0;
-  /// Fraction of the translation in [0, 1]; hit point = start + fraction * translation.
-  /// When the pair's cast gave up at its iteration cap (CastState::kFailed),
-  /// the lower bound it reached: the query stops there, never passes through.
-  double fraction = 0.0;
-  /// Unit normal at impact, from the collider towards the moving shape/ray.
-  Vec3 normal;
-  /// World contact point at impact.
-  Vec3 point;
-  /// True when the query started overlapping this collider (fraction 0).
-  bool started_overlapping = false;
-  /// Penetration depth in metres when started_overlapping (rays: 0).
-  double depth = 0.0;
-  /// The piece of the collider hit: the input triangle index for a mesh or
-  /// heightfield, the child index for a compound (ties: the lowest); 0 for
-  /// the convex kinds.
-  uint32_t sub_shape = 0;
 };
 
 /// Result of one query of a batch: overlaps for an OverlapQuery, hits for
