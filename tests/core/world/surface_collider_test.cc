@@ -189,7 +189,7 @@ TEST(SurfaceCollider, MeshMatchesComponent) {
       ++sweeps;
       EXPECT_NEAR(hits[0].fraction, sh.fraction, 1e-7);
       EXPECT_EQ(hits[0].sub_shape, sh.sub_shape);
-      EXPECT_EQ(hits[0].started_overlapping, sh.state == CastState::kStartedOverlapping);
+      EXPECT_EQ(hits[0].started_overlapping(), sh.state == CastState::kStartedOverlapping);
     }
   }
   EXPECT_GT(ray_hits, 30);
