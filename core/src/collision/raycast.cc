@@ -3,6 +3,8 @@
 // plus caps for the cylinder, sphere plus cylinder parts for the capsule,
 // clipping against every face half-space for a convex hull).
 #include "shape/surface_data.h"
+#include <bit>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -13,6 +15,22 @@
 
 namespace hitbox {
 namespace internal {
+namespace {
+
+// The identity rotation with +0 parts, whose ToMatrix() has entries 1 and +0.
+bool IsUnrotated(const Quat& q) {
+  return std::bit_cast<uint64_t>(q.x) == 0 && std::bit_cast<uint64_t>(q.y) == 0 &&
+         std::bit_cast<uint64_t>(q.z) == 0 && q.w == 1.0;
+}
+
+// Mat33::TransposeMul by that matrix, rounded as it rounds (1 * x == x; the
+// +0 products keep the signs of zero the same), without making the matrix.
+Vec3 UnrotatedTransposeMul(const Vec3& v) {
+  return {(v.x + 0.0 * v.y) + 0.0 * v.z, (0.0 * v.x + v.y) + 0.0 * v.z,
+          (0.0 * v.x + 0.0 * v.y) + v.z};
+}
+
+}  // namespace
 
 RayOutcome RayConvexHull(const Vec3& o, const Vec3& d, const ConvexHullData& hull,
                          RayEntry* out) {
@@ -90,23 +108,30 @@ CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
 CastResult internal::RaycastFinite(const Vec3& origin, const Vec3& translation, const Shape& b,
                                    const Pose& pose_b, double max_fraction) {
   CastResult result;
-  // Local frame of B; origin - position first keeps 20 km coordinates exact.
-  const Mat33 rb = pose_b.rotation.ToMatrix();
-  const Vec3 o = rb.TransposeMul(origin - pose_b.position);
-  const Vec3 d = rb.TransposeMul(translation);
   if (IsSurfaceKind(b.kind())) [[unlikely]] {
-    // Two-sided surface: the closest triangle crossed (watertight), local frame.
+    // Two-sided surface: the closest triangle crossed (watertight), local
+    // frame. Level meshes mostly sit unrotated, and most rays that reach one
+    // miss it: the matrix is made only for a hit there.
+    const Vec3 rel = origin - pose_b.position;
+    const bool unrotated = IsUnrotated(pose_b.rotation);
+    const Vec3 o = unrotated ? UnrotatedTransposeMul(rel) : pose_b.rotation.ToMatrix().TransposeMul(rel);
+    const Vec3 d = unrotated ? UnrotatedTransposeMul(translation)
+                             : pose_b.rotation.ToMatrix().TransposeMul(translation);
     MeshRayHit hit;
     const bool any = b.surface()->Visit(
         [&](const auto& surface) { return surface.RaycastClosest(o, d, &hit, max_fraction); });
     if (!any) return result;
     result.state = hit.fraction > 0.0 ? CastState::kHit : CastState::kStartedOverlapping;
     result.fraction = hit.fraction;
-    result.normal = rb * hit.normal;
+    result.normal = pose_b.rotation.ToMatrix() * hit.normal;
     result.point = origin + translation * hit.fraction;
     result.sub_shape = hit.triangle;
     return result;
   }
+  // Local frame of B; origin - position first keeps 20 km coordinates exact.
+  const Mat33 rb = pose_b.rotation.ToMatrix();
+  const Vec3 o = rb.TransposeMul(origin - pose_b.position);
+  const Vec3 d = rb.TransposeMul(translation);
   if (b.kind() == ShapeKind::kCompound) [[unlikely]] {
     // The first child crossed, found in the compound's local frame.
     const CastResult local = internal::RaycastCompound(o, d, b, max_fraction);

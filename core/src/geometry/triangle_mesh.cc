@@ -642,10 +642,9 @@ TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& di
         r.scale[1] = _mm_shuffle_ps(s_f, s_f, 0x55);
         r.scale[2] = _mm_shuffle_ps(s_f, s_f, 0xAA);
         for (uint32_t a = 0; a < 3; ++a) {
-          const uint32_t near = a * kMeshNodeWidth, far = 3 * kMeshNodeWidth + a * kMeshNodeWidth;
-          const bool flip = (negative >> a) & 1;
-          r.near_off[a] = flip ? far : near;
-          r.far_off[a] = flip ? near : far;
+          const uint32_t flip = static_cast<uint32_t>(negative >> a) & 1u;
+          r.near_off[a] = a * kMeshNodeWidth + flip * 3 * kMeshNodeWidth;
+          r.far_off[a] = a * kMeshNodeWidth + (flip ^ 1u) * 3 * kMeshNodeWidth;
         }
         r.slack = _mm_set1_ps(static_cast<float>((slack + 0x1p-21) * (1.0 + 0x1p-20)));
         return r;
@@ -717,27 +716,33 @@ size_t TriangleMesh::MemoryBytes() const {
 
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
                                   MeshRayHit* hit, double max_fraction) const {
-  if (translation.LengthSq() == 0.0) return false;
+  if (nodes_.empty() || translation.LengthSq() == 0.0) return false;
+  // The root's children first: most rays that reach a mesh's box in a level
+  // miss them, and then need no triangle setup.
+  const RaySetup setup = SetupRay(origin, translation);
+  if (setup.miss) return false;
+  RayRoot root;
+  if (!EnterRayRoot(setup, std::min(1.0, max_fraction), &root)) return false;
   // One walk per largest axis of the ray: its vertices are sheared with
   // the axes known at compile time (ShearVertexAxes, the same values).
   const WatertightRay ray(origin, translation);
   switch (ray.kz) {
-    case 0: return RaycastClosestAxes<0>(origin, translation, ray, hit, max_fraction);
-    case 1: return RaycastClosestAxes<1>(origin, translation, ray, hit, max_fraction);
-    default: return RaycastClosestAxes<2>(origin, translation, ray, hit, max_fraction);
+    case 0: return RaycastClosestAxes<0>(translation, ray, setup, root, hit, max_fraction);
+    case 1: return RaycastClosestAxes<1>(translation, ray, setup, root, hit, max_fraction);
+    default: return RaycastClosestAxes<2>(translation, ray, setup, root, hit, max_fraction);
   }
 }
 
 template <int kZ>
-bool TriangleMesh::RaycastClosestAxes(const Vec3& origin, const Vec3& translation,
-                                      const WatertightRay& ray, MeshRayHit* hit,
-                                      double max_fraction) const {
+bool TriangleMesh::RaycastClosestAxes(const Vec3& translation, const WatertightRay& ray,
+                                      const RaySetup& setup, const RayRoot& root,
+                                      MeshRayHit* hit, double max_fraction) const {
   ShearedVertexCache cache;
   const auto shear = [&](uint32_t i) { return ShearVertexAxes<kZ>(ray, Vertex(i)); };
   double best = std::min(1.0, max_fraction);
   uint32_t best_k = UINT32_MAX;
   uint32_t best_orig = UINT32_MAX;
-  VisitRay(origin, translation, &best, [&](uint32_t k) {
+  VisitRayFromRoot(setup, root, &best, [&](uint32_t k) {
     uint32_t idx[3];
     TriangleIndices(k, idx);
     const ShearedVertex a = cache.Get(idx[0], shear);

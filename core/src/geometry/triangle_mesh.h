@@ -482,10 +482,23 @@ class TriangleMesh {
     bool miss;
   };
   RaySetup SetupRay(const Vec3& origin, const Vec3& dir) const;
+  /// The children of the root a prepared ray enters, with their entry t.
+  struct RayRoot {
+    uint32_t mask;
+    float t[kMeshNodeWidth];
+  };
+  /// Tests the root's children against the ray for t in [0, max_t]; false
+  /// when it enters none (the ray misses every triangle).
+  bool EnterRayRoot(const RaySetup& setup, double max_t, RayRoot* root) const;
+  /// VisitRay's walk below a root already entered.
+  template <typename Visit>
+  bool VisitRayFromRoot(const RaySetup& setup, const RayRoot& root, const double* max_t,
+                        Visit&& visit) const;
   /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ).
   template <int kZ>
-  bool RaycastClosestAxes(const Vec3& origin, const Vec3& translation, const WatertightRay& ray,
-                          MeshRayHit* hit, double max_fraction) const;
+  bool RaycastClosestAxes(const Vec3& translation, const WatertightRay& ray,
+                          const RaySetup& setup, const RayRoot& root, MeshRayHit* hit,
+                          double max_fraction) const;
   /// Bit mask of the children of `n` whose boxes the prepared ray may enter
   /// for some t in [0, t_max] (a superset of those it enters), with a lower
   /// bound of that t per child in `t_enter`.
@@ -938,8 +951,21 @@ bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* m
   if (nodes_.empty()) return true;
   const RaySetup setup = SetupRay(origin, dir);
   if (setup.miss) return true;
-  // A float f is > *max_t exactly when f > bound, the largest float <= *max_t
-  // (so RayChildren's float test keeps every child the double one keeps).
+  RayRoot root;
+  if (!EnterRayRoot(setup, *max_t, &root)) return true;
+  return VisitRayFromRoot(setup, root, max_t, visit);
+}
+
+inline bool TriangleMesh::EnterRayRoot(const RaySetup& setup, double max_t, RayRoot* root) const {
+  // A float f is > max_t exactly when f > RoundDown(max_t), the largest float
+  // <= max_t (so RayChildren's float test keeps every child the double one keeps).
+  root->mask = RayChildren(nodes_[0], setup, RoundDown(max_t), root->t);
+  return root->mask != 0;
+}
+
+template <typename Visit>
+bool TriangleMesh::VisitRayFromRoot(const RaySetup& setup, const RayRoot& root,
+                                    const double* max_t, Visit&& visit) const {
   float bound = RoundDown(*max_t);
   struct Entry {
     uint32_t word;
@@ -947,7 +973,9 @@ bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* m
   };
   Entry stack[kStackSize];
   int top = 0;
-  stack[top++] = {0, 0.0f};
+  const Node& n0 = nodes_[0];
+  for (uint32_t m = root.mask; m != 0; m &= m - 1) Prefetch(n0.child[__builtin_ctz(m)]);
+  top += PushNearestLast(n0, root.mask, root.t, stack + top);
   while (top > 0) {
     const Entry e = stack[--top];
     if (e.t > bound) continue;

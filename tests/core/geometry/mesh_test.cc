@@ -6,6 +6,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -1777,6 +1778,48 @@ TEST(MeshConvex, SlidingOnFlatFloorReportsFaceNormal) {
 // fraction came out infinite (found by the geometry fuzzer,
 // fuzz/corpus/geometry/regress-heightfield-denormal-ray). The same surface as
 // a mesh takes the same triangle test.
+// Raycast() takes an unrotated mesh's local ray without making the rotation
+// matrix: every field of its answer, to the bit (signs of zero included),
+// equals the answer through the matrix, for rays along the axes too.
+TEST(MeshRaycast, UnrotatedPoseAnswersAsItsMatrix) {
+  Random rng(404);
+  const MeshData data = WavyGrid(16, 0.6);
+  TriangleMeshShape shape_data;
+  shape_data.vertices = data.vertices;
+  for (const auto& t : data.triangles) shape_data.triangles.push_back({t[0], t[1], t[2]});
+  const Result<Shape> shape = Shape::Make(shape_data);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  const TriangleMesh mesh = MustBuild(data);
+  const auto same = [](double a, double b) {
+    return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+  };
+  int hits = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const Pose pose(i % 3 == 0 ? Vec3{} : Vec3{rng.Uniform(-2, 2), -0.0, rng.Uniform(-2, 2)});
+    Vec3 o{rng.Uniform(-2, 10), rng.Uniform(-1, 3), rng.Uniform(-2, 10)};
+    Vec3 d{rng.Uniform(-8, 8), rng.Uniform(-6, 2), rng.Uniform(-8, 8)};
+    if (i % 4 == 1) o[i % 3] = -0.0;
+    if (i % 5 == 2) d[(i / 5) % 3] = (i % 2 == 0) ? 0.0 : -0.0;
+    const CastResult got = Raycast(o, d, *shape, pose);
+    const Mat33 rb = pose.rotation.ToMatrix();
+    MeshRayHit want;
+    const bool hit = mesh.RaycastClosest(rb.TransposeMul(o - pose.position), rb.TransposeMul(d),
+                                         &want);
+    ASSERT_EQ(got.hit(), hit) << ToString(o) << " " << ToString(d);
+    if (!hit) continue;
+    ++hits;
+    const Vec3 normal = rb * want.normal;
+    const Vec3 point = o + d * want.fraction;
+    EXPECT_TRUE(same(got.fraction, want.fraction)) << got.fraction << " " << want.fraction;
+    EXPECT_EQ(got.sub_shape, want.triangle);
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_TRUE(same(got.normal[a], normal[a])) << a << ": " << ToString(got.normal);
+      EXPECT_TRUE(same(got.point[a], point[a])) << a << ": " << ToString(got.point);
+    }
+  }
+  EXPECT_GT(hits, 500);
+}
+
 TEST(MeshRaycast, DenormalDeterminantGivesFiniteFraction) {
   const double p = 2.85e-321, q = -5.253807105667518e-287;
   HeightfieldShape h{6, 7, 0.75, 0.5, std::vector<double>(42, 0.0)};
