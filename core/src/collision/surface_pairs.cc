@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collision/cast_internal.h"
+#include "collision/placed_query.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
 #include "collision/work_meter.h"
@@ -20,10 +21,7 @@ namespace hitbox::internal {
 
 namespace {
 
-// (PlacedConvex keeps a pointer to its ConvexCore: the core must outlive it.)
-#define HITBOX_PLACE(q, a, a_in_b)                 \
-  const ConvexCore q##_core = internal::CoreOf(a); \
-  const PlacedConvex q(q##_core, a_in_b)
+#define HITBOX_PLACE(q, a, a_in_b) const PlacedConvex& q = PlaceQuery(a, a_in_b)
 
 }  // namespace
 

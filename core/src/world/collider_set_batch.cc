@@ -2,6 +2,7 @@
 // the tree cursors, in chunks on the thread pool, under a budget.
 #include <optional>
 
+#include "collision/placed_query.h"
 #include "world/collider_set_jobs.h"
 #include "world/query_hits.h"
 
@@ -83,6 +84,7 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
                                      std::span<QueryResult> results, size_t begin, size_t end,
                                      BatchControl* control) const {
   for (size_t i = begin; i < end; ++i) internal::ClearResult(queries[i], &results[i]);
+  const internal::ScopedPlacementReuse reuse;
   // Under a budget, the triangles and children tested inside one query count
   // too, and a long one stops with the batch.
   std::optional<BatchControl::Meter> meter;
