@@ -13,7 +13,6 @@
 #include <fstream>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -860,11 +859,9 @@ TEST_F(CtlTest, WatchesAddListWatchRemove) {
   ASSERT_TRUE(watch.Start({kCtl, "--address", server_.address(), "--json", "watch", "w",
                            "--count", "2", "--duration", "60"},
                           out, err, {"HITBOX_ADDRESS="}));
-  for (int i = 0; i < 600 && ReadFile(err).find("watching") == std::string::npos; ++i) {
-    ASSERT_FALSE(watch.Poll().has_value()) << ReadFile(err);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polls a condition
-  }
-  ASSERT_NE(ReadFile(err).find("watching session 'w'"), std::string::npos) << ReadFile(err);
+  ASSERT_TRUE(testing::WaitForWrite(err, watch, std::chrono::seconds(30), [&] {
+    return ReadFile(err).find("watching session 'w'") != std::string::npos;
+  })) << ReadFile(err);
   ASSERT_TRUE(client.MoveCollider("w", 1, Pose({20, 0, 0})).ok());
   ASSERT_TRUE(client.MoveCollider("w", 2, Pose({1, 0, 0})).ok());
   EXPECT_EQ(watch.Wait(std::chrono::seconds(60)), 0) << ReadFile(err);

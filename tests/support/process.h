@@ -208,6 +208,33 @@ class Subprocess {
   pid_t pid_ = -1;
 };
 
+/// Waits until `done()` holds, woken by each write to the file `path`
+/// (inotify) or the end of `process` (pidfd) instead of sleeping; false when
+/// the process ended first or `timeout` (a hang guard) passed.
+template <typename Done>
+bool WaitForWrite(const std::string& path, Subprocess& process, std::chrono::milliseconds timeout,
+                  Done&& done) {
+  const OwnedFd changed(inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  const bool watched = changed.get() >= 0 &&
+                       inotify_add_watch(changed.get(), path.c_str(), IN_MODIFY) >= 0;
+  const OwnedFd exited = process.ExitFd();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (done()) return true;
+    if (process.Poll().has_value()) return done();
+    // Without a watch or a pidfd, nothing wakes us: look again in 10 ms.
+    const auto until = watched && exited.get() >= 0
+                           ? deadline
+                           : std::min(deadline, std::chrono::steady_clock::now() +
+                                                    std::chrono::milliseconds(10));
+    WaitReadable({changed.get(), exited.get()}, until);
+    if (std::chrono::steady_clock::now() > deadline) return done();
+    char events[4096];
+    while (watched && read(changed.get(), events, sizeof events) > 0) {
+    }
+  }
+}
+
 /// Runs `argv` (argv[0] a path) to completion, SIGKILLed after `timeout`;
 /// `env` as in Subprocess::Start. Output goes through a temporary directory
 /// removed before returning.

@@ -471,38 +471,30 @@ DistanceResult SurfaceDistance(const Shape& a, const Pose& pa, const Shape& b, c
 bool CompoundContact(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                      Contact* contact, uint32_t* child_index);
 DistanceResult CompoundDistance(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb);
+inline bool CompoundOverlap(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
+  return CompoundOverlapLowest(a, pa, b, pb) != UINT32_MAX;
+}
 }  // namespace internal
 namespace {
 
-/// Convex A against a mesh or heightfield B (surface_pairs.cc), in B's local
-/// frame.
-template <Query query>
-void SurfacePair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
-                 PairAnswer* out) {
-  if constexpr (query == Query::kOverlap) {
-    out->overlap = internal::SurfaceOverlap(a, pa, b, pb);
-  } else if constexpr (query == Query::kContact) {
-    out->overlap = internal::SurfaceContact(a, pa, b, pb, &out->contact, nullptr);
-  } else {
-    out->distance = internal::SurfaceDistance(a, pa, b, pb);
-    out->overlap = out->distance.distance <= 0.0;
-  }
-}
-
-/// Convex A against a compound B (compound_pairs.cc): its children, each by
-/// its own convex pair, in B's local frame.
-template <Query query>
-void CompoundPair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
+/// Convex A against a collider made of parts, each answered in B's local
+/// frame by the given functions: a mesh or heightfield (surface_pairs.cc)
+/// or a compound (compound_pairs.cc).
+template <auto kOverlap, auto kContact, auto kDistance>
+struct PartsPairEntry {
+  template <Query query>
+  static void Run(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,
                   PairAnswer* out) {
-  if constexpr (query == Query::kOverlap) {
-    out->overlap = internal::CompoundOverlapLowest(a, pa, b, pb) != UINT32_MAX;
-  } else if constexpr (query == Query::kContact) {
-    out->overlap = internal::CompoundContact(a, pa, b, pb, &out->contact, nullptr);
-  } else {
-    out->distance = internal::CompoundDistance(a, pa, b, pb);
-    out->overlap = out->distance.distance <= 0.0;
+    if constexpr (query == Query::kOverlap) {
+      out->overlap = kOverlap(a, pa, b, pb);
+    } else if constexpr (query == Query::kContact) {
+      out->overlap = kContact(a, pa, b, pb, &out->contact, nullptr);
+    } else {
+      out->distance = kDistance(a, pa, b, pb);
+      out->overlap = out->distance.distance <= 0.0;
+    }
   }
-}
+};
 
 /// Two collider-only shapes (surfaces, compounds): never asked (neither is
 /// ever a query shape; validation rejects them), answered as no overlap, no
@@ -537,10 +529,12 @@ HITBOX_PAIR(BoxBox)
 HITBOX_PAIR(BoxCapsule)
 HITBOX_PAIR(CapsuleCapsule)
 HITBOX_PAIR(GjkPair)
-HITBOX_PAIR(SurfacePair)
-HITBOX_PAIR(CompoundPair)
 HITBOX_PAIR(ColliderOnlyPair)
 #undef HITBOX_PAIR
+using SurfacePairEntry = PartsPairEntry<&internal::SurfaceOverlap, &internal::SurfaceContact,
+                                        &internal::SurfaceDistance>;
+using CompoundPairEntry = PartsPairEntry<&internal::CompoundOverlap, &internal::CompoundContact,
+                                         &internal::CompoundDistance>;
 
 template <class P>
 bool OverlapAB(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {

@@ -145,6 +145,31 @@ inline bool RayTriangleWatertight(const WatertightRay& ray, const Vec3& a, const
 /// 1: bc, 2: ca) or a vertex (0: a, 1: b, 2: c).
 enum class TriangleFeature : uint8_t { kFace, kEdge, kVertex };
 
+/// Closest point to p of the three edges of triangle abc, with the feature
+/// it lies on: ClosestPointOnTriangle's answer for a triangle collinear to
+/// rounding. Out of line and cold, so the common path stays small.
+[[gnu::noinline, gnu::cold]] inline Vec3 ClosestPointOnTriangleEdges(
+    const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c, TriangleFeature* feature,
+    int* index) {
+  auto set = [&](TriangleFeature f, int i) {
+    if (feature != nullptr) *feature = f;
+    if (index != nullptr) *index = i;
+  };
+  const Vec3 v[3] = {a, b, c};
+  Vec3 best = a;
+  double best_d2 = (p - a).LengthSq();
+  set(TriangleFeature::kVertex, 0);
+  for (int i = 0; i < 3; ++i) {
+    const Vec3 e = v[(i + 1) % 3] - v[i];
+    const double ee = e.LengthSq();
+    const double s = ee > 0.0 ? std::clamp(Dot(p - v[i], e) / ee, 0.0, 1.0) : 0.0;
+    const Vec3 q = v[i] + e * s;
+    const double dq = (p - q).LengthSq();
+    if (dq < best_d2) { best = q; best_d2 = dq; set(TriangleFeature::kEdge, i); }
+  }
+  return best;
+}
+
 /// Closest point of triangle abc to p, with the feature it lies on
 /// (Ericson, "Real-Time Collision Detection" 5.1.5, Voronoi regions).
 inline Vec3 ClosestPointOnTriangle(const Vec3& p, const Vec3& a, const Vec3& b, const Vec3& c,
@@ -181,19 +206,7 @@ inline Vec3 ClosestPointOnTriangle(const Vec3& p, const Vec3& a, const Vec3& b, 
   // the weights are noise and the triangle is its three edges.
   const double sum = va + vb + vc;
   if (!(sum > 1e-12 * ab.LengthSq() * ac.LengthSq())) {
-    const Vec3 v[3] = {a, b, c};
-    Vec3 best = a;
-    double best_d2 = (p - a).LengthSq();
-    set(TriangleFeature::kVertex, 0);
-    for (int i = 0; i < 3; ++i) {
-      const Vec3 e = v[(i + 1) % 3] - v[i];
-      const double ee = e.LengthSq();
-      const double s = ee > 0.0 ? std::clamp(Dot(p - v[i], e) / ee, 0.0, 1.0) : 0.0;
-      const Vec3 q = v[i] + e * s;
-      const double dq = (p - q).LengthSq();
-      if (dq < best_d2) { best = q; best_d2 = dq; set(TriangleFeature::kEdge, i); }
-    }
-    return best;
+    return ClosestPointOnTriangleEdges(p, a, b, c, feature, index);
   }
   set(TriangleFeature::kFace, 0);
   const double denom = 1.0 / sum;

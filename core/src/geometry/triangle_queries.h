@@ -17,7 +17,8 @@ namespace hitbox {
 /// collinear to rounding: square to the longer edge and to the other's part
 /// across it (Gram-Schmidt, twice), so the plane holds all three vertices;
 /// any normal square to the edge when that part is 0; zero for a point.
-inline Vec3 CollinearTriangleNormal(Vec3 e1, Vec3 e2) {
+/// Out of line and cold, so TriangleNormal stays small where it inlines.
+[[gnu::noinline, gnu::cold]] inline Vec3 CollinearTriangleNormal(Vec3 e1, Vec3 e2) {
   if (e2.LengthSq() > e1.LengthSq()) std::swap(e1, e2);
   const double l1 = e1.LengthSq();
   if (!(l1 > 0.0)) return Vec3{};

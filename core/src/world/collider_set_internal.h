@@ -274,6 +274,8 @@ struct ColliderSet::Impl {
 
   struct OverlapJob;
   struct HitCollector;
+  template <class Job>
+  struct SegmentJob;
   struct CastJob;
   struct RayJob;
   class MoveSweeper;

@@ -188,19 +188,30 @@ struct ColliderSet::Impl::HitCollector {
   }
 };
 
-struct ColliderSet::Impl::CastJob {
+/// What sweeps and rays share: one segment walk whose leaves go to the job's
+/// LeafOf, unless a rewound query passes the set's collider over.
+template <class Job>
+struct ColliderSet::Impl::SegmentJob {
   const ColliderSet::Impl* m = nullptr;
-  const CastQuery* q = nullptr;
   PairCounter* pairs = nullptr;
-  Pose pose;
   SegmentSetup seg;
-  double r_q = 0.0;
   HitCollector out;
+  const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
+
+  double Leaf(uint32_t item, double max_t) {
+    if (skip != nullptr && skip[item] != 0) return max_t;
+    return static_cast<Job*>(this)->LeafOf(m->colliders[item], m->radius[item], max_t);
+  }
+};
+
+struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
+  const CastQuery* q = nullptr;
+  Pose pose;
+  double r_q = 0.0;
   /// Moves: skip a pair that starts touching while the motion leaves it or
   /// runs along it (within rounding: a motion just projected on the pair's
   /// own plane must not be stopped by it again).
   bool skip_leaving = false;
-  const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
   /// Closest-hit sweeps leave the contact of a pair that starts overlapping
   /// (ComputeContact, often EPA) to the one pair that wins, in Finish().
   /// Off for moves (skip_leaving reads the normal at once) and for rewound
@@ -218,10 +229,6 @@ struct ColliderSet::Impl::CastJob {
     const Aabb box = q->shape.WorldBounds(pose);
     seg = SegmentSetup(box.Center(), q->translation, box.Extents() + Vec3::Splat(kBoxSlack));
     r_q = q->shape.BoundingRadius() + kBoxSlack;
-  }
-  double Leaf(uint32_t item, double max_t) {
-    if (skip != nullptr && skip[item] != 0) return max_t;
-    return LeafOf(m->colliders[item], m->radius[item], max_t);
   }
   double LeafOf(const Collider& c, float leaf_radius, double max_t) {
     if (out.Ignored(c.id)) return max_t;
@@ -269,13 +276,8 @@ struct ColliderSet::Impl::CastJob {
   }
 };
 
-struct ColliderSet::Impl::RayJob {
-  const ColliderSet::Impl* m = nullptr;
+struct ColliderSet::Impl::RayJob : SegmentJob<RayJob> {
   const RayQuery* q = nullptr;
-  PairCounter* pairs = nullptr;
-  SegmentSetup seg;
-  HitCollector out;
-  const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
   bool finite = true;             ///< the ray's origin and translation are finite
 
   void Start(const ColliderSet::Impl& set, const RayQuery& query, std::vector<CastHit>* hits) {
@@ -284,10 +286,6 @@ struct ColliderSet::Impl::RayJob {
     out.Start(hits, q->filter, q->all_hits);
     seg = SegmentSetup(q->origin, q->translation, Vec3::Splat(kBoxSlack));
     finite = q->origin.IsFinite() && q->translation.IsFinite();
-  }
-  double Leaf(uint32_t item, double max_t) {
-    if (skip != nullptr && skip[item] != 0) return max_t;
-    return LeafOf(m->colliders[item], m->radius[item], max_t);
   }
   double LeafOf(const Collider& c, float leaf_radius, double max_t) {
     // A ray that is not finite hits nothing (as Raycast answers it).
