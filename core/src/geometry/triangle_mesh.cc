@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <limits>
 #include <string>
@@ -725,13 +726,21 @@ void TriangleMesh::Input(std::vector<Vec3>* vertices, std::vector<Indices>* tria
     TriangleIndices(k, idx);
     (*triangles)[OriginalIndex(k)] = {idx[0], idx[1], idx[2]};
   }
-  for (const auto& [t, tri] : dropped_) (*triangles)[t] = tri;
+  for (uint32_t i = 0; i < dropped_count_; ++i) {
+    (*triangles)[dropped_[i].first] = dropped_[i].second;
+  }
 }
 
 size_t TriangleMesh::ArrayBytes() const {
-  return nodes_.size() * sizeof(Node) + bottom_.size() * sizeof(BottomNode) +
-         dvertices_.size() * sizeof(Vec3) + dropped_.size() * sizeof(dropped_[0]) +
-         fvertices_.size() * sizeof(float) + packed_.size() + vpacked_.size();
+  // Vertices apart from the packed ones, or all of them.
+  const size_t plain = vpacked_.empty() ? vertex_count_ : fine_count_;
+  size_t bytes = size_t{node_count_} * sizeof(Node) + size_t{bottom_count_} * sizeof(BottomNode) +
+                 size_t{dropped_count_} * sizeof(dropped_[0]) +
+                 (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
+  if (!dvertices_.empty()) bytes += plain * sizeof(Vec3);
+  if (!fvertices_.empty()) bytes += 3 * plain * sizeof(float);
+  if (!vpacked_.empty()) bytes += (static_cast<uint64_t>(vertex_count_) * vrecord_bits_ + 7) / 8 + 16;
+  return bytes;
 }
 
 size_t TriangleMesh::MemoryBytes() const { return HeaderOffset() + sizeof(TriangleMesh); }
@@ -753,13 +762,16 @@ void TriangleMesh::DestroySettled(const TriangleMesh* mesh) {
 }
 
 void TriangleMesh::View(Staging* st) {
-  nodes_ = {st->nodes.data(), st->nodes.size()};
-  bottom_ = {st->bottom.data(), st->bottom.size()};
-  dvertices_ = {st->dvertices.data(), st->dvertices.size()};
-  dropped_ = {st->dropped.data(), st->dropped.size()};
-  fvertices_ = {st->fvertices.data(), st->fvertices.size()};
-  packed_ = {st->packed.data(), st->packed.size()};
-  vpacked_ = {st->vpacked.data(), st->vpacked.size()};
+  const auto view = [](auto& vec) -> decltype(vec.data()) {
+    return vec.empty() ? nullptr : vec.data();
+  };
+  nodes_.ptr = view(st->nodes);
+  bottom_.ptr = view(st->bottom);
+  dvertices_.ptr = view(st->dvertices);
+  dropped_.ptr = view(st->dropped);
+  fvertices_.ptr = view(st->fvertices);
+  packed_.ptr = view(st->packed);
+  vpacked_.ptr = view(st->vpacked);
 }
 
 void TriangleMesh::Seal(Staging* st) {
@@ -776,6 +788,9 @@ void TriangleMesh::Seal(Staging* st) {
                            st->fvertices.size() * sizeof(float),
                            st->packed.size(),
                            st->vpacked.size()};
+  node_count_ = static_cast<uint32_t>(st->nodes.size());
+  bottom_count_ = static_cast<uint32_t>(st->bottom.size());
+  dropped_count_ = static_cast<uint32_t>(st->dropped.size());
   size_t arrays = 0;
   for (size_t b : bytes) arrays += b;
   block_.reset(static_cast<std::byte*>(::operator new(
@@ -784,7 +799,7 @@ void TriangleMesh::Seal(Staging* st) {
   const auto place = [&](auto* vec, auto* stored, size_t size) {
     using T = std::remove_reference_t<decltype((*vec)[0])>;
     if (size != 0) std::memcpy(at, vec->data(), size);
-    *stored = {vec->empty() ? nullptr : reinterpret_cast<T*>(at), vec->size()};
+    stored->ptr = vec->empty() ? nullptr : reinterpret_cast<T*>(at);
     at += size;
     std::remove_pointer_t<decltype(vec)>().swap(*vec);  // freed as soon as copied
   };
@@ -795,6 +810,9 @@ void TriangleMesh::Seal(Staging* st) {
   place(&st->fvertices, &fvertices_, bytes[4]);
   place(&st->packed, &packed_, bytes[5]);
   place(&st->vpacked, &vpacked_, bytes[6]);
+  // ArrayBytes() reckons the same sizes from the counts (Settle places the
+  // object by it): a mismatch would put the object outside its block.
+  if (ArrayBytes() != arrays) std::abort();
 }
 
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,

@@ -167,7 +167,7 @@ class TriangleMesh {
   /// Triangles kept (input count minus dropped).
   uint32_t triangle_count() const { return triangle_count_; }
   /// Zero-area triangles dropped at build.
-  uint32_t dropped_triangles() const { return static_cast<uint32_t>(dropped_.size()); }
+  uint32_t dropped_triangles() const { return dropped_count_; }
   /// The mesh as it was given to Build (every vertex, every triangle in input
   /// order, the dropped ones included), rebuilt from the stored form: the same
   /// values to the bit, so the input need not be kept beside the mesh.
@@ -192,9 +192,9 @@ class TriangleMesh {
   /// Vertices kept apart from the packed ones (as float32 or doubles).
   uint32_t fine_vertex_count() const { return fine_count_; }
   /// Number of hierarchy nodes (bottom nodes included).
-  size_t node_count() const { return nodes_.size() + bottom_.size(); }
+  size_t node_count() const { return size_t{node_count_} + bottom_count_; }
   /// Number of hierarchy nodes kept in the 32-byte bottom form.
-  size_t bottom_node_count() const { return bottom_.size(); }
+  size_t bottom_node_count() const { return bottom_count_; }
   /// Node levels of the hierarchy (1: the root alone), at most kMeshMaxDepth.
   uint32_t height() const { return height_; }
 
@@ -544,18 +544,15 @@ class TriangleMesh {
   void PackVertices(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
                     Staging* st);
 
-  /// An array of the mesh's one block (block_): `size()` elements at `data()`.
-  /// Queries read it like the std::vector it was built in.
+  /// An array of the mesh's one block (block_) at `data()`, null when empty
+  /// (its length follows from the counts below). Queries read it like the
+  /// std::vector it was built in.
   template <typename T>
   struct Stored {
     T* ptr = nullptr;
-    size_t count = 0;
     T* data() const { return ptr; }
-    size_t size() const { return count; }
-    bool empty() const { return count == 0; }
+    bool empty() const { return ptr == nullptr; }
     T& operator[](size_t i) const { return ptr[i]; }
-    T* begin() const { return ptr; }
-    T* end() const { return ptr + count; }
   };
   /// Points the stored arrays at `st`'s vectors (while building).
   void View(Staging* st);
@@ -598,6 +595,9 @@ class TriangleMesh {
   Stored<std::pair<uint32_t, Indices>> dropped_;
   uint32_t vrecord_bits_ = 0;
   uint32_t fine_count_ = 0;
+  uint32_t node_count_ = 0;     // nodes_ (64-byte nodes)
+  uint32_t bottom_count_ = 0;   // bottom_
+  uint32_t dropped_count_ = 0;  // dropped_
   uint32_t vertex_count_ = 0;
   uint32_t triangle_count_ = 0;
   uint32_t dmask_ = 1;      // (1 << dbits_) - 1
