@@ -59,7 +59,7 @@ const Heightfield& Field(int64_t triangles) {
 const TriangleMesh& Mesh(int64_t triangles) {
   static std::map<int64_t, std::unique_ptr<TriangleMesh>> cache;
   auto& slot = cache[triangles];
-  if (!slot) slot = std::make_unique<TriangleMesh>(*Field(triangles).ToMesh());
+  if (!slot) slot = std::make_unique<TriangleMesh>(std::move(Field(triangles).ToMesh()).value());
   return *slot;
 }
 
@@ -175,9 +175,10 @@ void BM_MeshBuild(benchmark::State& state) {
 /// state.range(0) distinct box-like meshes of 12 triangles (8 float32
 /// vertices each, off any short decimal grid), bulk loaded into a set.
 /// bytes_per_collider: the set's MemoryBytes() per collider; mesh_payload:
-/// its meshes' vertices, triangles and hierarchy per collider; overhead:
-/// the difference (collider record, tree, shape data headers); heap: the
-/// allocator's bytes in use per collider (mallinfo2), headers included.
+/// its meshes' blocks per collider (vertices, triangles, hierarchy and, at
+/// the end, the mesh object: mesh_fixed bytes of it); overhead: the difference
+/// (collider record, tree, shape data record); heap: the allocator's bytes
+/// in use per collider (mallinfo2), headers included.
 void BM_SmallMeshColliders(benchmark::State& state) {
   const int count = static_cast<int>(state.range(0));
   size_t set_bytes = 0, payload = 0, heap = 0;
@@ -210,6 +211,7 @@ void BM_SmallMeshColliders(benchmark::State& state) {
   state.counters["mesh_payload"] = static_cast<double>(payload) / n;
   state.counters["overhead"] = static_cast<double>(set_bytes - payload) / n;
   state.counters["heap_per_collider"] = static_cast<double>(heap) / n;
+  state.counters["mesh_fixed"] = static_cast<double>(TriangleMesh::FixedBytes());
 }
 
 #define HITBOX_MESH_SIZES ->Arg(1000)->Arg(10000)->Arg(100000)->Arg(1000000)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <limits>
 #include <string>
@@ -40,6 +41,16 @@ void StoreBits(std::vector<uint8_t>* bytes, uint64_t bit, uint32_t count, Packed
 }
 
 }  // namespace
+
+struct TriangleMesh::Staging {
+  std::vector<Node> nodes;
+  std::vector<BottomNode> bottom;
+  std::vector<Vec3> dvertices;
+  std::vector<std::pair<uint32_t, Indices>> dropped;
+  std::vector<float> fvertices;
+  std::vector<uint8_t> packed;
+  std::vector<uint8_t> vpacked;
+};
 
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
                                          std::span<const Indices> triangles) {
@@ -86,11 +97,13 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   }
 
   TriangleMesh mesh;
+  Staging st;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
   {
     std::vector<uint8_t> fine;
     mesh_vertices::PlanVertices(vertices, &fine);
-    mesh.PackVertices(vertices, fine);
+    mesh.PackVertices(vertices, fine, &st);
+    mesh.View(&st);
   }
 
   // Keep triangles of non-zero area (computed on the stored vertices). Kept
@@ -106,12 +119,12 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
     const Indices& tri = triangles[t];
     const Vec3 a = mesh.Vertex(tri[0]), b = mesh.Vertex(tri[1]), c = mesh.Vertex(tri[2]);
     if (Cross(b - a, c - a).LengthSq() == 0.0) {
-      mesh.dropped_.emplace_back(static_cast<uint32_t>(t), tri);
+      st.dropped.emplace_back(static_cast<uint32_t>(t), tri);
       continue;
     }
     original.push_back(static_cast<uint32_t>(t));
   }
-  mesh.dropped_.shrink_to_fit();
+  st.dropped.shrink_to_fit();
   mesh.input_triangles_ = static_cast<uint32_t>(triangles.size());
   if (original.empty()) {
     return Error{ErrorCode::kInvalidArgument,
@@ -172,7 +185,8 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   }
   std::vector<uint32_t> order(n);
   for (uint32_t t = 0; t < n; ++t) order[t] = t;
-  mesh.BuildHierarchy(&order, boxes);
+  mesh.BuildHierarchy(&order, boxes, &st);
+  std::vector<Aabb>().swap(boxes);  // 48 bytes a triangle, freed before the records
   auto bits_for = [](uint64_t count) {  // bits to hold 0..count-1 (at least 1)
     uint8_t b = 1;
     while (b < 32 && (uint64_t{1} << b) < count) ++b;
@@ -198,25 +212,30 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   mesh.dmask_ = static_cast<uint32_t>((uint64_t{1} << mesh.dbits_) - 1);
   mesh.wide_ = mesh.record_bits() + 7 > 64;
   mesh.narrow_indices_ = mesh.index_bits() <= 57;
-  mesh.packed_.assign((static_cast<uint64_t>(n) * mesh.record_bits() + 7) / 8 + 16, 0);
+  st.packed.assign((static_cast<uint64_t>(n) * mesh.record_bits() + 7) / 8 + 16, 0);
   for (size_t k = 0; k < n; ++k) {
     const uint32_t t = order[k];
-    mesh.SetRecord(static_cast<uint32_t>(k), kept[t], active[t], original[t]);
+    mesh.SetRecord(&st, static_cast<uint32_t>(k), kept[t], active[t], original[t]);
   }
+  // Freed before Seal copies the arrays into their block (the load's peak).
+  std::vector<uint32_t>().swap(order);
+  std::vector<uint32_t>().swap(original);
+  std::vector<uint8_t>().swap(active);
+  mesh.Seal(&st);
   return mesh;
 }
 
 void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
-                                const std::vector<uint8_t>& fine) {
+                                const std::vector<uint8_t>& fine, Staging* st) {
   mesh_vertices::PackedLayout layout;
   if (!mesh_vertices::LayoutPacked(vertices, fine, &layout)) {
     if (mesh_vertices::AllExactFloats(vertices)) {
-      fvertices_.reserve(3 * vertices.size());
+      st->fvertices.reserve(3 * vertices.size());
       for (const Vec3& v : vertices) {
-        for (int a = 0; a < 3; ++a) fvertices_.push_back(static_cast<float>(v[a]));
+        for (int a = 0; a < 3; ++a) st->fvertices.push_back(static_cast<float>(v[a]));
       }
     } else {
-      dvertices_.assign(vertices.begin(), vertices.end());
+      st->dvertices.assign(vertices.begin(), vertices.end());
     }
     return;
   }
@@ -226,11 +245,11 @@ void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
     qmin_[a] = layout.qmin[a];
     vaxis_bits_[a] = layout.bits[a];
     vaxis_mask_[a] = (uint64_t{1} << layout.bits[a]) - 1;
-    vaxis_off_[a] = vrecord_bits_;
+    vaxis_off_[a] = static_cast<uint8_t>(vrecord_bits_);
     vrecord_bits_ += layout.bits[a];
   }
   xy_one_load_ = vaxis_bits_[0] + vaxis_bits_[1] <= 57;
-  vpacked_.assign((static_cast<uint64_t>(vertices.size()) * vrecord_bits_ + 7) / 8 + 16, 0);
+  st->vpacked.assign((static_cast<uint64_t>(vertices.size()) * vrecord_bits_ + 7) / 8 + 16, 0);
   std::vector<Vec3> apart;
   for (size_t i = 0; i < vertices.size(); ++i) {
     uint64_t field[3];
@@ -248,22 +267,23 @@ void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
     PackedRecord r = field[2];
     r = (r << vaxis_bits_[1]) | field[1];
     r = (r << vaxis_bits_[0]) | field[0];
-    StoreBits(&vpacked_, static_cast<uint64_t>(i) * vrecord_bits_, vrecord_bits_, r);
+    StoreBits(&st->vpacked, static_cast<uint64_t>(i) * vrecord_bits_, vrecord_bits_, r);
   }
   if (apart.empty()) return;
   fine_count_ = static_cast<uint32_t>(apart.size());
   fine_mark_ = vaxis_mask_[0];
   if (mesh_vertices::AllExactFloats(apart)) {
-    fvertices_.reserve(3 * apart.size());
+    st->fvertices.reserve(3 * apart.size());
     for (const Vec3& v : apart) {
-      for (int a = 0; a < 3; ++a) fvertices_.push_back(static_cast<float>(v[a]));
+      for (int a = 0; a < 3; ++a) st->fvertices.push_back(static_cast<float>(v[a]));
     }
   } else {
-    dvertices_ = std::move(apart);
+    st->dvertices = std::move(apart);
   }
 }
 
-void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes) {
+void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
+                                  Staging* st) {
   // The least power of two step with min + 65535 * step >= max: q * step is
   // then exact, so a decoded bound min + q * step is one rounding, fused or
   // not, in Quantize here and in the traversals alike.
@@ -282,9 +302,9 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
     }
     step_[a] = s;
   }
-  nodes_.clear();
-  nodes_.reserve(order->size() / (kMeshLeafSize * (kMeshNodeWidth - 1)) + 2);
-  const uint32_t root = BuildNode(order, boxes, 0, static_cast<uint32_t>(order->size()), 1);
+  st->nodes.clear();
+  st->nodes.reserve(order->size() / (kMeshLeafSize * (kMeshNodeWidth - 1)) + 2);
+  const uint32_t root = BuildNode(order, boxes, 0, static_cast<uint32_t>(order->size()), 1, st);
   if (root & kLeafBit) {
     // Too few triangles for a split: a root node with the one leaf.
     Node node;
@@ -298,19 +318,19 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const std::vecto
     }
     for (uint32_t i = 0; i < kMeshNodeWidth; ++i) node.child[i] = kEmpty;
     node.child[0] = root;
-    nodes_.push_back(node);
+    st->nodes.push_back(node);
   }
-  PackBottomNodes();
-  nodes_.shrink_to_fit();
+  PackBottomNodes(st);
+  st->nodes.shrink_to_fit();
 }
 
-void TriangleMesh::PackBottomNodes() {
-  const size_t n = nodes_.size();
+void TriangleMesh::PackBottomNodes(Staging* st) {
+  const size_t n = st->nodes.size();
   std::vector<uint8_t> bottom(n, 0);
   size_t bottoms = 0;
   for (size_t j = 1; j < n; ++j) {
     // Leaves only, in one run of triangles, the used children first.
-    const uint32_t* child = nodes_[j].child;
+    const uint32_t* child = st->nodes[j].child;
     bool ok = child[0] != kEmpty && LeafTriangles(child[0]).first < (1u << 28);
     for (uint32_t k = 1; k < kMeshNodeWidth && ok; ++k) {
       ok = (child[k] & kLeafBit) != 0 &&
@@ -326,10 +346,10 @@ void TriangleMesh::PackBottomNodes() {
   for (size_t j = 0; j < n; ++j) index[j] = bottom[j] ? packed++ : inner++;
   std::vector<Node> kept;
   kept.reserve(inner);
-  bottom_.assign(packed, BottomNode{});
+  st->bottom.assign(packed, BottomNode{});
   for (size_t j = 0; j < n; ++j) {
     if (bottom[j]) continue;
-    Node node = nodes_[j];
+    Node node = st->nodes[j];
     for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
       const uint32_t w = node.child[i];
       if (w & kLeafBit) continue;  // a leaf or no child
@@ -338,8 +358,8 @@ void TriangleMesh::PackBottomNodes() {
         continue;
       }
       // The child boxes within this child's box, rounded outwards.
-      const Node& c = nodes_[w];
-      BottomNode& b = bottom_[index[w]];
+      const Node& c = st->nodes[w];
+      BottomNode& b = st->bottom[index[w]];
       for (int a = 0; a < 3; ++a) {
         const uint32_t base = node.min[a][i];
         const uint32_t shift = BottomShift(node.max[a][i] - base);
@@ -360,7 +380,7 @@ void TriangleMesh::PackBottomNodes() {
     }
     kept.push_back(node);
   }
-  nodes_.swap(kept);
+  st->nodes.swap(kept);
 }
 
 void TriangleMesh::BottomNodeAt(uint32_t index, Node* out) const {
@@ -440,7 +460,8 @@ void TriangleMesh::BottomNodeAt(uint32_t index, Node* out) const {
 }
 
 uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
-                                 uint32_t begin, uint32_t end, uint32_t depth) {
+                                 uint32_t begin, uint32_t end, uint32_t depth,
+                                 Staging* st) {
   const uint32_t count = end - begin;
   if (count <= kMeshLeafSize) return kLeafBit | (begin << 3) | (count - 1);
   height_ = std::max(height_, depth);
@@ -522,10 +543,10 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const std::vector
     };
     partition(partition, 0, parts);
   }
-  const uint32_t self = static_cast<uint32_t>(nodes_.size());
-  nodes_.emplace_back();
+  const uint32_t self = static_cast<uint32_t>(st->nodes.size());
+  st->nodes.emplace_back();
   for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
-    Node& node = nodes_[self];
+    Node& node = st->nodes[self];
     if (i >= parts) {
       for (int a = 0; a < 3; ++a) {
         node.min[a][i] = 65535;
@@ -540,8 +561,8 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const std::vector
       node.min[a][i] = Quantize(box.min[a], bounds_.min[a], step_[a], false);
       node.max[a][i] = Quantize(box.max[a], bounds_.min[a], step_[a], true);
     }
-    const uint32_t word = BuildNode(order, boxes, bounds[i], bounds[i + 1], depth + 1);
-    nodes_[self].child[i] = word;  // nodes_ may have grown: index again
+    const uint32_t word = BuildNode(order, boxes, bounds[i], bounds[i + 1], depth + 1, st);
+    st->nodes[self].child[i] = word;  // st->nodes may have grown: index again
   }
   return self;
 }
@@ -568,13 +589,13 @@ void TriangleMesh::QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) c
   }
 }
 
-void TriangleMesh::SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags,
+void TriangleMesh::SetRecord(Staging* st, uint32_t k, const Indices& tri, EdgeFlags flags,
                              uint32_t original) {
   PackedRecord r = original;
   r = (r << 3) | flags;
   for (int c = 2; c >= 1; --c) r = (r << dbits_) | ((tri[c] - tri[0]) & dmask_);
   r = (r << vbits_) | tri[0];
-  StoreBits(&packed_, static_cast<uint64_t>(k) * record_bits(), record_bits(), r);
+  StoreBits(&st->packed, static_cast<uint64_t>(k) * record_bits(), record_bits(), r);
 }
 
 TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& dir) const {
@@ -704,14 +725,93 @@ void TriangleMesh::Input(std::vector<Vec3>* vertices, std::vector<Indices>* tria
     TriangleIndices(k, idx);
     (*triangles)[OriginalIndex(k)] = {idx[0], idx[1], idx[2]};
   }
-  for (const auto& [t, tri] : dropped_) (*triangles)[t] = tri;
+  for (uint32_t i = 0; i < dropped_count_; ++i) {
+    (*triangles)[dropped_[i].first] = dropped_[i].second;
+  }
 }
 
-size_t TriangleMesh::MemoryBytes() const {
-  return dropped_.capacity() * sizeof(dropped_[0]) + vpacked_.capacity() +
-         fvertices_.capacity() * sizeof(float) +
-         dvertices_.capacity() * sizeof(Vec3) + packed_.capacity() +
-         nodes_.capacity() * sizeof(Node) + bottom_.capacity() * sizeof(BottomNode);
+size_t TriangleMesh::ArrayBytes() const {
+  // Vertices apart from the packed ones, or all of them.
+  const size_t plain = vpacked_.empty() ? vertex_count_ : fine_count_;
+  size_t bytes = size_t{node_count_} * sizeof(Node) + size_t{bottom_count_} * sizeof(BottomNode) +
+                 size_t{dropped_count_} * sizeof(dropped_[0]) +
+                 (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
+  if (!dvertices_.empty()) bytes += plain * sizeof(Vec3);
+  if (!fvertices_.empty()) bytes += 3 * plain * sizeof(float);
+  if (!vpacked_.empty()) bytes += (static_cast<uint64_t>(vertex_count_) * vrecord_bits_ + 7) / 8 + 16;
+  return bytes;
+}
+
+size_t TriangleMesh::MemoryBytes() const { return HeaderOffset() + sizeof(TriangleMesh); }
+
+size_t TriangleMesh::FixedBytes() { return sizeof(TriangleMesh); }
+
+const TriangleMesh* TriangleMesh::Settle(TriangleMesh&& mesh) {
+  // The moved mesh's block_ stays empty: DestroySettled frees the block it
+  // lies in.
+  std::byte* block = mesh.block_.release();
+  return new (block + mesh.HeaderOffset()) TriangleMesh(std::move(mesh));
+}
+
+void TriangleMesh::DestroySettled(const TriangleMesh* mesh) {
+  std::byte* block = const_cast<std::byte*>(reinterpret_cast<const std::byte*>(mesh)) -
+                     mesh->HeaderOffset();
+  mesh->~TriangleMesh();
+  BlockFree()(block);
+}
+
+void TriangleMesh::View(Staging* st) {
+  const auto view = [](auto& vec) -> decltype(vec.data()) {
+    return vec.empty() ? nullptr : vec.data();
+  };
+  nodes_.ptr = view(st->nodes);
+  bottom_.ptr = view(st->bottom);
+  dvertices_.ptr = view(st->dvertices);
+  dropped_.ptr = view(st->dropped);
+  fvertices_.ptr = view(st->fvertices);
+  packed_.ptr = view(st->packed);
+  vpacked_.ptr = view(st->vpacked);
+}
+
+void TriangleMesh::Seal(Staging* st) {
+  // Sizes in the block's order; each is a multiple of the next one's
+  // alignment (64, 32, 24, 16, 4, 1, 1 bytes), so the arrays sit back to
+  // back, then the room for the mesh object (8-byte aligned).
+  static_assert(sizeof(Node) % alignof(BottomNode) == 0 && sizeof(BottomNode) % alignof(Vec3) == 0 &&
+                sizeof(Vec3) % alignof(std::pair<uint32_t, Indices>) == 0 &&
+                sizeof(std::pair<uint32_t, Indices>) % alignof(float) == 0);
+  const size_t bytes[7] = {st->nodes.size() * sizeof(Node),
+                           st->bottom.size() * sizeof(BottomNode),
+                           st->dvertices.size() * sizeof(Vec3),
+                           st->dropped.size() * sizeof(st->dropped[0]),
+                           st->fvertices.size() * sizeof(float),
+                           st->packed.size(),
+                           st->vpacked.size()};
+  node_count_ = static_cast<uint32_t>(st->nodes.size());
+  bottom_count_ = static_cast<uint32_t>(st->bottom.size());
+  dropped_count_ = static_cast<uint32_t>(st->dropped.size());
+  size_t arrays = 0;
+  for (size_t b : bytes) arrays += b;
+  block_.reset(static_cast<std::byte*>(::operator new(
+      (arrays + 7) / 8 * 8 + sizeof(TriangleMesh), std::align_val_t{alignof(Node)})));
+  std::byte* at = block_.get();
+  const auto place = [&](auto* vec, auto* stored, size_t size) {
+    using T = std::remove_reference_t<decltype((*vec)[0])>;
+    if (size != 0) std::memcpy(at, vec->data(), size);
+    stored->ptr = vec->empty() ? nullptr : reinterpret_cast<T*>(at);
+    at += size;
+    std::remove_pointer_t<decltype(vec)>().swap(*vec);  // freed as soon as copied
+  };
+  place(&st->nodes, &nodes_, bytes[0]);
+  place(&st->bottom, &bottom_, bytes[1]);
+  place(&st->dvertices, &dvertices_, bytes[2]);
+  place(&st->dropped, &dropped_, bytes[3]);
+  place(&st->fvertices, &fvertices_, bytes[4]);
+  place(&st->packed, &packed_, bytes[5]);
+  place(&st->vpacked, &vpacked_, bytes[6]);
+  // ArrayBytes() reckons the same sizes from the counts (Settle places the
+  // object by it): a mismatch would put the object outside its block.
+  if (ArrayBytes() != arrays) std::abort();
 }
 
 bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
@@ -839,7 +939,7 @@ size_t TriangleMesh::PredictMemoryBytes(std::span<const Vec3> vertices,
            (balanced.bottom + balanced.bottom / 5) * sizeof(BottomNode);
   // Dropped triangles are kept aside for Input().
   bytes += (triangles.size() - kept) * sizeof(std::pair<uint32_t, Indices>);
-  return bytes;
+  return (bytes + 7) / 8 * 8 + sizeof(TriangleMesh);
 }
 
 }  // namespace hitbox

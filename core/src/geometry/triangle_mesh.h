@@ -2,8 +2,9 @@
 // ../shared/cases/FORMAT.md) with a compact bounding-volume hierarchy built
 // once, queried in the mesh's local frame (callers transform queries into it).
 //
-// Storage (TriangleMesh::MemoryBytes reports it; the input is not kept:
-// Input() rebuilds it exactly):
+// Storage, one allocation per mesh (TriangleMesh::MemoryBytes reports it;
+// the input is not kept: Input() rebuilds it exactly; room for the mesh
+// object itself at the end, where Settle moves it):
 //   - vertices: per axis, when every coordinate is q / 10^k (k <= 9: the
 //     case files' decimals) or q / 2^k (binary fractions: glTF and OBJ
 //     levels on a grid), as q minus the axis's least q, bit-packed in the
@@ -51,6 +52,8 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <memory>
+#include <new>
 
 #include <immintrin.h>
 #include <span>
@@ -152,10 +155,19 @@ class TriangleMesh {
   [[nodiscard]] static Result<TriangleMesh> Build(std::span<const Vec3> vertices,
                                                   std::span<const Indices> triangles);
 
+  /// Moves a built mesh into the room its block keeps at its end: the
+  /// mesh and all its arrays are then one allocation (the shapes' shared
+  /// data holds meshes so). Free it with DestroySettled.
+  static const TriangleMesh* Settle(TriangleMesh&& mesh);
+  static void DestroySettled(const TriangleMesh* mesh);
+  /// Bytes of the room for the mesh object at the end of its block (part of
+  /// MemoryBytes()).
+  static size_t FixedBytes();
+
   /// Triangles kept (input count minus dropped).
   uint32_t triangle_count() const { return triangle_count_; }
   /// Zero-area triangles dropped at build.
-  uint32_t dropped_triangles() const { return static_cast<uint32_t>(dropped_.size()); }
+  uint32_t dropped_triangles() const { return dropped_count_; }
   /// The mesh as it was given to Build (every vertex, every triangle in input
   /// order, the dropped ones included), rebuilt from the stored form: the same
   /// values to the bit, so the input need not be kept beside the mesh.
@@ -163,7 +175,8 @@ class TriangleMesh {
   uint32_t vertex_count() const { return vertex_count_; }
   /// Local-frame bounds of all kept triangles.
   const Aabb& bounds() const { return bounds_; }
-  /// Bytes held by vertices, triangles, flags and hierarchy (excluding this object).
+  /// Bytes of the mesh's block: vertices, triangles, flags and hierarchy,
+  /// and the room for this object at its end (used once settled).
   size_t MemoryBytes() const;
   /// About MemoryBytes() of the mesh Build(vertices, triangles) would make,
   /// from an O(n) scan of the input (the storage Build chooses, the triangles
@@ -179,9 +192,9 @@ class TriangleMesh {
   /// Vertices kept apart from the packed ones (as float32 or doubles).
   uint32_t fine_vertex_count() const { return fine_count_; }
   /// Number of hierarchy nodes (bottom nodes included).
-  size_t node_count() const { return nodes_.size() + bottom_.size(); }
+  size_t node_count() const { return size_t{node_count_} + bottom_count_; }
   /// Number of hierarchy nodes kept in the 32-byte bottom form.
-  size_t bottom_node_count() const { return bottom_.size(); }
+  size_t bottom_node_count() const { return bottom_count_; }
   /// Node levels of the hierarchy (1: the root alone), at most kMeshMaxDepth.
   uint32_t height() const { return height_; }
 
@@ -261,6 +274,8 @@ class TriangleMesh {
   bool VisitRay(const Vec3& origin, const Vec3& dir, const double* max_t, Visit&& visit) const;
 
  private:
+  /// The arrays while Build makes them, copied into one block at the end.
+  struct Staging;
   /// A 4-wide hierarchy node (64 bytes, one cache line).
   struct alignas(64) Node {
     /// Quantized child boxes, [axis][child] (16 bits, relative to bounds_).
@@ -306,7 +321,7 @@ class TriangleMesh {
   void BottomNodeAt(uint32_t index, Node* out) const;
   /// Turns the nodes_ (all 64-byte, in build order) whose children are all
   /// leaves into bottom_ nodes, the root excepted.
-  void PackBottomNodes();
+  void PackBottomNodes(Staging* st);
   /// The triangles [first, end) of a leaf's child word (kLeafBit set).
   struct LeafRange {
     uint32_t first, end;
@@ -333,7 +348,8 @@ class TriangleMesh {
     std::memcpy(&x, p, sizeof(x));
     return x >> (bit & 7);
   }
-  void SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags, uint32_t original);
+  void SetRecord(Staging* st, uint32_t k, const Indices& tri, EdgeFlags flags,
+                 uint32_t original);
   /// Asks for the vertices of the leaf's triangles before they are decoded
   /// one triangle after the other, so their loads overlap (used by the
   /// closest-first sweep walk, where memory latency dominates).
@@ -532,48 +548,82 @@ class TriangleMesh {
   /// Builds the subtree over order[begin, end) and returns its child word.
   /// `depth`: the node's level, 1 at the root.
   uint32_t BuildNode(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
-                     uint32_t begin, uint32_t end, uint32_t depth);
-  void BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes);
+                     uint32_t begin, uint32_t end, uint32_t depth, Staging* st);
+  void BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
+                      Staging* st);
   /// Stores `vertices`: vpacked_ when ChooseDivisors finds divisors, else
   /// fvertices_ or dvertices_; with `fine` flags (PlanVertices), the flagged
   /// ones apart and the rest packed.
-  void PackVertices(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine);
+  void PackVertices(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+                    Staging* st);
 
+  /// An array of the mesh's one block (block_) at `data()`, null when empty
+  /// (its length follows from the counts below). Queries read it like the
+  /// std::vector it was built in.
+  template <typename T>
+  struct Stored {
+    T* ptr = nullptr;
+    T* data() const { return ptr; }
+    bool empty() const { return ptr == nullptr; }
+    T& operator[](size_t i) const { return ptr[i]; }
+  };
+  /// Points the stored arrays at `st`'s vectors (while building).
+  void View(Staging* st);
+  /// Copies `st`'s vectors into one block, frees them and points the stored
+  /// arrays into the block.
+  void Seal(Staging* st);
+  /// Bytes of the arrays, and where the room for the mesh object starts
+  /// behind them (8-byte aligned).
+  size_t ArrayBytes() const;
+  size_t HeaderOffset() const { return (ArrayBytes() + 7) / 8 * 8; }
+  /// Frees the block (aligned for Node).
+  struct BlockFree {
+    void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{alignof(Node)}); }
+  };
+
+  // One allocation holds every array below, nodes_ first (64-byte aligned),
+  // then bottom_, dvertices_, dropped_, fvertices_, packed_, vpacked_ (each
+  // array's size is a multiple of the next one's alignment, so no padding),
+  // then room for this object (Settle).
+  std::unique_ptr<std::byte, BlockFree> block_;
   // Decimal vertices: per axis q - qmin_ in vaxis_bits_ bits, x, y, z packed
   // into vrecord_bits_ per vertex (then 16 bytes of padding).
-  std::vector<uint8_t> vpacked_;
+  Stored<uint8_t> vpacked_;
   int64_t qmin_[3] = {0, 0, 0};
-  uint8_t vaxis_bits_[3] = {0, 0, 0};
-  uint32_t vaxis_off_[3] = {0, 0, 0};  // bit of each axis within a vertex record
-  bool xy_one_load_ = false;           // x and y bits within 57: one load for both
   uint64_t vaxis_mask_[3] = {0, 0, 0};
-  uint32_t vrecord_bits_ = 0;
   // Vertices that are not all q / divisor but all exactly float32: x, y, z
   // as floats; otherwise as doubles. Beside vpacked_: the fine vertices.
-  std::vector<float> fvertices_;
-  std::vector<Vec3> dvertices_;
+  Stored<float> fvertices_;
+  Stored<Vec3> dvertices_;
   // The x of a fine vertex's packed record (all ones), or a value no x has.
   uint64_t fine_mark_ = ~uint64_t{0};
-  uint32_t fine_count_ = 0;
   // Per axis 10^k or 2^k: q / divisor is exactly the input coordinate.
   double vertex_divisor_[3] = {1.0, 1.0, 1.0};
-  uint32_t vertex_count_ = 0;
-  std::vector<uint8_t> packed_;  // triangle records (record_bits() each), then 16 bytes of padding
-  uint32_t triangle_count_ = 0;
-  uint8_t vbits_ = 1;       // bits of a vertex index
-  uint8_t obits_ = 1;       // bits of an original triangle index
-  uint8_t dbits_ = 1;       // bits of a vertex index difference (<= vbits_)
-  uint32_t dmask_ = 1;      // (1 << dbits_) - 1
-  bool wide_ = false;       // record_bits() + 7 > 64: 128-bit loads
-  bool narrow_indices_ = false;  // index_bits() <= 57: the indices in one 64-bit load
-  uint32_t vmask_ = 1;      // (1 << vbits_) - 1
-  uint32_t omask_ = 1;      // (1 << obits_) - 1
-  std::vector<Node> nodes_;
-  std::vector<BottomNode> bottom_;
+  Stored<uint8_t> packed_;  // triangle records (record_bits() each), then 16 bytes of padding
+  Stored<Node> nodes_;
+  Stored<BottomNode> bottom_;
   Aabb bounds_;
   Vec3 step_;
   /// Zero-area triangles dropped at build: input index and vertex indices.
-  std::vector<std::pair<uint32_t, Indices>> dropped_;
+  Stored<std::pair<uint32_t, Indices>> dropped_;
+  uint32_t vrecord_bits_ = 0;
+  uint32_t fine_count_ = 0;
+  uint32_t node_count_ = 0;     // nodes_ (64-byte nodes)
+  uint32_t bottom_count_ = 0;   // bottom_
+  uint32_t dropped_count_ = 0;  // dropped_
+  uint32_t vertex_count_ = 0;
+  uint32_t triangle_count_ = 0;
+  uint32_t dmask_ = 1;      // (1 << dbits_) - 1
+  uint32_t vmask_ = 1;      // (1 << vbits_) - 1
+  uint32_t omask_ = 1;      // (1 << obits_) - 1
+  uint8_t vaxis_bits_[3] = {0, 0, 0};
+  uint8_t vaxis_off_[3] = {0, 0, 0};  // bit of each axis within a vertex record
+  uint8_t vbits_ = 1;       // bits of a vertex index
+  uint8_t obits_ = 1;       // bits of an original triangle index
+  uint8_t dbits_ = 1;       // bits of a vertex index difference (<= vbits_)
+  bool xy_one_load_ = false;           // x and y bits within 57: one load for both
+  bool wide_ = false;       // record_bits() + 7 > 64: 128-bit loads
+  bool narrow_indices_ = false;  // index_bits() <= 57: the indices in one 64-bit load
   uint32_t input_triangles_ = 0;
   uint32_t height_ = 1;
 };

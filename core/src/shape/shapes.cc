@@ -367,7 +367,8 @@ size_t Shape::PredictHeightfieldBytes(uint32_t rows, uint32_t cols,
     }
     if (floats) per_sample = 4;
   }
-  size_t bytes = sizeof(SurfaceData) + heights.size() * (sizeof(double) + per_sample);
+  size_t bytes = sizeof(SurfaceData) + SurfaceData::FieldBytes() +
+                 heights.size() * (sizeof(double) + per_sample);
   // Its min/max hierarchy: level k holds ceil(cells / 2^k) blocks per axis,
   // a float min and max each, up to one block; the levels are pushed one by one.
   constexpr size_t kLevelBytes = 64;  // Heightfield::Level: three words and two vectors

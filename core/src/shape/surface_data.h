@@ -4,8 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
-#include <variant>
+#include <memory>
 
 #include "geometry/heightfield.h"
 #include "geometry/triangle_mesh.h"
@@ -14,26 +15,25 @@
 namespace hitbox {
 
 class SurfaceData {
-  struct MeshPart {
-    TriangleMesh mesh;
-    uint32_t input_triangles;
-  };
-  struct FieldPart {
-    Heightfield field;
-    HeightfieldShape input;
-  };
-
  public:
+  /// A mesh, settled into the end of its own block (TriangleMesh::Settle):
+  /// with this record, a mesh shape's data is two allocations, whatever the
+  /// mesh's size.
   SurfaceData(TriangleMesh mesh, uint32_t input_triangles)
-      : data_(MeshPart{std::move(mesh), input_triangles}) {}
+      : input_triangles_(input_triangles), mesh_(TriangleMesh::Settle(std::move(mesh))) {}
   SurfaceData(Heightfield field, HeightfieldShape input)
-      : data_(FieldPart{std::move(field), std::move(input)}) {}
+      : field_(std::make_unique<FieldPart>(FieldPart{std::move(field), std::move(input)})) {}
+  ~SurfaceData() {
+    if (mesh_ != nullptr) TriangleMesh::DestroySettled(mesh_);
+  }
+  SurfaceData(const SurfaceData&) = delete;
+  SurfaceData& operator=(const SurfaceData&) = delete;
 
   /// Calls f(surface) with the TriangleMesh or the Heightfield.
   template <typename F>
   decltype(auto) Visit(F&& f) const {
-    if (const MeshPart* m = std::get_if<MeshPart>(&data_)) return f(m->mesh);
-    return f(std::get<FieldPart>(data_).field);
+    if (mesh_ != nullptr) return f(*mesh_);
+    return f(field_->field);
   }
 
   /// The mesh as given, rebuilt from the stored mesh (Shape::mesh_input()).
@@ -42,16 +42,10 @@ class SurfaceData {
     mesh()->Input(&in.vertices, &in.triangles);
     return in;
   }
-  const HeightfieldShape& heightfield_input() const { return std::get<FieldPart>(data_).input; }
+  const HeightfieldShape& heightfield_input() const { return field_->input; }
 
-  const TriangleMesh* mesh() const {
-    const MeshPart* m = std::get_if<MeshPart>(&data_);
-    return m != nullptr ? &m->mesh : nullptr;
-  }
-  const Heightfield* heightfield() const {
-    const FieldPart* f = std::get_if<FieldPart>(&data_);
-    return f != nullptr ? &f->field : nullptr;
-  }
+  const TriangleMesh* mesh() const { return mesh_; }
+  const Heightfield* heightfield() const { return field_ != nullptr ? &field_->field : nullptr; }
   /// Local bounds of the surface.
   const Aabb& bounds() const {
     return Visit([](const auto& surface) -> const Aabb& { return surface.bounds(); });
@@ -65,21 +59,30 @@ class SurfaceData {
   }
   /// Triangles as given (a mesh's input count, dropped ones included).
   uint32_t input_triangles() const {
-    const MeshPart* m = std::get_if<MeshPart>(&data_);
-    return m != nullptr ? m->input_triangles : heightfield()->triangle_count();
+    return mesh_ != nullptr ? input_triangles_ : field_->field.triangle_count();
   }
+  /// This record, and the mesh's block (its fixed part included) or the
+  /// heightfield with its input.
   size_t MemoryBytes() const {
-    const FieldPart* f = std::get_if<FieldPart>(&data_);
-    return sizeof(*this) + Visit([](const auto& surface) { return surface.MemoryBytes(); }) +
-           (f != nullptr ? f->input.heights.capacity() * sizeof(double) : 0);
+    if (mesh_ != nullptr) return sizeof(*this) + mesh_->MemoryBytes();
+    return sizeof(*this) + FieldBytes() + field_->field.MemoryBytes() +
+           field_->input.heights.capacity() * sizeof(double);
   }
+  /// Bytes of a heightfield's fixed part (beside this record).
+  static constexpr size_t FieldBytes() { return sizeof(FieldPart); }
 
  private:
+  struct FieldPart {
+    Heightfield field;
+    HeightfieldShape input;
+  };
   friend void internal::SurfaceAddRef(const SurfaceData* s);
   friend void internal::SurfaceRelease(const SurfaceData* s);
   mutable std::atomic<uint32_t> refs_{0};
-  // A mesh or a heightfield, never both: one takes the other's room.
-  std::variant<MeshPart, FieldPart> data_;
+  uint32_t input_triangles_ = 0;
+  // A mesh or a heightfield, never both.
+  const TriangleMesh* mesh_ = nullptr;
+  std::unique_ptr<FieldPart> field_;
 };
 
 }  // namespace hitbox

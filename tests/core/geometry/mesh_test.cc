@@ -142,13 +142,16 @@ TEST(MeshBuild, MemoryPerTriangle) {
 
 // MemoryBytes() is exactly the storage the mesh's form implies: float32 or
 // double vertices, the packed triangle records (and their 16 bytes of
-// padding), 64-byte inner and 32-byte bottom nodes, the dropped triangles;
+// padding), 64-byte inner and 32-byte bottom nodes, the dropped triangles and
+// the room for the mesh object behind them (one block, padded to 8 bytes);
 // no array kept with spare capacity, none left out.
 TEST(MeshBuild, MemoryBytesIsTheStorage) {
   const auto expected = [](const TriangleMesh& m, size_t vertex_bytes) {
     const size_t records = (static_cast<size_t>(m.triangle_count()) * m.record_bits() + 7) / 8 + 16;
     const size_t nodes = 64 * (m.node_count() - m.bottom_node_count()) + 32 * m.bottom_node_count();
-    return vertex_bytes * m.vertex_count() + records + nodes + 16 * m.dropped_triangles();
+    const size_t arrays =
+        vertex_bytes * m.vertex_count() + records + nodes + 16 * m.dropped_triangles();
+    return (arrays + 7) / 8 * 8 + TriangleMesh::FixedBytes();
   };
   // Float32 coordinates of scattered exponents (no grid of at most 33 bits
   // an axis holds them), and one zero-area triangle that is dropped.
@@ -271,6 +274,39 @@ TEST(MeshBuild, InputRoundTripsExactly) {
               0);
     EXPECT_EQ(triangles, data->triangles);
   }
+}
+
+// A mesh settled into the end of its own block (as shapes hold meshes) is
+// the mesh as built: the same storage, the same input back to the bit, the
+// same ray answers.
+TEST(MeshBuild, SettledMeshIsTheBuiltMesh) {
+  MeshData data = WavyGrid(24, 0.731);
+  data.triangles.push_back({0, 0, 1});  // dropped
+  const TriangleMesh built = MustBuild(data);
+  const TriangleMesh* settled = TriangleMesh::Settle(MustBuild(data));
+  EXPECT_EQ(settled->MemoryBytes(), built.MemoryBytes());
+  std::vector<Vec3> vertices;
+  std::vector<TriangleMesh::Indices> triangles;
+  settled->Input(&vertices, &triangles);
+  ASSERT_EQ(vertices.size(), data.vertices.size());
+  EXPECT_EQ(std::memcmp(vertices.data(), data.vertices.data(), vertices.size() * sizeof(Vec3)), 0);
+  EXPECT_EQ(triangles, data.triangles);
+  Random rng(29);
+  const Aabb& b = built.bounds();
+  for (int i = 0; i < 2000; ++i) {
+    Vec3 from, to;
+    for (int a = 0; a < 3; ++a) {
+      from[a] = rng.Uniform(b.min[a] - 1.0, b.max[a] + 1.0);
+      to[a] = rng.Uniform(b.min[a] - 1.0, b.max[a] + 1.0);
+    }
+    MeshRayHit want, got;
+    const bool hit = built.RaycastClosest(from, to - from, &want);
+    ASSERT_EQ(settled->RaycastClosest(from, to - from, &got), hit) << i;
+    if (!hit) continue;
+    EXPECT_EQ(got.fraction, want.fraction) << i;
+    EXPECT_EQ(got.triangle, want.triangle) << i;
+  }
+  TriangleMesh::DestroySettled(settled);
 }
 
 // Each triangle of `mesh` has exactly its input vertices.
