@@ -599,28 +599,9 @@ void TriangleMesh::SetRecord(Staging* st, uint32_t k, const Indices& tri, EdgeFl
 }
 
 TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& dir) const {
-  // The exact distance of a decoded bound b = lo + q * step (one rounding,
-  // |error| <= 2^-53 |b|) on an axis the ray moves along is
-  // (b - o) / d = t_lo + q * S, t_lo = (lo - o) / d and S = step / d. In
-  // float, near = fl(fl(t_lo) + fl(q * fl(S))) adds at most four roundings
-  // of 2^-24 relative to terms bounded by reach = |t_lo| + 65535 |S| (the
-  // doubles t_lo and S are a few 2^-53 off): |near - exact| < 2^-22 reach +
-  // 2^-52 max|b| / |d|, which the per-axis slack below bounds with room to
-  // spare. Widening every axis's distances by the largest slack commutes
-  // with the max / min of the slab test, so RayChildren widens once; the
-  // extra 2^-21 absorbs the rounding of that widening for |t| <= 2 (larger
-  // entries fail t_max <= 1 anyway). The widened test keeps every box the
-  // exact ray meets, and its entry stays a lower bound (Ize, "Robust BVH Ray
-  // Traversal", JCGT 2(2), 2013, for the same argument in its own terms).
-  //
-  // An axis the ray does not move along keeps the boxes that hold the origin
-  // there: QueryRange gives [qlo, qhi], the quantized bounds that decode to
-  // >= o and <= o (exactly for o in the bounds, conservatively outside), and
-  // near = (q_min - qhi - 0.5) * 2^100, far = (q_max - qlo + 0.5) * 2^100,
-  // both exact in float: at most -2^99 or at least 2^99 so that the box
-  // is dropped exactly when it does not hold o. An axis whose distances
-  // would leave the float range (a direction component ~2^-100 of the
-  // distances) is not tested at all (near -2^101, far 2^101).
+  // Float distances widened by a per-axis slack that bounds their rounding,
+  // so no box the exact ray meets is dropped (docs/architecture.md, "Mesh
+  // storage"); flat axes keep the boxes holding the origin (+-2^100 scale).
   constexpr double kHuge = 0x1p100;
   RaySetup r;
   r.miss = false;

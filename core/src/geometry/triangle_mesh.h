@@ -2,47 +2,9 @@
 // ../shared/cases/FORMAT.md) with a compact bounding-volume hierarchy built
 // once, queried in the mesh's local frame (callers transform queries into it).
 //
-// Storage, one allocation per mesh (TriangleMesh::MemoryBytes reports it;
-// the input is not kept: Input() rebuilds it exactly; room for the mesh
-// object itself at the end, where Settle moves it):
-//   - vertices: per axis, when every coordinate is q / 10^k (k <= 9: the
-//     case files' decimals) or q / 2^k (binary fractions: glTF and OBJ
-//     levels on a grid), as q minus the axis's least q, bit-packed in the
-//     bits the mesh's extent needs (at most 33 an axis); else as float32
-//     when every coordinate is one; else as doubles. When a few vertices
-//     need far finer steps than the rest (a level's curved patches), those
-//     alone are kept apart as float32 or doubles, their packed record
-//     marked by an x of all ones and holding their index there in y and z,
-//     and the rest packed on the coarser grid. Decoding gives back exactly
-//     the input coordinate.
-//   - triangles in hierarchy leaf order, bit-packed records of
-//     ceil(log2(vertices)) + 2 * d + 3 + ceil(log2(triangles)) bits: the first
-//     vertex index, the second and third as d-bit signed differences from the
-//     first, the active-edge flags and the original triangle index (for
-//     `sub_shape`); zero-area triangles dropped at build are kept aside.
-//   - hierarchy: a 4-wide tree (Jolt Physics' quad-tree node codec, our own
-//     layout) built with surface-area-heuristic splits (sah_split.h) cut at
-//     whole leaves, so that nodes stay full. A 64-byte node holds the boxes
-//     of its four children, 16-bit quantized relative to the mesh bounds and
-//     rounded outwards (conservative), laid out axis by axis so one node's
-//     four boxes are tested together, and one 32-bit word per child: an
-//     inner node, a bottom node or a leaf range of up to kMeshLeafSize
-//     triangles. The quantization step is a power of two, so decoding min +
-//     q * step rounds once whether or not the compiler fuses it into an FMA:
-//     build and traversal agree to the bit.
-//   - bottom nodes (every child a leaf: two thirds of the nodes) take 32
-//     bytes: child boxes in 8 bits within the node's own box in its parent,
-//     rounded outwards, and the leaves as one triangle range cut by counts.
-//     A walk decodes one into the 16-bit form above (BottomNodeAt), so the
-//     child tests are the same code and at least as wide.
-//
-// Active edges (Jolt Physics, MeshShape / ActiveEdges.h): an edge is active
-// when it is a boundary edge, is shared by more than two triangles, or its two
-// faces (oriented consistently across the edge) meet at an angle above
-// kActiveEdgeAngle. A sweep whose contact lies on an inactive edge (or on a
-// vertex both of whose edges in that triangle are inactive) reports the face
-// normal, so sliding on a flat tessellated floor never reports an internal
-// edge's normal.
+// Storage: one allocation per mesh holding bit-packed vertices and triangle
+// records and a 4-wide quantized hierarchy, decoded exactly; the layout and
+// the active-edge rule are in docs/architecture.md ("Mesh storage").
 #pragma once
 
 #include <algorithm>

@@ -1,49 +1,6 @@
-// Level import: game levels in glTF 2.0 (.gltf with its buffers, .glb) or
-// Wavefront OBJ (.obj) turned into colliders, with a report. Parsing is done
-// by Debian's tinygltf and tinyobjloader; this library only walks what they
-// read. It depends on hitbox_core alone (no gRPC), so hitboxctl's `import` /
-// `load` and hitboxd's map loader call the same function.
-//
-// Frames: the file's own (glTF: right-handed, metres, +Y up, the same as
-// Hitbox's). OBJ has no hierarchy; its vertices are taken as world points,
-// Y-up metres unless told otherwise. ImportOptions::up and ::scale convert
-// a level made another way (a Z-up level in inches: up kZ, scale 0.0254):
-// one rotation taking the file's up axis to +Y, then one uniform scale, put
-// above every root node (so rotations stay in poses, the scale is baked into
-// vertices). A level whose bounds span more than kImplausibleExtent metres
-// gets a warning in the report (the sign of a file in centimetres or inches).
-//
-// What each node (glTF) or object/group (OBJ) becomes, by the name of the
-// node, else of its mesh (the collision naming of Unreal Engine):
-//   UCX_*  convex_hull of its vertices (more than 256 distinct points are
-//          reduced to the hull's own vertices; a hull that still has more
-//          than 256 vertices is an error naming the node)
-//   UBX_*  box      fitted to its vertices in the node's local frame
-//   USP_*  sphere   fitted to its vertices (centre of their box, radius to
-//          the farthest one)
-//   UCP_*  capsule  along the longest local axis of its vertices' box,
-//          radius and half height the smallest that hold every vertex
-//   other  mesh     its triangles (degenerate ones dropped and counted)
-// The node's world transform (parents applied) is split into a rotation and
-// translation, which become the collider's pose, and a scale, which is baked
-// into the vertices before fitting ("fit in the local frame, then place").
-// A sphere or capsule under non-uniform scale is an ellipsoid and so becomes
-// a convex hull; any primitive under a shearing transform (non-uniform scale
-// above a rotated child) becomes a convex hull too; the report says which.
-// A box stays a box under non-uniform scale along its own axes.
-//
-// glTF `extras` (on the node, else its mesh, else the nearest ancestor node):
-//   "hitbox_layer":     integer in [0, 31] (default ImportOptions::layer)
-//   "hitbox_user_data": unsigned integer, or a decimal string for values
-//                       above 2^53 (default 0)
-// e.g. "extras": {"hitbox_layer": 3, "hitbox_user_data": 42}.
-//
-// Limits: every collider made passes core's checks (hulls of 4..256 points,
-// sizes and coordinates in range) and the wire's (a mesh of more than
-// ImportOptions::max_mesh_triangles triangles is split into several mesh
-// colliders, said in the report), so an imported level always uploads.
-// Errors name the file and the node (glTF: "node 3 'UBX_crate'"), object
-// (OBJ: "object 'wall'") or line (OBJ syntax errors, from tinyobjloader).
+// Level import: game levels in glTF 2.0 (.gltf, .glb) or Wavefront OBJ
+// turned into colliders, with a report; the rules (frames, names, extras,
+// limits) are in docs/import.md.
 #pragma once
 
 #include <array>
