@@ -1,18 +1,5 @@
-// Watches (issue 32): 10,000 static colliders, 1,000 moving player capsules
-// (50 of them moved per tick), 100 fixed trigger boxes and 1,000 areas of
-// interest (spheres of radius 30 m attached to the players). Per tick:
-//   BM_WatchTickIncremental  the 50 moves applied to a set holding the
-//                            watches (their events come with the batch);
-//   BM_WatchTickRequery      the 50 moves applied to a set without watches,
-//                            then all 1,100 overlap queries run again and
-//                            diffed with the last tick's answers, as a game
-//                            server must do without watches (one RunBatch,
-//                            interleaved tree walks);
-//   BM_WatchTickMovesOnly    the 50 moves alone, which both share;
-//   BM_WatchTickIncrementalBounded  the first under a watch budget.
-// Counters: events per tick, and bytes per watch (memory_per_watch).
-//
-//   ./build/bin/hitbox-watch-bench --benchmark_min_time=2
+// Watches (issue 32) against re-running the overlap queries each tick; the
+// world and the benchmarks are in docs/benchmarks.md ("hitbox-watch-bench").
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -1,47 +1,6 @@
-// The 64-player arena tick (loadgen.h: 64 character moves applied to the
-// players' colliders, 64 capsule sweeps, 200 rays, 5 explosions, 64 ground
-// checks), in-process (ColliderSet, as hitboxd runs a tick, without gRPC) and
-// through the Tick stream of a hitbox server.
-//
-//   BM_ArenaTickInProcess/1   the full tick; /0 the same without its moves,
-//                             so (full - without) / 64 is the cost of a move
-//   BM_ArenaMovesInProcess    the moves alone (ns_per_move)
-//   BM_ArenaTickStream/moves:M/buffers:R
-//                             through an in-process server's Tick stream
-//                             (in-process channel: no network); M = 0: without
-//                             the moves; R = 1: answers into a kept TickResult
-//   BM_ArenaTickService/by_id:B/buffers:R
-//                             through the Tick stream of a server in a child
-//                             process (this program, --serve-arena) over
-//                             loopback TCP, one tick in flight; B = 1: the
-//                             sweeps by collider id (Query.shape_from_collider);
-//                             R = 1: the answers decoded into one TickResult
-//                             the game keeps (TickStream::TickInto), R = 0: a
-//                             new TickResult per tick (the future-returning Tick)
-//
-// The inspector's cost: HITBOX_ARENA_RECORD=N makes the child record N ticks
-// of queries (--record-queries N); HITBOX_ARENA_POLL=1 makes a thread of the
-// child poll session "arena" over --http-listen as an open inspector page
-// does (the world 10 times a second, the newest 4 recorded ticks of queries
-// every 5th time).
-// Its CPU, the HTTP client's included, counts as the server's. A polled
-// session records its last 64 ticks of queries even without
-// HITBOX_ARENA_RECORD (the server records while an inspector reads).
-//
-// BM_InspectorPoll: the CPU of one poll of an open inspector page on the
-// arena (its world; every 5th poll also the newest recorded queries).
-// BM_InspectorStream: the CPU of one event of a live page's stream (what
-// changed over 3 ticks, the newest recorded queries); 10 a second.
-//
-// BM_ArenaTickService reports, per tick: the server's CPU (the child's
-// getrusage), the client's CPU (this process's, less the game's own work of
-// making the queries and reading the positions), the heap allocations of
-// each (malloc, calloc and realloc are counted in both processes), the same
-// tick's in-process CPU and allocations (ColliderSet on one thread), and
-// server_cpu / inproc_cpu. Add --benchmark_format=json for JSON.
-//
-//   build/bin/hitbox-arena-bench --benchmark_min_time=0.5
-//   build/bin/hitbox-arena-bench --benchmark_filter=Service --benchmark_format=json
+// The 64-player arena tick (loadgen.h), in-process and through the Tick
+// stream of a hitbox server, and the inspector's cost on it; what each
+// benchmark and counter measures is in docs/benchmarks.md ("hitbox-arena-bench").
 #include <benchmark/benchmark.h>
 #include <httplib.h>
 #include <spdlog/spdlog.h>

@@ -1,24 +1,6 @@
-// hitbox-soak: drives a real hitboxd (started here as a child process) and
-// checks what issue 28 promises about untrusted change batches and memory.
-//
-//   hitbox-soak guard --hitboxd build/bin/hitboxd [--check-times]
-//     The issue's figures: the 20-mesh batch (20 meshes of 1,048,576
-//     identical triangles, ~60 MB) under --max-memory 128M (refused, peak RSS
-//     under 512 MB, within 5 s with --check-times), the same batch with a bad
-//     last entry (refused, within 3 s with --check-times), and rounds of
-//     create / load big meshes / delete (RSS back within 150 MB of the start).
-//   hitbox-soak soak --hitboxd build/bin/hitboxd --duration 60 [--maps DIR]
-//     A mix for a given time: sessions created and deleted, big and bad
-//     batches, tick streams with moves and queries, queries, rewinds, maps;
-//     checks that every answer of a fixed probe session stays what it was at
-//     the start (checked every 5 s; the mix's sessions expire after 20 s
-//     idle, the probe never) and
-//     that RSS stays within the stated bound of the sessions' own
-//     memory_bytes (RSS <= idle RSS + 2 x sum(memory_bytes) + 512 MiB: the
-//     allocator's slack plus the one request in flight, whose parsed message
-//     is up to ~4x its 64 MiB on the wire), printing RSS samples and counts.
-//
-// Exit status 0 when every check held, 1 otherwise, 2 on a usage or start error.
+// hitbox-soak: drives a real hitboxd (a child process) and checks what issue
+// 28 promises about untrusted change batches and memory; its modes, checks
+// and exit status are in docs/benchmarks.md ("hitbox-soak").
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
