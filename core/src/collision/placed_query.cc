@@ -28,10 +28,9 @@ struct Placements {
 
 thread_local Placements placements;
 
-uint32_t SlotOf(const ConvexCore& core, const Pose& pose) {
-  // The position picks the slot (the rest of the key rarely differs between
-  // queries in flight); the whole key is compared.
-  (void)core;
+// The position picks the slot (the rest of the key rarely differs between
+// queries in flight); the whole key is compared.
+uint32_t SlotOf(const Pose& pose) {
   const uint64_t h = (std::bit_cast<uint64_t>(pose.position.x) ^
                       std::bit_cast<uint64_t>(pose.position.y) * 0x9E3779B97F4A7C15ull ^
                       std::bit_cast<uint64_t>(pose.position.z)) *
@@ -58,7 +57,7 @@ bool SamePose(const Pose& a, const Pose& b) {
 const PlacedConvex& PlaceQuery(const Shape& a, const Pose& a_in_surface) {
   Placements& all = placements;
   const ConvexCore core = CoreOf(a);
-  Placement& p = all.slot[all.scopes > 0 ? SlotOf(core, a_in_surface) : 0];
+  Placement& p = all.slot[all.scopes > 0 ? SlotOf(a_in_surface) : 0];
   if (all.scopes > 0 && p.placed.has_value() && SamePose(a_in_surface, p.pose) &&
       SameCore(core, p.core)) {
     return *p.placed;

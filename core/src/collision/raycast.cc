@@ -30,6 +30,21 @@ Vec3 UnrotatedTransposeMul(const Vec3& v) {
           (0.0 * v.x + 0.0 * v.y) + v.z};
 }
 
+// The ray in B's local frame (origin - position first keeps 20 km
+// coordinates exact). Level meshes mostly sit unrotated and most rays that
+// reach a collider miss it, so an unrotated pose makes no matrix.
+void LocalRay(const Vec3& origin, const Vec3& translation, const Pose& pose, Vec3* o, Vec3* d) {
+  const Vec3 rel = origin - pose.position;
+  if (IsUnrotated(pose.rotation)) {
+    *o = UnrotatedTransposeMul(rel);
+    *d = UnrotatedTransposeMul(translation);
+    return;
+  }
+  const Mat33 rb = pose.rotation.ToMatrix();
+  *o = rb.TransposeMul(rel);
+  *d = rb.TransposeMul(translation);
+}
+
 }  // namespace
 
 RayOutcome RayConvexHull(const Vec3& o, const Vec3& d, const ConvexHullData& hull,
@@ -108,36 +123,29 @@ CastResult Raycast(const Vec3& origin, const Vec3& translation, const Shape& b,
 CastResult internal::RaycastFinite(const Vec3& origin, const Vec3& translation, const Shape& b,
                                    const Pose& pose_b, double max_fraction) {
   CastResult result;
+  Vec3 o, d;
+  LocalRay(origin, translation, pose_b, &o, &d);
+  // B's rotation as a matrix, made only for a hit.
+  const auto to_world = [&](const Vec3& local) { return pose_b.rotation.ToMatrix() * local; };
   if (IsSurfaceKind(b.kind())) [[unlikely]] {
-    // Two-sided surface: the closest triangle crossed (watertight), local
-    // frame. Level meshes mostly sit unrotated, and most rays that reach one
-    // miss it: the matrix is made only for a hit there.
-    const Vec3 rel = origin - pose_b.position;
-    const bool unrotated = IsUnrotated(pose_b.rotation);
-    const Vec3 o = unrotated ? UnrotatedTransposeMul(rel) : pose_b.rotation.ToMatrix().TransposeMul(rel);
-    const Vec3 d = unrotated ? UnrotatedTransposeMul(translation)
-                             : pose_b.rotation.ToMatrix().TransposeMul(translation);
+    // Two-sided surface: the closest triangle crossed (watertight), local frame.
     MeshRayHit hit;
     const bool any = b.surface()->Visit(
         [&](const auto& surface) { return surface.RaycastClosest(o, d, &hit, max_fraction); });
     if (!any) return result;
     result.state = hit.fraction > 0.0 ? CastState::kHit : CastState::kStartedOverlapping;
     result.fraction = hit.fraction;
-    result.normal = pose_b.rotation.ToMatrix() * hit.normal;
+    result.normal = to_world(hit.normal);
     result.point = origin + translation * hit.fraction;
     result.sub_shape = hit.triangle;
     return result;
   }
-  // Local frame of B; origin - position first keeps 20 km coordinates exact.
-  const Mat33 rb = pose_b.rotation.ToMatrix();
-  const Vec3 o = rb.TransposeMul(origin - pose_b.position);
-  const Vec3 d = rb.TransposeMul(translation);
   if (b.kind() == ShapeKind::kCompound) [[unlikely]] {
     // The first child crossed, found in the compound's local frame.
     const CastResult local = internal::RaycastCompound(o, d, b, max_fraction);
     if (!local.hit()) return result;
     result = local;
-    result.normal = rb * local.normal;
+    result.normal = to_world(local.normal);
     result.point = origin + translation * local.fraction;
     return result;
   }
@@ -147,14 +155,14 @@ CastResult internal::RaycastFinite(const Vec3& origin, const Vec3& translation, 
     case internal::RayOutcome::kInside:
       result.state = CastState::kStartedOverlapping;
       result.fraction = 0.0;
-      result.normal = rb * entry.normal;
+      result.normal = to_world(entry.normal);
       result.point = origin;
       result.depth = 0.0;
       return result;
     case internal::RayOutcome::kHit:
       result.state = CastState::kHit;
       result.fraction = entry.t;
-      result.normal = internal::FixImpactNormal(rb * entry.normal, translation, entry.t);
+      result.normal = internal::FixImpactNormal(to_world(entry.normal), translation, entry.t);
       result.point = origin + translation * entry.t;
       return result;
   }

@@ -802,25 +802,26 @@ bool TriangleMesh::RaycastClosest(const Vec3& origin, const Vec3& translation,
   // miss them, and then need no triangle setup.
   const RaySetup setup = SetupRay(origin, translation);
   if (setup.miss) return false;
+  const double limit = std::min(1.0, max_fraction);
   RayRoot root;
-  if (!EnterRayRoot(setup, std::min(1.0, max_fraction), &root)) return false;
+  if (!EnterRayRoot(setup, limit, &root)) return false;
   // One walk per largest axis of the ray: its vertices are sheared with
   // the axes known at compile time (ShearVertexAxes, the same values).
   const WatertightRay ray(origin, translation);
   switch (ray.kz) {
-    case 0: return RaycastClosestAxes<0>(translation, ray, setup, root, hit, max_fraction);
-    case 1: return RaycastClosestAxes<1>(translation, ray, setup, root, hit, max_fraction);
-    default: return RaycastClosestAxes<2>(translation, ray, setup, root, hit, max_fraction);
+    case 0: return RaycastClosestAxes<0>(translation, ray, setup, root, hit, limit);
+    case 1: return RaycastClosestAxes<1>(translation, ray, setup, root, hit, limit);
+    default: return RaycastClosestAxes<2>(translation, ray, setup, root, hit, limit);
   }
 }
 
 template <int kZ>
 bool TriangleMesh::RaycastClosestAxes(const Vec3& translation, const WatertightRay& ray,
                                       const RaySetup& setup, const RayRoot& root,
-                                      MeshRayHit* hit, double max_fraction) const {
+                                      MeshRayHit* hit, double limit) const {
   ShearedVertexCache cache;
   const auto shear = [&](uint32_t i) { return ShearVertexAxes<kZ>(ray, Vertex(i)); };
-  double best = std::min(1.0, max_fraction);
+  double best = limit;
   uint32_t best_k = UINT32_MAX;
   uint32_t best_orig = UINT32_MAX;
   VisitRayFromRoot(setup, root, &best, [&](uint32_t k) {

@@ -472,11 +472,12 @@ class TriangleMesh {
   template <typename Visit>
   bool VisitRayFromRoot(const RaySetup& setup, const RayRoot& root, const double* max_t,
                         Visit&& visit) const;
-  /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ).
+  /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ), hits
+  /// up to `limit` (min(1, max_fraction)).
   template <int kZ>
   bool RaycastClosestAxes(const Vec3& translation, const WatertightRay& ray,
                           const RaySetup& setup, const RayRoot& root, MeshRayHit* hit,
-                          double max_fraction) const;
+                          double limit) const;
   /// Bit mask of the children of `n` whose boxes the prepared ray may enter
   /// for some t in [0, t_max] (a superset of those it enters), with a lower
   /// bound of that t per child in `t_enter`.
