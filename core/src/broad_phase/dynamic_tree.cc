@@ -1,6 +1,7 @@
 #include "broad_phase/dynamic_tree.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <utility>
 
@@ -65,6 +66,13 @@ inline float CentreOf(float lo, float hi) {
 
 }  // namespace
 
+uint64_t DynamicTree::NextVersion() {
+  // One counter for every tree: a tree moved into another's place never
+  // takes a version a copy of the other was made at.
+  static std::atomic<uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 void DynamicTree::Grow() {
   const size_t old_cap = nodes_.size();
   // Grow by 1/16 (not 2x) to keep the bytes per collider bounded. The
@@ -117,6 +125,7 @@ void DynamicTree::FreeNode(uint32_t node) {
 }
 
 void DynamicTree::Clear() {
+  version_ = NextVersion();
   const size_t cap = nodes_.size();
   free_list_ = kNull;
   for (size_t i = cap; i-- > 0;) {
@@ -131,6 +140,7 @@ void DynamicTree::Clear() {
 }
 
 uint32_t DynamicTree::CreateLeaf(const Aabb& box, uint32_t item, uint32_t layer) {
+  version_ = NextVersion();
   const uint32_t leaf = AllocateNode();
   SetBox(&nodes_[leaf], FloatAabb::Outward(box));
   nodes_[leaf].child1 = TreeNode::kLeafBit | item;
@@ -142,18 +152,21 @@ uint32_t DynamicTree::CreateLeaf(const Aabb& box, uint32_t item, uint32_t layer)
 }
 
 void DynamicTree::DestroyLeaf(uint32_t leaf) {
+  version_ = NextVersion();
   RemoveLeaf(leaf);
   FreeNode(leaf);
   --leaf_count_;
 }
 
 void DynamicTree::MoveLeaf(uint32_t leaf, const Aabb& box) {
+  version_ = NextVersion();
   RemoveLeaf(leaf);
   SetBox(&nodes_[leaf], FloatAabb::Outward(box));
   InsertLeaf(leaf);
 }
 
 void DynamicTree::SetLeafLayer(uint32_t leaf, uint32_t layer) {
+  version_ = NextVersion();
   nodes_[leaf].child2 = layer;
   info_[leaf].layers = 1u << layer;
   for (uint32_t i = info_[leaf].parent; i != kNull; i = info_[i].parent) {
@@ -362,6 +375,7 @@ void DynamicTree::RemoveLeaf(uint32_t leaf) {
 }
 
 void DynamicTree::Build(std::span<const BuildItem> items, std::vector<uint32_t>* leaves) {
+  version_ = NextVersion();
   Clear();
   if (items.empty()) return;
   // Root at 0; the two children of every internal node are allocated as a

@@ -95,6 +95,7 @@ class DynamicTree {
   void MoveLeaf(uint32_t leaf, const Aabb& box);
   /// Changes the item index a leaf points to (after a swap-remove).
   void SetLeafItem(uint32_t leaf, uint32_t item) {
+    version_ = NextVersion();
     nodes_[leaf].child1 = TreeNode::kLeafBit | item;
   }
   /// Changes the layer of a leaf and updates the layer masks above it.
@@ -116,6 +117,8 @@ class DynamicTree {
   void Reserve(size_t leaves);
 
   uint32_t root() const { return root_; }
+  /// Changes with every change to the tree's leaves, boxes or structure.
+  uint64_t version() const { return version_; }
   const TreeNode* nodes() const { return nodes_.data(); }
   const TreeNode& node(uint32_t i) const { return nodes_[i]; }
   /// OR of (1 << layer) over the leaves below `node`.
@@ -146,6 +149,7 @@ class DynamicTree {
     uint32_t height;
   };
 
+  static uint64_t NextVersion();
   uint32_t AllocateNode();
   void FreeNode(uint32_t node);
   void InsertLeaf(uint32_t leaf);
@@ -161,6 +165,7 @@ class DynamicTree {
   uint32_t free_list_ = kNull;
   uint32_t node_count_ = 0;
   uint32_t leaf_count_ = 0;
+  uint64_t version_ = 0;
 };
 
 /// Storage for a traversal stack of `n` entries: inline for ordinary tree

@@ -74,15 +74,69 @@ bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
 }
 
 bool ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<QueryResult> results,
-                                 size_t begin, size_t end, BatchControl* control) const {
-  return control != nullptr ? RunRangeImpl<true>(queries, results, begin, end, control)
-                            : RunRangeImpl<false>(queries, results, begin, end, nullptr);
+                                 size_t begin, size_t end, BatchControl* control,
+                                 const WideTree* wide) const {
+  return control != nullptr ? RunRangeImpl<true>(queries, results, begin, end, control, wide)
+                            : RunRangeImpl<false>(queries, results, begin, end, nullptr, wide);
+}
+
+std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const {
+#if defined(__SSE2__)
+  std::lock_guard<std::mutex> lock(wide_mu);
+  const uint64_t version = tree.version();
+  if (wide_copy != nullptr && wide_copy->version() == version) return wide_copy;
+  if (wide_counted_version != version) {
+    wide_copy.reset();
+    wide_counted_version = version;
+    wide_queries = 0;
+  }
+  wide_queries += queries;
+  // Making the copy costs about a visit of each binary node, and a query
+  // visits many more than kWideQueryShare of them.
+  if (tree.LeafCount() < 2 || wide_queries * kWideQueryShare < tree.NodeCount()) return nullptr;
+  wide_copy = std::make_shared<const WideTree>(tree);
+  return wide_copy;
+#else
+  (void)queries;
+  return nullptr;
+#endif
+}
+
+template <bool kBudgeted, typename BoxC, typename SegC, typename Tree>
+bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queries,
+                                     std::span<QueryResult> results, size_t begin, size_t end,
+                                     BatchControl* control) const {
+  const auto prefetch = ColliderPrefetch();
+  const bool ok = Interleave<OverlapQuery, OverlapJob, BoxC, kBudgeted>(
+      queries, results, begin, end, control,
+      [&t](OverlapJob& job, BoxC& cur) { cur.Begin(t, job.box, job.q->filter.mask); },
+      [&](OverlapJob& job, BoxC& cur) {
+        return cur.Step([&](uint32_t item, uint32_t) { job.Leaf(item); }, prefetch);
+      });
+  if (!ok) return false;
+  const bool ok2 = Interleave<CastQuery, CastJob, SegC, kBudgeted>(
+      queries, results, begin, end, control,
+      [&t](CastJob& job, SegC& cur) { cur.Begin(t, &job.seg, job.q->filter.mask, 1.0); },
+      [&](CastJob& job, SegC& cur) {
+        return cur.Step(
+            [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+            prefetch);
+      });
+  if (!ok2) return false;
+  return Interleave<RayQuery, RayJob, SegC, kBudgeted>(
+      queries, results, begin, end, control,
+      [&t](RayJob& job, SegC& cur) { cur.Begin(t, &job.seg, job.q->filter.mask, 1.0); },
+      [&](RayJob& job, SegC& cur) {
+        return cur.Step(
+            [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
+            prefetch);
+      });
 }
 
 template <bool kBudgeted>
 bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
                                      std::span<QueryResult> results, size_t begin, size_t end,
-                                     BatchControl* control) const {
+                                     BatchControl* control, const WideTree* wide) const {
   for (size_t i = begin; i < end; ++i) internal::ClearResult(queries[i], &results[i]);
   const internal::ScopedPlacementReuse reuse;
   // Under a budget, the triangles and children tested inside one query count
@@ -93,37 +147,19 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
     meter.emplace(control);
     meter_scope.emplace(&*meter);
   }
-  const auto prefetch = ColliderPrefetch();
   if (kBudgeted && !control->Poll()) return false;
-  const bool ok = Interleave<OverlapQuery, OverlapJob, BoxCursor, kBudgeted>(
-      queries, results, begin, end, control,
-      [this](OverlapJob& job, BoxCursor& cur) { cur.Begin(tree, job.box, job.q->filter.mask); },
-      [&](OverlapJob& job, BoxCursor& cur) {
-        return cur.Step([&](uint32_t item, uint32_t) { job.Leaf(item); }, prefetch);
-      });
+#if defined(__SSE2__)
+  const bool ok = wide != nullptr
+                      ? RunTreeKinds<kBudgeted, WideBoxCursor, WideSegmentCursor>(
+                            *wide, queries, results, begin, end, control)
+                      : RunTreeKinds<kBudgeted, BoxCursor, SegmentCursor>(tree, queries, results,
+                                                                          begin, end, control);
+#else
+  (void)wide;
+  const bool ok = RunTreeKinds<kBudgeted, BoxCursor, SegmentCursor>(tree, queries, results,
+                                                                    begin, end, control);
+#endif
   if (!ok) return false;
-  const bool ok2 = Interleave<CastQuery, CastJob, SegmentCursor, kBudgeted>(
-      queries, results, begin, end, control,
-      [this](CastJob& job, SegmentCursor& cur) {
-        cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
-      },
-      [&](CastJob& job, SegmentCursor& cur) {
-        return cur.Step(
-            [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
-            prefetch);
-      });
-  if (!ok2) return false;
-  const bool ok3 = Interleave<RayQuery, RayJob, SegmentCursor, kBudgeted>(
-      queries, results, begin, end, control,
-      [this](RayJob& job, SegmentCursor& cur) {
-        cur.Begin(tree, &job.seg, job.q->filter.mask, 1.0);
-      },
-      [&](RayJob& job, SegmentCursor& cur) {
-        return cur.Step(
-            [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
-            prefetch);
-      });
-  if (!ok3) return false;
   // Moves: a chain of dependent sweeps each, run one after another.
   for (size_t i = begin; i < end; ++i) {
     const auto* mq = std::get_if<MoveQuery>(&queries[i]);
@@ -156,15 +192,17 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
 // are skipped once it stopped.
 void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<QueryResult> results,
                                   size_t n, ThreadPool* pool, BatchControl* control) const {
+  const std::shared_ptr<const WideTree> view = WideFor(n);
+  const WideTree* wide = view.get();
   if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
-    RunRange(queries, results, 0, n, control);
+    RunRange(queries, results, 0, n, control, wide);
     return;
   }
   const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
   pool->ParallelFor(chunks, [&](size_t chunk) {
     if (control != nullptr && control->Stopped()) return;
     const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
-    RunRange(queries, results, chunk * kParallelChunk, end, control);
+    RunRange(queries, results, chunk * kParallelChunk, end, control, wide);
   });
 }
 

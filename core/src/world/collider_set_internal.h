@@ -15,6 +15,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -23,6 +25,7 @@
 #include "collision/cast_internal.h"
 #include "world/character_internal.h"
 #include "broad_phase/dynamic_tree.h"
+#include "broad_phase/wide_tree.h"
 #include "world/history.h"
 #include "world/id_index.h"
 #include "world/watch_set.h"
@@ -38,6 +41,9 @@ inline constexpr double kBoxSlack = 1e-4;
 inline constexpr double kFatMargin = 0.1;
 /// Batches with at least this many queries use the thread pool.
 inline constexpr size_t kParallelBatchMin = 64;
+/// A batch makes the tree's wide copy (WideFor) once the queries since the
+/// tree last changed number at least its nodes / kWideQueryShare.
+inline constexpr uint64_t kWideQueryShare = 8;
 /// Queries per ParallelFor task (enough for each kind to fill the
 /// interleaved traversals of RunRange).
 inline constexpr size_t kParallelChunk = 32;
@@ -67,8 +73,9 @@ inline Aabb SlackBounds(const Shape& s, const Pose& p) {
 // into a sphere of radius `rb` at `b`: a lower bound on the first contact of
 // any shapes inside them (Ericson, RTCD 5.3.2, intersecting a ray with a
 // sphere). Returns false when they never meet within [0, max_t].
-inline bool SphereSweepEntry(const Vec3& from, const Vec3& d, double r, const Vec3& b,
-                             double max_t, double* t) {
+__attribute__((always_inline)) inline bool SphereSweepEntry(const Vec3& from, const Vec3& d,
+                                                            double r, const Vec3& b, double max_t,
+                                                            double* t) {
   const Vec3 m = from - b;
   const double c = Dot(m, m) - r * r;
   if (c <= 0.0) {
@@ -121,6 +128,13 @@ struct ColliderSet::Impl {
   /// Bounding radius of colliders[i] (about its position), rounded up.
   std::vector<float> radius;
   DynamicTree tree;
+  /// A 4-wide copy of `tree` for query batches (WideFor), made once the
+  /// batches since the tree last changed have enough queries to pay for it.
+  mutable std::mutex wide_mu;
+  mutable std::shared_ptr<const WideTree> wide_copy;
+  /// The tree version the queries in wide_queries were counted at.
+  mutable uint64_t wide_counted_version = 0;
+  mutable uint64_t wide_queries = 0;
   IdIndex index;
   uint64_t revision = 0;
   /// Heap bytes of the colliders' kind data (hull vertices, planes, ...),
@@ -259,18 +273,30 @@ struct ColliderSet::Impl {
   void Cast(const CastQuery& q, std::vector<CastHit>* hits) const;
   void Raycast(const RayQuery& q, std::vector<CastHit>* hits) const;
   struct BatchControl;
+  /// The wide copy of the tree for a batch of `queries` queries, or null
+  /// when the tree has none yet and these queries do not pay for one.
+  /// Answers are the same either way; the work counted is in the nodes of
+  /// the tree walked.
+  std::shared_ptr<const WideTree> WideFor(size_t queries) const;
   /// Answers queries[begin, end) into results[begin, end), interleaving the
-  /// traversals of queries of the same kind. With a control (may be null),
-  /// charges the work to it and returns false as soon as it says stop.
+  /// traversals of queries of the same kind, over `wide` when it is not
+  /// null. With a control (may be null), charges the work to it and returns
+  /// false as soon as it says stop.
   bool RunRange(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
-                size_t end, BatchControl* control) const;
+                size_t end, BatchControl* control, const WideTree* wide) const;
   /// RunRange with (kBudgeted) or without a control: without one, the
   /// traversal loops carry no accounting at all.
   void RunChunks(std::span<const Query> queries, std::span<QueryResult> results, size_t n,
                  ThreadPool* pool, BatchControl* control) const;
   template <bool kBudgeted>
   bool RunRangeImpl(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
-                    size_t end, BatchControl* control) const;
+                    size_t end, BatchControl* control, const WideTree* wide) const;
+  /// RunRangeImpl's overlap, cast and ray queries over `t` (the tree or its
+  /// wide copy) with cursors BoxC and SegC.
+  template <bool kBudgeted, typename BoxC, typename SegC, typename Tree>
+  bool RunTreeKinds(const Tree& t, std::span<const Query> queries,
+                    std::span<QueryResult> results, size_t begin, size_t end,
+                    BatchControl* control) const;
 
   struct OverlapJob;
   struct HitCollector;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "broad_phase/brute_force_broad_phase.h"
+#include "broad_phase/wide_tree.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -47,6 +48,54 @@ std::vector<uint32_t> TreeCastAll(const DynamicTree& tree, const SegmentSetup& s
     out.push_back(item);
     return max_t;
   });
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The leaves a wide box cursor reaches, sorted, each checked to come with
+// its own layer.
+std::vector<uint32_t> WideQuery(const WideTree& wide, const DynamicTree& tree,
+                                const std::vector<uint32_t>& leaf, const FloatAabb& box,
+                                uint32_t mask) {
+  std::vector<uint32_t> out;
+  WideBoxCursor cursor;
+  cursor.Begin(wide, box, mask);
+  while (cursor.Step(
+      [&](uint32_t item, uint32_t layer) {
+        EXPECT_EQ(layer, tree.node(leaf[item]).child2) << item;
+        out.push_back(item);
+      },
+      NoItemPrefetch{})) {
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The leaves a wide segment cursor reaches, sorted; with `prune`, each leaf
+// lowers the bound to its own entry fraction (closest-first pruning), and
+// the closest leaf by (entry, item) is kept in *closest.
+std::vector<uint32_t> WideCast(const WideTree& wide, const DynamicTree& tree,
+                               const std::vector<uint32_t>& leaf, const SegmentSetup& seg,
+                               uint32_t mask, bool prune, uint32_t* closest) {
+  std::vector<uint32_t> out;
+  double best_t = std::numeric_limits<double>::infinity();
+  *closest = DynamicTree::kNull;
+  WideSegmentCursor cursor;
+  cursor.Begin(wide, &seg, mask, 1.0);
+  while (cursor.Step(
+      [&](uint32_t item, uint32_t layer, double max_t) {
+        EXPECT_EQ(layer, tree.node(leaf[item]).child2) << item;
+        out.push_back(item);
+        double t;
+        if (!seg.Entry(tree.node(leaf[item]), max_t, &t)) return max_t;
+        if (t < best_t || (t == best_t && item < *closest)) {
+          best_t = t;
+          *closest = item;
+        }
+        return prune ? t : max_t;
+      },
+      NoItemPrefetch{})) {
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -101,6 +150,20 @@ void CheckQueries(Scene& s, Random& rng, int queries, const std::string& where) 
       return max_t;
     });
     ASSERT_EQ(got_item, best_item) << where << " closest " << q;
+
+    // The wide copy reaches the same leaves (another order), and with
+    // pruning finds the same closest one.
+    const WideTree wide(s.tree);
+    ASSERT_EQ(wide.version(), s.tree.version());
+    ASSERT_EQ(WideQuery(wide, s.tree, s.leaf, qb, mask), s.brute.Query(qb, mask))
+        << where << " wide query " << q;
+    uint32_t wide_closest;
+    ASSERT_EQ(WideCast(wide, s.tree, s.leaf, seg, mask, false, &wide_closest),
+              s.brute.Cast(seg, mask, 1.0))
+        << where << " wide cast " << q;
+    ASSERT_EQ(wide_closest, best_item) << where << " wide closest " << q;
+    WideCast(wide, s.tree, s.leaf, seg, mask, true, &wide_closest);
+    ASSERT_EQ(wide_closest, best_item) << where << " wide pruned closest " << q;
 
     // The cursors of a batch reach the same leaves in the same order as the
     // one-shot walks, with and without pruning by the closest entry.
@@ -631,6 +694,51 @@ TEST(DynamicTreeTest, CursorsOnALoneLeaf) {
       ASSERT_EQ(walked.size(), (x <= 6.0 && x >= -4.0 && mask != (1u << 4)) ? 1u : 0u) << x;
     }
   }
+}
+
+// The wide copy of an empty tree and of a lone leaf (the root a leaf), and
+// its version: every change to the tree gives the tree a version no copy of
+// it was made at.
+TEST(DynamicTreeTest, WideCopyOfEmptyAndLoneLeaf) {
+  DynamicTree tree;
+  const std::vector<uint32_t> no_leaves;
+  const FloatAabb all = FloatAabb::Outward(Aabb::FromCenterExtents({0, 0, 0}, {50, 50, 50}));
+  const SegmentSetup seg({-20, 0, 0}, {40, 0, 0}, Vec3{});
+  uint32_t closest;
+  {
+    const WideTree wide(tree);
+    EXPECT_TRUE(wide.empty());
+    EXPECT_TRUE(WideQuery(wide, tree, no_leaves, all, ~0u).empty());
+    EXPECT_TRUE(WideCast(wide, tree, no_leaves, seg, ~0u, false, &closest).empty());
+  }
+  std::vector<uint32_t> leaf(8, DynamicTree::kNull);
+  leaf[7] = tree.CreateLeaf(Aabb::FromCenterExtents({5, 0, 0}, {1, 1, 1}), 7, 3);
+  const WideTree wide(tree);
+  EXPECT_EQ(wide.node_count(), 1u);
+  for (const uint32_t mask : {0xFFFFFFFFu, 1u << 3, 1u << 4}) {
+    const std::vector<uint32_t> want = mask == (1u << 4) ? no_leaves : std::vector<uint32_t>{7};
+    EXPECT_EQ(WideQuery(wide, tree, leaf, all, mask), want) << mask;
+    EXPECT_EQ(WideCast(wide, tree, leaf, seg, mask, false, &closest), want) << mask;
+  }
+  const SegmentSetup away({-20, 5, 0}, {40, 0, 0}, Vec3{});
+  EXPECT_TRUE(WideCast(wide, tree, leaf, away, ~0u, false, &closest).empty());
+  // Each change moves the version on.
+  std::vector<uint64_t> versions{tree.version()};
+  tree.MoveLeaf(leaf[7], Aabb::FromCenterExtents({6, 0, 0}, {1, 1, 1}));
+  versions.push_back(tree.version());
+  tree.SetLeafLayer(leaf[7], 5);
+  versions.push_back(tree.version());
+  tree.SetLeafItem(leaf[7], 6);
+  versions.push_back(tree.version());
+  leaf[5] = tree.CreateLeaf(Aabb::FromCenterExtents({0, 0, 0}, {1, 1, 1}), 5, 0);
+  versions.push_back(tree.version());
+  tree.DestroyLeaf(leaf[5]);
+  versions.push_back(tree.version());
+  tree.Clear();
+  versions.push_back(tree.version());
+  std::sort(versions.begin(), versions.end());
+  EXPECT_EQ(std::adjacent_find(versions.begin(), versions.end()), versions.end());
+  EXPECT_NE(wide.version(), tree.version());
 }
 
 // A negative max fraction from the leaf function stops a segment walk at

@@ -465,6 +465,34 @@ TEST(ColliderSetTest, QueriesMatchBruteForce) {
 // every answer must equal the one-query path (Run), bit for bit, for batches
 // of mixed kinds larger than the interleave width, with masks, ignore lists,
 // max hits, all_hits and contacts.
+// Every field of a batch's answer equals the single query's.
+void ExpectSameResult(const QueryResult& one, const QueryResult& batch, const std::string& where) {
+  ASSERT_EQ(one.overlaps.size(), batch.overlaps.size()) << where;
+  for (size_t k = 0; k < one.overlaps.size(); ++k) {
+    const OverlapHit& a = one.overlaps[k];
+    const OverlapHit& b = batch.overlaps[k];
+    ASSERT_EQ(a.id, b.id) << where;
+    ASSERT_EQ(a.user_data, b.user_data) << where;
+    ASSERT_EQ(a.contact.has_value(), b.contact.has_value()) << where;
+    if (a.contact) {
+      ASSERT_EQ(a.contact->depth, b.contact->depth) << where;
+      ASSERT_EQ(a.contact->normal, b.contact->normal) << where;
+    }
+  }
+  ASSERT_EQ(one.hits.size(), batch.hits.size()) << where;
+  for (size_t k = 0; k < one.hits.size(); ++k) {
+    const CastHit& a = one.hits[k];
+    const CastHit& b = batch.hits[k];
+    ASSERT_EQ(a.id, b.id) << where;
+    ASSERT_EQ(a.user_data, b.user_data) << where;
+    ASSERT_EQ(a.fraction, b.fraction) << where;
+    ASSERT_EQ(a.normal, b.normal) << where;
+    ASSERT_EQ(a.point, b.point) << where;
+    ASSERT_EQ(a.started_overlapping(), b.started_overlapping()) << where;
+    ASSERT_EQ(a.depth, b.depth) << where;
+  }
+}
+
 TEST(ColliderSetTest, InterleavedBatchEqualsSingleQueries) {
   for (int scene = 0; scene < 60; ++scene) {
     Random rng(31000 + scene);
@@ -480,34 +508,55 @@ TEST(ColliderSetTest, InterleavedBatchEqualsSingleQueries) {
     for (size_t i = 0; i < qs.size(); ++i) {
       QueryResult one;
       set.Run(qs[i], &one);
-      const std::string where =
-          "scene seed " + std::to_string(31000 + scene) + " query " + std::to_string(i);
-      ASSERT_EQ(one.overlaps.size(), batch[i].overlaps.size()) << where;
-      for (size_t k = 0; k < one.overlaps.size(); ++k) {
-        const OverlapHit& a = one.overlaps[k];
-        const OverlapHit& b = batch[i].overlaps[k];
-        ASSERT_EQ(a.id, b.id) << where;
-        ASSERT_EQ(a.user_data, b.user_data) << where;
-        ASSERT_EQ(a.contact.has_value(), b.contact.has_value()) << where;
-        if (a.contact) {
-          ASSERT_EQ(a.contact->depth, b.contact->depth) << where;
-          ASSERT_EQ(a.contact->normal, b.contact->normal) << where;
-        }
-      }
-      ASSERT_EQ(one.hits.size(), batch[i].hits.size()) << where;
-      for (size_t k = 0; k < one.hits.size(); ++k) {
-        const CastHit& a = one.hits[k];
-        const CastHit& b = batch[i].hits[k];
-        ASSERT_EQ(a.id, b.id) << where;
-        ASSERT_EQ(a.user_data, b.user_data) << where;
-        ASSERT_EQ(a.fraction, b.fraction) << where;
-        ASSERT_EQ(a.normal, b.normal) << where;
-        ASSERT_EQ(a.point, b.point) << where;
-        ASSERT_EQ(a.started_overlapping(), b.started_overlapping()) << where;
-        ASSERT_EQ(a.depth, b.depth) << where;
-      }
+      ExpectSameResult(one, batch[i], "scene seed " + std::to_string(31000 + scene) + " query " +
+                                          std::to_string(i));
     }
   }
+}
+
+// Batches walk the tree's 4-wide copy once enough queries ran since the tree
+// last changed, and the binary tree before: both answer as single queries
+// (which walk the binary tree), and a change makes the copy stale at once.
+TEST(ColliderSetTest, WideCopyAnswersAsTheTree) {
+  int wide_batches = 0, binary_batches = 0;
+  for (int scene = 0; scene < 12; ++scene) {
+    Random rng(52000 + scene);
+    const double world = scene % 2 == 0 ? 8.0 : 25.0;
+    std::vector<Collider> cs;
+    for (int i = 0; i < 300; ++i) cs.push_back(RandomCollider(rng, static_cast<uint64_t>(i + 1), world));
+    ColliderSet set;
+    ASSERT_TRUE(set.AddBulk(cs).ok());
+    for (int round = 0; round < 4; ++round) {
+      const std::string where =
+          "scene seed " + std::to_string(52000 + scene) + " round " + std::to_string(round);
+      // A short batch first (the copy is not worth making for it), then long ones.
+      for (const int count : {3, 120, 120}) {
+        const bool had_copy = set.GetTreeStats().wide_nodes != 0;
+        const std::vector<Query> qs = RandomQueries(rng, cs, count, world);
+        std::vector<QueryResult> batch(qs.size());
+        set.RunBatch(qs, batch);
+        (had_copy ? wide_batches : binary_batches) += 1;
+        for (size_t i = 0; i < qs.size(); ++i) {
+          QueryResult one;
+          set.Run(qs[i], &one);
+          ExpectSameResult(one, batch[i], where + " count " + std::to_string(count) + " query " +
+                                              std::to_string(i));
+        }
+      }
+      ASSERT_NE(set.GetTreeStats().wide_nodes, 0u) << where;
+      // Move a tenth of the colliders far: a stale copy would miss them.
+      std::vector<ColliderChange> moves;
+      for (int k = 0; k < 30; ++k) {
+        Collider& c = cs[static_cast<size_t>(k * 10 + round)];
+        c.pose.position = rng.InBox(world);
+        moves.push_back(ColliderChange::Move(c.id, c.pose));
+      }
+      ASSERT_TRUE(set.Apply(moves).ok()) << where;
+      ASSERT_EQ(set.GetTreeStats().wide_nodes, 0u) << where;
+    }
+  }
+  EXPECT_GT(wide_batches, 40);
+  EXPECT_GT(binary_batches, 40);
 }
 
 // A closest sweep computes the penetration contact only for the pair that

@@ -475,6 +475,10 @@ class ColliderSet {
     size_t nodes = 0;
     /// Sum of internal node surface areas / root area (SAH cost; lower is better).
     double area_ratio = 0.0;
+    /// Nodes of the 4-wide copy that query batches walk, 0 while there is
+    /// none for the tree as it is (a batch makes it once the queries since
+    /// the last change pay for it).
+    size_t wide_nodes = 0;
   };
   TreeStats GetTreeStats() const;
   /// Rebuilds the tree top-down over the current colliders (tight boxes); the
