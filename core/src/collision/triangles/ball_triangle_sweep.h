@@ -353,6 +353,17 @@ inline CastResult SweepCapsuleTriangleAt(const Vec3& p0, const Vec3& p1, double 
   return out;
 }
 
+/// SweepCapsuleTriangle given the triangle's unit normal n (TriangleNormal),
+/// for triangles swept many times (SurfaceSweepGathered).
+inline CastResult SweepCapsuleTriangleN(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+                                        double t_max, const Vec3& a, const Vec3& b,
+                                        const Vec3& cc, const Vec3& n, uint8_t active) {
+  const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
+  if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return CastResult{};
+  if (SegmentBeyondAnEdge(p0, p1, r, v, t_max, a, b, cc, n)) return CastResult{};
+  return SweepCapsuleTriangleAt(p0, p1, h0, h1, r, v, t_max, a, b, cc, n, active);
+}
+
 /// First contact of a capsule (segment [p0, p1], radius r) moving by v, t in
 /// [0, t_max], with triangle abc; `active` and the answer as for
 /// SweepSphereTriangle. The Minkowski sum of the triangle and the capsule is
@@ -369,11 +380,7 @@ inline CastResult SweepCapsuleTriangleAt(const Vec3& p0, const Vec3& p1, double 
 inline CastResult SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
                                        double t_max, const Vec3& a, const Vec3& b, const Vec3& cc,
                                        uint8_t active) {
-  const Vec3 n = TriangleNormal(a, b, cc);
-  const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
-  if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return CastResult{};
-  if (SegmentBeyondAnEdge(p0, p1, r, v, t_max, a, b, cc, n)) return CastResult{};
-  return SweepCapsuleTriangleAt(p0, p1, h0, h1, r, v, t_max, a, b, cc, n, active);
+  return SweepCapsuleTriangleN(p0, p1, r, v, t_max, a, b, cc, TriangleNormal(a, b, cc), active);
 }
 
 }  // namespace hitbox
