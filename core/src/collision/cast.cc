@@ -471,28 +471,39 @@ bool AllFinite(const Pose& a, const Pose& b, const Vec3& v) {
 
 }  // namespace
 
-CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& translation,
-                              const Shape& b, const Pose& pose_b, const CastSettings& settings) {
-  CastResult result;
-  if (!AllFinite(pose_a, pose_b, translation)) return result;
-  // A in B's frame (as Pose::RelativeTo: positions subtracted first), with
-  // B's rotation as a matrix for the four rotations below.
-  const Mat33 rb = pose_b.rotation.ToMatrix();
+namespace {
+
+// A in B's frame (as Pose::RelativeTo: positions subtracted first), with
+// B's rotation as a matrix for the four rotations here and in InWorld.
+struct InFrameOfB {
+  Mat33 rb;
   Pose a_in_b;
-  a_in_b.position = rb.TransposeMul(pose_a.position - pose_b.position);
+  Vec3 v;
+};
+InFrameOfB PlaceInB(const Shape& a, const Pose& pose_a, const Vec3& translation,
+                    const Pose& pose_b) {
+  InFrameOfB f;
+  f.rb = pose_b.rotation.ToMatrix();
+  f.a_in_b.position = f.rb.TransposeMul(pose_a.position - pose_b.position);
   if (a.kind() != ShapeKind::kSphere) {
-    a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
+    f.a_in_b.rotation = pose_b.rotation.Conjugate() * pose_a.rotation;
   }
-  const Vec3 v = rb.TransposeMul(translation);
-  const CastResult lc = CastLocal(a, a_in_b, v, b, settings);
+  f.v = f.rb.TransposeMul(translation);
+  return f;
+}
+
+// A cast in B's frame (lc) as CastWithoutContact answers it.
+CastResult InWorld(const CastResult& lc, const InFrameOfB& f, const Pose& pose_b,
+                   const Vec3& translation) {
+  CastResult result;
   switch (lc.state) {
     case CastState::kMiss: return result;
     case CastState::kHit:
     case CastState::kFailed:  // gave up: lc.fraction is a lower bound of the time of impact
       result.state = lc.state;
       result.fraction = lc.fraction;
-      result.normal = FixImpactNormal(rb * lc.normal, translation, lc.fraction);
-      result.point = pose_b.position + rb * lc.point;
+      result.normal = FixImpactNormal(f.rb * lc.normal, translation, lc.fraction);
+      result.point = pose_b.position + f.rb * lc.point;
       result.sub_shape = lc.sub_shape;
       return result;
     case CastState::kStartedOverlapping:
@@ -501,12 +512,49 @@ CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& tr
       result.state = CastState::kStartedOverlapping;
       result.fraction = 0.0;
       result.sub_shape = lc.sub_shape;
-      result.normal = rb * lc.normal;
+      result.normal = f.rb * lc.normal;
       result.depth = 0.0;
-      result.point = pose_b.position + rb * lc.point;
+      result.point = pose_b.position + f.rb * lc.point;
       return result;
   }
   return result;
+}
+
+}  // namespace
+
+CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& translation,
+                              const Shape& b, const Pose& pose_b, const CastSettings& settings) {
+  if (!AllFinite(pose_a, pose_b, translation)) return CastResult{};
+  const InFrameOfB f = PlaceInB(a, pose_a, translation, pose_b);
+  return InWorld(CastLocal(a, f.a_in_b, f.v, b, settings), f, pose_b, translation);
+}
+
+bool CastGathered(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
+                  const Pose& pose_b, const CastSettings& settings, const GatheredTriangle* tris,
+                  size_t count, const Aabb& region, CastResult* out) {
+  const CastMethod method = MethodFor(a.kind(), b.kind());
+  if ((method != CastMethod::kSurfaceBall && method != CastMethod::kSurfaceCapsule) ||
+      settings.contact_offset > 0.0 || b.kind() != ShapeKind::kMesh) {
+    return false;
+  }
+  if (!AllFinite(pose_a, pose_b, translation)) {
+    *out = CastResult{};
+    return true;
+  }
+  const InFrameOfB f = PlaceInB(a, pose_a, translation, pose_b);
+  CastResult lc;  // CastLocal's steps for these methods, the mesh walk's replaced
+  if (!BoundingSpheresMiss(a, f.a_in_b, f.v, b, FractionBound(settings))) {
+    bool answered = false;
+    lc = method == CastMethod::kSurfaceBall
+             ? CastSurfaceGathered<CastMethod::kSurfaceBall>(a, f.a_in_b, f.v, tris, count, region,
+                                                             &answered)
+             : CastSurfaceGathered<CastMethod::kSurfaceCapsule>(a, f.a_in_b, f.v, tris, count,
+                                                                region, &answered);
+    if (!answered) return false;
+  }
+  *out = InWorld(lc, f, pose_b, translation);
+  if (out->state == CastState::kStartedOverlapping) AddStartedContact(a, pose_a, b, pose_b, out);
+  return true;
 }
 
 void AddStartedContact(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,

@@ -15,6 +15,10 @@
 #include "hitbox/shape/shapes.h"
 #include "geometry/ray_primitives.h"
 
+namespace hitbox {
+struct GatheredTriangle;  // collision/triangles/surface_sweep.h
+}  // namespace hitbox
+
 namespace hitbox::internal {
 
 /// Ray against `shape` (local frame) grown by a ball of radius `rho` >= 0.
@@ -145,6 +149,22 @@ CastResult CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, con
 /// can leave the contact to the one pair that wins (collider_set_jobs.h).
 CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& translation,
                               const Shape& b, const Pose& pose_b, const CastSettings& settings);
+/// Cast() of a ball or capsule `a` against the mesh `b` (no contact offset)
+/// over `tris`, the mesh's triangles (its frame) whose boxes meet `region`
+/// (its frame too), gathered beforehand for several sweeps: the same answer,
+/// to the bit, into *out. False (nothing else to use, or a sweep leaving
+/// the region, or hits whose order could matter: SurfaceSweepGathered) when
+/// the caller must run Cast() itself.
+bool CastGathered(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
+                  const Pose& pose_b, const CastSettings& settings, const GatheredTriangle* tris,
+                  size_t count, const Aabb& region, CastResult* out);
+/// CastSurface over gathered triangles (CastGathered's, surface_pairs.cc):
+/// *answered false where SurfaceSweepGathered declines or the swept bounds
+/// leave `region`.
+template <CastMethod kMethod>
+CastResult CastSurfaceGathered(const Shape& a, const Pose& a_in_b, const Vec3& v,
+                               const GatheredTriangle* tris, size_t count, const Aabb& region,
+                               bool* answered);
 /// Gives a kStartedOverlapping result of CastWithoutContact (same shapes and
 /// poses) the penetration contact of Cast(): normal (from B towards A),
 /// depth and point by ComputeContact; unchanged when that finds no overlap

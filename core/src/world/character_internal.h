@@ -32,4 +32,20 @@ inline bool& MoveGatherOnThisThread() {
   return on;
 }
 
+/// Whether, with the gather on, a ball or capsule move on this thread also
+/// gathers the triangles of the meshes near it once and sweeps those alone
+/// (where their order cannot change the answer: CastGathered) instead of
+/// walking each mesh on every sweep: the same answers, which tests compare.
+inline bool& MoveGatherTrianglesOnThisThread() {
+  thread_local bool on = true;
+  return on;
+}
+
+/// Mesh sweeps of moves on this thread answered from gathered triangles
+/// (tests read it to see that path taken).
+inline uint64_t& MoveGatheredMeshSweeps() {
+  thread_local uint64_t count = 0;
+  return count;
+}
+
 }  // namespace hitbox::internal

@@ -204,6 +204,15 @@ struct ColliderSet::Impl::SegmentJob {
   }
 };
 
+/// Triangles of a mesh collider gathered once for a move's sweeps (its
+/// frame), for internal::CastGathered.
+struct GatheredMesh {
+  const GatheredTriangle* tris = nullptr;
+  size_t count = 0;
+  /// The region they cover: every triangle whose box meets it (mesh frame).
+  Aabb region;
+};
+
 struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
   const CastQuery* q = nullptr;
   Pose pose;
@@ -230,7 +239,9 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     seg = SegmentSetup(box.Center(), q->translation, box.Extents() + Vec3::Splat(kBoxSlack));
     r_q = q->shape.BoundingRadius() + kBoxSlack;
   }
-  double LeafOf(const Collider& c, float leaf_radius, double max_t) {
+  /// `mesh`: c's triangles near a move, tried before the mesh walk.
+  double LeafOf(const Collider& c, float leaf_radius, double max_t,
+                const GatheredMesh* mesh = nullptr) {
     if (out.Ignored(c.id)) return max_t;
     double t;
     if (!SphereSweepEntry(pose.position, q->translation, r_q + leaf_radius, c.pose.position,
@@ -249,10 +260,16 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     settings.contact_offset = q->contact_offset;
     ++pairs->count;
     const bool defer = defer_contact && !skip_leaving && !out.all;
-    const CastResult r =
-        defer ? internal::CastWithoutContact(q->shape, pose, q->translation, c.shape, c.pose,
-                                             settings)
-              : hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
+    CastResult r;
+    if (mesh != nullptr && !defer &&
+        internal::CastGathered(q->shape, pose, q->translation, c.shape, c.pose, settings,
+                               mesh->tris, mesh->count, mesh->region, &r)) {
+      ++internal::MoveGatheredMeshSweeps();
+    } else {
+      r = defer ? internal::CastWithoutContact(q->shape, pose, q->translation, c.shape, c.pose,
+                                               settings)
+                : hitbox::Cast(q->shape, pose, q->translation, c.shape, c.pose, settings);
+    }
     // A cast that gave up (kFailed) is a hit at its fraction, a lower bound of
     // the time of impact: the query stops there rather than pass through.
     if (!r.hit()) return max_t;

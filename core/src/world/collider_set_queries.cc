@@ -1,5 +1,9 @@
 // ColliderSet single queries (overlap, cast, raycast, move), each a job of
 // collider_set_jobs.h fed by one tree traversal.
+#include "collision/triangles/gathered_triangle.h"
+#include "geometry/triangle_mesh.h"
+#include "geometry/triangle_queries.h"
+#include "shape/surface_data.h"
 #include "world/collider_set_jobs.h"
 #include "world/query_hits.h"
 
@@ -62,6 +66,12 @@ struct MoveScratch {
   std::vector<CastHit> base_hits;
   std::vector<uint32_t> own_items;
   std::vector<uint32_t> base_items;
+  /// Per gathered leaf, its mesh's triangles near the move (count 0: none
+  /// gathered, the mesh walk answers), and the triangles themselves.
+  std::vector<GatheredMesh> own_meshes;
+  std::vector<GatheredMesh> base_meshes;
+  std::vector<GatheredTriangle> own_tris;
+  std::vector<GatheredTriangle> base_tris;
 };
 MoveScratch& ThreadMoveScratch() {
   thread_local MoveScratch scratch;
@@ -95,6 +105,11 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
               4.0 * q.settings.skin_width;
     own_.valid = false;
     base_.valid = false;
+    // Meshes' triangles near the move serve the closed-form sweeps (a ball
+    // or a capsule) without a contact offset.
+    gather_meshes_ = (q.shape.kind() == ShapeKind::kSphere ||
+                      q.shape.kind() == ShapeKind::kCapsule) &&
+                     internal::MoveGatherTrianglesOnThisThread();
   }
   // The scratch keeps no shape (a hull's or mesh's data) past the move.
   ~MoveSweeper() { cast_.shape = Shape(); }
@@ -128,9 +143,58 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     bool walk = false;  ///< too many leaves there: sweeps inside walk the tree
     Aabb reach;
     std::vector<uint32_t>* items = nullptr;
+    /// meshes[i]: items[i]'s triangles in the region (a ball or capsule move).
+    std::vector<GatheredMesh>* meshes = nullptr;
+    std::vector<GatheredTriangle>* tris = nullptr;
   };
   /// Most leaves a gathered region keeps; past it sweeps walk the tree.
   static constexpr size_t kMaxGathered = 64;
+  /// Most triangles gathered from one mesh (SurfaceSweepGathered's most
+  /// hits); past it that mesh's sweeps walk it.
+  static constexpr size_t kMaxMeshTriangles = 64;
+
+  /// The triangles of mesh collider `c` whose boxes meet `reach` (world)
+  /// grown a little, into g->tris; count 0 when it has more than
+  /// kMaxMeshTriangles there.
+  static GatheredMesh GatherMesh(const Collider& c, const Aabb& reach, Gathered* g) {
+    GatheredMesh m;
+    const TriangleMesh* mesh = c.shape.surface()->mesh();
+    // The region in the mesh's frame: the box of reach's corners there.
+    const Mat33 rt = c.pose.rotation.ToMatrix();
+    Aabb local = Aabb::Empty();
+    for (int i = 0; i < 8; ++i) {
+      const Vec3 corner{(i & 1) ? reach.max.x : reach.min.x, (i & 2) ? reach.max.y : reach.min.y,
+                        (i & 4) ? reach.max.z : reach.min.z};
+      local = local.Union(rt.TransposeMul(corner - c.pose.position));
+    }
+    m.region = local.Expanded(1e-6 * (1.0 + local.min.Abs().MaxComponent() +
+                                      local.max.Abs().MaxComponent()));
+    const size_t first = g->tris->size();
+    bool fits = true;
+    TriangleMesh::VertexCache vertex_cache;
+    mesh->VisitOverlapping(m.region, [&](uint32_t k) {
+      GatheredTriangle t;
+      mesh->TriangleVertices(k, t.v.data(), &vertex_cache);
+      const Aabb box(Min(t.v[0], Min(t.v[1], t.v[2])), Max(t.v[0], Max(t.v[1], t.v[2])));
+      if (!box.Overlaps(m.region)) return true;
+      if (g->tris->size() - first == kMaxMeshTriangles) {
+        fits = false;
+        return false;
+      }
+      t.n = TriangleNormal(t.v[0], t.v[1], t.v[2]);
+      t.original = mesh->OriginalIndex(k);
+      t.active = mesh->ActiveEdges(k);
+      g->tris->push_back(t);
+      return true;
+    });
+    if (!fits) {
+      g->tris->resize(first);
+      return m;
+    }
+    m.count = g->tris->size() - first;
+    m.tris = g->tris->data() + first;  // stays: the caller reserved room for every mesh
+    return m;
+  }
 
   /// The first hit of the current sweep against `impl`'s tree, into `hits`.
   void SweepIn(const Impl& impl, Gathered* g, std::vector<CastHit>* hits) {
@@ -150,17 +214,34 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
                 [&](uint32_t item, uint32_t) { g->items->push_back(item); });
       steps_ += g->items->size() + 1;
       g->walk = g->items->size() > kMaxGathered;
+      g->meshes->assign(g->items->size(), GatheredMesh{});
+      g->tris->clear();
+      if (!g->walk && gather_meshes_) {
+        size_t meshes = 0;
+        for (const uint32_t item : *g->items) {
+          meshes += impl.colliders[item].shape.kind() == ShapeKind::kMesh;
+        }
+        g->tris->reserve(meshes * kMaxMeshTriangles);  // no reallocation while gathering
+        for (size_t i = 0; i < g->items->size(); ++i) {
+          const Collider& c = impl.colliders[(*g->items)[i]];
+          if (c.shape.kind() != ShapeKind::kMesh) continue;
+          (*g->meshes)[i] = GatherMesh(c, g->reach, g);
+        }
+      }
     }
     if (!g->walk && internal::MoveGatherOnThisThread()) {
       // The walk's leaf test on each gathered leaf: the same leaves reach
       // the job (a job's answer does not depend on their order).
       double max_t = 1.0;
       EntryBound bound(FractionBound(max_t));
-      for (const uint32_t item : *g->items) {
+      for (size_t i = 0; i < g->items->size(); ++i) {
+        const uint32_t item = (*g->items)[i];
         const TreeNode& leaf = impl.tree.node(impl.leaf_of[item]);
         float t, unused;
         if ((job.seg.Entry2(leaf, leaf, bound, &t, &unused) & 1u) == 0) continue;
-        max_t = job.Leaf(item, max_t);
+        const GatheredMesh& mesh = (*g->meshes)[i];
+        max_t = job.LeafOf(impl.colliders[item], impl.radius[item], max_t,
+                           mesh.count != 0 ? &mesh : nullptr);
         bound.Set(FractionBound(max_t));
       }
       steps_ += g->items->size();
@@ -204,8 +285,11 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   std::vector<CastHit>& base_hits_;
   PairCounter pairs_;
   double margin_ = 0.0;
-  Gathered own_{false, false, Aabb(), &scratch_.own_items};
-  Gathered base_{false, false, Aabb(), &scratch_.base_items};
+  Gathered own_{false, false, Aabb(), &scratch_.own_items, &scratch_.own_meshes,
+                &scratch_.own_tris};
+  Gathered base_{false, false, Aabb(), &scratch_.base_items, &scratch_.base_meshes,
+                 &scratch_.base_tris};
+  bool gather_meshes_ = false;
   uint64_t steps_ = 0;
   uint64_t charged_pairs_ = 0;
   bool stopped_ = false;

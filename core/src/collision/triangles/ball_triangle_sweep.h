@@ -99,8 +99,14 @@ inline CastResult SweepSphereTriangleAt(const Vec3& c, double h, double r, const
       BoxesApart(reach, tri_box)) {
     return out;
   }
+  // A centre beyond r of the plane (by far more than the rounding of both
+  // distances, which grows with the coordinates) is beyond r of the
+  // triangle: the distance test, the costliest piece, is skipped.
+  const double coords = std::max(c.Abs().MaxComponent(), std::max(tri_box.min.Abs().MaxComponent(),
+                                                                   tri_box.max.Abs().MaxComponent()));
+  const bool off_plane = std::fabs(h) - r > 1e-9 * (r + std::fabs(h) + coords);
   Vec3 q;
-  const double d2 = PointTriangleDistanceSq(c, a, b, cc, &q);
+  const double d2 = off_plane ? 2.0 * r * r + 1.0 : PointTriangleDistanceSq(c, a, b, cc, &q);
   if (d2 <= r * r) {
     out.state = CastState::kStartedOverlapping;
     out.fraction = 0.0;
@@ -184,26 +190,47 @@ inline CastResult SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, do
   return SweepSphereTriangleAt(c, Dot(c - a, n), r, v, t_max, a, b, cc, n, active);
 }
 
-/// First contact of a capsule (segment [p0, p1], radius r) moving by v, t in
-/// [0, t_max], with triangle abc; `active` and the answer as for
-/// SweepSphereTriangle. The Minkowski sum of the triangle and the capsule is
-/// covered by pieces each solved in closed form, and the first contact is the
-/// earliest of theirs: each end ball against the triangle
-/// (SweepSphereTriangle); each triangle vertex against the capsule (a ray
-/// along -v, RaySegmentCapsule); the capsule's side against each triangle
-/// edge (the distance of two skew lines is linear in t and reaches r once: a
-/// contact when both closest points then lie inside the segment and the edge;
-/// near-parallel lines touch first, to within (length * angle)^2 / r, at an
-/// end or a vertex). The side reaches the face's interior first only when
-/// parallel to it, and then touches an edge or has an end inside the face at
-/// the same time.
-inline CastResult SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
-                                       double t_max, const Vec3& a, const Vec3& b, const Vec3& cc,
-                                       uint8_t active) {
+/// Whether the rounded segment [p0, p1] (radius r) moving by v for t in
+/// [0, t_max] stays beyond one edge of triangle abc (unit normal n) by more
+/// than r: on the axis Cross(edge, n) the triangle spans its vertices'
+/// projections and the swept core the ends' projections widened by the
+/// motion, and a gap between the two wider than r plus a margin far above
+/// the closed forms' rounding (as SweptCoreBox's) means no contact. A cheap
+/// miss for the triangles a capsule passes beside, not a changed answer.
+[[gnu::always_inline]] inline bool SegmentBeyondAnEdge(const Vec3& p0, const Vec3& p1, double r,
+                                                       const Vec3& v, double t_max, const Vec3& a,
+                                                       const Vec3& b, const Vec3& cc,
+                                                       const Vec3& n) {
+  const double coords =
+      std::max(std::max(a.Abs().MaxComponent(), b.Abs().MaxComponent()),
+               cc.Abs().MaxComponent()) +
+      std::max(p0.Abs().MaxComponent(), p1.Abs().MaxComponent()) +
+      v.Abs().MaxComponent() * t_max;
+  const double rr = r + 1e-9 * (r + coords);
+  const Vec3 vs[3] = {a, b, cc};
+  for (int i = 0; i < 3; ++i) {
+    const Vec3& o = vs[i];
+    const Vec3 m = Cross(vs[(i + 1) % 3] - o, n);
+    // The triangle on m (relative to o): [min(0, w), max(0, w)].
+    const double w = Dot(vs[(i + 2) % 3] - o, m);
+    const double d0 = Dot(p0 - o, m), d1 = Dot(p1 - o, m), dv = Dot(v, m) * t_max;
+    const double lo = std::min(d0, d1) + std::min(0.0, dv);
+    const double hi = std::max(d0, d1) + std::max(0.0, dv);
+    const double gap = rr * std::sqrt(m.LengthSq());
+    if (lo > std::max(0.0, w) + gap || hi < std::min(0.0, w) - gap) return true;
+  }
+  return false;
+}
+
+/// SweepCapsuleTriangle past its cheap misses (ClearOfPlane,
+/// SegmentBeyondAnEdge), given the triangle's unit normal n and the ends'
+/// heights h0, h1 over its plane; the same answer whenever those misses
+/// hold, which tests check.
+inline CastResult SweepCapsuleTriangleAt(const Vec3& p0, const Vec3& p1, double h0, double h1,
+                                         double r, const Vec3& v, double t_max, const Vec3& a,
+                                         const Vec3& b, const Vec3& cc, const Vec3& n,
+                                         uint8_t active) {
   CastResult out;
-  const Vec3 n = TriangleNormal(a, b, cc);
-  const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
-  if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return out;
   // Both ends beyond r on one side of the plane: not touching at the start
   // (the closest-points test is the costliest piece).
   const double clear = 1e-12 * (r + std::max(std::fabs(h0), std::fabs(h1)));
@@ -324,6 +351,36 @@ inline CastResult SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r,
     if (Dot(face, v) <= 0.0) out.normal = face;
   }
   return out;
+}
+
+/// SweepCapsuleTriangle given the triangle's unit normal n (TriangleNormal),
+/// for triangles swept many times (SurfaceSweepGathered).
+inline CastResult SweepCapsuleTriangleN(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+                                        double t_max, const Vec3& a, const Vec3& b,
+                                        const Vec3& cc, const Vec3& n, uint8_t active) {
+  const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
+  if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return CastResult{};
+  if (SegmentBeyondAnEdge(p0, p1, r, v, t_max, a, b, cc, n)) return CastResult{};
+  return SweepCapsuleTriangleAt(p0, p1, h0, h1, r, v, t_max, a, b, cc, n, active);
+}
+
+/// First contact of a capsule (segment [p0, p1], radius r) moving by v, t in
+/// [0, t_max], with triangle abc; `active` and the answer as for
+/// SweepSphereTriangle. The Minkowski sum of the triangle and the capsule is
+/// covered by pieces each solved in closed form, and the first contact is the
+/// earliest of theirs: each end ball against the triangle
+/// (SweepSphereTriangle); each triangle vertex against the capsule (a ray
+/// along -v, RaySegmentCapsule); the capsule's side against each triangle
+/// edge (the distance of two skew lines is linear in t and reaches r once: a
+/// contact when both closest points then lie inside the segment and the edge;
+/// near-parallel lines touch first, to within (length * angle)^2 / r, at an
+/// end or a vertex). The side reaches the face's interior first only when
+/// parallel to it, and then touches an edge or has an end inside the face at
+/// the same time.
+inline CastResult SweepCapsuleTriangle(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
+                                       double t_max, const Vec3& a, const Vec3& b, const Vec3& cc,
+                                       uint8_t active) {
+  return SweepCapsuleTriangleN(p0, p1, r, v, t_max, a, b, cc, TriangleNormal(a, b, cc), active);
 }
 
 }  // namespace hitbox

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "collision/triangles/gathered_triangle.h"
 #include "collision/triangles/surface_overlap.h"
 #include "collision/triangles/triangle_sweep.h"
 #include "geometry/bvh_ray.h"
@@ -146,6 +148,84 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
       return true;
     });
   }
+  return out;
+}
+
+/// SurfaceSweepConvex of a mesh without a skin, for the closed-form routines
+/// (kBall, kCapsule), over `tris`: every triangle of the mesh whose box
+/// meets the convex's swept bounds grown by kSweepGap (the caller checks),
+/// in any order. Each triangle is swept to the end of the motion; the
+/// answer is the mesh walk's when the hits fall apart into those within
+/// half a tie of the earliest (the lowest input triangle among them wins,
+/// at the earliest fraction) and those later than three ties: then every
+/// visiting order gives it. Otherwise (or when the batch stops) *answered
+/// is false and the caller sweeps the mesh itself.
+template <TriangleRoutine kRoutine, typename Convex>
+CastResult SurfaceSweepGathered(const GatheredTriangle* tris, size_t count, const Convex& convex,
+                                const Vec3& translation, bool* answered) {
+  static_assert(kRoutine == TriangleRoutine::kBall || kRoutine == TriangleRoutine::kCapsule);
+  CastResult out;
+  *answered = false;
+  const double len = translation.Length();
+  if (!(len > 0.0)) return out;  // no ties to reason about: the walk answers
+  const BvhRay centre_path(convex.bounds().Center(), translation);
+  const Vec3 grow = convex.bounds().Extents() + Vec3::Splat(kSweepGap);
+  const GrownTrianglePath triangle_path(centre_path, grow);
+  const double tie = kSweepGap / len;
+  internal::WorkTally tally;
+  // Every hit's fraction (each triangle's own, whatever the limit a walk
+  // would have swept it with), then the earliest.
+  struct Hit {
+    double fraction;
+    Vec3 normal;
+    Vec3 point;
+    CastState state;
+    uint32_t index;
+  };
+  static thread_local std::vector<Hit> hit;  // kept: no construction per call
+  hit.clear();
+  double earliest = 2.0;
+  for (size_t i = 0; i < count; ++i) {
+    if (!tally.Count()) return out;  // the batch stops: the walk stops too
+    double t_enter;
+    if (!triangle_path.Enter(tris[i].v.data(), 1.0, &t_enter)) continue;
+    // SweepTriangle's routine with the triangle's normal computed once.
+    const GatheredTriangle& g = tris[i];
+    const Vec3* seg = convex.segment();
+    const CastResult s =
+        kRoutine == TriangleRoutine::kBall
+            ? SweepSphereTriangleAt(seg[0], Dot(seg[0] - g.v[0], g.n), convex.margin(),
+                                    translation, 1.0, g.v[0], g.v[1], g.v[2], g.n, g.active)
+            : SweepCapsuleTriangleN(seg[0], seg[1], convex.margin(), translation, 1.0, g.v[0],
+                                    g.v[1], g.v[2], g.n, g.active);
+    if (!s.hit()) continue;
+    if (s.state == CastState::kFailed) return out;
+    hit.push_back({s.fraction, s.normal, s.point, s.state, static_cast<uint32_t>(i)});
+    earliest = std::min(earliest, s.fraction);
+  }
+  if (hit.empty()) {
+    *answered = true;
+    return out;
+  }
+  const double near = earliest + 0.5 * tie, far = earliest + 3.0 * tie;
+  size_t winner = hit.size();
+  for (size_t h = 0; h < hit.size(); ++h) {
+    if (hit[h].fraction > near) {
+      if (hit[h].fraction <= far) return out;  // between: the order could matter
+      continue;
+    }
+    if (winner == hit.size() || tris[hit[h].index].original < tris[hit[winner].index].original) {
+      winner = h;
+    }
+  }
+  const Hit& first = hit[winner];
+  const bool inside = first.state == CastState::kStartedOverlapping || earliest == 0.0;
+  out.state = inside ? CastState::kStartedOverlapping : first.state;
+  out.fraction = earliest;
+  out.normal = first.normal;
+  out.point = first.point;
+  out.sub_shape = tris[first.index].original;
+  *answered = true;
   return out;
 }
 
