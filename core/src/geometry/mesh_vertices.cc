@@ -126,8 +126,36 @@ size_t VertexBytes(std::span<const Vec3> vertices, const std::vector<uint8_t>& f
     return (static_cast<uint64_t>(vertices.size()) * record + 7) / 8 + 16 +
            layout.fine_count * (fine_float ? 3 * sizeof(float) : sizeof(Vec3));
   }
-  const bool floats = AllExactFloats(vertices);
-  return vertices.size() * (floats ? 3 * sizeof(float) : sizeof(Vec3));
+  if (!AllExactFloats(vertices)) return vertices.size() * sizeof(Vec3);
+  const FloatLayout floats = LayoutFloats(vertices);
+  return PackFloats(floats, vertices.size()) ? floats.Bytes(vertices.size())
+                                             : vertices.size() * 3 * sizeof(float);
+}
+
+size_t FloatLayout::Bytes(size_t n) const {
+  return (static_cast<uint64_t>(n) * record_bits() + 7) / 8 + 16 +
+         (codes[0].size() + codes[1].size() + codes[2].size()) * sizeof(uint32_t);
+}
+
+FloatLayout LayoutFloats(std::span<const Vec3> vertices) {
+  FloatLayout layout;
+  for (int a = 0; a < 3; ++a) {
+    bool seen[512] = {};
+    for (const Vec3& v : vertices) {
+      seen[std::bit_cast<uint32_t>(static_cast<float>(v[a])) >> 23] = true;
+    }
+    for (uint32_t c = 0; c < 512; ++c) {
+      if (seen[c]) layout.codes[a].push_back(c << 23);
+    }
+    uint8_t bits = 0;
+    while ((size_t{1} << bits) < layout.codes[a].size()) ++bits;
+    layout.bits[a] = bits;
+  }
+  return layout;
+}
+
+bool PackFloats(const FloatLayout& layout, size_t n) {
+  return layout.Bytes(n) < n * 3 * sizeof(float);
 }
 
 namespace {

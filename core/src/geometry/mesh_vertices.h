@@ -40,6 +40,24 @@ struct PackedLayout {
 bool LayoutPacked(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
                   PackedLayout* out);
 
+/// Float32 vertices packed per axis: the 23 mantissa bits, then the index
+/// (`bits`, 0 when one value occurs) of the float's sign and exponent (its
+/// bits 23-31) among the values that occur on the axis (`codes`, sorted).
+/// Lossless: codes[a][index] << 23 | mantissa are the float's bits.
+struct FloatLayout {
+  std::vector<uint32_t> codes[3];
+  uint8_t bits[3] = {0, 0, 0};
+  /// Bits of one vertex's record.
+  uint32_t record_bits() const { return 69u + bits[0] + bits[1] + bits[2]; }
+  /// Bytes of `n` records (then 16 bytes of padding) and of the codes.
+  size_t Bytes(size_t n) const;
+};
+/// The layout of `vertices`, every coordinate exactly a float32.
+FloatLayout LayoutFloats(std::span<const Vec3> vertices);
+/// True when the packed layout takes fewer bytes than plain float32 (12 a
+/// vertex): the mesh then keeps its float vertices so.
+bool PackFloats(const FloatLayout& layout, size_t n);
+
 /// Bytes the vertices take stored with `fine` apart (as TriangleMesh does).
 size_t VertexBytes(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine);
 

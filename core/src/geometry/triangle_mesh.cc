@@ -40,6 +40,69 @@ void StoreBits(std::vector<uint8_t>* bytes, uint64_t bit, uint32_t count, Packed
   }
 }
 
+/// Bits to hold 0..count-1 (at least 1).
+uint8_t BitsFor(uint64_t count) {
+  uint8_t b = 1;
+  while (b < 32 && (uint64_t{1} << b) < count) ++b;
+  return b;
+}
+
+/// How a mesh keeps its triangles' original indices: as they are (`base`
+/// empty, `bits` of an index), or as residuals of base[i0 >> shift] + (i0
+/// mod 2^shift) * slope / 2^16 (i0 the first vertex index), `bits` each.
+struct OriginalPlan {
+  uint32_t slope = 0;
+  std::vector<uint32_t> base;
+  uint8_t bits = 1;
+  /// The record field of kept triangle (i0, original).
+  uint32_t Field(uint32_t i0, uint32_t original) const {
+    if (base.empty()) return original;
+    return original - base[i0 >> kMeshOriginalShift] - Local(i0);
+  }
+  uint32_t Local(uint32_t i0) const {
+    return static_cast<uint32_t>((uint64_t{i0 & ((1u << kMeshOriginalShift) - 1)} * slope) >> 16);
+  }
+};
+
+/// The cheaper way for the kept triangles for_each(f) lists as f(i0,
+/// original): the prediction pays when the triangles come roughly in the
+/// order of their first vertex (a grid's rows, many exporters' fans), its
+/// bases costing 32 bits a block.
+template <typename ForEach>
+OriginalPlan PlanOriginals(size_t vertices, size_t input_triangles, uint64_t kept,
+                           ForEach&& for_each) {
+  OriginalPlan plan;
+  plan.bits = BitsFor(input_triangles);
+  // Triangles per vertex (16.16), capped so that a block's span stays in 32 bits.
+  plan.slope = static_cast<uint32_t>(
+      std::min<uint64_t>((uint64_t{input_triangles} << 16) / vertices, uint64_t{1} << 24));
+  std::vector<int64_t> least(((vertices - 1) >> kMeshOriginalShift) + 1,
+                             std::numeric_limits<int64_t>::max());
+  for_each([&](uint32_t i0, uint32_t original) {
+    int64_t& m = least[i0 >> kMeshOriginalShift];
+    m = std::min(m, int64_t{original} - int64_t{plan.Local(i0)});
+  });
+  plan.base.resize(least.size());
+  for (size_t j = 0; j < least.size(); ++j) {
+    plan.base[j] = least[j] == std::numeric_limits<int64_t>::max()
+                       ? 0u
+                       : static_cast<uint32_t>(static_cast<uint64_t>(least[j]));
+  }
+  int64_t widest = 0;
+  for_each([&](uint32_t i0, uint32_t original) {
+    widest = std::max(widest, int64_t{original} - int64_t{plan.Local(i0)} -
+                                  least[i0 >> kMeshOriginalShift]);
+  });
+  const uint8_t bits = BitsFor(static_cast<uint64_t>(widest) + 1);
+  if (kept * bits + 32 * plan.base.size() < kept * plan.bits) {
+    plan.bits = bits;
+  } else {
+    plan.base.clear();
+  }
+  plan.base.shrink_to_fit();
+  return plan;
+}
+
 }  // namespace
 
 struct TriangleMesh::Staging {
@@ -47,9 +110,12 @@ struct TriangleMesh::Staging {
   std::vector<BottomNode> bottom;
   std::vector<Vec3> dvertices;
   std::vector<std::pair<uint32_t, Indices>> dropped;
+  std::vector<uint32_t> obase;
+  std::vector<uint32_t> fcodes;
   std::vector<float> fvertices;
   std::vector<uint8_t> packed;
   std::vector<uint8_t> vpacked;
+  std::vector<uint8_t> fpacked;
 };
 
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
@@ -187,14 +253,13 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   for (uint32_t t = 0; t < n; ++t) order[t] = t;
   mesh.BuildHierarchy(&order, boxes, &st);
   std::vector<Aabb>().swap(boxes);  // 48 bytes a triangle, freed before the records
-  auto bits_for = [](uint64_t count) {  // bits to hold 0..count-1 (at least 1)
-    uint8_t b = 1;
-    while (b < 32 && (uint64_t{1} << b) < count) ++b;
-    return b;
-  };
   mesh.triangle_count_ = static_cast<uint32_t>(n);
-  mesh.vbits_ = bits_for(vertices.size());
-  mesh.obits_ = bits_for(triangles.size());
+  mesh.vbits_ = BitsFor(vertices.size());
+  OriginalPlan originals = PlanOriginals(vertices.size(), triangles.size(), n, [&](auto&& f) {
+    for (uint32_t t : original) f(triangles[t][0], t);
+  });
+  mesh.obits_ = originals.bits;
+  mesh.oslope_ = originals.slope;
   mesh.vmask_ = static_cast<uint32_t>((uint64_t{1} << mesh.vbits_) - 1);
   mesh.omask_ = static_cast<uint32_t>((uint64_t{1} << mesh.obits_) - 1);
   // Signed differences of the second and third index from the first: the
@@ -215,12 +280,14 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   st.packed.assign((static_cast<uint64_t>(n) * mesh.record_bits() + 7) / 8 + 16, 0);
   for (size_t k = 0; k < n; ++k) {
     const uint32_t t = order[k];
-    mesh.SetRecord(&st, static_cast<uint32_t>(k), kept[t], active[t], original[t]);
+    mesh.SetRecord(&st, static_cast<uint32_t>(k), kept[t], active[t],
+                   originals.Field(kept[t][0], original[t]));
   }
   // Freed before Seal copies the arrays into their block (the load's peak).
   std::vector<uint32_t>().swap(order);
   std::vector<uint32_t>().swap(original);
   std::vector<uint8_t>().swap(active);
+  st.obase = std::move(originals.base);
   mesh.Seal(&st);
   return mesh;
 }
@@ -230,6 +297,11 @@ void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
   mesh_vertices::PackedLayout layout;
   if (!mesh_vertices::LayoutPacked(vertices, fine, &layout)) {
     if (mesh_vertices::AllExactFloats(vertices)) {
+      mesh_vertices::FloatLayout floats = mesh_vertices::LayoutFloats(vertices);
+      if (mesh_vertices::PackFloats(floats, vertices.size())) {
+        PackFloatVertices(vertices, floats, st);
+        return;
+      }
       st->fvertices.reserve(3 * vertices.size());
       for (const Vec3& v : vertices) {
         for (int a = 0; a < 3; ++a) st->fvertices.push_back(static_cast<float>(v[a]));
@@ -279,6 +351,43 @@ void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
     }
   } else {
     st->dvertices = std::move(apart);
+  }
+}
+
+Vec3 TriangleMesh::PackedFloatVertex(uint32_t i) const {
+  const uint64_t base = static_cast<uint64_t>(i) * frecord_bits_;
+  Vec3 out;
+  for (int a = 0; a < 3; ++a) {
+    const uint64_t raw = Load64(fpacked_.data(), base + faxis_off_[a]);
+    const uint32_t code = static_cast<uint32_t>(raw >> 23) & ((1u << fcode_bits_[a]) - 1);
+    const uint32_t bits = fcodes_[fcode_base_[a] + code] | (static_cast<uint32_t>(raw) & 0x7fffffu);
+    out[a] = static_cast<double>(std::bit_cast<float>(bits));
+  }
+  return out;
+}
+
+void TriangleMesh::PackFloatVertices(std::span<const Vec3> vertices,
+                                     const mesh_vertices::FloatLayout& layout, Staging* st) {
+  frecord_bits_ = 0;
+  for (int a = 0; a < 3; ++a) {
+    fcode_base_[a] = static_cast<uint16_t>(st->fcodes.size());
+    st->fcodes.insert(st->fcodes.end(), layout.codes[a].begin(), layout.codes[a].end());
+    fcode_bits_[a] = layout.bits[a];
+    faxis_off_[a] = static_cast<uint8_t>(frecord_bits_);
+    frecord_bits_ += 23u + layout.bits[a];
+  }
+  fcode_count_ = static_cast<uint32_t>(st->fcodes.size());
+  st->fpacked.assign((static_cast<uint64_t>(vertices.size()) * frecord_bits_ + 7) / 8 + 16, 0);
+  for (size_t i = 0; i < vertices.size(); ++i) {
+    PackedRecord r = 0;
+    for (int a = 2; a >= 0; --a) {
+      const uint32_t bits = std::bit_cast<uint32_t>(static_cast<float>(vertices[i][a]));
+      const auto& codes = layout.codes[a];
+      const uint32_t index = static_cast<uint32_t>(
+          std::lower_bound(codes.begin(), codes.end(), bits & ~0x7fffffu) - codes.begin());
+      r = (r << (23u + layout.bits[a])) | (PackedRecord{index} << 23) | (bits & 0x7fffffu);
+    }
+    StoreBits(&st->fpacked, static_cast<uint64_t>(i) * frecord_bits_, frecord_bits_, r);
   }
 }
 
@@ -716,10 +825,15 @@ size_t TriangleMesh::ArrayBytes() const {
   const size_t plain = vpacked_.empty() ? vertex_count_ : fine_count_;
   size_t bytes = size_t{node_count_} * sizeof(Node) + size_t{bottom_count_} * sizeof(BottomNode) +
                  size_t{dropped_count_} * sizeof(dropped_[0]) +
+                 size_t{obase_count_} * sizeof(uint32_t) +
                  (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
   if (!dvertices_.empty()) bytes += plain * sizeof(Vec3);
   if (!fvertices_.empty()) bytes += 3 * plain * sizeof(float);
   if (!vpacked_.empty()) bytes += (static_cast<uint64_t>(vertex_count_) * vrecord_bits_ + 7) / 8 + 16;
+  if (!fpacked_.empty()) {
+    bytes += (static_cast<uint64_t>(vertex_count_) * frecord_bits_ + 7) / 8 + 16 +
+             size_t{fcode_count_} * sizeof(uint32_t);
+  }
   return bytes;
 }
 
@@ -749,6 +863,9 @@ void TriangleMesh::View(Staging* st) {
   bottom_.ptr = view(st->bottom);
   dvertices_.ptr = view(st->dvertices);
   dropped_.ptr = view(st->dropped);
+  obase_.ptr = view(st->obase);
+  fcodes_.ptr = view(st->fcodes);
+  fpacked_.ptr = view(st->fpacked);
   fvertices_.ptr = view(st->fvertices);
   packed_.ptr = view(st->packed);
   vpacked_.ptr = view(st->vpacked);
@@ -756,21 +873,26 @@ void TriangleMesh::View(Staging* st) {
 
 void TriangleMesh::Seal(Staging* st) {
   // Sizes in the block's order; each is a multiple of the next one's
-  // alignment (64, 32, 24, 16, 4, 1, 1 bytes), so the arrays sit back to
+  // alignment (64, 32, 24, 16, 4, 4, 4, 1, 1, 1 bytes), so the arrays sit back to
   // back, then the room for the mesh object (8-byte aligned).
   static_assert(sizeof(Node) % alignof(BottomNode) == 0 && sizeof(BottomNode) % alignof(Vec3) == 0 &&
                 sizeof(Vec3) % alignof(std::pair<uint32_t, Indices>) == 0 &&
-                sizeof(std::pair<uint32_t, Indices>) % alignof(float) == 0);
-  const size_t bytes[7] = {st->nodes.size() * sizeof(Node),
-                           st->bottom.size() * sizeof(BottomNode),
-                           st->dvertices.size() * sizeof(Vec3),
-                           st->dropped.size() * sizeof(st->dropped[0]),
-                           st->fvertices.size() * sizeof(float),
-                           st->packed.size(),
-                           st->vpacked.size()};
+                sizeof(std::pair<uint32_t, Indices>) % alignof(uint32_t) == 0 &&
+                sizeof(uint32_t) % alignof(float) == 0);
+  const size_t bytes[10] = {st->nodes.size() * sizeof(Node),
+                            st->bottom.size() * sizeof(BottomNode),
+                            st->dvertices.size() * sizeof(Vec3),
+                            st->dropped.size() * sizeof(st->dropped[0]),
+                            st->obase.size() * sizeof(uint32_t),
+                            st->fcodes.size() * sizeof(uint32_t),
+                            st->fvertices.size() * sizeof(float),
+                            st->packed.size(),
+                            st->vpacked.size(),
+                            st->fpacked.size()};
   node_count_ = static_cast<uint32_t>(st->nodes.size());
   bottom_count_ = static_cast<uint32_t>(st->bottom.size());
   dropped_count_ = static_cast<uint32_t>(st->dropped.size());
+  obase_count_ = static_cast<uint32_t>(st->obase.size());
   size_t arrays = 0;
   for (size_t b : bytes) arrays += b;
   block_.reset(static_cast<std::byte*>(::operator new(
@@ -787,9 +909,12 @@ void TriangleMesh::Seal(Staging* st) {
   place(&st->bottom, &bottom_, bytes[1]);
   place(&st->dvertices, &dvertices_, bytes[2]);
   place(&st->dropped, &dropped_, bytes[3]);
-  place(&st->fvertices, &fvertices_, bytes[4]);
-  place(&st->packed, &packed_, bytes[5]);
-  place(&st->vpacked, &vpacked_, bytes[6]);
+  place(&st->obase, &obase_, bytes[4]);
+  place(&st->fcodes, &fcodes_, bytes[5]);
+  place(&st->fvertices, &fvertices_, bytes[6]);
+  place(&st->packed, &packed_, bytes[7]);
+  place(&st->vpacked, &vpacked_, bytes[8]);
+  place(&st->fpacked, &fpacked_, bytes[9]);
   // ArrayBytes() reckons the same sizes from the counts (Settle places the
   // object by it): a mismatch would put the object outside its block.
   if (ArrayBytes() != arrays) std::abort();
@@ -870,29 +995,32 @@ size_t TriangleMesh::PredictMemoryBytes(std::span<const Vec3> vertices,
   bytes += mesh_vertices::PlanVertices(vertices, &fine);
   // Kept triangles (non-zero area on the input vertices, which decode
   // exactly from either storage) and the widest index difference among them.
-  uint64_t kept = 0;
+  std::vector<uint32_t> kept_list;
   int64_t widest = 0;
-  for (const Indices& tri : triangles) {
+  for (size_t t = 0; t < triangles.size(); ++t) {
+    const Indices& tri = triangles[t];
     if (tri[0] >= vertices.size() || tri[1] >= vertices.size() || tri[2] >= vertices.size()) {
       continue;
     }
     const Vec3 a = vertices[tri[0]], b = vertices[tri[1]], c = vertices[tri[2]];
     if (Cross(b - a, c - a).LengthSq() == 0.0) continue;
-    ++kept;
+    kept_list.push_back(static_cast<uint32_t>(t));
     for (int k = 1; k < 3; ++k) {
       const int64_t diff = static_cast<int64_t>(tri[k]) - static_cast<int64_t>(tri[0]);
       widest = std::max(widest, diff < 0 ? -diff - 1 : diff);
     }
   }
+  const uint64_t kept = kept_list.size();
   if (kept == 0) return 0;
-  // Packed triangle records.
-  auto bits_for = [](uint64_t count) {
-    uint32_t b = 1;
-    while (b < 32 && (uint64_t{1} << b) < count) ++b;
-    return b;
-  };
-  const uint32_t vbits = bits_for(vertices.size());
-  const uint32_t obits = bits_for(triangles.size());
+  // Packed triangle records, and the bases of predicted original indices.
+  const uint32_t vbits = BitsFor(vertices.size());
+  const OriginalPlan originals =
+      PlanOriginals(vertices.size(), triangles.size(), kept, [&](auto&& f) {
+        for (uint32_t t : kept_list) f(triangles[t][0], t);
+      });
+  std::vector<uint32_t>().swap(kept_list);
+  bytes += originals.base.size() * sizeof(uint32_t);
+  const uint32_t obits = originals.bits;
   uint32_t dbits = 1;
   while (dbits < vbits && (widest >> (dbits - 1)) != 0) ++dbits;
   const uint64_t record_bits = vbits + 2u * dbits + 3u + obits;

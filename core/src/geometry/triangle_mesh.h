@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "geometry/float_rounding.h"
+#include "geometry/mesh_vertices.h"
 #include "geometry/triangle.h"
 #include "hitbox/math/math.h"
 #include "hitbox/status.h"
@@ -45,6 +47,9 @@ inline constexpr uint32_t kMeshMaxDepth = 24;
 inline constexpr uint32_t kMaxMeshTriangles = 1u << 28;
 /// Largest number of vertices in a mesh.
 inline constexpr uint32_t kMaxMeshVertices = 1u << 29;
+/// A mesh whose triangles come roughly in the order of their first vertex
+/// keeps one base original index per 2^kMeshOriginalShift vertices.
+inline constexpr uint32_t kMeshOriginalShift = 6;
 
 /// Closest or any hit of a ray on a mesh or heightfield, local frame.
 struct MeshRayHit {
@@ -150,7 +155,14 @@ class TriangleMesh {
   /// True when vertices are stored as integers q of q / 10^k or q / 2^k.
   bool quantized_vertices() const { return !vpacked_.empty(); }
   /// True when vertices are stored as float32 (exact; not quantized).
-  bool float_vertices() const { return !fvertices_.empty() && vpacked_.empty(); }
+  bool float_vertices() const {
+    return (!fvertices_.empty() || !fpacked_.empty()) && vpacked_.empty();
+  }
+  /// Bits of a float vertex's packed record (mesh_vertices::FloatLayout), 0
+  /// when float vertices are plain (12 bytes) or not floats.
+  uint32_t float_record_bits() const { return fpacked_.empty() ? 0 : frecord_bits_; }
+  /// Sign-and-exponent codes the packed float vertices refer to (4 bytes each).
+  uint32_t float_code_count() const { return fcode_count_; }
   /// Vertices kept apart from the packed ones (as float32 or doubles).
   uint32_t fine_vertex_count() const { return fine_count_; }
   /// Number of hierarchy nodes (bottom nodes included).
@@ -185,8 +197,18 @@ class TriangleMesh {
   inline void TriangleIndices(uint32_t k, uint32_t idx[3]) const;
   /// Original input index of kept triangle `k`.
   uint32_t OriginalIndex(uint32_t k) const {
-    return static_cast<uint32_t>(Record(k) >> (index_bits() + 3)) & omask_;
+    const PackedRecord r = Record(k);
+    const uint32_t stored = static_cast<uint32_t>(r >> (index_bits() + 3)) & omask_;
+    if (obase_.empty()) return stored;
+    // Predicted from the first vertex index (uint32 arithmetic wraps: exact).
+    const uint32_t i0 = static_cast<uint32_t>(r) & vmask_;
+    return stored + obase_[i0 >> kMeshOriginalShift] +
+           static_cast<uint32_t>((uint64_t{i0 & kOriginalLocal} * oslope_) >> 16);
   }
+  /// Bases of original indices predicted from the first vertex index (one
+  /// per 2^kMeshOriginalShift vertices; 0 when the records hold the indices
+  /// themselves). docs/architecture.md, "Mesh storage".
+  uint32_t original_base_count() const { return obase_count_; }
   /// Active-edge flags of kept triangle `k`.
   EdgeFlags ActiveEdges(uint32_t k) const {
     return static_cast<EdgeFlags>(static_cast<uint32_t>(Record(k) >> index_bits()) & 7u);
@@ -295,6 +317,7 @@ class TriangleMesh {
   /// A node pushes at most 3 more entries than it pops: 3 per level.
   static constexpr int kStackSize = 3 * kMeshMaxDepth + 4;
   static constexpr uint32_t kIndexMask = 0x7fffffffu;
+  static constexpr uint32_t kOriginalLocal = (1u << kMeshOriginalShift) - 1;
 
   /// The packed record of triangle k, from bit 0 (unaligned little-endian
   /// load of the bytes holding it; packed_ has 16 bytes of padding).
@@ -321,7 +344,9 @@ class TriangleMesh {
       TriangleIndices(k, idx);
       for (uint32_t i : idx) {
         if (vpacked_.empty()) {
-          if (!fvertices_.empty()) {
+          if (!fpacked_.empty()) {
+            __builtin_prefetch(fpacked_.data() + ((static_cast<uint64_t>(i) * frecord_bits_) >> 3));
+          } else if (dvertices_.empty()) {
             __builtin_prefetch(fvertices_.data() + 3 * static_cast<size_t>(i));
           } else {
             __builtin_prefetch(dvertices_.data() + i);
@@ -409,11 +434,15 @@ class TriangleMesh {
               static_cast<double>(q[1]) / vertex_divisor_[1],
               static_cast<double>(q[2]) / vertex_divisor_[2]};
     }
-    if (!fvertices_.empty()) return FloatVertex(i);
+    if (dvertices_.empty()) return FloatVertex(i);
     return dvertices_[i];
   }
+  /// Packed float vertex i (fpacked_), widened (exact). Out of line: the
+  /// inlined decoders of the other forms stay as small as before.
+  __attribute__((noinline)) Vec3 PackedFloatVertex(uint32_t i) const;
   /// Float vertex i, widened (exact).
   __attribute__((always_inline)) Vec3 FloatVertex(uint32_t i) const {
+    if (!fpacked_.empty()) [[unlikely]] return PackedFloatVertex(i);
     const float* f = fvertices_.data() + 3 * static_cast<size_t>(i);
     return {static_cast<double>(f[0]), static_cast<double>(f[1]), static_cast<double>(f[2])};
   }
@@ -519,6 +548,9 @@ class TriangleMesh {
   /// ones apart and the rest packed.
   void PackVertices(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
                     Staging* st);
+  /// Stores every vertex (all float32) in fpacked_ by `layout`.
+  void PackFloatVertices(std::span<const Vec3> vertices, const mesh_vertices::FloatLayout& layout,
+                         Staging* st);
 
   /// An array of the mesh's one block (block_) at `data()`, null when empty
   /// (its length follows from the counts below). Queries read it like the
@@ -545,9 +577,9 @@ class TriangleMesh {
   };
 
   // One allocation holds every array below, nodes_ first (64-byte aligned),
-  // then bottom_, dvertices_, dropped_, fvertices_, packed_, vpacked_ (each
-  // array's size is a multiple of the next one's alignment, so no padding),
-  // then room for this object (Settle).
+  // then bottom_, dvertices_, dropped_, obase_, fcodes_, fvertices_, packed_,
+  // vpacked_, fpacked_ (each array's size is a multiple of the next one's
+  // alignment, so no padding), then room for this object (Settle).
   std::unique_ptr<std::byte, BlockFree> block_;
   // Decimal vertices: per axis q - qmin_ in vaxis_bits_ bits, x, y, z packed
   // into vrecord_bits_ per vertex (then 16 bytes of padding).
@@ -558,6 +590,16 @@ class TriangleMesh {
   // as floats; otherwise as doubles. Beside vpacked_: the fine vertices.
   Stored<float> fvertices_;
   Stored<Vec3> dvertices_;
+  // Or, when smaller, every float vertex packed (mesh_vertices::FloatLayout):
+  // per axis 23 mantissa bits and fcode_bits_ of an index into the axis's
+  // sign-and-exponent codes, fcodes_[fcode_base_[axis] + index].
+  Stored<uint8_t> fpacked_;
+  Stored<uint32_t> fcodes_;
+  uint32_t frecord_bits_ = 0;
+  uint32_t fcode_count_ = 0;
+  uint16_t fcode_base_[3] = {0, 0, 0};
+  uint8_t fcode_bits_[3] = {0, 0, 0};
+  uint8_t faxis_off_[3] = {0, 0, 0};
   // The x of a fine vertex's packed record (all ones), or a value no x has.
   uint64_t fine_mark_ = ~uint64_t{0};
   // Per axis 10^k or 2^k: q / divisor is exactly the input coordinate.
@@ -569,6 +611,12 @@ class TriangleMesh {
   Vec3 step_;
   /// Zero-area triangles dropped at build: input index and vertex indices.
   Stored<std::pair<uint32_t, Indices>> dropped_;
+  /// With predicted originals: per block of 2^kMeshOriginalShift vertices,
+  /// the base that OriginalIndex adds to the record's residual and to
+  /// (i0 mod 2^kMeshOriginalShift) * oslope_ / 2^16.
+  Stored<uint32_t> obase_;
+  uint32_t obase_count_ = 0;
+  uint32_t oslope_ = 0;  // input triangles per vertex, 16.16 fixed point (capped)
   uint32_t vrecord_bits_ = 0;
   uint32_t fine_count_ = 0;
   uint32_t node_count_ = 0;     // nodes_ (64-byte nodes)
@@ -582,7 +630,7 @@ class TriangleMesh {
   uint8_t vaxis_bits_[3] = {0, 0, 0};
   uint8_t vaxis_off_[3] = {0, 0, 0};  // bit of each axis within a vertex record
   uint8_t vbits_ = 1;       // bits of a vertex index
-  uint8_t obits_ = 1;       // bits of an original triangle index
+  uint8_t obits_ = 1;       // bits of an original triangle index (or of its residual)
   uint8_t dbits_ = 1;       // bits of a vertex index difference (<= vbits_)
   bool xy_one_load_ = false;           // x and y bits within 57: one load for both
   bool wide_ = false;       // record_bits() + 7 > 64: 128-bit loads
@@ -774,7 +822,7 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
   uint32_t idx[3];
   TriangleIndices(k, idx);
   if (vpacked_.empty()) {
-    if (!fvertices_.empty()) {
+    if (dvertices_.empty()) {
       for (int c = 0; c < 3; ++c) out[c] = FloatVertex(idx[c]);
     } else {
       for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];
@@ -789,7 +837,7 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3], VertexCache*
   uint32_t idx[3];
   TriangleIndices(k, idx);
   if (vpacked_.empty()) {
-    if (!fvertices_.empty()) {
+    if (dvertices_.empty()) {
       for (int c = 0; c < 3; ++c) out[c] = FloatVertex(idx[c]);
     } else {
       for (int c = 0; c < 3; ++c) out[c] = dvertices_[idx[c]];

@@ -146,11 +146,17 @@ TEST(MeshBuild, MemoryPerTriangle) {
 // the room for the mesh object behind them (one block, padded to 8 bytes);
 // no array kept with spare capacity, none left out.
 TEST(MeshBuild, MemoryBytesIsTheStorage) {
+  // Float vertices: 12 bytes each, or packed records and their codes.
+  const auto float_bytes = [](const TriangleMesh& m) -> size_t {
+    if (m.float_record_bits() == 0) return 3 * sizeof(float) * m.vertex_count();
+    return (size_t{m.vertex_count()} * m.float_record_bits() + 7) / 8 + 16 +
+           4 * size_t{m.float_code_count()};
+  };
   const auto expected = [](const TriangleMesh& m, size_t vertex_bytes) {
     const size_t records = (static_cast<size_t>(m.triangle_count()) * m.record_bits() + 7) / 8 + 16;
     const size_t nodes = 64 * (m.node_count() - m.bottom_node_count()) + 32 * m.bottom_node_count();
-    const size_t arrays =
-        vertex_bytes * m.vertex_count() + records + nodes + 16 * m.dropped_triangles();
+    const size_t arrays = vertex_bytes + records + nodes +
+                          16 * m.dropped_triangles() + 4 * m.original_base_count();
     return (arrays + 7) / 8 * 8 + TriangleMesh::FixedBytes();
   };
   // Float32 coordinates of scattered exponents (no grid of at most 33 bits
@@ -166,18 +172,31 @@ TEST(MeshBuild, MemoryBytesIsTheStorage) {
   const TriangleMesh floats = MustBuild(data);
   ASSERT_TRUE(floats.float_vertices());
   EXPECT_EQ(floats.dropped_triangles(), 1u);
-  EXPECT_EQ(floats.MemoryBytes(), expected(floats, 3 * sizeof(float)));
+  EXPECT_GT(floats.original_base_count(), 0u);  // a grid's rows: predicted originals
+  EXPECT_GT(floats.float_record_bits(), 0u);  // packed: fewer exponents than 2^9 an axis
+  EXPECT_EQ(floats.MemoryBytes(), expected(floats, float_bytes(floats)));
+  // Few vertices: their codes would cost more than plain floats save.
+  MeshData few = data;
+  few.vertices.resize(5);
+  few.triangles = {{0, 1, 2}, {2, 3, 4}};
+  const TriangleMesh plain = MustBuild(few);
+  ASSERT_TRUE(plain.float_vertices());
+  EXPECT_EQ(plain.float_record_bits(), 0u);
+  EXPECT_EQ(plain.MemoryBytes(), expected(plain, float_bytes(plain)));
   const TriangleMesh doubles = MustBuild(IcoSphere(3.0, 3));
   ASSERT_FALSE(doubles.float_vertices());
   ASSERT_FALSE(doubles.quantized_vertices());
-  EXPECT_EQ(doubles.MemoryBytes(), expected(doubles, sizeof(Vec3)));
+  EXPECT_EQ(doubles.MemoryBytes(), expected(doubles, sizeof(Vec3) * doubles.vertex_count()));
 }
 
 // Stored triangles give back exactly the input vertices, in order, whether the
 // index differences are small (a grid), wrap around (shuffled vertices of a
 // large mesh), the mesh is a single triangle (a root node with one leaf) or
 // its records are wide (over 2^20 vertices: indices beyond one 64-bit load;
-// nanometre coordinates over +-2000 m: 32 bits an axis).
+// nanometre coordinates over +-2000 m: 32 bits an axis); and whether the
+// original indices are predicted from the first vertex (a grid's rows, one
+// triangle turned so that its block's base wraps below zero) or kept whole
+// (the triangles shuffled).
 TEST(MeshBuild, TrianglesRoundTripExactly) {
   Random rng(7);
   MeshData grid = WavyGrid(40, 0.5);
@@ -206,7 +225,20 @@ TEST(MeshBuild, TrianglesRoundTripExactly) {
                                          static_cast<uint32_t>(rng.Int(0, last))};
     if (tri[0] != tri[1] && tri[1] != tri[2] && tri[0] != tri[2]) wide.triangles.push_back(tri);
   }
-  for (const MeshData* data : {&grid, &shuffled, &one, &wide}) {
+  MeshData reordered = grid;
+  for (size_t i = reordered.triangles.size() - 1; i > 0; --i) {
+    std::swap(reordered.triangles[i],
+              reordered.triangles[static_cast<size_t>(rng.Int(0, static_cast<int>(i)))]);
+  }
+  MeshData turned = grid;
+  turned.triangles[0] = {turned.triangles[0][1], turned.triangles[0][2], turned.triangles[0][0]};
+  ASSERT_GE(turned.triangles[0][0], 40u);  // original 0 below its block's slope term
+  const TriangleMesh predicted = MustBuild(grid), whole = MustBuild(reordered);
+  EXPECT_GT(predicted.original_base_count(), 0u);
+  EXPECT_EQ(whole.original_base_count(), 0u);
+  EXPECT_LE(predicted.record_bits() + 8, whole.record_bits());  // 3 residual bits, not 12
+  EXPECT_GT(MustBuild(turned).original_base_count(), 0u);
+  for (const MeshData* data : {&grid, &shuffled, &one, &wide, &reordered, &turned}) {
     const TriangleMesh mesh = MustBuild(*data);
     if (data == &wide) {
       EXPECT_TRUE(mesh.quantized_vertices());
@@ -253,9 +285,14 @@ TEST(MeshBuild, InputRoundTripsExactly) {
     return m;
   };
   const MeshData decimal = level_like([](Random& r) { return r.Int(-900000, 900000) / 1e4; });
-  const MeshData float32 = level_like([](Random& r) {
+  MeshData float32 = level_like([](Random& r) {
     return ToFloat(r.Uniform(-300.0, 300.0));
   });
+  // Floats of every kind keep their bits (packed floats: sign and exponent codes).
+  float32.vertices[1].x = -0.0;
+  float32.vertices[2].y = ToFloat(1e-40);  // subnormal
+  float32.vertices[3].z = 0.0;
+  float32.vertices[4].x = ToFloat(-3e-30);
   const MeshData integers =
       level_like([](Random& r) { return static_cast<double>(r.Int(-5000, 5000)); });
   const MeshData doubles = level_like([](Random& r) { return r.Uniform(-300.0, 300.0); });
@@ -264,6 +301,9 @@ TEST(MeshBuild, InputRoundTripsExactly) {
     const MeshData* data = meshes[i];
     const TriangleMesh mesh = MustBuild(*data);
     EXPECT_EQ(mesh.quantized_vertices() || mesh.float_vertices(), data != &doubles) << i;
+    if (data == &float32) {
+      EXPECT_GT(mesh.float_record_bits(), 0u);
+    }
     EXPECT_EQ(mesh.dropped_triangles(), 1u);
     std::vector<Vec3> vertices;
     std::vector<TriangleMesh::Indices> triangles;
