@@ -359,7 +359,11 @@ class ServerChild {
     posix_spawn_file_actions_adddup2(&fa, from[1], 1);
     posix_spawn_file_actions_addclose(&fa, to[1]);
     posix_spawn_file_actions_addclose(&fa, from[0]);
-    char exe[] = "/proc/self/exe";
+    // The program's own path (readlink, not /proc/self/exe itself: under
+    // valgrind that is valgrind's tool binary, which fails to start alone).
+    char exe[4096] = "/proc/self/exe";
+    const ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (len > 0) exe[len] = '\0';
     char flag[] = "--serve-arena";
     char* argv[] = {exe, flag, nullptr};
     const int rc = posix_spawn(&pid_, exe, &fa, nullptr, argv, environ);
@@ -397,107 +401,161 @@ class ServerChild {
   FILE* out_ = nullptr;
 };
 
+// The in-process CPU seconds and allocations of one arena tick, averaged over
+// `ticks` ticks after a warm-up (from the same start as the service's ticks:
+// its answers are bit-identical, so the players walk the same way).
+bool InProcessCost(int ticks, double* cpu, double* allocs) {
+  constexpr int kWarmup = 20;
+  ArenaRun run;
+  InProcessTick t;
+  if (!t.set.AddBulk(run.arena.colliders).ok()) return false;
+  double total_cpu = 0;
+  uint64_t total_allocs = 0;
+  for (int i = 0; i < kWarmup + ticks; ++i) {
+    const std::vector<Query> queries = run.Next(true);
+    const double c0 = ThreadCpuSeconds();
+    const uint64_t a0 = Allocations();
+    if (!t.Run(run, queries, true)) return false;
+    if (i >= kWarmup) {
+      total_cpu += ThreadCpuSeconds() - c0;
+      total_allocs += Allocations() - a0;
+    }
+  }
+  *cpu = total_cpu / ticks;
+  *allocs = static_cast<double>(total_allocs) / ticks;
+  return true;
+}
+
+// The arena's ticks through the Tick stream of a hitboxd child, as a game
+// sends them; counts the game's own work (making queries, reading
+// positions) apart from the client's.
+class ServiceTicks {
+ public:
+  ServiceTicks(bool by_id, bool buffers) : buffers_(buffers) {
+    if (child_.port() == 0) {
+      error_ = "could not start the server child";
+      return;
+    }
+    ClientOptions options;
+    // Under valgrind the setup is slow and the first connection attempt may
+    // fail: wait for it rather than fail fast.
+    options.default_timeout = std::chrono::minutes(10);
+    options.wait_for_ready = true;
+    client_ = std::make_unique<Client>("127.0.0.1:" + std::to_string(child_.port()), options);
+    RpcStatus st = client_->CreateSession("arena").status();
+    if (st.ok()) st = client_->AddColliders("arena", run_.arena.colliders).status();
+    if (!st.ok()) {
+      error_ = "arena: " + st.ToString();
+      return;
+    }
+    if (by_id) sweeps_ = run_.SweepsById();
+    stream_ = client_->OpenTickStream("arena");
+  }
+  ~ServiceTicks() {
+    if (stream_) (void)stream_->Finish();
+  }
+  const std::string& error() const { return error_; }
+  ServerChild& child() { return child_; }
+
+  // One tick; false (error() says why) when it failed.
+  bool Tick() {
+    if (!error_.empty()) return false;
+    double c0 = ThreadCpuSeconds();
+    uint64_t a0 = Allocations();
+    const std::vector<Query> queries = run_.Next(true);
+    game_cpu_ += ThreadCpuSeconds() - c0;
+    game_allocs_ += Allocations() - a0;
+    RpcStatus st;
+    RpcResult<TickResult> owned = RpcStatus(RpcCode::kInternal, "unset");
+    const std::vector<QueryResult>* results = &kept_.results;
+    if (buffers_) {
+      st = stream_->TickInto({}, queries, sweeps_, &kept_);
+    } else {
+      owned = stream_->Tick({}, queries, sweeps_).get();
+      if (owned.ok()) {
+        results = &owned->results;
+      } else {
+        st = owned.status();
+      }
+    }
+    if (!st.ok()) {
+      error_ = st.ToString();
+      return false;
+    }
+    c0 = ThreadCpuSeconds();
+    a0 = Allocations();
+    run_.Advance(*results);
+    game_cpu_ += ThreadCpuSeconds() - c0;
+    game_allocs_ += Allocations() - a0;
+    return true;
+  }
+  // Starts counting the client's CPU and allocations (less the game's) anew.
+  void StartCounting() {
+    game_cpu_ = 0;
+    game_allocs_ = 0;
+    cpu0_ = ProcessCpuSeconds();
+    allocs0_ = Allocations();
+  }
+  double client_cpu() const { return ProcessCpuSeconds() - cpu0_ - game_cpu_; }
+  uint64_t client_allocs() const { return Allocations() - allocs0_ - game_allocs_; }
+
+ private:
+  ServerChild child_;
+  std::unique_ptr<Client> client_;
+  ArenaRun run_;
+  std::vector<ShapeFromCollider> sweeps_;
+  std::unique_ptr<TickStream> stream_;
+  const bool buffers_;
+  TickResult kept_;  // buffers: the game's own, reused every tick
+  std::string error_;
+  double game_cpu_ = 0;
+  uint64_t game_allocs_ = 0;
+  double cpu0_ = 0;
+  uint64_t allocs0_ = 0;
+};
+
 void BM_ArenaTickService(benchmark::State& state) {
   const bool by_id = state.range(0) != 0;
   const bool buffers = state.range(1) != 0;
   spdlog::set_level(spdlog::level::warn);
-
-  // The in-process cost of the same ticks (from the same start: the
-  // service's answers are bit-identical, so the players walk the same way).
-  double inproc_cpu = 0;
-  uint64_t inproc_allocs = 0;
   constexpr int kInProcessTicks = 300, kWarmup = 20;
-  {
-    ArenaRun run;
-    InProcessTick t;
-    if (!t.set.AddBulk(run.arena.colliders).ok()) state.SkipWithError("arena");
-    for (int i = 0; i < kWarmup + kInProcessTicks; ++i) {
-      const std::vector<Query> queries = run.Next(true);
-      const double c0 = ThreadCpuSeconds();
-      const uint64_t a0 = Allocations();
-      if (!t.Run(run, queries, true)) state.SkipWithError("apply");
-      if (i >= kWarmup) {
-        inproc_cpu += ThreadCpuSeconds() - c0;
-        inproc_allocs += Allocations() - a0;
-      }
-    }
-  }
-
-  ServerChild child;
-  if (child.port() == 0) {
-    state.SkipWithError("could not start the server child");
+  double inproc_cpu = 0, inproc_allocs = 0;
+  if (!InProcessCost(kInProcessTicks, &inproc_cpu, &inproc_allocs)) {
+    state.SkipWithError("arena");
     return;
   }
-  {
-    Client client("127.0.0.1:" + std::to_string(child.port()));
-    ArenaRun run;
-    if (!CreateArena(client, run, state)) return;
-    const std::vector<ShapeFromCollider> sweeps = by_id ? run.SweepsById()
-                                                        : std::vector<ShapeFromCollider>{};
-    std::unique_ptr<TickStream> stream = client.OpenTickStream("arena");
-    // The game's own work (making queries, reading positions), not the client's.
-    double game_cpu = 0;
-    uint64_t game_allocs = 0;
-    bool failed = false;
-    TickResult kept;  // buffers: the game's own, reused every tick
-    const auto tick = [&] {
-      double c0 = ThreadCpuSeconds();
-      uint64_t a0 = Allocations();
-      const std::vector<Query> queries = run.Next(true);
-      game_cpu += ThreadCpuSeconds() - c0;
-      game_allocs += Allocations() - a0;
-      RpcStatus st;
-      RpcResult<TickResult> owned = RpcStatus(RpcCode::kInternal, "unset");
-      const std::vector<QueryResult>* results = &kept.results;
-      if (buffers) {
-        st = stream->TickInto({}, queries, sweeps, &kept);
-      } else {
-        owned = stream->Tick({}, queries, sweeps).get();
-        if (owned.ok()) {
-          results = &owned->results;
-        } else {
-          st = owned.status();
-        }
-      }
-      if (!st.ok()) {
-        state.SkipWithError(st.ToString().c_str());
-        failed = true;
-        return;
-      }
-      c0 = ThreadCpuSeconds();
-      a0 = Allocations();
-      run.Advance(*results);
-      game_cpu += ThreadCpuSeconds() - c0;
-      game_allocs += Allocations() - a0;
-    };
-    for (int i = 0; i < kWarmup && !failed; ++i) tick();
-    uint64_t server_allocs0 = 0, server_allocs1 = 0;
-    double server_cpu0 = 0, server_cpu1 = 0;
-    if (!child.Stats(&server_allocs0, &server_cpu0)) state.SkipWithError("server stats");
-    game_cpu = 0;
-    game_allocs = 0;
-    const double client_cpu0 = ProcessCpuSeconds();
-    const uint64_t client_allocs0 = Allocations();
-    for (auto _ : state) {
-      if (failed) break;
-      tick();
-    }
-    const double client_cpu = ProcessCpuSeconds() - client_cpu0 - game_cpu;
-    const uint64_t client_allocs = Allocations() - client_allocs0 - game_allocs;
-    if (!child.Stats(&server_allocs1, &server_cpu1)) state.SkipWithError("server stats");
-    (void)stream->Finish();
-
-    const double ticks = static_cast<double>(std::max<int64_t>(1, state.iterations()));
-    const double inproc_us = inproc_cpu / kInProcessTicks * 1e6;
-    const double server_us = (server_cpu1 - server_cpu0) / ticks * 1e6;
-    state.counters["server_cpu_us"] = server_us;
-    state.counters["client_cpu_us"] = client_cpu / ticks * 1e6;
-    state.counters["server_allocs"] = static_cast<double>(server_allocs1 - server_allocs0) / ticks;
-    state.counters["client_allocs"] = static_cast<double>(client_allocs) / ticks;
-    state.counters["inproc_cpu_us"] = inproc_us;
-    state.counters["inproc_allocs"] = static_cast<double>(inproc_allocs) / kInProcessTicks;
-    state.counters["server_over_inproc"] = server_us / inproc_us;
+  ServiceTicks s(by_id, buffers);
+  bool failed = !s.error().empty();
+  for (int i = 0; i < kWarmup && !failed; ++i) failed = !s.Tick();
+  if (failed) {
+    state.SkipWithError(s.error().c_str());
+    return;
   }
+  uint64_t server_allocs0 = 0, server_allocs1 = 0;
+  double server_cpu0 = 0, server_cpu1 = 0;
+  if (!s.child().Stats(&server_allocs0, &server_cpu0)) state.SkipWithError("server stats");
+  s.StartCounting();
+  for (auto _ : state) {
+    if (failed) break;
+    if (!s.Tick()) {
+      state.SkipWithError(s.error().c_str());
+      failed = true;
+    }
+  }
+  const double client_cpu = s.client_cpu();
+  const uint64_t client_allocs = s.client_allocs();
+  if (!s.child().Stats(&server_allocs1, &server_cpu1)) state.SkipWithError("server stats");
+
+  const double ticks = static_cast<double>(std::max<int64_t>(1, state.iterations()));
+  const double inproc_us = inproc_cpu * 1e6;
+  const double server_us = (server_cpu1 - server_cpu0) / ticks * 1e6;
+  state.counters["server_cpu_us"] = server_us;
+  state.counters["client_cpu_us"] = client_cpu / ticks * 1e6;
+  state.counters["server_allocs"] = static_cast<double>(server_allocs1 - server_allocs0) / ticks;
+  state.counters["client_allocs"] = static_cast<double>(client_allocs) / ticks;
+  state.counters["inproc_cpu_us"] = inproc_us;
+  state.counters["inproc_allocs"] = inproc_allocs;
+  state.counters["server_over_inproc"] = server_us / inproc_us;
 }
 BENCHMARK(BM_ArenaTickService)
     ->ArgNames({"by_id", "buffers"})
@@ -507,11 +565,45 @@ BENCHMARK(BM_ArenaTickService)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
+// --service-ticks N: 20 warm-up ticks, then N ticks through a hitboxd child
+// (sweeps by id, answers into kept buffers), with no in-process part and no
+// timing loop, so that callgrind (--trace-children=yes) counts a fixed
+// amount of work; two runs with different N give the instructions per tick
+// of each process. Prints the per-tick CPU and allocations.
+int ServiceTicksOnly(int n) {
+  spdlog::set_level(spdlog::level::warn);
+  ServiceTicks s(/*by_id=*/true, /*buffers=*/true);
+  for (int i = 0; i < 20; ++i) {
+    if (!s.Tick()) break;
+  }
+  uint64_t a0 = 0, a1 = 0;
+  double c0 = 0, c1 = 0;
+  if (!s.child().Stats(&a0, &c0)) return 1;
+  s.StartCounting();
+  for (int i = 0; i < n; ++i) {
+    if (!s.Tick()) break;
+  }
+  if (!s.error().empty()) {
+    std::fprintf(stderr, "--service-ticks: %s\n", s.error().c_str());
+    return 1;
+  }
+  const double client_cpu = s.client_cpu();
+  const uint64_t client_allocs = s.client_allocs();
+  if (!s.child().Stats(&a1, &c1)) return 1;
+  std::printf("ticks %d server_cpu_us %.1f client_cpu_us %.1f server_allocs %.2f client_allocs %.2f\n",
+              n, (c1 - c0) / n * 1e6, client_cpu / n * 1e6, static_cast<double>(a1 - a0) / n,
+              static_cast<double>(client_allocs) / n);
+  return 0;
+}
+
 }  // namespace
 }  // namespace hitbox
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--serve-arena") == 0) return hitbox::ServeArena();
+  if (argc > 2 && std::strcmp(argv[1], "--service-ticks") == 0) {
+    return hitbox::ServiceTicksOnly(std::atoi(argv[2]));
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
