@@ -116,13 +116,13 @@ inline uint32_t WideEnterLanes(const WideTree::Node& n, const SegmentSetup& s,
   return static_cast<uint32_t>(_mm_movemask_ps(ok));
 }
 
-/// QueryTree over a wide copy, as a resumable traversal (BoxCursor's
-/// interface): the same leaves, in another order.
-class WideBoxCursor {
- public:
-  void Begin(const WideTree& tree, const FloatAabb& box, uint32_t mask) {
+/// What both wide cursors keep and do: the nodes, the layer mask, the stack
+/// and the entry the next Step visits.
+class WideWalk {
+ protected:
+  /// Starts at the root (an empty tree has nothing to visit).
+  void Start(const WideTree& tree, uint32_t mask) {
     nodes_ = tree.nodes();
-    box_ = BoxSetup(box);
     mask_ = mask;
     sp_ = 0;
     pending_ = {WideTree::kEmpty, 0.0f, 0};
@@ -130,6 +130,55 @@ class WideBoxCursor {
     stack_.Reset(3 * static_cast<size_t>(tree.depth()) + 4);
     pending_.word = 0;
     PrefetchWide(nodes_, 0, NoItemPrefetch{});
+  }
+
+  /// Child i of n as a stack entry with entry fraction t (a leaf's layer is
+  /// the one bit of its mask).
+  static WideEntry LaneEntry(const WideTree::Node& n, int i, float t) {
+    return {n.child[i], t, static_cast<uint32_t>(__builtin_ctz(n.layers[i] | 0x80000000u))};
+  }
+
+  /// Ends a step: visits `next` on the next Step, else the first entry popped
+  /// off the stack's sp entries that `keep` accepts, and prefetches it.
+  /// Returns false when none is left.
+  template <typename Keep, typename ItemPrefetch>
+  __attribute__((always_inline)) bool Advance(WideEntry next, size_t sp, const Keep& keep,
+                                              const ItemPrefetch& item_prefetch) {
+    while (next.word == WideTree::kEmpty) {
+      if (sp == 0) {
+        sp_ = 0;
+        return false;
+      }
+      --sp;
+      if (keep(stack_[sp])) next = stack_[sp];
+    }
+    sp_ = sp;
+    pending_ = next;
+    PrefetchWide(nodes_, next.word, item_prefetch);
+    return true;
+  }
+
+  /// Takes the entry to visit now (kEmpty word when none).
+  WideEntry TakePending() {
+    const WideEntry next = pending_;
+    pending_.word = WideTree::kEmpty;
+    return next;
+  }
+
+  const WideTree::Node* nodes_ = nullptr;
+  uint32_t mask_ = 0;
+  CursorStack<WideEntry> stack_;
+  size_t sp_ = 0;
+  WideEntry pending_{WideTree::kEmpty, 0.0f, 0};
+};
+
+/// QueryTree over a wide copy, as a resumable traversal (BoxCursor's
+/// interface): the same leaves, in another order.
+class WideBoxCursor : WideWalk {
+ public:
+  void Begin(const WideTree& tree, const FloatAabb& box, uint32_t mask) {
+    box_ = BoxSetup(box);
+    Start(tree, mask);
   }
 
   /// Does one node's work: fn(item, layer) for a leaf. Returns false when done.
@@ -137,101 +186,66 @@ class WideBoxCursor {
   bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
     WideEntry* stack = &stack_[0];
     size_t sp = sp_;
-    WideEntry next = pending_;
-    pending_.word = WideTree::kEmpty;
-    if (next.word != WideTree::kEmpty) {
-      if (next.word & WideTree::kLeafBit) {
-        fn(next.word & ~WideTree::kLeafBit, next.layer);
-        next.word = WideTree::kEmpty;
-      } else {
-        const WideTree::Node& n = nodes_[next.word];
-        next.word = WideTree::kEmpty;
-        uint32_t lanes = WideOverlapLanes(n, box_) & WideLayerLanes(n, mask_);
-        for (; lanes != 0; lanes &= lanes - 1) {
-          const int i = __builtin_ctz(lanes);
-          const WideEntry e{n.child[i], 0.0f,
-                            static_cast<uint32_t>(__builtin_ctz(n.layers[i] | 0x80000000u))};
-          if (next.word == WideTree::kEmpty) {
-            next = e;
-          } else {
-            stack[sp++] = e;
-          }
+    WideEntry next = TakePending();
+    if (next.word == WideTree::kEmpty) {
+      // Nothing to visit (an empty tree): Advance finds the stack empty.
+    } else if (next.word & WideTree::kLeafBit) {
+      fn(next.word & ~WideTree::kLeafBit, next.layer);
+      next.word = WideTree::kEmpty;
+    } else {
+      const WideTree::Node& n = nodes_[next.word];
+      next.word = WideTree::kEmpty;
+      // The first child overlapped is visited next, the others stacked.
+      for (uint32_t lanes = WideOverlapLanes(n, box_) & WideLayerLanes(n, mask_); lanes != 0;
+           lanes &= lanes - 1) {
+        const WideEntry e = LaneEntry(n, __builtin_ctz(lanes), 0.0f);
+        if (next.word == WideTree::kEmpty) {
+          next = e;
+        } else {
+          stack[sp++] = e;
         }
       }
     }
-    if (next.word == WideTree::kEmpty) {
-      if (sp == 0) {
-        sp_ = 0;
-        return false;
-      }
-      next = stack[--sp];
-    }
-    sp_ = sp;
-    pending_ = next;
-    PrefetchWide(nodes_, next.word, item_prefetch);
-    return true;
+    return Advance(next, sp, [](const WideEntry&) { return true; }, item_prefetch);
   }
 
  private:
-  const WideTree::Node* nodes_ = nullptr;
   BoxSetup box_;
-  uint32_t mask_ = 0;
-  CursorStack<WideEntry> stack_;
-  size_t sp_ = 0;
-  WideEntry pending_{WideTree::kEmpty, 0.0f, 0};
 };
 
 /// CastTree over a wide copy, as a resumable traversal (SegmentCursor's
 /// interface): the same leaves, nearer boxes first.
-class WideSegmentCursor {
+class WideSegmentCursor : WideWalk {
  public:
   void Begin(const WideTree& tree, const SegmentSetup* seg, uint32_t mask, double max_fraction) {
-    nodes_ = tree.nodes();
     seg_ = seg;
-    mask_ = mask;
     max_fraction_ = max_fraction;
     bound_.Set(FractionBound(max_fraction));
-    sp_ = 0;
-    pending_ = {WideTree::kEmpty, 0.0f, 0};
-    if (tree.empty()) return;
-    stack_.Reset(3 * static_cast<size_t>(tree.depth()) + 4);
-    pending_.word = 0;
-    PrefetchWide(nodes_, 0, NoItemPrefetch{});
+    Start(tree, mask);
   }
 
   /// Does one node's work: for a leaf, max_fraction = fn(item, layer,
   /// max_fraction) (negative stops). Returns false when done.
   template <typename Fn, typename ItemPrefetch>
   bool Step(Fn&& fn, const ItemPrefetch& item_prefetch) {
-    WideEntry* stack = &stack_[0];
     size_t sp = sp_;
-    WideEntry next = pending_;
-    pending_.word = WideTree::kEmpty;
-    if (next.word != WideTree::kEmpty) {
-      if (next.word & WideTree::kLeafBit) {
-        max_fraction_ = fn(next.word & ~WideTree::kLeafBit, next.layer, max_fraction_);
-        if (max_fraction_ < 0.0) {
-          sp_ = 0;
-          return false;
-        }
-        bound_.Set(FractionBound(max_fraction_));
-        next.word = WideTree::kEmpty;
-      } else {
-        next = Enter(nodes_[next.word], stack, &sp);
-      }
-    }
-    while (next.word == WideTree::kEmpty) {
-      if (sp == 0) {
+    WideEntry next = TakePending();
+    if (next.word == WideTree::kEmpty) {
+      // Nothing to visit (an empty tree): Advance finds the stack empty.
+    } else if (next.word & WideTree::kLeafBit) {
+      max_fraction_ = fn(next.word & ~WideTree::kLeafBit, next.layer, max_fraction_);
+      if (max_fraction_ < 0.0) {
         sp_ = 0;
         return false;
       }
-      --sp;
-      if (stack[sp].t <= bound_.value()) next = stack[sp];
+      bound_.Set(FractionBound(max_fraction_));
+      next.word = WideTree::kEmpty;
+    } else {
+      next = Enter(nodes_[next.word], &stack_[0], &sp);
     }
-    sp_ = sp;
-    pending_ = next;
-    PrefetchWide(nodes_, next.word, item_prefetch);
-    return true;
+    // Entries stacked before the bound fell may now lie beyond it.
+    return Advance(
+        next, sp, [this](const WideEntry& e) { return e.t <= bound_.value(); }, item_prefetch);
   }
 
  private:
@@ -241,18 +255,18 @@ class WideSegmentCursor {
                                                  size_t* sp) const {
     alignas(16) float t[WideTree::kWidth];
     uint32_t lanes = WideEnterLanes(n, *seg_, bound_, t) & WideLayerLanes(n, mask_);
-    const auto entry = [&](int i) {
-      return WideEntry{n.child[i], t[i],
-                       static_cast<uint32_t>(__builtin_ctz(n.layers[i] | 0x80000000u))};
-    };
     if (lanes == 0) return {WideTree::kEmpty, 0.0f, 0};
-    if ((lanes & (lanes - 1)) == 0) return entry(__builtin_ctz(lanes));
+    if ((lanes & (lanes - 1)) == 0) {
+      const int i = __builtin_ctz(lanes);
+      return LaneEntry(n, i, t[i]);
+    }
     // Insertion sort on top of the stack, farthest at the bottom (on a tie
     // the earlier lane pops first, as the binary walk takes child 1).
     WideEntry* top = stack + *sp;
     int count = 0;
     for (; lanes != 0; lanes &= lanes - 1) {
-      const WideEntry x = entry(__builtin_ctz(lanes));
+      const int i = __builtin_ctz(lanes);
+      const WideEntry x = LaneEntry(n, i, t[i]);
       int j = count++;
       while (j > 0 && top[j - 1].t <= x.t) {
         top[j] = top[j - 1];
@@ -264,14 +278,9 @@ class WideSegmentCursor {
     return top[count - 1];
   }
 
-  const WideTree::Node* nodes_ = nullptr;
   const SegmentSetup* seg_ = nullptr;
-  uint32_t mask_ = 0;
   double max_fraction_ = 1.0;
   EntryBound bound_{1.0f};
-  CursorStack<WideEntry> stack_;
-  size_t sp_ = 0;
-  WideEntry pending_{WideTree::kEmpty, 0.0f, 0};
 };
 
 }  // namespace hitbox
