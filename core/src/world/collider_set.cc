@@ -362,8 +362,8 @@ size_t ColliderSet::MemoryBytes() const {
     std::lock_guard<std::mutex> lock(m.wide_mu);
     if (m.wide_copy != nullptr) wide_bytes = m.wide_copy->MemoryBytes();
   }
-  return wide_bytes + m.colliders.capacity() * sizeof(Collider) + m.leaf_of.capacity() * sizeof(uint32_t) +
-         m.radius.capacity() * sizeof(float) +
+  return wide_bytes + m.colliders.capacity() * sizeof(Collider) +
+         m.leaf_of.capacity() * sizeof(uint32_t) + m.radius.capacity() * sizeof(float) +
          m.tracked.capacity() + m.tree.MemoryBytes() + m.index.MemoryBytes() +
          m.shape_data_bytes + m.history.MemoryBytes() + m.watches.MemoryBytes();
 }
@@ -396,9 +396,7 @@ ColliderSet::TreeStats ColliderSet::GetTreeStats() const {
   s.nodes = m.tree.NodeCount();
   s.area_ratio = m.tree.AreaRatio();
   std::lock_guard<std::mutex> lock(m.wide_mu);
-  if (m.wide_copy != nullptr && m.wide_copy->version() == m.tree.version()) {
-    s.wide_nodes = m.wide_copy->node_count();
-  }
+  if (m.WideIsCurrent()) s.wide_nodes = m.wide_copy->node_count();
   return s;
 }
 

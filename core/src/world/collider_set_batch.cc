@@ -83,8 +83,8 @@ bool ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<Query
 std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const {
 #if defined(__SSE2__)
   std::lock_guard<std::mutex> lock(wide_mu);
+  if (WideIsCurrent()) return wide_copy;
   const uint64_t version = tree.version();
-  if (wide_copy != nullptr && wide_copy->version() == version) return wide_copy;
   if (wide_counted_version != version) {
     wide_copy.reset();
     wide_counted_version = version;

@@ -135,6 +135,10 @@ struct ColliderSet::Impl {
   /// The tree version the queries in wide_queries were counted at.
   mutable uint64_t wide_counted_version = 0;
   mutable uint64_t wide_queries = 0;
+  /// True when wide_copy is a copy of the tree as it is (wide_mu held).
+  bool WideIsCurrent() const {
+    return wide_copy != nullptr && wide_copy->version() == tree.version();
+  }
   IdIndex index;
   uint64_t revision = 0;
   /// Heap bytes of the colliders' kind data (hull vertices, planes, ...),
