@@ -184,11 +184,12 @@ Case MakeCase(Random& rng, int kind) {
 // Every field of the sphere and capsule sweeps is the reference's, on
 // 400,000 cases each (starts inside, grazes, near edges and vertices,
 // characters on floors and at walls, far from the origin); hits of every
-// kind are among them.
+// kind are among them, and the quick miss beside or above an edge
+// (SegmentBeyondAnEdge) passes by many cases the reference's did not.
 TEST(BallTriangleSweep, SameBitsAsTheReference) {
   Random rng(2929);
   constexpr int kCases = 400000;
-  int hits = 0, inside = 0, sphere_hits = 0, capsule_hits = 0;
+  int hits = 0, inside = 0, sphere_hits = 0, capsule_hits = 0, beyond = 0, beyond_new = 0;
   for (int i = 0; i < kCases; ++i) {
     const Case c = MakeCase(rng, i % 6);
     const Vec3* t = c.tri;
@@ -203,16 +204,25 @@ TEST(BallTriangleSweep, SameBitsAsTheReference) {
     const CastResult got_ball =
         SweepSphereTriangle(c.p0, c.r, c.v, c.t_max, t[0], t[1], t[2], c.active);
     ASSERT_TRUE(SameResult(got_ball, want_ball)) << "sphere case " << i;
+    const Vec3 n = TriangleNormal(t[0], t[1], t[2]);
+    const double h0 = Dot(c.p0 - t[0], n), h1 = Dot(c.p1 - t[0], n);
+    if (!ClearOfPlane(std::min(h0, h1), std::max(h0, h1), c.r, c.v, n, c.t_max) &&
+        SegmentBeyondAnEdge(c.p0, c.p1, h0, h1, c.r, c.v, c.t_max, t[0], t[1], t[2], n)) {
+      ++beyond;
+      beyond_new +=
+          !reference::SegmentBeyondAnEdge(c.p0, c.p1, c.r, c.v, c.t_max, t[0], t[1], t[2], n);
+    }
     hits += want.state == CastState::kHit;
     inside += want.state == CastState::kStartedOverlapping;
     capsule_hits += want.hit();
     sphere_hits += want_ball.hit();
   }
-  std::printf("capsule hits %d (started inside %d), sphere hits %d\n", capsule_hits, inside,
-              sphere_hits);
+  std::printf("capsule hits %d (started inside %d), sphere hits %d, beyond an edge %d (%d new)\n",
+              capsule_hits, inside, sphere_hits, beyond, beyond_new);
   EXPECT_GT(hits, kCases / 10);
   EXPECT_GT(inside, kCases / 20);
   EXPECT_GT(sphere_hits, kCases / 10);
+  EXPECT_GT(beyond_new, kCases / 50);
 }
 
 }  // namespace
