@@ -524,7 +524,7 @@ TEST(TriangleSweepClosedForm, CapsuleMissBesideAnEdgeChangesNoAnswer) {
         SweepCapsuleTriangle(c.p0, c.p1, c.r, c.v, x.t_max, t[0], t[1], t[2], c.active);
     ASSERT_TRUE(SameResult(got, closed_form)) << "case " << i;
     hits += got.hit();
-    if (SegmentBeyondAnEdge(c.p0, c.p1, c.r, c.v, x.t_max, t[0], t[1], t[2], n)) {
+    if (SegmentBeyondAnEdge(c.p0, c.p1, h0, h1, c.r, c.v, x.t_max, t[0], t[1], t[2], n)) {
       ++beside;
       floor_beside += floor;
       EXPECT_FALSE(closed_form.hit()) << "case " << i;

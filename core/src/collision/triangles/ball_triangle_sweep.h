@@ -83,12 +83,61 @@ inline bool BallReachesPlane(const Vec3& c, double h, double r, const Vec3& v, c
   return true;
 }
 
-/// SweepSphereTriangle given the triangle's unit normal n (TriangleNormal)
-/// and the centre's height h = Dot(c - a, n): SweepCapsuleTriangle's end
-/// balls share its own.
-inline CastResult SweepSphereTriangleAt(const Vec3& c, double h, double r, const Vec3& v,
-                                        double t_max, const Vec3& a, const Vec3& b, const Vec3& cc,
-                                        const Vec3& n, uint8_t active) {
+/// Whether a ball's centre c moving by v for t in [0, t_max] stays farther
+/// than rr from the line through edge pq of a triangle (unit normal n), given
+/// `over`, how far the path's heights stay beyond the triangle's (0 when they
+/// meet): on the axis m = Cross(q - p, n), square to the edge and to n, the
+/// path spans c's projection widened by the motion and the line one value,
+/// so every point of the path is at least sqrt(over^2 + (gap / |m|)^2) from
+/// the line. Then the edge's capsule (radius r, rr a margin far above
+/// RaySegmentCapsule's rounding and grazes) is passed by: a cheap miss. The
+/// box test misses it for an edge across the box, such as the edge of a
+/// floor cell beside a character's foot that comes down too little.
+[[gnu::always_inline]] inline bool PathBeyondEdgeLine(const Vec3& c, const Vec3& v, double t_max,
+                                                      const Vec3& p, const Vec3& q, const Vec3& n,
+                                                      double rr, double over) {
+  const Vec3 m = Cross(q - p, n);
+  const double d0 = Dot(c - p, m), dv = Dot(v, m) * t_max;
+  const double gap = std::max(d0 + std::min(0.0, dv), -(d0 + std::max(0.0, dv)));
+  return gap > 0.0 && gap * gap > (rr * rr - over * over) * m.LengthSq();
+}
+
+/// How far heights [c_lo, c_hi] moving by dn (for the whole motion) stay
+/// beyond heights [lo, hi]: 0 when the two ranges meet.
+inline double HeightsApart(double c_lo, double c_hi, double dn, double lo, double hi) {
+  return std::max(0.0, std::max(c_lo + std::min(0.0, dn) - hi, lo - (c_hi + std::max(0.0, dn))));
+}
+
+/// Where a ball's centre reaches the plane offset by r and the triangle's
+/// feature nearest that point (BallReachesPlane, then ClosestPointOnTriangle),
+/// worked out once for a capsule's end ball and handed to its sphere sweep.
+struct BallFaceProbe {
+  bool reaches = false;  ///< BallReachesPlane with the capsule's t_max
+  BallPlaneEntry at_plane;
+  TriangleFeature feature = TriangleFeature::kFace;
+  Vec3 on;  ///< the triangle's point nearest at_plane.point
+};
+
+/// The face probe of a ball (centre c at height h, radius r) moving by v,
+/// t in [0, t_max].
+inline BallFaceProbe ProbeBallFace(const Vec3& c, double h, double r, const Vec3& v, const Vec3& n,
+                                   double t_max, const Vec3& a, const Vec3& b, const Vec3& cc) {
+  BallFaceProbe probe;
+  probe.reaches = BallReachesPlane(c, h, r, v, n, t_max, &probe.at_plane);
+  if (probe.reaches) {
+    probe.on = ClosestPointOnTriangle(probe.at_plane.point, a, b, cc, &probe.feature);
+  }
+  return probe;
+}
+
+/// SweepSphereTriangleAt past the start: `probe` (ProbeBallFace's with a
+/// t_max at least this one) saves the face's work; `ends_apart` says the ball
+/// is known to start beyond r of the triangle (by the identical distance
+/// test), which is then skipped.
+inline CastResult SweepSphereTriangleProbed(const Vec3& c, double h, double r, const Vec3& v,
+                                            double t_max, const Vec3& a, const Vec3& b,
+                                            const Vec3& cc, const Vec3& n, uint8_t active,
+                                            const BallFaceProbe* probe, bool ends_apart) {
   CastResult out;
   if (ClearOfPlane(h, h, r, v, n, t_max)) return out;
   // Most triangles near the path are passed by: their box, or their edges',
@@ -104,7 +153,7 @@ inline CastResult SweepSphereTriangleAt(const Vec3& c, double h, double r, const
   // triangle: the distance test, the costliest piece, is skipped.
   const double coords = std::max(c.Abs().MaxComponent(), std::max(tri_box.min.Abs().MaxComponent(),
                                                                    tri_box.max.Abs().MaxComponent()));
-  const bool off_plane = std::fabs(h) - r > 1e-9 * (r + std::fabs(h) + coords);
+  const bool off_plane = ends_apart || std::fabs(h) - r > 1e-9 * (r + std::fabs(h) + coords);
   Vec3 q;
   const double d2 = off_plane ? 2.0 * r * r + 1.0 : PointTriangleDistanceSq(c, a, b, cc, &q);
   if (d2 <= r * r) {
@@ -118,10 +167,17 @@ inline CastResult SweepSphereTriangleAt(const Vec3& c, double h, double r, const
   double best = t_max;
   bool found = false;
   // Face: the sphere's centre reaches the plane offset by r on its side.
-  BallPlaneEntry at_plane;
-  if (BallReachesPlane(c, h, r, v, n, best, &at_plane)) {
-    TriangleFeature f;
-    const Vec3 on = ClosestPointOnTriangle(at_plane.point, a, b, cc, &f);
+  // (The probe's entry time is the same whatever the t_max: within this one
+  // exactly when BallReachesPlane with it would say so.)
+  BallFaceProbe own;
+  if (probe == nullptr) {
+    own = ProbeBallFace(c, h, r, v, n, best, a, b, cc);
+    probe = &own;
+  }
+  if (probe->reaches && probe->at_plane.t <= best) {
+    const BallPlaneEntry& at_plane = probe->at_plane;
+    const TriangleFeature f = probe->feature;
+    const Vec3& on = probe->on;
     if (f == TriangleFeature::kFace) {
       // Inside the face: every other piece of the triangle's Minkowski sum
       // with the ball (the edge capsules) lies within r of the plane, so
@@ -141,10 +197,15 @@ inline CastResult SweepSphereTriangleAt(const Vec3& c, double h, double r, const
     }
   }
   const Vec3 vs[3] = {a, b, cc};
+  const double rr = r + 1e-9 * (r + coords + v.Abs().MaxComponent() * t_max);
+  const double hb = Dot(b - a, n), hc = Dot(cc - a, n);
+  const double over = HeightsApart(h, h, Dot(v, n) * t_max, std::min(0.0, std::min(hb, hc)),
+                                   std::max(0.0, std::max(hb, hc)));
   for (int i = 0; i < 3; ++i) {
     const Vec3& p = vs[i];
     const Vec3& q_end = vs[(i + 1) % 3];
     if (BoxesApart(reach, Aabb(Min(p, q_end), Max(p, q_end)))) continue;
+    if (PathBeyondEdgeLine(c, v, best, p, q_end, n, rr, over)) continue;
     internal::RayEntry e;
     if (internal::RaySegmentCapsule(c, v, p, q_end, r, &e) ==
             internal::RayOutcome::kHit &&
@@ -176,6 +237,15 @@ inline CastResult SweepSphereTriangleAt(const Vec3& c, double h, double r, const
   return out;
 }
 
+/// SweepSphereTriangle given the triangle's unit normal n (TriangleNormal)
+/// and the centre's height h = Dot(c - a, n): SweepCapsuleTriangle's end
+/// balls share its own.
+inline CastResult SweepSphereTriangleAt(const Vec3& c, double h, double r, const Vec3& v,
+                                        double t_max, const Vec3& a, const Vec3& b, const Vec3& cc,
+                                        const Vec3& n, uint8_t active) {
+  return SweepSphereTriangleProbed(c, h, r, v, t_max, a, b, cc, n, active, nullptr, false);
+}
+
 /// First contact of a sphere (centre c, radius r) moving by v, t in [0, t_max],
 /// with triangle abc. `active`: the triangle's active-edge flags (bit i = edge
 /// from vertex i to vertex i+1); a contact on an inactive edge, or on a vertex
@@ -190,23 +260,33 @@ inline CastResult SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, do
   return SweepSphereTriangleAt(c, Dot(c - a, n), r, v, t_max, a, b, cc, n, active);
 }
 
-/// Whether the rounded segment [p0, p1] (radius r) moving by v for t in
-/// [0, t_max] stays beyond one edge of triangle abc (unit normal n) by more
-/// than r: on the axis Cross(edge, n) the triangle spans its vertices'
+/// Whether the rounded segment [p0, p1] (heights h0, h1 over the plane of
+/// triangle abc through a, unit normal n; radius r) moving by v for t in
+/// [0, t_max] stays farther than r from the triangle beyond one of its
+/// edges: on the axis m = Cross(edge, n) the triangle spans its vertices'
 /// projections and the swept core the ends' projections widened by the
-/// motion, and a gap between the two wider than r plus a margin far above
-/// the closed forms' rounding (as SweptCoreBox's) means no contact. A cheap
-/// miss for the triangles a capsule passes beside, not a changed answer.
-[[gnu::always_inline]] inline bool SegmentBeyondAnEdge(const Vec3& p0, const Vec3& p1, double r,
-                                                       const Vec3& v, double t_max, const Vec3& a,
-                                                       const Vec3& b, const Vec3& cc,
-                                                       const Vec3& n) {
+/// motion; with a gap between the two, every point of the swept core is at
+/// least sqrt(over^2 + (gap / |m|)^2) from every point of the triangle, over
+/// how far the core's heights stay beyond the triangle's (m is square to n).
+/// More than r plus a margin far above the closed forms' rounding (as
+/// SweptCoreBox's) means no contact: a cheap miss for the triangles a capsule
+/// passes beside or above (a floor cell beside a character's foot), not a
+/// changed answer.
+[[gnu::always_inline]] inline bool SegmentBeyondAnEdge(const Vec3& p0, const Vec3& p1, double h0,
+                                                       double h1, double r, const Vec3& v,
+                                                       double t_max, const Vec3& a, const Vec3& b,
+                                                       const Vec3& cc, const Vec3& n) {
   const double coords =
       std::max(std::max(a.Abs().MaxComponent(), b.Abs().MaxComponent()),
                cc.Abs().MaxComponent()) +
       std::max(p0.Abs().MaxComponent(), p1.Abs().MaxComponent()) +
       v.Abs().MaxComponent() * t_max;
   const double rr = r + 1e-9 * (r + coords);
+  const double hb = Dot(b - a, n), hc = Dot(cc - a, n);
+  const double over = HeightsApart(std::min(h0, h1), std::max(h0, h1), Dot(v, n) * t_max,
+                                   std::min(0.0, std::min(hb, hc)),
+                                   std::max(0.0, std::max(hb, hc)));
+  const double room = rr * rr - over * over;  // the in-plane gap that still touches, squared
   const Vec3 vs[3] = {a, b, cc};
   for (int i = 0; i < 3; ++i) {
     const Vec3& o = vs[i];
@@ -216,8 +296,8 @@ inline CastResult SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, do
     const double d0 = Dot(p0 - o, m), d1 = Dot(p1 - o, m), dv = Dot(v, m) * t_max;
     const double lo = std::min(d0, d1) + std::min(0.0, dv);
     const double hi = std::max(d0, d1) + std::max(0.0, dv);
-    const double gap = rr * std::sqrt(m.LengthSq());
-    if (lo > std::max(0.0, w) + gap || hi < std::min(0.0, w) - gap) return true;
+    const double gap = std::max(lo - std::max(0.0, w), std::min(0.0, w) - hi);
+    if (gap > 0.0 && gap * gap > room * m.LengthSq()) return true;
   }
   return false;
 }
@@ -245,23 +325,25 @@ inline CastResult SweepCapsuleTriangleAt(const Vec3& p0, const Vec3& p1, double 
     out.point = on_tri;
     return out;
   }
+  // The end nearer the plane when apart, and its face probe (shared with
+  // its sphere sweep below).
+  int near_end = -1;
+  BallFaceProbe near_probe;
   if (apart) {
     // Wholly on one side: the end nearer the plane reaches it first (p0 on a
     // tie, as the loop below), and when that is inside the face it is the
     // first contact (every piece of the Minkowski sum lies within r of the
     // plane): SweepSphereTriangle's face answer for that end.
-    const bool near1 = std::fabs(h1) < std::fabs(h0);
-    BallPlaneEntry at_plane;
-    if (BallReachesPlane(near1 ? p1 : p0, near1 ? h1 : h0, r, v, n, t_max, &at_plane)) {
-      TriangleFeature f;
-      ClosestPointOnTriangle(at_plane.point, a, b, cc, &f);
-      if (f == TriangleFeature::kFace) {
-        out.state = CastState::kHit;
-        out.fraction = at_plane.t;
-        out.normal = n * at_plane.side;
-        out.point = at_plane.point;
-        return out;
-      }
+    near_end = std::fabs(h1) < std::fabs(h0) ? 1 : 0;
+    near_probe = ProbeBallFace(near_end == 1 ? p1 : p0, near_end == 1 ? h1 : h0, r, v, n, t_max,
+                               a, b, cc);
+    const BallPlaneEntry& at_plane = near_probe.at_plane;
+    if (near_probe.reaches && near_probe.feature == TriangleFeature::kFace) {
+      out.state = CastState::kHit;
+      out.fraction = at_plane.t;
+      out.normal = n * at_plane.side;
+      out.point = at_plane.point;
+      return out;
     }
   }
   double best = t_max;
@@ -271,8 +353,11 @@ inline CastResult SweepCapsuleTriangleAt(const Vec3& p0, const Vec3& p1, double 
   TriangleFeature feature = TriangleFeature::kFace;
   int index = -1;
   for (int k = 0; k < 2; ++k) {
-    const CastResult s =
-        SweepSphereTriangleAt(k == 0 ? p0 : p1, k == 0 ? h0 : h1, r, v, best, a, b, cc, n, active);
+    // Not apart, the ends are beyond r of the triangle: the distance test
+    // above takes the minimum of the ends' own (PointTriangleDistanceSq).
+    const CastResult s = SweepSphereTriangleProbed(k == 0 ? p0 : p1, k == 0 ? h0 : h1, r, v, best,
+                                                   a, b, cc, n, active,
+                                                   k == near_end ? &near_probe : nullptr, !apart);
     if (s.hit() && (!found || s.fraction < best)) {
       best = s.fraction;
       found = true;
@@ -360,7 +445,7 @@ inline CastResult SweepCapsuleTriangleN(const Vec3& p0, const Vec3& p1, double r
                                         const Vec3& cc, const Vec3& n, uint8_t active) {
   const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
   if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return CastResult{};
-  if (SegmentBeyondAnEdge(p0, p1, r, v, t_max, a, b, cc, n)) return CastResult{};
+  if (SegmentBeyondAnEdge(p0, p1, h0, h1, r, v, t_max, a, b, cc, n)) return CastResult{};
   return SweepCapsuleTriangleAt(p0, p1, h0, h1, r, v, t_max, a, b, cc, n, active);
 }
 
