@@ -361,6 +361,7 @@ size_t ColliderSet::MemoryBytes() const {
   {
     std::lock_guard<std::mutex> lock(m.wide_mu);
     if (m.wide_copy != nullptr) wide_bytes = m.wide_copy->MemoryBytes();
+    if (m.mesh_groups != nullptr) wide_bytes += m.mesh_groups->MemoryBytes();
   }
   return wide_bytes + m.colliders.capacity() * sizeof(Collider) +
          m.leaf_of.capacity() * sizeof(uint32_t) + m.radius.capacity() * sizeof(float) +
@@ -397,6 +398,9 @@ ColliderSet::TreeStats ColliderSet::GetTreeStats() const {
   s.area_ratio = m.tree.AreaRatio();
   std::lock_guard<std::mutex> lock(m.wide_mu);
   if (m.WideIsCurrent()) s.wide_nodes = m.wide_copy->node_count();
+  if (m.mesh_groups != nullptr && m.mesh_groups->version() == m.mesh_version) {
+    s.merged_triangles = m.mesh_groups->triangle_count();
+  }
   return s;
 }
 

@@ -3,6 +3,8 @@
 #include <optional>
 
 #include "collision/placed_query.h"
+#include "geometry/triangle_mesh.h"
+#include "shape/surface_data.h"
 #include "world/collider_set_jobs.h"
 #include "world/query_hits.h"
 
@@ -75,9 +77,10 @@ bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
 
 bool ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<QueryResult> results,
                                  size_t begin, size_t end, BatchControl* control,
-                                 const WideTree* wide) const {
-  return control != nullptr ? RunRangeImpl<true>(queries, results, begin, end, control, wide)
-                            : RunRangeImpl<false>(queries, results, begin, end, nullptr, wide);
+                                 const WideTree* wide, const internal::MeshGroups* groups) const {
+  return control != nullptr
+             ? RunRangeImpl<true>(queries, results, begin, end, control, wide, groups)
+             : RunRangeImpl<false>(queries, results, begin, end, nullptr, wide, groups);
 }
 
 std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const {
@@ -102,10 +105,38 @@ std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const
 #endif
 }
 
+std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t queries) const {
+  std::lock_guard<std::mutex> lock(wide_mu);
+  if (mesh_groups != nullptr && mesh_groups->version() == mesh_version) {
+    return mesh_groups->groups().empty() ? nullptr : mesh_groups;
+  }
+  if (groups_counted_version != mesh_version) {
+    mesh_groups.reset();
+    groups_counted_version = mesh_version;
+    groups_queries = 0;
+    groups_triangles = 0;
+    size_t meshes = 0;
+    for (const Collider& c : colliders) {
+      if (c.shape.kind() != ShapeKind::kMesh) continue;
+      ++meshes;
+      groups_triangles += c.shape.surface()->mesh()->triangle_count();
+    }
+    // Fewer than two meshes: nothing to merge while the meshes stay so.
+    if (meshes < 2) groups_triangles = ~uint64_t{0};
+  }
+  groups_queries += queries;
+  // Merging costs about a mesh build of the triangles; a ray through the
+  // merged meshes saves more than kGroupQueryShare triangles' worth of it.
+  if (groups_queries * kGroupQueryShare < groups_triangles) return nullptr;
+  mesh_groups = std::make_shared<const internal::MeshGroups>(colliders, mesh_version);
+  return mesh_groups->groups().empty() ? nullptr : mesh_groups;
+}
+
 template <bool kBudgeted, typename BoxC, typename SegC, typename Tree>
 bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queries,
                                      std::span<QueryResult> results, size_t begin, size_t end,
-                                     BatchControl* control) const {
+                                     BatchControl* control,
+                                     const internal::MeshGroups* groups) const {
   const auto prefetch = ColliderPrefetch();
   const bool ok = Interleave<OverlapQuery, OverlapJob, BoxC, kBudgeted>(
       queries, results, begin, end, control,
@@ -125,7 +156,9 @@ bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queri
   if (!ok2) return false;
   return Interleave<RayQuery, RayJob, SegC, kBudgeted>(
       queries, results, begin, end, control,
-      [&t](RayJob& job, SegC& cur) { cur.Begin(t, &job.seg, job.q->filter.mask, 1.0); },
+      [&t, groups](RayJob& job, SegC& cur) {
+        cur.Begin(t, &job.seg, job.q->filter.mask, job.RayGroups(groups));
+      },
       [&](RayJob& job, SegC& cur) {
         return cur.Step(
             [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
@@ -136,7 +169,8 @@ bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queri
 template <bool kBudgeted>
 bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
                                      std::span<QueryResult> results, size_t begin, size_t end,
-                                     BatchControl* control, const WideTree* wide) const {
+                                     BatchControl* control, const WideTree* wide,
+                                     const internal::MeshGroups* groups) const {
   for (size_t i = begin; i < end; ++i) internal::ClearResult(queries[i], &results[i]);
   const internal::ScopedPlacementReuse reuse;
   // Under a budget, the triangles and children tested inside one query count
@@ -151,13 +185,13 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
 #if defined(__SSE2__)
   const bool ok = wide != nullptr
                       ? RunTreeKinds<kBudgeted, WideBoxCursor, WideSegmentCursor>(
-                            *wide, queries, results, begin, end, control)
-                      : RunTreeKinds<kBudgeted, BoxCursor, SegmentCursor>(tree, queries, results,
-                                                                          begin, end, control);
+                            *wide, queries, results, begin, end, control, groups)
+                      : RunTreeKinds<kBudgeted, BoxCursor, SegmentCursor>(
+                            tree, queries, results, begin, end, control, groups);
 #else
   (void)wide;
   const bool ok = RunTreeKinds<kBudgeted, BoxCursor, SegmentCursor>(tree, queries, results,
-                                                                    begin, end, control);
+                                                                    begin, end, control, groups);
 #endif
   if (!ok) return false;
   // Moves: a chain of dependent sweeps each, run one after another.
@@ -194,15 +228,17 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
                                   size_t n, ThreadPool* pool, BatchControl* control) const {
   const std::shared_ptr<const WideTree> view = WideFor(n);
   const WideTree* wide = view.get();
+  const std::shared_ptr<const internal::MeshGroups> merged = GroupsFor(n);
+  const internal::MeshGroups* groups = merged.get();
   if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
-    RunRange(queries, results, 0, n, control, wide);
+    RunRange(queries, results, 0, n, control, wide, groups);
     return;
   }
   const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
   pool->ParallelFor(chunks, [&](size_t chunk) {
     if (control != nullptr && control->Stopped()) return;
     const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
-    RunRange(queries, results, chunk * kParallelChunk, end, control, wide);
+    RunRange(queries, results, chunk * kParallelChunk, end, control, wide, groups);
   });
 }
 

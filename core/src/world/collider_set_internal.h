@@ -28,6 +28,7 @@
 #include "broad_phase/wide_tree.h"
 #include "world/history.h"
 #include "world/id_index.h"
+#include "world/mesh_groups.h"
 #include "world/watch_set.h"
 
 namespace hitbox {
@@ -44,6 +45,10 @@ inline constexpr size_t kParallelBatchMin = 64;
 /// A batch makes the tree's wide copy (WideFor) once the queries since the
 /// tree last changed number at least its nodes / kWideQueryShare.
 inline constexpr uint64_t kWideQueryShare = 8;
+/// A batch merges the meshes that share a frame (MeshGroups) once the
+/// queries since the meshes last changed number at least their triangles /
+/// kGroupQueryShare.
+inline constexpr uint64_t kGroupQueryShare = 2;
 /// Queries per ParallelFor task (enough for each kind to fill the
 /// interleaved traversals of RunRange).
 inline constexpr size_t kParallelChunk = 32;
@@ -139,6 +144,21 @@ struct ColliderSet::Impl {
   bool WideIsCurrent() const {
     return wide_copy != nullptr && wide_copy->version() == tree.version();
   }
+  /// The mesh colliders merged per frame for ray batches (GroupsFor), and
+  /// the version of the set's meshes they were made from: mesh_version
+  /// changes whenever a mesh collider is added, changed, moved or removed,
+  /// or takes another item.
+  mutable std::shared_ptr<const internal::MeshGroups> mesh_groups;
+  uint64_t mesh_version = 0;
+  /// The mesh version the queries in groups_queries were counted at, and
+  /// the triangles of its meshes.
+  mutable uint64_t groups_counted_version = ~uint64_t{0};
+  mutable uint64_t groups_queries = 0;
+  mutable uint64_t groups_triangles = 0;
+  /// Marks a change to the meshes (shape a mesh).
+  void TouchMeshes(const Shape& shape) {
+    if (shape.kind() == ShapeKind::kMesh) ++mesh_version;
+  }
   IdIndex index;
   uint64_t revision = 0;
   /// Heap bytes of the colliders' kind data (hull vertices, planes, ...),
@@ -189,6 +209,7 @@ struct ColliderSet::Impl {
   uint32_t IndexOf(uint64_t id) const { return index.Find(id, KeyOf()); }
 
   void Add(const Collider& c) {
+    TouchMeshes(c.shape);
     const uint32_t i = static_cast<uint32_t>(colliders.size());
     if (colliders.size() == colliders.capacity()) {
       const size_t cap = GrownCapacity(colliders.capacity());
@@ -210,6 +231,8 @@ struct ColliderSet::Impl {
 
   void Replace(uint32_t i, const Collider& c) {
     Collider& s = colliders[i];
+    TouchMeshes(s.shape);
+    TouchMeshes(c.shape);
     shape_data_bytes -= s.shape.DataBytes();
     shape_data_bytes += c.shape.DataBytes();
     s = c;
@@ -221,12 +244,16 @@ struct ColliderSet::Impl {
 
   void Move(uint32_t i, const Pose& pose) {
     Collider& s = colliders[i];
+    TouchMeshes(s.shape);
     s.pose = Normalized(pose);
     const Aabb box = SlackBounds(s.shape, s.pose);
     if (!tree.LeafContains(leaf_of[i], box)) tree.MoveLeaf(leaf_of[i], box.Expanded(kFatMargin));
   }
 
   void Remove(uint32_t i) {
+    // The last collider takes item i: a mesh's item changes.
+    TouchMeshes(colliders[i].shape);
+    TouchMeshes(colliders.back().shape);
     tree.DestroyLeaf(leaf_of[i]);
     index.Erase(colliders[i].id, KeyOf());
     shape_data_bytes -= colliders[i].shape.DataBytes();
@@ -282,25 +309,32 @@ struct ColliderSet::Impl {
   /// Answers are the same either way; the work counted is in the nodes of
   /// the tree walked.
   std::shared_ptr<const WideTree> WideFor(size_t queries) const;
+  /// The mesh groups for a batch of `queries` queries, or null when there
+  /// are none yet for the meshes as they are and these queries do not pay
+  /// for making them (or no two meshes share a frame). Answers are the same
+  /// either way.
+  std::shared_ptr<const internal::MeshGroups> GroupsFor(size_t queries) const;
   /// Answers queries[begin, end) into results[begin, end), interleaving the
   /// traversals of queries of the same kind, over `wide` when it is not
   /// null. With a control (may be null), charges the work to it and returns
   /// false as soon as it says stop.
   bool RunRange(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
-                size_t end, BatchControl* control, const WideTree* wide) const;
+                size_t end, BatchControl* control, const WideTree* wide,
+                const internal::MeshGroups* groups) const;
   /// RunRange with (kBudgeted) or without a control: without one, the
   /// traversal loops carry no accounting at all.
   void RunChunks(std::span<const Query> queries, std::span<QueryResult> results, size_t n,
                  ThreadPool* pool, BatchControl* control) const;
   template <bool kBudgeted>
   bool RunRangeImpl(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
-                    size_t end, BatchControl* control, const WideTree* wide) const;
+                    size_t end, BatchControl* control, const WideTree* wide,
+                    const internal::MeshGroups* groups) const;
   /// RunRangeImpl's overlap, cast and ray queries over `t` (the tree or its
   /// wide copy) with cursors BoxC and SegC.
   template <bool kBudgeted, typename BoxC, typename SegC, typename Tree>
   bool RunTreeKinds(const Tree& t, std::span<const Query> queries,
                     std::span<QueryResult> results, size_t begin, size_t end,
-                    BatchControl* control) const;
+                    BatchControl* control, const internal::MeshGroups* groups) const;
 
   struct OverlapJob;
   struct HitCollector;

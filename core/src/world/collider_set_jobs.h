@@ -197,9 +197,13 @@ struct ColliderSet::Impl::SegmentJob {
   SegmentSetup seg;
   HitCollector out;
   const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
+  /// Items answered through their mesh group (MeshGroups::grouped), passed
+  /// over by the walk; null when the query walks every collider.
+  const std::vector<uint8_t>* grouped = nullptr;
 
   double Leaf(uint32_t item, double max_t) {
     if (skip != nullptr && skip[item] != 0) return max_t;
+    if (grouped != nullptr && item < grouped->size() && (*grouped)[item] != 0) return max_t;
     return static_cast<Job*>(this)->LeafOf(m->colliders[item], m->radius[item], max_t);
   }
 };
@@ -303,6 +307,28 @@ struct ColliderSet::Impl::RayJob : SegmentJob<RayJob> {
     out.Start(hits, q->filter, q->all_hits);
     seg = SegmentSetup(q->origin, q->translation, Vec3::Splat(kBoxSlack));
     finite = q->origin.IsFinite() && q->translation.IsFinite();
+    grouped = nullptr;
+  }
+  /// A closest-hit ray (no ignore list) against the merged meshes of
+  /// `groups` its mask takes, before the walk, which then passes their
+  /// members over; returns the walk's max fraction. Each group's closest
+  /// hit is its members' (MeshGroups), and the members' poses are the
+  /// group's to the bit, so the answer is the walk's own.
+  double RayGroups(const internal::MeshGroups* groups) {
+    if (groups == nullptr || !finite || q->all_hits || !q->filter.ignore.empty()) return 1.0;
+    grouped = &groups->grouped();
+    double max_t = 1.0;
+    for (const internal::MeshGroups::Group& g : groups->groups()) {
+      if ((q->filter.mask & (1u << g.layer)) == 0) continue;
+      ++pairs->count;
+      CastResult r = internal::RaycastFinite(q->origin, q->translation, g.merged, g.pose, max_t);
+      if (!r.hit()) continue;
+      uint32_t local;
+      const uint32_t item = groups->Member(g, r.sub_shape, &local);
+      r.sub_shape = local;
+      max_t = out.Add(m->colliders[item], r, max_t);
+    }
+    return max_t;
   }
   double LeafOf(const Collider& c, float leaf_radius, double max_t) {
     // A ray that is not finite hits nothing (as Raycast answers it).

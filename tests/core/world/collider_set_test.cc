@@ -559,6 +559,99 @@ TEST(ColliderSetTest, WideCopyAnswersAsTheTree) {
   EXPECT_GT(binary_batches, 40);
 }
 
+// Ray batches merge the meshes that share a pose and layer (MeshGroups) once
+// the batches pay for it: every answer (id, fraction, normal, point, triangle)
+// equals the single query's, which walks each mesh, across ties between
+// meshes (a mesh twice, at one pose), dropped triangles, layers, masks,
+// ignore lists, all-hits rays, and changes that make the groups stale.
+TEST(ColliderSetTest, MeshGroupsAnswerAsEachMesh) {
+  int grouped_batches = 0, hits = 0;
+  for (int scene = 0; scene < 6; ++scene) {
+    Random rng(61000 + scene);
+    const Pose frame_a({0, 0, 0});
+    const Pose frame_b(Vec3{3.5, -1.25, 2.0}, rng.Rotation());
+    const auto mesh_shape = [](const testing::MeshData& d) {
+      TriangleMeshShape ms;
+      ms.vertices = d.vertices;
+      for (const auto& t : d.triangles) ms.triangles.push_back({t[0], t[1], t[2]});
+      return *Shape::Make(ms);
+    };
+    std::vector<Collider> cs;
+    uint64_t id = 1;
+    for (int i = 0; i < 14; ++i) {
+      testing::MeshData d;
+      switch (i % 3) {
+        case 0: {
+          d = testing::WavyGrid(6, 0.75, i % 2 == 0);
+          for (Vec3& v : d.vertices) v += Vec3{-4.5 + 2.0 * (i % 4), -1.0, -4.0 + i % 5};
+          break;
+        }
+        case 1: d = testing::IcoSphere(rng.Uniform(0.5, 1.5), 1, rng.InBox(4.0)); break;
+        default: d = testing::BoxMesh(rng.Uniform(0.3, 1.2), rng.InBox(4.0)); break;
+      }
+      // A zero-area triangle: dropped by the mesh, counted in its input.
+      d.triangles.insert(d.triangles.begin() + static_cast<long>(i % 3), {0, 0, 1});
+      const Shape shape = mesh_shape(d);
+      const Pose& pose = i % 4 == 3 ? frame_b : frame_a;
+      cs.push_back(MakeCollider(id++, shape, pose, i % 5 == 4 ? 1 : 0));
+      // Every third mesh twice at the same pose: rays tie between the two.
+      if (i % 3 == 0) cs.push_back(MakeCollider(id++, shape, pose, i % 5 == 4 ? 1 : 0));
+    }
+    // A mesh alone in its frame, and primitives the walk still meets.
+    cs.push_back(MakeCollider(id++, mesh_shape(testing::IcoSphere(1.0, 1)), Pose(rng.InBox(4.0))));
+    for (int i = 0; i < 20; ++i) cs.push_back(RandomCollider(rng, id++, 5.0));
+    ColliderSet set;
+    ASSERT_TRUE(set.AddBulk(cs).ok());
+    for (int round = 0; round < 3; ++round) {
+      const std::string where =
+          "scene seed " + std::to_string(61000 + scene) + " round " + std::to_string(round);
+      for (int batch_no = 0; batch_no < 3; ++batch_no) {
+        const bool had_groups = set.GetTreeStats().merged_triangles != 0;
+        std::vector<Query> qs;
+        for (int k = 0; k < 500; ++k) {
+          RayQuery r;
+          if (k % 4 == 0) {
+            // Straight down onto the grids through their vertices and edges.
+            r.origin = {-4.5 + 0.375 * rng.Int(0, 24), 3.0, -4.0 + 0.375 * rng.Int(0, 24)};
+            r.translation = {0, -8.0, 0};
+          } else {
+            r.origin = rng.InBox(6.0);
+            r.translation = rng.InBox(12.0);
+          }
+          if (k % 17 == 0) r.filter.mask = 1u << rng.Int(0, 1);
+          if (k % 23 == 0) r.filter.ignore = {static_cast<uint64_t>(rng.Int(1, 10))};
+          r.all_hits = k % 29 == 0;
+          qs.push_back(r);
+        }
+        std::vector<QueryResult> batch(qs.size());
+        set.RunBatch(qs, batch);
+        grouped_batches += had_groups;
+        for (size_t i = 0; i < qs.size(); ++i) {
+          QueryResult one;
+          set.Run(qs[i], &one);
+          const std::string at = where + " batch " + std::to_string(batch_no) + " query " +
+                                 std::to_string(i);
+          ExpectSameResult(one, batch[i], at);
+          for (size_t h = 0; h < one.hits.size(); ++h) {
+            ASSERT_EQ(one.hits[h].sub_shape, batch[i].hits[h].sub_shape) << at;
+          }
+          hits += !one.hits.empty();
+        }
+      }
+      ASSERT_NE(set.GetTreeStats().merged_triangles, 0u) << where;
+      // Move, replace and remove grouped meshes: stale groups would answer
+      // with the old ones.
+      std::vector<ColliderChange> changes;
+      changes.push_back(ColliderChange::Move(cs[round].id, Pose(rng.InBox(3.0))));
+      changes.push_back(ColliderChange::Remove(cs[4 + round].id));
+      ASSERT_TRUE(set.Apply(changes).ok()) << where;
+      ASSERT_EQ(set.GetTreeStats().merged_triangles, 0u) << where;
+    }
+  }
+  EXPECT_GT(grouped_batches, 15);
+  EXPECT_GT(hits, 3000);
+}
+
 // A closest sweep computes the penetration contact only for the pair that
 // wins (CastWithoutContact, then AddStartedContact in the job's Finish): on
 // packed scenes where sweeps start inside several colliders of every kind

@@ -479,6 +479,10 @@ class ColliderSet {
     /// none for the tree as it is (a batch makes it once the queries since
     /// the last change pay for it).
     size_t wide_nodes = 0;
+    /// Triangles of the merged meshes that ray batches walk (meshes sharing
+    /// a pose and layer, merged once the batches since their last change pay
+    /// for it), 0 while there are none for the meshes as they are.
+    uint64_t merged_triangles = 0;
   };
   TreeStats GetTreeStats() const;
   /// Rebuilds the tree top-down over the current colliders (tight boxes); the

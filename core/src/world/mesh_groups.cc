@@ -1,0 +1,100 @@
+#include "world/mesh_groups.h"
+
+#include <algorithm>
+#include <bit>
+#include <tuple>
+
+#include "geometry/triangle_mesh.h"
+#include "shape/surface_data.h"
+
+namespace hitbox::internal {
+namespace {
+
+// A pose's exact bits, for grouping colliders whose local frames are the same.
+std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t> PoseBits(
+    const Pose& p) {
+  return {std::bit_cast<uint64_t>(p.position.x), std::bit_cast<uint64_t>(p.position.y),
+          std::bit_cast<uint64_t>(p.position.z), std::bit_cast<uint64_t>(p.rotation.x),
+          std::bit_cast<uint64_t>(p.rotation.y), std::bit_cast<uint64_t>(p.rotation.z),
+          std::bit_cast<uint64_t>(p.rotation.w)};
+}
+
+}  // namespace
+
+MeshGroups::MeshGroups(const std::vector<Collider>& colliders, uint64_t version)
+    : version_(version) {
+  std::vector<uint32_t> meshes;
+  for (uint32_t i = 0; i < colliders.size(); ++i) {
+    if (colliders[i].shape.kind() == ShapeKind::kMesh) meshes.push_back(i);
+  }
+  const auto key = [&](uint32_t i) {
+    const Collider& c = colliders[i];
+    return std::tuple(PoseBits(c.pose), c.layer, c.id);
+  };
+  std::sort(meshes.begin(), meshes.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  const auto same_frame = [&](uint32_t a, uint32_t b) {
+    return PoseBits(colliders[a].pose) == PoseBits(colliders[b].pose) &&
+           colliders[a].layer == colliders[b].layer;
+  };
+  for (size_t begin = 0; begin < meshes.size();) {
+    // Members of one frame up to the merged mesh's limits; the rest of the
+    // frame's meshes start another group.
+    size_t end = begin;
+    uint64_t triangles = 0, vertices = 0;
+    while (end < meshes.size() && same_frame(meshes[begin], meshes[end])) {
+      const TriangleMesh* m = colliders[meshes[end]].shape.surface()->mesh();
+      const uint64_t t = uint64_t{m->triangle_count()} + m->dropped_triangles();
+      if (end > begin && (triangles + t > kMaxMeshTriangles ||
+                          vertices + m->vertex_count() > kMaxMeshVertices)) {
+        break;
+      }
+      triangles += t;
+      vertices += m->vertex_count();
+      ++end;
+    }
+    if (end - begin < 2) {
+      begin = end;
+      continue;
+    }
+    Group g;
+    g.pose = colliders[meshes[begin]].pose;
+    g.layer = colliders[meshes[begin]].layer;
+    TriangleMeshShape merged;
+    merged.vertices.reserve(vertices);
+    merged.triangles.reserve(triangles);
+    for (size_t k = begin; k < end; ++k) {
+      const TriangleMeshShape in = colliders[meshes[k]].shape.surface()->mesh_input();
+      const auto base = static_cast<uint32_t>(merged.vertices.size());
+      g.item.push_back(meshes[k]);
+      g.first.push_back(static_cast<uint32_t>(merged.triangles.size()));
+      merged.vertices.insert(merged.vertices.end(), in.vertices.begin(), in.vertices.end());
+      for (const auto& t : in.triangles) merged.triangles.push_back({t[0] + base, t[1] + base, t[2] + base});
+    }
+    Result<Shape> shape = Shape::Make(merged);
+    if (shape.ok()) {
+      g.merged = std::move(*shape);
+      triangles_ += merged.triangles.size();
+      if (grouped_.size() < colliders.size()) grouped_.resize(colliders.size(), 0);
+      for (uint32_t item : g.item) grouped_[item] = 1;
+      groups_.push_back(std::move(g));
+    }
+    begin = end;
+  }
+}
+
+uint32_t MeshGroups::Member(const Group& g, uint32_t triangle, uint32_t* local) const {
+  const size_t k =
+      static_cast<size_t>(std::upper_bound(g.first.begin(), g.first.end(), triangle) - g.first.begin()) - 1;
+  *local = triangle - g.first[k];
+  return g.item[k];
+}
+
+size_t MeshGroups::MemoryBytes() const {
+  size_t bytes = sizeof(*this) + grouped_.capacity() + groups_.capacity() * sizeof(Group);
+  for (const Group& g : groups_) {
+    bytes += g.merged.DataBytes() + (g.item.capacity() + g.first.capacity()) * sizeof(uint32_t);
+  }
+  return bytes;
+}
+
+}  // namespace hitbox::internal

@@ -1,0 +1,58 @@
+// Mesh groups: the set's mesh colliders that share one pose and one layer,
+// merged into one mesh per group for batches of closest-hit rays. A level is
+// tens of meshes whose boxes overlap most rays; one walk of the merged
+// hierarchy replaces a walk of each of them, with its ray setup made once.
+// The merged mesh holds the members' triangles in the order (collider id,
+// input index), so its closest hit and tie rule are the members' own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "hitbox/shape/shapes.h"
+#include "hitbox/world/collider_set.h"
+
+namespace hitbox::internal {
+
+class MeshGroups {
+ public:
+  /// One merged mesh: its members' colliders share `pose` and `layer`.
+  struct Group {
+    Shape merged;
+    Pose pose;
+    uint32_t layer = 0;
+    /// Members by collider id: colliders[item], whose input triangles are
+    /// the merged input's [first, next member's first).
+    std::vector<uint32_t> item;
+    std::vector<uint32_t> first;
+  };
+
+  /// Groups the mesh colliders of `colliders` (poses normalized as the set
+  /// keeps them) that share a pose and layer with at least one other, up
+  /// to kMaxMeshTriangles a group. `version` names the set's meshes as they
+  /// are (Impl::mesh_version).
+  MeshGroups(const std::vector<Collider>& colliders, uint64_t version);
+
+  uint64_t version() const { return version_; }
+  const std::vector<Group>& groups() const { return groups_; }
+  /// True when colliders[item] is a member of a group.
+  bool Grouped(uint32_t item) const { return item < grouped_.size() && grouped_[item] != 0; }
+  /// 1 per item of a member, 0 otherwise (indexed by item, may be shorter
+  /// than the set).
+  const std::vector<uint8_t>& grouped() const { return grouped_; }
+  /// The member of `g` that holds merged input triangle `triangle`, and that
+  /// triangle's index in the member's own input.
+  uint32_t Member(const Group& g, uint32_t triangle, uint32_t* local) const;
+  /// Triangles in all merged meshes.
+  uint64_t triangle_count() const { return triangles_; }
+  size_t MemoryBytes() const;
+
+ private:
+  std::vector<Group> groups_;
+  std::vector<uint8_t> grouped_;
+  uint64_t version_ = 0;
+  uint64_t triangles_ = 0;
+};
+
+}  // namespace hitbox::internal
