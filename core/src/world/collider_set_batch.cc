@@ -228,7 +228,14 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
                                   size_t n, ThreadPool* pool, BatchControl* control) const {
   const std::shared_ptr<const WideTree> view = WideFor(n);
   const WideTree* wide = view.get();
-  const std::shared_ptr<const internal::MeshGroups> merged = GroupsFor(n);
+  // Only closest-hit rays in the present take the groups: they pay for them.
+  size_t rays = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto* r = std::get_if<RayQuery>(&queries[i]);
+    rays += r != nullptr && !r->all_hits && !r->at_tick;
+  }
+  const std::shared_ptr<const internal::MeshGroups> merged =
+      rays != 0 ? GroupsFor(rays) : nullptr;
   const internal::MeshGroups* groups = merged.get();
   if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
     RunRange(queries, results, 0, n, control, wide, groups);
