@@ -33,11 +33,7 @@ bool SurfaceOverlap(const Shape& a, const Pose& pa, const Shape& b, const Pose& 
 
 uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
   HITBOX_PLACE(q, a, pb.RelativeTo(pa));
-  std::vector<uint32_t> tris;
-  b.surface()->Visit([&](const auto& s) { return SurfaceOverlapConvex(s, q, false, &tris); });
-  uint32_t lowest = UINT32_MAX;
-  for (uint32_t t : tris) lowest = std::min(lowest, t);
-  return lowest;
+  return b.surface()->Visit([&](const auto& s) { return SurfaceOverlapLowestConvex(s, q); });
 }
 
 bool SurfaceContact(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,

@@ -1329,6 +1329,43 @@ bool BoxTriangleSat(const Vec3& he, const Pose& box, const Vec3 tri[3]) {
   return true;
 }
 
+// SurfaceOverlapLowestConvex (the overlap query's sub_shape) tests near
+// triangles in input order and stops at the first touched: it equals the
+// least of every touched triangle, on meshes whose input order is shuffled
+// against the hierarchy's.
+TEST(MeshConvex, OverlapLowestIsTheLeastTouched) {
+  Random rng(78);
+  MeshData grid = WavyGrid(12, 0.9);
+  std::shuffle(grid.triangles.begin(), grid.triangles.end(), rng.engine());
+  MeshData ico = IcoSphere(2.0, 2);
+  std::shuffle(ico.triangles.begin(), ico.triangles.end(), rng.engine());
+  const TriangleMesh meshes[2] = {MustBuild(grid), MustBuild(ico)};
+  int touched = 0, several = 0;
+  for (const TriangleMesh& m : meshes) {
+    const Aabb b = m.bounds();
+    for (int i = 0; i < 1500; ++i) {
+      const Vec3 c = b.Center() + Mul(rng.InBox(1.1), b.Extents() + Vec3::Splat(0.5));
+      const Pose pose{c, Quat::FromAxisAngle(rng.UnitVector(), rng.Uniform(0, 6.3))};
+      const double r = rng.Uniform(0.1, 1.0), hh = rng.Uniform(0.0, 1.0);
+      const Vec3 he{rng.Uniform(0.1, 1), rng.Uniform(0.1, 1), rng.Uniform(0.1, 1)};
+      const PlacedConvex cores[3] = {
+          PlacedConvex(Core(ConvexCore::Kind::kPoint, {}, 0, 0, r), pose),
+          PlacedConvex(Core(ConvexCore::Kind::kSegment, {}, hh, 0, r), pose),
+          PlacedConvex(Core(ConvexCore::Kind::kBox, he, 0, 0, 0), pose)};
+      for (const PlacedConvex& q : cores) {
+        std::vector<uint32_t> all;
+        SurfaceOverlapConvex(m, q, false, &all);
+        const uint32_t least = all.empty() ? UINT32_MAX : *std::min_element(all.begin(), all.end());
+        ASSERT_EQ(SurfaceOverlapLowestConvex(m, q), least) << "case " << i;
+        touched += !all.empty();
+        several += all.size() > 1;
+      }
+    }
+  }
+  EXPECT_GT(touched, 1000);
+  EXPECT_GT(several, 500);
+}
+
 // GJK overlaps: a point core + radius equals the closed-form sphere test, a
 // segment core the capsule test, a box the SAT test (away from touching).
 TEST(MeshConvex, OverlapMatchesClosedFormAndSat) {

@@ -57,6 +57,32 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
   return any;
 }
 
+/// The lowest input index of the triangles of `surface` the convex touches
+/// (as SurfaceOverlapConvex counts touching), UINT32_MAX when none: the
+/// triangles near it are tested in increasing input index, stopping at the
+/// first touched, so the others need no GJK.
+template <typename Surface, typename Convex>
+uint32_t SurfaceOverlapLowestConvex(const Surface& surface, const Convex& convex) {
+  struct Near {
+    uint32_t triangle;
+    Vec3 v[3];
+  };
+  static thread_local std::vector<Near> near;
+  near.clear();
+  const ScratchRelease<Near> release{&near};
+  VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
+    near.push_back({surface.OriginalIndex(k), {v[0], v[1], v[2]}});
+    return true;
+  });
+  std::sort(near.begin(), near.end(),
+            [](const Near& a, const Near& b) { return a.triangle < b.triangle; });
+  for (const Near& t : near) {
+    const TriangleConvexDistance g = TriangleConvexGjk(t.v, convex, convex.margin(), convex.scale());
+    if (g.distance_lower <= 0.0) return t.triangle;
+  }
+  return UINT32_MAX;
+}
+
 /// The contact a valid penetration `e` of the cores gives with triangle
 /// `triangle` (input index).
 inline SurfaceContactHit PenetrationContact(uint32_t triangle, const TriangleConvexPenetration& e) {
