@@ -334,7 +334,7 @@ void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
     vaxis_bits_[a] = layout.bits[a];
     vaxis_mask_[a] = (uint64_t{1} << layout.bits[a]) - 1;
     vaxis_off_[a] = static_cast<uint8_t>(vrecord_bits_);
-    vrecord_bits_ = static_cast<uint8_t>(vrecord_bits_ + layout.bits[a]);
+    vrecord_bits_ += layout.bits[a];
   }
   xy_one_load_ = vaxis_bits_[0] + vaxis_bits_[1] <= 57;
   st->vpacked.assign((static_cast<uint64_t>(vertices.size()) * vrecord_bits_ + 7) / 8 + 16, 0);
@@ -371,12 +371,13 @@ void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
 }
 
 Vec3 TriangleMesh::PackedFloatVertex(uint32_t i) const {
-  const uint64_t base = static_cast<uint64_t>(i) * frecord_bits_;
+  const uint64_t base = static_cast<uint64_t>(i) * flt_.record_bits;
   Vec3 out;
   for (int a = 0; a < 3; ++a) {
-    const uint64_t raw = Load64(fpacked_.data(), base + faxis_off_[a]);
-    const uint32_t code = static_cast<uint32_t>(raw >> 23) & ((1u << fcode_bits_[a]) - 1);
-    const uint32_t bits = fcodes_[fcode_base_[a] + code] | (static_cast<uint32_t>(raw) & 0x7fffffu);
+    const uint64_t raw = Load64(fpacked_.data(), base + flt_.axis_off[a]);
+    const uint32_t code = static_cast<uint32_t>(raw >> 23) & ((1u << flt_.code_bits[a]) - 1);
+    const uint32_t bits =
+        flt_.codes[flt_.code_base[a] + code] | (static_cast<uint32_t>(raw) & 0x7fffffu);
     out[a] = static_cast<double>(std::bit_cast<float>(bits));
   }
   return out;
@@ -384,16 +385,17 @@ Vec3 TriangleMesh::PackedFloatVertex(uint32_t i) const {
 
 void TriangleMesh::PackFloatVertices(std::span<const Vec3> vertices,
                                      const mesh_vertices::FloatLayout& layout, Staging* st) {
-  frecord_bits_ = 0;
+  flt_ = FloatForm{};
   for (int a = 0; a < 3; ++a) {
-    fcode_base_[a] = static_cast<uint16_t>(st->fcodes.size());
+    flt_.code_base[a] = static_cast<uint16_t>(st->fcodes.size());
     st->fcodes.insert(st->fcodes.end(), layout.codes[a].begin(), layout.codes[a].end());
-    fcode_bits_[a] = layout.bits[a];
-    faxis_off_[a] = static_cast<uint8_t>(frecord_bits_);
-    frecord_bits_ = static_cast<uint8_t>(frecord_bits_ + 23u + layout.bits[a]);
+    flt_.code_bits[a] = layout.bits[a];
+    flt_.axis_off[a] = flt_.record_bits;
+    flt_.record_bits = static_cast<uint8_t>(flt_.record_bits + 23u + layout.bits[a]);
   }
-  fcode_count_ = static_cast<uint16_t>(st->fcodes.size());
-  st->fpacked.assign((static_cast<uint64_t>(vertices.size()) * frecord_bits_ + 7) / 8 + 16, 0);
+  flt_.code_count = static_cast<uint16_t>(st->fcodes.size());
+  const uint32_t bits_each = flt_.record_bits;
+  st->fpacked.assign((static_cast<uint64_t>(vertices.size()) * bits_each + 7) / 8 + 16, 0);
   for (size_t i = 0; i < vertices.size(); ++i) {
     PackedRecord r = 0;
     for (int a = 2; a >= 0; --a) {
@@ -403,7 +405,7 @@ void TriangleMesh::PackFloatVertices(std::span<const Vec3> vertices,
           std::lower_bound(codes.begin(), codes.end(), bits & ~0x7fffffu) - codes.begin());
       r = (r << (23u + layout.bits[a])) | (PackedRecord{index} << 23) | (bits & 0x7fffffu);
     }
-    StoreBits(st->fpacked.data(), static_cast<uint64_t>(i) * frecord_bits_, frecord_bits_, r);
+    StoreBits(st->fpacked.data(), static_cast<uint64_t>(i) * bits_each, bits_each, r);
   }
 }
 
@@ -846,8 +848,8 @@ size_t TriangleMesh::ArrayBytes() const {
   if (!fvertices_.empty()) bytes += 3 * plain * sizeof(float);
   if (!vpacked_.empty()) bytes += (static_cast<uint64_t>(vertex_count_) * vrecord_bits_ + 7) / 8 + 16;
   if (!fpacked_.empty()) {
-    bytes += (static_cast<uint64_t>(vertex_count_) * frecord_bits_ + 7) / 8 + 16 +
-             size_t{fcode_count_} * sizeof(uint32_t);
+    bytes += (static_cast<uint64_t>(vertex_count_) * flt_.record_bits + 7) / 8 + 16 +
+             size_t{flt_.code_count} * sizeof(uint32_t);
   }
   return bytes;
 }
@@ -906,7 +908,7 @@ void TriangleMesh::View(Staging* st) {
   bottom_.ptr = view(st->bottom);
   dvertices_.ptr = view(st->dvertices);
   obase_.ptr = view(st->obase);
-  fcodes_.ptr = view(st->fcodes);
+  if (!st->fpacked.empty()) flt_.codes = view(st->fcodes);  // else qmin_ is in use
   fpacked_.ptr = view(st->fpacked);
   fvertices_.ptr = view(st->fvertices);
   vpacked_.ptr = view(st->vpacked);
@@ -952,7 +954,13 @@ void TriangleMesh::Seal(Staging* st) {
   at += bytes[3];
   std::vector<std::pair<uint32_t, Indices>>().swap(st->dropped);
   place(&st->obase, &obase_, bytes[4]);
-  place(&st->fcodes, &fcodes_, bytes[5]);
+  if (!st->fpacked.empty()) {
+    Stored<uint32_t> codes;
+    place(&st->fcodes, &codes, bytes[5]);
+    flt_.codes = codes.ptr;
+  } else {
+    at += bytes[5];  // none (qmin_ is in use)
+  }
   place(&st->fvertices, &fvertices_, bytes[6]);
   // The records' room, zeroed for SetRecord.
   std::memset(at, 0, bytes[7]);
@@ -990,11 +998,15 @@ bool TriangleMesh::RaycastClosestAxes(const Vec3& translation, const WatertightR
                                       const RaySetup& setup, const RayRoot& root,
                                       MeshRayHit* hit, double limit) const {
   ShearedVertexCache cache;
-  const auto shear = [&](uint32_t i) { return ShearVertexAxes<kZ>(ray, Vertex(i)); };
+  // Both lambdas inlined (as the compiler chose before the mesh object
+  // shrank; called, they cost the ray batches 4% more instructions).
+  const auto shear = [&](uint32_t i) __attribute__((always_inline)) {
+    return ShearVertexAxes<kZ>(ray, Vertex(i));
+  };
   double best = limit;
   uint32_t best_k = UINT32_MAX;
   uint32_t best_orig = UINT32_MAX;
-  VisitRayFromRoot(setup, root, &best, [&](uint32_t k) {
+  VisitRayFromRoot(setup, root, &best, [&](uint32_t k) __attribute__((always_inline)) {
     uint32_t idx[3];
     TriangleIndices(k, idx);
     const ShearedVertex a = cache.Get(idx[0], shear);

@@ -169,9 +169,9 @@ class TriangleMesh {
   }
   /// Bits of a float vertex's packed record (mesh_vertices::FloatLayout), 0
   /// when float vertices are plain (12 bytes) or not floats.
-  uint32_t float_record_bits() const { return fpacked_.empty() ? 0 : frecord_bits_; }
+  uint32_t float_record_bits() const { return fpacked_.empty() ? 0 : flt_.record_bits; }
   /// Sign-and-exponent codes the packed float vertices refer to (4 bytes each).
-  uint32_t float_code_count() const { return fcode_count_; }
+  uint32_t float_code_count() const { return fpacked_.empty() ? 0 : flt_.code_count; }
   /// Vertices kept apart from the packed ones (as float32 or doubles).
   uint32_t fine_vertex_count() const { return fine_count_; }
   /// Number of hierarchy nodes (bottom nodes included).
@@ -356,7 +356,7 @@ class TriangleMesh {
       for (uint32_t i : idx) {
         if (vpacked_.empty()) {
           if (!fpacked_.empty()) {
-            __builtin_prefetch(fpacked_.data() + ((static_cast<uint64_t>(i) * frecord_bits_) >> 3));
+            __builtin_prefetch(fpacked_.data() + ((static_cast<uint64_t>(i) * flt_.record_bits) >> 3));
           } else if (dvertices_.empty()) {
             __builtin_prefetch(fvertices_.data() + 3 * static_cast<size_t>(i));
           } else {
@@ -510,14 +510,19 @@ class TriangleMesh {
   bool EnterRayRoot(const RaySetup& setup, double max_t, RayRoot* root) const;
   /// VisitRay's walk below a root already entered.
   template <typename Visit>
-  bool VisitRayFromRoot(const RaySetup& setup, const RayRoot& root, const double* max_t,
-                        Visit&& visit) const;
+  __attribute__((always_inline)) inline bool VisitRayFromRoot(const RaySetup& setup,
+                                                              const RayRoot& root,
+                                                              const double* max_t,
+                                                              Visit&& visit) const;
   /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ), hits
-  /// up to `limit` (min(1, max_fraction)).
+  /// up to `limit` (min(1, max_fraction)). Out of line, the walk and its
+  /// visit inlined into it: left to GCC, a change of the object's layout
+  /// had it call them (+3.8% instructions on level_inyard's rays).
   template <int kZ>
-  bool RaycastClosestAxes(const Vec3& translation, const WatertightRay& ray,
-                          const RaySetup& setup, const RayRoot& root, MeshRayHit* hit,
-                          double limit) const;
+  __attribute__((noinline)) bool RaycastClosestAxes(const Vec3& translation,
+                                                    const WatertightRay& ray,
+                                                    const RaySetup& setup, const RayRoot& root,
+                                                    MeshRayHit* hit, double limit) const;
   /// Bit mask of the children of `n` whose boxes the prepared ray may enter
   /// for some t in [0, t_max] (a superset of those it enters), with a lower
   /// bound of that t per child in `t_enter`.
@@ -593,28 +598,37 @@ class TriangleMesh {
 
   // One allocation holds every array below, nodes_ first (64-byte aligned:
   // the block starts there), then bottom_, dvertices_, the dropped triangles
-  // (Dropped()), obase_, fcodes_, fvertices_, packed_,
+  // (Dropped()), obase_, flt_.codes, fvertices_, packed_,
   // vpacked_, fpacked_ (each array's size is a multiple of the next one's
   // alignment, so no padding), then room for this object (Settle).
   // Decimal vertices: per axis q - qmin_ in vaxis_bits_ bits, x, y, z packed
   // into vrecord_bits_ per vertex (then 16 bytes of padding).
   Stored<uint8_t> vpacked_;
-  int64_t qmin_[3] = {0, 0, 0};
+  /// The layout of packed float vertices (fpacked_): per axis 23 mantissa
+  /// bits and code_bits of an index into the axis's sign-and-exponent codes,
+  /// codes[code_base[axis] + index].
+  struct FloatForm {
+    uint32_t* codes;  // in the block (trivial: a union member)
+    uint16_t code_base[3];
+    uint16_t code_count;
+    uint8_t record_bits;
+    uint8_t code_bits[3];
+    uint8_t axis_off[3];
+  };
+  // A mesh's vertices are decimal (vpacked_: qmin_), packed floats
+  // (fpacked_: flt_) or neither, so the two share their bytes.
+  union {
+    int64_t qmin_[3] = {0, 0, 0};
+    FloatForm flt_;
+  };
   uint64_t vaxis_mask_[3] = {0, 0, 0};
   // Vertices that are not all q / divisor but all exactly float32: x, y, z
   // as floats; otherwise as doubles. Beside vpacked_: the fine vertices.
   Stored<float> fvertices_;
   Stored<Vec3> dvertices_;
-  // Or, when smaller, every float vertex packed (mesh_vertices::FloatLayout):
-  // per axis 23 mantissa bits and fcode_bits_ of an index into the axis's
-  // sign-and-exponent codes, fcodes_[fcode_base_[axis] + index].
+  // Or, when smaller, every float vertex packed (mesh_vertices::FloatLayout)
+  // by flt_.
   Stored<uint8_t> fpacked_;
-  Stored<uint32_t> fcodes_;
-  uint8_t frecord_bits_ = 0;
-  uint16_t fcode_count_ = 0;
-  uint16_t fcode_base_[3] = {0, 0, 0};
-  uint8_t fcode_bits_[3] = {0, 0, 0};
-  uint8_t faxis_off_[3] = {0, 0, 0};
   // The x of a fine vertex's packed record (all ones), or a value no x has.
   uint64_t fine_mark_ = ~uint64_t{0};
   // Per axis 10^k or 2^k: q / divisor is exactly the input coordinate.
@@ -629,6 +643,7 @@ class TriangleMesh {
   /// (i0 mod 2^kMeshOriginalShift) * oslope_ / 2^16.
   Stored<uint32_t> obase_;
   uint32_t oslope_ = 0;  // input triangles per vertex, 16.16 fixed point (capped)
+  uint32_t vrecord_bits_ = 0;  // bits of a decimal vertex record
   uint32_t fine_count_ = 0;
   uint32_t node_count_ = 0;     // nodes_ (64-byte nodes)
   uint32_t bottom_count_ = 0;   // bottom_
@@ -646,7 +661,6 @@ class TriangleMesh {
   bool xy_one_load_ = false;           // x and y bits within 57: one load for both
   bool wide_ = false;       // record_bits() + 7 > 64: 128-bit loads
   bool narrow_indices_ = false;  // index_bits() <= 57: the indices in one 64-bit load
-  uint8_t vrecord_bits_ = 0;  // bits of a decimal vertex record (at most 99)
   uint8_t height_ = 1;     // node levels (at most kMeshMaxDepth)
   // The block (at nodes_) is this object's to free: built and not settled.
   bool owns_block_ = false;
