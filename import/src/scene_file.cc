@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <unordered_map>
 
 #include "hitbox/format.h"
@@ -38,6 +39,9 @@ size_t PackedIndex(const nlohmann::json& j, std::uint8_t subtype) {
   return static_cast<size_t>(index);
 }
 
+Result<Collider> ParseColliderWith(const nlohmann::json& entry, size_t index,
+                                   PackedArrays* packed);
+
 // Builds the document as nlohmann's DOM parser does, except that the
 // "vertices" and "triangles" arrays of a "mesh" object are read into
 // PackedArrays (24 bytes a vertex, 12 a triangle, against ~90 for a
@@ -45,7 +49,11 @@ size_t PackedIndex(const nlohmann::json& j, std::uint8_t subtype) {
 // numbers or [a, b, c] of unsigned 32-bit integers. At the first element
 // that is not, the elements read so far go back into the tree as arrays of
 // the same values and the rest is read as usual, so ReadShape meets it
-// (and names it) as in the tree.
+// (and names it) as in the tree. Each element of the document's "colliders"
+// array is parsed into a Collider (its mesh built) as soon as it closes and
+// then dropped from the tree, so the tree and the flat arrays hold one
+// collider at a time (Streamed()); the first error is kept and reported
+// only if the text is valid JSON, as the tree path would.
 class SceneSax {
  public:
   using json = nlohmann::json;
@@ -71,6 +79,13 @@ class SceneSax {
       return true;
     }
     skip_ = 0;
+    if (stack_.size() == 1 && stack_.back().value->is_object()) {
+      // "colliders" again: the last one counts, as in the tree.
+      streamed_.clear();
+      first_index_.clear();
+      stream_error_.reset();
+      entries_ = 0;
+    }
     slot_ = &(*stack_.back().value)[k];
     return true;
   }
@@ -85,6 +100,7 @@ class SceneSax {
     skip_ = 0;
     Unpack();
     stack_.pop_back();
+    Consume();
     return true;
   }
   bool start_array(size_t /*elements*/) {
@@ -142,11 +158,13 @@ class SceneSax {
         *array = json::binary(std::move(bytes),
                               packing_triangles_ ? kPackedTriangles : kPackedVertices);
         stack_.pop_back();
+        Consume();
         return true;
       }
     }
     Unpack();
     stack_.pop_back();
+    Consume();
     return true;
   }
   bool parse_error(size_t /*position*/, const std::string& /*last_token*/,
@@ -155,6 +173,17 @@ class SceneSax {
     return false;
   }
   const std::string& error() const { return error_; }
+  /// True when the document's "colliders" is an array, whose elements were
+  /// then parsed as they closed: the colliders, or the first error.
+  bool Streamed() const {
+    if (!root_->is_object()) return false;
+    const auto it = root_->find("colliders");
+    return it != root_->end() && it->is_array();
+  }
+  Result<std::vector<Collider>> TakeColliders() {
+    if (stream_error_) return *stream_error_;
+    return std::move(streamed_);
+  }
 
  private:
   struct Open_ {
@@ -196,7 +225,35 @@ class SceneSax {
       Unpack();
     }
     Place(std::move(v));
+    Consume();
     return true;
+  }
+  // After a value closes: an element of the root's "colliders" array is
+  // parsed (after the first error, only dropped) and dropped from the tree.
+  void Consume() {
+    if (stack_.size() != 2 || stack_[0].value != root_ || !root_->is_object() ||
+        stack_[1].key != "colliders" || !stack_[1].value->is_array() ||
+        stack_[1].value->empty()) {
+      return;
+    }
+    json& array = *stack_[1].value;
+    const size_t index = entries_++;
+    if (!stream_error_) {
+      const json& entry = array.back();
+      Result<Collider> c = ParseColliderWith(entry, index, packed_);
+      if (!c.ok()) {
+        stream_error_ = c.error();
+      } else if (const auto [it, inserted] = first_index_.emplace(c->id, index); !inserted) {
+        stream_error_ = Invalid("colliders[" + std::to_string(index) + "] (id " +
+                                entry.at("id").dump() + "): duplicate id, first used by colliders[" +
+                                std::to_string(it->second) + "]");
+      } else {
+        streamed_.push_back(std::move(*c));
+      }
+    }
+    array.get_ref<json::array_t&>().pop_back();
+    packed_->vertices.clear();
+    packed_->triangles.clear();
   }
   // Leaves packing: the elements read so far go into the tree's array (and
   // the open element, with its values so far, onto the stack).
@@ -240,6 +297,11 @@ class SceneSax {
   json element_[3];
   std::vector<Vec3> vertices_;
   std::vector<std::array<uint32_t, 3>> triangles_;
+  // The colliders parsed so far (elements of "colliders" consumed), or the first error.
+  size_t entries_ = 0;
+  std::vector<Collider> streamed_;
+  std::unordered_map<uint64_t, size_t> first_index_;
+  std::optional<Error> stream_error_;
 };
 
 Result<std::string> ReadAll(const std::string& path) {
@@ -589,6 +651,7 @@ Result<std::vector<Collider>> ReadSceneFile(const std::string& path) {
   if (!parsed) {
     return Invalid(path + ": not valid JSON" + (sax.error().empty() ? "" : ": " + sax.error()));
   }
+  if (sax.Streamed()) return sax.TakeColliders();
   return ParseSceneWith(doc, &packed);
 }
 

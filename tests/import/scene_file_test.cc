@@ -161,6 +161,22 @@ TEST(SceneFileTest, BrokenMeshArraysGiveTheTreeErrors) {
                         "[[0, 0, 0]]}}, \"position\": [0, 0, 0], \"rotation\": [0, 0, 0, 1]}]}}}]}"));
 }
 
+// Colliders are parsed as their elements close: a duplicate id, an element
+// that is not an object, a bad collider before a JSON error further on, and
+// "colliders" given twice (the last counts) read as in the tree.
+TEST(SceneFileTest, CollidersParsedAsReadGiveTheTreeScene) {
+  const std::string box = "\"shape\": {\"box\": {\"half_extents\": [1, 2, 3]}}";
+  ExpectSameScene(Write("dup.json", "{\"colliders\": [{\"id\": 4, " + box + "}, {\"id\": 5, " +
+                                        box + "}, {\"id\": 4, " + box + "}]}"));
+  ExpectSameScene(Write("scalar.json", "{\"colliders\": [{\"id\": 4, " + box + "}, 7, [1]]}"));
+  ExpectSameScene(Write("late.json", "{\"colliders\": [{\"id\": 4}, {\"id\": 5, " + box + "}]"));
+  ExpectSameScene(Write("again.json", "{\"colliders\": [{\"id\": 4}], \"queries\": [1], "
+                                          "\"colliders\": [{\"id\": 6, " + box + "}]}"));
+  ExpectSameScene(Write("object.json", "{\"colliders\": {\"id\": 6, " + box + "}}"));
+  ExpectSameScene(Write("nested.json", "{\"x\": {\"colliders\": [{\"id\": 4}]}, "
+                                           "\"colliders\": [{\"id\": 6, " + box + "}]}"));
+}
+
 // Text that is not JSON gets the tree path's message (position included);
 // a missing file names the file.
 TEST(SceneFileTest, BadTextGivesTheTreeErrors) {

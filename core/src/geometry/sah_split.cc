@@ -2,9 +2,21 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 
 namespace hitbox {
+
+void BuildBoxes::Set(size_t i, const Aabb& box) {
+  float* f = v_.data() + 6 * i;
+  for (int a = 0; a < 3; ++a) {
+    float lo = static_cast<float>(box.min[a]), hi = static_cast<float>(box.max[a]);
+    if (static_cast<double>(lo) > box.min[a]) lo = std::nextafter(lo, -std::numeric_limits<float>::infinity());
+    if (static_cast<double>(hi) < box.max[a]) hi = std::nextafter(hi, std::numeric_limits<float>::infinity());
+    f[a] = lo;
+    f[3 + a] = hi;
+  }
+}
 
 namespace {
 
@@ -24,7 +36,7 @@ double Leaves(uint32_t n, uint32_t leaf_size) {
 }
 
 // Orders `items` so the first `cut` have the least centroids along `axis`.
-uint32_t MedianSplit(std::span<uint32_t> items, const std::vector<Aabb>& boxes, int axis,
+uint32_t MedianSplit(std::span<uint32_t> items, const BuildBoxes& boxes, int axis,
                      uint32_t cut) {
   std::nth_element(items.begin(), items.begin() + cut, items.end(), [&](uint32_t x, uint32_t y) {
     const double cx = boxes[x].min[axis] + boxes[x].max[axis];
@@ -36,7 +48,7 @@ uint32_t MedianSplit(std::span<uint32_t> items, const std::vector<Aabb>& boxes, 
 
 }  // namespace
 
-uint32_t SahSplit(std::span<uint32_t> items, const std::vector<Aabb>& boxes, uint32_t leaf_size) {
+uint32_t SahSplit(std::span<uint32_t> items, const BuildBoxes& boxes, uint32_t leaf_size) {
   const uint32_t n = static_cast<uint32_t>(items.size());
   Aabb centroids;
   for (uint32_t i : items) centroids = centroids.Union(boxes[i].Center());

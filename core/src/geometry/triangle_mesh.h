@@ -88,6 +88,8 @@ class ShearedVertexCache {
   ShearedVertex value_[1u << kSlotBits];
 };
 
+class BuildBoxes;  // geometry/sah_split.h
+
 /// 128-bit unsigned (a GCC/Clang extension) for packed triangle records.
 __extension__ typedef unsigned __int128 PackedRecord;
 
@@ -114,6 +116,13 @@ struct ScratchRelease {
 class TriangleMesh {
  public:
   using Indices = std::array<uint32_t, 3>;
+
+  /// Move-only: a built mesh owns its block until Settle moves it there.
+  TriangleMesh(TriangleMesh&& other) noexcept;
+  TriangleMesh& operator=(TriangleMesh&& other) noexcept;
+  TriangleMesh(const TriangleMesh&) = delete;
+  TriangleMesh& operator=(const TriangleMesh&) = delete;
+  ~TriangleMesh();
 
   /// Builds a mesh: validates indices (`triangles[17][2]: vertex index 900
   /// out of range (300 vertices)`), coordinates (finite, |x| <= kMaxCoordinate),
@@ -160,9 +169,9 @@ class TriangleMesh {
   }
   /// Bits of a float vertex's packed record (mesh_vertices::FloatLayout), 0
   /// when float vertices are plain (12 bytes) or not floats.
-  uint32_t float_record_bits() const { return fpacked_.empty() ? 0 : frecord_bits_; }
+  uint32_t float_record_bits() const { return fpacked_.empty() ? 0 : flt_.record_bits; }
   /// Sign-and-exponent codes the packed float vertices refer to (4 bytes each).
-  uint32_t float_code_count() const { return fcode_count_; }
+  uint32_t float_code_count() const { return fpacked_.empty() ? 0 : flt_.code_count; }
   /// Vertices kept apart from the packed ones (as float32 or doubles).
   uint32_t fine_vertex_count() const { return fine_count_; }
   /// Number of hierarchy nodes (bottom nodes included).
@@ -208,7 +217,9 @@ class TriangleMesh {
   /// Bases of original indices predicted from the first vertex index (one
   /// per 2^kMeshOriginalShift vertices; 0 when the records hold the indices
   /// themselves). docs/architecture.md, "Mesh storage".
-  uint32_t original_base_count() const { return obase_count_; }
+  uint32_t original_base_count() const {
+    return obase_.empty() ? 0 : ((vertex_count_ - 1) >> kMeshOriginalShift) + 1;
+  }
   /// Active-edge flags of kept triangle `k`.
   EdgeFlags ActiveEdges(uint32_t k) const {
     return static_cast<EdgeFlags>(static_cast<uint32_t>(Record(k) >> index_bits()) & 7u);
@@ -333,8 +344,8 @@ class TriangleMesh {
     std::memcpy(&x, p, sizeof(x));
     return x >> (bit & 7);
   }
-  void SetRecord(Staging* st, uint32_t k, const Indices& tri, EdgeFlags flags,
-                 uint32_t original);
+  /// Writes triangle k's record into packed_ (zero there before).
+  void SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags, uint32_t original);
   /// Asks for the vertices of the leaf's triangles before they are decoded
   /// one triangle after the other, so their loads overlap (used by the
   /// closest-first sweep walk, where memory latency dominates).
@@ -345,7 +356,7 @@ class TriangleMesh {
       for (uint32_t i : idx) {
         if (vpacked_.empty()) {
           if (!fpacked_.empty()) {
-            __builtin_prefetch(fpacked_.data() + ((static_cast<uint64_t>(i) * frecord_bits_) >> 3));
+            __builtin_prefetch(fpacked_.data() + ((static_cast<uint64_t>(i) * flt_.record_bits) >> 3));
           } else if (dvertices_.empty()) {
             __builtin_prefetch(fvertices_.data() + 3 * static_cast<size_t>(i));
           } else {
@@ -499,14 +510,19 @@ class TriangleMesh {
   bool EnterRayRoot(const RaySetup& setup, double max_t, RayRoot* root) const;
   /// VisitRay's walk below a root already entered.
   template <typename Visit>
-  bool VisitRayFromRoot(const RaySetup& setup, const RayRoot& root, const double* max_t,
-                        Visit&& visit) const;
+  __attribute__((always_inline)) inline bool VisitRayFromRoot(const RaySetup& setup,
+                                                              const RayRoot& root,
+                                                              const double* max_t,
+                                                              Visit&& visit) const;
   /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ), hits
-  /// up to `limit` (min(1, max_fraction)).
+  /// up to `limit` (min(1, max_fraction)). Out of line, the walk and its
+  /// visit inlined into it: left to GCC, a change of the object's layout
+  /// had it call them (+3.8% instructions on level_inyard's rays).
   template <int kZ>
-  bool RaycastClosestAxes(const Vec3& translation, const WatertightRay& ray,
-                          const RaySetup& setup, const RayRoot& root, MeshRayHit* hit,
-                          double limit) const;
+  __attribute__((noinline)) bool RaycastClosestAxes(const Vec3& translation,
+                                                    const WatertightRay& ray,
+                                                    const RaySetup& setup, const RayRoot& root,
+                                                    MeshRayHit* hit, double limit) const;
   /// Bit mask of the children of `n` whose boxes the prepared ray may enter
   /// for some t in [0, t_max] (a superset of those it enters), with a lower
   /// bound of that t per child in `t_enter`.
@@ -539,9 +555,9 @@ class TriangleMesh {
   void QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) const;
   /// Builds the subtree over order[begin, end) and returns its child word.
   /// `depth`: the node's level, 1 at the root.
-  uint32_t BuildNode(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
+  uint32_t BuildNode(std::vector<uint32_t>* order, const BuildBoxes& boxes,
                      uint32_t begin, uint32_t end, uint32_t depth, Staging* st);
-  void BuildHierarchy(std::vector<uint32_t>* order, const std::vector<Aabb>& boxes,
+  void BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes& boxes,
                       Staging* st);
   /// Stores `vertices`: vpacked_ when ChooseDivisors finds divisors, else
   /// fvertices_ or dvertices_; with `fine` flags (PlanVertices), the flagged
@@ -565,41 +581,54 @@ class TriangleMesh {
   /// Points the stored arrays at `st`'s vectors (while building).
   void View(Staging* st);
   /// Copies `st`'s vectors into one block, frees them and points the stored
-  /// arrays into the block.
+  /// arrays into the block; the triangle records' room (triangle_count_ of
+  /// record_bits()) is left zeroed there for SetRecord.
   void Seal(Staging* st);
   /// Bytes of the arrays, and where the room for the mesh object starts
   /// behind them (8-byte aligned).
   size_t ArrayBytes() const;
   size_t HeaderOffset() const { return (ArrayBytes() + 7) / 8 * 8; }
-  /// Frees the block (aligned for Node).
-  struct BlockFree {
-    void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{alignof(Node)}); }
-  };
+  /// Frees a block (aligned for Node).
+  static void BlockFree(std::byte* p) { ::operator delete(p, std::align_val_t{alignof(Node)}); }
+  /// The zero-area triangles kept for Input(), input index and vertex
+  /// indices (in the block after dvertices_: found from the counts, as
+  /// only Input() reads them).
+  const std::pair<uint32_t, Indices>* Dropped() const;
+  TriangleMesh() = default;
 
-  // One allocation holds every array below, nodes_ first (64-byte aligned),
-  // then bottom_, dvertices_, dropped_, obase_, fcodes_, fvertices_, packed_,
+  // One allocation holds every array below, nodes_ first (64-byte aligned:
+  // the block starts there), then bottom_, dvertices_, the dropped triangles
+  // (Dropped()), obase_, flt_.codes, fvertices_, packed_,
   // vpacked_, fpacked_ (each array's size is a multiple of the next one's
   // alignment, so no padding), then room for this object (Settle).
-  std::unique_ptr<std::byte, BlockFree> block_;
   // Decimal vertices: per axis q - qmin_ in vaxis_bits_ bits, x, y, z packed
   // into vrecord_bits_ per vertex (then 16 bytes of padding).
   Stored<uint8_t> vpacked_;
-  int64_t qmin_[3] = {0, 0, 0};
+  /// The layout of packed float vertices (fpacked_): per axis 23 mantissa
+  /// bits and code_bits of an index into the axis's sign-and-exponent codes,
+  /// codes[code_base[axis] + index].
+  struct FloatForm {
+    uint32_t* codes;  // in the block (trivial: a union member)
+    uint16_t code_base[3];
+    uint16_t code_count;
+    uint8_t record_bits;
+    uint8_t code_bits[3];
+    uint8_t axis_off[3];
+  };
+  // A mesh's vertices are decimal (vpacked_: qmin_), packed floats
+  // (fpacked_: flt_) or neither, so the two share their bytes.
+  union {
+    int64_t qmin_[3] = {0, 0, 0};
+    FloatForm flt_;
+  };
   uint64_t vaxis_mask_[3] = {0, 0, 0};
   // Vertices that are not all q / divisor but all exactly float32: x, y, z
   // as floats; otherwise as doubles. Beside vpacked_: the fine vertices.
   Stored<float> fvertices_;
   Stored<Vec3> dvertices_;
-  // Or, when smaller, every float vertex packed (mesh_vertices::FloatLayout):
-  // per axis 23 mantissa bits and fcode_bits_ of an index into the axis's
-  // sign-and-exponent codes, fcodes_[fcode_base_[axis] + index].
+  // Or, when smaller, every float vertex packed (mesh_vertices::FloatLayout)
+  // by flt_.
   Stored<uint8_t> fpacked_;
-  Stored<uint32_t> fcodes_;
-  uint32_t frecord_bits_ = 0;
-  uint32_t fcode_count_ = 0;
-  uint16_t fcode_base_[3] = {0, 0, 0};
-  uint8_t fcode_bits_[3] = {0, 0, 0};
-  uint8_t faxis_off_[3] = {0, 0, 0};
   // The x of a fine vertex's packed record (all ones), or a value no x has.
   uint64_t fine_mark_ = ~uint64_t{0};
   // Per axis 10^k or 2^k: q / divisor is exactly the input coordinate.
@@ -609,15 +638,12 @@ class TriangleMesh {
   Stored<BottomNode> bottom_;
   Aabb bounds_;
   Vec3 step_;
-  /// Zero-area triangles dropped at build: input index and vertex indices.
-  Stored<std::pair<uint32_t, Indices>> dropped_;
   /// With predicted originals: per block of 2^kMeshOriginalShift vertices,
   /// the base that OriginalIndex adds to the record's residual and to
   /// (i0 mod 2^kMeshOriginalShift) * oslope_ / 2^16.
   Stored<uint32_t> obase_;
-  uint32_t obase_count_ = 0;
   uint32_t oslope_ = 0;  // input triangles per vertex, 16.16 fixed point (capped)
-  uint32_t vrecord_bits_ = 0;
+  uint32_t vrecord_bits_ = 0;  // bits of a decimal vertex record
   uint32_t fine_count_ = 0;
   uint32_t node_count_ = 0;     // nodes_ (64-byte nodes)
   uint32_t bottom_count_ = 0;   // bottom_
@@ -635,8 +661,9 @@ class TriangleMesh {
   bool xy_one_load_ = false;           // x and y bits within 57: one load for both
   bool wide_ = false;       // record_bits() + 7 > 64: 128-bit loads
   bool narrow_indices_ = false;  // index_bits() <= 57: the indices in one 64-bit load
-  uint32_t input_triangles_ = 0;
-  uint32_t height_ = 1;
+  uint8_t height_ = 1;     // node levels (at most kMeshMaxDepth)
+  // The block (at nodes_) is this object's to free: built and not settled.
+  bool owns_block_ = false;
 };
 
 template <typename Path>

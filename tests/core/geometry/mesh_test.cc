@@ -117,6 +117,49 @@ TEST(MeshBuild, ActiveEdges) {
   EXPECT_EQ(active, 4 * n);  // only the border
 }
 
+// A fan's spokes (many edges through its centre, coplanar faces) are
+// inactive and its rim active; an edge three triangles share is active in
+// all three.
+TEST(MeshBuild, ActiveEdgesOfFansAndSharedEdges) {
+  MeshData fan;
+  const int spokes = 40;
+  fan.vertices.push_back({0, 0, 0});
+  for (int i = 0; i < spokes; ++i) {
+    const double a = 2.0 * M_PI * i / spokes;
+    fan.vertices.push_back({std::cos(a), 0, std::sin(a)});
+  }
+  for (int i = 0; i < spokes; ++i) {
+    fan.triangles.push_back({0, static_cast<uint32_t>(1 + (i + 1) % spokes),
+                             static_cast<uint32_t>(1 + i)});
+  }
+  const auto count_active = [](const TriangleMesh& m) {
+    int active = 0;
+    for (uint32_t k = 0; k < m.triangle_count(); ++k) {
+      for (int e = 0; e < 3; ++e) active += (m.ActiveEdges(k) >> e) & 1;
+    }
+    return active;
+  };
+  EXPECT_EQ(count_active(MustBuild(fan)), spokes);
+  fan.vertices.push_back({0, 1, 0});
+  fan.triangles.push_back({0, 1, static_cast<uint32_t>(spokes + 1)});  // on spoke 0-1
+  EXPECT_EQ(count_active(MustBuild(fan)), spokes + 2 + 3);
+}
+
+// A moved mesh keeps its block: move construction and assignment (which
+// frees the block it replaces) leave one owner, whose Input() is the data.
+TEST(MeshBuild, MovedMeshOwnsItsBlock) {
+  const MeshData grid = WavyGrid(10, 0.731);
+  TriangleMesh a = MustBuild(IcoSphere(1.0, 1));
+  a = MustBuild(grid);
+  TriangleMesh b(std::move(a));
+  std::vector<Vec3> vertices;
+  std::vector<TriangleMesh::Indices> triangles;
+  b.Input(&vertices, &triangles);
+  EXPECT_EQ(triangles, grid.triangles);
+  ASSERT_EQ(vertices.size(), grid.vertices.size());
+  EXPECT_EQ(std::memcmp(vertices.data(), grid.vertices.data(), vertices.size() * sizeof(Vec3)), 0);
+}
+
 // Memory: vertices, triangles (with original index and flags) and hierarchy.
 TEST(MeshBuild, MemoryPerTriangle) {
   for (int n : {32, 100, 224}) {

@@ -41,9 +41,11 @@ Result<Collider> ParseCollider(const nlohmann::json& entry, size_t index);
 Result<std::vector<Collider>> ParseScene(const nlohmann::json& doc);
 
 /// ReadJsonFile then ParseScene, in less memory: the file is parsed as it
-/// is read (SAX) and mesh vertex and triangle arrays go straight into flat
-/// arrays, each freed once its mesh is built. The same colliders, and the
-/// same errors, as the two steps (hitboxd's map files).
+/// is read (SAX), mesh vertex and triangle arrays go straight into flat
+/// arrays, and each collider is parsed (its mesh built) as soon as its
+/// element of "colliders" closes, then dropped from the document: one
+/// collider's text and arrays are held at a time. The same colliders, and
+/// the same errors, as the two steps (hitboxd's map files).
 Result<std::vector<Collider>> ReadSceneFile(const std::string& path);
 
 /// A shape in the collider form ({"box": {...}} etc.), checked as in
