@@ -275,7 +275,8 @@ Status FromPacked(const v1::PackedQueries& p, const Repeated<v1::Query>& message
     Query& slot = (*out)[i];
     if (kind == v1::PACKED_MESSAGE) {
       const v1::Query& m = messages.Get(static_cast<int>(msg));
-      Result<Query> q = FromProto(m, "queries[" + std::to_string(msg) + "]");
+      // Named by its index in the tick, as the message form names it.
+      Result<Query> q = FromProto(m, "queries[" + std::to_string(i) + "]");
       if (!q.ok()) return fail(q.error());
       slot = std::move(*q);
       if (m.has_shape_from_collider()) from->emplace_back(i, m.shape_from_collider());
