@@ -100,6 +100,19 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
                               ? static_cast<const v1::QueryRequest*>(message)->queries()
                               : static_cast<const v1::TickRequest*>(message)->queries();
     metrics_->CountKinds(queries, &pending_);
+    if (answers_ == Answers::kTick) {  // the packed queries too (PackedQueries.kinds)
+      for (uint32_t k : static_cast<const v1::TickRequest*>(message)->packed().kinds()) {
+        const int field = k == v1::PACKED_RAY       ? v1::Query::kRaycast
+                          : k == v1::PACKED_CAST    ? v1::Query::kCast
+                          : k == v1::PACKED_OVERLAP ? v1::Query::kOverlap
+                          : k == v1::PACKED_MOVE    ? v1::Query::kMove
+                                                    : -1;
+        const int kind = field < 0 ? -1 : metrics_->QueryKindIndex(field);
+        if (kind < 0) continue;
+        if (pending_.size() <= static_cast<size_t>(kind)) pending_.resize(kind + 1, 0);
+        ++pending_[kind];
+      }
+    }
   }
 
   // Counts an answer: its queries and hits, or the tick's in-band refusal.
@@ -119,6 +132,8 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
         return;
       }
       results = &tick->results();
+      metrics_->AddHits(static_cast<uint64_t>(tick->packed().hits().id_size()) +
+                        static_cast<uint64_t>(tick->packed().overlaps().id_size()));
     }
     metrics_->AddAnswer(pending_, *results);
     pending_.clear();

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
+#include "hitbox/wire/packed.h"
 #include "hitbox/wire/session_limits.h"
 #include "reactors.h"
 #include "resources.h"
@@ -431,11 +432,23 @@ grpc::Status HitboxService::DoTick(TickStream* stream, const v1::TickRequest& re
 
   TxnOutcome out;
   const Status st =
-      txn_->Run(s, {req.changes(), req.queries(), req.tick()}, call, stream, &stream->memory, &out);
+      txn_->Run(s, {req.changes(), req.queries(), req.tick(), req.has_packed() ? &req.packed() : nullptr},
+                call, stream, &stream->memory, &out);
   if (out.session_gone) return fail(deleted());
   if (!st.ok()) return fail(wire::ToGrpcStatus(st));
   resp->set_revision(out.revision);
-  ResultsToProto(stream->results, req.queries(), resp->mutable_results());
+  if (req.packed_results()) {
+    wire::ToPacked(stream->queries, stream->results, resp->mutable_packed());
+  } else if (req.has_packed()) {  // tags from the decoded queries
+    RepeatedPtrField<v1::QueryResult>* results = resp->mutable_results();
+    results->Reserve(static_cast<int>(stream->results.size()));
+    for (size_t i = 0; i < stream->results.size(); ++i) {
+      const uint64_t tag = std::visit([](const auto& q) { return q.tag; }, stream->queries[i]);
+      wire::ToProto(stream->results[i], tag, results->Add());
+    }
+  } else {
+    ResultsToProto(stream->results, req.queries(), resp->mutable_results());
+  }
   for (const WatchEvent& e : out.events) wire::ToProto(e, resp->add_events());
   resp->set_events_truncated(out.events_truncated);
   return grpc::Status::OK;

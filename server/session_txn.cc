@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hitbox/wire/convert.h"
+#include "hitbox/wire/packed.h"
 
 namespace hitbox::server {
 namespace {
@@ -171,12 +172,10 @@ void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optio
 // collider's shape and pose, and ignores the collider. NOT_FOUND naming the
 // first unknown id; INVALID_ARGUMENT for a collider-only shape (mesh,
 // heightfield, compound). The caller holds the session lock (either mode).
-Status ShapesFromColliders(const ColliderSet& set, const RepeatedPtrField<v1::Query>& in,
+Status ShapesFromColliders(const ColliderSet& set,
+                           const std::vector<std::pair<size_t, uint64_t>>& shapes_from,
                            std::vector<hitbox::Query>* queries) {
-  for (int i = 0; i < in.size(); ++i) {
-    const v1::Query& m = in.Get(i);
-    if (!m.has_shape_from_collider()) continue;
-    const uint64_t id = m.shape_from_collider();
+  for (const auto& [i, id] : shapes_from) {
     const Collider* c = set.Find(id);
     const auto field = [&] {
       return "queries[" + std::to_string(i) + "].shape_from_collider: collider " +
@@ -199,7 +198,7 @@ Status ShapesFromColliders(const ColliderSet& set, const RepeatedPtrField<v1::Qu
             x.filter.ignore.push_back(id);
           }
         },
-        (*queries)[static_cast<size_t>(i)]);
+        (*queries)[i]);
   }
   return Status::Ok();
 }
@@ -250,15 +249,27 @@ CallControl CallControl::Of(grpc::ServerContextBase* ctx) {
   return c;
 }
 
-Status SessionTxn::ConvertQueries(const Session& s, const RepeatedPtrField<v1::Query>& in,
-                                  std::vector<hitbox::Query>* out) const {
+Status SessionTxn::ConvertQueries(const Session& s, const TxnRequest& req,
+                                  TxnScratch* scratch) const {
+  std::vector<hitbox::Query>* out = &scratch->queries;
+  const size_t count = req.packed ? wire::PackedQueryCount(*req.packed)
+                                  : static_cast<size_t>(req.queries.size());
   const uint32_t max = s.limits().max_queries_per_message;
-  if (static_cast<uint64_t>(in.size()) > max) {
+  if (count > max) {
     return Status(ErrorCode::kResourceExhausted,
-                  "queries: " + std::to_string(in.size()) + " queries, at most " +
-                      std::to_string(max) + " per message (limits.max_queries_per_message)");
+                  std::string(req.packed ? "packed.kinds: " : "queries: ") +
+                      std::to_string(count) + " queries, at most " + std::to_string(max) +
+                      " per message (limits.max_queries_per_message)");
   }
-  if (Status st = wire::FromProto(in, out, "queries"); !st.ok()) return st;
+  if (req.packed) {
+    if (Status st = wire::FromPacked(*req.packed, req.queries, out, &scratch->shapes_from);
+        !st.ok()) {
+      return st;
+    }
+  } else {
+    if (Status st = wire::FromProto(req.queries, out, "queries"); !st.ok()) return st;
+    wire::ShapesFromMessages(req.queries, &scratch->shapes_from);
+  }
   const uint32_t cap = s.limits().max_hits_per_query;
   for (hitbox::Query& q : *out) {
     QueryFilter* f = FilterOf(q);
@@ -676,7 +687,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
       !st.ok()) {
     return st;
   }
-  if (Status st = ConvertQueries(s, req.queries, &queries); !st.ok()) return st;
+  if (Status st = ConvertQueries(s, req, scratch); !st.ok()) return st;
   if (Status st = CollectApplies(queries, &applies); !st.ok()) return st;
   moved.clear();
   // Once the queries ran, a failure frees their answers and gives back their bytes.
@@ -693,7 +704,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
         out->session_gone = true;
         return Deleted(s);
       }
-      if (Status st = ShapesFromColliders(s.set(), req.queries, &queries); !st.ok()) {
+      if (Status st = ShapesFromColliders(s.set(), scratch->shapes_from, &queries); !st.ok()) {
         return st;
       }
       if (Status st = RunLocked(s, queries, &results, call, mem); !st.ok()) return st;
@@ -728,7 +739,7 @@ Status SessionTxn::Run(Session& s, const TxnRequest& req, const CallControl& cal
     return st;
   };
   if (Status st = CheckApplies(s.set(), queries, applies); !st.ok()) return undo(st);
-  if (Status st = ShapesFromColliders(s.set(), req.queries, &queries); !st.ok()) {
+  if (Status st = ShapesFromColliders(s.set(), scratch->shapes_from, &queries); !st.ok()) {
     return undo(st);
   }
   if (Status st = RunLocked(s, queries, &results, call, mem); !st.ok()) return undo(st);

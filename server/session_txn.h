@@ -43,6 +43,8 @@ struct TxnScratch {
   std::vector<hitbox::Query> queries;
   /// The answers, one per query, after a successful Run.
   std::vector<QueryResult> results;
+  /// The queries whose shape and pose come from a collider: (index, id).
+  std::vector<std::pair<size_t, uint64_t>> shapes_from;
   /// Indices of the moves that apply to their collider.
   std::vector<size_t> applies;
   /// The applied moves as changes.
@@ -55,6 +57,9 @@ struct TxnRequest {
   const google::protobuf::RepeatedPtrField<v1::Query>& queries;
   /// The tick of the changes (Tick), none for Query.
   std::optional<uint64_t> tick;
+  /// A tick's packed queries (TickRequest.packed; `queries` are then its
+  /// PACKED_MESSAGE entries); null: the queries are `queries`.
+  const v1::PackedQueries* packed = nullptr;
 };
 
 /// How a transaction ended besides its status.
@@ -117,8 +122,7 @@ class SessionTxn {
 
  private:
   // Converts and checks a query list, clamping max_hits (no lock needed).
-  Status ConvertQueries(const Session& s, const google::protobuf::RepeatedPtrField<v1::Query>& in,
-                        std::vector<hitbox::Query>* out) const;
+  Status ConvertQueries(const Session& s, const TxnRequest& req, TxnScratch* scratch) const;
   // Converts a change list, pricing it first when its shapes need a build
   // (no lock held on entry): the whole batch is checked without building
   // (wire::CheckChanges), then its geometry against the session's limits and

@@ -434,7 +434,7 @@ bool InProcessCost(int ticks, double* cpu, double* allocs) {
 // positions) apart from the client's.
 class ServiceTicks {
  public:
-  ServiceTicks(bool by_id, bool buffers) : buffers_(buffers) {
+  ServiceTicks(bool by_id, bool buffers, bool packed = true) : buffers_(buffers) {
     if (child_.port() == 0) {
       error_ = "could not start the server child";
       return;
@@ -452,7 +452,9 @@ class ServiceTicks {
       return;
     }
     if (by_id) sweeps_ = run_.SweepsById();
-    stream_ = client_->OpenTickStream("arena");
+    TickStreamOptions tick_options;
+    tick_options.packed = packed;
+    stream_ = client_->OpenTickStream("arena", tick_options);
   }
   ~ServiceTicks() {
     if (stream_) (void)stream_->Finish();
@@ -520,6 +522,7 @@ class ServiceTicks {
 void BM_ArenaTickService(benchmark::State& state) {
   const bool by_id = state.range(0) != 0;
   const bool buffers = state.range(1) != 0;
+  const bool packed = state.range(2) != 0;  // TickStreamOptions::packed
   spdlog::set_level(spdlog::level::warn);
   constexpr int kInProcessTicks = 300, kWarmup = 20;
   double inproc_cpu = 0, inproc_allocs = 0;
@@ -527,7 +530,7 @@ void BM_ArenaTickService(benchmark::State& state) {
     state.SkipWithError("arena");
     return;
   }
-  ServiceTicks s(by_id, buffers);
+  ServiceTicks s(by_id, buffers, packed);
   bool failed = !s.error().empty();
   for (int i = 0; i < kWarmup && !failed; ++i) failed = !s.Tick();
   if (failed) {
@@ -561,10 +564,11 @@ void BM_ArenaTickService(benchmark::State& state) {
   state.counters["server_over_inproc"] = server_us / inproc_us;
 }
 BENCHMARK(BM_ArenaTickService)
-    ->ArgNames({"by_id", "buffers"})
-    ->Args({0, 0})
-    ->Args({1, 0})
-    ->Args({1, 1})
+    ->ArgNames({"by_id", "buffers", "packed"})
+    ->Args({0, 0, 1})
+    ->Args({1, 0, 1})
+    ->Args({1, 1, 1})
+    ->Args({1, 1, 0})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
@@ -572,10 +576,11 @@ BENCHMARK(BM_ArenaTickService)
 // (sweeps by id, answers into kept buffers), with no in-process part and no
 // timing loop, so that callgrind (--trace-children=yes) counts a fixed
 // amount of work; two runs with different N give the instructions per tick
-// of each process. Prints the per-tick CPU and allocations.
-int ServiceTicksOnly(int n) {
+// of each process. Prints the per-tick CPU and allocations. `packed` false
+// (--message-form): one message per query and answer, as before the packed form.
+int ServiceTicksOnly(int n, bool packed) {
   spdlog::set_level(spdlog::level::warn);
-  ServiceTicks s(/*by_id=*/true, /*buffers=*/true);
+  ServiceTicks s(/*by_id=*/true, /*buffers=*/true, packed);
   for (int i = 0; i < 20; ++i) {
     if (!s.Tick()) break;
   }
@@ -605,7 +610,8 @@ int ServiceTicksOnly(int n) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--serve-arena") == 0) return hitbox::ServeArena();
   if (argc > 2 && std::strcmp(argv[1], "--service-ticks") == 0) {
-    return hitbox::ServiceTicksOnly(std::atoi(argv[2]));
+    const bool message_form = argc > 3 && std::strcmp(argv[3], "--message-form") == 0;
+    return hitbox::ServiceTicksOnly(std::atoi(argv[2]), !message_form);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -18,6 +18,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "hitbox/wire/convert.h"
+#include "hitbox/wire/packed.h"
 #include "hitbox/wire/message_arena.h"
 #include "hitbox/wire/session_limits.h"
 
@@ -220,6 +221,32 @@ RpcStatus TickToProto(const std::string& session_id, uint64_t tick,
   out->set_tick(tick);
   ChangesToProto(changes, out->mutable_changes());
   return QueriesToProto(queries, shapes_from, out->mutable_queries());
+}
+
+RpcStatus TickToPacked(const std::string& session_id, uint64_t tick,
+                       std::span<const ColliderChange> changes,
+                       std::span<const hitbox::Query> queries,
+                       std::span<const ShapeFromCollider> shapes_from,
+                       std::vector<std::optional<uint64_t>>* from, v1::TickRequest* out) {
+  from->clear();
+  if (!shapes_from.empty()) {
+    from->resize(queries.size());
+    for (size_t k = 0; k < shapes_from.size(); ++k) {
+      const size_t i = shapes_from[k].query_index;
+      if (i >= queries.size()) {
+        return {RpcCode::kInvalidArgument,
+                "shapes_from[" + std::to_string(k) + "].query_index: " + std::to_string(i) +
+                    " is past the " + std::to_string(queries.size()) + " queries"};
+      }
+      (*from)[i] = shapes_from[k].collider_id;
+    }
+  }
+  out->set_session_id(session_id);
+  out->set_tick(tick);
+  ChangesToProto(changes, out->mutable_changes());
+  wire::ToPacked(queries, *from, out->mutable_packed(), out->mutable_queries());
+  out->set_packed_results(true);
+  return {};
 }
 
 }  // namespace internal

@@ -29,6 +29,14 @@ RpcStatus TickToProto(const std::string& session_id, uint64_t tick,
                       std::span<const hitbox::Query> queries,
                       std::span<const ShapeFromCollider> shapes_from, v1::TickRequest* out);
 
+/// As TickToProto, the queries packed (TickRequest.packed, asking for packed
+/// answers); `from` is a buffer kept by the caller.
+RpcStatus TickToPacked(const std::string& session_id, uint64_t tick,
+                       std::span<const ColliderChange> changes,
+                       std::span<const hitbox::Query> queries,
+                       std::span<const ShapeFromCollider> shapes_from,
+                       std::vector<std::optional<uint64_t>>* from, v1::TickRequest* out);
+
 /// Queries into `out` (tags are their indices), as TickToProto.
 RpcStatus QueriesToProto(std::span<const hitbox::Query> queries,
                          std::span<const ShapeFromCollider> shapes_from,

@@ -24,6 +24,7 @@
 #include "client_internal.h"
 #include "hitbox/wire/convert.h"
 #include "hitbox/wire/message_arena.h"
+#include "hitbox/wire/packed.h"
 
 namespace hitbox::internal {
 namespace {
@@ -62,7 +63,8 @@ class TickStreamImpl final : public TickStream,
       : channel_(std::move(channel)),
         stub_(v1::Hitbox::NewStub(channel_)),
         session_id_(std::move(session_id)),
-        max_in_flight_(std::max<size_t>(1, options.max_in_flight)) {
+        max_in_flight_(std::max<size_t>(1, options.max_in_flight)),
+        packed_(options.packed) {
     if (options.timeout) {
       ctx_.set_deadline(std::chrono::system_clock::now() +
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -195,7 +197,10 @@ class TickStreamImpl final : public TickStream,
       } else {
         const uint64_t tick = game_tick ? *game_tick : next_tick_;
         std::unique_ptr<Outgoing> out = TakeOutgoing();
-        refused = TickToProto(session_id_, tick, changes, queries, shapes_from, out->message);
+        refused = packed_ ? TickToPacked(session_id_, tick, changes, queries, shapes_from,
+                                         &from_, out->message)
+                          : TickToProto(session_id_, tick, changes, queries, shapes_from,
+                                        out->message);
         if (refused.ok()) {
           next_tick_ = tick + 1;
           entry.tick = tick;
@@ -363,6 +368,9 @@ class TickStreamImpl final : public TickStream,
     out->events.clear();
     for (const v1::WatchEvent& e : r.events()) out->events.push_back(wire::ResultFromProto(e));
     out->events_truncated = r.events_truncated();
+    if (r.has_packed()) {  // asked for (TickStreamOptions::packed)
+      return RpcStatus::FromStatus(wire::FromPacked(r.packed(), query_count, &out->results));
+    }
     return ResultsFromProto(r.results(), query_count, &out->results);
   }
 
@@ -395,6 +403,9 @@ class TickStreamImpl final : public TickStream,
   grpc::ClientContext ctx_;
   const std::string session_id_;
   const size_t max_in_flight_;
+  const bool packed_;
+  // Shape-from-collider ids by query index of the tick being packed (mu_).
+  std::vector<std::optional<uint64_t>> from_;
 
   mutable std::mutex mu_;
   std::condition_variable done_cv_;

@@ -466,8 +466,15 @@ TEST(ClientRetryTest, StoppedServer) {
 // --- Tick stream ------------------------------------------------------------
 
 // Many ticks in flight; each future gets its own tick's answer.
+// The fake answers Query messages only: these streams use the message form.
+TickStreamOptions MessageForm() {
+  TickStreamOptions o;
+  o.packed = false;
+  return o;
+}
+
 TEST_P(ClientFakeTest, TickStreamMatchesResults) {
-  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s");
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s", MessageForm());
   std::vector<std::future<RpcResult<TickResult>>> futures;
   std::vector<size_t> query_counts;
   Random rng(7);
@@ -601,7 +608,7 @@ TEST_P(ClientFakeTest, TickStreamMaxInFlight) {
 
 // Ticks from several threads at once all come back matched.
 TEST_P(ClientFakeTest, TickStreamConcurrentCallers) {
-  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s");
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s", MessageForm());
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
   for (size_t t = 0; t < 4; ++t) {

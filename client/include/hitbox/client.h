@@ -298,6 +298,11 @@ struct TickStreamOptions {
   /// Most ticks in flight (sent, not yet answered); Tick() beyond it fails at
   /// once with RESOURCE_EXHAUSTED. >= 1.
   size_t max_in_flight = 1024;
+  /// Send the ticks' queries and receive their answers as columns
+  /// (TickRequest.packed, packed_results): the same answers at a fraction of
+  /// the CPU. false: one Query / QueryResult message each (servers before
+  /// the packed form).
+  bool packed = true;
 };
 
 /// Sweep by collider id: query `query_index` of a call takes its shape and
