@@ -404,7 +404,14 @@ void WireSeeds(const fs::path& dir) {
     save("seed-query-" + std::to_string(i), 1, q);
   }
   QueryResult r;
-  r.hits.push_back({4, 5, 0.25, {0, 1, 0}, {1, 2, 3}, false, 0});
+  CastHit hit;
+  hit.state = CastState::kHit;
+  hit.fraction = 0.25;
+  hit.normal = {0, 1, 0};
+  hit.point = {1, 2, 3};
+  hit.id = 4;
+  hit.user_data = 5;
+  r.hits.push_back(hit);
   v1::QueryResult rp;
   wire::ToProto(r, 9, &rp);
   save("seed-result", 3, rp);

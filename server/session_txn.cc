@@ -175,7 +175,11 @@ void RollBack(ColliderSet& set, const std::vector<std::pair<uint64_t, std::optio
 Status ShapesFromColliders(const ColliderSet& set,
                            const std::vector<std::pair<size_t, uint64_t>>& shapes_from,
                            std::vector<hitbox::Query>* queries) {
-  for (const auto& [i, id] : shapes_from) {
+  for (const std::pair<size_t, uint64_t>& entry : shapes_from) {
+    // Named copies, not a structured binding: clang's C++20 lambdas cannot
+    // capture one.
+    const size_t i = entry.first;
+    const uint64_t id = entry.second;
     const Collider* c = set.Find(id);
     const auto field = [&] {
       return "queries[" + std::to_string(i) + "].shape_from_collider: collider " +
