@@ -107,9 +107,9 @@ std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const
 
 std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t queries) const {
   std::lock_guard<std::mutex> lock(wide_mu);
-  if (mesh_groups != nullptr && mesh_groups->version() == mesh_version) {
-    return mesh_groups->groups().empty() ? nullptr : mesh_groups;
-  }
+  // Groups made for the meshes as they are, unless none formed.
+  const auto current = [&] { return mesh_groups->groups().empty() ? nullptr : mesh_groups; };
+  if (mesh_groups != nullptr && mesh_groups->version() == mesh_version) return current();
   if (groups_counted_version != mesh_version) {
     mesh_groups.reset();
     groups_counted_version = mesh_version;
@@ -129,7 +129,7 @@ std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t 
   // merged meshes saves more than kGroupQueryShare triangles' worth of it.
   if (groups_queries * kGroupQueryShare < groups_triangles) return nullptr;
   mesh_groups = std::make_shared<const internal::MeshGroups>(colliders, mesh_version);
-  return mesh_groups->groups().empty() ? nullptr : mesh_groups;
+  return current();
 }
 
 template <bool kBudgeted, typename BoxC, typename SegC, typename Tree>

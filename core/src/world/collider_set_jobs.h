@@ -197,13 +197,13 @@ struct ColliderSet::Impl::SegmentJob {
   SegmentSetup seg;
   HitCollector out;
   const uint8_t* skip = nullptr;  ///< as OverlapJob::skip
-  /// Items answered through their mesh group (MeshGroups::grouped), passed
-  /// over by the walk; null when the query walks every collider.
-  const std::vector<uint8_t>* grouped = nullptr;
+  /// The mesh groups whose members (MeshGroups::Grouped) the query answered
+  /// before the walk, which passes them over; null when it walks every collider.
+  const internal::MeshGroups* grouped = nullptr;
 
   double Leaf(uint32_t item, double max_t) {
     if (skip != nullptr && skip[item] != 0) return max_t;
-    if (grouped != nullptr && item < grouped->size() && (*grouped)[item] != 0) return max_t;
+    if (grouped != nullptr && grouped->Grouped(item)) return max_t;
     return static_cast<Job*>(this)->LeafOf(m->colliders[item], m->radius[item], max_t);
   }
 };
@@ -316,7 +316,7 @@ struct ColliderSet::Impl::RayJob : SegmentJob<RayJob> {
   /// group's to the bit, so the answer is the walk's own.
   double RayGroups(const internal::MeshGroups* groups) {
     if (groups == nullptr || !finite || q->all_hits || !q->filter.ignore.empty()) return 1.0;
-    grouped = &groups->grouped();
+    grouped = groups;
     double max_t = 1.0;
     for (const internal::MeshGroups::Group& g : groups->groups()) {
       if ((q->filter.mask & (1u << g.layer)) == 0) continue;

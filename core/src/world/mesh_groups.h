@@ -38,9 +38,6 @@ class MeshGroups {
   const std::vector<Group>& groups() const { return groups_; }
   /// True when colliders[item] is a member of a group.
   bool Grouped(uint32_t item) const { return item < grouped_.size() && grouped_[item] != 0; }
-  /// 1 per item of a member, 0 otherwise (indexed by item, may be shorter
-  /// than the set).
-  const std::vector<uint8_t>& grouped() const { return grouped_; }
   /// The member of `g` that holds merged input triangle `triangle`, and that
   /// triangle's index in the member's own input.
   uint32_t Member(const Group& g, uint32_t triangle, uint32_t* local) const;
@@ -50,6 +47,7 @@ class MeshGroups {
 
  private:
   std::vector<Group> groups_;
+  /// 1 per item of a member, 0 otherwise (may be shorter than the set).
   std::vector<uint8_t> grouped_;
   uint64_t version_ = 0;
   uint64_t triangles_ = 0;
