@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "collision/triangles/gathered_triangle.h"
 #include "collision/triangles/surface_overlap.h"
+#include "collision/triangles/sweep_ties.h"
 #include "collision/triangles/triangle_sweep.h"
 #include "geometry/bvh_ray.h"
 #include "hitbox/math/math.h"
@@ -47,13 +49,13 @@ bool TriangleSkinKeeps(const Vec3 tri[3], const Convex& convex, const Vec3& tran
 /// (TriangleSkinKeeps) are passed over. A mesh's triangles are swept in the
 /// order the centre path enters their grown boxes (VisitSweptClosestFirst),
 /// a heightfield's in its walk's order; the answer does not depend on the
-/// order beyond the rounding of ties (the earliest, then the lowest input
-/// triangle among those within a nanometre of travel), as sub_shape.
+/// order (SweepTies: the earliest, then the lowest input triangle among
+/// those within a nanometre of travel of it, as sub_shape). With `merged`,
+/// the rule holds per member and sub_shape is the merged input index.
 /// kRoutine is the triangle routine of the convex's core (the pair table's).
 template <TriangleRoutine kRoutine, typename Surface, typename Convex>
 CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, const Vec3& translation,
-                              double skin = 0.0) {
-  CastResult out;
+                              double skin = 0.0, MergedSweep* merged = nullptr) {
   const Aabb box = convex.bounds().Swept(translation).Expanded(kSweepGap);
   const double scale = convex.scale() + translation.Length();
   // The centre of the convex's bounds moving by `translation`, against each
@@ -68,15 +70,10 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
   // only by rounding (which depends on the frame the query came in).
   const double len = translation.Length();
   const double tie = len > 0.0 ? kSweepGap / len : 0.0;
-  double best = 1.0;    // fraction of the best hit so far
-  double limit = 1.0;   // visit and sweep up to here (best + tie once hit)
-  uint32_t best_orig = UINT32_MAX;
+  SweepTies ties = merged != nullptr ? SweepTies(tie, merged->first, merged->bound + tie)
+                                     : SweepTies(tie, {});
+  double limit = ties.limit();  // visit and sweep up to here
   internal::WorkTally tally;
-  // Once a triangle touches at fraction 0, only a lower input index can
-  // change the answer (a tie at 0; nothing comes earlier).
-  auto passed_over = [&](uint32_t k) {
-    return best == 0.0 && best_orig != UINT32_MAX && surface.OriginalIndex(k) > best_orig;
-  };
   const GrownTrianglePath triangle_path(centre_path, grow);
   auto enter = [&](const Vec3 v[3], double* t_enter) {
     return triangle_path.Enter(v, limit, t_enter);
@@ -86,26 +83,8 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
         SweepTriangle<kRoutine>(v, convex, translation, limit, scale, surface.ActiveEdges(k));
     if (!s.hit()) return;
     if (skin > 0.0 && !TriangleSkinKeeps(v, convex, translation, s, skin)) return;
-    const uint32_t orig = surface.OriginalIndex(k);
-    const bool first = best_orig == UINT32_MAX;
-    const bool earlier = s.fraction < best - tie;
-    const bool tied = !earlier && s.fraction <= best + tie;
-    if (first || earlier || (tied && orig < best_orig)) {
-      best = first || earlier ? s.fraction : std::min(best, s.fraction);
-      best_orig = orig;
-      limit = std::min(1.0, best + tie);
-      // kHit, or kFailed where the triangle's cast gave up (a lower bound).
-      const bool inside = s.state == CastState::kStartedOverlapping || best == 0.0;
-      out.state = inside ? CastState::kStartedOverlapping : s.state;
-      out.fraction = best;
-      out.normal = s.normal;
-      out.point = s.point;
-      out.sub_shape = orig;
-    } else if (tied) {
-      best = std::min(best, s.fraction);
-      out.fraction = best;
-      if (best == 0.0) out.state = CastState::kStartedOverlapping;
-    }
+    ties.Add(surface.OriginalIndex(k), s);
+    limit = ties.limit();
   };
   if constexpr (std::is_same_v<Surface, TriangleMesh>) {
     // Closest first: the earliest contacts tend to come first, so the
@@ -124,9 +103,8 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
             *stop = true;
             return false;
           }
-          // Passed over now, passed over at its turn (best and best_orig
-          // only fall): not decoded nor kept.
-          if (passed_over(k)) return false;
+          // Passed over now, passed over at its turn: not decoded nor kept.
+          if (ties.PassedOver(surface.OriginalIndex(k))) return false;
           std::array<Vec3, 3> v;
           surface.TriangleVertices(k, v.data(), &vertex_cache);
           if (!enter(v.data(), t_enter)) return false;
@@ -134,13 +112,13 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
           return true;
         },
         [&](uint32_t k, uint32_t i) {
-          if (!passed_over(k)) sweep(k, entered[i].data());
+          if (!ties.PassedOver(surface.OriginalIndex(k))) sweep(k, entered[i].data());
           return true;
         });
   } else {
     surface.VisitSwept(box, translation, centre_path, grow, &limit, [&](uint32_t k) {
       if (!tally.Count()) return false;  // the batch stops (budget, deadline)
-      if (passed_over(k)) return true;
+      if (ties.PassedOver(surface.OriginalIndex(k))) return true;
       Vec3 v[3];
       surface.TriangleVertices(k, v);
       double t_enter;
@@ -148,85 +126,48 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
       return true;
     });
   }
-  return out;
+  return ties.Result(merged != nullptr ? &merged->member : nullptr);
 }
 
 /// SurfaceSweepConvex of a mesh without a skin, for the closed-form routines
 /// (kBall, kCapsule), over `tris`: every triangle of the mesh whose box
 /// meets the convex's swept bounds grown by kSweepGap (the caller checks),
-/// in any order. Each triangle is swept to the end of the motion; the
-/// answer is the mesh walk's when the hits fall apart into those within
-/// half a tie of the earliest (the lowest input triangle among them wins,
-/// at the earliest fraction) and those later than three ties: then every
-/// visiting order gives it. Otherwise (or when the batch stops) *answered
-/// is false and the caller sweeps the mesh itself.
+/// in any order: SweepTies gives the mesh walk's answer whatever the order.
+/// Where a triangle's cast gives up (kFailed, a fraction that depends on
+/// how far it was asked to go) or the batch stops, *answered is false and
+/// the caller sweeps the mesh itself.
 template <TriangleRoutine kRoutine, typename Convex>
 CastResult SurfaceSweepGathered(const GatheredTriangle* tris, size_t count, const Convex& convex,
                                 const Vec3& translation, bool* answered) {
   static_assert(kRoutine == TriangleRoutine::kBall || kRoutine == TriangleRoutine::kCapsule);
-  CastResult out;
   *answered = false;
   const double len = translation.Length();
-  if (!(len > 0.0)) return out;  // no ties to reason about: the walk answers
   const BvhRay centre_path(convex.bounds().Center(), translation);
   const Vec3 grow = convex.bounds().Extents() + Vec3::Splat(kSweepGap);
   const GrownTrianglePath triangle_path(centre_path, grow);
-  const double tie = kSweepGap / len;
+  SweepTies ties(len > 0.0 ? kSweepGap / len : 0.0, {});
   internal::WorkTally tally;
-  // Every hit's fraction (each triangle's own, whatever the limit a walk
-  // would have swept it with), then the earliest.
-  struct Hit {
-    double fraction;
-    Vec3 normal;
-    Vec3 point;
-    CastState state;
-    uint32_t index;
-  };
-  static thread_local std::vector<Hit> hit;  // kept: no construction per call
-  hit.clear();
-  double earliest = 2.0;
   for (size_t i = 0; i < count; ++i) {
-    if (!tally.Count()) return out;  // the batch stops: the walk stops too
-    double t_enter;
-    if (!triangle_path.Enter(tris[i].v.data(), 1.0, &t_enter)) continue;
-    // SweepTriangle's routine with the triangle's normal computed once.
+    if (!tally.Count()) return CastResult{};  // the batch stops: the walk stops too
     const GatheredTriangle& g = tris[i];
+    if (ties.PassedOver(g.original)) continue;
+    double t_enter;
+    if (!triangle_path.Enter(g.v.data(), ties.limit(), &t_enter)) continue;
+    // SweepTriangle's routine with the triangle's normal computed once.
     const Vec3* seg = convex.segment();
     const CastResult s =
         kRoutine == TriangleRoutine::kBall
             ? SweepSphereTriangleAt(seg[0], Dot(seg[0] - g.v[0], g.n), convex.margin(),
-                                    translation, 1.0, g.v[0], g.v[1], g.v[2], g.n, g.active)
-            : SweepCapsuleTriangleN(seg[0], seg[1], convex.margin(), translation, 1.0, g.v[0],
-                                    g.v[1], g.v[2], g.n, g.active);
+                                    translation, ties.limit(), g.v[0], g.v[1], g.v[2], g.n,
+                                    g.active)
+            : SweepCapsuleTriangleN(seg[0], seg[1], convex.margin(), translation, ties.limit(),
+                                    g.v[0], g.v[1], g.v[2], g.n, g.active);
     if (!s.hit()) continue;
-    if (s.state == CastState::kFailed) return out;
-    hit.push_back({s.fraction, s.normal, s.point, s.state, static_cast<uint32_t>(i)});
-    earliest = std::min(earliest, s.fraction);
+    if (s.state == CastState::kFailed) return CastResult{};
+    ties.Add(g.original, s);
   }
-  if (hit.empty()) {
-    *answered = true;
-    return out;
-  }
-  const double near = earliest + 0.5 * tie, far = earliest + 3.0 * tie;
-  size_t winner = hit.size();
-  for (size_t h = 0; h < hit.size(); ++h) {
-    if (hit[h].fraction > near) {
-      if (hit[h].fraction <= far) return out;  // between: the order could matter
-      continue;
-    }
-    if (winner == hit.size() || tris[hit[h].index].original < tris[hit[winner].index].original) {
-      winner = h;
-    }
-  }
-  const Hit& first = hit[winner];
-  const bool inside = first.state == CastState::kStartedOverlapping || earliest == 0.0;
-  out.state = inside ? CastState::kStartedOverlapping : first.state;
-  out.fraction = earliest;
-  out.normal = first.normal;
-  out.point = first.point;
-  out.sub_shape = tris[first.index].original;
   *answered = true;
-  return out;
+  return ties.Result();
 }
 
 }  // namespace hitbox
