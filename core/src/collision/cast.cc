@@ -529,6 +529,38 @@ CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& tr
   return InWorld(CastLocal(a, f.a_in_b, f.v, b, settings), f, pose_b, translation);
 }
 
+bool MergedCastable(const Shape& a) {
+  return IsSurfaceMethod(MethodFor(a.kind(), ShapeKind::kMesh));
+}
+
+CastResult CastMerged(const Shape& a, const Pose& pose_a, const Vec3& translation,
+                      const Shape& merged, const Pose& pose_b, double contact_offset,
+                      MergedSweep* sweep) {
+  if (!AllFinite(pose_a, pose_b, translation)) return CastResult{};
+  const InFrameOfB f = PlaceInB(a, pose_a, translation, pose_b);
+  const double skin = contact_offset > 0.0 ? contact_offset : 0.0;
+  CastResult lc;
+  switch (MethodFor(a.kind(), merged.kind())) {
+    case CastMethod::kSurfaceBall:
+      lc = CastSurface<CastMethod::kSurfaceBall>(a, f.a_in_b, f.v, merged, skin, sweep);
+      break;
+    case CastMethod::kSurfaceCapsule:
+      lc = CastSurface<CastMethod::kSurfaceCapsule>(a, f.a_in_b, f.v, merged, skin, sweep);
+      break;
+    case CastMethod::kSurfaceBox:
+      lc = CastSurface<CastMethod::kSurfaceBox>(a, f.a_in_b, f.v, merged, skin, sweep);
+      break;
+    case CastMethod::kSurfaceCylinder:
+      lc = CastSurface<CastMethod::kSurfaceCylinder>(a, f.a_in_b, f.v, merged, skin, sweep);
+      break;
+    case CastMethod::kSurfaceHull:
+      lc = CastSurface<CastMethod::kSurfaceHull>(a, f.a_in_b, f.v, merged, skin, sweep);
+      break;
+    default: return CastResult{};
+  }
+  return InWorld(lc, f, pose_b, translation);
+}
+
 bool CastGathered(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
                   const Pose& pose_b, const CastSettings& settings, const GatheredTriangle* tris,
                   size_t count, const Aabb& region, CastResult* out) {

@@ -17,6 +17,7 @@
 
 namespace hitbox {
 struct GatheredTriangle;  // collision/triangles/surface_sweep.h
+struct MergedSweep;       // collision/triangles/sweep_ties.h
 }  // namespace hitbox
 
 namespace hitbox::internal {
@@ -54,10 +55,11 @@ constexpr bool IsSurfaceMethod(CastMethod m) {
 }
 /// Convex A (B frame) against surface B with the triangle routine of
 /// kMethod, one of the kSurface* methods: SurfaceSweepConvex
-/// (surface_pairs.cc), the contact offset applied per triangle.
+/// (surface_pairs.cc), the contact offset applied per triangle; with
+/// `merged`, B is a group's merged mesh answered per member.
 template <CastMethod kMethod>
 CastResult CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                       double contact_offset = 0.0);
+                       double contact_offset = 0.0, MergedSweep* merged = nullptr);
 /// Lowest input triangle of surface `b` that convex `a` overlaps, or
 /// UINT32_MAX when none (surface_pairs.cc).
 uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
@@ -142,6 +144,17 @@ CastResult CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const S
 /// Capsule against box or box against capsule (the caller picks the order).
 CastResult CastCapsuleBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                           const CastSettings& settings);
+
+/// True when a cast of `a` against a merged mesh can go through CastMerged
+/// (a convex query shape: a kSurface* method).
+bool MergedCastable(const Shape& a);
+/// CastWithoutContact of A against `merged`, a group's merged mesh
+/// (MeshGroups), each member answering as its own mesh (MergedSweep): the
+/// winning member's answer, sub_shape its merged input index, `sweep->member`
+/// its member. For MergedCastable shapes.
+CastResult CastMerged(const Shape& a, const Pose& pose_a, const Vec3& translation,
+                      const Shape& merged, const Pose& pose_b, double contact_offset,
+                      MergedSweep* sweep);
 
 /// Cast() without its last step: a kStartedOverlapping result has depth 0
 /// and the cast's own separation normal and point (world frame).

@@ -100,11 +100,11 @@ constexpr TriangleRoutine RoutineOf(CastMethod m) {
 
 template <CastMethod kMethod>
 CastResult CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
-                       double contact_offset) {
+                       double contact_offset, MergedSweep* merged) {
   static_assert(IsSurfaceMethod(kMethod));
   HITBOX_PLACE(q, a, a_in_b);
   return b.surface()->Visit([&](const auto& s) {
-    return SurfaceSweepConvex<RoutineOf(kMethod)>(s, q, v, contact_offset);
+    return SurfaceSweepConvex<RoutineOf(kMethod)>(s, q, v, contact_offset, merged);
   });
 }
 
@@ -132,14 +132,14 @@ template CastResult CastSurfaceGathered<CastMethod::kSurfaceCapsule>(const Shape
                                                                      size_t, const Aabb&, bool*);
 
 template CastResult CastSurface<CastMethod::kSurfaceBall>(const Shape&, const Pose&, const Vec3&,
-                                                          const Shape&, double);
+    const Shape&, double, MergedSweep*);
 template CastResult CastSurface<CastMethod::kSurfaceCapsule>(const Shape&, const Pose&, const Vec3&,
-                                                             const Shape&, double);
+    const Shape&, double, MergedSweep*);
 template CastResult CastSurface<CastMethod::kSurfaceBox>(const Shape&, const Pose&, const Vec3&,
-                                                         const Shape&, double);
-template CastResult CastSurface<CastMethod::kSurfaceCylinder>(const Shape&, const Pose&,
-                                                              const Vec3&, const Shape&, double);
+    const Shape&, double, MergedSweep*);
+template CastResult CastSurface<CastMethod::kSurfaceCylinder>(const Shape&, const Pose&, const Vec3&,
+    const Shape&, double, MergedSweep*);
 template CastResult CastSurface<CastMethod::kSurfaceHull>(const Shape&, const Pose&, const Vec3&,
-                                                          const Shape&, double);
+    const Shape&, double, MergedSweep*);
 
 }  // namespace hitbox::internal

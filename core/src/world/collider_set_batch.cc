@@ -147,7 +147,9 @@ bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queri
   if (!ok) return false;
   const bool ok2 = Interleave<CastQuery, CastJob, SegC, kBudgeted>(
       queries, results, begin, end, control,
-      [&t](CastJob& job, SegC& cur) { cur.Begin(t, &job.seg, job.q->filter.mask, 1.0); },
+      [&t, groups](CastJob& job, SegC& cur) {
+        cur.Begin(t, &job.seg, job.q->filter.mask, job.SweepGroups(groups));
+      },
       [&](CastJob& job, SegC& cur) {
         return cur.Step(
             [&](uint32_t item, uint32_t, double max_t) { return job.Leaf(item, max_t); },
@@ -228,14 +230,18 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
                                   size_t n, ThreadPool* pool, BatchControl* control) const {
   const std::shared_ptr<const WideTree> view = WideFor(n);
   const WideTree* wide = view.get();
-  // Only closest-hit rays in the present take the groups: they pay for them.
-  size_t rays = 0;
+  // Only closest-hit rays and sweeps in the present take the groups: they
+  // pay for them.
+  size_t takers = 0;
   for (size_t i = 0; i < n; ++i) {
-    const auto* r = std::get_if<RayQuery>(&queries[i]);
-    rays += r != nullptr && !r->all_hits && !r->at_tick;
+    if (const auto* r = std::get_if<RayQuery>(&queries[i])) {
+      takers += !r->all_hits && !r->at_tick;
+    } else if (const auto* c = std::get_if<CastQuery>(&queries[i])) {
+      takers += !c->all_hits && !c->at_tick;
+    }
   }
   const std::shared_ptr<const internal::MeshGroups> merged =
-      rays != 0 ? GroupsFor(rays) : nullptr;
+      takers != 0 ? GroupsFor(takers) : nullptr;
   const internal::MeshGroups* groups = merged.get();
   if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
     RunRange(queries, results, 0, n, control, wide, groups);

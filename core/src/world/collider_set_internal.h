@@ -46,8 +46,8 @@ inline constexpr size_t kParallelBatchMin = 64;
 /// tree last changed number at least its nodes / kWideQueryShare.
 inline constexpr uint64_t kWideQueryShare = 8;
 /// A batch merges the meshes that share a frame (MeshGroups) once the
-/// closest-hit rays since the meshes last changed number at least their
-/// triangles / kGroupQueryShare.
+/// closest-hit rays and sweeps since the meshes last changed number at
+/// least their triangles / kGroupQueryShare.
 inline constexpr uint64_t kGroupQueryShare = 2;
 /// Queries per ParallelFor task (enough for each kind to fill the
 /// interleaved traversals of RunRange).
@@ -144,7 +144,7 @@ struct ColliderSet::Impl {
   bool WideIsCurrent() const {
     return wide_copy != nullptr && wide_copy->version() == tree.version();
   }
-  /// The mesh colliders merged per frame for ray batches (GroupsFor), and
+  /// The mesh colliders merged per frame for ray and sweep batches (GroupsFor), and
   /// the version of the set's meshes they were made from: mesh_version
   /// changes whenever a mesh collider is added, changed, moved or removed,
   /// or takes another item.
@@ -309,9 +309,9 @@ struct ColliderSet::Impl {
   /// Answers are the same either way; the work counted is in the nodes of
   /// the tree walked.
   std::shared_ptr<const WideTree> WideFor(size_t queries) const;
-  /// The mesh groups for a batch of `queries` closest-hit rays, or null when there
-  /// are none yet for the meshes as they are and these queries do not pay
-  /// for making them (or no two meshes share a frame). Answers are the same
+  /// The mesh groups for a batch of `queries` closest-hit rays and sweeps,
+  /// or null when there are none yet for the meshes as they are and these
+  /// queries do not pay for making them (or no two meshes share a frame). Answers are the same
   /// either way.
   std::shared_ptr<const internal::MeshGroups> GroupsFor(size_t queries) const;
   /// Answers queries[begin, end) into results[begin, end), interleaving the

@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "collision/cast_internal.h"
+#include "collision/triangles/sweep_ties.h"
 #include "collision/work_meter.h"
 #include "world/collider_set_internal.h"
 #include "world/overlap_pair.h"
@@ -237,11 +238,40 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     m = &set;
     q = &query;
     deferred = nullptr;
+    grouped = nullptr;
     out.Start(hits, q->filter, q->all_hits);
     pose = Normalized(q->pose);
     const Aabb box = q->shape.WorldBounds(pose);
     seg = SegmentSetup(box.Center(), q->translation, box.Extents() + Vec3::Splat(kBoxSlack));
     r_q = q->shape.BoundingRadius() + kBoxSlack;
+  }
+  /// A closest-hit sweep (no ignore list, not a move's) against the merged
+  /// meshes of `groups` its mask takes, before the walk, which then passes
+  /// their members over; returns the walk's max fraction. Each member
+  /// answers as its own mesh (CastMerged) and the members' poses are the
+  /// group's to the bit, so the answer is the walk's own.
+  double SweepGroups(const internal::MeshGroups* groups) {
+    if (groups == nullptr || q->all_hits || skip_leaving || !defer_contact ||
+        !q->filter.ignore.empty() || !internal::MergedCastable(q->shape)) {
+      return 1.0;
+    }
+    grouped = groups;
+    double max_t = 1.0;
+    for (const internal::MeshGroups::Group& g : groups->groups()) {
+      if ((q->filter.mask & (1u << g.layer)) == 0) continue;
+      ++pairs->count;
+      MergedSweep sweep{g.first, max_t};
+      CastResult r = internal::CastMerged(q->shape, pose, q->translation, g.merged, g.pose,
+                                          q->contact_offset, &sweep);
+      if (!r.hit()) continue;
+      r.sub_shape -= g.first[sweep.member];
+      const Collider& c = m->colliders[g.item[sweep.member]];
+      max_t = out.Add(c, r, max_t);
+      if (out.have_best && out.best.id == c.id) {
+        deferred = r.state == CastState::kStartedOverlapping ? &c : nullptr;
+      }
+    }
+    return max_t;
   }
   /// `mesh`: c's triangles near a move, tried before the mesh walk.
   double LeafOf(const Collider& c, float leaf_radius, double max_t,

@@ -1,9 +1,11 @@
 // Mesh groups: the set's mesh colliders that share one pose and one layer,
-// merged into one mesh per group for batches of closest-hit rays. A level is
-// tens of meshes whose boxes overlap most rays; one walk of the merged
-// hierarchy replaces a walk of each of them, with its ray setup made once.
-// The merged mesh holds the members' triangles in the order (collider id,
-// input index), so its closest hit and tie rule are the members' own.
+// merged into one mesh per group for batches of closest-hit rays and
+// sweeps. A level is tens of meshes whose boxes overlap most queries; one
+// walk of the merged hierarchy replaces a walk of each of them, with its
+// setup made once. The merged mesh holds the members' triangles in the order
+// (collider id, input index), with their own vertices (no edge is shared
+// across members), so a ray's closest hit and tie rule are the members'
+// own, and a sweep answers per member (MergedSweep).
 #pragma once
 
 #include <cstddef>

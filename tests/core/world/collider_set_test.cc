@@ -559,6 +559,45 @@ TEST(ColliderSetTest, WideCopyAnswersAsTheTree) {
   EXPECT_GT(binary_batches, 40);
 }
 
+// Meshes in two frames and two layers (MeshGroups merges those sharing
+// both), some twice at one pose (ties between meshes), each with a dropped
+// zero-area triangle; a mesh alone in its frame, and primitives.
+std::vector<Collider> GroupedMeshScene(Random& rng) {
+  const Pose frame_a({0, 0, 0});
+  const Pose frame_b(Vec3{3.5, -1.25, 2.0}, rng.Rotation());
+  const auto mesh_shape = [](const testing::MeshData& d) {
+    TriangleMeshShape ms;
+    ms.vertices = d.vertices;
+    for (const auto& t : d.triangles) ms.triangles.push_back({t[0], t[1], t[2]});
+    return *Shape::Make(ms);
+  };
+  std::vector<Collider> cs;
+  uint64_t id = 1;
+  for (int i = 0; i < 14; ++i) {
+    testing::MeshData d;
+    switch (i % 3) {
+      case 0: {
+        d = testing::WavyGrid(6, 0.75, i % 2 == 0);
+        for (Vec3& v : d.vertices) v += Vec3{-4.5 + 2.0 * (i % 4), -1.0, -4.0 + i % 5};
+        break;
+      }
+      case 1: d = testing::IcoSphere(rng.Uniform(0.5, 1.5), 1, rng.InBox(4.0)); break;
+      default: d = testing::BoxMesh(rng.Uniform(0.3, 1.2), rng.InBox(4.0)); break;
+    }
+    // A zero-area triangle: dropped by the mesh, counted in its input.
+    d.triangles.insert(d.triangles.begin() + static_cast<long>(i % 3), {0, 0, 1});
+    const Shape shape = mesh_shape(d);
+    const Pose& pose = i % 4 == 3 ? frame_b : frame_a;
+    cs.push_back(MakeCollider(id++, shape, pose, i % 5 == 4 ? 1 : 0));
+    // Every third mesh twice at the same pose: rays tie between the two.
+    if (i % 3 == 0) cs.push_back(MakeCollider(id++, shape, pose, i % 5 == 4 ? 1 : 0));
+  }
+  // A mesh alone in its frame, and primitives the walk still meets.
+  cs.push_back(MakeCollider(id++, mesh_shape(testing::IcoSphere(1.0, 1)), Pose(rng.InBox(4.0))));
+  for (int i = 0; i < 20; ++i) cs.push_back(RandomCollider(rng, id++, 5.0));
+  return cs;
+}
+
 // Ray batches merge the meshes that share a pose and layer (MeshGroups) once
 // the batches pay for it: every answer (id, fraction, normal, point, triangle)
 // equals the single query's, which walks each mesh, across ties between
@@ -568,38 +607,7 @@ TEST(ColliderSetTest, MeshGroupsAnswerAsEachMesh) {
   int grouped_batches = 0, hits = 0;
   for (int scene = 0; scene < 6; ++scene) {
     Random rng(61000 + scene);
-    const Pose frame_a({0, 0, 0});
-    const Pose frame_b(Vec3{3.5, -1.25, 2.0}, rng.Rotation());
-    const auto mesh_shape = [](const testing::MeshData& d) {
-      TriangleMeshShape ms;
-      ms.vertices = d.vertices;
-      for (const auto& t : d.triangles) ms.triangles.push_back({t[0], t[1], t[2]});
-      return *Shape::Make(ms);
-    };
-    std::vector<Collider> cs;
-    uint64_t id = 1;
-    for (int i = 0; i < 14; ++i) {
-      testing::MeshData d;
-      switch (i % 3) {
-        case 0: {
-          d = testing::WavyGrid(6, 0.75, i % 2 == 0);
-          for (Vec3& v : d.vertices) v += Vec3{-4.5 + 2.0 * (i % 4), -1.0, -4.0 + i % 5};
-          break;
-        }
-        case 1: d = testing::IcoSphere(rng.Uniform(0.5, 1.5), 1, rng.InBox(4.0)); break;
-        default: d = testing::BoxMesh(rng.Uniform(0.3, 1.2), rng.InBox(4.0)); break;
-      }
-      // A zero-area triangle: dropped by the mesh, counted in its input.
-      d.triangles.insert(d.triangles.begin() + static_cast<long>(i % 3), {0, 0, 1});
-      const Shape shape = mesh_shape(d);
-      const Pose& pose = i % 4 == 3 ? frame_b : frame_a;
-      cs.push_back(MakeCollider(id++, shape, pose, i % 5 == 4 ? 1 : 0));
-      // Every third mesh twice at the same pose: rays tie between the two.
-      if (i % 3 == 0) cs.push_back(MakeCollider(id++, shape, pose, i % 5 == 4 ? 1 : 0));
-    }
-    // A mesh alone in its frame, and primitives the walk still meets.
-    cs.push_back(MakeCollider(id++, mesh_shape(testing::IcoSphere(1.0, 1)), Pose(rng.InBox(4.0))));
-    for (int i = 0; i < 20; ++i) cs.push_back(RandomCollider(rng, id++, 5.0));
+    const std::vector<Collider> cs = GroupedMeshScene(rng);
     ColliderSet set;
     ASSERT_TRUE(set.AddBulk(cs).ok());
     for (int round = 0; round < 3; ++round) {
@@ -650,6 +658,73 @@ TEST(ColliderSetTest, MeshGroupsAnswerAsEachMesh) {
   }
   EXPECT_GT(grouped_batches, 15);
   EXPECT_GT(hits, 3000);
+}
+
+// Sweep batches take the merged meshes as ray batches do, each member
+// answering as its own mesh (ties within a nanometre of travel by its
+// lowest triangle, members by collider id): every answer equals the single
+// query's, which sweeps each mesh, for every convex query kind, onto grid
+// vertices and edges (ties), from inside meshes (contacts), with contact
+// offsets, layers, masks, ignore lists and all-hits sweeps.
+TEST(ColliderSetTest, MeshGroupsSweepAsEachMesh) {
+  int grouped_batches = 0, hits = 0, started = 0;
+  for (int scene = 0; scene < 4; ++scene) {
+    Random rng(62000 + scene);
+    const std::vector<Collider> cs = GroupedMeshScene(rng);
+    ColliderSet set;
+    ASSERT_TRUE(set.AddBulk(cs).ok());
+    for (int round = 0; round < 2; ++round) {
+      const std::string where =
+          "scene seed " + std::to_string(62000 + scene) + " round " + std::to_string(round);
+      for (int batch_no = 0; batch_no < 5; ++batch_no) {
+        std::vector<Query> qs;
+        for (int k = 0; k < 300; ++k) {
+          CastQuery c;
+          c.shape = rng.MakeShape(static_cast<ShapeKind>(k % kConvexKindCount), 0.05, 0.6);
+          if (k % 3 == 0) {
+            // Straight down onto the grids' vertices and edges.
+            c.pose = Pose(Vec3{-4.5 + 0.375 * rng.Int(0, 24), 2.5, -4.0 + 0.375 * rng.Int(0, 24)});
+            c.translation = {0, -7.0, 0};
+          } else {
+            c.pose = Pose(rng.InBox(5.0), rng.Rotation());
+            c.translation = rng.InBox(8.0);
+          }
+          if (k % 7 == 0) c.contact_offset = 0.02;
+          if (k % 17 == 0) c.filter.mask = 1u << rng.Int(0, 1);
+          if (k % 23 == 0) c.filter.ignore = {static_cast<uint64_t>(rng.Int(1, 10))};
+          c.all_hits = k % 29 == 0;
+          qs.push_back(c);
+        }
+        std::vector<QueryResult> batch(qs.size());
+        set.RunBatch(qs, batch);
+        // Made, if at all, before the batch's first query.
+        grouped_batches += set.GetTreeStats().merged_triangles != 0;
+        for (size_t i = 0; i < qs.size(); ++i) {
+          QueryResult one;
+          set.Run(qs[i], &one);
+          const std::string at = where + " batch " + std::to_string(batch_no) + " query " +
+                                 std::to_string(i);
+          ExpectSameResult(one, batch[i], at);
+          for (size_t h = 0; h < one.hits.size(); ++h) {
+            ASSERT_EQ(one.hits[h].sub_shape, batch[i].hits[h].sub_shape) << at;
+          }
+          if (one.hits.empty()) continue;
+          ++hits;
+          started += one.hits[0].started_overlapping();
+        }
+      }
+      ASSERT_NE(set.GetTreeStats().merged_triangles, 0u) << where;
+      std::vector<ColliderChange> changes;
+      changes.push_back(ColliderChange::Move(cs[round].id, Pose(rng.InBox(3.0))));
+      changes.push_back(ColliderChange::Remove(cs[4 + round].id));
+      ASSERT_TRUE(set.Apply(changes).ok()) << where;
+      ASSERT_EQ(set.GetTreeStats().merged_triangles, 0u) << where;
+    }
+  }
+  EXPECT_GT(grouped_batches, 16);
+  EXPECT_GT(hits, 2000);
+  EXPECT_GT(started, 100);
+  std::printf("%d grouped batches, %d hits, %d started inside\n", grouped_batches, hits, started);
 }
 
 // A closest sweep computes the penetration contact only for the pair that
