@@ -327,7 +327,7 @@ InspectorAnswer InspectorApi::Sessions(const InspectorRequest& req) const {
       AppendJsonString(&a.body, m->id);
       a.body += ",\"colliders\":" + std::to_string(m->set->size()) +
                 ",\"triangles\":" + std::to_string(m->triangles) +
-                ",\"memory_bytes\":" + std::to_string(m->memory_bytes) + '}';
+                ",\"memory_bytes\":" + std::to_string(m->memory_bytes()) + '}';
     }
   }
   a.body += "]}";

@@ -107,7 +107,6 @@ Result<std::shared_ptr<const Map>> LoadMapFile(const std::string& path) {
     map->triangles += Triangles(c.shape);
   }
   map->bounds = set->Bounds();
-  map->memory_bytes = set->MemoryBytes();
   map->set = std::move(set);
   return std::shared_ptr<const Map>(std::move(map));
 }
@@ -151,7 +150,7 @@ std::shared_ptr<const Map> MapLibrary::Find(std::string_view id) const {
 
 uint64_t MapLibrary::memory_bytes() const {
   uint64_t total = 0;
-  for (const auto& m : maps_) total += m->memory_bytes;
+  for (const auto& m : maps_) total += m->memory_bytes();
   return total;
 }
 

@@ -33,10 +33,11 @@ struct Map {
   uint64_t triangles = 0;
   /// Union of the colliders' world bounds (empty when none).
   Aabb bounds;
-  /// Heap bytes of the set (colliders, shape data, tree, id index).
-  uint64_t memory_bytes = 0;
   /// The colliders, tree built top-down at load.
   std::shared_ptr<const ColliderSet> set;
+  /// Heap bytes of the set (colliders, shape data, tree, id index, and the
+  /// caches its query batches made since: ColliderSet::MemoryBytes).
+  uint64_t memory_bytes() const { return set->MemoryBytes(); }
 };
 
 /// The maps of one server, sorted by id. Thread-safe after Load (read-only).

@@ -111,7 +111,7 @@ Result<std::unique_ptr<HitboxServer>> HitboxServer::Start(const ServerOptions& o
     if (!maps.ok()) return maps.error();
     for (const auto& m : (*maps)->maps()) {
       spdlog::info("map '{}' loaded from {}: {} colliders, {} triangles, {} bytes", m->id,
-                   m->source, m->set->size(), m->triangles, m->memory_bytes);
+                   m->source, m->set->size(), m->triangles, m->memory_bytes());
     }
     service_options.maps = std::move(*maps);
   }

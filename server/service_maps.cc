@@ -20,7 +20,7 @@ void MapToProto(const Map& map, uint64_t sessions, v1::MapInfo* out) {
   }
   out->set_triangles(map.triangles);
   if (map.set->size() > 0) wire::ToProto(map.bounds, out->mutable_bounds());
-  out->set_memory_bytes(map.memory_bytes);
+  out->set_memory_bytes(map.memory_bytes());
   out->set_session_count(sessions);
 }
 

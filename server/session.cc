@@ -97,6 +97,21 @@ Result<std::shared_ptr<Session>> SessionRegistry::Create(const std::string& id,
   if (map != nullptr) {
     if (Status st = session->set().SetBase(std::move(map), map_id); !st.ok()) return st.error();
   }
+  // The caches its query batches make (a wide tree, merged meshes) count
+  // against --max-memory like its colliders: growth is reserved first, and
+  // a cache that does not fit is not made.
+  Session* raw = session.get();
+  session->set().SetCacheReserve([this, raw, held = uint64_t{0}](uint64_t total) mutable {
+    if (total > held) {
+      if (!ReserveMemory(total - held).ok()) return false;
+      raw->memory_bytes_.fetch_add(total - held, std::memory_order_relaxed);
+    } else {
+      ReleaseMemory(held - total);
+      raw->memory_bytes_.fetch_sub(held - total, std::memory_order_relaxed);
+    }
+    held = total;
+    return true;
+  });
   const uint64_t bytes = kSessionOverheadBytes + session->set().MemoryBytes();
   if (Status st = ReserveMemory(bytes); !st.ok()) {
     return MemoryCapError(memory_bytes(), bytes, max_memory_bytes_, "a new session");

@@ -160,7 +160,8 @@ class Session {
   int64_t last_active_unix_ms() const;
 
   /// Bytes the session holds: kSessionOverheadBytes + set().MemoryBytes() as
-  /// of the last applied batch.
+  /// of the last applied batch, moved since by the caches its query batches
+  /// made or dropped (ColliderSet::SetCacheReserve).
   uint64_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
   /// set().size() as of the last applied batch, readable without the lock (metrics).
   uint64_t collider_count() const { return collider_count_.load(std::memory_order_relaxed); }
@@ -191,7 +192,8 @@ class Session {
   ColliderSet set_;
   std::atomic<bool> deleted_{false};
   mutable std::atomic<int64_t> last_active_ns_{SteadyNowNs()};
-  // Written by the registry under the exclusive lock (or before publication).
+  // Written by the registry under the exclusive lock (or before publication),
+  // and by the set's cache reserve under the shared one (one at a time).
   std::atomic<uint64_t> memory_bytes_{0};
   std::atomic<uint64_t> collider_count_{0};  // written with memory_bytes_
   mutable QueryRecorder recorder_;

@@ -96,11 +96,11 @@ int main(int argc, char** argv) {
       "\"bytes_per_triangle\": %.2f, \"rss_before\": %llu, \"rss_peak\": %llu, "
       "\"rss_steady\": %llu, \"peak_over_steady\": %.2f, \"peak_over_accounted\": %.2f}\n",
       argv[1], static_cast<unsigned long long>((*map)->triangles),
-      static_cast<unsigned long long>((*map)->memory_bytes),
-      (*map)->triangles ? static_cast<double>((*map)->memory_bytes) / static_cast<double>((*map)->triangles)
+      static_cast<unsigned long long>((*map)->memory_bytes()),
+      (*map)->triangles ? static_cast<double>((*map)->memory_bytes()) / static_cast<double>((*map)->triangles)
                         : 0.0,
       static_cast<unsigned long long>(before), static_cast<unsigned long long>(peak),
       static_cast<unsigned long long>(steady), static_cast<double>(peak - before) / kept,
-      static_cast<double>(peak - before) / static_cast<double>((*map)->memory_bytes));
+      static_cast<double>(peak - before) / static_cast<double>((*map)->memory_bytes()));
   return 0;
 }

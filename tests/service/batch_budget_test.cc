@@ -508,5 +508,86 @@ TEST_F(BatchBudgetTest, WatchGrowthIsReservedAgainstMaxMemory) {
   EXPECT_EQ(info().watches(0).inside_count(), 4'000u);
 }
 
+// The caches query batches make (merged meshes, the tree's wide copy) are
+// reserved against --max-memory like colliders: where they do not fit, the
+// batches answer without them (alike) and the total stays under the cap;
+// with room, they are made and SessionInfo.memory_bytes counts them.
+TEST_F(BatchBudgetTest, QueryCachesAreReservedAgainstMaxMemory) {
+  server::ServiceOptions o;
+  o.threads = 1;
+  o.limits.max_memory_bytes = 4 << 20;
+  Start(o);
+  Create("m");
+  // Twelve grid meshes at one pose: ray batches merge them once they pay.
+  std::vector<v1::Collider> grids;
+  for (uint64_t i = 1; i <= 12; ++i) {
+    v1::Collider c = GridMesh(i, 24, 24, true);
+    wire::ToProto(Vec3{}, c.mutable_pose()->mutable_position());
+    grids.push_back(std::move(c));
+  }
+  ASSERT_TRUE(Apply(Batch("m", grids)).ok());
+  const uint64_t alone = MemoryOf("m");
+  const std::shared_ptr<server::Session> m = service_->sessions().Find("m");
+  const auto merged_triangles = [&] { return m->set().GetTreeStats().merged_triangles; };
+  // Rays straight down onto the grids, many batches of them.
+  v1::QueryRequest rays;
+  rays.set_session_id("m");
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<double> along(0.05, 2.25);
+  for (int k = 0; k < 500; ++k) {
+    v1::RayQuery* r = rays.add_queries()->mutable_raycast();
+    wire::ToProto(Vec3{along(rng), 5.0, along(rng)}, r->mutable_origin());
+    wire::ToProto(Vec3{0.0, -10.0, 0.0}, r->mutable_translation());
+  }
+  const auto run = [&](v1::QueryResponse* resp) {
+    for (int b = 0; b < 40; ++b) {
+      resp->Clear();
+      ASSERT_TRUE(service_->DoQuery(rays, resp).ok());
+    }
+  };
+  // Another session takes the memory left.
+  Create("fill");
+  uint64_t next = 1;
+  for (uint64_t step : {1'000, 100, 10, 1}) {
+    for (;;) {
+      std::vector<v1::Collider> more;
+      for (uint64_t k = 0; k < step; ++k) more.push_back(SphereMsg(next + k, 0.1, {-500, 0, 0}));
+      if (!Apply(Batch("fill", more)).ok()) break;
+      next += step;
+    }
+  }
+  const uint64_t full = service_->sessions().memory_bytes();
+  v1::QueryResponse tight;
+  run(&tight);
+  EXPECT_EQ(merged_triangles(), 0u);
+  EXPECT_EQ(service_->sessions().memory_bytes(), full);
+  EXPECT_EQ(MemoryOf("m"), alone);
+  // With the memory back, the merged meshes are made and counted; the
+  // answers are alike.
+  v1::DeleteSessionRequest del;
+  del.set_session_id("fill");
+  ASSERT_TRUE(service_->DoDeleteSession(del).ok());
+  v1::QueryResponse roomy;
+  run(&roomy);
+  EXPECT_EQ(merged_triangles(), 12u * 2 * 23 * 23);
+  const uint64_t merged = MemoryOf("m");
+  EXPECT_GT(merged, alone + m->set().GetTreeStats().merged_triangles * 8);
+  EXPECT_EQ(service_->sessions().memory_bytes(), merged);
+  ASSERT_EQ(tight.results_size(), roomy.results_size());
+  for (int i = 0; i < tight.results_size(); ++i) {
+    ASSERT_EQ(tight.results(i).hits_size(), 1) << "query " << i;
+    ASSERT_EQ(tight.results(i).DebugString(), roomy.results(i).DebugString()) << "query " << i;
+  }
+  // A change to the meshes drops the merged ones, and their bytes.
+  v1::ApplyChangesRequest remove;
+  remove.set_session_id("m");
+  remove.add_changes()->set_remove(1);
+  ASSERT_TRUE(Apply(remove).ok());
+  ASSERT_TRUE(service_->DoQuery(rays, &roomy).ok());
+  EXPECT_EQ(merged_triangles(), 0u);
+  EXPECT_LT(MemoryOf("m"), alone);
+  EXPECT_EQ(service_->sessions().memory_bytes(), MemoryOf("m"));
+}
+
 }  // namespace
 }  // namespace hitbox

@@ -390,6 +390,11 @@ std::string ColliderSet::TreeValidate() const {
 
 void ColliderSet::RebuildTree() { impl_->RebuildTree(); }
 
+void ColliderSet::SetCacheReserve(std::function<bool(uint64_t total)> reserve) {
+  std::lock_guard<std::mutex> lock(impl_->wide_mu);
+  impl_->cache_reserve = std::move(reserve);
+}
+
 ColliderSet::TreeStats ColliderSet::GetTreeStats() const {
   const Impl& m = *impl_;
   TreeStats s;

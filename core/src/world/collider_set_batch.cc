@@ -90,6 +90,7 @@ std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const
   const uint64_t version = tree.version();
   if (wide_counted_version != version) {
     wide_copy.reset();
+    ReserveCaches();  // fewer bytes: always accepted
     wide_counted_version = version;
     wide_queries = 0;
   }
@@ -98,6 +99,12 @@ std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const
   // visits many more than kWideQueryShare of them.
   if (tree.LeafCount() < 2 || wide_queries * kWideQueryShare < tree.NodeCount()) return nullptr;
   wide_copy = std::make_shared<const WideTree>(tree);
+  if (!ReserveCaches()) {
+    // Refused: tried again once as many queries more have come.
+    wide_copy.reset();
+    wide_queries = 0;
+    return nullptr;
+  }
   return wide_copy;
 #else
   (void)queries;
@@ -112,6 +119,7 @@ std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t 
   if (mesh_groups != nullptr && mesh_groups->version() == mesh_version) return current();
   if (groups_counted_version != mesh_version) {
     mesh_groups.reset();
+    ReserveCaches();  // fewer bytes: always accepted
     groups_counted_version = mesh_version;
     groups_queries = 0;
     groups_triangles = 0;
@@ -129,7 +137,24 @@ std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t 
   // merged meshes saves more than kGroupQueryShare triangles' worth of it.
   if (groups_queries * kGroupQueryShare < groups_triangles) return nullptr;
   mesh_groups = std::make_shared<const internal::MeshGroups>(colliders, mesh_version);
+  if (!ReserveCaches()) {
+    // Refused: tried again once as many queries more have come.
+    mesh_groups.reset();
+    groups_queries = 0;
+    return nullptr;
+  }
   return current();
+}
+
+bool ColliderSet::Impl::ReserveCaches() const {
+  uint64_t total = 0;
+  if (wide_copy != nullptr) total += wide_copy->MemoryBytes();
+  if (mesh_groups != nullptr) total += mesh_groups->MemoryBytes();
+  if (total == cache_bytes) return true;
+  // Growth may be refused; fewer bytes are always taken.
+  const bool taken = !cache_reserve || cache_reserve(total) || total < cache_bytes;
+  if (taken) cache_bytes = total;
+  return taken;
 }
 
 template <bool kBudgeted, typename BoxC, typename SegC, typename Tree>

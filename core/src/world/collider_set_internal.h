@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -155,6 +156,12 @@ struct ColliderSet::Impl {
   mutable uint64_t groups_counted_version = ~uint64_t{0};
   mutable uint64_t groups_queries = 0;
   mutable uint64_t groups_triangles = 0;
+  /// SetCacheReserve's function, and the caches' bytes it last accepted.
+  std::function<bool(uint64_t)> cache_reserve;
+  mutable uint64_t cache_bytes = 0;
+  /// Tells cache_reserve the bytes of wide_copy and mesh_groups as they are
+  /// (wide_mu held); false when it refuses their growth.
+  bool ReserveCaches() const;
   /// Marks a change to the meshes (shape a mesh).
   void TouchMeshes(const Shape& shape) {
     if (shape.kind() == ShapeKind::kMesh) ++mesh_version;

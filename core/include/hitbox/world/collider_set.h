@@ -370,9 +370,17 @@ class ColliderSet {
   /// Ticks(), placed as a rewound query sees it), in unspecified order;
   /// kOutOfRange naming the oldest and newest tick when `t` is outside them.
   Status ForEachAtTick(double t, const std::function<void(const Collider&)>& fn) const;
-  /// Bytes of heap used by the own colliders, tree and id index (a base set
-  /// is shared and counted where it is owned, not here).
+  /// Bytes of heap used by the own colliders, tree and id index, and the
+  /// caches query batches made (a base set is shared and counted where it
+  /// is owned, not here).
   size_t MemoryBytes() const;
+  /// Query batches make caches when the queries pay for them (the tree's
+  /// 4-wide copy, merged meshes: TreeStats). With `reserve`, a batch calls
+  /// reserve(total) whenever the caches' bytes are to become `total` (more
+  /// or fewer); a cache whose growth reserve refuses (false) is dropped and
+  /// the batch answers without it, alike. Called from query threads, one
+  /// call at a time per set. Empty: no bound (the default).
+  void SetCacheReserve(std::function<bool(uint64_t total)> reserve);
 
   /// Layers this set over an immutable `base` (a shared map) named `name`:
   /// from then on every query answers over the base's colliders and the
@@ -479,9 +487,10 @@ class ColliderSet {
     /// none for the tree as it is (a batch makes it once the queries since
     /// the last change pay for it).
     size_t wide_nodes = 0;
-    /// Triangles of the merged meshes that ray batches walk (meshes sharing
-    /// a pose and layer, merged once the batches since their last change pay
-    /// for it), 0 while there are none for the meshes as they are.
+    /// Triangles of the merged meshes that ray and sweep batches walk
+    /// (meshes sharing a pose and layer, merged once the batches since their
+    /// last change pay for it), 0 while there are none for the meshes as
+    /// they are.
     uint64_t merged_triangles = 0;
   };
   TreeStats GetTreeStats() const;
