@@ -1,7 +1,9 @@
 // hitbox-batch-once: one kind of a case file's queries through
 // ColliderSet::RunBatch on the calling thread, `--reps` times, then every
-// answer checked against the file (exit 1 on a mismatch). A fixed amount of
-// work for instruction counts, e.g. the sweep batch of big.json:
+// answer checked against the file (exit 1 on a mismatch); also the set's
+// MemoryBytes before and after the batches (which make caches: a wide tree,
+// merged meshes). A fixed amount of work for instruction counts, e.g. the
+// sweep batch of big.json:
 //
 //   valgrind --tool=callgrind --toggle-collect='*RunKindBatch*'
 //       build/bin/hitbox-batch-once ../shared/cases/big.json sweep
@@ -62,6 +64,7 @@ int Main(int argc, char** argv) {
     index.push_back(i);
   }
   std::vector<QueryResult> results(qs.size());
+  const size_t bytes_before = set.MemoryBytes();
   RunKindBatch(set, qs, results, reps);
   size_t mismatches = 0;
   for (size_t j = 0; j < qs.size(); ++j) {
@@ -74,6 +77,8 @@ int Main(int argc, char** argv) {
   }
   std::printf("%s: %zu queries x %d, %zu mismatches\n", kind_name.c_str(), qs.size(), reps,
               mismatches);
+  std::printf("memory_bytes %zu -> %zu, merged_triangles %llu\n", bytes_before, set.MemoryBytes(),
+              static_cast<unsigned long long>(set.GetTreeStats().merged_triangles));
   return mismatches == 0 ? 0 : 1;
 }
 
