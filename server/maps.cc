@@ -101,6 +101,8 @@ Result<std::shared_ptr<const Map>> LoadMapFile(const std::string& path) {
     colliders = std::move(*scene);
   }
   auto set = std::make_shared<ColliderSet>();
+  // Shared by every session on it: no batch waits for its merged meshes.
+  set->SetBackgroundCaches(true);
   if (Status st = set->AddBulk(colliders); !st.ok()) return FileError(path, st.message());
   for (const Collider& c : colliders) {
     ++map->counts[static_cast<size_t>(c.shape.kind())];

@@ -64,6 +64,7 @@ HitboxService::HitboxService(const ServiceOptions& options, std::unique_ptr<Sess
       sessions_(options.limits.max_sessions, options.limits.max_memory_bytes),
       auth_(options.auth, &sessions_),
       in_flight_(options.auth.max_in_flight) {
+  sessions_.set_background_caches(options.background_caches);
   threads_ = options.threads;
   if (threads_ == 0) {
     const CpuBudget cpus = ProcessCpuBudget();

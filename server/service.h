@@ -48,6 +48,10 @@ struct ServiceOptions {
   /// Transactions with queries each session keeps, with their hits, for the
   /// inspector (--record-queries N; 0: none recorded).
   uint32_t record_query_ticks = 0;
+  /// Sessions build the merged meshes of their query batches on a thread of
+  /// their own (ColliderSet::SetBackgroundCaches); false: in the batch that
+  /// makes them (tests that look at them).
+  bool background_caches = true;
 };
 
 class HitboxService final : public v1::Hitbox::CallbackService {

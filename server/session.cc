@@ -100,6 +100,7 @@ Result<std::shared_ptr<Session>> SessionRegistry::Create(const std::string& id,
   // The caches its query batches make (a wide tree, merged meshes) count
   // against --max-memory like its colliders: growth is reserved first, and
   // a cache that does not fit is not made.
+  session->set().SetBackgroundCaches(background_caches_);
   Session* raw = session.get();
   session->set().SetCacheReserve([this, raw, held = uint64_t{0}](uint64_t total) mutable {
     if (total > held) {

@@ -239,6 +239,10 @@ class SessionRegistry {
   /// Number of sessions.
   size_t size() const;
 
+  /// New sessions' sets build their query caches in the background
+  /// (ColliderSet::SetBackgroundCaches); set before the first Create.
+  void set_background_caches(bool background) { background_caches_ = background; }
+
   /// Bytes all sessions hold, plus growth reserved by batches being applied.
   uint64_t memory_bytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
   /// The cap on memory_bytes() (0: none).
@@ -264,6 +268,7 @@ class SessionRegistry {
 
   const uint64_t max_sessions_;
   const uint64_t max_memory_bytes_;
+  bool background_caches_ = false;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Session>, std::less<>> sessions_;
   uint64_t next_auto_id_ = 1;

@@ -515,6 +515,7 @@ TEST_F(BatchBudgetTest, WatchGrowthIsReservedAgainstMaxMemory) {
 TEST_F(BatchBudgetTest, QueryCachesAreReservedAgainstMaxMemory) {
   server::ServiceOptions o;
   o.threads = 1;
+  o.background_caches = false;  // made in the batches that pay for them
   o.limits.max_memory_bytes = 4 << 20;
   Start(o);
   Create("m");

@@ -390,6 +390,19 @@ std::string ColliderSet::TreeValidate() const {
 
 void ColliderSet::RebuildTree() { impl_->RebuildTree(); }
 
+void ColliderSet::SetBackgroundCaches(bool background) {
+  std::lock_guard<std::mutex> lock(impl_->wide_mu);
+  impl_->background_caches = background;
+}
+
+void ColliderSet::WaitForCaches() const {
+  std::lock_guard<std::mutex> lock(impl_->wide_mu);
+  // The build takes no lock: joined here, adopted by the next batch.
+  if (impl_->groups_build != nullptr && impl_->groups_build->thread.joinable()) {
+    impl_->groups_build->thread.join();
+  }
+}
+
 void ColliderSet::SetCacheReserve(std::function<bool(uint64_t total)> reserve) {
   std::lock_guard<std::mutex> lock(impl_->wide_mu);
   impl_->cache_reserve = std::move(reserve);

@@ -1,6 +1,9 @@
 // ColliderSet batch runner: the queries of a batch interleaved per kind with
 // the tree cursors, in chunks on the thread pool, under a budget.
+#include <new>
 #include <optional>
+#include <system_error>
+#include <thread>
 
 #include "collision/placed_query.h"
 #include "geometry/triangle_mesh.h"
@@ -114,6 +117,19 @@ std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const
 
 std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t queries) const {
   std::lock_guard<std::mutex> lock(wide_mu);
+  if (groups_build != nullptr && groups_build->done.load(std::memory_order_acquire)) {
+    if (groups_build->thread.joinable()) groups_build->thread.join();
+    std::shared_ptr<const internal::MeshGroups> built = std::move(groups_build->result);
+    groups_build.reset();
+    if (built != nullptr && built->version() == mesh_version) {
+      mesh_groups = std::move(built);
+      if (!ReserveCaches()) {
+        // Refused: tried again once as many queries more have come.
+        mesh_groups.reset();
+        groups_queries = 0;
+      }
+    }
+  }
   // Groups made for the meshes as they are, unless none formed.
   const auto current = [&] { return mesh_groups->groups().empty() ? nullptr : mesh_groups; };
   if (mesh_groups != nullptr && mesh_groups->version() == mesh_version) return current();
@@ -136,6 +152,28 @@ std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t 
   // Merging costs about a mesh build of the triangles; a ray through the
   // merged meshes saves more than kGroupQueryShare triangles' worth of it.
   if (groups_queries * kGroupQueryShare < groups_triangles) return nullptr;
+  if (background_caches) {
+    // Built beside the batches, from a copy of the colliders (their shapes
+    // shared): no batch waits for it.
+    if (groups_build == nullptr) {
+      auto build = std::make_unique<GroupsBuild>();
+      GroupsBuild* b = build.get();
+      try {
+        b->thread = std::thread([b, snapshot = colliders, version = mesh_version] {
+          try {
+            b->result = std::make_shared<const internal::MeshGroups>(snapshot, version);
+          } catch (const std::bad_alloc&) {
+            b->result = nullptr;
+          }
+          b->done.store(true, std::memory_order_release);
+        });
+        groups_build = std::move(build);
+      } catch (const std::system_error&) {
+        groups_queries = 0;  // no thread now: tried again later
+      }
+    }
+    return nullptr;
+  }
   mesh_groups = std::make_shared<const internal::MeshGroups>(colliders, mesh_version);
   if (!ReserveCaches()) {
     // Refused: tried again once as many queries more have come.

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -156,6 +157,20 @@ struct ColliderSet::Impl {
   mutable uint64_t groups_counted_version = ~uint64_t{0};
   mutable uint64_t groups_queries = 0;
   mutable uint64_t groups_triangles = 0;
+  /// A MeshGroups build on its own thread (SetBackgroundCaches): the next
+  /// batch that finds it done adopts it if the meshes are still as it saw
+  /// them. result is null when the build failed (out of memory).
+  struct GroupsBuild {
+    std::thread thread;
+    std::atomic<bool> done{false};
+    std::shared_ptr<const internal::MeshGroups> result;
+  };
+  mutable std::unique_ptr<GroupsBuild> groups_build;
+  bool background_caches = false;
+  /// Waits for a build in flight (it reads only its own copy of the colliders).
+  ~Impl() {
+    if (groups_build != nullptr && groups_build->thread.joinable()) groups_build->thread.join();
+  }
   /// SetCacheReserve's function, and the caches' bytes it last accepted.
   std::function<bool(uint64_t)> cache_reserve;
   mutable uint64_t cache_bytes = 0;

@@ -727,6 +727,60 @@ TEST(ColliderSetTest, MeshGroupsSweepAsEachMesh) {
   std::printf("%d grouped batches, %d hits, %d started inside\n", grouped_batches, hits, started);
 }
 
+// With SetBackgroundCaches, the merged meshes are built beside the batches:
+// the batch that calls for them goes on without (same answers), the first
+// batch after the build adopts them, a change made meanwhile makes the
+// build stale (dropped), and a set destroyed mid-build waits for it.
+TEST(ColliderSetTest, MeshGroupsBuildInTheBackground) {
+  Random rng(63000);
+  const std::vector<Collider> cs = GroupedMeshScene(rng);
+  std::vector<Query> qs;
+  for (int k = 0; k < 3000; ++k) {
+    RayQuery r;
+    r.origin = rng.InBox(6.0);
+    r.translation = rng.InBox(12.0);
+    qs.push_back(r);
+  }
+  const auto check = [&](const ColliderSet& set, const std::string& where) {
+    std::vector<QueryResult> batch(qs.size());
+    set.RunBatch(qs, batch);
+    for (size_t i = 0; i < qs.size(); ++i) {
+      QueryResult one;
+      set.Run(qs[i], &one);
+      ExpectSameResult(one, batch[i], where + " query " + std::to_string(i));
+    }
+  };
+  ColliderSet set;
+  set.SetBackgroundCaches(true);
+  ASSERT_TRUE(set.AddBulk(cs).ok());
+  check(set, "calling batch");  // enough rays: the build starts
+  EXPECT_EQ(set.GetTreeStats().merged_triangles, 0u);
+  set.WaitForCaches();
+  check(set, "adopting batch");
+  const uint64_t merged = set.GetTreeStats().merged_triangles;
+  EXPECT_GT(merged, 0u);
+  // A change while a build is in flight: the build is stale, not adopted.
+  const std::vector<ColliderChange> move = {ColliderChange::Move(cs[0].id, Pose(Vec3{0.5, 0, 0}))};
+  ASSERT_TRUE(set.Apply(move).ok());
+  check(set, "after a move");  // starts a build over the moved meshes
+  const std::vector<ColliderChange> remove = {ColliderChange::Remove(cs[1].id)};
+  ASSERT_TRUE(set.Apply(remove).ok());
+  set.WaitForCaches();
+  check(set, "stale build");
+  EXPECT_EQ(set.GetTreeStats().merged_triangles, 0u);
+  set.WaitForCaches();
+  check(set, "fresh build");
+  EXPECT_GT(set.GetTreeStats().merged_triangles, 0u);
+  // Destroyed with a build in flight.
+  {
+    ColliderSet other;
+    other.SetBackgroundCaches(true);
+    ASSERT_TRUE(other.AddBulk(cs).ok());
+    std::vector<QueryResult> batch(qs.size());
+    other.RunBatch(qs, batch);
+  }
+}
+
 // A closest sweep computes the penetration contact only for the pair that
 // wins (CastWithoutContact, then AddStartedContact in the job's Finish): on
 // packed scenes where sweeps start inside several colliders of every kind

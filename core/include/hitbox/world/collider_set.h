@@ -381,6 +381,15 @@ class ColliderSet {
   /// the batch answers without it, alike. Called from query threads, one
   /// call at a time per set. Empty: no bound (the default).
   void SetCacheReserve(std::function<bool(uint64_t total)> reserve);
+  /// With true, the merged meshes are built on a thread of their own from a
+  /// copy of the colliders, and the batches go on without them until one
+  /// finds the build done (a level's merge takes about a mesh build of its
+  /// triangles: no batch, nor its deadline, waits for it). False (the
+  /// default): the batch that makes them pays for them, as tests expect.
+  void SetBackgroundCaches(bool background);
+  /// Waits until a background build in flight is done (the next batch
+  /// adopts it); at once when there is none.
+  void WaitForCaches() const;
 
   /// Layers this set over an immutable `base` (a shared map) named `name`:
   /// from then on every query answers over the base's colliders and the
