@@ -153,15 +153,16 @@ std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t 
   // merged meshes saves more than kGroupQueryShare triangles' worth of it.
   if (groups_queries * kGroupQueryShare < groups_triangles) return nullptr;
   if (background_caches) {
-    // Built beside the batches, from a copy of the colliders (their shapes
-    // shared): no batch waits for it.
+    // Built beside the batches, from a copy of the mesh colliders (their
+    // shapes shared): no batch waits for it.
     if (groups_build == nullptr) {
       auto build = std::make_unique<GroupsBuild>();
       GroupsBuild* b = build.get();
       try {
-        b->thread = std::thread([b, snapshot = colliders, version = mesh_version] {
+        b->thread = std::thread([b, meshes = internal::MeshGroups::MeshesOf(colliders),
+                                 version = mesh_version] {
           try {
-            b->result = std::make_shared<const internal::MeshGroups>(snapshot, version);
+            b->result = std::make_shared<const internal::MeshGroups>(meshes, version);
           } catch (const std::bad_alloc&) {
             b->result = nullptr;
           }
@@ -174,7 +175,8 @@ std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t 
     }
     return nullptr;
   }
-  mesh_groups = std::make_shared<const internal::MeshGroups>(colliders, mesh_version);
+  mesh_groups = std::make_shared<const internal::MeshGroups>(
+      internal::MeshGroups::MeshesOf(colliders), mesh_version);
   if (!ReserveCaches()) {
     // Refused: tried again once as many queries more have come.
     mesh_groups.reset();

@@ -21,28 +21,36 @@ std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>
 
 }  // namespace
 
-MeshGroups::MeshGroups(const std::vector<Collider>& colliders, uint64_t version)
-    : version_(version) {
-  std::vector<uint32_t> meshes;
+std::vector<MeshGroups::Mesh> MeshGroups::MeshesOf(const std::vector<Collider>& colliders) {
+  std::vector<Mesh> out;
   for (uint32_t i = 0; i < colliders.size(); ++i) {
-    if (colliders[i].shape.kind() == ShapeKind::kMesh) meshes.push_back(i);
+    if (colliders[i].shape.kind() == ShapeKind::kMesh) out.push_back({i, colliders[i]});
   }
+  return out;
+}
+
+MeshGroups::MeshGroups(const std::vector<Mesh>& in, uint64_t version) : version_(version) {
+  // Positions in `in`, sorted by (pose, layer, id).
+  std::vector<uint32_t> meshes(in.size());
+  for (uint32_t i = 0; i < in.size(); ++i) meshes[i] = i;
   const auto key = [&](uint32_t i) {
-    const Collider& c = colliders[i];
+    const Collider& c = in[i].collider;
     return std::tuple(PoseBits(c.pose), c.layer, c.id);
   };
   std::sort(meshes.begin(), meshes.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
   const auto same_frame = [&](uint32_t a, uint32_t b) {
-    return PoseBits(colliders[a].pose) == PoseBits(colliders[b].pose) &&
-           colliders[a].layer == colliders[b].layer;
+    return PoseBits(in[a].collider.pose) == PoseBits(in[b].collider.pose) &&
+           in[a].collider.layer == in[b].collider.layer;
   };
+  uint32_t set_size = 0;
+  for (const Mesh& m : in) set_size = std::max(set_size, m.item + 1);
   for (size_t begin = 0; begin < meshes.size();) {
     // Members of one frame up to the merged mesh's limits; the rest of the
     // frame's meshes start another group.
     size_t end = begin;
     uint64_t triangles = 0, vertices = 0;
     while (end < meshes.size() && same_frame(meshes[begin], meshes[end])) {
-      const TriangleMesh* m = colliders[meshes[end]].shape.surface()->mesh();
+      const TriangleMesh* m = in[meshes[end]].collider.shape.surface()->mesh();
       const uint64_t t = uint64_t{m->triangle_count()} + m->dropped_triangles();
       if (end > begin && (triangles + t > kMaxMeshTriangles ||
                           vertices + m->vertex_count() > kMaxMeshVertices)) {
@@ -57,24 +65,26 @@ MeshGroups::MeshGroups(const std::vector<Collider>& colliders, uint64_t version)
       continue;
     }
     Group g;
-    g.pose = colliders[meshes[begin]].pose;
-    g.layer = colliders[meshes[begin]].layer;
+    g.pose = in[meshes[begin]].collider.pose;
+    g.layer = in[meshes[begin]].collider.layer;
     TriangleMeshShape merged;
     merged.vertices.reserve(vertices);
     merged.triangles.reserve(triangles);
     for (size_t k = begin; k < end; ++k) {
-      const TriangleMeshShape in = colliders[meshes[k]].shape.surface()->mesh_input();
+      const TriangleMeshShape input = in[meshes[k]].collider.shape.surface()->mesh_input();
       const auto base = static_cast<uint32_t>(merged.vertices.size());
-      g.item.push_back(meshes[k]);
+      g.item.push_back(in[meshes[k]].item);
       g.first.push_back(static_cast<uint32_t>(merged.triangles.size()));
-      merged.vertices.insert(merged.vertices.end(), in.vertices.begin(), in.vertices.end());
-      for (const auto& t : in.triangles) merged.triangles.push_back({t[0] + base, t[1] + base, t[2] + base});
+      merged.vertices.insert(merged.vertices.end(), input.vertices.begin(), input.vertices.end());
+      for (const auto& t : input.triangles) {
+        merged.triangles.push_back({t[0] + base, t[1] + base, t[2] + base});
+      }
     }
     Result<Shape> shape = Shape::Make(merged);
     if (shape.ok()) {
       g.merged = std::move(*shape);
       triangles_ += merged.triangles.size();
-      if (grouped_.size() < colliders.size()) grouped_.resize(colliders.size(), 0);
+      if (grouped_.size() < set_size) grouped_.resize(set_size, 0);
       for (uint32_t item : g.item) grouped_[item] = 1;
       groups_.push_back(std::move(g));
     }

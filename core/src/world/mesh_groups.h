@@ -30,11 +30,20 @@ class MeshGroups {
     std::vector<uint32_t> first;
   };
 
-  /// Groups the mesh colliders of `colliders` (poses normalized as the set
-  /// keeps them) that share a pose and layer with at least one other, up
-  /// to kMaxMeshTriangles a group. `version` names the set's meshes as they
-  /// are (Impl::mesh_version).
-  MeshGroups(const std::vector<Collider>& colliders, uint64_t version);
+  /// A mesh collider of the set and its item (its index in the set).
+  struct Mesh {
+    uint32_t item;
+    Collider collider;
+  };
+  /// The mesh colliders of `colliders`, with their items: what a build
+  /// needs (a copy of them for one on another thread).
+  static std::vector<Mesh> MeshesOf(const std::vector<Collider>& colliders);
+
+  /// Groups `meshes` (poses normalized as the set keeps them) that share a
+  /// pose and layer with at least one other, up to kMaxMeshTriangles a
+  /// group. `version` names the set's meshes as they are
+  /// (Impl::mesh_version).
+  MeshGroups(const std::vector<Mesh>& meshes, uint64_t version);
 
   uint64_t version() const { return version_; }
   const std::vector<Group>& groups() const { return groups_; }
