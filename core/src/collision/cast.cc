@@ -396,6 +396,29 @@ bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, cons
   return c + t_max * (2.0 * bb + vv * t_max) > 0.0 && bb + vv * t_max < 0.0;
 }
 
+namespace {
+
+// A kSurface* method's cast: the one switch where the method names the
+// triangle routine (anything else: a miss).
+CastResult CastSurfaceBy(CastMethod method, const Shape& a, const Pose& a_in_b, const Vec3& v,
+                         const Shape& b, double skin, MergedSweep* merged) {
+  switch (method) {
+    case CastMethod::kSurfaceBall:
+      return CastSurface<CastMethod::kSurfaceBall>(a, a_in_b, v, b, skin, merged);
+    case CastMethod::kSurfaceCapsule:
+      return CastSurface<CastMethod::kSurfaceCapsule>(a, a_in_b, v, b, skin, merged);
+    case CastMethod::kSurfaceBox:
+      return CastSurface<CastMethod::kSurfaceBox>(a, a_in_b, v, b, skin, merged);
+    case CastMethod::kSurfaceCylinder:
+      return CastSurface<CastMethod::kSurfaceCylinder>(a, a_in_b, v, b, skin, merged);
+    case CastMethod::kSurfaceHull:
+      return CastSurface<CastMethod::kSurfaceHull>(a, a_in_b, v, b, skin, merged);
+    default: return CastResult{};
+  }
+}
+
+}  // namespace
+
 CastResult CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                      const CastSettings& settings) {
   const CastMethod method = MethodFor(a.kind(), b.kind());
@@ -421,15 +444,11 @@ CastResult CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
     case CastMethod::kCapsuleBox: return CastCapsuleBox(a, a_in_b, v, b, settings);
     case CastMethod::kConservative: return CastConservative(a, a_in_b, v, b, settings);
     case CastMethod::kSurfaceBall:
-      return CastSurface<CastMethod::kSurfaceBall>(a, a_in_b, v, b, SkinOf(settings));
     case CastMethod::kSurfaceCapsule:
-      return CastSurface<CastMethod::kSurfaceCapsule>(a, a_in_b, v, b, SkinOf(settings));
     case CastMethod::kSurfaceBox:
-      return CastSurface<CastMethod::kSurfaceBox>(a, a_in_b, v, b, SkinOf(settings));
     case CastMethod::kSurfaceCylinder:
-      return CastSurface<CastMethod::kSurfaceCylinder>(a, a_in_b, v, b, SkinOf(settings));
     case CastMethod::kSurfaceHull:
-      return CastSurface<CastMethod::kSurfaceHull>(a, a_in_b, v, b, SkinOf(settings));
+      return CastSurfaceBy(method, a, a_in_b, v, b, SkinOf(settings), nullptr);
     case CastMethod::kCompound: return CastCompound(a, a_in_b, v, b, settings);
     case CastMethod::kUnsupported: return {};
   }
@@ -539,25 +558,8 @@ CastResult CastMerged(const Shape& a, const Pose& pose_a, const Vec3& translatio
   if (!AllFinite(pose_a, pose_b, translation)) return CastResult{};
   const InFrameOfB f = PlaceInB(a, pose_a, translation, pose_b);
   const double skin = contact_offset > 0.0 ? contact_offset : 0.0;
-  CastResult lc;
-  switch (MethodFor(a.kind(), merged.kind())) {
-    case CastMethod::kSurfaceBall:
-      lc = CastSurface<CastMethod::kSurfaceBall>(a, f.a_in_b, f.v, merged, skin, sweep);
-      break;
-    case CastMethod::kSurfaceCapsule:
-      lc = CastSurface<CastMethod::kSurfaceCapsule>(a, f.a_in_b, f.v, merged, skin, sweep);
-      break;
-    case CastMethod::kSurfaceBox:
-      lc = CastSurface<CastMethod::kSurfaceBox>(a, f.a_in_b, f.v, merged, skin, sweep);
-      break;
-    case CastMethod::kSurfaceCylinder:
-      lc = CastSurface<CastMethod::kSurfaceCylinder>(a, f.a_in_b, f.v, merged, skin, sweep);
-      break;
-    case CastMethod::kSurfaceHull:
-      lc = CastSurface<CastMethod::kSurfaceHull>(a, f.a_in_b, f.v, merged, skin, sweep);
-      break;
-    default: return CastResult{};
-  }
+  const CastResult lc =
+      CastSurfaceBy(MethodFor(a.kind(), merged.kind()), a, f.a_in_b, f.v, merged, skin, sweep);
   return InWorld(lc, f, pose_b, translation);
 }
 

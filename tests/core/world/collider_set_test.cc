@@ -598,6 +598,36 @@ std::vector<Collider> GroupedMeshScene(Random& rng) {
   return cs;
 }
 
+// Runs `qs` as one batch and each alone (which walks every mesh): the
+// answers must be equal, the triangles (sub_shape) included. Returns the
+// single answers.
+std::vector<QueryResult> ExpectBatchAsSingles(const ColliderSet& set, const std::vector<Query>& qs,
+                                              const std::string& where) {
+  std::vector<QueryResult> batch(qs.size()), ones(qs.size());
+  set.RunBatch(qs, batch);
+  for (size_t i = 0; i < qs.size(); ++i) {
+    set.Run(qs[i], &ones[i]);
+    const std::string at = where + " query " + std::to_string(i);
+    ExpectSameResult(ones[i], batch[i], at);
+    for (size_t h = 0; h < ones[i].hits.size() && h < batch[i].hits.size(); ++h) {
+      EXPECT_EQ(ones[i].hits[h].sub_shape, batch[i].hits[h].sub_shape) << at;
+    }
+  }
+  return ones;
+}
+
+// Moves one grouped mesh and removes another: stale groups would answer
+// with the old ones; they are dropped.
+void StaleTheGroups(ColliderSet& set, const std::vector<Collider>& cs, int round, Random& rng,
+                    const std::string& where) {
+  ASSERT_NE(set.GetTreeStats().merged_triangles, 0u) << where;
+  std::vector<ColliderChange> changes;
+  changes.push_back(ColliderChange::Move(cs[round].id, Pose(rng.InBox(3.0))));
+  changes.push_back(ColliderChange::Remove(cs[4 + round].id));
+  ASSERT_TRUE(set.Apply(changes).ok()) << where;
+  ASSERT_EQ(set.GetTreeStats().merged_triangles, 0u) << where;
+}
+
 // Ray batches merge the meshes that share a pose and layer (MeshGroups) once
 // the batches pay for it: every answer (id, fraction, normal, point, triangle)
 // equals the single query's, which walks each mesh, across ties between
@@ -631,29 +661,12 @@ TEST(ColliderSetTest, MeshGroupsAnswerAsEachMesh) {
           r.all_hits = k % 29 == 0;
           qs.push_back(r);
         }
-        std::vector<QueryResult> batch(qs.size());
-        set.RunBatch(qs, batch);
+        const std::vector<QueryResult> ones =
+            ExpectBatchAsSingles(set, qs, where + " batch " + std::to_string(batch_no));
         grouped_batches += had_groups;
-        for (size_t i = 0; i < qs.size(); ++i) {
-          QueryResult one;
-          set.Run(qs[i], &one);
-          const std::string at = where + " batch " + std::to_string(batch_no) + " query " +
-                                 std::to_string(i);
-          ExpectSameResult(one, batch[i], at);
-          for (size_t h = 0; h < one.hits.size(); ++h) {
-            ASSERT_EQ(one.hits[h].sub_shape, batch[i].hits[h].sub_shape) << at;
-          }
-          hits += !one.hits.empty();
-        }
+        for (const QueryResult& one : ones) hits += !one.hits.empty();
       }
-      ASSERT_NE(set.GetTreeStats().merged_triangles, 0u) << where;
-      // Move, replace and remove grouped meshes: stale groups would answer
-      // with the old ones.
-      std::vector<ColliderChange> changes;
-      changes.push_back(ColliderChange::Move(cs[round].id, Pose(rng.InBox(3.0))));
-      changes.push_back(ColliderChange::Remove(cs[4 + round].id));
-      ASSERT_TRUE(set.Apply(changes).ok()) << where;
-      ASSERT_EQ(set.GetTreeStats().merged_triangles, 0u) << where;
+      StaleTheGroups(set, cs, round, rng, where);
     }
   }
   EXPECT_GT(grouped_batches, 15);
@@ -695,30 +708,17 @@ TEST(ColliderSetTest, MeshGroupsSweepAsEachMesh) {
           c.all_hits = k % 29 == 0;
           qs.push_back(c);
         }
-        std::vector<QueryResult> batch(qs.size());
-        set.RunBatch(qs, batch);
+        const std::vector<QueryResult> ones =
+            ExpectBatchAsSingles(set, qs, where + " batch " + std::to_string(batch_no));
         // Made, if at all, before the batch's first query.
         grouped_batches += set.GetTreeStats().merged_triangles != 0;
-        for (size_t i = 0; i < qs.size(); ++i) {
-          QueryResult one;
-          set.Run(qs[i], &one);
-          const std::string at = where + " batch " + std::to_string(batch_no) + " query " +
-                                 std::to_string(i);
-          ExpectSameResult(one, batch[i], at);
-          for (size_t h = 0; h < one.hits.size(); ++h) {
-            ASSERT_EQ(one.hits[h].sub_shape, batch[i].hits[h].sub_shape) << at;
-          }
+        for (const QueryResult& one : ones) {
           if (one.hits.empty()) continue;
           ++hits;
           started += one.hits[0].started_overlapping();
         }
       }
-      ASSERT_NE(set.GetTreeStats().merged_triangles, 0u) << where;
-      std::vector<ColliderChange> changes;
-      changes.push_back(ColliderChange::Move(cs[round].id, Pose(rng.InBox(3.0))));
-      changes.push_back(ColliderChange::Remove(cs[4 + round].id));
-      ASSERT_TRUE(set.Apply(changes).ok()) << where;
-      ASSERT_EQ(set.GetTreeStats().merged_triangles, 0u) << where;
+      StaleTheGroups(set, cs, round, rng, where);
     }
   }
   EXPECT_GT(grouped_batches, 16);
@@ -742,13 +742,7 @@ TEST(ColliderSetTest, MeshGroupsBuildInTheBackground) {
     qs.push_back(r);
   }
   const auto check = [&](const ColliderSet& set, const std::string& where) {
-    std::vector<QueryResult> batch(qs.size());
-    set.RunBatch(qs, batch);
-    for (size_t i = 0; i < qs.size(); ++i) {
-      QueryResult one;
-      set.Run(qs[i], &one);
-      ExpectSameResult(one, batch[i], where + " query " + std::to_string(i));
-    }
+    ExpectBatchAsSingles(set, qs, where);
   };
   ColliderSet set;
   set.SetBackgroundCaches(true);
