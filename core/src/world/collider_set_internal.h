@@ -48,8 +48,8 @@ inline constexpr size_t kParallelBatchMin = 64;
 /// tree last changed number at least its nodes / kWideQueryShare.
 inline constexpr uint64_t kWideQueryShare = 8;
 /// A batch merges the meshes that share a frame (MeshGroups) once the
-/// closest-hit rays and sweeps since the meshes last changed number at
-/// least their triangles / kGroupQueryShare.
+/// closest-hit rays (a sweep counting as two) since the meshes last changed
+/// number at least their triangles / kGroupQueryShare.
 inline constexpr uint64_t kGroupQueryShare = 2;
 /// Queries per ParallelFor task (enough for each kind to fill the
 /// interleaved traversals of RunRange).
