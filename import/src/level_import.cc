@@ -76,14 +76,17 @@ class Builder {
  public:
   Builder(const ImportOptions& options, Level* level) : options_(options), level_(level) {}
 
-  Status AddNode(const NodeGeometry& node) {
+  /// Turns `node` into colliders; consumes its vertices and triangles (baked
+  /// and filtered in place, freed before the last mesh build: no copies of
+  /// them are held beside the build).
+  Status AddNode(NodeGeometry* in) {
+    NodeGeometry& node = *in;
     ++level_->report.nodes;
     auto split = Split(node.world);
     if (!split.ok()) return Invalid(node.where + ": " + split.error().message);
-    std::vector<Vec3> baked;
-    baked.reserve(node.vertices.size());
-    for (const Vec3& v : node.vertices) baked.push_back(split->bake * v);
-    if (node.role == Role::kMesh) return AddMesh(node, *split, baked);
+    for (Vec3& v : node.vertices) v = split->bake * v;
+    if (node.role == Role::kMesh) return AddMesh(&node, *split);
+    const std::vector<Vec3>& baked = node.vertices;
 
     Role role = node.role;
     const bool ellipsoid = split->non_uniform && (role == Role::kSphere || role == Role::kCapsule);
@@ -115,18 +118,23 @@ class Builder {
   }
 
  private:
-  Status AddMesh(const NodeGeometry& node, const SplitTransform& split, const std::vector<Vec3>& baked) {
-    std::vector<Triangle> kept;
-    kept.reserve(node.triangles.size());
-    for (const Triangle& t : node.triangles) {
+  Status AddMesh(NodeGeometry* in, const SplitTransform& split) {
+    NodeGeometry& node = *in;
+    const std::vector<Vec3>& baked = node.vertices;
+    // The triangles of non-zero area, kept in place.
+    std::vector<Triangle>& kept = node.triangles;
+    const size_t given = kept.size();
+    size_t n = 0;
+    for (const Triangle& t : kept) {
       if (IsDegenerate(baked[t[0]], baked[t[1]], baked[t[2]])) {
         ++level_->report.dropped_triangles;
       } else {
-        kept.push_back(t);
+        kept[n++] = t;
       }
     }
+    kept.resize(n);
     if (kept.empty()) {
-      Note(node.where + ": no triangle of non-zero area (" + std::to_string(node.triangles.size()) +
+      Note(node.where + ": no triangle of non-zero area (" + std::to_string(given) +
            " given), no collider made");
       return Status::Ok();
     }
@@ -145,19 +153,26 @@ class Builder {
       constexpr uint32_t kUnused = UINT32_MAX;
       std::vector<uint32_t> remap(baked.size(), kUnused);
       mesh.triangles.reserve(end - begin);
+      uint32_t used = 0;
       for (size_t t = begin; t < end; ++t) {
         Triangle out{};
         for (int k = 0; k < 3; ++k) {
           uint32_t& at = remap[kept[t][k]];
-          if (at == kUnused) {
-            at = static_cast<uint32_t>(mesh.vertices.size());
-            mesh.vertices.push_back(baked[kept[t][k]]);
-          }
+          if (at == kUnused) at = used++;
           out[k] = at;
         }
         mesh.triangles.push_back(out);
       }
+      // Vertices in first use order, the array sized exactly.
+      mesh.vertices.resize(used);
+      for (size_t v = 0; v < remap.size(); ++v) {
+        if (remap[v] != kUnused) mesh.vertices[remap[v]] = baked[v];
+      }
       std::vector<uint32_t>().swap(remap);
+      if (p + 1 == pieces) {  // the node's arrays are not needed any more
+        std::vector<Vec3>().swap(node.vertices);
+        std::vector<Triangle>().swap(node.triangles);
+      }
       auto shape = Shape::Make(mesh);
       if (!shape.ok()) return Invalid(node.where + ": " + shape.error().message);
       level_->report.triangles += mesh.triangles.size();
@@ -429,6 +444,8 @@ Status ReadMesh(const tinygltf::Model& model, int mesh_index, NodeGeometry* node
       node->triangles.push_back({base + indices[a], base + indices[b], base + indices[c]});
     };
     const uint32_t n = static_cast<uint32_t>(indices.size());
+    const uint32_t adds = mode == TINYGLTF_MODE_TRIANGLES ? n / 3 : (n > 2 ? n - 2 : 0);
+    node->triangles.reserve(node->triangles.size() + adds);  // exactly, for one primitive
     if (mode == TINYGLTF_MODE_TRIANGLES) {
       if (n % 3 != 0) return Invalid(field + ": " + std::to_string(n) + " indices is not a multiple of 3");
       for (uint32_t i = 0; i + 2 < n; i += 3) add(i, i + 1, i + 2);
@@ -537,7 +554,7 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
       }
       if (geometry.vertices.empty()) {
         level->report.notes.push_back(where + ": no triangles, no collider made");
-      } else if (Status s = builder.AddNode(geometry); !s.ok()) {
+      } else if (Status s = builder.AddNode(&geometry); !s.ok()) {
         return Invalid(path + ": " + s.message());
       }
     }
@@ -630,7 +647,7 @@ Status ImportObj(const std::string& path, const ImportOptions& options, Level* l
       offset += n;
     }
     if (node.triangles.empty()) continue;
-    if (Status st = builder.AddNode(node); !st.ok()) return Invalid(path + ": " + st.message());
+    if (Status st = builder.AddNode(&node); !st.ok()) return Invalid(path + ": " + st.message());
   }
   return Status::Ok();
 }

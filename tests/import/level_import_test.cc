@@ -287,6 +287,52 @@ TEST(LevelImport, LargeMeshesAreSplit) {
   EXPECT_EQ(kDefaultMaxMeshTriangles, 1ull << 20);
 }
 
+// Split pieces of a scaled mesh with zero-area triangles among the rest: in
+// order, each piece holds the next kept triangles with their baked vertices
+// exactly, its vertices those it uses in first-use order and no others.
+TEST(LevelImport, SplitPiecesKeepBakedTrianglesInOrder) {
+  TestMesh m;
+  for (int i = 0; i < 6; ++i) {
+    m.vertices.push_back({1.0f + 0.25f * static_cast<float>(i), 0.5f, 0.25f});
+    m.vertices.push_back({1.0f + 0.25f * static_cast<float>(i), 1.0f, 1.0f});
+  }
+  std::vector<std::array<uint32_t, 3>> expected;
+  for (uint32_t i = 0; i + 3 < 12; i += 2) {
+    m.triangles.push_back({i, i + 2, i + 1});
+    expected.push_back({i, i + 2, i + 1});
+    m.triangles.push_back({i, i, i + 3});  // zero area: dropped
+    m.triangles.push_back({i + 1, i + 2, i + 3});
+    expected.push_back({i + 1, i + 2, i + 3});
+  }
+  GltfBuilder b;
+  b.AddNode("strip", b.AddMesh("strip", m), {{0, 1, 0}, {}, {2, 1, 3}});
+  ImportOptions options;
+  options.max_mesh_triangles = 3;
+  auto level = WriteAndImport(b, "split_dropped.glb", options);
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  EXPECT_EQ(level->report.dropped_triangles, 5u);
+  ASSERT_EQ(level->colliders.size(), 4u);
+  size_t next = 0;
+  for (const Collider& c : level->colliders) {
+    const auto in = c.shape.mesh_input();
+    ASSERT_TRUE(in.has_value());
+    uint32_t seen = 0;  // vertices met so far: a new one must be the next index
+    for (const auto& t : in->triangles) {
+      ASSERT_LT(next, expected.size());
+      for (int k = 0; k < 3; ++k) {
+        ASSERT_LE(t[k], seen);
+        if (t[k] == seen) ++seen;
+        const std::array<float, 3>& v = m.vertices[expected[next][k]];
+        const Vec3 baked{2.0 * v[0], 1.0 * v[1], 3.0 * v[2]};
+        EXPECT_EQ(in->vertices[t[k]], baked) << "triangle " << next << " corner " << k;
+      }
+      ++next;
+    }
+    EXPECT_EQ(in->vertices.size(), seen);
+  }
+  EXPECT_EQ(next, expected.size());
+}
+
 // A UCX_ with more than 256 points is reduced to its hull's vertices; one whose
 // hull itself has more than 256 vertices is an error naming the node.
 TEST(LevelImport, LargeHullsAreReducedOrRefused) {

@@ -427,7 +427,10 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes
       }
       while (bounds_.min[a] + 65535.0 * s < bounds_.max[a]) s *= 2.0;
     }
-    step_[a] = s;
+    // Kept as its top 16 bits: a step below 2^-1026 (an extent under 1e-304)
+    // is raised to it, which still spans the extent.
+    if (s > 0.0 && s < 0x1p-1026) s = 0x1p-1026;
+    step_bits_[a] = static_cast<uint16_t>(std::bit_cast<uint64_t>(s) >> 48);
   }
   st->nodes.clear();
   st->nodes.reserve(order->size() / (kMeshLeafSize * (kMeshNodeWidth - 1)) + 2);
@@ -440,8 +443,8 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes
         node.min[a][i] = 65535;
         node.max[a][i] = 0;
       }
-      node.min[a][0] = Quantize(bounds_.min[a], bounds_.min[a], step_[a], false);
-      node.max[a][0] = Quantize(bounds_.max[a], bounds_.min[a], step_[a], true);
+      node.min[a][0] = Quantize(bounds_.min[a], bounds_.min[a], Step(a), false);
+      node.max[a][0] = Quantize(bounds_.max[a], bounds_.min[a], Step(a), true);
     }
     for (uint32_t i = 0; i < kMeshNodeWidth; ++i) node.child[i] = kEmpty;
     node.child[0] = root;
@@ -685,8 +688,8 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes&
     Aabb box;
     for (uint32_t k = bounds[i]; k < bounds[i + 1]; ++k) box = box.Union(boxes[ord[k]]);
     for (int a = 0; a < 3; ++a) {
-      node.min[a][i] = Quantize(box.min[a], bounds_.min[a], step_[a], false);
-      node.max[a][i] = Quantize(box.max[a], bounds_.min[a], step_[a], true);
+      node.min[a][i] = Quantize(box.min[a], bounds_.min[a], Step(a), false);
+      node.max[a][i] = Quantize(box.max[a], bounds_.min[a], Step(a), true);
     }
     const uint32_t word = BuildNode(order, boxes, bounds[i], bounds[i + 1], depth + 1, st);
     st->nodes[self].child[i] = word;  // st->nodes may have grown: index again
@@ -696,7 +699,7 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes&
 
 void TriangleMesh::QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) const {
   for (int a = 0; a < 3; ++a) {
-    const double lo = bounds_.min[a], s = step_[a];
+    const double lo = bounds_.min[a], s = Step(a);
     if (s == 0.0) {  // flat axis: every child box is [lo, lo], inside box's range
       qlo[a] = 0;
       qhi[a] = 65535;
@@ -742,7 +745,15 @@ TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& di
       const __m256d sign = _mm256_set1_pd(-0.0);
       const __m256d lo = _mm256_setr_pd(bounds_.min.x, bounds_.min.y, bounds_.min.z, 0.0);
       const __m256d o = _mm256_setr_pd(origin.x, origin.y, origin.z, 0.0);
-      const __m256d s = _mm256_setr_pd(step_.x, step_.y, step_.z, 0.0);
+#ifdef __AVX2__
+      // Step(0..2) and 0.0: the three 16-bit tops widened and shifted at once.
+      uint64_t tops = 0;
+      std::memcpy(&tops, step_bits_, sizeof(step_bits_));
+      const __m256d s = _mm256_castsi256_pd(
+          _mm256_slli_epi64(_mm256_cvtepu16_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(tops))), 48));
+#else
+      const __m256d s = _mm256_setr_pd(Step(0), Step(1), Step(2), 0.0);
+#endif
       const __m256d span = _mm256_set1_pd(65535.0);
       const __m256d inv = _mm256_div_pd(_mm256_set1_pd(1.0), d);
       const __m256d t_lo = _mm256_mul_pd(_mm256_sub_pd(lo, o), inv);
@@ -785,7 +796,7 @@ TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& di
   bool ranged = false;
   int32_t qlo[3], qhi[3];
   for (uint32_t a = 0; a < 3; ++a) {
-    const double lo = bounds_.min[a], s = step_[a];
+    const double lo = bounds_.min[a], s = Step(a);
     const double o = origin[a], d = dir[a];
     r.near_off[a] = a * kMeshNodeWidth;
     r.far_off[a] = 3 * kMeshNodeWidth + a * kMeshNodeWidth;

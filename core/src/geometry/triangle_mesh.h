@@ -383,6 +383,9 @@ class TriangleMesh {
       __builtin_prefetch(nodes_.data() + word);
     }
   }
+  /// The quantization step of axis a (a power of two, or 0): exactly the
+  /// double the build chose, from the top 16 bits of its representation.
+  double Step(int a) const { return std::bit_cast<double>(uint64_t{step_bits_[a]} << 48); }
   /// Bits of the vertex indices in a record (first index + two differences).
   uint32_t index_bits() const { return vbits_ + 2u * dbits_; }
   /// Vertex index from the first index and a dbits_-bit difference.
@@ -637,7 +640,6 @@ class TriangleMesh {
   Stored<Node> nodes_;
   Stored<BottomNode> bottom_;
   Aabb bounds_;
-  Vec3 step_;
   /// With predicted originals: per block of 2^kMeshOriginalShift vertices,
   /// the base that OriginalIndex adds to the record's residual and to
   /// (i0 mod 2^kMeshOriginalShift) * oslope_ / 2^16.
@@ -653,6 +655,9 @@ class TriangleMesh {
   uint32_t dmask_ = 1;      // (1 << dbits_) - 1
   uint32_t vmask_ = 1;      // (1 << vbits_) - 1
   uint32_t omask_ = 1;      // (1 << obits_) - 1
+  // Per axis the top 16 bits of the quantization step (a power of two of at
+  // least 2^-1026, or 0: all its bits are there): Step(a). 6 bytes, not 24.
+  uint16_t step_bits_[3] = {0, 0, 0};
   uint8_t vaxis_bits_[3] = {0, 0, 0};
   uint8_t vaxis_off_[3] = {0, 0, 0};  // bit of each axis within a vertex record
   uint8_t vbits_ = 1;       // bits of a vertex index
@@ -678,7 +683,7 @@ TriangleMesh::PathSetup TriangleMesh::SetupPath(const Path& path, const Vec3& lo
     if (p.zero[a]) {
       p.near[a] = Splat(lo[a]);
       p.far[a] = Splat(hi[a]);
-      p.scale[a] = Splat(step_[a]);
+      p.scale[a] = Splat(Step(static_cast<int>(a)));
       p.near_off[a] = a * kMeshNodeWidth;
       p.far_off[a] = 3 * kMeshNodeWidth + a * kMeshNodeWidth;
       continue;
@@ -688,7 +693,7 @@ TriangleMesh::PathSetup TriangleMesh::SetupPath(const Path& path, const Vec3& lo
     // second part is the slack, the first the relative widening.
     const double t_lo = (lo[a] - path.origin[a]) * inv;
     const double t_hi = (hi[a] - path.origin[a]) * inv;
-    p.scale[a] = Splat(step_[a] * inv);
+    p.scale[a] = Splat(Step(static_cast<int>(a)) * inv);
     const bool flip = inv < 0.0;
     p.near[a] = Splat(flip ? t_hi : t_lo);
     p.far[a] = Splat(flip ? t_lo : t_hi);

@@ -632,6 +632,62 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
   }
 }
 
+// A grid whose heights span nothing (a flat axis, step 0), a subnormal range
+// (steps below 2^-1022), a tiny normal one or a metre: the quantized boxes
+// (steps kept as exponents) still hold every triangle, which a query box on
+// the triangle's own box, or on its corner, visits.
+TEST(MeshBuild, FlatAndTinyExtentsKeepEveryTriangle) {
+  for (const double h : {0.0, 1e-310, 1e-300, 1.0}) {
+    MeshData m;
+    constexpr uint32_t kSide = 12;
+    for (uint32_t r = 0; r <= kSide; ++r) {
+      for (uint32_t c = 0; c <= kSide; ++c) {
+        m.vertices.push_back({0.5 * c, h * static_cast<double>((r * 7 + c * 3) % 5), 0.5 * r});
+      }
+    }
+    for (uint32_t r = 0; r < kSide; ++r) {
+      for (uint32_t c = 0; c < kSide; ++c) {
+        const uint32_t v = r * (kSide + 1) + c;
+        m.triangles.push_back({v, v + kSide + 1, v + 1});
+        m.triangles.push_back({v + 1, v + kSide + 1, v + kSide + 2});
+      }
+    }
+    const TriangleMesh mesh = MustBuild(m);
+    const std::vector<Aabb> tri_boxes = TriangleBoxes(mesh);
+    for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+      for (const Aabb& box : {tri_boxes[k], Aabb().Union(tri_boxes[k].max)}) {
+        bool seen = false;
+        mesh.VisitOverlapping(box, [&](uint32_t j) {
+          seen = seen || j == k;
+          return true;
+        });
+        ASSERT_TRUE(seen) << "height range " << h << " triangle " << k;
+      }
+    }
+    // Rays down onto every triangle's centre and across at heights within
+    // the range: the decoded boxes let them reach the hit brute force finds.
+    const Aabb& b = mesh.bounds();
+    std::vector<std::pair<Vec3, Vec3>> rays;
+    for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+      const Vec3 c = (tri_boxes[k].min + tri_boxes[k].max) * 0.5;
+      // Oblique: a box clipped on any axis would be missed.
+      rays.push_back({{c.x - 0.1, b.max.y + 1.0, c.z - 0.05}, {0.2, -2.0 - 2.0 * b.max.y, 0.1}});
+      const double y = b.min.y + (b.max.y - b.min.y) * (0.25 * (k % 5));
+      rays.push_back({{b.min.x - 1.0, y, c.z - 0.1},
+                      {b.max.x - b.min.x + 2.0, (b.max.y - b.min.y) * 0.1, 0.2}});
+    }
+    for (const auto& [o, d] : rays) {
+      MeshRayHit hit, want;
+      const bool got = mesh.RaycastClosest(o, d, &hit);
+      ASSERT_EQ(got, BruteRaycast(mesh, o, d, &want)) << "height range " << h << " " << ToString(o);
+      if (got) {
+        EXPECT_EQ(hit.fraction, want.fraction);
+        EXPECT_EQ(hit.triangle, want.triangle);
+      }
+    }
+  }
+}
+
 // A sweep's vertex cache gives TriangleVertices' vertices to the bit, for
 // decimal (micrometre) and double vertices, over runs of neighbouring
 // triangles (cache hits) and random ones (slots taken over by other vertices).
