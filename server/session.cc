@@ -102,15 +102,14 @@ Result<std::shared_ptr<Session>> SessionRegistry::Create(const std::string& id,
   // a cache that does not fit is not made.
   session->set().SetBackgroundCaches(background_caches_);
   Session* raw = session.get();
-  session->set().SetCacheReserve([this, raw, held = uint64_t{0}](uint64_t total) mutable {
-    if (total > held) {
-      if (!ReserveMemory(total - held).ok()) return false;
-      raw->memory_bytes_.fetch_add(total - held, std::memory_order_relaxed);
+  session->set().SetCacheReserve([this, raw](uint64_t from, uint64_t to) {
+    if (to > from) {
+      if (!ReserveMemory(to - from).ok()) return false;
+      raw->memory_bytes_.fetch_add(to - from, std::memory_order_relaxed);
     } else {
-      ReleaseMemory(held - total);
-      raw->memory_bytes_.fetch_sub(held - total, std::memory_order_relaxed);
+      ReleaseMemory(from - to);
+      raw->memory_bytes_.fetch_sub(from - to, std::memory_order_relaxed);
     }
-    held = total;
     return true;
   });
   const uint64_t bytes = kSessionOverheadBytes + session->set().MemoryBytes();

@@ -91,16 +91,17 @@ int main(int argc, char** argv) {
   const uint64_t peak = StatusBytes("VmHWM");
   const uint64_t steady = StatusBytes("VmRSS");
   const double kept = static_cast<double>(steady > before ? steady - before : 1);
+  const uint64_t accounted = (*map)->memory_bytes();  // read once: it takes the set's lock
+  const uint64_t triangles = (*map)->triangles;
   std::printf(
       "{\"file\": \"%s\", \"triangles\": %llu, \"accounted_bytes\": %llu, "
       "\"bytes_per_triangle\": %.2f, \"rss_before\": %llu, \"rss_peak\": %llu, "
       "\"rss_steady\": %llu, \"peak_over_steady\": %.2f, \"peak_over_accounted\": %.2f}\n",
-      argv[1], static_cast<unsigned long long>((*map)->triangles),
-      static_cast<unsigned long long>((*map)->memory_bytes()),
-      (*map)->triangles ? static_cast<double>((*map)->memory_bytes()) / static_cast<double>((*map)->triangles)
-                        : 0.0,
+      argv[1], static_cast<unsigned long long>(triangles),
+      static_cast<unsigned long long>(accounted),
+      triangles != 0 ? static_cast<double>(accounted) / static_cast<double>(triangles) : 0.0,
       static_cast<unsigned long long>(before), static_cast<unsigned long long>(peak),
       static_cast<unsigned long long>(steady), static_cast<double>(peak - before) / kept,
-      static_cast<double>(peak - before) / static_cast<double>((*map)->memory_bytes()));
+      static_cast<double>(peak - before) / static_cast<double>(accounted));
   return 0;
 }

@@ -132,14 +132,15 @@ template CastResult CastSurfaceGathered<CastMethod::kSurfaceCapsule>(const Shape
                                                                      size_t, const Aabb&, bool*);
 
 template CastResult CastSurface<CastMethod::kSurfaceBall>(const Shape&, const Pose&, const Vec3&,
-    const Shape&, double, MergedSweep*);
+                                                          const Shape&, double, MergedSweep*);
 template CastResult CastSurface<CastMethod::kSurfaceCapsule>(const Shape&, const Pose&, const Vec3&,
-    const Shape&, double, MergedSweep*);
+                                                             const Shape&, double, MergedSweep*);
 template CastResult CastSurface<CastMethod::kSurfaceBox>(const Shape&, const Pose&, const Vec3&,
-    const Shape&, double, MergedSweep*);
-template CastResult CastSurface<CastMethod::kSurfaceCylinder>(const Shape&, const Pose&, const Vec3&,
-    const Shape&, double, MergedSweep*);
+                                                         const Shape&, double, MergedSweep*);
+template CastResult CastSurface<CastMethod::kSurfaceCylinder>(const Shape&, const Pose&,
+                                                              const Vec3&, const Shape&, double,
+                                                              MergedSweep*);
 template CastResult CastSurface<CastMethod::kSurfaceHull>(const Shape&, const Pose&, const Vec3&,
-    const Shape&, double, MergedSweep*);
+                                                          const Shape&, double, MergedSweep*);
 
 }  // namespace hitbox::internal

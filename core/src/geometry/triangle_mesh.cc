@@ -749,8 +749,8 @@ TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& di
       // Step(0..2) and 0.0: the three 16-bit tops widened and shifted at once.
       uint64_t tops = 0;
       std::memcpy(&tops, step_bits_, sizeof(step_bits_));
-      const __m256d s = _mm256_castsi256_pd(
-          _mm256_slli_epi64(_mm256_cvtepu16_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(tops))), 48));
+      const __m128i top16 = _mm_cvtsi64_si128(static_cast<int64_t>(tops));
+      const __m256d s = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_cvtepu16_epi64(top16), 48));
 #else
       const __m256d s = _mm256_setr_pd(Step(0), Step(1), Step(2), 0.0);
 #endif

@@ -403,7 +403,7 @@ void ColliderSet::WaitForCaches() const {
   }
 }
 
-void ColliderSet::SetCacheReserve(std::function<bool(uint64_t total)> reserve) {
+void ColliderSet::SetCacheReserve(std::function<bool(uint64_t from, uint64_t to)> reserve) {
   std::lock_guard<std::mutex> lock(impl_->wide_mu);
   impl_->cache_reserve = std::move(reserve);
 }

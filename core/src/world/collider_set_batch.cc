@@ -192,7 +192,7 @@ bool ColliderSet::Impl::ReserveCaches() const {
   if (mesh_groups != nullptr) total += mesh_groups->MemoryBytes();
   if (total == cache_bytes) return true;
   // Growth may be refused; fewer bytes are always taken.
-  const bool taken = !cache_reserve || cache_reserve(total) || total < cache_bytes;
+  const bool taken = !cache_reserve || cache_reserve(cache_bytes, total) || total < cache_bytes;
   if (taken) cache_bytes = total;
   return taken;
 }

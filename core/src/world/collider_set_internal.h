@@ -146,10 +146,10 @@ struct ColliderSet::Impl {
   bool WideIsCurrent() const {
     return wide_copy != nullptr && wide_copy->version() == tree.version();
   }
-  /// The mesh colliders merged per frame for ray and sweep batches (GroupsFor), and
-  /// the version of the set's meshes they were made from: mesh_version
-  /// changes whenever a mesh collider is added, changed, moved or removed,
-  /// or takes another item.
+  /// The mesh colliders merged per frame for ray and sweep batches
+  /// (GroupsFor), and the version of the set's meshes they were made from:
+  /// mesh_version changes whenever a mesh collider is added, changed, moved
+  /// or removed, or takes another item.
   mutable std::shared_ptr<const internal::MeshGroups> mesh_groups;
   uint64_t mesh_version = 0;
   /// The mesh version the queries in groups_queries were counted at, and
@@ -172,10 +172,10 @@ struct ColliderSet::Impl {
     if (groups_build != nullptr && groups_build->thread.joinable()) groups_build->thread.join();
   }
   /// SetCacheReserve's function, and the caches' bytes it last accepted.
-  std::function<bool(uint64_t)> cache_reserve;
+  std::function<bool(uint64_t, uint64_t)> cache_reserve;
   mutable uint64_t cache_bytes = 0;
-  /// Tells cache_reserve the bytes of wide_copy and mesh_groups as they are
-  /// (wide_mu held); false when it refuses their growth.
+  /// Tells cache_reserve the bytes of wide_copy and mesh_groups as they are,
+  /// from cache_bytes (wide_mu held); false when it refuses their growth.
   bool ReserveCaches() const;
   /// Marks a change to the meshes (shape a mesh).
   void TouchMeshes(const Shape& shape) {
@@ -333,8 +333,8 @@ struct ColliderSet::Impl {
   std::shared_ptr<const WideTree> WideFor(size_t queries) const;
   /// The mesh groups for a batch of `queries` closest-hit rays and sweeps,
   /// or null when there are none yet for the meshes as they are and these
-  /// queries do not pay for making them (or no two meshes share a frame). Answers are the same
-  /// either way.
+  /// queries do not pay for making them (or no two meshes share a frame).
+  /// Answers are the same either way.
   std::shared_ptr<const internal::MeshGroups> GroupsFor(size_t queries) const;
   /// Answers queries[begin, end) into results[begin, end), interleaving the
   /// traversals of queries of the same kind, over `wide` when it is not

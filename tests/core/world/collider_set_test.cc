@@ -616,6 +616,20 @@ std::vector<QueryResult> ExpectBatchAsSingles(const ColliderSet& set, const std:
   return ones;
 }
 
+// A point above GroupedMeshScene's grids at height y, on their vertices and
+// edges (queries straight down there tie between triangles).
+Vec3 OverTheGrids(Random& rng, double y) {
+  return {-4.5 + 0.375 * rng.Int(0, 24), y, -4.0 + 0.375 * rng.Int(0, 24)};
+}
+
+// Query k's filter and all-hits flag: a layer mask every 17th, an ignored
+// id every 23rd, all hits every 29th, else the defaults.
+void VaryFilter(int k, Random& rng, QueryFilter* filter, bool* all_hits) {
+  if (k % 17 == 0) filter->mask = 1u << rng.Int(0, 1);
+  if (k % 23 == 0) filter->ignore = {static_cast<uint64_t>(rng.Int(1, 10))};
+  *all_hits = k % 29 == 0;
+}
+
 // Moves one grouped mesh and removes another: stale groups would answer
 // with the old ones; they are dropped.
 void StaleTheGroups(ColliderSet& set, const std::vector<Collider>& cs, int round, Random& rng,
@@ -649,16 +663,13 @@ TEST(ColliderSetTest, MeshGroupsAnswerAsEachMesh) {
         for (int k = 0; k < 500; ++k) {
           RayQuery r;
           if (k % 4 == 0) {
-            // Straight down onto the grids through their vertices and edges.
-            r.origin = {-4.5 + 0.375 * rng.Int(0, 24), 3.0, -4.0 + 0.375 * rng.Int(0, 24)};
+            r.origin = OverTheGrids(rng, 3.0);
             r.translation = {0, -8.0, 0};
           } else {
             r.origin = rng.InBox(6.0);
             r.translation = rng.InBox(12.0);
           }
-          if (k % 17 == 0) r.filter.mask = 1u << rng.Int(0, 1);
-          if (k % 23 == 0) r.filter.ignore = {static_cast<uint64_t>(rng.Int(1, 10))};
-          r.all_hits = k % 29 == 0;
+          VaryFilter(k, rng, &r.filter, &r.all_hits);
           qs.push_back(r);
         }
         const std::vector<QueryResult> ones =
@@ -695,17 +706,14 @@ TEST(ColliderSetTest, MeshGroupsSweepAsEachMesh) {
           CastQuery c;
           c.shape = rng.MakeShape(static_cast<ShapeKind>(k % kConvexKindCount), 0.05, 0.6);
           if (k % 3 == 0) {
-            // Straight down onto the grids' vertices and edges.
-            c.pose = Pose(Vec3{-4.5 + 0.375 * rng.Int(0, 24), 2.5, -4.0 + 0.375 * rng.Int(0, 24)});
+            c.pose = Pose(OverTheGrids(rng, 2.5));
             c.translation = {0, -7.0, 0};
           } else {
             c.pose = Pose(rng.InBox(5.0), rng.Rotation());
             c.translation = rng.InBox(8.0);
           }
           if (k % 7 == 0) c.contact_offset = 0.02;
-          if (k % 17 == 0) c.filter.mask = 1u << rng.Int(0, 1);
-          if (k % 23 == 0) c.filter.ignore = {static_cast<uint64_t>(rng.Int(1, 10))};
-          c.all_hits = k % 29 == 0;
+          VaryFilter(k, rng, &c.filter, &c.all_hits);
           qs.push_back(c);
         }
         const std::vector<QueryResult> ones =

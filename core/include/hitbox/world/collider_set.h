@@ -376,11 +376,12 @@ class ColliderSet {
   size_t MemoryBytes() const;
   /// Query batches make caches when the queries pay for them (the tree's
   /// 4-wide copy, merged meshes: TreeStats). With `reserve`, a batch calls
-  /// reserve(total) whenever the caches' bytes are to become `total` (more
-  /// or fewer); a cache whose growth reserve refuses (false) is dropped and
-  /// the batch answers without it, alike. Called from query threads, one
-  /// call at a time per set. Empty: no bound (the default).
-  void SetCacheReserve(std::function<bool(uint64_t total)> reserve);
+  /// reserve(from, to) whenever the caches' bytes are to go from `from` (as
+  /// last accepted) to `to`, more or fewer; a cache whose growth reserve
+  /// refuses (false) is dropped and the batch answers without it, alike.
+  /// Called from query threads, one call at a time per set. Empty: no bound
+  /// (the default).
+  void SetCacheReserve(std::function<bool(uint64_t from, uint64_t to)> reserve);
   /// With true, the merged meshes are built on a thread of their own from a
   /// copy of the colliders, and the batches go on without them until one
   /// finds the build done (a level's merge takes about a mesh build of its
