@@ -3,12 +3,13 @@
 // answer checked against the file (exit 1 on a mismatch); also the set's
 // MemoryBytes before and after the batches (which make caches: a wide tree,
 // merged meshes). A fixed amount of work for instruction counts, e.g. the
-// sweep batch of big.json:
+// sweep batch of big.json (`--warm N` first runs N batches outside the
+// counted function: the caches they make are then in place):
 //
 //   valgrind --tool=callgrind --toggle-collect='*RunKindBatch*'
 //       build/bin/hitbox-batch-once ../shared/cases/big.json sweep
 //
-//   hitbox-batch-once FILE KIND [--reps N]     KIND: overlap, sweep or raycast
+//   hitbox-batch-once FILE KIND [--reps N] [--warm N]   KIND: overlap, sweep or raycast
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -30,10 +31,12 @@ __attribute__((noinline)) void RunKindBatch(const ColliderSet& set, const std::v
 int Main(int argc, char** argv) {
   CLI::App app{"One kind of a case file's queries through RunBatch on one thread"};
   std::string path, kind_name;
-  int reps = 1;
+  int reps = 1, warm = 0;
   app.add_option("file", path, "case file (.json or .json.gz)")->required();
   app.add_option("kind", kind_name, "overlap, sweep or raycast")->required();
   app.add_option("--reps", reps, "batches to run (>= 1)")->check(CLI::Range(1, 1000000));
+  app.add_option("--warm", warm, "batches run before, not counted")
+      ->check(CLI::Range(0, 1000000));
   CLI11_PARSE(app, argc, argv);
   int kind = -1;
   for (int k = 0; k < cases::kQueryKindCount; ++k) {
@@ -65,6 +68,7 @@ int Main(int argc, char** argv) {
   }
   std::vector<QueryResult> results(qs.size());
   const size_t bytes_before = set.MemoryBytes();
+  for (int i = 0; i < warm; ++i) set.RunBatch(qs, results, nullptr);
   RunKindBatch(set, qs, results, reps);
   size_t mismatches = 0;
   for (size_t j = 0; j < qs.size(); ++j) {
