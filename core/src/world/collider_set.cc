@@ -361,6 +361,7 @@ size_t ColliderSet::MemoryBytes() const {
   {
     std::lock_guard<std::mutex> lock(m.wide_mu);
     if (m.wide_copy != nullptr) wide_bytes = m.wide_copy->MemoryBytes();
+    if (m.wide_rest != nullptr) wide_bytes += m.wide_rest->MemoryBytes();
     if (m.mesh_groups != nullptr) wide_bytes += m.mesh_groups->MemoryBytes();
   }
   return wide_bytes + m.colliders.capacity() * sizeof(Collider) +
@@ -415,7 +416,13 @@ ColliderSet::TreeStats ColliderSet::GetTreeStats() const {
   s.nodes = m.tree.NodeCount();
   s.area_ratio = m.tree.AreaRatio();
   std::lock_guard<std::mutex> lock(m.wide_mu);
-  if (m.WideIsCurrent()) s.wide_nodes = m.wide_copy->node_count();
+  if (m.WideIsCurrent()) {
+    s.wide_nodes = m.wide_copy->node_count();
+    if (m.wide_rest != nullptr && m.rest_version == m.tree.version() &&
+        m.rest_groups == m.mesh_groups && m.mesh_groups->version() == m.mesh_version) {
+      s.rest_nodes = m.wide_rest->node_count();
+    }
+  }
   if (m.mesh_groups != nullptr && m.mesh_groups->version() == m.mesh_version) {
     s.merged_triangles = m.mesh_groups->triangle_count();
   }

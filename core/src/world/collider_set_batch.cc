@@ -4,6 +4,7 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 
 #include "collision/placed_query.h"
 #include "geometry/triangle_mesh.h"
@@ -80,10 +81,11 @@ bool ColliderSet::Impl::Interleave(std::span<const Query> queries,
 
 bool ColliderSet::Impl::RunRange(std::span<const Query> queries, std::span<QueryResult> results,
                                  size_t begin, size_t end, BatchControl* control,
-                                 const WideTree* wide, const internal::MeshGroups* groups) const {
+                                 const WideTree* wide, const internal::MeshGroups* groups,
+                                 const WideTree* rest) const {
   return control != nullptr
-             ? RunRangeImpl<true>(queries, results, begin, end, control, wide, groups)
-             : RunRangeImpl<false>(queries, results, begin, end, nullptr, wide, groups);
+             ? RunRangeImpl<true>(queries, results, begin, end, control, wide, groups, rest)
+             : RunRangeImpl<false>(queries, results, begin, end, nullptr, wide, groups, rest);
 }
 
 std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const {
@@ -93,6 +95,8 @@ std::shared_ptr<const WideTree> ColliderSet::Impl::WideFor(size_t queries) const
   const uint64_t version = tree.version();
   if (wide_counted_version != version) {
     wide_copy.reset();
+    wide_rest.reset();
+    rest_groups.reset();
     ReserveCaches();  // fewer bytes: always accepted
     wide_counted_version = version;
     wide_queries = 0;
@@ -135,6 +139,8 @@ std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t 
   if (mesh_groups != nullptr && mesh_groups->version() == mesh_version) return current();
   if (groups_counted_version != mesh_version) {
     mesh_groups.reset();
+    wide_rest.reset();
+    rest_groups.reset();
     ReserveCaches();  // fewer bytes: always accepted
     groups_counted_version = mesh_version;
     groups_queries = 0;
@@ -186,9 +192,34 @@ std::shared_ptr<const internal::MeshGroups> ColliderSet::Impl::GroupsFor(size_t 
   return current();
 }
 
+std::shared_ptr<const WideTree> ColliderSet::Impl::RestFor(
+    const std::shared_ptr<const WideTree>& wide,
+    const std::shared_ptr<const internal::MeshGroups>& groups) const {
+  if (wide == nullptr || groups == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(wide_mu);
+  if (rest_groups == groups && rest_version == wide->version()) return wide_rest;
+  // (wide is the tree as it is: batches run with the set unchanged.)
+  // The other leaves with their own boxes (exactly floats: the build keeps
+  // them), so each is reached as in the whole tree.
+  std::vector<DynamicTree::BuildItem> items;
+  for (uint32_t i = 0; i < colliders.size(); ++i) {
+    if (groups->Grouped(i)) continue;
+    items.push_back({tree.NodeBox(leaf_of[i]), i, colliders[i].layer});
+  }
+  DynamicTree rest;
+  std::vector<uint32_t> leaves(colliders.size());
+  rest.Build(items, &leaves);
+  wide_rest = std::make_shared<const WideTree>(rest);
+  rest_groups = groups;
+  rest_version = wide->version();
+  if (!ReserveCaches()) wide_rest.reset();  // refused: not tried again for these
+  return wide_rest;
+}
+
 bool ColliderSet::Impl::ReserveCaches() const {
   uint64_t total = 0;
   if (wide_copy != nullptr) total += wide_copy->MemoryBytes();
+  if (wide_rest != nullptr) total += wide_rest->MemoryBytes();
   if (mesh_groups != nullptr) total += mesh_groups->MemoryBytes();
   if (total == cache_bytes) return true;
   // Growth may be refused; fewer bytes are always taken.
@@ -200,9 +231,16 @@ bool ColliderSet::Impl::ReserveCaches() const {
 template <bool kBudgeted, typename BoxC, typename SegC, typename Tree>
 bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queries,
                                      std::span<QueryResult> results, size_t begin, size_t end,
-                                     BatchControl* control,
-                                     const internal::MeshGroups* groups) const {
+                                     BatchControl* control, const internal::MeshGroups* groups,
+                                     const WideTree* rest) const {
   const auto prefetch = ColliderPrefetch();
+  // The tree a ray or sweep walks: without the groups' members once it took them.
+  const auto tree_for = [&t, rest](const internal::MeshGroups* grouped) -> const Tree& {
+    if constexpr (std::is_same_v<Tree, WideTree>) {
+      if (rest != nullptr && grouped != nullptr) return *rest;
+    }
+    return t;
+  };
   const bool ok = Interleave<OverlapQuery, OverlapJob, BoxC, kBudgeted>(
       queries, results, begin, end, control,
       [&t](OverlapJob& job, BoxC& cur) { cur.Begin(t, job.box, job.q->filter.mask); },
@@ -212,8 +250,9 @@ bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queri
   if (!ok) return false;
   const bool ok2 = Interleave<CastQuery, CastJob, SegC, kBudgeted>(
       queries, results, begin, end, control,
-      [&t, groups](CastJob& job, SegC& cur) {
-        cur.Begin(t, &job.seg, job.q->filter.mask, job.SweepGroups(groups));
+      [&tree_for, groups](CastJob& job, SegC& cur) {
+        const double max_t = job.SweepGroups(groups);
+        cur.Begin(tree_for(job.grouped), &job.seg, job.q->filter.mask, max_t);
       },
       [&](CastJob& job, SegC& cur) {
         return cur.Step(
@@ -223,8 +262,9 @@ bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queri
   if (!ok2) return false;
   return Interleave<RayQuery, RayJob, SegC, kBudgeted>(
       queries, results, begin, end, control,
-      [&t, groups](RayJob& job, SegC& cur) {
-        cur.Begin(t, &job.seg, job.q->filter.mask, job.RayGroups(groups));
+      [&tree_for, groups](RayJob& job, SegC& cur) {
+        const double max_t = job.RayGroups(groups);
+        cur.Begin(tree_for(job.grouped), &job.seg, job.q->filter.mask, max_t);
       },
       [&](RayJob& job, SegC& cur) {
         return cur.Step(
@@ -237,7 +277,8 @@ template <bool kBudgeted>
 bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
                                      std::span<QueryResult> results, size_t begin, size_t end,
                                      BatchControl* control, const WideTree* wide,
-                                     const internal::MeshGroups* groups) const {
+                                     const internal::MeshGroups* groups,
+                                     const WideTree* rest) const {
   for (size_t i = begin; i < end; ++i) internal::ClearResult(queries[i], &results[i]);
   const internal::ScopedPlacementReuse reuse;
   // Under a budget, the triangles and children tested inside one query count
@@ -252,13 +293,14 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
 #if defined(__SSE2__)
   const bool ok = wide != nullptr
                       ? RunTreeKinds<kBudgeted, WideBoxCursor, WideSegmentCursor>(
-                            *wide, queries, results, begin, end, control, groups)
+                            *wide, queries, results, begin, end, control, groups, rest)
                       : RunTreeKinds<kBudgeted, BoxCursor, SegmentCursor>(
-                            tree, queries, results, begin, end, control, groups);
+                            tree, queries, results, begin, end, control, groups, nullptr);
 #else
   (void)wide;
-  const bool ok = RunTreeKinds<kBudgeted, BoxCursor, SegmentCursor>(tree, queries, results,
-                                                                    begin, end, control, groups);
+  (void)rest;
+  const bool ok = RunTreeKinds<kBudgeted, BoxCursor, SegmentCursor>(
+      tree, queries, results, begin, end, control, groups, nullptr);
 #endif
   if (!ok) return false;
   // Moves: a chain of dependent sweeps each, run one after another.
@@ -309,15 +351,17 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
   const std::shared_ptr<const internal::MeshGroups> merged =
       takers != 0 ? GroupsFor(takers) : nullptr;
   const internal::MeshGroups* groups = merged.get();
+  const std::shared_ptr<const WideTree> rest_view = RestFor(view, merged);
+  const WideTree* rest = rest_view.get();
   if (pool == nullptr || pool->size() <= 1 || n < kParallelBatchMin) {
-    RunRange(queries, results, 0, n, control, wide, groups);
+    RunRange(queries, results, 0, n, control, wide, groups, rest);
     return;
   }
   const size_t chunks = (n + kParallelChunk - 1) / kParallelChunk;
   pool->ParallelFor(chunks, [&](size_t chunk) {
     if (control != nullptr && control->Stopped()) return;
     const size_t end = std::min(n, (chunk + 1) * kParallelChunk);
-    RunRange(queries, results, chunk * kParallelChunk, end, control, wide, groups);
+    RunRange(queries, results, chunk * kParallelChunk, end, control, wide, groups, rest);
   });
 }
 

@@ -146,6 +146,13 @@ struct ColliderSet::Impl {
   bool WideIsCurrent() const {
     return wide_copy != nullptr && wide_copy->version() == tree.version();
   }
+  /// wide_copy without the leaves of mesh_groups' members (RestFor): the
+  /// tree that rays and sweeps which took the groups walk. Made from the
+  /// tree version rest_version and the groups rest_groups (null when its
+  /// bytes were refused).
+  mutable std::shared_ptr<const WideTree> wide_rest;
+  mutable std::shared_ptr<const internal::MeshGroups> rest_groups;
+  mutable uint64_t rest_version = 0;
   /// The mesh colliders merged per frame for ray and sweep batches
   /// (GroupsFor), and the version of the set's meshes they were made from:
   /// mesh_version changes whenever a mesh collider is added, changed, moved
@@ -336,13 +343,18 @@ struct ColliderSet::Impl {
   /// queries do not pay for making them (or no two meshes share a frame).
   /// Answers are the same either way.
   std::shared_ptr<const internal::MeshGroups> GroupsFor(size_t queries) const;
+  /// The wide copy `wide` without the leaves of `groups`' members, for the
+  /// queries that take the groups (they pass those leaves over); null when
+  /// either is null. Answers are the same either way.
+  std::shared_ptr<const WideTree> RestFor(const std::shared_ptr<const WideTree>& wide,
+                                          const std::shared_ptr<const internal::MeshGroups>& groups) const;
   /// Answers queries[begin, end) into results[begin, end), interleaving the
   /// traversals of queries of the same kind, over `wide` when it is not
   /// null. With a control (may be null), charges the work to it and returns
   /// false as soon as it says stop.
   bool RunRange(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
                 size_t end, BatchControl* control, const WideTree* wide,
-                const internal::MeshGroups* groups) const;
+                const internal::MeshGroups* groups, const WideTree* rest) const;
   /// RunRange with (kBudgeted) or without a control: without one, the
   /// traversal loops carry no accounting at all.
   void RunChunks(std::span<const Query> queries, std::span<QueryResult> results, size_t n,
@@ -350,13 +362,15 @@ struct ColliderSet::Impl {
   template <bool kBudgeted>
   bool RunRangeImpl(std::span<const Query> queries, std::span<QueryResult> results, size_t begin,
                     size_t end, BatchControl* control, const WideTree* wide,
-                    const internal::MeshGroups* groups) const;
+                    const internal::MeshGroups* groups, const WideTree* rest) const;
   /// RunRangeImpl's overlap, cast and ray queries over `t` (the tree or its
-  /// wide copy) with cursors BoxC and SegC.
+  /// wide copy) with cursors BoxC and SegC; rays and sweeps that take
+  /// `groups` walk `rest` instead when it is not null (t is the wide copy).
   template <bool kBudgeted, typename BoxC, typename SegC, typename Tree>
   bool RunTreeKinds(const Tree& t, std::span<const Query> queries,
                     std::span<QueryResult> results, size_t begin, size_t end,
-                    BatchControl* control, const internal::MeshGroups* groups) const;
+                    BatchControl* control, const internal::MeshGroups* groups,
+                    const WideTree* rest) const;
 
   struct OverlapJob;
   struct HitCollector;

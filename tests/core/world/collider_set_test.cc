@@ -735,6 +735,58 @@ TEST(ColliderSetTest, MeshGroupsSweepAsEachMesh) {
   std::printf("%d grouped batches, %d hits, %d started inside\n", grouped_batches, hits, started);
 }
 
+// Rays and sweeps that take the merged meshes walk a copy of the tree
+// without their members: every other collider is reached as in the whole
+// tree (each answer equals the single query's), also after one of them
+// moves while the groups stay (the copy is made again for the tree as it is).
+TEST(ColliderSetTest, GroupedQueriesWalkTheTreeWithoutTheMembers) {
+  int with_rest = 0, primitive_hits = 0;
+  for (int scene = 0; scene < 3; ++scene) {
+    Random rng(64000 + scene);
+    const std::vector<Collider> cs = GroupedMeshScene(rng);
+    const uint64_t first_primitive = cs[cs.size() - 20].id;
+    ColliderSet set;
+    ASSERT_TRUE(set.AddBulk(cs).ok());
+    for (int batch_no = 0; batch_no < 8; ++batch_no) {
+      const std::string where = "scene seed " + std::to_string(64000 + scene) + " batch " +
+                                std::to_string(batch_no);
+      std::vector<Query> qs;
+      for (int k = 0; k < 400; ++k) {
+        if (k % 2 == 0) {
+          RayQuery r;
+          r.origin = rng.InBox(6.0);
+          r.translation = rng.InBox(12.0);
+          qs.push_back(r);
+        } else {
+          CastQuery c;
+          c.shape = rng.MakeShape(static_cast<ShapeKind>(k / 2 % kConvexKindCount), 0.05, 0.6);
+          c.pose = Pose(rng.InBox(5.0), rng.Rotation());
+          c.translation = rng.InBox(8.0);
+          qs.push_back(c);
+        }
+      }
+      const std::vector<QueryResult> ones = ExpectBatchAsSingles(set, qs, where);
+      const ColliderSet::TreeStats stats = set.GetTreeStats();
+      if (stats.rest_nodes != 0) {
+        ++with_rest;
+        EXPECT_NE(stats.merged_triangles, 0u) << where;
+        EXPECT_LT(stats.rest_nodes, stats.wide_nodes) << where;
+      }
+      for (const QueryResult& one : ones) {
+        primitive_hits += !one.hits.empty() && one.hits[0].id >= first_primitive;
+      }
+      // A primitive moves: the groups stay, the tree changes.
+      const std::vector<ColliderChange> move = {ColliderChange::Move(
+          cs[cs.size() - 1 - batch_no].id, Pose(rng.InBox(4.0), rng.Rotation()))};
+      ASSERT_TRUE(set.Apply(move).ok()) << where;
+      EXPECT_EQ(set.GetTreeStats().rest_nodes, 0u) << where;
+    }
+  }
+  EXPECT_GT(with_rest, 12);
+  EXPECT_GT(primitive_hits, 400);
+  std::printf("%d batches over the rest, %d primitive hits\n", with_rest, primitive_hits);
+}
+
 // With SetBackgroundCaches, the merged meshes are built beside the batches:
 // the batch that calls for them goes on without (same answers), the first
 // batch after the build adopts them, a change made meanwhile makes the

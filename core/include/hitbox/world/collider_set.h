@@ -502,6 +502,10 @@ class ColliderSet {
     /// last change pay for it), 0 while there are none for the meshes as
     /// they are.
     uint64_t merged_triangles = 0;
+    /// Nodes of the wide copy without the merged meshes' members, which the
+    /// rays and sweeps that take the merged meshes walk; 0 while there is
+    /// none for the tree and meshes as they are.
+    size_t rest_nodes = 0;
   };
   TreeStats GetTreeStats() const;
   /// Rebuilds the tree top-down over the current colliders (tight boxes); the
