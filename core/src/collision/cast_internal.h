@@ -9,6 +9,10 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "hitbox/collision/collide.h"
 #include "hitbox/math/math.h"
@@ -64,6 +68,13 @@ CastResult CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const 
 /// UINT32_MAX when none (surface_pairs.cc).
 uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pose_a, const Shape& b,
                               const Pose& pose_b);
+/// SurfaceOverlapLowest for each member of merged mesh `merged` (a mesh
+/// group's, members' input triangles from first[m]) that convex `a`
+/// touches: appends (m, its lowest touched triangle in m's own input), as
+/// that member's own mesh answers (surface_pairs.cc).
+void SurfaceOverlapMembers(const Shape& a, const Pose& pose_a, const Shape& merged,
+                           const Pose& pose_b, std::span<const uint32_t> first,
+                           std::vector<std::pair<uint32_t, uint32_t>>* out);
 /// Convex A (B frame) against compound B: CastLocal per candidate child in
 /// that child's frame; the first hit (ties: lowest child) with sub_shape =
 /// its child index (compound_pairs.cc).

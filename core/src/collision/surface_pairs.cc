@@ -5,6 +5,8 @@
 // triangle, reported as sub_shape); distance visits every triangle (tools).
 #include <cstdint>
 #include <limits>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "collision/cast_internal.h"
@@ -34,6 +36,14 @@ bool SurfaceOverlap(const Shape& a, const Pose& pa, const Shape& b, const Pose& 
 uint32_t SurfaceOverlapLowest(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
   HITBOX_PLACE(q, a, pb.RelativeTo(pa));
   return b.surface()->Visit([&](const auto& s) { return SurfaceOverlapLowestConvex(s, q); });
+}
+
+void SurfaceOverlapMembers(const Shape& a, const Pose& pa, const Shape& merged, const Pose& pb,
+                           std::span<const uint32_t> first,
+                           std::vector<std::pair<uint32_t, uint32_t>>* out) {
+  HITBOX_PLACE(q, a, pb.RelativeTo(pa));
+  SurfaceOverlapLowestPerMember(*merged.surface()->mesh(), q, first,
+                                [&](uint32_t m, uint32_t t) { out->emplace_back(m, t); });
 }
 
 bool SurfaceContact(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb,

@@ -234,7 +234,7 @@ bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queri
                                      BatchControl* control, const internal::MeshGroups* groups,
                                      const WideTree* rest) const {
   const auto prefetch = ColliderPrefetch();
-  // The tree a ray or sweep walks: without the groups' members once it took them.
+  // The tree a query walks: without the groups' members once it took them.
   const auto tree_for = [&t, rest](const internal::MeshGroups* grouped) -> const Tree& {
     if constexpr (std::is_same_v<Tree, WideTree>) {
       if (rest != nullptr && grouped != nullptr) return *rest;
@@ -243,7 +243,10 @@ bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queri
   };
   const bool ok = Interleave<OverlapQuery, OverlapJob, BoxC, kBudgeted>(
       queries, results, begin, end, control,
-      [&t](OverlapJob& job, BoxC& cur) { cur.Begin(t, job.box, job.q->filter.mask); },
+      [&tree_for, groups](OverlapJob& job, BoxC& cur) {
+        job.OverlapGroups(groups);
+        cur.Begin(tree_for(job.grouped), job.box, job.q->filter.mask);
+      },
       [&](OverlapJob& job, BoxC& cur) {
         return cur.Step([&](uint32_t item, uint32_t) { job.Leaf(item); }, prefetch);
       });
@@ -337,12 +340,14 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
                                   size_t n, ThreadPool* pool, BatchControl* control) const {
   const std::shared_ptr<const WideTree> view = WideFor(n);
   const WideTree* wide = view.get();
-  // Only closest-hit rays and sweeps in the present take the groups: they
-  // pay for them, a sweep (which saves more than twice what a ray does on a
-  // level) as two rays.
+  // Overlaps, and closest-hit rays and sweeps, in the present take the
+  // groups: they pay for them, a sweep (which saves more than twice what a
+  // ray does on a level) as two rays.
   size_t takers = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (const auto* r = std::get_if<RayQuery>(&queries[i])) {
+    if (const auto* o = std::get_if<OverlapQuery>(&queries[i])) {
+      takers += !o->at_tick;
+    } else if (const auto* r = std::get_if<RayQuery>(&queries[i])) {
       takers += !r->all_hits && !r->at_tick;
     } else if (const auto* c = std::get_if<CastQuery>(&queries[i])) {
       takers += 2 * (!c->all_hits && !c->at_tick);

@@ -45,6 +45,9 @@ struct ColliderSet::Impl::OverlapJob {
   /// history's colliders placed at the tick (items with kPlacedItem).
   const uint8_t* skip = nullptr;
   const internal::PlacedColliders* placed = nullptr;
+  /// The mesh groups this query took (OverlapGroups): the walk passes their
+  /// members over.
+  const internal::MeshGroups* grouped = nullptr;
 
   void Start(const ColliderSet::Impl& set, const OverlapQuery& query,
              std::vector<OverlapHit>* out) {
@@ -52,29 +55,57 @@ struct ColliderSet::Impl::OverlapJob {
     q = &query;
     hits = out;
     hits->clear();
+    grouped = nullptr;
     cap = internal::KeptHits(q->filter.max_hits);
     pose = Normalized(q->pose);
     box = FloatAabb::Outward(q->shape.WorldBounds(pose).Expanded(kBoxSlack));
     r_q = q->shape.BoundingRadius() + kBoxSlack;
     has_ignore = !q->filter.ignore.empty();
   }
+  /// The query (not a rewound one) against the merged meshes of `groups`
+  /// its mask takes, before the walk, which then passes their members over:
+  /// each member answers as its own mesh (SurfaceOverlapMembers).
+  void OverlapGroups(const internal::MeshGroups* groups) {
+    if (groups == nullptr || !IsConvexKind(q->shape.kind())) return;
+    grouped = groups;
+    static thread_local std::vector<std::pair<uint32_t, uint32_t>> touched;
+    for (const internal::MeshGroups::Group& g : groups->groups()) {
+      if ((q->filter.mask & (1u << g.layer)) == 0) continue;
+      ++pairs->count;
+      touched.clear();
+      internal::SurfaceOverlapMembers(q->shape, pose, g.merged, g.pose, g.first, &touched);
+      for (const auto& [member, triangle] : touched) {
+        const uint32_t item = g.item[member];
+        const Collider& c = m->colliders[item];
+        if (Kept(c)) AddHit(c, item, triangle);
+      }
+    }
+  }
   void Leaf(uint32_t item) {
     if (skip != nullptr && skip[item] != 0) return;
+    if (grouped != nullptr && grouped->Grouped(item)) return;
     LeafOf(m->colliders[item], m->radius[item], item);
   }
-  void LeafOf(const Collider& c, float leaf_radius, uint32_t item) {
+  /// False when c is ignored, or cannot make the cut of max_hits.
+  bool Kept(const Collider& c) const {
     if (has_ignore && std::find(q->filter.ignore.begin(), q->filter.ignore.end(), c.id) !=
                           q->filter.ignore.end()) {
-      return;
+      return false;
     }
     // With max_hits, keep only the lowest ids found so far (a max-heap by
     // id): a higher id than the heap's top cannot make the cut.
-    const bool full = cap != 0 && hits->size() == cap;
-    if (full && c.id > hits->front().id) return;
+    return !(cap != 0 && hits->size() == cap && c.id > hits->front().id);
+  }
+  void LeafOf(const Collider& c, float leaf_radius, uint32_t item) {
+    if (!Kept(c)) return;
     bool tested = false;
     const uint32_t sub_shape = internal::OverlapPiece(q->shape, pose, r_q, c, leaf_radius, &tested);
     pairs->count += tested;
     if (sub_shape == internal::kNoOverlap) return;
+    AddHit(c, item, sub_shape);
+  }
+  void AddHit(const Collider& c, uint32_t item, uint32_t sub_shape) {
+    const bool full = cap != 0 && hits->size() == cap;
     OverlapHit h;
     h.id = c.id;
     h.sub_shape = sub_shape;

@@ -472,6 +472,7 @@ void ExpectSameResult(const QueryResult& one, const QueryResult& batch, const st
     const OverlapHit& a = one.overlaps[k];
     const OverlapHit& b = batch.overlaps[k];
     ASSERT_EQ(a.id, b.id) << where;
+    ASSERT_EQ(a.sub_shape, b.sub_shape) << where;
     ASSERT_EQ(a.user_data, b.user_data) << where;
     ASSERT_EQ(a.contact.has_value(), b.contact.has_value()) << where;
     if (a.contact) {
@@ -733,6 +734,49 @@ TEST(ColliderSetTest, MeshGroupsSweepAsEachMesh) {
   EXPECT_GT(hits, 2000);
   EXPECT_GT(started, 100);
   std::printf("%d grouped batches, %d hits, %d started inside\n", grouped_batches, hits, started);
+}
+
+// Overlap batches take the merged meshes too: each member answers as its
+// own mesh (the lowest input triangle touched, as sub_shape), with shapes
+// resting on the grids' vertices and edges (touching counts), layers,
+// masks, ignore lists, max_hits, contacts, and groups made stale.
+TEST(ColliderSetTest, MeshGroupsOverlapAsEachMesh) {
+  int grouped_batches = 0, member_hits = 0;
+  for (int scene = 0; scene < 4; ++scene) {
+    Random rng(65000 + scene);
+    const std::vector<Collider> cs = GroupedMeshScene(rng);
+    const uint64_t first_primitive = cs[cs.size() - 21].id;
+    ColliderSet set;
+    ASSERT_TRUE(set.AddBulk(cs).ok());
+    for (int round = 0; round < 2; ++round) {
+      const std::string where =
+          "scene seed " + std::to_string(65000 + scene) + " round " + std::to_string(round);
+      for (int batch_no = 0; batch_no < 12; ++batch_no) {
+        std::vector<Query> qs;
+        for (int k = 0; k < 400; ++k) {
+          OverlapQuery o;
+          o.shape = rng.MakeShape(static_cast<ShapeKind>(k % kConvexKindCount), 0.05, 0.8);
+          o.pose = k % 3 == 0 ? Pose(OverTheGrids(rng, -1.0)) : Pose(rng.InBox(5.0), rng.Rotation());
+          bool all_hits = false;
+          VaryFilter(k, rng, &o.filter, &all_hits);
+          if (k % 13 == 0) o.filter.max_hits = static_cast<uint32_t>(rng.Int(1, 3));
+          o.want_contact = k % 11 == 0;
+          qs.push_back(o);
+        }
+        const bool had_groups = set.GetTreeStats().merged_triangles != 0;
+        const std::vector<QueryResult> ones =
+            ExpectBatchAsSingles(set, qs, where + " batch " + std::to_string(batch_no));
+        grouped_batches += had_groups;
+        for (const QueryResult& one : ones) {
+          for (const OverlapHit& h : one.overlaps) member_hits += had_groups && h.id < first_primitive;
+        }
+      }
+      StaleTheGroups(set, cs, round, rng, where);
+    }
+  }
+  EXPECT_GT(grouped_batches, 40);
+  EXPECT_GT(member_hits, 5000);
+  std::printf("%d grouped batches, %d member hits\n", grouped_batches, member_hits);
 }
 
 // Rays and sweeps that take the merged meshes walk a copy of the tree

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -27,7 +28,9 @@ void VisitNearTriangles(const Surface& surface, const Convex& convex, Fn&& fn) {
   // A mesh leaf's triangles share vertices: each decoded once.
   constexpr bool kMesh = std::is_same_v<Surface, TriangleMesh>;
   [[maybe_unused]] std::conditional_t<kMesh, TriangleMesh::VertexCache, bool> cache{};
-  surface.VisitOverlapping(convex.bounds(), [&](uint32_t k) {
+  // Leaves reaching near_box, so the triangles kept are those whose own box
+  // meets it whatever the hierarchy (a merged mesh's members keep their own).
+  surface.VisitOverlapping(near_box, [&](uint32_t k) {
     if (!tally.Count()) return false;  // the batch stops (budget, deadline)
     Vec3 v[3];
     if constexpr (kMesh) {
@@ -57,12 +60,15 @@ bool SurfaceOverlapConvex(const Surface& surface, const Convex& convex, bool fir
   return any;
 }
 
-/// The lowest input index of the triangles of `surface` the convex touches
-/// (as SurfaceOverlapConvex counts touching), UINT32_MAX when none: the
-/// triangles near it are tested in increasing input index, stopping at the
-/// first touched, so the others need no GJK.
-template <typename Surface, typename Convex>
-uint32_t SurfaceOverlapLowestConvex(const Surface& surface, const Convex& convex) {
+/// SurfaceOverlapLowestConvex for each member of a merged mesh (MeshGroups)
+/// whose input triangles are the surface's [first[m], first[m + 1]) (one
+/// member, the whole surface, when `first` is empty): found(m, t) with t
+/// the lowest input index the convex touches, in the member's own input.
+/// The near triangles are tested in increasing input index, a member's rest
+/// passed over once one touches, so each member answers as its own mesh.
+template <typename Surface, typename Convex, typename Found>
+void SurfaceOverlapLowestPerMember(const Surface& surface, const Convex& convex,
+                                   std::span<const uint32_t> first, Found&& found) {
   struct Near {
     uint32_t triangle;
     Vec3 v[3];
@@ -76,11 +82,34 @@ uint32_t SurfaceOverlapLowestConvex(const Surface& surface, const Convex& convex
   });
   std::sort(near.begin(), near.end(),
             [](const Near& a, const Near& b) { return a.triangle < b.triangle; });
+  uint32_t next_member = 0;  // input index where the undecided triangles start
   for (const Near& t : near) {
+    if (t.triangle < next_member) continue;
     const TriangleConvexDistance g = TriangleConvexGjk(t.v, convex, convex.margin(), convex.scale());
-    if (g.distance_lower <= 0.0) return t.triangle;
+    if (g.distance_lower > 0.0) continue;
+    if (first.empty()) {
+      found(0u, t.triangle);
+      return;
+    }
+    const auto m = static_cast<uint32_t>(
+        std::upper_bound(first.begin(), first.end(), t.triangle) - first.begin() - 1);
+    found(m, t.triangle - first[m]);
+    if (m + 1 == first.size()) return;
+    next_member = first[m + 1];
   }
-  return UINT32_MAX;
+}
+
+/// The lowest input index of the triangles of `surface` the convex touches
+/// (as SurfaceOverlapConvex counts touching), UINT32_MAX when none: the
+/// triangles near it are tested in increasing input index, stopping at the
+/// first touched, so the others need no GJK.
+template <typename Surface, typename Convex>
+uint32_t SurfaceOverlapLowestConvex(const Surface& surface, const Convex& convex) {
+  uint32_t lowest = UINT32_MAX;
+  SurfaceOverlapLowestPerMember(surface, convex, {}, [&](uint32_t, uint32_t triangle) {
+    lowest = triangle;
+  });
+  return lowest;
 }
 
 /// The contact a valid penetration `e` of the cores gives with triangle
