@@ -9,11 +9,14 @@
 //   valgrind --tool=callgrind --toggle-collect='*RunKindBatch*'
 //       build/bin/hitbox-batch-once ../shared/cases/big.json sweep
 //
-//   hitbox-batch-once FILE KIND [--reps N] [--warm N]   KIND: overlap, sweep or raycast
+//   hitbox-batch-once FILE KIND [--reps N] [--warm N] [--ignore ID]
+//   KIND: overlap, sweep or raycast; --ignore adds ID to every query's
+//   ignore list (as a game's queries ignore their own player)
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "hitbox/cases/case_file.h"
@@ -32,11 +35,13 @@ int Main(int argc, char** argv) {
   CLI::App app{"One kind of a case file's queries through RunBatch on one thread"};
   std::string path, kind_name;
   int reps = 1, warm = 0;
+  std::vector<uint64_t> ignore;
   app.add_option("file", path, "case file (.json or .json.gz)")->required();
   app.add_option("kind", kind_name, "overlap, sweep or raycast")->required();
   app.add_option("--reps", reps, "batches to run (>= 1)")->check(CLI::Range(1, 1000000));
   app.add_option("--warm", warm, "batches run before, not counted")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--ignore", ignore, "collider ids every query ignores");
   CLI11_PARSE(app, argc, argv);
   int kind = -1;
   for (int k = 0; k < cases::kQueryKindCount; ++k) {
@@ -64,6 +69,9 @@ int Main(int argc, char** argv) {
   for (size_t i = 0; i < all.size(); ++i) {
     if (static_cast<int>(file.queries[i].kind) != kind) continue;
     qs.push_back(all[i]);
+    std::visit([&](auto& q) { q.filter.ignore.insert(q.filter.ignore.end(), ignore.begin(),
+                                                     ignore.end()); },
+               qs.back());
     index.push_back(i);
   }
   std::vector<QueryResult> results(qs.size());

@@ -238,6 +238,18 @@ struct ColliderSet::Impl::SegmentJob {
     if (grouped != nullptr && grouped->Grouped(item)) return max_t;
     return static_cast<Job*>(this)->LeafOf(m->colliders[item], m->radius[item], max_t);
   }
+  /// True when `ignore` names a member of `groups`: a merged mesh's closest
+  /// hit could then be that member's, hiding the others' behind it. (A
+  /// query ignoring only other colliders, its own player's say, may take
+  /// the groups.)
+  bool IgnoresAMember(const internal::MeshGroups& groups,
+                      const std::vector<uint64_t>& ignore) const {
+    for (const uint64_t id : ignore) {
+      const uint32_t item = m->IndexOf(id);
+      if (item != IdIndex::kEmpty && groups.Grouped(item)) return true;
+    }
+    return false;
+  }
 };
 
 /// Triangles of a mesh collider gathered once for a move's sweeps (its
@@ -276,14 +288,14 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     seg = SegmentSetup(box.Center(), q->translation, box.Extents() + Vec3::Splat(kBoxSlack));
     r_q = q->shape.BoundingRadius() + kBoxSlack;
   }
-  /// A closest-hit sweep (no ignore list, not a move's) against the merged
+  /// A closest-hit sweep (not a move's, ignoring no member) against the merged
   /// meshes of `groups` its mask takes, before the walk, which then passes
   /// their members over; returns the walk's max fraction. Each member
   /// answers as its own mesh (CastMerged) and the members' poses are the
   /// group's to the bit, so the answer is the walk's own.
   double SweepGroups(const internal::MeshGroups* groups) {
     if (groups == nullptr || q->all_hits || skip_leaving || !defer_contact ||
-        !q->filter.ignore.empty() || !internal::MergedCastable(q->shape)) {
+        !internal::MergedCastable(q->shape) || IgnoresAMember(*groups, q->filter.ignore)) {
       return 1.0;
     }
     grouped = groups;
@@ -370,13 +382,16 @@ struct ColliderSet::Impl::RayJob : SegmentJob<RayJob> {
     finite = q->origin.IsFinite() && q->translation.IsFinite();
     grouped = nullptr;
   }
-  /// A closest-hit ray (no ignore list) against the merged meshes of
+  /// A closest-hit ray (ignoring no member) against the merged meshes of
   /// `groups` its mask takes, before the walk, which then passes their
   /// members over; returns the walk's max fraction. Each group's closest
   /// hit is its members' (MeshGroups), and the members' poses are the
   /// group's to the bit, so the answer is the walk's own.
   double RayGroups(const internal::MeshGroups* groups) {
-    if (groups == nullptr || !finite || q->all_hits || !q->filter.ignore.empty()) return 1.0;
+    if (groups == nullptr || !finite || q->all_hits ||
+        IgnoresAMember(*groups, q->filter.ignore)) {
+      return 1.0;
+    }
     grouped = groups;
     double max_t = 1.0;
     for (const internal::MeshGroups::Group& g : groups->groups()) {

@@ -624,9 +624,12 @@ Vec3 OverTheGrids(Random& rng, double y) {
 }
 
 // Query k's filter and all-hits flag: a layer mask every 17th, an ignored
-// id every 23rd, all hits every 29th, else the defaults.
+// mesh id every 23rd (most are grouped), an ignored id of any collider
+// every 7th (mostly others: the queries may still take the groups), all
+// hits every 29th, else the defaults.
 void VaryFilter(int k, Random& rng, QueryFilter* filter, bool* all_hits) {
   if (k % 17 == 0) filter->mask = 1u << rng.Int(0, 1);
+  if (k % 7 == 0) filter->ignore = {static_cast<uint64_t>(rng.Int(1, 40))};
   if (k % 23 == 0) filter->ignore = {static_cast<uint64_t>(rng.Int(1, 10))};
   *all_hits = k % 29 == 0;
 }
