@@ -216,6 +216,17 @@ std::shared_ptr<const WideTree> ColliderSet::Impl::RestFor(
   return wide_rest;
 }
 
+const internal::MeshGroups* ColliderSet::Impl::RewindGroups(
+    const internal::MeshGroups* groups) const {
+  if (groups == nullptr) return nullptr;
+  for (const internal::MeshGroups::Group& g : groups->groups()) {
+    for (const uint32_t item : g.item) {
+      if (tracked[item] != 0) return nullptr;
+    }
+  }
+  return groups;
+}
+
 bool ColliderSet::Impl::ReserveCaches() const {
   uint64_t total = 0;
   if (wide_copy != nullptr) total += wide_copy->MemoryBytes();
@@ -314,14 +325,15 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
   }
   // Rewound queries, one at a time (they are charged one node each).
   PairCounter pairs;
+  const internal::MeshGroups* rewind_groups = RewindGroups(groups);
   for (size_t i = begin; i < end; ++i) {
     const Query& q = queries[i];
     if (const auto* o = std::get_if<OverlapQuery>(&q); o != nullptr && o->at_tick) {
-      RunRewound<OverlapJob>(*o, &results[i].overlaps, &pairs);
+      RunRewound<OverlapJob>(*o, &results[i].overlaps, &pairs, false, rewind_groups);
     } else if (const auto* c = std::get_if<CastQuery>(&q); c != nullptr && c->at_tick) {
       RunRewound<CastJob>(*c, &results[i].hits, &pairs);
     } else if (const auto* r = std::get_if<RayQuery>(&q); r != nullptr && r->at_tick) {
-      RunRewound<RayJob>(*r, &results[i].hits, &pairs);
+      RunRewound<RayJob>(*r, &results[i].hits, &pairs, false, rewind_groups);
     } else {
       continue;
     }
@@ -340,15 +352,15 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
                                   size_t n, ThreadPool* pool, BatchControl* control) const {
   const std::shared_ptr<const WideTree> view = WideFor(n);
   const WideTree* wide = view.get();
-  // Overlaps, and closest-hit rays and sweeps, in the present take the
-  // groups: they pay for them, a sweep (which saves more than twice what a
-  // ray does on a level) as two rays.
+  // Overlaps and closest-hit rays (rewound ones too) and closest-hit sweeps
+  // in the present take the groups: they pay for them, a sweep (which saves
+  // more than twice what a ray does on a level) as two rays.
   size_t takers = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (const auto* o = std::get_if<OverlapQuery>(&queries[i])) {
-      takers += !o->at_tick;
+    if (std::holds_alternative<OverlapQuery>(queries[i])) {
+      ++takers;
     } else if (const auto* r = std::get_if<RayQuery>(&queries[i])) {
-      takers += !r->all_hits && !r->at_tick;
+      takers += !r->all_hits;
     } else if (const auto* c = std::get_if<CastQuery>(&queries[i])) {
       takers += 2 * (!c->all_hits && !c->at_tick);
     }

@@ -385,8 +385,13 @@ struct ColliderSet::Impl {
   /// Answers a query with at_tick (nothing when the tick is not available):
   /// the set's untracked colliders through its tree, then the history's
   /// colliders whose window box the query reaches, placed at the tick.
+  /// Overlaps and closest-hit rays take `groups` first (RewindGroups).
   template <typename J, typename Q, typename Hits>
-  void RunRewound(const Q& q, Hits* hits, PairCounter* pairs, bool skip_leaving = false) const;
+  void RunRewound(const Q& q, Hits* hits, PairCounter* pairs, bool skip_leaving = false,
+                  const internal::MeshGroups* groups = nullptr) const;
+  /// `groups` when no member is tracked by the history (each is then where
+  /// it is now at every tick a rewound query may ask for), else null.
+  const internal::MeshGroups* RewindGroups(const internal::MeshGroups* groups) const;
   /// A cast or ray query (Job CastJob or RayJob): its job fed by one segment
   /// traversal of the tree, or by the history's candidates at q.at_tick.
   template <typename Job, typename Q>

@@ -427,7 +427,8 @@ struct ColliderSet::Impl::RayJob : SegmentJob<RayJob> {
 
 template <typename J, typename Q, typename Hits>
 void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
-                                   bool skip_leaving) const {
+                                   bool skip_leaving,
+                                   const internal::MeshGroups* groups) const {
   J job;
   job.pairs = pairs;
   if constexpr (std::is_same_v<J, CastJob>) {
@@ -446,6 +447,7 @@ void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
   job.skip = tracked.data();
   const auto prefetch = ColliderPrefetch();
   if constexpr (std::is_same_v<Q, OverlapQuery>) {
+    job.OverlapGroups(groups);
     QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
               prefetch);
     history.PlaceInBox(t, job.box, q.filter.mask, {job.pose.position, Vec3{}, job.r_q}, &placed);
@@ -457,7 +459,8 @@ void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
     // The set's tree first (most hits end on static colliders, which then
     // shorten the history's walk), then the history's boxes, nearer first.
     double max_t = 1.0;
-    CastTree(tree, job.seg, q.filter.mask, 1.0,
+    if constexpr (std::is_same_v<J, RayJob>) max_t = job.RayGroups(groups);
+    CastTree(tree, job.seg, q.filter.mask, max_t,
              [&](uint32_t item, uint32_t, double mt) { return max_t = job.Leaf(item, mt); },
              prefetch);
     internal::History::Reach reach;

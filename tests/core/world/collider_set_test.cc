@@ -782,6 +782,80 @@ TEST(ColliderSetTest, MeshGroupsOverlapAsEachMesh) {
   std::printf("%d grouped batches, %d member hits\n", grouped_batches, member_hits);
 }
 
+// Rewound overlaps and rays take the merged meshes while no member is
+// tracked by the history (each member is then where it is now at every
+// tick in the window), and walk each mesh once one is: every answer equals
+// the single query's, with primitives moving every tick and a mesh moved
+// into a group mid-way (tracked for the window: earlier ticks have it
+// elsewhere).
+TEST(ColliderSetTest, RewoundQueriesTakeTheGroupsWhileNoMemberMoved) {
+  int grouped_batches = 0, member_hits = 0;
+  for (int scene = 0; scene < 3; ++scene) {
+    Random rng(66000 + scene);
+    const std::vector<Collider> cs = GroupedMeshScene(rng);
+    ColliderSet set;
+    set.SetHistoryTicks(16);
+    uint64_t tick = 100;
+    ASSERT_TRUE(set.AddBulk(cs, tick).ok());
+    // A batch of rays that pays for the groups at once.
+    const auto make_groups = [&] {
+      std::vector<Query> present;
+      for (int k = 0; k < 4000; ++k) {
+        RayQuery r;
+        r.origin = rng.InBox(6.0);
+        r.translation = rng.InBox(12.0);
+        present.push_back(r);
+      }
+      std::vector<QueryResult> out(present.size());
+      set.RunBatch(present, out);
+    };
+    make_groups();
+    for (int step = 0; step < 10; ++step) {
+      const std::string where =
+          "scene seed " + std::to_string(66000 + scene) + " step " + std::to_string(step);
+      // The primitives move every tick; at step 5 a grid of the second frame
+      // moves into the first, whose group it joins while the history still
+      // has it in the second.
+      std::vector<ColliderChange> changes;
+      for (size_t i = cs.size() - 20; i < cs.size(); i += 3) {
+        changes.push_back(ColliderChange::Move(cs[i].id, Pose(rng.InBox(4.0), rng.Rotation())));
+      }
+      if (step == 5) changes.push_back(ColliderChange::Move(cs[4].id, cs[0].pose));
+      ASSERT_TRUE(set.Apply(changes, ++tick).ok()) << where;
+      if (step == 5) make_groups();
+      std::vector<Query> qs;
+      for (int k = 0; k < 600; ++k) {
+        const double at = rng.Uniform(100.0, static_cast<double>(tick));
+        if (k % 3 == 0) {
+          OverlapQuery o;
+          o.shape = rng.MakeShape(static_cast<ShapeKind>(k % kConvexKindCount), 0.05, 0.8);
+          o.pose = Pose(k % 2 == 0 ? OverTheGrids(rng, -1.0) : rng.InBox(5.0), rng.Rotation());
+          if (k % 4 != 0) o.at_tick = at;
+          qs.push_back(o);
+        } else {
+          RayQuery r;
+          r.origin = k % 2 == 0 ? OverTheGrids(rng, 3.0) : rng.InBox(6.0);
+          r.translation = k % 2 == 0 ? Vec3{0, -8.0, 0} : rng.InBox(12.0);
+          if (k % 4 != 0) r.at_tick = at;
+          if (k % 7 == 0) r.filter.ignore = {static_cast<uint64_t>(rng.Int(1, 40))};
+          qs.push_back(r);
+        }
+      }
+      const bool had_groups = set.GetTreeStats().merged_triangles != 0;
+      const std::vector<QueryResult> ones = ExpectBatchAsSingles(set, qs, where);
+      grouped_batches += had_groups;
+      for (const QueryResult& one : ones) {
+        for (const OverlapHit& h : one.overlaps) member_hits += h.id == cs[4].id;
+        for (const CastHit& h : one.hits) member_hits += h.id == cs[4].id;
+      }
+    }
+  }
+  EXPECT_GT(grouped_batches, 15);
+  EXPECT_GT(member_hits, 100);
+  std::printf("%d grouped batches, %d hits on the grid that moves\n", grouped_batches,
+              member_hits);
+}
+
 // Rays and sweeps that take the merged meshes walk a copy of the tree
 // without their members: every other collider is reached as in the whole
 // tree (each answer equals the single query's), also after one of them
