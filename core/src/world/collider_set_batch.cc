@@ -331,7 +331,7 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
     if (const auto* o = std::get_if<OverlapQuery>(&q); o != nullptr && o->at_tick) {
       RunRewound<OverlapJob>(*o, &results[i].overlaps, &pairs, false, rewind_groups);
     } else if (const auto* c = std::get_if<CastQuery>(&q); c != nullptr && c->at_tick) {
-      RunRewound<CastJob>(*c, &results[i].hits, &pairs);
+      RunRewound<CastJob>(*c, &results[i].hits, &pairs, false, rewind_groups);
     } else if (const auto* r = std::get_if<RayQuery>(&q); r != nullptr && r->at_tick) {
       RunRewound<RayJob>(*r, &results[i].hits, &pairs, false, rewind_groups);
     } else {
@@ -352,9 +352,9 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
                                   size_t n, ThreadPool* pool, BatchControl* control) const {
   const std::shared_ptr<const WideTree> view = WideFor(n);
   const WideTree* wide = view.get();
-  // Overlaps and closest-hit rays (rewound ones too) and closest-hit sweeps
-  // in the present take the groups: they pay for them, a sweep (which saves
-  // more than twice what a ray does on a level) as two rays.
+  // Overlaps and closest-hit rays and sweeps (rewound ones too) take the
+  // groups: they pay for them, a sweep (which saves more than twice what a
+  // ray does on a level) as two rays.
   size_t takers = 0;
   for (size_t i = 0; i < n; ++i) {
     if (std::holds_alternative<OverlapQuery>(queries[i])) {
@@ -362,7 +362,7 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
     } else if (const auto* r = std::get_if<RayQuery>(&queries[i])) {
       takers += !r->all_hits;
     } else if (const auto* c = std::get_if<CastQuery>(&queries[i])) {
-      takers += 2 * (!c->all_hits && !c->at_tick);
+      takers += 2 * !c->all_hits;
     }
   }
   const std::shared_ptr<const internal::MeshGroups> merged =

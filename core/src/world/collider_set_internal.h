@@ -385,7 +385,8 @@ struct ColliderSet::Impl {
   /// Answers a query with at_tick (nothing when the tick is not available):
   /// the set's untracked colliders through its tree, then the history's
   /// colliders whose window box the query reaches, placed at the tick.
-  /// Overlaps and closest-hit rays take `groups` first (RewindGroups).
+  /// Overlaps and closest-hit rays and sweeps take `groups` first
+  /// (RewindGroups).
   template <typename J, typename Q, typename Hits>
   void RunRewound(const Q& q, Hits* hits, PairCounter* pairs, bool skip_leaving = false,
                   const internal::MeshGroups* groups = nullptr) const;

@@ -294,7 +294,7 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
   /// answers as its own mesh (CastMerged) and the members' poses are the
   /// group's to the bit, so the answer is the walk's own.
   double SweepGroups(const internal::MeshGroups* groups) {
-    if (groups == nullptr || q->all_hits || skip_leaving || !defer_contact ||
+    if (groups == nullptr || q->all_hits || skip_leaving ||
         !internal::MergedCastable(q->shape) || IgnoresAMember(*groups, q->filter.ignore)) {
       return 1.0;
     }
@@ -309,8 +309,12 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
       if (!r.hit()) continue;
       r.sub_shape -= g.first[sweep.member];
       const Collider& c = m->colliders[g.item[sweep.member]];
+      // Not deferred (a rewound sweep): its contact now, as LeafOf's Cast gives it.
+      if (!defer_contact && r.state == CastState::kStartedOverlapping) {
+        internal::AddStartedContact(q->shape, pose, c.shape, c.pose, &r);
+      }
       max_t = out.Add(c, r, max_t);
-      if (out.have_best && out.best.id == c.id) {
+      if (defer_contact && out.have_best && out.best.id == c.id) {
         deferred = r.state == CastState::kStartedOverlapping ? &c : nullptr;
       }
     }
@@ -459,7 +463,11 @@ void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
     // The set's tree first (most hits end on static colliders, which then
     // shorten the history's walk), then the history's boxes, nearer first.
     double max_t = 1.0;
-    if constexpr (std::is_same_v<J, RayJob>) max_t = job.RayGroups(groups);
+    if constexpr (std::is_same_v<J, RayJob>) {
+      max_t = job.RayGroups(groups);
+    } else {
+      max_t = job.SweepGroups(groups);
+    }
     CastTree(tree, job.seg, q.filter.mask, max_t,
              [&](uint32_t item, uint32_t, double mt) { return max_t = job.Leaf(item, mt); },
              prefetch);

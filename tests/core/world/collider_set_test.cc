@@ -782,14 +782,14 @@ TEST(ColliderSetTest, MeshGroupsOverlapAsEachMesh) {
   std::printf("%d grouped batches, %d member hits\n", grouped_batches, member_hits);
 }
 
-// Rewound overlaps and rays take the merged meshes while no member is
+// Rewound overlaps, rays and sweeps take the merged meshes while no member is
 // tracked by the history (each member is then where it is now at every
 // tick in the window), and walk each mesh once one is: every answer equals
 // the single query's, with primitives moving every tick and a mesh moved
 // into a group mid-way (tracked for the window: earlier ticks have it
 // elsewhere).
 TEST(ColliderSetTest, RewoundQueriesTakeTheGroupsWhileNoMemberMoved) {
-  int grouped_batches = 0, member_hits = 0;
+  int grouped_batches = 0, member_hits = 0, started = 0;
   for (int scene = 0; scene < 3; ++scene) {
     Random rng(66000 + scene);
     const std::vector<Collider> cs = GroupedMeshScene(rng);
@@ -832,13 +832,23 @@ TEST(ColliderSetTest, RewoundQueriesTakeTheGroupsWhileNoMemberMoved) {
           o.pose = Pose(k % 2 == 0 ? OverTheGrids(rng, -1.0) : rng.InBox(5.0), rng.Rotation());
           if (k % 4 != 0) o.at_tick = at;
           qs.push_back(o);
-        } else {
+        } else if (k % 3 == 1) {
           RayQuery r;
           r.origin = k % 2 == 0 ? OverTheGrids(rng, 3.0) : rng.InBox(6.0);
           r.translation = k % 2 == 0 ? Vec3{0, -8.0, 0} : rng.InBox(12.0);
           if (k % 4 != 0) r.at_tick = at;
           if (k % 7 == 0) r.filter.ignore = {static_cast<uint64_t>(rng.Int(1, 40))};
           qs.push_back(r);
+        } else {
+          // Sweeps, some from inside meshes (their contact is not deferred).
+          CastQuery c;
+          c.shape = rng.MakeShape(static_cast<ShapeKind>(k % kConvexKindCount), 0.05, 0.6);
+          c.pose = Pose(k % 2 == 0 ? OverTheGrids(rng, 1.0) : rng.InBox(5.0), rng.Rotation());
+          c.translation = k % 2 == 0 ? Vec3{0, -6.0, 0} : rng.InBox(8.0);
+          if (k % 4 != 0) c.at_tick = at;
+          if (k % 7 == 0) c.filter.ignore = {static_cast<uint64_t>(rng.Int(1, 40))};
+          if (k % 11 == 0) c.contact_offset = 0.02;
+          qs.push_back(c);
         }
       }
       const bool had_groups = set.GetTreeStats().merged_triangles != 0;
@@ -846,14 +856,18 @@ TEST(ColliderSetTest, RewoundQueriesTakeTheGroupsWhileNoMemberMoved) {
       grouped_batches += had_groups;
       for (const QueryResult& one : ones) {
         for (const OverlapHit& h : one.overlaps) member_hits += h.id == cs[4].id;
-        for (const CastHit& h : one.hits) member_hits += h.id == cs[4].id;
+        for (const CastHit& h : one.hits) {
+          member_hits += h.id == cs[4].id;
+          started += h.started_overlapping();
+        }
       }
     }
   }
   EXPECT_GT(grouped_batches, 15);
   EXPECT_GT(member_hits, 100);
-  std::printf("%d grouped batches, %d hits on the grid that moves\n", grouped_batches,
-              member_hits);
+  EXPECT_GT(started, 100);
+  std::printf("%d grouped batches, %d hits on the grid that moves, %d started inside\n",
+              grouped_batches, member_hits, started);
 }
 
 // Rays and sweeps that take the merged meshes walk a copy of the tree
