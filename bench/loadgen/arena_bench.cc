@@ -604,11 +604,62 @@ int ServiceTicksOnly(int n, bool packed) {
   return 0;
 }
 
+// --move-digest N: the arena's first N ticks of moves in-process (as
+// BM_ArenaMovesInProcess), every field of every move's answer folded into
+// one FNV-1a digest and printed: two builds that print the same digest
+// moved every player the same to the bit.
+int MoveDigest(int n) {
+  ArenaRun run;
+  InProcessTick t;
+  if (!t.set.AddBulk(run.arena.colliders).ok()) return 1;
+  uint64_t digest = 0xcbf29ce484222325ull;
+  const auto fold = [&digest](const void* p, size_t size) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < size; ++i) digest = (digest ^ b[i]) * 0x100000001b3ull;
+  };
+  const auto fold_vec = [&fold](const Vec3& v) {
+    const double xyz[3] = {v.x, v.y, v.z};
+    fold(xyz, sizeof(xyz));
+  };
+  uint64_t moves = 0, contacts = 0, stepped = 0, blocked = 0;
+  for (int i = 0; i < n; ++i) {
+    if (!t.Run(run, run.Next(true, false), true)) return 1;
+    for (size_t p = 0; p < run.positions.size(); ++p) {
+      const MoveResult& m = *t.results[p].move;
+      fold_vec(m.position);
+      fold_vec(m.displacement);
+      for (const MoveContact& c : m.contacts) {
+        fold(&c.id, sizeof(c.id));
+        fold(&c.sub_shape, sizeof(c.sub_shape));
+        fold_vec(c.normal);
+        fold_vec(c.point);
+      }
+      const uint8_t flags[4] = {m.on_ground, m.stepped, m.blocked, 0};
+      fold(flags, sizeof(flags));
+      fold(&m.ground_id, sizeof(m.ground_id));
+      fold(&m.ground_sub_shape, sizeof(m.ground_sub_shape));
+      fold_vec(m.ground_normal);
+      ++moves;
+      contacts += m.contacts.size();
+      stepped += m.stepped;
+      blocked += m.blocked;
+    }
+  }
+  std::printf("ticks %d moves %llu contacts %llu stepped %llu blocked %llu digest %016llx\n", n,
+              static_cast<unsigned long long>(moves), static_cast<unsigned long long>(contacts),
+              static_cast<unsigned long long>(stepped), static_cast<unsigned long long>(blocked),
+              static_cast<unsigned long long>(digest));
+  return 0;
+}
+
 }  // namespace
 }  // namespace hitbox
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--serve-arena") == 0) return hitbox::ServeArena();
+  if (argc > 2 && std::strcmp(argv[1], "--move-digest") == 0) {
+    return hitbox::MoveDigest(std::atoi(argv[2]));
+  }
   if (argc > 2 && std::strcmp(argv[1], "--service-ticks") == 0) {
     const bool message_form = argc > 3 && std::strcmp(argv[3], "--message-form") == 0;
     return hitbox::ServiceTicksOnly(std::atoi(argv[2]), !message_form);
