@@ -48,4 +48,15 @@ inline uint64_t& MoveGatheredMeshSweeps() {
   return count;
 }
 
+/// Meshes gathered by moves on this thread, and the triangles gathered
+/// (tests read them to see how much a move gathers).
+inline uint64_t& MoveMeshGathers() {
+  thread_local uint64_t count = 0;
+  return count;
+}
+inline uint64_t& MoveGatheredTriangles() {
+  thread_local uint64_t count = 0;
+  return count;
+}
+
 }  // namespace hitbox::internal

@@ -99,10 +99,11 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     cast_.at_tick = q.at_tick;
     hits_.clear();
     base_hits_.clear();
-    // How far the move's sweeps may reach beyond its first: its whole
+    // How far a sweep the plan below misses may reach beyond it: the whole
     // displacement, a step up, a snap down and a few skins.
     margin_ = q.displacement.Length() + q.settings.step_height + q.settings.ground_snap_distance +
               4.0 * q.settings.skin_width;
+    plan_ = PlanRegion(q);
     own_.valid = false;
     base_.valid = false;
     // Meshes' triangles near the move serve the closed-form sweeps (a ball
@@ -133,6 +134,23 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       }
     }
     return Found(hit);
+  }
+
+  /// Where a move's sweeps go as a rule (its gathers' first region): the
+  /// shape's box at the start swept by the displacement, up by the step
+  /// height and down by the snap and the ground probes, grown by a few
+  /// skins. Every answer stays the same whatever this region (a sweep
+  /// outside it, as a slide turned along a wall, gathers again); a tight
+  /// one gathers fewer mesh triangles.
+  static Aabb PlanRegion(const MoveQuery& q) {
+    const MoveSettings& s = q.settings;
+    const Vec3 up = s.up.Normalized();
+    const double skin = s.skin_width;
+    return q.shape.WorldBounds(Normalized(q.pose))
+        .Swept(q.displacement)
+        .Swept(up * s.step_height)
+        .Swept(up * -(s.ground_snap_distance + 3.0 * skin))
+        .Expanded(4.0 * skin + 2.0 * kBoxSlack);
   }
 
   /// The leaves of one set a move's sweeps may reach: gathered once for a
@@ -192,6 +210,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       return m;
     }
     m.count = g->tris->size() - first;
+    ++internal::MoveMeshGathers();
+    internal::MoveGatheredTriangles() += m.count;
     m.tris = g->tris->data() + first;  // stays: the caller reserved room for every mesh
     return m;
   }
@@ -207,8 +227,11 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     const Aabb box = cast_.shape.WorldBounds(job.pose);
     const Aabb swept = box.Swept(cast_.translation).Expanded(2.0 * kBoxSlack);
     if (!g->valid || !g->reach.Contains(swept)) {
+      // The plan first; a sweep it misses adds its box grown by the margin.
+      Aabb reach = g->valid ? g->reach : plan_;
+      if (!reach.Contains(swept)) reach = reach.Union(swept.Expanded(margin_));
       g->valid = true;
-      g->reach = swept.Expanded(margin_);
+      g->reach = reach;
       g->items->clear();
       QueryTree(impl.tree, FloatAabb::Outward(g->reach), cast_.filter.mask,
                 [&](uint32_t item, uint32_t) { g->items->push_back(item); });
@@ -285,6 +308,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   std::vector<CastHit>& base_hits_;
   PairCounter pairs_;
   double margin_ = 0.0;
+  Aabb plan_;
   Gathered own_{false, false, Aabb(), &scratch_.own_items, &scratch_.own_meshes,
                 &scratch_.own_tris};
   Gathered base_{false, false, Aabb(), &scratch_.base_items, &scratch_.base_meshes,

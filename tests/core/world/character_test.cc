@@ -3,6 +3,7 @@
 // random worlds (no overlap beyond the skin, bounded displacement, same bits).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -665,6 +666,32 @@ TEST(Move, GatheredMeshTrianglesAnswerAsTheMeshWalk) {
               compared, static_cast<unsigned long long>(gathered));
   EXPECT_GT(compared, 4000);
   EXPECT_GT(gathered, 20000u);
+}
+
+// A walk over a floor of 1 m cells gathers each move's mesh triangles once,
+// around its path: at most the 8 triangles of the 2 x 2 cells a capsule 0.8
+// m wide moving 0.1 m reaches (a region grown by the step height or the
+// whole displacement all round reaches 3 x 3 cells, 18 triangles).
+TEST(Move, GatherFollowsThePath) {
+  World w;
+  w.AddGrid(1, -20.0, -20.0, 40, 1.0, [](double, double) { return 0.0; });
+  Vec3 pos{-15.0, kStand, -14.0};
+  const Vec3 d{0.1, -0.02, 0.05};
+  const uint64_t gathers_before = internal::MoveMeshGathers();
+  const uint64_t tris_before = internal::MoveGatheredTriangles();
+  uint64_t most = 0;
+  constexpr int kMoves = 200;
+  for (int i = 0; i < kMoves; ++i) {
+    const uint64_t tris = internal::MoveGatheredTriangles();
+    const MoveResult r = w.Move(pos, d);
+    ASSERT_TRUE(r.on_ground);
+    ASSERT_EQ(r.position.x, pos.x + d.x) << "move " << i;
+    most = std::max(most, internal::MoveGatheredTriangles() - tris);
+    pos = r.position;
+  }
+  EXPECT_EQ(internal::MoveMeshGathers() - gathers_before, static_cast<uint64_t>(kMoves));
+  EXPECT_LE(most, 8u);
+  EXPECT_GE(internal::MoveGatheredTriangles() - tris_before, 2u * kMoves);
 }
 
 // Results reused from move to move and batch to batch (their contacts'
