@@ -103,7 +103,10 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     // displacement, a step up, a snap down and a few skins.
     margin_ = q.displacement.Length() + q.settings.step_height + q.settings.ground_snap_distance +
               4.0 * q.settings.skin_width;
-    plan_ = PlanRegion(q);
+    // What each sweep's job starts from: the rotation normalized once.
+    pose_ = Normalized(q.pose);
+    radius_ = q.shape.BoundingRadius() + kBoxSlack;
+    plan_ = PlanRegion(q.shape, pose_, q.displacement, q.settings);
     own_.valid = false;
     base_.valid = false;
     // Meshes' triangles near the move serve the closed-form sweeps (a ball
@@ -121,6 +124,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     if (stopped_) return false;
     cast_.pose.position = from;
     cast_.translation = translation;
+    pose_.position = from;
+    box_ = cast_.shape.WorldBounds(pose_);
     if (cast_.at_tick) {  // the world at a past tick: history's placed colliders too
       set_.RunRewound<CastJob>(cast_, &hits_, &pairs_, /*skip_leaving=*/true);
       ++steps_;  // charged one node, as rewound queries in a batch
@@ -142,12 +147,12 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   /// skins. Every answer stays the same whatever this region (a sweep
   /// outside it, as a slide turned along a wall, gathers again); a tight
   /// one gathers fewer mesh triangles.
-  static Aabb PlanRegion(const MoveQuery& q) {
-    const MoveSettings& s = q.settings;
+  static Aabb PlanRegion(const Shape& shape, const Pose& pose, const Vec3& displacement,
+                         const MoveSettings& s) {
     const Vec3 up = s.up.Normalized();
     const double skin = s.skin_width;
-    return q.shape.WorldBounds(Normalized(q.pose))
-        .Swept(q.displacement)
+    return shape.WorldBounds(pose)
+        .Swept(displacement)
         .Swept(up * s.step_height)
         .Swept(up * -(s.ground_snap_distance + 3.0 * skin))
         .Expanded(4.0 * skin + 2.0 * kBoxSlack);
@@ -221,11 +226,10 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     CastJob job;
     job.pairs = &pairs_;
     job.skip_leaving = true;
-    job.Start(impl, cast_, hits);
+    job.StartAt(impl, cast_, hits, pose_, box_, radius_);
     // The region the sweep's tree walk could reach: its swept box grown by
     // more than the walk's own slack.
-    const Aabb box = cast_.shape.WorldBounds(job.pose);
-    const Aabb swept = box.Swept(cast_.translation).Expanded(2.0 * kBoxSlack);
+    const Aabb swept = box_.Swept(cast_.translation).Expanded(2.0 * kBoxSlack);
     if (!g->valid || !g->reach.Contains(swept)) {
       // The plan first; a sweep it misses adds its box grown by the margin.
       Aabb reach = g->valid ? g->reach : plan_;
@@ -309,6 +313,11 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   PairCounter pairs_;
   double margin_ = 0.0;
   Aabb plan_;
+  /// The current sweep's pose (the query's, normalized) and world box, and
+  /// the shape's bounding radius + kBoxSlack: CastJob::StartAt's.
+  Pose pose_;
+  Aabb box_;
+  double radius_ = 0.0;
   Gathered own_{false, false, Aabb(), &scratch_.own_items, &scratch_.own_meshes,
                 &scratch_.own_tris};
   Gathered base_{false, false, Aabb(), &scratch_.base_items, &scratch_.base_meshes,
