@@ -182,36 +182,42 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   static GatheredMesh GatherMesh(const Collider& c, const Aabb& reach, Gathered* g) {
     GatheredMesh m;
     const TriangleMesh* mesh = c.shape.surface()->mesh();
-    // The region in the mesh's frame: the box of reach's corners there.
+    // The region in the mesh's frame: the box of reach's corners there, as
+    // its centre rotated and its half-extents through |R| (Arvo 1990), grown
+    // by more than their rounding.
     const Mat33 rt = c.pose.rotation.ToMatrix();
-    Aabb local = Aabb::Empty();
-    for (int i = 0; i < 8; ++i) {
-      const Vec3 corner{(i & 1) ? reach.max.x : reach.min.x, (i & 2) ? reach.max.y : reach.min.y,
-                        (i & 4) ? reach.max.z : reach.min.z};
-      local = local.Union(rt.TransposeMul(corner - c.pose.position));
-    }
+    const Vec3 centre = rt.TransposeMul(reach.Center() - c.pose.position);
+    const Vec3 half = reach.Extents();
+    const Vec3 extent = rt.row[0].Abs() * half.x + rt.row[1].Abs() * half.y +
+                        rt.row[2].Abs() * half.z;
+    const Aabb local(centre - extent, centre + extent);
     m.region = local.Expanded(1e-6 * (1.0 + local.min.Abs().MaxComponent() +
                                       local.max.Abs().MaxComponent()));
-    const size_t first = g->tris->size();
+    // Decoded in place (the caller reserved room for kMaxMeshTriangles per
+    // mesh, plus one); a slot is taken back when its triangle misses the region.
+    std::vector<GatheredTriangle>& tris = *g->tris;
+    const size_t first = tris.size();
     bool fits = true;
     TriangleMesh::VertexCache vertex_cache;
     mesh->VisitOverlapping(m.region, [&](uint32_t k) {
-      GatheredTriangle t;
+      GatheredTriangle& t = tris.emplace_back();
       mesh->TriangleVertices(k, t.v.data(), &vertex_cache);
       const Aabb box(Min(t.v[0], Min(t.v[1], t.v[2])), Max(t.v[0], Max(t.v[1], t.v[2])));
-      if (!box.Overlaps(m.region)) return true;
-      if (g->tris->size() - first == kMaxMeshTriangles) {
+      if (!box.Overlaps(m.region)) {
+        tris.pop_back();
+        return true;
+      }
+      if (tris.size() - first > kMaxMeshTriangles) {
         fits = false;
         return false;
       }
       t.n = TriangleNormal(t.v[0], t.v[1], t.v[2]);
       t.original = mesh->OriginalIndex(k);
       t.active = mesh->ActiveEdges(k);
-      g->tris->push_back(t);
       return true;
     });
     if (!fits) {
-      g->tris->resize(first);
+      tris.resize(first);
       return m;
     }
     m.count = g->tris->size() - first;
@@ -248,7 +254,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
         for (const uint32_t item : *g->items) {
           meshes += impl.colliders[item].shape.kind() == ShapeKind::kMesh;
         }
-        g->tris->reserve(meshes * kMaxMeshTriangles);  // no reallocation while gathering
+        // No reallocation while gathering (GatherMesh decodes one past a full mesh).
+        g->tris->reserve(meshes * kMaxMeshTriangles + 1);
         for (size_t i = 0; i < g->items->size(); ++i) {
           const Collider& c = impl.colliders[(*g->items)[i]];
           if (c.shape.kind() != ShapeKind::kMesh) continue;
