@@ -58,5 +58,11 @@ inline uint64_t& MoveGatheredTriangles() {
   thread_local uint64_t count = 0;
   return count;
 }
+/// Mesh triangles moves on this thread decoded (not found among those
+/// earlier moves decoded).
+inline uint64_t& MoveDecodedTriangles() {
+  thread_local uint64_t count = 0;
+  return count;
+}
 
 }  // namespace hitbox::internal

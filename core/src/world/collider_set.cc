@@ -194,6 +194,7 @@ Status ColliderSet::AddBulk(std::span<const Collider> colliders, std::optional<u
     m.index.Reserve(total, m.KeyOf());
     for (const Collider& c : colliders) {
       const uint32_t i = static_cast<uint32_t>(m.colliders.size());
+      m.TouchMeshes(c.shape);
       m.colliders.push_back(c);
       m.shape_data_bytes += c.shape.DataBytes();
       m.colliders.back().pose = Normalized(c.pose);

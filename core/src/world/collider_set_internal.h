@@ -119,6 +119,14 @@ inline const std::optional<double>& AtTickOf(const Query& q) {
 /// holds fewer than 2^31 colliders).
 inline constexpr uint32_t kPlacedItem = 0x80000000u;
 
+/// A mesh version no set has had before (1, 2, ... across every set of the
+/// process): a version names the meshes of one set as they are, so moves
+/// may key triangles they decoded on it, whatever set comes and goes.
+inline uint64_t NextMeshVersion() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 /// Narrow-phase pair tests of a job, counted for budgets (jobs of one
 /// RunRange share one counter).
 struct PairCounter {
@@ -156,7 +164,8 @@ struct ColliderSet::Impl {
   /// The mesh colliders merged per frame for ray and sweep batches
   /// (GroupsFor), and the version of the set's meshes they were made from:
   /// mesh_version changes whenever a mesh collider is added, changed, moved
-  /// or removed, or takes another item.
+  /// or removed, or takes another item, to a value no set had before
+  /// (NextMeshVersion; 0 before the first mesh).
   mutable std::shared_ptr<const internal::MeshGroups> mesh_groups;
   uint64_t mesh_version = 0;
   /// The mesh version the queries in groups_queries were counted at, and
@@ -186,7 +195,7 @@ struct ColliderSet::Impl {
   bool ReserveCaches() const;
   /// Marks a change to the meshes (shape a mesh).
   void TouchMeshes(const Shape& shape) {
-    if (shape.kind() == ShapeKind::kMesh) ++mesh_version;
+    if (shape.kind() == ShapeKind::kMesh) mesh_version = NextMeshVersion();
   }
   IdIndex index;
   uint64_t revision = 0;

@@ -6,6 +6,7 @@
 #include "shape/surface_data.h"
 #include "world/collider_set_jobs.h"
 #include "world/query_hits.h"
+#include "world/triangle_cache.h"
 
 namespace hitbox {
 
@@ -72,6 +73,8 @@ struct MoveScratch {
   std::vector<GatheredMesh> base_meshes;
   std::vector<GatheredTriangle> own_tris;
   std::vector<GatheredTriangle> base_tris;
+  /// Mesh triangles decoded by earlier moves.
+  internal::TriangleCache decoded;
 };
 MoveScratch& ThreadMoveScratch() {
   thread_local MoveScratch scratch;
@@ -176,10 +179,12 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   /// hits); past it that mesh's sweeps walk it.
   static constexpr size_t kMaxMeshTriangles = 64;
 
-  /// The triangles of mesh collider `c` whose boxes meet `reach` (world)
-  /// grown a little, into g->tris; count 0 when it has more than
+  /// The triangles of mesh collider `c` (at `item` of a set at mesh version
+  /// `version`) whose boxes meet `reach` (world) grown a little, into
+  /// g->tris, decoded or from `cache` (if not null); count 0 when it has more than
   /// kMaxMeshTriangles there.
-  static GatheredMesh GatherMesh(const Collider& c, const Aabb& reach, Gathered* g) {
+  static GatheredMesh GatherMesh(const Collider& c, uint64_t version, uint32_t item,
+                                 const Aabb& reach, internal::TriangleCache* cache, Gathered* g) {
     GatheredMesh m;
     const TriangleMesh* mesh = c.shape.surface()->mesh();
     // The region in the mesh's frame: the box of reach's corners there, as
@@ -193,27 +198,38 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     const Aabb local(centre - extent, centre + extent);
     m.region = local.Expanded(1e-6 * (1.0 + local.min.Abs().MaxComponent() +
                                       local.max.Abs().MaxComponent()));
-    // Decoded in place (the caller reserved room for kMaxMeshTriangles per
-    // mesh, plus one); a slot is taken back when its triangle misses the region.
     std::vector<GatheredTriangle>& tris = *g->tris;
     const size_t first = tris.size();
     bool fits = true;
     TriangleMesh::VertexCache vertex_cache;
+    const auto decode = [&](uint32_t k, GatheredTriangle* t) {
+      mesh->TriangleVertices(k, t->v.data(), &vertex_cache);
+      t->n = TriangleNormal(t->v[0], t->v[1], t->v[2]);
+      t->original = mesh->OriginalIndex(k);
+      t->active = mesh->ActiveEdges(k);
+      ++internal::MoveDecodedTriangles();
+    };
+    GatheredTriangle decoded;  // without a cache
     mesh->VisitOverlapping(m.region, [&](uint32_t k) {
-      GatheredTriangle& t = tris.emplace_back();
-      mesh->TriangleVertices(k, t.v.data(), &vertex_cache);
-      const Aabb box(Min(t.v[0], Min(t.v[1], t.v[2])), Max(t.v[0], Max(t.v[1], t.v[2])));
-      if (!box.Overlaps(m.region)) {
-        tris.pop_back();
-        return true;
+      GatheredTriangle* slot = &decoded;
+      if (cache != nullptr) {
+        bool found;
+        slot = &cache->Slot(version, item, k, &found);
+        if (!found) {
+          decode(k, slot);
+          cache->Fill(version, item, k);
+        }
+      } else {
+        decode(k, slot);
       }
-      if (tris.size() - first > kMaxMeshTriangles) {
+      const GatheredTriangle& t = *slot;
+      const Aabb box(Min(t.v[0], Min(t.v[1], t.v[2])), Max(t.v[0], Max(t.v[1], t.v[2])));
+      if (!box.Overlaps(m.region)) return true;
+      if (tris.size() - first == kMaxMeshTriangles) {
         fits = false;
         return false;
       }
-      t.n = TriangleNormal(t.v[0], t.v[1], t.v[2]);
-      t.original = mesh->OriginalIndex(k);
-      t.active = mesh->ActiveEdges(k);
+      tris.push_back(t);
       return true;
     });
     if (!fits) {
@@ -254,12 +270,14 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
         for (const uint32_t item : *g->items) {
           meshes += impl.colliders[item].shape.kind() == ShapeKind::kMesh;
         }
-        // No reallocation while gathering (GatherMesh decodes one past a full mesh).
-        g->tris->reserve(meshes * kMaxMeshTriangles + 1);
+        g->tris->reserve(meshes * kMaxMeshTriangles);  // no reallocation while gathering
+        // Decoded triangles keyed on the set's mesh version (0 never: a set
+        // holding a mesh has a version from NextMeshVersion).
+        internal::TriangleCache* cache = impl.mesh_version != 0 ? &scratch_.decoded : nullptr;
         for (size_t i = 0; i < g->items->size(); ++i) {
           const Collider& c = impl.colliders[(*g->items)[i]];
           if (c.shape.kind() != ShapeKind::kMesh) continue;
-          (*g->meshes)[i] = GatherMesh(c, g->reach, g);
+          (*g->meshes)[i] = GatherMesh(c, impl.mesh_version, (*g->items)[i], g->reach, cache, g);
         }
       }
     }

@@ -694,6 +694,74 @@ TEST(Move, GatherFollowsThePath) {
   EXPECT_GE(internal::MoveGatheredTriangles() - tris_before, 2u * kMoves);
 }
 
+// A flat n x n grid of `cell` metres from (-10, y, -10), one mesh.
+Shape FlatGrid(double y, int n, double cell) {
+  TriangleMeshShape m;
+  for (int i = 0; i <= n; ++i) {
+    for (int j = 0; j <= n; ++j) m.vertices.push_back({-10.0 + i * cell, y, -10.0 + j * cell});
+  }
+  const auto v = [n](int i, int j) { return static_cast<uint32_t>(i * (n + 1) + j); };
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      m.triangles.push_back({v(i, j), v(i, j + 1), v(i + 1, j)});
+      m.triangles.push_back({v(i + 1, j), v(i, j + 1), v(i + 1, j + 1)});
+    }
+  }
+  return *Shape::Make(m);
+}
+
+// Moves keep the mesh triangles they decode for the next moves: walking a
+// path again decodes none. Floors of the same triangles at other heights,
+// replacing one another in one set and in sets made one after another (by
+// Apply and by AddBulk), are each met where they are, as the mesh walk
+// meets them (fails when a set's mesh versions restart from 1, or AddBulk
+// leaves them as they were).
+TEST(Move, DecodedTrianglesFollowTheMeshes) {
+  const Vec3 d{0.1, -0.02, 0.05};
+  // Walks 30 moves from (-5, y, -4) standing on ground at height `ground`;
+  // each answer is the mesh walk's and stands on that ground.
+  auto walk = [&d](const ColliderSet& set, double ground) {
+    MoveQuery q = World::Query({-5.0, ground + kStand, -4.0}, d);
+    for (int i = 0; i < 30; ++i) {
+      MoveResult gathered, mesh_walk;
+      set.Move(q, &gathered);
+      internal::MoveGatherTrianglesOnThisThread() = false;
+      set.Move(q, &mesh_walk);
+      internal::MoveGatherTrianglesOnThisThread() = true;
+      ASSERT_EQ(MoveDiff(gathered, mesh_walk), "") << "ground " << ground << " move " << i;
+      ASSERT_TRUE(gathered.on_ground) << "ground " << ground << " move " << i;
+      ASSERT_NEAR(gathered.position.y, ground + kStand, 1e-9) << "ground " << ground;
+      q.pose.position = gathered.position;
+    }
+  };
+  Collider floor;
+  floor.id = 1;
+  for (int round = 0; round < 4; ++round) {  // a new set each round
+    const double ground = 0.05 * round;
+    floor.shape = FlatGrid(ground, 20, 1.0);
+    ColliderSet set;
+    if (round % 2 == 0) {
+      ASSERT_TRUE(set.AddBulk({&floor, 1}).ok());
+    } else {
+      const ColliderChange add = ColliderChange::Add(floor);
+      ASSERT_TRUE(set.Apply({&add, 1}).ok());
+    }
+    walk(set, ground);
+    const uint64_t decoded = internal::MoveDecodedTriangles();
+    walk(set, ground);
+    EXPECT_EQ(internal::MoveDecodedTriangles(), decoded) << "round " << round;
+  }
+  ColliderSet set;  // one set, its floor replaced by higher ones
+  for (int round = 0; round < 4; ++round) {
+    const double ground = 0.03 * round;
+    floor.shape = FlatGrid(ground, 20, 1.0);
+    const ColliderChange change =
+        round == 0 ? ColliderChange::Add(floor) : ColliderChange::Replace(floor);
+    ASSERT_TRUE(set.Apply({&change, 1}).ok());
+    walk(set, ground);
+  }
+}
+
 // Results reused from move to move and batch to batch (their contacts'
 // buffers kept, as a server's tick results are) answer exactly as fresh
 // ones, every field: a kept MoveResult last filled by a stepped, grounded
