@@ -350,13 +350,15 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
 // are skipped once it stopped.
 void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<QueryResult> results,
                                   size_t n, ThreadPool* pool, BatchControl* control) const {
-  const std::shared_ptr<const WideTree> view = WideFor(n);
-  const WideTree* wide = view.get();
+  // Moves walk the tree itself (Move), never its wide copy: only the other
+  // queries pay for the copy.
+  size_t walkers = 0;
   // Overlaps and closest-hit rays and sweeps (rewound ones too) take the
   // groups: they pay for them, a sweep (which saves more than twice what a
   // ray does on a level) as two rays.
   size_t takers = 0;
   for (size_t i = 0; i < n; ++i) {
+    walkers += !std::holds_alternative<MoveQuery>(queries[i]);
     if (std::holds_alternative<OverlapQuery>(queries[i])) {
       ++takers;
     } else if (const auto* r = std::get_if<RayQuery>(&queries[i])) {
@@ -365,6 +367,8 @@ void ColliderSet::Impl::RunChunks(std::span<const Query> queries, std::span<Quer
       takers += 2 * !c->all_hits;
     }
   }
+  const std::shared_ptr<const WideTree> view = WideFor(walkers);
+  const WideTree* wide = view.get();
   const std::shared_ptr<const internal::MeshGroups> merged =
       takers != 0 ? GroupsFor(takers) : nullptr;
   const internal::MeshGroups* groups = merged.get();

@@ -762,6 +762,28 @@ TEST(Move, DecodedTrianglesFollowTheMeshes) {
   }
 }
 
+// Moves walk the tree themselves, never its 4-wide copy: batches of moves
+// alone, however many, do not make the copy; as many rays do.
+TEST(Move, MovesDoNotPayForTheWideCopy) {
+  World w;
+  for (int i = 0; i < 300; ++i) {
+    w.Add(10 + i, BoxH(0.2, 0.2, 0.2), testing::At(-15.0 + (i % 20) * 1.5, 0.2, -15.0 + (i / 20) * 2));
+  }
+  std::vector<Query> moves, rays;
+  for (int i = 0; i < 100; ++i) {
+    moves.push_back(World::Query({-15.0 + i * 0.3, 3.0, 16.0}, {0.1, -0.02, 0.0}));
+    rays.push_back(RayQuery{{-15.0 + i * 0.3, 3.0, 0.0}, {0, -5, 0}, {}, false});
+  }
+  std::vector<QueryResult> results(moves.size());
+  for (int batch = 0; batch < 3; ++batch) {
+    w.set().RunBatch(moves, results);
+    ASSERT_TRUE(results[0].move.has_value());
+  }
+  EXPECT_EQ(w.set().GetTreeStats().wide_nodes, 0u);
+  w.set().RunBatch(rays, results);
+  EXPECT_NE(w.set().GetTreeStats().wide_nodes, 0u);
+}
+
 // Results reused from move to move and batch to batch (their contacts'
 // buffers kept, as a server's tick results are) answer exactly as fresh
 // ones, every field: a kept MoveResult last filled by a stepped, grounded
