@@ -1,5 +1,7 @@
 // ColliderSet single queries (overlap, cast, raycast, move), each a job of
 // collider_set_jobs.h fed by one tree traversal.
+#include <bit>
+
 #include "collision/triangles/gathered_triangle.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/triangle_queries.h"
@@ -108,8 +110,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
               4.0 * q.settings.skin_width;
     // What each sweep's job starts from: the rotation normalized once.
     pose_ = Normalized(q.pose);
+    box_ = q.shape.WorldBounds(pose_);
     radius_ = q.shape.BoundingRadius() + kBoxSlack;
-    plan_ = PlanRegion(q.shape, pose_, q.displacement, q.settings);
+    plan_ = PlanRegion(box_, q.displacement, q.settings);
     own_.valid = false;
     base_.valid = false;
     // Meshes' triangles near the move serve the closed-form sweeps (a ball
@@ -127,8 +130,10 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     if (stopped_) return false;
     cast_.pose.position = from;
     cast_.translation = translation;
-    pose_.position = from;
-    box_ = cast_.shape.WorldBounds(pose_);
+    if (!SameBits(from, pose_.position)) {  // else the box of the last sweep (or the start)
+      pose_.position = from;
+      box_ = cast_.shape.WorldBounds(pose_);
+    }
     if (cast_.at_tick) {  // the world at a past tick: history's placed colliders too
       set_.RunRewound<CastJob>(cast_, &hits_, &pairs_, /*skip_leaving=*/true);
       ++steps_;  // charged one node, as rewound queries in a batch
@@ -150,12 +155,11 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   /// skins. Every answer stays the same whatever this region (a sweep
   /// outside it, as a slide turned along a wall, gathers again); a tight
   /// one gathers fewer mesh triangles.
-  static Aabb PlanRegion(const Shape& shape, const Pose& pose, const Vec3& displacement,
+  static Aabb PlanRegion(const Aabb& start_box, const Vec3& displacement,
                          const MoveSettings& s) {
     const Vec3 up = s.up.Normalized();
     const double skin = s.skin_width;
-    return shape.WorldBounds(pose)
-        .Swept(displacement)
+    return start_box.Swept(displacement)
         .Swept(up * s.step_height)
         .Swept(up * -(s.ground_snap_distance + 3.0 * skin))
         .Expanded(4.0 * skin + 2.0 * kBoxSlack);
@@ -311,6 +315,12 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     job.Finish();
   }
 
+  static bool SameBits(const Vec3& a, const Vec3& b) {
+    return std::bit_cast<uint64_t>(a.x) == std::bit_cast<uint64_t>(b.x) &&
+           std::bit_cast<uint64_t>(a.y) == std::bit_cast<uint64_t>(b.y) &&
+           std::bit_cast<uint64_t>(a.z) == std::bit_cast<uint64_t>(b.z);
+  }
+
   /// Charges the work when due; the first hit of the last sweep, if any.
   bool Found(CastHit* hit) {
     if (control_ != nullptr && steps_ >= kCheckEvery && !Charge()) return false;
@@ -338,8 +348,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   PairCounter pairs_;
   double margin_ = 0.0;
   Aabb plan_;
-  /// The current sweep's pose (the query's, normalized) and world box, and
-  /// the shape's bounding radius + kBoxSlack: CastJob::StartAt's.
+  /// The current sweep's pose (the query's, normalized) and world box (the
+  /// start's before the first), and the shape's bounding radius +
+  /// kBoxSlack: CastJob::StartAt's.
   Pose pose_;
   Aabb box_;
   double radius_ = 0.0;
