@@ -1,5 +1,6 @@
 // ColliderSet single queries (overlap, cast, raycast, move), each a job of
 // collider_set_jobs.h fed by one tree traversal.
+#include <algorithm>
 #include <bit>
 
 #include "collision/triangles/gathered_triangle.h"
@@ -171,6 +172,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   struct Gathered {
     bool valid = false;
     bool walk = false;  ///< too many leaves there: sweeps inside walk the tree
+    /// Leaves the region holds, the ignored ones too (each sweep charges
+    /// them all, as before they were dropped from `items`).
+    size_t found = 0;
     Aabb reach;
     std::vector<uint32_t>* items = nullptr;
     /// meshes[i]: items[i]'s triangles in the region (a ball or capsule move).
@@ -265,8 +269,17 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       g->items->clear();
       QueryTree(impl.tree, FloatAabb::Outward(g->reach), cast_.filter.mask,
                 [&](uint32_t item, uint32_t) { g->items->push_back(item); });
-      steps_ += g->items->size() + 1;
-      g->walk = g->items->size() > kMaxGathered;
+      g->found = g->items->size();
+      steps_ += g->found + 1;
+      g->walk = g->found > kMaxGathered;
+      // The colliders the move ignores (its own) never stop it: dropped
+      // here, not tested by every sweep only for LeafOf to pass them over.
+      const std::vector<uint64_t>& ignore = cast_.filter.ignore;
+      if (!ignore.empty()) {
+        std::erase_if(*g->items, [&](uint32_t item) {
+          return std::find(ignore.begin(), ignore.end(), impl.colliders[item].id) != ignore.end();
+        });
+      }
       g->meshes->assign(g->items->size(), GatheredMesh{});
       g->tris->clear();
       if (!g->walk && gather_meshes_) {
@@ -300,7 +313,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
                            mesh.count != 0 ? &mesh : nullptr);
         bound.Set(FractionBound(max_t));
       }
-      steps_ += g->items->size();
+      steps_ += g->found;
       job.Finish();
       return;
     }
@@ -354,9 +367,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   Pose pose_;
   Aabb box_;
   double radius_ = 0.0;
-  Gathered own_{false, false, Aabb(), &scratch_.own_items, &scratch_.own_meshes,
+  Gathered own_{false, false, 0, Aabb(), &scratch_.own_items, &scratch_.own_meshes,
                 &scratch_.own_tris};
-  Gathered base_{false, false, Aabb(), &scratch_.base_items, &scratch_.base_meshes,
+  Gathered base_{false, false, 0, Aabb(), &scratch_.base_items, &scratch_.base_meshes,
                  &scratch_.base_tris};
   bool gather_meshes_ = false;
   uint64_t steps_ = 0;

@@ -562,9 +562,10 @@ TEST(Move, RandomWorldProperties) {
   EXPECT_GT(blocked, 1000);  // the worlds do get in the way
 }
 
-// A move gathers the tree leaves near it once and tests only those on each
-// sweep: every field of every answer is the one the full tree walk on each
-// sweep gives, in random worlds and with other players about.
+// A move gathers the tree leaves near it once (less those it ignores) and
+// tests only those on each sweep: every field of every answer is the one
+// the full tree walk on each sweep gives, in random worlds and with other
+// players about, with and without colliders ignored (a filter's, its own).
 TEST(Move, GatheredLeavesAnswerAsTheTreeWalk) {
   int compared = 0;
   for (uint64_t seed = 1; seed <= 600; ++seed) {
@@ -575,6 +576,8 @@ TEST(Move, GatheredLeavesAnswerAsTheTreeWalk) {
       MoveQuery q;
       if (!RandomFreeMove(rng, w, &q)) continue;
       if (m % 2 == 1) q.settings.step_height = rng.Uniform(0.0, 0.6);
+      if (m % 4 == 2) q.filter.ignore = {2, 1000};
+      if (m % 4 == 3) q.apply_to_id = 3;
       MoveResult gathered, walked;
       w.set().Move(q, &gathered);
       internal::MoveGatherOnThisThread() = false;
