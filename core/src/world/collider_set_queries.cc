@@ -189,8 +189,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
 
   /// The triangles of mesh collider `c` (at `item` of a set at mesh version
   /// `version`) whose boxes meet `reach` (world) grown a little, into
-  /// g->tris, decoded or from `cache` (if not null); count 0 when it has more than
-  /// kMaxMeshTriangles there.
+  /// g->tris, decoded or from `cache` (if not null); count 0 when it has
+  /// more than kMaxMeshTriangles there.
   static GatheredMesh GatherMesh(const Collider& c, uint64_t version, uint32_t item,
                                  const Aabb& reach, internal::TriangleCache* cache, Gathered* g) {
     GatheredMesh m;
@@ -328,6 +328,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     job.Finish();
   }
 
+  /// Whether a and b are the same doubles, bit for bit.
   static bool SameBits(const Vec3& a, const Vec3& b) {
     return std::bit_cast<uint64_t>(a.x) == std::bit_cast<uint64_t>(b.x) &&
            std::bit_cast<uint64_t>(a.y) == std::bit_cast<uint64_t>(b.y) &&

@@ -770,7 +770,8 @@ TEST(Move, DecodedTrianglesFollowTheMeshes) {
 TEST(Move, MovesDoNotPayForTheWideCopy) {
   World w;
   for (int i = 0; i < 300; ++i) {
-    w.Add(10 + i, BoxH(0.2, 0.2, 0.2), testing::At(-15.0 + (i % 20) * 1.5, 0.2, -15.0 + (i / 20) * 2));
+    w.Add(10 + i, BoxH(0.2, 0.2, 0.2),
+          testing::At(-15.0 + (i % 20) * 1.5, 0.2, -15.0 + (i / 20) * 2.0));
   }
   std::vector<Query> moves, rays;
   for (int i = 0; i < 100; ++i) {
