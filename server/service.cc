@@ -469,6 +469,17 @@ grpc::ServerUnaryReactor* HitboxService::CreateSession(grpc::CallbackServerConte
   return reactor;
 }
 
+grpc::ServerUnaryReactor* HitboxService::GetServerInfo(grpc::CallbackServerContext* ctx,
+                                                       const v1::GetServerInfoRequest* /*req*/,
+                                                       v1::ServerInfo* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  const InFlightSlot slot(in_flight_);
+  const grpc::Status st = Admit(*ctx, slot.status(), Access::kRead, "", "GetServerInfo");
+  if (st.ok()) resp->set_packed_ticks(true);
+  reactor->Finish(st);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* HitboxService::GetSession(grpc::CallbackServerContext* ctx,
                                                     const v1::GetSessionRequest* req,
                                                     v1::SessionInfo* resp) {

@@ -92,6 +92,10 @@ class HitboxService final : public v1::Hitbox::CallbackService {
                                      v1::ListMapsResponse* resp) override;
   grpc::ServerUnaryReactor* GetMap(grpc::CallbackServerContext* ctx, const v1::GetMapRequest* req,
                                    v1::MapInfo* resp) override;
+  /// What this server takes (ServerInfo: the packed tick form).
+  grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* ctx,
+                                          const v1::GetServerInfoRequest* req,
+                                          v1::ServerInfo* resp) override;
   grpc::Status DoListMaps(v1::ListMapsResponse* resp) const;
   grpc::Status DoGetMap(const v1::GetMapRequest& req, v1::MapInfo* resp) const;
   /// The map named `id` for a new session: NOT_FOUND naming it when unknown.

@@ -257,6 +257,8 @@ struct Client::Impl {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Hitbox::Stub> stub;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_stub;
+  // What the server takes (the packed tick form), asked by the first tick stream.
+  std::shared_ptr<internal::ServerFeatures> features;
   std::mutex rng_mu;
   std::mt19937_64 rng;
   // Set when the options could not be applied (an unreadable TLS file): every call fails with it.
@@ -268,6 +270,7 @@ struct Client::Impl {
       : options(std::move(opts)), address(std::move(addr)), channel(std::move(ch)),
         stub(v1::Hitbox::NewStub(channel)),
         health_stub(grpc::health::v1::Health::NewStub(channel)),
+        features(std::make_shared<internal::ServerFeatures>(channel)),
         rng(options.jitter_seed != 0 ? options.jitter_seed
                                      : (uint64_t{std::random_device{}()} << 32) ^
                                            std::random_device{}()) {}
@@ -365,8 +368,11 @@ struct Client::Impl {
   std::unique_ptr<TickStream> OpenTickStream(std::string session_id,
                                              const TickStreamOptions& tick_options) {
     std::string token = TokenFor(session_id);
+    auto probe_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(options.default_timeout);
+    if (tick_options.timeout) probe_timeout = std::min(probe_timeout, *tick_options.timeout);
     return internal::StartTickStream(channel, std::move(session_id), tick_options,
-                                     options.wait_for_ready, std::move(token));
+                                     options.wait_for_ready, std::move(token), features,
+                                     probe_timeout);
   }
 };
 

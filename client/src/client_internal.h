@@ -1,7 +1,10 @@
 // Internals shared by client.cc and tick_stream.cc (not installed).
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,11 +45,35 @@ RpcStatus QueriesToProto(std::span<const hitbox::Query> queries,
                          std::span<const ShapeFromCollider> shapes_from,
                          wire::Repeated<v1::Query>* out);
 
+/// What the server behind one channel takes (GetServerInfo), asked on first
+/// use and kept; one per Client, shared with its tick streams (which may
+/// outlive it). Thread-safe.
+class ServerFeatures {
+ public:
+  explicit ServerFeatures(std::shared_ptr<grpc::Channel> channel);
+  /// Whether tick streams may send the packed form. The first call asks the
+  /// server (sending `token` when not empty, within `timeout`); its answer,
+  /// or UNIMPLEMENTED (a server older than the rpc: false), is kept. Any
+  /// other failure (unreachable, denied, deadline) is false for this caller
+  /// only: the next call asks again.
+  bool PackedTicks(const std::string& token, std::chrono::nanoseconds timeout,
+                   bool wait_for_ready);
+
+ private:
+  std::unique_ptr<v1::Hitbox::Stub> stub_;
+  std::mutex mu_;
+  std::optional<bool> packed_ticks_;  // unset: not known yet
+};
+
 /// Opens a Tick stream with the callback API on `channel` (kept alive by the
 /// stream), sending `token` (when not empty) as `authorization: Bearer` metadata.
+/// A stream asked to be packed asks `features` (within `probe_timeout`)
+/// before its first tick and sends messages to a server without the packed form.
 std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
                                             std::string session_id,
                                             const TickStreamOptions& options,
-                                            bool wait_for_ready, std::string token);
+                                            bool wait_for_ready, std::string token,
+                                            std::shared_ptr<ServerFeatures> features,
+                                            std::chrono::nanoseconds probe_timeout);
 
 }  // namespace hitbox::internal

@@ -59,12 +59,17 @@ class TickStreamImpl final : public TickStream,
  public:
   TickStreamImpl(std::shared_ptr<grpc::Channel> channel, std::string session_id,
                  const TickStreamOptions& options, bool wait_for_ready,
-                 const std::string& token)
+                 const std::string& token, std::shared_ptr<ServerFeatures> features,
+                 std::chrono::nanoseconds probe_timeout)
       : channel_(std::move(channel)),
         stub_(v1::Hitbox::NewStub(channel_)),
         session_id_(std::move(session_id)),
         max_in_flight_(std::max<size_t>(1, options.max_in_flight)),
-        packed_(options.packed) {
+        want_packed_(options.packed),
+        features_(std::move(features)),
+        token_(token),
+        wait_for_ready_(wait_for_ready),
+        probe_timeout_(probe_timeout) {
     if (options.timeout) {
       ctx_.set_deadline(std::chrono::system_clock::now() +
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -173,6 +178,13 @@ class TickStreamImpl final : public TickStream,
   void Send(std::optional<uint64_t> game_tick, std::span<const ColliderChange> changes,
             std::span<const hitbox::Query> queries,
             std::span<const ShapeFromCollider> shapes_from, Pending entry) {
+    // The form is settled before the first tick: packed only to a server
+    // that says it takes it (an older one would drop the packed queries).
+    if (want_packed_) {
+      std::call_once(form_once_, [this] {
+        packed_ = features_->PackedTicks(token_, probe_timeout_, wait_for_ready_);
+      });
+    }
     RpcStatus refused;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -403,7 +415,15 @@ class TickStreamImpl final : public TickStream,
   grpc::ClientContext ctx_;
   const std::string session_id_;
   const size_t max_in_flight_;
-  const bool packed_;
+  // TickStreamOptions::packed; packed_ is whether the server takes it, set
+  // once (form_once_) before the first tick is encoded.
+  const bool want_packed_;
+  const std::shared_ptr<ServerFeatures> features_;
+  const std::string token_;
+  const bool wait_for_ready_;
+  const std::chrono::nanoseconds probe_timeout_;
+  std::once_flag form_once_;
+  bool packed_ = false;
   // Shape-from-collider ids by query index of the tick being packed (mu_).
   std::vector<std::optional<uint64_t>> from_;
 
@@ -450,9 +470,12 @@ class TickStreamImpl final : public TickStream,
 std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
                                             std::string session_id,
                                             const TickStreamOptions& options,
-                                            bool wait_for_ready, std::string token) {
+                                            bool wait_for_ready, std::string token,
+                                            std::shared_ptr<ServerFeatures> features,
+                                            std::chrono::nanoseconds probe_timeout) {
   return std::make_unique<TickStreamImpl>(std::move(channel), std::move(session_id), options,
-                                          wait_for_ready, token);
+                                          wait_for_ready, token, std::move(features),
+                                          probe_timeout);
 }
 
 }  // namespace hitbox::internal

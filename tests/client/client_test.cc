@@ -465,14 +465,15 @@ TEST(ClientRetryTest, StoppedServer) {
 
 // --- Tick stream ------------------------------------------------------------
 
-// Many ticks in flight; each future gets its own tick's answer.
-// The fake answers Query messages only: these streams use the message form.
+// The fake answers Query messages only: streams that send messages whatever
+// the server says.
 TickStreamOptions MessageForm() {
   TickStreamOptions o;
   o.packed = false;
   return o;
 }
 
+// Many ticks in flight; each future gets its own tick's answer.
 TEST_P(ClientFakeTest, TickStreamMatchesResults) {
   std::unique_ptr<TickStream> stream = client_->OpenTickStream("s", MessageForm());
   std::vector<std::future<RpcResult<TickResult>>> futures;
@@ -496,6 +497,79 @@ TEST_P(ClientFakeTest, TickStreamMatchesResults) {
   EXPECT_EQ(stream->pending(), 0u);
   EXPECT_TRUE(stream->Finish().ok());
   EXPECT_EQ(stream->Tick({}, {}).get().code(), RpcCode::kFailedPrecondition);
+}
+
+// Three rays tagged 0..2; the fake answers query q with collider 100 + q.
+std::vector<Query> ThreeRays() {
+  std::vector<Query> queries(3, RayQuery{{0, 0, 0}, {1, 0, 0}, {}, false});
+  for (size_t q = 0; q < queries.size(); ++q) std::get<RayQuery>(queries[q]).tag = q;
+  return queries;
+}
+
+// Ticks of a default (packed) stream to a server that does not take the
+// packed form: each query answered, as with the message form.
+void ExpectMessageFormAnswers(TickStream& stream) {
+  const std::vector<Query> queries = ThreeRays();
+  for (int i = 0; i < 3; ++i) {
+    RpcResult<TickResult> r = stream.Tick({}, queries).get();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->results.size(), queries.size());
+    for (size_t q = 0; q < queries.size(); ++q) EXPECT_EQ(r->results[q].hits.at(0).id, 100 + q);
+  }
+  TickResult kept;
+  ASSERT_TRUE(stream.TickInto({}, queries, {}, &kept).ok());
+  ASSERT_EQ(kept.results.size(), queries.size());
+  EXPECT_EQ(kept.results[2].hits.at(0).id, 102u);
+}
+
+// A server older than GetServerInfo (UNIMPLEMENTED; it ignores the packed
+// fields, so packed queries would get no answer) gets the message form from
+// a default stream; the Client asks once for all its streams.
+TEST_P(ClientFakeTest, TickStreamSendsMessagesToServerWithoutPackedForm) {
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s");
+  ExpectMessageFormAnswers(*stream);
+  std::unique_ptr<TickStream> second = client_->OpenTickStream("s");
+  ExpectMessageFormAnswers(*second);
+  EXPECT_EQ(server_.service().calls("GetServerInfo"), 1);
+  EXPECT_EQ(server_.service().packed_ticks_received(), 0);
+  EXPECT_EQ(server_.service().ticks_received(), 8);
+}
+
+// A server that says it does not take the packed form: the message form too.
+TEST_P(ClientFakeTest, TickStreamSendsMessagesWhenServerSaysNo) {
+  server_.service().packed_ticks = false;
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s");
+  ExpectMessageFormAnswers(*stream);
+  EXPECT_EQ(server_.service().calls("GetServerInfo"), 1);
+  EXPECT_EQ(server_.service().packed_ticks_received(), 0);
+}
+
+// A server that takes the packed form gets it (the fake answers no query, so
+// the ticks are empty); a stream asked for messages never asks.
+TEST_P(ClientFakeTest, TickStreamSendsPackedWhenServerSaysYes) {
+  server_.service().packed_ticks = true;
+  std::unique_ptr<TickStream> messages = client_->OpenTickStream("s", MessageForm());
+  ASSERT_TRUE(messages->Tick({}, {}).get().ok());
+  EXPECT_EQ(server_.service().calls("GetServerInfo"), 0);
+  EXPECT_EQ(server_.service().packed_ticks_received(), 0);
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(stream->Tick({}, {}).get().ok());
+  EXPECT_EQ(server_.service().calls("GetServerInfo"), 1);
+  EXPECT_EQ(server_.service().packed_ticks_received(), 3);
+}
+
+// A failed ask (here UNAVAILABLE) is not kept: that stream sends messages,
+// the next one asks again and learns the answer.
+TEST_P(ClientFakeTest, TickStreamAsksAgainAfterAFailedAsk) {
+  server_.service().packed_ticks = true;
+  server_.service().FailNext(1);
+  std::unique_ptr<TickStream> first = client_->OpenTickStream("s");
+  ExpectMessageFormAnswers(*first);
+  EXPECT_EQ(server_.service().packed_ticks_received(), 0);
+  std::unique_ptr<TickStream> second = client_->OpenTickStream("s");
+  ASSERT_TRUE(second->Tick({}, {}).get().ok());
+  EXPECT_EQ(server_.service().calls("GetServerInfo"), 2);
+  EXPECT_EQ(server_.service().packed_ticks_received(), 1);
 }
 
 // Answers that come back out of order still reach the right tick.

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,10 @@ class FakeHitbox final : public v1::Hitbox::Service {
   }
   TickMode tick_mode = TickMode::kEcho;
   int break_after = 0;
+  /// GetServerInfo: unset answers UNIMPLEMENTED, as a server older than the
+  /// rpc (and than the packed tick form, which this fake never decodes);
+  /// set answers ServerInfo.packed_ticks with it.
+  std::optional<bool> packed_ticks;
 
   grpc::Status CreateSession(grpc::ServerContext*, const v1::CreateSessionRequest* req,
                              v1::SessionInfo* resp) override {
@@ -179,6 +184,14 @@ class FakeHitbox final : public v1::Hitbox::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status GetServerInfo(grpc::ServerContext*, const v1::GetServerInfoRequest*,
+                             v1::ServerInfo* resp) override {
+    if (auto s = Enter("GetServerInfo"); !s.ok()) return s;
+    if (!packed_ticks) return {grpc::StatusCode::UNIMPLEMENTED, ""};
+    resp->set_packed_ticks(*packed_ticks);
+    return grpc::Status::OK;
+  }
+
   grpc::Status Tick(grpc::ServerContext* ctx,
                     grpc::ServerReaderWriter<v1::TickResponse, v1::TickRequest>* stream) override {
     {
@@ -192,6 +205,7 @@ class FakeHitbox final : public v1::Hitbox::Service {
       {
         std::lock_guard<std::mutex> lock(mu_);
         ++ticks_received_;
+        if (req.has_packed() || req.packed_results()) ++packed_ticks_received_;
       }
       switch (tick_mode) {
         case TickMode::kEcho:
@@ -222,6 +236,11 @@ class FakeHitbox final : public v1::Hitbox::Service {
   int ticks_received() const {
     std::lock_guard<std::mutex> lock(mu_);
     return ticks_received_;
+  }
+  /// Number of them in the packed form (TickRequest.packed or packed_results).
+  int packed_ticks_received() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return packed_ticks_received_;
   }
   /// The last ApplyChanges request accepted.
   v1::ApplyChangesRequest last_apply() const {
@@ -284,6 +303,7 @@ class FakeHitbox final : public v1::Hitbox::Service {
   v1::ApplyChangesRequest last_apply_;
   int auto_id_ = 0;
   int ticks_received_ = 0;
+  int packed_ticks_received_ = 0;
   std::atomic<int> fail_next_{0};
   bool held_ = false;
   std::condition_variable released_;

@@ -1,11 +1,13 @@
 // The packed form of a tick (wire/packed.h, TickRequest.packed): conversion
 // round trips, every validation error, and the same ticks answered bit for
 // bit alike in both forms through an in-process server.
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -620,6 +622,94 @@ TEST_F(PackedService, BadPackedTickIsRefusedAndChangesNothing) {
   EXPECT_GT(client_->GetSession("s")->revision, revision);
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Counts the TickRequests a channel sends, and those in the packed form.
+class TickFormCounter final : public grpc::experimental::Interceptor {
+ public:
+  TickFormCounter(std::atomic<int>* ticks, std::atomic<int>* packed) : ticks_(ticks), packed_(packed) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    using grpc::experimental::InterceptionHookPoints;
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_MESSAGE)) {
+      const auto* req = static_cast<const v1::TickRequest*>(methods->GetSendMessage());
+      ++*ticks_;
+      if (req != nullptr && req->has_packed()) ++*packed_;
+    }
+    methods->Proceed();
+  }
+
+ private:
+  std::atomic<int>* ticks_;
+  std::atomic<int>* packed_;
+};
+
+class TickFormCounterFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  TickFormCounterFactory(std::atomic<int>* ticks, std::atomic<int>* packed)
+      : ticks_(ticks), packed_(packed) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo* info) override {
+    if (std::string_view(info->method()) != "/hitbox.v1.Hitbox/Tick") return nullptr;
+    return new TickFormCounter(ticks_, packed_);
+  }
+
+ private:
+  std::atomic<int>* ticks_;
+  std::atomic<int>* packed_;
+};
+
+// hitboxd says it takes the packed form (GetServerInfo, to a session's token
+// once tokens are enforced), so a default stream sends it; the same stream
+// to a server that does not know the rpc sends messages (client_test.cc).
+TEST(PackedServerInfo, HitboxdTakesPackedTicksAndDefaultStreamsSendThem) {
+  server::ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.service.threads = 1;
+  options.service.auth.admin_token = "admin-token-of-this-test";
+  auto srv = server::HitboxServer::Start(options);
+  ASSERT_TRUE(srv.ok()) << srv.status().ToString();
+  std::string token;
+  {
+    ClientOptions admin;
+    admin.token = options.service.auth.admin_token;
+    Client client((*srv)->InProcessChannel(), admin);
+    RpcResult<SessionInfo> created = client.CreateSession("s");
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    token = created->token;
+    const loadgen::Arena arena = loadgen::GenerateArena(loadgen::ArenaOptions{});
+    ASSERT_TRUE(client.AddColliders("s", arena.colliders).ok());
+  }
+  // No token: the rpc is refused as ListMaps is.
+  std::unique_ptr<v1::Hitbox::Stub> stub = v1::Hitbox::NewStub((*srv)->InProcessChannel());
+  {
+    grpc::ClientContext ctx;
+    v1::ServerInfo info;
+    EXPECT_EQ(stub->GetServerInfo(&ctx, {}, &info).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + token);
+    v1::ServerInfo info;
+    ASSERT_TRUE(stub->GetServerInfo(&ctx, {}, &info).ok());
+    EXPECT_TRUE(info.packed_ticks());
+  }
+  std::atomic<int> ticks{0}, packed{0};
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> counters;
+  counters.push_back(std::make_unique<TickFormCounterFactory>(&ticks, &packed));
+  Client client(grpc::experimental::CreateCustomChannelWithInterceptors(
+      "127.0.0.1:" + std::to_string((*srv)->port()), grpc::InsecureChannelCredentials(),
+      grpc::ChannelArguments(), std::move(counters)));
+  client.SetSessionToken("s", token);
+  std::unique_ptr<TickStream> stream = client.OpenTickStream("s");
+  const std::vector<Query> rays(5, RayQuery{{0, 2, 0}, {40, 0, 0}, {}, false});
+  TickResult out;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(stream->TickInto({}, rays, {}, &out).ok());
+  ASSERT_EQ(out.results.size(), rays.size());
+  EXPECT_EQ(ticks.load(), 3);
+  EXPECT_EQ(packed.load(), 3);
+  EXPECT_TRUE(stream->Finish().ok());
+  (*srv)->Shutdown(std::chrono::milliseconds(0));
+  (*srv)->Wait();
 }
 
 }  // namespace

@@ -300,8 +300,12 @@ struct TickStreamOptions {
   size_t max_in_flight = 1024;
   /// Send the ticks' queries and receive their answers as columns
   /// (TickRequest.packed, packed_results): the same answers at a fraction of
-  /// the CPU. false: one Query / QueryResult message each (servers before
-  /// the packed form).
+  /// the CPU, when the server takes them. Before its first tick the stream
+  /// asks the server (GetServerInfo, once per Client, kept; within
+  /// ClientOptions::default_timeout and this stream's timeout) and sends
+  /// messages to a server that says no or does not know the rpc; a failed
+  /// ask (unreachable, denied) makes this stream send messages and the next
+  /// stream ask again. false: one Query / QueryResult message each, never asked.
   bool packed = true;
 };
 
