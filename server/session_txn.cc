@@ -266,7 +266,8 @@ Status SessionTxn::ConvertQueries(const Session& s, const TxnRequest& req,
                       " per message (limits.max_queries_per_message)");
   }
   if (req.packed) {
-    if (Status st = wire::FromPacked(*req.packed, req.queries, out, &scratch->shapes_from);
+    if (Status st = wire::FromPacked(*req.packed, req.queries, out, &scratch->shapes_from,
+                                         &scratch->packed);
         !st.ok()) {
       return st;
     }
@@ -541,10 +542,12 @@ Status SessionTxn::RunLocked(const Session& s, const std::vector<hitbox::Query>&
       worst += w;
       ++end;
     }
-    const std::string range =
-        "queries[" + std::to_string(start) + ".." + std::to_string(end - 1) + "]";
+    // Named only in errors (built then: a tick that succeeds allocates no string).
+    const auto range = [start, end] {
+      return "queries[" + std::to_string(start) + ".." + std::to_string(end - 1) + "]";
+    };
     if (!mem->Resize(held + worst)) {
-      return fail(AnswerMemoryFull(*env_.answer_memory, "queries", range + " could need", worst,
+      return fail(AnswerMemoryFull(*env_.answer_memory, "queries", range() + " could need", worst,
                                    kLowerHitsAdvice));
     }
     budget.max_nodes = limits.max_nodes_per_message == 0
@@ -567,10 +570,10 @@ Status SessionTxn::RunLocked(const Session& s, const std::vector<hitbox::Query>&
       switch (st.code()) {
         case ErrorCode::kDeadlineExceeded:
           return fail(Status(ErrorCode::kDeadlineExceeded,
-                             "queries: the call's deadline passed while answering " + range));
+                             "queries: the call's deadline passed while answering " + range()));
         case ErrorCode::kCancelled:
           return fail(Status(ErrorCode::kCancelled,
-                             "queries: the call was cancelled while answering " + range));
+                             "queries: the call was cancelled while answering " + range()));
         default: break;
       }
       const bool nodes_out = budget.max_nodes != 0 && work.nodes > budget.max_nodes;
@@ -579,13 +582,13 @@ Status SessionTxn::RunLocked(const Session& s, const std::vector<hitbox::Query>&
           nodes_out
               ? "queries: the request needs more than its work budget of " +
                     std::to_string(limits.max_nodes_per_message) +
-                    " tree nodes (limits.max_nodes_per_message), passed while answering " + range +
+                    " tree nodes (limits.max_nodes_per_message), passed while answering " + range() +
                     ": use smaller query shapes or shorter casts, a narrower filter.mask, "
                     "or fewer queries per request"
               : "queries: the request needs more than its work budget of " +
                     std::to_string(limits.max_pair_tests_per_message) +
                     " pair tests (limits.max_pair_tests_per_message), passed while answering " +
-                    range +
+                    range() +
                     ": lower filter.max_hits, use smaller query shapes or a narrower "
                     "filter.mask, or send fewer queries per request"));
     }

@@ -18,6 +18,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "hitbox/v1/hitbox.pb.h"
+#include "hitbox/wire/packed.h"
 #include "hitbox/world/collider_set.h"
 #include "memory_budget.h"
 #include "metrics.h"
@@ -49,6 +50,8 @@ struct TxnScratch {
   std::vector<size_t> applies;
   /// The applied moves as changes.
   std::vector<ColliderChange> moved;
+  /// The packed decoder's buffers (its shapes table).
+  wire::PackedScratch packed;
 };
 
 /// One request to Run: a tick's changes (none for Query) and its queries.

@@ -17,8 +17,35 @@
 #include "hitbox/loadgen.h"
 #include "hitbox/v1/hitbox.grpc.pb.h"
 #include "hitbox/wire/convert.h"
+#include "hitbox/wire/message_arena.h"
 #include "hitbox/wire/packed.h"
 #include "server.h"
+
+// Heap allocations of the thread while it counts (malloc, calloc and realloc,
+// which operator new and protobuf's arena blocks come to), as
+// hitbox-arena-bench counts them: the test of a warm tick's encode and decode.
+namespace {
+thread_local bool t_counting = false;
+thread_local size_t t_allocations = 0;
+}  // namespace
+
+extern "C" {
+void* __libc_malloc(size_t size);
+void* __libc_calloc(size_t count, size_t size);
+void* __libc_realloc(void* p, size_t size);
+void* malloc(size_t size) {
+  if (t_counting) ++t_allocations;
+  return __libc_malloc(size);
+}
+void* calloc(size_t count, size_t size) {
+  if (t_counting) ++t_allocations;
+  return __libc_calloc(count, size);
+}
+void* realloc(void* p, size_t size) {
+  if (t_counting) ++t_allocations;
+  return __libc_realloc(p, size);
+}
+}
 
 namespace hitbox {
 namespace {
@@ -489,6 +516,53 @@ TEST(PackedResults, DroppedOrMisalignedColumnIsNoticed) {
     differ += Diff(out[i], wire::ResultFromProto(m)).empty() ? 0 : 1;
   }
   EXPECT_GT(differ, 10u);
+}
+
+// Once its buffers are warm, a tick's packed round trip (the client's
+// request, the server's decode with its kept PackedScratch, the server's
+// answer, the client's decode into a kept result) allocates nothing: the
+// per-tick cost the Tick stream's kept arenas and buffers are there for.
+TEST(PackedTick, WarmTickEncodesAndDecodesWithoutAllocating) {
+  const loadgen::ArenaOptions options;
+  const loadgen::Arena arena = loadgen::GenerateArena(options);
+  std::vector<std::optional<uint64_t>> from(options.players);  // the moves by collider id
+  for (size_t p = 0; p < options.players; ++p) from[p] = loadgen::kArenaPlayerBase + p;
+  wire::MessageArena client_out, server_in, server_out, client_in;
+  std::string request_bytes, response_bytes;
+  std::vector<Query> decoded;
+  std::vector<wire::ShapeFrom> shapes_from;
+  wire::PackedScratch scratch;
+  std::vector<QueryResult> kept;
+  for (uint64_t t = 1; t <= 6; ++t) {
+    const std::vector<Query> queries = loadgen::ArenaTickQueries(arena, options, arena.spawn, t);
+    from.resize(queries.size());
+    const std::vector<QueryResult> results = SampleResults(queries, 3);
+    t_allocations = 0;
+    t_counting = t > 3;  // three ticks to warm the arenas' blocks and the buffers
+    v1::TickRequest* req = client_out.Fresh<v1::TickRequest>();
+    wire::ToPacked(queries, from, req->mutable_packed(), req->mutable_queries());
+    req->set_packed_results(true);
+    ASSERT_TRUE(req->SerializeToString(&request_bytes));
+    v1::TickRequest* parsed = server_in.Fresh<v1::TickRequest>();
+    ASSERT_TRUE(parsed->ParseFromString(request_bytes));
+    const Status st =
+        wire::FromPacked(parsed->packed(), parsed->queries(), &decoded, &shapes_from, &scratch);
+    v1::TickResponse* resp = server_out.Fresh<v1::TickResponse>();
+    wire::ToPacked(decoded, results, resp->mutable_packed());
+    ASSERT_TRUE(resp->SerializeToString(&response_bytes));
+    v1::TickResponse* answer = client_in.Fresh<v1::TickResponse>();
+    ASSERT_TRUE(answer->ParseFromString(response_bytes));
+    const Status back = wire::FromPacked(answer->packed(), queries.size(), &kept);
+    t_counting = false;
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_TRUE(back.ok()) << back.message();
+    ASSERT_EQ(decoded.size(), queries.size());
+    EXPECT_EQ(shapes_from.size(), options.players);
+    EXPECT_EQ(parsed->packed().shapes_size(), 2);
+    if (t > 3) {
+      EXPECT_EQ(t_allocations, 0u) << "tick " << t;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------

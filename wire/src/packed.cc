@@ -1,5 +1,7 @@
 #include "hitbox/wire/packed.h"
 
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -212,13 +214,18 @@ Status CountAndCheck(const v1::PackedQueries& p, Counts* c) {
   return Status::Ok();
 }
 
-// The shapes table, each a query shape.
-Status TableShapes(const v1::PackedQueries& p, std::vector<Shape>* shapes) {
+// The shapes table, each a query shape, into `shapes` (its buffer reused);
+// `field` is a kept buffer for the field's name.
+Status TableShapes(const v1::PackedQueries& p, std::vector<Shape>* shapes, std::string* name) {
   shapes->clear();
   shapes->reserve(static_cast<size_t>(p.shapes_size()));
   for (int k = 0; k < p.shapes_size(); ++k) {
     const v1::Shape& s = p.shapes(k);
-    const std::string field = "packed.shapes[" + std::to_string(k) + "]";
+    std::string& field = *name;
+    field.assign("packed.shapes[");
+    char digits[16];
+    field.append(digits, std::to_chars(digits, digits + sizeof digits, k).ptr);
+    field.push_back(']');
     if (s.has_mesh() || s.has_heightfield() || s.has_compound()) {
       return Invalid(field +
                      ": a collider-only shape (mesh, heightfield or compound), not a query "
@@ -244,7 +251,7 @@ void ShapesFromMessages(const Repeated<v1::Query>& messages, std::vector<ShapeFr
 }
 
 Status FromPacked(const v1::PackedQueries& p, const Repeated<v1::Query>& messages,
-                  std::vector<Query>* out, std::vector<ShapeFrom>* from) {
+                  std::vector<Query>* out, std::vector<ShapeFrom>* from, PackedScratch* scratch) {
   from->clear();
   Counts c;
   if (Status s = CountAndCheck(p, &c); !s.ok()) {
@@ -257,8 +264,8 @@ Status FromPacked(const v1::PackedQueries& p, const Repeated<v1::Query>& message
                    " PACKED_MESSAGE entries for " + std::to_string(messages.size()) +
                    " queries (TickRequest.queries)");
   }
-  std::vector<Shape> shapes;
-  if (Status s = TableShapes(p, &shapes); !s.ok()) {
+  std::vector<Shape>& shapes = scratch->shapes;
+  if (Status s = TableShapes(p, &shapes, &scratch->field); !s.ok()) {
     out->clear();
     return s;
   }
@@ -442,8 +449,10 @@ void ToPacked(std::span<const Query> queries, std::span<const std::optional<uint
   out->mutable_max_hits()->Reserve(n);
   out->mutable_ignore_counts()->Reserve(n);
   bool any_flag = false, any_tag = false, any_mask = false, any_max = false, any_ignore = false;
-  // Indices in the shapes table of the primitives sent so far (a few).
-  std::vector<const Shape*> table;
+  // The newest (up to) 8 entries of the shapes table, which a shape is
+  // looked up in: entry t at recent[t % 8]; no heap allocation.
+  std::array<const Shape*, 8> recent{};
+  size_t table_size = 0;
   for (size_t i = 0; i < queries.size(); ++i) {
     const Query& q = queries[i];
     const std::optional<uint64_t> id = from.empty() ? std::nullopt : from[i];
@@ -476,15 +485,15 @@ void ToPacked(std::span<const Query> queries, std::span<const std::optional<uint
         return;
       }
       int index = -1;
-      for (size_t t = table.size(); t-- > 0 && table.size() - t <= 8;) {
-        if (SamePrimitive(*table[t], shape)) {
+      for (size_t t = table_size; t-- > 0 && table_size - t <= recent.size();) {
+        if (SamePrimitive(*recent[t % recent.size()], shape)) {
           index = static_cast<int>(t);
           break;
         }
       }
       if (index < 0) {
-        index = static_cast<int>(table.size());
-        table.push_back(&shape);
+        index = static_cast<int>(table_size);
+        recent[table_size++ % recent.size()] = &shape;
         ToProto(shape, out->add_shapes());
       }
       out->add_shape_index(static_cast<uint32_t>(index));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -34,6 +35,13 @@ inline size_t PackedQueryCount(const v1::PackedQueries& packed) {
   return static_cast<size_t>(packed.kinds_size());
 }
 
+/// Buffers FromPacked keeps from call to call (the decoded shapes table), so
+/// that once warm it allocates nothing for a tick of primitive shapes.
+struct PackedScratch {
+  std::vector<Shape> shapes;
+  std::string field;
+};
+
 /// A tick's queries from their packed form and the Query messages its
 /// PACKED_MESSAGE entries take, into `*out` (its slots' buffers reused) in
 /// tick order, and the shape-from-collider queries into `*from` (by
@@ -43,7 +51,13 @@ inline size_t PackedQueryCount(const v1::PackedQueries& packed) {
 /// each)") or the message ("queries[2]...."). The caller checks the count
 /// (PackedQueryCount) against its limit first. On error `*out` is cleared.
 Status FromPacked(const v1::PackedQueries& packed, const Repeated<v1::Query>& messages,
-                  std::vector<Query>* out, std::vector<ShapeFrom>* from);
+                  std::vector<Query>* out, std::vector<ShapeFrom>* from, PackedScratch* scratch);
+/// The same with buffers of its own.
+inline Status FromPacked(const v1::PackedQueries& packed, const Repeated<v1::Query>& messages,
+                         std::vector<Query>* out, std::vector<ShapeFrom>* from) {
+  PackedScratch scratch;
+  return FromPacked(packed, messages, out, from, &scratch);
+}
 
 /// The shape-from-collider queries of a message-form query list.
 void ShapesFromMessages(const Repeated<v1::Query>& messages, std::vector<ShapeFrom>* from);
