@@ -44,7 +44,8 @@ enum class Access {
   kCreate,   ///< CreateSession
   kSession,  ///< any rpc on one session (GetSession, DeleteSession, ApplyChanges, ...)
   kAdmin,    ///< ListSessions
-  kRead,     ///< ListMaps, GetMap, GetServerInfo: any authenticated caller (a session's or the admin token)
+  kRead,     ///< ListMaps, GetMap, GetServerInfo: any authenticated caller (a
+             ///< session's or the admin token)
 };
 
 /// A fresh session token: 32 bytes from the kernel's CSPRNG (getrandom), as

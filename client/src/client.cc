@@ -368,7 +368,8 @@ struct Client::Impl {
   std::unique_ptr<TickStream> OpenTickStream(std::string session_id,
                                              const TickStreamOptions& tick_options) {
     std::string token = TokenFor(session_id);
-    auto probe_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(options.default_timeout);
+    auto probe_timeout =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options.default_timeout);
     if (tick_options.timeout) probe_timeout = std::min(probe_timeout, *tick_options.timeout);
     return internal::StartTickStream(channel, std::move(session_id), tick_options,
                                      options.wait_for_ready, std::move(token), features,

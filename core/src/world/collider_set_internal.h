@@ -355,8 +355,9 @@ struct ColliderSet::Impl {
   /// The wide copy `wide` without the leaves of `groups`' members, for the
   /// queries that take the groups (they pass those leaves over); null when
   /// either is null. Answers are the same either way.
-  std::shared_ptr<const WideTree> RestFor(const std::shared_ptr<const WideTree>& wide,
-                                          const std::shared_ptr<const internal::MeshGroups>& groups) const;
+  std::shared_ptr<const WideTree> RestFor(
+      const std::shared_ptr<const WideTree>& wide,
+      const std::shared_ptr<const internal::MeshGroups>& groups) const;
   /// Answers queries[begin, end) into results[begin, end), interleaving the
   /// traversals of queries of the same kind, over `wide` when it is not
   /// null. With a control (may be null), charges the work to it and returns
