@@ -326,14 +326,16 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
   // Rewound queries, one at a time (they are charged one node each).
   PairCounter pairs;
   const internal::MeshGroups* rewind_groups = RewindGroups(groups);
+  const WideTree* rewind_rest = rewind_groups != nullptr ? rest : nullptr;
   for (size_t i = begin; i < end; ++i) {
     const Query& q = queries[i];
     if (const auto* o = std::get_if<OverlapQuery>(&q); o != nullptr && o->at_tick) {
-      RunRewound<OverlapJob>(*o, &results[i].overlaps, &pairs, false, rewind_groups);
+      RunRewound<OverlapJob>(*o, &results[i].overlaps, &pairs, false, rewind_groups,
+                             rewind_rest);
     } else if (const auto* c = std::get_if<CastQuery>(&q); c != nullptr && c->at_tick) {
-      RunRewound<CastJob>(*c, &results[i].hits, &pairs, false, rewind_groups);
+      RunRewound<CastJob>(*c, &results[i].hits, &pairs, false, rewind_groups, rewind_rest);
     } else if (const auto* r = std::get_if<RayQuery>(&q); r != nullptr && r->at_tick) {
-      RunRewound<RayJob>(*r, &results[i].hits, &pairs, false, rewind_groups);
+      RunRewound<RayJob>(*r, &results[i].hits, &pairs, false, rewind_groups, rewind_rest);
     } else {
       continue;
     }

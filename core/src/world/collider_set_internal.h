@@ -396,10 +396,11 @@ struct ColliderSet::Impl {
   /// the set's untracked colliders through its tree, then the history's
   /// colliders whose window box the query reaches, placed at the tick.
   /// Overlaps and closest-hit rays and sweeps take `groups` first
-  /// (RewindGroups).
+  /// (RewindGroups), and then walk `rest` (RestFor) when it is not null.
   template <typename J, typename Q, typename Hits>
   void RunRewound(const Q& q, Hits* hits, PairCounter* pairs, bool skip_leaving = false,
-                  const internal::MeshGroups* groups = nullptr) const;
+                  const internal::MeshGroups* groups = nullptr,
+                  const WideTree* rest = nullptr) const;
   /// `groups` when no member is tracked by the history (each is then where
   /// it is now at every tick a rewound query may ask for), else null.
   const internal::MeshGroups* RewindGroups(const internal::MeshGroups* groups) const;

@@ -439,8 +439,8 @@ struct ColliderSet::Impl::RayJob : SegmentJob<RayJob> {
 
 template <typename J, typename Q, typename Hits>
 void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
-                                   bool skip_leaving,
-                                   const internal::MeshGroups* groups) const {
+                                   bool skip_leaving, const internal::MeshGroups* groups,
+                                   const WideTree* rest) const {
   J job;
   job.pairs = pairs;
   if constexpr (std::is_same_v<J, CastJob>) {
@@ -458,10 +458,26 @@ void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
   placed.radius.clear();
   job.skip = tracked.data();
   const auto prefetch = ColliderPrefetch();
+  // Once the query took the groups, the tree without their members (rest)
+  // when there is one.
+  [[maybe_unused]] const auto walk_rest = [&] {
+    return rest != nullptr && job.grouped != nullptr;
+  };
   if constexpr (std::is_same_v<Q, OverlapQuery>) {
     job.OverlapGroups(groups);
-    QueryTree(tree, job.box, q.filter.mask, [&](uint32_t item, uint32_t) { job.Leaf(item); },
-              prefetch);
+    const auto leaf = [&](uint32_t item, uint32_t) { job.Leaf(item); };
+#if defined(__SSE2__)
+    if (walk_rest()) {
+      WideBoxCursor cursor;
+      cursor.Begin(*rest, job.box, q.filter.mask);
+      while (cursor.Step(leaf, prefetch)) {
+      }
+    } else {
+      QueryTree(tree, job.box, q.filter.mask, leaf, prefetch);
+    }
+#else
+    QueryTree(tree, job.box, q.filter.mask, leaf, prefetch);
+#endif
     history.PlaceInBox(t, job.box, q.filter.mask, {job.pose.position, Vec3{}, job.r_q}, &placed);
     for (size_t i = 0; i < placed.colliders.size(); ++i) {
       job.LeafOf(placed.colliders[i], placed.radius[i], kPlacedItem | static_cast<uint32_t>(i));
@@ -476,9 +492,21 @@ void ColliderSet::Impl::RunRewound(const Q& q, Hits* hits, PairCounter* pairs,
     } else {
       max_t = job.SweepGroups(groups);
     }
-    CastTree(tree, job.seg, q.filter.mask, max_t,
-             [&](uint32_t item, uint32_t, double mt) { return max_t = job.Leaf(item, mt); },
-             prefetch);
+    const auto leaf = [&](uint32_t item, uint32_t, double mt) {
+      return max_t = job.Leaf(item, mt);
+    };
+#if defined(__SSE2__)
+    if (walk_rest()) {
+      WideSegmentCursor cursor;
+      cursor.Begin(*rest, &job.seg, q.filter.mask, max_t);
+      while (cursor.Step(leaf, prefetch)) {
+      }
+    } else {
+      CastTree(tree, job.seg, q.filter.mask, max_t, leaf, prefetch);
+    }
+#else
+    CastTree(tree, job.seg, q.filter.mask, max_t, leaf, prefetch);
+#endif
     internal::History::Reach reach;
     if constexpr (std::is_same_v<Q, CastQuery>) {
       reach = {job.pose.position, q.translation, job.r_q};
