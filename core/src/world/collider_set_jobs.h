@@ -62,9 +62,9 @@ struct ColliderSet::Impl::OverlapJob {
     r_q = q->shape.BoundingRadius() + kBoxSlack;
     has_ignore = !q->filter.ignore.empty();
   }
-  /// The query (not a rewound one) against the merged meshes of `groups`
-  /// its mask takes, before the walk, which then passes their members over:
-  /// each member answers as its own mesh (SurfaceOverlapMembers).
+  /// The query against the merged meshes of `groups` its mask takes, before
+  /// the walk, which then passes their members over: each member answers as
+  /// its own mesh (SurfaceOverlapMembers).
   void OverlapGroups(const internal::MeshGroups* groups) {
     if (groups == nullptr || !IsConvexKind(q->shape.kind())) return;
     grouped = groups;
