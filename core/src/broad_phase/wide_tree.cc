@@ -19,10 +19,66 @@ float HalfArea(const TreeNode& n) {
 
 }  // namespace
 
-WideTree::WideTree(const DynamicTree& tree) : version_(tree.version()) {
+WideTree::WideTree(const DynamicTree& tree) : WideTree(tree, {}) {}
+
+WideTree::WideTree(const DynamicTree& tree, std::span<const uint8_t> drop)
+    : version_(tree.version()) {
   const uint32_t root = tree.root();
   if (root == DynamicTree::kNull) return;
   const TreeNode* bin = tree.nodes();
+  // With items to drop: each node's box and layers over the leaves it keeps
+  // (refit children first: reverse pre-order); layers 0 when it keeps none.
+  std::vector<TreeNode> fit;
+  std::vector<uint32_t> fit_layers;
+  const bool pruned = !drop.empty();
+  if (pruned) {
+    std::vector<uint32_t> order;
+    std::vector<uint32_t> stack = {root};
+    uint32_t top = 0;
+    while (!stack.empty()) {
+      const uint32_t n = stack.back();
+      stack.pop_back();
+      order.push_back(n);
+      top = std::max(top, n);
+      if (!bin[n].IsLeaf()) {
+        stack.push_back(bin[n].child1);
+        stack.push_back(bin[n].child2);
+      }
+    }
+    fit.resize(top + 1);
+    fit_layers.assign(top + 1, 0);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const uint32_t n = *it;
+      fit[n] = bin[n];
+      if (bin[n].IsLeaf()) {
+        const uint32_t item = bin[n].Item();
+        if (item >= drop.size() || drop[item] == 0) fit_layers[n] = tree.LayerMask(n);
+        continue;
+      }
+      const uint32_t c[2] = {bin[n].child1, bin[n].child2};
+      bool any = false;
+      for (const uint32_t k : c) {
+        if (fit_layers[k] == 0) continue;
+        for (int a = 0; a < 3; ++a) {
+          fit[n].min[a] = any ? std::min(fit[n].min[a], fit[k].min[a]) : fit[k].min[a];
+          fit[n].max[a] = any ? std::max(fit[n].max[a], fit[k].max[a]) : fit[k].max[a];
+        }
+        fit_layers[n] |= fit_layers[k];
+        any = true;
+      }
+    }
+    if (fit_layers[root] == 0) return;  // nothing kept
+  }
+  const TreeNode* box = pruned ? fit.data() : bin;
+  const auto layers_of = [&](uint32_t n) { return pruned ? fit_layers[n] : tree.LayerMask(n); };
+  const auto kept = [&](uint32_t n) { return !pruned || fit_layers[n] != 0; };
+  // An inner node keeping one child stands for that child.
+  const auto skip_single = [&](uint32_t n) {
+    while (pruned && !bin[n].IsLeaf() && kept(bin[n].child1) != kept(bin[n].child2)) {
+      n = kept(bin[n].child1) ? bin[n].child1 : bin[n].child2;
+    }
+    return n;
+  };
   nodes_.reserve(tree.NodeCount() / 2 + 1);
   // Work list: (binary node whose subtree a wide node holds, that wide
   // node's index, its depth).
@@ -33,7 +89,7 @@ WideTree::WideTree(const DynamicTree& tree) : version_(tree.version()) {
   };
   std::vector<Pending> work;
   nodes_.emplace_back();
-  work.push_back({root, 0, 1});
+  work.push_back({skip_single(root), 0, 1});
   while (!work.empty()) {
     const Pending p = work.back();
     work.pop_back();
@@ -46,14 +102,14 @@ WideTree::WideTree(const DynamicTree& tree) : version_(tree.version()) {
     if (bin[p.binary].IsLeaf()) {
       kids[count++] = p.binary;
     } else {
-      kids[count++] = bin[p.binary].child1;
-      kids[count++] = bin[p.binary].child2;
+      kids[count++] = skip_single(bin[p.binary].child1);
+      kids[count++] = skip_single(bin[p.binary].child2);
       while (count < kWidth) {
         int open = -1;
         float best = -1.0f;
         for (uint32_t i = 0; i < count; ++i) {
           if (bin[kids[i]].IsLeaf()) continue;
-          const float area = HalfArea(bin[kids[i]]);
+          const float area = HalfArea(box[kids[i]]);
           if (open < 0 || area > best) {
             open = static_cast<int>(i);
             best = area;
@@ -61,8 +117,8 @@ WideTree::WideTree(const DynamicTree& tree) : version_(tree.version()) {
         }
         if (open < 0) break;
         const TreeNode& n = bin[kids[open]];
-        kids[open] = n.child1;
-        kids[count++] = n.child2;
+        kids[open] = skip_single(n.child1);
+        kids[count++] = skip_single(n.child2);
       }
     }
     Node out;
@@ -76,14 +132,14 @@ WideTree::WideTree(const DynamicTree& tree) : version_(tree.version()) {
         out.layers[i] = 0;
         continue;
       }
-      const TreeNode& n = bin[kids[i]];
+      const TreeNode& n = box[kids[i]];
       for (int a = 0; a < 3; ++a) {
         out.min[a][i] = n.min[a];
         out.max[a][i] = n.max[a];
       }
-      out.layers[i] = tree.LayerMask(kids[i]);
-      if (n.IsLeaf()) {
-        out.child[i] = n.child1;  // kLeafBit | item
+      out.layers[i] = layers_of(kids[i]);
+      if (bin[kids[i]].IsLeaf()) {
+        out.child[i] = bin[kids[i]].child1;  // kLeafBit | item
       } else {
         out.child[i] = static_cast<uint32_t>(nodes_.size());
         nodes_.emplace_back();

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "broad_phase/dynamic_tree.h"
@@ -37,6 +38,11 @@ class WideTree {
 
   /// The copy of `tree` as it is now (tree.version()).
   explicit WideTree(const DynamicTree& tree);
+  /// The copy without the leaves of the items i with drop[i] != 0 (items
+  /// past drop's end are kept): boxes and layer masks refit over the leaves
+  /// kept, each leaf with its own box, so a traversal reaches the kept
+  /// leaves the whole copy's would. Made in one pass over the tree.
+  WideTree(const DynamicTree& tree, std::span<const uint8_t> drop);
 
   /// The version of the tree this copy was made from.
   uint64_t version() const { return version_; }

@@ -198,18 +198,11 @@ std::shared_ptr<const WideTree> ColliderSet::Impl::RestFor(
   if (wide == nullptr || groups == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(wide_mu);
   if (rest_groups == groups && rest_version == wide->version()) return wide_rest;
-  // (wide is the tree as it is: batches run with the set unchanged.)
-  // The other leaves with their own boxes (exactly floats: the build keeps
-  // them), so each is reached as in the whole tree.
-  std::vector<DynamicTree::BuildItem> items;
-  for (uint32_t i = 0; i < colliders.size(); ++i) {
-    if (groups->Grouped(i)) continue;
-    items.push_back({tree.NodeBox(leaf_of[i]), i, colliders[i].layer});
-  }
-  DynamicTree rest;
-  std::vector<uint32_t> leaves(colliders.size());
-  rest.Build(items, &leaves);
-  wide_rest = std::make_shared<const WideTree>(rest);
+  // (wide is the tree as it is: batches run with the set unchanged.) The
+  // tree's own copy less the members, its boxes refit over the rest.
+  std::vector<uint8_t> drop(colliders.size());
+  for (uint32_t i = 0; i < colliders.size(); ++i) drop[i] = groups->Grouped(i) ? 1 : 0;
+  wide_rest = std::make_shared<const WideTree>(tree, drop);
   rest_groups = groups;
   rest_version = wide->version();
   if (!ReserveCaches()) wide_rest.reset();  // refused: not tried again for these
