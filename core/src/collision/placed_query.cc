@@ -3,9 +3,9 @@
 
 #include <bit>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 
+#include "geometry/same_bits.h"
 #include "shape/convex_core.h"
 
 namespace hitbox::internal {
@@ -38,18 +38,10 @@ uint32_t SlotOf(const Pose& pose) {
   return static_cast<uint32_t>(h >> (64 - kSlotBits));
 }
 
-bool Same(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
-
 bool SameCore(const ConvexCore& a, const ConvexCore& b) {
-  return a.kind == b.kind && a.hull == b.hull && Same(a.half_extents.x, b.half_extents.x) &&
-         Same(a.half_extents.y, b.half_extents.y) && Same(a.half_extents.z, b.half_extents.z) &&
-         Same(a.half_height, b.half_height) && Same(a.radius, b.radius) &&
-         Same(a.margin, b.margin);
-}
-
-bool SamePose(const Pose& a, const Pose& b) {
-  static_assert(sizeof(Pose) == 7 * sizeof(double));  // no padding: bytes are the values
-  return std::memcmp(&a, &b, sizeof(Pose)) == 0;
+  return a.kind == b.kind && a.hull == b.hull && SameBits(a.half_extents, b.half_extents) &&
+         SameBits(a.half_height, b.half_height) && SameBits(a.radius, b.radius) &&
+         SameBits(a.margin, b.margin);
 }
 
 }  // namespace
@@ -58,7 +50,7 @@ const PlacedConvex& PlaceQuery(const Shape& a, const Pose& a_in_surface) {
   Placements& all = placements;
   const ConvexCore core = CoreOf(a);
   Placement& p = all.slot[all.scopes > 0 ? SlotOf(a_in_surface) : 0];
-  if (all.scopes > 0 && p.placed.has_value() && SamePose(a_in_surface, p.pose) &&
+  if (all.scopes > 0 && p.placed.has_value() && SameBits(a_in_surface, p.pose) &&
       SameCore(core, p.core)) {
     return *p.placed;
   }

@@ -41,28 +41,17 @@ inline bool& MoveGatherTrianglesOnThisThread() {
   return on;
 }
 
-/// Mesh sweeps of moves on this thread answered from gathered triangles
-/// (tests read it to see that path taken).
-inline uint64_t& MoveGatheredMeshSweeps() {
-  thread_local uint64_t count = 0;
-  return count;
-}
-
-/// Meshes gathered by moves on this thread, and the triangles gathered
-/// (tests read them to see how much a move gathers).
-inline uint64_t& MoveMeshGathers() {
-  thread_local uint64_t count = 0;
-  return count;
-}
-inline uint64_t& MoveGatheredTriangles() {
-  thread_local uint64_t count = 0;
-  return count;
-}
-/// Mesh triangles moves on this thread decoded (not found among those
-/// earlier moves decoded).
-inline uint64_t& MoveDecodedTriangles() {
-  thread_local uint64_t count = 0;
-  return count;
+/// What moves on this thread did with mesh triangles (tests read them to
+/// see the gathered path taken and how much a move gathers and decodes).
+struct MoveCounts {
+  uint64_t gathered_mesh_sweeps = 0;  ///< mesh sweeps answered from gathered triangles
+  uint64_t mesh_gathers = 0;          ///< meshes gathered
+  uint64_t gathered_triangles = 0;    ///< triangles gathered
+  uint64_t decoded_triangles = 0;     ///< not found among those earlier moves decoded
+};
+inline MoveCounts& MoveCountsOnThisThread() {
+  thread_local MoveCounts counts;
+  return counts;
 }
 
 }  // namespace hitbox::internal

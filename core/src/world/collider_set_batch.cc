@@ -318,17 +318,24 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
   }
   // Rewound queries, one at a time (they are charged one node each).
   PairCounter pairs;
-  const internal::MeshGroups* rewind_groups = RewindGroups(groups);
-  const WideTree* rewind_rest = rewind_groups != nullptr ? rest : nullptr;
+  // The groups and the tree without their members, for rewound queries
+  // (decided at the first one: a batch without any pays nothing).
+  std::optional<const internal::MeshGroups*> rewind_groups;
+  const WideTree* rewind_rest = nullptr;
   for (size_t i = begin; i < end; ++i) {
     const Query& q = queries[i];
+    if (!AtTickOf(q)) continue;
+    if (!rewind_groups) {
+      rewind_groups = RewindGroups(groups);
+      rewind_rest = *rewind_groups != nullptr ? rest : nullptr;
+    }
     if (const auto* o = std::get_if<OverlapQuery>(&q); o != nullptr && o->at_tick) {
-      RunRewound<OverlapJob>(*o, &results[i].overlaps, &pairs, false, rewind_groups,
+      RunRewound<OverlapJob>(*o, &results[i].overlaps, &pairs, false, *rewind_groups,
                              rewind_rest);
     } else if (const auto* c = std::get_if<CastQuery>(&q); c != nullptr && c->at_tick) {
-      RunRewound<CastJob>(*c, &results[i].hits, &pairs, false, rewind_groups, rewind_rest);
+      RunRewound<CastJob>(*c, &results[i].hits, &pairs, false, *rewind_groups, rewind_rest);
     } else if (const auto* r = std::get_if<RayQuery>(&q); r != nullptr && r->at_tick) {
-      RunRewound<RayJob>(*r, &results[i].hits, &pairs, false, rewind_groups, rewind_rest);
+      RunRewound<RayJob>(*r, &results[i].hits, &pairs, false, *rewind_groups, rewind_rest);
     } else {
       continue;
     }

@@ -353,7 +353,7 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     if (mesh != nullptr && !defer &&
         internal::CastGathered(q->shape, pose, q->translation, c.shape, c.pose, settings,
                                mesh->tris, mesh->count, mesh->region, &r)) {
-      ++internal::MoveGatheredMeshSweeps();
+      ++internal::MoveCountsOnThisThread().gathered_mesh_sweeps;
     } else {
       r = defer ? internal::CastWithoutContact(q->shape, pose, q->translation, c.shape, c.pose,
                                                settings)

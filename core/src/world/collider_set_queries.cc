@@ -1,9 +1,9 @@
 // ColliderSet single queries (overlap, cast, raycast, move), each a job of
 // collider_set_jobs.h fed by one tree traversal.
 #include <algorithm>
-#include <bit>
 
 #include "collision/triangles/gathered_triangle.h"
+#include "geometry/same_bits.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/triangle_queries.h"
 #include "shape/surface_data.h"
@@ -215,7 +215,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       t->n = TriangleNormal(t->v[0], t->v[1], t->v[2]);
       t->original = mesh->OriginalIndex(k);
       t->active = mesh->ActiveEdges(k);
-      ++internal::MoveDecodedTriangles();
+      ++internal::MoveCountsOnThisThread().decoded_triangles;
     };
     GatheredTriangle decoded;  // without a cache
     mesh->VisitOverlapping(m.region, [&](uint32_t k) {
@@ -245,8 +245,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       return m;
     }
     m.count = g->tris->size() - first;
-    ++internal::MoveMeshGathers();
-    internal::MoveGatheredTriangles() += m.count;
+    ++internal::MoveCountsOnThisThread().mesh_gathers;
+    internal::MoveCountsOnThisThread().gathered_triangles += m.count;
     m.tris = g->tris->data() + first;  // stays: the caller reserved room for every mesh
     return m;
   }
@@ -326,13 +326,6 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     }
     ++steps_;
     job.Finish();
-  }
-
-  /// Whether a and b are the same doubles, bit for bit.
-  static bool SameBits(const Vec3& a, const Vec3& b) {
-    return std::bit_cast<uint64_t>(a.x) == std::bit_cast<uint64_t>(b.x) &&
-           std::bit_cast<uint64_t>(a.y) == std::bit_cast<uint64_t>(b.y) &&
-           std::bit_cast<uint64_t>(a.z) == std::bit_cast<uint64_t>(b.z);
   }
 
   /// Charges the work when due; the first hit of the last sweep, if any.

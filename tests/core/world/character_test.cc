@@ -13,6 +13,7 @@
 #include "hitbox/world/character.h"
 #include "hitbox/world/collider_set.h"
 #include "world/character_internal.h"
+#include "mesh_util.h"
 #include "test_util.h"
 
 namespace hitbox {
@@ -621,7 +622,7 @@ Shape CornerMesh() {
 // one in five).
 TEST(Move, GatheredMeshTrianglesAnswerAsTheMeshWalk) {
   int compared = 0;
-  const uint64_t gathered_before = internal::MoveGatheredMeshSweeps();
+  const uint64_t gathered_before = internal::MoveCountsOnThisThread().gathered_mesh_sweeps;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     Random rng(seed);
     World w;
@@ -664,7 +665,7 @@ TEST(Move, GatheredMeshTrianglesAnswerAsTheMeshWalk) {
       }
     }
   }
-  const uint64_t gathered = internal::MoveGatheredMeshSweeps() - gathered_before;
+  const uint64_t gathered = internal::MoveCountsOnThisThread().gathered_mesh_sweeps - gathered_before;
   std::printf("moves compared %d, mesh sweeps answered from gathered triangles %llu\n",
               compared, static_cast<unsigned long long>(gathered));
   EXPECT_GT(compared, 4000);
@@ -680,36 +681,29 @@ TEST(Move, GatherFollowsThePath) {
   w.AddGrid(1, -20.0, -20.0, 40, 1.0, [](double, double) { return 0.0; });
   Vec3 pos{-15.0, kStand, -14.0};
   const Vec3 d{0.1, -0.02, 0.05};
-  const uint64_t gathers_before = internal::MoveMeshGathers();
-  const uint64_t tris_before = internal::MoveGatheredTriangles();
+  const uint64_t gathers_before = internal::MoveCountsOnThisThread().mesh_gathers;
+  const uint64_t tris_before = internal::MoveCountsOnThisThread().gathered_triangles;
   uint64_t most = 0;
   constexpr int kMoves = 200;
   for (int i = 0; i < kMoves; ++i) {
-    const uint64_t tris = internal::MoveGatheredTriangles();
+    const uint64_t tris = internal::MoveCountsOnThisThread().gathered_triangles;
     const MoveResult r = w.Move(pos, d);
     ASSERT_TRUE(r.on_ground);
     ASSERT_EQ(r.position.x, pos.x + d.x) << "move " << i;
-    most = std::max(most, internal::MoveGatheredTriangles() - tris);
+    most = std::max(most, internal::MoveCountsOnThisThread().gathered_triangles - tris);
     pos = r.position;
   }
-  EXPECT_EQ(internal::MoveMeshGathers() - gathers_before, static_cast<uint64_t>(kMoves));
+  EXPECT_EQ(internal::MoveCountsOnThisThread().mesh_gathers - gathers_before, static_cast<uint64_t>(kMoves));
   EXPECT_LE(most, 8u);
-  EXPECT_GE(internal::MoveGatheredTriangles() - tris_before, 2u * kMoves);
+  EXPECT_GE(internal::MoveCountsOnThisThread().gathered_triangles - tris_before, 2u * kMoves);
 }
 
 // A flat n x n grid of `cell` metres from (-10, y, -10), one mesh.
 Shape FlatGrid(double y, int n, double cell) {
+  const testing::MeshData d = testing::WavyGrid(n, cell, /*flat=*/true);
   TriangleMeshShape m;
-  for (int i = 0; i <= n; ++i) {
-    for (int j = 0; j <= n; ++j) m.vertices.push_back({-10.0 + i * cell, y, -10.0 + j * cell});
-  }
-  const auto v = [n](int i, int j) { return static_cast<uint32_t>(i * (n + 1) + j); };
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) {
-      m.triangles.push_back({v(i, j), v(i, j + 1), v(i + 1, j)});
-      m.triangles.push_back({v(i + 1, j), v(i, j + 1), v(i + 1, j + 1)});
-    }
-  }
+  for (const Vec3& v : d.vertices) m.vertices.push_back(v + Vec3{-10.0, y, -10.0});
+  for (const auto& t : d.triangles) m.triangles.push_back({t[0], t[1], t[2]});
   return *Shape::Make(m);
 }
 
@@ -750,9 +744,9 @@ TEST(Move, DecodedTrianglesFollowTheMeshes) {
       ASSERT_TRUE(set.Apply({&add, 1}).ok());
     }
     walk(set, ground);
-    const uint64_t decoded = internal::MoveDecodedTriangles();
+    const uint64_t decoded = internal::MoveCountsOnThisThread().decoded_triangles;
     walk(set, ground);
-    EXPECT_EQ(internal::MoveDecodedTriangles(), decoded) << "round " << round;
+    EXPECT_EQ(internal::MoveCountsOnThisThread().decoded_triangles, decoded) << "round " << round;
   }
   ColliderSet set;  // one set, its floor replaced by higher ones
   for (int round = 0; round < 4; ++round) {
