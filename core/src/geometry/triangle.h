@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include <immintrin.h>
+
 #include "hitbox/math/math.h"
 
 namespace hitbox {
@@ -131,6 +133,54 @@ inline bool RayTriangleSheared(const ShearedVertex& sa, const ShearedVertex& sb,
     hit->t = std::clamp(hit->t, 0.0, t_max);  // the tests above hold up to rounding
   }
   return true;
+}
+
+/// Four triangles' sheared vertices by coordinate, one triangle a lane:
+/// a.x, a.y, b.x, b.y, c.x, c.y (RayTrianglesPassSigns).
+struct ShearedTriangles4 {
+  alignas(32) double c[6][4];
+
+  void Set(uint32_t lane, const ShearedVertex& a, const ShearedVertex& b,
+           const ShearedVertex& c_) {
+    c[0][lane] = a.x;
+    c[1][lane] = a.y;
+    c[2][lane] = b.x;
+    c[3][lane] = b.y;
+    c[4][lane] = c_.x;
+    c[5][lane] = c_.y;
+  }
+};
+
+/// The edge functions of four triangles at once: bit i is clear when
+/// RayTriangleSheared certainly misses triangle i at its sign test (no edge
+/// function 0, some negative and some positive), set when it must run. The
+/// values are RayTriangleSheared's own (the same products and differences,
+/// no fused multiply-add), so a clear bit is its answer: a ray through a
+/// leaf runs the whole test on the few set ones, without a branch for each.
+inline uint32_t RayTrianglesPassSigns(const ShearedTriangles4& t) {
+#ifdef __AVX__
+  const __m256d ax = _mm256_load_pd(t.c[0]), ay = _mm256_load_pd(t.c[1]);
+  const __m256d bx = _mm256_load_pd(t.c[2]), by = _mm256_load_pd(t.c[3]);
+  const __m256d cx = _mm256_load_pd(t.c[4]), cy = _mm256_load_pd(t.c[5]);
+  const __m256d u = _mm256_sub_pd(_mm256_mul_pd(cx, by), _mm256_mul_pd(cy, bx));
+  const __m256d v = _mm256_sub_pd(_mm256_mul_pd(ax, cy), _mm256_mul_pd(ay, cx));
+  const __m256d w = _mm256_sub_pd(_mm256_mul_pd(bx, ay), _mm256_mul_pd(by, ax));
+  const __m256d zero = _mm256_setzero_pd();
+  const __m256d neg = _mm256_or_pd(
+      _mm256_or_pd(_mm256_cmp_pd(u, zero, _CMP_LT_OQ), _mm256_cmp_pd(v, zero, _CMP_LT_OQ)),
+      _mm256_cmp_pd(w, zero, _CMP_LT_OQ));
+  const __m256d pos = _mm256_or_pd(
+      _mm256_or_pd(_mm256_cmp_pd(u, zero, _CMP_GT_OQ), _mm256_cmp_pd(v, zero, _CMP_GT_OQ)),
+      _mm256_cmp_pd(w, zero, _CMP_GT_OQ));
+  const __m256d flat = _mm256_or_pd(
+      _mm256_or_pd(_mm256_cmp_pd(u, zero, _CMP_EQ_OQ), _mm256_cmp_pd(v, zero, _CMP_EQ_OQ)),
+      _mm256_cmp_pd(w, zero, _CMP_EQ_OQ));
+  const __m256d miss = _mm256_andnot_pd(flat, _mm256_and_pd(neg, pos));
+  return ~static_cast<uint32_t>(_mm256_movemask_pd(miss)) & 15u;
+#else
+  (void)t;
+  return 15u;
+#endif
 }
 
 /// Watertight two-sided ray-triangle test (Woop, Benthin, Wald, JCGT 2013):

@@ -1017,23 +1017,43 @@ bool TriangleMesh::RaycastClosestAxes(const Vec3& translation, const WatertightR
   double best = limit;
   uint32_t best_k = UINT32_MAX;
   uint32_t best_orig = UINT32_MAX;
-  VisitRayFromRoot(setup, root, &best, [&](uint32_t k) __attribute__((always_inline)) {
-    uint32_t idx[3];
-    TriangleIndices(k, idx);
-    const ShearedVertex a = cache.Get(idx[0], shear);
-    const ShearedVertex b = cache.Get(idx[1], shear);
-    const ShearedVertex c = cache.Get(idx[2], shear);
+  const auto test = [&](uint32_t k, const ShearedVertex v[3]) __attribute__((always_inline)) {
     // The hit's fraction over the whole ray, never clamped to the best so
     // far (the test with t_max = best passes a hit a rounding beyond it and
     // clamps it to a tie): the answer then does not depend on the order of
     // the visits, and equals brute force over every triangle.
     TriangleRayHit h;
-    if (!RayTriangleSheared(a, b, c, 1.0, &h) || h.t > best) return true;
+    if (!RayTriangleSheared(v[0], v[1], v[2], 1.0, &h) || h.t > best) return;
     const uint32_t orig = OriginalIndex(k);
     if (h.t < best || best_k == UINT32_MAX || orig < best_orig) {
       best = h.t;
       best_k = k;
       best_orig = orig;
+    }
+  };
+  VisitRayFromRoot(setup, root, &best, [&](uint32_t first, uint32_t end)
+                                           __attribute__((always_inline)) {
+    // A leaf's triangles sheared, their sign tests four at once; those it
+    // cannot reject take the whole test.
+    for (uint32_t base = first; base < end; base += 4) {
+      const uint32_t count = std::min(end - base, 4u);
+      ShearedVertex v[4][3];
+      ShearedTriangles4 lanes;
+      for (uint32_t i = 0; i < 4; ++i) {
+        if (i < count) {
+          uint32_t idx[3];
+          TriangleIndices(base + i, idx);
+          for (int j = 0; j < 3; ++j) v[i][j] = cache.Get(idx[j], shear);
+          lanes.Set(i, v[i][0], v[i][1], v[i][2]);
+        } else {
+          lanes.Set(i, v[0][0], v[0][1], v[0][2]);  // a copy of the first: same answer
+        }
+      }
+      const uint32_t pass = RayTrianglesPassSigns(lanes) & ((1u << count) - 1);
+      for (uint32_t m = pass; m != 0; m &= m - 1) {
+        const uint32_t i = static_cast<uint32_t>(__builtin_ctz(m));
+        test(base + i, v[i]);
+      }
     }
     return true;
   });

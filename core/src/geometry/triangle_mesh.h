@@ -511,12 +511,13 @@ class TriangleMesh {
   /// Tests the root's children against the ray for t in [0, max_t]; false
   /// when it enters none (the ray misses every triangle).
   bool EnterRayRoot(const RaySetup& setup, double max_t, RayRoot* root) const;
-  /// VisitRay's walk below a root already entered.
-  template <typename Visit>
+  /// VisitRay's walk below a root already entered, a leaf at a time:
+  /// visit_leaf(first, end) for its triangles [first, end).
+  template <typename VisitLeaf>
   __attribute__((always_inline)) inline bool VisitRayFromRoot(const RaySetup& setup,
                                                               const RayRoot& root,
                                                               const double* max_t,
-                                                              Visit&& visit) const;
+                                                              VisitLeaf&& visit_leaf) const;
   /// RaycastClosest for a ray whose largest axis is kZ (ray.kz == kZ), hits
   /// up to `limit` (min(1, max_fraction)). Out of line, the walk and its
   /// visit inlined into it: left to GCC, a change of the object's layout
@@ -1046,7 +1047,12 @@ bool TriangleMesh::VisitRay(const Vec3& origin, const Vec3& dir, const double* m
   if (setup.miss) return true;
   RayRoot root;
   if (!EnterRayRoot(setup, *max_t, &root)) return true;
-  return VisitRayFromRoot(setup, root, max_t, visit);
+  return VisitRayFromRoot(setup, root, max_t, [&](uint32_t first, uint32_t end) {
+    for (uint32_t k = first; k < end; ++k) {
+      if (!visit(k)) return false;
+    }
+    return true;
+  });
 }
 
 inline bool TriangleMesh::EnterRayRoot(const RaySetup& setup, double max_t, RayRoot* root) const {
@@ -1056,9 +1062,9 @@ inline bool TriangleMesh::EnterRayRoot(const RaySetup& setup, double max_t, RayR
   return root->mask != 0;
 }
 
-template <typename Visit>
+template <typename VisitLeaf>
 bool TriangleMesh::VisitRayFromRoot(const RaySetup& setup, const RayRoot& root,
-                                    const double* max_t, Visit&& visit) const {
+                                    const double* max_t, VisitLeaf&& visit_leaf) const {
   float bound = RoundDown(*max_t);
   struct Entry {
     uint32_t word;
@@ -1074,9 +1080,7 @@ bool TriangleMesh::VisitRayFromRoot(const RaySetup& setup, const RayRoot& root,
     if (e.t > bound) continue;
     if (e.word & kLeafBit) {
       const LeafRange leaf = LeafTriangles(e.word);
-      for (uint32_t k = leaf.first; k < leaf.end; ++k) {
-        if (!visit(k)) return false;
-      }
+      if (!visit_leaf(leaf.first, leaf.end)) return false;
       bound = RoundDown(*max_t);
       continue;
     }

@@ -894,6 +894,65 @@ TEST(MeshRaycast, ShearVertexMatchesIndexedForm) {
   }
 }
 
+// RayTrianglesPassSigns on four triangles for `ray`, checked against the
+// whole test: a cleared bit must be a miss. Counts the cleared bits and the
+// hits.
+void CheckSignTest(const WatertightRay& ray, const Vec3 (&tris)[4][3], int* rejected, int* hits) {
+  ShearedVertex s[4][3];
+  ShearedTriangles4 lanes;
+  for (uint32_t k = 0; k < 4; ++k) {
+    for (int j = 0; j < 3; ++j) s[k][j] = ShearVertex(ray, tris[k][j]);
+    lanes.Set(k, s[k][0], s[k][1], s[k][2]);
+  }
+  const uint32_t pass = RayTrianglesPassSigns(lanes);
+  for (uint32_t k = 0; k < 4; ++k) {
+    const bool whole = RayTriangleSheared(s[k][0], s[k][1], s[k][2], 1.0, nullptr);
+    *hits += whole;
+    if ((pass >> k & 1u) == 0) {
+      ++*rejected;
+      EXPECT_FALSE(whole) << "triangle " << k << " of " << ToString(ray.origin) << " + t "
+                          << ToString(ray.dir);
+    }
+  }
+}
+
+// The four-at-once sign test clears a triangle's bit only where the whole
+// test misses, on random triangles and rays through their vertices and
+// edges, and on a grid's triangles around a vertex with rays straight down
+// through its vertices and edges (edge functions exactly 0, which the whole
+// test recomputes); it clears most of the bits of triangles a ray passes
+// beside.
+TEST(MeshRaycast, FourAtOnceSignTestRejectsOnlyMisses) {
+  Random rng(61);
+  int rejected = 0, hits = 0;
+  constexpr int kRays = 20000;
+  for (int i = 0; i < kRays; ++i) {
+    const Vec3 o = rng.InBox(i % 2 ? 30.0 : 20000.0);
+    Vec3 v[4][3];
+    for (auto& t : v) {
+      for (Vec3& p : t) p = o + rng.InBox(20.0);
+    }
+    // Half the rays aim at a vertex or an edge's midpoint of triangle 0.
+    const int aim = i % 4;
+    const Vec3 target = aim == 0   ? v[0][i % 3]
+                        : aim == 1 ? (v[0][0] + v[0][1]) * 0.5
+                                   : o + rng.InBox(20.0);
+    CheckSignTest(WatertightRay(o, (target - o) * 2.0), v, &rejected, &hits);
+  }
+  std::printf("%d of %d rejected, %d hit\n", rejected, 4 * kRays, hits);
+  EXPECT_GT(rejected, 2 * kRays);
+  EXPECT_GT(hits, kRays / 5);
+  const Vec3 grid[4][3] = {{{0, 0, 0}, {1, 0, 0}, {1, 1, 0}}, {{0, 0, 0}, {1, 1, 0}, {0, 1, 0}},
+                           {{0, 0, 0}, {0, 1, 0}, {-1, 0, 0}}, {{0, 0, 0}, {-1, 0, 0}, {0, -1, 0}}};
+  int grid_hits = 0, grid_rejected = 0;
+  for (const Vec3& at : {Vec3{0, 0, 0}, Vec3{0.5, 0, 0}, Vec3{0.5, 0.5, 0}, Vec3{0, 0.5, 0},
+                         Vec3{1, 1, 0}, Vec3{-0.5, -0.5, 0}}) {
+    CheckSignTest(WatertightRay(at + Vec3{0, 0, 2}, Vec3{0, 0, -4}), grid, &grid_rejected,
+                  &grid_hits);
+  }
+  EXPECT_GE(grid_hits, 6);  // watertight: each ray hits at least one
+}
+
 // Closest ray hits equal brute force over every triangle, exactly.
 TEST(MeshRaycast, MatchesBruteForce) {
   Random rng(101);
