@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "collision/cast_internal.h"
+#include "collision/gathered_cast.h"
 #include "collision/triangles/sweep_ties.h"
 #include "collision/work_meter.h"
 #include "world/collider_set_internal.h"
@@ -259,6 +260,10 @@ struct GatheredMesh {
   size_t count = 0;
   /// The region they cover: every triangle whose box meets it (mesh frame).
   Aabb region;
+  /// The move's shape placed in the mesh's frame for its sweeps there, when
+  /// `prepared` (else CastGathered answers them).
+  internal::GatheredCast cast;
+  bool prepared = false;
 };
 
 struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
@@ -351,8 +356,11 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     const bool defer = defer_contact && !skip_leaving && !out.all;
     CastResult r;
     if (mesh != nullptr && !defer &&
-        internal::CastGathered(q->shape, pose, q->translation, c.shape, c.pose, settings,
-                               mesh->tris, mesh->count, mesh->region, &r)) {
+        (mesh->prepared && !(settings.contact_offset > 0.0)
+             ? mesh->cast.Cast(pose.position, q->translation, internal::FractionBound(settings),
+                               mesh->tris, mesh->count, mesh->region, &r)
+             : internal::CastGathered(q->shape, pose, q->translation, c.shape, c.pose, settings,
+                                      mesh->tris, mesh->count, mesh->region, &r))) {
       ++internal::MoveCountsOnThisThread().gathered_mesh_sweeps;
     } else {
       r = defer ? internal::CastWithoutContact(q->shape, pose, q->translation, c.shape, c.pose,

@@ -211,10 +211,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     bool fits = true;
     TriangleMesh::VertexCache vertex_cache;
     const auto decode = [&](uint32_t k, GatheredTriangle* t) {
-      mesh->TriangleVertices(k, t->v.data(), &vertex_cache);
-      t->n = TriangleNormal(t->v[0], t->v[1], t->v[2]);
-      t->original = mesh->OriginalIndex(k);
-      t->active = mesh->ActiveEdges(k);
+      Vec3 v[3];
+      mesh->TriangleVertices(k, v, &vertex_cache);
+      GatherTriangle(v[0], v[1], v[2], mesh->OriginalIndex(k), mesh->ActiveEdges(k), t);
       ++internal::MoveCountsOnThisThread().decoded_triangles;
     };
     GatheredTriangle decoded;  // without a cache
@@ -294,7 +293,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
         for (size_t i = 0; i < g->items->size(); ++i) {
           const Collider& c = impl.colliders[(*g->items)[i]];
           if (c.shape.kind() != ShapeKind::kMesh) continue;
-          (*g->meshes)[i] = GatherMesh(c, impl.mesh_version, (*g->items)[i], g->reach, cache, g);
+          GatheredMesh& m = (*g->meshes)[i];
+          m = GatherMesh(c, impl.mesh_version, (*g->items)[i], g->reach, cache, g);
+          m.prepared = m.count != 0 && m.cast.Prepare(cast_.shape, pose_.rotation, c.shape, c.pose);
         }
       }
     }

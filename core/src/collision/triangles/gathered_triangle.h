@@ -1,22 +1,57 @@
 // A mesh triangle gathered once for several sweeps near it (a character
-// move's: SurfaceSweepGathered, internal::CastGathered).
+// move's: internal::GatheredCast, SurfaceSweepGathered, internal::CastGathered).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
+#include "geometry/triangle_queries.h"
 #include "hitbox/math/math.h"
 
 namespace hitbox {
 
 /// A mesh triangle: its vertices in the mesh's frame, unit normal
 /// (TriangleNormal), input index and active edges (TriangleMesh::OriginalIndex,
-/// ActiveEdges).
+/// ActiveEdges); and the terms of a capsule's cheap misses (ClearOfPlane,
+/// SegmentBeyondAnEdge) that depend on the triangle alone, worked out once
+/// when it is decoded (GatherTriangle) rather than on every sweep.
 struct GatheredTriangle {
   std::array<Vec3, 3> v;
   Vec3 n;
   uint32_t original = 0;
   uint8_t active = 0;
+  /// Edge k's in-plane normal Cross(v[k+1] - v[k], n), its squared length,
+  /// and the far vertex's offset along it, Dot(v[k+2] - v[k], edge_normal[k]).
+  std::array<Vec3, 3> edge_normal;
+  std::array<double, 3> edge_normal_sq;
+  std::array<double, 3> far_offset;
+  /// The heights of the vertices over v[0] along n, as [below, above] with 0.
+  double below = 0.0;
+  double above = 0.0;
+  /// The largest absolute coordinate of the vertices (metres).
+  double extent = 0.0;
 };
+
+/// *t: the triangle (a, b, c) of input index `original` and active edges
+/// `active`, with its normal and its cheap-miss terms.
+inline void GatherTriangle(const Vec3& a, const Vec3& b, const Vec3& c, uint32_t original,
+                           uint8_t active, GatheredTriangle* t) {
+  t->v = {a, b, c};
+  t->n = TriangleNormal(a, b, c);
+  t->original = original;
+  t->active = active;
+  for (int k = 0; k < 3; ++k) {
+    const Vec3& o = t->v[k];
+    t->edge_normal[k] = Cross(t->v[(k + 1) % 3] - o, t->n);
+    t->edge_normal_sq[k] = t->edge_normal[k].LengthSq();
+    t->far_offset[k] = Dot(t->v[(k + 2) % 3] - o, t->edge_normal[k]);
+  }
+  const double hb = Dot(b - a, t->n), hc = Dot(c - a, t->n);
+  t->below = std::min(0.0, std::min(hb, hc));
+  t->above = std::max(0.0, std::max(hb, hc));
+  t->extent = std::max(std::max(a.Abs().MaxComponent(), b.Abs().MaxComponent()),
+                       c.Abs().MaxComponent());
+}
 
 }  // namespace hitbox

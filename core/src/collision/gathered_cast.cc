@@ -1,0 +1,193 @@
+// GatheredCast: CastGathered's steps (cast.cc: PlaceInB, BoundingSpheresMiss,
+// CastSurfaceGathered, SurfaceSweepGathered, InWorld) with the placement
+// that depends on the rotations alone done once, and a capsule's cheap
+// misses per triangle (ClearOfPlane, SegmentBeyondAnEdge) taken from the
+// triangle's gathered terms, so the same operations on the same operands.
+#include "collision/gathered_cast.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "collision/cast_internal.h"
+#include "collision/triangles/ball_triangle_sweep.h"
+#include "collision/triangles/sweep_ties.h"
+#include "collision/triangles/triangle_gjk.h"
+#include "collision/work_meter.h"
+#include "geometry/bvh_ray.h"
+#include "geometry/triangle_queries.h"
+#include "shape/convex_core.h"
+
+namespace hitbox::internal {
+namespace {
+
+/// The capsule (segment [p0, p1], heights h0, h1 over the triangle's plane,
+/// radius r) moving by v up to t_max certainly misses triangle g:
+/// ClearOfPlane or SegmentBeyondAnEdge (ball_triangle_sweep.h) on g's
+/// gathered terms, `ends` the ends' largest absolute coordinate and `speed`
+/// v's. SweepCapsuleTriangleN returns a miss there without sweeping.
+[[gnu::always_inline]] inline bool CapsuleMisses(const Vec3& p0, const Vec3& p1, double h0,
+                                                 double h1, double r, const Vec3& v,
+                                                 double t_max, double ends, double speed,
+                                                 const GatheredTriangle& g) {
+  const double h_lo = std::min(h0, h1), h_hi = std::max(h0, h1);
+  if (ClearOfPlane(h_lo, h_hi, r, v, g.n, t_max)) return true;
+  const double coords = g.extent + ends + speed * t_max;
+  const double rr = r + 1e-9 * (r + coords);
+  const double over = HeightsApart(h_lo, h_hi, Dot(v, g.n) * t_max, g.below, g.above);
+  const double room = rr * rr - over * over;
+  for (int k = 0; k < 3; ++k) {
+    const Vec3& o = g.v[k];
+    const Vec3& m = g.edge_normal[k];
+    const double w = g.far_offset[k];
+    const double d0 = Dot(p0 - o, m), d1 = Dot(p1 - o, m), dv = Dot(v, m) * t_max;
+    const double lo = std::min(d0, d1) + std::min(0.0, dv);
+    const double hi = std::max(d0, d1) + std::max(0.0, dv);
+    const double gap = std::max(lo - std::max(0.0, w), std::min(0.0, w) - hi);
+    if (gap > 0.0 && gap * gap > room * g.edge_normal_sq[k]) return true;
+  }
+  return false;
+}
+
+/// BoundingSpheresMiss (cast.cc) for A's centre at `o` moving by v, the
+/// bounding radii summed into r.
+inline bool SpheresMiss(const Vec3& o, const Vec3& v, double r, double t_max) {
+  const double c = o.LengthSq() - r * r;
+  if (c <= 0.0) return false;
+  const double bb = Dot(o, v);
+  if (bb >= 0.0) return true;
+  const double vv = v.LengthSq();
+  if (bb * bb - vv * c < 0.0) return true;
+  return c + t_max * (2.0 * bb + vv * t_max) > 0.0 && bb + vv * t_max < 0.0;
+}
+
+/// No rotation axis: x, y and z all zero (w = +-1).
+bool NoAxis(const Quat& q) { return q.x == 0.0 && q.y == 0.0 && q.z == 0.0; }
+/// A rotation about one coordinate axis at most: two of x, y, z zero.
+bool OneAxis(const Quat& q) {
+  return static_cast<int>(q.x != 0.0) + static_cast<int>(q.y != 0.0) +
+             static_cast<int>(q.z != 0.0) <= 1;
+}
+
+}  // namespace
+
+bool GatheredCast::Prepare(const Shape& a, const Quat& rotation_a, const Shape& b,
+                           const Pose& pose_b) {
+  if ((a.kind() != ShapeKind::kSphere && a.kind() != ShapeKind::kCapsule) ||
+      b.kind() != ShapeKind::kMesh) {
+    return false;
+  }
+  // B's matrix and A's rotation in B as CastGathered works them out, to the
+  // bit, whatever products the compiler fuses there (GCC 12 fuses some sums
+  // of products with alternating signs into vfmaddsub despite
+  // -ffp-contract=off): every sum in them then has a zero product. So B
+  // turns about one axis at most, and for a capsule one of the two not at all.
+  const bool ball = a.kind() == ShapeKind::kSphere;
+  const Quat& qb = pose_b.rotation;
+  if (ball ? !OneAxis(qb)
+           : !((OneAxis(qb) && NoAxis(rotation_a)) || (NoAxis(qb) && OneAxis(rotation_a)))) {
+    return false;
+  }
+  a_ = &a;
+  b_ = &b;
+  rotation_a_ = rotation_a;
+  pose_b_ = pose_b;
+  ball_ = ball;
+  finite_ = Pose(Vec3{}, rotation_a).IsFinite() && pose_b.IsFinite();
+  rb_ = pose_b.rotation.ToMatrix();
+  // PlaceInB leaves a ball's rotation the identity; PlacedConvex's segment
+  // and bounds of the core at the rotation in B.
+  const Mat33 in_b =
+      ball_ ? Quat().ToMatrix() : (pose_b.rotation.Conjugate() * rotation_a).ToMatrix();
+  const ConvexCore core = CoreOf(a);
+  margin_ = core.margin;
+  const Vec3 he = ball_ ? Vec3{} : Vec3{0.0, core.half_height, 0.0};
+  for (int k = 0; k < 3; ++k) {
+    const Vec3& r = in_b.row[k];
+    reach_[k] = std::fabs(r.x) * he.x + std::fabs(r.y) * he.y + std::fabs(r.z) * he.z;
+  }
+  half_ = ball_ ? Vec3{} : in_b * Vec3{0.0, core.half_height, 0.0};
+  bounding_ = (a.BoundingRadius() + b.BoundingRadius()) * (1.0 + 1e-12);
+  return true;
+}
+
+bool GatheredCast::Cast(const Vec3& from, const Vec3& translation, double t_max,
+                        const GatheredTriangle* tris, size_t count, const Aabb& region,
+                        CastResult* out) const {
+  if (!finite_ || !from.IsFinite() || !translation.IsFinite()) {
+    *out = CastResult{};
+    return true;
+  }
+  // PlaceInB.
+  const Vec3 p = rb_.TransposeMul(from - pose_b_.position);
+  const Vec3 v = rb_.TransposeMul(translation);
+  CastResult lc;
+  if (!SpheresMiss(p, v, bounding_, t_max)) {
+    // The placed convex (PlacedConvex): its segment and bounds.
+    const Vec3 seg[2] = {p - half_, p + half_};
+    Aabb bounds;
+    for (int k = 0; k < 3; ++k) {
+      bounds.max[k] = p[k] + reach_[k] + margin_;
+      bounds.min[k] = p[k] - reach_[k] - margin_;
+    }
+    // CastSurfaceGathered: every triangle the mesh walk could sweep meets
+    // the swept bounds, which must lie in the gathered region.
+    if (!region.Contains(bounds.Swept(v).Expanded(kSweepGap))) return false;
+    // SurfaceSweepGathered.
+    const double len = v.Length();
+    const BvhRay centre_path(bounds.Center(), v);
+    const GrownTrianglePath triangle_path(centre_path, bounds.Extents() + Vec3::Splat(kSweepGap));
+    SweepTies ties(len > 0.0 ? kSweepGap / len : 0.0, {});
+    WorkTally tally;
+    const double r = margin_;
+    const double ends = std::max(seg[0].Abs().MaxComponent(), seg[1].Abs().MaxComponent());
+    const double speed = v.Abs().MaxComponent();
+    for (size_t i = 0; i < count; ++i) {
+      if (!tally.Count()) return false;  // the batch stops: the walk stops too
+      const GatheredTriangle& g = tris[i];
+      if (ties.PassedOver(g.original)) continue;
+      double t_enter;
+      if (!triangle_path.Enter(g.v.data(), ties.limit(), &t_enter)) continue;
+      CastResult s;
+      if (ball_) {
+        s = SweepSphereTriangleAt(seg[0], Dot(seg[0] - g.v[0], g.n), r, v, ties.limit(), g.v[0],
+                                  g.v[1], g.v[2], g.n, g.active);
+      } else {
+        // SweepCapsuleTriangleN past its cheap misses.
+        const double h0 = Dot(seg[0] - g.v[0], g.n), h1 = Dot(seg[1] - g.v[0], g.n);
+        if (CapsuleMisses(seg[0], seg[1], h0, h1, r, v, ties.limit(), ends, speed, g)) continue;
+        s = SweepCapsuleTriangleAt(seg[0], seg[1], h0, h1, r, v, ties.limit(), g.v[0], g.v[1],
+                                   g.v[2], g.n, g.active);
+      }
+      if (!s.hit()) continue;
+      if (s.state == CastState::kFailed) return false;
+      ties.Add(g.original, s);
+    }
+    lc = ties.Result();
+  }
+  // InWorld, then Cast()'s contact for a pair that starts overlapping.
+  switch (lc.state) {
+    case CastState::kMiss: *out = CastResult{}; return true;
+    case CastState::kHit:
+    case CastState::kFailed:
+      *out = CastResult{};
+      out->state = lc.state;
+      out->fraction = lc.fraction;
+      out->normal = FixImpactNormal(rb_ * lc.normal, translation, lc.fraction);
+      out->point = pose_b_.position + rb_ * lc.point;
+      out->sub_shape = lc.sub_shape;
+      return true;
+    case CastState::kStartedOverlapping:
+      *out = CastResult{};
+      out->state = CastState::kStartedOverlapping;
+      out->fraction = 0.0;
+      out->sub_shape = lc.sub_shape;
+      out->normal = rb_ * lc.normal;
+      out->depth = 0.0;
+      out->point = pose_b_.position + rb_ * lc.point;
+      AddStartedContact(*a_, Pose(from, rotation_a_), *b_, pose_b_, out);
+      return true;
+  }
+  return true;
+}
+
+}  // namespace hitbox::internal

@@ -1,0 +1,56 @@
+// A move's ball or capsule swept against a mesh's gathered triangles, with
+// what its rotation and the mesh's pose fix placed once for all the move's
+// sweeps: CastGathered's answers, to the bit, for less work per sweep.
+#pragma once
+
+#include <cstddef>
+
+#include "collision/triangles/gathered_triangle.h"
+#include "hitbox/collision/collide.h"
+#include "hitbox/math/math.h"
+#include "hitbox/shape/shapes.h"
+
+namespace hitbox::internal {
+
+/// One move's sweeps of its ball or capsule against one mesh collider's
+/// gathered triangles (collider_set_queries.cc: MoveSweeper).
+class GatheredCast {
+ public:
+  /// Readies sweeps of `a` at rotation `rotation_a` (unit) against the mesh
+  /// `b` at `pose_b`; false (and no sweep to ask: CastGathered answers them)
+  /// unless `a` is a ball or a capsule, `b` a mesh, and the rotations such
+  /// that the placement is CastGathered's to the bit: the mesh turned about
+  /// one coordinate axis at most, and a capsule's either upright in the
+  /// world or the mesh not turned while the capsule turns about one axis at
+  /// most (a level's meshes and characters, as a rule). Both shapes must
+  /// outlive the sweeps.
+  bool Prepare(const Shape& a, const Quat& rotation_a, const Shape& b, const Pose& pose_b);
+
+  /// CastGathered(a, Pose(from, rotation_a), translation, b, pose_b, settings,
+  /// tris, count, region, out) for settings without a contact offset whose
+  /// FractionBound is `t_max`: false where the caller must run Cast() itself.
+  bool Cast(const Vec3& from, const Vec3& translation, double t_max,
+            const GatheredTriangle* tris, size_t count, const Aabb& region,
+            CastResult* out) const;
+
+ private:
+  const Shape* a_ = nullptr;
+  const Shape* b_ = nullptr;
+  Quat rotation_a_;
+  Pose pose_b_;
+  /// B's rotation as a matrix (CastGathered's PlaceInB).
+  Mat33 rb_;
+  bool ball_ = false;
+  /// Both rotations and B's position finite (the rest of AllFinite per sweep).
+  bool finite_ = false;
+  /// The core's rounding radius (PlacedConvex::margin).
+  double margin_ = 0.0;
+  /// The capsule's half axis in B's frame (zero for a ball) and its reach
+  /// along each of B's axes: PlacedConvex's segment and bounds less the centre.
+  Vec3 half_;
+  Vec3 reach_;
+  /// The bounding spheres' radii summed as BoundingSpheresMiss sums them.
+  double bounding_ = 0.0;
+};
+
+}  // namespace hitbox::internal
