@@ -284,22 +284,26 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
 
   void Start(const ColliderSet::Impl& set, const CastQuery& query, std::vector<CastHit>* hits) {
     const Pose normalized = Normalized(query.pose);
-    StartAt(set, query, hits, normalized, query.shape.WorldBounds(normalized),
-            query.shape.BoundingRadius() + kBoxSlack);
+    const Aabb box = query.shape.WorldBounds(normalized);
+    StartAt(set, query, hits, normalized, query.shape.BoundingRadius() + kBoxSlack);
+    SetSegment(box);
   }
-  /// Start with what it works out of the query given: the pose normalized,
-  /// the shape's world box there and its bounding radius + kBoxSlack (a
-  /// move's sweeps share them, or the rotation they come from).
+  /// Start, less the walk's segment (SetSegment), with what it works out of
+  /// the query given: the pose normalized and the shape's bounding radius +
+  /// kBoxSlack (a move's sweeps share them, or the rotation they come from).
   void StartAt(const ColliderSet::Impl& set, const CastQuery& query, std::vector<CastHit>* hits,
-               const Pose& normalized, const Aabb& box, double bounding_radius) {
+               const Pose& normalized, double bounding_radius) {
     m = &set;
     q = &query;
     deferred = nullptr;
     grouped = nullptr;
     out.Start(hits, q->filter, q->all_hits);
     pose = normalized;
-    seg = SegmentSetup(box.Center(), q->translation, box.Extents() + Vec3::Splat(kBoxSlack));
     r_q = bounding_radius;
+  }
+  /// The tree walk's segment: `box`, the shape's world box at the start, swept.
+  void SetSegment(const Aabb& box) {
+    seg = SegmentSetup(box.Center(), q->translation, box.Extents() + Vec3::Splat(kBoxSlack));
   }
   /// A closest-hit sweep (not a move's, ignoring no member) against the merged
   /// meshes of `groups` its mask takes, before the walk, which then passes

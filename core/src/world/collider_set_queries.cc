@@ -70,6 +70,9 @@ struct MoveScratch {
   std::vector<CastHit> base_hits;
   std::vector<uint32_t> own_items;
   std::vector<uint32_t> base_items;
+  /// The gathered leaves' boxes (their tree nodes').
+  std::vector<Aabb> own_boxes;
+  std::vector<Aabb> base_boxes;
   /// Per gathered leaf, its mesh's triangles near the move (count 0: none
   /// gathered, the mesh walk answers), and the triangles themselves.
   std::vector<GatheredMesh> own_meshes;
@@ -177,6 +180,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     size_t found = 0;
     Aabb reach;
     std::vector<uint32_t>* items = nullptr;
+    /// boxes[i]: items[i]'s leaf box, which each sweep tests as the walk would.
+    std::vector<Aabb>* boxes = nullptr;
     /// meshes[i]: items[i]'s triangles in the region (a ball or capsule move).
     std::vector<GatheredMesh>* meshes = nullptr;
     std::vector<GatheredTriangle>* tris = nullptr;
@@ -255,7 +260,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     CastJob job;
     job.pairs = &pairs_;
     job.skip_leaving = true;
-    job.StartAt(impl, cast_, hits, pose_, box_, radius_);
+    job.StartAt(impl, cast_, hits, pose_, radius_);
     // The region the sweep's tree walk could reach: its swept box grown by
     // more than the walk's own slack.
     const Aabb swept = box_.Swept(cast_.translation).Expanded(2.0 * kBoxSlack);
@@ -279,6 +284,12 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
           return std::find(ignore.begin(), ignore.end(), impl.colliders[item].id) != ignore.end();
         });
       }
+      g->boxes->clear();
+      for (const uint32_t item : *g->items) {
+        const TreeNode& leaf = impl.tree.node(impl.leaf_of[item]);
+        g->boxes->push_back(Aabb({leaf.min[0], leaf.min[1], leaf.min[2]},
+                                 {leaf.max[0], leaf.max[1], leaf.max[2]}));
+      }
       g->meshes->assign(g->items->size(), GatheredMesh{});
       g->tris->clear();
       if (!g->walk && gather_meshes_) {
@@ -300,24 +311,24 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       }
     }
     if (!g->walk && internal::MoveGatherOnThisThread()) {
-      // The walk's leaf test on each gathered leaf: the same leaves reach
-      // the job (a job's answer does not depend on their order).
+      // Each gathered leaf whose box meets the swept box: every leaf the
+      // walk's segment test passes that the shape could touch (the box holds
+      // the shape all along, with more than that test's slack), and a few
+      // it passes over, which the job finds missed (its answer does not
+      // depend on the leaves' order). No segment to set up, no node to read.
       double max_t = 1.0;
-      EntryBound bound(FractionBound(max_t));
       for (size_t i = 0; i < g->items->size(); ++i) {
+        if (!swept.Overlaps((*g->boxes)[i])) continue;
         const uint32_t item = (*g->items)[i];
-        const TreeNode& leaf = impl.tree.node(impl.leaf_of[item]);
-        float t, unused;
-        if ((job.seg.Entry2(leaf, leaf, bound, &t, &unused) & 1u) == 0) continue;
         const GatheredMesh& mesh = (*g->meshes)[i];
         max_t = job.LeafOf(impl.colliders[item], impl.radius[item], max_t,
                            mesh.count != 0 ? &mesh : nullptr);
-        bound.Set(FractionBound(max_t));
       }
       steps_ += g->found;
       job.Finish();
       return;
     }
+    job.SetSegment(box_);
     SegmentCursor cursor;
     cursor.Begin(impl.tree, &job.seg, cast_.filter.mask, 1.0);
     const auto prefetch = impl.ColliderPrefetch();
@@ -362,10 +373,10 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   Pose pose_;
   Aabb box_;
   double radius_ = 0.0;
-  Gathered own_{false, false, 0, Aabb(), &scratch_.own_items, &scratch_.own_meshes,
-                &scratch_.own_tris};
-  Gathered base_{false, false, 0, Aabb(), &scratch_.base_items, &scratch_.base_meshes,
-                 &scratch_.base_tris};
+  Gathered own_{false, false, 0, Aabb(), &scratch_.own_items, &scratch_.own_boxes,
+                &scratch_.own_meshes, &scratch_.own_tris};
+  Gathered base_{false, false, 0, Aabb(), &scratch_.base_items, &scratch_.base_boxes,
+                 &scratch_.base_meshes, &scratch_.base_tris};
   bool gather_meshes_ = false;
   uint64_t steps_ = 0;
   uint64_t charged_pairs_ = 0;
