@@ -13,7 +13,6 @@
 #include "collision/triangles/sweep_ties.h"
 #include "collision/triangles/triangle_gjk.h"
 #include "collision/work_meter.h"
-#include "geometry/bvh_ray.h"
 #include "geometry/triangle_queries.h"
 #include "shape/convex_core.h"
 
@@ -131,11 +130,13 @@ bool GatheredCast::Cast(const Vec3& from, const Vec3& translation, double t_max,
     }
     // CastSurfaceGathered: every triangle the mesh walk could sweep meets
     // the swept bounds, which must lie in the gathered region.
-    if (!region.Contains(bounds.Swept(v).Expanded(kSweepGap))) return false;
-    // SurfaceSweepGathered.
+    const Aabb swept = bounds.Swept(v).Expanded(kSweepGap);
+    if (!region.Contains(swept)) return false;
+    // SurfaceSweepGathered, whose triangles those its centre path enters,
+    // grown by the bounds' extents and kSweepGap: here those whose boxes
+    // meet the swept bounds, all of those and a few more beside the path,
+    // which the sweep finds missed.
     const double len = v.Length();
-    const BvhRay centre_path(bounds.Center(), v);
-    const GrownTrianglePath triangle_path(centre_path, bounds.Extents() + Vec3::Splat(kSweepGap));
     SweepTies ties(len > 0.0 ? kSweepGap / len : 0.0, {});
     WorkTally tally;
     const double r = margin_;
@@ -144,9 +145,7 @@ bool GatheredCast::Cast(const Vec3& from, const Vec3& translation, double t_max,
     for (size_t i = 0; i < count; ++i) {
       if (!tally.Count()) return false;  // the batch stops: the walk stops too
       const GatheredTriangle& g = tris[i];
-      if (ties.PassedOver(g.original)) continue;
-      double t_enter;
-      if (!triangle_path.Enter(g.v.data(), ties.limit(), &t_enter)) continue;
+      if (ties.PassedOver(g.original) || !swept.Overlaps(g.box)) continue;
       CastResult s;
       if (ball_) {
         s = SweepSphereTriangleAt(seg[0], Dot(seg[0] - g.v[0], g.n), r, v, ties.limit(), g.v[0],

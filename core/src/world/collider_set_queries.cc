@@ -235,8 +235,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
         decode(k, slot);
       }
       const GatheredTriangle& t = *slot;
-      const Aabb box(Min(t.v[0], Min(t.v[1], t.v[2])), Max(t.v[0], Max(t.v[1], t.v[2])));
-      if (!box.Overlaps(m.region)) return true;
+      if (!t.box.Overlaps(m.region)) return true;
       if (tris.size() - first == kMaxMeshTriangles) {
         fits = false;
         return false;

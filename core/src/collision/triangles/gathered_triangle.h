@@ -21,6 +21,8 @@ struct GatheredTriangle {
   Vec3 n;
   uint32_t original = 0;
   uint8_t active = 0;
+  /// The vertices' box (mesh frame).
+  Aabb box;
   /// Edge k's in-plane normal Cross(v[k+1] - v[k], n), its squared length,
   /// and the far vertex's offset along it, Dot(v[k+2] - v[k], edge_normal[k]).
   std::array<Vec3, 3> edge_normal;
@@ -41,6 +43,7 @@ inline void GatherTriangle(const Vec3& a, const Vec3& b, const Vec3& c, uint32_t
   t->n = TriangleNormal(a, b, c);
   t->original = original;
   t->active = active;
+  t->box = Aabb(Min(a, Min(b, c)), Max(a, Max(b, c)));
   for (int k = 0; k < 3; ++k) {
     const Vec3& o = t->v[k];
     t->edge_normal[k] = Cross(t->v[(k + 1) % 3] - o, t->n);
