@@ -6,7 +6,10 @@
 #include "collision/gathered_cast.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "collision/cast_internal.h"
 #include "collision/triangles/ball_triangle_sweep.h"
@@ -19,32 +22,76 @@
 namespace hitbox::internal {
 namespace {
 
-/// The capsule (segment [p0, p1], heights h0, h1 over the triangle's plane,
-/// radius r) moving by v up to t_max certainly misses triangle g:
-/// ClearOfPlane or SegmentBeyondAnEdge (ball_triangle_sweep.h) on g's
+// The lane helpers below are file-local and inlined: no ABI to keep where
+// vectors of four doubles are passed without AVX.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+/// Four doubles, added and multiplied lane by lane (GCC's vector
+/// extension: AVX where built for it, SSE2 pairs else), each lane's
+/// operations those of the scalar code it stands for.
+using Lanes = double __attribute__((vector_size(32)));
+using LaneMask = int64_t __attribute__((vector_size(32)));
+
+Lanes Load(const std::array<double, 4>& a) {
+  Lanes out;
+  std::memcpy(&out, a.data(), sizeof out);
+  return out;
+}
+Lanes Splat(double x) { return Lanes{x, x, x, x}; }
+/// (m ? x : y) lane by lane.
+Lanes Select(const LaneMask& m, const Lanes& x, const Lanes& y) {
+  return reinterpret_cast<Lanes>((reinterpret_cast<LaneMask>(x) & m) |
+                                 (reinterpret_cast<LaneMask>(y) & ~m));
+}
+/// std::min(a, b) and std::max(a, b) lane by lane: (b < a ? b : a), (a < b ? b : a).
+Lanes LaneMin(const Lanes& a, const Lanes& b) {
+  return Select(reinterpret_cast<LaneMask>(b < a), b, a);
+}
+Lanes LaneMax(const Lanes& a, const Lanes& b) {
+  return Select(reinterpret_cast<LaneMask>(a < b), b, a);
+}
+
+/// Heights of the capsule's ends p0, p1 over g's four planes (its edges'
+/// and, lane 3, its face's: Dot(p - origin, normal)), and how far the motion
+/// v goes along each normal, Dot(v, normal).
+struct PlaneHeights {
+  Lanes d0, d1, dv;
+};
+[[gnu::always_inline]] inline PlaneHeights HeightsOver(const GatheredTriangle& g, const Vec3& p0,
+                                                       const Vec3& p1, const Vec3& v) {
+  const Lanes ox = Load(g.origin_x), oy = Load(g.origin_y), oz = Load(g.origin_z);
+  const Lanes mx = Load(g.normal_x), my = Load(g.normal_y), mz = Load(g.normal_z);
+  PlaneHeights h;
+  h.d0 = (Splat(p0.x) - ox) * mx + (Splat(p0.y) - oy) * my + (Splat(p0.z) - oz) * mz;
+  h.d1 = (Splat(p1.x) - ox) * mx + (Splat(p1.y) - oy) * my + (Splat(p1.z) - oz) * mz;
+  h.dv = Splat(v.x) * mx + Splat(v.y) * my + Splat(v.z) * mz;
+  return h;
+}
+
+/// The capsule (segment [p0, p1] at heights `h` over g's planes, radius r)
+/// moving by v up to t_max certainly misses triangle g: ClearOfPlane or
+/// SegmentBeyondAnEdge (ball_triangle_sweep.h), the same operations on g's
 /// gathered terms, `ends` the ends' largest absolute coordinate and `speed`
 /// v's. SweepCapsuleTriangleN returns a miss there without sweeping.
-[[gnu::always_inline]] inline bool CapsuleMisses(const Vec3& p0, const Vec3& p1, double h0,
-                                                 double h1, double r, const Vec3& v,
+[[gnu::always_inline]] inline bool CapsuleMisses(const PlaneHeights& h, double r, const Vec3& v,
                                                  double t_max, double ends, double speed,
                                                  const GatheredTriangle& g) {
+  const double h0 = h.d0[3], h1 = h.d1[3];
   const double h_lo = std::min(h0, h1), h_hi = std::max(h0, h1);
   if (ClearOfPlane(h_lo, h_hi, r, v, g.n, t_max)) return true;
   const double coords = g.extent + ends + speed * t_max;
   const double rr = r + 1e-9 * (r + coords);
-  const double over = HeightsApart(h_lo, h_hi, Dot(v, g.n) * t_max, g.below, g.above);
+  const Lanes dv = h.dv * Splat(t_max);
+  const double over = HeightsApart(h_lo, h_hi, dv[3], g.below, g.above);
   const double room = rr * rr - over * over;
-  for (int k = 0; k < 3; ++k) {
-    const Vec3& o = g.v[k];
-    const Vec3& m = g.edge_normal[k];
-    const double w = g.far_offset[k];
-    const double d0 = Dot(p0 - o, m), d1 = Dot(p1 - o, m), dv = Dot(v, m) * t_max;
-    const double lo = std::min(d0, d1) + std::min(0.0, dv);
-    const double hi = std::max(d0, d1) + std::max(0.0, dv);
-    const double gap = std::max(lo - std::max(0.0, w), std::min(0.0, w) - hi);
-    if (gap > 0.0 && gap * gap > room * g.edge_normal_sq[k]) return true;
-  }
-  return false;
+  // The three edges at once.
+  const Lanes zero = Splat(0.0), w = Load(g.far_offset);
+  const Lanes lo = LaneMin(h.d0, h.d1) + LaneMin(zero, dv);
+  const Lanes hi = LaneMax(h.d0, h.d1) + LaneMax(zero, dv);
+  const Lanes gap = LaneMax(lo - LaneMax(zero, w), LaneMin(zero, w) - hi);
+  const LaneMask beyond = reinterpret_cast<LaneMask>(gap > zero) &
+                          reinterpret_cast<LaneMask>(gap * gap > Splat(room) * Load(g.normal_sq));
+  return (beyond[0] | beyond[1] | beyond[2]) != 0;
 }
 
 /// BoundingSpheresMiss (cast.cc) for A's centre at `o` moving by v, the
@@ -152,10 +199,10 @@ bool GatheredCast::Cast(const Vec3& from, const Vec3& translation, double t_max,
                                   g.v[1], g.v[2], g.n, g.active);
       } else {
         // SweepCapsuleTriangleN past its cheap misses.
-        const double h0 = Dot(seg[0] - g.v[0], g.n), h1 = Dot(seg[1] - g.v[0], g.n);
-        if (CapsuleMisses(seg[0], seg[1], h0, h1, r, v, ties.limit(), ends, speed, g)) continue;
-        s = SweepCapsuleTriangleAt(seg[0], seg[1], h0, h1, r, v, ties.limit(), g.v[0], g.v[1],
-                                   g.v[2], g.n, g.active);
+        const PlaneHeights h = HeightsOver(g, seg[0], seg[1], v);
+        if (CapsuleMisses(h, r, v, ties.limit(), ends, speed, g)) continue;
+        s = SweepCapsuleTriangleAt(seg[0], seg[1], h.d0[3], h.d1[3], r, v, ties.limit(), g.v[0],
+                                   g.v[1], g.v[2], g.n, g.active);
       }
       if (!s.hit()) continue;
       if (s.state == CastState::kFailed) return false;
