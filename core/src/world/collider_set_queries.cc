@@ -1,6 +1,7 @@
 // ColliderSet single queries (overlap, cast, raycast, move), each a job of
 // collider_set_jobs.h fed by one tree traversal.
 #include <algorithm>
+#include <optional>
 
 #include "collision/triangles/gathered_triangle.h"
 #include "geometry/same_bits.h"
@@ -194,11 +195,12 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
 
   /// The triangles of mesh collider `c` (at `item` of a set at mesh version
   /// `version`) whose boxes meet `reach` (world) grown a little, into
-  /// g->tris, decoded or from `cache` (if not null); count 0 when it has
-  /// more than kMaxMeshTriangles there.
-  static GatheredMesh GatherMesh(const Collider& c, uint64_t version, uint32_t item,
-                                 const Aabb& reach, internal::TriangleCache* cache, Gathered* g) {
-    GatheredMesh m;
+  /// g->tris, decoded or from `cache` (if not null), and *m (its region,
+  /// tris and count; count 0 when it has more than kMaxMeshTriangles there).
+  static void GatherMesh(const Collider& c, uint64_t version, uint32_t item, const Aabb& reach,
+                         internal::TriangleCache* cache, Gathered* g, GatheredMesh* out) {
+    GatheredMesh& m = *out;
+    m.count = 0;
     const TriangleMesh* mesh = c.shape.surface()->mesh();
     // The region in the mesh's frame: the box of reach's corners there, as
     // its centre rotated and its half-extents through |R| (Arvo 1990), grown
@@ -221,9 +223,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       GatherTriangle(v[0], v[1], v[2], mesh->OriginalIndex(k), mesh->ActiveEdges(k), t);
       ++internal::MoveCountsOnThisThread().decoded_triangles;
     };
-    GatheredTriangle decoded;  // without a cache
+    std::optional<GatheredTriangle> decoded;  // without a cache (made only then)
     mesh->VisitOverlapping(m.region, [&](uint32_t k) {
-      GatheredTriangle* slot = &decoded;
+      GatheredTriangle* slot;
       if (cache != nullptr) {
         bool found;
         slot = &cache->Slot(version, item, k, &found);
@@ -232,6 +234,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
           cache->Fill(version, item, k);
         }
       } else {
+        slot = &decoded.emplace();
         decode(k, slot);
       }
       const GatheredTriangle& t = *slot;
@@ -245,13 +248,12 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     });
     if (!fits) {
       tris.resize(first);
-      return m;
+      return;
     }
     m.count = g->tris->size() - first;
     ++internal::MoveCountsOnThisThread().mesh_gathers;
     internal::MoveCountsOnThisThread().gathered_triangles += m.count;
     m.tris = g->tris->data() + first;  // stays: the caller reserved room for every mesh
-    return m;
   }
 
   /// The first hit of the current sweep against `impl`'s tree, into `hits`.
@@ -289,7 +291,12 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
         g->boxes->push_back(Aabb({leaf.min[0], leaf.min[1], leaf.min[2]},
                                  {leaf.max[0], leaf.max[1], leaf.max[2]}));
       }
-      g->meshes->assign(g->items->size(), GatheredMesh{});
+      // No triangles gathered yet (the meshes' placements are set when gathered).
+      g->meshes->resize(g->items->size());
+      for (GatheredMesh& m : *g->meshes) {
+        m.count = 0;
+        m.prepared = false;
+      }
       g->tris->clear();
       if (!g->walk && gather_meshes_) {
         size_t meshes = 0;
@@ -304,7 +311,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
           const Collider& c = impl.colliders[(*g->items)[i]];
           if (c.shape.kind() != ShapeKind::kMesh) continue;
           GatheredMesh& m = (*g->meshes)[i];
-          m = GatherMesh(c, impl.mesh_version, (*g->items)[i], g->reach, cache, g);
+          GatherMesh(c, impl.mesh_version, (*g->items)[i], g->reach, cache, g, &m);
           m.prepared = m.count != 0 && m.cast.Prepare(cast_.shape, pose_.rotation, c.shape, c.pose);
         }
       }
