@@ -153,7 +153,7 @@ class Mover {
   bool LiftAndProbe(Vec3* pos, CastHit* ground) {
     for (int lifts = 0;; ++lifts) {
       CastHit h;
-      if (!world_.Sweep(*pos, up_ * (-2.0 * skin_ * (1.0 + kSkinSlack)), &h)) return false;
+      if (!world_.Probe(*pos, up_ * (-2.0 * skin_ * (1.0 + kSkinSlack)), &h)) return false;
       if (!Walkable(h.normal)) return false;
       const double n_up = Dot(h.normal, up_);
       if (lifts == kMaxLifts || !h.started_overlapping() || n_up <= 0.0 || h.depth <= skin_) {
@@ -169,7 +169,7 @@ class Mover {
   // Walkable ground within about two skins below `pos`? Fills *ground.
   bool Probe(const Vec3& pos, CastHit* ground) {
     CastHit h;
-    if (!world_.Sweep(pos, up_ * (-2.0 * skin_ * (1.0 + kSkinSlack)), &h)) return false;
+    if (!world_.Probe(pos, up_ * (-2.0 * skin_ * (1.0 + kSkinSlack)), &h)) return false;
     if (!Walkable(h.normal)) return false;
     if (ground != nullptr) *ground = h;
     return true;

@@ -14,6 +14,9 @@ class MoveWorld {
   /// `from` by `translation`, with the move's filter; a pair that starts
   /// touching while the motion leaves it is skipped. False on a miss.
   virtual bool Sweep(const Vec3& from, const Vec3& translation, CastHit* hit) = 0;
+  /// Sweep, for a probe of the ground that a character's next move asks
+  /// again (it starts where this move ends): the world may keep the answer.
+  virtual bool Probe(const Vec3& from, const Vec3& translation, CastHit* hit) = 0;
 
  protected:
   ~MoveWorld() = default;
@@ -41,6 +44,15 @@ inline bool& MoveGatherTrianglesOnThisThread() {
   return on;
 }
 
+/// Whether, with the triangles gathered, the ground probes of moves on this
+/// thread keep their answers from each mesh and give them again when a
+/// later probe asks the same (SweepMemo) instead of sweeping: the same
+/// answers, which tests compare.
+inline bool& MoveMemoOnThisThread() {
+  thread_local bool on = true;
+  return on;
+}
+
 /// What moves on this thread did with mesh triangles (tests read them to
 /// see the gathered path taken and how much a move gathers and decodes).
 struct MoveCounts {
@@ -48,6 +60,7 @@ struct MoveCounts {
   uint64_t mesh_gathers = 0;          ///< meshes gathered
   uint64_t gathered_triangles = 0;    ///< triangles gathered
   uint64_t decoded_triangles = 0;     ///< not found among those earlier moves decoded
+  uint64_t memo_answers = 0;          ///< mesh sweeps answered as an earlier move's (SweepMemo)
 };
 inline MoveCounts& MoveCountsOnThisThread() {
   thread_local MoveCounts counts;

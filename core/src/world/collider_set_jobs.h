@@ -7,6 +7,7 @@
 
 #include "collision/cast_internal.h"
 #include "collision/gathered_cast.h"
+#include "world/sweep_memo.h"
 #include "collision/triangles/sweep_ties.h"
 #include "collision/work_meter.h"
 #include "world/collider_set_internal.h"
@@ -264,6 +265,28 @@ struct GatheredMesh {
   /// `prepared` (else CastGathered answers them).
   internal::GatheredCast cast;
   bool prepared = false;
+  /// What a sweep's key (SweepMemo) holds besides its start and translation
+  /// (version 0: no key, the sweeps keep no answer).
+  internal::MeshSweepKey key;
+
+  /// cast.Cast (prepared), or `memo`'s answer to the same sweep (if not
+  /// null and keyed), where the answer is then kept.
+  bool Cast(const Vec3& from, const Vec3& translation, double t_max, internal::SweepMemo* memo,
+            CastResult* out) const {
+    if (memo == nullptr || key.version == 0) {
+      return cast.Cast(from, translation, t_max, tris, count, region, out);
+    }
+    internal::MeshSweepKey k = key;
+    k.from = from;
+    k.translation = translation;
+    if (memo->Find(k, t_max, out)) {
+      ++internal::MoveCountsOnThisThread().memo_answers;
+      return true;
+    }
+    if (!cast.Cast(from, translation, t_max, tris, count, region, out)) return false;
+    memo->Put(k, t_max, *out);
+    return true;
+  }
 };
 
 struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
@@ -281,6 +304,9 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
   bool defer_contact = true;
   /// The collider of `out.best` when its contact is deferred, else nullptr.
   const Collider* deferred = nullptr;
+  /// A move's ground probe: the answers its gathered meshes give are kept
+  /// here, and taken from here when asked before (null: neither).
+  internal::SweepMemo* memo = nullptr;
 
   void Start(const ColliderSet::Impl& set, const CastQuery& query, std::vector<CastHit>* hits) {
     const Pose normalized = Normalized(query.pose);
@@ -297,6 +323,7 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     q = &query;
     deferred = nullptr;
     grouped = nullptr;
+    memo = nullptr;
     out.Start(hits, q->filter, q->all_hits);
     pose = normalized;
     r_q = bounding_radius;
@@ -361,8 +388,8 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     CastResult r;
     if (mesh != nullptr && !defer &&
         (mesh->prepared && !(settings.contact_offset > 0.0)
-             ? mesh->cast.Cast(pose.position, q->translation, internal::FractionBound(settings),
-                               mesh->tris, mesh->count, mesh->region, &r)
+             ? mesh->Cast(pose.position, q->translation, internal::FractionBound(settings), memo,
+                          &r)
              : internal::CastGathered(q->shape, pose, q->translation, c.shape, c.pose, settings,
                                       mesh->tris, mesh->count, mesh->region, &r))) {
       ++internal::MoveCountsOnThisThread().gathered_mesh_sweeps;

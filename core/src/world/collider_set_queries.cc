@@ -10,6 +10,7 @@
 #include "shape/surface_data.h"
 #include "world/collider_set_jobs.h"
 #include "world/query_hits.h"
+#include "world/sweep_memo.h"
 #include "world/triangle_cache.h"
 
 namespace hitbox {
@@ -82,6 +83,8 @@ struct MoveScratch {
   std::vector<GatheredTriangle> base_tris;
   /// Mesh triangles decoded by earlier moves.
   internal::TriangleCache decoded;
+  /// Mesh sweeps answered by earlier moves.
+  internal::SweepMemo memo;
 };
 MoveScratch& ThreadMoveScratch() {
   thread_local MoveScratch scratch;
@@ -130,6 +133,13 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   ~MoveSweeper() { cast_.shape = Shape(); }
   MoveSweeper(const MoveSweeper&) = delete;
   MoveSweeper& operator=(const MoveSweeper&) = delete;
+
+  bool Probe(const Vec3& from, const Vec3& translation, CastHit* hit) override {
+    probe_ = internal::MoveMemoOnThisThread();
+    const bool found = Sweep(from, translation, hit);
+    probe_ = false;
+    return found;
+  }
 
   bool Sweep(const Vec3& from, const Vec3& translation, CastHit* hit) override {
     if (stopped_) return false;
@@ -262,6 +272,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     job.pairs = &pairs_;
     job.skip_leaving = true;
     job.StartAt(impl, cast_, hits, pose_, radius_);
+    if (probe_) job.memo = &scratch_.memo;
     // The region the sweep's tree walk could reach: its swept box grown by
     // more than the walk's own slack.
     const Aabb swept = box_.Swept(cast_.translation).Expanded(2.0 * kBoxSlack);
@@ -313,6 +324,16 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
           GatheredMesh& m = (*g->meshes)[i];
           GatherMesh(c, impl.mesh_version, (*g->items)[i], g->reach, cache, g, &m);
           m.prepared = m.count != 0 && m.cast.Prepare(cast_.shape, pose_.rotation, c.shape, c.pose);
+          m.key.version = 0;
+          if (m.prepared && cache != nullptr) {  // the key's parts for every sweep of this move
+            const Shape& a = cast_.shape;
+            m.key.version = impl.mesh_version;
+            m.key.item = (*g->items)[i];
+            m.key.kind = static_cast<uint32_t>(a.kind());
+            m.key.radius = a.radius();
+            m.key.half_height = a.kind() == ShapeKind::kCapsule ? a.half_height() : 0.0;
+            m.key.rotation = pose_.rotation;
+          }
         }
       }
     }
@@ -384,6 +405,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   Gathered base_{false, false, 0, Aabb(), &scratch_.base_items, &scratch_.base_boxes,
                  &scratch_.base_meshes, &scratch_.base_tris};
   bool gather_meshes_ = false;
+  /// The sweep under way is a ground probe (Probe).
+  bool probe_ = false;
   uint64_t steps_ = 0;
   uint64_t charged_pairs_ = 0;
   bool stopped_ = false;

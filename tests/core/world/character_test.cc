@@ -698,6 +698,57 @@ TEST(Move, GatherFollowsThePath) {
   EXPECT_GE(internal::MoveCountsOnThisThread().gathered_triangles - tris_before, 2u * kMoves);
 }
 
+// A character's ground probes keep each mesh's answer, which its next move
+// (starting where this one ended) asks again: every field of every answer
+// is the one of the same moves without kept answers, on walks over wavy
+// mesh floors beside a mesh corner at a random yaw, while between moves the
+// floor moves up or down (a new mesh version) and a box comes and goes under
+// the walker (not a mesh: never kept). The walks do take kept answers.
+// Fails when a kept answer is taken for another mesh version or start.
+TEST(Move, KeptGroundProbesAnswerAsNewOnes) {
+  const uint64_t kept_before = internal::MoveCountsOnThisThread().memo_answers;
+  int compared = 0;
+  for (uint64_t seed = 1; seed <= 80; ++seed) {
+    Random rng(seed);
+    World w;
+    const double amp = rng.Uniform(0.0, 0.3), f = rng.Uniform(0.3, 1.5);
+    const double cell = rng.Uniform(0.3, 2.0);
+    w.AddGrid(1, -8.0, -8.0, static_cast<int>(16.0 / cell), cell,
+              [amp, f](double x, double z) { return amp * std::sin(f * x) * std::cos(f * z); });
+    w.Add(2, CornerMesh(),
+          Pose{Vec3{rng.Uniform(-3, 0), 0.0, rng.Uniform(-3, 0)},
+               Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0.0, 6.3))});
+    w.Add(3, BoxH(0.3, 0.1, 0.3), testing::At(0, -50, 0));
+    MoveQuery q = World::Query({rng.Uniform(-4, 4), kStand + 0.35, rng.Uniform(-4, 4)}, {});
+    const Vec3 walk = rng.UnitVector() * rng.Uniform(0.05, 0.3);
+    q.displacement = Vec3{walk.x, -0.02, walk.z};
+    for (int step = 0; step < 40; ++step) {
+      if (step % 5 == 4) {  // the game changes the world between moves
+        const Vec3 at = q.pose.position;
+        if (rng.Int(0, 1) == 0) {
+          w.Place(1, testing::At(0, rng.Uniform(-0.04, 0.04), 0));
+        } else {
+          w.Place(3, rng.Int(0, 1) == 0 ? testing::At(0, -50, 0)
+                                          : testing::At(at.x + walk.x * 2, 0.0, at.z + walk.z * 2));
+        }
+      }
+      MoveResult kept, fresh;
+      w.set().Move(q, &kept);
+      internal::MoveMemoOnThisThread() = false;
+      w.set().Move(q, &fresh);
+      internal::MoveMemoOnThisThread() = true;
+      ASSERT_EQ(MoveDiff(kept, fresh), "") << "seed " << seed << " step " << step;
+      ++compared;
+      q.pose.position = kept.position;
+    }
+  }
+  const uint64_t kept = internal::MoveCountsOnThisThread().memo_answers - kept_before;
+  EXPECT_EQ(compared, 3200);
+  std::printf("moves compared %d, mesh sweeps answered as kept %llu\n", compared,
+              static_cast<unsigned long long>(kept));
+  EXPECT_GT(kept, 1500u);
+}
+
 // A flat n x n grid of `cell` metres from (-10, y, -10), one mesh.
 Shape FlatGrid(double y, int n, double cell) {
   const testing::MeshData d = testing::WavyGrid(n, cell, /*flat=*/true);
