@@ -4,7 +4,9 @@
 // up over walls when on the ground, and snap down to walkable ground. Walls
 // steeper than max_slope_degrees act as vertical, so walking never climbs them.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "world/character_internal.h"
 
@@ -42,10 +44,17 @@ class Mover {
  public:
   Mover(const MoveQuery& q, MoveWorld& world) : q_(q), world_(world) {
     const MoveSettings& s = q.settings;
-    up_ = s.up.Normalized();
+    up_ = UnitOf(s.up);
     skin_ = s.skin_width;
     // A hair of slack so a surface exactly at the limit counts as walkable.
-    cos_slope_ = std::cos(s.max_slope_degrees * kRadiansPerDegree) - 1e-12;
+    // The last slope's cosine is kept: a game's moves share their settings.
+    thread_local double last_slope = 0.0, last_cos = 1.0;  // cos(0) = 1
+    const double slope = s.max_slope_degrees * kRadiansPerDegree;
+    if (std::bit_cast<uint64_t>(slope) != std::bit_cast<uint64_t>(last_slope)) {
+      last_slope = slope;
+      last_cos = std::cos(slope);
+    }
+    cos_slope_ = last_cos - 1e-12;
   }
 
   void Run(MoveResult* out) {

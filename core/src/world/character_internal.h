@@ -27,6 +27,12 @@ class MoveWorld {
 /// contacts are cleared, not freed, so a reused result allocates nothing).
 void RunMove(const MoveQuery& q, MoveWorld& world, MoveResult* out);
 
+/// v.Normalized() without its square root and divisions when v is a unit
+/// vector already (squared length exactly 1: then the same bits).
+inline Vec3 UnitOf(const Vec3& v) { return v.LengthSq() == 1.0 ? v : v.Normalized(); }
+/// q.Normalized(), likewise.
+inline Quat UnitOf(const Quat& q) { return q.LengthSq() == 1.0 ? q : q.Normalized(); }
+
 /// Whether a set's moves on this thread gather the tree leaves near them
 /// once and test only those on each sweep (true), or walk the tree on every
 /// sweep: the same answers, which tests compare.

@@ -117,7 +117,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     margin_ = q.displacement.Length() + q.settings.step_height + q.settings.ground_snap_distance +
               4.0 * q.settings.skin_width;
     // What each sweep's job starts from: the rotation normalized once.
-    pose_ = Normalized(q.pose);
+    pose_ = Pose(q.pose.position, internal::UnitOf(q.pose.rotation));
     box_ = q.shape.WorldBounds(pose_);
     radius_ = q.shape.BoundingRadius() + kBoxSlack;
     plan_ = PlanRegion(box_, q.displacement, q.settings);
@@ -172,7 +172,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   /// one gathers fewer mesh triangles.
   static Aabb PlanRegion(const Aabb& start_box, const Vec3& displacement,
                          const MoveSettings& s) {
-    const Vec3 up = s.up.Normalized();
+    const Vec3 up = internal::UnitOf(s.up);
     const double skin = s.skin_width;
     return start_box.Swept(displacement)
         .Swept(up * s.step_height)
