@@ -157,7 +157,7 @@ bool GatheredCast::Prepare(const Shape& a, const Quat& rotation_a, const Shape& 
 }
 
 bool GatheredCast::Cast(const Vec3& from, const Vec3& translation, double t_max,
-                        const GatheredTriangle* tris, size_t count, const Aabb& region,
+                        const GatheredTriangle* const* tris, size_t count, const Aabb& region,
                         CastResult* out) const {
   if (!finite_ || !from.IsFinite() || !translation.IsFinite()) {
     *out = CastResult{};
@@ -191,7 +191,7 @@ bool GatheredCast::Cast(const Vec3& from, const Vec3& translation, double t_max,
     const double speed = v.Abs().MaxComponent();
     for (size_t i = 0; i < count; ++i) {
       if (!tally.Count()) return false;  // the batch stops: the walk stops too
-      const GatheredTriangle& g = tris[i];
+      const GatheredTriangle& g = *tris[i];
       if (ties.PassedOver(g.original) || !swept.Overlaps(g.box)) continue;
       CastResult s;
       if (ball_) {

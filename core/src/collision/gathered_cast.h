@@ -27,10 +27,11 @@ class GatheredCast {
   bool Prepare(const Shape& a, const Quat& rotation_a, const Shape& b, const Pose& pose_b);
 
   /// CastGathered(a, Pose(from, rotation_a), translation, b, pose_b, settings,
-  /// tris, count, region, out) for settings without a contact offset whose
-  /// FractionBound is `t_max`: false where the caller must run Cast() itself.
+  /// triangles, count, region, out) for settings without a contact offset
+  /// whose FractionBound is `t_max`, the triangles at tris[0, count): false
+  /// where the caller must run Cast() itself.
   bool Cast(const Vec3& from, const Vec3& translation, double t_max,
-            const GatheredTriangle* tris, size_t count, const Aabb& region,
+            const GatheredTriangle* const* tris, size_t count, const Aabb& region,
             CastResult* out) const;
 
  private:

@@ -257,7 +257,10 @@ struct ColliderSet::Impl::SegmentJob {
 /// Triangles of a mesh collider gathered once for a move's sweeps (its
 /// frame), for internal::CastGathered.
 struct GatheredMesh {
+  /// The triangles: copies (for CastGathered), or where they are (`refs`,
+  /// for a prepared `cast`).
   const GatheredTriangle* tris = nullptr;
+  const GatheredTriangle* const* refs = nullptr;
   size_t count = 0;
   /// The region they cover: every triangle whose box meets it (mesh frame).
   Aabb region;
@@ -274,7 +277,7 @@ struct GatheredMesh {
   bool Cast(const Vec3& from, const Vec3& translation, double t_max, internal::SweepMemo* memo,
             CastResult* out) const {
     if (memo == nullptr || key.version == 0) {
-      return cast.Cast(from, translation, t_max, tris, count, region, out);
+      return cast.Cast(from, translation, t_max, refs, count, region, out);
     }
     internal::MeshSweepKey k = key;
     k.from = from;
@@ -283,7 +286,7 @@ struct GatheredMesh {
       ++internal::MoveCountsOnThisThread().memo_answers;
       return true;
     }
-    if (!cast.Cast(from, translation, t_max, tris, count, region, out)) return false;
+    if (!cast.Cast(from, translation, t_max, refs, count, region, out)) return false;
     memo->Put(k, t_max, *out);
     return true;
   }

@@ -1,7 +1,6 @@
 // ColliderSet single queries (overlap, cast, raycast, move), each a job of
 // collider_set_jobs.h fed by one tree traversal.
 #include <algorithm>
-#include <optional>
 
 #include "collision/triangles/gathered_triangle.h"
 #include "geometry/same_bits.h"
@@ -81,6 +80,10 @@ struct MoveScratch {
   std::vector<GatheredMesh> base_meshes;
   std::vector<GatheredTriangle> own_tris;
   std::vector<GatheredTriangle> base_tris;
+  /// Where the triangles of prepared meshes are (decoded: in `decoded`, or
+  /// in the lists above).
+  std::vector<const GatheredTriangle*> own_refs;
+  std::vector<const GatheredTriangle*> base_refs;
   /// Mesh triangles decoded by earlier moves.
   internal::TriangleCache decoded;
   /// Mesh sweeps answered by earlier moves.
@@ -123,6 +126,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     plan_ = PlanRegion(box_, q.displacement, q.settings);
     own_.valid = false;
     base_.valid = false;
+    scratch_.decoded.BeginMove();
     // Meshes' triangles near the move serve the closed-form sweeps (a ball
     // or a capsule) without a contact offset.
     gather_meshes_ = (q.shape.kind() == ShapeKind::kSphere ||
@@ -196,6 +200,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     /// meshes[i]: items[i]'s triangles in the region (a ball or capsule move).
     std::vector<GatheredMesh>* meshes = nullptr;
     std::vector<GatheredTriangle>* tris = nullptr;
+    std::vector<const GatheredTriangle*>* refs = nullptr;
   };
   /// Most leaves a gathered region keeps; past it sweeps walk the tree.
   static constexpr size_t kMaxGathered = 64;
@@ -204,11 +209,14 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   static constexpr size_t kMaxMeshTriangles = 64;
 
   /// The triangles of mesh collider `c` (at `item` of a set at mesh version
-  /// `version`) whose boxes meet `reach` (world) grown a little, into
-  /// g->tris, decoded or from `cache` (if not null), and *m (its region,
-  /// tris and count; count 0 when it has more than kMaxMeshTriangles there).
+  /// `version`) whose boxes meet `reach` (world) grown a little, decoded or
+  /// from `cache` (if not null), and *m (its region, count and triangles:
+  /// copies in g->tris, or `by_reference` pointers in g->refs to them where
+  /// they are, the cache's or g->tris's; count 0 when it has more than
+  /// kMaxMeshTriangles there).
   static void GatherMesh(const Collider& c, uint64_t version, uint32_t item, const Aabb& reach,
-                         internal::TriangleCache* cache, Gathered* g, GatheredMesh* out) {
+                         internal::TriangleCache* cache, bool by_reference, Gathered* g,
+                         GatheredMesh* out) {
     GatheredMesh& m = *out;
     m.count = 0;
     const TriangleMesh* mesh = c.shape.surface()->mesh();
@@ -224,7 +232,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     m.region = local.Expanded(1e-6 * (1.0 + local.min.Abs().MaxComponent() +
                                       local.max.Abs().MaxComponent()));
     std::vector<GatheredTriangle>& tris = *g->tris;
-    const size_t first = tris.size();
+    std::vector<const GatheredTriangle*>& refs = *g->refs;
+    const size_t first = tris.size(), first_ref = refs.size();
+    size_t kept = 0;
     bool fits = true;
     TriangleMesh::VertexCache vertex_cache;
     const auto decode = [&](uint32_t k, GatheredTriangle* t) {
@@ -233,37 +243,50 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       GatherTriangle(v[0], v[1], v[2], mesh->OriginalIndex(k), mesh->ActiveEdges(k), t);
       ++internal::MoveCountsOnThisThread().decoded_triangles;
     };
-    std::optional<GatheredTriangle> decoded;  // without a cache (made only then)
     mesh->VisitOverlapping(m.region, [&](uint32_t k) {
-      GatheredTriangle* slot;
+      GatheredTriangle* t = nullptr;
       if (cache != nullptr) {
         bool found;
-        slot = &cache->Slot(version, item, k, &found);
-        if (!found) {
-          decode(k, slot);
+        t = cache->Slot(version, item, k, &found);
+        if (t != nullptr && !found) {
+          decode(k, t);
           cache->Fill(version, item, k);
         }
-      } else {
-        slot = &decoded.emplace();
-        decode(k, slot);
       }
-      const GatheredTriangle& t = *slot;
-      if (!t.box.Overlaps(m.region)) return true;
-      if (tris.size() - first == kMaxMeshTriangles) {
+      // Without a cache, or its slot taken by the move: decoded at the end
+      // of the copies (dropped again unless kept).
+      const bool at_end = t == nullptr;
+      if (at_end) {
+        t = &tris.emplace_back();
+        decode(k, t);
+      }
+      if (!t->box.Overlaps(m.region)) {
+        if (at_end) tris.pop_back();
+        return true;
+      }
+      if (kept == kMaxMeshTriangles) {
         fits = false;
         return false;
       }
-      tris.push_back(t);
+      ++kept;
+      if (by_reference) {
+        refs.push_back(t);
+      } else if (!at_end) {
+        tris.push_back(*t);
+      }
       return true;
     });
     if (!fits) {
       tris.resize(first);
+      refs.resize(first_ref);
       return;
     }
-    m.count = g->tris->size() - first;
+    m.count = kept;
     ++internal::MoveCountsOnThisThread().mesh_gathers;
     internal::MoveCountsOnThisThread().gathered_triangles += m.count;
-    m.tris = g->tris->data() + first;  // stays: the caller reserved room for every mesh
+    // These stay: the caller reserved room for every mesh.
+    m.tris = by_reference ? nullptr : tris.data() + first;
+    m.refs = by_reference ? refs.data() + first_ref : nullptr;
   }
 
   /// The first hit of the current sweep against `impl`'s tree, into `hits`.
@@ -309,12 +332,16 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
         m.prepared = false;
       }
       g->tris->clear();
+      g->refs->clear();
       if (!g->walk && gather_meshes_) {
         size_t meshes = 0;
         for (const uint32_t item : *g->items) {
           meshes += impl.colliders[item].shape.kind() == ShapeKind::kMesh;
         }
-        g->tris->reserve(meshes * kMaxMeshTriangles);  // no reallocation while gathering
+        // No reallocation while gathering (one more for a triangle decoded
+        // at the end and then dropped).
+        g->tris->reserve(meshes * kMaxMeshTriangles + 1);
+        g->refs->reserve(meshes * kMaxMeshTriangles);
         // Decoded triangles keyed on the set's mesh version (0 never: a set
         // holding a mesh has a version from NextMeshVersion).
         internal::TriangleCache* cache = impl.mesh_version != 0 ? &scratch_.decoded : nullptr;
@@ -322,8 +349,9 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
           const Collider& c = impl.colliders[(*g->items)[i]];
           if (c.shape.kind() != ShapeKind::kMesh) continue;
           GatheredMesh& m = (*g->meshes)[i];
-          GatherMesh(c, impl.mesh_version, (*g->items)[i], g->reach, cache, g, &m);
-          m.prepared = m.count != 0 && m.cast.Prepare(cast_.shape, pose_.rotation, c.shape, c.pose);
+          m.prepared = m.cast.Prepare(cast_.shape, pose_.rotation, c.shape, c.pose);
+          GatherMesh(c, impl.mesh_version, (*g->items)[i], g->reach, cache, m.prepared, g, &m);
+          m.prepared = m.prepared && m.count != 0;
           m.key.version = 0;
           if (m.prepared && cache != nullptr) {  // the key's parts for every sweep of this move
             const Shape& a = cast_.shape;
@@ -400,10 +428,24 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   Pose pose_;
   Aabb box_;
   double radius_ = 0.0;
-  Gathered own_{false, false, 0, Aabb(), &scratch_.own_items, &scratch_.own_boxes,
-                &scratch_.own_meshes, &scratch_.own_tris};
-  Gathered base_{false, false, 0, Aabb(), &scratch_.base_items, &scratch_.base_boxes,
-                 &scratch_.base_meshes, &scratch_.base_tris};
+  Gathered own_{false,
+                false,
+                0,
+                Aabb(),
+                &scratch_.own_items,
+                &scratch_.own_boxes,
+                &scratch_.own_meshes,
+                &scratch_.own_tris,
+                &scratch_.own_refs};
+  Gathered base_{false,
+                 false,
+                 0,
+                 Aabb(),
+                 &scratch_.base_items,
+                 &scratch_.base_boxes,
+                 &scratch_.base_meshes,
+                 &scratch_.base_tris,
+                 &scratch_.base_refs};
   bool gather_meshes_ = false;
   /// The sweep under way is a ground probe (Probe).
   bool probe_ = false;

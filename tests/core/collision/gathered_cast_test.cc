@@ -104,6 +104,8 @@ TEST(GatheredCast, AnswersAsCastGathered) {
       const Vec3 translation = pose_b.TransformDirection(way) * rng.Uniform(0.0, 1.5);
       const Aabb region = Aabb(local, local).Expanded(rng.Uniform(0.3, 3.5));
       const std::vector<GatheredTriangle> tris = Gather(tm, region);
+      std::vector<const GatheredTriangle*> refs;
+      for (const GatheredTriangle& t : tris) refs.push_back(&t);
       CastSettings settings;
       if (q % 5 == 4) settings.max_fraction = rng.Uniform(0.0, 1.0);
       internal::GatheredCast cast;
@@ -118,7 +120,7 @@ TEST(GatheredCast, AnswersAsCastGathered) {
           internal::CastGathered(a, Pose(from, rotation), translation, mesh, pose_b, settings,
                                  tris.data(), tris.size(), region, &want);
       const bool got_answer = cast.Cast(from, translation, internal::FractionBound(settings),
-                                        tris.data(), tris.size(), region, &got);
+                                        refs.data(), refs.size(), region, &got);
       const std::string what = "seed " + std::to_string(seed) + " query " + std::to_string(q);
       ASSERT_EQ(got_answer, want_answer) << what;
       if (!got_answer) {
