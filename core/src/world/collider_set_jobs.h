@@ -7,12 +7,12 @@
 
 #include "collision/cast_internal.h"
 #include "collision/gathered_cast.h"
-#include "world/sweep_memo.h"
 #include "collision/triangles/sweep_ties.h"
 #include "collision/work_meter.h"
 #include "world/collider_set_internal.h"
 #include "world/overlap_pair.h"
 #include "world/query_hits.h"
+#include "world/sweep_memo.h"
 
 namespace hitbox {
 
@@ -255,7 +255,7 @@ struct ColliderSet::Impl::SegmentJob {
 };
 
 /// Triangles of a mesh collider gathered once for a move's sweeps (its
-/// frame), for internal::CastGathered.
+/// frame), for internal::GatheredCast or internal::CastGathered.
 struct GatheredMesh {
   /// The triangles: copies (for CastGathered), or where they are (`refs`,
   /// for a prepared `cast`).
@@ -389,12 +389,16 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     ++pairs->count;
     const bool defer = defer_contact && !skip_leaving && !out.all;
     CastResult r;
-    if (mesh != nullptr && !defer &&
-        (mesh->prepared && !(settings.contact_offset > 0.0)
-             ? mesh->Cast(pose.position, q->translation, internal::FractionBound(settings), memo,
-                          &r)
-             : internal::CastGathered(q->shape, pose, q->translation, c.shape, c.pose, settings,
-                                      mesh->tris, mesh->count, mesh->region, &r))) {
+    bool gathered = false;
+    if (mesh != nullptr && !defer) {
+      gathered = mesh->prepared
+                     ? !(settings.contact_offset > 0.0) &&
+                           mesh->Cast(pose.position, q->translation,
+                                      internal::FractionBound(settings), memo, &r)
+                     : internal::CastGathered(q->shape, pose, q->translation, c.shape, c.pose,
+                                              settings, mesh->tris, mesh->count, mesh->region, &r);
+    }
+    if (gathered) {
       ++internal::MoveCountsOnThisThread().gathered_mesh_sweeps;
     } else {
       r = defer ? internal::CastWithoutContact(q->shape, pose, q->translation, c.shape, c.pose,
