@@ -382,18 +382,8 @@ void SetWorldCastIterationsForTesting(int iterations) {
 
 bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                          double t_max) {
-  // Ray from A's centre against B's bounding sphere grown by A's (Ericson 5.5.7).
-  const double r = (a.BoundingRadius() + b.BoundingRadius()) * (1.0 + 1e-12);
-  const Vec3& o = a_in_b.position;
-  const double c = o.LengthSq() - r * r;
-  if (c <= 0.0) return false;
-  const double bb = Dot(o, v);
-  if (bb >= 0.0) return true;
-  const double vv = v.LengthSq();
-  // No real root (closest approach beyond r), or the entry root beyond t_max:
-  // f(t) = vv t^2 + 2 bb t + c still positive and decreasing at t = t_max.
-  if (bb * bb - vv * c < 0.0) return true;
-  return c + t_max * (2.0 * bb + vv * t_max) > 0.0 && bb + vv * t_max < 0.0;
+  return CentreMissesSphere(a_in_b.position, v,
+                            (a.BoundingRadius() + b.BoundingRadius()) * (1.0 + 1e-12), t_max);
 }
 
 namespace {

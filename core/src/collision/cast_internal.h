@@ -135,6 +135,20 @@ CastResult ApplyContactOffset(const Shape& a, const Pose& a_in_b, const Vec3& v,
 /// contact).
 bool BoundingSpheresMiss(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                          double t_max = 1.0);
+/// BoundingSpheresMiss for A's centre at `o` moving by v and the two radii
+/// summed into r (GatheredCast keeps the sum).
+inline bool CentreMissesSphere(const Vec3& o, const Vec3& v, double r, double t_max) {
+  // Ray from A's centre against B's bounding sphere grown by A's (Ericson 5.5.7).
+  const double c = o.LengthSq() - r * r;
+  if (c <= 0.0) return false;
+  const double bb = Dot(o, v);
+  if (bb >= 0.0) return true;
+  const double vv = v.LengthSq();
+  // No real root (closest approach beyond r), or the entry root beyond t_max:
+  // f(t) = vv t^2 + 2 bb t + c still positive and decreasing at t = t_max.
+  if (bb * bb - vv * c < 0.0) return true;
+  return c + t_max * (2.0 * bb + vv * t_max) > 0.0 && bb + vv * t_max < 0.0;
+}
 
 /// Closed-form or iterative cast in B's frame, chosen by MethodFor().
 CastResult CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,

@@ -94,18 +94,6 @@ struct PlaneHeights {
   return (beyond[0] | beyond[1] | beyond[2]) != 0;
 }
 
-/// BoundingSpheresMiss (cast.cc) for A's centre at `o` moving by v, the
-/// bounding radii summed into r.
-inline bool SpheresMiss(const Vec3& o, const Vec3& v, double r, double t_max) {
-  const double c = o.LengthSq() - r * r;
-  if (c <= 0.0) return false;
-  const double bb = Dot(o, v);
-  if (bb >= 0.0) return true;
-  const double vv = v.LengthSq();
-  if (bb * bb - vv * c < 0.0) return true;
-  return c + t_max * (2.0 * bb + vv * t_max) > 0.0 && bb + vv * t_max < 0.0;
-}
-
 /// No rotation axis: x, y and z all zero (w = +-1).
 bool NoAxis(const Quat& q) { return q.x == 0.0 && q.y == 0.0 && q.z == 0.0; }
 /// A rotation about one coordinate axis at most: two of x, y, z zero.
@@ -167,7 +155,7 @@ bool GatheredCast::Cast(const Vec3& from, const Vec3& translation, double t_max,
   const Vec3 p = rb_.TransposeMul(from - pose_b_.position);
   const Vec3 v = rb_.TransposeMul(translation);
   CastResult lc;
-  if (!SpheresMiss(p, v, bounding_, t_max)) {
+  if (!CentreMissesSphere(p, v, bounding_, t_max)) {
     // The placed convex (PlacedConvex): its segment and bounds.
     const Vec3 seg[2] = {p - half_, p + half_};
     Aabb bounds;

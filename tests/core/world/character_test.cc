@@ -613,6 +613,20 @@ Shape CornerMesh() {
   return *Shape::Make(m);
 }
 
+// A wavy grid floor (id 1) and CornerMesh (id 2) at a random spot and yaw,
+// raised or lowered by up to `lift` (no draw when 0).
+void AddWavyFloorAndCorner(Random& rng, double lift, World* w) {
+  const double amp = rng.Uniform(0.0, 0.3), f = rng.Uniform(0.3, 1.5);
+  const double cell = rng.Uniform(0.3, 2.0);
+  w->AddGrid(1, -8.0, -8.0, static_cast<int>(16.0 / cell), cell,
+             [amp, f](double x, double z) { return amp * std::sin(f * x) * std::cos(f * z); });
+  const double x = rng.Uniform(-3, 0);
+  const double y = lift > 0.0 ? rng.Uniform(-lift, lift) : 0.0;
+  const double z = rng.Uniform(-3, 0);
+  const Quat yaw = Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0.0, 6.3));
+  w->Add(2, CornerMesh(), Pose{Vec3{x, y, z}, yaw});
+}
+
 // A move gathers the triangles of the meshes near it once and sweeps only
 // those (where their order cannot change the answer): every field of every
 // answer is the one of the mesh walk on each sweep and of the tree walk, on
@@ -626,13 +640,7 @@ TEST(Move, GatheredMeshTrianglesAnswerAsTheMeshWalk) {
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     Random rng(seed);
     World w;
-    const double amp = rng.Uniform(0.0, 0.3), f = rng.Uniform(0.3, 1.5);
-    const double cell = rng.Uniform(0.3, 2.0);
-    w.AddGrid(1, -8.0, -8.0, static_cast<int>(16.0 / cell), cell,
-              [amp, f](double x, double z) { return amp * std::sin(f * x) * std::cos(f * z); });
-    w.Add(2, CornerMesh(),
-          Pose{Vec3{rng.Uniform(-3, 0), rng.Uniform(-0.2, 0.2), rng.Uniform(-3, 0)},
-               Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0.0, 6.3))});
+    AddWavyFloorAndCorner(rng, 0.2, &w);
     const int n = rng.Int(2, 8);
     for (int k = 0; k < n; ++k) {
       const ShapeKind kind = static_cast<ShapeKind>(rng.Int(0, 3));
@@ -714,13 +722,7 @@ TEST(Move, KeptGroundProbesAnswerAsNewOnes) {
   for (uint64_t seed = 1; seed <= 80; ++seed) {
     Random rng(seed);
     World w;
-    const double amp = rng.Uniform(0.0, 0.3), f = rng.Uniform(0.3, 1.5);
-    const double cell = rng.Uniform(0.3, 2.0);
-    w.AddGrid(1, -8.0, -8.0, static_cast<int>(16.0 / cell), cell,
-              [amp, f](double x, double z) { return amp * std::sin(f * x) * std::cos(f * z); });
-    w.Add(2, CornerMesh(),
-          Pose{Vec3{rng.Uniform(-3, 0), 0.0, rng.Uniform(-3, 0)},
-               Quat::FromAxisAngle({0, 1, 0}, rng.Uniform(0.0, 6.3))});
+    AddWavyFloorAndCorner(rng, 0.0, &w);
     w.Add(3, BoxH(0.3, 0.1, 0.3), testing::At(0, -50, 0));
     MoveQuery q = World::Query({rng.Uniform(-4, 4), kStand + 0.35, rng.Uniform(-4, 4)}, {});
     const Vec3 walk = rng.UnitVector() * rng.Uniform(0.05, 0.3);
