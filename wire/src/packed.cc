@@ -323,14 +323,15 @@ Status FromPacked(const v1::PackedQueries& p, const Repeated<v1::Query>& message
           const size_t r = rotated++;
           const double* d = p.rotation().data() + 4 * r;
           const Quat q{d[0], d[1], d[2], d[3]};
-          const std::string at = "packed.rotation[" + std::to_string(4 * r) + "..]";
+          // Named only when refused: a tick of valid queries makes no string.
+          const auto at = [r] { return "packed.rotation[" + std::to_string(4 * r) + "..]"; };
           if (!(std::isfinite(q.x) && std::isfinite(q.y) && std::isfinite(q.z) &&
                 std::isfinite(q.w))) {
-            return fail(Invalid(at + " must be finite"));
+            return fail(Invalid(at() + " must be finite"));
           }
           static_assert(kQuatNormTolerance == 1e-6, "update the message below");
           if (!q.IsNormalized(kQuatNormTolerance)) {
-            return fail(Invalid(at + ": quaternion norm " + FormatDouble(q.Length()) +
+            return fail(Invalid(at() + ": quaternion norm " + FormatDouble(q.Length()) +
                                 " is not 1 (tolerance 1e-6)"));
           }
           pose.rotation = q.Normalized();
