@@ -1800,7 +1800,8 @@ TEST(MeshConvex, BoxDeepestContactMatchesAllContactsAtAnyScale) {
 // from the core's inner segment to the triangle): below the margin, the
 // cores are apart (GJK) and every contact is at most max(overlap, 0) deep;
 // a box's contact is at most the overlap whenever the triangle has a SAT
-// answer. And it often proves triangles apart whose overlap along their
+// answer, a cylinder's or a hull's on a triangle that is not a sliver
+// (TriangleConvexEpa takes the axis). And it often proves triangles apart whose overlap along their
 // normal does not: boxes, rounded boxes, cylinders and hulls over a wavy
 // grid and a closed sphere.
 TEST(MeshConvex, InnerOverlapBoundsContactDepth) {
@@ -1814,7 +1815,7 @@ TEST(MeshConvex, InnerOverlapBoundsContactDepth) {
     Result<Shape> hull = Shape::Make(ConvexHull{points});
     if (hull.ok()) hulls.push_back(std::move(hull).value());
   }
-  int apart = 0, apart_by_normal = 0, bounded = 0;
+  int apart = 0, apart_by_normal = 0, bounded = 0, curved_bounded = 0;
   for (int i = 0; i < 3000; ++i) {
     const TriangleMesh& mesh = meshes[i % 2];
     const Aabb b = mesh.bounds();
@@ -1860,13 +1861,19 @@ TEST(MeshConvex, InnerOverlapBoundsContactDepth) {
       } else if (box && sat.valid && touching) {
         ++bounded;
         EXPECT_LE(m.depth, overlap + tol) << i << " " << t;
+      } else if (!box && touching && EpaTakesInnerAxis(v)) {
+        // A cylinder's or a hull's EPA counts the axis: at most the overlap.
+        ++curved_bounded;
+        EXPECT_LE(m.depth, std::max(overlap, placed.margin()) + tol) << i << " " << t;
       }
     }
   }
   std::printf("%d triangles apart by the inner axis (%d overlapping along their normal), %d box "
-              "contacts bounded\n", apart, apart_by_normal, bounded);
+              "and %d cylinder or hull contacts bounded\n", apart, apart_by_normal, bounded,
+              curved_bounded);
   EXPECT_GT(apart_by_normal, 5000);
   EXPECT_GT(bounded, 5000);
+  EXPECT_GT(curved_bounded, 5000);
 }
 
 // Convex sweeps (box, cylinder, capsule, sphere by GJK): apart at every

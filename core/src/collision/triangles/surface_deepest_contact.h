@@ -156,21 +156,23 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
     while (c.stage < final_stage) {
       double tight = std::numeric_limits<double>::infinity();
       if (!polytope_core || c.stage == 1) {
-        // A bound on the contact's depth when the cores are certainly apart
-        // along the axis (then GJK's closest points give the contact, no
-        // deeper than the overlap, nor than 0), or for a box when the
-        // triangle has a SAT answer (TrianglePolytopePenetration valid: the
-        // exact depth, at most any axis's overlap); else none: EPA stalled
-        // on a cylinder's or a hull's curved or sliver faces reports more
-        // than the depth, up to the overlap along its last normal or the
-        // triangle's own (with the overlap as a bound, DeepestContactMatches-
-        // AllContacts over 180000 queries saw cylinder contacts go to a
-        // triangle up to 7e-5 less deep).
+        // A bound on the contact's depth: when the cores are certainly apart
+        // along the axis, GJK's closest points give the contact, no deeper
+        // than the overlap, nor than 0; for a box when the triangle has a
+        // SAT answer (TrianglePolytopePenetration valid), the exact depth, at
+        // most any axis's overlap; else, but for a sliver, EPA's answer,
+        // which counts this axis among its directions (TriangleConvexEpa's
+        // inner axis), so at most max(overlap, margin) + 1e-9 * scale, within
+        // the slack, even where it stalls on a curved face. On a sliver a
+        // stalled EPA reports more than the depth, up to the overlap along
+        // its last normal or the triangle's own: no bound.
         const double overlap = TriangleInnerOverlap(c.v, convex, inner);
         if (overlap < convex.margin() - apart) {
           tight = std::max(overlap, 0.0);
         } else if (c.sat_answer) {  // (a box core only)
           tight = overlap;
+        } else if (EpaTakesInnerAxis(c.v)) {
+          tight = std::max(overlap, convex.margin());
         }
       } else if (c.stage == 0) {
         // The box's own face normals (three axes, no support calls).

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "collision/triangles/triangle_gjk.h"
+#include "geometry/triangle_queries.h"
 #include "hitbox/math/math.h"
 
 namespace hitbox {
@@ -21,9 +22,11 @@ struct TriangleConvexPenetration {
   /// Otherwise EPA broke down (2 flat start tetrahedron, 3 degenerate new
   /// face or horizon overflow, 4 no face left, 5 origin outside the polytope
   /// after rounding on slivers of a curved core) and the answer is the best
-  /// of the polytope's face normals and the triangle's normals n by the
-  /// exact support h(n) of the Minkowski difference: still a separating move
-  /// (depth, normal), perhaps longer than the shortest. 1 no tetrahedron: not valid.
+  /// of the polytope's face normals, the triangle's normals n and the inner
+  /// axis (TriangleConvexEpa) by the exact support h(n) of the Minkowski
+  /// difference: still a separating move (depth, normal), perhaps longer
+  /// than the shortest. 1 no tetrahedron: not valid, unless the core has an
+  /// inner axis (then the fallback's answer).
   /// 6 (not valid): stopped once shallower than TriangleConvexEpa's `stop_below`.
   int failure = 0;
   /// Depth in metres: moving the convex by depth * normal separates it.
@@ -34,6 +37,19 @@ struct TriangleConvexPenetration {
   Vec3 point_on_convex;
   Vec3 point_on_triangle;
 };
+
+/// Whether TriangleConvexEpa takes the inner axis of a core on triangle
+/// `tri`: not a sliver, |ab x ac|^2 at least 1e-6 of the longest edge^4 (as
+/// TriangleTouchContact's closed forms ask). On slivers a curved core's EPA
+/// stalls and its answer, the best of its own normals, stays as it was: the
+/// deepest of those has been the move that separates a huge cylinder from
+/// a sliver grid (HugeCylindersAroundSliversSeparate), where the inner
+/// axis's shorter move for one triangle does not clear the others.
+inline bool EpaTakesInnerAxis(const Vec3 tri[3]) {
+  const Vec3 ab = tri[1] - tri[0], ac = tri[2] - tri[0], bc = tri[2] - tri[1];
+  const double longest = std::max(ab.LengthSq(), std::max(ac.LengthSq(), bc.LengthSq()));
+  return Cross(ab, ac).LengthSq() >= 1e-6 * longest * longest;
+}
 
 /// Start polytope of TriangleConvexEpa (see there).
 enum class TriangleEpaStart : uint8_t { kPrismOrTetrahedron, kPrismOnly, kTetrahedronOnly };
@@ -205,7 +221,36 @@ TriangleConvexPenetration TriangleConvexEpa(
     }
     return true;
   }();
-  if (!prism && (start == TriangleEpaStart::kPrismOnly || g.tetrahedron != 4)) {
+  if (!prism && start == TriangleEpaStart::kPrismOnly) {
+    out.failure = 1;
+    return out;
+  }
+  // The inner axis: visited first, so the fallback and stop_below count it.
+  bool inner_axis = false;
+  if constexpr (requires(const CoreSupport& c, Vec3* seg) { c.InnerSegment(seg); }) {
+    if (EpaTakesInnerAxis(tri)) {
+      Vec3 inner[2];
+      core_support.InnerSegment(inner);
+      Vec3 p = inner[0], q;
+      const double d2 =
+          inner[0] == inner[1]
+              ? PointTriangleDistanceSq(p, tri[0], tri[1], tri[2], &q)
+              : SegmentTriangleDistanceSq(inner[0], inner[1], tri[0], tri[1], tri[2], &p, &q);
+      if (d2 > 0.0) {
+        const Vec3 u = (q - p) / std::sqrt(d2);
+        double l[3];
+        visited_h = Dot(core_support(u) - tri_support(-u, l), u);
+        visited_n = u;
+        inner_axis = true;
+      }
+    }
+  }
+  if (std::max(visited_h, 0.0) + margin + tol < stop_below) {
+    out.failure = 6;
+    return out;
+  }
+  if (!prism && g.tetrahedron != 4) {
+    if (inner_axis) return fallback(1);
     out.failure = 1;
     return out;
   }
