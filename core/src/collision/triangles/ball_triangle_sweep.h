@@ -283,21 +283,41 @@ inline CastResult SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, do
       v.Abs().MaxComponent() * t_max;
   const double rr = r + 1e-9 * (r + coords);
   const double hb = Dot(b - a, n), hc = Dot(cc - a, n);
-  const double over = HeightsApart(std::min(h0, h1), std::max(h0, h1), Dot(v, n) * t_max,
-                                   std::min(0.0, std::min(hb, hc)),
-                                   std::max(0.0, std::max(hb, hc)));
+  const double tri_lo = std::min(0.0, std::min(hb, hc)), tri_hi = std::max(0.0, std::max(hb, hc));
+  const double c_lo = std::min(h0, h1), c_hi = std::max(h0, h1), dn = Dot(v, n);
+  const double over = HeightsApart(c_lo, c_hi, dn * t_max, tri_lo, tri_hi);
   const double room = rr * rr - over * over;  // the in-plane gap that still touches, squared
+  // The times [t0, t1] when the core's heights are within rr of the
+  // triangle's (as SweptCoreBox): only then can the two touch, so the
+  // in-plane gap need only hold over them (a capsule coming down beside
+  // the triangle, onto its neighbour, is beyond an edge when it gets there).
+  double t0 = 0.0, t1 = t_max;
+  if (dn > 0.0) {
+    t0 = std::max(t0, (tri_lo - rr - c_hi) / dn);
+    t1 = std::min(t1, (tri_hi + rr - c_lo) / dn);
+  } else if (dn < 0.0) {
+    t0 = std::max(t0, (tri_hi + rr - c_lo) / dn);
+    t1 = std::min(t1, (tri_lo - rr - c_hi) / dn);
+  }
+  const bool window = t0 <= t1;
   const Vec3 vs[3] = {a, b, cc};
   for (int i = 0; i < 3; ++i) {
     const Vec3& o = vs[i];
     const Vec3 m = Cross(vs[(i + 1) % 3] - o, n);
     // The triangle on m (relative to o): [min(0, w), max(0, w)].
     const double w = Dot(vs[(i + 2) % 3] - o, m);
-    const double d0 = Dot(p0 - o, m), d1 = Dot(p1 - o, m), dv = Dot(v, m) * t_max;
+    const double d0 = Dot(p0 - o, m), d1 = Dot(p1 - o, m), vm = Dot(v, m), dv = vm * t_max;
     const double lo = std::min(d0, d1) + std::min(0.0, dv);
     const double hi = std::max(d0, d1) + std::max(0.0, dv);
     const double gap = std::max(lo - std::max(0.0, w), std::min(0.0, w) - hi);
-    if (gap > 0.0 && gap * gap > room * m.LengthSq()) return true;
+    const double mm = m.LengthSq();
+    if (gap > 0.0 && gap * gap > room * mm) return true;
+    if (!window) continue;
+    // Over [t0, t1] only, the heights meeting within rr at most.
+    const double lo_w = std::min(d0, d1) + std::min(vm * t0, vm * t1);
+    const double hi_w = std::max(d0, d1) + std::max(vm * t0, vm * t1);
+    const double gap_w = std::max(lo_w - std::max(0.0, w), std::min(0.0, w) - hi_w);
+    if (gap_w > 0.0 && gap_w * gap_w > rr * rr * mm) return true;
   }
   return false;
 }
