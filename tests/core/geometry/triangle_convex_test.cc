@@ -80,13 +80,39 @@ void RandomScaledTriangle(Random& rng, int i, const Vec3& origin, double s, Vec3
   for (int k = 0; k < 3; ++k) tri[k] = origin + tri[k] * s;
 }
 
-// PlacedConvex's bounds of sphere, capsule and box cores (closed form) are
-// the supports along +-each axis plus the margin, to the bit.
+// PlacedConvex's bounds of sphere, capsule and box cores (closed form) and
+// of hulls (one pass over the vertices up to ConvexHullData::kScanVertices,
+// the supports beyond; cubes turned by quarter turns tie) are the supports
+// along +-each axis plus the margin, to the bit.
 TEST(PlacedConvex, BoundsAreTheAxisSupports) {
   Random rng(77);
+  std::vector<Shape> hulls;
+  size_t scanned = 0;  // hulls of at most kScanVertices vertices
+  for (const int n : {4, 9, 20, 32, 48, 90}) {  // points on a sphere: most are vertices
+    for (int k = 0; k < 6; ++k) {
+      std::vector<Vec3> points(n);
+      for (Vec3& p : points) p = rng.UnitVector() * 2.0 + Vec3{0.5, -0.3, 0.2};
+      Result<Shape> hull = Shape::Make(ConvexHull{points});
+      if (!hull.ok()) continue;
+      scanned += hull->hull()->vertices().size() <= ConvexHullData::kScanVertices;
+      hulls.push_back(std::move(hull).value());
+    }
+  }
+  std::vector<Vec3> cube;
+  for (int k = 0; k < 8; ++k) {
+    cube.push_back({k & 1 ? 1.0 : -1.0, k & 2 ? 1.0 : -1.0, k & 4 ? 1.0 : -1.0});
+  }
+  hulls.push_back(*Shape::Make(ConvexHull{cube}));
+  EXPECT_GT(scanned, 12u);
+  EXPECT_GT(hulls.size() - scanned, 6u);
+  const Quat quarter = Quat::FromAxisAngle({0, 0, 1}, 1.5707963267948966);
   for (int i = 0; i < 3000; ++i) {
     ConvexCore core = RandomPolytopeCore(rng, i % 3);
-    const Quat rot = i % 7 == 0 ? Quat{} : rng.Rotation();
+    if (i % 4 == 3) {
+      core = internal::CoreOf(hulls[(i / 4) % hulls.size()]);
+      core.margin = i % 8 == 3 ? 0.0 : rng.Uniform(0.0, 0.2);
+    }
+    const Quat rot = i % 7 == 0 ? Quat{} : i % 7 == 1 ? quarter : rng.Rotation();
     const Pose pose{rng.InBox(50.0), rot};
     const PlacedConvex q(core, pose);
     const internal::PlacedCore placed(core, pose);

@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "collision/triangles/box_triangle_sweep.h"
 #include "collision/triangles/cylinder_triangle.h"
 #include "collision/triangles/triangle_polytope_sat.h"
 #include "geometry/gjk.h"
 #include "hitbox/math/math.h"
+#include "hitbox/shape/shapes.h"
 
 namespace hitbox {
 
@@ -34,6 +36,27 @@ class PlacedConvex {
         const double reach = std::fabs(r.x) * he.x + std::fabs(r.y) * he.y + std::fabs(r.z) * he.z;
         bounds_.max[a] = placed_.position[a] + reach + margin_;
         bounds_.min[a] = placed_.position[a] - reach - margin_;
+      }
+    } else if (core.kind == Kind::kHull &&
+               core.hull->vertices().size() <= ConvexHullData::kScanVertices) {
+      // One pass over the vertices for all six supports: the support along
+      // +-e_a (rotated back: +-row a, exactly) is the vertex of the largest
+      // (least) product with row a, Support's very products, so the bounds
+      // are CoreSupport's to the bit (its coordinate a is the position's
+      // plus that product, whichever vertex ties).
+      const std::vector<Vec3>& vs = core.hull->vertices();
+      double hi[3], lo[3];
+      for (int a = 0; a < 3; ++a) hi[a] = lo[a] = Dot(vs[0], placed_.rotation.row[a]);
+      for (size_t i = 1; i < vs.size(); ++i) {
+        for (int a = 0; a < 3; ++a) {
+          const double d = Dot(vs[i], placed_.rotation.row[a]);
+          hi[a] = std::max(hi[a], d);
+          lo[a] = std::min(lo[a], d);
+        }
+      }
+      for (int a = 0; a < 3; ++a) {
+        bounds_.max[a] = placed_.position[a] + hi[a] + margin_;
+        bounds_.min[a] = placed_.position[a] + lo[a] - margin_;
       }
     } else {
       for (int a = 0; a < 3; ++a) {
