@@ -1876,6 +1876,32 @@ TEST(MeshConvex, InnerOverlapBoundsContactDepth) {
   EXPECT_GT(curved_bounded, 5000);
 }
 
+// SegmentTriangleDistanceLower (SurfaceDeepestContactConvex's bound for
+// capsules): never above the segment-triangle distance, on segments across,
+// beside, above and through triangles (0 on slivers), and most often well
+// above 0 where the two are apart.
+TEST(MeshConvex, SegmentTriangleDistanceLowerBoundsTheDistance) {
+  Random rng(79);
+  int apart = 0, bounded_away = 0;
+  for (int i = 0; i < 20000; ++i) {
+    Vec3 v[3] = {rng.InBox(1.0), rng.InBox(1.0), rng.InBox(1.0)};
+    if (i % 5 == 4) v[2] = v[0] + (v[1] - v[0]) * rng.Uniform(0.2, 0.8) + rng.UnitVector() * 1e-6;
+    const Vec3 p0 = rng.InBox(2.0);
+    const Vec3 p1 = i % 7 == 0 ? p0 : p0 + rng.UnitVector() * rng.Uniform(0.0, 2.0);
+    Vec3 on_seg, on_tri;
+    const double d =
+        std::sqrt(SegmentTriangleDistanceSq(p0, p1, v[0], v[1], v[2], &on_seg, &on_tri));
+    const double lower = surface_detail::SegmentTriangleDistanceLower(p0, p1, v);
+    EXPECT_LE(lower, d + 1e-12) << i;
+    EXPECT_GE(lower, 0.0) << i;
+    if (d > 1e-3) {
+      ++apart;
+      bounded_away += lower > 0.25 * d;
+    }
+  }
+  EXPECT_GT(bounded_away, apart / 2);
+}
+
 // Convex sweeps (box, cylinder, capsule, sphere by GJK): apart at every
 // sample before the reported fraction, within the gap at it; a point core
 // with a radius matches the closed-form sphere sweep.

@@ -30,12 +30,51 @@ struct DeepestEntry {
   uint32_t triangle;
   uint32_t index;  // into DeepestScratch::candidates
 };
+/// A triangle near a capsule, with an upper bound on its contact depth.
+struct RoundedCandidate {
+  Vec3 v[3];
+  uint32_t triangle;
+  double bound;
+};
 struct DeepestScratch {
   std::vector<DeepestCandidate> candidates;
+  std::vector<RoundedCandidate> rounded;
   std::vector<DeepestEntry> heap;
   std::vector<TriangleConvexPenetration> sats;
   std::vector<DeepestEntry> deferred;
 };
+/// A lower bound on the distance of segment [p0, p1] to triangle v: for
+/// any two points of them, their offset along the unit normal is at least
+/// how far the ends' heights stay on one side, and along an edge's in-plane
+/// normal at least the gap between the two's spans there, the two square to
+/// each other. 0 on a sliver (|ab x ac|^2 below 1e-6 of the longest edge^4,
+/// as TriangleTouchContact's closed forms ask), whose normal is rounding.
+inline double SegmentTriangleDistanceLower(const Vec3& p0, const Vec3& p1, const Vec3 v[3]) {
+  const Vec3 ab = v[1] - v[0], ac = v[2] - v[0], bc = v[2] - v[1];
+  const double longest = std::max(ab.LengthSq(), std::max(ac.LengthSq(), bc.LengthSq()));
+  const Vec3 face = Cross(ab, ac);
+  const double face2 = face.LengthSq();
+  if (!(face2 >= 1e-6 * longest * longest) || !(face2 > 0.0)) return 0.0;
+  const double len = std::sqrt(face2);
+  const Vec3 n = face / len;
+  const double h0 = Dot(p0 - v[0], n), h1 = Dot(p1 - v[0], n);
+  const double over = h0 > 0.0 && h1 > 0.0   ? std::min(h0, h1)
+                      : h0 < 0.0 && h1 < 0.0 ? std::min(-h0, -h1)
+                                             : 0.0;
+  double gap = 0.0;
+  for (int i = 0; i < 3; ++i) {
+    const Vec3 e = v[(i + 1) % 3] - v[i];
+    const double el = e.Length();
+    if (!(el > 0.0)) continue;
+    const Vec3 m = Cross(e, n) / el;  // unit: e is square to n
+    const double w = Dot(v[(i + 2) % 3] - v[i], m);
+    const double d0 = Dot(p0 - v[i], m), d1 = Dot(p1 - v[i], m);
+    gap = std::max(gap, std::max(std::min(d0, d1) - std::max(0.0, w),
+                                 std::min(0.0, w) - std::max(d0, d1)));
+  }
+  const double lower = std::sqrt(over * over + gap * gap);
+  return lower == lower ? lower : 0.0;
+}
 }  // namespace surface_detail
 
 /// The deepest of SurfaceContactsConvex's contacts (ties: the lowest input
@@ -69,14 +108,44 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
   };
   if constexpr (requires { convex.rounded(); }) {
     if (convex.rounded() != Convex::Rounded::kNone) {
-      // A ball or a capsule: GJK on a point or segment core and its contact
-      // cost little more than the bounds would; every touching triangle is
-      // decided in the hierarchy's order.
+      if (convex.rounded() == Convex::Rounded::kBall) {
+        // A ball: its closed-form contact costs little more than a bound
+        // would; every touching triangle is decided in the hierarchy's order.
+        VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
+          SurfaceContactHit m;
+          if (TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) keep(m);
+          return true;
+        });
+        return any;
+      }
+      // A capsule: the segment-triangle distance is the cost. The contact is
+      // at most the radius less a lower bound of that distance
+      // (SegmentTriangleDistanceLower): the triangle of the highest bound is
+      // decided first, then the others that can still come within the slack
+      // of the deepest so far (most of those beside a capsule on a floor are
+      // passed over).
+      std::vector<surface_detail::RoundedCandidate>& near = scratch.rounded;
+      near.clear();
+      const Vec3* seg = convex.segment();
       VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
-        SurfaceContactHit m;
-        if (TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) keep(m);
+        near.push_back({{v[0], v[1], v[2]},
+                        surface.OriginalIndex(k),
+                        convex.margin() - surface_detail::SegmentTriangleDistanceLower(
+                                              seg[0], seg[1], v)});
         return true;
       });
+      // The highest bound first (typically the deepest), then the rest.
+      size_t top = 0;
+      for (size_t i = 1; i < near.size(); ++i) {
+        if (near[i].bound > near[top].bound) top = i;
+      }
+      const double slack = 4e-9 * convex.scale();
+      for (size_t i = 0; i < near.size(); ++i) {
+        const surface_detail::RoundedCandidate& c = near[i == 0 ? top : i == top ? 0 : i];
+        if (any && c.bound + slack < out->depth) continue;
+        SurfaceContactHit m;
+        if (TriangleTouchContact(c.v, c.triangle, convex, nullptr, &m)) keep(m);
+      }
       return any;
     }
   }
