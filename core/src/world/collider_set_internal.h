@@ -40,8 +40,11 @@ namespace hitbox {
 /// ~1e-9 m) would call touching. Also the slack of the bounding-sphere checks.
 inline constexpr double kBoxSlack = 1e-4;
 /// Extra margin of "fat" leaf boxes for colliders added or moved one by one:
-/// moves that stay inside the fat box do not touch the tree.
-inline constexpr double kFatMargin = 0.1;
+/// moves that stay inside the fat box do not touch the tree. A player running
+/// at 6 m/s moves 0.1 m a 60 Hz tick, so it is re-inserted every third tick.
+inline constexpr double kFatMargin = 0.3;
+/// The base margin of an attached watch's box (WatchSet::BoxOf).
+inline constexpr double kWatchFatMargin = 0.1;
 /// Batches with at least this many queries use the thread pool.
 inline constexpr size_t kParallelBatchMin = 64;
 /// A batch makes the tree's wide copy (WideFor) once the queries since the

@@ -14,7 +14,7 @@ Aabb WatchSet::BoxOf(const WatchState& s, bool fat) {
   // An attached watch's margin grows with its size: a large area of interest
   // then leaves the tree alone for several steps of its player, while the
   // colliders its box takes in besides are culled by the bounding spheres.
-  return fat ? box.Expanded(kFatMargin + 0.1 * s.watch.shape.BoundingRadius()) : box;
+  return fat ? box.Expanded(kWatchFatMargin + 0.1 * s.watch.shape.BoundingRadius()) : box;
 }
 
 void WatchSet::Insert(WatchState state) {

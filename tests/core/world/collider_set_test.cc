@@ -515,6 +515,41 @@ TEST(ColliderSetTest, InterleavedBatchEqualsSingleQueries) {
   }
 }
 
+// A collider added or moved one at a time keeps a fat leaf box: a player
+// running at 6 m/s steps 0.1 m a 60 Hz tick and stays in its leaf for the
+// next two ticks, so the tree (and the 4-wide copy batches made of it) is
+// left as it is; a step past the margin changes it.
+TEST(ColliderSetTest, PlayerStepsStayInTheirFatLeaves) {
+  Random rng(4401);
+  std::vector<Collider> cs;
+  ColliderSet set;
+  for (int i = 0; i < 200; ++i) {
+    cs.push_back(RandomCollider(rng, static_cast<uint64_t>(i + 1), 20.0));
+    ASSERT_TRUE(set.Apply(std::vector<ColliderChange>{ColliderChange::Add(cs.back())}).ok());
+  }
+  const auto run = [&] {
+    for (int b = 0; b < 3; ++b) {
+      const std::vector<Query> qs = RandomQueries(rng, cs, 120, 20.0);
+      std::vector<QueryResult> out(qs.size());
+      set.RunBatch(qs, out);
+    }
+  };
+  const auto step = [&](double dx) {
+    Collider& c = cs[7];
+    c.pose.position.x += dx;
+    ASSERT_TRUE(set.Apply(std::vector<ColliderChange>{ColliderChange::Move(c.id, c.pose)}).ok());
+  };
+  run();
+  ASSERT_NE(set.GetTreeStats().wide_nodes, 0u);
+  step(0.1);
+  EXPECT_NE(set.GetTreeStats().wide_nodes, 0u) << "one tick's step left the leaf";
+  step(0.1);
+  EXPECT_NE(set.GetTreeStats().wide_nodes, 0u) << "two ticks' steps left the leaf";
+  step(0.2);
+  EXPECT_EQ(set.GetTreeStats().wide_nodes, 0u) << "0.4 m stayed in the leaf";
+  EXPECT_EQ(set.TreeValidate(), "");
+}
+
 // Batches walk the tree's 4-wide copy once enough queries ran since the tree
 // last changed, and the binary tree before: both answer as single queries
 // (which walk the binary tree), and a change makes the copy stale at once.
