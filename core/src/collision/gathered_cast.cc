@@ -94,14 +94,6 @@ struct PlaneHeights {
   return (beyond[0] | beyond[1] | beyond[2]) != 0;
 }
 
-/// No rotation axis: x, y and z all zero (w = +-1).
-bool NoAxis(const Quat& q) { return q.x == 0.0 && q.y == 0.0 && q.z == 0.0; }
-/// A rotation about one coordinate axis at most: two of x, y, z zero.
-bool OneAxis(const Quat& q) {
-  return static_cast<int>(q.x != 0.0) + static_cast<int>(q.y != 0.0) +
-             static_cast<int>(q.z != 0.0) <= 1;
-}
-
 }  // namespace
 
 bool GatheredCast::Prepare(const Shape& a, const Quat& rotation_a, const Shape& b,
@@ -111,16 +103,9 @@ bool GatheredCast::Prepare(const Shape& a, const Quat& rotation_a, const Shape& 
     return false;
   }
   // B's matrix and A's rotation in B as CastGathered works them out, to the
-  // bit, whatever products the compiler fuses there (GCC 12 fuses some sums
-  // of products with alternating signs into vfmaddsub despite
-  // -ffp-contract=off): every sum in them then has a zero product. So B
-  // turns about one axis at most, and for a capsule one of the two not at all.
+  // bit: the build has no fused multiply-add (CMakeLists.txt), so the same
+  // expressions round the same in both files whatever the rotations.
   const bool ball = a.kind() == ShapeKind::kSphere;
-  const Quat& qb = pose_b.rotation;
-  if (ball ? !OneAxis(qb)
-           : !((OneAxis(qb) && NoAxis(rotation_a)) || (NoAxis(qb) && OneAxis(rotation_a)))) {
-    return false;
-  }
   a_ = &a;
   b_ = &b;
   rotation_a_ = rotation_a;

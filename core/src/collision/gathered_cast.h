@@ -18,11 +18,7 @@ class GatheredCast {
  public:
   /// Readies sweeps of `a` at rotation `rotation_a` (unit) against the mesh
   /// `b` at `pose_b`; false (and no sweep to ask: CastGathered answers them)
-  /// unless `a` is a ball or a capsule, `b` a mesh, and the rotations such
-  /// that the placement is CastGathered's to the bit: the mesh turned about
-  /// one coordinate axis at most, and a capsule's either upright in the
-  /// world or the mesh not turned while the capsule turns about one axis at
-  /// most (a level's meshes and characters, as a rule). Both shapes must
+  /// unless `a` is a ball or a capsule and `b` a mesh. Both shapes must
   /// outlive the sweeps.
   bool Prepare(const Shape& a, const Quat& rotation_a, const Shape& b, const Pose& pose_b);
 

@@ -75,9 +75,10 @@ Quat TurnOfKind(Random& rng, int kind) {
 
 // Thousands of balls and capsules at random rotations swept near, onto,
 // along and out of wavy meshes at random poses, over the triangles gathered
-// for regions about them (some too small: both decline): prepared where
-// the placement is CastGathered's to the bit, and then the same answer, or
-// the same refusal, as CastGathered, and Cast()'s where it answers.
+// for regions about them (some too small: both decline): the same answer,
+// or the same refusal, as CastGathered, and Cast()'s where it answers, the
+// turned meshes and shapes included (the build fuses no multiply-add, so
+// the placement is CastGathered's to the bit whatever the rotations).
 TEST(GatheredCast, AnswersAsCastGathered) {
   int answered = 0, hits = 0, started = 0, declined = 0, turned = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
@@ -109,11 +110,7 @@ TEST(GatheredCast, AnswersAsCastGathered) {
       CastSettings settings;
       if (q % 5 == 4) settings.max_fraction = rng.Uniform(0.0, 1.0);
       internal::GatheredCast cast;
-      const bool exact = ball ? mesh_turn < 2
-                              : (mesh_turn < 2 && turn == 0) || (mesh_turn == 0 && turn < 2);
-      ASSERT_EQ(cast.Prepare(a, rotation, mesh, pose_b), exact)
-          << "seed " << seed << " query " << q;
-      if (!exact) continue;
+      ASSERT_TRUE(cast.Prepare(a, rotation, mesh, pose_b)) << "seed " << seed << " query " << q;
       turned += mesh_turn != 0 || turn != 0;
       CastResult want, got;
       const bool want_answer =
@@ -140,7 +137,7 @@ TEST(GatheredCast, AnswersAsCastGathered) {
   std::printf("answered %d (hits %d, started %d, turned %d), declined %d\n", answered, hits,
               started, turned, declined);
   EXPECT_GT(answered, 4000);
-  EXPECT_GT(turned, 3000);
+  EXPECT_GT(turned, 9000);
   EXPECT_GT(hits, 1000);
   EXPECT_GT(started, 500);
   EXPECT_GT(declined, 500);
