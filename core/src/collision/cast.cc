@@ -501,41 +501,13 @@ InFrameOfB PlaceInB(const Shape& a, const Pose& pose_a, const Vec3& translation,
   return f;
 }
 
-// A cast in B's frame (lc) as CastWithoutContact answers it.
-CastResult InWorld(const CastResult& lc, const InFrameOfB& f, const Pose& pose_b,
-                   const Vec3& translation) {
-  CastResult result;
-  switch (lc.state) {
-    case CastState::kMiss: return result;
-    case CastState::kHit:
-    case CastState::kFailed:  // gave up: lc.fraction is a lower bound of the time of impact
-      result.state = lc.state;
-      result.fraction = lc.fraction;
-      result.normal = FixImpactNormal(f.rb * lc.normal, translation, lc.fraction);
-      result.point = pose_b.position + f.rb * lc.point;
-      result.sub_shape = lc.sub_shape;
-      return result;
-    case CastState::kStartedOverlapping:
-      // The cast's own separation direction and point, depth 0, until
-      // AddStartedContact replaces them by the contact.
-      result.state = CastState::kStartedOverlapping;
-      result.fraction = 0.0;
-      result.sub_shape = lc.sub_shape;
-      result.normal = f.rb * lc.normal;
-      result.depth = 0.0;
-      result.point = pose_b.position + f.rb * lc.point;
-      return result;
-  }
-  return result;
-}
-
 }  // namespace
 
 CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& translation,
                               const Shape& b, const Pose& pose_b, const CastSettings& settings) {
   if (!AllFinite(pose_a, pose_b, translation)) return CastResult{};
   const InFrameOfB f = PlaceInB(a, pose_a, translation, pose_b);
-  return InWorld(CastLocal(a, f.a_in_b, f.v, b, settings), f, pose_b, translation);
+  return InWorld(CastLocal(a, f.a_in_b, f.v, b, settings), f.rb, pose_b, translation);
 }
 
 bool MergedCastable(const Shape& a) {
@@ -550,35 +522,7 @@ CastResult CastMerged(const Shape& a, const Pose& pose_a, const Vec3& translatio
   const double skin = contact_offset > 0.0 ? contact_offset : 0.0;
   const CastResult lc =
       CastSurfaceBy(MethodFor(a.kind(), merged.kind()), a, f.a_in_b, f.v, merged, skin, sweep);
-  return InWorld(lc, f, pose_b, translation);
-}
-
-bool CastGathered(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
-                  const Pose& pose_b, const CastSettings& settings, const GatheredTriangle* tris,
-                  size_t count, const Aabb& region, CastResult* out) {
-  const CastMethod method = MethodFor(a.kind(), b.kind());
-  if ((method != CastMethod::kSurfaceBall && method != CastMethod::kSurfaceCapsule) ||
-      settings.contact_offset > 0.0 || b.kind() != ShapeKind::kMesh) {
-    return false;
-  }
-  if (!AllFinite(pose_a, pose_b, translation)) {
-    *out = CastResult{};
-    return true;
-  }
-  const InFrameOfB f = PlaceInB(a, pose_a, translation, pose_b);
-  CastResult lc;  // CastLocal's steps for these methods, the mesh walk's replaced
-  if (!BoundingSpheresMiss(a, f.a_in_b, f.v, b, FractionBound(settings))) {
-    bool answered = false;
-    lc = method == CastMethod::kSurfaceBall
-             ? CastSurfaceGathered<CastMethod::kSurfaceBall>(a, f.a_in_b, f.v, tris, count, region,
-                                                             &answered)
-             : CastSurfaceGathered<CastMethod::kSurfaceCapsule>(a, f.a_in_b, f.v, tris, count,
-                                                                region, &answered);
-    if (!answered) return false;
-  }
-  *out = InWorld(lc, f, pose_b, translation);
-  if (out->state == CastState::kStartedOverlapping) AddStartedContact(a, pose_a, b, pose_b, out);
-  return true;
+  return InWorld(lc, f.rb, pose_b, translation);
 }
 
 void AddStartedContact(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,

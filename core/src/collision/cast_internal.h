@@ -187,22 +187,6 @@ CastResult CastMerged(const Shape& a, const Pose& pose_a, const Vec3& translatio
 /// can leave the contact to the one pair that wins (collider_set_jobs.h).
 CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& translation,
                               const Shape& b, const Pose& pose_b, const CastSettings& settings);
-/// Cast() of a ball or capsule `a` against the mesh `b` (no contact offset)
-/// over `tris`, the mesh's triangles (its frame) whose boxes meet `region`
-/// (its frame too), gathered beforehand for several sweeps: the same answer,
-/// to the bit, into *out. False (nothing else to use, or a sweep leaving
-/// the region, or hits whose order could matter: SurfaceSweepGathered) when
-/// the caller must run Cast() itself.
-bool CastGathered(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
-                  const Pose& pose_b, const CastSettings& settings, const GatheredTriangle* tris,
-                  size_t count, const Aabb& region, CastResult* out);
-/// CastSurface over gathered triangles (CastGathered's, surface_pairs.cc):
-/// *answered false where SurfaceSweepGathered declines or the swept bounds
-/// leave `region`.
-template <CastMethod kMethod>
-CastResult CastSurfaceGathered(const Shape& a, const Pose& a_in_b, const Vec3& v,
-                               const GatheredTriangle* tris, size_t count, const Aabb& region,
-                               bool* answered);
 /// Gives a kStartedOverlapping result of CastWithoutContact (same shapes and
 /// poses) the penetration contact of Cast(): normal (from B towards A),
 /// depth and point by ComputeContact; unchanged when that finds no overlap
@@ -218,6 +202,37 @@ inline Vec3 FixImpactNormal(const Vec3& n, const Vec3& translation, double t) {
   if (dn <= 0.0) return n;
   const Vec3 m = n - translation * (dn / translation.LengthSq());
   return UnitOr(m, -translation);
+}
+
+/// A cast in B's frame (lc; B turned by `rb`, pose_b's rotation as a matrix)
+/// in the world, as CastWithoutContact answers it: a kStartedOverlapping
+/// result keeps the cast's own separation normal and point, depth 0, until
+/// AddStartedContact replaces them by the contact.
+inline CastResult InWorld(const CastResult& lc, const Mat33& rb, const Pose& pose_b,
+                          const Vec3& translation) {
+  CastResult result;
+  switch (lc.state) {
+    case CastState::kMiss: return result;
+    case CastState::kHit:
+    case CastState::kFailed:  // gave up: lc.fraction is a lower bound of the time of impact
+      result.state = lc.state;
+      result.fraction = lc.fraction;
+      result.normal = FixImpactNormal(rb * lc.normal, translation, lc.fraction);
+      result.point = pose_b.position + rb * lc.point;
+      result.sub_shape = lc.sub_shape;
+      return result;
+    case CastState::kStartedOverlapping:
+      // The cast's own separation direction and point, depth 0, until
+      // AddStartedContact replaces them by the contact.
+      result.state = CastState::kStartedOverlapping;
+      result.fraction = 0.0;
+      result.sub_shape = lc.sub_shape;
+      result.normal = rb * lc.normal;
+      result.depth = 0.0;
+      result.point = pose_b.position + rb * lc.point;
+      return result;
+  }
+  return result;
 }
 
 }  // namespace hitbox::internal

@@ -1,8 +1,9 @@
-// GatheredCast: CastGathered's steps (cast.cc: PlaceInB, BoundingSpheresMiss,
-// CastSurfaceGathered, SurfaceSweepGathered, InWorld) with the placement
-// that depends on the rotations alone done once, and a capsule's cheap
-// misses per triangle (ClearOfPlane, SegmentBeyondAnEdge) taken from the
-// triangle's gathered terms, so the same operations on the same operands.
+// GatheredCast: Cast()'s steps for a ball or capsule against a mesh (cast.cc:
+// PlaceInB, BoundingSpheresMiss, PlacedConvex, the closed-form triangle
+// sweeps under SweepTies, InWorld) with the placement that depends on the
+// rotations alone done once, and a capsule's cheap misses per triangle
+// (ClearOfPlane, SegmentBeyondAnEdge) taken from the triangle's gathered
+// terms, so the same operations on the same operands.
 #include "collision/gathered_cast.h"
 
 #include <algorithm>
@@ -102,7 +103,7 @@ bool GatheredCast::Prepare(const Shape& a, const Quat& rotation_a, const Shape& 
       b.kind() != ShapeKind::kMesh) {
     return false;
   }
-  // B's matrix and A's rotation in B as CastGathered works them out, to the
+  // B's matrix and A's rotation in B as PlaceInB works them out, to the
   // bit: the build has no fused multiply-add (CMakeLists.txt), so the same
   // expressions round the same in both files whatever the rotations.
   const bool ball = a.kind() == ShapeKind::kSphere;
@@ -148,14 +149,14 @@ bool GatheredCast::Cast(const Vec3& from, const Vec3& translation, double t_max,
       bounds.max[k] = p[k] + reach_[k] + margin_;
       bounds.min[k] = p[k] - reach_[k] - margin_;
     }
-    // CastSurfaceGathered: every triangle the mesh walk could sweep meets
-    // the swept bounds, which must lie in the gathered region.
+    // Every triangle the mesh walk could sweep meets the swept bounds, which
+    // must lie in the gathered region.
     const Aabb swept = bounds.Swept(v).Expanded(kSweepGap);
     if (!region.Contains(swept)) return false;
-    // SurfaceSweepGathered, whose triangles those its centre path enters,
-    // grown by the bounds' extents and kSweepGap: here those whose boxes
-    // meet the swept bounds, all of those and a few more beside the path,
-    // which the sweep finds missed.
+    // The mesh walk's triangles are those its centre path enters, grown by
+    // the bounds' extents and kSweepGap: here those whose boxes meet the
+    // swept bounds, all of those and a few more beside the path, which the
+    // sweep finds missed. SweepTies makes the order of no account.
     const double len = v.Length();
     SweepTies ties(len > 0.0 ? kSweepGap / len : 0.0, {});
     WorkTally tally;
@@ -184,27 +185,9 @@ bool GatheredCast::Cast(const Vec3& from, const Vec3& translation, double t_max,
     lc = ties.Result();
   }
   // InWorld, then Cast()'s contact for a pair that starts overlapping.
-  switch (lc.state) {
-    case CastState::kMiss: *out = CastResult{}; return true;
-    case CastState::kHit:
-    case CastState::kFailed:
-      *out = CastResult{};
-      out->state = lc.state;
-      out->fraction = lc.fraction;
-      out->normal = FixImpactNormal(rb_ * lc.normal, translation, lc.fraction);
-      out->point = pose_b_.position + rb_ * lc.point;
-      out->sub_shape = lc.sub_shape;
-      return true;
-    case CastState::kStartedOverlapping:
-      *out = CastResult{};
-      out->state = CastState::kStartedOverlapping;
-      out->fraction = 0.0;
-      out->sub_shape = lc.sub_shape;
-      out->normal = rb_ * lc.normal;
-      out->depth = 0.0;
-      out->point = pose_b_.position + rb_ * lc.point;
-      AddStartedContact(*a_, Pose(from, rotation_a_), *b_, pose_b_, out);
-      return true;
+  *out = InWorld(lc, rb_, pose_b_, translation);
+  if (out->state == CastState::kStartedOverlapping) {
+    AddStartedContact(*a_, Pose(from, rotation_a_), *b_, pose_b_, out);
   }
   return true;
 }

@@ -1,6 +1,6 @@
 // A move's ball or capsule swept against a mesh's gathered triangles, with
 // what its rotation and the mesh's pose fix placed once for all the move's
-// sweeps: CastGathered's answers, to the bit, for less work per sweep.
+// sweeps: Cast()'s answers, to the bit, for less work per sweep.
 #pragma once
 
 #include <cstddef>
@@ -17,15 +17,16 @@ namespace hitbox::internal {
 class GatheredCast {
  public:
   /// Readies sweeps of `a` at rotation `rotation_a` (unit) against the mesh
-  /// `b` at `pose_b`; false (and no sweep to ask: CastGathered answers them)
-  /// unless `a` is a ball or a capsule and `b` a mesh. Both shapes must
-  /// outlive the sweeps.
+  /// `b` at `pose_b`; false (and no sweep to ask) unless `a` is a ball or a
+  /// capsule and `b` a mesh. Both shapes must outlive the sweeps.
   bool Prepare(const Shape& a, const Quat& rotation_a, const Shape& b, const Pose& pose_b);
 
-  /// CastGathered(a, Pose(from, rotation_a), translation, b, pose_b, settings,
-  /// triangles, count, region, out) for settings without a contact offset
-  /// whose FractionBound is `t_max`, the triangles at tris[0, count): false
-  /// where the caller must run Cast() itself.
+  /// Cast(a, Pose(from, rotation_a), translation, b, pose_b, settings) into
+  /// *out, the same to the bit, for settings without a contact offset whose
+  /// FractionBound is `t_max`, over tris[0, count): every triangle of the
+  /// mesh whose box meets `region` (mesh frame), gathered beforehand. False
+  /// (nothing else to use) when the sweep leaves the region, a triangle's
+  /// cast gives up or the batch stops: the caller runs Cast() itself.
   bool Cast(const Vec3& from, const Vec3& translation, double t_max,
             const GatheredTriangle* const* tris, size_t count, const Aabb& region,
             CastResult* out) const;
@@ -35,7 +36,7 @@ class GatheredCast {
   const Shape* b_ = nullptr;
   Quat rotation_a_;
   Pose pose_b_;
-  /// B's rotation as a matrix (CastGathered's PlaceInB).
+  /// B's rotation as a matrix (PlaceInB's).
   Mat33 rb_;
   bool ball_ = false;
   /// Both rotations and B's position finite (the rest of AllFinite per sweep).

@@ -118,28 +118,6 @@ CastResult CastSurface(const Shape& a, const Pose& a_in_b, const Vec3& v, const 
   });
 }
 
-template <CastMethod kMethod>
-CastResult CastSurfaceGathered(const Shape& a, const Pose& a_in_b, const Vec3& v,
-                               const GatheredTriangle* tris, size_t count, const Aabb& region,
-                               bool* answered) {
-  HITBOX_PLACE(q, a, a_in_b);
-  // Every triangle the mesh walk could sweep meets these bounds.
-  const Aabb swept = q.bounds().Swept(v).Expanded(kSweepGap);
-  if (!region.Contains(swept)) {
-    *answered = false;
-    return CastResult{};
-  }
-  return SurfaceSweepGathered<RoutineOf(kMethod)>(tris, count, q, v, answered);
-}
-
-template CastResult CastSurfaceGathered<CastMethod::kSurfaceBall>(const Shape&, const Pose&,
-                                                                  const Vec3&,
-                                                                  const GatheredTriangle*, size_t,
-                                                                  const Aabb&, bool*);
-template CastResult CastSurfaceGathered<CastMethod::kSurfaceCapsule>(const Shape&, const Pose&,
-                                                                     const Vec3&,
-                                                                     const GatheredTriangle*,
-                                                                     size_t, const Aabb&, bool*);
 
 template CastResult CastSurface<CastMethod::kSurfaceBall>(const Shape&, const Pose&, const Vec3&,
                                                           const Shape&, double, MergedSweep*);

@@ -43,7 +43,7 @@ inline bool& MoveGatherOnThisThread() {
 
 /// Whether, with the gather on, a ball or capsule move on this thread also
 /// gathers the triangles of the meshes near it once and sweeps those alone
-/// (where their order cannot change the answer: CastGathered) instead of
+/// (where their order cannot change the answer: GatheredCast) instead of
 /// walking each mesh on every sweep: the same answers, which tests compare.
 inline bool& MoveGatherTrianglesOnThisThread() {
   thread_local bool on = true;

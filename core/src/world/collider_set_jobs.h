@@ -255,25 +255,21 @@ struct ColliderSet::Impl::SegmentJob {
 };
 
 /// Triangles of a mesh collider gathered once for a move's sweeps (its
-/// frame), for internal::GatheredCast or internal::CastGathered.
+/// frame), for internal::GatheredCast.
 struct GatheredMesh {
-  /// The triangles: copies (for CastGathered), or where they are (`refs`,
-  /// for a prepared `cast`).
-  const GatheredTriangle* tris = nullptr;
+  /// Where the triangles are (the cache's or the gather's copies).
   const GatheredTriangle* const* refs = nullptr;
   size_t count = 0;
   /// The region they cover: every triangle whose box meets it (mesh frame).
   Aabb region;
-  /// The move's shape placed in the mesh's frame for its sweeps there, when
-  /// `prepared` (else CastGathered answers them).
+  /// The move's shape placed in the mesh's frame for its sweeps there.
   internal::GatheredCast cast;
-  bool prepared = false;
   /// What a sweep's key (SweepMemo) holds besides its start and translation
   /// (version 0: no key, the sweeps keep no answer).
   internal::MeshSweepKey key;
 
-  /// cast.Cast (prepared), or `memo`'s answer to the same sweep (if not
-  /// null and keyed), where the answer is then kept.
+  /// cast.Cast, or `memo`'s answer to the same sweep (if not null and
+  /// keyed), where the answer is then kept.
   bool Cast(const Vec3& from, const Vec3& translation, double t_max, internal::SweepMemo* memo,
             CastResult* out) const {
     if (memo == nullptr || key.version == 0) {
@@ -389,15 +385,9 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     ++pairs->count;
     const bool defer = defer_contact && !skip_leaving && !out.all;
     CastResult r;
-    bool gathered = false;
-    if (mesh != nullptr && !defer) {
-      gathered = mesh->prepared
-                     ? !(settings.contact_offset > 0.0) &&
-                           mesh->Cast(pose.position, q->translation,
-                                      internal::FractionBound(settings), memo, &r)
-                     : internal::CastGathered(q->shape, pose, q->translation, c.shape, c.pose,
-                                              settings, mesh->tris, mesh->count, mesh->region, &r);
-    }
+    const bool gathered = mesh != nullptr && !defer && !(settings.contact_offset > 0.0) &&
+                          mesh->Cast(pose.position, q->translation,
+                                     internal::FractionBound(settings), memo, &r);
     if (gathered) {
       ++internal::MoveCountsOnThisThread().gathered_mesh_sweeps;
     } else {

@@ -65,25 +65,27 @@ void ColliderSet::Impl::Raycast(const RayQuery& q, std::vector<CastHit>* hits) c
 namespace {
 // What a move's sweeps work in, kept per thread from move to move so that a
 // move allocates nothing once the buffers have grown (moves do not nest).
+// What one set's gathered region holds for a move's sweeps (MoveSweeper::
+// Gathered): the leaves, their boxes and their meshes' triangles.
+struct GatherLists {
+  std::vector<uint32_t> items;
+  /// The gathered leaves' boxes (their tree nodes').
+  std::vector<Aabb> boxes;
+  /// Per gathered leaf, its mesh's triangles near the move (count 0: none
+  /// gathered, the mesh walk answers), and the triangles themselves.
+  std::vector<GatheredMesh> meshes;
+  std::vector<GatheredTriangle> tris;
+  /// Where the gathered triangles are (decoded: in the cache, or
+  /// in `tris`).
+  std::vector<const GatheredTriangle*> refs;
+};
 struct MoveScratch {
   CastQuery cast;
   std::vector<CastHit> hits;
   std::vector<CastHit> base_hits;
-  std::vector<uint32_t> own_items;
-  std::vector<uint32_t> base_items;
-  /// The gathered leaves' boxes (their tree nodes').
-  std::vector<Aabb> own_boxes;
-  std::vector<Aabb> base_boxes;
-  /// Per gathered leaf, its mesh's triangles near the move (count 0: none
-  /// gathered, the mesh walk answers), and the triangles themselves.
-  std::vector<GatheredMesh> own_meshes;
-  std::vector<GatheredMesh> base_meshes;
-  std::vector<GatheredTriangle> own_tris;
-  std::vector<GatheredTriangle> base_tris;
-  /// Where the triangles of prepared meshes are (decoded: in `decoded`, or
-  /// in the lists above).
-  std::vector<const GatheredTriangle*> own_refs;
-  std::vector<const GatheredTriangle*> base_refs;
+  /// The set's own region and its base's (a static world's).
+  GatherLists own;
+  GatherLists base;
   /// Mesh triangles decoded by earlier moves.
   internal::TriangleCache decoded;
   /// Mesh sweeps answered by earlier moves.
@@ -194,29 +196,25 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     /// them all, as before they were dropped from `items`).
     size_t found = 0;
     Aabb reach;
-    std::vector<uint32_t>* items = nullptr;
-    /// boxes[i]: items[i]'s leaf box, which each sweep tests as the walk would.
-    std::vector<Aabb>* boxes = nullptr;
-    /// meshes[i]: items[i]'s triangles in the region (a ball or capsule move).
-    std::vector<GatheredMesh>* meshes = nullptr;
-    std::vector<GatheredTriangle>* tris = nullptr;
-    std::vector<const GatheredTriangle*>* refs = nullptr;
+    /// items[i], its leaf box boxes[i] (which each sweep tests as the walk
+    /// would) and meshes[i], its triangles in the region (a ball or capsule
+    /// move).
+    GatherLists* lists = nullptr;
   };
   /// Most leaves a gathered region keeps; past it sweeps walk the tree.
   static constexpr size_t kMaxGathered = 64;
-  /// Most triangles gathered from one mesh (SurfaceSweepGathered's most
-  /// hits); past it that mesh's sweeps walk it.
+  /// Most triangles gathered from one mesh; past it that mesh's sweeps walk
+  /// it.
   static constexpr size_t kMaxMeshTriangles = 64;
 
   /// The triangles of mesh collider `c` (at `item` of a set at mesh version
   /// `version`) whose boxes meet `reach` (world) grown a little, decoded or
-  /// from `cache` (if not null), and *m (its region, count and triangles:
-  /// copies in g->tris, or `by_reference` pointers in g->refs to them where
-  /// they are, the cache's or g->tris's; count 0 when it has more than
-  /// kMaxMeshTriangles there).
+  /// from `cache` (if not null), into *out: its region, and its count and
+  /// triangles, pointers in lists->refs to where they are (the cache's, or
+  /// copies in lists->tris); count 0 when it has more than
+  /// kMaxMeshTriangles there.
   static void GatherMesh(const Collider& c, uint64_t version, uint32_t item, const Aabb& reach,
-                         internal::TriangleCache* cache, bool by_reference, Gathered* g,
-                         GatheredMesh* out) {
+                         internal::TriangleCache* cache, GatherLists* lists, GatheredMesh* out) {
     GatheredMesh& m = *out;
     m.count = 0;
     const TriangleMesh* mesh = c.shape.surface()->mesh();
@@ -231,8 +229,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     const Aabb local(centre - extent, centre + extent);
     m.region = local.Expanded(1e-6 * (1.0 + local.min.Abs().MaxComponent() +
                                       local.max.Abs().MaxComponent()));
-    std::vector<GatheredTriangle>& tris = *g->tris;
-    std::vector<const GatheredTriangle*>& refs = *g->refs;
+    std::vector<GatheredTriangle>& tris = lists->tris;
+    std::vector<const GatheredTriangle*>& refs = lists->refs;
     const size_t first = tris.size(), first_ref = refs.size();
     size_t kept = 0;
     bool fits = true;
@@ -253,8 +251,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
           cache->Fill(version, item, k);
         }
       }
-      // Without a cache, or its slot taken by the move: decoded at the end
-      // of the copies (dropped again unless kept).
+      // Without a cache, or its slot taken by the move: decoded into a copy
+      // (dropped again unless kept).
       const bool at_end = t == nullptr;
       if (at_end) {
         t = &tris.emplace_back();
@@ -269,11 +267,7 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
         return false;
       }
       ++kept;
-      if (by_reference) {
-        refs.push_back(t);
-      } else if (!at_end) {
-        tris.push_back(*t);
-      }
+      refs.push_back(t);
       return true;
     });
     if (!fits) {
@@ -285,12 +279,12 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
     ++internal::MoveCountsOnThisThread().mesh_gathers;
     internal::MoveCountsOnThisThread().gathered_triangles += m.count;
     // These stay: the caller reserved room for every mesh.
-    m.tris = by_reference ? nullptr : tris.data() + first;
-    m.refs = by_reference ? refs.data() + first_ref : nullptr;
+    m.refs = refs.data() + first_ref;
   }
 
   /// The first hit of the current sweep against `impl`'s tree, into `hits`.
   void SweepIn(const Impl& impl, Gathered* g, std::vector<CastHit>* hits) {
+    GatherLists& l = *g->lists;
     CastJob job;
     job.pairs = &pairs_;
     job.skip_leaving = true;
@@ -305,58 +299,54 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       if (!reach.Contains(swept)) reach = reach.Union(swept.Expanded(margin_));
       g->valid = true;
       g->reach = reach;
-      g->items->clear();
+      l.items.clear();
       QueryTree(impl.tree, FloatAabb::Outward(g->reach), cast_.filter.mask,
-                [&](uint32_t item, uint32_t) { g->items->push_back(item); });
-      g->found = g->items->size();
+                [&](uint32_t item, uint32_t) { l.items.push_back(item); });
+      g->found = l.items.size();
       steps_ += g->found + 1;
       g->walk = g->found > kMaxGathered;
       // The colliders the move ignores (its own) never stop it: dropped
       // here, not tested by every sweep only for LeafOf to pass them over.
       const std::vector<uint64_t>& ignore = cast_.filter.ignore;
       if (!ignore.empty()) {
-        std::erase_if(*g->items, [&](uint32_t item) {
+        std::erase_if(l.items, [&](uint32_t item) {
           return std::find(ignore.begin(), ignore.end(), impl.colliders[item].id) != ignore.end();
         });
       }
-      g->boxes->clear();
-      for (const uint32_t item : *g->items) {
+      l.boxes.clear();
+      for (const uint32_t item : l.items) {
         const TreeNode& leaf = impl.tree.node(impl.leaf_of[item]);
-        g->boxes->push_back(Aabb({leaf.min[0], leaf.min[1], leaf.min[2]},
+        l.boxes.push_back(Aabb({leaf.min[0], leaf.min[1], leaf.min[2]},
                                  {leaf.max[0], leaf.max[1], leaf.max[2]}));
       }
       // No triangles gathered yet (the meshes' placements are set when gathered).
-      g->meshes->resize(g->items->size());
-      for (GatheredMesh& m : *g->meshes) {
-        m.count = 0;
-        m.prepared = false;
-      }
-      g->tris->clear();
-      g->refs->clear();
+      l.meshes.resize(l.items.size());
+      for (GatheredMesh& m : l.meshes) m.count = 0;
+      l.tris.clear();
+      l.refs.clear();
       if (!g->walk && gather_meshes_) {
         size_t meshes = 0;
-        for (const uint32_t item : *g->items) {
+        for (const uint32_t item : l.items) {
           meshes += impl.colliders[item].shape.kind() == ShapeKind::kMesh;
         }
         // No reallocation while gathering (one more for a triangle decoded
         // at the end and then dropped).
-        g->tris->reserve(meshes * kMaxMeshTriangles + 1);
-        g->refs->reserve(meshes * kMaxMeshTriangles);
+        l.tris.reserve(meshes * kMaxMeshTriangles + 1);
+        l.refs.reserve(meshes * kMaxMeshTriangles);
         // Decoded triangles keyed on the set's mesh version (0 never: a set
         // holding a mesh has a version from NextMeshVersion).
         internal::TriangleCache* cache = impl.mesh_version != 0 ? &scratch_.decoded : nullptr;
-        for (size_t i = 0; i < g->items->size(); ++i) {
-          const Collider& c = impl.colliders[(*g->items)[i]];
+        for (size_t i = 0; i < l.items.size(); ++i) {
+          const Collider& c = impl.colliders[l.items[i]];
           if (c.shape.kind() != ShapeKind::kMesh) continue;
-          GatheredMesh& m = (*g->meshes)[i];
-          m.prepared = m.cast.Prepare(cast_.shape, pose_.rotation, c.shape, c.pose);
-          GatherMesh(c, impl.mesh_version, (*g->items)[i], g->reach, cache, m.prepared, g, &m);
-          m.prepared = m.prepared && m.count != 0;
+          GatheredMesh& m = l.meshes[i];
+          if (!m.cast.Prepare(cast_.shape, pose_.rotation, c.shape, c.pose)) continue;
+          GatherMesh(c, impl.mesh_version, l.items[i], g->reach, cache, &l, &m);
           m.key.version = 0;
-          if (m.prepared && cache != nullptr) {  // the key's parts for every sweep of this move
+          if (m.count != 0 && cache != nullptr) {  // the key's parts for every sweep of this move
             const Shape& a = cast_.shape;
             m.key.version = impl.mesh_version;
-            m.key.item = (*g->items)[i];
+            m.key.item = l.items[i];
             m.key.kind = static_cast<uint32_t>(a.kind());
             m.key.radius = a.radius();
             m.key.half_height = a.kind() == ShapeKind::kCapsule ? a.half_height() : 0.0;
@@ -372,10 +362,10 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
       // it passes over, which the job finds missed (its answer does not
       // depend on the leaves' order). No segment to set up, no node to read.
       double max_t = 1.0;
-      for (size_t i = 0; i < g->items->size(); ++i) {
-        if (!swept.Overlaps((*g->boxes)[i])) continue;
-        const uint32_t item = (*g->items)[i];
-        const GatheredMesh& mesh = (*g->meshes)[i];
+      for (size_t i = 0; i < l.items.size(); ++i) {
+        if (!swept.Overlaps(l.boxes[i])) continue;
+        const uint32_t item = l.items[i];
+        const GatheredMesh& mesh = l.meshes[i];
         max_t = job.LeafOf(impl.colliders[item], impl.radius[item], max_t,
                            mesh.count != 0 ? &mesh : nullptr);
       }
@@ -428,24 +418,8 @@ class ColliderSet::Impl::MoveSweeper final : public internal::MoveWorld {
   Pose pose_;
   Aabb box_;
   double radius_ = 0.0;
-  Gathered own_{false,
-                false,
-                0,
-                Aabb(),
-                &scratch_.own_items,
-                &scratch_.own_boxes,
-                &scratch_.own_meshes,
-                &scratch_.own_tris,
-                &scratch_.own_refs};
-  Gathered base_{false,
-                 false,
-                 0,
-                 Aabb(),
-                 &scratch_.base_items,
-                 &scratch_.base_boxes,
-                 &scratch_.base_meshes,
-                 &scratch_.base_tris,
-                 &scratch_.base_refs};
+  Gathered own_{false, false, 0, Aabb(), &scratch_.own};
+  Gathered base_{false, false, 0, Aabb(), &scratch_.base};
   bool gather_meshes_ = false;
   /// The sweep under way is a ground probe (Probe).
   bool probe_ = false;

@@ -652,8 +652,7 @@ TEST(Move, GatheredMeshTrianglesAnswerAsTheMeshWalk) {
       MoveQuery q;
       if (!RandomFreeMove(rng, w, &q)) continue;
       if (m % 3 == 2) q.shape = *Shape::MakeSphere(rng.Uniform(0.2, 0.5));
-      // A tilted capsule against the turned corner: its sweeps there are
-      // CastGathered's over copies of the triangles (GatheredCast declines).
+      // A tilted capsule against the turned corner.
       if (m % 3 == 1 && seed % 2 == 0) q.pose.rotation = rng.Rotation();
       q.pose.position.y = rng.Uniform(0.4, 1.2);
       const Vec3 walk = rng.UnitVector() * rng.Uniform(0.0, 0.4);

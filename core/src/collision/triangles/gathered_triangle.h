@@ -1,5 +1,5 @@
 // A mesh triangle gathered once for several sweeps near it (a character
-// move's: internal::GatheredCast, SurfaceSweepGathered, internal::CastGathered).
+// move's: internal::GatheredCast).
 #pragma once
 
 #include <algorithm>

@@ -129,45 +129,4 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
   return ties.Result(merged != nullptr ? &merged->member : nullptr);
 }
 
-/// SurfaceSweepConvex of a mesh without a skin, for the closed-form routines
-/// (kBall, kCapsule), over `tris`: every triangle of the mesh whose box
-/// meets the convex's swept bounds grown by kSweepGap (the caller checks),
-/// in any order: SweepTies gives the mesh walk's answer whatever the order.
-/// Where a triangle's cast gives up (kFailed, a fraction that depends on
-/// how far it was asked to go) or the batch stops, *answered is false and
-/// the caller sweeps the mesh itself.
-template <TriangleRoutine kRoutine, typename Convex>
-CastResult SurfaceSweepGathered(const GatheredTriangle* tris, size_t count, const Convex& convex,
-                                const Vec3& translation, bool* answered) {
-  static_assert(kRoutine == TriangleRoutine::kBall || kRoutine == TriangleRoutine::kCapsule);
-  *answered = false;
-  const double len = translation.Length();
-  const BvhRay centre_path(convex.bounds().Center(), translation);
-  const Vec3 grow = convex.bounds().Extents() + Vec3::Splat(kSweepGap);
-  const GrownTrianglePath triangle_path(centre_path, grow);
-  SweepTies ties(len > 0.0 ? kSweepGap / len : 0.0, {});
-  internal::WorkTally tally;
-  for (size_t i = 0; i < count; ++i) {
-    if (!tally.Count()) return CastResult{};  // the batch stops: the walk stops too
-    const GatheredTriangle& g = tris[i];
-    if (ties.PassedOver(g.original)) continue;
-    double t_enter;
-    if (!triangle_path.Enter(g.v.data(), ties.limit(), &t_enter)) continue;
-    // SweepTriangle's routine with the triangle's normal computed once.
-    const Vec3* seg = convex.segment();
-    const CastResult s =
-        kRoutine == TriangleRoutine::kBall
-            ? SweepSphereTriangleAt(seg[0], Dot(seg[0] - g.v[0], g.n), convex.margin(),
-                                    translation, ties.limit(), g.v[0], g.v[1], g.v[2], g.n,
-                                    g.active)
-            : SweepCapsuleTriangleN(seg[0], seg[1], convex.margin(), translation, ties.limit(),
-                                    g.v[0], g.v[1], g.v[2], g.n, g.active);
-    if (!s.hit()) continue;
-    if (s.state == CastState::kFailed) return CastResult{};
-    ties.Add(g.original, s);
-  }
-  *answered = true;
-  return ties.Result();
-}
-
 }  // namespace hitbox
