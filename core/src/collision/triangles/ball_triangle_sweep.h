@@ -15,6 +15,23 @@
 
 namespace hitbox {
 
+/// The times [*t0, *t1] of [0, t_max] when heights [c_lo, c_hi] moving by
+/// dn t come within rr of heights [lo, hi] (the whole of it when dn is 0;
+/// empty, t0 > t1, when they never do while moving).
+[[gnu::always_inline]] inline void HeightsWithin(double c_lo, double c_hi, double dn, double lo,
+                                                 double hi, double rr, double t_max, double* t0,
+                                                 double* t1) {
+  *t0 = 0.0;
+  *t1 = t_max;
+  if (dn > 0.0) {
+    *t0 = std::max(*t0, (lo - rr - c_hi) / dn);
+    *t1 = std::min(*t1, (hi + rr - c_lo) / dn);
+  } else if (dn < 0.0) {
+    *t0 = std::max(*t0, (hi + rr - c_lo) / dn);
+    *t1 = std::min(*t1, (lo - rr - c_hi) / dn);
+  }
+}
+
 /// The box a rounded segment (core [p0, p1] at heights h0, h1 above the plane
 /// of triangle abc through a, unit normal n, as TriangleNormal; a ball when
 /// p0 == p1; radius r) sweeps moving by v for t in [0, t_max] while its core
@@ -41,16 +58,9 @@ namespace hitbox {
   const double lo = std::min(0.0, std::min(hb, hc)), hi = std::max(0.0, std::max(hb, hc));
   const double c_lo = std::min(h0, h1), c_hi = std::max(h0, h1);
   const double dn = Dot(v, n);
-  double t0 = 0.0, t1 = t_max;
-  if (dn > 0.0) {
-    t0 = std::max(t0, (lo - rr - c_hi) / dn);
-    t1 = std::min(t1, (hi + rr - c_lo) / dn);
-  } else if (dn < 0.0) {
-    t0 = std::max(t0, (hi + rr - c_lo) / dn);
-    t1 = std::min(t1, (lo - rr - c_hi) / dn);
-  } else if (dn == 0.0 && (c_lo > hi + rr || c_hi < lo - rr)) {
-    return false;
-  }
+  double t0, t1;
+  HeightsWithin(c_lo, c_hi, dn, lo, hi, rr, t_max, &t0, &t1);
+  if (dn == 0.0 && (c_lo > hi + rr || c_hi < lo - rr)) return false;
   if (t0 > t1) return false;
   const Vec3 s0 = v * t0, s1 = v * t1;
   const Vec3 core_lo = Min(p0, p1), core_hi = Max(p0, p1);
@@ -291,14 +301,8 @@ inline CastResult SweepSphereTriangle(const Vec3& c, double r, const Vec3& v, do
   // triangle's (as SweptCoreBox): only then can the two touch, so the
   // in-plane gap need only hold over them (a capsule coming down beside
   // the triangle, onto its neighbour, is beyond an edge when it gets there).
-  double t0 = 0.0, t1 = t_max;
-  if (dn > 0.0) {
-    t0 = std::max(t0, (tri_lo - rr - c_hi) / dn);
-    t1 = std::min(t1, (tri_hi + rr - c_lo) / dn);
-  } else if (dn < 0.0) {
-    t0 = std::max(t0, (tri_hi + rr - c_lo) / dn);
-    t1 = std::min(t1, (tri_lo - rr - c_hi) / dn);
-  }
+  double t0, t1;
+  HeightsWithin(c_lo, c_hi, dn, tri_lo, tri_hi, rr, t_max, &t0, &t1);
   const bool window = t0 <= t1;
   const Vec3 vs[3] = {a, b, cc};
   for (int i = 0; i < 3; ++i) {
@@ -458,8 +462,7 @@ inline CastResult SweepCapsuleTriangleAt(const Vec3& p0, const Vec3& p1, double 
   return out;
 }
 
-/// SweepCapsuleTriangle given the triangle's unit normal n (TriangleNormal),
-/// for triangles swept many times (SurfaceSweepGathered).
+/// SweepCapsuleTriangle given the triangle's unit normal n (TriangleNormal).
 inline CastResult SweepCapsuleTriangleN(const Vec3& p0, const Vec3& p1, double r, const Vec3& v,
                                         double t_max, const Vec3& a, const Vec3& b,
                                         const Vec3& cc, const Vec3& n, uint8_t active) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "collision/triangles/surface_overlap.h"
@@ -139,9 +140,9 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
       for (size_t i = 1; i < near.size(); ++i) {
         if (near[i].bound > near[top].bound) top = i;
       }
+      if (!near.empty()) std::swap(near[0], near[top]);
       const double slack = 4e-9 * convex.scale();
-      for (size_t i = 0; i < near.size(); ++i) {
-        const surface_detail::RoundedCandidate& c = near[i == 0 ? top : i == top ? 0 : i];
+      for (const surface_detail::RoundedCandidate& c : near) {
         if (any && c.bound + slack < out->depth) continue;
         SurfaceContactHit m;
         if (TriangleTouchContact(c.v, c.triangle, convex, nullptr, &m)) keep(m);
