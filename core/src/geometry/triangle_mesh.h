@@ -202,6 +202,8 @@ class TriangleMesh {
   /// TriangleVertices(k, out), decimal vertices taken from `cache` when there
   /// (and kept there when decoded).
   inline void TriangleVertices(uint32_t k, Vec3 out[3], VertexCache* cache) const;
+  /// The same from the triangle's vertex indices (TriangleIndices).
+  inline void IndexedVertices(const uint32_t idx[3], Vec3 out[3], VertexCache* cache) const;
   /// Vertex indices of kept triangle `k` (into the input vertices).
   inline void TriangleIndices(uint32_t k, uint32_t idx[3]) const;
   /// Original input index of kept triangle `k`.
@@ -247,8 +249,9 @@ class TriangleMesh {
                   const Vec3& grow, const double* max_t, Visit&& visit) const;
 
   /// As VisitSwept, but closest first down to the triangles: for each
-  /// triangle k of an entered leaf, enter(k, &t, &stop) says whether the
-  /// caller's own test lets it through, t a lower bound of its first contact;
+  /// triangle k of an entered leaf, enter(k, idx, &t, &stop) (idx: its
+  /// vertex indices, TriangleIndices) says whether the caller's own test
+  /// lets it through, t a lower bound of its first contact;
   /// visit(k, i) is then called in increasing t (at equal t, waiting
   /// triangles before nodes, the lower k first) while t <= *max_t, so a sweep
   /// meets its earliest triangles first and *max_t shrinks soonest. i counts
@@ -346,14 +349,14 @@ class TriangleMesh {
   }
   /// Writes triangle k's record into packed_ (zero there before).
   void SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags, uint32_t original);
-  /// Asks for the vertices of the leaf's triangles before they are decoded
-  /// one triangle after the other, so their loads overlap (used by the
-  /// closest-first sweep walk, where memory latency dominates).
-  __attribute__((always_inline)) void PrefetchVertices(LeafRange leaf) const {
-    for (uint32_t k = leaf.first; k < leaf.end; ++k) {
-      uint32_t idx[3];
-      TriangleIndices(k, idx);
-      for (uint32_t i : idx) {
+  /// Asks for the vertices of a leaf's triangles (their indices `idx`,
+  /// `count` of them) before they are decoded one triangle after the other,
+  /// so their loads overlap (used by the closest-first sweep walk, where
+  /// memory latency dominates).
+  __attribute__((always_inline)) void PrefetchVertices(const uint32_t (*idx)[3],
+                                                       uint32_t count) const {
+    for (uint32_t k = 0; k < count; ++k) {
+      for (uint32_t i : idx[k]) {
         if (vpacked_.empty()) {
           if (!fpacked_.empty()) {
             __builtin_prefetch(fpacked_.data() + ((static_cast<uint64_t>(i) * flt_.record_bits) >> 3));
@@ -869,6 +872,11 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
 inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3], VertexCache* cache) const {
   uint32_t idx[3];
   TriangleIndices(k, idx);
+  IndexedVertices(idx, out, cache);
+}
+
+inline void TriangleMesh::IndexedVertices(const uint32_t idx[3], Vec3 out[3],
+                                          VertexCache* cache) const {
   if (vpacked_.empty()) {
     if (dvertices_.empty()) {
       for (int c = 0; c < 3; ++c) out[c] = FloatVertex(idx[c]);
@@ -1008,11 +1016,15 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
       if (!visit(tri, word)) return false;
     } else if (word & kLeafBit) {
       const LeafRange leaf = LeafTriangles(word);
-      PrefetchVertices(leaf);
+      // Each triangle's indices decoded once, for the prefetch and for enter.
+      uint32_t idx[8][3];
+      const uint32_t in_leaf = leaf.end - leaf.first;
+      for (uint32_t i = 0; i < in_leaf; ++i) TriangleIndices(leaf.first + i, idx[i]);
+      PrefetchVertices(idx, in_leaf);
       for (uint32_t k = leaf.first; k < leaf.end; ++k) {
         double t;
         bool stop = false;
-        if (enter(k, &t, &stop)) {
+        if (enter(k, idx[k - leaf.first], &t, &stop)) {
           push({std::max(t, e.t), static_cast<uint64_t>(k) << 32 | entered++});
         }
         if (stop) return false;

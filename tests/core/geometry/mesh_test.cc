@@ -598,7 +598,11 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
       double last = 0.0;
       mesh.VisitSweptClosestFirst(
           path, g, &max_t,
-          [&](uint32_t k, double* t, bool*) {
+          [&](uint32_t k, const uint32_t idx[3], double* t, bool*) {
+            // The walk hands over the triangle's own vertex indices.
+            uint32_t own[3];
+            mesh.TriangleIndices(k, own);
+            EXPECT_TRUE(std::equal(own, own + 3, idx)) << "triangle " << k;
             if (!path.Enter(tri_boxes[k].Expanded(g), max_t, t)) return false;
             enter_t[k] = *t;
             return true;
@@ -618,7 +622,7 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
       double limit = max_t;
       mesh.VisitSweptClosestFirst(
           path, g, &limit,
-          [&](uint32_t k, double* t, bool*) {
+          [&](uint32_t k, const uint32_t*, double* t, bool*) {
             return path.Enter(tri_boxes[k].Expanded(g), max_t, t);
           },
           [&](uint32_t k, uint32_t) {
@@ -735,7 +739,7 @@ TEST(MeshBuild, ClosestFirstKeepsItsOrderWithManyWaiting) {
     double last = 0.0;
     mesh.VisitSweptClosestFirst(
         path, g, &max_t,
-        [&](uint32_t k, double* t, bool*) {
+        [&](uint32_t k, const uint32_t*, double* t, bool*) {
           if (!path.Enter(tri_boxes[k].Expanded(g), max_t, t)) return false;
           enter_t[k] = *t;
           most_waiting = std::max(most_waiting, ++entered - visited);

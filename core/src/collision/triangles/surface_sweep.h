@@ -98,21 +98,23 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
     TriangleMesh::VertexCache vertex_cache;
     surface.VisitSweptClosestFirst(
         centre_path, grow, &limit,
-        [&](uint32_t k, double* t_enter, bool* stop) {
+        [&](uint32_t k, const uint32_t idx[3], double* t_enter, bool* stop) {
           if (!tally.Count()) {  // the batch stops (budget, deadline)
             *stop = true;
             return false;
           }
           // Passed over now, passed over at its turn: not decoded nor kept.
-          if (ties.PassedOver(surface.OriginalIndex(k))) return false;
+          if (!ties.PassesNone() && ties.PassedOver(surface.OriginalIndex(k))) return false;
           std::array<Vec3, 3> v;
-          surface.TriangleVertices(k, v.data(), &vertex_cache);
+          surface.IndexedVertices(idx, v.data(), &vertex_cache);
           if (!enter(v.data(), t_enter)) return false;
           entered.push_back(v);
           return true;
         },
         [&](uint32_t k, uint32_t i) {
-          if (!ties.PassedOver(surface.OriginalIndex(k))) sweep(k, entered[i].data());
+          if (ties.PassesNone() || !ties.PassedOver(surface.OriginalIndex(k))) {
+            sweep(k, entered[i].data());
+          }
           return true;
         });
   } else {

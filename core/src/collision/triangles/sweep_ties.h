@@ -44,6 +44,9 @@ class SweepTies {
   /// once a hit is at fraction 0 (nothing comes earlier), a higher input
   /// index than a winning candidate's.
   bool PassedOver(uint32_t orig) const { return orig > zero_threshold_; }
+  /// True while no triangle is passed over (no hit at fraction 0 yet): a
+  /// caller may then skip working out the index PassedOver takes.
+  bool PassesNone() const { return zero_threshold_ == UINT32_MAX; }
 
   /// A triangle's hit (its own fraction, whatever the limit it was swept with).
   void Add(uint32_t orig, const CastResult& s) {
