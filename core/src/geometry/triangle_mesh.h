@@ -34,8 +34,8 @@ namespace hitbox {
 /// Faces meeting at an edge at more than this angle (radians, ~5 degrees)
 /// make the edge active.
 inline constexpr double kActiveEdgeAngle = 0.0872664626;
-/// Most triangles in a hierarchy leaf (at most 8: the leaf word keeps
-/// count - 1 in 3 bits).
+/// Most triangles in a hierarchy leaf (at most 7: a bottom node keeps each
+/// child's count in 3 bits, 0 for none).
 inline constexpr uint32_t kMeshLeafSize = 4;
 /// Children of a hierarchy node.
 inline constexpr uint32_t kMeshNodeWidth = 4;
@@ -297,6 +297,7 @@ class TriangleMesh {
     uint64_t info;
   };
   static_assert(sizeof(BottomNode) == 32);
+  static_assert(kMeshLeafSize <= 7, "BottomNode::info keeps a leaf's count in 3 bits");
   static constexpr uint32_t kLeafBit = 1u << 31;
   /// A child word with kBottomBit (and not kLeafBit) names bottom_[word & kNodeMask].
   static constexpr uint32_t kBottomBit = 1u << 30;
