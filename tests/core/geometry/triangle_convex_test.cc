@@ -1030,6 +1030,18 @@ void CheckEpa(const Vec3 tri[3], const PlacedConvex& convex, double slack, Rando
       EXPECT_TRUE(CheckPenetration(tri, convex, full, tol, slack * full.depth, rng))
           << i << " start " << s;
     }
+    // The inner axis worked out first (a finite stop_below reads it at
+    // once, this one never stops) or only when the fallback reads it: the
+    // same answer, bit for bit.
+    const TriangleConvexPenetration eager =
+        TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g, start,
+                          -std::numeric_limits<double>::max());
+    ASSERT_EQ(eager.valid, full.valid) << i << " start " << s << " (inner axis first)";
+    ASSERT_EQ(eager.failure, full.failure) << i << " start " << s << " (inner axis first)";
+    EXPECT_EQ(eager.depth, full.depth) << i << " start " << s;
+    EXPECT_EQ(eager.normal, full.normal) << i << " start " << s;
+    EXPECT_EQ(eager.point_on_convex, full.point_on_convex) << i << " start " << s;
+    EXPECT_EQ(eager.point_on_triangle, full.point_on_triangle) << i << " start " << s;
     double below = -std::numeric_limits<double>::infinity();
     if (s == 3) below = full.valid ? full.depth * rng.Uniform(0.7, 1.3) : rng.Uniform(0.0, 1.0);
     const TriangleConvexPenetration got =

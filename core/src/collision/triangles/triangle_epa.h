@@ -109,12 +109,14 @@ TriangleConvexPenetration TriangleConvexEpa(
   Face* const faces = face_store.at;
   int free_slots[kMaxFaces];
   int nv = 0, nf = 0, nfree = 0;
+  int made = -1;  // the slot make_face wrote last
   auto make_face = [&](int a, int b, int c) {
     if (nfree == 0 && nf >= kMaxFaces) return false;
     const Vec3 n = Cross(verts[b].w - verts[a].w, verts[c].w - verts[a].w);
     const double len = n.Length();
     if (!(len > 0.0)) return false;
-    Face& f = faces[nfree > 0 ? free_slots[--nfree] : nf++];
+    made = nfree > 0 ? free_slots[--nfree] : nf++;
+    Face& f = faces[made];
     f.v[0] = a; f.v[1] = b; f.v[2] = c;
     f.n = n / len;
     f.d = Dot(f.n, verts[a].w);
@@ -137,7 +139,38 @@ TriangleConvexPenetration TriangleConvexEpa(
   // the depth), for the fallback and stop_below.
   double visited_h = std::numeric_limits<double>::infinity();
   Vec3 visited_n;
+  // The inner axis (from the nearest point of the core's inner segment to the
+  // triangle), visited before every face normal: worked out only when read
+  // (stop_below, the fallback), as most calls converge without either. It
+  // then comes first among the visited normals: the least h so far stands
+  // only if strictly less than its own, as had it been visited first.
+  bool inner_done = false, inner_axis = false;
+  auto visit_inner = [&] {
+    if (inner_done) return;
+    inner_done = true;
+    if constexpr (requires(const CoreSupport& c, Vec3* seg) { c.InnerSegment(seg); }) {
+      if (!EpaTakesInnerAxis(tri)) return;
+      Vec3 inner[2];
+      core_support.InnerSegment(inner);
+      Vec3 p = inner[0], q;
+      const double d2 =
+          inner[0] == inner[1]
+              ? PointTriangleDistanceSq(p, tri[0], tri[1], tri[2], &q)
+              : SegmentTriangleDistanceSq(inner[0], inner[1], tri[0], tri[1], tri[2], &p, &q);
+      if (d2 > 0.0) {
+        const Vec3 u = (q - p) / std::sqrt(d2);
+        double l[3];
+        const double h = Dot(core_support(u) - tri_support(-u, l), u);
+        if (!(visited_h < h)) {
+          visited_h = h;
+          visited_n = u;
+        }
+        inner_axis = true;
+      }
+    }
+  };
   auto fallback = [&](int reason) {
+    visit_inner();
     out.failure = reason;
     double best_h = std::numeric_limits<double>::infinity();
     Vec3 best_n;
@@ -225,31 +258,15 @@ TriangleConvexPenetration TriangleConvexEpa(
     out.failure = 1;
     return out;
   }
-  // The inner axis: visited first, so the fallback and stop_below count it.
-  bool inner_axis = false;
-  if constexpr (requires(const CoreSupport& c, Vec3* seg) { c.InnerSegment(seg); }) {
-    if (EpaTakesInnerAxis(tri)) {
-      Vec3 inner[2];
-      core_support.InnerSegment(inner);
-      Vec3 p = inner[0], q;
-      const double d2 =
-          inner[0] == inner[1]
-              ? PointTriangleDistanceSq(p, tri[0], tri[1], tri[2], &q)
-              : SegmentTriangleDistanceSq(inner[0], inner[1], tri[0], tri[1], tri[2], &p, &q);
-      if (d2 > 0.0) {
-        const Vec3 u = (q - p) / std::sqrt(d2);
-        double l[3];
-        visited_h = Dot(core_support(u) - tri_support(-u, l), u);
-        visited_n = u;
-        inner_axis = true;
-      }
-    }
-  }
+  // The inner axis now when stop_below can read it (below and each
+  // iteration); otherwise only the fallback does.
+  if (stop_below > -std::numeric_limits<double>::infinity()) visit_inner();
   if (std::max(visited_h, 0.0) + margin + tol < stop_below) {
     out.failure = 6;
     return out;
   }
   if (!prism && g.tetrahedron != 4) {
+    visit_inner();
     if (inner_axis) return fallback(1);
     out.failure = 1;
     return out;
@@ -299,8 +316,15 @@ TriangleConvexPenetration TriangleConvexEpa(
   int best = -1;
   bool stopped = false;    // left the loop on a break (best is then alive)
   bool converged = false;  // support gap within the tolerance
+  // NearestFace's answer for the next iteration, found while the faces are
+  // updated (the least (distance, slot) of the faces kept and made, which
+  // is its first strictly least in slot order); -1: scan (the first
+  // iteration, or a NaN distance, which the lexicographic order would not
+  // place as the scan does).
+  int next_best = -1;
   for (int it = 0; it < kTriangleEpaMaxIterations && !stopped; ++it) {
-    best = NearestFace();
+    best = next_best >= 0 ? next_best : NearestFace();
+    next_best = -1;
     if (best < 0) return fallback(4);
     const Face& f = faces[best];
     // Capped: the best face so far (a new point adds at most a few faces
@@ -338,10 +362,22 @@ TriangleConvexPenetration TriangleConvexEpa(
     int edges[64];
     int ne = 0;
     bool overflow = false;
+    int kept = -1;  // the nearest face kept, as NearestFace would scan them
+    double kept_d = 0.0;
+    bool ordered = true;  // no NaN distance among them
     for (int i = 0; i < nf; ++i) {
+      if (!faces[i].alive) continue;
       // Visible with a margin: near-coplanar slivers on curved cores must not
       // flip the polytope inside out.
-      if (!faces[i].alive || Dot(faces[i].n, w_new - faces[i].w0) <= tol) continue;
+      if (Dot(faces[i].n, w_new - faces[i].w0) <= tol) {
+        const double d = faces[i].d;
+        ordered = ordered && d == d;
+        if (kept < 0 || d < kept_d) {
+          kept = i;
+          kept_d = d;
+        }
+        continue;
+      }
       faces[i].alive = false;
       free_slots[nfree++] = i;
       const int fv[4] = {faces[i].v[0], faces[i].v[1], faces[i].v[2], faces[i].v[0]};
@@ -369,7 +405,14 @@ TriangleConvexPenetration TriangleConvexEpa(
     if (overflow) return fallback(3);
     for (int k = 0; k < ne; ++k) {
       if (!make_face(edges[k] >> 8, edges[k] & 255, wi)) return fallback(3);
+      const double d = faces[made].d;
+      ordered = ordered && d == d;
+      if (kept < 0 || d < kept_d || (d == kept_d && made < kept)) {
+        kept = made;
+        kept_d = d;
+      }
     }
+    if (ordered) next_best = kept;
   }
   if (!stopped) {
     // Iteration cap: the best face of the polytope as it is now.
@@ -401,8 +444,10 @@ TriangleConvexPenetration TriangleConvexEpa(
   // Depth = the exact support h(n) along the final normal (>= the face
   // distance, by at most the stopping gap when converged): moving the convex
   // by it along -n always leaves the two touching or apart, as in epa.h.
+  // (Converged: the support along f.n is the last one taken, verts[nv].)
   double lh[3];
-  const double h = Dot(core_support(f.n) - tri_support(-f.n, lh), f.n);
+  const double h = converged ? Dot(verts[nv].w, f.n)
+                             : Dot(core_support(f.n) - tri_support(-f.n, lh), f.n);
   if (!converged) {
     // Capped or stalled (a curved core converges slowly): a face normal of
     // the polytope or of the triangle may already do better.
