@@ -6,7 +6,10 @@
 // touches before it), else the GJK cast decides.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "collision/triangles/triangle_gjk_cast.h"
 #include "hitbox/math/math.h"
@@ -21,6 +24,57 @@ struct PlacedCylinder {
   double radius = 0.0;
   double half_height = 0.0;
 };
+
+/// An upper bound on the penetration depth of cylinder `cyl` and triangle
+/// `tri` (surface frame): the least overlap of their extents along the
+/// cylinder's axis and along the axis x each edge (horizontal in the
+/// cylinder's frame: where the side meets an edge); negative when they are
+/// apart along one. (The directions from the axis to each vertex, tried
+/// too, pruned no more on big_level and cost more than they saved.)
+/// `move`, when given: a translation of the cylinder by that overlap along
+/// the axis it was found on, which leaves the two touching or apart. The depth, the shortest separating move, is at most
+/// the overlap along any direction.
+inline double CylinderTriangleOverlap(const Vec3 tri[3], const PlacedCylinder& cyl,
+                                      Vec3* move = nullptr) {
+  Vec3 p[3];
+  for (int i = 0; i < 3; ++i) p[i] = cyl.rotation.TransposeMul(tri[i] - cyl.center);
+  // The least overlap so far, along unit u (cylinder frame): the cylinder
+  // spans [-ext, ext] there, the triangle [lo, hi]; `down`: moving the
+  // cylinder along -u separates them by the overlap (else along +u).
+  double overlap = std::numeric_limits<double>::infinity();
+  Vec3 u;
+  bool down = false;
+  auto take = [&](const Vec3& axis, double lo, double hi, double ext) {
+    if (ext - lo < overlap) {
+      overlap = ext - lo;
+      u = axis;
+      down = true;
+    }
+    if (hi + ext < overlap) {
+      overlap = hi + ext;
+      u = axis;
+      down = false;
+    }
+  };
+  take(Vec3{0, 1, 0}, std::min(p[0].y, std::min(p[1].y, p[2].y)),
+       std::max(p[0].y, std::max(p[1].y, p[2].y)), cyl.half_height);
+  for (int j = 0; j < 3; ++j) {
+    const Vec3& a = p[j];
+    const Vec3& b = p[(j + 1) % 3];
+    const Vec3& c = p[(j + 2) % 3];
+    const double ex = b.x - a.x, ez = b.z - a.z;
+    const double len = std::sqrt(ex * ex + ez * ez);
+    if (!(len > 1e-150)) continue;  // an edge along the axis: no direction
+    // Along m = (-ez, 0, ex) / len: the edge projects to one value, the
+    // third vertex to another.
+    const double on_edge = (ex * a.z - ez * a.x) / len;
+    const double third = (ex * c.z - ez * c.x) / len;
+    take(Vec3{-ez / len, 0.0, ex / len}, std::min(on_edge, third), std::max(on_edge, third),
+         cyl.radius);
+  }
+  if (move != nullptr) *move = cyl.rotation * (u * (down ? -overlap : overlap));
+  return overlap;
+}
 
 /// Least sine of the angle between features for the closed form: an edge
 /// against the axis (side) or the cap plane (rim), the face against the axis

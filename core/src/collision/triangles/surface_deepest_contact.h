@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "collision/triangles/cylinder_triangle.h"
 #include "collision/triangles/surface_overlap.h"
 #include "hitbox/math/math.h"
 
@@ -207,11 +208,22 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
   };
   std::make_heap(heap.begin(), heap.end(), lower);
   // Refinements: a box's face normals, its overlap along the axis from its
-  // centre, then its SAT depth; a cylinder's or a hull's overlap along the
-  // axis from its inner segment (TriangleInnerOverlap).
+  // centre, then its SAT depth; a cylinder's along its own axes, then a
+  // cylinder's or a hull's overlap along the axis from its inner segment
+  // (TriangleInnerOverlap).
   Vec3 inner[2];
   convex.InnerSegment(inner);
-  const uint8_t final_stage = polytope_core ? 3 : 1;
+  // A cylinder core: first its own axes (CylinderTriangleOverlap, no
+  // support calls), where a triangle beside its side is nearly apart.
+  bool cylinder_core = false;
+  PlacedCylinder cylinder;
+  if constexpr (requires { convex.is_cylinder(); }) {
+    if (!polytope_core && convex.is_cylinder()) {
+      cylinder_core = true;
+      cylinder = convex.cylinder();
+    }
+  }
+  const uint8_t final_stage = polytope_core ? 3 : cylinder_core ? 2 : 1;
   const double slack = 4e-9 * convex.scale();
   const double apart = 1e-9 * convex.scale();
   while (!heap.empty()) {
@@ -225,7 +237,9 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
     bool requeued = false, done = false;
     while (c.stage < final_stage) {
       double tight = std::numeric_limits<double>::infinity();
-      if (!polytope_core || c.stage == 1) {
+      if (cylinder_core && c.stage == 0) {
+        tight = CylinderTriangleOverlap(c.v, cylinder);
+      } else if (!polytope_core || c.stage == 1) {
         // A bound on the contact's depth: when the cores are certainly apart
         // along the axis, GJK's closest points give the contact, no deeper
         // than the overlap, nor than 0; for a box when the triangle has a
