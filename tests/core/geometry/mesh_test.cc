@@ -1696,8 +1696,8 @@ bool ExpectDeepestOfAll(const TriangleMesh& mesh, const PlacedConvex& placed, in
 
 // The deepest contact found by bounds (SurfaceDeepestContactConvex: triangles
 // whose overlap along their normal, along the axis from the core's inside
-// (TriangleInnerOverlap) or (box) their SAT depth is below the deepest so
-// far are skipped) is the deepest of all the contacts (SurfaceContactsConvex;
+// (TriangleInnerOverlap), (box) their SAT depth or (cylinder) along its own
+// axes (CylinderTriangleOverlap) is below the deepest so far are skipped) is the deepest of all the contacts (SurfaceContactsConvex;
 // ties: lowest triangle), field for field: spheres, capsules, boxes, rounded
 // boxes, cylinders and convex hulls (4 to 40 points, some sliver-thin) on a
 // flat floor (coplanar ties), a wavy grid and a closed sphere, touching,
