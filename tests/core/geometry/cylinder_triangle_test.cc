@@ -186,6 +186,32 @@ Vec3 PointOn(Random& rng, const Vec3 tri[3]) {
   return tri[0] + (tri[1] - tri[0]) * a + (tri[2] - tri[0]) * b;
 }
 
+// Case i of a seeded run: a cylinder of radius r and half-height h around
+// `size` (1 mm to 100 m) and a triangle of comparable or very different
+// size `tsize` (every fifth a sliver, every fourth 20 km from the origin).
+struct RandomCase {
+  double size, r, h, tsize;
+  Vec3 tri[3];
+};
+RandomCase MakeRandomCase(Random& rng, int i) {
+  RandomCase c;
+  c.size = std::pow(10.0, rng.Uniform(-3.0, 2.0));
+  c.r = c.size * rng.Uniform(0.1, 1.0);
+  c.h = c.size * rng.Uniform(0.05, 1.0);
+  c.tsize = c.size * std::pow(10.0, rng.Uniform(-1.0, 1.0));
+  const double tsize = c.tsize;
+  const Vec3 far = i % 4 == 3 ? rng.UnitVector() * 2e4 : Vec3{};
+  c.tri[0] = far + rng.InBox(tsize);
+  c.tri[1] = c.tri[0] + rng.UnitVector() * tsize * rng.Uniform(0.3, 2.0);
+  if (i % 5 == 4) {
+    c.tri[2] = c.tri[0] + (c.tri[1] - c.tri[0]) * rng.Uniform(0.2, 0.8) +
+               rng.UnitVector() * tsize * 1e-5;
+  } else {
+    c.tri[2] = c.tri[0] + rng.UnitVector() * tsize * rng.Uniform(0.3, 2.0);
+  }
+  return c;
+}
+
 // Random cylinders of 1 mm to 100 m, tilted every way, against triangles
 // of comparable or very different size (every fifth a sliver), aimed at the
 // triangle; then from each cast's contact: starting there (touching), a
@@ -195,19 +221,9 @@ TEST(CylinderTriangleSweep, MatchesTheGjkCast) {
   Random rng(4242);
   Tally tally;
   for (int i = 0; i < 6000; ++i) {
-    const double size = std::pow(10.0, rng.Uniform(-3.0, 2.0));
-    const double r = size * rng.Uniform(0.1, 1.0), h = size * rng.Uniform(0.05, 1.0);
-    const double tsize = size * std::pow(10.0, rng.Uniform(-1.0, 1.0));
-    const Vec3 far = i % 4 == 3 ? rng.UnitVector() * 2e4 : Vec3{};
-    Vec3 tri[3];
-    tri[0] = far + rng.InBox(tsize);
-    tri[1] = tri[0] + rng.UnitVector() * tsize * rng.Uniform(0.3, 2.0);
-    if (i % 5 == 4) {
-      tri[2] = tri[0] + (tri[1] - tri[0]) * rng.Uniform(0.2, 0.8) +
-               rng.UnitVector() * tsize * 1e-5;
-    } else {
-      tri[2] = tri[0] + rng.UnitVector() * tsize * rng.Uniform(0.3, 2.0);
-    }
+    const RandomCase rc = MakeRandomCase(rng, i);
+    const double size = rc.size, r = rc.r, h = rc.h;
+    const Vec3* tri = rc.tri;
     const ConvexCore core = Cylinder(r, h);
     const Quat rot = rng.Rotation();
     const Vec3 target = PointOn(rng, tri) + rng.InBox(size * 0.7);
@@ -215,7 +231,7 @@ TEST(CylinderTriangleSweep, MatchesTheGjkCast) {
     const Vec3 c = target - v * rng.Uniform(0.2, 0.9);
     const uint8_t active = static_cast<uint8_t>(rng.Int(0, 7));
     const double t_max = i % 3 == 0 ? rng.Uniform(0.2, 1.0) : 1.0;
-    const double s = std::max(size, tsize);
+    const double s = std::max(size, rc.tsize);
     Compare(tri, core, Pose{c, rot}, v, t_max, active, s, &tally, "random", i);
     if (::testing::Test::HasFatalFailure()) return;
     const PlacedConvex q(core, Pose{c, rot});
@@ -354,19 +370,9 @@ TEST(CylinderTriangleOverlap, ItsMoveSeparates) {
   Random rng(2929);
   int overlapping = 0, tight = 0, epa_above = 0, apart = 0;
   for (int i = 0; i < 20000; ++i) {
-    const double size = std::pow(10.0, rng.Uniform(-3.0, 2.0));
-    const double r = size * rng.Uniform(0.1, 1.0), h = size * rng.Uniform(0.05, 1.0);
-    const double tsize = size * std::pow(10.0, rng.Uniform(-1.0, 1.0));
-    const Vec3 far = i % 4 == 3 ? rng.UnitVector() * 2e4 : Vec3{};
-    Vec3 tri[3];
-    tri[0] = far + rng.InBox(tsize);
-    tri[1] = tri[0] + rng.UnitVector() * tsize * rng.Uniform(0.3, 2.0);
-    if (i % 5 == 4) {
-      tri[2] = tri[0] + (tri[1] - tri[0]) * rng.Uniform(0.2, 0.8) +
-               rng.UnitVector() * tsize * 1e-5;
-    } else {
-      tri[2] = tri[0] + rng.UnitVector() * tsize * rng.Uniform(0.3, 2.0);
-    }
+    const RandomCase rc = MakeRandomCase(rng, i);
+    const double size = rc.size, r = rc.r, h = rc.h;
+    const Vec3* tri = rc.tri;
     const Vec3 c = PointOn(rng, tri) + rng.InBox(i % 2 == 0 ? 0.5 * std::min(r, h) : size);
     const ConvexCore core = Cylinder(r, h);  // (PlacedConvex keeps a pointer to it)
     const Quat rot = rng.Rotation();
