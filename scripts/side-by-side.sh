@@ -29,14 +29,15 @@ hitbox_run() {
   taskset -c "$core" "$1" "$file" --min-time 1 --json --threads 1 2>/dev/null | tail -n 1 |
     python3 -c 'import json, sys
 k = json.load(sys.stdin)["kinds"]
-print(*(k[n]["qps_1_cpu"] for n in ("overlap", "sweep", "raycast")),
-      sum(k[n]["mismatches"] for n in ("overlap", "sweep", "raycast")))'
+kinds = [k.get(n, {}) for n in ("overlap", "sweep", "raycast")]
+print(*(x.get("qps_1_cpu", 0) for x in kinds), sum(x.get("mismatches", 0) for x in kinds))'
 }
 peer_run() {
   taskset -c "$core" "$peer" "$file" --repeat 5 2>/dev/null | tail -n 1 |
     python3 -c 'import json, sys
 d = json.load(sys.stdin)
-print(d["overlap_qps"], d["sweep_qps"], d["raycast_qps"], json.dumps(d["mismatches"], separators=(",", ":")))'
+print(*(d.get(n + "_qps", 0) for n in ("overlap", "sweep", "raycast")),
+      json.dumps(d.get("mismatches"), separators=(",", ":")))'
 }
 
 results=$(mktemp)
@@ -56,7 +57,9 @@ python3 - "$results" "${benches[@]}" <<'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 for b, name in enumerate(sys.argv[2:]):
-    ratios = [[float(r[1 + k]) / float(r[5 + k]) for k in range(3)] for r in rows if int(r[0]) == b]
+    # A kind the file has no queries of gives nan.
+    ratios = [[float(r[1 + k]) / float(r[5 + k]) if float(r[5 + k]) > 0 else float("nan")
+               for k in range(3)] for r in rows if int(r[0]) == b]
     wrong = sum(int(r[4]) for r in rows if int(r[0]) == b)
     med = [statistics.median(x[k] for x in ratios) for k in range(3)]
     spans = ["%.2f-%.2f" % (min(x[k] for x in ratios), max(x[k] for x in ratios)) for k in range(3)]
