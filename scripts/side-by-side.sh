@@ -26,14 +26,16 @@ benches=("$@")
 core=${SIDE_BY_SIDE_CORE:-1}
 
 hitbox_run() {
-  taskset -c "$core" "$1" "$file" --min-time 1 --json --threads 1 2>/dev/null | tail -n 1 |
+  # (hitbox-bench exits 1 on a mismatch; its count is printed below.)
+  { taskset -c "$core" "$1" "$file" --min-time 1 --json --threads 1 2>/dev/null || true; } |
+    tail -n 1 |
     python3 -c 'import json, sys
 k = json.load(sys.stdin)["kinds"]
 kinds = [k.get(n, {}) for n in ("overlap", "sweep", "raycast")]
 print(*(x.get("qps_1_cpu", 0) for x in kinds), sum(x.get("mismatches", 0) for x in kinds))'
 }
 peer_run() {
-  taskset -c "$core" "$peer" "$file" --repeat 5 2>/dev/null | tail -n 1 |
+  { taskset -c "$core" "$peer" "$file" --repeat 5 2>/dev/null || true; } | tail -n 1 |
     python3 -c 'import json, sys
 d = json.load(sys.stdin)
 print(*(d.get(n + "_qps", 0) for n in ("overlap", "sweep", "raycast")),
