@@ -1018,7 +1018,7 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
     } else if (word & kLeafBit) {
       const LeafRange leaf = LeafTriangles(word);
       // Each triangle's indices decoded once, for the prefetch and for enter.
-      uint32_t idx[8][3];
+      uint32_t idx[8][3];  // a leaf word holds at most 8 (count - 1 in 3 bits)
       const uint32_t in_leaf = leaf.end - leaf.first;
       for (uint32_t i = 0; i < in_leaf; ++i) TriangleIndices(leaf.first + i, idx[i]);
       PrefetchVertices(idx, in_leaf);

@@ -38,6 +38,16 @@ inline Vec3 TriangleNormal(const Vec3& a, const Vec3& b, const Vec3& c) {
   return CollinearTriangleNormal(e1, e2);
 }
 
+/// False for a sliver: the triangle of edges ab = b - a, ac = c - a and
+/// bc = c - b, |ab x ac|^2 = face2, is wide enough for the closed forms that
+/// use its plane when face2 is at least 1e-6 of its longest edge^4 (the one
+/// test TriangleTouchContact, TriangleConvexEpa's inner axis and the
+/// capsule's deepest-contact bound share).
+inline bool WideFace(const Vec3& ab, const Vec3& ac, const Vec3& bc, double face2) {
+  const double longest = std::max(ab.LengthSq(), std::max(ac.LengthSq(), bc.LengthSq()));
+  return face2 >= 1e-6 * longest * longest;
+}
+
 /// The unit normal of triangle (a, b, c) facing against `dir`: a two-sided
 /// surface shows a ray (or a moving shape) the side it comes from.
 inline Vec3 FacingNormal(const Vec3& a, const Vec3& b, const Vec3& c, const Vec3& dir) {

@@ -969,6 +969,18 @@ double SeparatingMove(const Vec3 tri[3], const PlacedConvex& convex, const Vec3&
   return top - (Dot(convex(-n), n) - convex.margin());
 }
 
+// Two EPA answers of case i, start s, that must agree to the bit (`how`
+// names the variant): validity and failure first (fatal), then every field.
+void ExpectSameBits(const TriangleConvexPenetration& a, const TriangleConvexPenetration& b, int i,
+                    int s, const char* how) {
+  ASSERT_EQ(a.valid, b.valid) << i << " start " << s << " (" << how << ")";
+  ASSERT_EQ(a.failure, b.failure) << i << " start " << s << " (" << how << ")";
+  EXPECT_EQ(a.depth, b.depth) << i << " start " << s << " (" << how << ")";
+  EXPECT_EQ(a.normal, b.normal) << i << " start " << s << " (" << how << ")";
+  EXPECT_EQ(a.point_on_convex, b.point_on_convex) << i << " start " << s << " (" << how << ")";
+  EXPECT_EQ(a.point_on_triangle, b.point_on_triangle) << i << " start " << s << " (" << how << ")";
+}
+
 // One EPA answer against the support functions: its normal is a unit vector;
 // moving the convex out by depth along it clears the triangle (within
 // `tol`); for a converged answer (failure 0) GJK still finds them
@@ -1036,12 +1048,8 @@ void CheckEpa(const Vec3 tri[3], const PlacedConvex& convex, double slack, Rando
     const TriangleConvexPenetration eager =
         TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(), g, start,
                           -std::numeric_limits<double>::max());
-    ASSERT_EQ(eager.valid, full.valid) << i << " start " << s << " (inner axis first)";
-    ASSERT_EQ(eager.failure, full.failure) << i << " start " << s << " (inner axis first)";
-    EXPECT_EQ(eager.depth, full.depth) << i << " start " << s;
-    EXPECT_EQ(eager.normal, full.normal) << i << " start " << s;
-    EXPECT_EQ(eager.point_on_convex, full.point_on_convex) << i << " start " << s;
-    EXPECT_EQ(eager.point_on_triangle, full.point_on_triangle) << i << " start " << s;
+    ExpectSameBits(eager, full, i, s, "inner axis first");
+    if (::testing::Test::HasFatalFailure()) return;
     double below = -std::numeric_limits<double>::infinity();
     if (s == 3) below = full.valid ? full.depth * rng.Uniform(0.7, 1.3) : rng.Uniform(0.0, 1.0);
     const TriangleConvexPenetration got =
@@ -1067,12 +1075,8 @@ void CheckEpa(const Vec3 tri[3], const PlacedConvex& convex, double slack, Rando
     const Vec3 supports[2] = {convex(-n), convex(n)};
     const TriangleConvexPenetration given = TriangleConvexEpa(
         tri, convex, convex.margin(), convex.scale(), g, start, below, supports);
-    ASSERT_EQ(given.valid, got.valid) << i << " start " << s << " (supports given)";
-    ASSERT_EQ(given.failure, got.failure) << i << " start " << s << " (supports given)";
-    EXPECT_EQ(given.depth, got.depth) << i << " start " << s;
-    EXPECT_EQ(given.normal, got.normal) << i << " start " << s;
-    EXPECT_EQ(given.point_on_convex, got.point_on_convex) << i << " start " << s;
-    EXPECT_EQ(given.point_on_triangle, got.point_on_triangle) << i << " start " << s;
+    ExpectSameBits(given, got, i, s, "supports given");
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

@@ -32,8 +32,9 @@ struct PlacedCylinder {
 /// apart along one. (The directions from the axis to each vertex, tried
 /// too, pruned no more on big_level and cost more than they saved.)
 /// `move`, when given: a translation of the cylinder by that overlap along
-/// the axis it was found on, which leaves the two touching or apart. The depth, the shortest separating move, is at most
-/// the overlap along any direction.
+/// the axis it was found on, which leaves the two touching or apart. The
+/// depth, the shortest separating move, is at most the overlap along any
+/// direction.
 inline double CylinderTriangleOverlap(const Vec3 tri[3], const PlacedCylinder& cyl,
                                       Vec3* move = nullptr) {
   Vec3 p[3];

@@ -49,14 +49,12 @@ struct DeepestScratch {
 /// any two points of them, their offset along the unit normal is at least
 /// how far the ends' heights stay on one side, and along an edge's in-plane
 /// normal at least the gap between the two's spans there, the two square to
-/// each other. 0 on a sliver (|ab x ac|^2 below 1e-6 of the longest edge^4,
-/// as TriangleTouchContact's closed forms ask), whose normal is rounding.
+/// each other. 0 on a sliver (not WideFace), whose normal is rounding.
 inline double SegmentTriangleDistanceLower(const Vec3& p0, const Vec3& p1, const Vec3 v[3]) {
   const Vec3 ab = v[1] - v[0], ac = v[2] - v[0], bc = v[2] - v[1];
-  const double longest = std::max(ab.LengthSq(), std::max(ac.LengthSq(), bc.LengthSq()));
   const Vec3 face = Cross(ab, ac);
   const double face2 = face.LengthSq();
-  if (!(face2 >= 1e-6 * longest * longest) || !(face2 > 0.0)) return 0.0;
+  if (!WideFace(ab, ac, bc, face2) || !(face2 > 0.0)) return 0.0;
   const double len = std::sqrt(face2);
   const Vec3 n = face / len;
   const double h0 = Dot(p0 - v[0], n), h1 = Dot(p1 - v[0], n);

@@ -227,13 +227,12 @@ bool TriangleTouchContact(const Vec3 v[3], uint32_t triangle, const Convex& conv
       // and from 1e-4 on the two agree to 1e-9; within 1e-13 * scale its
       // cores overlap (SAT).
       const Vec3 ab = v[1] - v[0], ac = v[2] - v[0], bc = v[2] - v[1];
-      const double longest = std::max(ab.LengthSq(), std::max(ac.LengthSq(), bc.LengthSq()));
       const Vec3 face = Cross(ab, ac);
       const double face2 = face.LengthSq();
       const Vec3* seg = convex.segment();
       Vec3 p = seg[0], q;
       double d2 = 0.0;
-      if (face2 >= 1e-6 * longest * longest) {
+      if (WideFace(ab, ac, bc, face2)) {
         if (convex.rounded() == Convex::Rounded::kBall) {
           d2 = PointTriangleDistanceSq(p, v[0], v[1], v[2], &q);
         } else {

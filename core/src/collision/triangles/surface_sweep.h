@@ -96,6 +96,11 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
     const ScratchRelease<std::array<Vec3, 3>> release{&entered};
     // A leaf's triangles and their neighbours share vertices: each decoded once.
     TriangleMesh::VertexCache vertex_cache;
+    // SweepTies::PassedOver, its original index worked out only once a hit
+    // at fraction 0 can pass triangles over.
+    const auto passed_over = [&](uint32_t k) {
+      return !ties.PassesNone() && ties.PassedOver(surface.OriginalIndex(k));
+    };
     surface.VisitSweptClosestFirst(
         centre_path, grow, &limit,
         [&](uint32_t k, const uint32_t idx[3], double* t_enter, bool* stop) {
@@ -104,7 +109,7 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
             return false;
           }
           // Passed over now, passed over at its turn: not decoded nor kept.
-          if (!ties.PassesNone() && ties.PassedOver(surface.OriginalIndex(k))) return false;
+          if (passed_over(k)) return false;
           std::array<Vec3, 3> v;
           surface.IndexedVertices(idx, v.data(), &vertex_cache);
           if (!enter(v.data(), t_enter)) return false;
@@ -112,9 +117,7 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
           return true;
         },
         [&](uint32_t k, uint32_t i) {
-          if (ties.PassesNone() || !ties.PassedOver(surface.OriginalIndex(k))) {
-            sweep(k, entered[i].data());
-          }
+          if (!passed_over(k)) sweep(k, entered[i].data());
           return true;
         });
   } else {

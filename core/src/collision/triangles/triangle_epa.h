@@ -39,16 +39,14 @@ struct TriangleConvexPenetration {
 };
 
 /// Whether TriangleConvexEpa takes the inner axis of a core on triangle
-/// `tri`: not a sliver, |ab x ac|^2 at least 1e-6 of the longest edge^4 (as
-/// TriangleTouchContact's closed forms ask). On slivers a curved core's EPA
+/// `tri`: not a sliver (WideFace). On slivers a curved core's EPA
 /// stalls and its answer, the best of its own normals, stays as it was: the
 /// deepest of those has been the move that separates a huge cylinder from
 /// a sliver grid (HugeCylindersAroundSliversSeparate), where the inner
 /// axis's shorter move for one triangle does not clear the others.
 inline bool EpaTakesInnerAxis(const Vec3 tri[3]) {
   const Vec3 ab = tri[1] - tri[0], ac = tri[2] - tri[0], bc = tri[2] - tri[1];
-  const double longest = std::max(ab.LengthSq(), std::max(ac.LengthSq(), bc.LengthSq()));
-  return Cross(ab, ac).LengthSq() >= 1e-6 * longest * longest;
+  return WideFace(ab, ac, bc, Cross(ab, ac).LengthSq());
 }
 
 /// Start polytope of TriangleConvexEpa (see there).
