@@ -118,6 +118,39 @@ inline double HeightsApart(double c_lo, double c_hi, double dn, double lo, doubl
   return std::max(0.0, std::max(c_lo + std::min(0.0, dn) - hi, lo - (c_hi + std::max(0.0, dn))));
 }
 
+/// Whether the rounded segment [p0, p1] (radius r) moving by v for t in
+/// [0, t_max] stays farther than r from triangle abc along an axis square to
+/// the motion and the segment, or to the motion and an edge: the swept core
+/// and the triangle span their corners' projections there, and a gap
+/// between the two of more than r plus a margin far above the closed forms'
+/// rounding (as SweptCoreBox's) means no contact. A cheap miss for a
+/// capsule passing beside a triangle's corner or edge, which the plane and
+/// in-plane edge axes (ClearOfPlane, SegmentBeyondAnEdge) do not separate.
+[[gnu::always_inline]] inline bool PathBesideTriangle(const Vec3& p0, const Vec3& p1, double r,
+                                                      const Vec3& v, double t_max, const Vec3& a,
+                                                      const Vec3& b, const Vec3& cc) {
+  const Vec3 travel = v * t_max, d = p1 - p0;
+  const Vec3 ra = a - p0, rb = b - p0, rc = cc - p0;  // relative to p0: the core's corner at 0
+  const double coords =
+      std::max(std::max(a.Abs().MaxComponent(), b.Abs().MaxComponent()), cc.Abs().MaxComponent()) +
+      std::max(p0.Abs().MaxComponent(), p1.Abs().MaxComponent()) + travel.Abs().MaxComponent();
+  const double rr = r + 1e-9 * (r + coords);
+  const Vec3 axes[4] = {Cross(travel, d), Cross(travel, rb - ra), Cross(travel, rc - rb),
+                        Cross(travel, ra - rc)};
+  for (const Vec3& m : axes) {
+    // The core's corners 0, d, travel and d + travel (travel's is 0 but for
+    // the cross product's rounding), the triangle's vertices.
+    const double sd = Dot(d, m), sv = Dot(travel, m);
+    const double lo = std::min(0.0, sd) + std::min(0.0, sv);
+    const double hi = std::max(0.0, sd) + std::max(0.0, sv);
+    const double ta = Dot(ra, m), tb = Dot(rb, m), tc = Dot(rc, m);
+    const double gap =
+        std::max(lo - std::max(ta, std::max(tb, tc)), std::min(ta, std::min(tb, tc)) - hi);
+    if (gap > 0.0 && gap * gap > rr * rr * m.LengthSq()) return true;
+  }
+  return false;
+}
+
 /// Where a ball's centre reaches the plane offset by r and the triangle's
 /// feature nearest that point (BallReachesPlane, then ClosestPointOnTriangle),
 /// worked out once for a capsule's end ball and handed to its sphere sweep.
@@ -469,6 +502,7 @@ inline CastResult SweepCapsuleTriangleN(const Vec3& p0, const Vec3& p1, double r
   const double h0 = Dot(p0 - a, n), h1 = Dot(p1 - a, n);
   if (ClearOfPlane(std::min(h0, h1), std::max(h0, h1), r, v, n, t_max)) return CastResult{};
   if (SegmentBeyondAnEdge(p0, p1, h0, h1, r, v, t_max, a, b, cc, n)) return CastResult{};
+  if (PathBesideTriangle(p0, p1, r, v, t_max, a, b, cc)) return CastResult{};
   return SweepCapsuleTriangleAt(p0, p1, h0, h1, r, v, t_max, a, b, cc, n, active);
 }
 
