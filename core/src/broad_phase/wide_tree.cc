@@ -1,4 +1,4 @@
-// WideTree: a binary node's subtree collapsed into up to four children,
+// WideTree: a binary node's subtree collapsed into up to eight children,
 // opening the child with the largest box first (as in Wald et al., "Getting
 // rid of packets", 2008, for 4-wide BVHs built from binary ones).
 #include "broad_phase/wide_tree.h"
@@ -96,7 +96,7 @@ WideTree::WideTree(const DynamicTree& tree, std::span<const uint8_t> drop)
     depth_ = std::max(depth_, p.depth);
     // The node's children: the binary node itself when it is a leaf (a tree
     // of one leaf), else its two children, the largest inner one opened
-    // until there are four.
+    // until there are kWidth.
     uint32_t kids[kWidth];
     uint32_t count = 0;
     if (bin[p.binary].IsLeaf()) {

@@ -1,6 +1,7 @@
-// A 4-wide read-only copy of a DynamicTree for batches of queries: each node
-// holds up to four of the binary tree's boxes (its nodes two or three levels
-// down), laid out per axis so that one SSE test takes all four. The boxes
+// An 8-wide read-only copy of a DynamicTree for batches of queries: each node
+// holds up to eight of the binary tree's boxes (its nodes three or more
+// levels down), laid out per axis so that one AVX test (two SSE ones without
+// AVX) takes all eight. The boxes
 // are the binary tree's own and each test is the binary one's lane by lane,
 // so a traversal reaches exactly the leaves the binary traversal reaches.
 #pragma once
@@ -14,16 +15,19 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace hitbox {
 
 class WideTree {
  public:
-  static constexpr uint32_t kWidth = 4;
+  static constexpr uint32_t kWidth = 8;
   static constexpr uint32_t kLeafBit = TreeNode::kLeafBit;
   static constexpr uint32_t kEmpty = 0xFFFFFFFFu;
 
-  /// Two cache lines: the children's boxes [axis][child], their words and
+  /// Four cache lines: the children's boxes [axis][child], their words and
   /// layer masks.
   struct alignas(64) Node {
     float min[3][kWidth];
@@ -34,7 +38,7 @@ class WideTree {
     /// bit); 0 for an empty child, so that no mask takes it.
     uint32_t layers[kWidth];
   };
-  static_assert(sizeof(Node) == 128);
+  static_assert(sizeof(Node) == 256);
 
   /// The copy of `tree` as it is now (tree.version()).
   explicit WideTree(const DynamicTree& tree);
@@ -67,7 +71,7 @@ struct WideEntry {
   uint32_t layer;
 };
 
-/// Prefetches what visiting `word` reads: an inner node's two lines, or a
+/// Prefetches what visiting `word` reads: an inner node's four lines, or a
 /// leaf's item data.
 template <typename ItemPrefetch>
 __attribute__((always_inline)) inline void PrefetchWide(const WideTree::Node* nodes,
@@ -76,50 +80,109 @@ __attribute__((always_inline)) inline void PrefetchWide(const WideTree::Node* no
   if (word & WideTree::kLeafBit) {
     item_prefetch(word & ~WideTree::kLeafBit);
   } else {
-    __builtin_prefetch(&nodes[word]);
-    __builtin_prefetch(reinterpret_cast<const char*>(&nodes[word]) + 64);
+    const char* line = reinterpret_cast<const char*>(&nodes[word]);
+    for (int k = 0; k < 4; ++k) __builtin_prefetch(line + 64 * k);
   }
 }
 
+/// One SIMD step over a node's lanes: eight floats with AVX2, else four
+/// (two steps a node); the same operations lane by lane either way.
+struct WideStep {
+#if defined(__AVX2__)
+  using F = __m256;
+  using I = __m256i;
+  static constexpr uint32_t kLanes = 8;
+  static F Load(const float* p) { return _mm256_load_ps(p); }
+  static F Splat(const float* p) { return _mm256_broadcast_ss(p); }
+  static F Zero() { return _mm256_setzero_ps(); }
+  static F Sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F Add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F Min(F a, F b) { return _mm256_min_ps(a, b); }
+  static F Max(F a, F b) { return _mm256_max_ps(a, b); }
+  static F And(F a, F b) { return _mm256_and_ps(a, b); }
+  static F Le(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
+  static void Store(float* p, F a) { _mm256_storeu_ps(p, a); }
+  static uint32_t Mask(F a) { return static_cast<uint32_t>(_mm256_movemask_ps(a)); }
+  /// Lanes whose word at p shares a bit with `bits`.
+  static uint32_t Shares(const uint32_t* p, uint32_t bits) {
+    const I held = _mm256_and_si256(_mm256_load_si256(reinterpret_cast<const I*>(p)),
+                                    _mm256_set1_epi32(static_cast<int>(bits)));
+    const I none = _mm256_cmpeq_epi32(held, _mm256_setzero_si256());
+    return ~Mask(_mm256_castsi256_ps(none)) & 0xFFu;
+  }
+#else
+  using F = __m128;
+  using I = __m128i;
+  static constexpr uint32_t kLanes = 4;
+  static F Load(const float* p) { return _mm_load_ps(p); }
+  static F Splat(const float* p) { return _mm_set1_ps(*p); }
+  static F Zero() { return _mm_setzero_ps(); }
+  static F Sub(F a, F b) { return _mm_sub_ps(a, b); }
+  static F Mul(F a, F b) { return _mm_mul_ps(a, b); }
+  static F Add(F a, F b) { return _mm_add_ps(a, b); }
+  static F Min(F a, F b) { return _mm_min_ps(a, b); }
+  static F Max(F a, F b) { return _mm_max_ps(a, b); }
+  static F And(F a, F b) { return _mm_and_ps(a, b); }
+  static F Le(F a, F b) { return _mm_cmple_ps(a, b); }
+  static void Store(float* p, F a) { _mm_storeu_ps(p, a); }
+  static uint32_t Mask(F a) { return static_cast<uint32_t>(_mm_movemask_ps(a)); }
+  static uint32_t Shares(const uint32_t* p, uint32_t bits) {
+    const I held = _mm_and_si128(_mm_load_si128(reinterpret_cast<const I*>(p)),
+                                 _mm_set1_epi32(static_cast<int>(bits)));
+    const I none = _mm_cmpeq_epi32(held, _mm_setzero_si128());
+    return ~Mask(_mm_castsi128_ps(none)) & 15u;
+  }
+#endif
+};
+static_assert(WideTree::kWidth % WideStep::kLanes == 0);
+
 /// Lanes of `n` whose child holds a layer of `mask`.
 inline uint32_t WideLayerLanes(const WideTree::Node& n, uint32_t mask) {
-  const __m128i layers = _mm_load_si128(reinterpret_cast<const __m128i*>(n.layers));
-  const __m128i held = _mm_and_si128(layers, _mm_set1_epi32(static_cast<int>(mask)));
-  const __m128i none = _mm_cmpeq_epi32(held, _mm_setzero_si128());
-  return ~static_cast<uint32_t>(_mm_movemask_ps(_mm_castsi128_ps(none))) & 15u;
+  uint32_t lanes = 0;
+  for (uint32_t h = 0; h < WideTree::kWidth; h += WideStep::kLanes) {
+    lanes |= WideStep::Shares(n.layers + h, mask) << h;
+  }
+  return lanes;
 }
 
 /// Lanes of `n` whose box overlaps the query box (BoxesOverlap per lane).
 inline uint32_t WideOverlapLanes(const WideTree::Node& n, const BoxSetup& b) {
-  __m128 ok = _mm_castsi128_ps(_mm_set1_epi32(-1));
-  for (int a = 0; a < 3; ++a) {
-    ok = _mm_and_ps(ok, _mm_and_ps(_mm_cmple_ps(_mm_load_ps(n.min[a]), _mm_set1_ps(b.max[a])),
-                                   _mm_cmple_ps(_mm_set1_ps(b.min[a]), _mm_load_ps(n.max[a]))));
+  using S = WideStep;
+  uint32_t lanes = 0;
+  for (uint32_t h = 0; h < WideTree::kWidth; h += S::kLanes) {
+    S::F ok = S::Le(S::Zero(), S::Zero());  // all ones
+    for (int a = 0; a < 3; ++a) {
+      ok = S::And(ok, S::And(S::Le(S::Load(n.min[a] + h), S::Splat(&b.max[a])),
+                             S::Le(S::Splat(&b.min[a]), S::Load(n.max[a] + h))));
+    }
+    lanes |= S::Mask(ok) << h;
   }
-  return static_cast<uint32_t>(_mm_movemask_ps(ok));
+  return lanes;
 }
 
 /// Lanes of `n` whose box the segment enters by the bound, with the entry
 /// fractions in t: SegmentSetup::Entry2's arithmetic, one child per lane.
 inline uint32_t WideEnterLanes(const WideTree::Node& n, const SegmentSetup& s,
                                const EntryBound& bound, float t[WideTree::kWidth]) {
-  __m128 near = _mm_setzero_ps(), far = _mm_setzero_ps();
-  for (int a = 0; a < 3; ++a) {
-    const __m128 inv = _mm_set1_ps(s.inv[a]);
-    const __m128 lo = _mm_sub_ps(_mm_load_ps(n.min[a]), _mm_set1_ps(s.lo[a]));
-    const __m128 hi = _mm_sub_ps(_mm_load_ps(n.max[a]), _mm_set1_ps(s.hi[a]));
-    const __m128 ta = _mm_mul_ps(lo, inv);
-    const __m128 tb = _mm_mul_ps(hi, inv);
-    const __m128 axis_near = _mm_min_ps(ta, tb);
-    const __m128 axis_far = _mm_max_ps(ta, tb);
-    near = a == 0 ? axis_near : _mm_max_ps(near, axis_near);
-    far = a == 0 ? axis_far : _mm_min_ps(far, axis_far);
+  using S = WideStep;
+  uint32_t lanes = 0;
+  for (uint32_t h = 0; h < WideTree::kWidth; h += S::kLanes) {
+    S::F near = S::Zero(), far = S::Zero();
+    for (int a = 0; a < 3; ++a) {
+      const S::F inv = S::Splat(&s.inv[a]);
+      const S::F ta = S::Mul(S::Sub(S::Load(n.min[a] + h), S::Splat(&s.lo[a])), inv);
+      const S::F tb = S::Mul(S::Sub(S::Load(n.max[a] + h), S::Splat(&s.hi[a])), inv);
+      const S::F axis_near = S::Min(ta, tb), axis_far = S::Max(ta, tb);
+      near = a == 0 ? axis_near : S::Max(near, axis_near);
+      far = a == 0 ? axis_far : S::Min(far, axis_far);
+    }
+    near = S::Max(S::Mul(near, S::Splat(s.shrink4)), S::Zero());
+    far = S::Add(S::Mul(far, S::Splat(s.grow4)), S::Splat(s.floor4));
+    S::Store(t + h, near);
+    lanes |= S::Mask(S::Le(near, S::Min(far, S::Splat(bound.lanes)))) << h;
   }
-  near = _mm_max_ps(_mm_mul_ps(near, _mm_load_ps(s.shrink4)), _mm_setzero_ps());
-  far = _mm_add_ps(_mm_mul_ps(far, _mm_load_ps(s.grow4)), _mm_load_ps(s.floor4));
-  _mm_storeu_ps(t, near);
-  const __m128 ok = _mm_cmple_ps(near, _mm_min_ps(far, _mm_load_ps(bound.lanes)));
-  return static_cast<uint32_t>(_mm_movemask_ps(ok));
+  return lanes;
 }
 
 /// What both wide cursors keep and do: the nodes, the layer mask, the stack
@@ -133,7 +196,8 @@ class WideWalk {
     sp_ = 0;
     pending_ = {WideTree::kEmpty, 0.0f, 0};
     if (tree.empty()) return;
-    stack_.Reset(3 * static_cast<size_t>(tree.depth()) + 4);
+    // A node stacks all but one of its children.
+    stack_.Reset((WideTree::kWidth - 1) * static_cast<size_t>(tree.depth()) + WideTree::kWidth);
     pending_.word = 0;
     PrefetchWide(nodes_, 0, NoItemPrefetch{});
   }
@@ -259,7 +323,7 @@ class WideSegmentCursor : WideWalk {
   // and pushes the others farthest first, so that the nearer pop first.
   __attribute__((always_inline)) WideEntry Enter(const WideTree::Node& n, WideEntry* stack,
                                                  size_t* sp) const {
-    alignas(16) float t[WideTree::kWidth];
+    alignas(32) float t[WideTree::kWidth];
     uint32_t lanes = WideEnterLanes(n, *seg_, bound_, t) & WideLayerLanes(n, mask_);
     if (lanes == 0) return {WideTree::kEmpty, 0.0f, 0};
     if ((lanes & (lanes - 1)) == 0) {

@@ -146,7 +146,7 @@ struct ColliderSet::Impl {
   /// Bounding radius of colliders[i] (about its position), rounded up.
   std::vector<float> radius;
   DynamicTree tree;
-  /// A 4-wide copy of `tree` for query batches (WideFor), made once the
+  /// An 8-wide copy of `tree` for query batches (WideFor), made once the
   /// batches since the tree last changed have enough queries to pay for it.
   mutable std::mutex wide_mu;
   mutable std::shared_ptr<const WideTree> wide_copy;
