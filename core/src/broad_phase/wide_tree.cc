@@ -148,6 +148,9 @@ WideTree::WideTree(const DynamicTree& tree, std::span<const uint8_t> drop)
     }
     nodes_[p.wide] = out;
   }
+  // The reservation holds the most nodes any tree can need; keep what this
+  // one uses.
+  nodes_.shrink_to_fit();
 }
 
 }  // namespace hitbox
