@@ -138,7 +138,8 @@ struct WideStep {
 static_assert(WideTree::kWidth % WideStep::kLanes == 0);
 
 /// Lanes of `n` whose child holds a layer of `mask`.
-inline uint32_t WideLayerLanes(const WideTree::Node& n, uint32_t mask) {
+__attribute__((always_inline)) inline uint32_t WideLayerLanes(const WideTree::Node& n,
+                                                             uint32_t mask) {
   uint32_t lanes = 0;
   for (uint32_t h = 0; h < WideTree::kWidth; h += WideStep::kLanes) {
     lanes |= WideStep::Shares(n.layers + h, mask) << h;
@@ -147,7 +148,8 @@ inline uint32_t WideLayerLanes(const WideTree::Node& n, uint32_t mask) {
 }
 
 /// Lanes of `n` whose box overlaps the query box (BoxesOverlap per lane).
-inline uint32_t WideOverlapLanes(const WideTree::Node& n, const BoxSetup& b) {
+__attribute__((always_inline)) inline uint32_t WideOverlapLanes(const WideTree::Node& n,
+                                                               const BoxSetup& b) {
   using S = WideStep;
   uint32_t lanes = 0;
   for (uint32_t h = 0; h < WideTree::kWidth; h += S::kLanes) {
@@ -163,8 +165,10 @@ inline uint32_t WideOverlapLanes(const WideTree::Node& n, const BoxSetup& b) {
 
 /// Lanes of `n` whose box the segment enters by the bound, with the entry
 /// fractions in t: SegmentSetup::Entry2's arithmetic, one child per lane.
-inline uint32_t WideEnterLanes(const WideTree::Node& n, const SegmentSetup& s,
-                               const EntryBound& bound, float t[WideTree::kWidth]) {
+__attribute__((always_inline)) inline uint32_t WideEnterLanes(const WideTree::Node& n,
+                                                             const SegmentSetup& s,
+                                                             const EntryBound& bound,
+                                                             float t[WideTree::kWidth]) {
   using S = WideStep;
   uint32_t lanes = 0;
   for (uint32_t h = 0; h < WideTree::kWidth; h += S::kLanes) {
