@@ -63,6 +63,38 @@ void BoundingCapsule(const Shape& shape, Vec3* p0, Vec3* p1, double* r) {
   }
 }
 
+// A bound that is a ball (a sphere's or a hull's; BoundingCapsule's p0 == p1).
+bool BoundIsBall(ShapeKind kind) {
+  return kind == ShapeKind::kSphere || kind == ShapeKind::kConvexHull;
+}
+
+// The cast of A's bounding capsule against B's (B frame): a miss is a miss of
+// the shapes, a hit's fraction a lower bound of theirs (started overlapping:
+// no bound). With a ball on either side it is one ray against the other
+// capsule grown by the ball's radius, the segment-segment sweep's cases for
+// a zero-length segment.
+CastResult CastBounds(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b) {
+  Vec3 a0, a1, b0, b1;
+  double ra, rb;
+  BoundingCapsule(a, &a0, &a1, &ra);
+  BoundingCapsule(b, &b0, &b1, &rb);
+  a0 = a_in_b.TransformPoint(a0);
+  a1 = a_in_b.TransformPoint(a1);
+  const bool ball_a = BoundIsBall(a.kind());
+  if (!ball_a && !BoundIsBall(b.kind())) return CastSegmentSegment(a0, a1, ra, v, b0, b1, rb);
+  // A's centre moving by v against B's capsule grown by ra, or B's centre
+  // moving by -v against A's (normals from B towards A either way).
+  RayEntry e;
+  const RayOutcome out = ball_a ? RaySegmentCapsule(a0, v, b0, b1, ra + rb, &e)
+                                : RaySegmentCapsule(b0, -v, a0, a1, ra + rb, &e);
+  CastResult r;
+  if (out == RayOutcome::kMiss) return r;
+  r.state = out == RayOutcome::kInside ? CastState::kStartedOverlapping : CastState::kHit;
+  r.fraction = e.t;
+  r.normal = ball_a ? e.normal : -e.normal;
+  return r;
+}
+
 // Fallback when the GJK ray cast stalls (rare: sliver simplices on curved
 // cylinder rims): Newton's method on the convex distance d(t) = dist(A + t v,
 // B) from GJK (gjk.h), from the lower bound t0. d is convex in t, so the step
@@ -137,12 +169,7 @@ CastResult CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, c
   double t_start = 0.0;
   Vec3 n_start{0, 1, 0};
   {
-    Vec3 a0, a1, b0, b1;
-    double ra, rb;
-    BoundingCapsule(a, &a0, &a1, &ra);
-    BoundingCapsule(b, &b0, &b1, &rb);
-    const CastResult bound =
-        CastSegmentSegment(a_in_b.TransformPoint(a0), a_in_b.TransformPoint(a1), ra, v, b0, b1, rb);
+    const CastResult bound = CastBounds(a, a_in_b, v, b);
     if (bound.state == CastState::kMiss) return {};
     if (bound.state == CastState::kHit) {
       // The bounds' time of impact is a lower bound: past max_fraction, so is the cast's.
