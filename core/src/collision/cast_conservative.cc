@@ -1,7 +1,9 @@
 // Casts without a closed form (capsule-cylinder, box-cylinder and cylinder
 // against box / capsule / cylinder): bounding spheres and bounding capsules
 // first (closed-form sweeps: a miss of the bounds is a miss, and the capsules'
-// time of impact is a lower bound to start from), then the GJK ray cast of
+// time of impact is a lower bound to start from; box against cylinder by
+// separating axes instead, box_cylinder_cast.cc, which also answers the
+// contacts its axes and the box's corners certify), then the GJK ray cast of
 // gjk_raycast.h (van den Bergen 2004) on the shapes' cores with the sphere /
 // capsule radius as a margin, and, if that stalls, Newton's method on the GJK
 // distance (gjk.h).
@@ -168,7 +170,20 @@ CastResult CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, c
   // their time of impact is a lower bound to start the iteration from.
   double t_start = 0.0;
   Vec3 n_start{0, 1, 0};
-  {
+  const ShapeKind ka = a.kind(), kb = b.kind();
+  if ((ka == ShapeKind::kBox && kb == ShapeKind::kCylinder) ||
+      (ka == ShapeKind::kCylinder && kb == ShapeKind::kBox)) {
+    // Separating axes: a miss, the exact time of impact, or a bound to start from.
+    const AxisCast axes = CastBoxCylinderAxes(a, a_in_b, v, b, FractionBound(settings));
+    switch (axes.state) {
+      case AxisCast::State::kMiss: return {};
+      case AxisCast::State::kHit: return axes.hit;
+      case AxisCast::State::kLowerBound:
+        t_start = axes.t;
+        n_start = axes.normal;
+        break;
+    }
+  } else {
     const CastResult bound = CastBounds(a, a_in_b, v, b);
     if (bound.state == CastState::kMiss) return {};
     if (bound.state == CastState::kHit) {

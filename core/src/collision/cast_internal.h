@@ -160,6 +160,23 @@ CastResult CastLocal(const Shape& a, const Pose& a_in_b, const Vec3& v, const Sh
 CastResult CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                             const CastSettings& settings);
 
+/// CastBoxCylinderAxes's answer: a miss, the time of impact (exact, its
+/// contact point in both shapes), or a lower bound of it to start from.
+struct AxisCast {
+  enum class State : uint8_t { kMiss, kHit, kLowerBound };
+  State state = State::kMiss;
+  /// kHit: the cast's answer (B frame).
+  CastResult hit;
+  /// kLowerBound: the time of impact is at least t (0: no bound) ...
+  double t = 0.0;
+  /// ... where this plane normal (B frame, from B towards A) separates them.
+  Vec3 normal{0, 1, 0};
+};
+/// Box against cylinder, either one moving (box_cylinder_cast.cc): the
+/// separating axes' entry and exit times; a lower bound past t_max is a miss.
+AxisCast CastBoxCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
+                             double t_max);
+
 CastResult CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
 /// Capsule [a0, a1] radius ra moving by v against capsule [b0, b1] radius rb
 /// (all in one frame): the closed-form segment sweep behind CastCapsuleCapsule.

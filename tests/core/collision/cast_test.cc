@@ -10,6 +10,7 @@
 #include "cast_conformance.h"
 #include "cast_reference.h"
 #include "collision/cast_internal.h"
+#include "geometry/gjk_raycast.h"
 #include "hitbox/collision/collide.h"
 #include "shape/convex_core.h"
 #include "test_util.h"
@@ -543,6 +544,73 @@ TEST(CastPointTest, GjkCastPointOnBothShapes) {
     }
   }
   EXPECT_GT(hits, 2000);
+}
+
+// Box against cylinder either way by separating axes (CastBoxCylinderAxes),
+// seeded, against the GJK ray cast from the start: an exact hit is the GJK
+// fraction (a lower bound within 1e-6) with the same normal and a point on
+// both shapes, a miss is a GJK miss, a lower bound is never past the GJK
+// fraction; each of the three answers occurs.
+TEST(CastBoxCylinderTest, AxesAgreeWithGjkCast) {
+  Random rng(2935);
+  int hits = 0, misses = 0, bounds = 0, bad = 0;
+  for (int i = 0; i < 20000 && bad < 10; ++i) {
+    const bool box_first = i % 2 == 0;
+    const Shape box = rng.MakeShape(ShapeKind::kBox, 0.05, 1.5);
+    const Shape cyl = rng.MakeShape(ShapeKind::kCylinder, 0.05, 1.5);
+    const Shape& a = box_first ? box : cyl;
+    const Shape& b = box_first ? cyl : box;
+    const Pose a_in_b(rng.InBox(4.0), rng.Rotation());
+    const Vec3 v = i % 4 < 2 ? (rng.InBox(0.5) - a_in_b.position) * rng.Uniform(1.0, 2.0)
+                             : rng.UnitVector() * rng.Uniform(0.5, 8.0);
+    const double t_max = i % 8 == 7 ? rng.Uniform(0.0, 1.0) : 1.0;
+    const internal::AxisCast ax = internal::CastBoxCylinderAxes(a, a_in_b, v, b, t_max);
+    const internal::GjkRaycastResult g =
+        internal::GjkRaycast(internal::CoreOf(a), a_in_b, v, internal::CoreOf(b), 0.0,
+                             {0, 1, 0}, 1e-9, 64, t_max);
+    using GjkState = internal::GjkRaycastResult::State;
+    const std::string what = PairName(a.kind(), b.kind()) + " case " + std::to_string(i) +
+                             ": GJK state " + std::to_string(static_cast<int>(g.state)) +
+                             " fraction " + std::to_string(g.lambda) + "\n  " +
+                             DescribePair(a, a_in_b, b, Pose{}) + ", v=" + ToString(v);
+    switch (ax.state) {
+      case internal::AxisCast::State::kMiss:
+        ++misses;
+        if (g.state != GjkState::kMiss) {
+          ++bad;
+          ADD_FAILURE() << "axes miss; " << what;
+        }
+        break;
+      case internal::AxisCast::State::kHit: {
+        ++hits;
+        const CastResult& r = ax.hit;
+        const double tol = 1e-6 * (a_in_b.position.Length() + v.Length() + 3.0);
+        const double off_b = DistanceToShape(b, Pose{}, r.point);
+        const double off_a = DistanceToShape(a, Moved(a_in_b, v * r.fraction), r.point);
+        if (g.state != GjkState::kHit || !(r.fraction >= g.lambda - 1e-12) ||
+            !(r.fraction <= g.lambda + 1e-6) || !(Dot(r.normal, g.normal) > 0.999) ||
+            std::fabs(r.normal.Length() - 1.0) > 1e-12 || off_a > tol || off_b > tol) {
+          ++bad;
+          ADD_FAILURE() << "axes hit at " << r.fraction << " normal " << ToString(r.normal)
+                        << " (GJK " << ToString(g.normal) << "), point off A " << off_a
+                        << ", off B " << off_b << "; " << what;
+        }
+        break;
+      }
+      case internal::AxisCast::State::kLowerBound:
+        ++bounds;
+        // (Both are lower bounds of the time of impact; the GJK one within 1e-6.)
+        if ((g.state == GjkState::kHit && !(ax.t <= g.lambda + 1e-6)) ||
+            (g.state == GjkState::kStartedOverlapping && ax.t != 0.0)) {
+          ++bad;
+          ADD_FAILURE() << "axes bound " << ax.t << "; " << what;
+        }
+        break;
+    }
+  }
+  EXPECT_GT(hits, 1000);
+  EXPECT_GT(misses, 1000);
+  EXPECT_GT(bounds, 1000);
 }
 
 // ---------------------------------------------------------------------------
