@@ -1,9 +1,10 @@
 // Casts without a closed form (capsule-cylinder, box-cylinder and cylinder
 // against box / capsule / cylinder): bounding spheres and bounding capsules
 // first (closed-form sweeps: a miss of the bounds is a miss, and the capsules'
-// time of impact is a lower bound to start from; box against cylinder by
-// separating axes instead, box_cylinder_cast.cc, which also answers the
-// contacts its axes and the box's corners certify), then the GJK ray cast of
+// time of impact is a lower bound to start from; box against cylinder and
+// cylinder against cylinder by separating axes instead, box_cylinder_cast.cc
+// and cylinder_cylinder_cast.cc, which also answer the contacts they
+// certify), then the GJK ray cast of
 // gjk_raycast.h (van den Bergen 2004) on the shapes' cores with the sphere /
 // capsule radius as a margin, and, if that stalls, Newton's method on the GJK
 // distance (gjk.h).
@@ -171,10 +172,13 @@ CastResult CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, c
   double t_start = 0.0;
   Vec3 n_start{0, 1, 0};
   const ShapeKind ka = a.kind(), kb = b.kind();
-  if ((ka == ShapeKind::kBox && kb == ShapeKind::kCylinder) ||
-      (ka == ShapeKind::kCylinder && kb == ShapeKind::kBox)) {
+  const bool box_cylinder = (ka == ShapeKind::kBox && kb == ShapeKind::kCylinder) ||
+                            (ka == ShapeKind::kCylinder && kb == ShapeKind::kBox);
+  if (box_cylinder || (ka == ShapeKind::kCylinder && kb == ShapeKind::kCylinder)) {
     // Separating axes: a miss, the exact time of impact, or a bound to start from.
-    const AxisCast axes = CastBoxCylinderAxes(a, a_in_b, v, b, FractionBound(settings));
+    const AxisCast axes =
+        box_cylinder ? CastBoxCylinderAxes(a, a_in_b, v, b, FractionBound(settings))
+                     : CastCylinderCylinderAxes(a, a_in_b, v, b, FractionBound(settings));
     switch (axes.state) {
       case AxisCast::State::kMiss: return {};
       case AxisCast::State::kHit: return axes.hit;

@@ -176,6 +176,10 @@ struct AxisCast {
 /// separating axes' entry and exit times; a lower bound past t_max is a miss.
 AxisCast CastBoxCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
                              double t_max);
+/// Cylinder against cylinder (cylinder_cylinder_cast.cc): as CastBoxCylinderAxes
+/// over the two axes and their cross product.
+AxisCast CastCylinderCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v,
+                                  const Shape& b, double t_max);
 
 CastResult CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
 /// Capsule [a0, a1] radius ra moving by v against capsule [b0, b1] radius rb

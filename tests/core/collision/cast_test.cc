@@ -546,25 +546,24 @@ TEST(CastPointTest, GjkCastPointOnBothShapes) {
   EXPECT_GT(hits, 2000);
 }
 
-// Box against cylinder either way by separating axes (CastBoxCylinderAxes),
+// The separating-axes casts (CastBoxCylinderAxes, CastCylinderCylinderAxes),
 // seeded, against the GJK ray cast from the start: an exact hit is the GJK
 // fraction (a lower bound within 1e-6) with the same normal and a point on
 // both shapes, a miss is a GJK miss, a lower bound is never past the GJK
 // fraction; each of the three answers occurs.
-TEST(CastBoxCylinderTest, AxesAgreeWithGjkCast) {
-  Random rng(2935);
+using AxesCastFn = internal::AxisCast (*)(const Shape&, const Pose&, const Vec3&, const Shape&,
+                                          double);
+void CheckAxesAgainstGjk(ShapeKind ka, ShapeKind kb, AxesCastFn cast, uint64_t seed) {
+  Random rng(seed);
   int hits = 0, misses = 0, bounds = 0, bad = 0;
   for (int i = 0; i < 20000 && bad < 10; ++i) {
-    const bool box_first = i % 2 == 0;
-    const Shape box = rng.MakeShape(ShapeKind::kBox, 0.05, 1.5);
-    const Shape cyl = rng.MakeShape(ShapeKind::kCylinder, 0.05, 1.5);
-    const Shape& a = box_first ? box : cyl;
-    const Shape& b = box_first ? cyl : box;
+    const Shape a = rng.MakeShape(ka, 0.05, 1.5);
+    const Shape b = rng.MakeShape(kb, 0.05, 1.5);
     const Pose a_in_b(rng.InBox(4.0), rng.Rotation());
     const Vec3 v = i % 4 < 2 ? (rng.InBox(0.5) - a_in_b.position) * rng.Uniform(1.0, 2.0)
                              : rng.UnitVector() * rng.Uniform(0.5, 8.0);
     const double t_max = i % 8 == 7 ? rng.Uniform(0.0, 1.0) : 1.0;
-    const internal::AxisCast ax = internal::CastBoxCylinderAxes(a, a_in_b, v, b, t_max);
+    const internal::AxisCast ax = cast(a, a_in_b, v, b, t_max);
     const internal::GjkRaycastResult g =
         internal::GjkRaycast(internal::CoreOf(a), a_in_b, v, internal::CoreOf(b), 0.0,
                              {0, 1, 0}, 1e-9, 64, t_max);
@@ -608,9 +607,19 @@ TEST(CastBoxCylinderTest, AxesAgreeWithGjkCast) {
         break;
     }
   }
-  EXPECT_GT(hits, 1000);
-  EXPECT_GT(misses, 1000);
-  EXPECT_GT(bounds, 1000);
+  EXPECT_GT(hits, 1000) << PairName(ka, kb);
+  EXPECT_GT(misses, 1000) << PairName(ka, kb);
+  EXPECT_GT(bounds, 1000) << PairName(ka, kb);
+}
+
+TEST(CastAxesTest, BoxCylinderAgreesWithGjkCast) {
+  CheckAxesAgainstGjk(ShapeKind::kBox, ShapeKind::kCylinder, internal::CastBoxCylinderAxes, 2935);
+  CheckAxesAgainstGjk(ShapeKind::kCylinder, ShapeKind::kBox, internal::CastBoxCylinderAxes, 2936);
+}
+
+TEST(CastAxesTest, CylinderCylinderAgreesWithGjkCast) {
+  CheckAxesAgainstGjk(ShapeKind::kCylinder, ShapeKind::kCylinder,
+                      internal::CastCylinderCylinderAxes, 2937);
 }
 
 // ---------------------------------------------------------------------------
