@@ -1,10 +1,10 @@
 // Casts without a closed form (capsule-cylinder, box-cylinder and cylinder
 // against box / capsule / cylinder): bounding spheres and bounding capsules
 // first (closed-form sweeps: a miss of the bounds is a miss, and the capsules'
-// time of impact is a lower bound to start from; box against cylinder and
-// cylinder against cylinder by separating axes instead, box_cylinder_cast.cc
-// and cylinder_cylinder_cast.cc, which also answer the contacts they
-// certify), then the GJK ray cast of
+// time of impact is a lower bound to start from; a cylinder against a box,
+// capsule or cylinder by separating axes instead, box_cylinder_cast.cc,
+// capsule_cylinder_cast.cc and cylinder_cylinder_cast.cc, which also answer
+// the contacts they certify), then the GJK ray cast of
 // gjk_raycast.h (van den Bergen 2004) on the shapes' cores with the sphere /
 // capsule radius as a margin, and, if that stalls, Newton's method on the GJK
 // distance (gjk.h).
@@ -172,13 +172,18 @@ CastResult CastConservative(const Shape& a, const Pose& a_in_b, const Vec3& v, c
   double t_start = 0.0;
   Vec3 n_start{0, 1, 0};
   const ShapeKind ka = a.kind(), kb = b.kind();
-  const bool box_cylinder = (ka == ShapeKind::kBox && kb == ShapeKind::kCylinder) ||
-                            (ka == ShapeKind::kCylinder && kb == ShapeKind::kBox);
-  if (box_cylinder || (ka == ShapeKind::kCylinder && kb == ShapeKind::kCylinder)) {
+  // The cylinder's partner, when a cylinder is in the pair.
+  const ShapeKind other = ka == ShapeKind::kCylinder   ? kb
+                          : kb == ShapeKind::kCylinder ? ka
+                                                       : ShapeKind::kConvexHull;
+  if (other == ShapeKind::kBox || other == ShapeKind::kCapsule ||
+      other == ShapeKind::kCylinder) {
     // Separating axes: a miss, the exact time of impact, or a bound to start from.
-    const AxisCast axes =
-        box_cylinder ? CastBoxCylinderAxes(a, a_in_b, v, b, FractionBound(settings))
-                     : CastCylinderCylinderAxes(a, a_in_b, v, b, FractionBound(settings));
+    const double t_max = FractionBound(settings);
+    const AxisCast axes = other == ShapeKind::kBox ? CastBoxCylinderAxes(a, a_in_b, v, b, t_max)
+                          : other == ShapeKind::kCapsule
+                              ? CastCapsuleCylinderAxes(a, a_in_b, v, b, t_max)
+                              : CastCylinderCylinderAxes(a, a_in_b, v, b, t_max);
     switch (axes.state) {
       case AxisCast::State::kMiss: return {};
       case AxisCast::State::kHit: return axes.hit;

@@ -180,6 +180,11 @@ AxisCast CastBoxCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v, 
 /// over the two axes and their cross product.
 AxisCast CastCylinderCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v,
                                   const Shape& b, double t_max);
+/// Capsule against cylinder, either one moving (capsule_cylinder_cast.cc):
+/// as CastBoxCylinderAxes over the cylinder's axis and its cross product
+/// with the capsule's, then the capsule's end balls cast in closed form.
+AxisCast CastCapsuleCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v,
+                                 const Shape& b, double t_max);
 
 CastResult CastCapsuleCapsule(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b);
 /// Capsule [a0, a1] radius ra moving by v against capsule [b0, b1] radius rb

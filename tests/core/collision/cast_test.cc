@@ -546,7 +546,8 @@ TEST(CastPointTest, GjkCastPointOnBothShapes) {
   EXPECT_GT(hits, 2000);
 }
 
-// The separating-axes casts (CastBoxCylinderAxes, CastCylinderCylinderAxes),
+// The separating-axes casts (CastBoxCylinderAxes, CastCapsuleCylinderAxes,
+// CastCylinderCylinderAxes),
 // seeded, against the GJK ray cast from the start: an exact hit is the GJK
 // fraction (a lower bound within 1e-6) with the same normal and a point on
 // both shapes, a miss is a GJK miss, a lower bound is never past the GJK
@@ -615,6 +616,13 @@ void CheckAxesAgainstGjk(ShapeKind ka, ShapeKind kb, AxesCastFn cast, uint64_t s
 TEST(CastAxesTest, BoxCylinderAgreesWithGjkCast) {
   CheckAxesAgainstGjk(ShapeKind::kBox, ShapeKind::kCylinder, internal::CastBoxCylinderAxes, 2935);
   CheckAxesAgainstGjk(ShapeKind::kCylinder, ShapeKind::kBox, internal::CastBoxCylinderAxes, 2936);
+}
+
+TEST(CastAxesTest, CapsuleCylinderAgreesWithGjkCast) {
+  CheckAxesAgainstGjk(ShapeKind::kCapsule, ShapeKind::kCylinder,
+                      internal::CastCapsuleCylinderAxes, 2938);
+  CheckAxesAgainstGjk(ShapeKind::kCylinder, ShapeKind::kCapsule,
+                      internal::CastCapsuleCylinderAxes, 2939);
 }
 
 TEST(CastAxesTest, CylinderCylinderAgreesWithGjkCast) {
