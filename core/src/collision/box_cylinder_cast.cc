@@ -6,7 +6,10 @@
 // face against the cylinder's support point, cap against the box's support
 // point, box edge against the side): when that point lies in both shapes at
 // the entry time, the entry is the time of impact (the upper bound meets the
-// lower); otherwise the GJK ray cast starts from it.
+// lower). Then the box's corners against the cylinder (rays) and the edges
+// at its nearest corner against the rims (a trigonometric equation): such a
+// contact is the time of impact when the plane through it separates the
+// two. Otherwise the GJK ray cast starts from the axes' bound.
 #include <cmath>
 #include <limits>
 
@@ -157,16 +160,64 @@ AxisCast CastBoxCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v, 
       best_p = q + w * hit.t;
     }
   }
-  if (!(best.t >= t && best.t <= 1.0) || !tight(best.normal)) return out;
-  const Vec3& nv = best.normal;
-  const double plane = Dot(best_p, nv);
-  const Vec3 cv = c + w * best.t;
-  const double box_low =
-      Dot(cv, nv) - (e.x * std::fabs(Dot(u[0], nv)) + e.y * std::fabs(Dot(u[1], nv)) +
-                     e.z * std::fabs(Dot(u[2], nv)));
-  if (box_low >= plane - tol && Dot(CylinderSupport(r, h, nv), nv) <= plane + tol) {
+  // A candidate (time, unit normal from the cylinder, point on both) is the
+  // time of impact when the plane through the point separates the two: the
+  // box's nearest point along the normal and the cylinder's farthest lie on it.
+  auto separates = [&](double tc, const Vec3& nc, const Vec3& pc) {
+    const double plane = Dot(pc, nc);
+    const Vec3 cc = c + w * tc;
+    const double box_low =
+        Dot(cc, nc) - (e.x * std::fabs(Dot(u[0], nc)) + e.y * std::fabs(Dot(u[1], nc)) +
+                       e.z * std::fabs(Dot(u[2], nc)));
+    return box_low >= plane - tol && Dot(CylinderSupport(r, h, nc), nc) <= plane + tol;
+  };
+  if (best.t >= t && best.t <= 1.0 && tight(best.normal) &&
+      separates(best.t, best.normal, best_p)) {
     if (best.t > t_max) return AxisCast{};  // the time of impact, later than asked for
-    return answer(best.t, nv, best_p);
+    return answer(best.t, best.normal, best_p);
+  }
+  // An edge of the box against a rim: the three edges at the box's corner
+  // nearest the cylinder along n, each against both rims. The rim point
+  // C(th) meets the moving edge line q + s d + tau w where
+  // (C(th) - q) . (d x w) = 0, one equation A cos th + B sin th = K.
+  Vec3 corner = c;
+  for (int j = 0; j < 3; ++j) corner += u[j] * (Dot(u[j], n) > 0.0 ? -e[j] : e[j]);
+  double best_t = kInf;
+  Vec3 best_n, best_pt;
+  for (int j = 0; j < 3; ++j) {
+    const Vec3& d = u[j];
+    const Vec3 q = corner + d * (Dot(u[j], n) > 0.0 ? e[j] : -e[j]);  // the edge's centre
+    const Vec3 m = Cross(d, w);
+    const double mm = m.LengthSq();
+    if (!(mm > 0.0)) continue;
+    for (const double y0 : {-h, h}) {
+      const double aa = r * m.x, bb = r * m.z, kk = Dot(m, q) - m.y * y0;
+      const double rr = std::sqrt(aa * aa + bb * bb);
+      if (!(rr > 0.0) || std::fabs(kk) > rr) continue;
+      const double phi = std::atan2(bb, aa), dphi = std::acos(kk / rr);
+      for (const double th : {phi - dphi, phi + dphi}) {
+        const Vec3 pc{r * std::cos(th), y0, r * std::sin(th)};
+        const Vec3 g = pc - q;
+        // g = s d + tau w (d unit): the normal equations' solution.
+        const double dw = Dot(d, w), gd = Dot(g, d), gw = Dot(g, w);
+        const double s_edge = (gd * w.LengthSq() - gw * dw) / mm;
+        const double tau = (gw - gd * dw) / mm;
+        if (!(tau >= t && tau < best_t && std::fabs(s_edge) <= e[j] + tol)) continue;
+        Vec3 nc = Cross(d, Vec3{-std::sin(th), 0.0, std::cos(th)});
+        const double nl = nc.Length();
+        if (!(nl > 0.0)) continue;
+        nc = nc / nl;
+        if (Dot(nc, w) > 0.0) nc = -nc;  // the box closes in along it
+        if (!tight(nc) || !separates(tau, nc, pc)) continue;
+        best_t = tau;
+        best_n = nc;
+        best_pt = pc;
+      }
+    }
+  }
+  if (best_t <= 1.0) {
+    if (best_t > t_max) return AxisCast{};  // the time of impact, later than asked for
+    return answer(best_t, best_n, best_pt);
   }
   return out;
 }

@@ -1063,14 +1063,19 @@ TEST(ColliderSetTest, StartedOverlappingSweepHasTheWinnersContact) {
 // A pair cast that gives up (CastState::kFailed, forced here by an iteration
 // cap of 1) stops the world sweep at its lower bound, never passes through:
 // the hit is there, no later than the exact one, and the query is still
-// clear of the collider at it.
+// clear of the collider at it. (A box's corners as a hull: a box against a
+// cylinder is answered here in closed form, a hull by the GJK ray cast.)
 TEST(ColliderSetTest, FailedPairCastStopsTheSweep) {
   ColliderSet set;
   const Shape cyl = *Shape::MakeCylinder(0.8, 1.2);
   const Pose pb({0.2, -0.1, 0.3}, Quat::FromAxisAngle(Vec3{1, 2, 3}.Normalized(), 0.7));
   ASSERT_TRUE(set.Apply(std::vector{ColliderChange::Add(MakeCollider(7, cyl, pb))}).ok());
   CastQuery q;
-  q.shape = *Shape::MakeBox({0.7, 0.4, 0.9});
+  ConvexHull corners;
+  for (int i = 0; i < 8; ++i) {
+    corners.points.push_back({(i & 1) ? 0.7 : -0.7, (i & 2) ? 0.4 : -0.4, (i & 4) ? 0.9 : -0.9});
+  }
+  q.shape = *Shape::Make(corners);
   q.pose = Pose({-5, 2.5, 1.5}, Quat::FromAxisAngle(Vec3{-2, 1, 1}.Normalized(), 1.1));
   q.translation = {9, -4.5, -2.4};
   std::vector<CastHit> exact, capped;
