@@ -6,8 +6,8 @@
 // face against the cylinder's support point, cap against the box's support
 // point, box edge against the side): when that point lies in both shapes at
 // the entry time, the entry is the time of impact (the upper bound meets the
-// lower). Then the box's corners against the cylinder (rays) and the edges
-// at its nearest corner against the rims (a trigonometric equation): such a
+// lower). Then the box's corners against the cylinder (rays) and its edges
+// against the rims (a trigonometric equation): such a
 // contact is the time of impact when the plane through it separates the
 // two. Otherwise the GJK ray cast starts from the axes' bound.
 #include <cmath>
@@ -176,17 +176,17 @@ AxisCast CastBoxCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v, 
     if (best.t > t_max) return AxisCast{};  // the time of impact, later than asked for
     return answer(best.t, best.normal, best_p);
   }
-  // An edge of the box against a rim: the three edges at the box's corner
-  // nearest the cylinder along n, each against both rims. The rim point
+  // An edge of the box against a rim: each of the twelve edges against both
+  // rims (the earliest that passes the plane test wins). The rim point
   // C(th) meets the moving edge line q + s d + tau w where
   // (C(th) - q) . (d x w) = 0, one equation A cos th + B sin th = K.
-  Vec3 corner = c;
-  for (int j = 0; j < 3; ++j) corner += u[j] * (Dot(u[j], n) > 0.0 ? -e[j] : e[j]);
   double best_t = kInf;
   Vec3 best_n, best_pt;
-  for (int j = 0; j < 3; ++j) {
+  for (int edge = 0; edge < 12; ++edge) {
+    const int j = edge >> 2;
+    const int k1 = (j + 1) % 3, k2 = (j + 2) % 3;
     const Vec3& d = u[j];
-    const Vec3 q = corner + d * (Dot(u[j], n) > 0.0 ? e[j] : -e[j]);  // the edge's centre
+    const Vec3 q = c + u[k1] * (edge & 1 ? e[k1] : -e[k1]) + u[k2] * (edge & 2 ? e[k2] : -e[k2]);
     const Vec3 m = Cross(d, w);
     const double mm = m.LengthSq();
     if (!(mm > 0.0)) continue;
