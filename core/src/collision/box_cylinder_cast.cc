@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "collision/cast_internal.h"
+#include "collision/swept_axes.h"
 #include "geometry/gjk.h"
 #include "geometry/ray_primitives.h"
 
@@ -58,69 +59,46 @@ AxisCast CastBoxCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v, 
   const Vec3 e = box.half_extents();
   const double r = cyl.radius(), h = cyl.half_height();
   AxisCast out;
-  double t_enter = -kInf, t_exit = kInf;
-  Vec3 n_enter;
-  int won = -1;  // 0..2 box face j, 3 cylinder axis, 4..6 box edge j x axis
-  bool separated = false, miss = false;
+  SweptAxes axes;  // won: 0..2 box face j, 3 cylinder axis, 4..6 box edge j x axis
   // Axis l (any length): the box's projection moves from s0 at rate sv;
   // the shapes' projections overlap while |s| <= the sum of their radii.
   auto axis = [&](const Vec3& l, int id) {
     const double rsum = e.x * std::fabs(Dot(l, u[0])) + e.y * std::fabs(Dot(l, u[1])) +
                         e.z * std::fabs(Dot(l, u[2])) + h * std::fabs(l.y) +
                         r * std::sqrt(l.x * l.x + l.z * l.z);
-    const double s0 = Dot(l, c);
-    const double sv = Dot(l, w);
-    if (std::fabs(s0) <= rsum) {
-      if (sv != 0.0) t_exit = std::min(t_exit, ((sv > 0.0 ? rsum : -rsum) - s0) / sv);
-      return;
-    }
-    separated = true;
-    const double sgn = s0 > 0.0 ? 1.0 : -1.0;
-    const double approach = -sgn * sv;
-    if (approach <= 0.0) {
-      miss = true;
-      return;
-    }
-    const double te = (std::fabs(s0) - rsum) / approach;
-    t_exit = std::min(t_exit, (std::fabs(s0) + rsum) / approach);
-    if (te > t_enter) {
-      t_enter = te;
-      n_enter = l * sgn;
-      won = id;
-    }
+    axes.Add(l, id, rsum, Dot(l, c), Dot(l, w));
   };
   for (int j = 0; j < 3; ++j) axis(u[j], j);
   axis({0, 1, 0}, 3);
-  for (int j = 0; j < 3 && !miss; ++j) {
+  for (int j = 0; j < 3 && !axes.miss; ++j) {
     const Vec3 l{-u[j].z, 0.0, u[j].x};  // u[j] x Y
     if (l.LengthSq() > 1e-18) axis(l, 4 + j);
   }
-  if (miss) return out;
-  if (!separated) {
+  if (axes.miss) return out;
+  if (!axes.separated) {
     out.state = AxisCast::State::kLowerBound;  // no axis apart at the start: no bound
     return out;
   }
-  // Exit before entry (beyond rounding): no common time.
-  if (t_enter > t_exit + 1e-9 || t_enter > t_max) return out;
-  const double t = t_enter;
-  const Vec3 n = n_enter / n_enter.Length();  // from the cylinder towards the box
+  if (!axes.EntersBy(t_max)) return out;  // exit before entry: no common time
+  const double t = axes.t_enter;
+  const Vec3 n = axes.normal / axes.normal.Length();  // from the cylinder towards the box
   out.state = AxisCast::State::kLowerBound;
   out.t = t;
   out.normal = box_moves ? n : -(rm * n);
   // The winning axis's contact point, then whether it lies in both shapes.
   const Vec3 ct = c + w * t;
   Vec3 p;
-  if (won < 3) {
+  if (axes.won < 3) {
     p = CylinderSupport(r, h, n);
   } else {
     // The box's support point along -n (its corner towards the cylinder),
     // or for an edge axis the point of that edge nearest the cylinder's axis.
-    const int free_axis = won - 4;
+    const int free_axis = axes.won - 4;
     p = ct;
     for (int k = 0; k < 3; ++k) {
       if (k != free_axis) p += u[k] * (Dot(u[k], n) > 0.0 ? -e[k] : e[k]);
     }
-    if (won > 3) {
+    if (axes.won > 3) {
       const Vec3& d = u[free_axis];
       const double dd = d.x * d.x + d.z * d.z;
       p += d * (-(p.x * d.x + p.z * d.z) / dd);

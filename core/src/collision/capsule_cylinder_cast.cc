@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "collision/cast_internal.h"
+#include "collision/swept_axes.h"
 #include "geometry/gjk.h"
 #include "geometry/ray_primitives.h"
 
@@ -51,49 +52,26 @@ AxisCast CastCapsuleCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3&
   const double rc = cap.radius(), hc = cap.half_height();
   const double r = cyl.radius(), h = cyl.half_height();
   AxisCast out;
-  double t_enter = -kInf, t_exit = kInf;
-  Vec3 n_enter;
-  int won = -1;  // 0 the cylinder's axis, 1 the capsule's axis crossed with it
-  bool separated = false, miss = false;
+  SweptAxes axes;  // won: 0 the cylinder's axis, 1 the capsule's axis crossed with it
   // Axis l (any length): the capsule's projection moves from s0 at rate sv;
   // the projections overlap while |s| <= the sum of the radii along l.
   auto axis = [&](const Vec3& l, int id) {
     const double ll = l.LengthSq();
     const double rsum = h * std::fabs(l.y) + r * std::sqrt(std::max(ll - l.y * l.y, 0.0)) +
                         hc * std::fabs(Dot(l, k)) + rc * std::sqrt(ll);
-    const double s0 = Dot(l, c);
-    const double sv = Dot(l, w);
-    if (std::fabs(s0) <= rsum) {
-      if (sv != 0.0) t_exit = std::min(t_exit, ((sv > 0.0 ? rsum : -rsum) - s0) / sv);
-      return;
-    }
-    separated = true;
-    const double sgn = s0 > 0.0 ? 1.0 : -1.0;
-    const double approach = -sgn * sv;
-    if (approach <= 0.0) {
-      miss = true;
-      return;
-    }
-    const double te = (std::fabs(s0) - rsum) / approach;
-    t_exit = std::min(t_exit, (std::fabs(s0) + rsum) / approach);
-    if (te > t_enter) {
-      t_enter = te;
-      n_enter = l * sgn;
-      won = id;
-    }
+    axes.Add(l, id, rsum, Dot(l, c), Dot(l, w));
   };
   axis({0, 1, 0}, 0);
   const Vec3 cross{-k.z, 0.0, k.x};  // k x Y
-  if (cross.LengthSq() > 1e-18 && !miss) axis(cross, 1);
-  if (miss) return out;
-  if (!separated) {
+  if (cross.LengthSq() > 1e-18 && !axes.miss) axis(cross, 1);
+  if (axes.miss) return out;
+  if (!axes.separated) {
     out.state = AxisCast::State::kLowerBound;  // no axis apart at the start: no bound
     return out;
   }
-  // Exit before entry (beyond rounding): no common time.
-  if (t_enter > t_exit + 1e-9 || t_enter > t_max) return out;
-  const double t = t_enter;
-  const Vec3 n = n_enter / n_enter.Length();  // from the cylinder towards the capsule
+  if (!axes.EntersBy(t_max)) return out;  // exit before entry: no common time
+  const double t = axes.t_enter;
+  const Vec3 n = axes.normal / axes.normal.Length();  // from the cylinder towards the capsule
   out.state = AxisCast::State::kLowerBound;
   out.t = t;
   out.normal = capsule_moves ? n : -(rm * n);
@@ -115,7 +93,7 @@ AxisCast CastCapsuleCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3&
   };
   // The winning axis's contact point, on the cylinder's surface.
   const Vec3 ct = c + w * t;
-  if (won == 0) {
+  if (axes.won == 0) {
     // The capsule's end towards the cap, its ball's nearest point.
     const Vec3 p = ct + k * (Dot(k, n) > 0.0 ? -hc : hc) - n * rc;
     if (tight(n) && InCylinder(p, r, h, tol)) return answer(t, n, p);

@@ -11,6 +11,7 @@
 #include "collision/cast_internal.h"
 #include "geometry/closest_points.h"
 #include "collision/pair_dispatch.h"
+#include "collision/swept_axes.h"
 #include "hitbox/collision/collide.h"
 #include "geometry/ray_primitives.h"
 
@@ -184,40 +185,16 @@ CastResult CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const S
   const Vec3 ax[3] = {rm.Column(0), rm.Column(1), rm.Column(2)};
   const Vec3 bx[3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
   const Vec3 c = a_in_b.position;
-  double t_enter = -kInf, t_exit = kInf;
-  Vec3 normal;
-  bool separated = false;
-  bool miss = false;
   // One separating axis L: A's projection moves from s0 at rate sv, overlap
-  // with B's while |s| <= rA + rB.
-  // Entry and exit times are ratios of projections, so a cross axis needs no
-  // normalising; only the winning axis is normalised at the end.
+  // with B's while |s| <= rA + rB; face axes keep ties (cleaner normals for
+  // face and edge contacts).
+  SweptAxes axes;
   auto axis = [&](const Vec3& l, bool is_face) {
     if (!is_face && l.LengthSq() < 1e-18) return;  // parallel edges: face axes cover it
     const double rsum = ea.x * std::fabs(Dot(l, ax[0])) + ea.y * std::fabs(Dot(l, ax[1])) +
                         ea.z * std::fabs(Dot(l, ax[2])) + eb.x * std::fabs(l.x) +
                         eb.y * std::fabs(l.y) + eb.z * std::fabs(l.z);
-    const double s0 = Dot(l, c);
-    const double sv = Dot(l, v);
-    if (std::fabs(s0) <= rsum) {
-      if (sv != 0.0) t_exit = std::min(t_exit, ((sv > 0.0 ? rsum : -rsum) - s0) / sv);
-      return;
-    }
-    separated = true;
-    const double sgn = s0 > 0.0 ? 1.0 : -1.0;
-    const double approach = -sgn * sv;
-    if (approach <= 0.0) {
-      miss = true;
-      return;
-    }
-    const double te = (std::fabs(s0) - rsum) / approach;
-    const double tx = (std::fabs(s0) + rsum) / approach;
-    // Prefer face axes on ties (cleaner normals for face and edge contacts).
-    if (te > t_enter + (is_face ? 0.0 : 1e-12 * std::max(1.0, std::fabs(te)))) {
-      t_enter = te;
-      normal = l * sgn;
-    }
-    t_exit = std::min(t_exit, tx);
+    axes.Add(l, 0, rsum, Dot(l, c), Dot(l, v), is_face ? 0.0 : 1e-12);
   };
   for (int i = 0; i < 3; ++i) {
     Vec3 l;
@@ -225,12 +202,12 @@ CastResult CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const S
     axis(l, true);
   }
   for (int j = 0; j < 3; ++j) axis(ax[j], true);
-  for (int i = 0; i < 3 && !miss; ++i) {
+  for (int i = 0; i < 3 && !axes.miss; ++i) {
     Vec3 bi;
     bi[i] = 1.0;
     for (int j = 0; j < 3; ++j) axis(Cross(bi, ax[j]), false);
   }
-  if (!separated) {
+  if (!axes.separated) {
     // Overlapping at the start: fallback normal = the face axis of least overlap.
     Vec3 n{0, 1, 0};
     double best = kInf;
@@ -247,11 +224,11 @@ CastResult CastBoxBox(const Shape& a, const Pose& a_in_b, const Vec3& v, const S
     }
     return Started(n, ClampToBox(c, Vec3{}, bx, eb));
   }
-  if (miss || t_enter > t_exit || t_enter > 1.0) return {};
-  normal = normal / normal.Length();
+  if (axes.miss || axes.t_enter > axes.t_exit || axes.t_enter > 1.0) return {};
+  const Vec3 normal = axes.normal / axes.normal.Length();
   CastResult r;
   r.state = CastState::kHit;
-  r.fraction = std::max(t_enter, 0.0);
+  r.fraction = std::max(axes.t_enter, 0.0);
   r.normal = normal;
   // Contact point: the more specific support feature, clamped into both boxes.
   const Vec3 ca = c + v * r.fraction;

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "collision/cast_internal.h"
+#include "collision/swept_axes.h"
 #include "geometry/gjk.h"
 
 namespace hitbox::internal {
@@ -34,10 +35,7 @@ AxisCast CastCylinderCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3
   const double ra = a.radius(), ha = a.half_height();
   const double rb = b.radius(), hb = b.half_height();
   AxisCast out;
-  double t_enter = -kInf, t_exit = kInf;
-  Vec3 n_enter;
-  int won = -1;  // 0 B's axis, 1 A's axis, 2 their cross product
-  bool separated = false, miss = false;
+  SweptAxes axes;  // won: 0 B's axis, 1 A's axis, 2 their cross product
   // Axis l (any length): A's projection moves from s0 at rate sv; the
   // projections overlap while |s| <= the sum of the two radii along l.
   auto axis = [&](const Vec3& l, int id) {
@@ -45,51 +43,31 @@ AxisCast CastCylinderCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3
     const double lk = Dot(l, k);
     const double rsum = hb * std::fabs(l.y) + rb * std::sqrt(std::max(ll - l.y * l.y, 0.0)) +
                         ha * std::fabs(lk) + ra * std::sqrt(std::max(ll - lk * lk, 0.0));
-    const double s0 = Dot(l, c);
-    const double sv = Dot(l, v);
-    if (std::fabs(s0) <= rsum) {
-      if (sv != 0.0) t_exit = std::min(t_exit, ((sv > 0.0 ? rsum : -rsum) - s0) / sv);
-      return;
-    }
-    separated = true;
-    const double sgn = s0 > 0.0 ? 1.0 : -1.0;
-    const double approach = -sgn * sv;
-    if (approach <= 0.0) {
-      miss = true;
-      return;
-    }
-    const double te = (std::fabs(s0) - rsum) / approach;
-    t_exit = std::min(t_exit, (std::fabs(s0) + rsum) / approach);
-    if (te > t_enter) {
-      t_enter = te;
-      n_enter = l * sgn;
-      won = id;
-    }
+    axes.Add(l, id, rsum, Dot(l, c), Dot(l, v));
   };
   axis({0, 1, 0}, 0);
   axis(k, 1);
   const Vec3 cross{-k.z, 0.0, k.x};  // k x Y
   const bool skew = cross.LengthSq() > 1e-18;
-  if (skew && !miss) axis(cross, 2);
-  if (miss) return out;
-  if (!separated) {
+  if (skew && !axes.miss) axis(cross, 2);
+  if (axes.miss) return out;
+  if (!axes.separated) {
     out.state = AxisCast::State::kLowerBound;  // no axis apart at the start: no bound
     return out;
   }
-  // Exit before entry (beyond rounding): no common time.
-  if (t_enter > t_exit + 1e-9 || t_enter > t_max) return out;
-  const double t = t_enter;
-  const Vec3 n = n_enter / n_enter.Length();  // from B towards A
+  if (!axes.EntersBy(t_max)) return out;  // exit before entry: no common time
+  const double t = axes.t_enter;
+  const Vec3 n = axes.normal / axes.normal.Length();  // from B towards A
   out.state = AxisCast::State::kLowerBound;
   out.t = t;
   out.normal = n;
   const Vec3 ct = c + v * t;  // A's centre at t
   // The winning axis's contact point, on B's surface.
   Vec3 p;
-  if (won == 0) {
+  if (axes.won == 0) {
     // B's cap against A's support point towards it.
     p = ct + rm * CylinderSupport(ra, ha, rm.TransposeMul(-n));
-  } else if (won == 1) {
+  } else if (axes.won == 1) {
     // A's cap against B's support point towards it.
     p = CylinderSupport(rb, hb, n);
   } else {
