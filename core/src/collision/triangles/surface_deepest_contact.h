@@ -110,8 +110,25 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
     if (convex.rounded() != Convex::Rounded::kNone) {
       if (convex.rounded() == Convex::Rounded::kBall) {
         // A ball: its closed-form contact costs little more than a bound
-        // would; every touching triangle is decided in the hierarchy's order.
+        // would; every touching triangle is decided in the hierarchy's order,
+        // but for those whose box lies too far from the centre to come within
+        // the slack (4e-9 * scale, as below) of the deepest so far: the
+        // distance to the box is at most the distance to the triangle, so
+        // their depth is at most the radius less it.
+        const Vec3 centre = convex.segment()[0];
+        const double slack = 4e-9 * convex.scale();
         VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
+          if (any) {
+            const double reach = convex.margin() - out->depth + slack;
+            double gap2 = 0.0;
+            for (int a = 0; a < 3; ++a) {
+              const double lo = std::min(v[0][a], std::min(v[1][a], v[2][a]));
+              const double hi = std::max(v[0][a], std::max(v[1][a], v[2][a]));
+              const double g = std::max(std::max(lo - centre[a], centre[a] - hi), 0.0);
+              gap2 += g * g;
+            }
+            if (reach >= 0.0 && gap2 > reach * reach) return true;
+          }
           SurfaceContactHit m;
           if (TriangleTouchContact(v, surface.OriginalIndex(k), convex, nullptr, &m)) keep(m);
           return true;
