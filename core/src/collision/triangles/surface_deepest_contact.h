@@ -136,22 +136,30 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
         return any;
       }
       // A capsule: the segment-triangle distance is the cost. The contact is
-      // at most the radius less a lower bound of that distance
-      // (SegmentTriangleDistanceLower): the triangle of the highest bound is
-      // decided first, then the others that can still come within the slack
-      // of the deepest so far (most of those beside a capsule on a floor are
-      // passed over).
+      // at most the radius less a lower bound of that distance: first the
+      // gap between the segment's box and the triangle's (a few compares),
+      // then, for a triangle that can still come within the slack of the
+      // deepest so far, SegmentTriangleDistanceLower (most of those beside a
+      // capsule on a floor are passed over on one or the other); the
+      // deepest wins whatever the order.
       std::vector<surface_detail::RoundedCandidate>& near = scratch.rounded;
       near.clear();
       const Vec3* seg = convex.segment();
+      const Aabb seg_box = Aabb().Union(seg[0]).Union(seg[1]);
       VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
+        double gap2 = 0.0;
+        for (int a = 0; a < 3; ++a) {
+          const double lo = std::min(v[0][a], std::min(v[1][a], v[2][a]));
+          const double hi = std::max(v[0][a], std::max(v[1][a], v[2][a]));
+          const double g = std::max(std::max(lo - seg_box.max[a], seg_box.min[a] - hi), 0.0);
+          gap2 += g * g;
+        }
         near.push_back({{v[0], v[1], v[2]},
                         surface.OriginalIndex(k),
-                        convex.margin() - surface_detail::SegmentTriangleDistanceLower(
-                                              seg[0], seg[1], v)});
+                        convex.margin() - std::sqrt(gap2)});
         return true;
       });
-      // The highest bound first (typically the deepest), then the rest.
+      // The highest box bound first (typically the deepest), then the rest.
       size_t top = 0;
       for (size_t i = 1; i < near.size(); ++i) {
         if (near[i].bound > near[top].bound) top = i;
@@ -160,6 +168,12 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
       const double slack = 4e-9 * convex.scale();
       for (const surface_detail::RoundedCandidate& c : near) {
         if (any && c.bound + slack < out->depth) continue;
+        if (any && convex.margin() -
+                           surface_detail::SegmentTriangleDistanceLower(seg[0], seg[1], c.v) +
+                           slack <
+                       out->depth) {
+          continue;
+        }
         SurfaceContactHit m;
         if (TriangleTouchContact(c.v, c.triangle, convex, nullptr, &m)) keep(m);
       }
