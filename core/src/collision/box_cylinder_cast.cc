@@ -32,11 +32,6 @@ bool InBox(const Vec3& p, const Vec3& c, const Vec3* u, const Vec3& e, double to
   return true;
 }
 
-// True when p lies in the cylinder (radius r about local Y, caps at +-h) grown by tol.
-bool InCylinder(const Vec3& p, double r, double h, double tol) {
-  return std::fabs(p.y) <= h + tol && p.x * p.x + p.z * p.z <= (r + tol) * (r + tol);
-}
-
 }  // namespace
 
 AxisCast CastBoxCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v, const Shape& b,
@@ -74,16 +69,9 @@ AxisCast CastBoxCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v, 
     const Vec3 l{-u[j].z, 0.0, u[j].x};  // u[j] x Y
     if (l.LengthSq() > 1e-18) axis(l, 4 + j);
   }
-  if (axes.miss) return out;
-  if (!axes.separated) {
-    out.state = AxisCast::State::kLowerBound;  // no axis apart at the start: no bound
-    return out;
-  }
-  if (!axes.EntersBy(t_max)) return out;  // exit before entry: no common time
-  const double t = axes.t_enter;
-  const Vec3 n = axes.normal / axes.normal.Length();  // from the cylinder towards the box
-  out.state = AxisCast::State::kLowerBound;
-  out.t = t;
+  if (!axes.Bound(t_max, &out)) return out;
+  const double t = out.t;
+  const Vec3 n = out.normal;  // from the cylinder towards the box
   out.normal = box_moves ? n : -(rm * n);
   // The winning axis's contact point, then whether it lies in both shapes.
   const Vec3 ct = c + w * t;
@@ -107,20 +95,9 @@ AxisCast CastBoxCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v, 
   const double tol =
       1e-10 * (1.0 + c.Length() + w.Length() + r + h + e.x + e.y + e.z);
   auto answer = [&](double t_hit, const Vec3& n_hit, const Vec3& p_hit) {
-    out.state = AxisCast::State::kHit;
-    out.hit.state = CastState::kHit;
-    out.hit.fraction = t_hit;
-    out.hit.normal = box_moves ? n_hit : -(rm * n_hit);
-    out.hit.point = box_moves ? p_hit : a_in_b.TransformPoint(p_hit) + v * t_hit;
-    return out;
+    return AxisHit(out, box_moves, rm, a_in_b, v, t_hit, n_hit, p_hit);
   };
-  // A point within tol of both shapes bounds the time of impact by
-  // t + 2 tol / closing: certified when that is within 1e-8 of the fraction
-  // (a tenth of the GJK ray cast's margin or less).
-  auto tight = [&](const Vec3& n_hit) {
-    const double closing = -Dot(n_hit, w);
-    return closing > 0.0 && 2.0 * tol <= 1e-8 * closing;
-  };
+  auto tight = [&](const Vec3& n_hit) { return Certified(n_hit, w, tol); };
   if (tight(n) && InBox(p, ct, u, e, tol) && InCylinder(p, r, h, tol)) return answer(t, n, p);
   // A corner of the box against the cylinder (the ray of the corner, closed
   // form): the time of impact when the cylinder's tangent plane there

@@ -24,11 +24,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// True when p lies in the cylinder (radius r about local Y, caps at +-h) grown by tol.
-bool InCylinder(const Vec3& p, double r, double h, double tol) {
-  return std::fabs(p.y) <= h + tol && p.x * p.x + p.z * p.z <= (r + tol) * (r + tol);
-}
-
 }  // namespace
 
 AxisCast CastCapsuleCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v,
@@ -64,33 +59,15 @@ AxisCast CastCapsuleCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3&
   axis({0, 1, 0}, 0);
   const Vec3 cross{-k.z, 0.0, k.x};  // k x Y
   if (cross.LengthSq() > 1e-18 && !axes.miss) axis(cross, 1);
-  if (axes.miss) return out;
-  if (!axes.separated) {
-    out.state = AxisCast::State::kLowerBound;  // no axis apart at the start: no bound
-    return out;
-  }
-  if (!axes.EntersBy(t_max)) return out;  // exit before entry: no common time
-  const double t = axes.t_enter;
-  const Vec3 n = axes.normal / axes.normal.Length();  // from the cylinder towards the capsule
-  out.state = AxisCast::State::kLowerBound;
-  out.t = t;
+  if (!axes.Bound(t_max, &out)) return out;
+  const double t = out.t;
+  const Vec3 n = out.normal;  // from the cylinder towards the capsule
   out.normal = capsule_moves ? n : -(rm * n);
   const double tol = 1e-10 * (1.0 + c.Length() + w.Length() + r + h + rc + hc);
   auto answer = [&](double t_hit, const Vec3& n_hit, const Vec3& p_hit) {
-    out.state = AxisCast::State::kHit;
-    out.hit.state = CastState::kHit;
-    out.hit.fraction = t_hit;
-    out.hit.normal = capsule_moves ? n_hit : -(rm * n_hit);
-    out.hit.point = capsule_moves ? p_hit : a_in_b.TransformPoint(p_hit) + v * t_hit;
-    return out;
+    return AxisHit(out, capsule_moves, rm, a_in_b, v, t_hit, n_hit, p_hit);
   };
-  // A point within tol of both shapes bounds the time of impact by
-  // t + 2 tol / closing: certified when that is within 1e-8 of the fraction
-  // (a tenth of the GJK ray cast's margin or less).
-  auto tight = [&](const Vec3& n_hit) {
-    const double closing = -Dot(n_hit, w);
-    return closing > 0.0 && 2.0 * tol <= 1e-8 * closing;
-  };
+  auto tight = [&](const Vec3& n_hit) { return Certified(n_hit, w, tol); };
   // The winning axis's contact point, on the cylinder's surface.
   const Vec3 ct = c + w * t;
   if (axes.won == 0) {

@@ -8,23 +8,12 @@
 // bound meets the lower); otherwise the GJK ray cast starts from it (rims
 // against rims or sides have no fixed axis).
 #include <cmath>
-#include <limits>
 
 #include "collision/cast_internal.h"
 #include "collision/swept_axes.h"
 #include "geometry/gjk.h"
 
 namespace hitbox::internal {
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// True when p lies in the cylinder (radius r about local Y, caps at +-h) grown by tol.
-bool InCylinder(const Vec3& p, double r, double h, double tol) {
-  return std::fabs(p.y) <= h + tol && p.x * p.x + p.z * p.z <= (r + tol) * (r + tol);
-}
-
-}  // namespace
 
 AxisCast CastCylinderCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3& v,
                                   const Shape& b, double t_max) {
@@ -50,17 +39,9 @@ AxisCast CastCylinderCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3
   const Vec3 cross{-k.z, 0.0, k.x};  // k x Y
   const bool skew = cross.LengthSq() > 1e-18;
   if (skew && !axes.miss) axis(cross, 2);
-  if (axes.miss) return out;
-  if (!axes.separated) {
-    out.state = AxisCast::State::kLowerBound;  // no axis apart at the start: no bound
-    return out;
-  }
-  if (!axes.EntersBy(t_max)) return out;  // exit before entry: no common time
-  const double t = axes.t_enter;
-  const Vec3 n = axes.normal / axes.normal.Length();  // from B towards A
-  out.state = AxisCast::State::kLowerBound;
-  out.t = t;
-  out.normal = n;
+  if (!axes.Bound(t_max, &out)) return out;
+  const double t = out.t;
+  const Vec3 n = out.normal;  // from B towards A
   const Vec3 ct = c + v * t;  // A's centre at t
   // The winning axis's contact point, on B's surface.
   Vec3 p;
@@ -82,20 +63,11 @@ AxisCast CastCylinderCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3
     p = Vec3{0.0, s, 0.0} + n * rb;
   }
   const double tol = 1e-10 * (1.0 + c.Length() + v.Length() + ra + ha + rb + hb);
-  // Within tol of both: the time of impact is within 2 tol / closing of t,
-  // certified when that is within 1e-8 of the fraction (a tenth of the GJK
-  // ray cast's margin or less).
-  const double closing = -Dot(n, v);
-  if (!(closing > 0.0 && 2.0 * tol <= 1e-8 * closing)) return out;
+  if (!Certified(n, v, tol)) return out;
   if (!InCylinder(p, rb, hb, tol) || !InCylinder(rm.TransposeMul(p - ct), ra, ha, tol)) {
     return out;
   }
-  out.state = AxisCast::State::kHit;
-  out.hit.state = CastState::kHit;
-  out.hit.fraction = t;
-  out.hit.normal = n;
-  out.hit.point = p;
-  return out;
+  return AxisHit(out, true, rm, a_in_b, v, t, n, p);
 }
 
 }  // namespace hitbox::internal

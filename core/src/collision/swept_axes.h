@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "collision/cast_internal.h"
 #include "hitbox/math/math.h"
 
 namespace hitbox::internal {
@@ -49,6 +50,50 @@ struct SweptAxes {
   }
   /// Whether the entry comes by t_max with no exit before it (beyond rounding).
   bool EntersBy(double t_max) const { return !(t_enter > t_exit + 1e-9 || t_enter > t_max); }
+  /// The cast's answer from the axes alone into *out: false when that is
+  /// final (a miss, or no axis apart at the start: a lower bound of 0);
+  /// true with the entry as the lower bound, its axis as the unit normal.
+  bool Bound(double t_max, AxisCast* out) const {
+    *out = AxisCast{};
+    if (miss) return false;
+    out->state = AxisCast::State::kLowerBound;
+    if (!separated) return false;
+    if (!EntersBy(t_max)) {  // exit before entry: no common time
+      out->state = AxisCast::State::kMiss;
+      return false;
+    }
+    out->t = t_enter;
+    out->normal = normal / normal.Length();
+    return true;
+  }
 };
+
+/// True when p lies in the cylinder (radius r about local Y, caps at +-h)
+/// grown by tol.
+inline bool InCylinder(const Vec3& p, double r, double h, double tol) {
+  return std::fabs(p.y) <= h + tol && p.x * p.x + p.z * p.z <= (r + tol) * (r + tol);
+}
+
+/// Whether a contact point within tol of both shapes, unit normal n, motion
+/// w, certifies the axes' entry as the time of impact: the true one lies
+/// within 2 tol / closing of it, here within 1e-8 of the fraction (a tenth
+/// of the GJK ray cast's margin or less).
+inline bool Certified(const Vec3& n, const Vec3& w, double tol) {
+  const double closing = -Dot(n, w);
+  return closing > 0.0 && 2.0 * tol <= 1e-8 * closing;
+}
+
+/// `out` as the exact hit at t (normal n, point p), given in the frame the
+/// cast worked in: B's when A moved (a_moves), else A's, where rm is A's
+/// rotation in B and v the motion.
+inline AxisCast AxisHit(AxisCast out, bool a_moves, const Mat33& rm, const Pose& a_in_b,
+                        const Vec3& v, double t, const Vec3& n, const Vec3& p) {
+  out.state = AxisCast::State::kHit;
+  out.hit.state = CastState::kHit;
+  out.hit.fraction = t;
+  out.hit.normal = a_moves ? n : -(rm * n);
+  out.hit.point = a_moves ? p : a_in_b.TransformPoint(p) + v * t;
+  return out;
+}
 
 }  // namespace hitbox::internal
