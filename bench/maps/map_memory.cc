@@ -5,6 +5,13 @@
 // peak_over_steady = (peak - before) / (steady - before): the load's peak
 // against the memory the loaded map keeps (issue 29: at most 1.5).
 //
+// hitbox-map-memory FILE --merged: then runs ray batches across the map (a
+// fixed seed) until its set has merged the meshes that share a frame
+// (MeshGroups, as hitboxd's query batches make them), and adds the set's
+// bytes per triangle with the merged meshes and the merge's own peak:
+// merge_peak_over_steady = (peak during the merge - steady) / (steady -
+// before), the resident peak reset (clear_refs) after the load.
+//
 // hitbox-map-memory --write-mesh TRIANGLES OUT.json writes a scene of one
 // wavy terrain mesh of about TRIANGLES triangles whose vertices are float32
 // values written in full (17 significant digits), as imported levels have.
@@ -15,7 +22,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "maps.h"
 
@@ -68,15 +77,52 @@ int WriteMesh(long triangles, const char* out_path) {
   return std::fclose(f) == 0 ? 0 : 2;
 }
 
+// Resets the process's resident peak (VmHWM) to its present RSS.
+bool ResetPeak() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+// Batches of `rays` random rays across `bounds` (fixed seed) until `set`
+// holds merged meshes, at most `batches` of them; the merged triangles.
+uint64_t MergeByRays(const hitbox::ColliderSet& set, const hitbox::Aabb& bounds, int batches,
+                     size_t rays) {
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const auto point = [&] {
+    hitbox::Vec3 p;
+    for (int a = 0; a < 3; ++a) p[a] = bounds.min[a] + u(rng) * (bounds.max[a] - bounds.min[a]);
+    return p;
+  };
+  std::vector<hitbox::Query> qs;
+  for (size_t i = 0; i < rays; ++i) {
+    hitbox::RayQuery q;
+    q.origin = point();
+    q.translation = point() - q.origin;
+    qs.push_back(q);
+  }
+  std::vector<hitbox::QueryResult> results(qs.size());
+  for (int b = 0; b < batches; ++b) {
+    set.RunBatch(qs, results, nullptr);
+    set.WaitForCaches();  // a merge begun on its own thread ends here
+    const uint64_t merged = set.GetTreeStats().merged_triangles;
+    if (merged != 0) return merged;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::strcmp(argv[1], "--write-mesh") == 0) {
     return WriteMesh(std::atol(argv[2]), argv[3]);
   }
-  if (argc != 2) {
+  const bool merged = argc == 3 && std::strcmp(argv[2], "--merged") == 0;
+  if (argc != 2 && !merged) {
     std::fprintf(stderr,
-                 "usage: hitbox-map-memory FILE\n"
+                 "usage: hitbox-map-memory FILE [--merged]\n"
                  "       hitbox-map-memory --write-mesh TRIANGLES OUT.json\n");
     return 2;
   }
@@ -96,12 +142,30 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"file\": \"%s\", \"triangles\": %llu, \"accounted_bytes\": %llu, "
       "\"bytes_per_triangle\": %.2f, \"rss_before\": %llu, \"rss_peak\": %llu, "
-      "\"rss_steady\": %llu, \"peak_over_steady\": %.2f, \"peak_over_accounted\": %.2f}\n",
+      "\"rss_steady\": %llu, \"peak_over_steady\": %.2f, \"peak_over_accounted\": %.2f",
       argv[1], static_cast<unsigned long long>(triangles),
       static_cast<unsigned long long>(accounted),
       triangles != 0 ? static_cast<double>(accounted) / static_cast<double>(triangles) : 0.0,
       static_cast<unsigned long long>(before), static_cast<unsigned long long>(peak),
       static_cast<unsigned long long>(steady), static_cast<double>(peak - before) / kept,
       static_cast<double>(peak - before) / static_cast<double>(accounted));
+  if (merged) {
+    if (!ResetPeak()) {
+      std::fprintf(stderr, "cannot reset the resident peak (/proc/self/clear_refs)\n");
+      return 1;
+    }
+    const uint64_t start = StatusBytes("VmRSS");
+    const uint64_t merged_triangles = MergeByRays(*(*map)->set, (*map)->bounds, 200, 1000);
+    const uint64_t merge_peak = StatusBytes("VmHWM");
+    const uint64_t with_merged = (*map)->memory_bytes();
+    std::printf(
+        ", \"merged_triangles\": %llu, \"merged_accounted_bytes\": %llu, "
+        "\"merged_bytes_per_triangle\": %.2f, \"merge_peak_over_steady\": %.2f",
+        static_cast<unsigned long long>(merged_triangles),
+        static_cast<unsigned long long>(with_merged),
+        triangles != 0 ? static_cast<double>(with_merged) / static_cast<double>(triangles) : 0.0,
+        static_cast<double>(merge_peak > start ? merge_peak - start : 0) / kept);
+  }
+  std::printf("}\n");
   return 0;
 }
