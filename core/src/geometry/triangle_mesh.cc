@@ -106,6 +106,8 @@ OriginalPlan PlanOriginals(size_t vertices, size_t input_triangles, uint64_t kep
 }  // namespace
 
 struct TriangleMesh::Staging {
+  /// Build's part_first (empty: one part).
+  std::span<const uint32_t> part_first;
   std::vector<Node> nodes;
   std::vector<BottomNode> bottom;
   std::vector<Vec3> dvertices;
@@ -118,8 +120,16 @@ struct TriangleMesh::Staging {
 };
 
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
-                                         std::span<const Indices> triangles) {
+                                         std::span<const Indices> triangles,
+                                         std::span<const uint32_t> part_first) {
   if (vertices.empty()) return Error{ErrorCode::kInvalidArgument, "vertices: mesh has no vertices"};
+  for (size_t i = 0; i < part_first.size(); ++i) {
+    if (i == 0 ? part_first[0] != 0
+               : part_first[i] <= part_first[i - 1] || part_first[i] >= triangles.size()) {
+      return Error{ErrorCode::kInvalidArgument,
+                   "part_first[" + std::to_string(i) + "]: parts must start at 0 and rise"};
+    }
+  }
   if (triangles.empty()) {
     return Error{ErrorCode::kInvalidArgument, "triangles: mesh has no triangles"};
   }
@@ -163,6 +173,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
 
   TriangleMesh mesh;
   Staging st;
+  st.part_first = part_first;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
   {
     std::vector<uint8_t> fine;
@@ -589,13 +600,37 @@ void TriangleMesh::BottomNodeAt(uint32_t index, Node* out) const {
   }
 }
 
-uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes& boxes,
-                                 uint32_t begin, uint32_t end, uint32_t depth,
-                                 Staging* st) {
+bool TriangleMesh::LeavesWithinParts(std::span<const uint32_t> part_first) const {
+  if (nodes_.empty()) return true;
+  const auto part = [part_first](uint32_t t) {
+    return std::upper_bound(part_first.begin(), part_first.end(), t) - part_first.begin();
+  };
+  std::vector<uint32_t> stack{0};
+  while (!stack.empty()) {
+    const uint32_t word = stack.back();
+    stack.pop_back();
+    if (word & kLeafBit) {
+      const LeafRange leaf = LeafTriangles(word);
+      for (uint32_t k = leaf.first + 1; k < leaf.end; ++k) {
+        if (part(OriginalIndex(k)) != part(OriginalIndex(leaf.first))) return false;
+      }
+      continue;
+    }
+    Node scratch;
+    const Node& n = NodeAt(word, &scratch);
+    for (uint32_t child : n.child) {
+      if (child != kEmpty) stack.push_back(child);
+    }
+  }
+  return true;
+}
+
+void TriangleMesh::BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& boxes,
+                               uint32_t begin, uint32_t end, uint32_t depth,
+                               uint32_t bounds[kMeshNodeWidth + 1], uint32_t* parts_out) {
   const uint32_t count = end - begin;
-  if (count <= kMeshLeafSize) return kLeafBit | (begin << 3) | (count - 1);
-  height_ = static_cast<uint8_t>(std::max<uint32_t>(height_, depth));
   std::vector<uint32_t>& ord = *order;
+  uint32_t parts = 1;
   // Node levels of a balanced subtree over `count` triangles.
   const uint32_t leaves = (count + kMeshLeafSize - 1) / kMeshLeafSize;
   uint32_t per_child = 1, levels = 1;
@@ -603,10 +638,6 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes&
     per_child *= kMeshNodeWidth;
     ++levels;
   }
-  uint32_t bounds[kMeshNodeWidth + 1];
-  uint32_t parts = 1;
-  bounds[0] = begin;
-  bounds[1] = end;
   if (depth + 1 + levels <= kMeshMaxDepth) {
     // Surface area heuristic: split the widest range that needs a node of its
     // own in two, until there are four; else one whose leaves all fit in the
@@ -673,6 +704,44 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes&
     };
     partition(partition, 0, parts);
   }
+  *parts_out = parts;
+}
+
+uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes& boxes,
+                                 uint32_t begin, uint32_t end, uint32_t depth,
+                                 Staging* st) {
+  const uint32_t count = end - begin;
+  std::vector<uint32_t>& ord = *order;
+  uint32_t bounds[kMeshNodeWidth + 1];
+  uint32_t parts = 1;
+  bounds[0] = begin;
+  bounds[1] = end;
+  if (count <= kMeshLeafSize) {
+    // A leaf, unless its triangles come from several parts and a node still
+    // fits (kMeshMaxDepth levels): then a node of leaves by part (the last
+    // taking the parts past the fourth).
+    const std::span<const uint32_t> first =
+        depth <= kMeshMaxDepth ? st->part_first : std::span<const uint32_t>{};
+    const auto part = [first](uint32_t t) {
+      return std::upper_bound(first.begin(), first.end(), t) - first.begin();
+    };
+    bool mixed = false;
+    for (uint32_t k = begin + 1; k < end && !first.empty(); ++k) {
+      mixed |= part(ord[k]) != part(ord[begin]);
+    }
+    if (!mixed) return kLeafBit | (begin << 3) | (count - 1);
+    std::stable_sort(ord.begin() + begin, ord.begin() + end,
+                     [&](uint32_t a, uint32_t b) { return part(a) < part(b); });
+    parts = 0;
+    for (uint32_t k = begin + 1; k <= end; ++k) {
+      if (k == end || (parts + 1 < kMeshNodeWidth && part(ord[k]) != part(ord[k - 1]))) {
+        bounds[++parts] = k;
+      }
+    }
+  } else {
+    BuildSplits(order, boxes, begin, end, depth, bounds, &parts);
+  }
+  height_ = static_cast<uint8_t>(std::max<uint32_t>(height_, depth));
   const uint32_t self = static_cast<uint32_t>(st->nodes.size());
   st->nodes.emplace_back();
   for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {

@@ -127,9 +127,16 @@ class TriangleMesh {
   /// Builds a mesh: validates indices (`triangles[17][2]: vertex index 900
   /// out of range (300 vertices)`), coordinates (finite, |x| <= kMaxCoordinate),
   /// an empty mesh; drops zero-area triangles (dropped_triangles() counts
-  /// them); fails when no triangle is left.
+  /// them); fails when no triangle is left. `part_first`: where each part of
+  /// the input starts (input triangle indices, increasing, from 0; a merged
+  /// mesh's members), every leaf then holding triangles of one part only.
   [[nodiscard]] static Result<TriangleMesh> Build(std::span<const Vec3> vertices,
-                                                  std::span<const Indices> triangles);
+                                                  std::span<const Indices> triangles,
+                                                  std::span<const uint32_t> part_first = {});
+
+  /// True when every leaf holds triangles of one part of the input only
+  /// (parts as Build's part_first).
+  bool LeavesWithinParts(std::span<const uint32_t> part_first) const;
 
   /// Moves a built mesh into the room its block keeps at its end: the
   /// mesh and all its arrays are then one allocation (the shapes' shared
@@ -561,6 +568,12 @@ class TriangleMesh {
   /// The quantized range of `box` (which overlaps bounds_): a child box
   /// overlaps `box` exactly when its quantized box meets [qlo, qhi].
   void QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) const;
+  /// The children of a node over order[begin, end) (more triangles than a
+  /// leaf holds): order reordered, child i over [bounds[i], bounds[i + 1]),
+  /// *parts of them.
+  static void BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& boxes, uint32_t begin,
+                          uint32_t end, uint32_t depth, uint32_t bounds[kMeshNodeWidth + 1],
+                          uint32_t* parts);
   /// Builds the subtree over order[begin, end) and returns its child word.
   /// `depth`: the node's level, 1 at the root.
   uint32_t BuildNode(std::vector<uint32_t>* order, const BuildBoxes& boxes,

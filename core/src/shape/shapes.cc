@@ -394,8 +394,11 @@ size_t Shape::PredictCompoundBytes(size_t children, size_t children_bytes) {
   return bytes;
 }
 
-Result<Shape> Shape::Make(const TriangleMeshShape& m) {
-  Result<TriangleMesh> built = TriangleMesh::Build(m.vertices, m.triangles);
+Result<Shape> Shape::Make(const TriangleMeshShape& m) { return internal::MakeMeshOfParts(m, {}); }
+
+Result<Shape> internal::MakeMeshOfParts(const TriangleMeshShape& m,
+                                        std::span<const uint32_t> part_first) {
+  Result<TriangleMesh> built = TriangleMesh::Build(m.vertices, m.triangles, part_first);
   if (!built.ok()) {
     return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
   }

@@ -80,7 +80,9 @@ MeshGroups::MeshGroups(const std::vector<Mesh>& in, uint64_t version) : version_
         merged.triangles.push_back({t[0] + base, t[1] + base, t[2] + base});
       }
     }
-    Result<Shape> shape = Shape::Make(merged);
+    // Leaves within one member: where members lie side by side, a leaf
+    // mixing them is looser than a node of one leaf per member.
+    Result<Shape> shape = internal::MakeMeshOfParts(merged, g.first);
     if (shape.ok()) {
       g.merged = std::move(*shape);
       triangles_ += merged.triangles.size();

@@ -49,6 +49,18 @@ TriangleMesh MustBuild(const MeshData& m) {
   return std::move(r).value();
 }
 
+// The mesh's closest hit of ray o + t d is the brute force's (fraction and
+// triangle); true when it hits.
+bool ExpectClosestAsBruteForce(const TriangleMesh& mesh, const Vec3& o, const Vec3& d) {
+  MeshRayHit got, want;
+  const bool g = mesh.RaycastClosest(o, d, &got);
+  EXPECT_EQ(g, BruteRaycast(mesh, o, d, &want)) << ToString(o) << " " << ToString(d);
+  if (!g) return false;
+  EXPECT_EQ(got.fraction, want.fraction) << ToString(o) << " " << ToString(d);
+  EXPECT_EQ(got.triangle, want.triangle) << ToString(o) << " " << ToString(d);
+  return true;
+}
+
 // Bad input names the triangle and corner, or the vertex and axis.
 TEST(MeshBuild, InvalidInputIsNamed) {
   MeshData m = IcoSphere(1.0, 2);  // 162 vertices
@@ -356,6 +368,40 @@ TEST(MeshBuild, InputRoundTripsExactly) {
     EXPECT_EQ(std::memcmp(vertices.data(), data->vertices.data(), vertices.size() * sizeof(Vec3)),
               0);
     EXPECT_EQ(triangles, data->triangles);
+  }
+}
+
+// Parts of the input (a merged mesh's members) keep leaves of their own:
+// with parts of three neighbouring triangles, the mesh built without them
+// mixes parts in its leaves (what the check finds), built with them it mixes
+// none; its input round-trips and its rays answer as the brute force's.
+// Part starts that are not 0 and rising are named.
+TEST(MeshBuild, PartsKeepLeavesOfTheirOwn) {
+  const MeshData m = WavyGrid(30, 0.7);
+  std::vector<uint32_t> first;
+  for (uint32_t t = 0; t < m.triangles.size(); t += 3) first.push_back(t);
+  EXPECT_FALSE(MustBuild(m).LeavesWithinParts(first));
+  auto built = TriangleMesh::Build(m.vertices, m.triangles, first);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  const TriangleMesh& mesh = *built;
+  EXPECT_TRUE(mesh.LeavesWithinParts(first));
+  std::vector<Vec3> vertices;
+  std::vector<TriangleMesh::Indices> triangles;
+  mesh.Input(&vertices, &triangles);
+  EXPECT_EQ(triangles, m.triangles);
+  Random rng(36);
+  const Aabb b = mesh.bounds();
+  int hits = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const Vec3 o = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
+    const Vec3 d = (b.Center() + Mul(rng.InBox(1.0), b.Extents()) - o) * rng.Uniform(0.3, 2.0);
+    hits += ExpectClosestAsBruteForce(mesh, o, d);
+  }
+  EXPECT_GT(hits, 500);
+  for (const std::vector<uint32_t>& bad : {std::vector<uint32_t>{1, 5}, {0, 5, 5}, {0, 99999}}) {
+    auto r = TriangleMesh::Build(m.vertices, m.triangles, bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("parts must start at 0 and rise"), std::string::npos);
   }
 }
 
@@ -866,13 +912,7 @@ TEST(MeshRaycast, GrazingRaysMatchBruteForce) {
           ++visited;
         }
       }
-      MeshRayHit got, want;
-      const bool g = mesh.RaycastClosest(o, d, &got);
-      ASSERT_EQ(g, BruteRaycast(mesh, o, d, &want)) << ToString(o) << " " << ToString(d);
-      if (!g) continue;
-      ++hits;
-      EXPECT_EQ(got.fraction, want.fraction);
-      EXPECT_EQ(got.triangle, want.triangle);
+      hits += ExpectClosestAsBruteForce(mesh, o, d);
     }
   }
   std::printf("%d triangle boxes met, %d closest hits\n", visited, hits);

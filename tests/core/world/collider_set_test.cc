@@ -17,7 +17,10 @@
 
 #include "collision/cast_internal.h"
 #include "collision/work_meter.h"
+#include "geometry/triangle_mesh.h"
+#include "shape/surface_data.h"
 #include "world/collider_set_jobs.h"
+#include "world/mesh_groups.h"
 #include "mesh_util.h"
 #include "test_util.h"
 
@@ -961,6 +964,22 @@ TEST(ColliderSetTest, GroupedQueriesWalkTheTreeWithoutTheMembers) {
 // the batch that calls for them goes on without (same answers), the first
 // batch after the build adopts them, a change made meanwhile makes the
 // build stale (dropped), and a set destroyed mid-build waits for it.
+// Each merged mesh keeps its members' triangles in leaves of their own
+// (MakeMeshOfParts), members side by side and overlapping alike.
+TEST(ColliderSetTest, MeshGroupsKeepEachMemberInItsOwnLeaves) {
+  int groups = 0;
+  for (int scene = 0; scene < 4; ++scene) {
+    Random rng(64000 + scene);
+    const std::vector<Collider> cs = GroupedMeshScene(rng);
+    const internal::MeshGroups built(internal::MeshGroups::MeshesOf(cs), 1);
+    for (const internal::MeshGroups::Group& g : built.groups()) {
+      ++groups;
+      EXPECT_TRUE(g.merged.surface()->mesh()->LeavesWithinParts(g.first)) << "scene " << scene;
+    }
+  }
+  EXPECT_GE(groups, 4);
+}
+
 TEST(ColliderSetTest, MeshGroupsBuildInTheBackground) {
   Random rng(63000);
   const std::vector<Collider> cs = GroupedMeshScene(rng);

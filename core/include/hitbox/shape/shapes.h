@@ -109,6 +109,13 @@ namespace internal {
 void SurfaceAddRef(const SurfaceData* s);
 void SurfaceRelease(const SurfaceData* s);
 }  // namespace internal
+class Shape;
+struct TriangleMeshShape;
+namespace internal {
+/// Shape::Make of a mesh whose input is parts starting at `part_first`
+/// (a merged mesh's members): no leaf of its hierarchy mixes two parts.
+Result<Shape> MakeMeshOfParts(const TriangleMeshShape& m, std::span<const uint32_t> part_first);
+}  // namespace internal
 
 /// A compound's children (defined after Shape) and its shared built data.
 struct Compound;
@@ -327,6 +334,8 @@ class Shape {
   bool operator==(const Shape& o) const;
 
  private:
+  friend Result<Shape> internal::MakeMeshOfParts(const TriangleMeshShape& m,
+                                                 std::span<const uint32_t> part_first);
   /// A capsule or cylinder (`name` in errors): radius and half height checked.
   static Result<Shape> MakeRound(ShapeKind kind, const char* name, double radius,
                                  double half_height);
