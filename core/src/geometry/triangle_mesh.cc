@@ -108,6 +108,8 @@ OriginalPlan PlanOriginals(size_t vertices, size_t input_triangles, uint64_t kep
 struct TriangleMesh::Staging {
   /// Build's part_first (empty: one part).
   std::span<const uint32_t> part_first;
+  /// Leaves SplitLeaf may still split (a node each).
+  uint32_t leaf_splits_left = 0;
   std::vector<Node> nodes;
   std::vector<BottomNode> bottom;
   std::vector<Vec3> dvertices;
@@ -281,6 +283,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
     mesh.bounds_ = mesh.bounds_.Union(box);
   }
   std::vector<uint32_t> order = std::move(original);
+  st.leaf_splits_left = static_cast<uint32_t>(n / kLeafSplitShare);
   mesh.BuildHierarchy(&order, boxes, &st);
   boxes = BuildBoxes(0);  // freed before the records
   mesh.triangle_count_ = static_cast<uint32_t>(n);
@@ -707,6 +710,31 @@ void TriangleMesh::BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& b
   *parts_out = parts;
 }
 
+bool TriangleMesh::SplitLeaf(std::vector<uint32_t>* order, const BuildBoxes& boxes,
+                             uint32_t begin, uint32_t end, uint32_t depth, Staging* st,
+                             uint32_t bounds[kMeshNodeWidth + 1], uint32_t* parts) {
+  // A node visit counted as this many triangle tests.
+  constexpr double kNodeCost = 3.0;
+  const uint32_t count = end - begin;
+  if (count < kMeshLeafSize || depth > kMeshMaxDepth || st->leaf_splits_left == 0) return false;
+  const std::vector<uint32_t>& ord = *order;
+  const auto area = [&](uint32_t b, uint32_t e) {
+    Aabb box;
+    for (uint32_t k = b; k < e; ++k) box = box.Union(boxes[ord[k]]);
+    return box.SurfaceArea();
+  };
+  const double whole = area(begin, end);
+  const uint32_t m = begin + SahSplit(std::span<uint32_t>(*order).subspan(begin, count), boxes, 1);
+  const double split = kNodeCost * whole + area(begin, m) * (m - begin) + area(m, end) * (end - m);
+  if (!(split < whole * count)) return false;
+  --st->leaf_splits_left;
+  bounds[0] = begin;
+  bounds[1] = m;
+  bounds[2] = end;
+  *parts = 2;
+  return true;
+}
+
 uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes& boxes,
                                  uint32_t begin, uint32_t end, uint32_t depth,
                                  Staging* st) {
@@ -729,14 +757,17 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes&
     for (uint32_t k = begin + 1; k < end && !first.empty(); ++k) {
       mixed |= part(ord[k]) != part(ord[begin]);
     }
-    if (!mixed) return kLeafBit | (begin << 3) | (count - 1);
-    std::stable_sort(ord.begin() + begin, ord.begin() + end,
-                     [&](uint32_t a, uint32_t b) { return part(a) < part(b); });
-    parts = 0;
-    for (uint32_t k = begin + 1; k <= end; ++k) {
-      if (k == end || (parts + 1 < kMeshNodeWidth && part(ord[k]) != part(ord[k - 1]))) {
-        bounds[++parts] = k;
+    if (mixed) {
+      std::stable_sort(ord.begin() + begin, ord.begin() + end,
+                       [&](uint32_t a, uint32_t b) { return part(a) < part(b); });
+      parts = 0;
+      for (uint32_t k = begin + 1; k <= end; ++k) {
+        if (k == end || (parts + 1 < kMeshNodeWidth && part(ord[k]) != part(ord[k - 1]))) {
+          bounds[++parts] = k;
+        }
       }
+    } else if (!SplitLeaf(order, boxes, begin, end, depth, st, bounds, &parts)) {
+      return kLeafBit | (begin << 3) | (count - 1);
     }
   } else {
     BuildSplits(order, boxes, begin, end, depth, bounds, &parts);

@@ -574,6 +574,15 @@ class TriangleMesh {
   static void BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& boxes, uint32_t begin,
                           uint32_t end, uint32_t depth, uint32_t bounds[kMeshNodeWidth + 1],
                           uint32_t* parts);
+  /// Whether leaf order[begin, end) is better as two leaves under a node of
+  /// their own (surface area heuristic): then order reordered and
+  /// bounds[0..2], *parts = 2 the two, one of st's leaf splits taken.
+  static bool SplitLeaf(std::vector<uint32_t>* order, const BuildBoxes& boxes, uint32_t begin,
+                        uint32_t end, uint32_t depth, Staging* st,
+                        uint32_t bounds[kMeshNodeWidth + 1], uint32_t* parts);
+  /// At most one SplitLeaf node per this many triangles (about a byte a
+  /// triangle at most).
+  static constexpr uint32_t kLeafSplitShare = 48;
   /// Builds the subtree over order[begin, end) and returns its child word.
   /// `depth`: the node's level, 1 at the root.
   uint32_t BuildNode(std::vector<uint32_t>* order, const BuildBoxes& boxes,

@@ -405,6 +405,49 @@ TEST(MeshBuild, PartsKeepLeavesOfTheirOwn) {
   }
 }
 
+// A leaf whose triangles lie in two far-apart pairs is split under a node of
+// its own (SplitLeaf): a box around one pair visits that pair only, while a
+// grid's compact leaves stay whole (its query boxes visit whole leaves).
+TEST(MeshBuild, LooseLeavesAreSplit) {
+  MeshData m = WavyGrid(30, 0.7);
+  const size_t grid_triangles = m.triangles.size();
+  std::vector<Vec3> pairs;
+  for (int c = 0; c < 8; ++c) {
+    const Vec3 at{100.0 + 10.0 * c, 0.0, 0.0};
+    const auto base = static_cast<uint32_t>(m.vertices.size());
+    for (const Vec3& d : {Vec3{}, Vec3{0.1, 0, 0}, Vec3{0, 0.1, 0}, Vec3{0, 0, 0.1}}) {
+      m.vertices.push_back(at + d);
+    }
+    m.triangles.push_back({base, base + 1, base + 2});
+    m.triangles.push_back({base, base + 1, base + 3});
+    pairs.push_back(at);
+  }
+  const TriangleMesh mesh = MustBuild(m);
+  for (const Vec3& at : pairs) {
+    int visited = 0;
+    mesh.VisitOverlapping(Aabb(at - Vec3::Splat(0.05), at + Vec3::Splat(0.15)), [&](uint32_t k) {
+      EXPECT_GE(mesh.OriginalIndex(k), grid_triangles);
+      ++visited;
+      return true;
+    });
+    EXPECT_EQ(visited, 2) << ToString(at);
+  }
+  // On the grid a point's box meets a whole leaf of kMeshLeafSize triangles.
+  int whole = 0;
+  for (uint32_t k = 0; k < 200; ++k) {
+    Vec3 v[3];
+    mesh.TriangleVertices(k, v);
+    const Vec3 c = (v[0] + v[1] + v[2]) / 3.0;
+    int visited = 0;
+    mesh.VisitOverlapping(Aabb(c, c), [&](uint32_t) {
+      ++visited;
+      return true;
+    });
+    whole += visited >= static_cast<int>(kMeshLeafSize);
+  }
+  EXPECT_GT(whole, 150);
+}
+
 // A mesh settled into the end of its own block (as shapes hold meshes) is
 // the mesh as built: the same storage, the same input back to the bit, the
 // same ray answers.
