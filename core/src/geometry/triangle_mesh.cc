@@ -603,11 +603,14 @@ void TriangleMesh::BottomNodeAt(uint32_t index, Node* out) const {
   }
 }
 
+size_t TriangleMesh::PartOf(std::span<const uint32_t> part_first, uint32_t triangle) {
+  return static_cast<size_t>(
+      std::upper_bound(part_first.begin(), part_first.end(), triangle) - part_first.begin());
+}
+
 bool TriangleMesh::LeavesWithinParts(std::span<const uint32_t> part_first) const {
   if (nodes_.empty()) return true;
-  const auto part = [part_first](uint32_t t) {
-    return std::upper_bound(part_first.begin(), part_first.end(), t) - part_first.begin();
-  };
+  const auto part = [part_first](uint32_t t) { return PartOf(part_first, t); };
   std::vector<uint32_t> stack{0};
   while (!stack.empty()) {
     const uint32_t word = stack.back();
@@ -710,13 +713,36 @@ void TriangleMesh::BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& b
   *parts_out = parts;
 }
 
+bool TriangleMesh::SplitByPart(std::vector<uint32_t>* order, uint32_t begin, uint32_t end,
+                               const Staging& st, uint32_t bounds[kMeshNodeWidth + 1],
+                               uint32_t* parts) {
+  const std::span<const uint32_t> first = st.part_first;
+  const auto part = [first](uint32_t t) { return PartOf(first, t); };
+  std::vector<uint32_t>& ord = *order;
+  bool mixed = false;
+  for (uint32_t k = begin + 1; k < end && !first.empty(); ++k) {
+    mixed |= part(ord[k]) != part(ord[begin]);
+  }
+  if (!mixed) return false;
+  std::stable_sort(ord.begin() + begin, ord.begin() + end,
+                   [&](uint32_t a, uint32_t b) { return part(a) < part(b); });
+  // Groups of one part each; the last takes the parts past the fourth.
+  *parts = 0;
+  for (uint32_t k = begin + 1; k <= end; ++k) {
+    if (k == end || (*parts + 1 < kMeshNodeWidth && part(ord[k]) != part(ord[k - 1]))) {
+      bounds[++*parts] = k;
+    }
+  }
+  return true;
+}
+
 bool TriangleMesh::SplitLeaf(std::vector<uint32_t>* order, const BuildBoxes& boxes,
-                             uint32_t begin, uint32_t end, uint32_t depth, Staging* st,
+                             uint32_t begin, uint32_t end, Staging* st,
                              uint32_t bounds[kMeshNodeWidth + 1], uint32_t* parts) {
   // A node visit counted as this many triangle tests.
   constexpr double kNodeCost = 3.0;
   const uint32_t count = end - begin;
-  if (count < kMeshLeafSize || depth > kMeshMaxDepth || st->leaf_splits_left == 0) return false;
+  if (count < kMeshLeafSize || st->leaf_splits_left == 0) return false;
   const std::vector<uint32_t>& ord = *order;
   const auto area = [&](uint32_t b, uint32_t e) {
     Aabb box;
@@ -745,28 +771,11 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes&
   bounds[0] = begin;
   bounds[1] = end;
   if (count <= kMeshLeafSize) {
-    // A leaf, unless its triangles come from several parts and a node still
-    // fits (kMeshMaxDepth levels): then a node of leaves by part (the last
-    // taking the parts past the fourth).
-    const std::span<const uint32_t> first =
-        depth <= kMeshMaxDepth ? st->part_first : std::span<const uint32_t>{};
-    const auto part = [first](uint32_t t) {
-      return std::upper_bound(first.begin(), first.end(), t) - first.begin();
-    };
-    bool mixed = false;
-    for (uint32_t k = begin + 1; k < end && !first.empty(); ++k) {
-      mixed |= part(ord[k]) != part(ord[begin]);
-    }
-    if (mixed) {
-      std::stable_sort(ord.begin() + begin, ord.begin() + end,
-                       [&](uint32_t a, uint32_t b) { return part(a) < part(b); });
-      parts = 0;
-      for (uint32_t k = begin + 1; k <= end; ++k) {
-        if (k == end || (parts + 1 < kMeshNodeWidth && part(ord[k]) != part(ord[k - 1]))) {
-          bounds[++parts] = k;
-        }
-      }
-    } else if (!SplitLeaf(order, boxes, begin, end, depth, st, bounds, &parts)) {
+    // A leaf, unless a node still fits (kMeshMaxDepth levels) and its
+    // triangles come from several parts or are better apart.
+    if (depth > kMeshMaxDepth ||
+        (!SplitByPart(order, begin, end, *st, bounds, &parts) &&
+         !SplitLeaf(order, boxes, begin, end, st, bounds, &parts))) {
       return kLeafBit | (begin << 3) | (count - 1);
     }
   } else {

@@ -574,12 +574,21 @@ class TriangleMesh {
   static void BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& boxes, uint32_t begin,
                           uint32_t end, uint32_t depth, uint32_t bounds[kMeshNodeWidth + 1],
                           uint32_t* parts);
+  /// The part (index into Build's part_first, plus one) of input triangle
+  /// `triangle`.
+  static size_t PartOf(std::span<const uint32_t> part_first, uint32_t triangle);
+  /// Whether leaf order[begin, end) mixes parts of the input (st's
+  /// part_first): then order sorted by part and bounds[0..*parts] its
+  /// groups of one part each, the last taking the parts past the fourth.
+  static bool SplitByPart(std::vector<uint32_t>* order, uint32_t begin, uint32_t end,
+                          const Staging& st, uint32_t bounds[kMeshNodeWidth + 1],
+                          uint32_t* parts);
   /// Whether leaf order[begin, end) is better as two leaves under a node of
   /// their own (surface area heuristic): then order reordered and
   /// bounds[0..2], *parts = 2 the two, one of st's leaf splits taken.
   static bool SplitLeaf(std::vector<uint32_t>* order, const BuildBoxes& boxes, uint32_t begin,
-                        uint32_t end, uint32_t depth, Staging* st,
-                        uint32_t bounds[kMeshNodeWidth + 1], uint32_t* parts);
+                        uint32_t end, Staging* st, uint32_t bounds[kMeshNodeWidth + 1],
+                        uint32_t* parts);
   /// At most one SplitLeaf node per this many triangles (about a byte a
   /// triangle at most).
   static constexpr uint32_t kLeafSplitShare = 48;

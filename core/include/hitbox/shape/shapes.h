@@ -105,13 +105,10 @@ struct HeightfieldShape {
 /// Immutable built surface (TriangleMesh or Heightfield with its hierarchy),
 /// shared by every Shape that copies it (defined in core/src/shape/surface_data.h).
 class SurfaceData;
+class Shape;
 namespace internal {
 void SurfaceAddRef(const SurfaceData* s);
 void SurfaceRelease(const SurfaceData* s);
-}  // namespace internal
-class Shape;
-struct TriangleMeshShape;
-namespace internal {
 /// Shape::Make of a mesh whose input is parts starting at `part_first`
 /// (a merged mesh's members): no leaf of its hierarchy mixes two parts.
 Result<Shape> MakeMeshOfParts(const TriangleMeshShape& m, std::span<const uint32_t> part_first);
