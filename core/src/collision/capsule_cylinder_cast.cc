@@ -52,8 +52,8 @@ AxisCast CastCapsuleCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3&
   // the projections overlap while |s| <= the sum of the radii along l.
   auto axis = [&](const Vec3& l, int id) {
     const double ll = l.LengthSq();
-    const double rsum = h * std::fabs(l.y) + r * std::sqrt(std::max(ll - l.y * l.y, 0.0)) +
-                        hc * std::fabs(Dot(l, k)) + rc * std::sqrt(ll);
+    const double rsum =
+        CylinderReach(l, ll, r, h) + hc * std::fabs(Dot(l, k)) + rc * std::sqrt(ll);
     axes.Add(l, id, rsum, Dot(l, c), Dot(l, w));
   };
   axis({0, 1, 0}, 0);
@@ -75,12 +75,10 @@ AxisCast CastCapsuleCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3&
     const Vec3 p = ct + k * (Dot(k, n) > 0.0 ? -hc : hc) - n * rc;
     if (tight(n) && InCylinder(p, r, h, tol)) return answer(t, n, p);
   } else {
-    // Side against side: the closest points of the two axis lines (Ericson
-    // 5.1.8), s along the cylinder's axis (Y) and u along the capsule's (k).
-    const double den = 1.0 - k.y * k.y;  // |k x Y|^2, > 1e-18 here
-    const double ck = Dot(ct, k);
-    const double s = (ct.y - k.y * ck) / den;
-    const double u = (k.y * ct.y - ck) / den;
+    // Side against side: the closest points of the two axis lines, s along
+    // the cylinder's axis (Y) and u along the capsule's (k; |k x Y|^2 > 1e-18).
+    double s, u;
+    AxisLinesClosest(ct, k, &s, &u);
     if (tight(n) && std::fabs(s) <= h + tol && std::fabs(u) <= hc + tol) {
       return answer(t, n, Vec3{0.0, s, 0.0} + n * r);
     }

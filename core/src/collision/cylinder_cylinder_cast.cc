@@ -30,8 +30,8 @@ AxisCast CastCylinderCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3
   auto axis = [&](const Vec3& l, int id) {
     const double ll = l.LengthSq();
     const double lk = Dot(l, k);
-    const double rsum = hb * std::fabs(l.y) + rb * std::sqrt(std::max(ll - l.y * l.y, 0.0)) +
-                        ha * std::fabs(lk) + ra * std::sqrt(std::max(ll - lk * lk, 0.0));
+    const double rsum = CylinderReach(l, ll, rb, hb) + ha * std::fabs(lk) +
+                        ra * std::sqrt(std::max(ll - lk * lk, 0.0));
     axes.Add(l, id, rsum, Dot(l, c), Dot(l, v));
   };
   axis({0, 1, 0}, 0);
@@ -52,13 +52,10 @@ AxisCast CastCylinderCylinderAxes(const Shape& a, const Pose& a_in_b, const Vec3
     // A's cap against B's support point towards it.
     p = CylinderSupport(rb, hb, n);
   } else {
-    // Side against side: the closest points of the two axis lines (Ericson
-    // 5.1.8), s along B's axis (Y) and u along A's (k).
-    const double kk_y = k.y;
-    const double den = 1.0 - kk_y * kk_y;  // |Y x k|^2, > 1e-18 here
-    const double cy = ct.y, ck = Dot(ct, k);
-    const double s = (cy - kk_y * ck) / den;
-    const double u = (kk_y * cy - ck) / den;
+    // Side against side: the closest points of the two axis lines, s along
+    // B's axis (Y) and u along A's (k; |Y x k|^2 > 1e-18 here).
+    double s, u;
+    AxisLinesClosest(ct, k, &s, &u);
     if (!(std::fabs(s) <= hb && std::fabs(u) <= ha)) return out;
     p = Vec3{0.0, s, 0.0} + n * rb;
   }

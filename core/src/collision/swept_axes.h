@@ -68,6 +68,22 @@ struct SweptAxes {
   }
 };
 
+/// The half-extent along axis l (any length, ll = |l|^2) of a cylinder of
+/// radius r about local Y with caps at +-h, scaled by |l|.
+inline double CylinderReach(const Vec3& l, double ll, double r, double h) {
+  return h * std::fabs(l.y) + r * std::sqrt(std::max(ll - l.y * l.y, 0.0));
+}
+
+/// The closest points of the line along Y through the origin and the line
+/// along unit k through p (Ericson RTCD 5.1.8): Y * s and p + k * u. The
+/// lines must not be parallel (|k x Y|^2 well above 0).
+inline void AxisLinesClosest(const Vec3& p, const Vec3& k, double* s, double* u) {
+  const double den = 1.0 - k.y * k.y;  // |k x Y|^2
+  const double pk = Dot(p, k);
+  *s = (p.y - k.y * pk) / den;
+  *u = (k.y * p.y - pk) / den;
+}
+
 /// True when p lies in the cylinder (radius r about local Y, caps at +-h)
 /// grown by tol.
 inline bool InCylinder(const Vec3& p, double r, double h, double tol) {
