@@ -16,6 +16,8 @@
 #include "geometry/triangle_mesh.h"
 #include "geometry/triangle_queries.h"
 #include "hitbox/math/math.h"
+#include "hitbox/shape/shapes.h"
+#include "test_util.h"
 
 namespace hitbox::testing {
 
@@ -104,6 +106,15 @@ inline MeshData WavyGrid(int n, double cell, bool flat = false) {
     }
   }
   return m;
+}
+
+/// A mesh of WavyGrid(n, cell), its vertices jittered by up to `jitter`.
+inline Shape JitteredGrid(Random& rng, int n, double cell, double jitter) {
+  const MeshData d = WavyGrid(n, cell);
+  TriangleMeshShape m;
+  for (const Vec3& v : d.vertices) m.vertices.push_back(v + rng.InBox(jitter));
+  for (const auto& t : d.triangles) m.triangles.push_back({t[0], t[1], t[2]});
+  return *Shape::Make(m);
 }
 
 /// Reference closest ray hit over every triangle (same tie-break as the mesh:

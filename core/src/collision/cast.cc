@@ -12,6 +12,7 @@
 #include "geometry/closest_points.h"
 #include "collision/pair_dispatch.h"
 #include "collision/swept_axes.h"
+#include "collision/triangles/start_near.h"
 #include "hitbox/collision/collide.h"
 #include "geometry/ray_primitives.h"
 
@@ -518,6 +519,8 @@ void AddStartedContact(const Shape& a, const Pose& pose_a, const Shape& b, const
 
 CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
                 const Pose& pose_b, const CastSettings& settings) {
+  // The contact of a sweep started inside a mesh takes the sweep's near triangles.
+  const ScopedStartNear start_near;
   CastResult result = internal::CastWithoutContact(a, pose_a, translation, b, pose_b, settings);
   if (result.state == CastState::kStartedOverlapping) {
     internal::AddStartedContact(a, pose_a, b, pose_b, &result);

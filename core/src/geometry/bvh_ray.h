@@ -66,6 +66,28 @@ struct BvhRay {
   }
 };
 
+/// The box of triangle v, Aabb().Union(v[0]).Union(v[1]).Union(v[2]) to the
+/// bit, in SSE2 pairs: x and y in *lo_xy / *hi_xy, z in the low lanes of
+/// *lo_z / *hi_z.
+__attribute__((always_inline)) inline void TriangleBoxLanes(const Vec3 v[3], __m128d* lo_xy,
+                                                            __m128d* hi_xy, __m128d* lo_z,
+                                                            __m128d* hi_z) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // Aabb().Union(p) takes std::min(min, p) = p < min ? p : min, which is
+  // _mm_min_pd(p, min); std::max(max, p) likewise _mm_max_pd(p, max).
+  *lo_xy = _mm_set1_pd(kInf);
+  *hi_xy = _mm_set1_pd(-kInf);
+  *lo_z = _mm_set_sd(kInf);
+  *hi_z = _mm_set_sd(-kInf);
+  for (int c = 0; c < 3; ++c) {
+    const __m128d p_xy = _mm_loadu_pd(&v[c].x), p_z = _mm_load_sd(&v[c].z);
+    *lo_xy = _mm_min_pd(p_xy, *lo_xy);
+    *hi_xy = _mm_max_pd(p_xy, *hi_xy);
+    *lo_z = _mm_min_sd(p_z, *lo_z);
+    *hi_z = _mm_max_sd(p_z, *hi_z);
+  }
+}
+
 /// A BvhRay against triangles' boxes grown by `grow`: Enter(v, ...) is
 /// ray.Enter(Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Expanded(grow), ...)
 /// to the bit (the same operations on the same operands, no early exits,
@@ -86,18 +108,8 @@ class GrownTrianglePath {
 
   __attribute__((always_inline)) bool Enter(const Vec3 v[3], double t_max,
                                             double* t_enter) const {
-    constexpr double kInf = std::numeric_limits<double>::infinity();
-    // Aabb().Union(p) takes std::min(min, p) = p < min ? p : min, which is
-    // _mm_min_pd(p, min); std::max(max, p) likewise _mm_max_pd(p, max).
-    __m128d lo_xy = _mm_set1_pd(kInf), hi_xy = _mm_set1_pd(-kInf);
-    __m128d lo_z = _mm_set_sd(kInf), hi_z = _mm_set_sd(-kInf);
-    for (int c = 0; c < 3; ++c) {
-      const __m128d p_xy = _mm_loadu_pd(&v[c].x), p_z = _mm_load_sd(&v[c].z);
-      lo_xy = _mm_min_pd(p_xy, lo_xy);
-      hi_xy = _mm_max_pd(p_xy, hi_xy);
-      lo_z = _mm_min_sd(p_z, lo_z);
-      hi_z = _mm_max_sd(p_z, hi_z);
-    }
+    __m128d lo_xy, hi_xy, lo_z, hi_z;
+    TriangleBoxLanes(v, &lo_xy, &hi_xy, &lo_z, &hi_z);
     lo_xy = _mm_sub_pd(lo_xy, grow_xy_);
     hi_xy = _mm_add_pd(hi_xy, grow_xy_);
     lo_z = _mm_sub_sd(lo_z, grow_z_);

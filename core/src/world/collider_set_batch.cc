@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "collision/placed_query.h"
+#include "collision/triangles/start_near.h"
 #include "geometry/triangle_mesh.h"
 #include "shape/surface_data.h"
 #include "world/collider_set_jobs.h"
@@ -288,6 +289,8 @@ bool ColliderSet::Impl::RunRangeImpl(std::span<const Query> queries,
                                      const WideTree* rest) const {
   for (size_t i = begin; i < end; ++i) internal::ClearResult(queries[i], &results[i]);
   const internal::ScopedPlacementReuse reuse;
+  // A started sweep's winner takes its contact from the sweep's near triangles.
+  const ScopedStartNear start_near;
   // Under a budget, the triangles and children tested inside one query count
   // too, and a long one stops with the batch.
   std::optional<BatchControl::Meter> meter;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collision/triangles/gathered_triangle.h"
+#include "collision/triangles/start_near.h"
 #include "geometry/same_bits.h"
 #include "geometry/triangle_mesh.h"
 #include "geometry/triangle_queries.h"
@@ -44,6 +45,7 @@ void ColliderSet::Impl::RunSegmentQuery(const Q& q, std::vector<CastHit>* hits) 
     RunRewound<Job>(q, hits, &pairs);
     return;
   }
+  const ScopedStartNear start_near;  // as a batch's (RunRangeImpl)
   Job job;
   job.pairs = &pairs;
   job.Start(*this, q, hits);

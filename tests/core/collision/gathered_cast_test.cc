@@ -19,6 +19,7 @@
 namespace hitbox {
 namespace {
 
+using testing::JitteredGrid;
 using testing::Random;
 
 bool SameBits(double a, double b) {
@@ -37,15 +38,6 @@ std::string CastDiff(const CastResult& a, const CastResult& b) {
   if (!SameBits(a.depth, b.depth)) return "depth";
   if (a.sub_shape != b.sub_shape) return "sub_shape";
   return "";
-}
-
-// A wavy grid of n x n cells, its vertices jittered by up to `jitter`.
-Shape JitteredGrid(Random& rng, int n, double cell, double jitter) {
-  const testing::MeshData d = testing::WavyGrid(n, cell);
-  TriangleMeshShape m;
-  for (const Vec3& v : d.vertices) m.vertices.push_back(v + rng.InBox(jitter));
-  for (const auto& t : d.triangles) m.triangles.push_back({t[0], t[1], t[2]});
-  return *Shape::Make(m);
 }
 
 // The mesh's triangles whose boxes meet `region` (its frame), as a move gathers them.

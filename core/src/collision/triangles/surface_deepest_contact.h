@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "collision/triangles/cylinder_triangle.h"
+#include "collision/triangles/start_near.h"
 #include "collision/triangles/surface_overlap.h"
 #include "hitbox/math/math.h"
 
@@ -75,6 +77,27 @@ inline double SegmentTriangleDistanceLower(const Vec3& p0, const Vec3& p1, const
   const double lower = std::sqrt(over * over + gap * gap);
   return lower == lower ? lower : 0.0;
 }
+
+/// VisitNearTriangles, or the triangles a sweep that started inside this
+/// mesh recorded around its start (FindStartNear) when they cover the near
+/// box: the same triangles, in another order, which the deepest contact
+/// does not depend on.
+template <typename Surface, typename Convex, typename Fn>
+void VisitNearTrianglesOrStart(const Surface& surface, const Convex& convex, Fn&& fn) {
+  if constexpr (std::is_same_v<Surface, TriangleMesh>) {
+    const Aabb near_box = convex.bounds().Expanded(kSweepGap);
+    if (const StartNearSet* set = FindStartNear(&surface, near_box)) {
+      internal::WorkTally tally;
+      for (const StartNearTriangle& t : set->triangles) {
+        if (!tally.Count()) return;  // the batch stops (budget, deadline)
+        if (!Aabb().Union(t.v[0]).Union(t.v[1]).Union(t.v[2]).Overlaps(near_box)) continue;
+        if (!fn(t.k, t.v)) return;
+      }
+      return;
+    }
+  }
+  VisitNearTriangles(surface, convex, fn);
+}
 }  // namespace surface_detail
 
 /// The deepest of SurfaceContactsConvex's contacts (ties: the lowest input
@@ -86,6 +109,7 @@ inline double SegmentTriangleDistanceLower(const Vec3& p0, const Vec3& p1, const
 template <typename Surface, typename Convex>
 bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
                                  SurfaceContactHit* out) {
+  using surface_detail::VisitNearTrianglesOrStart;
   using Candidate = surface_detail::DeepestCandidate;
   using Entry = surface_detail::DeepestEntry;
   // Scratch kept per thread between calls (no allocation per query).
@@ -117,7 +141,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
         // their depth is at most the radius less it.
         const Vec3 centre = convex.segment()[0];
         const double slack = 4e-9 * convex.scale();
-        VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
+        VisitNearTrianglesOrStart(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
           if (any) {
             const double reach = convex.margin() - out->depth + slack;
             double gap2 = 0.0;
@@ -146,7 +170,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
       near.clear();
       const Vec3* seg = convex.segment();
       const Aabb seg_box = Aabb().Union(seg[0]).Union(seg[1]);
-      VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
+      VisitNearTrianglesOrStart(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
         double gap2 = 0.0;
         for (int a = 0; a < 3; ++a) {
           const double lo = std::min(v[0][a], std::min(v[1][a], v[2][a]));
@@ -188,7 +212,7 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
   // Should the batch stop (budget, deadline), the triangles visited so far
   // are decided, as SurfaceContactsConvex does.
   const Aabb& bounds = convex.bounds();
-  VisitNearTriangles(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
+  VisitNearTrianglesOrStart(surface, convex, [&](uint32_t k, const Vec3 v[3]) {
     Candidate c;
     c.supports = false;
     std::copy(v, v + 3, c.v);

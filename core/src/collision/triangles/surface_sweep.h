@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collision/triangles/gathered_triangle.h"
+#include "collision/triangles/start_near.h"
 #include "collision/triangles/surface_overlap.h"
 #include "collision/triangles/sweep_ties.h"
 #include "collision/triangles/triangle_sweep.h"
@@ -101,18 +102,26 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
     const auto passed_over = [&](uint32_t k) {
       return !ties.PassesNone() && ties.PassedOver(surface.OriginalIndex(k));
     };
+    // The triangles around the start, for a started sweep's contact (a
+    // merged sweep's contact is its member's, of another mesh).
+    StartNearRecorder near(merged == nullptr ? &surface : nullptr, convex.bounds());
+    const Vec3 walk_grow = grow + Vec3::Splat(near.walk_margin());
+    bool stopped = false;
     surface.VisitSweptClosestFirst(
-        centre_path, grow, &limit,
+        centre_path, walk_grow, &limit,
         [&](uint32_t k, const uint32_t idx[3], double* t_enter, bool* stop) {
           if (!tally.Count()) {  // the batch stops (budget, deadline)
-            *stop = true;
+            *stop = stopped = true;
             return false;
           }
-          // Passed over now, passed over at its turn: not decoded nor kept.
-          if (passed_over(k)) return false;
+          // Passed over now, passed over at its turn: not kept (nor
+          // decoded, unless recorded).
+          const bool passed = passed_over(k);
+          if (passed && !near.active()) return false;
           std::array<Vec3, 3> v;
           surface.IndexedVertices(idx, v.data(), &vertex_cache);
-          if (!enter(v.data(), t_enter)) return false;
+          near.Add(k, v.data());
+          if (passed || !enter(v.data(), t_enter)) return false;
           entered.push_back(v);
           return true;
         },
@@ -120,6 +129,9 @@ CastResult SurfaceSweepConvex(const Surface& surface, const Convex& convex, cons
           if (!passed_over(k)) sweep(k, entered[i].data());
           return true;
         });
+    const CastResult r = ties.Result(merged != nullptr ? &merged->member : nullptr);
+    near.Finish(&surface, !stopped && r.state == CastState::kStartedOverlapping);
+    return r;
   } else {
     surface.VisitSwept(box, translation, centre_path, grow, &limit, [&](uint32_t k) {
       if (!tally.Count()) return false;  // the batch stops (budget, deadline)
