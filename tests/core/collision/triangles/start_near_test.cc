@@ -100,5 +100,26 @@ TEST(StartNear, SetsLiveInScope) {
   EXPECT_EQ(FindStartNear(&tm, near_box), nullptr);
 }
 
+// A query around more than kMaxTriangles triangles records none (its
+// contact walks the hierarchy): the per-thread sets stay small whatever the
+// query, and the contact is the walk's.
+TEST(StartNear, BigQueriesAreNotRecorded) {
+  Random rng(5);
+  const Shape mesh = JitteredGrid(rng, 16, 0.25, 0.0);  // 512 triangles over 4 x 4 m
+  const TriangleMesh& tm = *mesh.surface()->mesh();
+  const Shape box = *Shape::MakeBox({1.8, 0.5, 1.8});  // over ~400 of them
+  const Pose pose_a({2.0, testing::WavyHeight(2.0, 2.0), 2.0}, Quat());
+  const ScopedStartNear scope;
+  CastResult r = internal::CastWithoutContact(box, pose_a, {0.0, -1.0, 0.0}, mesh, Pose(), {});
+  ASSERT_EQ(r.state, CastState::kStartedOverlapping);
+  const PlacedConvex& placed = internal::PlaceQuery(box, Pose().RelativeTo(pose_a));
+  EXPECT_EQ(FindStartNear(&tm, placed.bounds().Expanded(kSweepGap)), nullptr);
+  CastResult walked = r;
+  internal::AddStartedContact(box, pose_a, mesh, Pose(), &r);
+  internal::AddStartedContact(box, pose_a, mesh, Pose(), &walked);
+  EXPECT_GT(r.depth, 0.0);
+  EXPECT_TRUE(SameBits(r.normal, walked.normal) && SameBits(r.depth, walked.depth));
+}
+
 }  // namespace
 }  // namespace hitbox
