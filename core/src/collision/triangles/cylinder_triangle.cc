@@ -38,8 +38,9 @@ bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const V
   // a diagonal (1, 0, +-1) is r sqrt(2)).
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double lo[5] = {kInf, kInf, kInf, kInf, kInf}, hi[5] = {-kInf, -kInf, -kInf, -kInf, -kInf};
+  Vec3 q[3];  // the vertices in the cylinder's frame
   for (int i = 0; i < 3; ++i) {
-    const Vec3 p = cyl.rotation.TransposeMul(tri[i] - cyl.center);
+    const Vec3 p = q[i] = cyl.rotation.TransposeMul(tri[i] - cyl.center);
     const double x[5] = {p.x, p.y, p.z, p.x + p.z, p.x - p.z};
     for (int a = 0; a < 5; ++a) {
       lo[a] = std::min(lo[a], x[a]);
@@ -64,6 +65,30 @@ bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const V
       enter = std::max(enter, (ext[a] - lo[a]) / w[a]);
       exit = std::min(exit, (-ext[a] - hi[a]) / w[a]);
     } else if (lo[a] > ext[a] || hi[a] < -ext[a]) {
+      return true;
+    }
+    if (enter > exit) return true;
+  }
+  // The axis x each edge (horizontal: the side against the edge), where
+  // the cylinder spans r |m| about its centre and the edge's two vertices
+  // project alike.
+  for (int i = 0; i < 3; ++i) {
+    const Vec3 e = q[(i + 1) % 3] - q[i];
+    const double mx = e.z, mz = -e.x;  // Cross((0, 1, 0), e)
+    const double mm = mx * mx + mz * mz;
+    if (!(mm > 0.0)) continue;
+    const double on_edge = q[i].x * mx + q[i].z * mz;
+    const double other = q[(i + 2) % 3].x * mx + q[(i + 2) % 3].z * mz;
+    const double e_lo = std::min(on_edge, other), e_hi = std::max(on_edge, other);
+    const double e_ext = r * std::sqrt(mm);
+    const double wm = w3.x * mx + w3.z * mz;
+    if (wm > 0.0) {
+      enter = std::max(enter, (-e_ext - e_hi) / wm);
+      exit = std::min(exit, (e_ext - e_lo) / wm);
+    } else if (wm < 0.0) {
+      enter = std::max(enter, (e_ext - e_lo) / wm);
+      exit = std::min(exit, (-e_ext - e_hi) / wm);
+    } else if (e_lo > e_ext || e_hi < -e_ext) {
       return true;
     }
     if (enter > exit) return true;

@@ -92,10 +92,11 @@ inline constexpr double kCylinderTriangleDistinct = 1e-6;
 
 /// True when triangle `tri` and cylinder `cyl` translating by `v` (surface
 /// frame) are certainly apart for t in [0, t_max]: the triangle's extents
-/// and the cylinder's (its box and the octagon of the diagonals around its
-/// circle), in its frame, apart on some axis at every t by more than
-/// the loosest contact the GJK cast declares (kSweepStallGap), plus slack
-/// (kSweepSatSlack) and rounding; so the cast cannot report a contact.
+/// and the cylinder's (its box, the octagon of the diagonals around its
+/// circle, and along the axis x each edge), in its frame, apart on some axis
+/// at every t by more than the loosest contact the GJK cast declares
+/// (kSweepStallGap), plus slack (kSweepSatSlack) and rounding; so the cast
+/// cannot report a contact.
 bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const Vec3& v,
                            double t_max);
 
