@@ -3,13 +3,11 @@
 // next) so that contact need not walk the hierarchy again.
 #pragma once
 
+#include <emmintrin.h>
+
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <vector>
-
-#include <emmintrin.h>
-#include <cstdio>
 
 #include "collision/triangles/triangle_gjk.h"
 #include "geometry/bvh_ray.h"
