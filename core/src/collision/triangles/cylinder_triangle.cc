@@ -56,18 +56,23 @@ bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const V
   const double slack = kSweepStallGap + kSweepSatSlack + 1e-12 * (size + w3.Length() * t_max);
   const double r = cyl.radius + slack;
   const double ext[5] = {r, cyl.half_height + slack, r, r * std::sqrt(2.0), r * std::sqrt(2.0)};
+  // The times the triangle's extents [lo, hi] on an axis, moving at w, meet
+  // the cylinder's [-ext, ext] narrow [enter, exit]; true once that is empty.
   double enter = 0.0, exit = t_max;
-  for (int a = 0; a < 5; ++a) {
-    if (w[a] > 0.0) {
-      enter = std::max(enter, (-ext[a] - hi[a]) / w[a]);
-      exit = std::min(exit, (ext[a] - lo[a]) / w[a]);
-    } else if (w[a] < 0.0) {
-      enter = std::max(enter, (ext[a] - lo[a]) / w[a]);
-      exit = std::min(exit, (-ext[a] - hi[a]) / w[a]);
-    } else if (lo[a] > ext[a] || hi[a] < -ext[a]) {
+  const auto apart = [&](double lo_a, double hi_a, double ext_a, double w_a) {
+    if (w_a > 0.0) {
+      enter = std::max(enter, (-ext_a - hi_a) / w_a);
+      exit = std::min(exit, (ext_a - lo_a) / w_a);
+    } else if (w_a < 0.0) {
+      enter = std::max(enter, (ext_a - lo_a) / w_a);
+      exit = std::min(exit, (-ext_a - hi_a) / w_a);
+    } else if (lo_a > ext_a || hi_a < -ext_a) {
       return true;
     }
-    if (enter > exit) return true;
+    return enter > exit;
+  };
+  for (int a = 0; a < 5; ++a) {
+    if (apart(lo[a], hi[a], ext[a], w[a])) return true;
   }
   // The axis x each edge (horizontal: the side against the edge), where
   // the cylinder spans r |m| about its centre and the edge's two vertices
@@ -79,19 +84,10 @@ bool CylinderTriangleApart(const Vec3 tri[3], const PlacedCylinder& cyl, const V
     if (!(mm > 0.0)) continue;
     const double on_edge = q[i].x * mx + q[i].z * mz;
     const double other = q[(i + 2) % 3].x * mx + q[(i + 2) % 3].z * mz;
-    const double e_lo = std::min(on_edge, other), e_hi = std::max(on_edge, other);
-    const double e_ext = r * std::sqrt(mm);
-    const double wm = w3.x * mx + w3.z * mz;
-    if (wm > 0.0) {
-      enter = std::max(enter, (-e_ext - e_hi) / wm);
-      exit = std::min(exit, (e_ext - e_lo) / wm);
-    } else if (wm < 0.0) {
-      enter = std::max(enter, (e_ext - e_lo) / wm);
-      exit = std::min(exit, (-e_ext - e_hi) / wm);
-    } else if (e_lo > e_ext || e_hi < -e_ext) {
+    if (apart(std::min(on_edge, other), std::max(on_edge, other), r * std::sqrt(mm),
+              w3.x * mx + w3.z * mz)) {
       return true;
     }
-    if (enter > exit) return true;
   }
   return false;
 }
