@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "geometry/bvh_ray.h"
+#include "geometry/mesh_part_vertices.h"
 #include "geometry/mesh_vertices.h"
 #include "geometry/sah_split.h"
 #include "geometry/triangle_queries.h"
@@ -123,8 +124,14 @@ struct TriangleMesh::Staging {
 
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
                                          std::span<const Indices> triangles,
-                                         std::span<const uint32_t> part_first) {
+                                         std::span<const uint32_t> part_first,
+                                         const internal::MeshPartVertices* part_vertices) {
   if (vertices.empty()) return Error{ErrorCode::kInvalidArgument, "vertices: mesh has no vertices"};
+  if (part_vertices != nullptr && part_vertices->vertex_count() != vertices.size()) {
+    return Error{ErrorCode::kInvalidArgument,
+                 "vertices: " + std::to_string(vertices.size()) + " vertices, the parts hold " +
+                     std::to_string(part_vertices->vertex_count())};
+  }
   for (size_t i = 0; i < part_first.size(); ++i) {
     if (i == 0 ? part_first[0] != 0
                : part_first[i] <= part_first[i - 1] || part_first[i] >= triangles.size()) {
@@ -177,7 +184,14 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   Staging st;
   st.part_first = part_first;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
-  {
+  if (part_vertices != nullptr) {
+    // The parts' vertices: a float form of 0-bit records (16 bytes of
+    // padding) whose table is the parts'.
+    mesh.flt_ = FloatForm{};
+    mesh.flt_.parts = part_vertices;
+    st.fpacked.assign(16, 0);
+    mesh.View(&st);
+  } else {
     std::vector<uint8_t> fine;
     mesh_vertices::PlanVertices(vertices, &fine);
     mesh.PackVertices(vertices, fine, &st);
@@ -385,6 +399,10 @@ void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
 }
 
 Vec3 TriangleMesh::PackedFloatVertex(uint32_t i) const {
+  if (flt_.record_bits == 0) {
+    uint32_t local;
+    return flt_.parts->Locate(i, &local)->Vertex(local);
+  }
   const uint64_t base = static_cast<uint64_t>(i) * flt_.record_bits;
   Vec3 out;
   for (int a = 0; a < 3; ++a) {
@@ -1028,7 +1046,8 @@ void TriangleMesh::View(Staging* st) {
   bottom_.ptr = view(st->bottom);
   dvertices_.ptr = view(st->dvertices);
   obase_.ptr = view(st->obase);
-  if (!st->fpacked.empty()) flt_.codes = view(st->fcodes);  // else qmin_ is in use
+  // (else qmin_ is in use, or the parts' table)
+  if (!st->fpacked.empty() && flt_.record_bits != 0) flt_.codes = view(st->fcodes);
   fpacked_.ptr = view(st->fpacked);
   fvertices_.ptr = view(st->fvertices);
   vpacked_.ptr = view(st->vpacked);
@@ -1074,7 +1093,7 @@ void TriangleMesh::Seal(Staging* st) {
   at += bytes[3];
   std::vector<std::pair<uint32_t, Indices>>().swap(st->dropped);
   place(&st->obase, &obase_, bytes[4]);
-  if (!st->fpacked.empty()) {
+  if (!st->fpacked.empty() && flt_.record_bits != 0) {
     Stored<uint32_t> codes;
     place(&st->fcodes, &codes, bytes[5]);
     flt_.codes = codes.ptr;

@@ -89,6 +89,9 @@ class ShearedVertexCache {
 };
 
 class BuildBoxes;  // geometry/sah_split.h
+namespace internal {
+class MeshPartVertices;  // geometry/mesh_part_vertices.h
+}
 
 /// 128-bit unsigned (a GCC/Clang extension) for packed triangle records.
 __extension__ typedef unsigned __int128 PackedRecord;
@@ -130,9 +133,12 @@ class TriangleMesh {
   /// them); fails when no triangle is left. `part_first`: where each part of
   /// the input starts (input triangle indices, increasing, from 0; a merged
   /// mesh's members), every leaf then holding triangles of one part only.
-  [[nodiscard]] static Result<TriangleMesh> Build(std::span<const Vec3> vertices,
-                                                  std::span<const Indices> triangles,
-                                                  std::span<const uint32_t> part_first = {});
+  /// `part_vertices`: the same vertices as `vertices`, read from the parts'
+  /// own meshes, which the mesh then reads instead of storing its own.
+  [[nodiscard]] static Result<TriangleMesh> Build(
+      std::span<const Vec3> vertices, std::span<const Indices> triangles,
+      std::span<const uint32_t> part_first = {},
+      const internal::MeshPartVertices* part_vertices = nullptr);
 
   /// True when every leaf holds triangles of one part of the input only
   /// (parts as Build's part_first).
@@ -181,6 +187,9 @@ class TriangleMesh {
   uint32_t float_code_count() const { return fpacked_.empty() ? 0 : flt_.code_count; }
   /// Vertices kept apart from the packed ones (as float32 or doubles).
   uint32_t fine_vertex_count() const { return fine_count_; }
+  /// True when the vertices are read from the parts' meshes (Build's
+  /// part_vertices), none stored here.
+  bool part_vertices() const { return !fpacked_.empty() && flt_.record_bits == 0; }
   /// Number of hierarchy nodes (bottom nodes included).
   size_t node_count() const { return size_t{node_count_} + bottom_count_; }
   /// Number of hierarchy nodes kept in the 32-byte bottom form.
@@ -462,8 +471,9 @@ class TriangleMesh {
     if (dvertices_.empty()) return FloatVertex(i);
     return dvertices_[i];
   }
-  /// Packed float vertex i (fpacked_), widened (exact). Out of line: the
-  /// inlined decoders of the other forms stay as small as before.
+  /// Packed float vertex i (fpacked_), widened (exact), or the parts' vertex
+  /// i (part_vertices()). Out of line: the inlined decoders of the other
+  /// forms stay as small as before.
   __attribute__((noinline)) Vec3 PackedFloatVertex(uint32_t i) const;
   /// Float vertex i, widened (exact).
   __attribute__((always_inline)) Vec3 FloatVertex(uint32_t i) const {
@@ -634,6 +644,7 @@ class TriangleMesh {
   /// only Input() reads them).
   const std::pair<uint32_t, Indices>* Dropped() const;
   TriangleMesh() = default;
+  friend class internal::MeshPartVertices;  // reads the parts' Vertex()
 
   // One allocation holds every array below, nodes_ first (64-byte aligned:
   // the block starts there), then bottom_, dvertices_, the dropped triangles
@@ -646,8 +657,12 @@ class TriangleMesh {
   /// The layout of packed float vertices (fpacked_): per axis 23 mantissa
   /// bits and code_bits of an index into the axis's sign-and-exponent codes,
   /// codes[code_base[axis] + index].
+  /// record_bits 0: the vertices are the parts' (part_vertices()), `parts`.
   struct FloatForm {
-    uint32_t* codes;  // in the block (trivial: a union member)
+    union {
+      uint32_t* codes;  // in the block (trivial: a union member)
+      const internal::MeshPartVertices* parts;
+    };
     uint16_t code_base[3];
     uint16_t code_count;
     uint8_t record_bits;

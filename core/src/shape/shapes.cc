@@ -394,11 +394,15 @@ size_t Shape::PredictCompoundBytes(size_t children, size_t children_bytes) {
   return bytes;
 }
 
-Result<Shape> Shape::Make(const TriangleMeshShape& m) { return internal::MakeMeshOfParts(m, {}); }
+Result<Shape> Shape::Make(const TriangleMeshShape& m) {
+  return internal::MakeMeshOfParts(m, {}, nullptr);
+}
 
 Result<Shape> internal::MakeMeshOfParts(const TriangleMeshShape& m,
-                                        std::span<const uint32_t> part_first) {
-  Result<TriangleMesh> built = TriangleMesh::Build(m.vertices, m.triangles, part_first);
+                                        std::span<const uint32_t> part_first,
+                                        const MeshPartVertices* part_vertices) {
+  Result<TriangleMesh> built =
+      TriangleMesh::Build(m.vertices, m.triangles, part_first, part_vertices);
   if (!built.ok()) {
     return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
   }

@@ -70,8 +70,12 @@ MeshGroups::MeshGroups(const std::vector<Mesh>& in, uint64_t version) : version_
     TriangleMeshShape merged;
     merged.vertices.reserve(vertices);
     merged.triangles.reserve(triangles);
+    std::vector<const TriangleMesh*> parts;
     for (size_t k = begin; k < end; ++k) {
-      const TriangleMeshShape input = in[meshes[k]].collider.shape.surface()->mesh_input();
+      const Shape& member = in[meshes[k]].collider.shape;
+      g.members.push_back(member);
+      parts.push_back(member.surface()->mesh());
+      const TriangleMeshShape input = member.surface()->mesh_input();
       const auto base = static_cast<uint32_t>(merged.vertices.size());
       g.item.push_back(in[meshes[k]].item);
       g.first.push_back(static_cast<uint32_t>(merged.triangles.size()));
@@ -82,7 +86,8 @@ MeshGroups::MeshGroups(const std::vector<Mesh>& in, uint64_t version) : version_
     }
     // Leaves within one member: where members lie side by side, a leaf
     // mixing them is looser than a node of one leaf per member.
-    Result<Shape> shape = internal::MakeMeshOfParts(merged, g.first);
+    g.part_vertices = std::make_unique<const internal::MeshPartVertices>(std::move(parts));
+    Result<Shape> shape = internal::MakeMeshOfParts(merged, g.first, g.part_vertices.get());
     if (shape.ok()) {
       g.merged = std::move(*shape);
       triangles_ += merged.triangles.size();
@@ -104,7 +109,8 @@ uint32_t MeshGroups::Member(const Group& g, uint32_t triangle, uint32_t* local) 
 size_t MeshGroups::MemoryBytes() const {
   size_t bytes = sizeof(*this) + grouped_.capacity() + groups_.capacity() * sizeof(Group);
   for (const Group& g : groups_) {
-    bytes += g.merged.DataBytes() + (g.item.capacity() + g.first.capacity()) * sizeof(uint32_t);
+    bytes += g.merged.DataBytes() + (g.item.capacity() + g.first.capacity()) * sizeof(uint32_t) +
+             g.members.capacity() * sizeof(Shape) + g.part_vertices->MemoryBytes();
   }
   return bytes;
 }

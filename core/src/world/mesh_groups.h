@@ -5,12 +5,16 @@
 // setup made once. The merged mesh holds the members' triangles in the order
 // (collider id, input index), with their own vertices (no edge is shared
 // across members), so a ray's closest hit and tie rule are the members'
-// own, and a sweep answers per member (MergedSweep).
+// own, and a sweep answers per member (MergedSweep). Its vertices are read
+// from the members' meshes (MeshPartVertices), which the group holds.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "geometry/mesh_part_vertices.h"
 
 #include "hitbox/shape/shapes.h"
 #include "hitbox/world/collider_set.h"
@@ -28,6 +32,10 @@ class MeshGroups {
     /// the merged input's [first, next member's first).
     std::vector<uint32_t> item;
     std::vector<uint32_t> first;
+    /// The members' shapes, whose meshes hold the merged mesh's vertices
+    /// (part_vertices: not stored twice).
+    std::vector<Shape> members;
+    std::unique_ptr<const internal::MeshPartVertices> part_vertices;
   };
 
   /// A mesh collider of the set and its item (its index in the set).

@@ -22,6 +22,7 @@
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
 #include "geometry/heightfield.h"
+#include "geometry/mesh_part_vertices.h"
 #include "geometry/triangle_mesh.h"
 #include "mesh_util.h"
 #include "shape/convex_core.h"
@@ -59,6 +60,16 @@ bool ExpectClosestAsBruteForce(const TriangleMesh& mesh, const Vec3& o, const Ve
   EXPECT_EQ(got.fraction, want.fraction) << ToString(o) << " " << ToString(d);
   EXPECT_EQ(got.triangle, want.triangle) << ToString(o) << " " << ToString(d);
   return true;
+}
+
+// The mesh's Input() is `m` to the bit: every vertex, every triangle.
+void ExpectInputIs(const TriangleMesh& mesh, const MeshData& m) {
+  std::vector<Vec3> vertices;
+  std::vector<TriangleMesh::Indices> triangles;
+  mesh.Input(&vertices, &triangles);
+  ASSERT_EQ(vertices.size(), m.vertices.size());
+  EXPECT_EQ(std::memcmp(vertices.data(), m.vertices.data(), vertices.size() * sizeof(Vec3)), 0);
+  EXPECT_EQ(triangles, m.triangles);
 }
 
 // Bad input names the triangle and corner, or the vertex and axis.
@@ -405,6 +416,75 @@ TEST(MeshBuild, PartsKeepLeavesOfTheirOwn) {
   }
 }
 
+// A merged mesh that reads its vertices from its parts' meshes
+// (MeshPartVertices) stores none of its own and answers as the one that
+// stores them, to the bit: parts of every vertex form (short decimals,
+// float32, doubles) and runs of single-triangle parts, so that one block of
+// the part table spans many parts. A vertex count other than the parts' is
+// refused.
+TEST(MeshBuild, PartVerticesAreTheParts) {
+  Random rng(39);
+  std::vector<MeshData> parts;
+  const auto add = [&](MeshData m, auto coord) {
+    for (Vec3& v : m.vertices) {
+      for (int a = 0; a < 3; ++a) v[a] = coord(v[a]);
+    }
+    parts.push_back(std::move(m));
+  };
+  add(WavyGrid(12, 0.5), [&](double x) { return std::round(x * 1e3) / 1e3 + 0.25; });
+  add(WavyGrid(9, 0.7), [&](double x) { return ToFloat(x * 1.37 - 2.0); });
+  for (int k = 0; k < 70; ++k) {
+    MeshData one;
+    const Vec3 at = rng.InBox(6.0);
+    one.vertices = {at, at + rng.InBox(0.8), at + rng.InBox(0.8)};
+    one.triangles = {{0, 1, 2}};
+    parts.push_back(std::move(one));
+  }
+  add(IcoSphere(2.0, 2), [&](double x) { return x + rng.Uniform(-1e-3, 1e-3); });
+  std::vector<TriangleMesh> built;
+  MeshData merged;
+  std::vector<uint32_t> first;
+  for (const MeshData& m : parts) {
+    built.push_back(MustBuild(m));
+    const auto base = static_cast<uint32_t>(merged.vertices.size());
+    first.push_back(static_cast<uint32_t>(merged.triangles.size()));
+    merged.vertices.insert(merged.vertices.end(), m.vertices.begin(), m.vertices.end());
+    for (const auto& t : m.triangles) merged.triangles.push_back({t[0] + base, t[1] + base, t[2] + base});
+  }
+  std::vector<const TriangleMesh*> pointers;
+  for (const TriangleMesh& m : built) pointers.push_back(&m);
+  const internal::MeshPartVertices table(pointers);
+  auto own = TriangleMesh::Build(merged.vertices, merged.triangles, first);
+  auto read = TriangleMesh::Build(merged.vertices, merged.triangles, first, &table);
+  ASSERT_TRUE(own.ok() && read.ok());
+  EXPECT_FALSE(own->part_vertices());
+  EXPECT_TRUE(read->part_vertices());
+  EXPECT_LT(read->MemoryBytes() + merged.vertices.size() * 4, own->MemoryBytes());
+  ExpectInputIs(*read, merged);
+  const Aabb b = own->bounds();
+  int hits = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const Vec3 o = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
+    const Vec3 d = (b.Center() + Mul(rng.InBox(1.0), b.Extents()) - o) * rng.Uniform(0.3, 2.0);
+    MeshRayHit x, y;
+    const bool hx = own->RaycastClosest(o, d, &x), hy = read->RaycastClosest(o, d, &y);
+    ASSERT_EQ(hx, hy) << i;
+    if (!hx) continue;
+    ++hits;
+    EXPECT_EQ(std::bit_cast<uint64_t>(x.fraction), std::bit_cast<uint64_t>(y.fraction)) << i;
+    EXPECT_EQ(x.triangle, y.triangle) << i;
+    EXPECT_EQ(x.normal, y.normal) << i;
+  }
+  EXPECT_GT(hits, 500);
+  merged.vertices.pop_back();
+  for (auto& t : merged.triangles) {
+    for (uint32_t& v : t) v = std::min<uint32_t>(v, static_cast<uint32_t>(merged.vertices.size() - 1));
+  }
+  auto short_one = TriangleMesh::Build(merged.vertices, merged.triangles, first, &table);
+  ASSERT_FALSE(short_one.ok());
+  EXPECT_NE(short_one.error().message.find("the parts hold"), std::string::npos);
+}
+
 // A leaf whose triangles lie in two far-apart pairs is split under a node of
 // its own (SplitLeaf): a box around one pair visits that pair only, while a
 // grid's compact leaves stay whole (its query boxes visit whole leaves).
@@ -457,12 +537,7 @@ TEST(MeshBuild, SettledMeshIsTheBuiltMesh) {
   const TriangleMesh built = MustBuild(data);
   const TriangleMesh* settled = TriangleMesh::Settle(MustBuild(data));
   EXPECT_EQ(settled->MemoryBytes(), built.MemoryBytes());
-  std::vector<Vec3> vertices;
-  std::vector<TriangleMesh::Indices> triangles;
-  settled->Input(&vertices, &triangles);
-  ASSERT_EQ(vertices.size(), data.vertices.size());
-  EXPECT_EQ(std::memcmp(vertices.data(), data.vertices.data(), vertices.size() * sizeof(Vec3)), 0);
-  EXPECT_EQ(triangles, data.triangles);
+  ExpectInputIs(*settled, data);
   Random rng(29);
   const Aabb& b = built.bounds();
   for (int i = 0; i < 2000; ++i) {

@@ -684,6 +684,18 @@ void StaleTheGroups(ColliderSet& set, const std::vector<Collider>& cs, int round
   ASSERT_EQ(set.GetTreeStats().merged_triangles, 0u) << where;
 }
 
+// `n` rays across GroupedMeshScene's meshes.
+std::vector<Query> RaysAcrossTheScene(Random& rng, int n) {
+  std::vector<Query> qs;
+  for (int k = 0; k < n; ++k) {
+    RayQuery r;
+    r.origin = rng.InBox(6.0);
+    r.translation = rng.InBox(12.0);
+    qs.push_back(r);
+  }
+  return qs;
+}
+
 // Ray batches merge the meshes that share a pose and layer (MeshGroups) once
 // the batches pay for it: every answer (id, fraction, normal, point, triangle)
 // equals the single query's, which walks each mesh, across ties between
@@ -837,13 +849,7 @@ TEST(ColliderSetTest, RewoundQueriesTakeTheGroupsWhileNoMemberMoved) {
     ASSERT_TRUE(set.AddBulk(cs, tick).ok());
     // A batch of rays that pays for the groups at once.
     const auto make_groups = [&] {
-      std::vector<Query> present;
-      for (int k = 0; k < 4000; ++k) {
-        RayQuery r;
-        r.origin = rng.InBox(6.0);
-        r.translation = rng.InBox(12.0);
-        present.push_back(r);
-      }
+      const std::vector<Query> present = RaysAcrossTheScene(rng, 4000);
       std::vector<QueryResult> out(present.size());
       set.RunBatch(present, out);
     };
@@ -980,16 +986,42 @@ TEST(ColliderSetTest, MeshGroupsKeepEachMemberInItsOwnLeaves) {
   EXPECT_GE(groups, 4);
 }
 
+// A merged mesh reads its vertices from its members' meshes
+// (MeshPartVertices), which its group holds: with every other holder of
+// the members gone, its input is still the members' inputs end to end.
+TEST(ColliderSetTest, MeshGroupsHoldTheMembersTheyRead) {
+  Random rng(64100);
+  std::vector<Collider> cs = GroupedMeshScene(rng);
+  std::map<uint32_t, TriangleMeshShape> inputs;  // by item
+  std::vector<internal::MeshGroups::Mesh> meshes = internal::MeshGroups::MeshesOf(cs);
+  for (const internal::MeshGroups::Mesh& m : meshes) inputs[m.item] = *m.collider.shape.mesh_input();
+  const internal::MeshGroups built(meshes, 1);
+  meshes.clear();
+  cs.clear();
+  // Memory freed by now would be handed out again and overwritten here.
+  std::vector<std::vector<uint8_t>> churn;
+  for (size_t n = 64; n <= (size_t{1} << 20); n += n / 8 + 64) churn.emplace_back(n, 0x7f);
+  for (size_t n = 64; n <= (size_t{1} << 20); n += n / 8 + 64) churn.emplace_back(n, 0x7f);
+  ASSERT_FALSE(built.groups().empty());
+  for (const internal::MeshGroups::Group& g : built.groups()) {
+    EXPECT_TRUE(g.merged.surface()->mesh()->part_vertices());
+    const TriangleMeshShape merged = *g.merged.mesh_input();
+    size_t at = 0;
+    for (uint32_t item : g.item) {
+      const TriangleMeshShape& in = inputs[item];
+      ASSERT_LE(at + in.vertices.size(), merged.vertices.size());
+      EXPECT_TRUE(std::equal(in.vertices.begin(), in.vertices.end(), merged.vertices.begin() + at))
+          << "item " << item;
+      at += in.vertices.size();
+    }
+    EXPECT_EQ(at, merged.vertices.size());
+  }
+}
+
 TEST(ColliderSetTest, MeshGroupsBuildInTheBackground) {
   Random rng(63000);
   const std::vector<Collider> cs = GroupedMeshScene(rng);
-  std::vector<Query> qs;
-  for (int k = 0; k < 3000; ++k) {
-    RayQuery r;
-    r.origin = rng.InBox(6.0);
-    r.translation = rng.InBox(12.0);
-    qs.push_back(r);
-  }
+  const std::vector<Query> qs = RaysAcrossTheScene(rng, 3000);
   const auto check = [&](const ColliderSet& set, const std::string& where) {
     ExpectBatchAsSingles(set, qs, where);
   };

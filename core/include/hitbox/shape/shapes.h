@@ -107,11 +107,15 @@ struct HeightfieldShape {
 class SurfaceData;
 class Shape;
 namespace internal {
+class MeshPartVertices;
 void SurfaceAddRef(const SurfaceData* s);
 void SurfaceRelease(const SurfaceData* s);
 /// Shape::Make of a mesh whose input is parts starting at `part_first`
 /// (a merged mesh's members): no leaf of its hierarchy mixes two parts.
-Result<Shape> MakeMeshOfParts(const TriangleMeshShape& m, std::span<const uint32_t> part_first);
+/// With `part_vertices` (the parts' meshes, which must outlive the shape)
+/// the mesh reads its vertices there instead of storing them.
+Result<Shape> MakeMeshOfParts(const TriangleMeshShape& m, std::span<const uint32_t> part_first,
+                              const MeshPartVertices* part_vertices = nullptr);
 }  // namespace internal
 
 /// A compound's children (defined after Shape) and its shared built data.
@@ -332,7 +336,8 @@ class Shape {
 
  private:
   friend Result<Shape> internal::MakeMeshOfParts(const TriangleMeshShape& m,
-                                                 std::span<const uint32_t> part_first);
+                                                 std::span<const uint32_t> part_first,
+                                                 const internal::MeshPartVertices* part_vertices);
   /// A capsule or cylinder (`name` in errors): radius and half height checked.
   static Result<Shape> MakeRound(ShapeKind kind, const char* name, double radius,
                                  double half_height);
