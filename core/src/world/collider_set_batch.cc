@@ -210,6 +210,14 @@ std::shared_ptr<const WideTree> ColliderSet::Impl::RestFor(
   return wide_rest;
 }
 
+void ColliderSet::Impl::DropGroups() {
+  std::lock_guard<std::mutex> lock(wide_mu);
+  mesh_groups.reset();
+  wide_rest.reset();
+  rest_groups.reset();
+  ReserveCaches();  // fewer bytes: always accepted
+}
+
 const internal::MeshGroups* ColliderSet::Impl::RewindGroups(
     const internal::MeshGroups* groups) const {
   if (groups == nullptr) return nullptr;

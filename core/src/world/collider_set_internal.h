@@ -198,8 +198,13 @@ struct ColliderSet::Impl {
   bool ReserveCaches() const;
   /// Marks a change to the meshes (shape a mesh).
   void TouchMeshes(const Shape& shape) {
-    if (shape.kind() == ShapeKind::kMesh) mesh_version = NextMeshVersion();
+    if (shape.kind() != ShapeKind::kMesh) return;
+    mesh_version = NextMeshVersion();
+    if (mesh_groups != nullptr) DropGroups();
   }
+  /// Lets the merged meshes go (wide_mu not held): they hold the meshes
+  /// they were made from (MeshPartVertices), which a change may have dropped.
+  void DropGroups();
   IdIndex index;
   uint64_t revision = 0;
   /// Heap bytes of the colliders' kind data (hull vertices, planes, ...),

@@ -1018,6 +1018,26 @@ TEST(ColliderSetTest, MeshGroupsHoldTheMembersTheyRead) {
   }
 }
 
+// A change to the meshes lets the merged meshes go at once, with the
+// members they hold (a removed member among them), rather than at the next
+// batch: the set's bytes fall by at least the groups' own.
+TEST(ColliderSetTest, MeshChangeDropsTheMergedMeshes) {
+  Random rng(64200);
+  const std::vector<Collider> cs = GroupedMeshScene(rng);
+  const internal::MeshGroups alone(internal::MeshGroups::MeshesOf(cs), 1);
+  ColliderSet set;
+  ASSERT_TRUE(set.AddBulk(cs).ok());
+  const std::vector<Query> qs = RaysAcrossTheScene(rng, 1000);
+  std::vector<QueryResult> results(qs.size());
+  for (int i = 0; i < 20 && set.GetTreeStats().merged_triangles == 0; ++i) set.RunBatch(qs, results);
+  ASSERT_NE(set.GetTreeStats().merged_triangles, 0u);
+  const size_t merged = set.MemoryBytes();
+  ASSERT_GT(alone.MemoryBytes(), 0u);
+  const Collider& member = cs[alone.groups()[0].item[0]];
+  ASSERT_TRUE(set.Apply(std::vector<ColliderChange>{ColliderChange::Remove(member.id)}).ok());
+  EXPECT_LE(set.MemoryBytes() + alone.MemoryBytes(), merged);
+}
+
 TEST(ColliderSetTest, MeshGroupsBuildInTheBackground) {
   Random rng(63000);
   const std::vector<Collider> cs = GroupedMeshScene(rng);
