@@ -20,7 +20,9 @@
 #include "hitbox/format.h"
 #include "hitbox/shape/shapes.h"
 
-#if defined(__SSE2__)
+#if defined(__AVX__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -30,6 +32,13 @@ extern "C" {
 
 namespace hitbox {
 namespace {
+
+// Vertices a step of Support's scan takes: one AVX or SSE2 register.
+#if defined(__AVX__)
+constexpr size_t kScanLanes = 4;
+#else
+constexpr size_t kScanLanes = 2;
+#endif
 
 Error Bad(const std::string& what) {
   return {ErrorCode::kInvalidArgument, "convex_hull: " + what};
@@ -214,12 +223,13 @@ Result<const ConvexHullData*> ConvexHullBuilder::Build(const ConvexHull& h) {
   data->bounds_ = b;
   if (nv <= ConvexHullData::kScanVertices) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
+    constexpr size_t kLanes = kScanLanes;
     data->scan_.assign((nv + 3) / 4 * 12, nan);
     for (size_t i = 0; i < nv; ++i) {
-      double* block = &data->scan_[i / 2 * 6 + i % 2];
+      double* block = &data->scan_[i / kLanes * 3 * kLanes + i % kLanes];
       block[0] = data->vertices_[i].x;
-      block[2] = data->vertices_[i].y;
-      block[4] = data->vertices_[i].z;
+      block[kLanes] = data->vertices_[i].y;
+      block[2 * kLanes] = data->vertices_[i].z;
     }
   }
   Vec3 sum{};
@@ -246,7 +256,36 @@ size_t ConvexHullData::MemoryBytes() const {
 Vec3 ConvexHullData::Support(const Vec3& dir) const {
   const size_t nv = vertices_.size();
   if (nv <= kScanVertices) {
-#if defined(__SSE2__)
+#if defined(__AVX__)
+    // Four vertices at a time: lane k scans vertices k, k + 4, ..., keeping
+    // the first of its largest products as the SSE2 scan below does; then
+    // the largest lane, ties the lower index.
+    const __m256d dx = _mm256_set1_pd(dir.x), dy = _mm256_set1_pd(dir.y);
+    const __m256d dz = _mm256_set1_pd(dir.z);
+    __m256d best = _mm256_set1_pd(-std::numeric_limits<double>::infinity());
+    __m256d best_i = _mm256_setzero_pd();
+    __m256d i = _mm256_set_pd(3.0, 2.0, 1.0, 0.0);
+    const __m256d four = _mm256_set1_pd(4.0);
+    const double* p = scan_.data();
+    for (size_t k = 0; k < nv; k += 4, p += 12) {
+      const __m256d xy = _mm256_add_pd(_mm256_mul_pd(_mm256_loadu_pd(p), dx),
+                                       _mm256_mul_pd(_mm256_loadu_pd(p + 4), dy));
+      const __m256d d = _mm256_add_pd(xy, _mm256_mul_pd(_mm256_loadu_pd(p + 8), dz));
+      best_i = _mm256_max_pd(best_i, _mm256_and_pd(_mm256_cmp_pd(d, best, _CMP_GT_OQ), i));
+      best = _mm256_max_pd(d, best);
+      i = _mm256_add_pd(i, four);
+    }
+    const double d0 = Dot(vertices_[0], dir);
+    if (!(d0 == d0)) return vertices_[0];
+    double b[4], bi[4];
+    _mm256_storeu_pd(b, best);
+    _mm256_storeu_pd(bi, best_i);
+    int lane = 0;
+    for (int l = 1; l < 4; ++l) {
+      if (b[l] > b[lane] || (b[l] == b[lane] && bi[l] < bi[lane])) lane = l;
+    }
+    return vertices_[static_cast<size_t>(bi[lane])];
+#elif defined(__SSE2__)
     // Two vertices at a time (SSE2; two pairs a loop): lane k scans vertices k, k + 2, ..., keeping the first of
     // its largest products (maxpd keeps the old value unless the new one is
     // strictly greater, so never NaN; the index as a double rises with the

@@ -177,9 +177,10 @@ class ConvexHullData {
   std::vector<uint16_t> adjacency_;
   std::vector<uint32_t> adjacency_start_;
   std::vector<Vec3> input_points_;
-  /// The vertices for Support's scan (up to kScanVertices; else empty), two
-  /// at a time by coordinate: x_i, x_i+1, y_i, y_i+1, z_i, z_i+1, ...; padded
-  /// to a multiple of four with NaN vertices, which no comparison selects.
+  /// The vertices for Support's scan (up to kScanVertices; else empty), as
+  /// many at a time by coordinate as a step of the scan takes (four with
+  /// AVX: x_i..x_i+3, y_i..y_i+3, z_i..z_i+3, ...; else two); padded to a
+  /// multiple of four with NaN vertices, which no comparison selects.
   std::vector<double> scan_;
   Aabb bounds_;
   Vec3 center_;
