@@ -19,11 +19,6 @@ MeshPartVertices::MeshPartVertices(std::vector<const TriangleMesh*> parts)
   }
 }
 
-Vec3 MeshPartVertices::Vertex(uint32_t i) const {
-  uint32_t local;
-  return Locate(i, &local)->Vertex(local);
-}
-
 size_t MeshPartVertices::MemoryBytes() const {
   return sizeof(*this) + parts_.capacity() * sizeof(parts_[0]) +
          (base_.capacity() + part_at_.capacity()) * sizeof(uint32_t);

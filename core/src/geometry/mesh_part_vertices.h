@@ -8,8 +8,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "hitbox/math/math.h"
-
 namespace hitbox {
 class TriangleMesh;
 }
@@ -22,8 +20,6 @@ class MeshPartVertices {
   explicit MeshPartVertices(std::vector<const TriangleMesh*> parts);
 
   uint32_t vertex_count() const { return base_.back(); }
-  /// Merged vertex i (i < vertex_count()).
-  Vec3 Vertex(uint32_t i) const;
   /// The part holding merged vertex i, and i's index there in *local.
   const TriangleMesh* Locate(uint32_t i, uint32_t* local) const {
     // The block's first part, then on past the parts that end before i (a

@@ -644,7 +644,6 @@ class TriangleMesh {
   /// only Input() reads them).
   const std::pair<uint32_t, Indices>* Dropped() const;
   TriangleMesh() = default;
-  friend class internal::MeshPartVertices;  // reads the parts' Vertex()
 
   // One allocation holds every array below, nodes_ first (64-byte aligned:
   // the block starts there), then bottom_, dvertices_, the dropped triangles

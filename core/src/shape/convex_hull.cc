@@ -223,13 +223,12 @@ Result<const ConvexHullData*> ConvexHullBuilder::Build(const ConvexHull& h) {
   data->bounds_ = b;
   if (nv <= ConvexHullData::kScanVertices) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    constexpr size_t kLanes = kScanLanes;
     data->scan_.assign((nv + 3) / 4 * 12, nan);
     for (size_t i = 0; i < nv; ++i) {
-      double* block = &data->scan_[i / kLanes * 3 * kLanes + i % kLanes];
+      double* block = &data->scan_[i / kScanLanes * 3 * kScanLanes + i % kScanLanes];
       block[0] = data->vertices_[i].x;
-      block[kLanes] = data->vertices_[i].y;
-      block[2 * kLanes] = data->vertices_[i].z;
+      block[kScanLanes] = data->vertices_[i].y;
+      block[2 * kScanLanes] = data->vertices_[i].z;
     }
   }
   Vec3 sum{};
@@ -256,17 +255,24 @@ size_t ConvexHullData::MemoryBytes() const {
 Vec3 ConvexHullData::Support(const Vec3& dir) const {
   const size_t nv = vertices_.size();
   if (nv <= kScanVertices) {
+#if defined(__SSE2__)
+    // kScanLanes vertices at a time: lane k scans vertices k, k + kScanLanes,
+    // ..., keeping the first of its largest products (maxpd keeps the old
+    // value unless the new one is strictly greater, so never NaN; the index
+    // as a double rises with the vertices, so a max keeps the latest strict
+    // increase). Then the largest lane, ties the lower index. The products
+    // are Dot's (x, y, z in its order), so the vertex is the one-at-a-time
+    // scan's: the first of the largest, vertex 0 when its own product is NaN
+    // (nothing compares greater than it).
+    double b[kScanLanes], bi[kScanLanes];
+    const double* p = scan_.data();
 #if defined(__AVX__)
-    // Four vertices at a time: lane k scans vertices k, k + 4, ..., keeping
-    // the first of its largest products as the SSE2 scan below does; then
-    // the largest lane, ties the lower index.
     const __m256d dx = _mm256_set1_pd(dir.x), dy = _mm256_set1_pd(dir.y);
     const __m256d dz = _mm256_set1_pd(dir.z);
     __m256d best = _mm256_set1_pd(-std::numeric_limits<double>::infinity());
     __m256d best_i = _mm256_setzero_pd();
     __m256d i = _mm256_set_pd(3.0, 2.0, 1.0, 0.0);
     const __m256d four = _mm256_set1_pd(4.0);
-    const double* p = scan_.data();
     for (size_t k = 0; k < nv; k += 4, p += 12) {
       const __m256d xy = _mm256_add_pd(_mm256_mul_pd(_mm256_loadu_pd(p), dx),
                                        _mm256_mul_pd(_mm256_loadu_pd(p + 4), dy));
@@ -275,30 +281,14 @@ Vec3 ConvexHullData::Support(const Vec3& dir) const {
       best = _mm256_max_pd(d, best);
       i = _mm256_add_pd(i, four);
     }
-    const double d0 = Dot(vertices_[0], dir);
-    if (!(d0 == d0)) return vertices_[0];
-    double b[4], bi[4];
     _mm256_storeu_pd(b, best);
     _mm256_storeu_pd(bi, best_i);
-    int lane = 0;
-    for (int l = 1; l < 4; ++l) {
-      if (b[l] > b[lane] || (b[l] == b[lane] && bi[l] < bi[lane])) lane = l;
-    }
-    return vertices_[static_cast<size_t>(bi[lane])];
-#elif defined(__SSE2__)
-    // Two vertices at a time (SSE2; two pairs a loop): lane k scans vertices k, k + 2, ..., keeping the first of
-    // its largest products (maxpd keeps the old value unless the new one is
-    // strictly greater, so never NaN; the index as a double rises with the
-    // vertices, so a max keeps the latest strict increase). Then the larger
-    // lane, ties the lower index. The products are Dot's (x, y, z in its order),
-    // so the vertex is the one-at-a-time scan's: the first of the largest,
-    // vertex 0 when its own product is NaN (nothing compares greater than it).
+#else
     const __m128d dx = _mm_set1_pd(dir.x), dy = _mm_set1_pd(dir.y), dz = _mm_set1_pd(dir.z);
     __m128d best = _mm_set1_pd(-std::numeric_limits<double>::infinity());
     __m128d best_i = _mm_setzero_pd();
     __m128d i = _mm_set_pd(1.0, 0.0);
     const __m128d two = _mm_set1_pd(2.0);
-    const double* p = scan_.data();
     auto pair = [&](const double* q) {
       const __m128d d = _mm_add_pd(
           _mm_add_pd(_mm_mul_pd(_mm_loadu_pd(q), dx), _mm_mul_pd(_mm_loadu_pd(q + 2), dy)),
@@ -311,13 +301,16 @@ Vec3 ConvexHullData::Support(const Vec3& dir) const {
       pair(p);
       pair(p + 6);
     }
-    const double d0 = Dot(vertices_[0], dir);
-    if (!(d0 == d0)) return vertices_[0];
-    double b[2], bi[2];
     _mm_storeu_pd(b, best);
     _mm_storeu_pd(bi, best_i);
-    const bool odd = b[1] > b[0] || (b[1] == b[0] && bi[1] < bi[0]);
-    return vertices_[static_cast<size_t>(odd ? bi[1] : bi[0])];
+#endif
+    const double d0 = Dot(vertices_[0], dir);
+    if (!(d0 == d0)) return vertices_[0];
+    size_t lane = 0;
+    for (size_t l = 1; l < kScanLanes; ++l) {
+      if (b[l] > b[lane] || (b[l] == b[lane] && bi[l] < bi[lane])) lane = l;
+    }
+    return vertices_[static_cast<size_t>(bi[lane])];
 #else
     size_t best = 0;
     double best_dot = Dot(vertices_[0], dir);
