@@ -148,22 +148,23 @@ class Builder {
       const size_t begin = p * max;
       const size_t end = std::min(kept.size(), begin + static_cast<size_t>(max));
       TriangleMeshShape mesh;
-      // The piece's index of each node vertex, in first use order (a flat
-      // table: 4 bytes a vertex, where a hash map took ~10 times that).
+      // The piece's index of each node vertex: its used vertices keep the
+      // node's order (a flat table: 4 bytes a vertex, where a hash map took
+      // ~10 times that).
       constexpr uint32_t kUnused = UINT32_MAX;
       std::vector<uint32_t> remap(baked.size(), kUnused);
-      mesh.triangles.reserve(end - begin);
-      uint32_t used = 0;
       for (size_t t = begin; t < end; ++t) {
-        Triangle out{};
-        for (int k = 0; k < 3; ++k) {
-          uint32_t& at = remap[kept[t][k]];
-          if (at == kUnused) at = used++;
-          out[k] = at;
-        }
-        mesh.triangles.push_back(out);
+        for (int k = 0; k < 3; ++k) remap[kept[t][k]] = 0;
       }
-      // Vertices in first use order, the array sized exactly.
+      uint32_t used = 0;
+      for (uint32_t& at : remap) {
+        if (at != kUnused) at = used++;
+      }
+      mesh.triangles.reserve(end - begin);
+      for (size_t t = begin; t < end; ++t) {
+        mesh.triangles.push_back({remap[kept[t][0]], remap[kept[t][1]], remap[kept[t][2]]});
+      }
+      // Vertices in the node's order, the array sized exactly.
       mesh.vertices.resize(used);
       for (size_t v = 0; v < remap.size(); ++v) {
         if (remap[v] != kUnused) mesh.vertices[remap[v]] = baked[v];

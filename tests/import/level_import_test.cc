@@ -18,6 +18,7 @@
 
 #include "gltf_builder.h"
 #include "hitbox/import/level_import.h"
+#include "hitbox/world/collider_set.h"
 #include "temp_dir.h"
 #include "test_util.h"
 
@@ -289,7 +290,7 @@ TEST(LevelImport, LargeMeshesAreSplit) {
 
 // Split pieces of a scaled mesh with zero-area triangles among the rest: in
 // order, each piece holds the next kept triangles with their baked vertices
-// exactly, its vertices those it uses in first-use order and no others.
+// exactly, its vertices those it uses in the node's order and no others.
 TEST(LevelImport, SplitPiecesKeepBakedTrianglesInOrder) {
   TestMesh m;
   for (int i = 0; i < 6; ++i) {
@@ -316,21 +317,79 @@ TEST(LevelImport, SplitPiecesKeepBakedTrianglesInOrder) {
   for (const Collider& c : level->colliders) {
     const auto in = c.shape.mesh_input();
     ASSERT_TRUE(in.has_value());
-    uint32_t seen = 0;  // vertices met so far: a new one must be the next index
+    // The node's vertices this piece uses, in the node's order: index j of
+    // the piece is the j-th of them.
+    std::set<uint32_t> used;
+    for (size_t t = next; t < next + in->triangles.size() && t < expected.size(); ++t) {
+      used.insert(expected[t].begin(), expected[t].end());
+    }
+    const std::vector<uint32_t> rank(used.begin(), used.end());
+    ASSERT_EQ(in->vertices.size(), rank.size());
     for (const auto& t : in->triangles) {
       ASSERT_LT(next, expected.size());
       for (int k = 0; k < 3; ++k) {
-        ASSERT_LE(t[k], seen);
-        if (t[k] == seen) ++seen;
+        ASSERT_LT(t[k], rank.size());
+        EXPECT_EQ(rank[t[k]], expected[next][k]) << "triangle " << next << " corner " << k;
         const std::array<float, 3>& v = m.vertices[expected[next][k]];
         const Vec3 baked{2.0 * v[0], 1.0 * v[1], 3.0 * v[2]};
         EXPECT_EQ(in->vertices[t[k]], baked) << "triangle " << next << " corner " << k;
       }
       ++next;
     }
-    EXPECT_EQ(in->vertices.size(), seen);
   }
   EXPECT_EQ(next, expected.size());
+}
+
+// A mesh whose vertices are all used keeps the file's vertex order, so it is
+// stored as compactly as the same arrays given directly: a grid listed row by
+// row predicts its triangles from their first vertex (renumbering the
+// vertices by first use interleaved the first rows and took 10 more bits a
+// triangle on a 1M-triangle grid).
+TEST(LevelImport, MeshesKeepTheFileVertexOrder) {
+  constexpr uint32_t kSide = 48;
+  TestMesh m;
+  for (uint32_t r = 0; r <= kSide; ++r) {
+    for (uint32_t c = 0; c <= kSide; ++c) {
+      const float x = static_cast<float>(c) * 0.731f + 0.1f * std::sin(0.7f * static_cast<float>(r));
+      const float z = static_cast<float>(r) * 0.731f + 0.1f * std::cos(0.9f * static_cast<float>(c));
+      m.vertices.push_back({x, 0.8f * std::sin(0.37f * x) * std::cos(0.23f * z), z});
+    }
+  }
+  for (uint32_t r = 0; r < kSide; ++r) {
+    for (uint32_t c = 0; c < kSide; ++c) {
+      const uint32_t v = r * (kSide + 1) + c;
+      m.triangles.push_back({v, v + kSide + 1, v + 1});
+      m.triangles.push_back({v + 1, v + kSide + 1, v + kSide + 2});
+    }
+  }
+  GltfBuilder b;
+  b.AddNode("terrain", b.AddMesh("terrain", m));
+  auto level = WriteAndImport(b, "grid.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 1u);
+  // The same arrays made into a mesh directly take the same bytes.
+  TriangleMeshShape direct;
+  for (const std::array<float, 3>& v : m.vertices) direct.vertices.push_back({v[0], v[1], v[2]});
+  direct.triangles = m.triangles;
+  auto shape = Shape::Make(direct);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  ColliderSet imported, made;
+  ASSERT_TRUE(imported.AddBulk(level->colliders).ok());
+  std::vector<Collider> direct_colliders = level->colliders;
+  direct_colliders[0].shape = *shape;
+  ASSERT_TRUE(made.AddBulk(direct_colliders).ok());
+  EXPECT_EQ(imported.MemoryBytes(), made.MemoryBytes());
+  const auto in = level->colliders[0].shape.mesh_input();
+  ASSERT_TRUE(in.has_value());
+  ASSERT_EQ(in->vertices.size(), m.vertices.size());
+  for (size_t i = 0; i < m.vertices.size(); ++i) {
+    const std::array<float, 3>& v = m.vertices[i];
+    ASSERT_EQ(in->vertices[i], Vec3(v[0], v[1], v[2])) << "vertex " << i;
+  }
+  ASSERT_EQ(in->triangles.size(), m.triangles.size());
+  for (size_t t = 0; t < m.triangles.size(); ++t) {
+    ASSERT_EQ(in->triangles[t], m.triangles[t]) << "triangle " << t;
+  }
 }
 
 // A UCX_ with more than 256 points is reduced to its hull's vertices; one whose
