@@ -407,6 +407,28 @@ Result<std::vector<uint32_t>> ReadIndices(const tinygltf::Model& model, int acce
   return out;
 }
 
+/// The buffers the primitives of mesh `mesh_index` read (positions and
+/// indices), each once; invalid references are left to ReadMesh to report.
+std::vector<size_t> MeshBuffers(const tinygltf::Model& model, int mesh_index) {
+  std::vector<size_t> out;
+  const auto add = [&](int accessor) {
+    if (accessor < 0 || static_cast<size_t>(accessor) >= model.accessors.size()) return;
+    const int view = model.accessors[static_cast<size_t>(accessor)].bufferView;
+    if (view < 0 || static_cast<size_t>(view) >= model.bufferViews.size()) return;
+    const int buffer = model.bufferViews[static_cast<size_t>(view)].buffer;
+    if (buffer < 0 || static_cast<size_t>(buffer) >= model.buffers.size()) return;
+    const size_t b = static_cast<size_t>(buffer);
+    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+  };
+  if (mesh_index < 0 || static_cast<size_t>(mesh_index) >= model.meshes.size()) return out;
+  for (const tinygltf::Primitive& prim : model.meshes[static_cast<size_t>(mesh_index)].primitives) {
+    const auto pos = prim.attributes.find("POSITION");
+    if (pos != prim.attributes.end()) add(pos->second);
+    add(prim.indices);
+  }
+  return out;
+}
+
 /// Appends the triangles of every triangle primitive of `mesh` to `node`.
 Status ReadMesh(const tinygltf::Model& model, int mesh_index, NodeGeometry* node,
                 std::vector<std::string>* notes) {
@@ -511,6 +533,13 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
       if (!child[i]) roots.push_back(static_cast<int>(i));
     }
   }
+  // How many nodes still to read each buffer: one read by none of the nodes
+  // left is released before the node's colliders are built, so a large
+  // level's file data is not held beside its meshes' builds.
+  std::vector<uint32_t> readers(model.buffers.size(), 0);
+  for (const tinygltf::Node& n : model.nodes) {
+    for (size_t b : MeshBuffers(model, n.mesh)) ++readers[b];
+  }
   Builder builder(options, level);
   std::vector<bool> seen(model.nodes.size(), false);
   struct Inherited {
@@ -552,6 +581,9 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
       }
       if (Status s = ReadMesh(model, node.mesh, &geometry, &level->report.notes); !s.ok()) {
         return Invalid(path + ": " + where + ": " + s.message());
+      }
+      for (size_t b : MeshBuffers(model, node.mesh)) {
+        if (--readers[b] == 0) std::vector<unsigned char>().swap(model.buffers[b].data);
       }
       if (geometry.vertices.empty()) {
         level->report.notes.push_back(where + ": no triangles, no collider made");

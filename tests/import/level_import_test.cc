@@ -392,6 +392,23 @@ TEST(LevelImport, MeshesKeepTheFileVertexOrder) {
   }
 }
 
+// The file's buffers are released once no node left reads them, so a mesh
+// placed by several nodes still has its data for the last of them.
+TEST(LevelImport, AMeshPlacedTwiceKeepsItsBufferForBoth) {
+  GltfBuilder b;
+  const int wall = b.AddMesh("wall", BoxMesh({0, 0, 0}, {4, 3, 0.5f}));
+  b.AddNode("wall_a", wall, {{0, 0, 0}, {}, {}});
+  b.AddNode("wall_b", wall, {{10, 0, 0}, {}, {}});
+  b.AddNode("crate", b.AddMesh("crate", BoxMesh({0, 0, 0}, {1, 1, 1})));
+  auto level = WriteAndImport(b, "placed_twice.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 3u);
+  for (const Collider& c : level->colliders) {
+    EXPECT_EQ(c.shape.mesh_input()->triangles.size(), 12u);
+  }
+  EXPECT_TRUE(VecNear(level->colliders[1].pose.position, {10, 0, 0}, 0.0));
+}
+
 // A UCX_ with more than 256 points is reduced to its hull's vertices; one whose
 // hull itself has more than 256 vertices is an error naming the node.
 TEST(LevelImport, LargeHullsAreReducedOrRefused) {
