@@ -300,6 +300,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   st.leaf_splits_left = static_cast<uint32_t>(n / kLeafSplitShare);
   mesh.BuildHierarchy(&order, boxes, &st);
   boxes = BuildBoxes(0);  // freed before the records
+  mesh.PackBottomNodes(&st);  // Seal copies the nodes into the block and frees these
   mesh.triangle_count_ = static_cast<uint32_t>(n);
   mesh.vbits_ = BitsFor(vertices.size());
   OriginalPlan originals = PlanOriginals(vertices.size(), triangles.size(), n, [&](auto&& f) {
@@ -465,7 +466,9 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes
     step_bits_[a] = static_cast<uint16_t>(std::bit_cast<uint64_t>(s) >> 48);
   }
   st->nodes.clear();
-  st->nodes.reserve(order->size() / (kMeshLeafSize * (kMeshNodeWidth - 1)) + 2);
+  // Room for every node at once (an upper estimate): doubling would hold two
+  // copies beside the boxes, the build's peak.
+  st->nodes.reserve(order->size() / 8 + 2);
   const uint32_t root = BuildNode(order, boxes, 0, static_cast<uint32_t>(order->size()), 1, st);
   if (root & kLeafBit) {
     // Too few triangles for a split: a root node with the one leaf.
@@ -482,8 +485,6 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes
     node.child[0] = root;
     st->nodes.push_back(node);
   }
-  PackBottomNodes(st);
-  st->nodes.shrink_to_fit();
 }
 
 void TriangleMesh::PackBottomNodes(Staging* st) {
