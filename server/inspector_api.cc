@@ -194,11 +194,14 @@ InspectorApi::InspectorApi(HitboxService* service, InspectorClock clock)
 InspectorApi::~InspectorApi() { Stop(); }
 
 void InspectorApi::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(streams_mu_);
-    stopping_ = true;
-  }
+  std::unique_lock<std::mutex> lock(streams_mu_);
+  stopping_ = true;
   streams_cv_.notify_all();
+  // A stream's worker wakes, writes its end event and closes (its
+  // destructor counts it out); a client that stopped reading is not waited
+  // for beyond the bound.
+  streams_cv_.wait_for(lock, std::chrono::milliseconds(kInspectorStopWaitMs),
+                       [&] { return streams_total_ == 0; });
 }
 
 size_t InspectorApi::open_streams(const std::string& id) const {
@@ -529,6 +532,7 @@ InspectorStream::~InspectorStream() {
   auto it = api_->streams_.find(session_->id());
   if (it != api_->streams_.end() && --it->second == 0) api_->streams_.erase(it);
   --api_->streams_total_;
+  api_->streams_cv_.notify_all();  // Stop waits for the last one
 }
 
 bool InspectorStream::Next(std::string* out) {

@@ -32,6 +32,9 @@ inline constexpr size_t kMaxInspectorMapTriangles = 4'000'000;
 
 /// Time between two events of a stream (10 a second).
 inline constexpr int64_t kInspectorStreamIntervalNs = 100'000'000;
+/// How long Stop waits for open streams to end (a client not reading any more
+/// is not waited for beyond it).
+inline constexpr int64_t kInspectorStopWaitMs = 1000;
 /// A stream sends recorded queries at most every this many events (twice a
 /// second): one tick of them is most of an event's bytes and CPU.
 inline constexpr uint64_t kInspectorStreamQueriesEvery = 5;
@@ -124,7 +127,10 @@ class InspectorApi {
   InspectorAnswer Handle(const InspectorRequest& req) const;
 
   /// Ends every open stream (their next Next returns false at once) and
-  /// refuses new ones: called before the HTTP endpoint stops.
+  /// refuses new ones, then waits up to kInspectorStopWaitMs for the open
+  /// streams to have written their end event and closed: called before the
+  /// HTTP endpoint stops, which would otherwise cut a stream between two
+  /// events without it.
   void Stop();
   /// Open streams of session `id`, and in all.
   size_t open_streams(const std::string& id) const;
