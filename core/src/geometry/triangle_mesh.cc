@@ -65,15 +65,14 @@ struct OriginalPlan {
   }
 };
 
-/// The cheaper way for the kept triangles for_each(f) lists as f(i0,
-/// original): the prediction pays when the triangles come roughly in the
-/// order of their first vertex (a grid's rows, many exporters' fans), its
-/// bases costing 32 bits a block.
+/// The prediction of original indices for the kept triangles for_each(f)
+/// lists as f(i0, original): a base per block of 2^kMeshOriginalShift
+/// vertices, the least over the block, so residuals are unsigned. It pays
+/// when the triangles come roughly in the order of their first vertex (a
+/// grid's rows, many exporters' fans); PlanRecords weighs it.
 template <typename ForEach>
-OriginalPlan PlanOriginals(size_t vertices, size_t input_triangles, uint64_t kept,
-                           ForEach&& for_each) {
+OriginalPlan PredictOriginals(size_t vertices, size_t input_triangles, ForEach&& for_each) {
   OriginalPlan plan;
-  plan.bits = BitsFor(input_triangles);
   // Triangles per vertex (16.16), capped so that a block's span stays in 32 bits.
   plan.slope = static_cast<uint32_t>(
       std::min<uint64_t>((uint64_t{input_triangles} << 16) / vertices, uint64_t{1} << 24));
@@ -89,18 +88,126 @@ OriginalPlan PlanOriginals(size_t vertices, size_t input_triangles, uint64_t kep
                        ? 0u
                        : static_cast<uint32_t>(static_cast<uint64_t>(least[j]));
   }
-  int64_t widest = 0;
-  for_each([&](uint32_t i0, uint32_t original) {
-    widest = std::max(widest, int64_t{original} - int64_t{plan.Local(i0)} -
-                                  least[i0 >> kMeshOriginalShift]);
-  });
-  const uint8_t bits = BitsFor(static_cast<uint64_t>(widest) + 1);
-  if (kept * bits + 32 * plan.base.size() < kept * plan.bits) {
-    plan.bits = bits;
-  } else {
-    plan.base.clear();
+  return plan;
+}
+
+/// Bits of the signed difference field that holds both index differences
+/// of `tri`, its most negative value kept for the escape: at `vbits` the
+/// differences are taken modulo 2^vbits; vbits + 1 when even that cannot
+/// hold them (the escape's own value).
+uint32_t DiffBits(const TriangleMesh::Indices& tri, uint32_t vbits) {
+  uint32_t need = 1;
+  for (int c = 1; c < 3; ++c) {
+    const int64_t d = static_cast<int64_t>(tri[c]) - static_cast<int64_t>(tri[0]);
+    const uint64_t mag = static_cast<uint64_t>(d < 0 ? -d : d);
+    uint32_t b = mag == 0 ? 1u : static_cast<uint32_t>(std::bit_width(mag)) + 1u;
+    if (b > vbits) {
+      const uint64_t mod = static_cast<uint64_t>(d) & ((uint64_t{1} << vbits) - 1);
+      b = mod == uint64_t{1} << (vbits - 1) ? vbits + 1 : vbits;
+    }
+    need = std::max(need, b);
   }
-  plan.base.shrink_to_fit();
+  return need;
+}
+
+/// Bits of an unsigned record field holding x (at least 1).
+uint32_t FieldBits(uint32_t x) { return std::max(1u, static_cast<uint32_t>(std::bit_width(x))); }
+
+/// The triangle records' layout: the original indices (`originals`), the
+/// bits of the index differences, and how many triangles escape it (their
+/// differences or original field too wide: kept apart in full, so that a
+/// few far-apart triangles do not widen every record).
+struct RecordPlan {
+  OriginalPlan originals;
+  uint32_t vbits = 1;
+  uint32_t dbits = 1;
+  uint64_t escaped = 0;
+  bool Escapes(const TriangleMesh::Indices& tri, uint32_t original) const {
+    return DiffBits(tri, vbits) > dbits ||
+           FieldBits(originals.Field(tri[0], original)) > originals.bits;
+  }
+  uint64_t RecordBits() const { return vbits + 2 * dbits + 3 + originals.bits; }
+};
+
+}  // namespace
+
+uint32_t TriangleMesh::EscapeBitsFor(uint64_t kept, uint32_t vbits, uint64_t input_triangles) {
+  return BitsFor(kept) + 2 * vbits + BitsFor(input_triangles);
+}
+
+namespace {
+
+/// The cheapest RecordPlan, bits of the records, the bases and the escaped
+/// triangles together, for the kept triangles for_each(f) lists as
+/// f(indices, original).
+template <typename ForEach>
+RecordPlan PlanRecords(size_t vertices, size_t input_triangles, uint64_t kept,
+                       ForEach&& for_each) {
+  RecordPlan plan;
+  plan.vbits = BitsFor(vertices);
+  OriginalPlan predicted = PredictOriginals(vertices, input_triangles, [&](auto&& f) {
+    for_each([&](const TriangleMesh::Indices& tri, uint32_t original) { f(tri[0], original); });
+  });
+  // Triangles by (difference bits, field bits), as they are and predicted.
+  constexpr int kD = 34, kO = 33;
+  std::vector<uint64_t> count(2 * kD * kO, 0);
+  for_each([&](const TriangleMesh::Indices& tri, uint32_t original) {
+    const uint32_t d = DiffBits(tri, plan.vbits);
+    ++count[(0 * kD + d) * kO + FieldBits(original)];
+    ++count[(1 * kD + d) * kO + FieldBits(predicted.Field(tri[0], original))];
+  });
+  // Prefix sums: count[m][d][o] = triangles with at most d and o bits.
+  for (int m = 0; m < 2; ++m) {
+    for (int d = 0; d < kD; ++d) {
+      for (int o = 0; o < kO; ++o) {
+        uint64_t& c = count[(m * kD + d) * kO + o];
+        if (d > 0) c += count[(m * kD + d - 1) * kO + o];
+        if (o > 0) c += count[(m * kD + d) * kO + o - 1];
+        if (d > 0 && o > 0) c -= count[(m * kD + d - 1) * kO + o - 1];
+      }
+    }
+  }
+  // The cheapest layout, and the cheapest without escapes: escapes slow
+  // every decode of the mesh (an out-of-line path), so they are taken only
+  // when they save at least kEscapeGainBits a triangle.
+  constexpr uint64_t kEscapeGainBits = 4;
+  uint64_t best = std::numeric_limits<uint64_t>::max(), best_whole = best;
+  int best_m = 0, whole_m = 0;
+  uint32_t best_d = plan.vbits, best_o = 32, whole_d = plan.vbits, whole_o = 32;
+  const uint32_t raw_bits = BitsFor(input_triangles);
+  const uint64_t escape_bits = TriangleMesh::EscapeBitsFor(kept, plan.vbits, input_triangles);
+  for (int m = 0; m < 2; ++m) {
+    const uint64_t bases = m == 0 ? 0 : 32 * predicted.base.size();
+    for (uint32_t d = 1; d <= plan.vbits; ++d) {
+      for (uint32_t o = 1; o <= (m == 0 ? raw_bits : 32u); ++o) {
+        const uint64_t fit = count[(m * kD + d) * kO + o];
+        const uint64_t cost =
+            kept * (plan.vbits + 2 * d + 3 + o) + escape_bits * (kept - fit) + bases;
+        if (cost < best) {
+          best = cost;
+          best_m = m;
+          best_d = d;
+          best_o = o;
+        }
+        if (fit == kept && cost < best_whole) {
+          best_whole = cost;
+          whole_m = m;
+          whole_d = d;
+          whole_o = o;
+        }
+      }
+    }
+  }
+  if (best + kEscapeGainBits * kept > best_whole) {
+    best_m = whole_m;
+    best_d = whole_d;
+    best_o = whole_o;
+  }
+  if (best_m == 1) plan.originals = std::move(predicted);
+  plan.originals.base.shrink_to_fit();
+  plan.originals.bits = static_cast<uint8_t>(best_o);
+  plan.dbits = best_d;
+  plan.escaped = kept - count[(best_m * kD + best_d) * kO + best_o];
   return plan;
 }
 
@@ -302,37 +409,34 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   boxes = BuildBoxes(0);  // freed before the records
   mesh.PackBottomNodes(&st);  // Seal copies the nodes into the block and frees these
   mesh.triangle_count_ = static_cast<uint32_t>(n);
-  mesh.vbits_ = BitsFor(vertices.size());
-  OriginalPlan originals = PlanOriginals(vertices.size(), triangles.size(), n, [&](auto&& f) {
-    for (uint32_t t : order) f(triangles[t][0], t);
+  const RecordPlan plan = PlanRecords(vertices.size(), triangles.size(), n, [&](auto&& f) {
+    for (uint32_t t : order) f(triangles[t], t);
   });
-  mesh.obits_ = originals.bits;
-  mesh.oslope_ = originals.slope;
+  mesh.vbits_ = static_cast<uint8_t>(plan.vbits);
+  mesh.obits_ = plan.originals.bits;
+  mesh.oslope_ = plan.originals.slope;
   mesh.vmask_ = static_cast<uint32_t>((uint64_t{1} << mesh.vbits_) - 1);
-  mesh.omask_ = static_cast<uint32_t>((uint64_t{1} << mesh.obits_) - 1);
-  // Signed differences of the second and third index from the first: the
-  // bits for the largest, or the index width (differences modulo 2^vbits_).
-  int64_t widest = 0;
-  for (uint32_t t : order) {
-    const Indices& tri = triangles[t];
-    for (int c = 1; c < 3; ++c) {
-      const int64_t d = static_cast<int64_t>(tri[c]) - static_cast<int64_t>(tri[0]);
-      widest = std::max(widest, d < 0 ? -d - 1 : d);  // two's complement magnitude
-    }
-  }
-  mesh.dbits_ = 1;
-  while (mesh.dbits_ < mesh.vbits_ && (widest >> (mesh.dbits_ - 1)) != 0) ++mesh.dbits_;
+  mesh.dbits_ = static_cast<uint8_t>(plan.dbits);
   mesh.dmask_ = static_cast<uint32_t>((uint64_t{1} << mesh.dbits_) - 1);
+  mesh.escape_count_ = static_cast<uint32_t>(plan.escaped);
   mesh.wide_ = mesh.record_bits() + 7 > 64;
-  mesh.narrow_indices_ = mesh.index_bits() <= 57;
+  mesh.narrow_indices_ = mesh.index_bits() <= 57 && mesh.escape_count_ == 0;
   // The block is made first and the records written straight into it (no
   // staged copy of them beside the block).
-  st.obase = originals.base;  // copied: Field reads the plan's (one base per 64 vertices)
+  st.obase = plan.originals.base;  // copied: Field reads the plan's (one base per 64 vertices)
   mesh.Seal(&st);
+  uint32_t escapes = 0;
   for (size_t k = 0; k < n; ++k) {
     const uint32_t t = order[k];
     const Indices& tri = triangles[t];
-    mesh.SetRecord(static_cast<uint32_t>(k), tri, active[t], originals.Field(tri[0], t));
+    if (plan.Escapes(tri, t)) {
+      mesh.SetEscape(escapes++, static_cast<uint32_t>(k), tri[1], tri[2], t);
+      mesh.SetRecord(static_cast<uint32_t>(k), tri[0], mesh.EscapeCode(), 0, active[t], 0);
+      continue;
+    }
+    mesh.SetRecord(static_cast<uint32_t>(k), tri[0], (tri[1] - tri[0]) & mesh.dmask_,
+                   (tri[2] - tri[0]) & mesh.dmask_, active[t],
+                   plan.originals.Field(tri[0], t));
   }
   return mesh;
 }
@@ -847,13 +951,77 @@ void TriangleMesh::QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) c
   }
 }
 
-void TriangleMesh::SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags,
+void TriangleMesh::SetRecord(uint32_t k, uint32_t i0, uint32_t d1, uint32_t d2, EdgeFlags flags,
                              uint32_t original) {
   PackedRecord r = original;
   r = (r << 3) | flags;
-  for (int c = 2; c >= 1; --c) r = (r << dbits_) | ((tri[c] - tri[0]) & dmask_);
-  r = (r << vbits_) | tri[0];
+  r = (r << dbits_) | d2;
+  r = (r << dbits_) | d1;
+  r = (r << vbits_) | i0;
   StoreBits(packed_.data(), static_cast<uint64_t>(k) * record_bits(), record_bits(), r);
+}
+
+void TriangleMesh::SetEscape(uint32_t j, uint32_t k, uint32_t i1, uint32_t i2,
+                             uint32_t original) {
+  const uint32_t kbits = BitsFor(triangle_count_);
+  PackedRecord r = original;
+  r = (r << vbits_) | i2;
+  r = (r << vbits_) | i1;
+  r = (r << kbits) | k;
+  const uint64_t records = (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
+  StoreBits(packed_.data() + records, uint64_t{j} * EscapeBits(), EscapeBits(), r);
+}
+
+void TriangleMesh::TriangleIndicesFromRecord(uint32_t k, uint32_t idx[3]) const {
+  const PackedRecord r = Record(k);
+  const uint32_t i0 = static_cast<uint32_t>(r) & vmask_;
+  const uint32_t d1 = static_cast<uint32_t>(r >> vbits_) & dmask_;
+  const uint32_t d2 = static_cast<uint32_t>(r >> (vbits_ + dbits_)) & dmask_;
+  idx[0] = i0;
+  if (d1 == EscapeCode() && escape_count_ != 0) {
+    const Escape e = EscapeOf(k);
+    idx[1] = e.i1;
+    idx[2] = e.i2;
+    return;
+  }
+  idx[1] = Offset(i0, d1);
+  idx[2] = Offset(i0, d2);
+}
+
+uint32_t TriangleMesh::OriginalIndexWithEscapes(uint32_t k) const {
+  const PackedRecord r = Record(k);
+  if ((static_cast<uint32_t>(r >> vbits_) & dmask_) == EscapeCode()) return EscapeOf(k).original;
+  return OriginalOfRecord(r);
+}
+
+TriangleMesh::Escape TriangleMesh::EscapeOf(uint32_t k) const {
+  const uint32_t bits = EscapeBits(), kbits = BitsFor(triangle_count_);
+  const uint8_t* at = packed_.data() +
+                      (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
+  const auto entry = [&](uint32_t j) {
+    const uint64_t bit = uint64_t{j} * bits;
+    PackedRecord x;
+    std::memcpy(&x, at + (bit >> 3), sizeof(x));
+    return x >> (bit & 7);
+  };
+  const PackedRecord kmask = (PackedRecord{1} << kbits) - 1;
+  uint32_t lo = 0, hi = escape_count_;  // the first entry with key >= k in [lo, hi]
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (static_cast<uint32_t>(entry(mid) & kmask) < k) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == escape_count_ || static_cast<uint32_t>(entry(lo) & kmask) != k) {
+    std::abort();  // a record marked escaped has its entry
+  }
+  const PackedRecord r = entry(lo) >> kbits;
+  const PackedRecord vmask = (PackedRecord{1} << vbits_) - 1;
+  const PackedRecord omask = (PackedRecord{1} << BitsFor(triangle_count_ + dropped_count_)) - 1;
+  return {static_cast<uint32_t>(r & vmask), static_cast<uint32_t>((r >> vbits_) & vmask),
+          static_cast<uint32_t>((r >> (2 * vbits_)) & omask)};
 }
 
 TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& dir) const {
@@ -982,7 +1150,8 @@ size_t TriangleMesh::ArrayBytes() const {
   size_t bytes = size_t{node_count_} * sizeof(Node) + size_t{bottom_count_} * sizeof(BottomNode) +
                  size_t{dropped_count_} * sizeof(std::pair<uint32_t, Indices>) +
                  size_t{original_base_count()} * sizeof(uint32_t) +
-                 (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
+                 (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16 +
+                 EscapeBytes();
   if (!dvertices_.empty()) bytes += plain * sizeof(Vec3);
   if (!fvertices_.empty()) bytes += 3 * plain * sizeof(float);
   if (!vpacked_.empty()) bytes += (static_cast<uint64_t>(vertex_count_) * vrecord_bits_ + 7) / 8 + 16;
@@ -1056,8 +1225,8 @@ void TriangleMesh::View(Staging* st) {
 
 void TriangleMesh::Seal(Staging* st) {
   // Sizes in the block's order; each is a multiple of the next one's
-  // alignment (64, 32, 24, 16, 4, 4, 4, 1, 1, 1 bytes), so the arrays sit back to
-  // back, then the room for the mesh object (8-byte aligned).
+  // alignment (64, 32, 24, 16, 4, 4, 4, 1, 1, 1 bytes), so the arrays sit back
+  // to back, then the room for the mesh object (8-byte aligned).
   static_assert(sizeof(Node) % alignof(BottomNode) == 0 && sizeof(BottomNode) % alignof(Vec3) == 0 &&
                 sizeof(Vec3) % alignof(std::pair<uint32_t, Indices>) == 0 &&
                 sizeof(std::pair<uint32_t, Indices>) % alignof(uint32_t) == 0 &&
@@ -1069,7 +1238,8 @@ void TriangleMesh::Seal(Staging* st) {
                             st->obase.size() * sizeof(uint32_t),
                             st->fcodes.size() * sizeof(uint32_t),
                             st->fvertices.size() * sizeof(float),
-                            (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16,
+                            (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 +
+                                16 + EscapeBytes(),
                             st->vpacked.size(),
                             st->fpacked.size()};
   node_count_ = static_cast<uint32_t>(st->nodes.size());
@@ -1102,7 +1272,7 @@ void TriangleMesh::Seal(Staging* st) {
     at += bytes[5];  // none (qmin_ is in use)
   }
   place(&st->fvertices, &fvertices_, bytes[6]);
-  // The records' room, zeroed for SetRecord.
+  // The records' and escapes' room, zeroed for SetRecord and SetEscape.
   std::memset(at, 0, bytes[7]);
   packed_.ptr = reinterpret_cast<uint8_t*>(at);
   at += bytes[7];
@@ -1211,9 +1381,8 @@ size_t TriangleMesh::PredictMemoryBytes(std::span<const Vec3> vertices,
   std::vector<uint8_t> fine;
   bytes += mesh_vertices::PlanVertices(vertices, &fine);
   // Kept triangles (non-zero area on the input vertices, which decode
-  // exactly from either storage) and the widest index difference among them.
+  // exactly from either storage).
   std::vector<uint32_t> kept_list;
-  int64_t widest = 0;
   for (size_t t = 0; t < triangles.size(); ++t) {
     const Indices& tri = triangles[t];
     if (tri[0] >= vertices.size() || tri[1] >= vertices.size() || tri[2] >= vertices.size()) {
@@ -1222,26 +1391,21 @@ size_t TriangleMesh::PredictMemoryBytes(std::span<const Vec3> vertices,
     const Vec3 a = vertices[tri[0]], b = vertices[tri[1]], c = vertices[tri[2]];
     if (Cross(b - a, c - a).LengthSq() == 0.0) continue;
     kept_list.push_back(static_cast<uint32_t>(t));
-    for (int k = 1; k < 3; ++k) {
-      const int64_t diff = static_cast<int64_t>(tri[k]) - static_cast<int64_t>(tri[0]);
-      widest = std::max(widest, diff < 0 ? -diff - 1 : diff);
-    }
   }
   const uint64_t kept = kept_list.size();
   if (kept == 0) return 0;
-  // Packed triangle records, and the bases of predicted original indices.
-  const uint32_t vbits = BitsFor(vertices.size());
-  const OriginalPlan originals =
-      PlanOriginals(vertices.size(), triangles.size(), kept, [&](auto&& f) {
-        for (uint32_t t : kept_list) f(triangles[t][0], t);
+  // Packed triangle records, the bases of predicted original indices and
+  // the escaped triangles (the plan does not depend on the records' order).
+  const RecordPlan plan =
+      PlanRecords(vertices.size(), triangles.size(), kept, [&](auto&& f) {
+        for (uint32_t t : kept_list) f(triangles[t], t);
       });
   std::vector<uint32_t>().swap(kept_list);
-  bytes += originals.base.size() * sizeof(uint32_t);
-  const uint32_t obits = originals.bits;
-  uint32_t dbits = 1;
-  while (dbits < vbits && (widest >> (dbits - 1)) != 0) ++dbits;
-  const uint64_t record_bits = vbits + 2u * dbits + 3u + obits;
-  bytes += (kept * record_bits + 7) / 8 + 16;
+  bytes += plan.originals.base.size() * sizeof(uint32_t);
+  bytes += (kept * plan.RecordBits() + 7) / 8 + 16;
+  if (plan.escaped != 0) {
+    bytes += (plan.escaped * EscapeBitsFor(kept, plan.vbits, triangles.size()) + 7) / 8 + 16;
+  }
   // Hierarchy nodes: a balanced tree's counts (full subtrees of `chunk`
   // triangles; bottom nodes hold only leaves), and a fifth more, as the
   // surface area heuristic's trees measure (1.15 to 1.25 times); a lone leaf

@@ -157,6 +157,12 @@ class TriangleMesh {
   uint32_t triangle_count() const { return triangle_count_; }
   /// Zero-area triangles dropped at build.
   uint32_t dropped_triangles() const { return dropped_count_; }
+  /// Triangles whose record escapes to an entry of its own (EscapeOf), and
+  /// the bytes of those entries (then 16 bytes of padding; none without).
+  uint32_t escaped_triangles() const { return escape_count_; }
+  size_t EscapeBytes() const {
+    return escape_count_ == 0 ? 0 : (uint64_t{escape_count_} * EscapeBits() + 7) / 8 + 16;
+  }
   /// The mesh as it was given to Build (every vertex, every triangle in input
   /// order, the dropped ones included), rebuilt from the stored form: the same
   /// values to the bit, so the input need not be kept beside the mesh.
@@ -167,6 +173,9 @@ class TriangleMesh {
   /// Bytes of the mesh's block: vertices, triangles, flags and hierarchy,
   /// and the room for this object at its end (used once settled).
   size_t MemoryBytes() const;
+  /// Bits of an escape entry of a mesh of `kept` triangles (of
+  /// `input_triangles`) with `vbits`-bit vertex indices.
+  static uint32_t EscapeBitsFor(uint64_t kept, uint32_t vbits, uint64_t input_triangles);
   /// About MemoryBytes() of the mesh Build(vertices, triangles) would make,
   /// from an O(n) scan of the input (the storage Build chooses, the triangles
   /// it keeps, an estimate of its hierarchy's nodes), building nothing.
@@ -224,8 +233,13 @@ class TriangleMesh {
   inline void TriangleIndices(uint32_t k, uint32_t idx[3]) const;
   /// Original input index of kept triangle `k`.
   uint32_t OriginalIndex(uint32_t k) const {
-    const PackedRecord r = Record(k);
-    const uint32_t stored = static_cast<uint32_t>(r >> (index_bits() + 3)) & omask_;
+    if (escape_count_ != 0) [[unlikely]] return OriginalIndexWithEscapes(k);
+    return OriginalOfRecord(Record(k));
+  }
+  /// The original index a record that does not escape holds.
+  uint32_t OriginalOfRecord(PackedRecord r) const {
+    const uint32_t omask = static_cast<uint32_t>((uint64_t{1} << obits_) - 1);
+    const uint32_t stored = static_cast<uint32_t>(r >> (index_bits() + 3)) & omask;
     if (obase_.empty()) return stored;
     // Predicted from the first vertex index (uint32 arithmetic wraps: exact).
     const uint32_t i0 = static_cast<uint32_t>(r) & vmask_;
@@ -364,8 +378,33 @@ class TriangleMesh {
     std::memcpy(&x, p, sizeof(x));
     return x >> (bit & 7);
   }
-  /// Writes triangle k's record into packed_ (zero there before).
-  void SetRecord(uint32_t k, const Indices& tri, EdgeFlags flags, uint32_t original);
+  /// Writes triangle k's record into packed_ (zero there before): its first
+  /// vertex index, the two difference fields, flags and original field.
+  void SetRecord(uint32_t k, uint32_t i0, uint32_t d1, uint32_t d2, EdgeFlags flags,
+                 uint32_t original);
+  /// A triangle whose index differences or original field do not fit the
+  /// record's widths: its first difference field holds EscapeCode(), and
+  /// an escape entry the rest (bit-packed after the records, sorted by k:
+  /// k, the second and third vertex index, the original index).
+  struct Escape {
+    uint32_t i1, i2;
+    uint32_t original;
+  };
+  /// The difference field's most negative value, which no kept difference
+  /// takes: it marks an escaped record.
+  uint32_t EscapeCode() const { return 1u << (dbits_ - 1); }
+  /// Bits of an escape entry (k, two vertex indices, an input triangle index).
+  uint32_t EscapeBits() const {
+    return EscapeBitsFor(triangle_count_, vbits_, triangle_count_ + dropped_count_);
+  }
+  /// Writes escape entry `j` (zero there before).
+  void SetEscape(uint32_t j, uint32_t k, uint32_t i1, uint32_t i2, uint32_t original);
+  /// The escape of triangle k (whose record holds EscapeCode()).
+  Escape EscapeOf(uint32_t k) const;
+  /// TriangleIndices and OriginalIndex of a mesh with escapes or with
+  /// indices beyond one 64-bit load (kept out of the walks' inlined code).
+  void TriangleIndicesFromRecord(uint32_t k, uint32_t idx[3]) const;
+  uint32_t OriginalIndexWithEscapes(uint32_t k) const;
   /// Asks for the vertices of a leaf's triangles (their indices `idx`,
   /// `count` of them) before they are decoded one triangle after the other,
   /// so their loads overlap (used by the closest-first sweep walk, where
@@ -647,7 +686,7 @@ class TriangleMesh {
 
   // One allocation holds every array below, nodes_ first (64-byte aligned:
   // the block starts there), then bottom_, dvertices_, the dropped triangles
-  // (Dropped()), obase_, flt_.codes, fvertices_, packed_,
+  // (Dropped()), obase_, flt_.codes, fvertices_, packed_ (then the escapes),
   // vpacked_, fpacked_ (each array's size is a multiple of the next one's
   // alignment, so no padding), then room for this object (Settle).
   // Decimal vertices: per axis q - qmin_ in vaxis_bits_ bits, x, y, z packed
@@ -704,7 +743,7 @@ class TriangleMesh {
   uint32_t triangle_count_ = 0;
   uint32_t dmask_ = 1;      // (1 << dbits_) - 1
   uint32_t vmask_ = 1;      // (1 << vbits_) - 1
-  uint32_t omask_ = 1;      // (1 << obits_) - 1
+  uint32_t escape_count_ = 0;  // escape entries after the records (EscapeOf)
   // Per axis the top 16 bits of the quantization step (a power of two of at
   // least 2^-1026, or 0: all its bits are there): Step(a). 6 bytes, not 24.
   uint16_t step_bits_[3] = {0, 0, 0};
@@ -715,7 +754,9 @@ class TriangleMesh {
   uint8_t dbits_ = 1;       // bits of a vertex index difference (<= vbits_)
   bool xy_one_load_ = false;           // x and y bits within 57: one load for both
   bool wide_ = false;       // record_bits() + 7 > 64: 128-bit loads
-  bool narrow_indices_ = false;  // index_bits() <= 57: the indices in one 64-bit load
+  // index_bits() <= 57 and no escapes: the indices in one 64-bit load, and
+  // no record to look for among the escapes (the other path does).
+  bool narrow_indices_ = false;
   uint8_t height_ = 1;     // node levels (at most kMeshMaxDepth)
   // The block (at nodes_) is this object's to free: built and not settled.
   bool owns_block_ = false;
@@ -883,18 +924,14 @@ __attribute__((always_inline)) inline uint32_t TriangleMesh::OverlapChildren(
 }
 
 inline void TriangleMesh::TriangleIndices(uint32_t k, uint32_t idx[3]) const {
-  uint32_t i0, d1, d2;
-  if (narrow_indices_) {
-    const uint64_t lo = Load64(packed_.data(), static_cast<uint64_t>(k) * record_bits());
-    i0 = static_cast<uint32_t>(lo) & vmask_;
-    d1 = static_cast<uint32_t>(lo >> vbits_) & dmask_;
-    d2 = static_cast<uint32_t>(lo >> (vbits_ + dbits_)) & dmask_;
-  } else {
-    const PackedRecord r = Record(k);
-    i0 = static_cast<uint32_t>(r) & vmask_;
-    d1 = static_cast<uint32_t>(r >> vbits_) & dmask_;
-    d2 = static_cast<uint32_t>(r >> (vbits_ + dbits_)) & dmask_;
+  if (!narrow_indices_) [[unlikely]] {
+    TriangleIndicesFromRecord(k, idx);
+    return;
   }
+  const uint64_t lo = Load64(packed_.data(), static_cast<uint64_t>(k) * record_bits());
+  const uint32_t i0 = static_cast<uint32_t>(lo) & vmask_;
+  const uint32_t d1 = static_cast<uint32_t>(lo >> vbits_) & dmask_;
+  const uint32_t d2 = static_cast<uint32_t>(lo >> (vbits_ + dbits_)) & dmask_;
   idx[0] = i0;
   idx[1] = Offset(i0, d1);
   idx[2] = Offset(i0, d2);

@@ -219,7 +219,8 @@ TEST(MeshBuild, MemoryBytesIsTheStorage) {
            4 * size_t{m.float_code_count()};
   };
   const auto expected = [](const TriangleMesh& m, size_t vertex_bytes) {
-    const size_t records = (static_cast<size_t>(m.triangle_count()) * m.record_bits() + 7) / 8 + 16;
+    const size_t records = (static_cast<size_t>(m.triangle_count()) * m.record_bits() + 7) / 8 +
+                           16 + m.EscapeBytes();
     const size_t nodes = 64 * (m.node_count() - m.bottom_node_count()) + 32 * m.bottom_node_count();
     const size_t arrays = vertex_bytes + records + nodes +
                           16 * m.dropped_triangles() + 4 * m.original_base_count();
@@ -325,6 +326,72 @@ TEST(MeshBuild, TrianglesRoundTripExactly) {
       }
     }
     for (size_t t = 0; t < seen.size(); ++t) EXPECT_EQ(seen[t], 1) << "triangle " << t;
+  }
+}
+
+// A grid listed tile by tile with its vertices in first use order (as
+// exporters that optimise for the vertex cache write meshes): the triangles
+// on a tile's edge reach back to vertices numbered a tile row earlier, so
+// their records escape (kept apart in full) instead of widening every
+// record. Indices, originals, Input() and rays stay exact, and the memory
+// estimate (its hierarchy approximate) counts the escapes.
+TEST(MeshBuild, EscapedRecordsStayExact) {
+  constexpr uint32_t kSide = 60, kTile = 8;
+  const MeshData rows = WavyGrid(kSide, 0.731);
+  MeshData tiles;
+  std::vector<uint32_t> number(rows.vertices.size(), UINT32_MAX);
+  const auto renumber = [&](uint32_t v) {
+    if (number[v] == UINT32_MAX) {
+      number[v] = static_cast<uint32_t>(tiles.vertices.size());
+      tiles.vertices.push_back(rows.vertices[v]);
+    }
+    return number[v];
+  };
+  const uint32_t w = kSide + 1;
+  for (uint32_t tr = 0; tr < kSide; tr += kTile) {
+    for (uint32_t tc = 0; tc < kSide; tc += kTile) {
+      for (uint32_t r = tr; r < std::min(tr + kTile, kSide); ++r) {
+        for (uint32_t c = tc; c < std::min(tc + kTile, kSide); ++c) {
+          const uint32_t a = r * w + c;
+          tiles.triangles.push_back({renumber(a), renumber(a + w), renumber(a + 1)});
+          tiles.triangles.push_back({renumber(a + 1), renumber(a + w), renumber(a + w + 1)});
+        }
+      }
+    }
+  }
+  ASSERT_EQ(tiles.vertices.size(), rows.vertices.size());
+  const TriangleMesh mesh = MustBuild(tiles);
+  EXPECT_GT(mesh.escaped_triangles(), 0u);
+  EXPECT_LT(mesh.escaped_triangles(), mesh.triangle_count() / 4);
+  const double predicted =
+      static_cast<double>(TriangleMesh::PredictMemoryBytes(tiles.vertices, tiles.triangles));
+  EXPECT_NEAR(predicted / static_cast<double>(mesh.MemoryBytes()), 1.0, 0.05);
+  std::vector<int> seen(tiles.triangles.size(), 0);
+  for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+    const uint32_t t = mesh.OriginalIndex(k);
+    ASSERT_LT(t, tiles.triangles.size());
+    ++seen[t];
+    uint32_t idx[3];
+    mesh.TriangleIndices(k, idx);
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(idx[c], tiles.triangles[t][c]) << "triangle " << t;
+  }
+  for (size_t t = 0; t < seen.size(); ++t) EXPECT_EQ(seen[t], 1) << "triangle " << t;
+  std::vector<Vec3> vertices;
+  std::vector<TriangleMesh::Indices> triangles;
+  mesh.Input(&vertices, &triangles);
+  EXPECT_EQ(vertices, tiles.vertices);
+  EXPECT_EQ(triangles, tiles.triangles);
+  Random rng(31);
+  const Aabb b = mesh.bounds();
+  for (int i = 0; i < 2000; ++i) {
+    const Vec3 o = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
+    const Vec3 d = (b.Center() + Mul(rng.InBox(1.0), b.Extents()) - o) * rng.Uniform(0.3, 2.0);
+    MeshRayHit got, want;
+    const bool g = mesh.RaycastClosest(o, d, &got);
+    ASSERT_EQ(g, BruteRaycast(mesh, o, d, &want)) << ToString(o) << " " << ToString(d);
+    if (!g) continue;
+    EXPECT_EQ(got.fraction, want.fraction);
+    EXPECT_EQ(got.triangle, want.triangle);
   }
 }
 
