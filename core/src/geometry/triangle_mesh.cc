@@ -968,8 +968,7 @@ void TriangleMesh::SetEscape(uint32_t j, uint32_t k, uint32_t i1, uint32_t i2,
   r = (r << vbits_) | i2;
   r = (r << vbits_) | i1;
   r = (r << kbits) | k;
-  const uint64_t records = (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
-  StoreBits(packed_.data() + records, uint64_t{j} * EscapeBits(), EscapeBits(), r);
+  StoreBits(packed_.data() + RecordBytes(), uint64_t{j} * EscapeBits(), EscapeBits(), r);
 }
 
 void TriangleMesh::TriangleIndicesFromRecord(uint32_t k, uint32_t idx[3]) const {
@@ -996,8 +995,7 @@ uint32_t TriangleMesh::OriginalIndexWithEscapes(uint32_t k) const {
 
 TriangleMesh::Escape TriangleMesh::EscapeOf(uint32_t k) const {
   const uint32_t bits = EscapeBits(), kbits = BitsFor(triangle_count_);
-  const uint8_t* at = packed_.data() +
-                      (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
+  const uint8_t* at = packed_.data() + RecordBytes();
   const auto entry = [&](uint32_t j) {
     const uint64_t bit = uint64_t{j} * bits;
     PackedRecord x;
@@ -1150,8 +1148,7 @@ size_t TriangleMesh::ArrayBytes() const {
   size_t bytes = size_t{node_count_} * sizeof(Node) + size_t{bottom_count_} * sizeof(BottomNode) +
                  size_t{dropped_count_} * sizeof(std::pair<uint32_t, Indices>) +
                  size_t{original_base_count()} * sizeof(uint32_t) +
-                 (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16 +
-                 EscapeBytes();
+                 RecordBytes() + EscapeBytes();
   if (!dvertices_.empty()) bytes += plain * sizeof(Vec3);
   if (!fvertices_.empty()) bytes += 3 * plain * sizeof(float);
   if (!vpacked_.empty()) bytes += (static_cast<uint64_t>(vertex_count_) * vrecord_bits_ + 7) / 8 + 16;
@@ -1238,8 +1235,7 @@ void TriangleMesh::Seal(Staging* st) {
                             st->obase.size() * sizeof(uint32_t),
                             st->fcodes.size() * sizeof(uint32_t),
                             st->fvertices.size() * sizeof(float),
-                            (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 +
-                                16 + EscapeBytes(),
+                            RecordBytes() + EscapeBytes(),
                             st->vpacked.size(),
                             st->fpacked.size()};
   node_count_ = static_cast<uint32_t>(st->nodes.size());

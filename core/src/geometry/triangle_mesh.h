@@ -397,6 +397,11 @@ class TriangleMesh {
   uint32_t EscapeBits() const {
     return EscapeBitsFor(triangle_count_, vbits_, triangle_count_ + dropped_count_);
   }
+  /// Bytes of the triangle records (then 16 bytes of padding); the escape
+  /// entries follow them.
+  size_t RecordBytes() const {
+    return (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
+  }
   /// Writes escape entry `j` (zero there before).
   void SetEscape(uint32_t j, uint32_t k, uint32_t i1, uint32_t i2, uint32_t original);
   /// The escape of triangle k (whose record holds EscapeCode()).
