@@ -10,9 +10,10 @@
 #include <utility>
 
 #include "geometry/bvh_ray.h"
-#include "geometry/mesh_part_vertices.h"
+#include "geometry/mesh_parts.h"
 #include "geometry/mesh_vertices.h"
 #include "geometry/sah_split.h"
+#include "geometry/triangle_mesh_staging.h"
 #include "geometry/triangle_queries.h"
 #include "hitbox/format.h"
 #include "hitbox/limits.h"
@@ -213,39 +214,10 @@ RecordPlan PlanRecords(size_t vertices, size_t input_triangles, uint64_t kept,
 
 }  // namespace
 
-struct TriangleMesh::Staging {
-  /// Build's part_first (empty: one part).
-  std::span<const uint32_t> part_first;
-  /// Leaves SplitLeaf may still split (a node each).
-  uint32_t leaf_splits_left = 0;
-  std::vector<Node> nodes;
-  std::vector<BottomNode> bottom;
-  std::vector<Vec3> dvertices;
-  std::vector<std::pair<uint32_t, Indices>> dropped;
-  std::vector<uint32_t> obase;
-  std::vector<uint32_t> fcodes;
-  std::vector<float> fvertices;
-  std::vector<uint8_t> vpacked;
-  std::vector<uint8_t> fpacked;
-};
 
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
-                                         std::span<const Indices> triangles,
-                                         std::span<const uint32_t> part_first,
-                                         const internal::MeshPartVertices* part_vertices) {
+                                         std::span<const Indices> triangles) {
   if (vertices.empty()) return Error{ErrorCode::kInvalidArgument, "vertices: mesh has no vertices"};
-  if (part_vertices != nullptr && part_vertices->vertex_count() != vertices.size()) {
-    return Error{ErrorCode::kInvalidArgument,
-                 "vertices: " + std::to_string(vertices.size()) + " vertices, the parts hold " +
-                     std::to_string(part_vertices->vertex_count())};
-  }
-  for (size_t i = 0; i < part_first.size(); ++i) {
-    if (i == 0 ? part_first[0] != 0
-               : part_first[i] <= part_first[i - 1] || part_first[i] >= triangles.size()) {
-      return Error{ErrorCode::kInvalidArgument,
-                   "part_first[" + std::to_string(i) + "]: parts must start at 0 and rise"};
-    }
-  }
   if (triangles.empty()) {
     return Error{ErrorCode::kInvalidArgument, "triangles: mesh has no triangles"};
   }
@@ -289,16 +261,8 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
 
   TriangleMesh mesh;
   Staging st;
-  st.part_first = part_first;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
-  if (part_vertices != nullptr) {
-    // The parts' vertices: a float form of 0-bit records (16 bytes of
-    // padding) whose table is the parts'.
-    mesh.flt_ = FloatForm{};
-    mesh.flt_.parts = part_vertices;
-    st.fpacked.assign(16, 0);
-    mesh.View(&st);
-  } else {
+  {
     std::vector<uint8_t> fine;
     mesh_vertices::PlanVertices(vertices, &fine);
     mesh.PackVertices(vertices, fine, &st);
@@ -546,8 +510,7 @@ void TriangleMesh::PackFloatVertices(std::span<const Vec3> vertices,
   }
 }
 
-void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes& boxes,
-                                  Staging* st) {
+void TriangleMesh::SetBoxSteps() {
   // The least power of two step with min + 65535 * step >= max: q * step is
   // then exact, so a decoded bound min + q * step is one rounding, fused or
   // not, in Quantize here and in the traversals alike.
@@ -569,26 +532,41 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes
     if (s > 0.0 && s < 0x1p-1026) s = 0x1p-1026;
     step_bits_[a] = static_cast<uint16_t>(std::bit_cast<uint64_t>(s) >> 48);
   }
+}
+
+void TriangleMesh::ClearChild(Node* node, uint32_t i) {
+  for (int a = 0; a < 3; ++a) {
+    node->min[a][i] = 65535;
+    node->max[a][i] = 0;
+  }
+  node->child[i] = kEmpty;
+}
+
+void TriangleMesh::AddRootOverLeaf(uint32_t word, Staging* st) const {
+  Node node;
+  for (uint32_t i = 1; i < kMeshNodeWidth; ++i) ClearChild(&node, i);
+  SetChildBox(&node, 0, bounds_);
+  node.child[0] = word;
+  st->nodes.push_back(node);
+}
+
+void TriangleMesh::SetChildBox(Node* node, uint32_t i, const Aabb& box) const {
+  for (int a = 0; a < 3; ++a) {
+    node->min[a][i] = Quantize(box.min[a], bounds_.min[a], Step(a), false);
+    node->max[a][i] = Quantize(box.max[a], bounds_.min[a], Step(a), true);
+  }
+}
+
+void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes& boxes,
+                                  Staging* st) {
+  SetBoxSteps();
   st->nodes.clear();
   // Room for every node at once (an upper estimate): doubling would hold two
   // copies beside the boxes, the build's peak.
   st->nodes.reserve(order->size() / 8 + 2);
   const uint32_t root = BuildNode(order, boxes, 0, static_cast<uint32_t>(order->size()), 1, st);
-  if (root & kLeafBit) {
-    // Too few triangles for a split: a root node with the one leaf.
-    Node node;
-    for (int a = 0; a < 3; ++a) {
-      for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
-        node.min[a][i] = 65535;
-        node.max[a][i] = 0;
-      }
-      node.min[a][0] = Quantize(bounds_.min[a], bounds_.min[a], Step(a), false);
-      node.max[a][0] = Quantize(bounds_.max[a], bounds_.min[a], Step(a), true);
-    }
-    for (uint32_t i = 0; i < kMeshNodeWidth; ++i) node.child[i] = kEmpty;
-    node.child[0] = root;
-    st->nodes.push_back(node);
-  }
+  // Too few triangles for a split: a root node with the one leaf.
+  if (root & kLeafBit) AddRootOverLeaf(root, st);
 }
 
 void TriangleMesh::PackBottomNodes(Staging* st) {
@@ -732,26 +710,14 @@ size_t TriangleMesh::PartOf(std::span<const uint32_t> part_first, uint32_t trian
 }
 
 bool TriangleMesh::LeavesWithinParts(std::span<const uint32_t> part_first) const {
-  if (nodes_.empty()) return true;
-  const auto part = [part_first](uint32_t t) { return PartOf(part_first, t); };
-  std::vector<uint32_t> stack{0};
-  while (!stack.empty()) {
-    const uint32_t word = stack.back();
-    stack.pop_back();
-    if (word & kLeafBit) {
-      const LeafRange leaf = LeafTriangles(word);
-      for (uint32_t k = leaf.first + 1; k < leaf.end; ++k) {
-        if (part(OriginalIndex(k)) != part(OriginalIndex(leaf.first))) return false;
-      }
-      continue;
+  bool within = true;
+  ForEachLeaf([&](uint32_t first, uint32_t end) {
+    const size_t part = PartOf(part_first, OriginalIndex(first));
+    for (uint32_t k = first + 1; k < end; ++k) {
+      within &= PartOf(part_first, OriginalIndex(k)) == part;
     }
-    Node scratch;
-    const Node& n = NodeAt(word, &scratch);
-    for (uint32_t child : n.child) {
-      if (child != kEmpty) stack.push_back(child);
-    }
-  }
-  return true;
+  });
+  return within;
 }
 
 void TriangleMesh::BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& boxes,
@@ -836,29 +802,6 @@ void TriangleMesh::BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& b
   *parts_out = parts;
 }
 
-bool TriangleMesh::SplitByPart(std::vector<uint32_t>* order, uint32_t begin, uint32_t end,
-                               const Staging& st, uint32_t bounds[kMeshNodeWidth + 1],
-                               uint32_t* parts) {
-  const std::span<const uint32_t> first = st.part_first;
-  const auto part = [first](uint32_t t) { return PartOf(first, t); };
-  std::vector<uint32_t>& ord = *order;
-  bool mixed = false;
-  for (uint32_t k = begin + 1; k < end && !first.empty(); ++k) {
-    mixed |= part(ord[k]) != part(ord[begin]);
-  }
-  if (!mixed) return false;
-  std::stable_sort(ord.begin() + begin, ord.begin() + end,
-                   [&](uint32_t a, uint32_t b) { return part(a) < part(b); });
-  // Groups of one part each; the last takes the parts past the fourth.
-  *parts = 0;
-  for (uint32_t k = begin + 1; k <= end; ++k) {
-    if (k == end || (*parts + 1 < kMeshNodeWidth && part(ord[k]) != part(ord[k - 1]))) {
-      bounds[++*parts] = k;
-    }
-  }
-  return true;
-}
-
 bool TriangleMesh::SplitLeaf(std::vector<uint32_t>* order, const BuildBoxes& boxes,
                              uint32_t begin, uint32_t end, Staging* st,
                              uint32_t bounds[kMeshNodeWidth + 1], uint32_t* parts) {
@@ -896,37 +839,16 @@ uint32_t TriangleMesh::BuildNode(std::vector<uint32_t>* order, const BuildBoxes&
   if (count <= kMeshLeafSize) {
     // A leaf, unless a node still fits (kMeshMaxDepth levels) and its
     // triangles come from several parts or are better apart.
-    if (depth > kMeshMaxDepth ||
-        (!SplitByPart(order, begin, end, *st, bounds, &parts) &&
-         !SplitLeaf(order, boxes, begin, end, st, bounds, &parts))) {
+    if (depth > kMeshMaxDepth || !SplitLeaf(order, boxes, begin, end, st, bounds, &parts)) {
       return kLeafBit | (begin << 3) | (count - 1);
     }
   } else {
     BuildSplits(order, boxes, begin, end, depth, bounds, &parts);
   }
   height_ = static_cast<uint8_t>(std::max<uint32_t>(height_, depth));
-  const uint32_t self = static_cast<uint32_t>(st->nodes.size());
-  st->nodes.emplace_back();
-  for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
-    Node& node = st->nodes[self];
-    if (i >= parts) {
-      for (int a = 0; a < 3; ++a) {
-        node.min[a][i] = 65535;
-        node.max[a][i] = 0;
-      }
-      node.child[i] = kEmpty;
-      continue;
-    }
-    Aabb box;
-    for (uint32_t k = bounds[i]; k < bounds[i + 1]; ++k) box = box.Union(boxes[ord[k]]);
-    for (int a = 0; a < 3; ++a) {
-      node.min[a][i] = Quantize(box.min[a], bounds_.min[a], Step(a), false);
-      node.max[a][i] = Quantize(box.max[a], bounds_.min[a], Step(a), true);
-    }
-    const uint32_t word = BuildNode(order, boxes, bounds[i], bounds[i + 1], depth + 1, st);
-    st->nodes[self].child[i] = word;  // st->nodes may have grown: index again
-  }
-  return self;
+  return AddNode(boxes, ord, bounds, parts, st, [&](uint32_t i) {
+    return BuildNode(order, boxes, bounds[i], bounds[i + 1], depth + 1, st);
+  });
 }
 
 void TriangleMesh::QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) const {
@@ -972,6 +894,14 @@ void TriangleMesh::SetEscape(uint32_t j, uint32_t k, uint32_t i1, uint32_t i2,
 }
 
 void TriangleMesh::TriangleIndicesFromRecord(uint32_t k, uint32_t idx[3]) const {
+  if (part_triangles_) {
+    uint32_t local;
+    const uint32_t p = flt_.parts->LocateTriangle(k, &local);
+    flt_.parts->part(p)->TriangleIndices(local, idx);
+    const uint32_t base = flt_.parts->vertex_base(p);
+    for (int c = 0; c < 3; ++c) idx[c] += base;
+    return;
+  }
   const PackedRecord r = Record(k);
   const uint32_t i0 = static_cast<uint32_t>(r) & vmask_;
   const uint32_t d1 = static_cast<uint32_t>(r >> vbits_) & dmask_;
@@ -987,10 +917,23 @@ void TriangleMesh::TriangleIndicesFromRecord(uint32_t k, uint32_t idx[3]) const 
   idx[2] = Offset(i0, d2);
 }
 
-uint32_t TriangleMesh::OriginalIndexWithEscapes(uint32_t k) const {
+uint32_t TriangleMesh::OriginalIndexOutOfLine(uint32_t k) const {
+  if (part_triangles_) {
+    uint32_t local;
+    const uint32_t p = flt_.parts->LocateTriangle(k, &local);
+    return flt_.parts->part(p)->OriginalIndex(local) + flt_.parts->input_base(p);
+  }
   const PackedRecord r = Record(k);
-  if ((static_cast<uint32_t>(r >> vbits_) & dmask_) == EscapeCode()) return EscapeOf(k).original;
+  if (escape_count_ != 0 && (static_cast<uint32_t>(r >> vbits_) & dmask_) == EscapeCode()) {
+    return EscapeOf(k).original;
+  }
   return OriginalOfRecord(r);
+}
+
+EdgeFlags TriangleMesh::PartActiveEdges(uint32_t k) const {
+  uint32_t local;
+  const uint32_t p = flt_.parts->LocateTriangle(k, &local);
+  return flt_.parts->part(p)->ActiveEdges(local);
 }
 
 TriangleMesh::Escape TriangleMesh::EscapeOf(uint32_t k) const {
@@ -1130,6 +1073,22 @@ TriangleMesh::RaySetup TriangleMesh::SetupRay(const Vec3& origin, const Vec3& di
 }
 
 void TriangleMesh::Input(std::vector<Vec3>* vertices, std::vector<Indices>* triangles) const {
+  if (part_triangles_) {
+    // The parts' inputs end to end, their indices offset.
+    vertices->clear();
+    triangles->clear();
+    std::vector<Vec3> part_vertices;
+    std::vector<Indices> part_triangles;
+    for (uint32_t p = 0; p < flt_.parts->size(); ++p) {
+      flt_.parts->part(p)->Input(&part_vertices, &part_triangles);
+      const auto base = static_cast<uint32_t>(vertices->size());
+      vertices->insert(vertices->end(), part_vertices.begin(), part_vertices.end());
+      for (const Indices& t : part_triangles) {
+        triangles->push_back({t[0] + base, t[1] + base, t[2] + base});
+      }
+    }
+    return;
+  }
   vertices->resize(vertex_count_);
   for (uint32_t i = 0; i < vertex_count_; ++i) (*vertices)[i] = Vertex(i);
   triangles->resize(size_t{triangle_count_} + dropped_count_);

@@ -90,7 +90,7 @@ class ShearedVertexCache {
 
 class BuildBoxes;  // geometry/sah_split.h
 namespace internal {
-class MeshPartVertices;  // geometry/mesh_part_vertices.h
+class MeshParts;  // geometry/mesh_parts.h
 }
 
 /// 128-bit unsigned (a GCC/Clang extension) for packed triangle records.
@@ -130,18 +130,18 @@ class TriangleMesh {
   /// Builds a mesh: validates indices (`triangles[17][2]: vertex index 900
   /// out of range (300 vertices)`), coordinates (finite, |x| <= kMaxCoordinate),
   /// an empty mesh; drops zero-area triangles (dropped_triangles() counts
-  /// them); fails when no triangle is left. `part_first`: where each part of
-  /// the input starts (input triangle indices, increasing, from 0; a merged
-  /// mesh's members), every leaf then holding triangles of one part only.
-  /// `part_vertices`: the same vertices as `vertices`, read from the parts'
-  /// own meshes, which the mesh then reads instead of storing its own.
-  [[nodiscard]] static Result<TriangleMesh> Build(
-      std::span<const Vec3> vertices, std::span<const Indices> triangles,
-      std::span<const uint32_t> part_first = {},
-      const internal::MeshPartVertices* part_vertices = nullptr);
+  /// them); fails when no triangle is left.
+  [[nodiscard]] static Result<TriangleMesh> Build(std::span<const Vec3> vertices,
+                                                  std::span<const Indices> triangles);
+  /// Builds the mesh of `parts` joined end to end (a merged mesh: its input
+  /// is the parts' inputs in order, vertex and triangle indices offset by
+  /// the parts before): a hierarchy over the parts' own leaves, its vertices
+  /// and triangle records read from the parts' meshes (none stored twice).
+  /// mesh_over_parts.cc.
+  [[nodiscard]] static Result<TriangleMesh> BuildOverParts(const internal::MeshParts* parts);
 
   /// True when every leaf holds triangles of one part of the input only
-  /// (parts as Build's part_first).
+  /// (parts starting at input triangles `part_first`, increasing, from 0).
   bool LeavesWithinParts(std::span<const uint32_t> part_first) const;
 
   /// Moves a built mesh into the room its block keeps at its end: the
@@ -196,9 +196,11 @@ class TriangleMesh {
   uint32_t float_code_count() const { return fpacked_.empty() ? 0 : flt_.code_count; }
   /// Vertices kept apart from the packed ones (as float32 or doubles).
   uint32_t fine_vertex_count() const { return fine_count_; }
-  /// True when the vertices are read from the parts' meshes (Build's
-  /// part_vertices), none stored here.
+  /// True when the vertices are read from the parts' meshes
+  /// (BuildOverParts), none stored here.
   bool part_vertices() const { return !fpacked_.empty() && flt_.record_bits == 0; }
+  /// True when the triangle records are the parts' too (BuildOverParts).
+  bool part_triangles() const { return part_triangles_; }
   /// Number of hierarchy nodes (bottom nodes included).
   size_t node_count() const { return size_t{node_count_} + bottom_count_; }
   /// Number of hierarchy nodes kept in the 32-byte bottom form.
@@ -233,7 +235,7 @@ class TriangleMesh {
   inline void TriangleIndices(uint32_t k, uint32_t idx[3]) const;
   /// Original input index of kept triangle `k`.
   uint32_t OriginalIndex(uint32_t k) const {
-    if (escape_count_ != 0) [[unlikely]] return OriginalIndexWithEscapes(k);
+    if (!narrow_indices_) [[unlikely]] return OriginalIndexOutOfLine(k);
     return OriginalOfRecord(Record(k));
   }
   /// The original index a record that does not escape holds.
@@ -254,6 +256,7 @@ class TriangleMesh {
   }
   /// Active-edge flags of kept triangle `k`.
   EdgeFlags ActiveEdges(uint32_t k) const {
+    if (part_triangles_) [[unlikely]] return PartActiveEdges(k);
     return static_cast<EdgeFlags>(static_cast<uint32_t>(Record(k) >> index_bits()) & 7u);
   }
   /// Bits of one packed triangle record.
@@ -400,16 +403,19 @@ class TriangleMesh {
   /// Bytes of the triangle records (then 16 bytes of padding); the escape
   /// entries follow them.
   size_t RecordBytes() const {
+    if (part_triangles_) return 0;
     return (static_cast<uint64_t>(triangle_count_) * record_bits() + 7) / 8 + 16;
   }
   /// Writes escape entry `j` (zero there before).
   void SetEscape(uint32_t j, uint32_t k, uint32_t i1, uint32_t i2, uint32_t original);
   /// The escape of triangle k (whose record holds EscapeCode()).
   Escape EscapeOf(uint32_t k) const;
-  /// TriangleIndices and OriginalIndex of a mesh with escapes or with
-  /// indices beyond one 64-bit load (kept out of the walks' inlined code).
+  /// TriangleIndices and OriginalIndex of a mesh with escapes, with
+  /// indices beyond one 64-bit load or with its parts' triangles (kept out
+  /// of the walks' inlined code), and ActiveEdges of the last.
   void TriangleIndicesFromRecord(uint32_t k, uint32_t idx[3]) const;
-  uint32_t OriginalIndexWithEscapes(uint32_t k) const;
+  uint32_t OriginalIndexOutOfLine(uint32_t k) const;
+  EdgeFlags PartActiveEdges(uint32_t k) const;
   /// Asks for the vertices of a leaf's triangles (their indices `idx`,
   /// `count` of them) before they are decoded one triangle after the other,
   /// so their loads overlap (used by the closest-first sweep walk, where
@@ -628,15 +634,8 @@ class TriangleMesh {
   static void BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& boxes, uint32_t begin,
                           uint32_t end, uint32_t depth, uint32_t bounds[kMeshNodeWidth + 1],
                           uint32_t* parts);
-  /// The part (index into Build's part_first, plus one) of input triangle
-  /// `triangle`.
+  /// The part (index into part_first, plus one) of input triangle `triangle`.
   static size_t PartOf(std::span<const uint32_t> part_first, uint32_t triangle);
-  /// Whether leaf order[begin, end) mixes parts of the input (st's
-  /// part_first): then order sorted by part and bounds[0..*parts] its
-  /// groups of one part each, the last taking the parts past the fourth.
-  static bool SplitByPart(std::vector<uint32_t>* order, uint32_t begin, uint32_t end,
-                          const Staging& st, uint32_t bounds[kMeshNodeWidth + 1],
-                          uint32_t* parts);
   /// Whether leaf order[begin, end) is better as two leaves under a node of
   /// their own (surface area heuristic): then order reordered and
   /// bounds[0..2], *parts = 2 the two, one of st's leaf splits taken.
@@ -652,6 +651,29 @@ class TriangleMesh {
                      uint32_t begin, uint32_t end, uint32_t depth, Staging* st);
   void BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes& boxes,
                       Staging* st);
+  /// Sets the quantization steps of the hierarchy's boxes from bounds_.
+  void SetBoxSteps();
+  /// Child i's box in `node`, quantized outwards.
+  void SetChildBox(Node* node, uint32_t i, const Aabb& box) const;
+  /// Slot i of `node` left empty.
+  static void ClearChild(Node* node, uint32_t i);
+  /// Appends a node whose child i < `parts` boxes items order[bounds[i],
+  /// bounds[i + 1]) of `boxes` and is the word child_word(i) returns (which
+  /// may append nodes itself); returns the node's index.
+  template <typename ChildWord>
+  uint32_t AddNode(const BuildBoxes& boxes, const std::vector<uint32_t>& order,
+                   const uint32_t* bounds, uint32_t parts, Staging* st,
+                   ChildWord&& child_word) const;
+  /// The root node over the one leaf `word` (a mesh too small to split).
+  void AddRootOverLeaf(uint32_t word, Staging* st) const;
+  /// Calls fn(first, end) for the triangles of each leaf, in walk order.
+  template <typename Fn>
+  void ForEachLeaf(Fn&& fn) const;
+  /// Calls fn(words, count) for the leaves of each node whose children are
+  /// all leaves (in slot order), and fn(&word, 1) for each leaf beside an
+  /// inner node: every leaf once, grouped as the hierarchy groups them.
+  template <typename Fn>
+  void ForEachLeafGroup(Fn&& fn) const;
   /// Stores `vertices`: vpacked_ when ChooseDivisors finds divisors, else
   /// fvertices_ or dvertices_; with `fine` flags (PlanVertices), the flagged
   /// ones apart and the rest packed.
@@ -704,7 +726,7 @@ class TriangleMesh {
   struct FloatForm {
     union {
       uint32_t* codes;  // in the block (trivial: a union member)
-      const internal::MeshPartVertices* parts;
+      const internal::MeshParts* parts;
     };
     uint16_t code_base[3];
     uint16_t code_count;
@@ -764,8 +786,58 @@ class TriangleMesh {
   bool narrow_indices_ = false;
   uint8_t height_ = 1;     // node levels (at most kMeshMaxDepth)
   // The block (at nodes_) is this object's to free: built and not settled.
-  bool owns_block_ = false;
+  bool owns_block_ : 1 = false;
+  // The triangles are the parts' (flt_.parts, BuildOverParts): no records.
+  bool part_triangles_ : 1 = false;
 };
+
+template <typename Fn>
+void TriangleMesh::ForEachLeafGroup(Fn&& fn) const {
+  if (nodes_.empty()) return;
+  std::vector<uint32_t> stack{0};
+  while (!stack.empty()) {
+    Node scratch;
+    const Node& n = NodeAt(stack.back(), &scratch);
+    stack.pop_back();
+    uint32_t leaves[kMeshNodeWidth];
+    uint32_t count = 0;
+    bool all_leaves = true;
+    for (uint32_t child : n.child) {
+      if (child == kEmpty) continue;
+      if (child & kLeafBit) {
+        leaves[count++] = child;
+      } else {
+        all_leaves = false;
+        stack.push_back(child);
+      }
+    }
+    if (all_leaves) {
+      fn(leaves, count);
+    } else {
+      for (uint32_t i = 0; i < count; ++i) fn(&leaves[i], 1);
+    }
+  }
+}
+
+template <typename Fn>
+void TriangleMesh::ForEachLeaf(Fn&& fn) const {
+  if (nodes_.empty()) return;
+  std::vector<uint32_t> stack{0};
+  while (!stack.empty()) {
+    const uint32_t word = stack.back();
+    stack.pop_back();
+    if (word & kLeafBit) {
+      const LeafRange leaf = LeafTriangles(word);
+      fn(leaf.first, leaf.end);
+      continue;
+    }
+    Node scratch;
+    const Node& n = NodeAt(word, &scratch);
+    for (uint32_t child : n.child) {
+      if (child != kEmpty) stack.push_back(child);
+    }
+  }
+}
 
 template <typename Path>
 TriangleMesh::PathSetup TriangleMesh::SetupPath(const Path& path, const Vec3& lo,

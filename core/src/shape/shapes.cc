@@ -9,6 +9,7 @@
 #include <string>
 
 #include "hitbox/format.h"
+#include "geometry/mesh_parts.h"
 #include "shape/convex_core.h"
 #include "shape/surface_data.h"
 
@@ -395,21 +396,26 @@ size_t Shape::PredictCompoundBytes(size_t children, size_t children_bytes) {
 }
 
 Result<Shape> Shape::Make(const TriangleMeshShape& m) {
-  return internal::MakeMeshOfParts(m, {}, nullptr);
-}
-
-Result<Shape> internal::MakeMeshOfParts(const TriangleMeshShape& m,
-                                        std::span<const uint32_t> part_first,
-                                        const MeshPartVertices* part_vertices) {
-  Result<TriangleMesh> built =
-      TriangleMesh::Build(m.vertices, m.triangles, part_first, part_vertices);
+  Result<TriangleMesh> built = TriangleMesh::Build(m.vertices, m.triangles);
   if (!built.ok()) {
     return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
   }
+  return OfMesh(std::move(*built), static_cast<uint32_t>(m.triangles.size()));
+}
+
+Result<Shape> internal::MakeMeshOverParts(const MeshParts* parts) {
+  Result<TriangleMesh> built = TriangleMesh::BuildOverParts(parts);
+  if (!built.ok()) {
+    return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
+  }
+  return Shape::OfMesh(std::move(*built), parts->input_triangle_count());
+}
+
+Shape Shape::OfMesh(TriangleMesh built, uint32_t input_triangles) {
   Shape shape;
   shape.kind_ = ShapeKind::kMesh;
   shape.radius_ = 0.0;
-  shape.surface_ = new SurfaceData(std::move(*built), static_cast<uint32_t>(m.triangles.size()));
+  shape.surface_ = new SurfaceData(std::move(built), input_triangles);
   internal::SurfaceAddRef(shape.surface_);
   return shape;
 }

@@ -203,7 +203,7 @@ struct ColliderSet::Impl {
     if (mesh_groups != nullptr) DropGroups();
   }
   /// Lets the merged meshes go (wide_mu not held): they hold the meshes
-  /// they were made from (MeshPartVertices), which a change may have dropped.
+  /// they were made from (MeshParts), which a change may have dropped.
   void DropGroups();
   IdIndex index;
   uint64_t revision = 0;

@@ -67,30 +67,19 @@ MeshGroups::MeshGroups(const std::vector<Mesh>& in, uint64_t version) : version_
     Group g;
     g.pose = in[meshes[begin]].collider.pose;
     g.layer = in[meshes[begin]].collider.layer;
-    TriangleMeshShape merged;
-    merged.vertices.reserve(vertices);
-    merged.triangles.reserve(triangles);
     std::vector<const TriangleMesh*> parts;
     for (size_t k = begin; k < end; ++k) {
       const Shape& member = in[meshes[k]].collider.shape;
       g.members.push_back(member);
       parts.push_back(member.surface()->mesh());
-      const TriangleMeshShape input = member.surface()->mesh_input();
-      const auto base = static_cast<uint32_t>(merged.vertices.size());
       g.item.push_back(in[meshes[k]].item);
-      g.first.push_back(static_cast<uint32_t>(merged.triangles.size()));
-      merged.vertices.insert(merged.vertices.end(), input.vertices.begin(), input.vertices.end());
-      for (const auto& t : input.triangles) {
-        merged.triangles.push_back({t[0] + base, t[1] + base, t[2] + base});
-      }
     }
-    // Leaves within one member: where members lie side by side, a leaf
-    // mixing them is looser than a node of one leaf per member.
-    g.part_vertices = std::make_unique<const internal::MeshPartVertices>(std::move(parts));
-    Result<Shape> shape = internal::MakeMeshOfParts(merged, g.first, g.part_vertices.get());
+    g.parts = std::make_unique<const internal::MeshParts>(std::move(parts));
+    for (uint32_t p = 0; p < g.parts->size(); ++p) g.first.push_back(g.parts->input_base(p));
+    Result<Shape> shape = internal::MakeMeshOverParts(g.parts.get());
     if (shape.ok()) {
       g.merged = std::move(*shape);
-      triangles_ += merged.triangles.size();
+      triangles_ += g.parts->input_triangle_count();
       if (grouped_.size() < set_size) grouped_.resize(set_size, 0);
       for (uint32_t item : g.item) grouped_[item] = 1;
       groups_.push_back(std::move(g));
@@ -110,7 +99,7 @@ size_t MeshGroups::MemoryBytes() const {
   size_t bytes = sizeof(*this) + grouped_.capacity() + groups_.capacity() * sizeof(Group);
   for (const Group& g : groups_) {
     bytes += g.merged.DataBytes() + (g.item.capacity() + g.first.capacity()) * sizeof(uint32_t) +
-             g.members.capacity() * sizeof(Shape) + g.part_vertices->MemoryBytes();
+             g.members.capacity() * sizeof(Shape) + g.parts->MemoryBytes();
   }
   return bytes;
 }

@@ -2,11 +2,13 @@
 // merged into one mesh per group for batches of closest-hit rays and
 // sweeps. A level is tens of meshes whose boxes overlap most queries; one
 // walk of the merged hierarchy replaces a walk of each of them, with its
-// setup made once. The merged mesh holds the members' triangles in the order
-// (collider id, input index), with their own vertices (no edge is shared
+// setup made once. The merged mesh's input is the members' inputs in the
+// order of their collider ids, with their own vertices (no edge is shared
 // across members), so a ray's closest hit and tie rule are the members'
-// own, and a sweep answers per member (MergedSweep). Its vertices are read
-// from the members' meshes (MeshPartVertices), which the group holds.
+// own, and a sweep answers per member (MergedSweep). It is a hierarchy over
+// the members' own leaves, whose triangles and vertices it reads from the
+// members' meshes (MeshParts, TriangleMesh::BuildOverParts), which the
+// group holds: the triangles are not stored twice.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +16,7 @@
 #include <memory>
 #include <vector>
 
-#include "geometry/mesh_part_vertices.h"
+#include "geometry/mesh_parts.h"
 
 #include "hitbox/shape/shapes.h"
 #include "hitbox/world/collider_set.h"
@@ -33,9 +35,9 @@ class MeshGroups {
     std::vector<uint32_t> item;
     std::vector<uint32_t> first;
     /// The members' shapes, whose meshes hold the merged mesh's vertices
-    /// (part_vertices: not stored twice).
+    /// and triangles (`parts`: not stored twice).
     std::vector<Shape> members;
-    std::unique_ptr<const internal::MeshPartVertices> part_vertices;
+    std::unique_ptr<const internal::MeshParts> parts;
   };
 
   /// A mesh collider of the set and its item (its index in the set).

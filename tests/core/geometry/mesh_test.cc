@@ -22,7 +22,7 @@
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
 #include "geometry/heightfield.h"
-#include "geometry/mesh_part_vertices.h"
+#include "geometry/mesh_parts.h"
 #include "geometry/triangle_mesh.h"
 #include "mesh_util.h"
 #include "shape/convex_core.h"
@@ -449,47 +449,15 @@ TEST(MeshBuild, InputRoundTripsExactly) {
   }
 }
 
-// Parts of the input (a merged mesh's members) keep leaves of their own:
-// with parts of three neighbouring triangles, the mesh built without them
-// mixes parts in its leaves (what the check finds), built with them it mixes
-// none; its input round-trips and its rays answer as the brute force's.
-// Part starts that are not 0 and rising are named.
-TEST(MeshBuild, PartsKeepLeavesOfTheirOwn) {
-  const MeshData m = WavyGrid(30, 0.7);
-  std::vector<uint32_t> first;
-  for (uint32_t t = 0; t < m.triangles.size(); t += 3) first.push_back(t);
-  EXPECT_FALSE(MustBuild(m).LeavesWithinParts(first));
-  auto built = TriangleMesh::Build(m.vertices, m.triangles, first);
-  ASSERT_TRUE(built.ok()) << built.status().ToString();
-  const TriangleMesh& mesh = *built;
-  EXPECT_TRUE(mesh.LeavesWithinParts(first));
-  std::vector<Vec3> vertices;
-  std::vector<TriangleMesh::Indices> triangles;
-  mesh.Input(&vertices, &triangles);
-  EXPECT_EQ(triangles, m.triangles);
-  Random rng(36);
-  const Aabb b = mesh.bounds();
-  int hits = 0;
-  for (int i = 0; i < 2000; ++i) {
-    const Vec3 o = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
-    const Vec3 d = (b.Center() + Mul(rng.InBox(1.0), b.Extents()) - o) * rng.Uniform(0.3, 2.0);
-    hits += ExpectClosestAsBruteForce(mesh, o, d);
-  }
-  EXPECT_GT(hits, 500);
-  for (const std::vector<uint32_t>& bad : {std::vector<uint32_t>{1, 5}, {0, 5, 5}, {0, 99999}}) {
-    auto r = TriangleMesh::Build(m.vertices, m.triangles, bad);
-    ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().message.find("parts must start at 0 and rise"), std::string::npos);
-  }
-}
-
-// A merged mesh that reads its vertices from its parts' meshes
-// (MeshPartVertices) stores none of its own and answers as the one that
-// stores them, to the bit: parts of every vertex form (short decimals,
-// float32, doubles) and runs of single-triangle parts, so that one block of
-// the part table spans many parts. A vertex count other than the parts' is
-// refused.
-TEST(MeshBuild, PartVerticesAreTheParts) {
+// A mesh over parts (a merged mesh, BuildOverParts) stores no vertices and
+// no triangle records of its own and answers as the mesh built from the
+// parts' inputs joined, to the bit: parts of every vertex form (short
+// decimals, float32, doubles, with zero-area triangles dropped) and runs of
+// single-triangle parts, so that one block of the part tables spans many
+// parts. Its leaves are the parts' own (none mixes two parts), its input
+// round-trips, and its triangles read back their parts' indices, originals
+// and active edges.
+TEST(MeshBuild, MeshOverPartsAnswersAsTheJoinedInput) {
   Random rng(39);
   std::vector<MeshData> parts;
   const auto add = [&](MeshData m, auto coord) {
@@ -500,6 +468,7 @@ TEST(MeshBuild, PartVerticesAreTheParts) {
   };
   add(WavyGrid(12, 0.5), [&](double x) { return std::round(x * 1e3) / 1e3 + 0.25; });
   add(WavyGrid(9, 0.7), [&](double x) { return ToFloat(x * 1.37 - 2.0); });
+  parts.back().triangles.push_back({0, 0, 1});  // dropped: zero area
   for (int k = 0; k < 70; ++k) {
     MeshData one;
     const Vec3 at = rng.InBox(6.0);
@@ -509,32 +478,49 @@ TEST(MeshBuild, PartVerticesAreTheParts) {
   }
   add(IcoSphere(2.0, 2), [&](double x) { return x + rng.Uniform(-1e-3, 1e-3); });
   std::vector<TriangleMesh> built;
-  MeshData merged;
+  MeshData joined;
   std::vector<uint32_t> first;
   for (const MeshData& m : parts) {
     built.push_back(MustBuild(m));
-    const auto base = static_cast<uint32_t>(merged.vertices.size());
-    first.push_back(static_cast<uint32_t>(merged.triangles.size()));
-    merged.vertices.insert(merged.vertices.end(), m.vertices.begin(), m.vertices.end());
-    for (const auto& t : m.triangles) merged.triangles.push_back({t[0] + base, t[1] + base, t[2] + base});
+    const auto base = static_cast<uint32_t>(joined.vertices.size());
+    first.push_back(static_cast<uint32_t>(joined.triangles.size()));
+    joined.vertices.insert(joined.vertices.end(), m.vertices.begin(), m.vertices.end());
+    for (const auto& t : m.triangles) {
+      joined.triangles.push_back({t[0] + base, t[1] + base, t[2] + base});
+    }
   }
   std::vector<const TriangleMesh*> pointers;
   for (const TriangleMesh& m : built) pointers.push_back(&m);
-  const internal::MeshPartVertices table(pointers);
-  auto own = TriangleMesh::Build(merged.vertices, merged.triangles, first);
-  auto read = TriangleMesh::Build(merged.vertices, merged.triangles, first, &table);
-  ASSERT_TRUE(own.ok() && read.ok());
-  EXPECT_FALSE(own->part_vertices());
-  EXPECT_TRUE(read->part_vertices());
-  EXPECT_LT(read->MemoryBytes() + merged.vertices.size() * 4, own->MemoryBytes());
-  ExpectInputIs(*read, merged);
-  const Aabb b = own->bounds();
+  const internal::MeshParts table(pointers);
+  EXPECT_EQ(table.input_triangle_count(), joined.triangles.size());
+  const TriangleMesh own = MustBuild(joined);
+  auto over = TriangleMesh::BuildOverParts(&table);
+  ASSERT_TRUE(over.ok()) << over.status().ToString();
+  EXPECT_FALSE(own.part_vertices() || own.part_triangles());
+  EXPECT_TRUE(over->part_vertices() && over->part_triangles());
+  EXPECT_EQ(over->triangle_count(), own.triangle_count());
+  EXPECT_LT(2 * over->MemoryBytes(), own.MemoryBytes());
+  EXPECT_TRUE(over->LeavesWithinParts(first));
+  ExpectInputIs(*over, joined);
+  for (uint32_t k = 0; k < over->triangle_count(); ++k) {
+    uint32_t local;
+    const uint32_t p = table.LocateTriangle(k, &local);
+    uint32_t idx[3], part_idx[3];
+    over->TriangleIndices(k, idx);
+    built[p].TriangleIndices(local, part_idx);
+    for (int c = 0; c < 3; ++c) ASSERT_EQ(idx[c], part_idx[c] + table.vertex_base(p)) << k;
+    ASSERT_EQ(over->OriginalIndex(k), built[p].OriginalIndex(local) + first[p]) << k;
+    ASSERT_EQ(over->ActiveEdges(k), built[p].ActiveEdges(local)) << k;
+  }
+  const Aabb b = own.bounds();
+  EXPECT_EQ(over->bounds().min, b.min);
+  EXPECT_EQ(over->bounds().max, b.max);
   int hits = 0;
   for (int i = 0; i < 3000; ++i) {
     const Vec3 o = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
     const Vec3 d = (b.Center() + Mul(rng.InBox(1.0), b.Extents()) - o) * rng.Uniform(0.3, 2.0);
     MeshRayHit x, y;
-    const bool hx = own->RaycastClosest(o, d, &x), hy = read->RaycastClosest(o, d, &y);
+    const bool hx = own.RaycastClosest(o, d, &x), hy = over->RaycastClosest(o, d, &y);
     ASSERT_EQ(hx, hy) << i;
     if (!hx) continue;
     ++hits;
@@ -543,13 +529,7 @@ TEST(MeshBuild, PartVerticesAreTheParts) {
     EXPECT_EQ(x.normal, y.normal) << i;
   }
   EXPECT_GT(hits, 500);
-  merged.vertices.pop_back();
-  for (auto& t : merged.triangles) {
-    for (uint32_t& v : t) v = std::min<uint32_t>(v, static_cast<uint32_t>(merged.vertices.size() - 1));
-  }
-  auto short_one = TriangleMesh::Build(merged.vertices, merged.triangles, first, &table);
-  ASSERT_FALSE(short_one.ok());
-  EXPECT_NE(short_one.error().message.find("the parts hold"), std::string::npos);
+  EXPECT_FALSE(TriangleMesh::BuildOverParts(nullptr).ok());
 }
 
 // A leaf whose triangles lie in two far-apart pairs is split under a node of

@@ -971,7 +971,8 @@ TEST(ColliderSetTest, GroupedQueriesWalkTheTreeWithoutTheMembers) {
 // batch after the build adopts them, a change made meanwhile makes the
 // build stale (dropped), and a set destroyed mid-build waits for it.
 // Each merged mesh keeps its members' triangles in leaves of their own
-// (MakeMeshOfParts), members side by side and overlapping alike.
+// (the members' leaves, MakeMeshOverParts), members side by side and
+// overlapping alike.
 TEST(ColliderSetTest, MeshGroupsKeepEachMemberInItsOwnLeaves) {
   int groups = 0;
   for (int scene = 0; scene < 4; ++scene) {
@@ -986,8 +987,8 @@ TEST(ColliderSetTest, MeshGroupsKeepEachMemberInItsOwnLeaves) {
   EXPECT_GE(groups, 4);
 }
 
-// A merged mesh reads its vertices from its members' meshes
-// (MeshPartVertices), which its group holds: with every other holder of
+// A merged mesh reads its vertices and triangles from its members' meshes
+// (MeshParts), which its group holds: with every other holder of
 // the members gone, its input is still the members' inputs end to end.
 TEST(ColliderSetTest, MeshGroupsHoldTheMembersTheyRead) {
   Random rng(64100);
@@ -1005,6 +1006,7 @@ TEST(ColliderSetTest, MeshGroupsHoldTheMembersTheyRead) {
   ASSERT_FALSE(built.groups().empty());
   for (const internal::MeshGroups::Group& g : built.groups()) {
     EXPECT_TRUE(g.merged.surface()->mesh()->part_vertices());
+    EXPECT_TRUE(g.merged.surface()->mesh()->part_triangles());
     const TriangleMeshShape merged = *g.merged.mesh_input();
     size_t at = 0;
     for (uint32_t item : g.item) {

@@ -106,16 +106,15 @@ struct HeightfieldShape {
 /// shared by every Shape that copies it (defined in core/src/shape/surface_data.h).
 class SurfaceData;
 class Shape;
+class TriangleMesh;  // core/src/geometry/triangle_mesh.h
 namespace internal {
-class MeshPartVertices;
+class MeshParts;
 void SurfaceAddRef(const SurfaceData* s);
 void SurfaceRelease(const SurfaceData* s);
-/// Shape::Make of a mesh whose input is parts starting at `part_first`
-/// (a merged mesh's members): no leaf of its hierarchy mixes two parts.
-/// With `part_vertices` (the parts' meshes, which must outlive the shape)
-/// the mesh reads its vertices there instead of storing them.
-Result<Shape> MakeMeshOfParts(const TriangleMeshShape& m, std::span<const uint32_t> part_first,
-                              const MeshPartVertices* part_vertices = nullptr);
+/// The mesh of `parts` joined end to end (a merged mesh of MeshGroups'
+/// members), which reads its vertices and triangles from the parts' meshes
+/// (they and `parts` must outlive the shape): TriangleMesh::BuildOverParts.
+Result<Shape> MakeMeshOverParts(const MeshParts* parts);
 }  // namespace internal
 
 /// A compound's children (defined after Shape) and its shared built data.
@@ -336,9 +335,9 @@ class Shape {
   bool operator==(const Shape& o) const;
 
  private:
-  friend Result<Shape> internal::MakeMeshOfParts(const TriangleMeshShape& m,
-                                                 std::span<const uint32_t> part_first,
-                                                 const internal::MeshPartVertices* part_vertices);
+  friend Result<Shape> internal::MakeMeshOverParts(const internal::MeshParts* parts);
+  /// A mesh shape holding `built`, made from `input_triangles` triangles.
+  static Shape OfMesh(TriangleMesh built, uint32_t input_triangles);
   /// A capsule or cylinder (`name` in errors): radius and half height checked.
   static Result<Shape> MakeRound(ShapeKind kind, const char* name, double radius,
                                  double half_height);

@@ -1,0 +1,50 @@
+// The arrays of a TriangleMesh while it is built (Build, BuildOverParts),
+// copied into the mesh's one block at the end (Seal), and the node making
+// the two builds share.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "geometry/sah_split.h"
+#include "geometry/triangle_mesh.h"
+
+namespace hitbox {
+
+struct TriangleMesh::Staging {
+  /// Leaves SplitLeaf may still split (a node each).
+  uint32_t leaf_splits_left = 0;
+  std::vector<Node> nodes;
+  std::vector<BottomNode> bottom;
+  std::vector<Vec3> dvertices;
+  std::vector<std::pair<uint32_t, Indices>> dropped;
+  std::vector<uint32_t> obase;
+  std::vector<uint32_t> fcodes;
+  std::vector<float> fvertices;
+  std::vector<uint8_t> vpacked;
+  std::vector<uint8_t> fpacked;
+};
+
+template <typename ChildWord>
+uint32_t TriangleMesh::AddNode(const BuildBoxes& boxes, const std::vector<uint32_t>& order,
+                               const uint32_t* bounds, uint32_t parts, Staging* st,
+                               ChildWord&& child_word) const {
+  const auto self = static_cast<uint32_t>(st->nodes.size());
+  st->nodes.emplace_back();
+  for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
+    Node& node = st->nodes[self];
+    if (i >= parts) {
+      ClearChild(&node, i);
+      continue;
+    }
+    Aabb box;
+    for (uint32_t k = bounds[i]; k < bounds[i + 1]; ++k) box = box.Union(boxes[order[k]]);
+    SetChildBox(&node, i, box);
+    const uint32_t word = child_word(i);
+    st->nodes[self].child[i] = word;  // st->nodes may have grown: index again
+  }
+  return self;
+}
+
+}  // namespace hitbox
