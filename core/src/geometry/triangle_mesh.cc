@@ -930,6 +930,17 @@ uint32_t TriangleMesh::OriginalIndexOutOfLine(uint32_t k) const {
   return OriginalOfRecord(r);
 }
 
+void TriangleMesh::PartLeafIndices(uint32_t first, uint32_t count, uint32_t (*idx)[3]) const {
+  uint32_t local;
+  const uint32_t p = flt_.parts->LocateTriangle(first, &local);
+  const TriangleMesh& part = *flt_.parts->part(p);
+  const uint32_t base = flt_.parts->vertex_base(p);
+  for (uint32_t i = 0; i < count; ++i) {
+    part.TriangleIndices(local + i, idx[i]);
+    for (int c = 0; c < 3; ++c) idx[i][c] += base;
+  }
+}
+
 EdgeFlags TriangleMesh::PartActiveEdges(uint32_t k) const {
   uint32_t local;
   const uint32_t p = flt_.parts->LocateTriangle(k, &local);
@@ -1289,14 +1300,21 @@ bool TriangleMesh::RaycastClosestAxes(const Vec3& translation, const WatertightR
                                            __attribute__((always_inline)) {
     // A leaf's triangles sheared, their sign tests four at once; those it
     // cannot reject take the whole test.
+    // A merged mesh's leaf decoded at once (its part found once).
+    uint32_t leaf_idx[8][3];  // a leaf word holds at most 8
+    if (part_triangles_) [[unlikely]] PartLeafIndices(first, end - first, leaf_idx);
     for (uint32_t base = first; base < end; base += 4) {
       const uint32_t count = std::min(end - base, 4u);
       ShearedVertex v[4][3];
       ShearedTriangles4 lanes;
       for (uint32_t i = 0; i < 4; ++i) {
         if (i < count) {
-          uint32_t idx[3];
-          TriangleIndices(base + i, idx);
+          uint32_t own[3];
+          const uint32_t* idx = leaf_idx[base - first + i];
+          if (!part_triangles_) {
+            TriangleIndices(base + i, own);
+            idx = own;
+          }
           for (int j = 0; j < 3; ++j) v[i][j] = cache.Get(idx[j], shear);
           lanes.Set(i, v[i][0], v[i][1], v[i][2]);
         } else {

@@ -233,6 +233,16 @@ class TriangleMesh {
   inline void IndexedVertices(const uint32_t idx[3], Vec3 out[3], VertexCache* cache) const;
   /// Vertex indices of kept triangle `k` (into the input vertices).
   inline void TriangleIndices(uint32_t k, uint32_t idx[3]) const;
+  /// TriangleIndices of the `count` triangles of one leaf from `first` (a
+  /// merged mesh finds their part once).
+  __attribute__((always_inline)) void LeafIndices(uint32_t first, uint32_t count,
+                                                  uint32_t (*idx)[3]) const {
+    if (part_triangles_) [[unlikely]] {
+      PartLeafIndices(first, count, idx);
+      return;
+    }
+    for (uint32_t i = 0; i < count; ++i) TriangleIndices(first + i, idx[i]);
+  }
   /// Original input index of kept triangle `k`.
   uint32_t OriginalIndex(uint32_t k) const {
     if (!narrow_indices_) [[unlikely]] return OriginalIndexOutOfLine(k);
@@ -267,10 +277,13 @@ class TriangleMesh {
   /// Hits beyond `max_fraction` are left out (the walk is pruned there).
   bool RaycastClosest(const Vec3& origin, const Vec3& translation, MeshRayHit* hit,
                       double max_fraction = 1.0) const;
-  /// Calls visit(k) for every kept triangle whose box overlaps `box`; visit
-  /// returns false to stop. Returns false when stopped.
+  /// Calls visit(k) for every kept triangle in a hierarchy leaf whose box
+  /// overlaps `box`; visit returns false to stop. Returns false when stopped.
   template <typename Visit>
   bool VisitOverlapping(const Aabb& box, Visit&& visit) const;
+  /// The same a leaf at a time: visit_leaf(first, end) for its triangles.
+  template <typename VisitLeaf>
+  bool VisitOverlappingLeaves(const Aabb& box, VisitLeaf&& visit_leaf) const;
 
   /// Calls visit(k) for every kept triangle in a hierarchy leaf whose box,
   /// grown by `grow`, the path reaches for t in [0, *max_t], nearer leaves
@@ -416,6 +429,7 @@ class TriangleMesh {
   void TriangleIndicesFromRecord(uint32_t k, uint32_t idx[3]) const;
   uint32_t OriginalIndexOutOfLine(uint32_t k) const;
   EdgeFlags PartActiveEdges(uint32_t k) const;
+  void PartLeafIndices(uint32_t first, uint32_t count, uint32_t (*idx)[3]) const;
   /// Asks for the vertices of a leaf's triangles (their indices `idx`,
   /// `count` of them) before they are decoded one triangle after the other,
   /// so their loads overlap (used by the closest-first sweep walk, where
@@ -1058,6 +1072,16 @@ inline void TriangleMesh::IndexedVertices(const uint32_t idx[3], Vec3 out[3],
 
 template <typename Visit>
 bool TriangleMesh::VisitOverlapping(const Aabb& box, Visit&& visit) const {
+  return VisitOverlappingLeaves(box, [&](uint32_t first, uint32_t end) {
+    for (uint32_t k = first; k < end; ++k) {
+      if (!visit(k)) return false;
+    }
+    return true;
+  });
+}
+
+template <typename VisitLeaf>
+bool TriangleMesh::VisitOverlappingLeaves(const Aabb& box, VisitLeaf&& visit_leaf) const {
   if (nodes_.empty() || !box.Overlaps(bounds_)) return true;
   int32_t qlo[3], qhi[3];
   QueryRange(box, qlo, qhi);
@@ -1068,9 +1092,7 @@ bool TriangleMesh::VisitOverlapping(const Aabb& box, Visit&& visit) const {
     const uint32_t word = stack[--top];
     if (word & kLeafBit) {
       const LeafRange leaf = LeafTriangles(word);
-      for (uint32_t k = leaf.first; k < leaf.end; ++k) {
-        if (!visit(k)) return false;
-      }
+      if (!visit_leaf(leaf.first, leaf.end)) return false;
       continue;
     }
     Node scratch;
@@ -1179,7 +1201,7 @@ bool TriangleMesh::VisitSweptClosestFirst(const Path& path, const Vec3& grow, co
       // Each triangle's indices decoded once, for the prefetch and for enter.
       uint32_t idx[8][3];  // a leaf word holds at most 8 (count - 1 in 3 bits)
       const uint32_t in_leaf = leaf.end - leaf.first;
-      for (uint32_t i = 0; i < in_leaf; ++i) TriangleIndices(leaf.first + i, idx[i]);
+      LeafIndices(leaf.first, in_leaf, idx);
       PrefetchVertices(idx, in_leaf);
       for (uint32_t k = leaf.first; k < leaf.end; ++k) {
         double t;

@@ -30,17 +30,30 @@ void VisitNearTriangles(const Surface& surface, const Convex& convex, Fn&& fn) {
   [[maybe_unused]] std::conditional_t<kMesh, TriangleMesh::VertexCache, bool> cache{};
   // Leaves reaching near_box, so the triangles kept are those whose own box
   // meets it whatever the hierarchy (a merged mesh's members keep their own).
-  surface.VisitOverlapping(near_box, [&](uint32_t k) {
-    if (!tally.Count()) return false;  // the batch stops (budget, deadline)
-    Vec3 v[3];
-    if constexpr (kMesh) {
-      surface.TriangleVertices(k, v, &cache);
-    } else {
-      surface.TriangleVertices(k, v);
-    }
+  const auto near = [&](uint32_t k, const Vec3 v[3]) {
     if (!Aabb().Union(v[0]).Union(v[1]).Union(v[2]).Overlaps(near_box)) return true;
     return fn(k, v);
-  });
+  };
+  if constexpr (kMesh) {
+    surface.VisitOverlappingLeaves(near_box, [&](uint32_t first, uint32_t end) {
+      uint32_t idx[8][3];  // a leaf word holds at most 8
+      surface.LeafIndices(first, end - first, idx);
+      for (uint32_t k = first; k < end; ++k) {
+        if (!tally.Count()) return false;  // the batch stops (budget, deadline)
+        Vec3 v[3];
+        surface.IndexedVertices(idx[k - first], v, &cache);
+        if (!near(k, v)) return false;
+      }
+      return true;
+    });
+  } else {
+    surface.VisitOverlapping(near_box, [&](uint32_t k) {
+      if (!tally.Count()) return false;  // the batch stops (budget, deadline)
+      Vec3 v[3];
+      surface.TriangleVertices(k, v);
+      return near(k, v);
+    });
+  }
 }
 
 /// Triangles of `surface` touched by the convex (touching counts; a pair GJK
