@@ -454,9 +454,10 @@ TEST(MeshBuild, InputRoundTripsExactly) {
 // parts' inputs joined, to the bit: parts of every vertex form (short
 // decimals, float32, doubles, with zero-area triangles dropped) and runs of
 // single-triangle parts, so that one block of the part tables spans many
-// parts. Its leaves are the parts' own (none mixes two parts), its input
-// round-trips, and its triangles read back their parts' indices, originals
-// and active edges.
+// parts. Its leaves are the parts' own (none mixes two parts), but for a
+// loose leaf's, taken one triangle each (a part of small triangles far
+// apart); its input round-trips, and its triangles read back their parts'
+// indices, originals and active edges.
 TEST(MeshBuild, MeshOverPartsAnswersAsTheJoinedInput) {
   Random rng(39);
   std::vector<MeshData> parts;
@@ -477,6 +478,15 @@ TEST(MeshBuild, MeshOverPartsAnswersAsTheJoinedInput) {
     parts.push_back(std::move(one));
   }
   add(IcoSphere(2.0, 2), [&](double x) { return x + rng.Uniform(-1e-3, 1e-3); });
+  // Small triangles far apart, beside the rest: their leaves are loose, so
+  // the merged hierarchy takes their triangles one by one (below).
+  MeshData scattered;
+  for (uint32_t k = 0; k < 60; ++k) {
+    const Vec3 at = rng.InBox(8.0) + Vec3{100.0, 0.0, 0.0};
+    for (int c = 0; c < 3; ++c) scattered.vertices.push_back(at + rng.InBox(0.3));
+    scattered.triangles.push_back({3 * k, 3 * k + 1, 3 * k + 2});
+  }
+  parts.push_back(std::move(scattered));
   std::vector<TriangleMesh> built;
   MeshData joined;
   std::vector<uint32_t> first;
@@ -516,9 +526,17 @@ TEST(MeshBuild, MeshOverPartsAnswersAsTheJoinedInput) {
   EXPECT_EQ(over->bounds().min, b.min);
   EXPECT_EQ(over->bounds().max, b.max);
   int hits = 0;
-  for (int i = 0; i < 3000; ++i) {
-    const Vec3 o = b.Center() + Mul(rng.InBox(1.5), b.Extents() + Vec3::Splat(1.0));
-    const Vec3 d = (b.Center() + Mul(rng.InBox(1.0), b.Extents()) - o) * rng.Uniform(0.3, 2.0);
+  for (int i = 0; i < 4000; ++i) {
+    // Half the rays across the parts near the origin, half at the
+    // scattered triangles.
+    Vec3 target = rng.InBox(8.0);
+    if (i % 2 == 1) {
+      const MeshData& far = parts.back();
+      const auto& t = far.triangles[static_cast<size_t>(i / 2) % far.triangles.size()];
+      target = (far.vertices[t[0]] + far.vertices[t[1]] + far.vertices[t[2]]) / 3.0;
+    }
+    const Vec3 o = target + rng.InBox(6.0);
+    const Vec3 d = (target - o) * rng.Uniform(1.1, 2.0);
     MeshRayHit x, y;
     const bool hx = own.RaycastClosest(o, d, &x), hy = over->RaycastClosest(o, d, &y);
     ASSERT_EQ(hx, hy) << i;
@@ -528,7 +546,19 @@ TEST(MeshBuild, MeshOverPartsAnswersAsTheJoinedInput) {
     EXPECT_EQ(x.triangle, y.triangle) << i;
     EXPECT_EQ(x.normal, y.normal) << i;
   }
-  EXPECT_GT(hits, 500);
+  EXPECT_GT(hits, 2000);
+  // A box around one scattered triangle reaches its leaf alone in the
+  // merged mesh, where the part's own leaves hold about four apart.
+  const MeshData& far = parts.back();
+  int over_visits = 0, part_visits = 0;
+  for (const auto& t : far.triangles) {
+    const Aabb box = Aabb().Union(far.vertices[t[0]]).Union(far.vertices[t[1]])
+                         .Union(far.vertices[t[2]]);
+    over->VisitOverlapping(box, [&](uint32_t) { return ++over_visits, true; });
+    built.back().VisitOverlapping(box, [&](uint32_t) { return ++part_visits, true; });
+  }
+  EXPECT_LT(over_visits, 90);
+  EXPECT_GT(part_visits, 150);
   EXPECT_FALSE(TriangleMesh::BuildOverParts(nullptr).ok());
 }
 
