@@ -169,12 +169,18 @@ Result<TriangleMesh> TriangleMesh::BuildOverParts(const internal::MeshParts* par
     uint32_t bounds[kMeshNodeWidth + 1] = {begin, end};
     uint32_t count = 1;
     while (count < kMeshNodeWidth) {
+      // A part of more items than a node holds needs a node of its own
+      // anyway: those are split first; then only a part whose items all
+      // fit in the slots left (fewer, fuller nodes).
+      bool big = false;
+      for (uint32_t i = 0; i < count; ++i) big |= bounds[i + 1] - bounds[i] > kMeshNodeWidth;
       int widest = -1;
       double widest_area = -1.0;
       for (uint32_t i = 0; i < count; ++i) {
         const uint32_t n = bounds[i + 1] - bounds[i];
+        const bool splittable = big ? n > kMeshNodeWidth : n > 1 && n - 1 <= kMeshNodeWidth - count;
         const double a = balanced ? static_cast<double>(n) : area(bounds[i], bounds[i + 1]);
-        if (n > 1 && a > widest_area) {
+        if (splittable && a > widest_area) {
           widest_area = a;
           widest = static_cast<int>(i);
         }
