@@ -116,7 +116,7 @@ Shape ReadShape(const json& j, const std::string& path) {
       }
       mesh.triangles.push_back(t);
     }
-    r = Shape::Make(mesh);
+    r = Shape::Make(std::move(mesh));  // its vertices freed once stored
   } else if (kind == "heightfield") {
     HeightfieldShape h;
     const uint64_t rows = Uint64(Field(s, "rows", p), p + ".rows");

@@ -174,9 +174,10 @@ class Builder {
         std::vector<Vec3>().swap(node.vertices);
         std::vector<Triangle>().swap(node.triangles);
       }
-      auto shape = Shape::Make(mesh);
+      const size_t triangles = mesh.triangles.size();
+      auto shape = Shape::Make(std::move(mesh));  // its vertices freed once stored
       if (!shape.ok()) return Invalid(node.where + ": " + shape.error().message);
-      level_->report.triangles += mesh.triangles.size();
+      level_->report.triangles += triangles;
       Add(node, *shape, split.pose);
     }
     return Status::Ok();

@@ -450,7 +450,7 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field,
       }
       mesh.triangles.push_back(t);
     }
-    shape = Shape::Make(mesh);
+    shape = Shape::Make(std::move(mesh));  // its vertices freed once stored
   } else if (kind == "heightfield") {
     HeightfieldShape h;
     for (const char* key : {"rows", "cols"}) {

@@ -282,7 +282,7 @@ Result<Shape> ShapeOf(const v1::Shape& s, const Path& path, ChangeCost* price) {
         return Shape();
       }
       // "mesh.triangles: ..." -> under this path.
-      return UnderPath(Shape::Make(mesh), p, "mesh.", ".");
+      return UnderPath(Shape::Make(std::move(mesh)), p, "mesh.", ".");
     }
     case v1::Shape::kHeightfield: {
       const Path p(&path, "heightfield");

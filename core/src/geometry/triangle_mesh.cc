@@ -216,7 +216,8 @@ RecordPlan PlanRecords(size_t vertices, size_t input_triangles, uint64_t kept,
 
 
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
-                                         std::span<const Indices> triangles) {
+                                         std::span<const Indices> triangles,
+                                         std::vector<Vec3>* spent_vertices) {
   if (vertices.empty()) return Error{ErrorCode::kInvalidArgument, "vertices: mesh has no vertices"};
   if (triangles.empty()) {
     return Error{ErrorCode::kInvalidArgument, "triangles: mesh has no triangles"};
@@ -268,6 +269,12 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
     mesh.PackVertices(vertices, fine, &st);
     mesh.View(&st);
   }
+  // From here on the stored vertices are read (Vertex), not the input's.
+  const size_t vertex_count = vertices.size();
+  if (spent_vertices != nullptr) {
+    std::vector<Vec3>().swap(*spent_vertices);
+    vertices = {};
+  }
 
   // Keep triangles of non-zero area (computed on the stored vertices). Kept
   // triangle t is the input's original[t], read there (not copied).
@@ -310,12 +317,12 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   std::vector<uint32_t> edges(3 * n);
   {
     // bucket_end[v]: after the fill, the end of vertex v's bucket.
-    std::vector<uint32_t> bucket_end(vertices.size() + 1, 0);
+    std::vector<uint32_t> bucket_end(vertex_count + 1, 0);
     for (uint32_t e = 0; e < 3 * n; ++e) ++bucket_end[lower(e) + 1];
     for (size_t v = 1; v < bucket_end.size(); ++v) bucket_end[v] += bucket_end[v - 1];
     for (uint32_t e = 0; e < 3 * n; ++e) edges[bucket_end[lower(e)]++] = e;
     uint32_t begin = 0;
-    for (size_t v = 0; v < vertices.size(); ++v) {
+    for (size_t v = 0; v < vertex_count; ++v) {
       const uint32_t end = bucket_end[v];
       std::sort(edges.begin() + begin, edges.begin() + end, [&](uint32_t x, uint32_t y) {
         const uint32_t hx = higher(x), hy = higher(y);
@@ -373,7 +380,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   boxes = BuildBoxes(0);  // freed before the records
   mesh.PackBottomNodes(&st);  // Seal copies the nodes into the block and frees these
   mesh.triangle_count_ = static_cast<uint32_t>(n);
-  const RecordPlan plan = PlanRecords(vertices.size(), triangles.size(), n, [&](auto&& f) {
+  const RecordPlan plan = PlanRecords(vertex_count, triangles.size(), n, [&](auto&& f) {
     for (uint32_t t : order) f(triangles[t], t);
   });
   mesh.vbits_ = static_cast<uint8_t>(plan.vbits);

@@ -130,9 +130,12 @@ class TriangleMesh {
   /// Builds a mesh: validates indices (`triangles[17][2]: vertex index 900
   /// out of range (300 vertices)`), coordinates (finite, |x| <= kMaxCoordinate),
   /// an empty mesh; drops zero-area triangles (dropped_triangles() counts
-  /// them); fails when no triangle is left.
+  /// them); fails when no triangle is left. `spent_vertices`, when given,
+  /// holds `vertices` and is the caller's to give up: it is freed as soon as
+  /// the vertices are stored, before the build's larger arrays are made.
   [[nodiscard]] static Result<TriangleMesh> Build(std::span<const Vec3> vertices,
-                                                  std::span<const Indices> triangles);
+                                                  std::span<const Indices> triangles,
+                                                  std::vector<Vec3>* spent_vertices = nullptr);
   /// Builds the mesh of `parts` joined end to end (a merged mesh: its input
   /// is the parts' inputs in order, vertex and triangle indices offset by
   /// the parts before): a hierarchy over the parts' own leaves, its vertices

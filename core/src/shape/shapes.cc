@@ -395,8 +395,12 @@ size_t Shape::PredictCompoundBytes(size_t children, size_t children_bytes) {
   return bytes;
 }
 
-Result<Shape> Shape::Make(const TriangleMeshShape& m) {
-  Result<TriangleMesh> built = TriangleMesh::Build(m.vertices, m.triangles);
+Result<Shape> Shape::Make(const TriangleMeshShape& m) { return MakeMesh(m, nullptr); }
+
+Result<Shape> Shape::Make(TriangleMeshShape&& m) { return MakeMesh(m, &m.vertices); }
+
+Result<Shape> Shape::MakeMesh(const TriangleMeshShape& m, std::vector<Vec3>* spent_vertices) {
+  Result<TriangleMesh> built = TriangleMesh::Build(m.vertices, m.triangles, spent_vertices);
   if (!built.ok()) {
     return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
   }

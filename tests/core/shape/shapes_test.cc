@@ -33,6 +33,43 @@ TEST(ShapeTest, RejectsBadParameters) {
   EXPECT_NE(r.error().message.find("half_extents.y"), std::string::npos) << r.error().message;
 }
 
+// A mesh the caller gives up (Make(TriangleMeshShape&&)) has its vertices
+// freed once stored, and builds the same mesh as from a copy: the same
+// input back to the bit, the same bytes; a bad one gives the same error.
+TEST(ShapeTest, MeshGivenUpFreesItsVerticesAndBuildsTheSame) {
+  TriangleMeshShape m;
+  for (int i = 0; i <= 20; ++i) {
+    for (int j = 0; j <= 20; ++j) {
+      m.vertices.push_back({0.37 * i, std::sin(0.3 * i + 0.2 * j), 0.41 * j + 1e-7 * i});
+    }
+  }
+  for (uint32_t i = 0; i < 20; ++i) {
+    for (uint32_t j = 0; j < 20; ++j) {
+      const uint32_t a = i * 21 + j;
+      m.triangles.push_back({a, a + 1, a + 21});
+      m.triangles.push_back({a + 1, a + 22, a + 21});
+    }
+  }
+  const TriangleMeshShape copy = m;
+  const Result<Shape> kept = Shape::Make(copy);
+  const Result<Shape> given = Shape::Make(std::move(m));
+  ASSERT_TRUE(kept.ok() && given.ok());
+  EXPECT_EQ(m.vertices.capacity(), 0u);  // NOLINT(bugprone-use-after-move): the point
+  EXPECT_EQ(m.triangles.size(), copy.triangles.size());
+  EXPECT_EQ(given->DataBytes(), kept->DataBytes());
+  const TriangleMeshShape a = *kept->mesh_input(), b = *given->mesh_input();
+  ASSERT_EQ(a.vertices.size(), b.vertices.size());
+  EXPECT_EQ(std::memcmp(a.vertices.data(), b.vertices.data(), a.vertices.size() * sizeof(Vec3)), 0);
+  EXPECT_EQ(a.triangles, b.triangles);
+  TriangleMeshShape bad = copy;
+  bad.triangles[7][1] = 9999;
+  const Result<Shape> refused_copy = Shape::Make(bad);
+  const Result<Shape> refused = Shape::Make(std::move(bad));
+  ASSERT_FALSE(refused.ok() || refused_copy.ok());
+  EXPECT_EQ(refused.error().message, refused_copy.error().message);
+  EXPECT_NE(refused.error().message.find("triangles[7][1]"), std::string::npos);
+}
+
 // World bounds contain every support point in every direction, and touch them.
 TEST(ShapeTest, WorldBoundsAreTightAroundSupport) {
   testing::Random rng(7);
