@@ -114,13 +114,13 @@ Result<TriangleMesh> TriangleMesh::BuildOverParts(const internal::MeshParts* par
       }
     });
   }
-  BuildBoxes boxes(groups.size());
+  mesh.SetBoxSteps();
+  BuildBoxes boxes(groups.size(), mesh.bounds_.min, mesh.Steps());
   for (size_t g = 0; g < groups.size(); ++g) {
     Aabb box;
     for (uint32_t i = groups[g].begin; i < groups[g].end; ++i) box = box.Union(leaves[i].box);
     boxes.Set(g, box);
   }
-  mesh.SetBoxSteps();
 
   const auto leaf_word = [&](uint32_t i) {
     return kLeafBit | (leaves[i].first << 3) | (leaves[i].count - 1);
@@ -227,7 +227,7 @@ Result<TriangleMesh> TriangleMesh::BuildOverParts(const internal::MeshParts* par
   };
   const uint32_t root = build(build, 0, static_cast<uint32_t>(order.size()), 1);
   if (root & kLeafBit) mesh.AddRootOverLeaf(root, &st);
-  boxes = BuildBoxes(0);
+  boxes.Free();
   mesh.PackBottomNodes(&st);
   mesh.Seal(&st);
   return mesh;

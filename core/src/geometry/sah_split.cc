@@ -8,13 +8,10 @@
 namespace hitbox {
 
 void BuildBoxes::Set(size_t i, const Aabb& box) {
-  float* f = v_.data() + 6 * i;
+  uint16_t* q = q_.data() + 6 * i;
   for (int a = 0; a < 3; ++a) {
-    float lo = static_cast<float>(box.min[a]), hi = static_cast<float>(box.max[a]);
-    if (static_cast<double>(lo) > box.min[a]) lo = std::nextafter(lo, -std::numeric_limits<float>::infinity());
-    if (static_cast<double>(hi) < box.max[a]) hi = std::nextafter(hi, std::numeric_limits<float>::infinity());
-    f[a] = lo;
-    f[3 + a] = hi;
+    q[a] = GridQuantize(box.min[a], lo_[a], step_[a], false);
+    q[3 + a] = GridQuantize(box.max[a], lo_[a], step_[a], true);
   }
 }
 

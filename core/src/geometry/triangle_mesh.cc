@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "geometry/box_grid.h"
 #include "geometry/bvh_ray.h"
 #include "geometry/mesh_parts.h"
 #include "geometry/mesh_vertices.h"
@@ -20,20 +21,6 @@
 
 namespace hitbox {
 namespace {
-
-/// Quantizes coordinate `v` in [lo, lo + 65535 * step] to 16 bits, rounded
-/// down (`up` false) or up so that the decoded value bounds v conservatively.
-uint16_t Quantize(double v, double lo, double step, bool up) {
-  if (step == 0.0) return 0;
-  double q = up ? std::ceil((v - lo) / step) : std::floor((v - lo) / step);
-  q = std::clamp(q, 0.0, 65535.0);
-  if (up) {
-    while (q < 65535.0 && lo + q * step < v) q += 1.0;
-  } else {
-    while (q > 0.0 && lo + q * step > v) q -= 1.0;
-  }
-  return static_cast<uint16_t>(q);
-}
 
 /// Sets bits [bit, bit + count) of `bytes` (zero there) to the low bits of r.
 void StoreBits(uint8_t* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
@@ -364,20 +351,21 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   std::vector<uint32_t>().swap(edges);
 
   // Hierarchy over triangle boxes; triangles are then stored in leaf order.
-  // Float32 boxes rounded outwards (24 bytes a triangle), by input index;
-  // the bounds exact. The hierarchy orders the kept triangles' input
-  // indices (`original` becomes the order: the same ties, it increases).
-  BuildBoxes boxes(triangles.size());
-  for (size_t t = 0; t < n; ++t) {
-    const Aabb box = Aabb().Union(mesh.Vertex(kept[t][0])).Union(mesh.Vertex(kept[t][1]))
-                         .Union(mesh.Vertex(kept[t][2]));
-    boxes.Set(original[t], box);
-    mesh.bounds_ = mesh.bounds_.Union(box);
-  }
+  // The bounds exact, then boxes on the hierarchy's grid (12 bytes a
+  // triangle), by input index. The hierarchy orders the kept triangles'
+  // input indices (`original` becomes the order: the same ties, it increases).
+  const auto triangle_box = [&](size_t t) {
+    return Aabb().Union(mesh.Vertex(kept[t][0])).Union(mesh.Vertex(kept[t][1]))
+        .Union(mesh.Vertex(kept[t][2]));
+  };
+  for (size_t t = 0; t < n; ++t) mesh.bounds_ = mesh.bounds_.Union(triangle_box(t));
+  mesh.SetBoxSteps();
+  BuildBoxes boxes(triangles.size(), mesh.bounds_.min, mesh.Steps());
+  for (size_t t = 0; t < n; ++t) boxes.Set(original[t], triangle_box(t));
   std::vector<uint32_t> order = std::move(original);
   st.leaf_splits_left = static_cast<uint32_t>(n / kLeafSplitShare);
   mesh.BuildHierarchy(&order, boxes, &st);
-  boxes = BuildBoxes(0);  // freed before the records
+  boxes.Free();  // before the records
   mesh.PackBottomNodes(&st);  // Seal copies the nodes into the block and frees these
   mesh.triangle_count_ = static_cast<uint32_t>(n);
   const RecordPlan plan = PlanRecords(vertex_count, triangles.size(), n, [&](auto&& f) {
@@ -559,14 +547,13 @@ void TriangleMesh::AddRootOverLeaf(uint32_t word, Staging* st) const {
 
 void TriangleMesh::SetChildBox(Node* node, uint32_t i, const Aabb& box) const {
   for (int a = 0; a < 3; ++a) {
-    node->min[a][i] = Quantize(box.min[a], bounds_.min[a], Step(a), false);
-    node->max[a][i] = Quantize(box.max[a], bounds_.min[a], Step(a), true);
+    node->min[a][i] = GridQuantize(box.min[a], bounds_.min[a], Step(a), false);
+    node->max[a][i] = GridQuantize(box.max[a], bounds_.min[a], Step(a), true);
   }
 }
 
 void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes& boxes,
                                   Staging* st) {
-  SetBoxSteps();
   st->nodes.clear();
   // Room for every node at once (an upper estimate): doubling would hold two
   // copies beside the boxes, the build's peak.

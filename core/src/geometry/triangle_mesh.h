@@ -473,6 +473,7 @@ class TriangleMesh {
   /// The quantization step of axis a (a power of two, or 0): exactly the
   /// double the build chose, from the top 16 bits of its representation.
   double Step(int a) const { return std::bit_cast<double>(uint64_t{step_bits_[a]} << 48); }
+  Vec3 Steps() const { return {Step(0), Step(1), Step(2)}; }
   /// Bits of the vertex indices in a record (first index + two differences).
   uint32_t index_bits() const { return vbits_ + 2u * dbits_; }
   /// Vertex index from the first index and a dbits_-bit difference.
@@ -666,6 +667,7 @@ class TriangleMesh {
   /// `depth`: the node's level, 1 at the root.
   uint32_t BuildNode(std::vector<uint32_t>* order, const BuildBoxes& boxes,
                      uint32_t begin, uint32_t end, uint32_t depth, Staging* st);
+  /// The hierarchy over order's triangles (the box steps set: SetBoxSteps).
   void BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes& boxes,
                       Staging* st);
   /// Sets the quantization steps of the hierarchy's boxes from bounds_.

@@ -23,6 +23,7 @@
 #include "collision/triangles/surface_sweep.h"
 #include "geometry/heightfield.h"
 #include "geometry/mesh_parts.h"
+#include "geometry/sah_split.h"
 #include "geometry/triangle_mesh.h"
 #include "mesh_util.h"
 #include "shape/convex_core.h"
@@ -73,6 +74,43 @@ void ExpectInputIs(const TriangleMesh& mesh, const MeshData& m) {
 }
 
 // Bad input names the triangle and corner, or the vertex and axis.
+// The build's boxes on the hierarchy's 16-bit grid: a grid value
+// quantizes back to its own step, either way, and a stored box holds the
+// box given (rounded outwards), on grids far from the origin and of tiny
+// steps too.
+TEST(MeshBuild, BuildBoxesKeepTheirBoxesOnTheGrid) {
+  Random rng(4101);
+  for (const double lo : {0.0, -3.7, 12345.678, -1e6 + 0.1}) {
+    for (const double step : {0x1p-20, 0x1p-7, 0x1p-1, 0x1p4}) {
+      for (int i = 0; i < 2000; ++i) {
+        const auto q = static_cast<uint32_t>(rng.Uniform(0.0, 65535.999));
+        const double v = GridValue(q, lo, step);
+        ASSERT_EQ(GridQuantize(v, lo, step, false), q) << lo << " " << step << " " << q;
+        ASSERT_EQ(GridQuantize(v, lo, step, true), q) << lo << " " << step << " " << q;
+      }
+      const Vec3 origin = Vec3::Splat(lo), steps = Vec3::Splat(step);
+      BuildBoxes boxes(500, origin, steps);
+      std::vector<Aabb> given;
+      for (size_t i = 0; i < 500; ++i) {
+        const Vec3 a = origin + Mul(Vec3{rng.Uniform(0, 1), rng.Uniform(0, 1), rng.Uniform(0, 1)},
+                                    steps * 60000.0);
+        const Aabb box = Aabb().Union(a).Union(a + rng.InBox(1.0).Abs() * step * 100.0);
+        boxes.Set(i, box);
+        given.push_back(box);
+      }
+      for (size_t i = 0; i < 500; ++i) {
+        const Aabb b = boxes[i];
+        for (int a = 0; a < 3; ++a) {
+          ASSERT_LE(b.min[a], given[i].min[a]) << i;
+          ASSERT_GE(b.max[a], given[i].max[a]) << i;
+          ASSERT_LE(given[i].min[a] - b.min[a], step) << i;  // the nearest grid value out
+          ASSERT_LE(b.max[a] - given[i].max[a], step) << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(MeshBuild, InvalidInputIsNamed) {
   MeshData m = IcoSphere(1.0, 2);  // 162 vertices
   m.triangles[17][2] = 900;
