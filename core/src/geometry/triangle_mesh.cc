@@ -1192,6 +1192,11 @@ void TriangleMesh::Seal(Staging* st) {
                 sizeof(Vec3) % alignof(std::pair<uint32_t, Indices>) == 0 &&
                 sizeof(std::pair<uint32_t, Indices>) % alignof(uint32_t) == 0 &&
                 sizeof(uint32_t) % alignof(float) == 0);
+  // The counts first: the escape entries' width counts the dropped
+  // triangles (EscapeBits), as SetEscape's writes will.
+  node_count_ = static_cast<uint32_t>(st->nodes.size());
+  bottom_count_ = static_cast<uint32_t>(st->bottom.size());
+  dropped_count_ = static_cast<uint32_t>(st->dropped.size());
   const size_t bytes[10] = {st->nodes.size() * sizeof(Node),
                             st->bottom.size() * sizeof(BottomNode),
                             st->dvertices.size() * sizeof(Vec3),
@@ -1202,9 +1207,6 @@ void TriangleMesh::Seal(Staging* st) {
                             RecordBytes() + EscapeBytes(),
                             st->vpacked.size(),
                             st->fpacked.size()};
-  node_count_ = static_cast<uint32_t>(st->nodes.size());
-  bottom_count_ = static_cast<uint32_t>(st->bottom.size());
-  dropped_count_ = static_cast<uint32_t>(st->dropped.size());
   size_t arrays = 0;
   for (size_t b : bytes) arrays += b;
   std::byte* at = static_cast<std::byte*>(::operator new(

@@ -367,15 +367,11 @@ TEST(MeshBuild, TrianglesRoundTripExactly) {
   }
 }
 
-// A grid listed tile by tile with its vertices in first use order (as
-// exporters that optimise for the vertex cache write meshes): the triangles
-// on a tile's edge reach back to vertices numbered a tile row earlier, so
-// their records escape (kept apart in full) instead of widening every
-// record. Indices, originals, Input() and rays stay exact, and the memory
-// estimate (its hierarchy approximate) counts the escapes.
-TEST(MeshBuild, EscapedRecordsStayExact) {
-  constexpr uint32_t kSide = 60, kTile = 8;
-  const MeshData rows = WavyGrid(kSide, 0.731);
+// A grid of side `side` in 8 x 8 tiles, its vertices numbered in first use
+// (an exporter's vertex-cache order): records escape there.
+MeshData TiledGrid(uint32_t side) {
+  constexpr uint32_t kTile = 8;
+  const MeshData rows = WavyGrid(side, 0.731);
   MeshData tiles;
   std::vector<uint32_t> number(rows.vertices.size(), UINT32_MAX);
   const auto renumber = [&](uint32_t v) {
@@ -385,11 +381,11 @@ TEST(MeshBuild, EscapedRecordsStayExact) {
     }
     return number[v];
   };
-  const uint32_t w = kSide + 1;
-  for (uint32_t tr = 0; tr < kSide; tr += kTile) {
-    for (uint32_t tc = 0; tc < kSide; tc += kTile) {
-      for (uint32_t r = tr; r < std::min(tr + kTile, kSide); ++r) {
-        for (uint32_t c = tc; c < std::min(tc + kTile, kSide); ++c) {
+  const uint32_t w = side + 1;
+  for (uint32_t tr = 0; tr < side; tr += kTile) {
+    for (uint32_t tc = 0; tc < side; tc += kTile) {
+      for (uint32_t r = tr; r < std::min(tr + kTile, side); ++r) {
+        for (uint32_t c = tc; c < std::min(tc + kTile, side); ++c) {
           const uint32_t a = r * w + c;
           tiles.triangles.push_back({renumber(a), renumber(a + w), renumber(a + 1)});
           tiles.triangles.push_back({renumber(a + 1), renumber(a + w), renumber(a + w + 1)});
@@ -397,6 +393,19 @@ TEST(MeshBuild, EscapedRecordsStayExact) {
       }
     }
   }
+  return tiles;
+}
+
+// A grid listed tile by tile with its vertices in first use order (as
+// exporters that optimise for the vertex cache write meshes): the triangles
+// on a tile's edge reach back to vertices numbered a tile row earlier, so
+// their records escape (kept apart in full) instead of widening every
+// record. Indices, originals, Input() and rays stay exact, and the memory
+// estimate (its hierarchy approximate) counts the escapes.
+TEST(MeshBuild, EscapedRecordsStayExact) {
+  constexpr uint32_t kSide = 60;
+  const MeshData rows = WavyGrid(kSide, 0.731);
+  const MeshData tiles = TiledGrid(kSide);
   ASSERT_EQ(tiles.vertices.size(), rows.vertices.size());
   const TriangleMesh mesh = MustBuild(tiles);
   EXPECT_GT(mesh.escaped_triangles(), 0u);
@@ -419,6 +428,16 @@ TEST(MeshBuild, EscapedRecordsStayExact) {
   mesh.Input(&vertices, &triangles);
   EXPECT_EQ(vertices, tiles.vertices);
   EXPECT_EQ(triangles, tiles.triangles);
+  // Dropped triangles widen an escape entry's original index (4,100 input
+  // triangles need 13 bits, the 4,050 kept 12): the block holds the wider
+  // entries (the seal counted them without the dropped ones, and aborted).
+  MeshData with_dropped = TiledGrid(45);  // 4,050 triangles: 12 bits
+  for (int i = 0; i < 50; ++i) with_dropped.triangles.push_back({0, 0, 0});
+  const TriangleMesh widened = MustBuild(with_dropped);
+  EXPECT_GT(widened.escaped_triangles(), 0u);
+  EXPECT_EQ(widened.dropped_triangles(), 50u);
+  widened.Input(&vertices, &triangles);
+  EXPECT_EQ(triangles, with_dropped.triangles);
   Random rng(31);
   const Aabb b = mesh.bounds();
   for (int i = 0; i < 2000; ++i) {
