@@ -201,7 +201,6 @@ RecordPlan PlanRecords(size_t vertices, size_t input_triangles, uint64_t kept,
 
 }  // namespace
 
-
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
                                          std::span<const Indices> triangles,
                                          std::vector<Vec3>* spent_vertices) {
@@ -508,7 +507,7 @@ void TriangleMesh::PackFloatVertices(std::span<const Vec3> vertices,
 void TriangleMesh::SetBoxSteps() {
   // The least power of two step with min + 65535 * step >= max: q * step is
   // then exact, so a decoded bound min + q * step is one rounding, fused or
-  // not, in Quantize here and in the traversals alike.
+  // not, in GridQuantize here and in the traversals alike.
   for (int a = 0; a < 3; ++a) {
     const double extent = bounds_.max[a] - bounds_.min[a];
     double s = 0.0;
