@@ -29,11 +29,9 @@ void StoreBits(uint8_t* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
   }
 }
 
-/// Bits to hold 0..count-1 (at least 1).
+/// Bits to hold 0..count-1 (at least 1, at most 32).
 uint8_t BitsFor(uint64_t count) {
-  uint8_t b = 1;
-  while (b < 32 && (uint64_t{1} << b) < count) ++b;
-  return b;
+  return count <= 2 ? 1 : static_cast<uint8_t>(std::min<uint64_t>(32, std::bit_width(count - 1)));
 }
 
 /// How a mesh keeps its triangles' original indices: as they are (`base`
@@ -98,9 +96,6 @@ uint32_t DiffBits(const TriangleMesh::Indices& tri, uint32_t vbits) {
   return need;
 }
 
-/// Bits of an unsigned record field holding x (at least 1).
-uint32_t FieldBits(uint32_t x) { return std::max(1u, static_cast<uint32_t>(std::bit_width(x))); }
-
 /// The triangle records' layout: the original indices (`originals`), the
 /// bits of the index differences, and how many triangles escape it (their
 /// differences or original field too wide: kept apart in full, so that a
@@ -112,7 +107,7 @@ struct RecordPlan {
   uint64_t escaped = 0;
   bool Escapes(const TriangleMesh::Indices& tri, uint32_t original) const {
     return DiffBits(tri, vbits) > dbits ||
-           FieldBits(originals.Field(tri[0], original)) > originals.bits;
+           BitsFor(uint64_t{originals.Field(tri[0], original)} + 1) > originals.bits;
   }
   uint64_t RecordBits() const { return vbits + 2 * dbits + 3 + originals.bits; }
 };
@@ -141,8 +136,8 @@ RecordPlan PlanRecords(size_t vertices, size_t input_triangles, uint64_t kept,
   std::vector<uint64_t> count(2 * kD * kO, 0);
   for_each([&](const TriangleMesh::Indices& tri, uint32_t original) {
     const uint32_t d = DiffBits(tri, plan.vbits);
-    ++count[(0 * kD + d) * kO + FieldBits(original)];
-    ++count[(1 * kD + d) * kO + FieldBits(predicted.Field(tri[0], original))];
+    ++count[(0 * kD + d) * kO + BitsFor(uint64_t{original} + 1)];
+    ++count[(1 * kD + d) * kO + BitsFor(uint64_t{predicted.Field(tri[0], original)} + 1)];
   });
   // Prefix sums: count[m][d][o] = triangles with at most d and o bits.
   for (int m = 0; m < 2; ++m) {
@@ -279,6 +274,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
       continue;
     }
     original.push_back(static_cast<uint32_t>(t));
+    mesh.bounds_ = mesh.bounds_.Union(a).Union(b).Union(c);  // of the kept triangles
   }
   st.dropped.shrink_to_fit();
   if (original.empty()) {
@@ -350,17 +346,15 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   std::vector<uint32_t>().swap(edges);
 
   // Hierarchy over triangle boxes; triangles are then stored in leaf order.
-  // The bounds exact, then boxes on the hierarchy's grid (12 bytes a
-  // triangle), by input index. The hierarchy orders the kept triangles'
-  // input indices (`original` becomes the order: the same ties, it increases).
-  const auto triangle_box = [&](size_t t) {
-    return Aabb().Union(mesh.Vertex(kept[t][0])).Union(mesh.Vertex(kept[t][1]))
-        .Union(mesh.Vertex(kept[t][2]));
-  };
-  for (size_t t = 0; t < n; ++t) mesh.bounds_ = mesh.bounds_.Union(triangle_box(t));
+  // Boxes on the hierarchy's grid over the bounds (12 bytes a triangle), by
+  // input index. The hierarchy orders the kept triangles' input indices
+  // (`original` becomes the order: the same ties, it increases).
   mesh.SetBoxSteps();
   BuildBoxes boxes(triangles.size(), mesh.bounds_.min, mesh.Steps());
-  for (size_t t = 0; t < n; ++t) boxes.Set(original[t], triangle_box(t));
+  for (size_t t = 0; t < n; ++t) {
+    boxes.Set(original[t], Aabb().Union(mesh.Vertex(kept[t][0])).Union(mesh.Vertex(kept[t][1]))
+                               .Union(mesh.Vertex(kept[t][2])));
+  }
   std::vector<uint32_t> order = std::move(original);
   st.leaf_splits_left = static_cast<uint32_t>(n / kLeafSplitShare);
   mesh.BuildHierarchy(&order, boxes, &st);
@@ -704,10 +698,13 @@ size_t TriangleMesh::PartOf(std::span<const uint32_t> part_first, uint32_t trian
 
 bool TriangleMesh::LeavesWithinParts(std::span<const uint32_t> part_first) const {
   bool within = true;
-  ForEachLeaf([&](uint32_t first, uint32_t end) {
-    const size_t part = PartOf(part_first, OriginalIndex(first));
-    for (uint32_t k = first + 1; k < end; ++k) {
-      within &= PartOf(part_first, OriginalIndex(k)) == part;
+  ForEachLeafGroup([&](const uint32_t* words, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) {
+      const LeafRange leaf = LeafTriangles(words[i]);
+      const size_t part = PartOf(part_first, OriginalIndex(leaf.first));
+      for (uint32_t k = leaf.first + 1; k < leaf.end; ++k) {
+        within &= PartOf(part_first, OriginalIndex(k)) == part;
+      }
     }
   });
   return within;

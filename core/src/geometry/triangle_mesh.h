@@ -685,9 +685,6 @@ class TriangleMesh {
                    ChildWord&& child_word) const;
   /// The root node over the one leaf `word` (a mesh too small to split).
   void AddRootOverLeaf(uint32_t word, Staging* st) const;
-  /// Calls fn(first, end) for the triangles of each leaf, in walk order.
-  template <typename Fn>
-  void ForEachLeaf(Fn&& fn) const;
   /// Calls fn(words, count) for the leaves of each node whose children are
   /// all leaves (in slot order), and fn(&word, 1) for each leaf beside an
   /// inner node: every leaf once, grouped as the hierarchy groups them.
@@ -834,26 +831,6 @@ void TriangleMesh::ForEachLeafGroup(Fn&& fn) const {
       fn(leaves, count);
     } else {
       for (uint32_t i = 0; i < count; ++i) fn(&leaves[i], 1);
-    }
-  }
-}
-
-template <typename Fn>
-void TriangleMesh::ForEachLeaf(Fn&& fn) const {
-  if (nodes_.empty()) return;
-  std::vector<uint32_t> stack{0};
-  while (!stack.empty()) {
-    const uint32_t word = stack.back();
-    stack.pop_back();
-    if (word & kLeafBit) {
-      const LeafRange leaf = LeafTriangles(word);
-      fn(leaf.first, leaf.end);
-      continue;
-    }
-    Node scratch;
-    const Node& n = NodeAt(word, &scratch);
-    for (uint32_t child : n.child) {
-      if (child != kEmpty) stack.push_back(child);
     }
   }
 }
