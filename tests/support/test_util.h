@@ -15,6 +15,7 @@
 #include "hitbox/collision/collide.h"
 #include "hitbox/math/math.h"
 #include "hitbox/shape/shapes.h"
+#include "hitbox/world/collider_set.h"
 
 namespace hitbox::testing {
 
@@ -218,6 +219,39 @@ inline Pose Translated(const Pose& pose, const Vec3& offset) {
 /// failing random case into a regression test.
 inline std::string DescribePair(const Shape& a, const Pose& pa, const Shape& b, const Pose& pb) {
   return "A=" + a.ToString() + " @ " + ToString(pa) + ", B=" + b.ToString() + " @ " + ToString(pb);
+}
+
+/// Exactly the same answer, hit by hit (ids, user data, triangles,
+/// fractions, normals, points, depths, contacts): a batch against the single
+/// query it must equal.
+inline void ExpectSameResult(const QueryResult& one, const QueryResult& batch,
+                             const std::string& where) {
+  ASSERT_EQ(one.overlaps.size(), batch.overlaps.size()) << where;
+  for (size_t k = 0; k < one.overlaps.size(); ++k) {
+    const OverlapHit& a = one.overlaps[k];
+    const OverlapHit& b = batch.overlaps[k];
+    ASSERT_EQ(a.id, b.id) << where;
+    ASSERT_EQ(a.sub_shape, b.sub_shape) << where;
+    ASSERT_EQ(a.user_data, b.user_data) << where;
+    ASSERT_EQ(a.contact.has_value(), b.contact.has_value()) << where;
+    if (a.contact) {
+      ASSERT_EQ(a.contact->depth, b.contact->depth) << where;
+      ASSERT_EQ(a.contact->normal, b.contact->normal) << where;
+    }
+  }
+  ASSERT_EQ(one.hits.size(), batch.hits.size()) << where;
+  for (size_t k = 0; k < one.hits.size(); ++k) {
+    const CastHit& a = one.hits[k];
+    const CastHit& b = batch.hits[k];
+    ASSERT_EQ(a.id, b.id) << where;
+    ASSERT_EQ(a.sub_shape, b.sub_shape) << where;
+    ASSERT_EQ(a.user_data, b.user_data) << where;
+    ASSERT_EQ(a.fraction, b.fraction) << where;
+    ASSERT_EQ(a.normal, b.normal) << where;
+    ASSERT_EQ(a.point, b.point) << where;
+    ASSERT_EQ(a.started_overlapping(), b.started_overlapping()) << where;
+    ASSERT_EQ(a.depth, b.depth) << where;
+  }
 }
 
 }  // namespace hitbox::testing
