@@ -116,7 +116,7 @@ Shape ReadShape(const json& j, const std::string& path) {
       }
       mesh.triangles.push_back(t);
     }
-    r = Shape::Make(std::move(mesh));  // its vertices freed once stored
+    r = Shape::Make(std::move(mesh));  // its arrays freed as the build goes
   } else if (kind == "heightfield") {
     HeightfieldShape h;
     const uint64_t rows = Uint64(Field(s, "rows", p), p + ".rows");

@@ -175,7 +175,7 @@ class Builder {
         std::vector<Triangle>().swap(node.triangles);
       }
       const size_t triangles = mesh.triangles.size();
-      auto shape = Shape::Make(std::move(mesh));  // its vertices freed once stored
+      auto shape = Shape::Make(std::move(mesh));  // its arrays freed as the build goes
       if (!shape.ok()) return Invalid(node.where + ": " + shape.error().message);
       level_->report.triangles += triangles;
       Add(node, *shape, split.pose);

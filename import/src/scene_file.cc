@@ -450,7 +450,7 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field,
       }
       mesh.triangles.push_back(t);
     }
-    shape = Shape::Make(std::move(mesh));  // its vertices freed once stored
+    shape = Shape::Make(std::move(mesh));  // its arrays freed as the build goes
   } else if (kind == "heightfield") {
     HeightfieldShape h;
     for (const char* key : {"rows", "cols"}) {

@@ -198,7 +198,8 @@ RecordPlan PlanRecords(size_t vertices, size_t input_triangles, uint64_t kept,
 
 Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
                                          std::span<const Indices> triangles,
-                                         std::vector<Vec3>* spent_vertices) {
+                                         std::vector<Vec3>* spent_vertices,
+                                         std::vector<Indices>* spent_triangles) {
   if (vertices.empty()) return Error{ErrorCode::kInvalidArgument, "vertices: mesh has no vertices"};
   if (triangles.empty()) {
     return Error{ErrorCode::kInvalidArgument, "triangles: mesh has no triangles"};
@@ -373,10 +374,13 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   mesh.escape_count_ = static_cast<uint32_t>(plan.escaped);
   mesh.wide_ = mesh.record_bits() + 7 > 64;
   mesh.narrow_indices_ = mesh.index_bits() <= 57 && mesh.escape_count_ == 0;
-  // The block is made first and the records written straight into it (no
-  // staged copy of them beside the block).
+  // The records are staged (packed, as the block keeps them), then the
+  // input's triangles, the order and the flags are freed before the block
+  // is made: the build's peak is the block beside the staged arrays only.
   st.obase = plan.originals.base;  // copied: Field reads the plan's (one base per 64 vertices)
-  mesh.Seal(&st);
+  mesh.dropped_count_ = static_cast<uint32_t>(st.dropped.size());  // EscapeBits counts them
+  st.records.assign(mesh.RecordBytes() + mesh.EscapeBytes(), 0);
+  mesh.packed_.ptr = st.records.data();
   uint32_t escapes = 0;
   for (size_t k = 0; k < n; ++k) {
     const uint32_t t = order[k];
@@ -390,6 +394,13 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
                    (tri[2] - tri[0]) & mesh.dmask_, active[t],
                    plan.originals.Field(tri[0], t));
   }
+  std::vector<uint32_t>().swap(order);
+  std::vector<uint8_t>().swap(active);
+  if (spent_triangles != nullptr) {
+    triangles = {};
+    std::vector<Indices>().swap(*spent_triangles);
+  }
+  mesh.Seal(&st);
   return mesh;
 }
 
@@ -1230,10 +1241,15 @@ void TriangleMesh::Seal(Staging* st) {
     at += bytes[5];  // none (qmin_ is in use)
   }
   place(&st->fvertices, &fvertices_, bytes[6]);
-  // The records' and escapes' room, zeroed for SetRecord and SetEscape.
-  std::memset(at, 0, bytes[7]);
-  packed_.ptr = reinterpret_cast<uint8_t*>(at);
-  at += bytes[7];
+  // The records and escapes, as staged, or their room zeroed.
+  if (!st->records.empty()) {
+    if (st->records.size() != bytes[7]) std::abort();
+    place(&st->records, &packed_, bytes[7]);
+  } else {
+    std::memset(at, 0, bytes[7]);
+    packed_.ptr = reinterpret_cast<uint8_t*>(at);
+    at += bytes[7];
+  }
   place(&st->vpacked, &vpacked_, bytes[8]);
   place(&st->fpacked, &fpacked_, bytes[9]);
   // ArrayBytes() reckons the same sizes from the counts (Settle places the

@@ -132,10 +132,12 @@ class TriangleMesh {
   /// an empty mesh; drops zero-area triangles (dropped_triangles() counts
   /// them); fails when no triangle is left. `spent_vertices`, when given,
   /// holds `vertices` and is the caller's to give up: it is freed as soon as
-  /// the vertices are stored, before the build's larger arrays are made.
-  [[nodiscard]] static Result<TriangleMesh> Build(std::span<const Vec3> vertices,
-                                                  std::span<const Indices> triangles,
-                                                  std::vector<Vec3>* spent_vertices = nullptr);
+  /// the vertices are stored, before the build's larger arrays are made;
+  /// `spent_triangles` likewise holds `triangles`, freed once the records
+  /// are written, before the mesh's block is made.
+  [[nodiscard]] static Result<TriangleMesh> Build(
+      std::span<const Vec3> vertices, std::span<const Indices> triangles,
+      std::vector<Vec3>* spent_vertices = nullptr, std::vector<Indices>* spent_triangles = nullptr);
   /// Builds the mesh of `parts` joined end to end (a merged mesh: its input
   /// is the parts' inputs in order, vertex and triangle indices offset by
   /// the parts before): a hierarchy over the parts' own leaves, its vertices

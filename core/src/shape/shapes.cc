@@ -397,14 +397,17 @@ size_t Shape::PredictCompoundBytes(size_t children, size_t children_bytes) {
 
 Result<Shape> Shape::Make(const TriangleMeshShape& m) { return MakeMesh(m, nullptr); }
 
-Result<Shape> Shape::Make(TriangleMeshShape&& m) { return MakeMesh(m, &m.vertices); }
+Result<Shape> Shape::Make(TriangleMeshShape&& m) { return MakeMesh(m, &m); }
 
-Result<Shape> Shape::MakeMesh(const TriangleMeshShape& m, std::vector<Vec3>* spent_vertices) {
-  Result<TriangleMesh> built = TriangleMesh::Build(m.vertices, m.triangles, spent_vertices);
+Result<Shape> Shape::MakeMesh(const TriangleMeshShape& m, TriangleMeshShape* spent) {
+  const auto input_triangles = static_cast<uint32_t>(m.triangles.size());  // spent by the build
+  Result<TriangleMesh> built =
+      TriangleMesh::Build(m.vertices, m.triangles, spent != nullptr ? &spent->vertices : nullptr,
+                          spent != nullptr ? &spent->triangles : nullptr);
   if (!built.ok()) {
     return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
   }
-  return OfMesh(std::move(*built), static_cast<uint32_t>(m.triangles.size()));
+  return OfMesh(std::move(*built), input_triangles);
 }
 
 Result<Shape> internal::MakeMeshOverParts(const MeshParts* parts) {

@@ -211,7 +211,8 @@ class Shape {
   /// vertices, or no triangle of non-zero area).
   [[nodiscard]] static Result<Shape> Make(const TriangleMeshShape& m);
   /// The same from a mesh the caller gives up: its vertices are freed as
-  /// soon as the build has stored them (a large map's load holds less).
+  /// soon as the build has stored them, its triangles once their records
+  /// are written (a large map's load holds less).
   [[nodiscard]] static Result<Shape> Make(TriangleMeshShape&& m);
   /// Builds the heightfield (rows, cols >= 2, cell sizes in [kMinShapeSize,
   /// kMaxShapeSize], rows * cols finite heights within kMaxCoordinate).
@@ -341,8 +342,9 @@ class Shape {
   friend Result<Shape> internal::MakeMeshOverParts(const internal::MeshParts* parts);
   /// A mesh shape holding `built`, made from `input_triangles` triangles.
   static Shape OfMesh(TriangleMesh built, uint32_t input_triangles);
-  /// Make of a mesh; `spent_vertices` (m's, or null) as TriangleMesh::Build's.
-  static Result<Shape> MakeMesh(const TriangleMeshShape& m, std::vector<Vec3>* spent_vertices);
+  /// Make of a mesh; `spent` (m itself, or null) gives up its vertices and
+  /// triangles as the build goes (TriangleMesh::Build's spent arrays).
+  static Result<Shape> MakeMesh(const TriangleMeshShape& m, TriangleMeshShape* spent);
   /// A capsule or cylinder (`name` in errors): radius and half height checked.
   static Result<Shape> MakeRound(ShapeKind kind, const char* name, double radius,
                                  double half_height);
