@@ -169,7 +169,7 @@ TEST(LevelTest, MergedBatchesAnswerAsEachMesh) {
       const Vec3 at = on_surface ? surface[rng.Int(0, static_cast<int>(surface.size()) - 1)]
                                  : starts[rng.Int(0, static_cast<int>(starts.size()) - 1)];
       const Shape shape = rng.MakeShape(static_cast<ShapeKind>(k % kConvexKindCount), 0.1, 1.0);
-      const Pose pose(at, k % 3 == 0 ? Quat::Identity() : rng.Rotation());
+      const Pose pose(at, k % 4 == 0 ? Quat::Identity() : rng.Rotation());
       switch (k % 3) {
         case 0: {
           RayQuery r;
