@@ -7,6 +7,7 @@
 #include <absl/synchronization/mutex.h>
 #include <spdlog/spdlog.h>
 
+#include "memory_budget.h"
 #include "resources.h"
 #include "server.h"
 
@@ -177,7 +178,8 @@ int main(int argc, char** argv) {
   bool no_malloc_trim = false;
   app.add_flag("--no-malloc-trim", no_malloc_trim,
                "keep freed heap memory in the allocator instead of giving it back to the "
-               "system (malloc_trim) after big frees: session deletes and expiries, big batches")
+               "system (malloc_trim) after big frees: session deletes and expiries, big "
+               "batches; and leave big blocks (1 MiB and more) to glibc's own mmap threshold")
       ->envname("HITBOX_NO_MALLOC_TRIM");
   app.add_option("--threads", o.service.threads,
                  "query worker threads for large batches (0: one per CPU the process may use: "
@@ -284,6 +286,7 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   o.shutdown_grace = std::chrono::milliseconds(grace_ms);
   o.service.malloc_trim = !no_malloc_trim;
+  if (o.service.malloc_trim) hitbox::server::MapLargeBlocks();
   o.rpc_api = *hitbox::server::ParseRpcApi(rpc_api);
   o.persist.fsync = *hitbox::server::ParseFsyncPolicy(fsync);
   if (!admin_token_file.empty()) {

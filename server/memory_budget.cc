@@ -30,6 +30,12 @@ void MemoryTrimmer::Request() {
   cv_.notify_one();
 }
 
+void MapLargeBlocks() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
 void MemoryTrimmer::TrimNow() {
 #if defined(__GLIBC__)
   malloc_trim(0);

@@ -95,6 +95,14 @@ class BatchReservation {
   SessionRegistry* sessions_;
 };
 
+/// Has blocks of 1 MiB and more mapped on their own, so that they go back to
+/// the system as soon as they are freed (glibc's malloc fixed at that mmap
+/// threshold; by default it raises the threshold after each big free, and
+/// later big arrays, such as a map load's transient ones, then come from the
+/// heap, whose freed holes stay resident until trimmed). hitboxd calls it
+/// at start unless --no-malloc-trim.
+void MapLargeBlocks();
+
 /// Gives freed heap memory back to the system after big frees (a session
 /// deleted or expired, a big batch applied or refused, a map dropped):
 /// glibc keeps freed memory in its arenas until trimmed, so without it RSS

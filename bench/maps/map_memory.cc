@@ -1,5 +1,6 @@
 // hitbox-map-memory FILE: loads FILE the way `hitboxd --maps DIR` loads each
-// map (LoadMapFile, then malloc_trim as MapLibrary::Load does) and prints, as
+// map (big blocks mapped on their own, MapLargeBlocks, as hitboxd has them;
+// LoadMapFile, then malloc_trim as MapLibrary::Load does) and prints, as
 // one JSON line, the process's resident memory before, at its peak during the
 // load and after it (steady), the set's accounted bytes, and
 // peak_over_steady = (peak - before) / (steady - before): the load's peak
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "maps.h"
+#include "memory_budget.h"
 
 namespace {
 
@@ -126,6 +128,7 @@ int main(int argc, char** argv) {
                  "       hitbox-map-memory --write-mesh TRIANGLES OUT.json\n");
     return 2;
   }
+  hitbox::server::MapLargeBlocks();
   malloc_trim(0);
   const uint64_t before = StatusBytes("VmRSS");
   auto map = hitbox::server::LoadMapFile(argv[1]);

@@ -5,14 +5,17 @@
 #include <gmock/gmock.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "hitbox/wire/convert.h"
+#include "memory_budget.h"
 #include "process.h"
 #include "server.h"
 #include "service_util.h"
@@ -308,6 +311,26 @@ TEST(MapsLoadTest, BadFileRefusesStart) {
   EXPECT_THAT(lib.error().message, HasSubstr("'crate'"));
   EXPECT_FALSE(server::MapLibrary::Load(dir.path() + "/missing").ok());
 }
+
+#if defined(__GLIBC__)
+// MapLargeBlocks (hitboxd's start): after a big block is freed, a later one
+// of 1 MiB or more is still mapped on its own, so its pages too go back to
+// the system when freed. glibc would otherwise have raised its threshold to
+// the freed block's size and served the next one from the heap.
+TEST(MapsLoadTest, BlocksFromAMebibyteAreMappedAfterABigFree) {
+  server::MapLargeBlocks();
+  auto* big = static_cast<volatile char*>(std::malloc(std::size_t{8} << 20));
+  ASSERT_NE(big, nullptr);
+  big[0] = 1;
+  std::free(const_cast<char*>(big));
+  const std::size_t mapped = mallinfo2().hblks;
+  auto* next = static_cast<volatile char*>(std::malloc(std::size_t{2} << 20));
+  ASSERT_NE(next, nullptr);
+  next[0] = 1;
+  EXPECT_EQ(mallinfo2().hblks, mapped + 1);
+  std::free(const_cast<char*>(next));
+}
+#endif
 
 // The hitboxd binary refuses to start on a bad map file and names it.
 TEST(MapsLoadTest, BinaryRefusesBadMap) {
