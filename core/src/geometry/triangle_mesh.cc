@@ -258,6 +258,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
     vertices = {};
   }
 
+  const size_t input_count = triangles.size();
   // Keep triangles of non-zero area (computed on the stored vertices). Kept
   // triangle t is the input's original[t], read there (not copied).
   std::vector<uint32_t> original;
@@ -346,24 +347,13 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   // Freed before the boxes are made.
   std::vector<uint32_t>().swap(edges);
 
-  // Hierarchy over triangle boxes; triangles are then stored in leaf order.
-  // Boxes on the hierarchy's grid over the bounds (12 bytes a triangle), by
-  // input index. The hierarchy orders the kept triangles' input indices
-  // (`original` becomes the order: the same ties, it increases).
-  mesh.SetBoxSteps();
-  BuildBoxes boxes(triangles.size(), mesh.bounds_.min, mesh.Steps());
-  for (size_t t = 0; t < n; ++t) {
-    boxes.Set(original[t], Aabb().Union(mesh.Vertex(kept[t][0])).Union(mesh.Vertex(kept[t][1]))
-                               .Union(mesh.Vertex(kept[t][2])));
-  }
-  std::vector<uint32_t> order = std::move(original);
-  st.leaf_splits_left = static_cast<uint32_t>(n / kLeafSplitShare);
-  mesh.BuildHierarchy(&order, boxes, &st);
-  boxes.Free();  // before the records
-  mesh.PackBottomNodes(&st);  // Seal copies the nodes into the block and frees these
+  // The records, staged in the kept triangles' input order (escape entries
+  // keyed by that position): the input's triangles and the flags are freed
+  // before the hierarchy's larger arrays are made, and the hierarchy's
+  // order then permutes the records into the block.
   mesh.triangle_count_ = static_cast<uint32_t>(n);
-  const RecordPlan plan = PlanRecords(vertex_count, triangles.size(), n, [&](auto&& f) {
-    for (uint32_t t : order) f(triangles[t], t);
+  const RecordPlan plan = PlanRecords(vertex_count, input_count, n, [&](auto&& f) {
+    for (size_t j = 0; j < n; ++j) f(kept[j], original[j]);
   });
   mesh.vbits_ = static_cast<uint8_t>(plan.vbits);
   mesh.obits_ = plan.originals.bits;
@@ -374,33 +364,71 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   mesh.escape_count_ = static_cast<uint32_t>(plan.escaped);
   mesh.wide_ = mesh.record_bits() + 7 > 64;
   mesh.narrow_indices_ = mesh.index_bits() <= 57 && mesh.escape_count_ == 0;
-  // The records are staged (packed, as the block keeps them), then the
-  // input's triangles, the order and the flags are freed before the block
-  // is made: the build's peak is the block beside the staged arrays only.
   st.obase = plan.originals.base;  // copied: Field reads the plan's (one base per 64 vertices)
   mesh.dropped_count_ = static_cast<uint32_t>(st.dropped.size());  // EscapeBits counts them
-  st.records.assign(mesh.RecordBytes() + mesh.EscapeBytes(), 0);
-  mesh.packed_.ptr = st.records.data();
+  std::vector<uint8_t> by_input(mesh.RecordBytes() + mesh.EscapeBytes(), 0);
+  mesh.packed_.ptr = by_input.data();
   uint32_t escapes = 0;
-  for (size_t k = 0; k < n; ++k) {
-    const uint32_t t = order[k];
-    const Indices& tri = triangles[t];
+  for (size_t j = 0; j < n; ++j) {
+    const uint32_t t = original[j];
+    const Indices& tri = kept[j];
     if (plan.Escapes(tri, t)) {
-      mesh.SetEscape(escapes++, static_cast<uint32_t>(k), tri[1], tri[2], t);
-      mesh.SetRecord(static_cast<uint32_t>(k), tri[0], mesh.EscapeCode(), 0, active[t], 0);
+      mesh.SetEscape(escapes++, static_cast<uint32_t>(j), tri[1], tri[2], t);
+      mesh.SetRecord(static_cast<uint32_t>(j), tri[0], mesh.EscapeCode(), 0, active[t], 0);
       continue;
     }
-    mesh.SetRecord(static_cast<uint32_t>(k), tri[0], (tri[1] - tri[0]) & mesh.dmask_,
+    mesh.SetRecord(static_cast<uint32_t>(j), tri[0], (tri[1] - tri[0]) & mesh.dmask_,
                    (tri[2] - tri[0]) & mesh.dmask_, active[t],
                    plan.originals.Field(tri[0], t));
   }
-  std::vector<uint32_t>().swap(order);
   std::vector<uint8_t>().swap(active);
   if (spent_triangles != nullptr) {
     triangles = {};
     std::vector<Indices>().swap(*spent_triangles);
   }
+
+  // Hierarchy over triangle boxes (read from the staged records); the
+  // triangles are then stored in leaf order. Boxes on the hierarchy's grid
+  // over the bounds (12 bytes a triangle), by input index. The hierarchy
+  // orders the kept triangles' input indices (`original` becomes the order:
+  // the same ties, it increases).
+  mesh.SetBoxSteps();
+  BuildBoxes boxes(input_count, mesh.bounds_.min, mesh.Steps());
+  for (size_t j = 0; j < n; ++j) {
+    Vec3 v[3];
+    mesh.TriangleVertices(static_cast<uint32_t>(j), v);
+    boxes.Set(original[j], Aabb().Union(v[0]).Union(v[1]).Union(v[2]));
+  }
+  std::vector<uint32_t> order = std::move(original);
+  st.leaf_splits_left = static_cast<uint32_t>(n / kLeafSplitShare);
+  mesh.BuildHierarchy(&order, boxes, &st);
+  boxes.Free();
+  mesh.PackBottomNodes(&st);  // Seal copies the nodes into the block and frees these
   mesh.Seal(&st);
+  // Record k of the block is the staged one of input triangle order[k],
+  // staged at its position among the kept ones (its index less the
+  // dropped triangles before it); escape entries are keyed anew by k.
+  uint8_t* const staged = by_input.data();
+  uint8_t* const block = mesh.packed_.ptr;
+  const uint32_t bits = mesh.record_bits();
+  const std::pair<uint32_t, Indices>* dropped = mesh.Dropped();  // by input index
+  const auto before = [](const std::pair<uint32_t, Indices>& d, uint32_t t) { return d.first < t; };
+  escapes = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t t = order[k];
+    const auto j = static_cast<uint32_t>(
+        t - (std::lower_bound(dropped, dropped + mesh.dropped_count_, t, before) - dropped));
+    mesh.packed_.ptr = staged;
+    const PackedRecord r = mesh.Record(j);
+    const bool escaped = mesh.escape_count_ != 0 &&
+                         ((static_cast<uint32_t>(r >> mesh.vbits_) & mesh.dmask_) ==
+                          mesh.EscapeCode());
+    Escape e{};
+    if (escaped) e = mesh.EscapeOf(j);
+    mesh.packed_.ptr = block;
+    StoreBits(block, static_cast<uint64_t>(k) * bits, bits, r);
+    if (escaped) mesh.SetEscape(escapes++, static_cast<uint32_t>(k), e.i1, e.i2, e.original);
+  }
   return mesh;
 }
 
@@ -1241,15 +1269,10 @@ void TriangleMesh::Seal(Staging* st) {
     at += bytes[5];  // none (qmin_ is in use)
   }
   place(&st->fvertices, &fvertices_, bytes[6]);
-  // The records and escapes, as staged, or their room zeroed.
-  if (!st->records.empty()) {
-    if (st->records.size() != bytes[7]) std::abort();
-    place(&st->records, &packed_, bytes[7]);
-  } else {
-    std::memset(at, 0, bytes[7]);
-    packed_.ptr = reinterpret_cast<uint8_t*>(at);
-    at += bytes[7];
-  }
+  // The records' and escapes' room, zeroed for SetRecord and SetEscape.
+  std::memset(at, 0, bytes[7]);
+  packed_.ptr = reinterpret_cast<uint8_t*>(at);
+  at += bytes[7];
   place(&st->vpacked, &vpacked_, bytes[8]);
   place(&st->fpacked, &fpacked_, bytes[9]);
   // ArrayBytes() reckons the same sizes from the counts (Settle places the

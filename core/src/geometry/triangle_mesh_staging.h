@@ -24,10 +24,6 @@ struct TriangleMesh::Staging {
   std::vector<float> fvertices;
   std::vector<uint8_t> vpacked;
   std::vector<uint8_t> fpacked;
-  /// The records and escape entries (Build), written before the block is
-  /// made so that the input's triangles are freed first; empty: the block's
-  /// room for them is zeroed instead.
-  std::vector<uint8_t> records;
 };
 
 template <typename ChildWord>
