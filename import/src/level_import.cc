@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -160,14 +161,27 @@ class Builder {
       for (uint32_t& at : remap) {
         if (at != kUnused) at = used++;
       }
-      mesh.triangles.reserve(end - begin);
-      for (size_t t = begin; t < end; ++t) {
-        mesh.triangles.push_back({remap[kept[t][0]], remap[kept[t][1]], remap[kept[t][2]]});
-      }
-      // Vertices in the node's order, the array sized exactly.
-      mesh.vertices.resize(used);
-      for (size_t v = 0; v < remap.size(); ++v) {
-        if (remap[v] != kUnused) mesh.vertices[remap[v]] = baked[v];
+      if (pieces == 1) {
+        // The node's arrays become the mesh's, renumbered in place (a used
+        // vertex's index never grows): no copy beside them. The build frees
+        // them as it goes.
+        for (Triangle& t : kept) t = {remap[t[0]], remap[t[1]], remap[t[2]]};
+        for (size_t v = 0; v < remap.size(); ++v) {
+          if (remap[v] != kUnused) node.vertices[remap[v]] = node.vertices[v];
+        }
+        node.vertices.resize(used);
+        mesh.vertices = std::move(node.vertices);
+        mesh.triangles = std::move(node.triangles);
+      } else {
+        mesh.triangles.reserve(end - begin);
+        for (size_t t = begin; t < end; ++t) {
+          mesh.triangles.push_back({remap[kept[t][0]], remap[kept[t][1]], remap[kept[t][2]]});
+        }
+        // Vertices in the node's order, the array sized exactly.
+        mesh.vertices.resize(used);
+        for (size_t v = 0; v < remap.size(); ++v) {
+          if (remap[v] != kUnused) mesh.vertices[remap[v]] = baked[v];
+        }
       }
       std::vector<uint32_t>().swap(remap);
       if (p + 1 == pieces) {  // the node's arrays are not needed any more
@@ -385,27 +399,39 @@ Result<std::vector<Vec3>> ReadPositions(const tinygltf::Model& model, int access
   return out;
 }
 
-Result<std::vector<uint32_t>> ReadIndices(const tinygltf::Model& model, int accessor, const std::string& field) {
-  auto view = ViewAccessor(model, accessor, field, TINYGLTF_TYPE_SCALAR);
-  if (!view.ok()) return view.error();
-  std::vector<uint32_t> out(view->count);
-  for (size_t i = 0; i < view->count; ++i) {
-    const unsigned char* p = view->base + i * view->stride;
-    switch (view->component_type) {
-      case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE: out[i] = *p; break;
+/// An index accessor read in place (no copy of it beside the triangles
+/// made from it): index i as an unsigned 32-bit value.
+struct IndexView {
+  AccessorView view;
+  uint32_t operator[](size_t i) const {
+    const unsigned char* p = view.base + i * view.stride;
+    switch (view.component_type) {
+      case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE: return *p;
       case TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT: {
         uint16_t v;
         std::memcpy(&v, p, sizeof(v));
-        out[i] = v;
-        break;
+        return v;
       }
-      case TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT: std::memcpy(&out[i], p, sizeof(uint32_t)); break;
-      default:
-        return Invalid(field + " (accessor " + std::to_string(accessor) +
-                       "): indices must be unsigned bytes, shorts or ints");
+      default: {
+        uint32_t v;
+        std::memcpy(&v, p, sizeof(v));
+        return v;
+      }
     }
   }
-  return out;
+};
+
+Result<IndexView> ViewIndices(const tinygltf::Model& model, int accessor, const std::string& field) {
+  auto view = ViewAccessor(model, accessor, field, TINYGLTF_TYPE_SCALAR);
+  if (!view.ok()) return view.error();
+  const int type = view->component_type;
+  if (type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE &&
+      type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT &&
+      type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT) {
+    return Invalid(field + " (accessor " + std::to_string(accessor) +
+                   "): indices must be unsigned bytes, shorts or ints");
+  }
+  return IndexView{*view};
 }
 
 /// The buffers the primitives of mesh `mesh_index` read (positions and
@@ -447,27 +473,32 @@ Status ReadMesh(const tinygltf::Model& model, int mesh_index, NodeGeometry* node
     if (pos == prim.attributes.end()) return Invalid(field + " has no POSITION attribute");
     auto vertices = ReadPositions(model, pos->second, field + " POSITION");
     if (!vertices.ok()) return vertices.error();
-    std::vector<uint32_t> indices;
+    const size_t count = vertices->size();
+    // Indices read where the file holds them; none: 0, 1, 2, ...
+    std::optional<IndexView> view;
     if (prim.indices >= 0) {
-      auto read = ReadIndices(model, prim.indices, field + " indices");
+      auto read = ViewIndices(model, prim.indices, field + " indices");
       if (!read.ok()) return read.error();
-      indices = std::move(*read);
-    } else {
-      indices.resize(vertices->size());
-      for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<uint32_t>(i);
+      view = *read;
     }
-    for (size_t i = 0; i < indices.size(); ++i) {
-      if (indices[i] >= vertices->size()) {
-        return Invalid(field + ": index " + std::to_string(i) + " is " + std::to_string(indices[i]) +
-                       ", beyond its " + std::to_string(vertices->size()) + " vertices");
+    const auto index = [&](size_t i) { return view ? (*view)[i] : static_cast<uint32_t>(i); };
+    const uint32_t n = static_cast<uint32_t>(view ? view->view.count : count);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (index(i) >= count) {
+        return Invalid(field + ": index " + std::to_string(i) + " is " + std::to_string(index(i)) +
+                       ", beyond its " + std::to_string(count) + " vertices");
       }
     }
     const uint32_t base = static_cast<uint32_t>(node->vertices.size());
-    node->vertices.insert(node->vertices.end(), vertices->begin(), vertices->end());
+    if (node->vertices.empty()) {
+      node->vertices = std::move(*vertices);  // the first primitive's: no copy
+    } else {
+      node->vertices.insert(node->vertices.end(), vertices->begin(), vertices->end());
+    }
+    std::vector<Vec3>().swap(*vertices);
     auto add = [&](uint32_t a, uint32_t b, uint32_t c) {
-      node->triangles.push_back({base + indices[a], base + indices[b], base + indices[c]});
+      node->triangles.push_back({base + index(a), base + index(b), base + index(c)});
     };
-    const uint32_t n = static_cast<uint32_t>(indices.size());
     const uint32_t adds = mode == TINYGLTF_MODE_TRIANGLES ? n / 3 : (n > 2 ? n - 2 : 0);
     node->triangles.reserve(node->triangles.size() + adds);  // exactly, for one primitive
     if (mode == TINYGLTF_MODE_TRIANGLES) {
