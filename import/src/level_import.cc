@@ -13,11 +13,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
