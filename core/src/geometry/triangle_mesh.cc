@@ -408,26 +408,25 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   // Record k of the block is the staged one of input triangle order[k],
   // staged at its position among the kept ones (its index less the
   // dropped triangles before it); escape entries are keyed anew by k.
-  uint8_t* const staged = by_input.data();
   uint8_t* const block = mesh.packed_.ptr;
+  mesh.packed_.ptr = by_input.data();  // read from the staged records, written to the block
   const uint32_t bits = mesh.record_bits();
   const std::pair<uint32_t, Indices>* dropped = mesh.Dropped();  // by input index
   const auto before = [](const std::pair<uint32_t, Indices>& d, uint32_t t) { return d.first < t; };
-  escapes = 0;
+  std::vector<std::pair<uint32_t, Escape>> escaped;  // (k, its entry), k increasing
+  escaped.reserve(mesh.escape_count_);
   for (size_t k = 0; k < n; ++k) {
     const uint32_t t = order[k];
     const auto j = static_cast<uint32_t>(
         t - (std::lower_bound(dropped, dropped + mesh.dropped_count_, t, before) - dropped));
-    mesh.packed_.ptr = staged;
     const PackedRecord r = mesh.Record(j);
-    const bool escaped = mesh.escape_count_ != 0 &&
-                         ((static_cast<uint32_t>(r >> mesh.vbits_) & mesh.dmask_) ==
-                          mesh.EscapeCode());
-    Escape e{};
-    if (escaped) e = mesh.EscapeOf(j);
-    mesh.packed_.ptr = block;
     StoreBits(block, static_cast<uint64_t>(k) * bits, bits, r);
-    if (escaped) mesh.SetEscape(escapes++, static_cast<uint32_t>(k), e.i1, e.i2, e.original);
+    if (mesh.EscapedRecord(r)) escaped.emplace_back(static_cast<uint32_t>(k), mesh.EscapeOf(j));
+  }
+  mesh.packed_.ptr = block;
+  for (size_t e = 0; e < escaped.size(); ++e) {
+    const Escape& x = escaped[e].second;
+    mesh.SetEscape(static_cast<uint32_t>(e), escaped[e].first, x.i1, x.i2, x.original);
   }
   return mesh;
 }
@@ -888,17 +887,9 @@ void TriangleMesh::QueryRange(const Aabb& box, int32_t qlo[3], int32_t qhi[3]) c
       qhi[a] = 65535;
       continue;
     }
-    auto decode = [&](int32_t q) { return lo + static_cast<double>(q) * s; };
-    // Least q with decode(q) >= box.min, greatest with decode(q) <= box.max
-    // (decode is non-decreasing); the estimates are off by a step at most.
-    int32_t q = static_cast<int32_t>(std::clamp(std::ceil((box.min[a] - lo) / s), 0.0, 65535.0));
-    while (q > 0 && decode(q - 1) >= box.min[a]) --q;
-    while (q < 65535 && decode(q) < box.min[a]) ++q;
-    qlo[a] = q;
-    q = static_cast<int32_t>(std::clamp(std::floor((box.max[a] - lo) / s), 0.0, 65535.0));
-    while (q < 65535 && decode(q + 1) <= box.max[a]) ++q;
-    while (q > 0 && decode(q) > box.max[a]) --q;
-    qhi[a] = q;
+    // Least grid value at or above box.min, greatest at or below box.max.
+    qlo[a] = GridQuantize(box.min[a], lo, s, true);
+    qhi[a] = GridQuantize(box.max[a], lo, s, false);
   }
 }
 
@@ -953,9 +944,7 @@ uint32_t TriangleMesh::OriginalIndexOutOfLine(uint32_t k) const {
     return flt_.parts->part(p)->OriginalIndex(local) + flt_.parts->input_base(p);
   }
   const PackedRecord r = Record(k);
-  if (escape_count_ != 0 && (static_cast<uint32_t>(r >> vbits_) & dmask_) == EscapeCode()) {
-    return EscapeOf(k).original;
-  }
+  if (EscapedRecord(r)) return EscapeOf(k).original;
   return OriginalOfRecord(r);
 }
 

@@ -414,6 +414,11 @@ class TriangleMesh {
   /// The difference field's most negative value, which no kept difference
   /// takes: it marks an escaped record.
   uint32_t EscapeCode() const { return 1u << (dbits_ - 1); }
+  /// Whether record `r` (Record's) is escaped: its first difference field
+  /// holds EscapeCode().
+  bool EscapedRecord(PackedRecord r) const {
+    return escape_count_ != 0 && (static_cast<uint32_t>(r >> vbits_) & dmask_) == EscapeCode();
+  }
   /// Bits of an escape entry (k, two vertex indices, an input triangle index).
   uint32_t EscapeBits() const {
     return EscapeBitsFor(triangle_count_, vbits_, triangle_count_ + dropped_count_);
