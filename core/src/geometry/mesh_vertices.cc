@@ -8,19 +8,23 @@
 
 namespace hitbox::mesh_vertices {
 
-bool ChooseDivisors(std::span<const Vec3> vertices, double divisor[3]) {
+bool ChooseDivisors(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+                    double divisor[3]) {
+  const auto packed = [&](size_t i) { return fine.empty() || !fine[i]; };
   for (int a = 0; a < 3; ++a) {
     int best_bits = 64;
     // Decimal: the least k in 0..9 that makes every coordinate an integer.
     double d = 1.0;
     for (int k = 0; k <= 9; ++k, d *= 10.0) {
-      bool ok = true;
+      bool ok = true, first = true;
       double lo = 0.0, hi = 0.0;
       for (size_t i = 0; i < vertices.size() && ok; ++i) {
+        if (!packed(i)) continue;
         const double q = std::nearbyint(vertices[i][a] * d);
         ok = std::fabs(q) <= 0x1p53 && q / d == vertices[i][a];
-        lo = i == 0 ? q : std::min(lo, q);
-        hi = i == 0 ? q : std::max(hi, q);
+        lo = first ? q : std::min(lo, q);
+        hi = first ? q : std::max(hi, q);
+        first = false;
       }
       if (!ok) continue;
       const int bits = static_cast<int>(std::ceil(std::log2(hi - lo + 1.0)));
@@ -32,9 +36,9 @@ bool ChooseDivisors(std::span<const Vec3> vertices, double divisor[3]) {
     }
     // Binary: 2^k for the most fraction bits any coordinate has.
     int k = 0;
-    for (const Vec3& v : vertices) {
-      const double x = v[a];
-      if (x == 0.0) continue;
+    for (size_t i = 0; i < vertices.size(); ++i) {
+      const double x = vertices[i][a];
+      if (!packed(i) || x == 0.0) continue;
       int e = 0;
       const double m = std::frexp(x, &e);  // x = m 2^e, m 53 bits
       const uint64_t mant = static_cast<uint64_t>(std::fabs(std::ldexp(m, 53)));
@@ -43,12 +47,14 @@ bool ChooseDivisors(std::span<const Vec3> vertices, double divisor[3]) {
     if (k <= 1000) {
       const double d2 = std::ldexp(1.0, k);
       double lo = 0.0, hi = 0.0;
-      bool ok = std::isfinite(d2);
+      bool ok = std::isfinite(d2), first = true;
       for (size_t i = 0; i < vertices.size() && ok; ++i) {
+        if (!packed(i)) continue;
         const double q = vertices[i][a] * d2;
         ok = std::fabs(q) <= 0x1p53;
-        lo = i == 0 ? q : std::min(lo, q);
-        hi = i == 0 ? q : std::max(hi, q);
+        lo = first ? q : std::min(lo, q);
+        hi = first ? q : std::max(hi, q);
+        first = false;
       }
       if (ok) {
         const int bits = static_cast<int>(std::ceil(std::log2(hi - lo + 1.0)));
@@ -76,24 +82,25 @@ bool IsExactFloat(double x) {
 
 bool LayoutPacked(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
                   PackedLayout* out) {
-  std::vector<Vec3> kept;
-  std::span<const Vec3> packed = vertices;
+  // The fine vertices are skipped where they lie, not copied apart.
+  const auto packed = [&](size_t i) { return fine.empty() || !fine[i]; };
   if (!fine.empty()) {
-    for (size_t i = 0; i < vertices.size(); ++i) {
-      if (!fine[i]) kept.push_back(vertices[i]);
-    }
-    out->fine_count = static_cast<uint32_t>(vertices.size() - kept.size());
-    packed = kept;
+    out->fine_count = static_cast<uint32_t>(
+        std::count_if(fine.begin(), fine.end(), [](uint8_t f) { return f != 0; }));
   }
-  if (packed.empty() || !ChooseDivisors(packed, out->divisor)) return false;
+  if (out->fine_count == vertices.size() || !ChooseDivisors(vertices, fine, out->divisor)) {
+    return false;
+  }
   int64_t qmax[3];
-  for (int a = 0; a < 3; ++a) out->qmin[a] = qmax[a] = std::llrint(packed[0][a] * out->divisor[a]);
-  for (const Vec3& v : packed) {
+  bool first = true;
+  for (size_t i = 0; i < vertices.size(); ++i) {
+    if (!packed(i)) continue;
     for (int a = 0; a < 3; ++a) {
-      const int64_t q = std::llrint(v[a] * out->divisor[a]);
-      out->qmin[a] = std::min(out->qmin[a], q);
-      qmax[a] = std::max(qmax[a], q);
+      const int64_t q = std::llrint(vertices[i][a] * out->divisor[a]);
+      out->qmin[a] = first ? q : std::min(out->qmin[a], q);
+      qmax[a] = first ? q : std::max(qmax[a], q);
     }
+    first = false;
   }
   for (int a = 0; a < 3; ++a) {
     uint64_t range = static_cast<uint64_t>(qmax[a] - out->qmin[a]);

@@ -16,8 +16,10 @@ namespace hitbox::mesh_vertices {
 /// Per axis, a divisor d (10^k for k in 0..9, or 2^k) with every
 /// coordinate v exactly q / d for an integer q, |q| <= 2^53, and the q of the
 /// axis within 2^33 of each other; the one whose q span the fewest bits.
-/// False when an axis has none.
-bool ChooseDivisors(std::span<const Vec3> vertices, double divisor[3]);
+/// Vertices flagged in `fine` (when not empty) are left out. False when an
+/// axis has none.
+bool ChooseDivisors(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+                    double divisor[3]);
 
 /// True when x is exactly a float32 value.
 bool IsExactFloat(double x);
