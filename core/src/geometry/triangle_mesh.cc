@@ -22,13 +22,6 @@
 namespace hitbox {
 namespace {
 
-/// Sets bits [bit, bit + count) of `bytes` (zero there) to the low bits of r.
-void StoreBits(uint8_t* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
-  for (uint32_t i = 0; i < count; ++i) {
-    if ((r >> i) & 1u) bytes[(bit + i) >> 3] |= static_cast<uint8_t>(1u << ((bit + i) & 7));
-  }
-}
-
 /// Bits to hold 0..count-1 (at least 1, at most 32).
 uint8_t BitsFor(uint64_t count) {
   return count <= 2 ? 1 : static_cast<uint8_t>(std::min<uint64_t>(32, std::bit_width(count - 1)));
@@ -285,72 +278,11 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   }
   const size_t n = original.size();
 
-  // Active edges: the 3n directed edges (3t + slot) grouped by their
-  // undirected key, in (lower vertex, higher vertex, triangle) order: a
-  // counting sort on the lower vertex, then a sort within each bucket (12
-  // bytes an edge and 4 a vertex, where (key, triangle, slot) pairs took 16
-  // an edge: the load's peak).
-  const auto lower = [&](uint32_t e) {
-    const Indices& tri = kept[e / 3];
-    return std::min(tri[e % 3], tri[(e % 3 + 1) % 3]);
-  };
-  const auto higher = [&](uint32_t e) {
-    const Indices& tri = kept[e / 3];
-    return std::max(tri[e % 3], tri[(e % 3 + 1) % 3]);
-  };
-  std::vector<uint32_t> edges(3 * n);
-  {
-    // bucket_end[v]: after the fill, the end of vertex v's bucket.
-    std::vector<uint32_t> bucket_end(vertex_count + 1, 0);
-    for (uint32_t e = 0; e < 3 * n; ++e) ++bucket_end[lower(e) + 1];
-    for (size_t v = 1; v < bucket_end.size(); ++v) bucket_end[v] += bucket_end[v - 1];
-    for (uint32_t e = 0; e < 3 * n; ++e) edges[bucket_end[lower(e)]++] = e;
-    uint32_t begin = 0;
-    for (size_t v = 0; v < vertex_count; ++v) {
-      const uint32_t end = bucket_end[v];
-      std::sort(edges.begin() + begin, edges.begin() + end, [&](uint32_t x, uint32_t y) {
-        const uint32_t hx = higher(x), hy = higher(y);
-        return hx != hy ? hx < hy : x < y;
-      });
-      begin = end;
-    }
-  }
-  std::vector<uint8_t> active(triangles.size(), 0);  // by input index
-  const double cos_threshold = std::cos(kActiveEdgeAngle);
-  auto normal_of = [&](uint32_t t) {
-    return TriangleNormal(mesh.Vertex(kept[t][0]), mesh.Vertex(kept[t][1]),
-                          mesh.Vertex(kept[t][2]));
-  };
-  const auto same_key = [&](uint32_t x, uint32_t y) {
-    return lower(x) == lower(y) && higher(x) == higher(y);
-  };
-  for (size_t i = 0; i < edges.size();) {
-    size_t j = i + 1;
-    while (j < edges.size() && same_key(edges[j], edges[i])) ++j;
-    bool is_active = true;
-    if (j - i == 2) {
-      const uint32_t t1 = edges[i] / 3, s1 = edges[i] % 3;
-      const uint32_t t2 = edges[i + 1] / 3, s2 = edges[i + 1] % 3;
-      Vec3 n1 = normal_of(t1);
-      Vec3 n2 = normal_of(t2);
-      // Consistent orientation: a shared edge runs in opposite directions.
-      if (kept[t1][s1] == kept[t2][s2]) n2 = -n2;
-      is_active = Dot(n1, n2) < cos_threshold;
-    }
-    if (is_active) {
-      for (size_t k = i; k < j; ++k) {
-        active[original[edges[k] / 3]] |= static_cast<uint8_t>(1u << (edges[k] % 3));
-      }
-    }
-    i = j;
-  }
-  // Freed before the boxes are made.
-  std::vector<uint32_t>().swap(edges);
-
   // The records, staged in the kept triangles' input order (escape entries
-  // keyed by that position): the input's triangles and the flags are freed
-  // before the hierarchy's larger arrays are made, and the hierarchy's
-  // order then permutes the records into the block.
+  // keyed by that position) with their edge flags clear: the input's
+  // triangles are freed before the edges are grouped (which reads them
+  // from the records), and the hierarchy's order then permutes the records
+  // into the block.
   mesh.triangle_count_ = static_cast<uint32_t>(n);
   const RecordPlan plan = PlanRecords(vertex_count, input_count, n, [&](auto&& f) {
     for (size_t j = 0; j < n; ++j) f(kept[j], original[j]);
@@ -374,18 +306,17 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
     const Indices& tri = kept[j];
     if (plan.Escapes(tri, t)) {
       mesh.SetEscape(escapes++, static_cast<uint32_t>(j), tri[1], tri[2], t);
-      mesh.SetRecord(static_cast<uint32_t>(j), tri[0], mesh.EscapeCode(), 0, active[t], 0);
+      mesh.SetRecord(static_cast<uint32_t>(j), tri[0], mesh.EscapeCode(), 0, 0, 0);
       continue;
     }
     mesh.SetRecord(static_cast<uint32_t>(j), tri[0], (tri[1] - tri[0]) & mesh.dmask_,
-                   (tri[2] - tri[0]) & mesh.dmask_, active[t],
-                   plan.originals.Field(tri[0], t));
+                   (tri[2] - tri[0]) & mesh.dmask_, 0, plan.originals.Field(tri[0], t));
   }
-  std::vector<uint8_t>().swap(active);
   if (spent_triangles != nullptr) {
     triangles = {};
     std::vector<Indices>().swap(*spent_triangles);
   }
+  mesh.StageActiveEdges();
 
   // Hierarchy over triangle boxes (read from the staged records); the
   // triangles are then stored in leaf order. Boxes on the hierarchy's grid

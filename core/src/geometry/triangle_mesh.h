@@ -702,6 +702,10 @@ class TriangleMesh {
   /// ones apart and the rest packed.
   void PackVertices(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
                     Staging* st);
+  /// Sets the active-edge flags of the staged records (written with none):
+  /// an edge is active unless exactly two triangles share it and their
+  /// planes meet within kActiveEdgeAngle (mesh_active_edges.cc).
+  void StageActiveEdges();
   /// Stores every vertex (all float32) in fpacked_ by `layout`.
   void PackFloatVertices(std::span<const Vec3> vertices, const mesh_vertices::FloatLayout& layout,
                          Staging* st);

@@ -12,6 +12,13 @@
 
 namespace hitbox {
 
+/// Sets bits [bit, bit + count) of `bytes` (zero there) to the low bits of r.
+inline void StoreBits(uint8_t* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
+  for (uint32_t i = 0; i < count; ++i) {
+    if ((r >> i) & 1u) bytes[(bit + i) >> 3] |= static_cast<uint8_t>(1u << ((bit + i) & 7));
+  }
+}
+
 struct TriangleMesh::Staging {
   /// Leaves SplitLeaf may still split (a node each).
   uint32_t leaf_splits_left = 0;

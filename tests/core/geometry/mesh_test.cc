@@ -206,6 +206,55 @@ TEST(MeshBuild, ActiveEdgesOfFansAndSharedEdges) {
   EXPECT_EQ(count_active(MustBuild(fan)), spokes + 2 + 3);
 }
 
+// A mesh large enough that its edges are grouped a run of vertices at a
+// time (more edges than triangles): every flag equals the rule applied to
+// all edges at once, fins (an edge three triangles share) included.
+TEST(MeshBuild, ActiveEdgesOfALargeMeshMatchEveryEdgeAtOnce) {
+  MeshData m = WavyGrid(190, 0.6);
+  const uint32_t grid_vertices = static_cast<uint32_t>(m.vertices.size());
+  for (uint32_t i = 0; i < 50; ++i) {  // fins on the edges (a, a + 1) of row 0 and up
+    const uint32_t a = 191 * (3 * i) + 2 * i;
+    m.vertices.push_back(m.vertices[a] + Vec3{0.3, 2.0, 0.0});
+    m.triangles.push_back({a, a + 1, grid_vertices + i});
+  }
+  const TriangleMesh mesh = MustBuild(m);
+  ASSERT_GT(3 * mesh.triangle_count(), 2 * (1u << 16));
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>> shared;
+  for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+    uint32_t idx[3];
+    mesh.TriangleIndices(k, idx);
+    for (uint32_t s = 0; s < 3; ++s) {
+      const uint32_t a = idx[s], b = idx[(s + 1) % 3];
+      shared[{std::min(a, b), std::max(a, b)}].push_back({k, s});
+    }
+  }
+  const auto normal = [&](uint32_t k) {
+    Vec3 v[3];
+    mesh.TriangleVertices(k, v);
+    return Cross(v[1] - v[0], v[2] - v[0]).Normalized();
+  };
+  std::vector<uint8_t> want(mesh.triangle_count(), 0);
+  int inactive = 0;
+  for (const auto& [edge, sides] : shared) {
+    bool active = true;
+    if (sides.size() == 2) {
+      uint32_t a[3], b[3];
+      mesh.TriangleIndices(sides[0].first, a);
+      mesh.TriangleIndices(sides[1].first, b);
+      const double flip = a[sides[0].second] == b[sides[1].second] ? -1.0 : 1.0;
+      active = flip * Dot(normal(sides[0].first), normal(sides[1].first)) <
+               std::cos(kActiveEdgeAngle);
+    }
+    inactive += active ? 0 : 1;
+    for (const auto& [k, s] : sides) want[k] |= static_cast<uint8_t>(active ? 1u << s : 0u);
+  }
+  ASSERT_GT(inactive, 1000);
+  ASSERT_LT(inactive, static_cast<int>(shared.size()) - 1000);
+  for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+    ASSERT_EQ(static_cast<uint32_t>(mesh.ActiveEdges(k)), want[k]) << "triangle " << k;
+  }
+}
+
 // A moved mesh keeps its block: move construction and assignment (which
 // frees the block it replaces) leave one owner, whose Input() is the data.
 TEST(MeshBuild, MovedMeshOwnsItsBlock) {
