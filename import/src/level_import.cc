@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fit.h"
+#include "gltf_buffers.h"
 
 namespace hitbox::import {
 namespace {
@@ -338,17 +339,25 @@ Status ReadExtras(std::initializer_list<const tinygltf::Value*> sources, uint32_
   return Status::Ok();
 }
 
-/// The bytes of `accessor_index` with `components` elements of `size` bytes
-/// each: base pointer and stride, checked against the buffer.
+/// Where the elements of an accessor are, checked against its buffer: in
+/// tinygltf's copy from `base`, or in `file` from byte `start` of the buffer.
 struct AccessorView {
   const unsigned char* base = nullptr;
+  const BufferFile* file = nullptr;
+  uint64_t start = 0;
   size_t stride = 0;
+  size_t element = 0;
   size_t count = 0;
   int component_type = 0;
+
+  ElementReader Reader() const {
+    return file != nullptr ? ElementReader(*file, start, stride, element, count)
+                           : ElementReader(base, stride, element, count);
+  }
 };
 
-Result<AccessorView> ViewAccessor(const tinygltf::Model& model, int accessor_index,
-                                  const std::string& field, int want_type) {
+Result<AccessorView> ViewAccessor(const tinygltf::Model& model, const std::vector<BufferFile>& files,
+                                  int accessor_index, const std::string& field, int want_type) {
   if (accessor_index < 0 || static_cast<size_t>(accessor_index) >= model.accessors.size()) {
     return Invalid(field + ": accessor " + std::to_string(accessor_index) + " does not exist");
   }
@@ -363,7 +372,10 @@ Result<AccessorView> ViewAccessor(const tinygltf::Model& model, int accessor_ind
   if (view.buffer < 0 || static_cast<size_t>(view.buffer) >= model.buffers.size()) {
     return Invalid(where + ": its bufferView names no valid buffer");
   }
-  const std::vector<unsigned char>& data = model.buffers[static_cast<size_t>(view.buffer)].data;
+  const size_t b = static_cast<size_t>(view.buffer);
+  const BufferFile* file = b < files.size() && !files[b].path.empty() ? &files[b] : nullptr;
+  const std::vector<unsigned char>& data = model.buffers[b].data;
+  const uint64_t size = file != nullptr ? file->length : data.size();
   const int stride = a.ByteStride(view);
   const int component = tinygltf::GetComponentSizeInBytes(static_cast<uint32_t>(a.componentType));
   const int components = tinygltf::GetNumComponentsInType(static_cast<uint32_t>(a.type));
@@ -373,24 +385,35 @@ Result<AccessorView> ViewAccessor(const tinygltf::Model& model, int accessor_ind
   const uint64_t element = static_cast<uint64_t>(component) * static_cast<uint64_t>(components);
   const uint64_t start = static_cast<uint64_t>(view.byteOffset) + a.byteOffset;
   const uint64_t needed = a.count == 0 ? 0 : static_cast<uint64_t>(stride) * (a.count - 1) + element;
-  if (a.byteOffset + needed > view.byteLength || start + needed > data.size()) {
+  if (a.byteOffset + needed > view.byteLength || start + needed > size) {
     return Invalid(where + ": " + std::to_string(a.count) + " elements run past the end of buffer " +
-                   std::to_string(view.buffer) + " (" + std::to_string(data.size()) + " bytes)");
+                   std::to_string(view.buffer) + " (" + std::to_string(size) + " bytes)");
   }
-  return AccessorView{data.data() + start, static_cast<size_t>(stride), a.count, a.componentType};
+  return AccessorView{file != nullptr ? nullptr : data.data() + start, file, start,
+                      static_cast<size_t>(stride), static_cast<size_t>(element), a.count,
+                      a.componentType};
 }
 
-Result<std::vector<Vec3>> ReadPositions(const tinygltf::Model& model, int accessor, const std::string& field) {
-  auto view = ViewAccessor(model, accessor, field, TINYGLTF_TYPE_VEC3);
+Error Unreadable(const std::string& field, int accessor) {
+  return Invalid(field + " (accessor " + std::to_string(accessor) +
+                 "): its bytes could not be read from the file");
+}
+
+Result<std::vector<Vec3>> ReadPositions(const tinygltf::Model& model,
+                                        const std::vector<BufferFile>& files, int accessor,
+                                        const std::string& field) {
+  auto view = ViewAccessor(model, files, accessor, field, TINYGLTF_TYPE_VEC3);
   if (!view.ok()) return view.error();
   if (view->component_type != TINYGLTF_COMPONENT_TYPE_FLOAT) {
     return Invalid(field + " (accessor " + std::to_string(accessor) + "): positions must be floats");
   }
+  ElementReader reader = view->Reader();
   std::vector<Vec3> out(view->count);
   for (size_t i = 0; i < view->count; ++i) {
     float f[3];
-    std::memcpy(f, view->base + i * view->stride, sizeof(f));
+    std::memcpy(f, reader.At(i), sizeof(f));
     out[i] = {f[0], f[1], f[2]};
+    if (reader.failed()) return Unreadable(field, accessor);
     if (!out[i].IsFinite()) {
       return Invalid(field + " (accessor " + std::to_string(accessor) + "): vertex " +
                      std::to_string(i) + " is not finite");
@@ -399,13 +422,16 @@ Result<std::vector<Vec3>> ReadPositions(const tinygltf::Model& model, int access
   return out;
 }
 
-/// An index accessor read in place (no copy of it beside the triangles
-/// made from it): index i as an unsigned 32-bit value.
+/// An index accessor read where the file holds it (no copy of it beside
+/// the triangles made from it): index i as an unsigned 32-bit value; the
+/// first kept apart (a fan returns to it).
 struct IndexView {
-  AccessorView view;
-  uint32_t operator[](size_t i) const {
-    const unsigned char* p = view.base + i * view.stride;
-    switch (view.component_type) {
+  ElementReader reader;
+  int component_type = 0;
+  uint32_t first = 0;
+
+  uint32_t Decode(const unsigned char* p) const {
+    switch (component_type) {
       case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE: return *p;
       case TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT: {
         uint16_t v;
@@ -419,10 +445,12 @@ struct IndexView {
       }
     }
   }
+  uint32_t operator[](size_t i) { return i == 0 ? first : Decode(reader.At(i)); }
 };
 
-Result<IndexView> ViewIndices(const tinygltf::Model& model, int accessor, const std::string& field) {
-  auto view = ViewAccessor(model, accessor, field, TINYGLTF_TYPE_SCALAR);
+Result<IndexView> ViewIndices(const tinygltf::Model& model, const std::vector<BufferFile>& files,
+                              int accessor, const std::string& field) {
+  auto view = ViewAccessor(model, files, accessor, field, TINYGLTF_TYPE_SCALAR);
   if (!view.ok()) return view.error();
   const int type = view->component_type;
   if (type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE &&
@@ -431,7 +459,10 @@ Result<IndexView> ViewIndices(const tinygltf::Model& model, int accessor, const 
     return Invalid(field + " (accessor " + std::to_string(accessor) +
                    "): indices must be unsigned bytes, shorts or ints");
   }
-  return IndexView{*view};
+  IndexView out{view->Reader(), type, 0};
+  if (out.reader.count() > 0) out.first = out.Decode(out.reader.At(0));
+  if (out.reader.failed()) return Unreadable(field, accessor);
+  return out;
 }
 
 /// The buffers the primitives of mesh `mesh_index` read (positions and
@@ -457,8 +488,8 @@ std::vector<size_t> MeshBuffers(const tinygltf::Model& model, int mesh_index) {
 }
 
 /// Appends the triangles of every triangle primitive of `mesh` to `node`.
-Status ReadMesh(const tinygltf::Model& model, int mesh_index, NodeGeometry* node,
-                std::vector<std::string>* notes) {
+Status ReadMesh(const tinygltf::Model& model, const std::vector<BufferFile>& files, int mesh_index,
+                NodeGeometry* node, std::vector<std::string>* notes) {
   const tinygltf::Mesh& mesh = model.meshes[static_cast<size_t>(mesh_index)];
   for (size_t p = 0; p < mesh.primitives.size(); ++p) {
     const tinygltf::Primitive& prim = mesh.primitives[p];
@@ -471,24 +502,26 @@ Status ReadMesh(const tinygltf::Model& model, int mesh_index, NodeGeometry* node
     }
     const auto pos = prim.attributes.find("POSITION");
     if (pos == prim.attributes.end()) return Invalid(field + " has no POSITION attribute");
-    auto vertices = ReadPositions(model, pos->second, field + " POSITION");
+    auto vertices = ReadPositions(model, files, pos->second, field + " POSITION");
     if (!vertices.ok()) return vertices.error();
     const size_t count = vertices->size();
     // Indices read where the file holds them; none: 0, 1, 2, ...
     std::optional<IndexView> view;
     if (prim.indices >= 0) {
-      auto read = ViewIndices(model, prim.indices, field + " indices");
+      auto read = ViewIndices(model, files, prim.indices, field + " indices");
       if (!read.ok()) return read.error();
-      view = *read;
+      view.emplace(std::move(*read));
     }
     const auto index = [&](size_t i) { return view ? (*view)[i] : static_cast<uint32_t>(i); };
-    const uint32_t n = static_cast<uint32_t>(view ? view->view.count : count);
+    const uint32_t n = static_cast<uint32_t>(view ? view->reader.count() : count);
+    const auto unread = [&] { return view && view->reader.failed(); };
     for (uint32_t i = 0; i < n; ++i) {
       if (index(i) >= count) {
         return Invalid(field + ": index " + std::to_string(i) + " is " + std::to_string(index(i)) +
                        ", beyond its " + std::to_string(count) + " vertices");
       }
     }
+    if (unread()) return Unreadable(field + " indices", prim.indices);
     const uint32_t base = static_cast<uint32_t>(node->vertices.size());
     if (node->vertices.empty()) {
       node->vertices = std::move(*vertices);  // the first primitive's: no copy
@@ -509,6 +542,7 @@ Status ReadMesh(const tinygltf::Model& model, int mesh_index, NodeGeometry* node
     } else {
       for (uint32_t i = 1; i + 1 < n; ++i) add(0, i, i + 1);
     }
+    if (unread()) return Unreadable(field + " indices", prim.indices);
   }
   return Status::Ok();
 }
@@ -542,8 +576,17 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
   tinygltf::Model model;
   std::string err;
   std::string warn;
-  const bool ok = binary ? loader.LoadBinaryFromFile(&model, &err, &warn, path)
-                         : loader.LoadASCIIFromFile(&model, &err, &warn, path);
+  // The document only: buffers in files are read from them as nodes need
+  // their accessors (gltf_buffers.h).
+  auto doc = ReadGltfDocument(path, binary);
+  if (!doc.ok()) return Invalid(path + ": " + doc.error().message);
+  if (doc->json.size() > std::numeric_limits<uint32_t>::max()) {
+    return Invalid(path + ": the JSON document is over 4 GiB");
+  }
+  const bool ok = loader.LoadASCIIFromString(&model, &err, &warn, doc->json.data(),
+                                             static_cast<unsigned int>(doc->json.size()),
+                                             doc->base_dir);
+  std::string().swap(doc->json);
   if (!ok) {
     while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
     return Invalid(path + ": " + (err.empty() ? "not a glTF 2.0 file" : err));
@@ -565,9 +608,9 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
       if (!child[i]) roots.push_back(static_cast<int>(i));
     }
   }
-  // How many nodes still to read each buffer: one read by none of the nodes
-  // left is released before the node's colliders are built, so a large
-  // level's file data is not held beside its meshes' builds.
+  // How many nodes still to read each buffer: one tinygltf holds (a data
+  // URI) read by none of the nodes left is released before the node's
+  // colliders are built (buffers in files are read as nodes need them).
   std::vector<uint32_t> readers(model.buffers.size(), 0);
   for (const tinygltf::Node& n : model.nodes) {
     for (size_t b : MeshBuffers(model, n.mesh)) ++readers[b];
@@ -611,7 +654,8 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
       if (Status s = ReadExtras({&node.extras, &mesh.extras}, &geometry.layer, &geometry.user_data); !s.ok()) {
         return Invalid(path + ": " + where + " (mesh " + std::to_string(node.mesh) + "): " + s.message());
       }
-      if (Status s = ReadMesh(model, node.mesh, &geometry, &level->report.notes); !s.ok()) {
+      if (Status s = ReadMesh(model, doc->buffers, node.mesh, &geometry, &level->report.notes);
+          !s.ok()) {
         return Invalid(path + ": " + where + ": " + s.message());
       }
       for (size_t b : MeshBuffers(model, node.mesh)) {
