@@ -15,6 +15,14 @@ void BuildBoxes::Set(size_t i, const Aabb& box) {
   }
 }
 
+void CoarseBuildBoxes::Set(size_t i, const Aabb& box) {
+  uint8_t* c = c_.data() + 6 * i;
+  for (int a = 0; a < 3; ++a) {
+    c[a] = static_cast<uint8_t>(GridQuantize(box.min[a], lo_[a], step_[a], false) >> 8);
+    c[3 + a] = static_cast<uint8_t>(GridQuantize(box.max[a], lo_[a], step_[a], true) >> 8);
+  }
+}
+
 namespace {
 
 constexpr int kBins = 16;
@@ -33,7 +41,8 @@ double Leaves(uint32_t n, uint32_t leaf_size) {
 }
 
 // Orders `items` so the first `cut` have the least centroids along `axis`.
-uint32_t MedianSplit(std::span<uint32_t> items, const BuildBoxes& boxes, int axis,
+template <typename Boxes>
+uint32_t MedianSplit(std::span<uint32_t> items, const Boxes& boxes, int axis,
                      uint32_t cut) {
   std::nth_element(items.begin(), items.begin() + cut, items.end(), [&](uint32_t x, uint32_t y) {
     const double cx = boxes[x].min[axis] + boxes[x].max[axis];
@@ -45,7 +54,8 @@ uint32_t MedianSplit(std::span<uint32_t> items, const BuildBoxes& boxes, int axi
 
 }  // namespace
 
-uint32_t SahSplit(std::span<uint32_t> items, const BuildBoxes& boxes, uint32_t leaf_size) {
+template <typename Boxes>
+uint32_t SahSplit(std::span<uint32_t> items, const Boxes& boxes, uint32_t leaf_size) {
   const uint32_t n = static_cast<uint32_t>(items.size());
   Aabb centroids;
   for (uint32_t i : items) centroids = centroids.Union(boxes[i].Center());
@@ -111,5 +121,8 @@ uint32_t SahSplit(std::span<uint32_t> items, const BuildBoxes& boxes, uint32_t l
   if (cut == 0 || cut == m) return cut == 0 ? m : cut;
   return MedianSplit(items, boxes, a, cut);
 }
+
+template uint32_t SahSplit(std::span<uint32_t>, const BuildBoxes&, uint32_t);
+template uint32_t SahSplit(std::span<uint32_t>, const CoarseBuildBoxes&, uint32_t);
 
 }  // namespace hitbox

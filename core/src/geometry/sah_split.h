@@ -39,6 +39,31 @@ class BuildBoxes {
   Vec3 lo_, step_;
 };
 
+/// BuildBoxes with only the top 8 bits of each grid value (6 bytes a box;
+/// a box read back holds the stored one): enough to choose the first
+/// splits of a huge mesh.
+class CoarseBuildBoxes {
+ public:
+  CoarseBuildBoxes(size_t count, const Vec3& lo, const Vec3& step)
+      : c_(6 * count), lo_(lo), step_(step) {}
+  void Set(size_t i, const Aabb& box);
+  Aabb operator[](size_t i) const {
+    // The least grid value of the min's 256 and the greatest of the max's.
+    const uint8_t* c = c_.data() + 6 * i;
+    return {{GridValue(uint32_t{c[0]} << 8, lo_.x, step_.x),
+             GridValue(uint32_t{c[1]} << 8, lo_.y, step_.y),
+             GridValue(uint32_t{c[2]} << 8, lo_.z, step_.z)},
+            {GridValue(uint32_t{c[3]} << 8 | 255u, lo_.x, step_.x),
+             GridValue(uint32_t{c[4]} << 8 | 255u, lo_.y, step_.y),
+             GridValue(uint32_t{c[5]} << 8 | 255u, lo_.z, step_.z)}};
+  }
+  void Free() { std::vector<uint8_t>().swap(c_); }
+
+ private:
+  std::vector<uint8_t> c_;
+  Vec3 lo_, step_;
+};
+
 /// Reorders `items` (indices into `boxes`) into two non-empty runs, the
 /// first [0, m) and the second [m, size), chosen to minimise
 /// area(first) * leaves(first) + area(second) * leaves(second) (leaves: the
@@ -46,6 +71,8 @@ class BuildBoxes {
 /// the centroids along each axis, and returns m. Falls back to the median
 /// along the centroids' longest axis when the centroids coincide or no box has area.
 /// Deterministic: the same input gives the same order. Needs size >= 2.
-uint32_t SahSplit(std::span<uint32_t> items, const BuildBoxes& boxes, uint32_t leaf_size);
+/// (Boxes: BuildBoxes or CoarseBuildBoxes.)
+template <typename Boxes>
+uint32_t SahSplit(std::span<uint32_t> items, const Boxes& boxes, uint32_t leaf_size);
 
 }  // namespace hitbox

@@ -324,16 +324,29 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   // orders the kept triangles' input indices (`original` becomes the order:
   // the same ties, it increases).
   mesh.SetBoxSteps();
-  BuildBoxes boxes(input_count, mesh.bounds_.min, mesh.Steps());
-  for (size_t j = 0; j < n; ++j) {
+  const auto box_at = [&](uint32_t j) {
     Vec3 v[3];
-    mesh.TriangleVertices(static_cast<uint32_t>(j), v);
-    boxes.Set(original[j], Aabb().Union(v[0]).Union(v[1]).Union(v[2]));
-  }
+    mesh.TriangleVertices(j, v);
+    return Aabb().Union(v[0]).Union(v[1]).Union(v[2]);
+  };
   std::vector<uint32_t> order = std::move(original);
   st.leaf_splits_left = static_cast<uint32_t>(n / kLeafSplitShare);
-  mesh.BuildHierarchy(&order, boxes, &st);
-  boxes.Free();
+  if (n >= kMeshCoarseRootTriangles) {
+    CoarseBuildBoxes coarse(input_count, mesh.bounds_.min, mesh.Steps());
+    for (size_t j = 0; j < n; ++j) coarse.Set(order[j], box_at(static_cast<uint32_t>(j)));
+    // Input triangle t's record was staged at t less the dropped ones before it.
+    const auto box_of = [&](uint32_t t) {
+      const auto before = std::lower_bound(
+          st.dropped.begin(), st.dropped.end(), t,
+          [](const std::pair<uint32_t, Indices>& d, uint32_t x) { return d.first < x; });
+      return box_at(t - static_cast<uint32_t>(before - st.dropped.begin()));
+    };
+    mesh.BuildCoarseRoot(&order, &coarse, box_of, &st);
+  } else {
+    BuildBoxes boxes(input_count, mesh.bounds_.min, mesh.Steps());
+    for (size_t j = 0; j < n; ++j) boxes.Set(order[j], box_at(static_cast<uint32_t>(j)));
+    mesh.BuildHierarchy(&order, boxes, &st);
+  }
   mesh.PackBottomNodes(&st);  // Seal copies the nodes into the block and frees these
   mesh.Seal(&st);
   // Record k of the block is the staged one of input triangle order[k],
@@ -525,6 +538,45 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes
   if (root & kLeafBit) AddRootOverLeaf(root, st);
 }
 
+template <typename BoxOf>
+void TriangleMesh::BuildCoarseRoot(std::vector<uint32_t>* order, CoarseBuildBoxes* coarse,
+                                   const BoxOf& box_of, Staging* st) {
+  std::vector<uint32_t>& ord = *order;
+  const auto n = static_cast<uint32_t>(ord.size());
+  st->nodes.clear();
+  st->nodes.reserve(n / 8 + 2);  // as BuildHierarchy
+  uint32_t bounds[kMeshNodeWidth + 1] = {0, n};
+  uint32_t parts = 1;
+  BuildSplits(order, *coarse, 0, n, 1, bounds, &parts);
+  coarse->Free();
+  height_ = std::max<uint8_t>(height_, 1);
+  st->nodes.emplace_back();  // the root, node 0
+  for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
+    if (i >= parts) {
+      ClearChild(&st->nodes[0], i);
+      continue;
+    }
+    // The child's triangles renamed 0.. in input order (the builds' ties
+    // compare these names: the same order), their exact boxes by name.
+    const uint32_t b = bounds[i], e = bounds[i + 1];
+    std::vector<uint32_t> ids(ord.begin() + b, ord.begin() + e);
+    std::sort(ids.begin(), ids.end());
+    for (uint32_t k = b; k < e; ++k) {
+      ord[k] = static_cast<uint32_t>(std::lower_bound(ids.begin(), ids.end(), ord[k]) - ids.begin());
+    }
+    BuildBoxes boxes(ids.size(), bounds_.min, Steps());
+    Aabb box;
+    for (size_t l = 0; l < ids.size(); ++l) {
+      boxes.Set(l, box_of(ids[l]));
+      box = box.Union(boxes[l]);
+    }
+    const uint32_t word = BuildNode(order, boxes, b, e, 2, st);
+    for (uint32_t k = b; k < e; ++k) ord[k] = ids[ord[k]];
+    SetChildBox(&st->nodes[0], i, box);
+    st->nodes[0].child[i] = word;
+  }
+}
+
 void TriangleMesh::PackBottomNodes(Staging* st) {
   const size_t n = st->nodes.size();
   std::vector<uint8_t> bottom(n, 0);
@@ -679,7 +731,8 @@ bool TriangleMesh::LeavesWithinParts(std::span<const uint32_t> part_first) const
   return within;
 }
 
-void TriangleMesh::BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& boxes,
+template <typename Boxes>
+void TriangleMesh::BuildSplits(std::vector<uint32_t>* order, const Boxes& boxes,
                                uint32_t begin, uint32_t end, uint32_t depth,
                                uint32_t bounds[kMeshNodeWidth + 1], uint32_t* parts_out) {
   const uint32_t count = end - begin;

@@ -45,6 +45,9 @@ inline constexpr uint32_t kMeshNodeWidth = 4;
 inline constexpr uint32_t kMeshMaxDepth = 24;
 /// Largest number of triangles in a mesh (indices keep 3 flag bits).
 inline constexpr uint32_t kMaxMeshTriangles = 1u << 28;
+/// Meshes of this many triangles and more choose their root's splits on
+/// coarse boxes (TriangleMesh::BuildCoarseRoot).
+inline constexpr uint32_t kMeshCoarseRootTriangles = 1u << 18;
 /// Largest number of vertices in a mesh.
 inline constexpr uint32_t kMaxMeshVertices = 1u << 29;
 /// A mesh whose triangles come roughly in the order of their first vertex
@@ -89,6 +92,7 @@ class ShearedVertexCache {
 };
 
 class BuildBoxes;  // geometry/sah_split.h
+class CoarseBuildBoxes;
 namespace internal {
 class MeshParts;  // geometry/mesh_parts.h
 }
@@ -656,7 +660,8 @@ class TriangleMesh {
   /// The children of a node over order[begin, end) (more triangles than a
   /// leaf holds): order reordered, child i over [bounds[i], bounds[i + 1]),
   /// *parts of them.
-  static void BuildSplits(std::vector<uint32_t>* order, const BuildBoxes& boxes, uint32_t begin,
+  template <typename Boxes>
+  static void BuildSplits(std::vector<uint32_t>* order, const Boxes& boxes, uint32_t begin,
                           uint32_t end, uint32_t depth, uint32_t bounds[kMeshNodeWidth + 1],
                           uint32_t* parts);
   /// The part (index into part_first, plus one) of input triangle `triangle`.
@@ -667,6 +672,14 @@ class TriangleMesh {
   static bool SplitLeaf(std::vector<uint32_t>* order, const BuildBoxes& boxes, uint32_t begin,
                         uint32_t end, Staging* st, uint32_t bounds[kMeshNodeWidth + 1],
                         uint32_t* parts);
+  /// BuildHierarchy for a huge mesh: the root's splits chosen on `coarse`
+  /// boxes (freed then), each child's subtree built on exact boxes of its
+  /// own triangles (box_of(input index)) made for it: the boxes of the
+  /// largest child at once (16 bytes a triangle with its ids) instead of 12
+  /// bytes for every triangle.
+  template <typename BoxOf>
+  void BuildCoarseRoot(std::vector<uint32_t>* order, CoarseBuildBoxes* coarse, const BoxOf& box_of,
+                       Staging* st);
   /// At most one SplitLeaf node per this many triangles (about a byte a
   /// triangle at most).
   static constexpr uint32_t kLeafSplitShare = 48;

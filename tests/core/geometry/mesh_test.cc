@@ -983,6 +983,44 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
   }
 }
 
+// A mesh of 2^18 triangles and more splits its root on coarse boxes and
+// builds each child on exact boxes of its own: every triangle is still
+// found by a query box at its centroid, its record is its input triangle's
+// (some input triangles dropped), and rays answer as brute force.
+TEST(MeshBuild, HugeMeshesSplitTheirRootOnCoarseBoxes) {
+  MeshData m = WavyGrid(363, 0.5);
+  for (size_t t = 0; t < m.triangles.size(); t += 997) {  // zero area: dropped
+    m.triangles.insert(m.triangles.begin() + static_cast<std::ptrdiff_t>(t),
+                       {m.triangles[t][0], m.triangles[t][0], m.triangles[t][1]});
+  }
+  const TriangleMesh mesh = MustBuild(m);
+  ASSERT_GE(mesh.triangle_count(), kMeshCoarseRootTriangles);
+  ASSERT_GT(mesh.dropped_triangles(), 200u);
+  ExpectInputIs(mesh, m);
+  const std::vector<Aabb> tri_boxes = TriangleBoxes(mesh);
+  for (uint32_t k = 0; k < mesh.triangle_count(); ++k) {
+    uint32_t idx[3];
+    mesh.TriangleIndices(k, idx);
+    const TriangleMesh::Indices& in = m.triangles[mesh.OriginalIndex(k)];
+    ASSERT_TRUE(std::equal(idx, idx + 3, in.begin())) << "triangle " << k;
+    bool found = false;
+    mesh.VisitOverlapping(Aabb().Union(tri_boxes[k].Center()), [&](uint32_t j) {
+      found = found || j == k;
+      return !found;
+    });
+    ASSERT_TRUE(found) << "triangle " << k;
+  }
+  Random rng(29);
+  const Aabb& b = mesh.bounds();
+  int hits = 0;
+  for (int i = 0; i < 40; ++i) {
+    const Vec3 o{rng.Uniform(b.min.x, b.max.x), 3.0, rng.Uniform(b.min.z, b.max.z)};
+    const Vec3 d = Vec3{rng.Uniform(-40, 40), rng.Uniform(-6, -2), rng.Uniform(-40, 40)};
+    hits += ExpectClosestAsBruteForce(mesh, o, d) ? 1 : 0;
+  }
+  EXPECT_GT(hits, 20);
+}
+
 // A grid whose heights span nothing (a flat axis, step 0), a subnormal range
 // (steps below 2^-1022), a tiny normal one or a metre: the quantized boxes
 // (steps kept as exponents) still hold every triangle, which a query box on
