@@ -21,8 +21,37 @@ Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, s
 // Mesh arrays read flat by SceneSax: the document keeps a placeholder
 // (binary, subtype kPackedVertices or kPackedTriangles, holding the index
 // here) where the array was.
+// A mesh's vertices as read: float32 x, y, z while every coordinate so far
+// is a float32 value (half the bytes), then doubles.
+struct PackedVertices {
+  std::vector<float> floats;
+  std::vector<Vec3> doubles;
+  bool wide = false;
+
+  void Push(const Vec3& v) {
+    if (!wide && IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z)) {
+      floats.insert(floats.end(), {static_cast<float>(v.x), static_cast<float>(v.y),
+                                   static_cast<float>(v.z)});
+      return;
+    }
+    if (!wide) {
+      doubles.reserve(floats.size() / 3 + 1);
+      for (size_t i = 0; i < floats.size(); i += 3) {
+        doubles.push_back({floats[i], floats[i + 1], floats[i + 2]});
+      }
+      std::vector<float>().swap(floats);
+      wide = true;
+    }
+    doubles.push_back(v);
+  }
+  size_t size() const { return wide ? doubles.size() : floats.size() / 3; }
+  Vec3 operator[](size_t i) const {
+    return wide ? doubles[i] : Vec3{floats[3 * i], floats[3 * i + 1], floats[3 * i + 2]};
+  }
+};
+
 struct PackedArrays {
-  std::vector<std::vector<Vec3>> vertices;
+  std::vector<PackedVertices> vertices;
   std::vector<std::vector<std::array<uint32_t, 3>>> triangles;
 };
 constexpr std::uint8_t kPackedVertices = 1;
@@ -44,8 +73,8 @@ Result<Collider> ParseColliderWith(const nlohmann::json& entry, size_t index,
 
 // Builds the document as nlohmann's DOM parser does, except that the
 // "vertices" and "triangles" arrays of a "mesh" object are read into
-// PackedArrays (24 bytes a vertex, 12 a triangle, against ~90 for a
-// [x, y, z] in the tree) while every element is a well-formed [x, y, z] of
+// PackedArrays (12 bytes a float32 vertex, else 24, and 12 a triangle,
+// against ~90 for a [x, y, z] in the tree) while every element is a well-formed [x, y, z] of
 // numbers or [a, b, c] of unsigned 32-bit integers. At the first element
 // that is not, the elements read so far go back into the tree as arrays of
 // the same values and the rest is read as usual, so ReadShape meets it
@@ -119,7 +148,7 @@ class SceneSax {
       packing_ = true;
       packing_triangles_ = key_ == "triangles";
       element_open_ = false;
-      vertices_.clear();
+      vertices_ = {};
       triangles_.clear();
     }
     return true;
@@ -133,7 +162,7 @@ class SceneSax {
                                 static_cast<uint32_t>(element_[1].get<uint64_t>()),
                                 static_cast<uint32_t>(element_[2].get<uint64_t>())});
         } else {
-          vertices_.push_back(
+          vertices_.Push(
               {element_[0].get<double>(), element_[1].get<double>(), element_[2].get<double>()});
         }
         element_open_ = false;
@@ -264,7 +293,10 @@ class SceneSax {
     if (packing_triangles_) {
       for (const auto& t : triangles_) array->push_back(json::array({t[0], t[1], t[2]}));
     } else {
-      for (const Vec3& v : vertices_) array->push_back(json::array({v.x, v.y, v.z}));
+      for (size_t i = 0; i < vertices_.size(); ++i) {
+        const Vec3 v = vertices_[i];
+        array->push_back(json::array({v.x, v.y, v.z}));
+      }
     }
     triangles_ = {};
     vertices_ = {};
@@ -295,7 +327,7 @@ class SceneSax {
   bool element_open_ = false;
   size_t element_size_ = 0;
   json element_[3];
-  std::vector<Vec3> vertices_;
+  PackedVertices vertices_;
   std::vector<std::array<uint32_t, 3>> triangles_;
   // The colliders parsed so far (elements of "colliders" consumed), or the first error.
   size_t entries_ = 0;
@@ -430,7 +462,11 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field,
       return Invalid(f + ".triangles must be an array of [a, b, c]");
     }
     TriangleMeshShape mesh;
-    if (vs_packed != SIZE_MAX) mesh.vertices = std::move(packed->vertices[vs_packed]);
+    // Float32 vertices stay floats through the build.
+    const bool floats = vs_packed != SIZE_MAX && !packed->vertices[vs_packed].wide;
+    if (vs_packed != SIZE_MAX && !floats) {
+      mesh.vertices = std::move(packed->vertices[vs_packed].doubles);
+    }
     if (ts_packed != SIZE_MAX) mesh.triangles = std::move(packed->triangles[ts_packed]);
     for (size_t i = 0; vs_packed == SIZE_MAX && i < vs.size(); ++i) {
       auto p = ReadVec3(vs[i], f + ".vertices[" + std::to_string(i) + "]");
@@ -450,7 +486,12 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field,
       }
       mesh.triangles.push_back(t);
     }
-    shape = Shape::Make(std::move(mesh));  // its arrays freed as the build goes
+    if (floats) {
+      shape = Shape::Make(FloatTriangleMeshShape{std::move(packed->vertices[vs_packed].floats),
+                                                 std::move(mesh.triangles)});
+    } else {
+      shape = Shape::Make(std::move(mesh));  // its arrays freed as the build goes
+    }
   } else if (kind == "heightfield") {
     HeightfieldShape h;
     for (const char* key : {"rows", "cols"}) {

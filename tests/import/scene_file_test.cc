@@ -112,6 +112,40 @@ TEST(SceneFileTest, StreamedSceneIsTheTreeScene) {
   ExpectSameScene(Write("mixed.json", MixedScene()));
 }
 
+// Mesh vertices are kept as floats while every coordinate read is a
+// float32 value, then as doubles from the first that is not (0.1 among
+// them, late in the array); triangles listed before the vertices too.
+TEST(SceneFileTest, FloatThenWideVerticesGiveTheTreeScene) {
+  std::string s = "{\"colliders\": [";
+  for (int m = 0; m < 3; ++m) {
+    std::string vertices = "\"vertices\": [", triangles = "\"triangles\": [";
+    const int side = 20;
+    for (int r = 0; r <= side; ++r) {
+      for (int c = 0; c <= side; ++c) {
+        char buf[96];
+        const bool wide = m == 1 && r == side - 2;  // one row of decimals
+        std::snprintf(buf, sizeof(buf), "%s[%d, %.9g, %d]", r + c ? ", " : "", c,
+                      wide ? 0.1 * (c + 1) : static_cast<double>(0.37f * static_cast<float>(c + r)), r);
+        vertices += buf;
+      }
+    }
+    for (int r = 0; r < side; ++r) {
+      for (int c = 0; c < side; ++c) {
+        const int v = r * (side + 1) + c;
+        triangles += (r + c ? ", [" : "[") + std::to_string(v) + ", " +
+                     std::to_string(v + side + 1) + ", " + std::to_string(v + 1) + "]";
+      }
+    }
+    vertices += "]";
+    triangles += "]";
+    s += (m ? ", " : "") + std::string("{\"id\": ") + std::to_string(m + 1) +
+         ", \"shape\": {\"mesh\": {" + (m == 2 ? triangles + ", " + vertices : vertices + ", " + triangles) +
+         "}}}";
+  }
+  s += "]}";
+  ExpectSameScene(Write("float_then_wide.json", s));
+}
+
 // A mesh whose arrays hold something other than [x, y, z] numbers or
 // [a, b, c] unsigned 32-bit indices gets the tree path's error, naming the
 // same element, wherever the bad element is.

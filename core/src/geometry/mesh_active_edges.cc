@@ -38,13 +38,20 @@ void TriangleMesh::StageActiveEdges() {
   // The edges a run of lower vertices at a time, about n of them (4 bytes
   // each) held at once; a bucket's edges sorted by (higher vertex, edge).
   const uint32_t budget = std::max<uint32_t>(n, 1u << 16);
-  std::vector<uint32_t> edges;
-  std::vector<std::pair<uint32_t, uint32_t>> bucket;  // (higher vertex, edge)
-  for (uint32_t v_begin = 0; v_begin < vertex_count_;) {
-    const uint32_t first = start[v_begin];
+  std::vector<uint32_t> runs = {0};  // the runs' first vertices, then vertex_count_
+  uint32_t most = 0;
+  while (runs.back() < vertex_count_) {
+    const uint32_t v_begin = runs.back();
     uint32_t v_end = v_begin + 1;
-    while (v_end < vertex_count_ && start[v_end + 1] - first <= budget) ++v_end;
-    edges.resize(start[v_end] - first);
+    while (v_end < vertex_count_ && start[v_end + 1] - start[v_begin] <= budget) ++v_end;
+    most = std::max(most, start[v_end] - start[v_begin]);
+    runs.push_back(v_end);
+  }
+  std::vector<uint32_t> edges(most);  // once: a vector grown by resize doubles
+  std::vector<std::pair<uint32_t, uint32_t>> bucket;  // (higher vertex, edge)
+  for (size_t r = 0; r + 1 < runs.size(); ++r) {
+    const uint32_t v_begin = runs[r], v_end = runs[r + 1];
+    const uint32_t first = start[v_begin];
     for (uint32_t k = 0; k < n; ++k) {
       uint32_t idx[3];
       TriangleIndices(k, idx);
@@ -88,7 +95,6 @@ void TriangleMesh::StageActiveEdges() {
         i = j;
       }
     }
-    v_begin = v_end;
   }
   for (uint32_t k = 0; k < n; ++k) {
     if (active[k] != 0) {

@@ -8,7 +8,7 @@
 
 namespace hitbox::mesh_vertices {
 
-bool ChooseDivisors(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine,
                     double divisor[3]) {
   const auto packed = [&](size_t i) { return fine.empty() || !fine[i]; };
   for (int a = 0; a < 3; ++a) {
@@ -69,18 +69,7 @@ bool ChooseDivisors(std::span<const Vec3> vertices, const std::vector<uint8_t>& 
   return true;
 }
 
-// Read off the bits: a compiler may fold a double -> float -> double round
-// trip in vector code.
-bool IsExactFloat(double x) {
-  if (x == 0.0) return true;
-  const uint64_t b = std::bit_cast<uint64_t>(x);
-  const int e = static_cast<int>((b >> 52) & 0x7ff) - 1023;
-  if (e > 127 || e < -149) return false;  // beyond float's range (inf and NaN included)
-  const int drop = 52 - std::min(23, e + 149);  // fraction bits a float cannot hold
-  return (b & ((uint64_t{1} << drop) - 1)) == 0;
-}
-
-bool LayoutPacked(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+bool LayoutPacked(VertexInput vertices, const std::vector<uint8_t>& fine,
                   PackedLayout* out) {
   // The fine vertices are skipped where they lie, not copied apart.
   const auto packed = [&](size_t i) { return fine.empty() || !fine[i]; };
@@ -121,7 +110,7 @@ bool LayoutPacked(std::span<const Vec3> vertices, const std::vector<uint8_t>& fi
   return true;
 }
 
-size_t VertexBytes(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine) {
+size_t VertexBytes(VertexInput vertices, const std::vector<uint8_t>& fine) {
   PackedLayout layout;
   if (LayoutPacked(vertices, fine, &layout)) {
     const uint64_t record = layout.bits[0] + layout.bits[1] + layout.bits[2];
@@ -144,7 +133,7 @@ size_t FloatLayout::Bytes(size_t n) const {
          (codes[0].size() + codes[1].size() + codes[2].size()) * sizeof(uint32_t);
 }
 
-FloatLayout LayoutFloats(std::span<const Vec3> vertices) {
+FloatLayout LayoutFloats(VertexInput vertices) {
   FloatLayout layout;
   for (int a = 0; a < 3; ++a) {
     bool seen[512] = {};
@@ -178,7 +167,7 @@ int FractionBits(double x) {
 
 }  // namespace
 
-bool AllExactFloats(std::span<const Vec3> vertices) {
+bool AllExactFloats(VertexInput vertices) {
   return std::all_of(vertices.begin(), vertices.end(), [](const Vec3& v) {
     return IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z);
   });
@@ -187,7 +176,7 @@ bool AllExactFloats(std::span<const Vec3> vertices) {
 // The split is found on the vertices' binary fraction bits per axis (one
 // threshold an axis, lowered greedily while the estimate falls), then priced
 // exactly.
-size_t PlanVertices(std::span<const Vec3> vertices, std::vector<uint8_t>* fine) {
+size_t PlanVertices(VertexInput vertices, std::vector<uint8_t>* fine) {
   fine->clear();
   const size_t uniform = VertexBytes(vertices, *fine);
   const size_t n = vertices.size();

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <vector>
 
@@ -13,18 +14,66 @@
 
 namespace hitbox::mesh_vertices {
 
+/// The vertices a mesh is built from: doubles, or float32 x, y, z triples
+/// (half the bytes while a large mesh loads) widened as they are read.
+class VertexInput {
+ public:
+  VertexInput() = default;
+  VertexInput(std::span<const Vec3> d) : d_(d.data()), n_(d.size()) {}  // NOLINT: implicit
+  VertexInput(const std::vector<Vec3>& d) : VertexInput(std::span<const Vec3>(d)) {}  // NOLINT
+  /// Three floats a vertex.
+  static VertexInput Floats(std::span<const float> xyz) {
+    VertexInput v;
+    v.f_ = xyz.data();
+    v.n_ = xyz.size() / 3;
+    return v;
+  }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  Vec3 operator[](size_t i) const {
+    if (f_ != nullptr) return {f_[3 * i], f_[3 * i + 1], f_[3 * i + 2]};
+    return d_[i];
+  }
+
+  struct Iterator {
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Vec3;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Vec3;
+    const VertexInput* in = nullptr;
+    size_t i = 0;
+    Vec3 operator*() const { return (*in)[i]; }
+    Iterator& operator++() {
+      ++i;
+      return *this;
+    }
+    Iterator operator++(int) {
+      Iterator old = *this;
+      ++i;
+      return old;
+    }
+    bool operator==(const Iterator& o) const { return i == o.i; }
+  };
+  Iterator begin() const { return {this, 0}; }
+  Iterator end() const { return {this, n_}; }
+
+ private:
+  const Vec3* d_ = nullptr;
+  const float* f_ = nullptr;
+  size_t n_ = 0;
+};
+
 /// Per axis, a divisor d (10^k for k in 0..9, or 2^k) with every
 /// coordinate v exactly q / d for an integer q, |q| <= 2^53, and the q of the
 /// axis within 2^33 of each other; the one whose q span the fewest bits.
 /// Vertices flagged in `fine` (when not empty) are left out. False when an
 /// axis has none.
-bool ChooseDivisors(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine,
                     double divisor[3]);
 
-/// True when x is exactly a float32 value.
-bool IsExactFloat(double x);
 /// True when every coordinate of every vertex is exactly a float32 value.
-bool AllExactFloats(std::span<const Vec3> vertices);
+bool AllExactFloats(VertexInput vertices);
 
 /// How the packed vertices lie: per axis the divisor, the least q and the
 /// bits of q - qmin, and how many vertices are kept apart.
@@ -39,7 +88,7 @@ struct PackedLayout {
 /// kept apart: a fine vertex's record has x all ones (no packed x reaches
 /// it) and its index among the fine ones in y, then z. False when the
 /// packed vertices have no divisors or an axis would pass 33 bits.
-bool LayoutPacked(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+bool LayoutPacked(VertexInput vertices, const std::vector<uint8_t>& fine,
                   PackedLayout* out);
 
 /// Float32 vertices packed per axis: the 23 mantissa bits, then the index
@@ -55,17 +104,17 @@ struct FloatLayout {
   size_t Bytes(size_t n) const;
 };
 /// The layout of `vertices`, every coordinate exactly a float32.
-FloatLayout LayoutFloats(std::span<const Vec3> vertices);
+FloatLayout LayoutFloats(VertexInput vertices);
 /// True when the packed layout takes fewer bytes than plain float32 (12 a
 /// vertex): the mesh then keeps its float vertices so.
 bool PackFloats(const FloatLayout& layout, size_t n);
 
 /// Bytes the vertices take stored with `fine` apart (as TriangleMesh does).
-size_t VertexBytes(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine);
+size_t VertexBytes(VertexInput vertices, const std::vector<uint8_t>& fine);
 
 /// Bytes the mesh stores `vertices` in, and in `fine` (one flag per vertex,
 /// or empty) the vertices it keeps apart as float32 or doubles so that the
 /// rest pack on a coarser grid: chosen when that takes fewer bytes.
-size_t PlanVertices(std::span<const Vec3> vertices, std::vector<uint8_t>* fine);
+size_t PlanVertices(VertexInput vertices, std::vector<uint8_t>* fine);
 
 }  // namespace hitbox::mesh_vertices

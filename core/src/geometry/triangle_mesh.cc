@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <utility>
 
@@ -189,10 +190,11 @@ RecordPlan PlanRecords(size_t vertices, size_t input_triangles, uint64_t kept,
 
 }  // namespace
 
-Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
+Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
                                          std::span<const Indices> triangles,
                                          std::vector<Vec3>* spent_vertices,
-                                         std::vector<Indices>* spent_triangles) {
+                                         std::vector<Indices>* spent_triangles,
+                                         std::vector<float>* spent_floats) {
   if (vertices.empty()) return Error{ErrorCode::kInvalidArgument, "vertices: mesh has no vertices"};
   if (triangles.empty()) {
     return Error{ErrorCode::kInvalidArgument, "triangles: mesh has no triangles"};
@@ -246,37 +248,49 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   }
   // From here on the stored vertices are read (Vertex), not the input's.
   const size_t vertex_count = vertices.size();
-  if (spent_vertices != nullptr) {
-    std::vector<Vec3>().swap(*spent_vertices);
+  if (spent_vertices != nullptr || spent_floats != nullptr) {
+    if (spent_vertices != nullptr) std::vector<Vec3>().swap(*spent_vertices);
+    if (spent_floats != nullptr) std::vector<float>().swap(*spent_floats);
     vertices = {};
   }
 
   const size_t input_count = triangles.size();
   // Keep triangles of non-zero area (computed on the stored vertices). Kept
   // triangle t is the input's original[t], read there (not copied).
+  // `original` stays empty while no triangle is dropped (kept triangle t is
+  // then input triangle t: 4 bytes a triangle fewer held).
   std::vector<uint32_t> original;
-  original.reserve(triangles.size());
+  const auto original_of = [&](size_t t) {
+    return original.empty() ? static_cast<uint32_t>(t) : original[t];
+  };
   const struct {
     std::span<const Indices> input;
     const std::vector<uint32_t>* original;
-    const Indices& operator[](size_t t) const { return input[(*original)[t]]; }
+    const Indices& operator[](size_t t) const {
+      return input[original->empty() ? t : (*original)[t]];
+    }
   } kept{triangles, &original};
+  size_t n = 0;
   for (size_t t = 0; t < triangles.size(); ++t) {
     const Indices& tri = triangles[t];
     const Vec3 a = mesh.Vertex(tri[0]), b = mesh.Vertex(tri[1]), c = mesh.Vertex(tri[2]);
     if (Cross(b - a, c - a).LengthSq() == 0.0) {
+      if (st.dropped.empty()) {
+        original.reserve(triangles.size() - 1);
+        for (uint32_t k = 0; k < t; ++k) original.push_back(k);
+      }
       st.dropped.emplace_back(static_cast<uint32_t>(t), tri);
       continue;
     }
-    original.push_back(static_cast<uint32_t>(t));
+    if (!st.dropped.empty()) original.push_back(static_cast<uint32_t>(t));
+    ++n;
     mesh.bounds_ = mesh.bounds_.Union(a).Union(b).Union(c);  // of the kept triangles
   }
   st.dropped.shrink_to_fit();
-  if (original.empty()) {
+  if (n == 0) {
     return Error{ErrorCode::kInvalidArgument,
                  "triangles: all " + std::to_string(triangles.size()) + " triangles have zero area"};
   }
-  const size_t n = original.size();
 
   // The records, staged in the kept triangles' input order (escape entries
   // keyed by that position) with their edge flags clear: the input's
@@ -285,7 +299,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   // into the block.
   mesh.triangle_count_ = static_cast<uint32_t>(n);
   const RecordPlan plan = PlanRecords(vertex_count, input_count, n, [&](auto&& f) {
-    for (size_t j = 0; j < n; ++j) f(kept[j], original[j]);
+    for (size_t j = 0; j < n; ++j) f(kept[j], original_of(j));
   });
   mesh.vbits_ = static_cast<uint8_t>(plan.vbits);
   mesh.obits_ = plan.originals.bits;
@@ -302,7 +316,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   mesh.packed_.ptr = by_input.data();
   uint32_t escapes = 0;
   for (size_t j = 0; j < n; ++j) {
-    const uint32_t t = original[j];
+    const uint32_t t = original_of(j);
     const Indices& tri = kept[j];
     if (plan.Escapes(tri, t)) {
       mesh.SetEscape(escapes++, static_cast<uint32_t>(j), tri[1], tri[2], t);
@@ -330,6 +344,10 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
     return Aabb().Union(v[0]).Union(v[1]).Union(v[2]);
   };
   std::vector<uint32_t> order = std::move(original);
+  if (order.empty()) {
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0u);
+  }
   st.leaf_splits_left = static_cast<uint32_t>(n / kLeafSplitShare);
   if (n >= kMeshCoarseRootTriangles) {
     CoarseBuildBoxes coarse(input_count, mesh.bounds_.min, mesh.Steps());
@@ -375,7 +393,7 @@ Result<TriangleMesh> TriangleMesh::Build(std::span<const Vec3> vertices,
   return mesh;
 }
 
-void TriangleMesh::PackVertices(std::span<const Vec3> vertices,
+void TriangleMesh::PackVertices(mesh_vertices::VertexInput vertices,
                                 const std::vector<uint8_t>& fine, Staging* st) {
   mesh_vertices::PackedLayout layout;
   if (!mesh_vertices::LayoutPacked(vertices, fine, &layout)) {
@@ -454,7 +472,7 @@ Vec3 TriangleMesh::PackedFloatVertex(uint32_t i) const {
   return out;
 }
 
-void TriangleMesh::PackFloatVertices(std::span<const Vec3> vertices,
+void TriangleMesh::PackFloatVertices(mesh_vertices::VertexInput vertices,
                                      const mesh_vertices::FloatLayout& layout, Staging* st) {
   flt_ = FloatForm{};
   for (int a = 0; a < 3; ++a) {
@@ -1242,12 +1260,13 @@ void TriangleMesh::Seal(Staging* st) {
     at += bytes[5];  // none (qmin_ is in use)
   }
   place(&st->fvertices, &fvertices_, bytes[6]);
-  // The records' and escapes' room, zeroed for SetRecord and SetEscape.
-  std::memset(at, 0, bytes[7]);
   packed_.ptr = reinterpret_cast<uint8_t*>(at);
   at += bytes[7];
   place(&st->vpacked, &vpacked_, bytes[8]);
   place(&st->fpacked, &fpacked_, bytes[9]);
+  // The records' and escapes' room, zeroed for SetRecord and SetEscape once
+  // the staged arrays are freed (the zeroing touches its pages).
+  std::memset(packed_.ptr, 0, bytes[7]);
   // ArrayBytes() reckons the same sizes from the counts (Settle places the
   // object by it): a mismatch would put the object outside its block.
   if (ArrayBytes() != arrays) std::abort();
@@ -1350,7 +1369,7 @@ bool TriangleMesh::RaycastClosestAxes(const Vec3& translation, const WatertightR
 // building (the server prices a change batch with it before any build). It
 // mirrors Build's storage choices step by step; keep the two in step.
 
-size_t TriangleMesh::PredictMemoryBytes(std::span<const Vec3> vertices,
+size_t TriangleMesh::PredictMemoryBytes(mesh_vertices::VertexInput vertices,
                                         std::span<const Indices> triangles) {
   if (vertices.empty() || triangles.empty()) return 0;
   size_t bytes = 0;

@@ -139,9 +139,11 @@ class TriangleMesh {
   /// the vertices are stored, before the build's larger arrays are made;
   /// `spent_triangles` likewise holds `triangles`, freed once the records
   /// are written, before the mesh's block is made.
+  /// `spent_floats` is `spent_vertices` for vertices given as floats.
   [[nodiscard]] static Result<TriangleMesh> Build(
-      std::span<const Vec3> vertices, std::span<const Indices> triangles,
-      std::vector<Vec3>* spent_vertices = nullptr, std::vector<Indices>* spent_triangles = nullptr);
+      mesh_vertices::VertexInput vertices, std::span<const Indices> triangles,
+      std::vector<Vec3>* spent_vertices = nullptr, std::vector<Indices>* spent_triangles = nullptr,
+      std::vector<float>* spent_floats = nullptr);
   /// Builds the mesh of `parts` joined end to end (a merged mesh: its input
   /// is the parts' inputs in order, vertex and triangle indices offset by
   /// the parts before): a hierarchy over the parts' own leaves, its vertices
@@ -190,7 +192,7 @@ class TriangleMesh {
   /// it keeps, an estimate of its hierarchy's nodes), building nothing.
   /// Indices out of range count as dropped triangles (Build refuses them); 0
   /// when Build would keep no triangle. Kept in step with Build's storage.
-  static size_t PredictMemoryBytes(std::span<const Vec3> vertices,
+  static size_t PredictMemoryBytes(mesh_vertices::VertexInput vertices,
                                    std::span<const Indices> triangles);
   /// True when vertices are stored as integers q of q / 10^k or q / 2^k.
   bool quantized_vertices() const { return !vpacked_.empty(); }
@@ -713,14 +715,14 @@ class TriangleMesh {
   /// Stores `vertices`: vpacked_ when ChooseDivisors finds divisors, else
   /// fvertices_ or dvertices_; with `fine` flags (PlanVertices), the flagged
   /// ones apart and the rest packed.
-  void PackVertices(std::span<const Vec3> vertices, const std::vector<uint8_t>& fine,
+  void PackVertices(mesh_vertices::VertexInput vertices, const std::vector<uint8_t>& fine,
                     Staging* st);
   /// Sets the active-edge flags of the staged records (written with none):
   /// an edge is active unless exactly two triangles share it and their
   /// planes meet within kActiveEdgeAngle (mesh_active_edges.cc).
   void StageActiveEdges();
   /// Stores every vertex (all float32) in fpacked_ by `layout`.
-  void PackFloatVertices(std::span<const Vec3> vertices, const mesh_vertices::FloatLayout& layout,
+  void PackFloatVertices(mesh_vertices::VertexInput vertices, const mesh_vertices::FloatLayout& layout,
                          Staging* st);
 
   /// An array of the mesh's one block (block_) at `data()`, null when empty

@@ -410,6 +410,17 @@ Result<Shape> Shape::MakeMesh(const TriangleMeshShape& m, TriangleMeshShape* spe
   return OfMesh(std::move(*built), input_triangles);
 }
 
+Result<Shape> Shape::Make(FloatTriangleMeshShape&& m) {
+  const auto input_triangles = static_cast<uint32_t>(m.triangles.size());  // spent by the build
+  Result<TriangleMesh> built =
+      TriangleMesh::Build(mesh_vertices::VertexInput::Floats(m.vertices), m.triangles, nullptr,
+                          &m.triangles, &m.vertices);
+  if (!built.ok()) {
+    return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
+  }
+  return OfMesh(std::move(*built), input_triangles);
+}
+
 Result<Shape> internal::MakeMeshOverParts(const MeshParts* parts) {
   Result<TriangleMesh> built = TriangleMesh::BuildOverParts(parts);
   if (!built.ok()) {

@@ -27,6 +27,7 @@
 #include "geometry/triangle_mesh.h"
 #include "mesh_util.h"
 #include "shape/convex_core.h"
+#include "shape/surface_data.h"
 #include "surface_sweep_any.h"
 #include "test_util.h"
 
@@ -159,6 +160,49 @@ TEST(MeshBuild, DropsZeroAreaTriangles) {
   EXPECT_NE(hit.triangle, 3u);
   EXPECT_DOUBLE_EQ(hit.fraction, 0.4);
   EXPECT_EQ(hit.normal, (Vec3{0, 1, 0}));
+}
+
+// A mesh given as float32 vertices builds the mesh its doubles build: the
+// same triangles, flags, original indices and bytes, with zero-area
+// triangles dropped first, in the middle and last, or none.
+TEST(MeshBuild, FloatVerticesBuildTheMeshOfTheirDoubles) {
+  // The grid's coordinates rounded to float32 (stored as floats, then widened).
+  const MeshData wavy = WavyGrid(40, 0.37);
+  std::vector<float> xyz;
+  for (const Vec3& v : wavy.vertices) {
+    xyz.insert(xyz.end(), {static_cast<float>(v.x), static_cast<float>(v.y),
+                           static_cast<float>(v.z)});
+  }
+  MeshData grid;
+  for (size_t i = 0; i < xyz.size(); i += 3) grid.vertices.push_back({xyz[i], xyz[i + 1], xyz[i + 2]});
+  grid.triangles = wavy.triangles;
+  for (const bool drops : {false, true}) {
+    MeshData m = grid;
+    if (drops) {
+      m.triangles.insert(m.triangles.begin(), {5, 5, 6});
+      m.triangles.insert(m.triangles.begin() + 700, {7, 8, 8});
+      m.triangles.push_back({9, 9, 9});
+    }
+    FloatTriangleMeshShape floats{xyz, m.triangles};
+    const Result<Shape> a = Shape::Make(TriangleMeshShape{m.vertices, m.triangles});
+    const Result<Shape> b = Shape::Make(std::move(floats));
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(floats.vertices.empty() && floats.triangles.empty());  // given up
+    const TriangleMesh& ma = *a->surface()->mesh();
+    const TriangleMesh& mb = *b->surface()->mesh();
+    ASSERT_EQ(ma.triangle_count(), mb.triangle_count());
+    EXPECT_EQ(mb.dropped_triangles(), drops ? 3u : 0u);
+    EXPECT_EQ(ma.MemoryBytes(), mb.MemoryBytes());
+    for (uint32_t k = 0; k < ma.triangle_count(); ++k) {
+      Vec3 va[3], vb[3];
+      ma.TriangleVertices(k, va);
+      mb.TriangleVertices(k, vb);
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(va[c], vb[c]) << k;
+      ASSERT_EQ(ma.OriginalIndex(k), mb.OriginalIndex(k)) << k;
+      ASSERT_EQ(ma.ActiveEdges(k), mb.ActiveEdges(k)) << k;
+    }
+    ExpectInputIs(mb, m);
+  }
 }
 
 // Flat internal edges are inactive; the box's cube edges and a grid's border active.

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace hitbox {
@@ -76,6 +78,17 @@ constexpr Vec3 Max(const Vec3& a, const Vec3& b) {
   return {std::max(a.x, b.x), std::max(a.y, b.y), std::max(a.z, b.z)};
 }
 inline double Distance(const Vec3& a, const Vec3& b) { return (a - b).Length(); }
+
+/// True when x is exactly a float32 value (finite). Read off the bits: GCC
+/// 12 at -O2 can drop a double -> float -> double round trip.
+inline bool IsExactFloat(double x) {
+  if (x == 0.0) return true;
+  const uint64_t b = std::bit_cast<uint64_t>(x);
+  const int e = static_cast<int>((b >> 52) & 0x7ff) - 1023;
+  if (e > 127 || e < -149) return false;  // beyond float's range (inf and NaN included)
+  const int drop = 52 - std::min(23, e + 149);  // fraction bits a float cannot hold
+  return (b & ((uint64_t{1} << drop) - 1)) == 0;
+}
 
 /// Some unit vector perpendicular to unit vector `n` (deterministic).
 inline Vec3 AnyPerpendicular(const Vec3& n) {

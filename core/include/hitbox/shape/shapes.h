@@ -92,6 +92,14 @@ struct TriangleMeshShape {
   std::vector<Vec3> vertices;
   std::vector<std::array<uint32_t, 3>> triangles;
 };
+/// A TriangleMeshShape whose coordinates are all float32 values, kept as
+/// floats (x, y, z a vertex): half the bytes while a large mesh is read
+/// (the scene-file reader makes these). It builds the mesh the
+/// TriangleMeshShape of the same values builds.
+struct FloatTriangleMeshShape {
+  std::vector<float> vertices;
+  std::vector<std::array<uint32_t, 3>> triangles;
+};
 /// A heightfield surface: rows x cols heights (row-major), local points
 /// p(r, c) = [c * cell_size_x, heights[r * cols + c], r * cell_size_z].
 struct HeightfieldShape {
@@ -214,6 +222,8 @@ class Shape {
   /// soon as the build has stored them, its triangles once their records
   /// are written (a large map's load holds less).
   [[nodiscard]] static Result<Shape> Make(TriangleMeshShape&& m);
+  /// The same from float vertices (given up likewise).
+  [[nodiscard]] static Result<Shape> Make(FloatTriangleMeshShape&& m);
   /// Builds the heightfield (rows, cols >= 2, cell sizes in [kMinShapeSize,
   /// kMaxShapeSize], rows * cols finite heights within kMaxCoordinate).
   [[nodiscard]] static Result<Shape> Make(const HeightfieldShape& h);
