@@ -17,7 +17,9 @@
 namespace hitbox::import {
 namespace {
 
-Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, std::move(message)}; }
+Error Invalid(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message)};
+}
 
 uint32_t ReadU32(const unsigned char* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
@@ -32,7 +34,8 @@ std::string DecodeUri(const std::string& uri) {
   for (size_t i = 0; i < uri.size(); ++i) {
     if (uri[i] == '+') {
       out += ' ';
-    } else if (uri[i] == '%' && i + 2 < uri.size() && std::isxdigit(static_cast<unsigned char>(uri[i + 1])) &&
+    } else if (uri[i] == '%' && i + 2 < uri.size() &&
+               std::isxdigit(static_cast<unsigned char>(uri[i + 1])) &&
                std::isxdigit(static_cast<unsigned char>(uri[i + 2]))) {
       out += static_cast<char>(std::stoi(uri.substr(i + 1, 2), nullptr, 16));
       i += 2;
@@ -54,8 +57,9 @@ Status ReadGlbChunks(const std::string& path, std::string* json, BufferFile* bin
   unsigned char head[20] = {};
   in.read(reinterpret_cast<char*>(head), sizeof(head));
   if (size < 20 || !in) {
-    return Invalid("a binary glTF needs at least 20 bytes (header and JSON chunk header), the file has " +
-                   std::to_string(size));
+    return Invalid(
+        "a binary glTF needs at least 20 bytes (header and JSON chunk header), the file has " +
+        std::to_string(size));
   }
   if (std::memcmp(head, "glTF", 4) != 0) return Invalid("not a binary glTF (no 'glTF' magic)");
   const uint32_t version = ReadU32(head + 4), length = ReadU32(head + 8);
@@ -68,8 +72,8 @@ Status ReadGlbChunks(const std::string& path, std::string* json, BufferFile* bin
   if (ReadU32(head + 16) != 0x4E4F534Au) return Invalid("the first GLB chunk is not JSON");
   const uint64_t json_end = 20 + uint64_t{json_length};
   if (json_length == 0 || json_end > length) {
-    return Invalid("the JSON chunk (" + std::to_string(json_length) + " bytes) runs past the GLB's " +
-                   std::to_string(length) + " bytes");
+    return Invalid("the JSON chunk (" + std::to_string(json_length) +
+                   " bytes) runs past the GLB's " + std::to_string(length) + " bytes");
   }
   json->resize(json_length);
   in.read(json->data(), json_length);
@@ -123,8 +127,8 @@ Result<GltfDocument> ReadGltfDocument(const std::string& path, bool binary) {
         if (!binary) continue;  // tinygltf: a .gltf's buffer needs a uri
         if (bin.path.empty()) return Invalid(name + " has no uri and the file has no BIN chunk");
         if (length > bin.length) {
-          return Invalid(name + ": byteLength " + std::to_string(length) + " is more than the BIN chunk's " +
-                         std::to_string(bin.length) + " bytes");
+          return Invalid(name + ": byteLength " + std::to_string(length) +
+                         " is more than the BIN chunk's " + std::to_string(bin.length) + " bytes");
         }
         file = BufferFile{path, bin.offset, length};
       } else {
@@ -169,9 +173,16 @@ ElementReader::~ElementReader() {
 }
 
 ElementReader::ElementReader(ElementReader&& o) noexcept
-    : base_(o.base_), stride_(o.stride_), element_(o.element_), count_(o.count_), fd_(o.fd_),
-      file_start_(o.file_start_), first_(o.first_), loaded_(o.loaded_),
-      window_(std::move(o.window_)), failed_(o.failed_) {
+    : base_(o.base_),
+      stride_(o.stride_),
+      element_(o.element_),
+      count_(o.count_),
+      fd_(o.fd_),
+      file_start_(o.file_start_),
+      first_(o.first_),
+      loaded_(o.loaded_),
+      window_(std::move(o.window_)),
+      failed_(o.failed_) {
   o.fd_ = -1;
 }
 

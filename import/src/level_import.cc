@@ -356,8 +356,9 @@ struct AccessorView {
   }
 };
 
-Result<AccessorView> ViewAccessor(const tinygltf::Model& model, const std::vector<BufferFile>& files,
-                                  int accessor_index, const std::string& field, int want_type) {
+Result<AccessorView> ViewAccessor(const tinygltf::Model& model,
+                                  const std::vector<BufferFile>& files, int accessor_index,
+                                  const std::string& field, int want_type) {
   if (accessor_index < 0 || static_cast<size_t>(accessor_index) >= model.accessors.size()) {
     return Invalid(field + ": accessor " + std::to_string(accessor_index) + " does not exist");
   }
@@ -386,11 +387,16 @@ Result<AccessorView> ViewAccessor(const tinygltf::Model& model, const std::vecto
   const uint64_t start = static_cast<uint64_t>(view.byteOffset) + a.byteOffset;
   const uint64_t needed = a.count == 0 ? 0 : static_cast<uint64_t>(stride) * (a.count - 1) + element;
   if (a.byteOffset + needed > view.byteLength || start + needed > size) {
-    return Invalid(where + ": " + std::to_string(a.count) + " elements run past the end of buffer " +
-                   std::to_string(view.buffer) + " (" + std::to_string(size) + " bytes)");
+    return Invalid(where + ": " + std::to_string(a.count) +
+                   " elements run past the end of buffer " + std::to_string(view.buffer) + " (" +
+                   std::to_string(size) + " bytes)");
   }
-  return AccessorView{file != nullptr ? nullptr : data.data() + start, file, start,
-                      static_cast<size_t>(stride), static_cast<size_t>(element), a.count,
+  return AccessorView{file != nullptr ? nullptr : data.data() + start,
+                      file,
+                      start,
+                      static_cast<size_t>(stride),
+                      static_cast<size_t>(element),
+                      a.count,
                       a.componentType};
 }
 
@@ -583,9 +589,9 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
   if (doc->json.size() > std::numeric_limits<uint32_t>::max()) {
     return Invalid(path + ": the JSON document is over 4 GiB");
   }
-  const bool ok = loader.LoadASCIIFromString(&model, &err, &warn, doc->json.data(),
-                                             static_cast<unsigned int>(doc->json.size()),
-                                             doc->base_dir);
+  const bool ok =
+      loader.LoadASCIIFromString(&model, &err, &warn, doc->json.data(),
+                                 static_cast<unsigned int>(doc->json.size()), doc->base_dir);
   std::string().swap(doc->json);
   if (!ok) {
     while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();

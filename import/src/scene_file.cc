@@ -30,8 +30,8 @@ struct PackedVertices {
 
   void Push(const Vec3& v) {
     if (!wide && IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z)) {
-      floats.insert(floats.end(), {static_cast<float>(v.x), static_cast<float>(v.y),
-                                   static_cast<float>(v.z)});
+      floats.insert(floats.end(),
+                    {static_cast<float>(v.x), static_cast<float>(v.y), static_cast<float>(v.z)});
       return;
     }
     if (!wide) {

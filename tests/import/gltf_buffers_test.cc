@@ -38,7 +38,8 @@ std::vector<unsigned char> ReadBytes(const std::string& path) {
 
 void WriteBytes(const std::string& path, const std::vector<unsigned char>& bytes) {
   std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
 }
 
 void PutU32(std::vector<unsigned char>* bytes, size_t at, uint32_t v) {
@@ -136,8 +137,8 @@ TEST(GltfBuffers, FileBuffersGiveTheMeshesOfAnEmbeddedCopy) {
   const std::string embedded = Temp("embedded.gltf");
   b.model().buffers[0].uri.clear();
   tinygltf::TinyGLTF writer;
-  ASSERT_TRUE(writer.WriteGltfSceneToFile(&b.model(), embedded, true, /*embedBuffers=*/true, false,
-                                          false));
+  ASSERT_TRUE(
+      writer.WriteGltfSceneToFile(&b.model(), embedded, true, /*embedBuffers=*/true, false, false));
 
   auto from_glb = ImportLevel(glb);
   ASSERT_TRUE(from_glb.ok()) << from_glb.error().message;
@@ -178,10 +179,10 @@ TEST(GltfBuffers, ExternalBinsAreFoundAndChecked) {
   WriteBytes(Temp("a b.bin"), bin);
   auto short_bin = ImportLevel(path);
   ASSERT_FALSE(short_bin.ok());
-  EXPECT_NE(short_bin.error().message.find("buffer 0: 'a b.bin' has " + std::to_string(bin.size()) +
-                                           " bytes, byteLength says " +
-                                           std::to_string(bin.size() + 4)),
-            std::string::npos)
+  EXPECT_NE(
+      short_bin.error().message.find("buffer 0: 'a b.bin' has " + std::to_string(bin.size()) +
+                                     " bytes, byteLength says " + std::to_string(bin.size() + 4)),
+      std::string::npos)
       << short_bin.error().message;
 
   std::filesystem::remove(Temp("a b.bin"));
@@ -216,9 +217,10 @@ TEST(GltfBuffers, BrokenGlbContainersAreErrors) {
 
   bytes = good;
   PutU32(&bytes, bin_header, GetU32(good, bin_header) + 4);
-  EXPECT_NE(import_error(bytes).find("the BIN chunk (" + std::to_string(GetU32(good, bin_header) + 4) +
-                                     " bytes) runs past"),
-            std::string::npos);
+  EXPECT_NE(
+      import_error(bytes).find("the BIN chunk (" + std::to_string(GetU32(good, bin_header) + 4) +
+                               " bytes) runs past"),
+      std::string::npos);
 
   // A BIN chunk 4 bytes short of the buffer's byteLength.
   bytes = good;

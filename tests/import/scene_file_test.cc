@@ -125,7 +125,8 @@ TEST(SceneFileTest, FloatThenWideVerticesGiveTheTreeScene) {
         char buf[96];
         const bool wide = m == 1 && r == side - 2;  // one row of decimals
         std::snprintf(buf, sizeof(buf), "%s[%d, %.9g, %d]", r + c ? ", " : "", c,
-                      wide ? 0.1 * (c + 1) : static_cast<double>(0.37f * static_cast<float>(c + r)), r);
+                      wide ? 0.1 * (c + 1) : static_cast<double>(0.37f * static_cast<float>(c + r)),
+                      r);
         vertices += buf;
       }
     }
@@ -139,8 +140,8 @@ TEST(SceneFileTest, FloatThenWideVerticesGiveTheTreeScene) {
     vertices += "]";
     triangles += "]";
     s += (m ? ", " : "") + std::string("{\"id\": ") + std::to_string(m + 1) +
-         ", \"shape\": {\"mesh\": {" + (m == 2 ? triangles + ", " + vertices : vertices + ", " + triangles) +
-         "}}}";
+         ", \"shape\": {\"mesh\": {" +
+         (m == 2 ? triangles + ", " + vertices : vertices + ", " + triangles) + "}}}";
   }
   s += "]}";
   ExpectSameScene(Write("float_then_wide.json", s));

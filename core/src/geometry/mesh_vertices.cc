@@ -8,8 +8,7 @@
 
 namespace hitbox::mesh_vertices {
 
-bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine,
-                    double divisor[3]) {
+bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine, double divisor[3]) {
   const auto packed = [&](size_t i) { return fine.empty() || !fine[i]; };
   for (int a = 0; a < 3; ++a) {
     int best_bits = 64;
@@ -69,8 +68,7 @@ bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine,
   return true;
 }
 
-bool LayoutPacked(VertexInput vertices, const std::vector<uint8_t>& fine,
-                  PackedLayout* out) {
+bool LayoutPacked(VertexInput vertices, const std::vector<uint8_t>& fine, PackedLayout* out) {
   // The fine vertices are skipped where they lie, not copied apart.
   const auto packed = [&](size_t i) { return fine.empty() || !fine[i]; };
   if (!fine.empty()) {

@@ -69,8 +69,7 @@ class VertexInput {
 /// axis within 2^33 of each other; the one whose q span the fewest bits.
 /// Vertices flagged in `fine` (when not empty) are left out. False when an
 /// axis has none.
-bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine,
-                    double divisor[3]);
+bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine, double divisor[3]);
 
 /// True when every coordinate of every vertex is exactly a float32 value.
 bool AllExactFloats(VertexInput vertices);
@@ -88,8 +87,7 @@ struct PackedLayout {
 /// kept apart: a fine vertex's record has x all ones (no packed x reaches
 /// it) and its index among the fine ones in y, then z. False when the
 /// packed vertices have no divisors or an axis would pass 33 bits.
-bool LayoutPacked(VertexInput vertices, const std::vector<uint8_t>& fine,
-                  PackedLayout* out);
+bool LayoutPacked(VertexInput vertices, const std::vector<uint8_t>& fine, PackedLayout* out);
 
 /// Float32 vertices packed per axis: the 23 mantissa bits, then the index
 /// (`bits`, 0 when one value occurs) of the float's sign and exponent (its

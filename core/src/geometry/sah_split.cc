@@ -42,8 +42,7 @@ double Leaves(uint32_t n, uint32_t leaf_size) {
 
 // Orders `items` so the first `cut` have the least centroids along `axis`.
 template <typename Boxes>
-uint32_t MedianSplit(std::span<uint32_t> items, const Boxes& boxes, int axis,
-                     uint32_t cut) {
+uint32_t MedianSplit(std::span<uint32_t> items, const Boxes& boxes, int axis, uint32_t cut) {
   std::nth_element(items.begin(), items.begin() + cut, items.end(), [&](uint32_t x, uint32_t y) {
     const double cx = boxes[x].min[axis] + boxes[x].max[axis];
     const double cy = boxes[y].min[axis] + boxes[y].max[axis];

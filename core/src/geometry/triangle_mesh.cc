@@ -580,7 +580,8 @@ void TriangleMesh::BuildCoarseRoot(std::vector<uint32_t>* order, CoarseBuildBoxe
     std::vector<uint32_t> ids(ord.begin() + b, ord.begin() + e);
     std::sort(ids.begin(), ids.end());
     for (uint32_t k = b; k < e; ++k) {
-      ord[k] = static_cast<uint32_t>(std::lower_bound(ids.begin(), ids.end(), ord[k]) - ids.begin());
+      ord[k] =
+          static_cast<uint32_t>(std::lower_bound(ids.begin(), ids.end(), ord[k]) - ids.begin());
     }
     BuildBoxes boxes(ids.size(), bounds_.min, Steps());
     Aabb box;
@@ -750,9 +751,9 @@ bool TriangleMesh::LeavesWithinParts(std::span<const uint32_t> part_first) const
 }
 
 template <typename Boxes>
-void TriangleMesh::BuildSplits(std::vector<uint32_t>* order, const Boxes& boxes,
-                               uint32_t begin, uint32_t end, uint32_t depth,
-                               uint32_t bounds[kMeshNodeWidth + 1], uint32_t* parts_out) {
+void TriangleMesh::BuildSplits(std::vector<uint32_t>* order, const Boxes& boxes, uint32_t begin,
+                               uint32_t end, uint32_t depth, uint32_t bounds[kMeshNodeWidth + 1],
+                               uint32_t* parts_out) {
   const uint32_t count = end - begin;
   std::vector<uint32_t>& ord = *order;
   uint32_t parts = 1;

@@ -140,10 +140,11 @@ class TriangleMesh {
   /// `spent_triangles` likewise holds `triangles`, freed once the records
   /// are written, before the mesh's block is made.
   /// `spent_floats` is `spent_vertices` for vertices given as floats.
-  [[nodiscard]] static Result<TriangleMesh> Build(
-      mesh_vertices::VertexInput vertices, std::span<const Indices> triangles,
-      std::vector<Vec3>* spent_vertices = nullptr, std::vector<Indices>* spent_triangles = nullptr,
-      std::vector<float>* spent_floats = nullptr);
+  [[nodiscard]] static Result<TriangleMesh> Build(mesh_vertices::VertexInput vertices,
+                                                  std::span<const Indices> triangles,
+                                                  std::vector<Vec3>* spent_vertices = nullptr,
+                                                  std::vector<Indices>* spent_triangles = nullptr,
+                                                  std::vector<float>* spent_floats = nullptr);
   /// Builds the mesh of `parts` joined end to end (a merged mesh: its input
   /// is the parts' inputs in order, vertex and triangle indices offset by
   /// the parts before): a hierarchy over the parts' own leaves, its vertices
@@ -722,8 +723,8 @@ class TriangleMesh {
   /// planes meet within kActiveEdgeAngle (mesh_active_edges.cc).
   void StageActiveEdges();
   /// Stores every vertex (all float32) in fpacked_ by `layout`.
-  void PackFloatVertices(mesh_vertices::VertexInput vertices, const mesh_vertices::FloatLayout& layout,
-                         Staging* st);
+  void PackFloatVertices(mesh_vertices::VertexInput vertices,
+                         const mesh_vertices::FloatLayout& layout, Staging* st);
 
   /// An array of the mesh's one block (block_) at `data()`, null when empty
   /// (its length follows from the counts below). Queries read it like the

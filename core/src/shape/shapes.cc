@@ -412,9 +412,8 @@ Result<Shape> Shape::MakeMesh(const TriangleMeshShape& m, TriangleMeshShape* spe
 
 Result<Shape> Shape::Make(FloatTriangleMeshShape&& m) {
   const auto input_triangles = static_cast<uint32_t>(m.triangles.size());  // spent by the build
-  Result<TriangleMesh> built =
-      TriangleMesh::Build(mesh_vertices::VertexInput::Floats(m.vertices), m.triangles, nullptr,
-                          &m.triangles, &m.vertices);
+  Result<TriangleMesh> built = TriangleMesh::Build(mesh_vertices::VertexInput::Floats(m.vertices),
+                                                   m.triangles, nullptr, &m.triangles, &m.vertices);
   if (!built.ok()) {
     return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
   }

@@ -170,11 +170,13 @@ TEST(MeshBuild, FloatVerticesBuildTheMeshOfTheirDoubles) {
   const MeshData wavy = WavyGrid(40, 0.37);
   std::vector<float> xyz;
   for (const Vec3& v : wavy.vertices) {
-    xyz.insert(xyz.end(), {static_cast<float>(v.x), static_cast<float>(v.y),
-                           static_cast<float>(v.z)});
+    xyz.insert(xyz.end(),
+               {static_cast<float>(v.x), static_cast<float>(v.y), static_cast<float>(v.z)});
   }
   MeshData grid;
-  for (size_t i = 0; i < xyz.size(); i += 3) grid.vertices.push_back({xyz[i], xyz[i + 1], xyz[i + 2]});
+  for (size_t i = 0; i < xyz.size(); i += 3) {
+    grid.vertices.push_back({xyz[i], xyz[i + 1], xyz[i + 2]});
+  }
   grid.triangles = wavy.triangles;
   for (const bool drops : {false, true}) {
     MeshData m = grid;
@@ -286,8 +288,8 @@ TEST(MeshBuild, ActiveEdgesOfALargeMeshMatchEveryEdgeAtOnce) {
       mesh.TriangleIndices(sides[0].first, a);
       mesh.TriangleIndices(sides[1].first, b);
       const double flip = a[sides[0].second] == b[sides[1].second] ? -1.0 : 1.0;
-      active = flip * Dot(normal(sides[0].first), normal(sides[1].first)) <
-               std::cos(kActiveEdgeAngle);
+      active =
+          flip * Dot(normal(sides[0].first), normal(sides[1].first)) < std::cos(kActiveEdgeAngle);
     }
     inactive += active ? 0 : 1;
     for (const auto& [k, s] : sides) want[k] |= static_cast<uint8_t>(active ? 1u << s : 0u);
