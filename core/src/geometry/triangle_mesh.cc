@@ -616,19 +616,16 @@ void TriangleMesh::PackBottomNodes(Staging* st) {
   std::vector<uint32_t> index(n);
   uint32_t inner = 0, packed = 0;
   for (size_t j = 0; j < n; ++j) index[j] = bottom[j] ? packed++ : inner++;
-  std::vector<Node> kept;
-  kept.reserve(inner);
   st->bottom.assign(packed, BottomNode{});
+  // The bottom nodes first (the nodes only read), then the inner nodes
+  // moved down in place (each to index[j] <= j, read before any write
+  // reaches it): no second copy of the inner nodes.
   for (size_t j = 0; j < n; ++j) {
     if (bottom[j]) continue;
-    Node node = st->nodes[j];
+    const Node& node = st->nodes[j];
     for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
       const uint32_t w = node.child[i];
-      if (w & kLeafBit) continue;  // a leaf or no child
-      if (!bottom[w]) {
-        node.child[i] = index[w];
-        continue;
-      }
+      if ((w & kLeafBit) || !bottom[w]) continue;  // a leaf, no child or an inner node
       // The child boxes within this child's box, rounded outwards.
       const Node& c = st->nodes[w];
       BottomNode& b = st->bottom[index[w]];
@@ -648,11 +645,19 @@ void TriangleMesh::PackBottomNodes(Staging* st) {
       }
       info |= static_cast<uint64_t>(i) << 40 | static_cast<uint64_t>(index[j]) << 42;
       b.info = info;
-      node.child[i] = kBottomBit | index[w];
     }
-    kept.push_back(node);
   }
-  st->nodes.swap(kept);
+  for (size_t j = 0; j < n; ++j) {
+    if (bottom[j]) continue;
+    Node node = st->nodes[j];
+    for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
+      const uint32_t w = node.child[i];
+      if (w & kLeafBit) continue;  // a leaf or no child
+      node.child[i] = bottom[w] ? kBottomBit | index[w] : index[w];
+    }
+    st->nodes[index[j]] = node;
+  }
+  st->nodes.resize(inner);
 }
 
 void TriangleMesh::BottomNodeAt(uint32_t index, Node* out) const {
