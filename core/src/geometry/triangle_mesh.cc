@@ -256,9 +256,8 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
 
   const size_t input_count = triangles.size();
   // Keep triangles of non-zero area (computed on the stored vertices). Kept
-  // triangle t is the input's original[t], read there (not copied).
-  // `original` stays empty while no triangle is dropped (kept triangle t is
-  // then input triangle t: 4 bytes a triangle fewer held).
+  // triangle t is the input's original[t], read there (not copied);
+  // `original` stays empty while none is dropped (then it is input t).
   std::vector<uint32_t> original;
   const auto original_of = [&](size_t t) {
     return original.empty() ? static_cast<uint32_t>(t) : original[t];
@@ -312,8 +311,8 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
   mesh.narrow_indices_ = mesh.index_bits() <= 57 && mesh.escape_count_ == 0;
   st.obase = plan.originals.base;  // copied: Field reads the plan's (one base per 64 vertices)
   mesh.dropped_count_ = static_cast<uint32_t>(st.dropped.size());  // EscapeBits counts them
-  std::vector<uint8_t> by_input(mesh.RecordBytes() + mesh.EscapeBytes(), 0);
-  mesh.packed_.ptr = by_input.data();
+  st.records.assign(mesh.RecordBytes() + mesh.EscapeBytes(), 0);
+  mesh.packed_.ptr = st.records.data();
   uint32_t escapes = 0;
   for (size_t j = 0; j < n; ++j) {
     const uint32_t t = original_of(j);
@@ -366,30 +365,8 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
     mesh.BuildHierarchy(&order, boxes, &st);
   }
   mesh.PackBottomNodes(&st);  // Seal copies the nodes into the block and frees these
+  mesh.RecordsInLeafOrder(&order, &st);
   mesh.Seal(&st);
-  // Record k of the block is the staged one of input triangle order[k],
-  // staged at its position among the kept ones (its index less the
-  // dropped triangles before it); escape entries are keyed anew by k.
-  uint8_t* const block = mesh.packed_.ptr;
-  mesh.packed_.ptr = by_input.data();  // read from the staged records, written to the block
-  const uint32_t bits = mesh.record_bits();
-  const std::pair<uint32_t, Indices>* dropped = mesh.Dropped();  // by input index
-  const auto before = [](const std::pair<uint32_t, Indices>& d, uint32_t t) { return d.first < t; };
-  std::vector<std::pair<uint32_t, Escape>> escaped;  // (k, its entry), k increasing
-  escaped.reserve(mesh.escape_count_);
-  for (size_t k = 0; k < n; ++k) {
-    const uint32_t t = order[k];
-    const auto j = static_cast<uint32_t>(
-        t - (std::lower_bound(dropped, dropped + mesh.dropped_count_, t, before) - dropped));
-    const PackedRecord r = mesh.Record(j);
-    StoreBits(block, static_cast<uint64_t>(k) * bits, bits, r);
-    if (mesh.EscapedRecord(r)) escaped.emplace_back(static_cast<uint32_t>(k), mesh.EscapeOf(j));
-  }
-  mesh.packed_.ptr = block;
-  for (size_t e = 0; e < escaped.size(); ++e) {
-    const Escape& x = escaped[e].second;
-    mesh.SetEscape(static_cast<uint32_t>(e), escaped[e].first, x.i1, x.i2, x.original);
-  }
   return mesh;
 }
 
@@ -574,25 +551,109 @@ void TriangleMesh::BuildCoarseRoot(std::vector<uint32_t>* order, CoarseBuildBoxe
       ClearChild(&st->nodes[0], i);
       continue;
     }
-    // The child's triangles renamed 0.. in input order (the builds' ties
-    // compare these names: the same order), their exact boxes by name.
-    const uint32_t b = bounds[i], e = bounds[i + 1];
-    std::vector<uint32_t> ids(ord.begin() + b, ord.begin() + e);
-    std::sort(ids.begin(), ids.end());
-    for (uint32_t k = b; k < e; ++k) {
-      ord[k] =
-          static_cast<uint32_t>(std::lower_bound(ids.begin(), ids.end(), ord[k]) - ids.begin());
-    }
-    BuildBoxes boxes(ids.size(), bounds_.min, Steps());
     Aabb box;
-    for (size_t l = 0; l < ids.size(); ++l) {
-      boxes.Set(l, box_of(ids[l]));
-      box = box.Union(boxes[l]);
-    }
-    const uint32_t word = BuildNode(order, boxes, b, e, 2, st);
-    for (uint32_t k = b; k < e; ++k) ord[k] = ids[ord[k]];
+    const uint32_t word = BuildOnOwnBoxes(order, bounds[i], bounds[i + 1], 2, box_of, st, &box);
     SetChildBox(&st->nodes[0], i, box);
     st->nodes[0].child[i] = word;
+  }
+}
+
+template <typename BoxOf>
+uint32_t TriangleMesh::BuildOnOwnBoxes(std::vector<uint32_t>* order, uint32_t begin, uint32_t end,
+                                       uint32_t depth, const BoxOf& box_of, Staging* st,
+                                       Aabb* box) {
+  std::vector<uint32_t>& ord = *order;
+  // The triangles renamed 0.. in input order (the builds' ties compare
+  // these names: the same order), their boxes by name.
+  std::vector<uint32_t> ids(ord.begin() + begin, ord.begin() + end);
+  std::sort(ids.begin(), ids.end());
+  for (uint32_t k = begin; k < end; ++k) {
+    ord[k] = static_cast<uint32_t>(std::lower_bound(ids.begin(), ids.end(), ord[k]) - ids.begin());
+  }
+  const auto restore = [&] {
+    for (uint32_t k = begin; k < end; ++k) ord[k] = ids[ord[k]];
+  };
+  if (end - begin < kMeshCoarseRootTriangles / 4) {
+    BuildBoxes boxes(ids.size(), bounds_.min, Steps());
+    *box = Aabb();
+    for (size_t l = 0; l < ids.size(); ++l) {
+      boxes.Set(l, box_of(ids[l]));
+      *box = box->Union(boxes[l]);
+    }
+    const uint32_t word = BuildNode(order, boxes, begin, end, depth, st);
+    restore();
+    return word;
+  }
+  // Large: its splits on coarse boxes, each child on boxes of its own.
+  uint32_t bounds[kMeshNodeWidth + 1] = {begin, end};
+  uint32_t parts = 1;
+  {
+    CoarseBuildBoxes coarse(ids.size(), bounds_.min, Steps());
+    for (size_t l = 0; l < ids.size(); ++l) coarse.Set(l, box_of(ids[l]));
+    BuildSplits(order, coarse, begin, end, depth, bounds, &parts);
+  }
+  restore();
+  std::vector<uint32_t>().swap(ids);
+  height_ = std::max<uint8_t>(height_, static_cast<uint8_t>(depth));
+  const auto self = static_cast<uint32_t>(st->nodes.size());
+  st->nodes.emplace_back();
+  *box = Aabb();
+  for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
+    if (i >= parts) {
+      ClearChild(&st->nodes[self], i);
+      continue;
+    }
+    Aabb child;
+    const uint32_t word =
+        BuildOnOwnBoxes(order, bounds[i], bounds[i + 1], depth + 1, box_of, st, &child);
+    SetChildBox(&st->nodes[self], i, child);  // st->nodes may have grown: index again
+    st->nodes[self].child[i] = word;
+    *box = box->Union(child);
+  }
+  return self;
+}
+
+void TriangleMesh::RecordsInLeafOrder(std::vector<uint32_t>* order, Staging* st) {
+  // Record k is to be the staged one of input triangle order[k], staged at
+  // its position among the kept ones (its index less the dropped triangles
+  // before it).
+  const std::vector<uint32_t>& ord = *order;
+  const auto source = [&](size_t k) {
+    const uint32_t t = ord[k];
+    const auto before = std::lower_bound(
+        st->dropped.begin(), st->dropped.end(), t,
+        [](const std::pair<uint32_t, Indices>& d, uint32_t x) { return d.first < x; });
+    return static_cast<uint32_t>(t - (before - st->dropped.begin()));
+  };
+  const uint32_t n = triangle_count_, bits = record_bits();
+  uint8_t* const records = st->records.data();
+  // The escape entries keyed anew by k (gathered while keyed by position).
+  std::vector<std::pair<uint32_t, Escape>> escaped;  // (k, its entry), k increasing
+  escaped.reserve(escape_count_);
+  for (uint32_t k = 0; k < n && escape_count_ != 0; ++k) {
+    const uint32_t j = source(k);
+    if (EscapedRecord(Record(j))) escaped.emplace_back(k, EscapeOf(j));
+  }
+  // The records moved in place along the cycles of k <- source(k).
+  std::vector<bool> moved(n, false);
+  for (uint32_t s = 0; s < n; ++s) {
+    if (moved[s]) continue;
+    const PackedRecord first = Record(s);
+    for (uint32_t k = s;;) {
+      moved[k] = true;
+      const uint32_t from = source(k);
+      const PackedRecord r = from == s ? first : Record(from);
+      ClearBits(records, uint64_t{k} * bits, bits);
+      StoreBits(records, uint64_t{k} * bits, bits, r);
+      if (from == s) break;
+      k = from;
+    }
+  }
+  std::vector<uint32_t>().swap(*order);  // freed before the block is made
+  std::memset(records + RecordBytes(), 0, EscapeBytes());
+  for (size_t e = 0; e < escaped.size(); ++e) {
+    const Escape& x = escaped[e].second;
+    SetEscape(static_cast<uint32_t>(e), escaped[e].first, x.i1, x.i2, x.original);
   }
 }
 
@@ -1266,13 +1327,15 @@ void TriangleMesh::Seal(Staging* st) {
     at += bytes[5];  // none (qmin_ is in use)
   }
   place(&st->fvertices, &fvertices_, bytes[6]);
-  packed_.ptr = reinterpret_cast<uint8_t*>(at);
-  at += bytes[7];
+  // The staged records (Build's, in leaf order), or none (a mesh over parts).
+  if (st->records.empty()) {
+    packed_.ptr = reinterpret_cast<uint8_t*>(at);
+    at += bytes[7];
+  } else {
+    place(&st->records, &packed_, bytes[7]);
+  }
   place(&st->vpacked, &vpacked_, bytes[8]);
   place(&st->fpacked, &fpacked_, bytes[9]);
-  // The records' and escapes' room, zeroed for SetRecord and SetEscape once
-  // the staged arrays are freed (the zeroing touches its pages).
-  std::memset(packed_.ptr, 0, bytes[7]);
   // ArrayBytes() reckons the same sizes from the counts (Settle places the
   // object by it): a mismatch would put the object outside its block.
   if (ArrayBytes() != arrays) std::abort();

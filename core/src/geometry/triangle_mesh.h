@@ -378,6 +378,18 @@ class TriangleMesh {
   void BottomNodeAt(uint32_t index, Node* out) const;
   /// Turns the nodes_ (all 64-byte, in build order) whose children are all
   /// leaves into bottom_ nodes, the root excepted.
+  /// The subtree over (*order)[begin, end) built on boxes of its own
+  /// triangles (box_of(input index)): exact ones below a quarter of
+  /// kMeshCoarseRootTriangles, else its splits chosen on coarse ones and
+  /// each child built so in turn. Returns its child word; *box the union of
+  /// its triangles' exact boxes.
+  template <typename BoxOf>
+  uint32_t BuildOnOwnBoxes(std::vector<uint32_t>* order, uint32_t begin, uint32_t end,
+                           uint32_t depth, const BoxOf& box_of, Staging* st, Aabb* box);
+  /// Puts the staged records (st->records, by kept position) in leaf
+  /// order: record k the one of input triangle (*order)[k], escape entries
+  /// keyed anew; frees `order`.
+  void RecordsInLeafOrder(std::vector<uint32_t>* order, Staging* st);
   void PackBottomNodes(Staging* st);
   /// The triangles [first, end) of a leaf's child word (kLeafBit set).
   struct LeafRange {
@@ -676,10 +688,9 @@ class TriangleMesh {
                         uint32_t end, Staging* st, uint32_t bounds[kMeshNodeWidth + 1],
                         uint32_t* parts);
   /// BuildHierarchy for a huge mesh: the root's splits chosen on `coarse`
-  /// boxes (freed then), each child's subtree built on exact boxes of its
-  /// own triangles (box_of(input index)) made for it: the boxes of the
-  /// largest child at once (16 bytes a triangle with its ids) instead of 12
-  /// bytes for every triangle.
+  /// boxes (freed then), each child's subtree built on boxes of its own
+  /// triangles (BuildOnOwnBoxes): at most the boxes of one child at once
+  /// instead of 12 bytes for every triangle.
   template <typename BoxOf>
   void BuildCoarseRoot(std::vector<uint32_t>* order, CoarseBuildBoxes* coarse, const BoxOf& box_of,
                        Staging* st);
@@ -739,8 +750,8 @@ class TriangleMesh {
   /// Points the stored arrays at `st`'s vectors (while building).
   void View(Staging* st);
   /// Copies `st`'s vectors into one block, frees them and points the stored
-  /// arrays into the block; the triangle records' room (triangle_count_ of
-  /// record_bits()) is left zeroed there for SetRecord.
+  /// arrays into the block (the staged records among them; without any, a
+  /// mesh over parts, their room is empty).
   void Seal(Staging* st);
   /// Bytes of the arrays, and where the room for the mesh object starts
   /// behind them (8-byte aligned).

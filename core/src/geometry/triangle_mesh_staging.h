@@ -31,7 +31,18 @@ struct TriangleMesh::Staging {
   std::vector<float> fvertices;
   std::vector<uint8_t> vpacked;
   std::vector<uint8_t> fpacked;
+  /// Triangle records and escape entries as the block keeps them (Build:
+  /// staged, then put in leaf order before Seal copies them); empty for a
+  /// mesh over parts.
+  std::vector<uint8_t> records;
 };
+
+/// Clears bits [bit, bit + count) of `bytes`.
+inline void ClearBits(uint8_t* bytes, uint64_t bit, uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    bytes[(bit + i) >> 3] &= static_cast<uint8_t>(~(1u << ((bit + i) & 7)));
+  }
+}
 
 template <typename ChildWord>
 uint32_t TriangleMesh::AddNode(const BuildBoxes& boxes, const std::vector<uint32_t>& order,

@@ -1034,7 +1034,7 @@ TEST(MeshBuild, HierarchyVisitsEveryCandidate) {
 // found by a query box at its centroid, its record is its input triangle's
 // (some input triangles dropped), and rays answer as brute force.
 TEST(MeshBuild, HugeMeshesSplitTheirRootOnCoarseBoxes) {
-  MeshData m = WavyGrid(363, 0.5);
+  MeshData m = WavyGrid(400, 0.5);  // root children over 2^16: split on coarse boxes too
   for (size_t t = 0; t < m.triangles.size(); t += 997) {  // zero area: dropped
     m.triangles.insert(m.triangles.begin() + static_cast<std::ptrdiff_t>(t),
                        {m.triangles[t][0], m.triangles[t][0], m.triangles[t][1]});
