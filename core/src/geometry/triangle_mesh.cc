@@ -643,8 +643,7 @@ void TriangleMesh::RecordsInLeafOrder(std::vector<uint32_t>* order, Staging* st)
       moved[k] = true;
       const uint32_t from = source(k);
       const PackedRecord r = from == s ? first : Record(from);
-      ClearBits(records, uint64_t{k} * bits, bits);
-      StoreBits(records, uint64_t{k} * bits, bits, r);
+      OverwriteBits(records, uint64_t{k} * bits, bits, r);
       if (from == s) break;
       k = from;
     }

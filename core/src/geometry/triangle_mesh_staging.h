@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -37,10 +38,22 @@ struct TriangleMesh::Staging {
   std::vector<uint8_t> records;
 };
 
-/// Clears bits [bit, bit + count) of `bytes`.
-inline void ClearBits(uint8_t* bytes, uint64_t bit, uint32_t count) {
+/// Sets bits [bit, bit + count) of `bytes` to the low bits of r, whatever
+/// they held; the 8 bytes from bit / 8 must lie within `bytes` (the
+/// records' padding) when count <= 57.
+inline void OverwriteBits(uint8_t* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
+  if (count <= 57) {
+    const uint64_t mask = ((uint64_t{1} << count) - 1) << (bit & 7);
+    uint64_t x;
+    std::memcpy(&x, bytes + (bit >> 3), sizeof(x));
+    x = (x & ~mask) | ((static_cast<uint64_t>(r) << (bit & 7)) & mask);
+    std::memcpy(bytes + (bit >> 3), &x, sizeof(x));
+    return;
+  }
   for (uint32_t i = 0; i < count; ++i) {
-    bytes[(bit + i) >> 3] &= static_cast<uint8_t>(~(1u << ((bit + i) & 7)));
+    const auto m = static_cast<uint8_t>(1u << ((bit + i) & 7));
+    uint8_t& b = bytes[(bit + i) >> 3];
+    b = ((r >> i) & 1u) ? static_cast<uint8_t>(b | m) : static_cast<uint8_t>(b & ~m);
   }
 }
 
