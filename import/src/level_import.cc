@@ -339,21 +339,11 @@ Status ReadExtras(std::initializer_list<const tinygltf::Value*> sources, uint32_
   return Status::Ok();
 }
 
-/// Where the elements of an accessor are, checked against its buffer: in
-/// tinygltf's copy from `base`, or in `file` from byte `start` of the buffer.
+/// The elements of an accessor, checked against its buffer (read from
+/// tinygltf's copy, or from the file), and their component type.
 struct AccessorView {
-  const unsigned char* base = nullptr;
-  const BufferFile* file = nullptr;
-  uint64_t start = 0;
-  size_t stride = 0;
-  size_t element = 0;
-  size_t count = 0;
+  ElementReader elements;
   int component_type = 0;
-
-  ElementReader Reader() const {
-    return file != nullptr ? ElementReader(*file, start, stride, element, count)
-                           : ElementReader(base, stride, element, count);
-  }
 };
 
 Result<AccessorView> ViewAccessor(const tinygltf::Model& model,
@@ -391,12 +381,9 @@ Result<AccessorView> ViewAccessor(const tinygltf::Model& model,
                    " elements run past the end of buffer " + std::to_string(view.buffer) + " (" +
                    std::to_string(size) + " bytes)");
   }
-  return AccessorView{file != nullptr ? nullptr : data.data() + start,
-                      file,
-                      start,
-                      static_cast<size_t>(stride),
-                      static_cast<size_t>(element),
-                      a.count,
+  const auto step = static_cast<size_t>(stride);
+  return AccessorView{file != nullptr ? ElementReader(*file, start, step, element, a.count)
+                                      : ElementReader(data.data() + start, step, element, a.count),
                       a.componentType};
 }
 
@@ -413,9 +400,9 @@ Result<std::vector<Vec3>> ReadPositions(const tinygltf::Model& model,
   if (view->component_type != TINYGLTF_COMPONENT_TYPE_FLOAT) {
     return Invalid(field + " (accessor " + std::to_string(accessor) + "): positions must be floats");
   }
-  ElementReader reader = view->Reader();
-  std::vector<Vec3> out(view->count);
-  for (size_t i = 0; i < view->count; ++i) {
+  ElementReader& reader = view->elements;
+  std::vector<Vec3> out(reader.count());
+  for (size_t i = 0; i < out.size(); ++i) {
     float f[3];
     std::memcpy(f, reader.At(i), sizeof(f));
     out[i] = {f[0], f[1], f[2]};
@@ -432,12 +419,11 @@ Result<std::vector<Vec3>> ReadPositions(const tinygltf::Model& model,
 /// the triangles made from it): index i as an unsigned 32-bit value; the
 /// first kept apart (a fan returns to it).
 struct IndexView {
-  ElementReader reader;
-  int component_type = 0;
+  AccessorView indices;
   uint32_t first = 0;
 
   uint32_t Decode(const unsigned char* p) const {
-    switch (component_type) {
+    switch (indices.component_type) {
       case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE: return *p;
       case TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT: {
         uint16_t v;
@@ -451,7 +437,9 @@ struct IndexView {
       }
     }
   }
-  uint32_t operator[](size_t i) { return i == 0 ? first : Decode(reader.At(i)); }
+  uint32_t operator[](size_t i) { return i == 0 ? first : Decode(indices.elements.At(i)); }
+  size_t count() const { return indices.elements.count(); }
+  bool failed() const { return indices.elements.failed(); }
 };
 
 Result<IndexView> ViewIndices(const tinygltf::Model& model, const std::vector<BufferFile>& files,
@@ -465,9 +453,9 @@ Result<IndexView> ViewIndices(const tinygltf::Model& model, const std::vector<Bu
     return Invalid(field + " (accessor " + std::to_string(accessor) +
                    "): indices must be unsigned bytes, shorts or ints");
   }
-  IndexView out{view->Reader(), type, 0};
-  if (out.reader.count() > 0) out.first = out.Decode(out.reader.At(0));
-  if (out.reader.failed()) return Unreadable(field, accessor);
+  IndexView out{std::move(*view), 0};
+  if (out.count() > 0) out.first = out.Decode(out.indices.elements.At(0));
+  if (out.failed()) return Unreadable(field, accessor);
   return out;
 }
 
@@ -519,8 +507,8 @@ Status ReadMesh(const tinygltf::Model& model, const std::vector<BufferFile>& fil
       view.emplace(std::move(*read));
     }
     const auto index = [&](size_t i) { return view ? (*view)[i] : static_cast<uint32_t>(i); };
-    const uint32_t n = static_cast<uint32_t>(view ? view->reader.count() : count);
-    const auto unread = [&] { return view && view->reader.failed(); };
+    const uint32_t n = static_cast<uint32_t>(view ? view->count() : count);
+    const auto unread = [&] { return view && view->failed(); };
     for (uint32_t i = 0; i < n; ++i) {
       if (index(i) >= count) {
         return Invalid(field + ": index " + std::to_string(i) + " is " + std::to_string(index(i)) +

@@ -262,13 +262,7 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
   const auto original_of = [&](size_t t) {
     return original.empty() ? static_cast<uint32_t>(t) : original[t];
   };
-  const struct {
-    std::span<const Indices> input;
-    const std::vector<uint32_t>* original;
-    const Indices& operator[](size_t t) const {
-      return input[original->empty() ? t : (*original)[t]];
-    }
-  } kept{triangles, &original};
+  const auto kept = [&](size_t t) -> const Indices& { return triangles[original_of(t)]; };
   size_t n = 0;
   for (size_t t = 0; t < triangles.size(); ++t) {
     const Indices& tri = triangles[t];
@@ -298,7 +292,7 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
   // into the block.
   mesh.triangle_count_ = static_cast<uint32_t>(n);
   const RecordPlan plan = PlanRecords(vertex_count, input_count, n, [&](auto&& f) {
-    for (size_t j = 0; j < n; ++j) f(kept[j], original_of(j));
+    for (size_t j = 0; j < n; ++j) f(kept(j), original_of(j));
   });
   mesh.vbits_ = static_cast<uint8_t>(plan.vbits);
   mesh.obits_ = plan.originals.bits;
@@ -316,7 +310,7 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
   uint32_t escapes = 0;
   for (size_t j = 0; j < n; ++j) {
     const uint32_t t = original_of(j);
-    const Indices& tri = kept[j];
+    const Indices& tri = kept(j);
     if (plan.Escapes(tri, t)) {
       mesh.SetEscape(escapes++, static_cast<uint32_t>(j), tri[1], tri[2], t);
       mesh.SetRecord(static_cast<uint32_t>(j), tri[0], mesh.EscapeCode(), 0, 0, 0);
@@ -351,13 +345,7 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
   if (n >= kMeshCoarseRootTriangles) {
     CoarseBuildBoxes coarse(input_count, mesh.bounds_.min, mesh.Steps());
     for (size_t j = 0; j < n; ++j) coarse.Set(order[j], box_at(static_cast<uint32_t>(j)));
-    // Input triangle t's record was staged at t less the dropped ones before it.
-    const auto box_of = [&](uint32_t t) {
-      const auto before = std::lower_bound(
-          st.dropped.begin(), st.dropped.end(), t,
-          [](const std::pair<uint32_t, Indices>& d, uint32_t x) { return d.first < x; });
-      return box_at(t - static_cast<uint32_t>(before - st.dropped.begin()));
-    };
+    const auto box_of = [&](uint32_t t) { return box_at(StagedPosition(st.dropped, t)); };
     mesh.BuildCoarseRoot(&order, &coarse, box_of, &st);
   } else {
     BuildBoxes boxes(input_count, mesh.bounds_.min, mesh.Steps());
@@ -536,26 +524,15 @@ void TriangleMesh::BuildHierarchy(std::vector<uint32_t>* order, const BuildBoxes
 template <typename BoxOf>
 void TriangleMesh::BuildCoarseRoot(std::vector<uint32_t>* order, CoarseBuildBoxes* coarse,
                                    const BoxOf& box_of, Staging* st) {
-  std::vector<uint32_t>& ord = *order;
-  const auto n = static_cast<uint32_t>(ord.size());
+  const auto n = static_cast<uint32_t>(order->size());
   st->nodes.clear();
   st->nodes.reserve(n / 8 + 2);  // as BuildHierarchy
   uint32_t bounds[kMeshNodeWidth + 1] = {0, n};
   uint32_t parts = 1;
   BuildSplits(order, *coarse, 0, n, 1, bounds, &parts);
   coarse->Free();
-  height_ = std::max<uint8_t>(height_, 1);
-  st->nodes.emplace_back();  // the root, node 0
-  for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
-    if (i >= parts) {
-      ClearChild(&st->nodes[0], i);
-      continue;
-    }
-    Aabb box;
-    const uint32_t word = BuildOnOwnBoxes(order, bounds[i], bounds[i + 1], 2, box_of, st, &box);
-    SetChildBox(&st->nodes[0], i, box);
-    st->nodes[0].child[i] = word;
-  }
+  Aabb all;
+  AddNodeOnOwnBoxes(order, bounds, parts, 1, box_of, st, &all);  // the root, node 0
 }
 
 template <typename BoxOf>
@@ -594,6 +571,13 @@ uint32_t TriangleMesh::BuildOnOwnBoxes(std::vector<uint32_t>* order, uint32_t be
   }
   restore();
   std::vector<uint32_t>().swap(ids);
+  return AddNodeOnOwnBoxes(order, bounds, parts, depth, box_of, st, box);
+}
+
+template <typename BoxOf>
+uint32_t TriangleMesh::AddNodeOnOwnBoxes(std::vector<uint32_t>* order, const uint32_t* bounds,
+                                         uint32_t parts, uint32_t depth, const BoxOf& box_of,
+                                         Staging* st, Aabb* box) {
   height_ = std::max<uint8_t>(height_, static_cast<uint8_t>(depth));
   const auto self = static_cast<uint32_t>(st->nodes.size());
   st->nodes.emplace_back();
@@ -614,25 +598,19 @@ uint32_t TriangleMesh::BuildOnOwnBoxes(std::vector<uint32_t>* order, uint32_t be
 }
 
 void TriangleMesh::RecordsInLeafOrder(std::vector<uint32_t>* order, Staging* st) {
-  // Record k is to be the staged one of input triangle order[k], staged at
-  // its position among the kept ones (its index less the dropped triangles
-  // before it).
+  // Record k is to be the staged one of input triangle order[k].
   const std::vector<uint32_t>& ord = *order;
-  const auto source = [&](size_t k) {
-    const uint32_t t = ord[k];
-    const auto before = std::lower_bound(
-        st->dropped.begin(), st->dropped.end(), t,
-        [](const std::pair<uint32_t, Indices>& d, uint32_t x) { return d.first < x; });
-    return static_cast<uint32_t>(t - (before - st->dropped.begin()));
-  };
+  const auto source = [&](size_t k) { return StagedPosition(st->dropped, ord[k]); };
   const uint32_t n = triangle_count_, bits = record_bits();
   uint8_t* const records = st->records.data();
   // The escape entries keyed anew by k (gathered while keyed by position).
   std::vector<std::pair<uint32_t, Escape>> escaped;  // (k, its entry), k increasing
   escaped.reserve(escape_count_);
-  for (uint32_t k = 0; k < n && escape_count_ != 0; ++k) {
-    const uint32_t j = source(k);
-    if (EscapedRecord(Record(j))) escaped.emplace_back(k, EscapeOf(j));
+  if (escape_count_ != 0) {
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t j = source(k);
+      if (EscapedRecord(Record(j))) escaped.emplace_back(k, EscapeOf(j));
+    }
   }
   // The records moved in place along the cycles of k <- source(k).
   std::vector<bool> moved(n, false);
@@ -643,7 +621,7 @@ void TriangleMesh::RecordsInLeafOrder(std::vector<uint32_t>* order, Staging* st)
       moved[k] = true;
       const uint32_t from = source(k);
       const PackedRecord r = from == s ? first : Record(from);
-      OverwriteBits(records, uint64_t{k} * bits, bits, r);
+      StoreBits(records, uint64_t{k} * bits, bits, r);
       if (from == s) break;
       k = from;
     }

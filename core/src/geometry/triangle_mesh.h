@@ -386,6 +386,12 @@ class TriangleMesh {
   template <typename BoxOf>
   uint32_t BuildOnOwnBoxes(std::vector<uint32_t>* order, uint32_t begin, uint32_t end,
                            uint32_t depth, const BoxOf& box_of, Staging* st, Aabb* box);
+  /// A node at `depth` whose child i, over (*order)[bounds[i], bounds[i +
+  /// 1]) for i < parts, is built by BuildOnOwnBoxes; *box the union of the
+  /// children's. Returns the node's index.
+  template <typename BoxOf>
+  uint32_t AddNodeOnOwnBoxes(std::vector<uint32_t>* order, const uint32_t* bounds, uint32_t parts,
+                             uint32_t depth, const BoxOf& box_of, Staging* st, Aabb* box);
   /// Puts the staged records (st->records, by kept position) in leaf
   /// order: record k the one of input triangle (*order)[k], escape entries
   /// keyed anew; frees `order`.

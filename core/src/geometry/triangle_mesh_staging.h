@@ -3,6 +3,7 @@
 // the two builds share.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -12,13 +13,6 @@
 #include "geometry/triangle_mesh.h"
 
 namespace hitbox {
-
-/// Sets bits [bit, bit + count) of `bytes` (zero there) to the low bits of r.
-inline void StoreBits(uint8_t* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
-  for (uint32_t i = 0; i < count; ++i) {
-    if ((r >> i) & 1u) bytes[(bit + i) >> 3] |= static_cast<uint8_t>(1u << ((bit + i) & 7));
-  }
-}
 
 struct TriangleMesh::Staging {
   /// Leaves SplitLeaf may still split (a node each).
@@ -39,9 +33,9 @@ struct TriangleMesh::Staging {
 };
 
 /// Sets bits [bit, bit + count) of `bytes` to the low bits of r, whatever
-/// they held; the 8 bytes from bit / 8 must lie within `bytes` (the
-/// records' padding) when count <= 57.
-inline void OverwriteBits(uint8_t* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
+/// they held; the 8 bytes from bit / 8 lie within `bytes` when count <= 57
+/// (every packed array keeps 16 bytes of padding).
+inline void StoreBits(uint8_t* bytes, uint64_t bit, uint32_t count, PackedRecord r) {
   if (count <= 57) {
     const uint64_t mask = ((uint64_t{1} << count) - 1) << (bit & 7);
     uint64_t x;
@@ -55,6 +49,16 @@ inline void OverwriteBits(uint8_t* bytes, uint64_t bit, uint32_t count, PackedRe
     uint8_t& b = bytes[(bit + i) >> 3];
     b = ((r >> i) & 1u) ? static_cast<uint8_t>(b | m) : static_cast<uint8_t>(b & ~m);
   }
+}
+
+/// The staged position of kept input triangle t: t less the dropped
+/// triangles (`dropped`, by input index) before it.
+inline uint32_t StagedPosition(
+    const std::vector<std::pair<uint32_t, TriangleMesh::Indices>>& dropped, uint32_t t) {
+  const auto before = std::lower_bound(
+      dropped.begin(), dropped.end(), t,
+      [](const std::pair<uint32_t, TriangleMesh::Indices>& d, uint32_t x) { return d.first < x; });
+  return t - static_cast<uint32_t>(before - dropped.begin());
 }
 
 template <typename ChildWord>

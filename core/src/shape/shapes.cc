@@ -401,38 +401,31 @@ Result<Shape> Shape::Make(TriangleMeshShape&& m) { return MakeMesh(m, &m); }
 
 Result<Shape> Shape::MakeMesh(const TriangleMeshShape& m, TriangleMeshShape* spent) {
   const auto input_triangles = static_cast<uint32_t>(m.triangles.size());  // spent by the build
-  Result<TriangleMesh> built =
+  return OfMesh(
       TriangleMesh::Build(m.vertices, m.triangles, spent != nullptr ? &spent->vertices : nullptr,
-                          spent != nullptr ? &spent->triangles : nullptr);
-  if (!built.ok()) {
-    return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
-  }
-  return OfMesh(std::move(*built), input_triangles);
+                          spent != nullptr ? &spent->triangles : nullptr),
+      input_triangles);
 }
 
 Result<Shape> Shape::Make(FloatTriangleMeshShape&& m) {
   const auto input_triangles = static_cast<uint32_t>(m.triangles.size());  // spent by the build
-  Result<TriangleMesh> built = TriangleMesh::Build(mesh_vertices::VertexInput::Floats(m.vertices),
-                                                   m.triangles, nullptr, &m.triangles, &m.vertices);
-  if (!built.ok()) {
-    return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
-  }
-  return OfMesh(std::move(*built), input_triangles);
+  return OfMesh(TriangleMesh::Build(mesh_vertices::VertexInput::Floats(m.vertices), m.triangles,
+                                    nullptr, &m.triangles, &m.vertices),
+                input_triangles);
 }
 
 Result<Shape> internal::MakeMeshOverParts(const MeshParts* parts) {
-  Result<TriangleMesh> built = TriangleMesh::BuildOverParts(parts);
+  return Shape::OfMesh(TriangleMesh::BuildOverParts(parts), parts->input_triangle_count());
+}
+
+Result<Shape> Shape::OfMesh(Result<TriangleMesh> built, uint32_t input_triangles) {
   if (!built.ok()) {
     return Error{ErrorCode::kInvalidArgument, "mesh." + built.error().message};
   }
-  return Shape::OfMesh(std::move(*built), parts->input_triangle_count());
-}
-
-Shape Shape::OfMesh(TriangleMesh built, uint32_t input_triangles) {
   Shape shape;
   shape.kind_ = ShapeKind::kMesh;
   shape.radius_ = 0.0;
-  shape.surface_ = new SurfaceData(std::move(built), input_triangles);
+  shape.surface_ = new SurfaceData(std::move(*built), input_triangles);
   internal::SurfaceAddRef(shape.surface_);
   return shape;
 }

@@ -350,8 +350,9 @@ class Shape {
 
  private:
   friend Result<Shape> internal::MakeMeshOverParts(const internal::MeshParts* parts);
-  /// A mesh shape holding `built`, made from `input_triangles` triangles.
-  static Shape OfMesh(TriangleMesh built, uint32_t input_triangles);
+  /// A mesh shape holding `built`, made from `input_triangles` triangles;
+  /// a failed build's error named under "mesh.".
+  static Result<Shape> OfMesh(Result<TriangleMesh> built, uint32_t input_triangles);
   /// Make of a mesh; `spent` (m itself, or null) gives up its vertices and
   /// triangles as the build goes (TriangleMesh::Build's spent arrays).
   static Result<Shape> MakeMesh(const TriangleMeshShape& m, TriangleMeshShape* spent);
