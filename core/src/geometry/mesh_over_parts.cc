@@ -228,7 +228,6 @@ Result<TriangleMesh> TriangleMesh::BuildOverParts(const internal::MeshParts* par
   const uint32_t root = build(build, 0, static_cast<uint32_t>(order.size()), 1);
   if (root & kLeafBit) mesh.AddRootOverLeaf(root, &st);
   boxes.Free();
-  mesh.PackBottomNodes(&st);
   mesh.Seal(&st);
   return mesh;
 }

@@ -4,11 +4,12 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <utility>
 
 namespace hitbox::mesh_vertices {
 
-bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine, double divisor[3]) {
+bool ChooseDivisors(VertexInput vertices, const std::vector<bool>& fine, double divisor[3]) {
   const auto packed = [&](size_t i) { return fine.empty() || !fine[i]; };
   for (int a = 0; a < 3; ++a) {
     int best_bits = 64;
@@ -68,7 +69,7 @@ bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine, doub
   return true;
 }
 
-bool LayoutPacked(VertexInput vertices, const std::vector<uint8_t>& fine, PackedLayout* out) {
+bool LayoutPacked(VertexInput vertices, const std::vector<bool>& fine, PackedLayout* out) {
   // The fine vertices are skipped where they lie, not copied apart.
   const auto packed = [&](size_t i) { return fine.empty() || !fine[i]; };
   if (!fine.empty()) {
@@ -108,7 +109,7 @@ bool LayoutPacked(VertexInput vertices, const std::vector<uint8_t>& fine, Packed
   return true;
 }
 
-size_t VertexBytes(VertexInput vertices, const std::vector<uint8_t>& fine) {
+size_t VertexBytes(VertexInput vertices, const std::vector<bool>& fine) {
   PackedLayout layout;
   if (LayoutPacked(vertices, fine, &layout)) {
     const uint64_t record = layout.bits[0] + layout.bits[1] + layout.bits[2];
@@ -174,31 +175,33 @@ bool AllExactFloats(VertexInput vertices) {
 // The split is found on the vertices' binary fraction bits per axis (one
 // threshold an axis, lowered greedily while the estimate falls), then priced
 // exactly.
-size_t PlanVertices(VertexInput vertices, std::vector<uint8_t>* fine) {
+size_t PlanVertices(VertexInput vertices, std::vector<bool>* fine) {
   fine->clear();
   const size_t uniform = VertexBytes(vertices, *fine);
   const size_t n = vertices.size();
   if (n < 64) return uniform;
-  // Vertices grouped by their fraction bits (x, y, z), with the extents.
-  std::vector<uint32_t> keys(n);
-  double lo[3], hi[3];
-  for (int a = 0; a < 3; ++a) lo[a] = hi[a] = vertices[0][a];
-  for (size_t i = 0; i < n; ++i) {
+  // Vertices counted by their fraction bits (x, y, z), with the extents: a
+  // count a distinct key, not a key a vertex (few keys in a real mesh).
+  const auto key_of = [&](size_t i) {
     uint32_t key = 0;
     for (int a = 0; a < 3; ++a) {
       key |= static_cast<uint32_t>(FractionBits(vertices[i][a])) << (8 * a);
+    }
+    return key;
+  };
+  double lo[3], hi[3];
+  for (int a = 0; a < 3; ++a) lo[a] = hi[a] = vertices[0][a];
+  std::unordered_map<uint32_t, uint32_t> counts;
+  for (size_t i = 0; i < n; ++i) {
+    for (int a = 0; a < 3; ++a) {
       lo[a] = std::min(lo[a], vertices[i][a]);
       hi[a] = std::max(hi[a], vertices[i][a]);
     }
-    keys[i] = key;
+    ++counts[key_of(i)];
   }
-  std::vector<uint32_t> sorted = keys;
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<std::pair<uint32_t, uint32_t>> groups;  // key, count
-  for (uint32_t k : sorted) {
-    if (groups.empty() || groups.back().first != k) groups.emplace_back(k, 0);
-    ++groups.back().second;
-  }
+  std::vector<std::pair<uint32_t, uint32_t>> groups(counts.begin(), counts.end());  // key, count
+  std::unordered_map<uint32_t, uint32_t>().swap(counts);
+  std::sort(groups.begin(), groups.end());
   const bool all_float = AllExactFloats(vertices);
   const double fine_bits = all_float ? 96.0 : 192.0;
   // Estimated bits with thresholds t: packed vertices span the full extents.
@@ -241,13 +244,14 @@ size_t PlanVertices(VertexInput vertices, std::vector<uint8_t>* fine) {
   }
   if (!(best < 8.0 * static_cast<double>(uniform))) return uniform;
   // Price the split exactly.
-  std::vector<uint8_t> flags(n, 0);
+  std::vector<bool> flags(n, false);
   for (size_t i = 0; i < n; ++i) {
+    const uint32_t key = key_of(i);
     for (int a = 0; a < 3; ++a) {
-      if (static_cast<int>((keys[i] >> (8 * a)) & 255u) > t[a]) flags[i] = 1;
+      if (static_cast<int>((key >> (8 * a)) & 255u) > t[a]) flags[i] = true;
     }
   }
-  const size_t fine_count = static_cast<size_t>(std::count(flags.begin(), flags.end(), 1));
+  const size_t fine_count = static_cast<size_t>(std::count(flags.begin(), flags.end(), true));
   PackedLayout layout;
   if (fine_count == 0 || fine_count == n || !LayoutPacked(vertices, flags, &layout)) return uniform;
   const size_t split = VertexBytes(vertices, flags);

@@ -69,7 +69,7 @@ class VertexInput {
 /// axis within 2^33 of each other; the one whose q span the fewest bits.
 /// Vertices flagged in `fine` (when not empty) are left out. False when an
 /// axis has none.
-bool ChooseDivisors(VertexInput vertices, const std::vector<uint8_t>& fine, double divisor[3]);
+bool ChooseDivisors(VertexInput vertices, const std::vector<bool>& fine, double divisor[3]);
 
 /// True when every coordinate of every vertex is exactly a float32 value.
 bool AllExactFloats(VertexInput vertices);
@@ -87,7 +87,7 @@ struct PackedLayout {
 /// kept apart: a fine vertex's record has x all ones (no packed x reaches
 /// it) and its index among the fine ones in y, then z. False when the
 /// packed vertices have no divisors or an axis would pass 33 bits.
-bool LayoutPacked(VertexInput vertices, const std::vector<uint8_t>& fine, PackedLayout* out);
+bool LayoutPacked(VertexInput vertices, const std::vector<bool>& fine, PackedLayout* out);
 
 /// Float32 vertices packed per axis: the 23 mantissa bits, then the index
 /// (`bits`, 0 when one value occurs) of the float's sign and exponent (its
@@ -108,11 +108,11 @@ FloatLayout LayoutFloats(VertexInput vertices);
 bool PackFloats(const FloatLayout& layout, size_t n);
 
 /// Bytes the vertices take stored with `fine` apart (as TriangleMesh does).
-size_t VertexBytes(VertexInput vertices, const std::vector<uint8_t>& fine);
+size_t VertexBytes(VertexInput vertices, const std::vector<bool>& fine);
 
 /// Bytes the mesh stores `vertices` in, and in `fine` (one flag per vertex,
 /// or empty) the vertices it keeps apart as float32 or doubles so that the
 /// rest pack on a coarser grid: chosen when that takes fewer bytes.
-size_t PlanVertices(VertexInput vertices, std::vector<uint8_t>* fine);
+size_t PlanVertices(VertexInput vertices, std::vector<bool>* fine);
 
 }  // namespace hitbox::mesh_vertices

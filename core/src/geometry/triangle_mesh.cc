@@ -241,7 +241,7 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
   Staging st;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
   {
-    std::vector<uint8_t> fine;
+    std::vector<bool> fine;
     mesh_vertices::PlanVertices(vertices, &fine);
     mesh.PackVertices(vertices, fine, &st);
     mesh.View(&st);
@@ -352,14 +352,13 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
     for (size_t j = 0; j < n; ++j) boxes.Set(order[j], box_at(static_cast<uint32_t>(j)));
     mesh.BuildHierarchy(&order, boxes, &st);
   }
-  mesh.PackBottomNodes(&st);  // Seal copies the nodes into the block and frees these
   mesh.RecordsInLeafOrder(&order, &st);
   mesh.Seal(&st);
   return mesh;
 }
 
 void TriangleMesh::PackVertices(mesh_vertices::VertexInput vertices,
-                                const std::vector<uint8_t>& fine, Staging* st) {
+                                const std::vector<bool>& fine, Staging* st) {
   mesh_vertices::PackedLayout layout;
   if (!mesh_vertices::LayoutPacked(vertices, fine, &layout)) {
     if (mesh_vertices::AllExactFloats(vertices)) {
@@ -591,7 +590,7 @@ uint32_t TriangleMesh::AddNodeOnOwnBoxes(std::vector<uint32_t>* order, const uin
     const uint32_t word =
         BuildOnOwnBoxes(order, bounds[i], bounds[i + 1], depth + 1, box_of, st, &child);
     SetChildBox(&st->nodes[self], i, child);  // st->nodes may have grown: index again
-    st->nodes[self].child[i] = word;
+    st->nodes[self].child[i] = BottomWord(self, i, word, st);
     *box = box->Union(child);
   }
   return self;
@@ -634,68 +633,46 @@ void TriangleMesh::RecordsInLeafOrder(std::vector<uint32_t>* order, Staging* st)
   }
 }
 
-void TriangleMesh::PackBottomNodes(Staging* st) {
-  const size_t n = st->nodes.size();
-  std::vector<uint8_t> bottom(n, 0);
-  size_t bottoms = 0;
-  for (size_t j = 1; j < n; ++j) {
-    // Leaves only, in one run of triangles, the used children first.
-    const uint32_t* child = st->nodes[j].child;
-    bool ok = child[0] != kEmpty && LeafTriangles(child[0]).first < (1u << 28);
-    for (uint32_t k = 1; k < kMeshNodeWidth && ok; ++k) {
-      ok = (child[k] & kLeafBit) != 0 &&
-           (child[k] == kEmpty || (child[k - 1] != kEmpty &&
-                                   LeafTriangles(child[k]).first == LeafTriangles(child[k - 1]).end));
-    }
-    bottom[j] = ok && (child[0] & kLeafBit) != 0;
-    bottoms += bottom[j];
+uint32_t TriangleMesh::BottomWord(uint32_t parent, uint32_t slot, uint32_t word,
+                                  Staging* st) const {
+  // The node just appended (a node of leaves appends none after it), under
+  // a parent BottomNode::info can name.
+  if ((word & (kLeafBit | kBottomBit)) != 0 || word + 1 != st->nodes.size() ||
+      parent >= kMaxBottomParents) {
+    return word;
   }
-  if (bottoms == 0 || n - bottoms >= kMaxBottomParents) return;
-  std::vector<uint32_t> index(n);
-  uint32_t inner = 0, packed = 0;
-  for (size_t j = 0; j < n; ++j) index[j] = bottom[j] ? packed++ : inner++;
-  st->bottom.assign(packed, BottomNode{});
-  // The bottom nodes first (the nodes only read), then the inner nodes
-  // moved down in place (each to index[j] <= j, read before any write
-  // reaches it): no second copy of the inner nodes.
-  for (size_t j = 0; j < n; ++j) {
-    if (bottom[j]) continue;
-    const Node& node = st->nodes[j];
-    for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
-      const uint32_t w = node.child[i];
-      if ((w & kLeafBit) || !bottom[w]) continue;  // a leaf, no child or an inner node
-      // The child boxes within this child's box, rounded outwards.
-      const Node& c = st->nodes[w];
-      BottomNode& b = st->bottom[index[w]];
-      for (int a = 0; a < 3; ++a) {
-        const uint32_t base = node.min[a][i];
-        const uint32_t shift = BottomShift(node.max[a][i] - base);
-        for (uint32_t k = 0; k < kMeshNodeWidth; ++k) {
-          const bool used = c.child[k] != kEmpty;
-          b.min[a][k] = used ? static_cast<uint8_t>((c.min[a][k] - base) >> shift) : 255;
-          b.max[a][k] = used ? static_cast<uint8_t>((c.max[a][k] - base) >> shift) : 0;
-        }
-      }
-      uint64_t info = LeafTriangles(c.child[0]).first;
-      for (uint32_t k = 0; k < kMeshNodeWidth; ++k) {
-        const uint64_t count = c.child[k] == kEmpty ? 0 : (c.child[k] & 7u) + 1;
-        info |= count << (28 + 3 * k);
-      }
-      info |= static_cast<uint64_t>(i) << 40 | static_cast<uint64_t>(index[j]) << 42;
-      b.info = info;
+  // Leaves only, in one run of triangles, the used children first.
+  const Node& c = st->nodes[word];
+  const uint32_t* child = c.child;
+  bool ok = child[0] != kEmpty && (child[0] & kLeafBit) != 0 &&
+            LeafTriangles(child[0]).first < (1u << 28);
+  for (uint32_t k = 1; k < kMeshNodeWidth && ok; ++k) {
+    ok = (child[k] & kLeafBit) != 0 &&
+         (child[k] == kEmpty || (child[k - 1] != kEmpty &&
+                                 LeafTriangles(child[k]).first == LeafTriangles(child[k - 1]).end));
+  }
+  if (!ok) return word;
+  // The child boxes within this node's box in its parent, rounded outwards.
+  const Node& node = st->nodes[parent];
+  BottomNode b;
+  for (int a = 0; a < 3; ++a) {
+    const uint32_t base = node.min[a][slot];
+    const uint32_t shift = BottomShift(node.max[a][slot] - base);
+    for (uint32_t k = 0; k < kMeshNodeWidth; ++k) {
+      const bool used = child[k] != kEmpty;
+      b.min[a][k] = used ? static_cast<uint8_t>((c.min[a][k] - base) >> shift) : 255;
+      b.max[a][k] = used ? static_cast<uint8_t>((c.max[a][k] - base) >> shift) : 0;
     }
   }
-  for (size_t j = 0; j < n; ++j) {
-    if (bottom[j]) continue;
-    Node node = st->nodes[j];
-    for (uint32_t i = 0; i < kMeshNodeWidth; ++i) {
-      const uint32_t w = node.child[i];
-      if (w & kLeafBit) continue;  // a leaf or no child
-      node.child[i] = bottom[w] ? kBottomBit | index[w] : index[w];
-    }
-    st->nodes[index[j]] = node;
+  uint64_t info = LeafTriangles(child[0]).first;
+  for (uint32_t k = 0; k < kMeshNodeWidth; ++k) {
+    const uint64_t count = child[k] == kEmpty ? 0 : (child[k] & 7u) + 1;
+    info |= count << (28 + 3 * k);
   }
-  st->nodes.resize(inner);
+  b.info = info | static_cast<uint64_t>(slot) << 40 | static_cast<uint64_t>(parent) << 42;
+  st->nodes.pop_back();
+  st->bottom.push_back(b);
+  return kBottomBit | static_cast<uint32_t>(st->bottom.size() - 1);
 }
 
 void TriangleMesh::BottomNodeAt(uint32_t index, Node* out) const {
@@ -1420,7 +1397,7 @@ size_t TriangleMesh::PredictMemoryBytes(mesh_vertices::VertexInput vertices,
   if (vertices.empty() || triangles.empty()) return 0;
   size_t bytes = 0;
   // Vertices: as Build stores them (PlanVertices).
-  std::vector<uint8_t> fine;
+  std::vector<bool> fine;
   bytes += mesh_vertices::PlanVertices(vertices, &fine);
   // Kept triangles (non-zero area on the input vertices, which decode
   // exactly from either storage).

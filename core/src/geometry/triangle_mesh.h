@@ -376,8 +376,6 @@ class TriangleMesh {
     return *scratch;
   }
   void BottomNodeAt(uint32_t index, Node* out) const;
-  /// Turns the nodes_ (all 64-byte, in build order) whose children are all
-  /// leaves into bottom_ nodes, the root excepted.
   /// The subtree over (*order)[begin, end) built on boxes of its own
   /// triangles (box_of(input index)): exact ones below a quarter of
   /// kMeshCoarseRootTriangles, else its splits chosen on coarse ones and
@@ -396,7 +394,10 @@ class TriangleMesh {
   /// order: record k the one of input triangle (*order)[k], escape entries
   /// keyed anew; frees `order`.
   void RecordsInLeafOrder(std::vector<uint32_t>* order, Staging* st);
-  void PackBottomNodes(Staging* st);
+  /// The word for child `slot` of node `parent` (its box set), `word` as
+  /// built: a bottom_ node in its stead (the node popped) when the node
+  /// holds only leaves in one run of triangles, else `word`.
+  uint32_t BottomWord(uint32_t parent, uint32_t slot, uint32_t word, Staging* st) const;
   /// The triangles [first, end) of a leaf's child word (kLeafBit set).
   struct LeafRange {
     uint32_t first, end;
@@ -733,7 +734,7 @@ class TriangleMesh {
   /// Stores `vertices`: vpacked_ when ChooseDivisors finds divisors, else
   /// fvertices_ or dvertices_; with `fine` flags (PlanVertices), the flagged
   /// ones apart and the rest packed.
-  void PackVertices(mesh_vertices::VertexInput vertices, const std::vector<uint8_t>& fine,
+  void PackVertices(mesh_vertices::VertexInput vertices, const std::vector<bool>& fine,
                     Staging* st);
   /// Sets the active-edge flags of the staged records (written with none):
   /// an edge is active unless exactly two triangles share it and their

@@ -77,7 +77,7 @@ uint32_t TriangleMesh::AddNode(const BuildBoxes& boxes, const std::vector<uint32
     for (uint32_t k = bounds[i]; k < bounds[i + 1]; ++k) box = box.Union(boxes[order[k]]);
     SetChildBox(&node, i, box);
     const uint32_t word = child_word(i);
-    st->nodes[self].child[i] = word;  // st->nodes may have grown: index again
+    st->nodes[self].child[i] = BottomWord(self, i, word, st);  // st->nodes may have grown
   }
   return self;
 }
