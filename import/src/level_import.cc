@@ -66,8 +66,57 @@ struct NodeGeometry {
   /// "node 3 'UBX_crate'" or "object 'wall'": named in errors and notes.
   std::string where;
   Role role = Role::kMesh;
+  /// Local vertices as doubles (OBJ, or glTF positions once widened).
   std::vector<Vec3> vertices;
+  /// glTF positions, x, y, z a vertex, while `vertices` is empty: a mesh
+  /// keeps them as float32 through its build when its baked scale leaves
+  /// them exact (half the bytes of doubles while a large level loads).
+  std::vector<float> floats;
   std::vector<Triangle> triangles;
+
+  size_t VertexCount() const { return floats.empty() ? vertices.size() : floats.size() / 3; }
+  Vec3 Vertex(size_t i) const {
+    if (floats.empty()) return vertices[i];
+    return {floats[3 * i], floats[3 * i + 1], floats[3 * i + 2]};
+  }
+  /// Copies vertex `from` to slot `to` of `out` (doubles) or `out_xyz`
+  /// (floats), whichever this node holds; either may be this node's own.
+  void CopyVertex(size_t from, size_t to, std::vector<Vec3>* out,
+                  std::vector<float>* out_xyz) const {
+    if (floats.empty()) {
+      (*out)[to] = vertices[from];
+    } else {
+      std::copy_n(&floats[3 * from], 3, &(*out_xyz)[3 * to]);
+    }
+  }
+  /// Applies `bake` to every vertex: in place as floats when every result
+  /// is a float32 value and `keep_floats`, else widened to doubles.
+  void Bake(const Mat33& bake, bool keep_floats) {
+    if (floats.empty()) {
+      for (Vec3& v : vertices) v = bake * v;
+      return;
+    }
+    const auto exact = [&] {
+      for (size_t i = 0; i < VertexCount(); ++i) {
+        const Vec3 b = bake * Vertex(i);
+        if (!IsExactFloat(b.x) || !IsExactFloat(b.y) || !IsExactFloat(b.z)) return false;
+      }
+      return true;
+    };
+    if (keep_floats && exact()) {
+      for (size_t i = 0; i < floats.size(); i += 3) {
+        const Vec3 b = bake * Vertex(i / 3);
+        floats[i] = static_cast<float>(b.x);
+        floats[i + 1] = static_cast<float>(b.y);
+        floats[i + 2] = static_cast<float>(b.z);
+      }
+      return;
+    }
+    vertices.resize(VertexCount());
+    for (size_t i = 0; i < vertices.size(); ++i) vertices[i] = bake * Vertex(i);
+    std::vector<float>().swap(floats);
+  }
+
   Affine world;
   uint32_t layer = 0;
   uint64_t user_data = 0;
@@ -86,7 +135,7 @@ class Builder {
     ++level_->report.nodes;
     auto split = Split(node.world);
     if (!split.ok()) return Invalid(node.where + ": " + split.error().message);
-    for (Vec3& v : node.vertices) v = split->bake * v;
+    node.Bake(split->bake, /*keep_floats=*/node.role == Role::kMesh);
     if (node.role == Role::kMesh) return AddMesh(&node, *split);
     const std::vector<Vec3>& baked = node.vertices;
 
@@ -122,13 +171,12 @@ class Builder {
  private:
   Status AddMesh(NodeGeometry* in, const SplitTransform& split) {
     NodeGeometry& node = *in;
-    const std::vector<Vec3>& baked = node.vertices;
     // The triangles of non-zero area, kept in place.
     std::vector<Triangle>& kept = node.triangles;
     const size_t given = kept.size();
     size_t n = 0;
     for (const Triangle& t : kept) {
-      if (IsDegenerate(baked[t[0]], baked[t[1]], baked[t[2]])) {
+      if (IsDegenerate(node.Vertex(t[0]), node.Vertex(t[1]), node.Vertex(t[2]))) {
         ++level_->report.dropped_triangles;
       } else {
         kept[n++] = t;
@@ -146,15 +194,15 @@ class Builder {
       Note(node.where + ": " + std::to_string(kept.size()) + " triangles split into " +
            std::to_string(pieces) + " mesh colliders of at most " + std::to_string(max));
     }
+    const bool floats = !node.floats.empty();
     for (size_t p = 0; p < pieces; ++p) {
       const size_t begin = p * max;
       const size_t end = std::min(kept.size(), begin + static_cast<size_t>(max));
-      TriangleMeshShape mesh;
       // The piece's index of each node vertex: its used vertices keep the
       // node's order (a flat table: 4 bytes a vertex, where a hash map took
       // ~10 times that).
       constexpr uint32_t kUnused = UINT32_MAX;
-      std::vector<uint32_t> remap(baked.size(), kUnused);
+      std::vector<uint32_t> remap(node.VertexCount(), kUnused);
       for (size_t t = begin; t < end; ++t) {
         for (int k = 0; k < 3; ++k) remap[kept[t][k]] = 0;
       }
@@ -162,37 +210,48 @@ class Builder {
       for (uint32_t& at : remap) {
         if (at != kUnused) at = used++;
       }
+      // The piece: triangles, and its vertices as doubles or as floats.
+      std::vector<Triangle> triangles;
+      std::vector<Vec3> vertices;
+      std::vector<float> xyz;
       if (pieces == 1) {
         // The node's arrays become the mesh's, renumbered in place (a used
         // vertex's index never grows): no copy beside them. The build frees
         // them as it goes.
         for (Triangle& t : kept) t = {remap[t[0]], remap[t[1]], remap[t[2]]};
         for (size_t v = 0; v < remap.size(); ++v) {
-          if (remap[v] != kUnused) node.vertices[remap[v]] = node.vertices[v];
+          if (remap[v] != kUnused) node.CopyVertex(v, remap[v], &node.vertices, &node.floats);
         }
-        node.vertices.resize(used);
-        mesh.vertices = std::move(node.vertices);
-        mesh.triangles = std::move(node.triangles);
+        node.vertices.resize(floats ? 0 : used);
+        node.floats.resize(floats ? 3 * size_t{used} : 0);
+        vertices = std::move(node.vertices);
+        xyz = std::move(node.floats);
+        triangles = std::move(node.triangles);
       } else {
-        mesh.triangles.reserve(end - begin);
+        triangles.reserve(end - begin);
         for (size_t t = begin; t < end; ++t) {
-          mesh.triangles.push_back({remap[kept[t][0]], remap[kept[t][1]], remap[kept[t][2]]});
+          triangles.push_back({remap[kept[t][0]], remap[kept[t][1]], remap[kept[t][2]]});
         }
         // Vertices in the node's order, the array sized exactly.
-        mesh.vertices.resize(used);
+        vertices.resize(floats ? 0 : used);
+        xyz.resize(floats ? 3 * size_t{used} : 0);
         for (size_t v = 0; v < remap.size(); ++v) {
-          if (remap[v] != kUnused) mesh.vertices[remap[v]] = baked[v];
+          if (remap[v] != kUnused) node.CopyVertex(v, remap[v], &vertices, &xyz);
         }
       }
       std::vector<uint32_t>().swap(remap);
       if (p + 1 == pieces) {  // the node's arrays are not needed any more
         std::vector<Vec3>().swap(node.vertices);
+        std::vector<float>().swap(node.floats);
         std::vector<Triangle>().swap(node.triangles);
       }
-      const size_t triangles = mesh.triangles.size();
-      auto shape = Shape::Make(std::move(mesh));  // its arrays freed as the build goes
+      const size_t count = triangles.size();
+      // The piece's arrays are freed as the build goes.
+      auto shape =
+          floats ? Shape::Make(FloatTriangleMeshShape{std::move(xyz), std::move(triangles)})
+                 : Shape::Make(TriangleMeshShape{std::move(vertices), std::move(triangles)});
       if (!shape.ok()) return Invalid(node.where + ": " + shape.error().message);
-      level_->report.triangles += triangles;
+      level_->report.triangles += count;
       Add(node, *shape, split.pose);
     }
     return Status::Ok();
@@ -392,22 +451,22 @@ Error Unreadable(const std::string& field, int accessor) {
                  "): its bytes could not be read from the file");
 }
 
-Result<std::vector<Vec3>> ReadPositions(const tinygltf::Model& model,
-                                        const std::vector<BufferFile>& files, int accessor,
-                                        const std::string& field) {
+/// The positions of an accessor, x, y, z a vertex, as the file's floats.
+Result<std::vector<float>> ReadPositions(const tinygltf::Model& model,
+                                         const std::vector<BufferFile>& files, int accessor,
+                                         const std::string& field) {
   auto view = ViewAccessor(model, files, accessor, field, TINYGLTF_TYPE_VEC3);
   if (!view.ok()) return view.error();
   if (view->component_type != TINYGLTF_COMPONENT_TYPE_FLOAT) {
     return Invalid(field + " (accessor " + std::to_string(accessor) + "): positions must be floats");
   }
   ElementReader& reader = view->elements;
-  std::vector<Vec3> out(reader.count());
-  for (size_t i = 0; i < out.size(); ++i) {
-    float f[3];
-    std::memcpy(f, reader.At(i), sizeof(f));
-    out[i] = {f[0], f[1], f[2]};
+  std::vector<float> out(3 * reader.count());
+  for (size_t i = 0; i < reader.count(); ++i) {
+    float* f = &out[3 * i];
+    std::memcpy(f, reader.At(i), 3 * sizeof(float));
     if (reader.failed()) return Unreadable(field, accessor);
-    if (!out[i].IsFinite()) {
+    if (!std::isfinite(f[0]) || !std::isfinite(f[1]) || !std::isfinite(f[2])) {
       return Invalid(field + " (accessor " + std::to_string(accessor) + "): vertex " +
                      std::to_string(i) + " is not finite");
     }
@@ -498,7 +557,7 @@ Status ReadMesh(const tinygltf::Model& model, const std::vector<BufferFile>& fil
     if (pos == prim.attributes.end()) return Invalid(field + " has no POSITION attribute");
     auto vertices = ReadPositions(model, files, pos->second, field + " POSITION");
     if (!vertices.ok()) return vertices.error();
-    const size_t count = vertices->size();
+    const size_t count = vertices->size() / 3;
     // Indices read where the file holds them; none: 0, 1, 2, ...
     std::optional<IndexView> view;
     if (prim.indices >= 0) {
@@ -516,13 +575,13 @@ Status ReadMesh(const tinygltf::Model& model, const std::vector<BufferFile>& fil
       }
     }
     if (unread()) return Unreadable(field + " indices", prim.indices);
-    const uint32_t base = static_cast<uint32_t>(node->vertices.size());
-    if (node->vertices.empty()) {
-      node->vertices = std::move(*vertices);  // the first primitive's: no copy
+    const uint32_t base = static_cast<uint32_t>(node->VertexCount());
+    if (node->floats.empty()) {
+      node->floats = std::move(*vertices);  // the first primitive's: no copy
     } else {
-      node->vertices.insert(node->vertices.end(), vertices->begin(), vertices->end());
+      node->floats.insert(node->floats.end(), vertices->begin(), vertices->end());
     }
-    std::vector<Vec3>().swap(*vertices);
+    std::vector<float>().swap(*vertices);
     auto add = [&](uint32_t a, uint32_t b, uint32_t c) {
       node->triangles.push_back({base + index(a), base + index(b), base + index(c)});
     };
@@ -655,7 +714,7 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
       for (size_t b : MeshBuffers(model, node.mesh)) {
         if (--readers[b] == 0) std::vector<unsigned char>().swap(model.buffers[b].data);
       }
-      if (geometry.vertices.empty()) {
+      if (geometry.floats.empty()) {
         level->report.notes.push_back(where + ": no triangles, no collider made");
       } else if (Status s = builder.AddNode(&geometry); !s.ok()) {
         return Invalid(path + ": " + s.message());

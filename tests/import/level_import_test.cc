@@ -99,6 +99,41 @@ TEST(LevelImport, ScaleIsBakedIntoMeshVertices) {
   EXPECT_TRUE(VecNear(level->report.bounds.min, {-2, 0, -3}, 1e-6));
 }
 
+// A scale that keeps every float32 vertex a float32 value (a mirror, powers
+// of two) bakes them as floats; one that does not (0.1, 1/3) bakes them as
+// doubles: either way each mesh vertex is the file's float times the scale,
+// exactly.
+TEST(LevelImport, ScaledFloatVerticesAreBakedExactly) {
+  TestMesh m;
+  for (int i = 0; i < 4; ++i) {
+    const float f = static_cast<float>(i);
+    m.vertices.push_back({0.3f + f, 0.7f * f, 1.1f});
+    m.vertices.push_back({0.3f + f, 0.7f * f + 0.9f, 2.3f});
+  }
+  for (uint32_t i = 0; i + 3 < 8; i += 2) {
+    m.triangles.push_back({i, i + 2, i + 1});
+    m.triangles.push_back({i + 1, i + 2, i + 3});
+  }
+  const std::vector<std::array<double, 3>> scales = {
+      {-1.0, 2.0, 0.5}, {0.1, 1.0, 1.0 / 3.0}, {1.0, 1.0, 0.1}};
+  for (const std::array<double, 3>& scale : scales) {
+    GltfBuilder b;
+    b.AddNode("strip", b.AddMesh("strip", m), {{}, {}, {scale[0], scale[1], scale[2]}});
+    auto level = WriteAndImport(b, "scaled_floats.glb");
+    ASSERT_TRUE(level.ok()) << level.error().message;
+    ASSERT_EQ(level->colliders.size(), 1u);
+    const auto in = level->colliders[0].shape.mesh_input();
+    ASSERT_TRUE(in.has_value());
+    ASSERT_EQ(in->vertices.size(), m.vertices.size());
+    for (size_t i = 0; i < m.vertices.size(); ++i) {
+      const std::array<float, 3>& v = m.vertices[i];
+      const Vec3 baked{scale[0] * v[0], scale[1] * v[1], scale[2] * v[2]};
+      EXPECT_EQ(in->vertices[i], baked) << "scale " << scale[0] << " " << scale[1] << " "
+                                        << scale[2] << ", vertex " << i;
+    }
+  }
+}
+
 // A box under non-uniform scale along its own axes stays a box; a sphere and a
 // capsule become hulls (an ellipsoid is no sphere), and the report says so.
 TEST(LevelImport, NonUniformScaleOnPrimitives) {
