@@ -13,8 +13,9 @@ namespace hitbox::import {
 /// correctly rounded values of the file's "v" lines, read as tinyobjloader
 /// splits lines and tokens; a token that does not read whole as a number
 /// (a missing coordinate, "1.5f", an out-of-range exponent) keeps
-/// tinyobjloader's value. False, `xyz` untouched, when the file cannot be
-/// read or its "v" lines are not xyz.size() / 3 of them.
+/// tinyobjloader's value. False when the file cannot be read or its "v"
+/// lines are not xyz.size() / 3 of them (then `xyz` is untouched, unless
+/// the file fails part way through the second of the two reads).
 bool ReadObjPositions(const std::string& path, std::vector<double>* xyz);
 
 }  // namespace hitbox::import

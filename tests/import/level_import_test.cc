@@ -632,15 +632,16 @@ TEST(LevelImport, ObjDecimalsAreReadExactlyAndPacked) {
 
 // Every OBJ coordinate is the double nearest its text, however many digits
 // it has (tinyobjloader's own parser lands a few ulps off for some: the
-// importer reads the "v" lines again), in any of OBJ's line endings and
-// with a leading '+'.
+// importer reads the "v" lines again), in any of OBJ's line endings, with
+// a leading '+', and with lines across the reader's 64 KiB windows (a
+// "\r\n" split between two of them).
 TEST(LevelImport, ObjCoordinatesAreTheDoublesNearestTheirText) {
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> value(-3000.0, 3000.0);
   for (const char* eol : {"\n", "\r\n", "\r"}) {
     std::string text = std::string("o rough") + eol;
     std::vector<std::string> coords;
-    const int n = 300;
+    const int n = 1500;
     for (int i = 0; i < n; ++i) {
       char buf[160];
       const double x = std::fabs(value(rng));  // written with a '+' now and then
@@ -653,6 +654,14 @@ TEST(LevelImport, ObjCoordinatesAreTheDoublesNearestTheirText) {
       text += "f " + std::to_string(i + 1) + " " + std::to_string(i + 2) + " " +
               std::to_string(i + 3) + eol;
     }
+    if (std::string(eol) == "\r\n") {
+      // A comment line first, sized to put a "\r" last in the first window.
+      constexpr size_t kWindow = size_t{1} << 16;
+      const size_t r = text.rfind('\r', kWindow - 4);
+      text = "#" + std::string(kWindow - 1 - r - 3, 'x') + eol + text;
+      ASSERT_EQ(text.substr(kWindow - 1, 2), "\r\n");
+    }
+    ASSERT_GT(text.size(), size_t{1} << 16);
     const std::string path = Temp("rough.obj");
     std::ofstream(path, std::ios::binary) << text;
     auto level = ImportLevel(path);
