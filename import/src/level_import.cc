@@ -451,21 +451,65 @@ Error Unreadable(const std::string& field, int accessor) {
                  "): its bytes could not be read from the file");
 }
 
-/// The positions of an accessor, x, y, z a vertex, as the file's floats.
+/// One position component of glTF component type `type` at `p` as a
+/// float: a float as it is; an integer (KHR_mesh_quantization) as its
+/// value, or, normalized, as glTF maps it to [-1, 1] or [0, 1] (the float
+/// quotient, correctly rounded).
+float PositionComponent(const unsigned char* p, int type, bool normalized) {
+  switch (type) {
+    case TINYGLTF_COMPONENT_TYPE_BYTE: {
+      const auto c = static_cast<float>(static_cast<int8_t>(*p));
+      return normalized ? std::max(c / 127.0f, -1.0f) : c;
+    }
+    case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE: {
+      const auto c = static_cast<float>(*p);
+      return normalized ? c / 255.0f : c;
+    }
+    case TINYGLTF_COMPONENT_TYPE_SHORT: {
+      int16_t v;
+      std::memcpy(&v, p, sizeof(v));
+      const auto c = static_cast<float>(v);
+      return normalized ? std::max(c / 32767.0f, -1.0f) : c;
+    }
+    case TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT: {
+      uint16_t v;
+      std::memcpy(&v, p, sizeof(v));
+      const auto c = static_cast<float>(v);
+      return normalized ? c / 65535.0f : c;
+    }
+    default: {
+      float f;
+      std::memcpy(&f, p, sizeof(f));
+      return f;
+    }
+  }
+}
+
+/// The positions of an accessor, x, y, z a vertex, as floats: the file's,
+/// or its quantized integers' (KHR_mesh_quantization: bytes or shorts,
+/// normalized or not; the node's transform scales them).
 Result<std::vector<float>> ReadPositions(const tinygltf::Model& model,
                                          const std::vector<BufferFile>& files, int accessor,
                                          const std::string& field) {
   auto view = ViewAccessor(model, files, accessor, field, TINYGLTF_TYPE_VEC3);
   if (!view.ok()) return view.error();
-  if (view->component_type != TINYGLTF_COMPONENT_TYPE_FLOAT) {
-    return Invalid(field + " (accessor " + std::to_string(accessor) + "): positions must be floats");
+  const int type = view->component_type;
+  if (type != TINYGLTF_COMPONENT_TYPE_FLOAT && type != TINYGLTF_COMPONENT_TYPE_BYTE &&
+      type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE && type != TINYGLTF_COMPONENT_TYPE_SHORT &&
+      type != TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT) {
+    return Invalid(field + " (accessor " + std::to_string(accessor) +
+                   "): positions must be floats, or bytes or shorts (KHR_mesh_quantization)");
   }
+  const bool normalized = model.accessors[static_cast<size_t>(accessor)].normalized;
+  const size_t size =
+      static_cast<size_t>(tinygltf::GetComponentSizeInBytes(static_cast<uint32_t>(type)));
   ElementReader& reader = view->elements;
   std::vector<float> out(3 * reader.count());
   for (size_t i = 0; i < reader.count(); ++i) {
-    float* f = &out[3 * i];
-    std::memcpy(f, reader.At(i), 3 * sizeof(float));
+    const unsigned char* element = reader.At(i);
     if (reader.failed()) return Unreadable(field, accessor);
+    float* f = &out[3 * i];
+    for (size_t a = 0; a < 3; ++a) f[a] = PositionComponent(element + a * size, type, normalized);
     if (!std::isfinite(f[0]) || !std::isfinite(f[1]) || !std::isfinite(f[2])) {
       return Invalid(field + " (accessor " + std::to_string(accessor) + "): vertex " +
                      std::to_string(i) + " is not finite");
@@ -644,6 +688,15 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
     while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
     return Invalid(path + ": " + (err.empty() ? "not a glTF 2.0 file" : err));
   }
+  // Geometry this importer cannot read is an error, not a level with
+  // pieces missing: compressed buffers the file requires, instanced nodes.
+  for (const std::string& ext : model.extensionsRequired) {
+    if (ext == "KHR_draco_mesh_compression" || ext == "EXT_meshopt_compression") {
+      return Invalid(path + ": requires " + ext +
+                     " (compressed geometry), which Hitbox does not read; export the level "
+                     "without compression");
+    }
+  }
   // Roots: the scene's nodes, or every node no other node lists as a child.
   std::vector<int> roots;
   if (!model.scenes.empty()) {
@@ -687,6 +740,11 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
     }
     seen[static_cast<size_t>(index)] = true;
     const tinygltf::Node& node = model.nodes[static_cast<size_t>(index)];
+    if (node.extensions.count("EXT_mesh_gpu_instancing") != 0) {
+      return Invalid(path + ": " + where +
+                     " draws its mesh per instance (EXT_mesh_gpu_instancing), which Hitbox does "
+                     "not read; export the instances as nodes");
+    }
     auto local = LocalTransform(node);
     if (!local.ok()) return Invalid(path + ": " + where + ": " + local.error().message);
     Inherited here{parent.world * *local, parent.layer, parent.user_data};

@@ -134,6 +134,84 @@ TEST(LevelImport, ScaledFloatVerticesAreBakedExactly) {
   }
 }
 
+// Quantized positions (KHR_mesh_quantization): shorts and bytes, normalized
+// as glTF maps them (-128 and -32768 to -1) or taken as they are, each
+// vertex padded to 4 bytes, under the node's scale, in .glb and .gltf.
+TEST(LevelImport, QuantizedPositionsAreRead) {
+  struct Case {
+    int type;
+    bool normalized;
+    std::vector<std::array<int32_t, 3>> positions;
+    std::array<double, 3> scale;
+  };
+  const std::vector<Case> cases = {
+      {TINYGLTF_COMPONENT_TYPE_SHORT, true,
+       {{-32768, 0, 0}, {32767, 0, 0}, {0, 0, 1000}, {0, -1000, 7}}, {2.0, 0.5, 2.0}},
+      {TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT, true,
+       {{0, 0, 0}, {65535, 0, 0}, {0, 0, 1000}, {0, 1000, 7}}, {1.0, 1.0, 1.0}},
+      {TINYGLTF_COMPONENT_TYPE_BYTE, true, {{-128, 0, 0}, {127, 0, 0}, {0, 0, 100}, {0, -100, 7}},
+       {1.0, 1.0, 1.0}},
+      {TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE, false,
+       {{0, 0, 0}, {200, 0, 0}, {0, 0, 200}, {0, 255, 7}}, {0.1, 0.1, 0.1}},
+  };
+  const auto dequantize = [](int type, bool normalized, int32_t c) {
+    const auto f = static_cast<float>(c);
+    if (!normalized) return f;
+    switch (type) {
+      case TINYGLTF_COMPONENT_TYPE_SHORT: return std::max(f / 32767.0f, -1.0f);
+      case TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT: return f / 65535.0f;
+      case TINYGLTF_COMPONENT_TYPE_BYTE: return std::max(f / 127.0f, -1.0f);
+      default: return f / 255.0f;
+    }
+  };
+  for (const Case& c : cases) {
+    for (const char* name : {"quantized.glb", "quantized.gltf"}) {
+      GltfBuilder b;
+      const int mesh = b.AddQuantizedMesh("floor", c.type, c.normalized, c.positions,
+                                          {{0, 1, 2}, {0, 3, 1}});
+      b.AddNode("floor", mesh, {{}, {}, {c.scale[0], c.scale[1], c.scale[2]}});
+      auto level = WriteAndImport(b, name);
+      ASSERT_TRUE(level.ok()) << level.error().message;
+      ASSERT_EQ(level->colliders.size(), 1u);
+      const auto in = level->colliders[0].shape.mesh_input();
+      ASSERT_TRUE(in.has_value());
+      ASSERT_EQ(in->vertices.size(), c.positions.size());
+      for (size_t i = 0; i < c.positions.size(); ++i) {
+        Vec3 want;
+        for (int a = 0; a < 3; ++a) {
+          want[a] = c.scale[a] * dequantize(c.type, c.normalized, c.positions[i][a]);
+        }
+        EXPECT_EQ(in->vertices[i], want) << name << " type " << c.type << " vertex " << i;
+      }
+    }
+  }
+}
+
+// Geometry the importer cannot read is an error naming it: compressed
+// buffers a file requires, a node drawn per instance.
+TEST(LevelImport, UnreadableGeometryExtensionsAreNamed) {
+  for (const char* ext : {"KHR_draco_mesh_compression", "EXT_meshopt_compression"}) {
+    GltfBuilder b;
+    b.AddNode("wall", b.AddMesh("wall", BoxMesh({0, 0, 0}, {4, 3, 0.5f})));
+    b.model().extensionsUsed.push_back(ext);
+    b.model().extensionsRequired.push_back(ext);
+    auto level = WriteAndImport(b, "compressed.glb");
+    ASSERT_FALSE(level.ok());
+    EXPECT_NE(level.error().message.find(std::string("requires ") + ext), std::string::npos)
+        << level.error().message;
+  }
+  GltfBuilder b;
+  b.AddNode("tree", b.AddMesh("tree", BoxMesh({0, 0, 0}, {1, 3, 1})));
+  b.model().nodes[0].extensions["EXT_mesh_gpu_instancing"] =
+      tinygltf::Value(tinygltf::Value::Object{});
+  b.model().extensionsUsed.push_back("EXT_mesh_gpu_instancing");
+  auto level = WriteAndImport(b, "instanced.glb");
+  ASSERT_FALSE(level.ok());
+  EXPECT_NE(level.error().message.find("node 0 'tree' draws its mesh per instance"),
+            std::string::npos)
+      << level.error().message;
+}
+
 // A box under non-uniform scale along its own axes stays a box; a sphere and a
 // capsule become hulls (an ellipsoid is no sphere), and the report says so.
 TEST(LevelImport, NonUniformScaleOnPrimitives) {

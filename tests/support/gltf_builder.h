@@ -5,6 +5,7 @@
 
 #include <tiny_gltf.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -101,24 +102,47 @@ class GltfBuilder {
         pos.maxValues[k] = std::max<double>(pos.maxValues[k], v[k]);
       }
     }
-    model_.accessors.push_back(pos);
-    tinygltf::Accessor idx;
-    idx.bufferView = index_view;
-    idx.componentType = TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT;
-    idx.type = TINYGLTF_TYPE_SCALAR;
-    idx.count = mesh.triangles.size() * 3;
-    model_.accessors.push_back(idx);
+    return AddPrimitiveMesh(name, pos, index_view, mesh.triangles.size(), extras);
+  }
 
-    tinygltf::Primitive prim;
-    prim.attributes["POSITION"] = static_cast<int>(model_.accessors.size() - 2);
-    prim.indices = static_cast<int>(model_.accessors.size() - 1);
-    prim.mode = TINYGLTF_MODE_TRIANGLES;
-    tinygltf::Mesh m;
-    m.name = name;
-    m.primitives.push_back(prim);
-    if (!extras.empty()) m.extras = tinygltf::Value(tinygltf::Value::Object(extras.begin(), extras.end()));
-    model_.meshes.push_back(m);
-    return static_cast<int>(model_.meshes.size() - 1);
+  /// Adds a mesh whose positions are integers of glTF component type
+  /// `component_type` (KHR_mesh_quantization: bytes or shorts), normalized
+  /// or not, each vertex padded to 4 bytes; returns its index.
+  int AddQuantizedMesh(const std::string& name, int component_type, bool normalized,
+                       const std::vector<std::array<int32_t, 3>>& positions,
+                       const std::vector<std::array<uint32_t, 3>>& triangles) {
+    std::vector<unsigned char>& data = model_.buffers[0].data;
+    data.resize((data.size() + 3) / 4 * 4, 0);
+    const size_t size = tinygltf::GetComponentSizeInBytes(static_cast<uint32_t>(component_type));
+    const size_t stride = (3 * size + 3) / 4 * 4;
+    const size_t vertex_offset = data.size();
+    for (const auto& p : positions) {
+      for (int32_t c : p) {
+        for (size_t b = 0; b < size; ++b) {
+          data.push_back(static_cast<unsigned char>((static_cast<uint32_t>(c) >> (8 * b)) & 255u));
+        }
+      }
+      data.resize(data.size() + stride - 3 * size, 0);
+    }
+    const size_t index_offset = data.size();
+    for (const auto& t : triangles) Append(t.data(), sizeof(uint32_t) * 3);
+    const int vertex_view =
+        AddView(vertex_offset, index_offset - vertex_offset, TINYGLTF_TARGET_ARRAY_BUFFER);
+    model_.bufferViews.back().byteStride = stride;
+    const int index_view =
+        AddView(index_offset, data.size() - index_offset, TINYGLTF_TARGET_ELEMENT_ARRAY_BUFFER);
+    tinygltf::Accessor pos;
+    pos.bufferView = vertex_view;
+    pos.componentType = component_type;
+    pos.normalized = normalized;
+    pos.type = TINYGLTF_TYPE_VEC3;
+    pos.count = positions.size();
+    if (std::find(model_.extensionsUsed.begin(), model_.extensionsUsed.end(),
+                  "KHR_mesh_quantization") == model_.extensionsUsed.end()) {
+      model_.extensionsUsed.push_back("KHR_mesh_quantization");
+      model_.extensionsRequired.push_back("KHR_mesh_quantization");
+    }
+    return AddPrimitiveMesh(name, pos, index_view, triangles.size(), {});
   }
 
   /// Node placement: translation, rotation [x, y, z, w], scale (empty = default).
@@ -166,6 +190,30 @@ class GltfBuilder {
   }
 
  private:
+  /// A mesh of one triangle primitive: positions `pos`, `triangles` of
+  /// unsigned int indices in `index_view`.
+  int AddPrimitiveMesh(const std::string& name, const tinygltf::Accessor& pos, int index_view,
+                       size_t triangles, const std::map<std::string, tinygltf::Value>& extras) {
+    model_.accessors.push_back(pos);
+    tinygltf::Accessor idx;
+    idx.bufferView = index_view;
+    idx.componentType = TINYGLTF_COMPONENT_TYPE_UNSIGNED_INT;
+    idx.type = TINYGLTF_TYPE_SCALAR;
+    idx.count = triangles * 3;
+    model_.accessors.push_back(idx);
+    tinygltf::Primitive prim;
+    prim.attributes["POSITION"] = static_cast<int>(model_.accessors.size() - 2);
+    prim.indices = static_cast<int>(model_.accessors.size() - 1);
+    prim.mode = TINYGLTF_MODE_TRIANGLES;
+    tinygltf::Mesh m;
+    m.name = name;
+    m.primitives.push_back(prim);
+    if (!extras.empty()) {
+      m.extras = tinygltf::Value(tinygltf::Value::Object(extras.begin(), extras.end()));
+    }
+    model_.meshes.push_back(m);
+    return static_cast<int>(model_.meshes.size() - 1);
+  }
   void Append(const void* p, size_t n) {
     const auto* b = static_cast<const unsigned char*>(p);
     model_.buffers[0].data.insert(model_.buffers[0].data.end(), b, b + n);
