@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <cstdint>
 #include <optional>
 
@@ -165,6 +166,49 @@ class Builder {
            std::to_string(fitted->shape.hull()->vertices().size()) + " vertices");
     }
     Add(node, fitted->shape, split->pose * fitted->offset);
+    return Status::Ok();
+  }
+
+  /// What a mesh node became: its colliders' shapes and what it added to
+  /// the report (notes after the node's name), for nodes placing the same
+  /// mesh under the same baked scale, which share the shapes.
+  struct Made {
+    std::vector<Shape> shapes;
+    uint64_t triangles = 0;
+    uint64_t dropped = 0;
+    std::vector<std::string> notes;
+  };
+  /// The report's and colliders' counts now, to record what follows.
+  struct Mark {
+    size_t colliders, notes;
+    uint64_t triangles, dropped;
+  };
+  Mark Now() const {
+    return {level_->colliders.size(), level_->report.notes.size(), level_->report.triangles,
+            level_->report.dropped_triangles};
+  }
+  /// What was added since `mark` for the node named `where`.
+  Made Since(const Mark& mark, const std::string& where) const {
+    Made made;
+    for (size_t i = mark.colliders; i < level_->colliders.size(); ++i) {
+      made.shapes.push_back(level_->colliders[i].shape);
+    }
+    for (size_t i = mark.notes; i < level_->report.notes.size(); ++i) {
+      made.notes.push_back(level_->report.notes[i].substr(where.size()));
+    }
+    made.triangles = level_->report.triangles - mark.triangles;
+    made.dropped = level_->report.dropped_triangles - mark.dropped;
+    return made;
+  }
+  /// `node` (its geometry not read) placing what another node made.
+  Status AddMade(const NodeGeometry& node, const Made& made) {
+    ++level_->report.nodes;
+    auto split = Split(node.world);
+    if (!split.ok()) return Invalid(node.where + ": " + split.error().message);
+    level_->report.triangles += made.triangles;
+    level_->report.dropped_triangles += made.dropped;
+    for (const std::string& note : made.notes) Note(node.where + note);
+    for (const Shape& shape : made.shapes) Add(node, shape, split->pose);
     return Status::Ok();
   }
 
@@ -667,6 +711,17 @@ Result<Affine> LocalTransform(const tinygltf::Node& node) {
   return t;
 }
 
+/// A glTF mesh and the scale its node bakes into it (exactly): nodes with
+/// equal keys make the same shapes.
+using MadeKey = std::pair<int, std::array<double, 9>>;
+MadeKey MakeKey(int mesh, const Mat33& bake) {
+  std::array<double, 9> m{};
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 3; ++c) m[static_cast<size_t>(3 * r + c)] = bake.row[r][c];
+  }
+  return {mesh, m};
+}
+
 Status ImportGltf(const std::string& path, bool binary, const ImportOptions& options, Level* level) {
   tinygltf::TinyGLTF loader;
   loader.SetImageLoader(&SkipImage, nullptr);
@@ -722,6 +777,7 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
     for (size_t b : MeshBuffers(model, n.mesh)) ++readers[b];
   }
   Builder builder(options, level);
+  std::map<MadeKey, Builder::Made> made_meshes;
   std::vector<bool> seen(model.nodes.size(), false);
   struct Inherited {
     Affine world;
@@ -765,17 +821,35 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
       if (Status s = ReadExtras({&node.extras, &mesh.extras}, &geometry.layer, &geometry.user_data); !s.ok()) {
         return Invalid(path + ": " + where + " (mesh " + std::to_string(node.mesh) + "): " + s.message());
       }
-      if (Status s = ReadMesh(model, doc->buffers, node.mesh, &geometry, &level->report.notes);
-          !s.ok()) {
+      // A mesh placed again under the same baked scale shares the shapes
+      // its first node made (neither read nor built again).
+      std::optional<MadeKey> key;
+      if (geometry.role == Role::kMesh) {
+        if (auto split = Split(geometry.world); split.ok()) key = MakeKey(node.mesh, split->bake);
+      }
+      const auto made = key ? made_meshes.find(*key) : made_meshes.end();
+      const bool again = made != made_meshes.end();
+      const Builder::Mark mark = builder.Now();
+      if (again) {
+        if (Status s = builder.AddMade(geometry, made->second); !s.ok()) {
+          return Invalid(path + ": " + s.message());
+        }
+      } else if (Status s =
+                     ReadMesh(model, doc->buffers, node.mesh, &geometry, &level->report.notes);
+                 !s.ok()) {
         return Invalid(path + ": " + where + ": " + s.message());
       }
       for (size_t b : MeshBuffers(model, node.mesh)) {
         if (--readers[b] == 0) std::vector<unsigned char>().swap(model.buffers[b].data);
       }
-      if (geometry.floats.empty()) {
-        level->report.notes.push_back(where + ": no triangles, no collider made");
-      } else if (Status s = builder.AddNode(&geometry); !s.ok()) {
-        return Invalid(path + ": " + s.message());
+      if (!again) {
+        if (geometry.floats.empty()) {
+          level->report.notes.push_back(where + ": no triangles, no collider made");
+        } else if (Status s = builder.AddNode(&geometry); !s.ok()) {
+          return Invalid(path + ": " + s.message());
+        } else if (key) {
+          made_meshes.emplace(*key, builder.Since(mark, where));
+        }
       }
     }
     for (int child : node.children) {

@@ -505,6 +505,39 @@ TEST(LevelImport, MeshesKeepTheFileVertexOrder) {
   }
 }
 
+// Nodes placing one mesh under the same baked scale share the shapes the
+// first made (one built mesh, split pieces and notes alike); another scale
+// makes its own. The report counts every node's triangles and notes.
+TEST(LevelImport, AMeshPlacedAgainSharesItsShapes) {
+  GltfBuilder b;
+  const int wall = b.AddMesh("wall", BoxMesh({0, 0, 0}, {4, 3, 0.5f}));
+  b.AddNode("wall_a", wall, {{0, 0, 0}, {}, {}});
+  b.AddNode("wall_b", wall, {{10, 0, 0}, Q(YawDegrees(90)), {}});
+  b.AddNode("wall_tall", wall, {{20, 0, 0}, {}, {1, 2, 1}});
+  b.AddNode("wall_c", wall, {{30, 0, 0}, {}, {}});
+  ImportOptions options;
+  options.max_mesh_triangles = 8;  // two pieces a wall
+  auto level = WriteAndImport(b, "shared.glb", options);
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 8u);
+  const auto surface = [&](size_t i) { return level->colliders[i].shape.surface(); };
+  for (size_t piece = 0; piece < 2; ++piece) {
+    EXPECT_EQ(surface(2 + piece), surface(piece));  // wall_b
+    EXPECT_NE(surface(4 + piece), surface(piece));  // wall_tall: scaled
+    EXPECT_EQ(surface(6 + piece), surface(piece));  // wall_c
+  }
+  EXPECT_NE(surface(0), surface(1));
+  EXPECT_TRUE(PoseNear(level->colliders[3].pose, Pose({10, 0, 0}, YawDegrees(90)), 1e-12));
+  EXPECT_EQ(level->sources[7], "node 3 'wall_c'");
+  EXPECT_EQ(level->report.nodes, 4u);
+  EXPECT_EQ(level->report.triangles, 48u);
+  EXPECT_TRUE(HasNote(*level, "node 1 'wall_b': 12 triangles split into 2 mesh colliders"));
+  EXPECT_TRUE(HasNote(*level, "node 3 'wall_c': 12 triangles split into 2 mesh colliders"));
+  // The tall wall's vertices are the scaled ones, the others' the file's.
+  EXPECT_TRUE(VecNear(level->colliders[4].shape.LocalBounds().max, {4, 6, 0.5}, 1e-12) ||
+                  VecNear(level->colliders[5].shape.LocalBounds().max, {4, 6, 0.5}, 1e-12));
+}
+
 // The file's buffers are released once no node left reads them, so a mesh
 // placed by several nodes still has its data for the last of them.
 TEST(LevelImport, AMeshPlacedTwiceKeepsItsBufferForBoth) {

@@ -372,7 +372,9 @@ class ColliderSet {
   Status ForEachAtTick(double t, const std::function<void(const Collider&)>& fn) const;
   /// Bytes of heap used by the own colliders, tree and id index, and the
   /// caches query batches made (a base set is shared and counted where it
-  /// is owned, not here).
+  /// is owned, not here). A shape's data shared by several colliders (one
+  /// mesh placed by several nodes of a level) counts once a collider: an
+  /// upper bound.
   size_t MemoryBytes() const;
   /// Query batches make caches when the queries pay for them (the tree's
   /// 4-wide copy, merged meshes: TreeStats). With `reserve`, a batch calls
