@@ -63,6 +63,9 @@ Result<SplitTransform> Split(const Affine& world) {
                      std::to_string(i) + " (must be finite and >= 1e-12)");
     }
     axis[i] = axis[i] * (1.0 / scale[i]);
+    // A rotation's columns are unit but for rounding (a float quaternion
+    // made a matrix): no scale to bake, so float vertices stay floats.
+    if (std::fabs(scale[i] - 1.0) <= kUnitScaleTolerance) scale[i] = 1.0;
   }
   if (!world.translation.IsFinite()) return Invalid("its transform has a non-finite translation");
   SplitTransform out;

@@ -44,6 +44,9 @@ struct SplitTransform {
   bool shear = false;
 };
 
+/// Scale factors within this of 1 are taken as 1 (a rotation's rounding).
+inline constexpr double kUnitScaleTolerance = 1e-12;
+
 /// Splits `world`; kInvalidArgument when a scale factor is below 1e-12 or
 /// anything is non-finite.
 [[nodiscard]] Result<SplitTransform> Split(const Affine& world);

@@ -711,6 +711,71 @@ Result<Affine> LocalTransform(const tinygltf::Node& node) {
   return t;
 }
 
+/// The instance transforms of EXT_mesh_gpu_instancing `ext` (its
+/// TRANSLATION, ROTATION and SCALE accessors, floats, one element an
+/// instance; any may be absent, not all).
+Result<std::vector<Affine>> ReadInstances(const tinygltf::Model& model,
+                                          const std::vector<BufferFile>& files,
+                                          const tinygltf::Value& ext) {
+  if (!ext.IsObject() || !ext.Has("attributes") || !ext.Get("attributes").IsObject()) {
+    return Invalid("no attributes");
+  }
+  const tinygltf::Value& attributes = ext.Get("attributes");
+  struct Attribute {
+    const char* name;
+    int type;
+    std::optional<AccessorView> view;
+  };
+  Attribute list[3] = {{"TRANSLATION", TINYGLTF_TYPE_VEC3, std::nullopt},
+                       {"ROTATION", TINYGLTF_TYPE_VEC4, std::nullopt},
+                       {"SCALE", TINYGLTF_TYPE_VEC3, std::nullopt}};
+  std::optional<size_t> count;
+  for (Attribute& at : list) {
+    if (!attributes.Has(at.name)) continue;
+    const tinygltf::Value& index = attributes.Get(at.name);
+    if (!index.IsInt()) return Invalid(std::string(at.name) + " must be an accessor index");
+    auto view = ViewAccessor(model, files, index.GetNumberAsInt(), at.name, at.type);
+    if (!view.ok()) return view.error();
+    if (view->component_type != TINYGLTF_COMPONENT_TYPE_FLOAT) {
+      return Invalid(std::string(at.name) + " must be floats");
+    }
+    if (count && *count != view->elements.count()) {
+      return Invalid(std::string(at.name) + " has " + std::to_string(view->elements.count()) +
+                     " instances where another attribute has " + std::to_string(*count));
+    }
+    count = view->elements.count();
+    at.view.emplace(std::move(*view));
+  }
+  if (!count) return Invalid("none of TRANSLATION, ROTATION or SCALE");
+  if (*count > kMaxNodeInstances) {
+    return Invalid(std::to_string(*count) + " instances, at most " +
+                   std::to_string(kMaxNodeInstances) + " a node");
+  }
+  std::vector<Affine> out(*count);
+  for (size_t i = 0; i < *count; ++i) {
+    float f[3][4] = {{0, 0, 0, 0}, {0, 0, 0, 1}, {1, 1, 1, 0}};
+    for (int a = 0; a < 3; ++a) {
+      if (!list[a].view) continue;
+      ElementReader& reader = list[a].view->elements;
+      const unsigned char* element = reader.At(i);
+      if (reader.failed()) return Invalid(std::string(list[a].name) + ": unreadable");
+      std::memcpy(f[a], element, (list[a].type == TINYGLTF_TYPE_VEC4 ? 4 : 3) * sizeof(float));
+    }
+    Quat q{f[1][0], f[1][1], f[1][2], f[1][3]};
+    const Vec3 t{f[0][0], f[0][1], f[0][2]}, scale{f[2][0], f[2][1], f[2][2]};
+    if (!q.IsFinite() || q.Length() < 1e-12 || !t.IsFinite() || !scale.IsFinite()) {
+      return Invalid("instance " + std::to_string(i) + " is not a finite transform");
+    }
+    const Mat33 r = q.Normalized().ToMatrix();
+    for (int row = 0; row < 3; ++row) {
+      out[i].linear.row[row] = {r.row[row][0] * scale.x, r.row[row][1] * scale.y,
+                                r.row[row][2] * scale.z};
+    }
+    out[i].translation = t;
+  }
+  return out;
+}
+
 /// A glTF mesh and the scale its node bakes into it (exactly): nodes with
 /// equal keys make the same shapes.
 using MadeKey = std::pair<int, std::array<double, 9>>;
@@ -796,11 +861,6 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
     }
     seen[static_cast<size_t>(index)] = true;
     const tinygltf::Node& node = model.nodes[static_cast<size_t>(index)];
-    if (node.extensions.count("EXT_mesh_gpu_instancing") != 0) {
-      return Invalid(path + ": " + where +
-                     " draws its mesh per instance (EXT_mesh_gpu_instancing), which Hitbox does "
-                     "not read; export the instances as nodes");
-    }
     auto local = LocalTransform(node);
     if (!local.ok()) return Invalid(path + ": " + where + ": " + local.error().message);
     Inherited here{parent.world * *local, parent.layer, parent.user_data};
@@ -812,44 +872,61 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
         return Invalid(path + ": " + where + ": mesh " + std::to_string(node.mesh) + " does not exist");
       }
       const tinygltf::Mesh& mesh = model.meshes[static_cast<size_t>(node.mesh)];
-      NodeGeometry geometry;
-      geometry.where = where;
-      geometry.role = RoleOf(node.name) != Role::kMesh ? RoleOf(node.name) : RoleOf(mesh.name);
-      geometry.world = here.world;
-      geometry.layer = parent.layer;
-      geometry.user_data = parent.user_data;
-      if (Status s = ReadExtras({&node.extras, &mesh.extras}, &geometry.layer, &geometry.user_data); !s.ok()) {
-        return Invalid(path + ": " + where + " (mesh " + std::to_string(node.mesh) + "): " + s.message());
-      }
-      // A mesh placed again under the same baked scale shares the shapes
-      // its first node made (neither read nor built again).
-      std::optional<MadeKey> key;
-      if (geometry.role == Role::kMesh) {
-        if (auto split = Split(geometry.world); split.ok()) key = MakeKey(node.mesh, split->bake);
-      }
-      const auto made = key ? made_meshes.find(*key) : made_meshes.end();
-      const bool again = made != made_meshes.end();
-      const Builder::Mark mark = builder.Now();
-      if (again) {
-        if (Status s = builder.AddMade(geometry, made->second); !s.ok()) {
-          return Invalid(path + ": " + s.message());
+      // Where the mesh is placed: the node, or each of its instances
+      // (EXT_mesh_gpu_instancing), read before the node's buffers may go.
+      std::vector<Affine> worlds = {here.world};
+      const auto instancing = node.extensions.find("EXT_mesh_gpu_instancing");
+      if (instancing != node.extensions.end()) {
+        auto instances = ReadInstances(model, doc->buffers, instancing->second);
+        if (!instances.ok()) {
+          return Invalid(path + ": " + where + ": EXT_mesh_gpu_instancing: " +
+                         instances.error().message);
         }
-      } else if (Status s =
-                     ReadMesh(model, doc->buffers, node.mesh, &geometry, &level->report.notes);
-                 !s.ok()) {
-        return Invalid(path + ": " + where + ": " + s.message());
+        worlds.clear();
+        for (const Affine& instance : *instances) worlds.push_back(here.world * instance);
       }
-      for (size_t b : MeshBuffers(model, node.mesh)) {
-        if (--readers[b] == 0) std::vector<unsigned char>().swap(model.buffers[b].data);
+      uint32_t layer = parent.layer;
+      uint64_t user_data = parent.user_data;
+      if (Status s = ReadExtras({&node.extras, &mesh.extras}, &layer, &user_data); !s.ok()) {
+        return Invalid(path + ": " + where + " (mesh " + std::to_string(node.mesh) +
+                       "): " + s.message());
       }
-      if (!again) {
+      for (size_t i = 0; i < worlds.size(); ++i) {
+        NodeGeometry geometry;
+        geometry.where =
+            instancing == node.extensions.end() ? where : where + " instance " + std::to_string(i);
+        geometry.role = RoleOf(node.name) != Role::kMesh ? RoleOf(node.name) : RoleOf(mesh.name);
+        geometry.world = worlds[i];
+        geometry.layer = layer;
+        geometry.user_data = user_data;
+        // A mesh placed again under the same baked scale shares the shapes
+        // its first placement made (neither read nor built again).
+        std::optional<MadeKey> key;
+        if (geometry.role == Role::kMesh) {
+          if (auto split = Split(geometry.world); split.ok()) key = MakeKey(node.mesh, split->bake);
+        }
+        const auto made = key ? made_meshes.find(*key) : made_meshes.end();
+        const Builder::Mark mark = builder.Now();
+        if (made != made_meshes.end()) {
+          if (Status s = builder.AddMade(geometry, made->second); !s.ok()) {
+            return Invalid(path + ": " + s.message());
+          }
+          continue;
+        }
+        if (Status s = ReadMesh(model, doc->buffers, node.mesh, &geometry, &level->report.notes);
+            !s.ok()) {
+          return Invalid(path + ": " + geometry.where + ": " + s.message());
+        }
         if (geometry.floats.empty()) {
-          level->report.notes.push_back(where + ": no triangles, no collider made");
+          level->report.notes.push_back(geometry.where + ": no triangles, no collider made");
         } else if (Status s = builder.AddNode(&geometry); !s.ok()) {
           return Invalid(path + ": " + s.message());
         } else if (key) {
-          made_meshes.emplace(*key, builder.Since(mark, where));
+          made_meshes.emplace(*key, builder.Since(mark, geometry.where));
         }
+      }
+      for (size_t b : MeshBuffers(model, node.mesh)) {
+        if (--readers[b] == 0) std::vector<unsigned char>().swap(model.buffers[b].data);
       }
     }
     for (int child : node.children) {

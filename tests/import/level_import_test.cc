@@ -132,6 +132,19 @@ TEST(LevelImport, ScaledFloatVerticesAreBakedExactly) {
                                         << scale[2] << ", vertex " << i;
     }
   }
+  // A rotation bakes nothing, though its matrix's columns are unit only to
+  // within rounding (a float quaternion): the vertices are the file's.
+  const double h = static_cast<float>(std::sqrt(0.5));
+  GltfBuilder b;
+  b.AddNode("strip", b.AddMesh("strip", m), {{}, {0, h, 0, h}, {}});
+  auto level = WriteAndImport(b, "rotated_floats.glb");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  const auto in = level->colliders[0].shape.mesh_input();
+  ASSERT_TRUE(in.has_value());
+  for (size_t i = 0; i < m.vertices.size(); ++i) {
+    const std::array<float, 3>& v = m.vertices[i];
+    EXPECT_EQ(in->vertices[i], Vec3(v[0], v[1], v[2])) << "rotated, vertex " << i;
+  }
 }
 
 // Quantized positions (KHR_mesh_quantization): shorts and bytes, normalized
@@ -187,9 +200,8 @@ TEST(LevelImport, QuantizedPositionsAreRead) {
   }
 }
 
-// Geometry the importer cannot read is an error naming it: compressed
-// buffers a file requires, a node drawn per instance.
-TEST(LevelImport, UnreadableGeometryExtensionsAreNamed) {
+// Compressed geometry a file requires is an error naming the extension.
+TEST(LevelImport, CompressedGeometryIsNamed) {
   for (const char* ext : {"KHR_draco_mesh_compression", "EXT_meshopt_compression"}) {
     GltfBuilder b;
     b.AddNode("wall", b.AddMesh("wall", BoxMesh({0, 0, 0}, {4, 3, 0.5f})));
@@ -200,16 +212,49 @@ TEST(LevelImport, UnreadableGeometryExtensionsAreNamed) {
     EXPECT_NE(level.error().message.find(std::string("requires ") + ext), std::string::npos)
         << level.error().message;
   }
+}
+
+// A node drawn per instance (EXT_mesh_gpu_instancing) makes a collider an
+// instance, at the node's transform times the instance's; instances of one
+// scale share their mesh. Counts that differ between attributes are an
+// error naming the extension.
+TEST(LevelImport, InstancedNodesPlaceTheirMeshPerInstance) {
   GltfBuilder b;
-  b.AddNode("tree", b.AddMesh("tree", BoxMesh({0, 0, 0}, {1, 3, 1})));
-  b.model().nodes[0].extensions["EXT_mesh_gpu_instancing"] =
-      tinygltf::Value(tinygltf::Value::Object{});
+  const int tree = b.AddMesh("tree", BoxMesh({-1, 0, -1}, {1, 3, 1}));
+  b.AddNode("trees", tree, {{0, 0, 100}, {}, {}});
+  const float h = static_cast<float>(std::sqrt(0.5));
+  const int t = b.AddFloatAccessor({0, 0, 0, 10, 0, 0, 20, 0, 0}, TINYGLTF_TYPE_VEC3);
+  const int r = b.AddFloatAccessor({0, 0, 0, 1, 0, h, 0, h, 0, 0, 0, 1}, TINYGLTF_TYPE_VEC4);
+  const int s = b.AddFloatAccessor({1, 1, 1, 1, 1, 1, 2, 2, 2}, TINYGLTF_TYPE_VEC3);
+  const auto instancing = [&](int scale) {
+    tinygltf::Value::Object attributes{{"TRANSLATION", tinygltf::Value(t)},
+                                       {"ROTATION", tinygltf::Value(r)},
+                                       {"SCALE", tinygltf::Value(scale)}};
+    return tinygltf::Value(
+        tinygltf::Value::Object{{"attributes", tinygltf::Value(std::move(attributes))}});
+  };
+  b.model().nodes[0].extensions["EXT_mesh_gpu_instancing"] = instancing(s);
   b.model().extensionsUsed.push_back("EXT_mesh_gpu_instancing");
   auto level = WriteAndImport(b, "instanced.glb");
-  ASSERT_FALSE(level.ok());
-  EXPECT_NE(level.error().message.find("node 0 'tree' draws its mesh per instance"),
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 3u);
+  EXPECT_TRUE(PoseNear(level->colliders[0].pose, Pose({0, 0, 100}), 1e-12));
+  EXPECT_TRUE(PoseNear(level->colliders[1].pose, Pose({10, 0, 100}, YawDegrees(90)), 1e-6));
+  EXPECT_TRUE(PoseNear(level->colliders[2].pose, Pose({20, 0, 100}), 1e-12));
+  EXPECT_EQ(level->colliders[0].shape.surface(), level->colliders[1].shape.surface());
+  EXPECT_NE(level->colliders[0].shape.surface(), level->colliders[2].shape.surface());
+  EXPECT_TRUE(VecNear(level->colliders[2].shape.LocalBounds().max, {2, 6, 2}, 1e-12));
+  EXPECT_EQ(level->sources[2], "node 0 'trees' instance 2");
+  EXPECT_EQ(level->report.triangles, 36u);
+
+  const int short_scale = b.AddFloatAccessor({1, 1, 1, 1, 1, 1}, TINYGLTF_TYPE_VEC3);
+  b.model().nodes[0].extensions["EXT_mesh_gpu_instancing"] = instancing(short_scale);
+  auto bad = WriteAndImport(b, "instanced_bad.glb");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("node 0 'trees': EXT_mesh_gpu_instancing: SCALE has 2 "
+                                     "instances where another attribute has 3"),
             std::string::npos)
-      << level.error().message;
+      << bad.error().message;
 }
 
 // A box under non-uniform scale along its own axes stays a box; a sphere and a

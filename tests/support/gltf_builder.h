@@ -145,6 +145,22 @@ class GltfBuilder {
     return AddPrimitiveMesh(name, pos, index_view, triangles.size(), {});
   }
 
+  /// Adds an accessor of float `values`, `type` (TINYGLTF_TYPE_VEC3, ...)
+  /// elements of them; returns its index.
+  int AddFloatAccessor(const std::vector<float>& values, int type) {
+    std::vector<unsigned char>& data = model_.buffers[0].data;
+    data.resize((data.size() + 3) / 4 * 4, 0);
+    const size_t offset = data.size();
+    Append(values.data(), values.size() * sizeof(float));
+    tinygltf::Accessor a;
+    a.bufferView = AddView(offset, data.size() - offset, 0);
+    a.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
+    a.type = type;
+    a.count = values.size() / static_cast<size_t>(tinygltf::GetNumComponentsInType(type));
+    model_.accessors.push_back(a);
+    return static_cast<int>(model_.accessors.size() - 1);
+  }
+
   /// Node placement: translation, rotation [x, y, z, w], scale (empty = default).
   struct Trs {
     std::vector<double> t;

@@ -43,6 +43,9 @@ Quat UpAxisRotation(UpAxis up);
 inline constexpr double kImplausibleExtent = 10000.0;
 /// Largest ImportOptions::scale accepted (and 1 / it the smallest).
 inline constexpr double kMaxImportScale = 1e6;
+/// Instances one glTF node may draw (EXT_mesh_gpu_instancing): each is a
+/// collider of its own.
+inline constexpr size_t kMaxNodeInstances = size_t{1} << 20;
 
 /// Settings of one import.
 struct ImportOptions {
