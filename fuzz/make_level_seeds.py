@@ -7,7 +7,8 @@ Each seed is a format byte (0 .obj, 1 .glb, 2 .gltf), an options byte (bit 7:
 max_mesh_triangles = 1 + bits 0..2) and the file (see import_fuzzer.cc): the
 OBJ fixture of tests/import, a small OBJ with every collision prefix, and one
 glTF level (nodes with hierarchy, scale, rotation, extras; buffer inline as a
-data: URI) written both as .gltf and as .glb.
+data: URI) written both as .gltf and as .glb, and a .glb of quantized positions
+drawn by an instanced node.
 """
 import base64
 import json
@@ -87,6 +88,50 @@ def gltf_level():
     return doc, binary
 
 
+def gltf_instanced():
+    """A glTF document and buffer: the cube with normalized short positions
+    (KHR_mesh_quantization) drawn by one node at three instances
+    (EXT_mesh_gpu_instancing), one rotated and one scaled."""
+    pts = cube(-16384, -16384, -16384, 32767)
+    tris = []
+    for a, b, c, d in CUBE_FACES:
+        tris += [a - 1, b - 1, c - 1, a - 1, c - 1, d - 1]
+    pos = b"".join(struct.pack("<3hxx", *p) for p in pts)
+    idx = b"".join(struct.pack("<H", i) for i in tris)
+    idx += b"\0" * (-len(idx) % 4)
+    t = struct.pack("<9f", 0, 0, 0, 4, 0, 0, 8, 0, 0)
+    r = struct.pack("<12f", 0, 0, 0, 1, 0, 0.70710677, 0, 0.70710677, 0, 0, 0, 1)
+    sc = struct.pack("<9f", 1, 1, 1, 1, 1, 1, 2, 2, 2)
+    binary = pos + idx + t + r + sc
+    views, at = [], 0
+    for part in (pos, idx, t, r, sc):
+        views.append({"buffer": 0, "byteOffset": at, "byteLength": len(part)})
+        at += len(part)
+    views[0]["byteStride"] = 8
+    doc = {
+        "asset": {"version": "2.0"},
+        "extensionsUsed": ["KHR_mesh_quantization", "EXT_mesh_gpu_instancing"],
+        "extensionsRequired": ["KHR_mesh_quantization"],
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"name": "crates", "mesh": 0, "scale": [0.001, 0.001, 0.001],
+                   "extensions": {"EXT_mesh_gpu_instancing": {
+                       "attributes": {"TRANSLATION": 2, "ROTATION": 3, "SCALE": 4}}}}],
+        "meshes": [{"name": "cube", "primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5122, "normalized": True, "count": 8,
+             "type": "VEC3"},
+            {"bufferView": 1, "componentType": 5123, "count": len(tris), "type": "SCALAR"},
+            {"bufferView": 2, "componentType": 5126, "count": 3, "type": "VEC3"},
+            {"bufferView": 3, "componentType": 5126, "count": 3, "type": "VEC4"},
+            {"bufferView": 4, "componentType": 5126, "count": 3, "type": "VEC3"},
+        ],
+        "bufferViews": views,
+        "buffers": [{"byteLength": len(binary)}],
+    }
+    return doc, binary
+
+
 def glb(doc, binary):
     js = json.dumps(doc, separators=(",", ":")).encode()
     js += b" " * (-len(js) % 4)
@@ -108,6 +153,7 @@ def main():
                                    base64.b64encode(binary).decode())
     save("seed-level-gltf", 2, 0, json.dumps(inline, indent=1).encode())
     save("seed-level-gltf-split", 2, 0x83, json.dumps(inline).encode())
+    save("seed-instanced-glb", 1, 0, glb(*gltf_instanced()))
 
 
 if __name__ == "__main__":
