@@ -81,7 +81,8 @@ struct ImportReport {
   LevelFormat format = LevelFormat::kGltf;
   /// Colliders made, per ShapeKind (indexed by the kind's value).
   std::array<uint64_t, kShapeKindCount> counts{};
-  /// Nodes (glTF) or objects (OBJ) with geometry that were looked at.
+  /// Nodes (glTF; an instanced node's instances each count) or objects
+  /// (OBJ) with geometry that were looked at.
   uint64_t nodes = 0;
   /// Triangles kept in mesh colliders.
   uint64_t triangles = 0;
