@@ -141,11 +141,11 @@ Error Unreadable(const std::string& field, int accessor) {
                  "): its bytes could not be read from the file");
 }
 
-/// One position component of glTF component type `type` at `p` as a
-/// float: a float as it is; an integer (KHR_mesh_quantization) as its
-/// value, or, normalized, as glTF maps it to [-1, 1] or [0, 1] (the float
-/// quotient, correctly rounded).
-float PositionComponent(const unsigned char* p, int type, bool normalized) {
+/// One component of glTF component type `type` at `p` as a float: a
+/// float as it is; an integer (KHR_mesh_quantization positions, instance
+/// rotations) as its value, or, normalized, as glTF maps it to [-1, 1] or
+/// [0, 1] (the float quotient, correctly rounded).
+float FloatComponent(const unsigned char* p, int type, bool normalized) {
   switch (type) {
     case TINYGLTF_COMPONENT_TYPE_BYTE: {
       const auto c = static_cast<float>(static_cast<int8_t>(*p));
@@ -199,7 +199,7 @@ Result<std::vector<float>> ReadPositions(const tinygltf::Model& model,
     const unsigned char* element = reader.At(i);
     if (reader.failed()) return Unreadable(field, accessor);
     float* f = &out[3 * i];
-    for (size_t a = 0; a < 3; ++a) f[a] = PositionComponent(element + a * size, type, normalized);
+    for (size_t a = 0; a < 3; ++a) f[a] = FloatComponent(element + a * size, type, normalized);
     if (!std::isfinite(f[0]) || !std::isfinite(f[1]) || !std::isfinite(f[2])) {
       return Invalid(field + " (accessor " + std::to_string(accessor) + "): vertex " +
                      std::to_string(i) + " is not finite");
@@ -388,8 +388,16 @@ Result<std::vector<Affine>> ReadInstances(const tinygltf::Model& model,
     if (!index.IsInt()) return Invalid(std::string(at.name) + " must be an accessor index");
     auto view = ViewAccessor(model, files, index.GetNumberAsInt(), at.name, at.type);
     if (!view.ok()) return view.error();
-    if (view->component_type != TINYGLTF_COMPONENT_TYPE_FLOAT) {
-      return Invalid(std::string(at.name) + " must be floats");
+    // ROTATION may also be normalized signed bytes or shorts.
+    const int component = view->component_type;
+    const bool normalized_ok = at.type == TINYGLTF_TYPE_VEC4 &&
+                               (component == TINYGLTF_COMPONENT_TYPE_BYTE ||
+                                component == TINYGLTF_COMPONENT_TYPE_SHORT) &&
+                               model.accessors[static_cast<size_t>(index.GetNumberAsInt())].normalized;
+    if (component != TINYGLTF_COMPONENT_TYPE_FLOAT && !normalized_ok) {
+      return Invalid(std::string(at.name) + (at.type == TINYGLTF_TYPE_VEC4
+                                                 ? " must be floats, or normalized bytes or shorts"
+                                                 : " must be floats"));
     }
     if (count && *count != view->elements.count()) {
       return Invalid(std::string(at.name) + " has " + std::to_string(view->elements.count()) +
@@ -411,7 +419,13 @@ Result<std::vector<Affine>> ReadInstances(const tinygltf::Model& model,
       ElementReader& reader = list[a].view->elements;
       const unsigned char* element = reader.At(i);
       if (reader.failed()) return Invalid(std::string(list[a].name) + ": unreadable");
-      std::memcpy(f[a], element, (list[a].type == TINYGLTF_TYPE_VEC4 ? 4 : 3) * sizeof(float));
+      const int component = list[a].view->component_type;
+      const size_t size =
+          static_cast<size_t>(tinygltf::GetComponentSizeInBytes(static_cast<uint32_t>(component)));
+      const int n = list[a].type == TINYGLTF_TYPE_VEC4 ? 4 : 3;
+      for (int c = 0; c < n; ++c) {
+        f[a][c] = FloatComponent(element + static_cast<size_t>(c) * size, component, true);
+      }
     }
     Quat q{f[1][0], f[1][1], f[1][2], f[1][3]};
     const Vec3 t{f[0][0], f[0][1], f[0][2]}, scale{f[2][0], f[2][1], f[2][2]};

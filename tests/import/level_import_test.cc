@@ -247,6 +247,19 @@ TEST(LevelImport, InstancedNodesPlaceTheirMeshPerInstance) {
   EXPECT_EQ(level->sources[2], "node 0 'trees' instance 2");
   EXPECT_EQ(level->report.triangles, 36u);
 
+  // Rotations as normalized shorts (glTF allows them): the same poses.
+  const int16_t k = static_cast<int16_t>(std::lround(std::sqrt(0.5) * 32767.0));
+  const int short_r = b.AddShortAccessor({0, 0, 0, 32767, 0, k, 0, k, 0, 0, 0, 32767},
+                                         TINYGLTF_TYPE_VEC4, /*normalized=*/true);
+  tinygltf::Value::Object attributes{{"TRANSLATION", tinygltf::Value(t)},
+                                     {"ROTATION", tinygltf::Value(short_r)}};
+  b.model().nodes[0].extensions["EXT_mesh_gpu_instancing"] =
+      tinygltf::Value(tinygltf::Value::Object{{"attributes", tinygltf::Value(attributes)}});
+  auto shorts = WriteAndImport(b, "instanced_shorts.glb");
+  ASSERT_TRUE(shorts.ok()) << shorts.error().message;
+  ASSERT_EQ(shorts->colliders.size(), 3u);
+  EXPECT_TRUE(PoseNear(shorts->colliders[1].pose, Pose({10, 0, 100}, YawDegrees(90)), 1e-4));
+
   const int short_scale = b.AddFloatAccessor({1, 1, 1, 1, 1, 1}, TINYGLTF_TYPE_VEC3);
   b.model().nodes[0].extensions["EXT_mesh_gpu_instancing"] = instancing(short_scale);
   auto bad = WriteAndImport(b, "instanced_bad.glb");

@@ -161,6 +161,23 @@ class GltfBuilder {
     return static_cast<int>(model_.accessors.size() - 1);
   }
 
+  /// Adds an accessor of signed shorts `values` (normalized or not), `type`
+  /// elements of them; returns its index.
+  int AddShortAccessor(const std::vector<int16_t>& values, int type, bool normalized) {
+    std::vector<unsigned char>& data = model_.buffers[0].data;
+    data.resize((data.size() + 3) / 4 * 4, 0);
+    const size_t offset = data.size();
+    Append(values.data(), values.size() * sizeof(int16_t));
+    tinygltf::Accessor a;
+    a.bufferView = AddView(offset, data.size() - offset, 0);
+    a.componentType = TINYGLTF_COMPONENT_TYPE_SHORT;
+    a.normalized = normalized;
+    a.type = type;
+    a.count = values.size() / static_cast<size_t>(tinygltf::GetNumComponentsInType(type));
+    model_.accessors.push_back(a);
+    return static_cast<int>(model_.accessors.size() - 1);
+  }
+
   /// Node placement: translation, rotation [x, y, z, w], scale (empty = default).
   struct Trs {
     std::vector<double> t;
