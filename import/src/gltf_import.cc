@@ -390,10 +390,10 @@ Result<std::vector<Affine>> ReadInstances(const tinygltf::Model& model,
     if (!view.ok()) return view.error();
     // ROTATION may also be normalized signed bytes or shorts.
     const int component = view->component_type;
-    const bool normalized_ok = at.type == TINYGLTF_TYPE_VEC4 &&
+    const bool normalized = model.accessors[static_cast<size_t>(index.GetNumberAsInt())].normalized;
+    const bool normalized_ok = at.type == TINYGLTF_TYPE_VEC4 && normalized &&
                                (component == TINYGLTF_COMPONENT_TYPE_BYTE ||
-                                component == TINYGLTF_COMPONENT_TYPE_SHORT) &&
-                               model.accessors[static_cast<size_t>(index.GetNumberAsInt())].normalized;
+                                component == TINYGLTF_COMPONENT_TYPE_SHORT);
     if (component != TINYGLTF_COMPONENT_TYPE_FLOAT && !normalized_ok) {
       return Invalid(std::string(at.name) + (at.type == TINYGLTF_TYPE_VEC4
                                                  ? " must be floats, or normalized bytes or shorts"

@@ -148,34 +148,14 @@ class GltfBuilder {
   /// Adds an accessor of float `values`, `type` (TINYGLTF_TYPE_VEC3, ...)
   /// elements of them; returns its index.
   int AddFloatAccessor(const std::vector<float>& values, int type) {
-    std::vector<unsigned char>& data = model_.buffers[0].data;
-    data.resize((data.size() + 3) / 4 * 4, 0);
-    const size_t offset = data.size();
-    Append(values.data(), values.size() * sizeof(float));
-    tinygltf::Accessor a;
-    a.bufferView = AddView(offset, data.size() - offset, 0);
-    a.componentType = TINYGLTF_COMPONENT_TYPE_FLOAT;
-    a.type = type;
-    a.count = values.size() / static_cast<size_t>(tinygltf::GetNumComponentsInType(type));
-    model_.accessors.push_back(a);
-    return static_cast<int>(model_.accessors.size() - 1);
+    return AddAccessor(values.data(), values.size(), sizeof(float),
+                       TINYGLTF_COMPONENT_TYPE_FLOAT, type, false);
   }
-
   /// Adds an accessor of signed shorts `values` (normalized or not), `type`
   /// elements of them; returns its index.
   int AddShortAccessor(const std::vector<int16_t>& values, int type, bool normalized) {
-    std::vector<unsigned char>& data = model_.buffers[0].data;
-    data.resize((data.size() + 3) / 4 * 4, 0);
-    const size_t offset = data.size();
-    Append(values.data(), values.size() * sizeof(int16_t));
-    tinygltf::Accessor a;
-    a.bufferView = AddView(offset, data.size() - offset, 0);
-    a.componentType = TINYGLTF_COMPONENT_TYPE_SHORT;
-    a.normalized = normalized;
-    a.type = type;
-    a.count = values.size() / static_cast<size_t>(tinygltf::GetNumComponentsInType(type));
-    model_.accessors.push_back(a);
-    return static_cast<int>(model_.accessors.size() - 1);
+    return AddAccessor(values.data(), values.size(), sizeof(int16_t),
+                       TINYGLTF_COMPONENT_TYPE_SHORT, type, normalized);
   }
 
   /// Node placement: translation, rotation [x, y, z, w], scale (empty = default).
@@ -223,6 +203,23 @@ class GltfBuilder {
   }
 
  private:
+  /// An accessor of `n` components of `size` bytes at `values` (4-byte
+  /// aligned in the buffer).
+  int AddAccessor(const void* values, size_t n, size_t size, int component_type, int type,
+                  bool normalized) {
+    std::vector<unsigned char>& data = model_.buffers[0].data;
+    data.resize((data.size() + 3) / 4 * 4, 0);
+    const size_t offset = data.size();
+    Append(values, n * size);
+    tinygltf::Accessor a;
+    a.bufferView = AddView(offset, data.size() - offset, 0);
+    a.componentType = component_type;
+    a.normalized = normalized;
+    a.type = type;
+    a.count = n / static_cast<size_t>(tinygltf::GetNumComponentsInType(type));
+    model_.accessors.push_back(a);
+    return static_cast<int>(model_.accessors.size() - 1);
+  }
   /// A mesh of one triangle primitive: positions `pos`, `triangles` of
   /// unsigned int indices in `index_view`.
   int AddPrimitiveMesh(const std::string& name, const tinygltf::Accessor& pos, int index_view,
