@@ -33,6 +33,16 @@ def cube(x, y, z, s):
 CUBE_FACES = [(1, 2, 4, 3), (5, 7, 8, 6), (1, 5, 6, 2), (3, 4, 8, 7), (1, 3, 7, 5), (2, 6, 8, 4)]
 
 
+def cube_indices():
+    """The cube's 12 triangles as 0-based unsigned short indices, padded to 4
+    bytes, and how many indices."""
+    tris = []
+    for a, b, c, d in CUBE_FACES:
+        tris += [a - 1, b - 1, c - 1, a - 1, c - 1, d - 1]
+    idx = b"".join(struct.pack("<H", i) for i in tris)
+    return idx + b"\0" * (-len(idx) % 4), len(tris)
+
+
 def obj_level():
     lines = []
     base = 0
@@ -53,12 +63,8 @@ def obj_level():
 def gltf_level():
     """A glTF document and its binary buffer: one cube mesh used by four nodes."""
     pts = cube(-0.5, -0.5, -0.5, 1)
-    tris = []
-    for a, b, c, d in CUBE_FACES:
-        tris += [a - 1, b - 1, c - 1, a - 1, c - 1, d - 1]
     pos = b"".join(struct.pack("<3f", *p) for p in pts)
-    idx = b"".join(struct.pack("<H", i) for i in tris)
-    idx += b"\0" * (-len(idx) % 4)
+    idx, count = cube_indices()
     binary = pos + idx
     doc = {
         "asset": {"version": "2.0"},
@@ -77,11 +83,11 @@ def gltf_level():
         "accessors": [
             {"bufferView": 0, "componentType": 5126, "count": 8, "type": "VEC3",
              "min": [-0.5, -0.5, -0.5], "max": [0.5, 0.5, 0.5]},
-            {"bufferView": 1, "componentType": 5123, "count": len(tris), "type": "SCALAR"},
+            {"bufferView": 1, "componentType": 5123, "count": count, "type": "SCALAR"},
         ],
         "bufferViews": [
             {"buffer": 0, "byteOffset": 0, "byteLength": len(pos)},
-            {"buffer": 0, "byteOffset": len(pos), "byteLength": 2 * len(tris)},
+            {"buffer": 0, "byteOffset": len(pos), "byteLength": 2 * count},
         ],
         "buffers": [{"byteLength": len(binary)}],
     }
@@ -93,12 +99,8 @@ def gltf_instanced():
     (KHR_mesh_quantization) drawn by one node at three instances
     (EXT_mesh_gpu_instancing), one rotated and one scaled."""
     pts = cube(-16384, -16384, -16384, 32767)
-    tris = []
-    for a, b, c, d in CUBE_FACES:
-        tris += [a - 1, b - 1, c - 1, a - 1, c - 1, d - 1]
     pos = b"".join(struct.pack("<3hxx", *p) for p in pts)
-    idx = b"".join(struct.pack("<H", i) for i in tris)
-    idx += b"\0" * (-len(idx) % 4)
+    idx, count = cube_indices()
     t = struct.pack("<9f", 0, 0, 0, 4, 0, 0, 8, 0, 0)
     r = struct.pack("<12f", 0, 0, 0, 1, 0, 0.70710677, 0, 0.70710677, 0, 0, 0, 1)
     sc = struct.pack("<9f", 1, 1, 1, 1, 1, 1, 2, 2, 2)
@@ -121,7 +123,7 @@ def gltf_instanced():
         "accessors": [
             {"bufferView": 0, "componentType": 5122, "normalized": True, "count": 8,
              "type": "VEC3"},
-            {"bufferView": 1, "componentType": 5123, "count": len(tris), "type": "SCALAR"},
+            {"bufferView": 1, "componentType": 5123, "count": count, "type": "SCALAR"},
             {"bufferView": 2, "componentType": 5126, "count": 3, "type": "VEC3"},
             {"bufferView": 3, "componentType": 5126, "count": 3, "type": "VEC4"},
             {"bufferView": 4, "componentType": 5126, "count": 3, "type": "VEC3"},

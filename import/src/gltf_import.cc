@@ -217,8 +217,7 @@ struct IndexView {
 
   uint32_t Decode(const unsigned char* p) const {
     switch (indices.component_type) {
-      case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE:
-        return *p;
+      case TINYGLTF_COMPONENT_TYPE_UNSIGNED_BYTE: return *p;
       case TINYGLTF_COMPONENT_TYPE_UNSIGNED_SHORT: {
         uint16_t v;
         std::memcpy(&v, p, sizeof(v));
@@ -391,9 +390,9 @@ Result<std::vector<Affine>> ReadInstances(const tinygltf::Model& model,
     // ROTATION may also be normalized signed bytes or shorts.
     const int component = view->component_type;
     const bool normalized = model.accessors[static_cast<size_t>(index.GetNumberAsInt())].normalized;
-    const bool normalized_ok = at.type == TINYGLTF_TYPE_VEC4 && normalized &&
-                               (component == TINYGLTF_COMPONENT_TYPE_BYTE ||
-                                component == TINYGLTF_COMPONENT_TYPE_SHORT);
+    const bool normalized_ok =
+        at.type == TINYGLTF_TYPE_VEC4 && normalized &&
+        (component == TINYGLTF_COMPONENT_TYPE_BYTE || component == TINYGLTF_COMPONENT_TYPE_SHORT);
     if (component != TINYGLTF_COMPONENT_TYPE_FLOAT && !normalized_ok) {
       return Invalid(std::string(at.name) + (at.type == TINYGLTF_TYPE_VEC4
                                                  ? " must be floats, or normalized bytes or shorts"
@@ -477,8 +476,8 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
     while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
     return Invalid(path + ": " + (err.empty() ? "not a glTF 2.0 file" : err));
   }
-  // Geometry this importer cannot read is an error, not a level with
-  // pieces missing: compressed buffers the file requires, instanced nodes.
+  // Compressed buffers the file requires are an error, not a level with
+  // pieces missing (the importer reads no compressed geometry).
   for (const std::string& ext : model.extensionsRequired) {
     if (ext == "KHR_draco_mesh_compression" || ext == "EXT_meshopt_compression") {
       return Invalid(path + ": requires " + ext +

@@ -71,15 +71,9 @@ Status CheckContent(const std::string& path, LevelFormat format) {
                                                         : "a Wavefront OBJ text file";
   bool fits = false;
   switch (format) {
-    case LevelFormat::kGlb:
-      fits = is == "a binary glTF (GLB)";
-      break;
-    case LevelFormat::kGltf:
-      fits = is == "JSON";
-      break;
-    case LevelFormat::kObj:
-      fits = is == "text";
-      break;
+    case LevelFormat::kGlb: fits = is == "a binary glTF (GLB)"; break;
+    case LevelFormat::kGltf: fits = is == "JSON"; break;
+    case LevelFormat::kObj: fits = is == "text"; break;
   }
   if (fits) return Status::Ok();
   std::string hint;
@@ -92,12 +86,9 @@ Status CheckContent(const std::string& path, LevelFormat format) {
 
 const char* LevelFormatName(LevelFormat format) {
   switch (format) {
-    case LevelFormat::kGltf:
-      return "gltf";
-    case LevelFormat::kGlb:
-      return "glb";
-    case LevelFormat::kObj:
-      return "obj";
+    case LevelFormat::kGltf: return "gltf";
+    case LevelFormat::kGlb: return "glb";
+    case LevelFormat::kObj: return "obj";
   }
   return "unknown";
 }
@@ -143,18 +134,12 @@ std::string ImportReport::ToString() const {
 
 const char* UpAxisName(UpAxis up) {
   switch (up) {
-    case UpAxis::kY:
-      return "y";
-    case UpAxis::kZ:
-      return "z";
-    case UpAxis::kMinusZ:
-      return "-z";
-    case UpAxis::kX:
-      return "x";
-    case UpAxis::kMinusX:
-      return "-x";
-    case UpAxis::kMinusY:
-      return "-y";
+    case UpAxis::kY: return "y";
+    case UpAxis::kZ: return "z";
+    case UpAxis::kMinusZ: return "-z";
+    case UpAxis::kX: return "x";
+    case UpAxis::kMinusX: return "-x";
+    case UpAxis::kMinusY: return "-y";
   }
   return "y";
 }
@@ -172,18 +157,12 @@ Result<UpAxis> ParseUpAxis(const std::string& text) {
 Quat UpAxisRotation(UpAxis up) {
   const double h = std::sqrt(0.5);
   switch (up) {
-    case UpAxis::kY:
-      return {0, 0, 0, 1};
-    case UpAxis::kZ:
-      return {-h, 0, 0, h};  // -90 degrees about x: +z -> +y
-    case UpAxis::kMinusZ:
-      return {h, 0, 0, h};  // +90 degrees about x: -z -> +y
-    case UpAxis::kX:
-      return {0, 0, h, h};  // +90 degrees about z: +x -> +y
-    case UpAxis::kMinusX:
-      return {0, 0, -h, h};  // -90 degrees about z: -x -> +y
-    case UpAxis::kMinusY:
-      return {1, 0, 0, 0};  // 180 degrees about x
+    case UpAxis::kY: return {0, 0, 0, 1};
+    case UpAxis::kZ: return {-h, 0, 0, h};       // -90 degrees about x: +z -> +y
+    case UpAxis::kMinusZ: return {h, 0, 0, h};   // +90 degrees about x: -z -> +y
+    case UpAxis::kX: return {0, 0, h, h};        // +90 degrees about z: +x -> +y
+    case UpAxis::kMinusX: return {0, 0, -h, h};  // -90 degrees about z: -x -> +y
+    case UpAxis::kMinusY: return {1, 0, 0, 0};   // 180 degrees about x
   }
   return {0, 0, 0, 1};
 }
@@ -246,15 +225,9 @@ Result<Level> ImportLevel(const std::string& path, const ImportOptions& options)
   }
   if (Status s = CheckContent(path, level.report.format); !s.ok()) return s.error();
   switch (level.report.format) {
-    case LevelFormat::kGlb:
-      status = ImportGltf(path, /*binary=*/true, options, &level);
-      break;
-    case LevelFormat::kGltf:
-      status = ImportGltf(path, /*binary=*/false, options, &level);
-      break;
-    case LevelFormat::kObj:
-      status = ImportObj(path, options, &level);
-      break;
+    case LevelFormat::kGlb: status = ImportGltf(path, /*binary=*/true, options, &level); break;
+    case LevelFormat::kGltf: status = ImportGltf(path, /*binary=*/false, options, &level); break;
+    case LevelFormat::kObj: status = ImportObj(path, options, &level); break;
   }
   if (!status.ok()) return status.error();
   if (level.colliders.empty())

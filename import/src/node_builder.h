@@ -30,16 +30,11 @@ inline Role RoleOf(const std::string& name) {
 
 inline const char* RoleShapeName(Role role) {
   switch (role) {
-    case Role::kHull:
-      return "convex_hull";
-    case Role::kBox:
-      return "box";
-    case Role::kSphere:
-      return "sphere";
-    case Role::kCapsule:
-      return "capsule";
-    case Role::kMesh:
-      break;
+    case Role::kHull: return "convex_hull";
+    case Role::kBox: return "box";
+    case Role::kSphere: return "sphere";
+    case Role::kCapsule: return "capsule";
+    case Role::kMesh: break;
   }
   return "mesh";
 }
@@ -133,18 +128,10 @@ class Builder {
     Result<Fitted> fitted = Invalid("");
     size_t reduced_from = 0;
     switch (role) {
-      case Role::kBox:
-        fitted = FitBox(baked);
-        break;
-      case Role::kSphere:
-        fitted = FitSphere(baked);
-        break;
-      case Role::kCapsule:
-        fitted = FitCapsule(baked);
-        break;
-      default:
-        fitted = FitHull(baked, &reduced_from);
-        break;
+      case Role::kBox: fitted = FitBox(baked); break;
+      case Role::kSphere: fitted = FitSphere(baked); break;
+      case Role::kCapsule: fitted = FitCapsule(baked); break;
+      default: fitted = FitHull(baked, &reduced_from); break;
     }
     if (!fitted.ok()) {
       return Invalid(node.where + ": cannot make a " + RoleShapeName(role) + ": " +

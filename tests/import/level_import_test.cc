@@ -56,6 +56,15 @@ bool HasNote(const Level& level, const std::string& text) {
   return false;
 }
 
+/// The input of the level's one collider, a mesh (fatal failures otherwise:
+/// call it under ASSERT_NO_FATAL_FAILURE).
+void OnlyMesh(const Level& level, TriangleMeshShape* out) {
+  ASSERT_EQ(level.colliders.size(), 1u);
+  const std::optional<TriangleMeshShape> in = level.colliders[0].shape.mesh_input();
+  ASSERT_TRUE(in.has_value());
+  *out = *in;
+}
+
 Quat YawDegrees(double deg) { return Quat::FromAxisAngle({0, 1, 0}, deg * std::numbers::pi / 180.0); }
 std::vector<double> Q(const Quat& q) { return {q.x, q.y, q.z, q.w}; }
 
@@ -121,14 +130,13 @@ TEST(LevelImport, ScaledFloatVerticesAreBakedExactly) {
     b.AddNode("strip", b.AddMesh("strip", m), {{}, {}, {scale[0], scale[1], scale[2]}});
     auto level = WriteAndImport(b, "scaled_floats.glb");
     ASSERT_TRUE(level.ok()) << level.error().message;
-    ASSERT_EQ(level->colliders.size(), 1u);
-    const auto in = level->colliders[0].shape.mesh_input();
-    ASSERT_TRUE(in.has_value());
-    ASSERT_EQ(in->vertices.size(), m.vertices.size());
+    TriangleMeshShape in;
+    ASSERT_NO_FATAL_FAILURE(OnlyMesh(*level, &in));
+    ASSERT_EQ(in.vertices.size(), m.vertices.size());
     for (size_t i = 0; i < m.vertices.size(); ++i) {
       const std::array<float, 3>& v = m.vertices[i];
       const Vec3 baked{scale[0] * v[0], scale[1] * v[1], scale[2] * v[2]};
-      EXPECT_EQ(in->vertices[i], baked) << "scale " << scale[0] << " " << scale[1] << " "
+      EXPECT_EQ(in.vertices[i], baked) << "scale " << scale[0] << " " << scale[1] << " "
                                         << scale[2] << ", vertex " << i;
     }
   }
@@ -139,11 +147,12 @@ TEST(LevelImport, ScaledFloatVerticesAreBakedExactly) {
   b.AddNode("strip", b.AddMesh("strip", m), {{}, {0, h, 0, h}, {}});
   auto level = WriteAndImport(b, "rotated_floats.glb");
   ASSERT_TRUE(level.ok()) << level.error().message;
-  const auto in = level->colliders[0].shape.mesh_input();
-  ASSERT_TRUE(in.has_value());
+  TriangleMeshShape in;
+  ASSERT_NO_FATAL_FAILURE(OnlyMesh(*level, &in));
+  ASSERT_EQ(in.vertices.size(), m.vertices.size());
   for (size_t i = 0; i < m.vertices.size(); ++i) {
     const std::array<float, 3>& v = m.vertices[i];
-    EXPECT_EQ(in->vertices[i], Vec3(v[0], v[1], v[2])) << "rotated, vertex " << i;
+    EXPECT_EQ(in.vertices[i], Vec3(v[0], v[1], v[2])) << "rotated, vertex " << i;
   }
 }
 
@@ -185,16 +194,15 @@ TEST(LevelImport, QuantizedPositionsAreRead) {
       b.AddNode("floor", mesh, {{}, {}, {c.scale[0], c.scale[1], c.scale[2]}});
       auto level = WriteAndImport(b, name);
       ASSERT_TRUE(level.ok()) << level.error().message;
-      ASSERT_EQ(level->colliders.size(), 1u);
-      const auto in = level->colliders[0].shape.mesh_input();
-      ASSERT_TRUE(in.has_value());
-      ASSERT_EQ(in->vertices.size(), c.positions.size());
+      TriangleMeshShape in;
+      ASSERT_NO_FATAL_FAILURE(OnlyMesh(*level, &in));
+      ASSERT_EQ(in.vertices.size(), c.positions.size());
       for (size_t i = 0; i < c.positions.size(); ++i) {
         Vec3 want;
         for (int a = 0; a < 3; ++a) {
           want[a] = c.scale[a] * dequantize(c.type, c.normalized, c.positions[i][a]);
         }
-        EXPECT_EQ(in->vertices[i], want) << name << " type " << c.type << " vertex " << i;
+        EXPECT_EQ(in.vertices[i], want) << name << " type " << c.type << " vertex " << i;
       }
     }
   }
@@ -835,10 +843,9 @@ TEST(LevelImport, ObjCoordinatesAreTheDoublesNearestTheirText) {
     std::ofstream(path, std::ios::binary) << text;
     auto level = ImportLevel(path);
     ASSERT_TRUE(level.ok()) << level.error().message;
-    ASSERT_EQ(level->colliders.size(), 1u);
-    const std::optional<TriangleMeshShape> mesh = level->colliders[0].shape.mesh_input();
-    ASSERT_TRUE(mesh.has_value());
-    ASSERT_EQ(mesh->vertices.size(), coords.size());
+    TriangleMeshShape mesh;
+    ASSERT_NO_FATAL_FAILURE(OnlyMesh(*level, &mesh));
+    ASSERT_EQ(mesh.vertices.size(), coords.size());
     for (size_t i = 0; i < coords.size(); ++i) {
       const char* at = coords[i].c_str();
       Vec3 want;
@@ -847,7 +854,7 @@ TEST(LevelImport, ObjCoordinatesAreTheDoublesNearestTheirText) {
         want[a] = std::strtod(at, &end);
         at = end;
       }
-      ASSERT_EQ(mesh->vertices[i], want) << "vertex " << i << " '" << coords[i] << "'";
+      ASSERT_EQ(mesh.vertices[i], want) << "vertex " << i << " '" << coords[i] << "'";
     }
   }
 }
