@@ -9,12 +9,13 @@
 # ../shared/peers/README.md says (this script only runs it). With several
 # HITBOX_BENCH binaries (default build/bin/hitbox-bench), each round runs
 # them in turn, the peer between the first and the others, and every one's
-# ratios are printed. Hitbox's figure is qps_1_cpu (the median batch on one
-# thread), the peer's its best of five runs.
+# ratios are printed; a HITBOX_BENCH may carry its options, e.g.
+# "build/bin/hitbox-bench --skip-started-contact". Hitbox's figure is
+# qps_1_cpu (the median batch on one thread), the peer's its best of five runs.
 set -euo pipefail
 
 if [[ $# -lt 2 ]]; then
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 peer=$1
@@ -27,7 +28,9 @@ core=${SIDE_BY_SIDE_CORE:-1}
 
 hitbox_run() {
   # (hitbox-bench exits 1 on a mismatch; its count is printed below.)
-  { taskset -c "$core" "$1" "$file" --min-time 1 --json --threads 1 2>/dev/null || true; } |
+  local cmd
+  read -ra cmd <<<"$1"
+  { taskset -c "$core" "${cmd[@]}" "$file" --min-time 1 --json --threads 1 2>/dev/null || true; } |
     tail -n 1 |
     python3 -c 'import json, sys
 k = json.load(sys.stdin)["kinds"]

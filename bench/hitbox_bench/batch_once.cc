@@ -12,7 +12,8 @@
 //   hitbox-batch-once FILE KIND [--reps N] [--warm N] [--ignore ID]
 //   KIND: overlap, sweep or raycast; --ignore adds ID to every query's
 //   ignore list (as a game's queries ignore their own player); --rewind
-//   asks every query at a past tick (the world then as loaded: same answers)
+//   asks every query at a past tick (the world then as loaded: same answers);
+//   --skip-started-contact: sweeps skip the contact of a hit at their start
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -46,6 +47,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   app.add_option("--ignore", ignore, "collider ids every query ignores");
   app.add_flag("--rewind", rewind, "ask every query at a past tick (at_tick)");
+  bool skip_started_contact = false;
+  app.add_flag("--skip-started-contact", skip_started_contact,
+               "sweeps skip the contact of a hit at their start (depth 0)");
   CLI11_PARSE(app, argc, argv);
   int kind = -1;
   for (int k = 0; k < cases::kQueryKindCount; ++k) {
@@ -87,6 +91,9 @@ int Main(int argc, char** argv) {
           q.filter.ignore.insert(q.filter.ignore.end(), ignore.begin(), ignore.end());
           if constexpr (!std::is_same_v<std::decay_t<decltype(q)>, MoveQuery>) {
             if (rewind) q.at_tick = 1.5;
+          }
+          if constexpr (std::is_same_v<std::decay_t<decltype(q)>, CastQuery>) {
+            q.skip_started_contact = skip_started_contact;
           }
         },
         qs.back());

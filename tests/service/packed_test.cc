@@ -168,7 +168,7 @@ std::string Diff(const Query& a, const Query& b) {
         } else if constexpr (std::is_same_v<T, CastQuery>) {
           placed(x, y);
           if (!Same(x.translation, y.translation) || !Same(x.contact_offset, y.contact_offset) ||
-              x.all_hits != y.all_hits) {
+              x.all_hits != y.all_hits || x.skip_started_contact != y.skip_started_contact) {
             out << "cast ";
           }
         } else if constexpr (std::is_same_v<T, OverlapQuery>) {
@@ -240,6 +240,7 @@ std::vector<Query> MixedQueries(uint64_t seed, size_t n, std::optional<double> a
         q.filter = filter();
         q.all_hits = rng() % 3 == 0;
         if (rng() % 3 == 0) q.contact_offset = u(0, 0.1);
+        q.skip_started_contact = rng() % 4 == 0;
         q.tag = tag;
         q.at_tick = at;
         out.push_back(q);
@@ -385,6 +386,7 @@ TEST(PackedQueries, ValidationNamesTheColumn) {
   expect([](auto* p) { p->set_shape_index(0, 2); }, "packed.shape_index[0]: 2 is past the 2 shapes");
   expect([](auto* p) { p->set_flags(0, 64); }, "packed.flags[0]: flags 64 on a move");
   expect([](auto* p) { p->set_flags(200, 16); }, "packed.flags[200]: flags 16 on a ray");
+  expect([](auto* p) { p->set_flags(200, 32); }, "packed.flags[200]: flags 32 on a ray");
   expect([](auto* p) { p->set_ignore_counts(0, 300); },
          "packed.ignore_counts[0]: 300 ignore ids, at most 256");
   expect([](auto* p) { p->mutable_shapes(0)->mutable_capsule()->set_radius(-1); },

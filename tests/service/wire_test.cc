@@ -688,8 +688,8 @@ TEST(WireTest, CompoundPathsAndRoundTrip) {
 
 // A cast's contact offset: finite and in [0, kMaxContactOffset] metres, else
 // INVALID_ARGUMENT naming queries[i].cast.contact_offset; it round-trips,
-// absent is 0. Every query's tag reaches the core query and back; a result's
-// truncated flag and tag round-trip.
+// absent is 0, as does skip_started_contact (absent: false). Every query's tag reaches the core
+// query and back; a result's truncated flag and tag round-trip.
 TEST(WireTest, ContactOffsetTagAndTruncated) {
   v1::QueryRequest req;
   v1::Query* pq = req.add_queries();
@@ -698,7 +698,18 @@ TEST(WireTest, ContactOffsetTagAndTruncated) {
   std::vector<Query> out;
   ASSERT_TRUE(wire::FromProto(req.queries(), &out).ok());
   EXPECT_EQ(std::get<CastQuery>(out[0]).contact_offset, 0.0);
+  EXPECT_FALSE(std::get<CastQuery>(out[0]).skip_started_contact);
   EXPECT_EQ(std::get<CastQuery>(out[0]).tag, 41u);
+  // skip_started_contact round-trips.
+  pq->mutable_cast()->set_skip_started_contact(true);
+  ASSERT_TRUE(wire::FromProto(req.queries(), &out).ok());
+  EXPECT_TRUE(std::get<CastQuery>(out[0]).skip_started_contact);
+  {
+    v1::Query back;
+    wire::ToProto(out[0], &back);
+    EXPECT_TRUE(back.cast().skip_started_contact());
+  }
+  pq->mutable_cast()->clear_skip_started_contact();
   for (double good : {0.0, 1e-3, 0.25, kMaxContactOffset}) {
     pq->mutable_cast()->set_contact_offset(good);
     ASSERT_TRUE(wire::FromProto(req.queries(), &out).ok()) << good;
@@ -847,6 +858,7 @@ TEST(WireTest, QueryListMatchesSingleQueries) {
         if (rng() % 2) random_filter(c->mutable_filter());
         c->set_all_hits(rng() % 2);
         if (rng() % 2) c->set_contact_offset(pick({0.0, 0.01, 1e3}));
+        c->set_skip_started_contact(rng() % 3 == 0);
         break;
       }
       case 2: {

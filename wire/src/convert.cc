@@ -644,6 +644,7 @@ Result<Query> QueryKindOf(const v1::Query& q, const Path& path, std::vector<uint
         return s.error();
       }
       out.contact_offset = in.contact_offset();
+      out.skip_started_contact = in.skip_started_contact();
       return Query(std::move(out));
     }
     case v1::Query::kRaycast: {
@@ -1026,6 +1027,7 @@ bool FastQuery(const v1::Query& q, Query* slot) {
       }
       out.all_hits = in.all_hits();
       out.contact_offset = offset;
+      out.skip_started_contact = in.skip_started_contact();
       return finish(std::move(out));
     }
     case v1::Query::kRaycast: {
@@ -1346,6 +1348,7 @@ void ToProto(const Query& q, v1::Query* out, bool shape_and_pose) {
     FilterToProto(c->filter, p);
     p->set_all_hits(c->all_hits);
     p->set_contact_offset(c->contact_offset);
+    p->set_skip_started_contact(c->skip_started_contact);
   } else if (const auto* r = std::get_if<RayQuery>(&q)) {
     v1::RayQuery* p = out->mutable_raycast();
     ToProto(r->origin, p->mutable_origin());

@@ -74,7 +74,8 @@ bool Shaped(uint32_t kind) {
 uint32_t AllowedFlags(uint32_t kind) {
   switch (kind) {
     case v1::PACKED_RAY: return kPackedAllHits;
-    case v1::PACKED_CAST: return kPackedAllHits | kPackedFromCollider | kPackedRotated;
+    case v1::PACKED_CAST:
+      return kPackedAllHits | kPackedFromCollider | kPackedRotated | kPackedSkipStartedContact;
     case v1::PACKED_OVERLAP: return kPackedWantContact | kPackedFromCollider | kPackedRotated;
     case v1::PACKED_MOVE: return kPackedFromCollider | kPackedRotated | kPackedApplyTo;
     default: return 0;
@@ -374,6 +375,7 @@ Status FromPacked(const v1::PackedQueries& p, const Repeated<v1::Query>& message
         q.pose = pose;
         q.filter = std::move(filter);
         q.all_hits = (f & kPackedAllHits) != 0;
+        q.skip_started_contact = (f & kPackedSkipStartedContact) != 0;
         q.tag = tag;
         slot = std::move(q);
         break;
@@ -525,6 +527,7 @@ void ToPacked(std::span<const Query> queries, std::span<const std::optional<uint
         out->mutable_casts()->add_contact_offset(c->contact_offset);
       }
       if (c->all_hits) flags |= kPackedAllHits;
+      if (c->skip_started_contact) flags |= kPackedSkipStartedContact;
     } else if (const auto* o = std::get_if<OverlapQuery>(&q)) {
       out->add_kinds(v1::PACKED_OVERLAP);
       place(o->shape, o->pose);

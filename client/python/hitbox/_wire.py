@@ -173,6 +173,7 @@ def set_query(msg: cpb.Query, q, what: str, at_tick=None) -> None:
         set_filter(c.filter, q.filter, what + ".filter")
         c.all_hits = bool(q.all_hits)
         c.contact_offset = float(q.contact_offset)
+        c.skip_started_contact = bool(q.skip_started_contact)
     elif isinstance(q, t.OverlapQuery):
         o = msg.overlap
         _shape_and_pose(o, q, what)

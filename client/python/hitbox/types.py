@@ -329,7 +329,8 @@ class CastQuery:
     """Where does `shape`, moving from `pose` by `translation` (world, metres, no rotation), first hit?
 
     all_hits: every hit sorted by (fraction, id) instead of the closest;
-    contact_offset: the penetration ("skin", metres in [0, 1000]) the sweep tolerates.
+    contact_offset: the penetration ("skin", metres in [0, 1000]) the sweep tolerates;
+    skip_started_contact: a hit at the start (fraction 0) comes without its contact (depth 0).
     """
 
     shape: Optional[Shape] = None
@@ -338,6 +339,7 @@ class CastQuery:
     filter: Optional[QueryFilter] = None
     all_hits: bool = False
     contact_offset: float = 0.0
+    skip_started_contact: bool = False
     tag: int = 0
     at_tick: Optional[float] = None
     shape_from_collider: Optional[int] = None

@@ -117,7 +117,7 @@ export function queriesToProto(queries: readonly Query[]): P.Query[] {
       const c = q.cast;
       p.cast = { shape: c.shape, pose: c.pose, translation: c.translation,
         filter: filterToProto(c.filter, 'queries', i, '.cast.filter'), allHits: c.allHits,
-        contactOffset: c.contactOffset };
+        contactOffset: c.contactOffset, skipStartedContact: c.skipStartedContact };
     } else if ('raycast' in q) {
       const r = q.raycast;
       p.raycast = { origin: r.origin, translation: r.translation,

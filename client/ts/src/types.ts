@@ -208,6 +208,8 @@ export interface CastQuery {
   allHits?: boolean;
   /** Contact offset ("skin") in metres, [0, 1000]. */
   contactOffset?: number;
+  /** true: a hit at the start (fraction 0) comes without its contact (depth 0). */
+  skipStartedContact?: boolean;
 }
 
 /** What does the ray origin -> origin + translation hit? */

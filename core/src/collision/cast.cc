@@ -515,6 +515,13 @@ void AddStartedContact(const Shape& a, const Pose& pose_a, const Shape& b, const
   result->point = (contact.point_a + contact.point_b) * 0.5;
 }
 
+void SkipStartedContact(const Pose& pose_a, const Vec3& translation, CastResult* result) {
+  const double len = translation.Length();
+  result->normal = len > 0.0 ? translation * (-1.0 / len) : Vec3{0, 1, 0};
+  result->depth = 0.0;
+  result->point = pose_a.position;
+}
+
 }  // namespace internal
 
 CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
@@ -523,7 +530,11 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
   const ScopedStartNear start_near;
   CastResult result = internal::CastWithoutContact(a, pose_a, translation, b, pose_b, settings);
   if (result.state == CastState::kStartedOverlapping) {
-    internal::AddStartedContact(a, pose_a, b, pose_b, &result);
+    if (settings.skip_started_contact) {
+      internal::SkipStartedContact(pose_a, translation, &result);
+    } else {
+      internal::AddStartedContact(a, pose_a, b, pose_b, &result);
+    }
   }
   return result;
 }

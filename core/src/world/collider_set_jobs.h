@@ -352,14 +352,11 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
       if (!r.hit()) continue;
       r.sub_shape -= g.first[sweep.member];
       const Collider& c = m->colliders[g.item[sweep.member]];
-      // Not deferred (a rewound sweep): its contact now, as LeafOf's Cast gives it.
-      if (!defer_contact && r.state == CastState::kStartedOverlapping) {
-        internal::AddStartedContact(q->shape, pose, c.shape, c.pose, &r);
-      }
+      // Not deferred (a rewound sweep, or none to make): its contact now, as
+      // LeafOf's Cast gives it.
+      if (!defer_contact || q->skip_started_contact) StartedContactNow(c, &r);
       max_t = out.Add(c, r, max_t);
-      if (defer_contact && out.have_best && out.best.id == c.id) {
-        deferred = r.state == CastState::kStartedOverlapping ? &c : nullptr;
-      }
+      if (defer_contact && out.have_best && out.best.id == c.id) Defer(c, r);
     }
     return max_t;
   }
@@ -382,6 +379,7 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
     if (bound < 0.0) return max_t;
     settings.max_fraction = bound;
     settings.contact_offset = q->contact_offset;
+    settings.skip_started_contact = q->skip_started_contact;
     ++pairs->count;
     const bool defer = defer_contact && !skip_leaving && !out.all;
     CastResult r;
@@ -402,11 +400,26 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
         Dot(r.normal, q->translation) >= -1e-9 * q->translation.Length()) {
       return max_t;
     }
+    if (defer && q->skip_started_contact) StartedContactNow(c, &r);
     const double next = out.Add(c, r, max_t);
-    if (defer && out.have_best && out.best.id == c.id) {
-      deferred = r.state == CastState::kStartedOverlapping ? &c : nullptr;
-    }
+    if (defer && out.have_best && out.best.id == c.id) Defer(c, r);
     return next;
+  }
+  /// The contact of `r`, c's cast without it, when it started overlapping
+  /// (or its place, when the query skips it).
+  void StartedContactNow(const Collider& c, CastResult* r) const {
+    if (r->state != CastState::kStartedOverlapping) return;
+    if (q->skip_started_contact) {
+      internal::SkipStartedContact(pose, q->translation, r);
+    } else {
+      internal::AddStartedContact(q->shape, pose, c.shape, c.pose, r);
+    }
+  }
+  /// c, whose cast `r` is the best so far, has its contact made in Finish()
+  /// if it started overlapping and the query wants it.
+  void Defer(const Collider& c, const CastResult& r) {
+    const bool started = r.state == CastState::kStartedOverlapping;
+    deferred = started && !q->skip_started_contact ? &c : nullptr;
   }
   void Finish() {
     if (deferred != nullptr) {

@@ -758,6 +758,86 @@ TEST(ColliderSetTest, MeshGroupsSweepAsEachMesh) {
   std::printf("%d grouped batches, %d hits, %d started inside\n", grouped_batches, hits, started);
 }
 
+// A sweep that skips its started contact (CastQuery::skip_started_contact)
+// answers as one that makes it, but for a hit at its start: the same
+// colliders, pieces, fractions and states, with depth 0, the normal against
+// the translation (+y for none) and the point at the shape's position;
+// in batches (merged meshes included) and alone, closest and all hits,
+// present and rewound; and the pair's Cast (CastSettings) likewise.
+TEST(ColliderSetTest, SkipStartedContactKeepsTheHits) {
+  Random rng(63000);
+  const std::vector<Collider> cs = GroupedMeshScene(rng);
+  ColliderSet set;
+  ASSERT_TRUE(set.AddBulk(cs).ok());
+  ASSERT_TRUE(set.Apply({}, 1).ok());
+  ASSERT_TRUE(set.Apply({}, 2).ok());
+  int started = 0, deep = 0, hits = 0, pairs = 0;
+  const auto expect_skipped = [&](const CastResult& full, const CastResult& skip,
+                                  const CastQuery& c, const std::string& at) {
+    ASSERT_EQ(skip.state, full.state) << at;
+    EXPECT_EQ(skip.fraction, full.fraction) << at;
+    EXPECT_EQ(skip.sub_shape, full.sub_shape) << at;
+    if (!full.started_overlapping()) {
+      EXPECT_TRUE(full.normal == skip.normal && full.point == skip.point &&
+                  full.depth == skip.depth)
+          << at;
+      return;
+    }
+    ++started;
+    deep += full.depth > 0.0;
+    const double len = c.translation.Length();
+    const Vec3 against = len > 0.0 ? c.translation * (-1.0 / len) : Vec3{0, 1, 0};
+    EXPECT_EQ(skip.depth, 0.0) << at;
+    EXPECT_TRUE(skip.normal == against) << at;
+    EXPECT_TRUE(skip.point == c.pose.position) << at;
+  };
+  for (int batch_no = 0; batch_no < 6; ++batch_no) {
+    std::vector<Query> full, skip;
+    for (int k = 0; k < 300; ++k) {
+      CastQuery c;
+      c.shape = rng.MakeShape(static_cast<ShapeKind>(k % kConvexKindCount), 0.05, 0.6);
+      c.pose = Pose(rng.InBox(5.0), rng.Rotation());
+      c.translation = k % 10 == 0 ? Vec3::Zero() : rng.InBox(8.0);
+      VaryFilter(k, rng, &c.filter, &c.all_hits);
+      if (k % 13 == 0) c.at_tick = 1.5;
+      full.push_back(c);
+      c.skip_started_contact = true;
+      skip.push_back(c);
+    }
+    const std::string where = "batch " + std::to_string(batch_no);
+    std::vector<QueryResult> a(full.size());
+    set.RunBatch(full, a);
+    const std::vector<QueryResult> b = ExpectBatchAsSingles(set, skip, where);
+    for (size_t i = 0; i < full.size(); ++i) {
+      const CastQuery& c = std::get<CastQuery>(full[i]);
+      const std::string at = where + " query " + std::to_string(i);
+      ASSERT_EQ(a[i].hits.size(), b[i].hits.size()) << at;
+      for (size_t j = 0; j < a[i].hits.size(); ++j) {
+        EXPECT_EQ(a[i].hits[j].id, b[i].hits[j].id) << at;
+        expect_skipped(a[i].hits[j], b[i].hits[j], c, at + " hit " + std::to_string(j));
+        ++hits;
+      }
+      // The pair's own Cast, with the first collider this query hits.
+      if (a[i].hits.empty() || c.at_tick) continue;
+      const Collider* hit = set.Find(a[i].hits[0].id);
+      ASSERT_NE(hit, nullptr) << at;
+      CastSettings settings;
+      const CastResult pair_full =
+          Cast(c.shape, c.pose, c.translation, hit->shape, hit->pose, settings);
+      settings.skip_started_contact = true;
+      const CastResult pair_skip =
+          Cast(c.shape, c.pose, c.translation, hit->shape, hit->pose, settings);
+      expect_skipped(pair_full, pair_skip, c, at + " pair");
+      ++pairs;
+    }
+  }
+  EXPECT_NE(set.GetTreeStats().merged_triangles, 0u);
+  EXPECT_GT(hits, 500);
+  EXPECT_GT(pairs, 300);
+  EXPECT_GT(deep, 100);
+  std::printf("%d hits, %d started inside (%d with depth), %d pairs\n", hits, started, deep, pairs);
+}
+
 // Overlap batches take the merged meshes too: each member answers as its
 // own mesh (the lowest input triangle touched, as sub_shape), with shapes
 // resting on the grids' vertices and edges (touching counts), layers,

@@ -77,6 +77,11 @@ struct CastSettings {
   /// without a hit at fraction 0, and still stops at fraction 0 when the
   /// translation goes into the floor by s or more. Negative or NaN: 0.
   double contact_offset = 0.0;
+  /// A cast that starts overlapping (fraction 0) without its contact: depth
+  /// 0, normal against the translation (+y without one), point at A's
+  /// position. It skips the penetration solver (often EPA) where a caller
+  /// needs only whether, where and what it hit. False: the contact.
+  bool skip_started_contact = false;
 };
 
 /// Result of Cast() or Raycast().
@@ -122,7 +127,7 @@ DistanceResult ComputeDistance(const Shape& a, const Pose& pose_a, const Shape& 
 
 /// Sweeps A from pose_a by `translation` (no rotation) against B at pose_b.
 /// Started-overlapping casts return kStartedOverlapping, fraction 0, and the
-/// contact. A zero translation is an overlap test. With
+/// contact (unless settings.skip_started_contact). A zero translation is an overlap test. With
 /// settings.contact_offset > 0, contacts shallower than it that the
 /// translation does not drive deeper are no hit (CastSettings).
 CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,

@@ -143,6 +143,11 @@ struct CastQuery {
   /// a floor sweeps along it freely (CastSettings::contact_offset has the
   /// exact rule). 0: every contact counts. At most kMaxContactOffset.
   double contact_offset = 0.0;
+  /// A hit the shape starts overlapping (fraction 0) without its contact
+  /// (CastSettings::skip_started_contact): depth 0, normal against the
+  /// translation, point at the shape's position; cheaper where only the hit
+  /// and its fraction matter. False: the deepest contact.
+  bool skip_started_contact = false;
   /// Caller's tag, echoed in QueryResult::tag; the query ignores it.
   uint64_t tag = 0;
 };

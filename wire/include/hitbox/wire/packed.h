@@ -25,6 +25,7 @@ inline constexpr uint32_t kPackedWantContact = 2;
 inline constexpr uint32_t kPackedFromCollider = 4;
 inline constexpr uint32_t kPackedRotated = 8;
 inline constexpr uint32_t kPackedApplyTo = 16;
+inline constexpr uint32_t kPackedSkipStartedContact = 32;
 
 /// A query whose shape and pose come from a collider: (index of the query in
 /// the tick, collider id), as Query.shape_from_collider.
