@@ -1,126 +1,131 @@
-// Wavefront OBJ levels: tinyobjloader reads the file, the "v" lines are
-// read again exactly (obj_positions.h), and each object is a node.
-#include <tiny_obj_loader.h>
-
+// Wavefront OBJ levels: the file's lines read for exact positions and
+// LoadObj's syntax errors (obj_text.h), then its faces streamed through
+// tinyobjloader's callbacks (obj_stream.h), each object a node built as
+// soon as it ends.
 #include <algorithm>
-#include <cctype>
-#include <cmath>
 #include <cstdint>
 
 #include "level_formats.h"
 #include "node_builder.h"
-#include "obj_positions.h"
+#include "obj_stream.h"
+#include "obj_text.h"
 
 namespace hitbox::import {
 namespace {
 
-/// The double nearest the decimal that tinyobjloader read as `x`, for a
-/// file whose "v" lines ReadObjPositions could not match to its vertices:
-/// its parser can land an ulp or two off, so a file's "2.123456" came back
-/// as no q / 10^k. The q / 10^k (k <= 9) within 2 ulps of x, the fewest
-/// digits first, is the correctly rounded value of such text.
-double NearestShortDecimal(double x) {
-  if (!std::isfinite(x) || x == 0.0) return x;
-  const double ulp = std::nextafter(std::fabs(x), INFINITY) - std::fabs(x);
-  double scale = 1.0;
-  for (int k = 0; k <= 9; ++k, scale *= 10.0) {
-    const double q = std::nearbyint(x * scale);
-    if (std::fabs(q) > 0x1p53) break;
-    const double decimal = q / scale;
-    if (std::fabs(decimal - x) <= 2.0 * ulp) return decimal;
+/// Makes each object a node, its vertices the file's that it uses, in the
+/// file's order (a grid listed row by row stays so).
+class ObjectBuilder {
+ public:
+  ObjectBuilder(const ImportOptions& options, Level* level, std::vector<Vec3>* positions)
+      : options_(options), builder_(options, level), positions_(*positions) {}
+
+  /// Builds `shape`, whose triangles are consumed; errors name the object.
+  Status Build(ObjShape* shape) {
+    NodeGeometry node;
+    node.world = RootTransform(options_);
+    node.where = ObjShapeName(shape->index, shape->name);
+    node.role = RoleOf(shape->name);
+    node.layer = options_.layer;
+    const size_t vertex_count = positions_.size();
+    for (size_t f = 0; f < shape->triangles.size(); ++f) {
+      for (size_t k = 0; k < 3; ++k) {
+        const auto vi = static_cast<int>(shape->triangles[f][k]);
+        if (vi < 0 || static_cast<size_t>(vi) >= vertex_count) {
+          return Invalid(node.where + ": face " + std::to_string(f) + " uses vertex " +
+                         std::to_string(vi + 1) + " of " + std::to_string(vertex_count));
+        }
+      }
+    }
+    node.triangles = std::move(shape->triangles);
+    if (Status st = shape->last ? TakePositions(&node) : CopyPositions(&node); !st.ok()) return st;
+    return builder_.AddNode(&node);
   }
-  return x;
-}
+
+ private:
+  static constexpr uint32_t kUnused = UINT32_MAX;
+
+  static Error NotFinite(const NodeGeometry& node, size_t vi) {
+    return Invalid(node.where + ": vertex " + std::to_string(vi + 1) + " is not finite");
+  }
+
+  /// Copies the vertices `node`'s triangles use and renumbers them.
+  Status CopyPositions(NodeGeometry* node) {
+    if (slot_.empty()) slot_.assign(positions_.size(), kUnused);
+    for (const Triangle& t : node->triangles) {
+      for (uint32_t vi : t) {
+        if (slot_[vi] == kUnused) {
+          slot_[vi] = 0;
+          used_.push_back(vi);
+        }
+      }
+    }
+    std::sort(used_.begin(), used_.end());
+    node->vertices.reserve(used_.size());
+    for (uint32_t vi : used_) {
+      if (!positions_[vi].IsFinite()) return NotFinite(*node, vi);
+      slot_[vi] = static_cast<uint32_t>(node->vertices.size());
+      node->vertices.push_back(positions_[vi]);
+    }
+    for (Triangle& t : node->triangles) t = {slot_[t[0]], slot_[t[1]], slot_[t[2]]};
+    for (uint32_t vi : used_) slot_[vi] = kUnused;
+    used_.clear();
+    return Status::Ok();
+  }
+
+  /// For the last object: the file's positions become its vertices, the
+  /// used ones moved down in place, with no copy beside them.
+  Status TakePositions(NodeGeometry* node) {
+    std::vector<uint32_t>().swap(slot_);
+    std::vector<uint32_t>().swap(used_);
+    std::vector<bool> used(positions_.size());
+    for (const Triangle& t : node->triangles) {
+      for (uint32_t vi : t) used[vi] = true;
+    }
+    size_t n = 0;
+    for (size_t vi = 0; vi < used.size(); ++vi) {
+      if (!used[vi]) continue;
+      if (!positions_[vi].IsFinite()) return NotFinite(*node, vi);
+      ++n;
+    }
+    if (n < positions_.size()) {
+      std::vector<uint32_t> slot(positions_.size());
+      n = 0;
+      for (size_t vi = 0; vi < used.size(); ++vi) {
+        if (!used[vi]) continue;
+        slot[vi] = static_cast<uint32_t>(n);
+        positions_[n++] = positions_[vi];
+      }
+      for (Triangle& t : node->triangles) t = {slot[t[0]], slot[t[1]], slot[t[2]]};
+      positions_.resize(n);
+    }
+    node->vertices = std::move(positions_);
+    return Status::Ok();
+  }
+
+  const ImportOptions& options_;
+  Builder builder_;
+  std::vector<Vec3>& positions_;
+  // Scratch across objects: slot_[vi] is vertex vi's index in the object
+  // being built (kUnused between objects), used_ its vertices.
+  std::vector<uint32_t> slot_;
+  std::vector<uint32_t> used_;
+};
 
 }  // namespace
 
 Status ImportObj(const std::string& path, const ImportOptions& options, Level* level) {
-  // The arrays are ours (LoadObj, as ObjReader calls it): each object's
-  // are freed once it is built.
-  tinyobj::attrib_t attrib;
-  std::vector<tinyobj::shape_t> shapes;
-  std::vector<tinyobj::material_t> materials;
-  std::string warn;
-  std::string err;
-  const size_t slash = path.find_last_of("/\\");
-  const std::string mtl_dir = slash == std::string::npos ? "" : path.substr(0, slash);
-  if (!tinyobj::LoadObj(&attrib, &shapes, &materials, &warn, &err, path.c_str(), mtl_dir.c_str(),
-                        /*triangulate=*/true, /*default_vcols_fallback=*/false)) {
-    while (!err.empty() && std::isspace(static_cast<unsigned char>(err.back()))) err.pop_back();
-    return Invalid(path + ": " + (err.empty() ? "not a Wavefront OBJ file" : err));
-  }
-  std::vector<tinyobj::real_t>& v = attrib.vertices;
-  std::vector<tinyobj::real_t>().swap(attrib.colors);
-  const size_t vertex_count = v.size() / 3;
-  // tinyobjloader drops a polygon (4+ corners) with an index past the
-  // vertices and only warns: that is a broken file, not a smaller level.
-  if (warn.find("invalid vertex index") != std::string::npos) {
-    return Invalid(path + ": a polygon uses a vertex index beyond the " +
-                   std::to_string(vertex_count) +
-                   " vertices (tinyobjloader: face with invalid vertex index)");
-  }
-  // Each coordinate as the double nearest its text.
-  if (!ReadObjPositions(path, &v)) {
-    for (tinyobj::real_t& x : v) x = NearestShortDecimal(x);
-  }
-  Builder builder(options, level);
-  // An object's vertices keep the file's order (a grid listed row by row
-  // stays so): slot[vi] is vertex vi's index in the object being built.
-  constexpr uint32_t kUnused = UINT32_MAX;
-  std::vector<uint32_t> slot(vertex_count, kUnused);
-  std::vector<uint32_t> used;
-  for (size_t s = 0; s < shapes.size(); ++s) {
-    tinyobj::mesh_t& mesh = shapes[s].mesh;
-    NodeGeometry node;
-    node.world = RootTransform(options);
-    node.where =
-        shapes[s].name.empty() ? "object #" + std::to_string(s) : "object '" + shapes[s].name + "'";
-    node.role = RoleOf(shapes[s].name);
-    node.layer = options.layer;
-    for (size_t f = 0; f < mesh.num_face_vertices.size(); ++f) {
-      const size_t n = mesh.num_face_vertices[f];
-      if (n != 3) {
-        return Invalid(path + ": " + node.where + ": face " + std::to_string(f) + " has " +
-                       std::to_string(n) + " vertices after triangulation");
-      }
-      for (size_t k = 0; k < 3; ++k) {
-        const int vi = mesh.indices[3 * f + k].vertex_index;
-        if (vi < 0 || static_cast<size_t>(vi) >= vertex_count) {
-          return Invalid(path + ": " + node.where + ": face " + std::to_string(f) +
-                         " uses vertex " + std::to_string(vi + 1) + " of " +
-                         std::to_string(vertex_count));
-        }
-        if (slot[static_cast<size_t>(vi)] == kUnused) {
-          slot[static_cast<size_t>(vi)] = 0;
-          used.push_back(static_cast<uint32_t>(vi));
-        }
-      }
-    }
-    std::sort(used.begin(), used.end());
-    node.vertices.reserve(used.size());
-    for (uint32_t vi : used) {
-      slot[vi] = static_cast<uint32_t>(node.vertices.size());
-      const Vec3 p{v[3 * size_t{vi}], v[3 * size_t{vi} + 1], v[3 * size_t{vi} + 2]};
-      if (!p.IsFinite()) {
-        return Invalid(path + ": " + node.where + ": vertex " + std::to_string(vi + 1) +
-                       " is not finite");
-      }
-      node.vertices.push_back(p);
-    }
-    node.triangles.reserve(mesh.num_face_vertices.size());
-    for (size_t f = 0; f < mesh.num_face_vertices.size(); ++f) {
-      Triangle t{};
-      for (size_t k = 0; k < 3; ++k) {
-        t[k] = slot[static_cast<size_t>(mesh.indices[3 * f + k].vertex_index)];
-      }
-      node.triangles.push_back(t);
-    }
-    for (uint32_t vi : used) slot[vi] = kUnused;
-    used.clear();
-    mesh = tinyobj::mesh_t();  // this object's faces are not needed any more
-    if (node.triangles.empty()) continue;
-    if (Status st = builder.AddNode(&node); !st.ok()) return Invalid(path + ": " + st.message());
-  }
+  ObjText text;
+  if (Status st = ReadObjText(path, &text); !st.ok()) return Invalid(path + ": " + st.message());
+  ObjectBuilder objects(options, level, &text.positions);
+  // The first object's error: LoadObj's own (a bad quad later in the file)
+  // comes before it, as when LoadObj read the whole file first.
+  Status failed;
+  const Status read = StreamObjShapes(path, &text, [&](ObjShape* shape) {
+    if (failed.ok()) failed = objects.Build(shape);
+  });
+  if (!read.ok()) return Invalid(path + ": " + read.message());
+  if (!failed.ok()) return Invalid(path + ": " + failed.message());
   return Status::Ok();
 }
 

@@ -1,0 +1,189 @@
+#include "obj_text.h"
+
+#include <tiny_obj_loader.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+#include <vector>
+
+#include "fit.h"
+
+namespace hitbox::import {
+namespace {
+
+bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+/// Calls fn(begin, end) for each line as tinyobjloader's safeGetline
+/// splits them (at "\n", "\r\n" or a lone "\r"), the file read 64 KiB at a
+/// time, until fn returns false; a line ends at its first NUL too
+/// (tinyobjloader reads c_str()). False when the file cannot be read.
+template <typename Fn>
+bool ForEachLine(const std::string& path, Fn&& fn) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::vector<char> buf(size_t{1} << 16);
+  std::string carry;  // the start of a line that runs past the window
+  bool after_cr = false;
+  bool more = true;  // fn has not asked to stop
+  const auto emit = [&](const char* begin, const char* end) {
+    more = fn(begin, std::find(begin, end, '\0'));
+  };
+  while (in && more) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const char* p = buf.data();
+    const char* const stop = p + in.gcount();
+    if (after_cr && p < stop && *p == '\n') ++p;  // the "\n" of a "\r\n"
+    after_cr = false;
+    while (p < stop && more) {
+      const char* eol = std::find_if(p, stop, [](char c) { return c == '\n' || c == '\r'; });
+      if (eol == stop) {
+        carry.append(p, stop);
+        break;
+      }
+      if (carry.empty()) {
+        emit(p, eol);
+      } else {
+        carry.append(p, eol);
+        emit(carry.data(), carry.data() + carry.size());
+        carry.clear();
+      }
+      p = eol + 1;
+      if (*eol == '\r') {
+        if (p == stop) {
+          after_cr = true;
+        } else if (*p == '\n') {
+          ++p;
+        }
+      }
+    }
+  }
+  if (in.bad()) return false;
+  if (more && !carry.empty()) emit(carry.data(), carry.data() + carry.size());
+  return true;
+}
+
+/// The corners of the rest of an "f", "l" or "p" line from `p`, read as
+/// tinyobjloader's parseTriple reads them (i, i/j, i//k, i/j/k, each by
+/// atoi); -1 when an index is 0 (or no number), which LoadObj refuses.
+long CountCorners(const char* p) {
+  const auto index = [&p] {  // reads one index, false for 0
+    const bool ok = std::atoi(p) != 0;
+    p += std::strcspn(p, "/ \t\r");
+    return ok;
+  };
+  long corners = 0;
+  while (*p != '\0') {
+    if (!index()) return -1;
+    if (*p == '/') {
+      ++p;
+      const bool normal_only = *p == '/';  // "i//k"
+      if (normal_only) ++p;
+      if (!index()) return -1;
+      if (!normal_only && *p == '/') {
+        ++p;
+        if (!index()) return -1;
+      }
+    }
+    ++corners;
+    p += std::strspn(p, " \t\r");
+  }
+  return corners;
+}
+
+/// LoadObj's reading of `line` alone: false when it refuses it. It reads
+/// a "v" line, or a "vw" line (a tinyobjloader extension, refused when its
+/// joint ids do not read as numbers >= 0), the same whatever came before.
+bool LoadObjLine(const std::string& line, tinyobj::attrib_t* attrib) {
+  std::istringstream in(line);
+  std::vector<tinyobj::shape_t> shapes;
+  std::vector<tinyobj::material_t> materials;
+  std::string warn;
+  std::string err;
+  return tinyobj::LoadObj(attrib, &shapes, &materials, &warn, &err, &in, /*readMatFn=*/nullptr,
+                          /*triangulate=*/false, /*default_vcols_fallback=*/false);
+}
+
+}  // namespace
+
+Status ReadObjText(const std::string& path, ObjText* text) {
+  // First the checks and the sections, and how many vertices to hold.
+  size_t vertices = 0;
+  size_t line_number = 0;
+  std::string line;  // the line NUL-terminated, as tinyobjloader reads it
+  std::string error;
+  text->sections.assign(1, ObjSection{});
+  const auto check = [&](const char* begin, const char* end) {
+    ++line_number;
+    line.assign(begin, end);
+    const char* t = line.c_str();
+    t += std::strspn(t, " \t");
+    if (t[0] == 'v' && IsSpace(t[1])) {
+      ++vertices;
+    } else if (t[0] == 'v' && t[1] == 'w' && IsSpace(t[2])) {
+      tinyobj::attrib_t attrib;
+      if (!LoadObjLine(line, &attrib)) {
+        error = "Failed parse `vw' line. joint_id is negative. line ";
+      }
+    } else if ((t[0] == 'l' || t[0] == 'p') && IsSpace(t[1])) {
+      const long corners = CountCorners(t + 2);
+      if (corners < 0) {
+        error =
+            std::string("Failed parse `") + t[0] + "' line(e.g. zero value for vertex index. line ";
+      }
+      if (corners > 0) text->sections.back().lines = true;
+    } else if (t[0] == 'f' && IsSpace(t[1])) {
+      const long corners = CountCorners(t + 2 + std::strspn(t + 2, " \t"));
+      if (corners < 0) error = "Failed parse `f' line(e.g. zero value for face index. line ";
+      if (corners >= 3) text->sections.back().triangles += static_cast<uint64_t>(corners - 2);
+    } else if ((t[0] == 'g' || t[0] == 'o') && IsSpace(t[1])) {
+      text->sections.emplace_back();
+    }
+    return error.empty();
+  };
+  if (!ForEachLine(path, check)) return Invalid("Cannot open file [" + path + "]");
+  if (!error.empty()) return Invalid(error + std::to_string(line_number) + ".)");
+
+  // Then each "v" line's coordinates, as from_chars reads its tokens.
+  text->positions.clear();
+  text->positions.reserve(vertices);
+  const auto read = [&](const char* begin, const char* line_end) {
+    const char* p = begin;
+    while (p < line_end && IsSpace(*p)) ++p;
+    if (line_end - p < 2 || p[0] != 'v' || !IsSpace(p[1])) return true;
+    p += 2;
+    Vec3 xyz;
+    bool whole[3];
+    for (int a = 0; a < 3; ++a) {
+      // A token ends at a space, tab or the line's end (tinyobjloader's).
+      while (p < line_end && IsSpace(*p)) ++p;
+      const char* end = p;
+      while (end < line_end && !IsSpace(*end)) ++end;
+      const char* from = p + (p < end && *p == '+' ? 1 : 0);  // from_chars takes no '+'
+      const auto [stop, ec] = std::from_chars(from, end, xyz[a]);
+      whole[a] = ec == std::errc() && stop == end && from != end;
+      p = end;
+    }
+    if (!whole[0] || !whole[1] || !whole[2]) {
+      // Seldom: tinyobjloader's value stands for a token not read whole.
+      tinyobj::attrib_t theirs;
+      if (LoadObjLine(std::string(begin, line_end), &theirs) && theirs.vertices.size() == 3) {
+        for (int a = 0; a < 3; ++a) {
+          if (!whole[a]) xyz[a] = theirs.vertices[static_cast<size_t>(a)];
+        }
+      }
+    }
+    text->positions.push_back(xyz);
+    return true;
+  };
+  if (!ForEachLine(path, read)) return Invalid("Cannot read the file again");
+  if (text->positions.size() != vertices) return Invalid("the file changed while it was read");
+  return Status::Ok();
+}
+
+}  // namespace hitbox::import
