@@ -886,6 +886,156 @@ TEST(LevelImport, ObjObjectsKeepTheFileVertexOrder) {
   EXPECT_EQ(far->triangles, far_triangles);
 }
 
+/// Writes `text` as an OBJ file and imports it.
+Result<Level> ImportObjText(const std::string& name, const std::string& text) {
+  const std::string path = Temp(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return ImportLevel(path);
+}
+
+/// Success when `level` failed with a message that contains `text`.
+::testing::AssertionResult FailsWith(const Result<Level>& level, const std::string& text) {
+  if (level.ok()) return ::testing::AssertionFailure() << "imported";
+  if (level.error().message.find(text) == std::string::npos) {
+    return ::testing::AssertionFailure() << level.error().message;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+using Triangles = std::vector<std::array<uint32_t, 3>>;
+
+/// Collider `i`'s mesh triangles (none when it is not a mesh).
+Triangles MeshTriangles(const Level& level, size_t i) {
+  const std::optional<TriangleMeshShape> mesh = level.colliders.at(i).shape.mesh_input();
+  return mesh.has_value() ? mesh->triangles : Triangles{};
+}
+
+// A quad splits along its shorter diagonal (0-2 or 1-3), along 1-3 on a tie,
+// as tinyobjloader's LoadObj split it.
+TEST(LevelImport, ObjQuadsSplitAlongTheShorterDiagonal) {
+  auto level = ImportObjText("quads.obj",
+                             "o short02\nv 0 0 0\nv 3 0 0\nv 1 0 1\nv 0 0 1\nf 1 2 3 4\n"
+                             "o short13\nv 0 0 0\nv 1 0 0\nv 3 0 2\nv 0 0 1\nf 5 6 7 8\n"
+                             "o tie\nv 0 0 0\nv 1 0 0\nv 1 0 1\nv 0 0 1\nf 9 10 11 12\n");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 3u);
+  EXPECT_EQ(MeshTriangles(*level, 0), (Triangles{{0, 1, 2}, {0, 2, 3}}));
+  EXPECT_EQ(MeshTriangles(*level, 1), (Triangles{{0, 1, 3}, {1, 2, 3}}));
+  EXPECT_EQ(MeshTriangles(*level, 2), (Triangles{{0, 1, 3}, {1, 2, 3}}));
+}
+
+// A square's diagonals differ only by rounding: the split follows
+// tinyobjloader's own reading of the text (1-3 here), as LoadObj's did,
+// where the exact doubles, which the vertices are, would split along 0-2.
+TEST(LevelImport, ObjQuadsSplitAsTinyobjloaderReadThem) {
+  auto level = ImportObjText("rounding.obj",
+                             "o square\nv 2.405197 0 2.071919\nv -0.835220 0 1.896468\n"
+                             "v -0.659769 0 -1.343949\nv 2.580648 0 -1.168498\nf 1 2 3 4\n");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  TriangleMeshShape mesh;
+  ASSERT_NO_FATAL_FAILURE(OnlyMesh(*level, &mesh));
+  EXPECT_EQ(mesh.triangles, (Triangles{{0, 1, 3}, {1, 2, 3}}));
+  const Vec3 v0 = mesh.vertices[0], v1 = mesh.vertices[1], v2 = mesh.vertices[2],
+             v3 = mesh.vertices[3];
+  EXPECT_LT((v2 - v0).LengthSq(), (v3 - v1).LengthSq());  // exactly: 0-2 shorter
+}
+
+// Polygons of 5+ corners are cut by LoadObj's ear clipping, in its plane
+// (x-z, x-y here) and order: the concave corner's ear comes first.
+TEST(LevelImport, ObjPolygonsAreEarClippedAsBefore) {
+  auto level = ImportObjText("polygons.obj",
+                             "o pentagon\nv 0 0 0\nv 4 0 0\nv 4 0 4\nv 2 0 1\nv 0 0 4\n"
+                             "f 1 2 3 4 5\n"
+                             "o hexagon\nv 0 0 0\nv 4 0 0\nv 4 4 0\nv 2 1 0\nv 0 4 0\nv -2 2 0\n"
+                             "f 6 7 8 9 10 11\n");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 2u);
+  EXPECT_EQ(MeshTriangles(*level, 0), (Triangles{{1, 2, 3}, {3, 4, 0}, {0, 1, 3}}));
+  EXPECT_EQ(MeshTriangles(*level, 1), (Triangles{{1, 2, 3}, {3, 4, 5}, {3, 5, 0}, {0, 1, 3}}));
+}
+
+// Negative indices count back from the vertices read so far (-1: the last).
+TEST(LevelImport, ObjNegativeIndicesAreRelative) {
+  auto level = ImportObjText("relative.obj",
+                             "o a\nv 0 0 0\nv 1 0 0\nv 0 0 1\nf -3 -2 -1\n"
+                             "o b\nv 5 0 0\nv 6 0 0\nv 5 0 1\nv 6 0 1\nf -4 -3 -1 -2\nf 1 -1 -2\n");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  ASSERT_EQ(level->colliders.size(), 2u);
+  EXPECT_EQ(MeshTriangles(*level, 0), (Triangles{{0, 1, 2}}));
+  // b uses file vertices 1, 4, 5, 6, 7: the quad 4 5 7 6, then 1 7 6.
+  EXPECT_EQ(MeshTriangles(*level, 1), (Triangles{{1, 2, 3}, {2, 4, 3}, {0, 4, 3}}));
+}
+
+// Objects are LoadObj's shapes: faces before any "o" make one, "o" and "g"
+// lines start one, and an unnamed one is named by its index among them,
+// which counts an object of "l" lines alone (kept at an "o", not at a "g").
+TEST(LevelImport, ObjObjectsAndGroupsSplitAsBefore) {
+  auto level = ImportObjText("split.obj",
+                             "v 0 0 0\nv 1 0 0\nv 0 0 1\nv 1 0 1\nf 1 2 3\n"
+                             "o lines_only\nl 1 2\n"
+                             "o \nf 2 4 3\n"
+                             "g left wall\nf 1 2 4\n"
+                             "g solo\nl 1 3\n"
+                             "g \nf 1 3 4\n");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  const std::vector<std::string> sources = {"object #0", "object #2", "object 'left wall'",
+                                            "object #4"};
+  EXPECT_EQ(level->sources, sources);
+}
+
+// A face using a vertex that is not there is an error naming the object,
+// the face and the vertex; a quad may use a vertex read later in its
+// object, as LoadObj allowed, and a vertex of a later object's is an error
+// that comes before an earlier object's own error, as it did.
+TEST(LevelImport, ObjFacesOutOfRangeAreErrors) {
+  auto forward =
+      ImportObjText("forward.obj", "o fwd\nv 0 0 0\nv 1 0 0\nf 1 2 3 4\nv 1 0 1\nv 0 0 1\n");
+  ASSERT_TRUE(forward.ok()) << forward.error().message;
+  EXPECT_EQ(MeshTriangles(*forward, 0), (Triangles{{0, 1, 3}, {1, 2, 3}}));
+
+  auto late = ImportObjText("late.obj",
+                            "o UBX_flat\nv 0 0 0\nv 1 0 0\nv 1 0 1\nf 1 2 3\n"
+                            "o early\nf 1 2 3 4\no late\nv 0 0 1\nf 1 2 4\n");
+  EXPECT_TRUE(FailsWith(late,
+                        "object 'early': face 'f 1 2 3 4' uses vertex 4, beyond the 3 "
+                        "vertices read by the object's end"));
+
+  auto before = ImportObjText("before.obj", "o neg\nv 0 0 0\nv 1 0 0\nv 1 0 1\nf -9 1 2 3\n");
+  EXPECT_TRUE(
+      FailsWith(before, "object 'neg': face 'f -5 1 2 3' uses vertex -5, before the first"));
+
+  auto triangle = ImportObjText("triangle.obj", "v 0 0 0\nv 1 0 0\nv 0 0 1\nf 1 2 3\nf 3 -4 1\n");
+  EXPECT_TRUE(FailsWith(triangle, "object #0: face 1 uses vertex 0 of 3"));
+}
+
+// Where a token is not a number whole, tinyobjloader's reading of it
+// stands ("1.5f" is 1.5, a missing one 0), also for a vertex an earlier
+// object uses before its line (1e400: infinite, an error there).
+TEST(LevelImport, ObjRoughTokensReadAsTinyobjloaderReadsThem) {
+  auto level =
+      ImportObjText("rough_tokens.obj", "o rough\nv 1.5f 0 0\nv 0 0 2.5x\nv 0 3\nf 1 2 3\n");
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  TriangleMeshShape mesh;
+  ASSERT_NO_FATAL_FAILURE(OnlyMesh(*level, &mesh));
+  EXPECT_EQ(mesh.vertices, (std::vector<Vec3>{{1.5, 0, 0}, {0, 0, 2.5}, {0, 3, 0}}));
+
+  auto infinite = ImportObjText(
+      "infinite.obj", "o early\nf 1 2 3\no late\nv 0 0 0\nv 1 1e400 0\nv 0 0 1\nf 1 2 3\n");
+  EXPECT_TRUE(FailsWith(infinite, "object 'early': vertex 2 is not finite"));
+}
+
+// LoadObj's syntax errors, which its callback parser does not report, are
+// errors still, with tinyobjloader's message and line number.
+TEST(LevelImport, ObjSyntaxErrorsNameTheLine) {
+  auto texcoord = ImportObjText("vt0.obj", "v 0 0 0\r\n\r\nv 1 0 0\r\nf 1/1 2/0 1/1\r\n");
+  EXPECT_TRUE(
+      FailsWith(texcoord, "Failed parse `f' line(e.g. zero value for face index. line 4.)"));
+  auto line = ImportObjText("l0.obj", "v 0 0 0\nl 1 0\n");
+  EXPECT_TRUE(FailsWith(line, "`l' line(e.g. zero value for vertex index. line 2.)"));
+  auto weights = ImportObjText("vw.obj", "v 0 0 0\nvw 1 -1 0.5\n");
+  EXPECT_TRUE(FailsWith(weights, "joint_id is negative. line 2.)"));
+}
+
 // Round trip: the imported OBJ level answers rays, sweeps and overlaps exactly
 // as the same level written by hand (data/level_equivalent.json, built here).
 TEST(LevelImport, ImportedLevelAnswersLikeTheHandWrittenScene) {
