@@ -3,7 +3,6 @@
 #include <tiny_obj_loader.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -37,7 +36,6 @@ class ShapeReader {
  public:
   ShapeReader(ObjText* text, std::istream* in, const std::function<void(ObjShape*)>& on_shape)
       : text_(*text), in_(*in), on_shape_(on_shape) {
-    ulps_.reserve(3 * text_.positions.size());
     StartSection();
   }
 
@@ -53,8 +51,8 @@ class ShapeReader {
     return Status::Ok();
   }
 
-  static void Vertex(void* self, double x, double y, double z, double /*w*/) {
-    static_cast<ShapeReader*>(self)->AddVertex({x, y, z});
+  static void Vertex(void* self, double /*x*/, double /*y*/, double /*z*/, double /*w*/) {
+    static_cast<ShapeReader*>(self)->AddVertex();
   }
   static void Face(void* self, tinyobj::index_t* corners, int n) {
     static_cast<ShapeReader*>(self)->AddFace(corners, static_cast<size_t>(n));
@@ -80,38 +78,18 @@ class ShapeReader {
     size_t at;
     std::vector<int> corners;
   };
-  static constexpr int8_t kFar = INT8_MIN;
 
   bool Read(int vi) const { return vi >= 0 && vi < count_; }
 
-  /// tinyobjloader's own value of coordinate `axis` of vertex `vi` (read),
-  /// which LoadObj triangulated with.
-  double Theirs(int vi, int axis) const {
-    const size_t c = 3 * static_cast<size_t>(vi) + static_cast<size_t>(axis);
-    if (ulps_[c] != kFar) {
-      const uint64_t bits = std::bit_cast<uint64_t>(text_.positions[static_cast<size_t>(vi)][axis]);
-      return std::bit_cast<double>(bits + static_cast<uint64_t>(int64_t{ulps_[c]}));
-    }
-    const auto before = [](const std::pair<size_t, double>& f, size_t at) { return f.first < at; };
-    return std::lower_bound(far_.begin(), far_.end(), c, before)->second;
-  }
+  /// Coordinate `axis` of vertex `vi` (read) as the importer stores it: the
+  /// double nearest the file's text (ReadObjText's).
+  double At(int vi, int axis) const { return text_.positions[static_cast<size_t>(vi)][axis]; }
 
-  /// Keeps tinyobjloader's value of the next vertex as its distance in
-  /// ulps from the exact one (it is seldom more than a few), or as itself.
-  void AddVertex(const Vec3& theirs) {
-    const size_t v = static_cast<size_t>(count_);
-    if (v >= text_.positions.size()) return Stop("the file changed while it was read");
-    for (int a = 0; a < 3; ++a) {
-      const size_t c = 3 * v + static_cast<size_t>(a);
-      const double exact = text_.positions[v][a];
-      const auto d =
-          static_cast<int64_t>(std::bit_cast<uint64_t>(theirs[a]) - std::bit_cast<uint64_t>(exact));
-      if (d > kFar && d <= INT8_MAX) {
-        ulps_.push_back(static_cast<int8_t>(d));
-      } else {
-        ulps_.push_back(kFar);
-        far_.emplace_back(c, theirs[a]);
-      }
+  /// Counts the next vertex; its position is ReadObjText's, not
+  /// tinyobjloader's (which can be a few ulps off).
+  void AddVertex() {
+    if (static_cast<size_t>(count_) >= text_.positions.size()) {
+      return Stop("the file changed while it was read");
     }
     ++count_;
   }
@@ -135,20 +113,22 @@ class ShapeReader {
     }
   }
 
-  /// LoadObj's triangles of a polygon of 4+ corners, appended to `out`;
-  /// false for a quad with a corner not read.
+  /// The triangles of a polygon of 4+ corners, as LoadObj cuts one but by
+  /// the exact coordinates (At), appended to `out`; false for a quad with a
+  /// corner not read.
   bool Triangulate(const std::vector<int>& c, std::vector<Triangle>* out) const {
     if (c.size() > 4) {
       ClipEars(c, out);
       return true;
     }
     if (!Read(c[0]) || !Read(c[1]) || !Read(c[2]) || !Read(c[3])) return false;
-    // Split along the shorter diagonal; on a tie, along 1-3.
+    // Split along the shorter diagonal by the exact coordinates; on a tie,
+    // along 1-3.
     double d02 = 0.0;
     double d13 = 0.0;
     for (int a = 0; a < 3; ++a) {
-      const double e02 = Theirs(c[2], a) - Theirs(c[0], a);
-      const double e13 = Theirs(c[3], a) - Theirs(c[1], a);
+      const double e02 = At(c[2], a) - At(c[0], a);
+      const double e13 = At(c[3], a) - At(c[1], a);
       d02 += e02 * e02;
       d13 += e13 * e13;
     }
@@ -167,8 +147,9 @@ class ShapeReader {
 
   /// tinyobjloader's built-in ear clipping (its exportGroupsToShape, with
   /// TINYOBJLOADER_USE_MAPBOX_EARCUT not defined) step for step, the same
-  /// arithmetic in the same order, so the same triangles come out. A corner
-  /// not read lies at (0, 0) of the plane and is never found inside.
+  /// arithmetic in the same order, on the exact coordinates (At) rather
+  /// than tinyobjloader's own (a few ulps off at times). A corner not read
+  /// lies at (0, 0) of the plane and is never found inside.
   void ClipEars(std::vector<int> left, std::vector<Triangle>* out) const {
     // The plane: the axes other than the largest of the first corner's
     // normal (its edges' cross product) that is not ~0; x-y by default.
@@ -180,8 +161,8 @@ class ShapeReader {
       double e0[3];
       double e1[3];
       for (int a = 0; a < 3; ++a) {
-        e0[a] = Theirs(p1, a) - Theirs(p0, a);
-        e1[a] = Theirs(p2, a) - Theirs(p1, a);
+        e0[a] = At(p1, a) - At(p0, a);
+        e1[a] = At(p2, a) - At(p1, a);
       }
       const double cx = std::fabs(e0[1] * e1[2] - e0[2] * e1[1]);
       const double cy = std::fabs(e0[2] * e1[0] - e0[0] * e1[2]);
@@ -214,8 +195,8 @@ class ShapeReader {
       double vy[3];
       for (size_t k = 0; k < 3; ++k) {
         ear[k] = left[(guess + k) % m];
-        vx[k] = Read(ear[k]) ? Theirs(ear[k], axes[0]) : 0.0;
-        vy[k] = Read(ear[k]) ? Theirs(ear[k], axes[1]) : 0.0;
+        vx[k] = Read(ear[k]) ? At(ear[k], axes[0]) : 0.0;
+        vy[k] = Read(ear[k]) ? At(ear[k], axes[1]) : 0.0;
       }
       const double e0x = vx[1] - vx[0];
       const double e0y = vy[1] - vy[0];
@@ -226,7 +207,7 @@ class ShapeReader {
       bool cut = !(cross * area < 0.0);
       for (size_t k = 3; k < m && cut; ++k) {
         const int other = left[(guess + k) % m];
-        cut = !(Read(other) && Inside(vx, vy, Theirs(other, axes[0]), Theirs(other, axes[1])));
+        cut = !(Read(other) && Inside(vx, vy, At(other, axes[0]), At(other, axes[1])));
       }
       if (!cut) {
         ++guess;
@@ -261,10 +242,6 @@ class ShapeReader {
     if (!triangles_.empty() || lines) {
       const size_t index = shapes_++;
       if (!triangles_.empty()) {
-        if (end == End::kFile) {  // nothing is triangulated any more
-          std::vector<int8_t>().swap(ulps_);
-          std::vector<std::pair<size_t, double>>().swap(far_);
-        }
         ObjShape shape{index, name_, std::move(triangles_), end == End::kFile};
         on_shape_(&shape);
       }
@@ -316,10 +293,6 @@ class ShapeReader {
   std::istream& in_;
   const std::function<void(ObjShape*)>& on_shape_;
   int count_ = 0;  // vertices read (LoadObj counts them in an int)
-  // Coordinate c of tinyobjloader's is ulps_[c] ulps off the exact one, or
-  // is in far_ (ascending by c) where ulps_[c] is kFar.
-  std::vector<int8_t> ulps_;
-  std::vector<std::pair<size_t, double>> far_;
   size_t section_ = 0;
   size_t shapes_ = 0;  // LoadObj's shapes so far
   std::string name_;

@@ -1,6 +1,7 @@
 // An OBJ file's faces streamed through tinyobjloader's callback parser
 // (LoadObjWithCallback) and cut into the objects its LoadObj returns,
-// triangulated as LoadObj triangulates them, each handed on as soon as it
+// triangulated as LoadObj triangulates them but by the exact coordinates
+// (ObjText's, which the importer stores), each handed on as soon as it
 // ends: only the vertex positions and one object's faces are held.
 #pragma once
 
