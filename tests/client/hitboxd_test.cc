@@ -209,7 +209,8 @@ TEST_F(HitboxdTest, EveryCall) { ExerciseEveryCall(*client_, "every-call"); }
 // result (Query and tick streams); max_hits cuts say truncated (0: the
 // server's default max_hits_per_query of 1024, not reached here); a capsule
 // resting on the floor is a hit at fraction 0 without a contact offset and
-// reaches the wall with one; a bad offset is refused by name.
+// reaches the wall with one; one sunk in the floor has its contact, or none
+// when it skips it; a bad offset is refused by name.
 TEST_F(HitboxdTest, TagsTruncatedAndContactOffset) {
   ASSERT_TRUE(client_->CreateSession("tags").ok());
   std::vector<ColliderChange> add = {
@@ -265,6 +266,36 @@ TEST_F(HitboxdTest, TagsTruncatedAndContactOffset) {
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(t->results[i].tag, r->results[i].tag);
   EXPECT_TRUE(t->results[2].truncated);
   EXPECT_TRUE(stream->Finish().ok());
+
+  // A sweep that starts in the floor: with its contact, or without it
+  // (skip_started_contact), through a Query and through a tick stream alike.
+  CastQuery sunk = resting;
+  sunk.pose = Pose({-1.5, 0.8, 0});  // 0.2 deep in the floor
+  CastQuery sunk_skip = sunk;
+  sunk_skip.skip_started_contact = true;
+  const std::vector<hitbox::Query> started = {sunk, sunk_skip};
+  RpcResult<QueryBatchResult> by_query = client_->Query("tags", started);
+  ASSERT_TRUE(by_query.ok()) << by_query.status().ToString();
+  std::unique_ptr<TickStream> started_stream = client_->OpenTickStream("tags");
+  RpcResult<TickResult> by_tick = started_stream->Tick({}, started).get();
+  ASSERT_TRUE(by_tick.ok()) << by_tick.status().ToString();
+  EXPECT_TRUE(started_stream->Finish().ok());
+  for (const std::vector<QueryResult>* results : {&by_query->results, &by_tick->results}) {
+    ASSERT_EQ(results->size(), 2u);
+    ASSERT_EQ((*results)[0].hits.size(), 1u);
+    ASSERT_EQ((*results)[1].hits.size(), 1u);
+    const CastHit& full = (*results)[0].hits[0];
+    const CastHit& skip = (*results)[1].hits[0];
+    EXPECT_EQ(full.id, 1u);
+    EXPECT_EQ(skip.id, 1u);
+    EXPECT_TRUE(full.started_overlapping());
+    EXPECT_TRUE(skip.started_overlapping());
+    EXPECT_NEAR(full.depth, 0.2, 1e-9);
+    EXPECT_NEAR(full.normal.y, 1.0, 1e-12);
+    EXPECT_EQ(skip.depth, 0.0);
+    EXPECT_TRUE(skip.normal == Vec3(-1, 0, 0));
+    EXPECT_TRUE(skip.point == sunk.pose.position);
+  }
 
   skinned.contact_offset = -0.5;
   RpcResult<QueryBatchResult> bad = client_->Query("tags", std::vector<hitbox::Query>{skinned});
