@@ -127,9 +127,9 @@ DistanceResult ComputeDistance(const Shape& a, const Pose& pose_a, const Shape& 
 
 /// Sweeps A from pose_a by `translation` (no rotation) against B at pose_b.
 /// Started-overlapping casts return kStartedOverlapping, fraction 0, and the
-/// contact (unless settings.skip_started_contact). A zero translation is an overlap test. With
-/// settings.contact_offset > 0, contacts shallower than it that the
-/// translation does not drive deeper are no hit (CastSettings).
+/// contact (unless settings.skip_started_contact). A zero translation is an
+/// overlap test. With settings.contact_offset > 0, contacts shallower than
+/// it that the translation does not drive deeper are no hit (CastSettings).
 CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
                 const Pose& pose_b, const CastSettings& settings = {});
 
