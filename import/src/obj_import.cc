@@ -3,6 +3,7 @@
 // tinyobjloader's callbacks (obj_stream.h), each object a node built as
 // soon as it ends.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "level_formats.h"
@@ -17,8 +18,8 @@ namespace {
 /// file's order (a grid listed row by row stays so).
 class ObjectBuilder {
  public:
-  ObjectBuilder(const ImportOptions& options, Level* level, std::vector<Vec3>* positions)
-      : options_(options), builder_(options, level), positions_(*positions) {}
+  ObjectBuilder(const ImportOptions& options, Level* level, ObjText* text)
+      : options_(options), builder_(options, level), text_(*text) {}
 
   /// Builds `shape`, whose triangles are consumed; errors name the object.
   Status Build(ObjShape* shape) {
@@ -27,7 +28,7 @@ class ObjectBuilder {
     node.where = ObjShapeName(shape->index, shape->name);
     node.role = RoleOf(shape->name);
     node.layer = options_.layer;
-    const size_t vertex_count = positions_.size();
+    const size_t vertex_count = text_.VertexCount();
     for (size_t f = 0; f < shape->triangles.size(); ++f) {
       for (size_t k = 0; k < 3; ++k) {
         const auto vi = static_cast<int>(shape->triangles[f][k]);
@@ -49,9 +50,14 @@ class ObjectBuilder {
     return Invalid(node.where + ": vertex " + std::to_string(vi + 1) + " is not finite");
   }
 
-  /// Copies the vertices `node`'s triangles use and renumbers them.
+  /// Whether file vertex `vi` is finite (a decimal one is).
+  bool Finite(size_t vi) const { return decimal() || text_.positions[vi].IsFinite(); }
+  bool decimal() const { return !text_.decimals.empty(); }
+
+  /// Copies the vertices `node`'s triangles use, as the file's doubles or
+  /// decimals, and renumbers them.
   Status CopyPositions(NodeGeometry* node) {
-    if (slot_.empty()) slot_.assign(positions_.size(), kUnused);
+    if (slot_.empty()) slot_.assign(text_.VertexCount(), kUnused);
     for (const Triangle& t : node->triangles) {
       for (uint32_t vi : t) {
         if (slot_[vi] == kUnused) {
@@ -61,11 +67,22 @@ class ObjectBuilder {
       }
     }
     std::sort(used_.begin(), used_.end());
-    node->vertices.reserve(used_.size());
-    for (uint32_t vi : used_) {
-      if (!positions_[vi].IsFinite()) return NotFinite(*node, vi);
-      slot_[vi] = static_cast<uint32_t>(node->vertices.size());
-      node->vertices.push_back(positions_[vi]);
+    if (decimal()) {
+      node->decimals.reserve(3 * used_.size());
+      node->divisor = text_.divisor;
+    } else {
+      node->vertices.reserve(used_.size());
+    }
+    for (size_t n = 0; n < used_.size(); ++n) {
+      const uint32_t vi = used_[n];
+      if (!Finite(vi)) return NotFinite(*node, vi);
+      slot_[vi] = static_cast<uint32_t>(n);
+      if (decimal()) {
+        const auto q = text_.decimals.begin() + 3 * std::ptrdiff_t{vi};
+        node->decimals.insert(node->decimals.end(), q, q + 3);
+      } else {
+        node->vertices.push_back(text_.positions[vi]);
+      }
     }
     for (Triangle& t : node->triangles) t = {slot_[t[0]], slot_[t[1]], slot_[t[2]]};
     for (uint32_t vi : used_) slot_[vi] = kUnused;
@@ -78,34 +95,43 @@ class ObjectBuilder {
   Status TakePositions(NodeGeometry* node) {
     std::vector<uint32_t>().swap(slot_);
     std::vector<uint32_t>().swap(used_);
-    std::vector<bool> used(positions_.size());
+    const size_t count = text_.VertexCount();
+    std::vector<bool> used(count);
     for (const Triangle& t : node->triangles) {
       for (uint32_t vi : t) used[vi] = true;
     }
     size_t n = 0;
     for (size_t vi = 0; vi < used.size(); ++vi) {
       if (!used[vi]) continue;
-      if (!positions_[vi].IsFinite()) return NotFinite(*node, vi);
+      if (!Finite(vi)) return NotFinite(*node, vi);
       ++n;
     }
-    if (n < positions_.size()) {
-      std::vector<uint32_t> slot(positions_.size());
+    if (n < count) {
+      std::vector<uint32_t> slot(count);
       n = 0;
       for (size_t vi = 0; vi < used.size(); ++vi) {
         if (!used[vi]) continue;
         slot[vi] = static_cast<uint32_t>(n);
-        positions_[n++] = positions_[vi];
+        if (decimal()) {
+          std::copy_n(&text_.decimals[3 * vi], 3, &text_.decimals[3 * n]);
+        } else {
+          text_.positions[n] = text_.positions[vi];
+        }
+        ++n;
       }
       for (Triangle& t : node->triangles) t = {slot[t[0]], slot[t[1]], slot[t[2]]};
-      positions_.resize(n);
+      text_.positions.resize(decimal() ? 0 : n);
+      text_.decimals.resize(decimal() ? 3 * n : 0);
     }
-    node->vertices = std::move(positions_);
+    node->vertices = std::move(text_.positions);
+    node->decimals = std::move(text_.decimals);
+    node->divisor = text_.divisor;
     return Status::Ok();
   }
 
   const ImportOptions& options_;
   Builder builder_;
-  std::vector<Vec3>& positions_;
+  ObjText& text_;
   // Scratch across objects: slot_[vi] is vertex vi's index in the object
   // being built (kUnused between objects), used_ its vertices.
   std::vector<uint32_t> slot_;
@@ -117,7 +143,7 @@ class ObjectBuilder {
 Status ImportObj(const std::string& path, const ImportOptions& options, Level* level) {
   ObjText text;
   if (Status st = ReadObjText(path, &text); !st.ok()) return Invalid(path + ": " + st.message());
-  ObjectBuilder objects(options, level, &text.positions);
+  ObjectBuilder objects(options, level, &text);
   // The first object's error: LoadObj's own (a bad quad later in the file)
   // comes before it, as when LoadObj read the whole file first.
   Status failed;

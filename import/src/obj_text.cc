@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -18,6 +19,85 @@ namespace hitbox::import {
 namespace {
 
 bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+/// The next token from *p on (spaces and tabs skipped) to a space, a tab or
+/// `end`, as tinyobjloader splits a line; *p is left past it.
+std::string_view NextToken(const char** p, const char* end) {
+  const char* begin = *p;
+  while (begin < end && IsSpace(*begin)) ++begin;
+  const char* stop = begin;
+  while (stop < end && !IsSpace(*stop)) ++stop;
+  *p = stop;
+  return {begin, static_cast<size_t>(stop - begin)};
+}
+
+constexpr int kMaxDecimalDigits = 9;
+constexpr uint64_t kPow10[kMaxDecimalDigits + 1] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+constexpr uint64_t kDecimalLimit = uint64_t{1} << 31;  // |q| below it: an int32, never the -0 mark
+
+/// A coordinate written as a short decimal: (minus ? -1 : 1) * magnitude / 10^digits.
+struct ShortDecimal {
+  uint64_t magnitude = 0;
+  int digits = 0;
+  bool minus = false;
+};
+
+/// Reads `token` when it is [+|-]digits[.digits] with at most
+/// kMaxDecimalDigits after the point and a magnitude below kDecimalLimit.
+bool ReadShortDecimal(std::string_view token, ShortDecimal* out) {
+  size_t i = 0;
+  out->minus = false;
+  if (i < token.size() && (token[i] == '+' || token[i] == '-')) out->minus = token[i++] == '-';
+  uint64_t q = 0;
+  int digits = -1;  // after the point; -1 before it
+  bool any = false;
+  for (; i < token.size(); ++i) {
+    const char c = token[i];
+    if (c == '.' && digits < 0 && any) {
+      digits = 0;
+      any = false;  // a digit must follow the point
+      continue;
+    }
+    if (c < '0' || c > '9') return false;
+    q = 10 * q + static_cast<uint64_t>(c - '0');
+    if (q >= kDecimalLimit) return false;
+    if (digits >= 0 && ++digits > kMaxDecimalDigits) return false;
+    any = true;
+  }
+  if (!any) return false;
+  out->magnitude = q;
+  out->digits = std::max(digits, 0);
+  return true;
+}
+
+/// Whether every "v" line's coordinates are short decimals that share one
+/// divisor 10^digits() as int32s: the widest magnitude read for each count
+/// of digits after the point.
+class DecimalScan {
+ public:
+  /// Reads the x, y, z tokens of a "v" line's rest [p, end).
+  void Add(const char* p, const char* end) {
+    for (int a = 0; a < 3 && ok_; ++a) {
+      ShortDecimal d;
+      ok_ = ReadShortDecimal(NextToken(&p, end), &d);
+      widest_[d.digits] = std::max(widest_[d.digits], d.magnitude);
+      most_ = std::max(most_, d.digits);
+    }
+  }
+  bool Fits() const {
+    for (int k = 0; k <= most_ && ok_; ++k) {
+      if (widest_[k] * kPow10[most_ - k] >= kDecimalLimit) return false;
+    }
+    return ok_;
+  }
+  int digits() const { return most_; }
+
+ private:
+  bool ok_ = true;
+  int most_ = 0;
+  uint64_t widest_[kMaxDecimalDigits + 1] = {};
+};
 
 /// Calls fn(begin, end) for each line as tinyobjloader's safeGetline
 /// splits them (at "\n", "\r\n" or a lone "\r"), the file read 64 KiB at a
@@ -109,6 +189,36 @@ bool LoadObjLine(const std::string& line, tinyobj::attrib_t* attrib) {
                           /*triangulate=*/false, /*default_vcols_fallback=*/false);
 }
 
+/// ReadObjText's second pass when every coordinate is a short decimal: q
+/// over 10^digits for each. q and 10^digits are exact doubles, so
+/// DecimalValue's division, correctly rounded, gives the double nearest
+/// the decimal: from_chars' value of the token.
+Status ReadDecimals(const std::string& path, size_t vertices, int digits, ObjText* text) {
+  text->decimals.reserve(3 * vertices);
+  text->divisor = static_cast<double>(kPow10[digits]);
+  bool same = true;  // the file reads as the first pass read it
+  const auto read = [&](const char* begin, const char* line_end) {
+    const char* p = begin;
+    while (p < line_end && IsSpace(*p)) ++p;
+    if (line_end - p < 2 || p[0] != 'v' || !IsSpace(p[1])) return true;
+    p += 2;
+    for (int a = 0; a < 3 && same; ++a) {
+      ShortDecimal d;
+      same = ReadShortDecimal(NextToken(&p, line_end), &d) && d.digits <= digits;
+      const uint64_t q = d.magnitude * kPow10[digits - std::min(d.digits, digits)];
+      same = same && q < kDecimalLimit;
+      const auto value = static_cast<int32_t>(q);
+      text->decimals.push_back(!d.minus ? value : (q == 0 ? kDecimalNegativeZero : -value));
+    }
+    return same;
+  };
+  if (!ForEachLine(path, read)) return Invalid("Cannot read the file again");
+  if (!same || text->decimals.size() != 3 * vertices) {
+    return Invalid("the file changed while it was read");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ReadObjText(const std::string& path, ObjText* text) {
@@ -118,6 +228,7 @@ Status ReadObjText(const std::string& path, ObjText* text) {
   std::string line;  // the line NUL-terminated, as tinyobjloader reads it
   std::string error;
   text->sections.assign(1, ObjSection{});
+  DecimalScan scan;
   const auto check = [&](const char* begin, const char* end) {
     ++line_number;
     line.assign(begin, end);
@@ -125,6 +236,7 @@ Status ReadObjText(const std::string& path, ObjText* text) {
     t += std::strspn(t, " \t");
     if (t[0] == 'v' && IsSpace(t[1])) {
       ++vertices;
+      scan.Add(t + 2, line.data() + line.size());
     } else if (t[0] == 'v' && t[1] == 'w' && IsSpace(t[2])) {
       tinyobj::attrib_t attrib;
       if (!LoadObjLine(line, &attrib)) {
@@ -149,8 +261,12 @@ Status ReadObjText(const std::string& path, ObjText* text) {
   if (!ForEachLine(path, check)) return Invalid("Cannot open file [" + path + "]");
   if (!error.empty()) return Invalid(error + std::to_string(line_number) + ".)");
 
-  // Then each "v" line's coordinates, as from_chars reads its tokens.
   text->positions.clear();
+  text->decimals.clear();
+  text->divisor = 1.0;
+  if (scan.Fits()) return ReadDecimals(path, vertices, scan.digits(), text);
+
+  // Then each "v" line's coordinates, as from_chars reads its tokens.
   text->positions.reserve(vertices);
   const auto read = [&](const char* begin, const char* line_end) {
     const char* p = begin;
@@ -160,14 +276,12 @@ Status ReadObjText(const std::string& path, ObjText* text) {
     Vec3 xyz;
     bool whole[3];
     for (int a = 0; a < 3; ++a) {
-      // A token ends at a space, tab or the line's end (tinyobjloader's).
-      while (p < line_end && IsSpace(*p)) ++p;
-      const char* end = p;
-      while (end < line_end && !IsSpace(*end)) ++end;
-      const char* from = p + (p < end && *p == '+' ? 1 : 0);  // from_chars takes no '+'
+      const std::string_view token = NextToken(&p, line_end);
+      // from_chars takes no '+'.
+      const char* from = token.data() + (token.starts_with('+') ? 1 : 0);
+      const char* end = token.data() + token.size();
       const auto [stop, ec] = std::from_chars(from, end, xyz[a]);
       whole[a] = ec == std::errc() && stop == end && from != end;
-      p = end;
     }
     if (!whole[0] || !whole[1] || !whole[2]) {
       // Seldom: tinyobjloader's value stands for a token not read whole.

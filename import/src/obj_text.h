@@ -30,10 +30,25 @@ struct ObjSection {
 struct ObjText {
   /// Each "v" line's x, y, z as the doubles nearest their text; where a
   /// token does not read whole as a number ("1.5f", a missing one, an
-  /// exponent out of range), tinyobjloader's value of it.
+  /// exponent out of range), tinyobjloader's value of it. Empty when
+  /// `decimals` holds them.
   std::vector<Vec3> positions;
+  /// The same when every coordinate is a short decimal ("-12", "0.5",
+  /// "3.141593": k <= 9 digits after the point, no exponent) whose q of
+  /// q / divisor fits an int32: x, y, z a vertex, DecimalValue(q, divisor),
+  /// divisor 10^K for the file's most digits K; half the bytes of doubles.
+  std::vector<int32_t> decimals;
+  double divisor = 1.0;
   /// One a section, in file order.
   std::vector<ObjSection> sections;
+
+  size_t VertexCount() const { return decimals.empty() ? positions.size() : decimals.size() / 3; }
+  /// Coordinate `axis` of vertex `i`.
+  double Coordinate(size_t i, int axis) const {
+    return decimals.empty() ? positions[i][axis]
+                            : DecimalValue(decimals[3 * i + static_cast<size_t>(axis)], divisor);
+  }
+  Vec3 Position(size_t i) const { return {Coordinate(i, 0), Coordinate(i, 1), Coordinate(i, 2)}; }
 };
 
 /// Reads `path` into `text`. Fails with tinyobjloader's LoadObj message (a

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,8 @@
 #include "gltf_builder.h"
 #include "hitbox/import/level_import.h"
 #include "hitbox/world/collider_set.h"
+#include "node_builder.h"
+#include "obj_text.h"
 #include "temp_dir.h"
 #include "test_util.h"
 
@@ -1025,6 +1028,136 @@ TEST(LevelImport, ObjRoughTokensReadAsTinyobjloaderReadsThem) {
   auto infinite = ImportObjText(
       "infinite.obj", "o early\nf 1 2 3\no late\nv 0 0 0\nv 1 1e400 0\nv 0 0 1\nf 1 2 3\n");
   EXPECT_TRUE(FailsWith(infinite, "object 'early': vertex 2 is not finite"));
+}
+
+/// An OBJ of one triangle fan over "v" lines `coords` (each "x y z").
+std::string FanObj(const std::vector<std::string>& coords) {
+  std::string text = "o fan\n";
+  for (const std::string& c : coords) text += "v " + c + "\n";
+  for (size_t i = 2; i < coords.size(); ++i) {
+    text += "f 1 " + std::to_string(i) + " " + std::to_string(i + 1) + "\n";
+  }
+  return text;
+}
+
+/// Each line's x, y, z as strtod reads them.
+std::vector<Vec3> Strtod(const std::vector<std::string>& coords) {
+  std::vector<Vec3> out;
+  for (const std::string& line : coords) {
+    Vec3 v;
+    const char* at = line.c_str();
+    for (int a = 0; a < 3; ++a) {
+      char* end = nullptr;
+      v[a] = std::strtod(at, &end);
+      at = end;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+/// Reads `coords` as an OBJ file's text and imports it: fatal failures
+/// unless every position read is bit for bit strtod's (a zero's sign too),
+/// kept as decimals over `divisor` or (0) as doubles, and the level's mesh
+/// holds those values.
+void ExpectObjPositions(const std::string& name, const std::vector<std::string>& coords,
+                        double divisor) {
+  const std::string path = Temp(name);
+  std::ofstream(path, std::ios::binary) << FanObj(coords);
+  ObjText text;
+  ASSERT_TRUE(ReadObjText(path, &text).ok());
+  EXPECT_EQ(text.decimals.empty(), divisor == 0.0);
+  if (divisor != 0.0) {
+    EXPECT_EQ(text.divisor, divisor);
+  }
+  const std::vector<Vec3> want = Strtod(coords);
+  ASSERT_EQ(text.VertexCount(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    for (int a = 0; a < 3; ++a) {
+      ASSERT_EQ(std::bit_cast<uint64_t>(text.Position(i)[a]), std::bit_cast<uint64_t>(want[i][a]))
+          << "'" << coords[i] << "' axis " << a << ": " << text.Position(i)[a];
+    }
+  }
+  auto level = ImportLevel(path);
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  TriangleMeshShape mesh;
+  ASSERT_NO_FATAL_FAILURE(OnlyMesh(*level, &mesh));
+  EXPECT_EQ(mesh.vertices, want);
+}
+
+// When every coordinate is a short decimal whose q fits an int32 over the
+// file's one divisor 10^K (K its most digits after the point), the OBJ's
+// positions are kept so, each exactly the double strtod reads: signs, "-0",
+// "+", digit counts from 0 to K, and q at the int32 limit (2^31 - 1).
+TEST(LevelImport, ObjShortDecimalsAreKeptAsInt32sExactly) {
+  const std::vector<std::string> coords = {
+      "0.000000 0 0",       "1.5 -0.000000 0.123456", "-12 3.141593 +2.25",
+      "2147.483647 -1 0.1", "-2147.483647 7 -0.5",    "0.000001 -0.000001 100",
+      "-0.000000 -1.5 -2",  "-0 -0.0 -3.000000",      "333.333333 -0.3 0.7"};
+  ASSERT_NO_FATAL_FAILURE(ExpectObjPositions("decimal_edges.obj", coords, 1e6));
+  // Fewer digits: the divisor is the file's own, 10^K.
+  ASSERT_NO_FATAL_FAILURE(ExpectObjPositions(
+      "decimal_k2.obj", {"0 0 0", "1.25 0 -7.5", "0 21474836.47 1", "-3 2 1.1"}, 100.0));
+  // A coordinate of fewer digits is scaled to K: 2147.48364 is q 2147483640.
+  ASSERT_NO_FATAL_FAILURE(ExpectObjPositions(
+      "decimal_scaled.obj", {"0 0 0", "2147.48364 0 0.000001", "0 1 0", "-2147.48364 0 1"}, 1e6));
+}
+
+// One coordinate that is not a short decimal, or whose q over the file's
+// divisor passes the int32 range (its own digits fitting), keeps the whole
+// file's positions as doubles, strtod's values still.
+TEST(LevelImport, ObjCoordinatesThatDoNotFitStayDoubles) {
+  const std::vector<std::vector<std::string>> files = {
+      {"0 0 0", "3000.123456 0 0", "0 1 0", "0 0 1"},        // q 3000123456
+      {"0 0 0", "2147.483648 0 0", "0 1 0", "0 0 1"},        // q 2^31
+      {"0 0 0", "-2147.483648 0 0", "0 1 0", "0 0 1"},       // q -2^31
+      {"0 0 0", "3000.5 0 0", "0 1 0.000001", "0 0 1"},      // 3000.5 at K = 6
+      {"0 0 0", "2147.48365 0 0", "0 1 0.000001", "0 0 1"},  // 2147483650 at K = 6
+      {"0 0 0", "1e-3 0 0", "0 1 0", "0 0 1"},               // an exponent
+      {"0 0 0", "0.0000000001 0 1", "0 1 0", "0 0 1"},       // 10 digits
+      {"0 0 0", "1.5 0 0", "0 1 0", "0 0 1.5f"},             // not a number whole
+      {"0 0 0", "1. 0 0", "0 1 0", "0 0 1"},                 // no digit after the point
+  };
+  for (size_t f = 0; f < files.size(); ++f) {
+    SCOPED_TRACE(files[f][1] + " / " + files[f][3]);
+    ASSERT_NO_FATAL_FAILURE(ExpectObjPositions("doubles.obj", files[f], 0.0));
+  }
+}
+
+// A mesh node's decimals are kept through the bake when it is the identity
+// (the OBJ's by default), with each zero's sign as the doubles' product
+// gives it (-0 stays -0 only where the row's other terms are -0 too), and
+// widened to the baked doubles under any other bake or for a fitted shape.
+TEST(LevelImport, DecimalNodesBakeAsTheirDoubles) {
+  // (-0, 1.5, -0.002), (-0, -0.007, -0.001), (0, -0, -0) over 1000.
+  const std::vector<int32_t> q = {
+      kDecimalNegativeZero, 1500, -2, kDecimalNegativeZero, -7, -1, 0, kDecimalNegativeZero,
+      kDecimalNegativeZero};
+  Mat33 scaled;
+  scaled.row[1] = {0, 2, 0};
+  for (const bool keep : {true, false}) {
+    for (const Mat33& bake : {Mat33::Identity(), scaled}) {
+      NodeGeometry node;
+      node.decimals = q;
+      node.divisor = 1000.0;
+      std::vector<Vec3> want;
+      for (size_t i = 0; i < q.size(); i += 3) {
+        want.push_back(bake * Vec3{DecimalValue(q[i], 1000.0), DecimalValue(q[i + 1], 1000.0),
+                                   DecimalValue(q[i + 2], 1000.0)});
+      }
+      node.Bake(bake, keep);
+      const bool kept = keep && bake.row[1].y == 1.0;
+      EXPECT_EQ(node.decimals.empty(), !kept);
+      EXPECT_EQ(node.vertices.empty(), kept);
+      ASSERT_EQ(node.VertexCount(), want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        for (int a = 0; a < 3; ++a) {
+          EXPECT_EQ(std::bit_cast<uint64_t>(node.Vertex(i)[a]), std::bit_cast<uint64_t>(want[i][a]))
+              << "vertex " << i << " axis " << a << " keep " << keep;
+        }
+      }
+    }
+  }
 }
 
 // LoadObj's syntax errors, which its callback parser does not report, are

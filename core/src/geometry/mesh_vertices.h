@@ -14,8 +14,9 @@
 
 namespace hitbox::mesh_vertices {
 
-/// The vertices a mesh is built from: doubles, or float32 x, y, z triples
-/// (half the bytes while a large mesh loads) widened as they are read.
+/// The vertices a mesh is built from: doubles, or float32 or decimal (int32
+/// q of q / divisor) x, y, z triples (half the bytes while a large mesh
+/// loads) widened as they are read.
 class VertexInput {
  public:
   VertexInput() = default;
@@ -28,10 +29,22 @@ class VertexInput {
     v.n_ = xyz.size() / 3;
     return v;
   }
+  /// Three decimals a vertex, each read as DecimalValue(q, divisor).
+  static VertexInput Decimals(std::span<const int32_t> xyz, double divisor) {
+    VertexInput v;
+    v.q_ = xyz.data();
+    v.divisor_ = divisor;
+    v.n_ = xyz.size() / 3;
+    return v;
+  }
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
   Vec3 operator[](size_t i) const {
     if (f_ != nullptr) return {f_[3 * i], f_[3 * i + 1], f_[3 * i + 2]};
+    if (q_ != nullptr) {
+      return {DecimalValue(q_[3 * i], divisor_), DecimalValue(q_[3 * i + 1], divisor_),
+              DecimalValue(q_[3 * i + 2], divisor_)};
+    }
     return d_[i];
   }
 
@@ -61,6 +74,8 @@ class VertexInput {
  private:
   const Vec3* d_ = nullptr;
   const float* f_ = nullptr;
+  const int32_t* q_ = nullptr;
+  double divisor_ = 1.0;
   size_t n_ = 0;
 };
 

@@ -194,7 +194,8 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
                                          std::span<const Indices> triangles,
                                          std::vector<Vec3>* spent_vertices,
                                          std::vector<Indices>* spent_triangles,
-                                         std::vector<float>* spent_floats) {
+                                         std::vector<float>* spent_floats,
+                                         std::vector<int32_t>* spent_decimals) {
   if (vertices.empty()) return Error{ErrorCode::kInvalidArgument, "vertices: mesh has no vertices"};
   if (triangles.empty()) {
     return Error{ErrorCode::kInvalidArgument, "triangles: mesh has no triangles"};
@@ -248,9 +249,10 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
   }
   // From here on the stored vertices are read (Vertex), not the input's.
   const size_t vertex_count = vertices.size();
-  if (spent_vertices != nullptr || spent_floats != nullptr) {
+  if (spent_vertices != nullptr || spent_floats != nullptr || spent_decimals != nullptr) {
     if (spent_vertices != nullptr) std::vector<Vec3>().swap(*spent_vertices);
     if (spent_floats != nullptr) std::vector<float>().swap(*spent_floats);
+    if (spent_decimals != nullptr) std::vector<int32_t>().swap(*spent_decimals);
     vertices = {};
   }
 

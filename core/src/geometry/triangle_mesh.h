@@ -139,12 +139,14 @@ class TriangleMesh {
   /// the vertices are stored, before the build's larger arrays are made;
   /// `spent_triangles` likewise holds `triangles`, freed once the records
   /// are written, before the mesh's block is made.
-  /// `spent_floats` is `spent_vertices` for vertices given as floats.
+  /// `spent_floats` and `spent_decimals` are `spent_vertices` for vertices
+  /// given as floats or decimals.
   [[nodiscard]] static Result<TriangleMesh> Build(mesh_vertices::VertexInput vertices,
                                                   std::span<const Indices> triangles,
                                                   std::vector<Vec3>* spent_vertices = nullptr,
                                                   std::vector<Indices>* spent_triangles = nullptr,
-                                                  std::vector<float>* spent_floats = nullptr);
+                                                  std::vector<float>* spent_floats = nullptr,
+                                                  std::vector<int32_t>* spent_decimals = nullptr);
   /// Builds the mesh of `parts` joined end to end (a merged mesh: its input
   /// is the parts' inputs in order, vertex and triangle indices offset by
   /// the parts before): a hierarchy over the parts' own leaves, its vertices

@@ -414,6 +414,13 @@ Result<Shape> Shape::Make(FloatTriangleMeshShape&& m) {
                 input_triangles);
 }
 
+Result<Shape> Shape::Make(DecimalTriangleMeshShape&& m) {
+  const auto input_triangles = static_cast<uint32_t>(m.triangles.size());  // spent by the build
+  return OfMesh(TriangleMesh::Build(mesh_vertices::VertexInput::Decimals(m.vertices, m.divisor),
+                                    m.triangles, nullptr, &m.triangles, nullptr, &m.vertices),
+                input_triangles);
+}
+
 Result<Shape> internal::MakeMeshOverParts(const MeshParts* parts) {
   return Shape::OfMesh(TriangleMesh::BuildOverParts(parts), parts->input_triangle_count());
 }

@@ -162,6 +162,36 @@ TEST(MeshBuild, DropsZeroAreaTriangles) {
   EXPECT_EQ(hit.normal, (Vec3{0, 1, 0}));
 }
 
+/// Fatal failures unless `b` is the mesh `a` is: the same triangles,
+/// flags, original indices, bytes and input to the bit.
+void ExpectSameMesh(const Result<Shape>& a, const Result<Shape>& b) {
+  ASSERT_TRUE(a.ok() && b.ok());
+  const TriangleMesh& ma = *a->surface()->mesh();
+  const TriangleMesh& mb = *b->surface()->mesh();
+  ASSERT_EQ(ma.triangle_count(), mb.triangle_count());
+  EXPECT_EQ(ma.dropped_triangles(), mb.dropped_triangles());
+  EXPECT_EQ(ma.MemoryBytes(), mb.MemoryBytes());
+  for (uint32_t k = 0; k < ma.triangle_count(); ++k) {
+    Vec3 va[3], vb[3];
+    ma.TriangleVertices(k, va);
+    mb.TriangleVertices(k, vb);
+    for (int c = 0; c < 3; ++c) ASSERT_EQ(va[c], vb[c]) << k;
+    ASSERT_EQ(ma.OriginalIndex(k), mb.OriginalIndex(k)) << k;
+    ASSERT_EQ(ma.ActiveEdges(k), mb.ActiveEdges(k)) << k;
+  }
+  MeshData input;
+  ma.Input(&input.vertices, &input.triangles);
+  ExpectInputIs(mb, input);
+}
+
+/// `grid` with zero-area triangles added first, in the middle and last.
+MeshData WithDrops(MeshData grid) {
+  grid.triangles.insert(grid.triangles.begin(), {5, 5, 6});
+  grid.triangles.insert(grid.triangles.begin() + 700, {7, 8, 8});
+  grid.triangles.push_back({9, 9, 9});
+  return grid;
+}
+
 // A mesh given as float32 vertices builds the mesh its doubles build: the
 // same triangles, flags, original indices and bytes, with zero-area
 // triangles dropped first, in the middle and last, or none.
@@ -179,31 +209,44 @@ TEST(MeshBuild, FloatVerticesBuildTheMeshOfTheirDoubles) {
   }
   grid.triangles = wavy.triangles;
   for (const bool drops : {false, true}) {
-    MeshData m = grid;
-    if (drops) {
-      m.triangles.insert(m.triangles.begin(), {5, 5, 6});
-      m.triangles.insert(m.triangles.begin() + 700, {7, 8, 8});
-      m.triangles.push_back({9, 9, 9});
-    }
+    const MeshData m = drops ? WithDrops(grid) : grid;
     FloatTriangleMeshShape floats{xyz, m.triangles};
     const Result<Shape> a = Shape::Make(TriangleMeshShape{m.vertices, m.triangles});
     const Result<Shape> b = Shape::Make(std::move(floats));
-    ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_TRUE(floats.vertices.empty() && floats.triangles.empty());  // given up
-    const TriangleMesh& ma = *a->surface()->mesh();
-    const TriangleMesh& mb = *b->surface()->mesh();
-    ASSERT_EQ(ma.triangle_count(), mb.triangle_count());
-    EXPECT_EQ(mb.dropped_triangles(), drops ? 3u : 0u);
-    EXPECT_EQ(ma.MemoryBytes(), mb.MemoryBytes());
-    for (uint32_t k = 0; k < ma.triangle_count(); ++k) {
-      Vec3 va[3], vb[3];
-      ma.TriangleVertices(k, va);
-      mb.TriangleVertices(k, vb);
-      for (int c = 0; c < 3; ++c) ASSERT_EQ(va[c], vb[c]) << k;
-      ASSERT_EQ(ma.OriginalIndex(k), mb.OriginalIndex(k)) << k;
-      ASSERT_EQ(ma.ActiveEdges(k), mb.ActiveEdges(k)) << k;
+    ASSERT_NO_FATAL_FAILURE(ExpectSameMesh(a, b));
+    ExpectInputIs(*b->surface()->mesh(), m);
+    EXPECT_EQ(b->surface()->mesh()->dropped_triangles(), drops ? 3u : 0u);
+  }
+}
+
+// A mesh given as decimal vertices (q / 10^6, -0 among them) builds the
+// mesh their doubles build (which keeps no -0), with or without zero-area
+// triangles.
+TEST(MeshBuild, DecimalVerticesBuildTheMeshOfTheirDoubles) {
+  const MeshData wavy = WavyGrid(40, 0.37);
+  constexpr double kDivisor = 1e6;
+  std::vector<int32_t> q;
+  MeshData grid;
+  for (const Vec3& v : wavy.vertices) {
+    for (int a = 0; a < 3; ++a) {
+      q.push_back(static_cast<int32_t>(std::llround(v[a] * kDivisor)));
+      if (q.back() == 0 && q.size() % 2 == 0) q.back() = kDecimalNegativeZero;
     }
-    ExpectInputIs(mb, m);
+    const size_t i = q.size() - 3;
+    grid.vertices.push_back({DecimalValue(q[i], kDivisor), DecimalValue(q[i + 1], kDivisor),
+                             DecimalValue(q[i + 2], kDivisor)});
+  }
+  ASSERT_NE(std::count(q.begin(), q.end(), kDecimalNegativeZero), 0);
+  grid.triangles = wavy.triangles;
+  for (const bool drops : {false, true}) {
+    const MeshData m = drops ? WithDrops(grid) : grid;
+    DecimalTriangleMeshShape decimals{q, kDivisor, m.triangles};
+    const Result<Shape> a = Shape::Make(TriangleMeshShape{m.vertices, m.triangles});
+    const Result<Shape> b = Shape::Make(std::move(decimals));
+    EXPECT_TRUE(decimals.vertices.empty() && decimals.triangles.empty());  // given up
+    ASSERT_NO_FATAL_FAILURE(ExpectSameMesh(a, b));
+    EXPECT_EQ(b->surface()->mesh()->dropped_triangles(), drops ? 3u : 0u);
   }
 }
 

@@ -90,6 +90,14 @@ inline bool IsExactFloat(double x) {
   return (b & ((uint64_t{1} << drop) - 1)) == 0;
 }
 
+/// The q that stands for -0.0 in a decimal coordinate (no q / divisor is -0).
+inline constexpr int32_t kDecimalNegativeZero = INT32_MIN;
+/// A coordinate kept as a decimal: q / divisor (10^k), correctly rounded,
+/// or -0.0 for kDecimalNegativeZero.
+inline double DecimalValue(int32_t q, double divisor) {
+  return q == kDecimalNegativeZero ? -0.0 : static_cast<double>(q) / divisor;
+}
+
 /// Some unit vector perpendicular to unit vector `n` (deterministic).
 inline Vec3 AnyPerpendicular(const Vec3& n) {
   // Cross with the axis least aligned with n for numerical stability.

@@ -100,6 +100,16 @@ struct FloatTriangleMeshShape {
   std::vector<float> vertices;
   std::vector<std::array<uint32_t, 3>> triangles;
 };
+/// A TriangleMeshShape whose coordinates are all short decimals, kept as
+/// int32 q (x, y, z a vertex) read as DecimalValue(q, divisor), divisor
+/// 10^k: half the bytes of doubles while a large mesh is read (the OBJ
+/// importer makes these). It builds the mesh the TriangleMeshShape of the
+/// same values builds.
+struct DecimalTriangleMeshShape {
+  std::vector<int32_t> vertices;
+  double divisor = 1.0;
+  std::vector<std::array<uint32_t, 3>> triangles;
+};
 /// A heightfield surface: rows x cols heights (row-major), local points
 /// p(r, c) = [c * cell_size_x, heights[r * cols + c], r * cell_size_z].
 struct HeightfieldShape {
@@ -224,6 +234,8 @@ class Shape {
   [[nodiscard]] static Result<Shape> Make(TriangleMeshShape&& m);
   /// The same from float vertices (given up likewise).
   [[nodiscard]] static Result<Shape> Make(FloatTriangleMeshShape&& m);
+  /// The same from decimal vertices (given up likewise).
+  [[nodiscard]] static Result<Shape> Make(DecimalTriangleMeshShape&& m);
   /// Builds the heightfield (rows, cols >= 2, cell sizes in [kMinShapeSize,
   /// kMaxShapeSize], rows * cols finite heights within kMaxCoordinate).
   [[nodiscard]] static Result<Shape> Make(const HeightfieldShape& h);
