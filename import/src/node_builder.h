@@ -130,12 +130,8 @@ struct NodeGeometry {
     std::vector<int32_t>().swap(decimals);
   }
   static bool IsIdentity(const Mat33& m) {
-    for (int r = 0; r < 3; ++r) {
-      for (int c = 0; c < 3; ++c) {
-        if (m.row[r][c] != (r == c ? 1.0 : 0.0)) return false;
-      }
-    }
-    return true;
+    const Mat33 one = Mat33::Identity();
+    return m.row[0] == one.row[0] && m.row[1] == one.row[1] && m.row[2] == one.row[2];
   }
 
   Affine world;

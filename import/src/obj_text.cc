@@ -148,6 +148,14 @@ bool ForEachLine(const std::string& path, Fn&& fn) {
   return true;
 }
 
+/// Where the coordinates of a "v" line [begin, end) start (past "v" and its
+/// space), or null for any other line.
+const char* VertexLineRest(const char* begin, const char* end) {
+  while (begin < end && IsSpace(*begin)) ++begin;
+  if (end - begin < 2 || begin[0] != 'v' || !IsSpace(begin[1])) return nullptr;
+  return begin + 2;
+}
+
 /// The corners of the rest of an "f", "l" or "p" line from `p`, read as
 /// tinyobjloader's parseTriple reads them (i, i/j, i//k, i/j/k, each by
 /// atoi); -1 when an index is 0 (or no number), which LoadObj refuses.
@@ -198,10 +206,8 @@ Status ReadDecimals(const std::string& path, size_t vertices, int digits, ObjTex
   text->divisor = static_cast<double>(kPow10[digits]);
   bool same = true;  // the file reads as the first pass read it
   const auto read = [&](const char* begin, const char* line_end) {
-    const char* p = begin;
-    while (p < line_end && IsSpace(*p)) ++p;
-    if (line_end - p < 2 || p[0] != 'v' || !IsSpace(p[1])) return true;
-    p += 2;
+    const char* p = VertexLineRest(begin, line_end);
+    if (p == nullptr) return true;
     for (int a = 0; a < 3 && same; ++a) {
       ShortDecimal d;
       same = ReadShortDecimal(NextToken(&p, line_end), &d) && d.digits <= digits;
@@ -269,10 +275,8 @@ Status ReadObjText(const std::string& path, ObjText* text) {
   // Then each "v" line's coordinates, as from_chars reads its tokens.
   text->positions.reserve(vertices);
   const auto read = [&](const char* begin, const char* line_end) {
-    const char* p = begin;
-    while (p < line_end && IsSpace(*p)) ++p;
-    if (line_end - p < 2 || p[0] != 'v' || !IsSpace(p[1])) return true;
-    p += 2;
+    const char* p = VertexLineRest(begin, line_end);
+    if (p == nullptr) return true;
     Vec3 xyz;
     bool whole[3];
     for (int a = 0; a < 3; ++a) {

@@ -48,7 +48,6 @@ struct ObjText {
     return decimals.empty() ? positions[i][axis]
                             : DecimalValue(decimals[3 * i + static_cast<size_t>(axis)], divisor);
   }
-  Vec3 Position(size_t i) const { return {Coordinate(i, 0), Coordinate(i, 1), Coordinate(i, 2)}; }
 };
 
 /// Reads `path` into `text`. Fails with tinyobjloader's LoadObj message (a

@@ -128,10 +128,13 @@ TEST(LevelImport, ScaledFloatVerticesAreBakedExactly) {
   }
   const std::vector<std::array<double, 3>> scales = {
       {-1.0, 2.0, 0.5}, {0.1, 1.0, 1.0 / 3.0}, {1.0, 1.0, 0.1}};
-  for (const std::array<double, 3>& scale : scales) {
+  // The strip placed by one node with `transform`: its vertices are the
+  // file's scaled by `scale`, exactly.
+  const auto expect_baked = [&](const GltfBuilder::Trs& transform,
+                                const std::array<double, 3>& scale, const std::string& what) {
     GltfBuilder b;
-    b.AddNode("strip", b.AddMesh("strip", m), {{}, {}, {scale[0], scale[1], scale[2]}});
-    auto level = WriteAndImport(b, "scaled_floats.glb");
+    b.AddNode("strip", b.AddMesh("strip", m), transform);
+    auto level = WriteAndImport(b, "baked_floats.glb");
     ASSERT_TRUE(level.ok()) << level.error().message;
     TriangleMeshShape in;
     ASSERT_NO_FATAL_FAILURE(OnlyMesh(*level, &in));
@@ -139,24 +142,18 @@ TEST(LevelImport, ScaledFloatVerticesAreBakedExactly) {
     for (size_t i = 0; i < m.vertices.size(); ++i) {
       const std::array<float, 3>& v = m.vertices[i];
       const Vec3 baked{scale[0] * v[0], scale[1] * v[1], scale[2] * v[2]};
-      EXPECT_EQ(in.vertices[i], baked) << "scale " << scale[0] << " " << scale[1] << " "
-                                        << scale[2] << ", vertex " << i;
+      EXPECT_EQ(in.vertices[i], baked) << what << ", vertex " << i;
     }
+  };
+  for (const std::array<double, 3>& scale : scales) {
+    expect_baked({{}, {}, {scale[0], scale[1], scale[2]}}, scale,
+                 "scale " + std::to_string(scale[0]) + " " + std::to_string(scale[1]) + " " +
+                     std::to_string(scale[2]));
   }
   // A rotation bakes nothing, though its matrix's columns are unit only to
   // within rounding (a float quaternion): the vertices are the file's.
   const double h = static_cast<float>(std::sqrt(0.5));
-  GltfBuilder b;
-  b.AddNode("strip", b.AddMesh("strip", m), {{}, {0, h, 0, h}, {}});
-  auto level = WriteAndImport(b, "rotated_floats.glb");
-  ASSERT_TRUE(level.ok()) << level.error().message;
-  TriangleMeshShape in;
-  ASSERT_NO_FATAL_FAILURE(OnlyMesh(*level, &in));
-  ASSERT_EQ(in.vertices.size(), m.vertices.size());
-  for (size_t i = 0; i < m.vertices.size(); ++i) {
-    const std::array<float, 3>& v = m.vertices[i];
-    EXPECT_EQ(in.vertices[i], Vec3(v[0], v[1], v[2])) << "rotated, vertex " << i;
-  }
+  expect_baked({{}, {0, h, 0, h}, {}}, {1.0, 1.0, 1.0}, "rotated");
 }
 
 // Quantized positions (KHR_mesh_quantization): shorts and bytes, normalized
@@ -1074,8 +1071,8 @@ void ExpectObjPositions(const std::string& name, const std::vector<std::string>&
   ASSERT_EQ(text.VertexCount(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     for (int a = 0; a < 3; ++a) {
-      ASSERT_EQ(std::bit_cast<uint64_t>(text.Position(i)[a]), std::bit_cast<uint64_t>(want[i][a]))
-          << "'" << coords[i] << "' axis " << a << ": " << text.Position(i)[a];
+      ASSERT_EQ(std::bit_cast<uint64_t>(text.Coordinate(i, a)), std::bit_cast<uint64_t>(want[i][a]))
+          << "'" << coords[i] << "' axis " << a << ": " << text.Coordinate(i, a);
     }
   }
   auto level = ImportLevel(path);
