@@ -79,11 +79,13 @@ struct ArenaRun {
   std::vector<Vec3> positions = arena.spawn;
   uint64_t tick = 0;
 
-  // The next tick's queries; with `moves` false, without the moves.
+  // The next tick's queries; with `moves` false, without the moves; with
+  // `others` false, the moves alone (the rest not even made).
   std::vector<Query> Next(bool moves, bool others = true) {
-    std::vector<Query> q = loadgen::ArenaTickQueries(arena, options, positions, ++tick);
+    ++tick;
+    if (!others && moves) return loadgen::ArenaMoveQueries(arena, options, positions, tick);
+    std::vector<Query> q = loadgen::ArenaTickQueries(arena, options, positions, tick);
     if (!moves) q.erase(q.begin(), q.begin() + static_cast<ptrdiff_t>(positions.size()));
-    if (!others && moves) q.resize(positions.size());
     return q;
   }
   // Takes the moves' end positions from the results.

@@ -114,11 +114,10 @@ Arena GenerateArena(const ArenaOptions& o) {
   return a;
 }
 
-std::vector<Query> ArenaTickQueries(const Arena& a, const ArenaOptions& o,
-                                    const std::vector<Vec3>& positions, uint64_t tick) {
-  std::vector<Query> out;
-  out.reserve(positions.size() + o.casts_per_tick + o.rays_per_tick + o.overlaps_per_tick +
-              o.ground_checks_per_tick);
+namespace {
+// Appends tick `tick`'s moves (ArenaTickQueries) to *out.
+void AddArenaMoves(const Arena& a, const ArenaOptions& o, const std::vector<Vec3>& positions,
+                   uint64_t tick, std::vector<Query>* out) {
   const uint64_t second = static_cast<uint64_t>(static_cast<double>(tick) * kTickSeconds);
   for (size_t i = 0; i < positions.size(); ++i) {
     MoveQuery m;
@@ -127,8 +126,26 @@ std::vector<Query> ArenaTickQueries(const Arena& a, const ArenaOptions& o,
     m.displacement = WalkDirection(o.seed, i, second) * (kWalkSpeed * kTickSeconds) +
                      Vec3{0, -kFallPerTick, 0};
     m.apply_to_id = kArenaPlayerBase + i;
-    out.push_back(std::move(m));
+    out->push_back(std::move(m));
   }
+}
+}  // namespace
+
+std::vector<Query> ArenaMoveQueries(const Arena& a, const ArenaOptions& o,
+                                    const std::vector<Vec3>& positions, uint64_t tick) {
+  std::vector<Query> out;
+  out.reserve(positions.size());
+  AddArenaMoves(a, o, positions, tick, &out);
+  return out;
+}
+
+std::vector<Query> ArenaTickQueries(const Arena& a, const ArenaOptions& o,
+                                    const std::vector<Vec3>& positions, uint64_t tick) {
+  std::vector<Query> out;
+  out.reserve(positions.size() + o.casts_per_tick + o.rays_per_tick + o.overlaps_per_tick +
+              o.ground_checks_per_tick);
+  AddArenaMoves(a, o, positions, tick, &out);
+  const uint64_t second = static_cast<uint64_t>(static_cast<double>(tick) * kTickSeconds);
   const size_t n = positions.size();
   for (size_t k = 0; k < o.casts_per_tick && n > 0; ++k) {
     const size_t p = ArenaSweepPlayer(o, k);

@@ -101,6 +101,11 @@ struct Arena {
 /// The arena of `options` (seeded: the same options give the same arena).
 Arena GenerateArena(const ArenaOptions& options);
 
+/// The moves of tick `tick`: ArenaTickQueries's first positions.size()
+/// queries, without the rest.
+std::vector<Query> ArenaMoveQueries(const Arena& arena, const ArenaOptions& options,
+                                    const std::vector<Vec3>& positions, uint64_t tick);
+
 /// The queries of tick `tick`, in this order: one move per player from
 /// positions[i] (walk at 6 m/s for 1/60 s in a direction that changes every
 /// second, plus gravity; apply_to_id = its collider), then the capsule
