@@ -310,12 +310,8 @@ Status ReadMesh(const tinygltf::Model& model, const std::vector<BufferFile>& fil
       }
     }
     if (unread()) return Unreadable(field + " indices", prim.indices);
-    const uint32_t base = static_cast<uint32_t>(node->VertexCount());
-    if (node->floats.empty()) {
-      node->floats = std::move(*vertices);  // the first primitive's: no copy
-    } else {
-      node->floats.insert(node->floats.end(), vertices->begin(), vertices->end());
-    }
+    const uint32_t base = static_cast<uint32_t>(node->vertices.size());
+    node->vertices.AppendFloats(std::move(*vertices));  // the first primitive's: no copy
     std::vector<float>().swap(*vertices);
     auto add = [&](uint32_t a, uint32_t b, uint32_t c) {
       node->triangles.push_back({base + index(a), base + index(b), base + index(c)});
@@ -588,7 +584,7 @@ Status ImportGltf(const std::string& path, bool binary, const ImportOptions& opt
             !s.ok()) {
           return Invalid(path + ": " + geometry.where + ": " + s.message());
         }
-        if (geometry.floats.empty()) {
+        if (geometry.vertices.empty()) {
           level->report.notes.push_back(geometry.where + ": no triangles, no collider made");
         } else if (Status s = builder.AddNode(&geometry); !s.ok()) {
           return Invalid(path + ": " + s.message());

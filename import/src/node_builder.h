@@ -13,10 +13,9 @@
 
 #include "fit.h"
 #include "hitbox/import/level_import.h"
+#include "node_vertices.h"
 
 namespace hitbox::import {
-
-using Triangle = std::array<uint32_t, 3>;
 
 /// What a node is made into, from its name.
 enum class Role : uint8_t { kMesh, kHull, kBox, kSphere, kCapsule };
@@ -45,94 +44,9 @@ struct NodeGeometry {
   /// "node 3 'UBX_crate'" or "object 'wall'": named in errors and notes.
   std::string where;
   Role role = Role::kMesh;
-  /// Local vertices as doubles (OBJ, or glTF positions once widened).
-  std::vector<Vec3> vertices;
-  /// glTF positions, x, y, z a vertex, while `vertices` is empty: a mesh
-  /// keeps them as float32 through its build when its baked scale leaves
-  /// them exact (half the bytes of doubles while a large level loads).
-  std::vector<float> floats;
-  /// OBJ positions that are all short decimals, x, y, z a vertex, each
-  /// DecimalValue(q, divisor), while `vertices` is empty: kept like `floats`.
-  std::vector<int32_t> decimals;
-  double divisor = 1.0;
+  /// Local vertices, in the file's narrowest exact form (node_vertices.h).
+  NodeVertices vertices;
   std::vector<Triangle> triangles;
-
-  size_t VertexCount() const {
-    if (!floats.empty()) return floats.size() / 3;
-    return decimals.empty() ? vertices.size() : decimals.size() / 3;
-  }
-  Vec3 Vertex(size_t i) const {
-    if (!floats.empty()) return {floats[3 * i], floats[3 * i + 1], floats[3 * i + 2]};
-    if (!decimals.empty()) {
-      return {DecimalValue(decimals[3 * i], divisor), DecimalValue(decimals[3 * i + 1], divisor),
-              DecimalValue(decimals[3 * i + 2], divisor)};
-    }
-    return vertices[i];
-  }
-  /// Copies vertex `from` to slot `to` of `out` (doubles), `out_xyz`
-  /// (floats) or `out_q` (decimals), whichever this node holds; any may be
-  /// this node's own.
-  void CopyVertex(size_t from, size_t to, std::vector<Vec3>* out, std::vector<float>* out_xyz,
-                  std::vector<int32_t>* out_q) const {
-    if (!floats.empty()) {
-      std::copy_n(&floats[3 * from], 3, &(*out_xyz)[3 * to]);
-    } else if (!decimals.empty()) {
-      std::copy_n(&decimals[3 * from], 3, &(*out_q)[3 * to]);
-    } else {
-      (*out)[to] = vertices[from];
-    }
-  }
-  /// Applies `bake` to every vertex: in place as floats when every result
-  /// is a float32 value and `keep_narrow`, as decimals when `bake` is the
-  /// identity and `keep_narrow`, else widened to doubles.
-  void Bake(const Mat33& bake, bool keep_narrow) {
-    if (floats.empty() && decimals.empty()) {
-      for (Vec3& v : vertices) v = bake * v;
-      return;
-    }
-    if (!decimals.empty()) {
-      if (keep_narrow && IsIdentity(bake)) {
-        // The identity keeps a coordinate but for a zero's sign: the
-        // product's sign is stored, as doubles would hold it.
-        for (size_t i = 0; i < decimals.size(); i += 3) {
-          const Vec3 b = bake * Vertex(i / 3);
-          for (int a = 0; a < 3; ++a) {
-            if (b[a] == 0.0) decimals[i + a] = std::signbit(b[a]) ? kDecimalNegativeZero : 0;
-          }
-        }
-        return;
-      }
-      return Widen(bake);
-    }
-    const auto exact = [&] {
-      for (size_t i = 0; i < VertexCount(); ++i) {
-        const Vec3 b = bake * Vertex(i);
-        if (!IsExactFloat(b.x) || !IsExactFloat(b.y) || !IsExactFloat(b.z)) return false;
-      }
-      return true;
-    };
-    if (keep_narrow && exact()) {
-      for (size_t i = 0; i < floats.size(); i += 3) {
-        const Vec3 b = bake * Vertex(i / 3);
-        floats[i] = static_cast<float>(b.x);
-        floats[i + 1] = static_cast<float>(b.y);
-        floats[i + 2] = static_cast<float>(b.z);
-      }
-      return;
-    }
-    Widen(bake);
-  }
-  /// Replaces the floats or decimals by their baked doubles.
-  void Widen(const Mat33& bake) {
-    vertices.resize(VertexCount());
-    for (size_t i = 0; i < vertices.size(); ++i) vertices[i] = bake * Vertex(i);
-    std::vector<float>().swap(floats);
-    std::vector<int32_t>().swap(decimals);
-  }
-  static bool IsIdentity(const Mat33& m) {
-    const Mat33 one = Mat33::Identity();
-    return m.row[0] == one.row[0] && m.row[1] == one.row[1] && m.row[2] == one.row[2];
-  }
 
   Affine world;
   uint32_t layer = 0;
@@ -152,9 +66,9 @@ class Builder {
     ++level_->report.nodes;
     auto split = Split(node.world);
     if (!split.ok()) return Invalid(node.where + ": " + split.error().message);
-    node.Bake(split->bake, /*keep_narrow=*/node.role == Role::kMesh);
+    node.vertices.Bake(split->bake, /*keep_narrow=*/node.role == Role::kMesh);
     if (node.role == Role::kMesh) return AddMesh(&node, *split);
-    const std::vector<Vec3>& baked = node.vertices;
+    const std::vector<Vec3>& baked = node.vertices.doubles();
 
     Role role = node.role;
     const bool ellipsoid = split->non_uniform && (role == Role::kSphere || role == Role::kCapsule);
@@ -236,7 +150,7 @@ class Builder {
     const size_t given = kept.size();
     size_t n = 0;
     for (const Triangle& t : kept) {
-      if (IsDegenerate(node.Vertex(t[0]), node.Vertex(t[1]), node.Vertex(t[2]))) {
+      if (IsDegenerate(node.vertices[t[0]], node.vertices[t[1]], node.vertices[t[2]])) {
         ++level_->report.dropped_triangles;
       } else {
         kept[n++] = t;
@@ -254,9 +168,6 @@ class Builder {
       Note(node.where + ": " + std::to_string(kept.size()) + " triangles split into " +
            std::to_string(pieces) + " mesh colliders of at most " + std::to_string(max));
     }
-    const bool floats = !node.floats.empty();
-    const bool decimals = !node.decimals.empty();
-    const bool doubles = !floats && !decimals;
     for (size_t p = 0; p < pieces; ++p) {
       const size_t begin = p * max;
       const size_t end = std::min(kept.size(), begin + static_cast<size_t>(max));
@@ -264,7 +175,7 @@ class Builder {
       // node's order (a flat table: 4 bytes a vertex, where a hash map took
       // ~10 times that).
       constexpr uint32_t kUnused = UINT32_MAX;
-      std::vector<uint32_t> remap(node.VertexCount(), kUnused);
+      std::vector<uint32_t> remap(node.vertices.size(), kUnused);
       for (size_t t = begin; t < end; ++t) {
         for (int k = 0; k < 3; ++k) remap[kept[t][k]] = 0;
       }
@@ -272,27 +183,19 @@ class Builder {
       for (uint32_t& at : remap) {
         if (at != kUnused) at = used++;
       }
-      // The piece: triangles, and its vertices as doubles, floats or decimals.
+      // The piece: triangles, and its vertices in the node's form.
       std::vector<Triangle> triangles;
-      std::vector<Vec3> vertices;
-      std::vector<float> xyz;
-      std::vector<int32_t> q;
+      NodeVertices vertices;
       if (pieces == 1) {
         // The node's arrays become the mesh's, renumbered in place (a used
         // vertex's index never grows): no copy beside them. The build frees
         // them as it goes.
         for (Triangle& t : kept) t = {remap[t[0]], remap[t[1]], remap[t[2]]};
         for (size_t v = 0; v < remap.size(); ++v) {
-          if (remap[v] != kUnused) {
-            node.CopyVertex(v, remap[v], &node.vertices, &node.floats, &node.decimals);
-          }
+          if (remap[v] != kUnused) node.vertices.CopyTo(v, remap[v], &node.vertices);
         }
-        node.vertices.resize(doubles ? used : 0);
-        node.floats.resize(floats ? 3 * size_t{used} : 0);
-        node.decimals.resize(decimals ? 3 * size_t{used} : 0);
+        node.vertices.Resize(used);
         vertices = std::move(node.vertices);
-        xyz = std::move(node.floats);
-        q = std::move(node.decimals);
         triangles = std::move(node.triangles);
       } else {
         triangles.reserve(end - begin);
@@ -300,27 +203,18 @@ class Builder {
           triangles.push_back({remap[kept[t][0]], remap[kept[t][1]], remap[kept[t][2]]});
         }
         // Vertices in the node's order, the array sized exactly.
-        vertices.resize(doubles ? used : 0);
-        xyz.resize(floats ? 3 * size_t{used} : 0);
-        q.resize(decimals ? 3 * size_t{used} : 0);
+        vertices = node.vertices.Like(used);
         for (size_t v = 0; v < remap.size(); ++v) {
-          if (remap[v] != kUnused) node.CopyVertex(v, remap[v], &vertices, &xyz, &q);
+          if (remap[v] != kUnused) node.vertices.CopyTo(v, remap[v], &vertices);
         }
       }
       std::vector<uint32_t>().swap(remap);
       if (p + 1 == pieces) {  // the node's arrays are not needed any more
-        std::vector<Vec3>().swap(node.vertices);
-        std::vector<float>().swap(node.floats);
-        std::vector<int32_t>().swap(node.decimals);
+        node.vertices.Release();
         std::vector<Triangle>().swap(node.triangles);
       }
       const size_t count = triangles.size();
-      // The piece's arrays are freed as the build goes.
-      auto shape =
-          floats     ? Shape::Make(FloatTriangleMeshShape{std::move(xyz), std::move(triangles)})
-          : decimals ? Shape::Make(DecimalTriangleMeshShape{std::move(q), node.divisor,
-                                                            std::move(triangles)})
-                     : Shape::Make(TriangleMeshShape{std::move(vertices), std::move(triangles)});
+      auto shape = vertices.MakeMesh(std::move(triangles));
       if (!shape.ok()) return Invalid(node.where + ": " + shape.error().message);
       level_->report.triangles += count;
       Add(node, *shape, split.pose);

@@ -28,7 +28,7 @@ class ObjectBuilder {
     node.where = ObjShapeName(shape->index, shape->name);
     node.role = RoleOf(shape->name);
     node.layer = options_.layer;
-    const size_t vertex_count = text_.VertexCount();
+    const size_t vertex_count = text_.positions.size();
     for (size_t f = 0; f < shape->triangles.size(); ++f) {
       for (size_t k = 0; k < 3; ++k) {
         const auto vi = static_cast<int>(shape->triangles[f][k]);
@@ -51,13 +51,15 @@ class ObjectBuilder {
   }
 
   /// Whether file vertex `vi` is finite (a decimal one is).
-  bool Finite(size_t vi) const { return decimal() || text_.positions[vi].IsFinite(); }
-  bool decimal() const { return !text_.decimals.empty(); }
+  bool Finite(size_t vi) const {
+    return text_.positions.form() == NodeVertices::Form::kDecimals ||
+           text_.positions[vi].IsFinite();
+  }
 
   /// Copies the vertices `node`'s triangles use, as the file's doubles or
   /// decimals, and renumbers them.
   Status CopyPositions(NodeGeometry* node) {
-    if (slot_.empty()) slot_.assign(text_.VertexCount(), kUnused);
+    if (slot_.empty()) slot_.assign(text_.positions.size(), kUnused);
     for (const Triangle& t : node->triangles) {
       for (uint32_t vi : t) {
         if (slot_[vi] == kUnused) {
@@ -67,22 +69,13 @@ class ObjectBuilder {
       }
     }
     std::sort(used_.begin(), used_.end());
-    if (decimal()) {
-      node->decimals.reserve(3 * used_.size());
-      node->divisor = text_.divisor;
-    } else {
-      node->vertices.reserve(used_.size());
-    }
+    node->vertices = text_.positions.Like(0);
+    node->vertices.Reserve(used_.size());
     for (size_t n = 0; n < used_.size(); ++n) {
       const uint32_t vi = used_[n];
       if (!Finite(vi)) return NotFinite(*node, vi);
       slot_[vi] = static_cast<uint32_t>(n);
-      if (decimal()) {
-        const auto q = text_.decimals.begin() + 3 * std::ptrdiff_t{vi};
-        node->decimals.insert(node->decimals.end(), q, q + 3);
-      } else {
-        node->vertices.push_back(text_.positions[vi]);
-      }
+      node->vertices.Append(text_.positions, vi);
     }
     for (Triangle& t : node->triangles) t = {slot_[t[0]], slot_[t[1]], slot_[t[2]]};
     for (uint32_t vi : used_) slot_[vi] = kUnused;
@@ -95,7 +88,7 @@ class ObjectBuilder {
   Status TakePositions(NodeGeometry* node) {
     std::vector<uint32_t>().swap(slot_);
     std::vector<uint32_t>().swap(used_);
-    const size_t count = text_.VertexCount();
+    const size_t count = text_.positions.size();
     std::vector<bool> used(count);
     for (const Triangle& t : node->triangles) {
       for (uint32_t vi : t) used[vi] = true;
@@ -112,20 +105,13 @@ class ObjectBuilder {
       for (size_t vi = 0; vi < used.size(); ++vi) {
         if (!used[vi]) continue;
         slot[vi] = static_cast<uint32_t>(n);
-        if (decimal()) {
-          std::copy_n(&text_.decimals[3 * vi], 3, &text_.decimals[3 * n]);
-        } else {
-          text_.positions[n] = text_.positions[vi];
-        }
+        text_.positions.CopyTo(vi, n, &text_.positions);
         ++n;
       }
       for (Triangle& t : node->triangles) t = {slot[t[0]], slot[t[1]], slot[t[2]]};
-      text_.positions.resize(decimal() ? 0 : n);
-      text_.decimals.resize(decimal() ? 3 * n : 0);
+      text_.positions.Resize(n);
     }
     node->vertices = std::move(text_.positions);
-    node->decimals = std::move(text_.decimals);
-    node->divisor = text_.divisor;
     return Status::Ok();
   }
 

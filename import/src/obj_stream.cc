@@ -42,7 +42,7 @@ class ShapeReader {
   /// Ends the last object; the error that stopped the reading, if any.
   Status Finish() {
     if (error_.empty() && in_.bad()) error_ = "cannot read the file";
-    if (error_.empty() && (static_cast<size_t>(count_) != text_.VertexCount() ||
+    if (error_.empty() && (static_cast<size_t>(count_) != text_.positions.size() ||
                            section_ + 1 != text_.sections.size())) {
       error_ = "the file changed while it was read";
     }
@@ -83,12 +83,14 @@ class ShapeReader {
 
   /// Coordinate `axis` of vertex `vi` (read) as the importer stores it: the
   /// double nearest the file's text (ReadObjText's).
-  double At(int vi, int axis) const { return text_.Coordinate(static_cast<size_t>(vi), axis); }
+  double At(int vi, int axis) const {
+    return text_.positions.Coordinate(static_cast<size_t>(vi), axis);
+  }
 
   /// Counts the next vertex; its position is ReadObjText's, not
   /// tinyobjloader's (which can be a few ulps off).
   void AddVertex() {
-    if (static_cast<size_t>(count_) >= text_.VertexCount()) {
+    if (static_cast<size_t>(count_) >= text_.positions.size()) {
       return Stop("the file changed while it was read");
     }
     ++count_;

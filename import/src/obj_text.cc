@@ -202,8 +202,8 @@ bool LoadObjLine(const std::string& line, tinyobj::attrib_t* attrib) {
 /// DecimalValue's division, correctly rounded, gives the double nearest
 /// the decimal: from_chars' value of the token.
 Status ReadDecimals(const std::string& path, size_t vertices, int digits, ObjText* text) {
-  text->decimals.reserve(3 * vertices);
-  text->divisor = static_cast<double>(kPow10[digits]);
+  std::vector<int32_t> decimals;
+  decimals.reserve(3 * vertices);
   bool same = true;  // the file reads as the first pass read it
   const auto read = [&](const char* begin, const char* line_end) {
     const char* p = VertexLineRest(begin, line_end);
@@ -214,14 +214,16 @@ Status ReadDecimals(const std::string& path, size_t vertices, int digits, ObjTex
       const uint64_t q = d.magnitude * kPow10[digits - std::min(d.digits, digits)];
       same = same && q < kDecimalLimit;
       const auto value = static_cast<int32_t>(q);
-      text->decimals.push_back(!d.minus ? value : (q == 0 ? kDecimalNegativeZero : -value));
+      decimals.push_back(!d.minus ? value : (q == 0 ? kDecimalNegativeZero : -value));
     }
     return same;
   };
   if (!ForEachLine(path, read)) return Invalid("Cannot read the file again");
-  if (!same || text->decimals.size() != 3 * vertices) {
+  if (!same || decimals.size() != 3 * vertices) {
     return Invalid("the file changed while it was read");
   }
+  text->positions =
+      NodeVertices::Decimals(std::move(decimals), static_cast<double>(kPow10[digits]));
   return Status::Ok();
 }
 
@@ -267,13 +269,12 @@ Status ReadObjText(const std::string& path, ObjText* text) {
   if (!ForEachLine(path, check)) return Invalid("Cannot open file [" + path + "]");
   if (!error.empty()) return Invalid(error + std::to_string(line_number) + ".)");
 
-  text->positions.clear();
-  text->decimals.clear();
-  text->divisor = 1.0;
+  text->positions = NodeVertices();
   if (scan.Fits()) return ReadDecimals(path, vertices, scan.digits(), text);
 
   // Then each "v" line's coordinates, as from_chars reads its tokens.
-  text->positions.reserve(vertices);
+  std::vector<Vec3> positions;
+  positions.reserve(vertices);
   const auto read = [&](const char* begin, const char* line_end) {
     const char* p = VertexLineRest(begin, line_end);
     if (p == nullptr) return true;
@@ -296,11 +297,12 @@ Status ReadObjText(const std::string& path, ObjText* text) {
         }
       }
     }
-    text->positions.push_back(xyz);
+    positions.push_back(xyz);
     return true;
   };
   if (!ForEachLine(path, read)) return Invalid("Cannot read the file again");
-  if (text->positions.size() != vertices) return Invalid("the file changed while it was read");
+  if (positions.size() != vertices) return Invalid("the file changed while it was read");
+  text->positions = NodeVertices(std::move(positions));
   return Status::Ok();
 }
 

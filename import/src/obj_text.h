@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hitbox/math/math.h"
 #include "hitbox/status.h"
+#include "node_vertices.h"
 
 namespace hitbox::import {
 
@@ -28,26 +28,16 @@ struct ObjSection {
 
 /// An OBJ file's text as the importer needs it beside tinyobjloader.
 struct ObjText {
-  /// Each "v" line's x, y, z as the doubles nearest their text; where a
-  /// token does not read whole as a number ("1.5f", a missing one, an
-  /// exponent out of range), tinyobjloader's value of it. Empty when
-  /// `decimals` holds them.
-  std::vector<Vec3> positions;
-  /// The same when every coordinate is a short decimal ("-12", "0.5",
-  /// "3.141593": k <= 9 digits after the point, no exponent) whose q of
-  /// q / divisor fits an int32: x, y, z a vertex, DecimalValue(q, divisor),
-  /// divisor 10^K for the file's most digits K; half the bytes of doubles.
-  std::vector<int32_t> decimals;
-  double divisor = 1.0;
+  /// Each "v" line's x, y, z: as the doubles nearest their text (where a
+  /// token does not read whole as a number, "1.5f", a missing one, an
+  /// exponent out of range, tinyobjloader's value of it); or, when every
+  /// coordinate is a short decimal ("-12", "0.5", "3.141593": k <= 9 digits
+  /// after the point, no exponent) whose q of q / divisor fits an int32, as
+  /// those decimals over 10^K for the file's most digits K (half the bytes,
+  /// the same doubles).
+  NodeVertices positions;
   /// One a section, in file order.
   std::vector<ObjSection> sections;
-
-  size_t VertexCount() const { return decimals.empty() ? positions.size() : decimals.size() / 3; }
-  /// Coordinate `axis` of vertex `i`.
-  double Coordinate(size_t i, int axis) const {
-    return decimals.empty() ? positions[i][axis]
-                            : DecimalValue(decimals[3 * i + static_cast<size_t>(axis)], divisor);
-  }
 };
 
 /// Reads `path` into `text`. Fails with tinyobjloader's LoadObj message (a

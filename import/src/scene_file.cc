@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "hitbox/format.h"
+#include "node_vertices.h"
 
 namespace hitbox::import {
 namespace {
@@ -22,36 +23,9 @@ Error Invalid(std::string message) { return Error{ErrorCode::kInvalidArgument, s
 // (binary, subtype kPackedVertices or kPackedTriangles, holding the index
 // here) where the array was.
 // A mesh's vertices as read: float32 x, y, z while every coordinate so far
-// is a float32 value (half the bytes), then doubles.
-struct PackedVertices {
-  std::vector<float> floats;
-  std::vector<Vec3> doubles;
-  bool wide = false;
-
-  void Push(const Vec3& v) {
-    if (!wide && IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z)) {
-      floats.insert(floats.end(),
-                    {static_cast<float>(v.x), static_cast<float>(v.y), static_cast<float>(v.z)});
-      return;
-    }
-    if (!wide) {
-      doubles.reserve(floats.size() / 3 + 1);
-      for (size_t i = 0; i < floats.size(); i += 3) {
-        doubles.push_back({floats[i], floats[i + 1], floats[i + 2]});
-      }
-      std::vector<float>().swap(floats);
-      wide = true;
-    }
-    doubles.push_back(v);
-  }
-  size_t size() const { return wide ? doubles.size() : floats.size() / 3; }
-  Vec3 operator[](size_t i) const {
-    return wide ? doubles[i] : Vec3{floats[3 * i], floats[3 * i + 1], floats[3 * i + 2]};
-  }
-};
-
+// is a float32 value (half the bytes), then doubles (NodeVertices::Push).
 struct PackedArrays {
-  std::vector<PackedVertices> vertices;
+  std::vector<NodeVertices> vertices;
   std::vector<std::vector<std::array<uint32_t, 3>>> triangles;
 };
 constexpr std::uint8_t kPackedVertices = 1;
@@ -148,7 +122,7 @@ class SceneSax {
       packing_ = true;
       packing_triangles_ = key_ == "triangles";
       element_open_ = false;
-      vertices_ = {};
+      vertices_ = NodeVertices::Floats({});
       triangles_.clear();
     }
     return true;
@@ -181,7 +155,7 @@ class SceneSax {
           packed_->vertices.push_back(std::move(vertices_));
         }
         triangles_ = {};
-        vertices_ = {};
+        vertices_ = NodeVertices::Floats({});
         std::vector<std::uint8_t> bytes(sizeof(index));
         std::memcpy(bytes.data(), &index, sizeof(index));
         *array = json::binary(std::move(bytes),
@@ -299,7 +273,7 @@ class SceneSax {
       }
     }
     triangles_ = {};
-    vertices_ = {};
+    vertices_ = NodeVertices::Floats({});
     if (element_open_) {
       Open(json::value_t::array);
       for (size_t i = 0; i < element_size_; ++i) stack_.back().value->push_back(element_[i]);
@@ -327,7 +301,7 @@ class SceneSax {
   bool element_open_ = false;
   size_t element_size_ = 0;
   json element_[3];
-  PackedVertices vertices_;
+  NodeVertices vertices_ = NodeVertices::Floats({});
   std::vector<std::array<uint32_t, 3>> triangles_;
   // The colliders parsed so far (elements of "colliders" consumed), or the first error.
   size_t entries_ = 0;
@@ -462,11 +436,6 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field,
       return Invalid(f + ".triangles must be an array of [a, b, c]");
     }
     TriangleMeshShape mesh;
-    // Float32 vertices stay floats through the build.
-    const bool floats = vs_packed != SIZE_MAX && !packed->vertices[vs_packed].wide;
-    if (vs_packed != SIZE_MAX && !floats) {
-      mesh.vertices = std::move(packed->vertices[vs_packed].doubles);
-    }
     if (ts_packed != SIZE_MAX) mesh.triangles = std::move(packed->triangles[ts_packed]);
     for (size_t i = 0; vs_packed == SIZE_MAX && i < vs.size(); ++i) {
       auto p = ReadVec3(vs[i], f + ".vertices[" + std::to_string(i) + "]");
@@ -486,12 +455,10 @@ Result<Shape> ReadShape(const nlohmann::json& j, const std::string& field,
       }
       mesh.triangles.push_back(t);
     }
-    if (floats) {
-      shape = Shape::Make(FloatTriangleMeshShape{std::move(packed->vertices[vs_packed].floats),
-                                                 std::move(mesh.triangles)});
-    } else {
-      shape = Shape::Make(std::move(mesh));  // its arrays freed as the build goes
-    }
+    // Read flat: float32 vertices stay floats through the build. Either way
+    // the arrays are freed as the build goes.
+    shape = vs_packed != SIZE_MAX ? packed->vertices[vs_packed].MakeMesh(std::move(mesh.triangles))
+                                  : Shape::Make(std::move(mesh));
   } else if (kind == "heightfield") {
     HeightfieldShape h;
     for (const char* key : {"rows", "cols"}) {

@@ -1063,16 +1063,17 @@ void ExpectObjPositions(const std::string& name, const std::vector<std::string>&
   std::ofstream(path, std::ios::binary) << FanObj(coords);
   ObjText text;
   ASSERT_TRUE(ReadObjText(path, &text).ok());
-  EXPECT_EQ(text.decimals.empty(), divisor == 0.0);
+  EXPECT_EQ(text.positions.form() == NodeVertices::Form::kDecimals, divisor != 0.0);
   if (divisor != 0.0) {
-    EXPECT_EQ(text.divisor, divisor);
+    EXPECT_EQ(text.positions.divisor(), divisor);
   }
   const std::vector<Vec3> want = Strtod(coords);
-  ASSERT_EQ(text.VertexCount(), want.size());
+  ASSERT_EQ(text.positions.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     for (int a = 0; a < 3; ++a) {
-      ASSERT_EQ(std::bit_cast<uint64_t>(text.Coordinate(i, a)), std::bit_cast<uint64_t>(want[i][a]))
-          << "'" << coords[i] << "' axis " << a << ": " << text.Coordinate(i, a);
+      ASSERT_EQ(std::bit_cast<uint64_t>(text.positions.Coordinate(i, a)),
+                std::bit_cast<uint64_t>(want[i][a]))
+          << "'" << coords[i] << "' axis " << a << ": " << text.positions.Coordinate(i, a);
     }
   }
   auto level = ImportLevel(path);
@@ -1121,6 +1122,73 @@ TEST(LevelImport, ObjCoordinatesThatDoNotFitStayDoubles) {
   }
 }
 
+// NodeVertices keeps each form's values exactly: a scene file's vertices
+// pushed as float32 until one is not, then every one as doubles (a -0 and a
+// float's every bit kept); copies, appends and resizes in their own form;
+// the mesh made of each form is the mesh of its doubles.
+TEST(LevelImport, NodeVerticesKeepEveryFormExactly) {
+  const auto bits = [](double x) { return std::bit_cast<uint64_t>(x); };
+  const std::vector<Vec3> pushed = {{-0.0, 0.1f, 1e-30f}, {3.0, -0.0, 0.5}, {0.1, 2.0, -7.0}};
+  NodeVertices read = NodeVertices::Floats({});
+  for (size_t i = 0; i < pushed.size(); ++i) {
+    read.Push(pushed[i]);
+    EXPECT_EQ(read.form() == NodeVertices::Form::kFloats, i < 2) << "after vertex " << i;
+  }
+  ASSERT_EQ(read.size(), pushed.size());
+  for (size_t i = 0; i < pushed.size(); ++i) {
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_EQ(bits(read[i][a]), bits(pushed[i][a])) << "vertex " << i << " axis " << a;
+    }
+  }
+  const NodeVertices forms[] = {
+      NodeVertices::Floats({1.5f, -0.0f, 2.25f, 0.1f, 3, 4, 5, 6, 7}),
+      NodeVertices::Decimals({1500, kDecimalNegativeZero, -2, 1, 2, 3, 4, 5, 6}, 1000.0),
+      NodeVertices(std::vector<Vec3>{{0.1, -0.0, 3}, {1, 2, 3}, {4, 5, 6}})};
+  for (const NodeVertices& from : forms) {
+    SCOPED_TRACE(static_cast<int>(from.form()));
+    // Vertices 2, 0 in that order, by copy and by append; then vertex 1 over slot 0.
+    NodeVertices copied = from.Like(2);
+    from.CopyTo(2, 0, &copied);
+    from.CopyTo(0, 1, &copied);
+    NodeVertices appended = from.Like(0);
+    appended.Append(from, 2);
+    appended.Append(from, 0);
+    ASSERT_EQ(copied.form(), from.form());
+    ASSERT_EQ(copied.divisor(), from.divisor());
+    ASSERT_EQ(copied.size(), 2u);
+    ASSERT_EQ(appended.size(), 2u);
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_EQ(bits(copied[0][a]), bits(from[2][a]));
+      EXPECT_EQ(bits(copied[1][a]), bits(from[0][a]));
+      EXPECT_EQ(bits(appended[0][a]), bits(from[2][a]));
+      EXPECT_EQ(bits(appended[1][a]), bits(from[0][a]));
+      EXPECT_EQ(bits(from.Coordinate(0, a)), bits(from[0][a]));
+    }
+    NodeVertices in_place = from;
+    in_place.CopyTo(1, 0, &in_place);
+    in_place.Resize(1);
+    ASSERT_EQ(in_place.size(), 1u);
+    for (int a = 0; a < 3; ++a) EXPECT_EQ(bits(in_place[0][a]), bits(from[1][a]));
+    // The mesh of each form is the mesh of its doubles, to the bit.
+    NodeVertices made = from;
+    auto mesh = made.MakeMesh({{0, 1, 2}});
+    ASSERT_TRUE(mesh.ok()) << mesh.error().message;
+    std::vector<Vec3> doubles;
+    for (size_t i = 0; i < from.size(); ++i) doubles.push_back(from[i]);
+    auto wide = Shape::Make(TriangleMeshShape{doubles, {{0, 1, 2}}});
+    ASSERT_TRUE(wide.ok());
+    const std::optional<TriangleMeshShape> input = mesh->mesh_input();
+    const std::optional<TriangleMeshShape> want = wide->mesh_input();
+    ASSERT_TRUE(input.has_value() && want.has_value());
+    ASSERT_EQ(input->vertices.size(), want->vertices.size());
+    for (size_t i = 0; i < want->vertices.size(); ++i) {
+      for (int a = 0; a < 3; ++a) {
+        EXPECT_EQ(bits(input->vertices[i][a]), bits(want->vertices[i][a])) << i << " " << a;
+      }
+    }
+  }
+}
+
 // A mesh node's decimals are kept through the bake when it is the identity
 // (the OBJ's by default), with each zero's sign as the doubles' product
 // gives it (-0 stays -0 only where the row's other terms are -0 too), and
@@ -1134,9 +1202,7 @@ TEST(LevelImport, DecimalNodesBakeAsTheirDoubles) {
   scaled.row[1] = {0, 2, 0};
   for (const bool keep : {true, false}) {
     for (const Mat33& bake : {Mat33::Identity(), scaled}) {
-      NodeGeometry node;
-      node.decimals = q;
-      node.divisor = 1000.0;
+      NodeVertices node = NodeVertices::Decimals(q, 1000.0);
       std::vector<Vec3> want;
       for (size_t i = 0; i < q.size(); i += 3) {
         want.push_back(bake * Vec3{DecimalValue(q[i], 1000.0), DecimalValue(q[i + 1], 1000.0),
@@ -1144,12 +1210,12 @@ TEST(LevelImport, DecimalNodesBakeAsTheirDoubles) {
       }
       node.Bake(bake, keep);
       const bool kept = keep && bake.row[1].y == 1.0;
-      EXPECT_EQ(node.decimals.empty(), !kept);
-      EXPECT_EQ(node.vertices.empty(), kept);
-      ASSERT_EQ(node.VertexCount(), want.size());
+      EXPECT_EQ(node.form() == NodeVertices::Form::kDecimals, kept);
+      EXPECT_EQ(node.doubles().empty(), kept);
+      ASSERT_EQ(node.size(), want.size());
       for (size_t i = 0; i < want.size(); ++i) {
         for (int a = 0; a < 3; ++a) {
-          EXPECT_EQ(std::bit_cast<uint64_t>(node.Vertex(i)[a]), std::bit_cast<uint64_t>(want[i][a]))
+          EXPECT_EQ(std::bit_cast<uint64_t>(node[i][a]), std::bit_cast<uint64_t>(want[i][a]))
               << "vertex " << i << " axis " << a << " keep " << keep;
         }
       }
