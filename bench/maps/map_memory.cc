@@ -13,6 +13,10 @@
 // merge_peak_over_steady = (peak during the merge - steady) / (steady -
 // before), the resident peak reset (clear_refs) after the load.
 //
+// mesh_bytes splits the meshes' bytes (each mesh once, however many
+// colliders share it) into hierarchy, triangles, vertices and fixed (the
+// mesh objects and their blocks' padding; TriangleMesh::Storage).
+//
 // hitbox-map-memory --write-mesh TRIANGLES OUT.json writes a scene of one
 // wavy terrain mesh of about TRIANGLES triangles whose vertices are float32
 // values written in full (17 significant digits), as imported levels have.
@@ -25,9 +29,12 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include "geometry/triangle_mesh.h"
 #include "maps.h"
+#include "shape/surface_data.h"
 #include "memory_budget.h"
 
 namespace {
@@ -152,6 +159,25 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(before), static_cast<unsigned long long>(peak),
       static_cast<unsigned long long>(steady), static_cast<double>(peak - before) / kept,
       static_cast<double>(peak - before) / static_cast<double>(accounted));
+  // Each mesh once: the merged ones are not colliders, so --merged leaves
+  // these as they were.
+  hitbox::TriangleMesh::StorageBytes mesh_bytes;
+  std::unordered_set<const hitbox::TriangleMesh*> seen;
+  (*map)->set->ForEach([&](const hitbox::Collider& c) {
+    if (c.shape.kind() != hitbox::ShapeKind::kMesh) return;
+    const hitbox::TriangleMesh* mesh = c.shape.surface()->mesh();
+    if (!seen.insert(mesh).second) return;
+    const hitbox::TriangleMesh::StorageBytes s = mesh->Storage();
+    mesh_bytes.hierarchy += s.hierarchy;
+    mesh_bytes.triangles += s.triangles;
+    mesh_bytes.vertices += s.vertices;
+    mesh_bytes.fixed += s.fixed;
+  });
+  std::printf(
+      ", \"meshes\": %zu, \"mesh_bytes\": {\"hierarchy\": %zu, \"triangles\": %zu, "
+      "\"vertices\": %zu, \"fixed\": %zu}",
+      seen.size(), mesh_bytes.hierarchy, mesh_bytes.triangles, mesh_bytes.vertices,
+      mesh_bytes.fixed);
   if (merged) {
     if (!ResetPeak()) {
       std::fprintf(stderr, "cannot reset the resident peak (/proc/self/clear_refs)\n");

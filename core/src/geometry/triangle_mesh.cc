@@ -1155,21 +1155,30 @@ void TriangleMesh::Input(std::vector<Vec3>* vertices, std::vector<Indices>* tria
   for (uint32_t i = 0; i < dropped_count_; ++i) (*triangles)[dropped[i].first] = dropped[i].second;
 }
 
-size_t TriangleMesh::ArrayBytes() const {
+TriangleMesh::StorageBytes TriangleMesh::Storage() const {
+  StorageBytes out;
+  out.hierarchy = size_t{node_count_} * sizeof(Node) + size_t{bottom_count_} * sizeof(BottomNode);
+  out.triangles = size_t{dropped_count_} * sizeof(std::pair<uint32_t, Indices>) +
+                  size_t{original_base_count()} * sizeof(uint32_t) + RecordBytes() + EscapeBytes();
   // Vertices apart from the packed ones, or all of them.
   const size_t plain = vpacked_.empty() ? vertex_count_ : fine_count_;
-  size_t bytes = size_t{node_count_} * sizeof(Node) + size_t{bottom_count_} * sizeof(BottomNode) +
-                 size_t{dropped_count_} * sizeof(std::pair<uint32_t, Indices>) +
-                 size_t{original_base_count()} * sizeof(uint32_t) +
-                 RecordBytes() + EscapeBytes();
-  if (!dvertices_.empty()) bytes += plain * sizeof(Vec3);
-  if (!fvertices_.empty()) bytes += 3 * plain * sizeof(float);
-  if (!vpacked_.empty()) bytes += (static_cast<uint64_t>(vertex_count_) * vrecord_bits_ + 7) / 8 + 16;
-  if (!fpacked_.empty()) {
-    bytes += (static_cast<uint64_t>(vertex_count_) * flt_.record_bits + 7) / 8 + 16 +
-             size_t{flt_.code_count} * sizeof(uint32_t);
+  if (!dvertices_.empty()) out.vertices += plain * sizeof(Vec3);
+  if (!fvertices_.empty()) out.vertices += 3 * plain * sizeof(float);
+  if (!vpacked_.empty()) {
+    out.vertices += (static_cast<uint64_t>(vertex_count_) * vrecord_bits_ + 7) / 8 + 16;
   }
-  return bytes;
+  if (!fpacked_.empty()) {
+    out.vertices += (static_cast<uint64_t>(vertex_count_) * flt_.record_bits + 7) / 8 + 16 +
+                    size_t{flt_.code_count} * sizeof(uint32_t);
+  }
+  const size_t arrays = out.hierarchy + out.triangles + out.vertices;
+  out.fixed = (arrays + 7) / 8 * 8 - arrays + sizeof(TriangleMesh);
+  return out;
+}
+
+size_t TriangleMesh::ArrayBytes() const {
+  const StorageBytes s = Storage();
+  return s.hierarchy + s.triangles + s.vertices;
 }
 
 size_t TriangleMesh::MemoryBytes() const { return HeaderOffset() + sizeof(TriangleMesh); }

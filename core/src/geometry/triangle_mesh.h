@@ -187,6 +187,14 @@ class TriangleMesh {
   /// Bytes of the mesh's block: vertices, triangles, flags and hierarchy,
   /// and the room for this object at its end (used once settled).
   size_t MemoryBytes() const;
+  /// MemoryBytes() by what the bytes hold.
+  struct StorageBytes {
+    size_t hierarchy = 0;  ///< inner and bottom nodes
+    size_t triangles = 0;  ///< triangle records, escapes, original-index bases, dropped ones
+    size_t vertices = 0;   ///< packed and plain vertices, float codes
+    size_t fixed = 0;      ///< this object and the block's padding before it
+  };
+  StorageBytes Storage() const;
   /// Bits of an escape entry of a mesh of `kept` triangles (of
   /// `input_triangles`) with `vbits`-bit vertex indices.
   static uint32_t EscapeBitsFor(uint64_t kept, uint32_t vbits, uint64_t input_triangles);

@@ -386,7 +386,7 @@ TEST(MeshBuild, MemoryPerTriangle) {
 // double vertices, the packed triangle records (and their 16 bytes of
 // padding), 64-byte inner and 32-byte bottom nodes, the dropped triangles and
 // the room for the mesh object behind them (one block, padded to 8 bytes);
-// no array kept with spare capacity, none left out.
+// no array kept with spare capacity, none left out; Storage() splits it so.
 TEST(MeshBuild, MemoryBytesIsTheStorage) {
   // Float vertices: 12 bytes each, or packed records and their codes.
   const auto float_bytes = [](const TriangleMesh& m) -> size_t {
@@ -394,12 +394,19 @@ TEST(MeshBuild, MemoryBytesIsTheStorage) {
     return (size_t{m.vertex_count()} * m.float_record_bits() + 7) / 8 + 16 +
            4 * size_t{m.float_code_count()};
   };
+  // MemoryBytes() and its split (Storage), each part from the mesh's counts.
   const auto expected = [](const TriangleMesh& m, size_t vertex_bytes) {
     const size_t records = (static_cast<size_t>(m.triangle_count()) * m.record_bits() + 7) / 8 +
                            16 + m.EscapeBytes();
     const size_t nodes = 64 * (m.node_count() - m.bottom_node_count()) + 32 * m.bottom_node_count();
-    const size_t arrays = vertex_bytes + records + nodes +
-                          16 * m.dropped_triangles() + 4 * m.original_base_count();
+    const size_t triangles = records + 16 * m.dropped_triangles() + 4 * m.original_base_count();
+    const size_t arrays = vertex_bytes + triangles + nodes;
+    const TriangleMesh::StorageBytes split = m.Storage();
+    EXPECT_EQ(split.hierarchy, nodes);
+    EXPECT_EQ(split.triangles, triangles);
+    EXPECT_EQ(split.vertices, vertex_bytes);
+    EXPECT_EQ(split.fixed, (arrays + 7) / 8 * 8 - arrays + TriangleMesh::FixedBytes());
+    EXPECT_EQ(split.hierarchy + split.triangles + split.vertices + split.fixed, m.MemoryBytes());
     return (arrays + 7) / 8 * 8 + TriangleMesh::FixedBytes();
   };
   // Float32 coordinates of scattered exponents (no grid of at most 33 bits
