@@ -387,6 +387,32 @@ void InProcess(Play play, const std::string& session) {
   (*started)->Wait();
 }
 
+// The moves-only benchmarks' queries (ArenaMoveQueries) are the full tick's
+// first ones, field for field, whatever the tick and the players' places.
+TEST(MoveInProcessTest, ArenaMoveQueriesAreTheTicksMoves) {
+  const loadgen::ArenaOptions options;
+  const loadgen::Arena arena = loadgen::GenerateArena(options);
+  std::vector<Vec3> positions = arena.spawn;
+  for (uint64_t tick : {1u, 59u, 60u, 61u, 1000u}) {
+    for (Vec3& p : positions) p += Vec3{0.25, 0.0, -0.125};
+    const std::vector<Query> all = loadgen::ArenaTickQueries(arena, options, positions, tick);
+    const std::vector<Query> moves = loadgen::ArenaMoveQueries(arena, options, positions, tick);
+    ASSERT_EQ(moves.size(), positions.size());
+    ASSERT_GT(all.size(), moves.size());
+    for (size_t i = 0; i < moves.size(); ++i) {
+      const MoveQuery* want = std::get_if<MoveQuery>(&all[i]);
+      const MoveQuery* got = std::get_if<MoveQuery>(&moves[i]);
+      ASSERT_TRUE(want != nullptr && got != nullptr) << "tick " << tick << " query " << i;
+      EXPECT_EQ(got->shape.kind(), want->shape.kind());
+      EXPECT_EQ(got->shape.radius(), want->shape.radius());
+      EXPECT_EQ(got->shape.half_height(), want->shape.half_height());
+      EXPECT_TRUE(SameBits(got->pose.position, want->pose.position)) << "tick " << tick;
+      EXPECT_TRUE(SameBits(got->displacement, want->displacement)) << "tick " << tick;
+      EXPECT_EQ(got->apply_to_id, want->apply_to_id);
+    }
+  }
+}
+
 TEST(MoveHitboxdTest, ArenaOfSixtyFourPlayers) { OnHitboxd(PlayArena, "arena"); }
 
 TEST(MoveInProcessTest, ArenaOfSixtyFourPlayers) { InProcess(PlayArena, "arena-in-process"); }
