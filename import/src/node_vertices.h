@@ -102,27 +102,29 @@ class NodeVertices {
       case Form::kDoubles: doubles_.push_back(source.doubles_[from]); return;
     }
   }
-  /// Appends float32 x, y, z triples to a float form (or an empty array,
-  /// which becomes one): the first ones taken without a copy.
+  /// Appends float32 x, y, z triples: to a float form, or an empty array
+  /// (which becomes one), as they are, the first ones without a copy; to
+  /// another form, each as Push takes it.
   void AppendFloats(std::vector<float>&& xyz) {
-    if (form_ != Form::kFloats) *this = Floats({});
-    if (floats_.empty()) {
+    if (empty() && form_ != Form::kFloats) *this = Floats({});
+    if (form_ != Form::kFloats) {
+      for (size_t i = 0; i + 2 < xyz.size(); i += 3) Push({xyz[i], xyz[i + 1], xyz[i + 2]});
+    } else if (floats_.empty()) {
       floats_ = std::move(xyz);
     } else {
       floats_.insert(floats_.end(), xyz.begin(), xyz.end());
     }
   }
   /// Appends `v`: on a float form (Floats({})), as float32 while every
-  /// coordinate so far is a float32 value, then every vertex as doubles.
+  /// coordinate so far is a float32 value, then every vertex as doubles (a
+  /// decimal form is widened first too).
   void Push(const Vec3& v) {
-    if (form_ == Form::kFloats) {
-      if (IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z)) {
-        floats_.insert(floats_.end(),
-                       {static_cast<float>(v.x), static_cast<float>(v.y), static_cast<float>(v.z)});
-        return;
-      }
-      Widen(nullptr, size() + 1);
+    if (form_ == Form::kFloats && IsExactFloat(v.x) && IsExactFloat(v.y) && IsExactFloat(v.z)) {
+      floats_.insert(floats_.end(),
+                     {static_cast<float>(v.x), static_cast<float>(v.y), static_cast<float>(v.z)});
+      return;
     }
+    if (form_ != Form::kDoubles) Widen(nullptr, size() + 1);
     doubles_.push_back(v);
   }
   void Reserve(size_t n) {

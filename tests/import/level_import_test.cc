@@ -1124,7 +1124,8 @@ TEST(LevelImport, ObjCoordinatesThatDoNotFitStayDoubles) {
 
 // NodeVertices keeps each form's values exactly: a scene file's vertices
 // pushed as float32 until one is not, then every one as doubles (a -0 and a
-// float's every bit kept); copies, appends and resizes in their own form;
+// float's every bit kept), as are pushes onto decimals and floats appended
+// to doubles; copies, appends and resizes in their own form;
 // the mesh made of each form is the mesh of its doubles.
 TEST(LevelImport, NodeVerticesKeepEveryFormExactly) {
   const auto bits = [](double x) { return std::bit_cast<uint64_t>(x); };
@@ -1138,6 +1139,23 @@ TEST(LevelImport, NodeVerticesKeepEveryFormExactly) {
   for (size_t i = 0; i < pushed.size(); ++i) {
     for (int a = 0; a < 3; ++a) {
       EXPECT_EQ(bits(read[i][a]), bits(pushed[i][a])) << "vertex " << i << " axis " << a;
+    }
+  }
+  // Pushed onto decimals, or floats appended to doubles: all doubles, exact.
+  NodeVertices decimal = NodeVertices::Decimals({kDecimalNegativeZero, 1500, -2}, 1000.0);
+  decimal.Push({0.1, 2.0, -7.0});
+  NodeVertices onto_doubles(std::vector<Vec3>{{0.1, 2.0, -7.0}});
+  onto_doubles.AppendFloats({-0.0f, 0.1f, 3.0f});
+  ASSERT_EQ(decimal.form(), NodeVertices::Form::kDoubles);
+  ASSERT_EQ(onto_doubles.form(), NodeVertices::Form::kDoubles);
+  ASSERT_EQ(decimal.size(), 2u);
+  ASSERT_EQ(onto_doubles.size(), 2u);
+  const Vec3 decimal_want[2] = {{-0.0, 1.5, -0.002}, {0.1, 2.0, -7.0}};
+  const Vec3 onto_doubles_want[2] = {{0.1, 2.0, -7.0}, {-0.0, 0.1f, 3.0}};
+  for (size_t i = 0; i < 2; ++i) {
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_EQ(bits(decimal[i][a]), bits(decimal_want[i][a])) << i << " " << a;
+      EXPECT_EQ(bits(onto_doubles[i][a]), bits(onto_doubles_want[i][a])) << i << " " << a;
     }
   }
   const NodeVertices forms[] = {
