@@ -515,7 +515,13 @@ void AddStartedContact(const Shape& a, const Pose& pose_a, const Shape& b, const
   result->point = (contact.point_a + contact.point_b) * 0.5;
 }
 
-void SkipStartedContact(const Pose& pose_a, const Vec3& translation, CastResult* result) {
+void FinishStartedCast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
+                       const Pose& pose_b, bool skip, CastResult* result) {
+  if (result->state != CastState::kStartedOverlapping) return;
+  if (!skip) {
+    AddStartedContact(a, pose_a, b, pose_b, result);
+    return;
+  }
   const double len = translation.Length();
   result->normal = len > 0.0 ? translation * (-1.0 / len) : Vec3{0, 1, 0};
   result->depth = 0.0;
@@ -529,13 +535,8 @@ CastResult Cast(const Shape& a, const Pose& pose_a, const Vec3& translation, con
   // The contact of a sweep started inside a mesh takes the sweep's near triangles.
   const ScopedStartNear start_near;
   CastResult result = internal::CastWithoutContact(a, pose_a, translation, b, pose_b, settings);
-  if (result.state == CastState::kStartedOverlapping) {
-    if (settings.skip_started_contact) {
-      internal::SkipStartedContact(pose_a, translation, &result);
-    } else {
-      internal::AddStartedContact(a, pose_a, b, pose_b, &result);
-    }
-  }
+  internal::FinishStartedCast(a, pose_a, translation, b, pose_b, settings.skip_started_contact,
+                              &result);
   return result;
 }
 

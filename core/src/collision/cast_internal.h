@@ -219,10 +219,12 @@ CastResult CastWithoutContact(const Shape& a, const Pose& pose_a, const Vec3& tr
 /// (touching within rounding: depth 0).
 void AddStartedContact(const Shape& a, const Pose& pose_a, const Shape& b, const Pose& pose_b,
                        CastResult* result);
-/// Gives a kStartedOverlapping result Cast()'s answer without the contact
-/// (CastSettings::skip_started_contact): depth 0, normal against
-/// `translation` (+y for none), point at pose_a's position.
-void SkipStartedContact(const Pose& pose_a, const Vec3& translation, CastResult* result);
+/// Cast()'s last step for CastWithoutContact's `result`: when it started
+/// overlapping, its contact (AddStartedContact), or with `skip`
+/// (CastSettings::skip_started_contact) depth 0, the normal against
+/// `translation` (+y for none) and the point at pose_a's position.
+void FinishStartedCast(const Shape& a, const Pose& pose_a, const Vec3& translation, const Shape& b,
+                       const Pose& pose_b, bool skip, CastResult* result);
 
 /// `n` with any component along `translation` removed when t > 0, so an
 /// impact normal never points along the motion (rounding at grazing contacts).

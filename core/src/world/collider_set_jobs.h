@@ -408,12 +408,8 @@ struct ColliderSet::Impl::CastJob : SegmentJob<CastJob> {
   /// The contact of `r`, c's cast without it, when it started overlapping
   /// (or its place, when the query skips it).
   void StartedContactNow(const Collider& c, CastResult* r) const {
-    if (r->state != CastState::kStartedOverlapping) return;
-    if (q->skip_started_contact) {
-      internal::SkipStartedContact(pose, q->translation, r);
-    } else {
-      internal::AddStartedContact(q->shape, pose, c.shape, c.pose, r);
-    }
+    internal::FinishStartedCast(q->shape, pose, q->translation, c.shape, c.pose,
+                                q->skip_started_contact, r);
   }
   /// c, whose cast `r` is the best so far, has its contact made in Finish()
   /// if it started overlapping and the query wants it.
