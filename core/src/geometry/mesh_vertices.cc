@@ -8,31 +8,49 @@
 #include <utility>
 
 namespace hitbox::mesh_vertices {
+namespace {
+
+/// The least k in 0..9 with every coordinate on axis `a` of the vertices
+/// take(i) keeps exactly q / 10^k for an integer q (|q| <= 2^53), and the
+/// least and greatest such q (*lo, *hi); -1 when none.
+template <typename Take>
+int LeastPlaces(VertexInput vertices, int a, const Take& take, double* lo, double* hi) {
+  for (int k = 0; k <= 9; ++k) {
+    const double d = PowerOfTen(k);
+    bool ok = true, first = true;
+    for (size_t i = 0; i < vertices.size() && ok; ++i) {
+      if (!take(i)) continue;
+      const double q = std::nearbyint(vertices[i][a] * d);
+      ok = std::fabs(q) <= 0x1p53 && q / d == vertices[i][a];
+      *lo = first ? q : std::min(*lo, q);
+      *hi = first ? q : std::max(*hi, q);
+      first = false;
+    }
+    if (ok) return k;
+  }
+  return -1;
+}
+
+}  // namespace
+
+double PowerOfTen(int k) {
+  static constexpr double kPowers[10] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+  return kPowers[k];
+}
 
 bool ChooseDivisors(VertexInput vertices, const std::vector<bool>& fine, double divisor[3]) {
   const auto packed = [&](size_t i) { return fine.empty() || !fine[i]; };
   for (int a = 0; a < 3; ++a) {
     int best_bits = 64;
     // Decimal: the least k in 0..9 that makes every coordinate an integer.
-    double d = 1.0;
-    for (int k = 0; k <= 9; ++k, d *= 10.0) {
-      bool ok = true, first = true;
-      double lo = 0.0, hi = 0.0;
-      for (size_t i = 0; i < vertices.size() && ok; ++i) {
-        if (!packed(i)) continue;
-        const double q = std::nearbyint(vertices[i][a] * d);
-        ok = std::fabs(q) <= 0x1p53 && q / d == vertices[i][a];
-        lo = first ? q : std::min(lo, q);
-        hi = first ? q : std::max(hi, q);
-        first = false;
-      }
-      if (!ok) continue;
-      const int bits = static_cast<int>(std::ceil(std::log2(hi - lo + 1.0)));
+    double q_lo = 0.0, q_hi = 0.0;
+    const int places = LeastPlaces(vertices, a, packed, &q_lo, &q_hi);
+    if (places >= 0) {
+      const int bits = static_cast<int>(std::ceil(std::log2(q_hi - q_lo + 1.0)));
       if (bits <= 33) {
         best_bits = bits;
-        divisor[a] = d;
+        divisor[a] = PowerOfTen(places);
       }
-      break;
     }
     // Binary: 2^k for the most fraction bits any coordinate has.
     int k = 0;
@@ -172,6 +190,25 @@ bool AllExactFloats(VertexInput vertices) {
   });
 }
 
+float FloatOfDecimal(double x, double divisor) {
+  // The nearest multiple of 2^-j for j = 0, 1, ...: the first that is a
+  // float read back as x has the fewest fraction bits. A float within x's
+  // rounding has at most 24 significant bits, so j stops there.
+  if (!std::isfinite(x)) return std::numeric_limits<float>::quiet_NaN();
+  int e = 0;
+  std::frexp(x, &e);
+  double scale = 1.0, step = 1.0;  // 2^j, 2^-j
+  for (int j = 0; j <= 25 - e; ++j, scale *= 2.0, step *= 0.5) {
+    const double g = std::nearbyint(x * scale) * step;
+    if (!IsExactFloat(g)) continue;
+    const float f = static_cast<float>(g);
+    if (std::bit_cast<uint64_t>(DecimalOfFloat(f, divisor)) == std::bit_cast<uint64_t>(x)) {
+      return f;
+    }
+  }
+  return std::numeric_limits<float>::quiet_NaN();
+}
+
 // The split is found on the vertices' binary fraction bits per axis (one
 // threshold an axis, lowered greedily while the estimate falls), then priced
 // exactly.
@@ -258,6 +295,64 @@ size_t PlanVertices(VertexInput vertices, std::vector<bool>* fine) {
   if (split >= uniform) return uniform;
   fine->swap(flags);
   return split;
+}
+
+namespace {
+
+/// Every coordinate as FloatOfDecimal by 10^places into *floats (three a
+/// vertex); false when one has none.
+bool FloatsOfDecimals(VertexInput vertices, int places, std::vector<float>* floats) {
+  const double divisor = PowerOfTen(places);
+  floats->resize(3 * vertices.size());
+  for (size_t i = 0; i < vertices.size(); ++i) {
+    const Vec3 v = vertices[i];
+    for (int a = 0; a < 3; ++a) {
+      (*floats)[3 * i + a] = FloatOfDecimal(v[a], divisor);
+      if (std::isnan((*floats)[3 * i + a])) return false;
+    }
+  }
+  return true;
+}
+
+/// Most vertices the float form of a mesh's decimals is first tried on.
+constexpr size_t kDecimalSample = size_t{1} << 16;
+
+}  // namespace
+
+VertexPlan PlanStorage(VertexInput vertices) {
+  VertexPlan plan;
+  plan.bytes = PlanVertices(vertices, &plan.fine);
+  if (vertices.empty() || AllExactFloats(vertices)) return plan;
+  // The most places an axis needs; every coordinate then read back at them.
+  const auto all = [](size_t) { return true; };
+  int places = 0;
+  for (int a = 0; a < 3; ++a) {
+    double lo = 0.0, hi = 0.0;
+    const int k = LeastPlaces(vertices, a, all, &lo, &hi);
+    if (k < 0) return plan;
+    places = std::max(places, k);
+  }
+  std::vector<float> floats;
+  std::vector<bool> fine;
+  if (vertices.size() > kDecimalSample) {
+    // A large mesh first on every n-th vertex, so that the floats of all of
+    // them are made (the load's peak) only where they may pay.
+    const size_t step = (vertices.size() + kDecimalSample - 1) / kDecimalSample;
+    std::vector<Vec3> sample;
+    for (size_t i = 0; i < vertices.size(); i += step) sample.push_back(vertices[i]);
+    if (!FloatsOfDecimals(sample, places, &floats)) return plan;
+    const size_t as_decimals = PlanVertices(sample, &fine);
+    if (PlanVertices(VertexInput::Floats(floats), &fine) >= as_decimals) return plan;
+  }
+  if (!FloatsOfDecimals(vertices, places, &floats)) return plan;
+  const size_t bytes = PlanVertices(VertexInput::Floats(floats), &fine);
+  if (bytes < plan.bytes) {
+    plan.bytes = bytes;
+    plan.fine.swap(fine);
+    plan.places = places;
+    plan.floats.swap(floats);
+  }
+  return plan;
 }
 
 }  // namespace hitbox::mesh_vertices

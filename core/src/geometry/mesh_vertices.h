@@ -2,8 +2,11 @@
 // per axis as integers q of q / divisor (10^k or 2^k) bit-packed in the bits
 // their span needs, else as float32, else as doubles; and when a few
 // vertices need far finer steps than the rest, those alone kept apart.
+// Decimals written from float32s (an OBJ's "%.6f") may be stored as those
+// floats in any of these forms and read back through their rounding.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -89,6 +92,19 @@ bool ChooseDivisors(VertexInput vertices, const std::vector<bool>& fine, double 
 /// True when every coordinate of every vertex is exactly a float32 value.
 bool AllExactFloats(VertexInput vertices);
 
+/// 10^k for k in 0..9.
+double PowerOfTen(int k);
+/// The decimal of k places (divisor 10^k, k <= 9) that float32 f stands
+/// for: f * 10^k (exact in double) rounded to the integer q, then q / 10^k
+/// correctly rounded, so exactly the double the text of that decimal reads as.
+inline double DecimalOfFloat(float f, double divisor) {
+  return std::nearbyint(static_cast<double>(f) * divisor) / divisor;
+}
+/// The float32 with the fewest binary fraction bits whose DecimalOfFloat by
+/// `divisor` is x to the bit (so a float on a coarse grid, written to k
+/// places, comes back as itself), or NaN when none is.
+float FloatOfDecimal(double x, double divisor);
+
 /// How the packed vertices lie: per axis the divisor, the least q and the
 /// bits of q - qmin, and how many vertices are kept apart.
 struct PackedLayout {
@@ -129,5 +145,19 @@ size_t VertexBytes(VertexInput vertices, const std::vector<bool>& fine);
 /// or empty) the vertices it keeps apart as float32 or doubles so that the
 /// rest pack on a coarser grid: chosen when that takes fewer bytes.
 size_t PlanVertices(VertexInput vertices, std::vector<bool>* fine);
+
+/// How a mesh stores its vertices: PlanVertices' choice for them, or, when
+/// every coordinate is a decimal of k places written from a float32 (k the
+/// most any axis needs) and that takes fewer bytes, for those floats.
+struct VertexPlan {
+  size_t bytes = 0;
+  /// PlanVertices' flags for the vertices stored (`floats` when not empty).
+  std::vector<bool> fine;
+  /// -1, or the places of the decimals: the mesh stores `floats` (three a
+  /// vertex, FloatOfDecimal) and reads each through DecimalOfFloat.
+  int places = -1;
+  std::vector<float> floats;
+};
+VertexPlan PlanStorage(VertexInput vertices);
 
 }  // namespace hitbox::mesh_vertices

@@ -242,9 +242,14 @@ Result<TriangleMesh> TriangleMesh::Build(mesh_vertices::VertexInput vertices,
   Staging st;
   mesh.vertex_count_ = static_cast<uint32_t>(vertices.size());
   {
-    std::vector<bool> fine;
-    mesh_vertices::PlanVertices(vertices, &fine);
-    mesh.PackVertices(vertices, fine, &st);
+    mesh_vertices::VertexPlan plan = mesh_vertices::PlanStorage(vertices);
+    if (plan.places >= 0) {
+      // Stored as the floats the decimals were written from (no doubles).
+      mesh.decimal_places_ = static_cast<uint8_t>(plan.places + 1) & 15u;
+      mesh.PackVertices(mesh_vertices::VertexInput::Floats(plan.floats), plan.fine, &st);
+    } else {
+      mesh.PackVertices(vertices, plan.fine, &st);
+    }
     mesh.View(&st);
   }
   // From here on the stored vertices are read (Vertex), not the input's.
@@ -418,6 +423,32 @@ void TriangleMesh::PackVertices(mesh_vertices::VertexInput vertices,
     }
   } else {
     st->dvertices = std::move(apart);
+  }
+}
+
+Vec3 TriangleMesh::DecimalVertex(uint32_t i) const {
+  const double divisor = mesh_vertices::PowerOfTen(decimal_places_ - 1);
+  const Vec3 stored = StoredVertex(i);  // float32s, exactly
+  return {mesh_vertices::DecimalOfFloat(static_cast<float>(stored.x), divisor),
+          mesh_vertices::DecimalOfFloat(static_cast<float>(stored.y), divisor),
+          mesh_vertices::DecimalOfFloat(static_cast<float>(stored.z), divisor)};
+}
+
+void TriangleMesh::DecimalTriangleVertices(uint32_t k, Vec3 out[3]) const {
+  uint32_t idx[3];
+  TriangleIndices(k, idx);
+  for (int c = 0; c < 3; ++c) out[c] = DecimalVertex(idx[c]);
+}
+
+void TriangleMesh::DecimalIndexedVertices(const uint32_t idx[3], Vec3 out[3],
+                                          VertexCache* cache) const {
+  for (int c = 0; c < 3; ++c) {
+    const uint32_t slot = (idx[c] * 0x9E3779B1u) >> (32 - VertexCache::kSlotBits);
+    if (cache->key_[slot] != idx[c]) {
+      cache->value_[slot] = DecimalVertex(idx[c]);
+      cache->key_[slot] = idx[c];
+    }
+    out[c] = cache->value_[slot];
   }
 }
 
@@ -1407,9 +1438,8 @@ size_t TriangleMesh::PredictMemoryBytes(mesh_vertices::VertexInput vertices,
                                         std::span<const Indices> triangles) {
   if (vertices.empty() || triangles.empty()) return 0;
   size_t bytes = 0;
-  // Vertices: as Build stores them (PlanVertices).
-  std::vector<bool> fine;
-  bytes += mesh_vertices::PlanVertices(vertices, &fine);
+  // Vertices: as Build stores them (PlanStorage).
+  bytes += mesh_vertices::PlanStorage(vertices).bytes;
   // Kept triangles (non-zero area on the input vertices, which decode
   // exactly from either storage).
   std::vector<uint32_t> kept_list;

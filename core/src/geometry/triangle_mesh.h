@@ -218,6 +218,10 @@ class TriangleMesh {
   uint32_t float_code_count() const { return fpacked_.empty() ? 0 : flt_.code_count; }
   /// Vertices kept apart from the packed ones (as float32 or doubles).
   uint32_t fine_vertex_count() const { return fine_count_; }
+  /// The places of the decimals that the vertices are, stored as the
+  /// float32s they were written from (mesh_vertices::PlanStorage); -1 when
+  /// they are stored as themselves.
+  int decimal_places() const { return static_cast<int>(decimal_places_) - 1; }
   /// True when the vertices are read from the parts' meshes
   /// (BuildOverParts), none stored here.
   bool part_vertices() const { return !fpacked_.empty() && flt_.record_bits == 0; }
@@ -570,7 +574,8 @@ class TriangleMesh {
     _mm_storeh_pd(&out->y, xy);
     out->z = static_cast<double>(q[2]) / vertex_divisor_[2];
   }
-  __attribute__((always_inline)) Vec3 Vertex(uint32_t i) const {
+  /// Vertex i as stored: the input's, or the float32s of its decimals.
+  __attribute__((always_inline)) Vec3 StoredVertex(uint32_t i) const {
     if (!vpacked_.empty()) {
       int64_t q[3];
       uint32_t fine;
@@ -582,6 +587,19 @@ class TriangleMesh {
     if (dvertices_.empty()) return FloatVertex(i);
     return dvertices_[i];
   }
+  __attribute__((always_inline)) Vec3 Vertex(uint32_t i) const {
+    if (decimal_places_ != 0) [[unlikely]] {
+      return DecimalVertex(i);
+    }
+    return StoredVertex(i);
+  }
+  /// Vertex i of a mesh stored as the float32s of its decimals
+  /// (decimal_places_), and TriangleVertices and IndexedVertices there. Out
+  /// of line: the inlined decoders grow by a test and a call only.
+  __attribute__((noinline)) Vec3 DecimalVertex(uint32_t i) const;
+  __attribute__((noinline)) void DecimalTriangleVertices(uint32_t k, Vec3 out[3]) const;
+  __attribute__((noinline)) void DecimalIndexedVertices(const uint32_t idx[3], Vec3 out[3],
+                                                        VertexCache* cache) const;
   /// Packed float vertex i (fpacked_), widened (exact), or the parts' vertex
   /// i (part_vertices()). Out of line: the inlined decoders of the other
   /// forms stay as small as before.
@@ -860,6 +878,10 @@ class TriangleMesh {
   bool owns_block_ : 1 = false;
   // The triangles are the parts' (flt_.parts, BuildOverParts): no records.
   bool part_triangles_ : 1 = false;
+  // 1 + k when the vertices are stored as the float32s their decimals of k
+  // places were written from (read through mesh_vertices::DecimalOfFloat),
+  // else 0.
+  uint8_t decimal_places_ : 4 = 0;
 };
 
 template <typename Fn>
@@ -1066,6 +1088,10 @@ inline void TriangleMesh::TriangleIndices(uint32_t k, uint32_t idx[3]) const {
 }
 
 inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3]) const {
+  if (decimal_places_ != 0) [[unlikely]] {
+    DecimalTriangleVertices(k, out);
+    return;
+  }
   uint32_t idx[3];
   TriangleIndices(k, idx);
   if (vpacked_.empty()) {
@@ -1088,6 +1114,10 @@ inline void TriangleMesh::TriangleVertices(uint32_t k, Vec3 out[3], VertexCache*
 
 inline void TriangleMesh::IndexedVertices(const uint32_t idx[3], Vec3 out[3],
                                           VertexCache* cache) const {
+  if (decimal_places_ != 0) [[unlikely]] {
+    DecimalIndexedVertices(idx, out, cache);
+    return;
+  }
   if (vpacked_.empty()) {
     if (dvertices_.empty()) {
       for (int c = 0; c < 3; ++c) out[c] = FloatVertex(idx[c]);

@@ -604,6 +604,13 @@ double ToFloat(double x) {
   return static_cast<double>(f);
 }
 
+// x as a text of six decimals reads ("%.6f", as Blender writes an OBJ).
+double SixPlaces(double x) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.6f", x);
+  return std::strtod(text, nullptr);
+}
+
 // Input() gives back the mesh as given, to the bit: every vertex (unused ones
 // too) and every triangle in input order, the dropped zero-area ones included,
 // whatever the vertices' storage: short decimals, float32 binary fractions
@@ -670,6 +677,10 @@ TEST(MeshBuild, MeshOverPartsAnswersAsTheJoinedInput) {
     parts.push_back(std::move(m));
   };
   add(WavyGrid(12, 0.5), [&](double x) { return std::round(x * 1e3) / 1e3 + 0.25; });
+  add(WavyGrid(8, 0.4),  // decimals stored as the floats they were written from
+      [&](double x) {
+        return SixPlaces(std::ldexp(std::nearbyint(std::ldexp(x * 2.3, 10)), -10));
+      });
   add(WavyGrid(9, 0.7), [&](double x) { return ToFloat(x * 1.37 - 2.0); });
   parts.back().triangles.push_back({0, 0, 1});  // dropped: zero area
   for (int k = 0; k < 70; ++k) {
@@ -701,6 +712,7 @@ TEST(MeshBuild, MeshOverPartsAnswersAsTheJoinedInput) {
       joined.triangles.push_back({t[0] + base, t[1] + base, t[2] + base});
     }
   }
+  EXPECT_EQ(built[1].decimal_places(), 6);
   std::vector<const TriangleMesh*> pointers;
   for (const TriangleMesh& m : built) pointers.push_back(&m);
   const internal::MeshParts table(pointers);
@@ -942,6 +954,94 @@ TEST(MeshBuild, FineVerticesAreKeptApart) {
   }
 }
 
+// The float32 a decimal was written from, with the fewest fraction bits,
+// reads back as the decimal to the bit (its sign too); a decimal no float
+// rounds to has none.
+TEST(MeshVertices, FloatOfDecimalReadsBackExactly) {
+  using mesh_vertices::DecimalOfFloat;
+  using mesh_vertices::FloatOfDecimal;
+  EXPECT_EQ(FloatOfDecimal(0.007812, 1e6), 0.0078125f);  // 2^-7, written to six places
+  EXPECT_EQ(FloatOfDecimal(-14.5, 1e6), -14.5f);
+  EXPECT_EQ(FloatOfDecimal(0.1, 10.0), 0.125f);
+  const float negative_zero = FloatOfDecimal(-0.0, 1e6);
+  EXPECT_TRUE(negative_zero == 0.0f && std::signbit(negative_zero));
+  EXPECT_TRUE(std::isnan(FloatOfDecimal(1000.000001, 1e6)));  // floats 6e-5 apart there
+  EXPECT_TRUE(std::isnan(FloatOfDecimal(0.1234567, 1e6)));    // not six places
+  Random rng(23);
+  for (int i = 0; i < 20000; ++i) {
+    const float f = static_cast<float>(rng.Uniform(-300.0, 300.0));
+    const double x = SixPlaces(f);
+    const float g = FloatOfDecimal(x, 1e6);
+    ASSERT_FALSE(std::isnan(g)) << x;
+    ASSERT_EQ(std::bit_cast<uint64_t>(DecimalOfFloat(g, 1e6)), std::bit_cast<uint64_t>(x)) << x;
+  }
+}
+
+// A level written as an OBJ of six-place decimals of its float32 vertices
+// (mostly on a binary grid finer than 10^-6 can write, a few off it) is
+// stored as those floats, in the bytes the floats take, and reads back as
+// the decimals to the bit: its input, its triangles and its rays' hits; the
+// same decimals of doubles no float rounds to are stored as themselves.
+TEST(MeshBuild, DecimalsOfFloatsAreStoredAsTheirFloats) {
+  Random rng(29);
+  MeshData floats = WavyGrid(40, 0.37);
+  const auto on_10_bits = [](double c) {
+    return std::ldexp(std::nearbyint(std::ldexp(c, 10)), -10);
+  };
+  for (Vec3& v : floats.vertices)
+    v = {on_10_bits(v.x * 7.1), on_10_bits(v.y), on_10_bits(v.z * 7.1)};
+  for (size_t i = 0; i < floats.vertices.size(); i += 11) {
+    floats.vertices[i].y = ToFloat(floats.vertices[i].y + rng.Uniform(-0.01, 0.01));
+  }
+  MeshData written = floats;
+  for (Vec3& v : written.vertices) v = {SixPlaces(v.x), SixPlaces(v.y), SixPlaces(v.z)};
+  MeshData far = written;  // six places at 3 km: floats there are 2.4e-4 apart
+  for (Vec3& v : far.vertices) v.x = SixPlaces(v.x + 3000.0 + rng.Uniform(0.0, 1e-3));
+  const TriangleMesh from_floats = MustBuild(floats);
+  const TriangleMesh mesh = MustBuild(written);
+  const TriangleMesh doubles = MustBuild(far);
+  EXPECT_EQ(from_floats.decimal_places(), -1);
+  EXPECT_EQ(mesh.decimal_places(), 6);
+  EXPECT_EQ(doubles.decimal_places(), -1);
+  std::printf("six-place decimals of floats: %.2f bytes/triangle (their floats %.2f)\n",
+              static_cast<double>(mesh.MemoryBytes()) / mesh.triangle_count(),
+              static_cast<double>(from_floats.MemoryBytes()) / from_floats.triangle_count());
+  EXPECT_LE(mesh.Storage().vertices, from_floats.Storage().vertices);
+  EXPECT_LT(mesh.Storage().vertices, doubles.Storage().vertices);
+  const double predicted =
+      static_cast<double>(TriangleMesh::PredictMemoryBytes(written.vertices, written.triangles));
+  EXPECT_NEAR(predicted / static_cast<double>(mesh.MemoryBytes()), 1.0, 0.15);
+  for (const auto& [m, built] : {std::pair{&written, &mesh}, std::pair{&far, &doubles}}) {
+    ExpectSameTriangles(*built, *m);
+    std::vector<Vec3> vertices;
+    std::vector<TriangleMesh::Indices> triangles;
+    built->Input(&vertices, &triangles);
+    ASSERT_EQ(vertices.size(), m->vertices.size());
+    EXPECT_EQ(std::memcmp(vertices.data(), m->vertices.data(), vertices.size() * sizeof(Vec3)), 0);
+    const Aabb& b = built->bounds();
+    for (int i = 0; i < 300; ++i) {
+      const Vec3 o{rng.Uniform(b.min.x, b.max.x), b.max.y + 1.0, rng.Uniform(b.min.z, b.max.z)};
+      const Vec3 d{rng.Uniform(-2, 2), -3.0, rng.Uniform(-2, 2)};
+      MeshRayHit hit, want;
+      const bool got = built->RaycastClosest(o, d, &hit);
+      ASSERT_EQ(got, BruteRaycast(*built, o, d, &want)) << i;
+      if (got) {
+        EXPECT_EQ(hit.fraction, want.fraction) << i;
+        EXPECT_EQ(hit.triangle, want.triangle) << i;
+      }
+    }
+  }
+  // The importer's form (int32 decimals) builds the same mesh.
+  std::vector<int32_t> q;
+  for (const Vec3& v : written.vertices) {
+    for (int a = 0; a < 3; ++a) q.push_back(static_cast<int32_t>(std::llround(v[a] * 1e6)));
+  }
+  const Result<Shape> a = Shape::Make(TriangleMeshShape{written.vertices, written.triangles});
+  const Result<Shape> c = Shape::Make(DecimalTriangleMeshShape{q, 1e6, written.triangles});
+  ASSERT_NO_FATAL_FAILURE(ExpectSameMesh(a, c));
+  EXPECT_EQ(c->surface()->mesh()->decimal_places(), 6);
+}
+
 // Triangles of every size (a floor, walls, nested ever smaller details: the
 // surface area heuristic splits the biggest off one at a time) keep the
 // hierarchy within kMeshMaxDepth, and rays through all of them match brute
@@ -1179,9 +1279,16 @@ TEST(MeshBuild, FlatAndTinyExtentsKeepEveryTriangle) {
 TEST(MeshBuild, VertexCacheGivesTheDecodedVertices) {
   Random rng(41);
   MeshData decimal = WavyGrid(40, 0.5);
+  MeshData of_floats = decimal;  // stored as the floats the decimals were written from
   for (Vec3& v : decimal.vertices) v.y = std::nearbyint(v.y * 1e6) / 1e6;
-  for (const MeshData& data : {decimal, IcoSphere(2.0, 3)}) {
-    const TriangleMesh mesh = MustBuild(data);
+  for (Vec3& v : of_floats.vertices) {
+    v.y = SixPlaces(std::ldexp(std::nearbyint(std::ldexp(v.y * 3.7, 10)), -10));
+  }
+  const MeshData sphere = IcoSphere(2.0, 3);
+  const MeshData* const meshes[] = {&decimal, &of_floats, &sphere};
+  for (const MeshData* data : meshes) {
+    const TriangleMesh mesh = MustBuild(*data);
+    EXPECT_EQ(mesh.decimal_places() == 6, data == &of_floats);
     TriangleMesh::VertexCache cache;
     for (int i = 0; i < 20000; ++i) {
       const uint32_t k = i % 3 == 0 ? static_cast<uint32_t>(rng.Int(
