@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numbers>
@@ -808,6 +809,65 @@ TEST(LevelImport, ObjDecimalsAreReadExactlyAndPacked) {
       static_cast<double>(shape.DataBytes()) / static_cast<double>(mesh->triangles.size());
   std::printf("decimal OBJ terrain: %.2f bytes/triangle\n", per);
   EXPECT_LT(per, 20.0);  // as doubles: over 24
+}
+
+// The real level (../shared/levels/ctf_inyard.glb) written as an OBJ the way
+// Blender writes one (each mesh an object, "v %.6f %.6f %.6f"): its meshes
+// read back as the decimals of the text, and take no more bytes
+// than the .glb's floats (they are stored as the floats the decimals were
+// written from; as the decimals themselves they took 16% more).
+TEST(LevelImport, RealLevelAsASixPlaceObjTakesTheBytesOfItsGlb) {
+  const std::string glb = std::string(HITBOX_SOURCE_DIR) + "/../shared/levels/ctf_inyard.glb";
+  auto level = ImportLevel(glb);
+  ASSERT_TRUE(level.ok()) << glb << ": " << level.error().message;
+  std::string text;
+  std::vector<Vec3> written;  // each vertex as the text reads
+  size_t glb_bytes = 0, base = 1, meshes = 0;
+  for (const Collider& c : level->colliders) {
+    const std::optional<TriangleMeshShape> mesh = c.shape.mesh_input();
+    if (!mesh.has_value()) continue;
+    ++meshes;
+    glb_bytes += c.shape.DataBytes();
+    text += "o mesh" + std::to_string(meshes) + "\n";
+    for (const Vec3& v : mesh->vertices) {
+      char line[128];
+      std::snprintf(line, sizeof(line), "v %.6f %.6f %.6f\n", v.x, v.y, v.z);
+      text += line;
+      char* end = nullptr;
+      const double x = std::strtod(line + 2, &end);
+      const double y = std::strtod(end, &end);
+      written.push_back({x, y, std::strtod(end, &end)});
+    }
+    for (const auto& t : mesh->triangles) {
+      text += "f " + std::to_string(t[0] + base) + " " + std::to_string(t[1] + base) + " " +
+              std::to_string(t[2] + base) + "\n";
+    }
+    base += mesh->vertices.size();
+  }
+  ASSERT_GT(meshes, 40u);
+  const std::string path = Temp("ctf_inyard.obj");
+  std::ofstream(path, std::ios::binary) << text;
+  auto obj = ImportLevel(path);
+  ASSERT_TRUE(obj.ok()) << obj.error().message;
+  size_t obj_bytes = 0, at = 0, obj_meshes = 0;
+  for (const Collider& c : obj->colliders) {
+    const std::optional<TriangleMeshShape> mesh = c.shape.mesh_input();
+    ASSERT_TRUE(mesh.has_value());
+    ++obj_meshes;
+    obj_bytes += c.shape.DataBytes();
+    for (const Vec3& v : mesh->vertices) {
+      ASSERT_LT(at, written.size());
+      // Equal values (a packed mesh keeps -0 as +0, as it always has).
+      ASSERT_TRUE(v.x == written[at].x && v.y == written[at].y && v.z == written[at].z)
+          << "vertex " << at << ": " << v.x << " " << v.y << " " << v.z << " against "
+          << written[at].x << " " << written[at].y << " " << written[at].z;
+      ++at;
+    }
+  }
+  EXPECT_EQ(obj_meshes, meshes);
+  EXPECT_EQ(at, written.size());
+  std::printf("ctf_inyard: .glb meshes %zu bytes, as a \"%%.6f\" OBJ %zu\n", glb_bytes, obj_bytes);
+  EXPECT_LE(obj_bytes, glb_bytes);
 }
 
 // Every OBJ coordinate is the double nearest its text, however many digits
