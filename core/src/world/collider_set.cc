@@ -60,9 +60,7 @@ Status ColliderSet::Apply(std::span<const ColliderChange> changes, std::optional
         }
         break;
       case ColliderChange::Kind::kMove:
-        if (!CheckPose(ch.collider.pose, ".pose").ok()) {
-          return CheckPose(ch.collider.pose, field() + ".pose");
-        }
+        if (!ValidPose(ch.collider.pose)) return CheckPose(ch.collider.pose, field() + ".pose");
         if (!exists(id)) {
           return Status(ErrorCode::kNotFound,
                         field() + ".id: collider " + std::to_string(id) + " not found");

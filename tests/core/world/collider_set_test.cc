@@ -525,6 +525,47 @@ TEST(ColliderSetTest, PlayerStepsStayInTheirFatLeaves) {
   EXPECT_EQ(set.TreeValidate(), "");
 }
 
+// A collider moved on in steady steps gets a leaf that also reaches ahead of
+// its last step (four steps, at most a metre): 0.12 m steps leave the
+// 0.3 m margin on the third, and then the new leaf holds six more, so
+// twenty steps change the tree three times (six without the reach ahead).
+TEST(ColliderSetTest, SteadyStepsLeaveTheirFatLeavesLessOften) {
+  Random rng(4402);
+  std::vector<Collider> cs;
+  for (int i = 0; i < 200; ++i) {
+    cs.push_back(RandomCollider(rng, static_cast<uint64_t>(i + 1), 20.0));
+  }
+  ColliderSet set;
+  for (const Collider& c : cs) {
+    ASSERT_TRUE(set.Apply(std::vector<ColliderChange>{ColliderChange::Add(c)}).ok());
+  }
+  const auto run = [&] {
+    for (int b = 0; b < 3; ++b) {
+      const std::vector<Query> qs = RandomQueries(rng, cs, 120, 20.0);
+      std::vector<QueryResult> out(qs.size());
+      set.RunBatch(qs, out);
+    }
+    ASSERT_NE(set.GetTreeStats().wide_nodes, 0u);
+  };
+  const auto steps = [&](double dx, int count) {
+    std::vector<int> left;
+    for (int k = 1; k <= count; ++k) {
+      run();
+      Collider& c = cs[7];
+      c.pose.position.x += dx;
+      EXPECT_TRUE(set.Apply(std::vector<ColliderChange>{ColliderChange::Move(c.id, c.pose)}).ok());
+      if (set.GetTreeStats().wide_nodes == 0) left.push_back(k);
+    }
+    return left;
+  };
+  EXPECT_EQ(steps(0.12, 20), (std::vector<int>{3, 10, 17}));
+  // A jump (a teleport) reaches at most a metre ahead: the steps after it
+  // leave the leaf on the eleventh (0.3 + 1 m), not after 200 m.
+  EXPECT_EQ(steps(50.0, 1), (std::vector<int>{1}));
+  EXPECT_EQ(steps(0.12, 12), (std::vector<int>{11}));
+  EXPECT_EQ(set.TreeValidate(), "");
+}
+
 // Batches walk the tree's 4-wide copy once enough queries ran since the tree
 // last changed, and the binary tree before: both answer as single queries
 // (which walk the binary tree), and a change makes the copy stale at once.
