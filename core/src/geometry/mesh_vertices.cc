@@ -314,15 +314,20 @@ bool FloatsOfDecimals(VertexInput vertices, int places, std::vector<float>* floa
   return true;
 }
 
-/// Most vertices the float form of a mesh's decimals is first tried on.
-constexpr size_t kDecimalSample = size_t{1} << 16;
+/// Most vertices of a mesh whose decimals may be stored as floats: making
+/// the floats costs a second copy of the vertices while the mesh loads, a
+/// small part of a level's peak below this, and a mesh above it has enough
+/// triangles a vertex that its decimals pack small enough as they are.
+constexpr size_t kMaxDecimalFloatVertices = size_t{1} << 16;
 
 }  // namespace
 
 VertexPlan PlanStorage(VertexInput vertices) {
   VertexPlan plan;
   plan.bytes = PlanVertices(vertices, &plan.fine);
-  if (vertices.empty() || AllExactFloats(vertices)) return plan;
+  if (vertices.empty() || vertices.size() > kMaxDecimalFloatVertices || AllExactFloats(vertices)) {
+    return plan;
+  }
   // The most places an axis needs; every coordinate then read back at them.
   const auto all = [](size_t) { return true; };
   int places = 0;
@@ -333,18 +338,8 @@ VertexPlan PlanStorage(VertexInput vertices) {
     places = std::max(places, k);
   }
   std::vector<float> floats;
-  std::vector<bool> fine;
-  if (vertices.size() > kDecimalSample) {
-    // A large mesh first on every n-th vertex, so that the floats of all of
-    // them are made (the load's peak) only where they may pay.
-    const size_t step = (vertices.size() + kDecimalSample - 1) / kDecimalSample;
-    std::vector<Vec3> sample;
-    for (size_t i = 0; i < vertices.size(); i += step) sample.push_back(vertices[i]);
-    if (!FloatsOfDecimals(sample, places, &floats)) return plan;
-    const size_t as_decimals = PlanVertices(sample, &fine);
-    if (PlanVertices(VertexInput::Floats(floats), &fine) >= as_decimals) return plan;
-  }
   if (!FloatsOfDecimals(vertices, places, &floats)) return plan;
+  std::vector<bool> fine;
   const size_t bytes = PlanVertices(VertexInput::Floats(floats), &fine);
   if (bytes < plan.bytes) {
     plan.bytes = bytes;

@@ -148,7 +148,8 @@ size_t PlanVertices(VertexInput vertices, std::vector<bool>* fine);
 
 /// How a mesh stores its vertices: PlanVertices' choice for them, or, when
 /// every coordinate is a decimal of k places written from a float32 (k the
-/// most any axis needs) and that takes fewer bytes, for those floats.
+/// most any axis needs), the mesh has at most 65,536 vertices and that takes
+/// fewer bytes, for those floats.
 struct VertexPlan {
   size_t bytes = 0;
   /// PlanVertices' flags for the vertices stored (`floats` when not empty).

@@ -1031,6 +1031,19 @@ TEST(MeshBuild, DecimalsOfFloatsAreStoredAsTheirFloats) {
       }
     }
   }
+  // A mesh over 65,536 vertices keeps its decimals (its floats would be a
+  // second copy of its vertices while it loads).
+  MeshData big = WavyGrid(257, 0.37);
+  for (Vec3& v : big.vertices) {
+    v = {SixPlaces(on_10_bits(v.x * 7.1)), SixPlaces(on_10_bits(v.y)), SixPlaces(on_10_bits(v.z))};
+  }
+  ASSERT_GT(big.vertices.size(), 65536u);
+  EXPECT_EQ(MustBuild(big).decimal_places(), -1);
+  big.vertices.resize(65536);
+  std::erase_if(big.triangles, [](const TriangleMesh::Indices& t) {
+    return t[0] >= 65536 || t[1] >= 65536 || t[2] >= 65536;
+  });
+  EXPECT_EQ(MustBuild(big).decimal_places(), 6);
   // The importer's form (int32 decimals) builds the same mesh.
   std::vector<int32_t> q;
   for (const Vec3& v : written.vertices) {
