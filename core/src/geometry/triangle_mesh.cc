@@ -443,7 +443,7 @@ void TriangleMesh::DecimalTriangleVertices(uint32_t k, Vec3 out[3]) const {
 void TriangleMesh::DecimalIndexedVertices(const uint32_t idx[3], Vec3 out[3],
                                           VertexCache* cache) const {
   for (int c = 0; c < 3; ++c) {
-    const uint32_t slot = (idx[c] * 0x9E3779B1u) >> (32 - VertexCache::kSlotBits);
+    const uint32_t slot = VertexCache::Slot(idx[c]);
     if (cache->key_[slot] != idx[c]) {
       cache->value_[slot] = DecimalVertex(idx[c]);
       cache->key_[slot] = idx[c];

@@ -246,6 +246,8 @@ class TriangleMesh {
     VertexCache() { std::fill(std::begin(key_), std::end(key_), kNoVertex); }
 
    private:
+    /// The slot vertex i takes.
+    static uint32_t Slot(uint32_t i) { return (i * 0x9E3779B1u) >> (32 - kSlotBits); }
     friend class TriangleMesh;
     static constexpr int kSlotBits = 4;
     static constexpr uint32_t kNoVertex = 0xffffffffu;  // above any vertex index
@@ -1128,7 +1130,7 @@ inline void TriangleMesh::IndexedVertices(const uint32_t idx[3], Vec3 out[3],
   }
   const __m128d div = _mm_set_pd(vertex_divisor_[1], vertex_divisor_[0]);
   for (int c = 0; c < 3; ++c) {
-    const uint32_t slot = (idx[c] * 0x9E3779B1u) >> (32 - VertexCache::kSlotBits);
+    const uint32_t slot = VertexCache::Slot(idx[c]);
     if (cache->key_[slot] != idx[c]) {
       DecodeVertex(idx[c], div, &cache->value_[slot]);
       cache->key_[slot] = idx[c];
