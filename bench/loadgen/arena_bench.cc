@@ -436,7 +436,8 @@ bool InProcessCost(int ticks, double* cpu, double* allocs) {
 // positions) apart from the client's.
 class ServiceTicks {
  public:
-  ServiceTicks(bool by_id, bool buffers, bool packed = true) : buffers_(buffers) {
+  ServiceTicks(bool by_id, bool buffers, bool packed = true, bool blocking = false)
+      : buffers_(buffers) {
     if (child_.port() == 0) {
       error_ = "could not start the server child";
       return;
@@ -456,6 +457,7 @@ class ServiceTicks {
     if (by_id) sweeps_ = run_.SweepsById();
     TickStreamOptions tick_options;
     tick_options.packed = packed;
+    tick_options.blocking = blocking;
     stream_ = client_->OpenTickStream("arena", tick_options);
   }
   ~ServiceTicks() {
@@ -524,7 +526,8 @@ class ServiceTicks {
 void BM_ArenaTickService(benchmark::State& state) {
   const bool by_id = state.range(0) != 0;
   const bool buffers = state.range(1) != 0;
-  const bool packed = state.range(2) != 0;  // TickStreamOptions::packed
+  const bool packed = state.range(2) != 0;    // TickStreamOptions::packed
+  const bool blocking = state.range(3) != 0;  // TickStreamOptions::blocking
   spdlog::set_level(spdlog::level::warn);
   constexpr int kInProcessTicks = 300, kWarmup = 20;
   double inproc_cpu = 0, inproc_allocs = 0;
@@ -532,7 +535,7 @@ void BM_ArenaTickService(benchmark::State& state) {
     state.SkipWithError("arena");
     return;
   }
-  ServiceTicks s(by_id, buffers, packed);
+  ServiceTicks s(by_id, buffers, packed, blocking);
   bool failed = !s.error().empty();
   for (int i = 0; i < kWarmup && !failed; ++i) failed = !s.Tick();
   if (failed) {
@@ -566,11 +569,12 @@ void BM_ArenaTickService(benchmark::State& state) {
   state.counters["server_over_inproc"] = server_us / inproc_us;
 }
 BENCHMARK(BM_ArenaTickService)
-    ->ArgNames({"by_id", "buffers", "packed"})
-    ->Args({0, 0, 1})
-    ->Args({1, 0, 1})
-    ->Args({1, 1, 1})
-    ->Args({1, 1, 0})
+    ->ArgNames({"by_id", "buffers", "packed", "blocking"})
+    ->Args({0, 0, 1, 0})
+    ->Args({1, 0, 1, 0})
+    ->Args({1, 1, 1, 0})
+    ->Args({1, 1, 0, 0})
+    ->Args({1, 1, 1, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
@@ -579,10 +583,11 @@ BENCHMARK(BM_ArenaTickService)
 // timing loop, so that callgrind (--trace-children=yes) counts a fixed
 // amount of work; two runs with different N give the instructions per tick
 // of each process. Prints the per-tick CPU and allocations. `packed` false
-// (--message-form): one message per query and answer, as before the packed form.
-int ServiceTicksOnly(int n, bool packed) {
+// (--message-form): one message per query and answer, as before the packed
+// form; `blocking` (--blocking): TickStreamOptions::blocking.
+int ServiceTicksOnly(int n, bool packed, bool blocking) {
   spdlog::set_level(spdlog::level::warn);
-  ServiceTicks s(/*by_id=*/true, /*buffers=*/true, packed);
+  ServiceTicks s(/*by_id=*/true, /*buffers=*/true, packed, blocking);
   for (int i = 0; i < 20; ++i) {
     if (!s.Tick()) break;
   }
@@ -663,8 +668,19 @@ int main(int argc, char** argv) {
     return hitbox::MoveDigest(std::atoi(argv[2]));
   }
   if (argc > 2 && std::strcmp(argv[1], "--service-ticks") == 0) {
-    const bool message_form = argc > 3 && std::strcmp(argv[3], "--message-form") == 0;
-    return hitbox::ServiceTicksOnly(std::atoi(argv[2]), !message_form);
+    bool message_form = false, blocking = false;
+    for (int i = 3; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--message-form") == 0) {
+        message_form = true;
+      } else if (std::strcmp(argv[i], "--blocking") == 0) {
+        blocking = true;
+      } else {
+        std::fprintf(stderr, "--service-ticks N [--message-form] [--blocking]: unknown %s\n",
+                     argv[i]);
+        return 2;
+      }
+    }
+    return hitbox::ServiceTicksOnly(std::atoi(argv[2]), !message_form, blocking);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

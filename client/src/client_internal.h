@@ -65,15 +65,34 @@ class ServerFeatures {
   std::optional<bool> packed_ticks_;  // unset: not known yet
 };
 
+/// Calls a tick's callback (when set) with its outcome; an exception it
+/// throws stops here.
+void CallTickCallback(const TickCallback& done, RpcResult<TickResult> result);
+void CallTickDone(const TickDoneCallback& done, const RpcStatus& status);
+
+/// A tick's answer `r` into `*out` (its buffers reused); the tick's error
+/// when it has one, INTERNAL when the results are not `query_count`.
+RpcStatus DecodeTickResponse(const v1::TickResponse& r, size_t query_count, TickResult* out);
+
 /// Opens a Tick stream with the callback API on `channel` (kept alive by the
 /// stream), sending `token` (when not empty) as `authorization: Bearer` metadata.
 /// A stream asked to be packed asks `features` (within `probe_timeout`)
 /// before its first tick and sends messages to a server without the packed form.
+/// With options.blocking, StartBlockingTickStream's.
 std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
                                             std::string session_id,
                                             const TickStreamOptions& options,
                                             bool wait_for_ready, std::string token,
                                             std::shared_ptr<ServerFeatures> features,
                                             std::chrono::nanoseconds probe_timeout);
+
+/// The same stream on gRPC's synchronous API (TickStreamOptions::blocking):
+/// each tick written and its answer read on the calling thread.
+std::unique_ptr<TickStream> StartBlockingTickStream(std::shared_ptr<grpc::Channel> channel,
+                                                    std::string session_id,
+                                                    const TickStreamOptions& options,
+                                                    bool wait_for_ready, std::string token,
+                                                    std::shared_ptr<ServerFeatures> features,
+                                                    std::chrono::nanoseconds probe_timeout);
 
 }  // namespace hitbox::internal

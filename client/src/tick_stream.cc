@@ -299,16 +299,16 @@ class TickStreamImpl final : public TickStream,
     }
     if (entry.into_form) {
       // Decoded straight into the caller's result, before the response is reused.
-      RpcStatus status = Decode(*response_, entry.query_count, entry.into);
+      RpcStatus status = DecodeTickResponse(*response_, entry.query_count, entry.into);
       response_ = response_arena_.Fresh<v1::TickResponse>();  // the last one is no longer needed
       StartRead(response_);
-      CallInto(entry.done_into, status);
+      CallTickDone(entry.done_into, status);
       return;
     }
     RpcResult<TickResult> result = RpcStatus(RpcCode::kInternal, "unset");
     {
       TickResult out;
-      RpcStatus status = Decode(*response_, entry.query_count, &out);
+      RpcStatus status = DecodeTickResponse(*response_, entry.query_count, &out);
       if (status.ok()) {
         result = std::move(out);
       } else {
@@ -317,7 +317,7 @@ class TickStreamImpl final : public TickStream,
     }
     response_ = response_arena_.Fresh<v1::TickResponse>();  // the last one is no longer needed
     StartRead(response_);
-    Call(entry.done, std::move(result));
+    CallTickCallback(entry.done, std::move(result));
   }
 
   void OnDone(const grpc::Status& status) override {
@@ -343,47 +343,13 @@ class TickStreamImpl final : public TickStream,
   }
 
  private:
-  static void Call(const TickCallback& done, RpcResult<TickResult> result) {
-    if (!done) return;
-    try {
-      done(std::move(result));
-    } catch (...) {
-      // A throwing callback must not unwind into gRPC's threads.
-    }
-  }
-
-  static void CallInto(const TickDoneCallback& done, const RpcStatus& status) {
-    if (!done) return;
-    try {
-      done(status);
-    } catch (...) {
-      // A throwing callback must not unwind into gRPC's threads.
-    }
-  }
-
   // A tick that ends without an answer: `status` to whichever callback it has.
   static void Complete(const Pending& entry, RpcStatus status) {
     if (entry.into_form) {
-      CallInto(entry.done_into, status);
+      CallTickDone(entry.done_into, status);
     } else {
-      Call(entry.done, std::move(status));
+      CallTickCallback(entry.done, std::move(status));
     }
-  }
-
-  // The answer `r` into `*out` (its buffers reused); the tick's error when it has one.
-  static RpcStatus Decode(const v1::TickResponse& r, size_t query_count, TickResult* out) {
-    if (r.has_error() && r.error().code() != 0) {
-      return RpcStatus(static_cast<RpcCode>(r.error().code()), r.error().message());
-    }
-    out->tick = r.tick();
-    out->revision = r.revision();
-    out->events.clear();
-    for (const v1::WatchEvent& e : r.events()) out->events.push_back(wire::ResultFromProto(e));
-    out->events_truncated = r.events_truncated();
-    if (r.has_packed()) {  // asked for (TickStreamOptions::packed)
-      return RpcStatus::FromStatus(wire::FromPacked(r.packed(), query_count, &out->results));
-    }
-    return ResultsFromProto(r.results(), query_count, &out->results);
   }
 
   // Starts the next queued write, or the half-close once Finish() was asked
@@ -467,12 +433,50 @@ class TickStreamImpl final : public TickStream,
 
 }  // namespace
 
+void CallTickCallback(const TickCallback& done, RpcResult<TickResult> result) {
+  if (!done) return;
+  try {
+    done(std::move(result));
+  } catch (...) {
+    // A throwing callback must not unwind into gRPC's threads (nor the caller's).
+  }
+}
+
+void CallTickDone(const TickDoneCallback& done, const RpcStatus& status) {
+  if (!done) return;
+  try {
+    done(status);
+  } catch (...) {
+    // As CallTickCallback.
+  }
+}
+
+RpcStatus DecodeTickResponse(const v1::TickResponse& r, size_t query_count, TickResult* out) {
+  if (r.has_error() && r.error().code() != 0) {
+    return RpcStatus(static_cast<RpcCode>(r.error().code()), r.error().message());
+  }
+  out->tick = r.tick();
+  out->revision = r.revision();
+  out->events.clear();
+  for (const v1::WatchEvent& e : r.events()) out->events.push_back(wire::ResultFromProto(e));
+  out->events_truncated = r.events_truncated();
+  if (r.has_packed()) {  // asked for (TickStreamOptions::packed)
+    return RpcStatus::FromStatus(wire::FromPacked(r.packed(), query_count, &out->results));
+  }
+  return ResultsFromProto(r.results(), query_count, &out->results);
+}
+
 std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
                                             std::string session_id,
                                             const TickStreamOptions& options,
                                             bool wait_for_ready, std::string token,
                                             std::shared_ptr<ServerFeatures> features,
                                             std::chrono::nanoseconds probe_timeout) {
+  if (options.blocking) {
+    return StartBlockingTickStream(std::move(channel), std::move(session_id), options,
+                                   wait_for_ready, std::move(token), std::move(features),
+                                   probe_timeout);
+  }
   return std::make_unique<TickStreamImpl>(std::move(channel), std::move(session_id), options,
                                           wait_for_ready, token, std::move(features),
                                           probe_timeout);

@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "fake_hitbox.h"
@@ -697,6 +699,166 @@ TEST_P(ClientFakeTest, TickStreamConcurrentCallers) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TickStreamOptions Blocking(TickStreamOptions o = {}) {
+  o.blocking = true;
+  return o;
+}
+
+// A blocking stream opens on its first tick and answers every Tick form
+// before it returns, callbacks on the caller's thread; its refusals are the
+// callback API's.
+TEST_P(ClientFakeTest, BlockingTickStreamAnswersOnTheCallersThread) {
+  { std::unique_ptr<TickStream> unused = client_->OpenTickStream("s", Blocking()); }
+  EXPECT_EQ(server_.service().calls("Tick"), 0);
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s", Blocking(MessageForm()));
+  Random rng(11);
+  TickResult kept;
+  for (uint64_t i = 1; i <= 24; ++i) {
+    std::vector<Query> queries(static_cast<size_t>(rng.Int(0, 4)),
+                               RayQuery{{0, 0, 0}, {1, 0, 0}, {}, false});
+    for (size_t q = 0; q < queries.size(); ++q) std::get<RayQuery>(queries[q]).tag = q;
+    RpcResult<TickResult> r = RpcStatus(RpcCode::kInternal, "not called");
+    switch (i % 3) {
+      case 0: {
+        std::future<RpcResult<TickResult>> f = stream->Tick({}, queries);
+        ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready) << i;
+        r = f.get();
+        break;
+      }
+      case 1: {
+        const std::thread::id caller = std::this_thread::get_id();
+        bool on_caller = false;
+        stream->Tick({}, queries, [&](RpcResult<TickResult> got) {
+          on_caller = std::this_thread::get_id() == caller;
+          r = std::move(got);
+        });
+        EXPECT_TRUE(on_caller) << i;
+        break;
+      }
+      default: {
+        const RpcStatus st = stream->TickInto({}, queries, {}, &kept);
+        r = st.ok() ? RpcResult<TickResult>(kept) : RpcResult<TickResult>(st);
+      }
+    }
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status().ToString();
+    EXPECT_EQ(r->tick, i);
+    EXPECT_EQ(r->revision, 10 * i);
+    ASSERT_EQ(r->results.size(), queries.size());
+    for (size_t q = 0; q < r->results.size(); ++q) EXPECT_EQ(r->results[q].hits[0].id, 100 + q);
+    EXPECT_EQ(stream->pending(), 0u);
+  }
+  EXPECT_EQ(server_.service().calls("Tick"), 1);
+  RpcStatus st = stream->TickInto({}, {}, {}, nullptr);
+  EXPECT_EQ(st.code(), RpcCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "Tick: out is null");
+  RpcResult<TickResult> late = stream->TickAt(3, {}, {}).get();
+  EXPECT_EQ(late.code(), RpcCode::kInvalidArgument);
+  EXPECT_EQ(late.status().message(),
+            "tick 3: the ticks of a stream must increase (the next is at least 25)");
+  RpcResult<TickResult> at = stream->TickAt(40, {}, {}).get();
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  EXPECT_EQ(at->tick, 40u);
+  EXPECT_EQ(stream->Tick({}, {}).get()->tick, 41u);
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_TRUE(stream->done());
+  EXPECT_EQ(stream->Tick({}, {}).get().code(), RpcCode::kFailedPrecondition);
+  EXPECT_EQ(server_.service().ticks_received(), 26);
+}
+
+// A blocking stream takes the packed form exactly when the callback one does.
+TEST_P(ClientFakeTest, BlockingTickStreamSendsTheFormTheServerTakes) {
+  std::unique_ptr<TickStream> old_server = client_->OpenTickStream("s", Blocking());
+  ExpectMessageFormAnswers(*old_server);
+  EXPECT_EQ(server_.service().packed_ticks_received(), 0);
+  server_.service().packed_ticks = true;
+  Client fresh(server_.address(), FastOptions());  // asks again
+  std::unique_ptr<TickStream> stream = fresh.OpenTickStream("s", Blocking());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(stream->Tick({}, {}).get().ok());
+  EXPECT_EQ(server_.service().packed_ticks_received(), 3);
+}
+
+// A rejected tick fails alone; a broken stream fails its tick and every
+// later one with the server's status, without sending them.
+TEST_P(ClientFakeTest, BlockingTickStreamRejectedAndBroken) {
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s", Blocking());
+  const std::vector<ColliderChange> bad = {ColliderChange::Move(1, Pose()),
+                                           ColliderChange::Remove(666)};
+  RpcResult<TickResult> rejected = stream->Tick(bad, {}).get();
+  EXPECT_EQ(rejected.code(), RpcCode::kNotFound);
+  EXPECT_EQ(rejected.status().message(), "changes[1].remove: collider 666 does not exist");
+  ASSERT_TRUE(stream->Tick({}, {}).get().ok());
+  EXPECT_FALSE(stream->done());
+
+  server_.service().tick_mode = TickMode::kBreakAfter;
+  server_.service().break_after = 2;
+  std::unique_ptr<TickStream> breaking = client_->OpenTickStream("s", Blocking());
+  const int received = server_.service().ticks_received();
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(breaking->Tick({}, {}).get().ok()) << i;
+  RpcResult<TickResult> broken = breaking->Tick({}, {}).get();
+  EXPECT_EQ(broken.code(), RpcCode::kUnavailable);
+  EXPECT_EQ(broken.status().message(), "fake: going away");
+  EXPECT_TRUE(breaking->done());
+  EXPECT_EQ(breaking->status().code(), RpcCode::kUnavailable);
+  TickResult kept;
+  EXPECT_EQ(breaking->TickInto({}, {}, {}, &kept).code(), RpcCode::kUnavailable);
+  EXPECT_EQ(server_.service().ticks_received(), received + 3);
+  EXPECT_EQ(breaking->Finish().code(), RpcCode::kUnavailable);
+}
+
+// Cancel() from another thread ends a tick blocked on its answer with
+// CANCELLED, and the stream with it; the stream's deadline ends one with
+// DEADLINE_EXCEEDED; a blocked tick's stream is destroyed once it returns.
+TEST_P(ClientFakeTest, BlockingTickStreamCancelAndDeadline) {
+  server_.service().tick_mode = TickMode::kStall;
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s", Blocking());
+  std::promise<RpcStatus> status;
+  std::thread ticker([&] {
+    TickResult kept;
+    status.set_value(stream->TickInto({}, {}, {}, &kept));
+  });
+  ASSERT_TRUE(testing::WaitUntil([&] { return server_.service().ticks_received() >= 1; }));
+  EXPECT_EQ(stream->pending(), 1u);
+  stream->Cancel();
+  EXPECT_EQ(status.get_future().get().code(), RpcCode::kCancelled);
+  ticker.join();
+  EXPECT_TRUE(stream->done());
+  EXPECT_EQ(stream->pending(), 0u);
+  EXPECT_EQ(stream->Tick({}, {}).get().code(), RpcCode::kCancelled);
+  stream.reset();
+
+  TickStreamOptions o = Blocking();
+  o.timeout = milliseconds(50);
+  std::unique_ptr<TickStream> timed = client_->OpenTickStream("s", o);
+  EXPECT_EQ(timed->Tick({}, {}).get().code(), RpcCode::kDeadlineExceeded);
+  EXPECT_EQ(timed->status().code(), RpcCode::kDeadlineExceeded);
+}
+
+// Ticks from several threads take turns, each answered as its own.
+TEST_P(ClientFakeTest, BlockingTickStreamConcurrentCallers) {
+  std::unique_ptr<TickStream> stream = client_->OpenTickStream("s", Blocking(MessageForm()));
+  std::atomic<int> bad{0};
+  std::mutex mu;
+  std::vector<uint64_t> ticks;
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const std::vector<Query> queries(t + 1, RayQuery{{0, 0, 0}, {1, 0, 0}, {}, false});
+      TickResult kept;
+      for (int i = 0; i < 50; ++i) {
+        const RpcStatus st = stream->TickInto({}, queries, {}, &kept);
+        if (!st.ok() || kept.results.size() != t + 1 || kept.revision != 10 * kept.tick) ++bad;
+        std::lock_guard<std::mutex> lock(mu);
+        ticks.push_back(kept.tick);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  std::sort(ticks.begin(), ticks.end());
+  for (size_t i = 0; i < ticks.size(); ++i) EXPECT_EQ(ticks[i], i + 1);
   EXPECT_TRUE(stream->Finish().ok());
 }
 

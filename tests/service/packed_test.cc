@@ -606,10 +606,12 @@ class PackedService : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
-TEST_F(PackedService, SameTicksBothFormsBitForBit) {
+// The message form, the packed form and a blocking stream (packed, on
+// gRPC's synchronous API) answer the same ticks bit for bit.
+TEST_F(PackedService, SameTicksEveryFormBitForBit) {
   const loadgen::ArenaOptions options;
   const loadgen::Arena arena = loadgen::GenerateArena(options);
-  for (const char* id : {"message", "packed"}) {
+  for (const char* id : {"message", "packed", "blocking"}) {
     ASSERT_TRUE(client_->CreateSession(id).ok());
     ASSERT_TRUE(client_->AddColliders(id, arena.colliders).ok());
   }
@@ -617,8 +619,11 @@ TEST_F(PackedService, SameTicksBothFormsBitForBit) {
   message_form.packed = false;
   std::unique_ptr<TickStream> a = client_->OpenTickStream("message", message_form);
   std::unique_ptr<TickStream> b = client_->OpenTickStream("packed");
+  TickStreamOptions blocking;
+  blocking.blocking = true;
+  std::unique_ptr<TickStream> c = client_->OpenTickStream("blocking", blocking);
   std::vector<Vec3> positions = arena.spawn;
-  TickResult ra, rb;  // kept from tick to tick, as a game does
+  TickResult ra, rb, rc;  // kept from tick to tick, as a game does
   size_t hits = 0, moves_on_ground = 0;
   for (uint64_t t = 1; t <= 40; ++t) {
     std::vector<Query> queries = loadgen::ArenaTickQueries(arena, options, positions, t);
@@ -636,13 +641,18 @@ TEST_F(PackedService, SameTicksBothFormsBitForBit) {
     }
     const RpcStatus sa = a->TickInto({}, queries, from, &ra);
     const RpcStatus sb = b->TickInto({}, queries, from, &rb);
+    const RpcStatus sc = c->TickInto({}, queries, from, &rc);
     ASSERT_TRUE(sa.ok()) << sa.ToString();
     ASSERT_TRUE(sb.ok()) << sb.ToString();
+    ASSERT_TRUE(sc.ok()) << sc.ToString();
     EXPECT_EQ(ra.revision, rb.revision);
+    EXPECT_EQ(rb.revision, rc.revision);
     ASSERT_EQ(ra.results.size(), queries.size());
     ASSERT_EQ(rb.results.size(), queries.size());
+    ASSERT_EQ(rc.results.size(), queries.size());
     for (size_t i = 0; i < queries.size(); ++i) {
       ASSERT_EQ(Diff(ra.results[i], rb.results[i]), "") << "tick " << t << " query " << i;
+      ASSERT_EQ(Diff(rb.results[i], rc.results[i]), "") << "tick " << t << " query " << i;
       hits += ra.results[i].hits.size() + ra.results[i].overlaps.size();
     }
     for (size_t i = 0; i < players; ++i) {
@@ -654,6 +664,7 @@ TEST_F(PackedService, SameTicksBothFormsBitForBit) {
   EXPECT_GT(moves_on_ground, 100u);
   EXPECT_TRUE(a->Finish().ok());
   EXPECT_TRUE(b->Finish().ok());
+  EXPECT_TRUE(c->Finish().ok());
 }
 
 // A malformed packed tick is refused in band, naming the column; the stream

@@ -307,6 +307,14 @@ struct TickStreamOptions {
   /// ask (unreachable, denied) makes this stream send messages and the next
   /// stream ask again. false: one Query / QueryResult message each, never asked.
   bool packed = true;
+  /// One tick at a time, run on the calling thread (gRPC's synchronous API:
+  /// the caller writes the tick and reads its answer itself, with no hand-off
+  /// to gRPC's threads), for a game loop that waits on each tick: every Tick
+  /// form returns once the tick is answered (its future ready, its callback
+  /// called on the caller's thread); calls from several threads take turns;
+  /// max_in_flight does not apply. The stream opens on its first tick.
+  /// false: ticks are pipelined and answered on gRPC's threads.
+  bool blocking = false;
 };
 
 /// Sweep by collider id: query `query_index` of a call takes its shape and
@@ -322,14 +330,16 @@ struct ShapeFromCollider {
 };
 
 /// Called once with a tick's outcome, on a gRPC thread (or on the caller's
-/// thread when the tick fails before it is sent). Must be quick and must not
+/// thread when the tick fails before it is sent, or the stream is blocking:
+/// TickStreamOptions::blocking). Must be quick and must not
 /// throw; it may call Tick() again but must not destroy its TickStream.
 using TickCallback = std::function<void(RpcResult<TickResult> result)>;
 
 /// Called once with the outcome of a tick answered into a caller's
 /// TickResult (TickStream::Tick with `out`): OK once *out holds the answer,
 /// else the tick's error (*out's contents are then unspecified). Called on a
-/// gRPC thread, or on the caller's when the tick fails before it is sent;
+/// gRPC thread, or on the caller's when the tick fails before it is sent or
+/// the stream is blocking;
 /// must be quick, must not throw, may call Tick() again but must not destroy
 /// its TickStream.
 using TickDoneCallback = std::function<void(const RpcStatus& status)>;
