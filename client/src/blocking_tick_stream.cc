@@ -37,12 +37,8 @@ class BlockingTickStream final : public TickStream {
         features_(std::move(features)),
         token_(std::move(token)),
         wait_for_ready_(wait_for_ready),
-        probe_timeout_(probe_timeout) {
-    if (options.timeout) {
-      ctx_.set_deadline(
-          std::chrono::system_clock::now() +
-          std::chrono::duration_cast<std::chrono::system_clock::duration>(*options.timeout));
-    }
+        probe_timeout_(probe_timeout),
+        timeout_(options.timeout) {
     if (wait_for_ready) ctx_.set_wait_for_ready(true);
     if (!token_.empty()) ctx_.AddMetadata("authorization", "Bearer " + token_);
   }
@@ -162,7 +158,15 @@ class BlockingTickStream final : public TickStream {
   // stream ends here with its status.
   RpcStatus Exchange(const v1::TickRequest& request, uint64_t tick, size_t query_count,
                      TickResult* out) {
-    if (stream_ == nullptr) stream_ = stub_->Tick(&ctx_);
+    if (stream_ == nullptr) {
+      // The stream's deadline counts from here, where it opens.
+      if (timeout_) {
+        ctx_.set_deadline(
+            std::chrono::system_clock::now() +
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(*timeout_));
+      }
+      stream_ = stub_->Tick(&ctx_);
+    }
     if (stream_->Write(request)) {
       for (;;) {
         v1::TickResponse* response = response_arena_.Fresh<v1::TickResponse>();
@@ -210,6 +214,7 @@ class BlockingTickStream final : public TickStream {
   const std::string token_;
   const bool wait_for_ready_;
   const std::chrono::nanoseconds probe_timeout_;
+  const std::optional<std::chrono::nanoseconds> timeout_;  // TickStreamOptions::timeout
 
   std::mutex tick_mu_;  // held for a whole tick; guards what follows
   std::unique_ptr<grpc::ClientReaderWriter<v1::TickRequest, v1::TickResponse>> stream_;
