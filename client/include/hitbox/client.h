@@ -345,7 +345,8 @@ using TickCallback = std::function<void(RpcResult<TickResult> result)>;
 using TickDoneCallback = std::function<void(const RpcStatus& status)>;
 
 /// A Tick stream bound to one session: each Tick() sends changes and queries
-/// and yields that tick's results; several may be in flight. A rejected tick
+/// and yields that tick's results; several may be in flight (one at a time on
+/// a blocking stream, TickStreamOptions::blocking). A rejected tick
 /// fails alone; a broken stream fails every pending and later tick with its
 /// status and never reconnects. Destroying it cancels it. Thread-safe.
 class TickStream {
