@@ -60,8 +60,9 @@ class FakeHitbox final : public v1::Hitbox::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return latest_deadline_;
   }
-  TickMode tick_mode = TickMode::kEcho;
-  int break_after = 0;
+  /// Set by a test while earlier streams' handlers may still read them.
+  std::atomic<TickMode> tick_mode{TickMode::kEcho};
+  std::atomic<int> break_after{0};
   /// GetServerInfo: unset answers UNIMPLEMENTED, as a server older than the
   /// rpc (and than the packed tick form, which this fake never decodes);
   /// set answers ServerInfo.packed_ticks with it.
@@ -207,7 +208,7 @@ class FakeHitbox final : public v1::Hitbox::Service {
         ++ticks_received_;
         if (req.has_packed() || req.packed_results()) ++packed_ticks_received_;
       }
-      switch (tick_mode) {
+      switch (tick_mode.load()) {
         case TickMode::kEcho:
           stream->Write(TickAnswer(req));
           break;
