@@ -52,7 +52,9 @@ struct ServerOptions {
   std::string http_listen;
   /// The gRPC API that serves the unary Query rpc (--rpc-api, cq_server.h);
   /// every other rpc is on the callback API (docs/operations.md "Threads").
-  RpcApi rpc_api = RpcApi::kCq;
+  /// Callback by default: the completion queues' polling threads take turns
+  /// polling with the callback API's, and hand Tick streams' reads over.
+  RpcApi rpc_api = RpcApi::kCallback;
 };
 
 /// A running gRPC server with the Hitbox service, health checking and reflection.
