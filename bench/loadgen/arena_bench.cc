@@ -17,6 +17,7 @@
 #include <ctime>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -315,6 +316,14 @@ int ServeArena() {
   server::ServerOptions options;
   options.listen = "127.0.0.1:0";
   options.service.threads = 1;
+  if (const char* api = std::getenv("HITBOX_ARENA_RPC_API"); api != nullptr) {
+    const std::optional<server::RpcApi> parsed = server::ParseRpcApi(api);
+    if (!parsed) {
+      std::fprintf(stderr, "--serve-arena: HITBOX_ARENA_RPC_API=%s: callback or cq\n", api);
+      return 1;
+    }
+    options.rpc_api = *parsed;
+  }
   const char* record = std::getenv("HITBOX_ARENA_RECORD");
   const char* poll = std::getenv("HITBOX_ARENA_POLL");
   if (record != nullptr) options.service.record_query_ticks = std::atoi(record);
