@@ -52,9 +52,10 @@ struct ServerOptions {
   std::string http_listen;
   /// The gRPC API that serves the unary Query rpc (--rpc-api, cq_server.h);
   /// every other rpc is on the callback API (docs/operations.md "Threads").
-  /// Callback by default: the completion queues' polling threads take turns
-  /// polling with the callback API's, and hand Tick streams' reads over.
-  RpcApi rpc_api = RpcApi::kCallback;
+  /// Completion queues by default: a long Query then runs on hitboxd's own
+  /// threads, not on gRPC's few callback threads, which Tick streams, the
+  /// other rpcs and cancellations need (callback costs a served tick less).
+  RpcApi rpc_api = RpcApi::kCq;
 };
 
 /// A running gRPC server with the Hitbox service, health checking and reflection.
