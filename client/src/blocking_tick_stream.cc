@@ -26,22 +26,8 @@ namespace {
 
 class BlockingTickStream final : public TickStream {
  public:
-  BlockingTickStream(std::shared_ptr<grpc::Channel> channel, std::string session_id,
-                     const TickStreamOptions& options, bool wait_for_ready, std::string token,
-                     std::shared_ptr<ServerFeatures> features,
-                     std::chrono::nanoseconds probe_timeout)
-      : channel_(std::move(channel)),
-        stub_(v1::Hitbox::NewStub(channel_)),
-        session_id_(std::move(session_id)),
-        want_packed_(options.packed),
-        features_(std::move(features)),
-        token_(std::move(token)),
-        wait_for_ready_(wait_for_ready),
-        probe_timeout_(probe_timeout),
-        timeout_(options.timeout) {
-    if (wait_for_ready) ctx_.set_wait_for_ready(true);
-    if (!token_.empty()) ctx_.AddMetadata("authorization", "Bearer " + token_);
-  }
+  explicit BlockingTickStream(TickStreamSetup setup)
+      : setup_(std::move(setup)), stub_(v1::Hitbox::NewStub(setup_.channel)) {}
 
   ~BlockingTickStream() override {
     ctx_.TryCancel();
@@ -137,15 +123,14 @@ class BlockingTickStream final : public TickStream {
                            std::to_string(next_tick_) + ")");
     }
     // The form is settled before the first tick, as on the callback API.
-    if (want_packed_ && !form_known_) {
-      packed_ = features_->PackedTicks(token_, probe_timeout_, wait_for_ready_);
+    if (!form_known_) {
+      packed_ = setup_.SendsPacked();
       form_known_ = true;
     }
     const uint64_t tick = game_tick ? *game_tick : next_tick_;
     v1::TickRequest* request = request_arena_.Fresh<v1::TickRequest>();
     const RpcStatus encoded =
-        packed_ ? TickToPacked(session_id_, tick, changes, queries, shapes_from, &from_, request)
-                : TickToProto(session_id_, tick, changes, queries, shapes_from, request);
+        setup_.Encode(packed_, tick, changes, queries, shapes_from, &from_, request);
     if (!encoded.ok()) return encoded;
     next_tick_ = tick + 1;
     in_flight_.store(1);
@@ -159,12 +144,7 @@ class BlockingTickStream final : public TickStream {
   RpcStatus Exchange(const v1::TickRequest& request, uint64_t tick, size_t query_count,
                      TickResult* out) {
     if (stream_ == nullptr) {
-      // The stream's deadline counts from here, where it opens.
-      if (timeout_) {
-        ctx_.set_deadline(
-            std::chrono::system_clock::now() +
-            std::chrono::duration_cast<std::chrono::system_clock::duration>(*timeout_));
-      }
+      setup_.Prepare(&ctx_);  // the stream opens here: its deadline counts from now
       stream_ = stub_->Tick(&ctx_);
     }
     if (stream_->Write(request)) {
@@ -205,16 +185,9 @@ class BlockingTickStream final : public TickStream {
     return promise.get_future();
   }
 
-  std::shared_ptr<grpc::Channel> channel_;
+  const TickStreamSetup setup_;
   std::unique_ptr<v1::Hitbox::Stub> stub_;
   grpc::ClientContext ctx_;
-  const std::string session_id_;
-  const bool want_packed_;
-  const std::shared_ptr<ServerFeatures> features_;
-  const std::string token_;
-  const bool wait_for_ready_;
-  const std::chrono::nanoseconds probe_timeout_;
-  const std::optional<std::chrono::nanoseconds> timeout_;  // TickStreamOptions::timeout
 
   std::mutex tick_mu_;  // held for a whole tick; guards what follows
   std::unique_ptr<grpc::ClientReaderWriter<v1::TickRequest, v1::TickResponse>> stream_;
@@ -235,15 +208,8 @@ class BlockingTickStream final : public TickStream {
 
 }  // namespace
 
-std::unique_ptr<TickStream> StartBlockingTickStream(std::shared_ptr<grpc::Channel> channel,
-                                                    std::string session_id,
-                                                    const TickStreamOptions& options,
-                                                    bool wait_for_ready, std::string token,
-                                                    std::shared_ptr<ServerFeatures> features,
-                                                    std::chrono::nanoseconds probe_timeout) {
-  return std::make_unique<BlockingTickStream>(std::move(channel), std::move(session_id), options,
-                                              wait_for_ready, std::move(token), std::move(features),
-                                              probe_timeout);
+std::unique_ptr<TickStream> StartBlockingTickStream(TickStreamSetup setup) {
+  return std::make_unique<BlockingTickStream>(std::move(setup));
 }
 
 }  // namespace hitbox::internal

@@ -371,9 +371,9 @@ struct Client::Impl {
     auto probe_timeout =
         std::chrono::duration_cast<std::chrono::nanoseconds>(options.default_timeout);
     if (tick_options.timeout) probe_timeout = std::min(probe_timeout, *tick_options.timeout);
-    return internal::StartTickStream(channel, std::move(session_id), tick_options,
-                                     options.wait_for_ready, std::move(token), features,
-                                     probe_timeout);
+    return internal::StartTickStream({channel, std::move(session_id), tick_options,
+                                      options.wait_for_ready, std::move(token), features,
+                                      probe_timeout});
   }
 };
 

@@ -74,25 +74,38 @@ void CallTickDone(const TickDoneCallback& done, const RpcStatus& status);
 /// when it has one, INTERNAL when the results are not `query_count`.
 RpcStatus DecodeTickResponse(const v1::TickResponse& r, size_t query_count, TickResult* out);
 
-/// Opens a Tick stream with the callback API on `channel` (kept alive by the
-/// stream), sending `token` (when not empty) as `authorization: Bearer` metadata.
-/// A stream asked to be packed asks `features` (within `probe_timeout`)
-/// before its first tick and sends messages to a server without the packed form.
-/// With options.blocking, StartBlockingTickStream's.
-std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
-                                            std::string session_id,
-                                            const TickStreamOptions& options,
-                                            bool wait_for_ready, std::string token,
-                                            std::shared_ptr<ServerFeatures> features,
-                                            std::chrono::nanoseconds probe_timeout);
+/// What a Tick stream opens with (Client::OpenTickStream), and the steps
+/// both kinds of stream take alike.
+struct TickStreamSetup {
+  std::shared_ptr<grpc::Channel> channel;  // kept alive by the stream
+  std::string session_id;
+  TickStreamOptions options;
+  bool wait_for_ready = false;
+  std::string token;  // sent as `authorization: Bearer` metadata when not empty
+  std::shared_ptr<ServerFeatures> features;
+  std::chrono::nanoseconds probe_timeout{0};  // of the packed form's ask
+
+  /// Readies `ctx` for the stream opening now: the stream's deadline
+  /// (options.timeout from now), wait_for_ready and the token.
+  void Prepare(grpc::ClientContext* ctx) const;
+  /// Whether the stream sends the packed form: asked for, and the server
+  /// takes it (`features`, within `probe_timeout`); called before the
+  /// first tick, a server without the packed form gets messages.
+  bool SendsPacked() const;
+  /// Tick `tick` as a request of that form (TickToPacked, `from` its
+  /// buffer, or TickToProto).
+  RpcStatus Encode(bool packed, uint64_t tick, std::span<const ColliderChange> changes,
+                   std::span<const hitbox::Query> queries,
+                   std::span<const ShapeFromCollider> shapes_from,
+                   std::vector<std::optional<uint64_t>>* from, v1::TickRequest* out) const;
+};
+
+/// Opens a Tick stream with the callback API; with options.blocking,
+/// StartBlockingTickStream's.
+std::unique_ptr<TickStream> StartTickStream(TickStreamSetup setup);
 
 /// The same stream on gRPC's synchronous API (TickStreamOptions::blocking):
 /// each tick written and its answer read on the calling thread.
-std::unique_ptr<TickStream> StartBlockingTickStream(std::shared_ptr<grpc::Channel> channel,
-                                                    std::string session_id,
-                                                    const TickStreamOptions& options,
-                                                    bool wait_for_ready, std::string token,
-                                                    std::shared_ptr<ServerFeatures> features,
-                                                    std::chrono::nanoseconds probe_timeout);
+std::unique_ptr<TickStream> StartBlockingTickStream(TickStreamSetup setup);
 
 }  // namespace hitbox::internal

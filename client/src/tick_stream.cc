@@ -57,26 +57,11 @@ class TickStreamImpl final : public TickStream,
   };
 
  public:
-  TickStreamImpl(std::shared_ptr<grpc::Channel> channel, std::string session_id,
-                 const TickStreamOptions& options, bool wait_for_ready,
-                 const std::string& token, std::shared_ptr<ServerFeatures> features,
-                 std::chrono::nanoseconds probe_timeout)
-      : channel_(std::move(channel)),
-        stub_(v1::Hitbox::NewStub(channel_)),
-        session_id_(std::move(session_id)),
-        max_in_flight_(std::max<size_t>(1, options.max_in_flight)),
-        want_packed_(options.packed),
-        features_(std::move(features)),
-        token_(token),
-        wait_for_ready_(wait_for_ready),
-        probe_timeout_(probe_timeout) {
-    if (options.timeout) {
-      ctx_.set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                            *options.timeout));
-    }
-    if (wait_for_ready) ctx_.set_wait_for_ready(true);
-    if (!token.empty()) ctx_.AddMetadata("authorization", "Bearer " + token);
+  explicit TickStreamImpl(TickStreamSetup setup)
+      : setup_(std::move(setup)),
+        stub_(v1::Hitbox::NewStub(setup_.channel)),
+        max_in_flight_(std::max<size_t>(1, setup_.options.max_in_flight)) {
+    setup_.Prepare(&ctx_);
     stub_->async()->Tick(&ctx_, this);
     response_ = response_arena_.Fresh<v1::TickResponse>();
     StartRead(response_);
@@ -180,11 +165,7 @@ class TickStreamImpl final : public TickStream,
             std::span<const ShapeFromCollider> shapes_from, Pending entry) {
     // The form is settled before the first tick: packed only to a server
     // that says it takes it (an older one would drop the packed queries).
-    if (want_packed_) {
-      std::call_once(form_once_, [this] {
-        packed_ = features_->PackedTicks(token_, probe_timeout_, wait_for_ready_);
-      });
-    }
+    std::call_once(form_once_, [this] { packed_ = setup_.SendsPacked(); });
     RpcStatus refused;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -209,10 +190,7 @@ class TickStreamImpl final : public TickStream,
       } else {
         const uint64_t tick = game_tick ? *game_tick : next_tick_;
         std::unique_ptr<Outgoing> out = TakeOutgoing();
-        refused = packed_ ? TickToPacked(session_id_, tick, changes, queries, shapes_from,
-                                         &from_, out->message)
-                          : TickToProto(session_id_, tick, changes, queries, shapes_from,
-                                        out->message);
+        refused = setup_.Encode(packed_, tick, changes, queries, shapes_from, &from_, out->message);
         if (refused.ok()) {
           next_tick_ = tick + 1;
           entry.tick = tick;
@@ -376,18 +354,12 @@ class TickStreamImpl final : public TickStream,
     }
   }
 
-  std::shared_ptr<grpc::Channel> channel_;
+  const TickStreamSetup setup_;
   std::unique_ptr<v1::Hitbox::Stub> stub_;
   grpc::ClientContext ctx_;
-  const std::string session_id_;
   const size_t max_in_flight_;
-  // TickStreamOptions::packed; packed_ is whether the server takes it, set
-  // once (form_once_) before the first tick is encoded.
-  const bool want_packed_;
-  const std::shared_ptr<ServerFeatures> features_;
-  const std::string token_;
-  const bool wait_for_ready_;
-  const std::chrono::nanoseconds probe_timeout_;
+  // Whether the ticks go packed (TickStreamSetup::SendsPacked), set once
+  // (form_once_) before the first tick is encoded.
   std::once_flag form_once_;
   bool packed_ = false;
   // Shape-from-collider ids by query index of the tick being packed (mu_).
@@ -466,20 +438,33 @@ RpcStatus DecodeTickResponse(const v1::TickResponse& r, size_t query_count, Tick
   return ResultsFromProto(r.results(), query_count, &out->results);
 }
 
-std::unique_ptr<TickStream> StartTickStream(std::shared_ptr<grpc::Channel> channel,
-                                            std::string session_id,
-                                            const TickStreamOptions& options,
-                                            bool wait_for_ready, std::string token,
-                                            std::shared_ptr<ServerFeatures> features,
-                                            std::chrono::nanoseconds probe_timeout) {
-  if (options.blocking) {
-    return StartBlockingTickStream(std::move(channel), std::move(session_id), options,
-                                   wait_for_ready, std::move(token), std::move(features),
-                                   probe_timeout);
+void TickStreamSetup::Prepare(grpc::ClientContext* ctx) const {
+  if (options.timeout) {
+    ctx->set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(*options.timeout));
   }
-  return std::make_unique<TickStreamImpl>(std::move(channel), std::move(session_id), options,
-                                          wait_for_ready, token, std::move(features),
-                                          probe_timeout);
+  if (wait_for_ready) ctx->set_wait_for_ready(true);
+  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+}
+
+bool TickStreamSetup::SendsPacked() const {
+  return options.packed && features->PackedTicks(token, probe_timeout, wait_for_ready);
+}
+
+RpcStatus TickStreamSetup::Encode(bool packed, uint64_t tick,
+                                  std::span<const ColliderChange> changes,
+                                  std::span<const hitbox::Query> queries,
+                                  std::span<const ShapeFromCollider> shapes_from,
+                                  std::vector<std::optional<uint64_t>>* from,
+                                  v1::TickRequest* out) const {
+  return packed ? TickToPacked(session_id, tick, changes, queries, shapes_from, from, out)
+                : TickToProto(session_id, tick, changes, queries, shapes_from, out);
+}
+
+std::unique_ptr<TickStream> StartTickStream(TickStreamSetup setup) {
+  if (setup.options.blocking) return StartBlockingTickStream(std::move(setup));
+  return std::make_unique<TickStreamImpl>(std::move(setup));
 }
 
 }  // namespace hitbox::internal
