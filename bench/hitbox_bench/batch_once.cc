@@ -9,8 +9,12 @@
 //   valgrind --tool=callgrind --toggle-collect='*RunKindBatch*'
 //       build/bin/hitbox-batch-once ../shared/cases/big.json sweep
 //
-//   hitbox-batch-once FILE KIND [--reps N] [--warm N] [--ignore ID]
-//   KIND: overlap, sweep or raycast; --ignore adds ID to every query's
+//   hitbox-batch-once FILE KIND [--reps N] [--warm N] [--warm-kind KIND2]
+//                     [--ignore ID]
+//   KIND: overlap, sweep or raycast; --warm-kind: the warm batches are the
+//   file's KIND2 queries (e.g. rays, cheap under callgrind, to make a
+//   level's merged meshes before its sweeps are counted), then one of KIND;
+//   --ignore adds ID to every query's
 //   ignore list (as a game's queries ignore their own player); --rewind
 //   asks every query at a past tick (the world then as loaded: same answers);
 //   --skip-started-contact: sweeps skip the contact of a hit at their start
@@ -36,7 +40,7 @@ __attribute__((noinline)) void RunKindBatch(const ColliderSet& set, const std::v
 
 int Main(int argc, char** argv) {
   CLI::App app{"One kind of a case file's queries through RunBatch on one thread"};
-  std::string path, kind_name;
+  std::string path, kind_name, warm_kind_name;
   int reps = 1, warm = 0;
   std::vector<uint64_t> ignore;
   bool rewind = false;
@@ -45,19 +49,23 @@ int Main(int argc, char** argv) {
   app.add_option("--reps", reps, "batches to run (>= 1)")->check(CLI::Range(1, 1000000));
   app.add_option("--warm", warm, "batches run before, not counted")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--warm-kind", warm_kind_name, "the warm batches' kind (default: KIND)");
   app.add_option("--ignore", ignore, "collider ids every query ignores");
   app.add_flag("--rewind", rewind, "ask every query at a past tick (at_tick)");
   bool skip_started_contact = false;
   app.add_flag("--skip-started-contact", skip_started_contact,
                "sweeps skip the contact of a hit at their start (depth 0)");
   CLI11_PARSE(app, argc, argv);
-  int kind = -1;
+  if (warm_kind_name.empty()) warm_kind_name = kind_name;
+  int kind = -1, warm_kind = -1;
   for (int k = 0; k < cases::kQueryKindCount; ++k) {
-    if (kind_name == cases::QueryKindName(static_cast<cases::QueryKind>(k))) kind = k;
+    const std::string name = cases::QueryKindName(static_cast<cases::QueryKind>(k));
+    if (kind_name == name) kind = k;
+    if (warm_kind_name == name) warm_kind = k;
   }
-  if (kind < 0) {
+  if (kind < 0 || warm_kind < 0) {
     std::fprintf(stderr, "kind: expected overlap, sweep or raycast, got '%s'\n",
-                 kind_name.c_str());
+                 (kind < 0 ? kind_name : warm_kind_name).c_str());
     return 2;
   }
   Result<cases::CaseFile> loaded = cases::LoadCaseFile(path);
@@ -81,9 +89,10 @@ int Main(int argc, char** argv) {
     }
   }
   const std::vector<Query> all = cases::Queries(file);
-  std::vector<Query> qs;
+  std::vector<Query> qs, warm_qs;
   std::vector<size_t> index;
   for (size_t i = 0; i < all.size(); ++i) {
+    if (static_cast<int>(file.queries[i].kind) == warm_kind) warm_qs.push_back(all[i]);
     if (static_cast<int>(file.queries[i].kind) != kind) continue;
     qs.push_back(all[i]);
     std::visit(
@@ -101,7 +110,14 @@ int Main(int argc, char** argv) {
   }
   std::vector<QueryResult> results(qs.size());
   const size_t bytes_before = set.MemoryBytes();
-  for (int i = 0; i < warm; ++i) set.RunBatch(qs, results, nullptr);
+  if (warm_kind != kind) {
+    std::vector<QueryResult> warm_results(warm_qs.size());
+    for (int i = 0; i < warm; ++i) set.RunBatch(warm_qs, warm_results, nullptr);
+    // One of KIND too: its answers' storage in place, as after --warm alone.
+    if (warm > 0) set.RunBatch(qs, results, nullptr);
+  } else {
+    for (int i = 0; i < warm; ++i) set.RunBatch(qs, results, nullptr);
+  }
   RunKindBatch(set, qs, results, reps);
   size_t mismatches = 0;
   for (size_t j = 0; j < qs.size(); ++j) {
