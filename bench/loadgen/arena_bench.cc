@@ -173,7 +173,8 @@ void ArenaInProcess(benchmark::State& state, bool moves, bool others, bool moves
 
 // Arg 1: the full tick; 0: without its moves (the players stay at their
 // spawns); 2: the full tick with its moves outside the timing (the players
-// move as in 1), so (1 - 2) / 64 is what a move adds to the tick.
+// move as in 1), so (1 - 2) / 64 is what a move adds to the tick's batch
+// (both apply the moves).
 void BM_ArenaTickInProcess(benchmark::State& state) {
   ArenaInProcess(state, state.range(0) != 0, true, state.range(0) == 2);
 }
