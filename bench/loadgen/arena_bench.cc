@@ -147,9 +147,17 @@ struct InProcessTick {
   }
 };
 
-// `moves_untimed`: the full tick with its moves outside the timing
-// (RunOthers).
-void ArenaInProcess(benchmark::State& state, bool moves, bool others, bool moves_untimed = false) {
+// What an in-process arena benchmark times of each tick.
+enum class Timed {
+  kFullTick,      // the moves and the other queries in one batch, then Apply
+  kWithoutMoves,  // the other queries alone; the players stay at their spawns
+  kOthers,        // the full tick with its moves outside the timing (RunOthers)
+  kMovesOnly,     // the moves alone, then Apply
+};
+
+void ArenaInProcess(benchmark::State& state, Timed timed) {
+  const bool moves = timed != Timed::kWithoutMoves, others = timed != Timed::kMovesOnly;
+  const bool moves_untimed = timed == Timed::kOthers;
   ArenaRun run;
   InProcessTick t;
   if (!t.set.AddBulk(run.arena.colliders).ok()) state.SkipWithError("arena");
@@ -176,11 +184,12 @@ void ArenaInProcess(benchmark::State& state, bool moves, bool others, bool moves
 // move as in 1), so (1 - 2) / 64 is what a move adds to the tick's batch
 // (both apply the moves).
 void BM_ArenaTickInProcess(benchmark::State& state) {
-  ArenaInProcess(state, state.range(0) != 0, true, state.range(0) == 2);
+  const Timed timed[] = {Timed::kWithoutMoves, Timed::kFullTick, Timed::kOthers};
+  ArenaInProcess(state, timed[state.range(0)]);
 }
 BENCHMARK(BM_ArenaTickInProcess)->Arg(1)->Arg(0)->Arg(2);
 
-void BM_ArenaMovesInProcess(benchmark::State& state) { ArenaInProcess(state, true, false); }
+void BM_ArenaMovesInProcess(benchmark::State& state) { ArenaInProcess(state, Timed::kMovesOnly); }
 BENCHMARK(BM_ArenaMovesInProcess);
 // The first 50 ticks' moves, a fixed amount of work for instruction counts
 // (callgrind --toggle-collect='hitbox::ColliderSet::RunBatch*').

@@ -198,10 +198,11 @@ TEST_P(HardeningTest, DeadlineStopsLongRequests) {
 // the server late still shows.
 TEST_P(HardeningTest, CancellationStopsLongRequests) {
   Start(/*max_nodes=*/1ull << 40, /*max_pairs=*/1ull << 40);
+  constexpr int kSlabs = 40'000;
   const uint64_t one = PairTestsOf(Slabs(1));
   EXPECT_EQ(one, static_cast<uint64_t>(kGrid * kGrid));
-  const uint64_t whole = one * 40'000;
-  const v1::QueryRequest huge = Slabs(40'000);
+  const uint64_t whole = one * kSlabs;
+  const v1::QueryRequest huge = Slabs(kSlabs);
   grpc::ClientContext ctx;
   v1::QueryResponse resp;
   std::promise<grpc::Status> done;
