@@ -37,8 +37,8 @@ struct GltfDocument {
 /// name what is wrong, without the path.
 Result<GltfDocument> ReadGltfDocument(const std::string& path, bool binary);
 
-/// The elements of one accessor (`count` of `element` bytes, `stride` apart
-/// from `start`): At(i) points at element i's bytes, in memory or read
+/// The elements of one accessor (`count` of `element` bytes, `stride` >=
+/// `element` apart from `start`): At(i) points at element i's bytes, in memory or read
 /// from `file` a window at a time (sequential reads touch each byte once).
 /// A failed read leaves failed() set and At() pointing at zeros.
 class ElementReader {

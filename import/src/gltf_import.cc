@@ -122,6 +122,11 @@ Result<AccessorView> ViewAccessor(const tinygltf::Model& model,
     return Invalid(where + ": invalid component type or byte stride");
   }
   const uint64_t element = static_cast<uint64_t>(component) * static_cast<uint64_t>(components);
+  // glTF requires a stride that holds an element (elements do not overlap).
+  if (static_cast<uint64_t>(stride) < element) {
+    return Invalid(where + ": byte stride " + std::to_string(stride) + " is less than its " +
+                   std::to_string(element) + "-byte elements");
+  }
   const uint64_t start = static_cast<uint64_t>(view.byteOffset) + a.byteOffset;
   const uint64_t needed =
       a.count == 0 ? 0 : static_cast<uint64_t>(stride) * (a.count - 1) + element;

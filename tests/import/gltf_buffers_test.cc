@@ -240,6 +240,27 @@ TEST(GltfBuffers, BrokenGlbContainersAreErrors) {
   EXPECT_NE(import_error(bytes).find("GLB version 1, only 2 is read"), std::string::npos);
 }
 
+// A bufferView whose byteStride is less than its accessor's elements (they
+// would overlap; glTF forbids it) is an error naming both, whether the
+// bytes are read from the file or held in memory (the fuzzer's find: the
+// file's read window was sized by the stride).
+TEST(GltfBuffers, StrideShorterThanAnElementIsAnError) {
+  for (const char* name : {"short_stride.glb", "short_stride.gltf"}) {
+    GltfBuilder b;
+    b.AddNode("wall", b.AddMesh("wall", BoxMesh({-1, -1, -1}, {1, 1, 1})));
+    const int positions = b.model().meshes[0].primitives[0].attributes.at("POSITION");
+    const int view = b.model().accessors[static_cast<size_t>(positions)].bufferView;
+    b.model().bufferViews[static_cast<size_t>(view)].byteStride = 4;  // 12-byte elements
+    const std::string path = Temp(name);
+    ASSERT_TRUE(b.Write(path));
+    auto level = ImportLevel(path);
+    ASSERT_FALSE(level.ok()) << name;
+    EXPECT_NE(level.error().message.find("byte stride 4 is less than its 12-byte elements"),
+              std::string::npos)
+        << level.error().message;
+  }
+}
+
 // Elements read a window at a time, in any order, match the file's bytes;
 // a read past what the file holds sets failed().
 TEST(ElementReader, WindowsMatchTheFile) {
