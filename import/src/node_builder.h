@@ -13,6 +13,7 @@
 
 #include "fit.h"
 #include "hitbox/import/level_import.h"
+#include "hitbox/limits.h"
 #include "node_vertices.h"
 
 namespace hitbox::import {
@@ -95,8 +96,7 @@ class Builder {
            " distinct vertices reduced to the hull's " +
            std::to_string(fitted->shape.hull()->vertices().size()) + " vertices");
     }
-    Add(node, fitted->shape, split->pose * fitted->offset);
-    return Status::Ok();
+    return Add(node, fitted->shape, split->pose * fitted->offset);
   }
 
   /// What a mesh node became: its colliders' shapes and what it added to
@@ -138,7 +138,9 @@ class Builder {
     level_->report.triangles += made.triangles;
     level_->report.dropped_triangles += made.dropped;
     for (const std::string& note : made.notes) Note(node.where + note);
-    for (const Shape& shape : made.shapes) Add(node, shape, split->pose);
+    for (const Shape& shape : made.shapes) {
+      if (Status s = Add(node, shape, split->pose); !s.ok()) return s;
+    }
     return Status::Ok();
   }
 
@@ -217,12 +219,20 @@ class Builder {
       auto shape = vertices.MakeMesh(std::move(triangles));
       if (!shape.ok()) return Invalid(node.where + ": " + shape.error().message);
       level_->report.triangles += count;
-      Add(node, *shape, split.pose);
+      if (Status s = Add(node, *shape, split.pose); !s.ok()) return s;
     }
     return Status::Ok();
   }
 
-  void Add(const NodeGeometry& node, const Shape& shape, const Pose& pose) {
+  // Every collider the level gets; a node placed beyond the coordinate range
+  // a set takes (kMaxCoordinate) is an error naming it.
+  Status Add(const NodeGeometry& node, const Shape& shape, const Pose& pose) {
+    static_assert(kMaxCoordinate == 1e9, "update the message below");
+    if (!InCoordinateRange(pose.position)) {
+      return Invalid(node.where + ": placed at (" + FormatDouble(pose.position.x) + ", " +
+                     FormatDouble(pose.position.y) + ", " + FormatDouble(pose.position.z) +
+                     "), beyond +-1e9 metres");
+    }
     Collider c;
     c.id = options_.first_id + level_->colliders.size();
     c.shape = shape;
@@ -233,6 +243,7 @@ class Builder {
     level_->report.bounds = level_->report.bounds.Union(shape.WorldBounds(c.pose));
     level_->colliders.push_back(std::move(c));
     level_->sources.push_back(node.where);
+    return Status::Ok();
   }
 
   void Note(std::string note) { level_->report.notes.push_back(std::move(note)); }

@@ -279,6 +279,29 @@ TEST(LevelImport, InstancedNodesPlaceTheirMeshPerInstance) {
       << bad.error().message;
 }
 
+// A node placed beyond the coordinate range a set takes (+-1e9 m) is an
+// error naming it, not a collider the set would refuse: a mesh, a second
+// placement of a mesh (its shapes shared), a fitted primitive.
+TEST(LevelImport, NodesBeyondTheCoordinateRangeAreNamed) {
+  const auto import_error = [](bool again, const char* name, const GltfBuilder::Trs& far) {
+    GltfBuilder b;
+    const int cube = b.AddMesh("cube", BoxMesh({-1, -1, -1}, {1, 1, 1}));
+    if (again) b.AddNode("near", cube);
+    b.AddNode(name, cube, far);
+    auto level = WriteAndImport(b, "far.glb");
+    EXPECT_FALSE(level.ok()) << name;
+    return level.ok() ? std::string() : level.error().message;
+  };
+  EXPECT_NE(import_error(false, "wall", {{0, 0, -1.5e9}, {}, {}})
+                .find("node 0 'wall': placed at (0, 0, -1.5e+09), beyond +-1e9 metres"),
+            std::string::npos);
+  EXPECT_NE(import_error(true, "again", {{2e30, 0, 0}, {}, {}}).find("node 1 'again': placed at ("),
+            std::string::npos);
+  EXPECT_NE(import_error(false, "UBX_crate", {{0, 1e10, 0}, {}, {}})
+                .find("node 0 'UBX_crate': placed at ("),
+            std::string::npos);
+}
+
 // A box under non-uniform scale along its own axes stays a box; a sphere and a
 // capsule become hulls (an ellipsoid is no sphere), and the report says so.
 TEST(LevelImport, NonUniformScaleOnPrimitives) {
