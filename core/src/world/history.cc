@@ -135,7 +135,7 @@ uint32_t History::NewTrack(const Collider& c, uint64_t born, const Pose& first_p
   t.collider = c;
   t.born = born;
   t.died = kAlive;
-  t.samples.assign(1, PoseSample{first_tick, first_pose});
+  t.samples.Reset(PoseSample{first_tick, first_pose});
   t.radius = RoundUp(c.shape.BoundingRadius());
   t.in_use = true;
   RecomputeBox(t);
@@ -168,7 +168,7 @@ void History::GrowBox(Track& t, const Pose& pose) {
 
 void History::RecomputeBox(Track& t) {
   t.box = Aabb{};
-  for (const PoseSample& s : t.samples) GrowBox(t, s.pose);
+  for (size_t i = 0; i < t.samples.size(); ++i) GrowBox(t, t.samples[i].pose);
   t.box_tick = newest_;
 }
 
@@ -179,7 +179,7 @@ void History::SetPose(uint32_t slot, const Pose& pose) {
     t.samples.back().pose = pose;
   } else {
     Log({UndoOp::kPopSample, slot, t.collider.id, 0, {}});
-    t.samples.push_back({newest_, pose});
+    t.samples.PushBack({newest_, pose});
   }
   GrowBox(t, pose);
   if (!tree_.LeafContains(t.leaf, t.box)) tree_.MoveLeaf(t.leaf, t.box.Expanded(kFatMargin));
@@ -225,10 +225,8 @@ void History::Prune(uint64_t oldest, std::vector<uint64_t>* untracked) {
       continue;
     }
     // Keep the last sample at or before `oldest` (the pose then) and the later ones.
-    const auto after = std::upper_bound(
-        t.samples.begin(), t.samples.end(), oldest,
-        [](uint64_t tick, const PoseSample& s) { return tick < s.tick; });
-    if (after - t.samples.begin() > 1) t.samples.erase(t.samples.begin(), after - 1);
+    const size_t at_or_before = t.samples.CountAtOrBefore(oldest);
+    if (at_or_before > 1) t.samples.DropFront(at_or_before - 1);
     if (t.died == kAlive && t.samples.size() == 1 && t.born <= oldest) {
       // Unchanged over the whole window: the set's copy is exact again.
       untracked->push_back(t.collider.id);
@@ -248,7 +246,7 @@ void History::UndoTo(uint64_t revision, std::vector<uint64_t>* touched) {
     BatchLog& log = logs_.back();
     for (auto op = log.ops.rbegin(); op != log.ops.rend(); ++op) {
       switch (op->kind) {
-        case UndoOp::kPopSample: tracks_[op->slot].samples.pop_back(); break;
+        case UndoOp::kPopSample: tracks_[op->slot].samples.PopBack(); break;
         case UndoOp::kSetSample: tracks_[op->slot].samples.back() = op->sample; break;
         case UndoOp::kDied: tracks_[op->slot].died = op->value; break;
         case UndoOp::kNewSlot: FreeTrack(op->slot); break;
@@ -275,10 +273,7 @@ void History::PlaceAt(uint32_t slot, double at, const Reach& reach,
   const double kf = std::floor(at);
   const uint64_t k = static_cast<uint64_t>(kf);
   const auto sample_at = [&t](uint64_t tick) -> const Pose& {
-    const auto after = std::upper_bound(
-        t.samples.begin(), t.samples.end(), tick,
-        [](uint64_t x, const PoseSample& s) { return x < s.tick; });
-    return (after - 1)->pose;
+    return t.samples[t.samples.CountAtOrBefore(tick) - 1].pose;
   };
   const bool exact = at == kf;
   if (exact ? !(t.born <= k && k < t.died) : !(t.born <= k && k + 1 < t.died)) return;

@@ -11,17 +11,12 @@
 #include <vector>
 
 #include "broad_phase/dynamic_tree.h"
+#include "world/pose_samples.h"
 #include "hitbox/world/collider_set.h"
 #include "hitbox/world/history.h"
 #include "hitbox/status.h"
 
 namespace hitbox::internal {
-
-/// A collider's pose after the changes of tick `tick` (kept until the next sample).
-struct PoseSample {
-  uint64_t tick = 0;
-  Pose pose;
-};
 
 /// Colliders of the history placed at a rewound query's tick, with their
 /// bounding radii (about their position).
@@ -103,7 +98,7 @@ class History {
     Collider collider;  ///< id, shape, layer, user data (pose unused)
     uint64_t born = 0;  ///< exists from this tick on (0: before the window)
     uint64_t died = kAlive;
-    std::vector<PoseSample> samples;  ///< ascending ticks; samples[0].tick <= born
+    PoseSamples samples;  ///< ascending ticks; samples[0].tick <= born
     uint32_t leaf = DynamicTree::kNull;
     float radius = 0.0f;
     uint64_t box_tick = 0;  ///< newest tick when the box was last recomputed
