@@ -317,6 +317,40 @@ void ServiceSeeds(const fs::path& dir) {
     Call(&s, 6, QueryAll());
     Save(dir, "seed-extremes", s);
   }
+  {
+    std::string s;  // rewind: moves over more ticks than the window (8), a
+                    // removal and a re-add, a jump past the window, rewound queries
+    const std::vector<Collider> cs = SampleColliders();
+    v1::TickRequest first;
+    first.set_session_id("fuzz");
+    first.set_tick(1);
+    for (const Collider& c : cs) wire::ToProto(ColliderChange::Add(c), first.add_changes());
+    Call(&s, 7, first);
+    const v1::QueryRequest all = QueryAll();
+    for (uint64_t t = 2; t <= 14; ++t) {
+      v1::TickRequest tick;
+      tick.set_tick(t);
+      const double x = 0.5 * static_cast<double>(t);
+      wire::ToProto(ColliderChange::Move(1, Pose({x, 0, 0})), tick.add_changes());
+      wire::ToProto(ColliderChange::Move(2, Pose({3, 0.25 * x, 0})), tick.add_changes());
+      if (t == 6) wire::ToProto(ColliderChange::Remove(3), tick.add_changes());
+      if (t == 7) wire::ToProto(ColliderChange::Add(cs[2]), tick.add_changes());
+      for (const auto& q : all.queries()) {
+        v1::Query* m = tick.add_queries();
+        *m = q;
+        m->set_at_tick(static_cast<double>(t) - 3.0 + 0.25 * static_cast<double>(t % 4));
+      }
+      Call(&s, 7, tick);
+    }
+    v1::TickRequest far;
+    far.set_tick(40);
+    wire::ToProto(ColliderChange::Move(1, Pose({-2, 0, 0})), far.add_changes());
+    Call(&s, 7, far);
+    v1::QueryRequest rewound = all;
+    for (auto& q : *rewound.mutable_queries()) q.set_at_tick(36.5);
+    Call(&s, 6, rewound);
+    Save(dir, "seed-history", s);
+  }
 }
 
 // The structured form of the service target (selector & 0x40).
@@ -376,6 +410,36 @@ void StructuredServiceSeeds(const fs::path& dir) {
   StructuredQueries(tick);
   StructuredCall(&s, 7, tick);
   Save(dir, "seed-structured", s);
+
+  // Ticks that move collider 1 and ask rewound rays (query flag 16: at_tick).
+  std::string h;
+  ByteWriter add;
+  add.U8(0);
+  add.U8(1);
+  StructuredChanges(add);
+  add.U8(0);  // no queries
+  StructuredCall(&h, 7, add);
+  for (uint8_t t = 2; t <= 13; ++t) {
+    ByteWriter w;
+    w.U8(0);
+    w.U8(t);
+    w.U8(1);
+    w.U8(2);  // move
+    w.U8(1);
+    w.WriteShape(*Shape::MakeSphere(1.0));
+    w.WritePose(Pose({0.5 * t, 0, 0}));
+    w.U8(0);
+    w.U8(0);
+    w.U8(1);
+    w.U8(16);  // a rewound ray
+    w.U8(2);
+    w.WriteVec3({-10, 0, 0});
+    w.WriteVec3({20, 0, 0});
+    w.U8(static_cast<uint8_t>(t - 2));
+    w.U8(128);
+    StructuredCall(&h, 7, w);
+  }
+  Save(dir, "seed-structured-history", h);
 }
 
 void WireSeeds(const fs::path& dir) {

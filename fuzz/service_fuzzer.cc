@@ -45,6 +45,8 @@ server::ServiceOptions Options() {
   o.limits.session.max_changes_per_message = 128;
   o.limits.session.max_queries_per_message = 32;
   o.limits.session.max_hits_per_query = 64;
+  // A short history: a few ticks of an input reach its prune and its ring's wrap.
+  o.limits.session.history_ticks = 8;
   return o;
 }
 
@@ -135,6 +137,7 @@ void ReadQueries(ByteReader& in, google::protobuf::RepeatedPtrField<v1::Query>* 
     if (flags & 2) f.max_hits = in.U8();
     if (flags & 4) f.ignore.push_back(in.U8() % 16);
     const bool all = (flags & 8) != 0;
+    const bool rewound = (flags & 16) != 0;  // at_tick: a tick and 256ths of one
     bool valid = false;
     Query q;
     switch (in.U8() % 3) {
@@ -164,6 +167,7 @@ void ReadQueries(ByteReader& in, google::protobuf::RepeatedPtrField<v1::Query>* 
     v1::Query* m = out->Add();
     wire::ToProto(q, m);
     m->set_tag(static_cast<uint64_t>(i));
+    if (rewound) m->set_at_tick(in.U8() + in.U8() / 256.0);
   }
 }
 
