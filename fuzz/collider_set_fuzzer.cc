@@ -5,6 +5,7 @@
 //    size, every collider, TreeValidate()), or succeed and the set equals a
 //    std::map model of it; batches whose inputs are all in a plausible range
 //    succeed exactly when the model says the ids allow it;
+//  - batches may carry ticks (a history of 4), and some queries rewind;
 //  - query results obey the filter, max_hits, sorting and [0, 1] fractions,
 //    RunBatch equals one-by-one Run, and every output field is finite when
 //    the set and the query are within the checked range (fuzz_util.h).
@@ -14,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <variant>
 #include <vector>
 
 #include "fuzz_util.h"
@@ -208,7 +210,10 @@ void CheckHitOwner(const ColliderSet& set, const QueryFilter& f, uint64_t id, ui
                     (unsigned long long)id);
 }
 
-void CheckResult(const ColliderSet& set, const Query& q, const QueryResult& r, bool check_finite) {
+// `rewound` (at_tick): hits may name colliders removed or replaced since,
+// whose owners the present set no longer knows.
+void CheckResult(const ColliderSet& set, const Query& q, const QueryResult& r, bool check_finite,
+                 bool rewound) {
   const QueryFilter& f = FilterOf(q);
   if (std::holds_alternative<OverlapQuery>(q)) {
     const bool want_contact = std::get<OverlapQuery>(q).want_contact;
@@ -216,7 +221,7 @@ void CheckResult(const ColliderSet& set, const Query& q, const QueryResult& r, b
     if (f.max_hits != 0) HITBOX_FUZZ_CHECK(r.overlaps.size() <= f.max_hits, "max_hits exceeded");
     for (size_t i = 0; i < r.overlaps.size(); ++i) {
       const OverlapHit& h = r.overlaps[i];
-      CheckHitOwner(set, f, h.id, h.user_data);
+      if (!rewound) CheckHitOwner(set, f, h.id, h.user_data);
       if (i > 0) HITBOX_FUZZ_CHECK(r.overlaps[i - 1].id < h.id, "overlaps not sorted by id");
       HITBOX_FUZZ_CHECK(h.contact.has_value() == want_contact, "contact presence");
       if (h.contact && check_finite) {
@@ -238,7 +243,7 @@ void CheckResult(const ColliderSet& set, const Query& q, const QueryResult& r, b
   if (f.max_hits != 0) HITBOX_FUZZ_CHECK(r.hits.size() <= f.max_hits, "max_hits exceeded");
   for (size_t i = 0; i < r.hits.size(); ++i) {
     const CastHit& h = r.hits[i];
-    CheckHitOwner(set, f, h.id, h.user_data);
+    if (!rewound) CheckHitOwner(set, f, h.id, h.user_data);
     // Always, whatever the inputs: core refuses sizes and coordinates beyond
     // the validated ranges (the huge-size NaN fractions of the first runs).
     HITBOX_FUZZ_CHECK(h.fraction >= 0.0 && h.fraction <= 1.0, "fraction %.17g", h.fraction);
@@ -279,9 +284,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hitbox::fuzz;
   ByteReader in(data, size);
   ColliderSet set;
+  // A short history: batches of op 2 carry ticks, so a few of them reach its
+  // prune, and op 6 rewinds some of its queries.
+  set.SetHistoryTicks(4);
+  uint64_t next_tick = 1;
   Model model;
   for (int op = 0; op < kMaxOps && !in.empty(); ++op) {
-    switch (in.U8() % 8) {
+    const int op_kind = in.U8() % 8;
+    switch (op_kind) {
       case 0:
       case 1:
       case 2: {  // Apply a change batch.
@@ -305,7 +315,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           plausible = plausible && ok;
         }
         for (const ColliderChange& ch : changes) Trace(ch.collider, KindName(ch.kind));
-        const Status s = set.Apply(changes);
+        const Status s = op_kind == 2 ? set.Apply(changes, next_tick++) : set.Apply(changes);
         if (kTrace) std::fprintf(stderr, "apply: %s\n", s.ToString().c_str());
         Model predicted = model;
         const bool model_ok = ModelApply(&predicted, changes);
@@ -357,6 +367,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           bool p = true;
           Query q = ReadQuery(in, &p);
           if (!ColliderSet::ValidateQuery(q).ok()) continue;  // the server rejects these
+          if (const auto ticks = set.Ticks(); op_kind == 6 && ticks && i % 2 == 1) {
+            // At a tick of the window, whole or between two.
+            const double newest = static_cast<double>(ticks->newest);
+            const double at = std::max(static_cast<double>(ticks->oldest),
+                                       newest - 0.75 * static_cast<double>(i));
+            std::visit([at](auto& x) { x.at_tick = at; }, q);
+          }
           queries.push_back(std::move(q));
           plausible.push_back(p);
         }
@@ -365,7 +382,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (size_t i = 0; i < queries.size(); ++i) {
           Trace(queries[i]);
           set.Run(queries[i], &one[i]);
-          CheckResult(set, queries[i], one[i], set_plausible && plausible[i]);
+          const bool rewound =
+              std::visit([](const auto& x) { return x.at_tick.has_value(); }, queries[i]);
+          CheckResult(set, queries[i], one[i], set_plausible && plausible[i], rewound);
         }
         std::vector<QueryResult> batch(queries.size());
         set.RunBatch(queries, batch);

@@ -112,6 +112,28 @@ void ColliderSetSeeds(const fs::path& dir) {
     Save(dir, "seed-changes-rebuild", w.data());
   }
   {
+    ByteWriter w;  // ticked batches (op 2) moving colliders past the window of 4, rewound rays
+    AddBatch(w, cs);
+    for (int t = 0; t < 9; ++t) {
+      w.U8(2);
+      w.U8(2);
+      w.U8(2);  // move 1
+      WriteCollider(w, {1, Shape(), Pose({0.5 * t, 0, 0}), 0, 0});
+      w.U8(2);  // move 2
+      WriteCollider(w, {2, Shape(), Pose({3, 0.25 * t, 0}), 0, 0});
+      w.U8(6);  // two rays, the second rewound
+      w.U8(1);
+      for (int k = 0; k < 2; ++k) {
+        w.U8(2);
+        w.WriteVec3({-10, 0.1 * k, 0});
+        w.WriteVec3({20, 0, 0});
+        Filter(w);
+        w.U8(0);
+      }
+    }
+    Save(dir, "seed-history", w.data());
+  }
+  {
     ByteWriter w;  // AddBulk, then queries
     w.U8(3);
     w.U8(static_cast<uint8_t>(cs.size()));
