@@ -42,13 +42,6 @@ inline constexpr double kBoxSlack = 1e-4;
 /// Extra margin of "fat" leaf boxes for colliders added or moved one by one:
 /// moves that stay inside the fat box do not touch the tree.
 inline constexpr double kFatMargin = 0.3;
-/// A moved collider's new fat box also reaches this many times its last
-/// displacement ahead (Box2D's b2_aabbMultiplier), at most kFatAheadMax
-/// metres: a player running at 6 m/s (0.1 m a 60 Hz tick) leaves its box
-/// once in seven or eight ticks instead of every third, and a teleport
-/// grows it little.
-inline constexpr double kFatAhead = 4.0;
-inline constexpr double kFatAheadMax = 1.0;
 /// The base margin of an attached watch's box (WatchSet::BoxOf).
 inline constexpr double kWatchFatMargin = 0.1;
 /// Batches with at least this many queries use the thread pool.
@@ -303,10 +296,7 @@ struct ColliderSet::Impl {
     s.pose = Normalized(pose);
     const Aabb box = SlackBounds(s.shape, s.pose);
     if (!tree.LeafContains(leaf_of[i], box)) {
-      Vec3 ahead = (s.pose.position - from) * kFatAhead;
-      const double length = ahead.Length();
-      if (length > kFatAheadMax) ahead = ahead * (kFatAheadMax / length);
-      tree.MoveLeaf(leaf_of[i], box.Expanded(kFatMargin).Swept(ahead));
+      tree.MoveLeaf(leaf_of[i], FatBoxAhead(box, kFatMargin, s.pose.position - from));
     }
   }
 

@@ -46,11 +46,6 @@ constexpr double kBoxSlack = 1e-4;
 /// Extra margin of a track's tree box, so that a few ticks of motion do not
 /// touch the tree.
 constexpr double kFatMargin = 0.5;
-/// A track's box made again as it grows also reaches this many times its
-/// last move ahead, at most kFatAheadMax metres (as the set's moved leaves):
-/// a track's box grows with its collider's path over the window.
-constexpr double kFatAhead = 4.0;
-constexpr double kFatAheadMax = 1.0;
 
 }  // namespace
 
@@ -188,11 +183,10 @@ void History::SetPose(uint32_t slot, const Pose& pose) {
     t.samples.PushBack({newest_, pose});
   }
   GrowBox(t, pose);
+  // The box grows with the collider's path over the window: reach ahead, as
+  // the set's moved leaves do.
   if (!tree_.LeafContains(t.leaf, t.box)) {
-    Vec3 ahead = (pose.position - from) * kFatAhead;
-    const double length = ahead.Length();
-    if (length > kFatAheadMax) ahead = ahead * (kFatAheadMax / length);
-    tree_.MoveLeaf(t.leaf, t.box.Expanded(kFatMargin).Swept(ahead));
+    tree_.MoveLeaf(t.leaf, FatBoxAhead(t.box, kFatMargin, pose.position - from));
   }
 }
 
