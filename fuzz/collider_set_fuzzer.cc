@@ -5,7 +5,8 @@
 //    size, every collider, TreeValidate()), or succeed and the set equals a
 //    std::map model of it; batches whose inputs are all in a plausible range
 //    succeed exactly when the model says the ids allow it;
-//  - batches may carry ticks (a history of 4), and some queries rewind;
+//  - batches may carry ticks (a history of 4), and some queries rewind: they
+//    answer as the same query on a set built from ForEachAtTick's world;
 //  - query results obey the filter, max_hits, sorting and [0, 1] fractions,
 //    RunBatch equals one-by-one Run, and every output field is finite when
 //    the set and the query are within the checked range (fuzz_util.h).
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <map>
 #include <variant>
@@ -276,6 +278,49 @@ bool SameResult(const QueryResult& a, const QueryResult& b) {
   return true;
 }
 
+bool SamePoseBits(const Pose& a, const Pose& b) {
+  const double pa[7] = {a.position.x, a.position.y, a.position.z, a.rotation.x,
+                        a.rotation.y, a.rotation.z, a.rotation.w};
+  const double pb[7] = {b.position.x, b.position.y, b.position.z, b.rotation.x,
+                        b.rotation.y, b.rotation.z, b.rotation.w};
+  return std::memcmp(pa, pb, sizeof(pa)) == 0;
+}
+
+// A rewound query answers as the same query in the present of a set built
+// from ForEachAtTick's world at that tick (the poses history places), when
+// that set stores those poses bit for bit (it normalizes rotations).
+void CheckRewoundEqualsRebuilt(const ColliderSet& set, const Query& q, const QueryResult& got,
+                               bool set_plausible) {
+  const double t = *std::visit([](const auto& x) { return x.at_tick; }, q);
+  std::vector<Collider> world;
+  std::map<uint64_t, int> seen;
+  const Status listed = set.ForEachAtTick(t, [&](const Collider& c) {
+    world.push_back(c);
+    ++seen[c.id];
+  });
+  HITBOX_FUZZ_CHECK(listed.ok(), "ForEachAtTick(%.17g): %s", t, listed.ToString().c_str());
+  for (const auto& [id, count] : seen) {
+    HITBOX_FUZZ_CHECK(count == 1, "collider %llu listed %d times at tick %.17g",
+                      (unsigned long long)id, count, t);
+  }
+  ColliderSet rebuilt;
+  const Status added = rebuilt.AddBulk(world);
+  if (!set_plausible && !added.ok()) return;
+  HITBOX_FUZZ_CHECK(added.ok(), "the world at tick %.17g does not load: %s", t,
+                    added.ToString().c_str());
+  for (const Collider& c : world) {
+    if (!SamePoseBits(rebuilt.Find(c.id)->pose, c.pose)) return;  // not comparable bit for bit
+  }
+  Query present = q;
+  std::visit([](auto& x) { x.at_tick.reset(); }, present);
+  QueryResult want;
+  rebuilt.Run(present, &want);
+  HITBOX_FUZZ_CHECK(SameResult(got, want),
+                    "rewound to %.17g: %zu hits / %zu overlaps, the world rebuilt there %zu / %zu",
+                    t, got.hits.size(), got.overlaps.size(), want.hits.size(),
+                    want.overlaps.size());
+}
+
 }  // namespace
 }  // namespace hitbox::fuzz
 
@@ -385,6 +430,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           const bool rewound =
               std::visit([](const auto& x) { return x.at_tick.has_value(); }, queries[i]);
           CheckResult(set, queries[i], one[i], set_plausible && plausible[i], rewound);
+          if (rewound) CheckRewoundEqualsRebuilt(set, queries[i], one[i], set_plausible);
         }
         std::vector<QueryResult> batch(queries.size());
         set.RunBatch(queries, batch);

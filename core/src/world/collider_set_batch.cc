@@ -248,7 +248,7 @@ bool ColliderSet::Impl::RunTreeKinds(const Tree& t, std::span<const Query> queri
                                      const WideTree* rest) const {
   const auto prefetch = ColliderPrefetch();
   // The tree a query walks: without the groups' members once it took them.
-  const auto tree_for = [&t, rest](const internal::MeshGroups* grouped) -> const Tree& {
+  const auto tree_for = [&](const internal::MeshGroups* grouped) -> const Tree& {
     if constexpr (std::is_same_v<Tree, WideTree>) {
       if (rest != nullptr && grouped != nullptr) return *rest;
     }
