@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cast_reference.h"
+#include "collision/triangles/cylinder_triangle_penetration.h"
 #include "collision/triangles/box_triangle_sweep.h"
 #include "collision/triangles/surface_deepest_contact.h"
 #include "collision/triangles/surface_sweep.h"
@@ -204,13 +205,15 @@ std::vector<Shape> RandomHulls(Random* rng) {
 // TriangleTouchContact (every surface contact goes through it) against GJK
 // and TriangleContact: the same touching decision; for a box whose core
 // SAT says overlapping (no GJK) the same contact field for field; for a
-// cylinder or a hull whose EPA starts from the prism along the triangle's
-// normal (no GJK), a depth within 1e-6 of EPA from GJK's tetrahedron, and a
+// cylinder overlapping by more than 1e-9 * scale its closed form
+// (CylinderTrianglePenetration), for the others and a hull when EPA
+// started from the prism along the triangle's normal holds the origin (no
+// GJK) that EPA's, a depth within 1e-6 of EPA from GJK's tetrahedron, and a
 // separating move (moving out by depth + 1e-7 leaves them apart).
 TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
   Random rng(77);
   const std::vector<Shape> hulls = RandomHulls(&rng);
-  int touching = 0, box_sat = 0, prism = 0, apart = 0;
+  int touching = 0, box_sat = 0, prism = 0, closed = 0, apart = 0;
   for (int i = 0; i < 30000; ++i) {
     Vec3 tri[3];
     RandomTriangle(rng, i, tri);
@@ -247,25 +250,38 @@ TEST(TriangleTouchContact, MatchesGjkAndTriangleContact) {
       EXPECT_EQ(m.point_on_query, want.point_on_query) << i;
       continue;
     }
-    const TriangleConvexPenetration from_prism = TriangleConvexEpa(
-        tri, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
-        TriangleEpaStart::kPrismOnly);
+    // A cylinder overlapping by more than 1e-9 * scale: the closed form.
+    TriangleConvexPenetration from_prism;
+    const bool closed_form = kind == 1 && CylinderTrianglePenetration(tri, convex.cylinder(),
+                                                                      convex.scale(), &from_prism);
+    if (closed_form) {
+      ++closed;
+    } else {
+      from_prism = TriangleConvexEpa(tri, convex, convex.margin(), convex.scale(),
+                                     TriangleConvexDistance{}, TriangleEpaStart::kPrismOnly);
+    }
     if (!from_prism.valid) continue;
     ++prism;
     ASSERT_TRUE(g.cores_overlap) << i;
     EXPECT_EQ(m.depth, from_prism.depth) << i;
     const TriangleConvexPenetration from_tet = TriangleConvexEpa(
         tri, convex, convex.margin(), convex.scale(), g, TriangleEpaStart::kTetrahedronOnly);
-    if (from_tet.valid && from_tet.failure == 0 && from_prism.failure == 0) {
+    if (closed_form && from_tet.valid) {
+      // Exact: never longer than EPA's (which stalls on the curved side).
+      EXPECT_LE(m.depth, from_tet.depth + 1e-9 * convex.scale()) << i;
+    } else if (from_tet.valid && from_tet.failure == 0 && from_prism.failure == 0) {
       EXPECT_NEAR(m.depth, from_tet.depth, 1e-6) << i;
     }
     const PlacedConvex moved(core, Pose{pose.position + m.normal * (m.depth + 1e-7), pose.rotation});
     EXPECT_GT(TriangleConvexGjk(tri, moved, moved.margin(), moved.scale()).distance, 0.0) << i;
   }
-  std::printf("%d touching (%d boxes by SAT, %d cylinders or hulls from the prism), %d apart\n",
-              touching, box_sat, prism, apart);
+  std::printf(
+      "%d touching (%d boxes by SAT, %d cylinders or hulls from the prism or, %d, the "
+      "cylinder's closed form), %d apart\n",
+      touching, box_sat, prism, closed, apart);
   EXPECT_GT(box_sat, 2000);
   EXPECT_GT(prism, 2000);
+  EXPECT_GT(closed, 1000);
   EXPECT_GT(apart, 3000);
 }
 

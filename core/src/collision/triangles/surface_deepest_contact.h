@@ -349,11 +349,11 @@ bool SurfaceDeepestContactConvex(const Surface& surface, const Convex& convex,
     if (requeued) continue;
     SurfaceContactHit m;
     if (!polytope_core) {
-      // A cylinder or a hull: the prism's contact now (a face contact,
-      // exactly the bound along the normal); when the prism does not hold
-      // the origin (an edge or vertex contact, typically shallower than the
-      // bound), GJK and EPA later, when the deepest contact so far can stop
-      // EPA early (TriangleConvexEpa's stop_below).
+      // A cylinder or a hull: TrianglePrismContact's contact now (a
+      // cylinder's closed form, or the prism's: a face contact, exactly the
+      // bound along the normal); else (an edge or vertex contact, typically
+      // shallower than the bound) GJK and EPA later, when the deepest contact
+      // so far can stop EPA early (TriangleConvexEpa's stop_below).
       if (!TrianglePrismContact(c.v, c.triangle, convex, &m,
                                 c.supports ? c.support : nullptr)) {
         deferred.push_back(e);

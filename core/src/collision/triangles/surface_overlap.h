@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "collision/triangles/cylinder_triangle_penetration.h"
 #include "collision/triangles/triangle_penetration.h"
 #include "collision/triangles/placed_convex.h"
 #include "collision/triangles/surface_hits.h"
@@ -173,15 +174,25 @@ SurfaceContactHit TriangleContact(const Vec3 v[3], uint32_t triangle, const Conv
 }
 
 /// The contact of a cylinder or hull core with triangle `v` (input index
-/// `triangle`) when EPA started from the prism along the triangle's normal
-/// holds the origin (TriangleConvexEpa, kPrismOnly): then the cores
-/// certainly overlap by more than 1e-9 * scale. False when the prism does not
-/// hold the origin (TriangleTouchAfterPrism decides). `prism_supports`: the
+/// `triangle`) when the cores certainly overlap by more than 1e-9 * scale:
+/// for a cylinder its closed form when that answers
+/// (CylinderTrianglePenetration), else when EPA started from the prism along
+/// the triangle's normal holds the origin (TriangleConvexEpa, kPrismOnly).
+/// False otherwise (TriangleTouchAfterPrism decides). `prism_supports`: the
 /// core's supports along -n and +n, when the caller has them
 /// (TriangleConvexEpa).
 template <typename Convex>
 bool TrianglePrismContact(const Vec3 v[3], uint32_t triangle, const Convex& convex,
                           SurfaceContactHit* out, const Vec3* prism_supports = nullptr) {
+  if constexpr (requires { convex.is_cylinder(); }) {
+    // A cylinder overlapping by more than 1e-9 * scale: its closed form.
+    TriangleConvexPenetration closed;
+    if (convex.is_cylinder() &&
+        CylinderTrianglePenetration(v, convex.cylinder(), convex.scale(), &closed)) {
+      *out = PenetrationContact(triangle, closed);
+      return true;
+    }
+  }
   const TriangleConvexPenetration e = TriangleConvexEpa(
       v, convex, convex.margin(), convex.scale(), TriangleConvexDistance{},
       TriangleEpaStart::kPrismOnly, -std::numeric_limits<double>::infinity(), prism_supports);
@@ -217,8 +228,8 @@ TouchAnswer TriangleTouchAfterPrism(
 /// by more than 1e-9 * scale, where GJK finds them overlapping and the
 /// contact is the cores' penetration: for a box core its SAT depth (`sat`,
 /// the caller's TrianglePolytopePenetration for this triangle, or null),
-/// for a cylinder or hull EPA started from the prism along the triangle's
-/// normal when that holds the origin (TrianglePrismContact). Every
+/// for a cylinder or hull TrianglePrismContact's (a cylinder's closed form,
+/// or EPA started from the prism along the triangle's normal). Every
 /// surface contact (SurfaceContactsConvex, SurfaceDeepestContactConvex)
 /// goes through here, so all of them answer alike.
 template <typename Convex>
