@@ -75,14 +75,19 @@ struct Difference {
 
 /// c[0] + c[1] t + ... + c[deg] t^deg.
 double Poly(const double* c, int deg, double t) {
-  double v = c[deg];
-  for (int i = deg - 1; i >= 0; --i) v = v * t + c[i];
-  return v;
+  switch (deg) {  // Horner's rule, written out
+    case 4: return (((c[4] * t + c[3]) * t + c[2]) * t + c[1]) * t + c[0];
+    case 3: return ((c[3] * t + c[2]) * t + c[1]) * t + c[0];
+    case 2: return (c[2] * t + c[1]) * t + c[0];
+    case 1: return c[1] * t + c[0];
+    default: return c[0];
+  }
 }
 
 /// The root in (a, b) of polynomial c (degree deg >= 1, derivative dc),
 /// monotone there, whose values at a (fa) and b have opposite signs:
-/// Newton's steps while they stay inside the shrinking bracket, else halving.
+/// Newton's steps while they stay inside the shrinking bracket, else
+/// halving, to 1e-7 (RimEdgeCandidates settles its roots on the geometry).
 double MonotoneRoot(const double* c, const double* dc, int deg, double a, double b, double fa) {
   double t = 0.5 * (a + b);
   for (int it = 0; it < 64; ++it) {
@@ -95,7 +100,7 @@ double MonotoneRoot(const double* c, const double* dc, int deg, double a, double
     }
     double next = t - f / Poly(dc, deg - 1, t);
     if (!(next > a && next < b)) next = 0.5 * (a + b);
-    const double step_limit = 1e-10 * std::max(1.0, std::fabs(t));
+    const double step_limit = 1e-7 * std::max(1.0, std::fabs(t));
     if (std::fabs(next - t) <= step_limit || b - a <= step_limit) return next;
     t = next;
   }
