@@ -11,11 +11,12 @@
 // critical point of the distance between the edge and the rim's circle).
 // Every one of those directions is a candidate; each candidate's h(n) is at
 // least the depth, and n* is among them, so their least h is the depth.
+// With -x / |x| too for each critical point x, the least h is at most 0 when
+// D does not hold the origin (the two apart): then there is no contact.
 #include "collision/triangles/cylinder_triangle_penetration.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <limits>
 
 #include "geometry/closest_points.h"
@@ -25,17 +26,10 @@ namespace hitbox {
 
 namespace {
 
-/// The feature pair whose critical point gave a candidate direction.
-enum class Features : uint8_t { kCap, kFace, kSideEdge, kSideVertex, kRimVertex, kRimEdge };
-
 /// A candidate direction n (unit, cylinder frame) and the support h there.
 struct Candidate {
   double h = std::numeric_limits<double>::infinity();
   Vec3 n;
-  Features features = Features::kCap;
-  int index = 0;     // the vertex, or the edge from vertex index to index + 1
-  double rim = 0.0;  // the rim's height, +-hh
-  double t = 0.0;    // along the edge
 };
 
 /// The cylinder and the triangle p in the cylinder's frame, and the least
@@ -58,18 +52,18 @@ struct Difference {
     return {r * n.x / horizontal, y, r * n.z / horizontal};
   }
   /// Takes direction d (any length but 0) when its support is the least so far.
-  void Consider(const Vec3& d, Features f, int index, double rim = 0.0, double t = 0.0) {
+  void Consider(const Vec3& d) {
     const double len2 = d.LengthSq();
     if (!(len2 > 0.0)) return;
     const Vec3 n = d / std::sqrt(len2);
     const double h = Support(n);
-    if (h < best.h) best = {h, n, f, index, rim, t};
+    if (h < best.h) best = {h, n};
   }
   /// Both d and -d: a critical point x of the distance from the origin
   /// gives the normal x / |x| when D holds the origin, -x / |x| when not.
-  void ConsiderBoth(const Vec3& d, Features f, int index, double rim = 0.0, double t = 0.0) {
-    Consider(d, f, index, rim, t);
-    Consider(-d, f, index, rim, t);
+  void ConsiderBoth(const Vec3& d) {
+    Consider(d);
+    Consider(-d);
   }
 };
 
@@ -159,13 +153,12 @@ int SignChanges(const double* c, int deg, double lo, double hi, double* out,
   return n;
 }
 
-/// The rim x edge candidates of edge [p0, p1] and the rim at height `rim`:
-/// along the edge, the distance from p(t) to the rim's circle has its
-/// critical points where rho(t) s(t) = +-r (A t + B) (rho the distance from
-/// the axis, s = (p(t) - centre) . e, A t + B = the horizontal part of s),
-/// the roots of the quartic rho^2 s^2 - r^2 (A t + B)^2; the ends, its
-/// turning points (its double roots among them) and its sign changes are
-/// the candidates, each towards the rim point nearest p(t).
+/// The rim x edge candidates of edge [p0, p1] and the rim at height `rim`,
+/// for t in [lo, hi]: along the edge, the distance from p(t) to the rim's
+/// circle has its critical points where rho(t) s(t) = +-r (A t + B) (rho
+/// the distance from the axis, s = (p(t) - centre) . e, A t + B = the
+/// horizontal part of s), the roots of the quartic rho^2 s^2 - r^2 (A t +
+/// B)^2; each towards the rim point nearest p(t).
 void RimEdgeCandidates(Difference* d, int edge, double rim, double lo, double hi) {
   const Vec3& p0 = d->p[edge];
   const Vec3 e = d->p[(edge + 1) % 3] - p0;
@@ -213,7 +206,7 @@ void RimEdgeCandidates(Difference* d, int edge, double rim, double lo, double hi
       if (!(std::fabs(step) > 1e-16 * std::max(1.0, std::fabs(t)) && std::fabs(step) < 1.0)) break;
       t -= step;
     }
-    if (placed) d->ConsiderBoth(k - at, Features::kRimEdge, edge, rim, t);
+    if (placed) d->ConsiderBoth(k - at);
   }
 }
 
@@ -231,15 +224,15 @@ bool CylinderTrianglePenetration(const Vec3 tri[3], const PlacedCylinder& cyl, d
   const double tol = 1e-9 * scale, near_axis = 1e-6 * scale;
   // The cap and the face (their supports exact along their normals), the
   // side and each edge.
-  d.Consider({0.0, 1.0, 0.0}, Features::kCap, 0);
-  d.Consider({0.0, -1.0, 0.0}, Features::kCap, 0);
+  d.Consider({0.0, 1.0, 0.0});
+  d.Consider({0.0, -1.0, 0.0});
   const Vec3 normal = Cross(d.p[1] - d.p[0], d.p[2] - d.p[0]);
-  d.Consider(normal, Features::kFace, 0);
-  d.Consider(-normal, Features::kFace, 0);
+  d.Consider(normal);
+  d.Consider(-normal);
   for (int i = 0; i < 3; ++i) {
     const Vec3 e = d.p[(i + 1) % 3] - d.p[i];
-    d.Consider({e.z, 0.0, -e.x}, Features::kSideEdge, i);
-    d.Consider({-e.z, 0.0, e.x}, Features::kSideEdge, i);
+    d.Consider({e.z, 0.0, -e.x});
+    d.Consider({-e.z, 0.0, e.x});
   }
   // The side and each vertex (towards the vertex from the axis), the rims
   // and each vertex (the rim point nearest it). Within near_axis of the
@@ -253,19 +246,14 @@ bool CylinderTrianglePenetration(const Vec3 tri[3], const PlacedCylinder& cyl, d
       continue;
     }
     const Vec3 u{p.x / rho, 0.0, p.z / rho};
-    d.ConsiderBoth(u * (d.r - rho), Features::kSideVertex, i);
-    for (const double rim : {-d.hh, d.hh}) {
-      d.ConsiderBoth(Vec3{d.r * u.x, rim, d.r * u.z} - p, Features::kRimVertex, i, rim);
-    }
+    d.ConsiderBoth(u * (d.r - rho));
+    for (const double rim : {-d.hh, d.hh}) d.ConsiderBoth(Vec3{d.r * u.x, rim, d.r * u.z} - p);
   }
-  // The rims and each edge, unless the cores certainly overlap (the
-  // triangle's point nearest the axis lies in the cylinder: the depth is then
-  // the least support of the candidates x / |x| alone) and every point of the
-  // edge stays farther from the rim than the least support so far (the
-  // height from the rim's plane and the distance from its circle across,
-  // each at their least).
   // Apart (or touching) along one of the directions so far: no contact.
   if (!(d.best.h > tol)) return false;
+  // Whether the cores certainly overlap: the triangle's point nearest the
+  // axis lies in the cylinder. The depth is then the least support of the
+  // candidates x / |x| alone, which the rims and edges below narrow down.
   Vec3 on_axis, on_triangle_near;
   SegmentTriangleDistanceSq({0.0, -d.hh, 0.0}, {0.0, d.hh, 0.0}, d.p[0], d.p[1], d.p[2], &on_axis,
                             &on_triangle_near);
@@ -283,6 +271,11 @@ bool CylinderTrianglePenetration(const Vec3 tri[3], const PlacedCylinder& cyl, d
                     Dot(Cross(d.p[0] - d.p[2], m - d.p[2]), normal) >= 0.0;
     }
   }
+  // The rims and each edge: when the cores overlap, only where the edge
+  // runs inside the radius on the cap's inner side, and unless every point
+  // of it there stays farther from the rim than the least support so far
+  // (the height from the rim's plane and the distance from its circle
+  // across, each at their least).
   for (int i = 0; i < 3; ++i) {
     const Vec3& p0 = d.p[i];
     const Vec3 e = d.p[(i + 1) % 3] - p0;
