@@ -2,7 +2,8 @@
 // on seeded random pairs (near the origin and far from it, small triangles
 // and level-sized ones, edges square to the axis and along it, rims across
 // edges): its depth is the support of cylinder - triangle along its normal,
-// no sampled direction and no converged EPA answer separates them by less,
+// no sampled direction and no EPA answer separates them by less (EPA is
+// longer where it stalls on the curved side),
 // and its points lie on each shape, depth apart along the normal.
 #include "collision/triangles/cylinder_triangle_penetration.h"
 
@@ -79,7 +80,7 @@ TEST(CylinderTrianglePenetration, IsTheLeastSeparatingMove) {
   int declined[5] = {};  // overlapping (by GJK) but left to EPA, by kind of triangle
   int shorter_than_epa = 0;
   double most_shorter = 0.0;
-  for (uint64_t seed = 1; seed <= 40000; ++seed) {
+  for (uint64_t seed = 1; seed <= 200000; ++seed) {
     Random rng(seed);
     const double r = rng.Uniform(0.1, 2.0), hh = rng.Uniform(0.05, 2.0);
     const internal::ConvexCore core = internal::CoreOf(*Shape::MakeCylinder(r, hh));
@@ -149,11 +150,11 @@ TEST(CylinderTrianglePenetration, IsTheLeastSeparatingMove) {
       "against EPA (%d shorter, by up to %.3g of the scale)\n",
       answered, declined[0], declined[1], declined[2], declined[3], declined[4], rim_edge,
       epa_checked, shorter_than_epa, most_shorter);
-  EXPECT_GE(answered, 8000);
+  EXPECT_GE(answered, 80000);
   // Only flat contacts (a floor against a cap, a wall along the side) and
   // contacts within 1e-9 of touching go to EPA.
   EXPECT_LE(declined[0] + declined[3] + declined[4], answered / 100);
-  EXPECT_GE(rim_edge, 500);
+  EXPECT_GE(rim_edge, 10000);
   EXPECT_GE(epa_checked, answered / 2);
 }
 

@@ -379,6 +379,18 @@ bool CylinderTrianglePenetration(const Vec3 tri[3], const PlacedCylinder& cyl, d
     on_cylinder = Vec3{d.r * u.x, n.y > 0.0 ? d.hh : -d.hh, d.r * u.z};
     on_triangle = on_cylinder - n * best.h;
   }
+  // Where the direction is ill-conditioned for the points (nearly the
+  // axis's, an edge nearly flat against a cap, so the rim point drifts
+  // along it), they may not meet the depth: EPA's then.
+  Vec3 on_plane;
+  const double off_cylinder =
+      std::max(std::sqrt(on_cylinder.x * on_cylinder.x + on_cylinder.z * on_cylinder.z) - d.r,
+               std::fabs(on_cylinder.y) - d.hh);
+  if (!(off_cylinder <= tol) ||
+      !(PointTriangleDistanceSq(on_triangle, d.p[0], d.p[1], d.p[2], &on_plane) <= tol * tol) ||
+      !((on_cylinder - on_triangle - n * best.h).LengthSq() <= tol * tol)) {
+    return false;
+  }
   *out = TriangleConvexPenetration{};
   out->valid = true;
   out->depth = best.h;
