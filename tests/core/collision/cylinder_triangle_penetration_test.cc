@@ -3,8 +3,8 @@
 // and level-sized ones, edges square to the axis and along it, rims across
 // edges): its depth is the support of cylinder - triangle along its normal,
 // no sampled direction and no EPA answer separates them by less (EPA is
-// longer where it stalls on the curved side),
-// and its points lie on each shape, depth apart along the normal.
+// longer where it stalls on the curved side), and its points lie on each
+// shape, depth apart along the normal.
 #include "collision/triangles/cylinder_triangle_penetration.h"
 
 #include <gtest/gtest.h>

@@ -19,9 +19,11 @@ namespace hitbox {
 /// side x vertex, rim x vertex, and rim x edge: along the edge, a quartic's
 /// roots and turning points). False, leaving the pair to EPA, when the cores
 /// overlap by at most 1e-9 * scale, for a sliver, for a vertex or an edge
-/// within 1e-6 * scale of the axis (its rim direction ill-conditioned), and
-/// for a contact whose points are not unique (a cap or the side flat against
-/// the triangle, an edge or the face flat against a cap).
+/// within 1e-6 * scale of the axis (its rim direction ill-conditioned), for
+/// a contact whose points are not unique (a cap or the side flat against
+/// the triangle, an edge or the face flat against a cap), and where the
+/// points found do not meet the depth within 1e-9 * scale (a normal nearly
+/// the axis's).
 bool CylinderTrianglePenetration(const Vec3 tri[3], const PlacedCylinder& cyl, double scale,
                                  TriangleConvexPenetration* out);
 
