@@ -49,7 +49,7 @@ struct Difference {
     const double horizontal = std::sqrt(n.x * n.x + n.z * n.z);
     const double y = n.y >= 0.0 ? hh : -hh;
     if (!(horizontal > 0.0)) return {0.0, y, 0.0};
-    return {r * n.x / horizontal, y, r * n.z / horizontal};
+    return {r * (n.x / horizontal), y, r * (n.z / horizontal)};
   }
   /// Takes direction d (any length but 0) when its support is the least so far.
   void Consider(const Vec3& d) {
@@ -158,13 +158,13 @@ int SignChanges(const double* c, int deg, double lo, double hi, double* out,
 /// circle has its critical points where rho(t) s(t) = +-r (A t + B) (rho
 /// the distance from the axis, s = (p(t) - centre) . e, A t + B = the
 /// horizontal part of s), the roots of the quartic rho^2 s^2 - r^2 (A t +
-/// B)^2; each towards the rim point nearest p(t).
-void RimEdgeCandidates(Difference* d, int edge, double rim, double lo, double hi) {
+/// B)^2; each towards the rim point nearest p(t). rho(t)^2 = a t^2 + 2 b t
+/// + c, the caller's.
+void RimEdgeCandidates(Difference* d, int edge, double rim, double a, double b, double c, double lo,
+                       double hi) {
   const Vec3& p0 = d->p[edge];
   const Vec3 e = d->p[(edge + 1) % 3] - p0;
   const Vec3 d0 = p0 - Vec3{0.0, rim, 0.0};
-  const double a = e.x * e.x + e.z * e.z, b = d0.x * e.x + d0.z * e.z;
-  const double c = d0.x * d0.x + d0.z * d0.z;
   const double s0 = Dot(d0, e), s1 = e.LengthSq(), r2 = d->r * d->r;
   const double q[5] = {c * s0 * s0 - r2 * b * b,
                        2.0 * b * s0 * s0 + 2.0 * c * s0 * s1 - 2.0 * r2 * a * b,
@@ -331,7 +331,7 @@ bool CylinderTrianglePenetration(const Vec3 tri[3], const PlacedCylinder& cyl, d
         ill = std::min(ill, across);
         continue;
       }
-      RimEdgeCandidates(&d, i, rim, lo, hi);
+      RimEdgeCandidates(&d, i, rim, a, b, c, lo, hi);
     }
   }
   const Candidate& best = d.best;
@@ -376,7 +376,7 @@ bool CylinderTrianglePenetration(const Vec3 tri[3], const PlacedCylinder& cyl, d
     }
   } else {
     // A rim point.
-    on_cylinder = Vec3{d.r * u.x, n.y > 0.0 ? d.hh : -d.hh, d.r * u.z};
+    on_cylinder = d.SupportPoint(n);
     on_triangle = on_cylinder - n * best.h;
   }
   // Where the direction is ill-conditioned for the points (nearly the
